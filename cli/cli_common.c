@@ -1,0 +1,147 @@
+/* cli_common.c — error lines, option values and formatting shared by the
+ * subcommands. No subcommand logic. */
+#include "cli_common.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+int mb_cli_fail(int code, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("membound: error: ", stderr);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+    return code;
+}
+
+int mb_cli_fail_err(int code, const mb_err *err)
+{
+    return mb_cli_fail(code, "%s", err->msg);
+}
+
+void mb_cli_note(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("membound: note: ", stderr);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+}
+
+static int push_size(int64_t **v, int *n, int64_t x, mb_err *err)
+{
+    if (*n >= 4096) return mb_err_set(err, MB_EINPUT, "too many sizes (at most 4096)");
+    int64_t *nv = realloc(*v, (size_t)(*n + 1) * sizeof **v);
+    if (!nv) return mb_err_set(err, MB_ERUN, "out of memory");
+    nv[(*n)++] = x;
+    *v = nv;
+    return MB_OK;
+}
+
+int mb_cli_parse_sizes(const char *s, int64_t **out, int *count, mb_err *err)
+{
+    *out = NULL;
+    *count = 0;
+    char *copy = strdup(s);
+    if (!copy) return mb_err_set(err, MB_ERUN, "out of memory");
+    int rc = MB_OK;
+    char *save = NULL;
+    for (char *item = strtok_r(copy, ",", &save); item && rc == MB_OK; item = strtok_r(NULL, ",", &save)) {
+        char *dots = strstr(item, "..");
+        if (!dots) {
+            int64_t n;
+            rc = mb_size_parse(item, &n, err);
+            if (rc == MB_OK) rc = push_size(out, count, n, err);
+            continue;
+        }
+        *dots = '\0';
+        char *hi_s = dots + 2, *step_s = strchr(hi_s, ':');
+        int step = 1;
+        if (step_s) {
+            *step_s++ = '\0';
+            step = atoi(step_s);
+            if (step < 1) { rc = mb_err_set(err, MB_EINPUT, "range step ':%s' must be a positive integer", step_s); break; }
+        }
+        int64_t lo, hi;
+        if ((rc = mb_size_parse(item, &lo, err)) || (rc = mb_size_parse(hi_s, &hi, err))) break;
+        if (lo > hi) { rc = mb_err_set(err, MB_EINPUT, "range %s..%s is empty", item, hi_s); break; }
+        /* every power of two in [lo, hi] (lo itself first), every step-th */
+        int idx = 0;
+        for (int64_t n = lo; n <= hi && rc == MB_OK; n *= 2, idx++)
+            if (idx % step == 0) rc = push_size(out, count, n, err);
+    }
+    free(copy);
+    if (rc == MB_OK && *count == 0) rc = mb_err_set(err, MB_EINPUT, "no sizes in '%s'", s);
+    if (rc != MB_OK) { free(*out); *out = NULL; *count = 0; }
+    return rc;
+}
+
+int mb_cli_variant_names(int argc, char **argv, int first, char (**names)[MB_NAME_MAX], int *count,
+                         mb_err *err)
+{
+    *names = NULL;
+    *count = 0;
+    int n = argc - first;
+    if (n > 0) {
+        *names = calloc((size_t)n, MB_NAME_MAX);
+        if (!*names) return mb_err_set(err, MB_ERUN, "out of memory");
+        for (int i = 0; i < n; i++) snprintf((*names)[i], MB_NAME_MAX, "%s", argv[first + i]);
+        *count = n;
+        return MB_OK;
+    }
+    int total = mb_variant_list(NULL, 0);
+    if (total == 0)
+        return mb_err_set(err, MB_ERUN, "no built-in variants found in %s (set MEMBOUND_VARIANTS)",
+                          mb_variant_dir());
+    *names = calloc((size_t)total, MB_NAME_MAX);
+    if (!*names) return mb_err_set(err, MB_ERUN, "out of memory");
+    *count = mb_variant_list(*names, total);
+    if (*count > total) *count = total;
+    return MB_OK;
+}
+
+const char *mb_cli_fmt_bytes(double bytes, char *buf, int bufsize)
+{
+    static const char *const units[] = {"B", "kB", "MB", "GB", "TB", "PB"};
+    int u = 0;
+    while (bytes >= 1000 && u < 5) { bytes /= 1000; u++; }
+    snprintf(buf, (size_t)bufsize, u ? "%.2f %s" : "%.0f %s", bytes, units[u]);
+    return buf;
+}
+
+const char *mb_cli_fmt_time(double s, char *buf, int bufsize)
+{
+    if (s >= 1) snprintf(buf, (size_t)bufsize, "%.2f s", s);
+    else if (s >= 1e-3) snprintf(buf, (size_t)bufsize, "%.2f ms", s * 1e3);
+    else if (s >= 1e-6) snprintf(buf, (size_t)bufsize, "%.2f us", s * 1e6);
+    else snprintf(buf, (size_t)bufsize, "%.0f ns", s * 1e9);
+    return buf;
+}
+
+int mb_cli_bad_option(int c, char **argv, int optind_now, int optopt_now, const char *cmd)
+{
+    const char *arg = argv[optind_now - 1];
+    if (c == ':')
+        return mb_cli_fail(2, "option '%s' needs a value (see 'membound %s --help')", arg, cmd);
+    if (optopt_now && strncmp(arg, "--", 2) != 0)
+        return mb_cli_fail(2, "unknown option '-%c' (see 'membound %s --help')", optopt_now, cmd);
+    return mb_cli_fail(2, "unknown option '%s' (see 'membound %s --help')", arg, cmd);
+}
+
+int mb_cli_dtype(const char *s, mb_dtype *out)
+{
+    if (mb_dtype_parse(s, out) == MB_OK) return 0;
+    return mb_cli_fail(2, "unknown dtype '%s' (dtypes: f32, bf16, f16)", s);
+}
+
+int mb_cli_size(const char *s, int64_t *out)
+{
+    mb_err e;
+    if (mb_size_parse(s, out, &e) == MB_OK) return 0;
+    return mb_cli_fail_err(2, &e);
+}

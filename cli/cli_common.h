@@ -1,0 +1,50 @@
+/* cli_common.h — helpers shared by the subcommands: error lines, option
+ * values (sizes, dtypes, devices, variant lists). No subcommand logic. */
+#ifndef MB_CLI_COMMON_H
+#define MB_CLI_COMMON_H
+
+#include "membound_model.h"
+
+#include <stdint.h>
+
+/* Prints "membound: error: <msg>" to stderr and returns code. */
+int mb_cli_fail(int code, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+
+/* Prints an mb_err as one error line and returns code. */
+int mb_cli_fail_err(int code, const mb_err *err);
+
+/* Prints "membound: note: <msg>" to stderr (progress, fallbacks). */
+void mb_cli_note(const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 1, 2)))
+#endif
+    ;
+
+/* For getopt_long's '?' / ':' returns (opterr = 0): one error line naming
+ * the option ("unknown option '--foo'", "option '--n' needs a value"),
+ * returns 2. */
+int mb_cli_bad_option(int c, char **argv, int optind_now, int optopt_now, const char *cmd);
+
+/* Parses --dtype, --n values with one error line; 0 or 2. */
+int mb_cli_dtype(const char *s, mb_dtype *out);
+int mb_cli_size(const char *s, int64_t *out);
+
+/* A comma-separated list of sizes ("2^16,2^20,16M") or a geometric range
+ * "2^16..2^28" (every power of two) or "2^16..2^28:4" (every 4th). Returns
+ * MB_OK and a malloc'd array, or MB_EINPUT. */
+int mb_cli_parse_sizes(const char *s, int64_t **out, int *count, mb_err *err);
+
+/* The variants named on the command line, or every built-in when none. */
+int mb_cli_variant_names(int argc, char **argv, int first, char (**names)[MB_NAME_MAX],
+                         int *count, mb_err *err);
+
+/* Human-readable byte count: "12.58 MB" (1e6), for tables. */
+const char *mb_cli_fmt_bytes(double bytes, char *buf, int bufsize);
+/* Human-readable time: "1.23 ms", "45.6 us", "2.10 s". */
+const char *mb_cli_fmt_time(double s, char *buf, int bufsize);
+
+#endif

@@ -1,0 +1,132 @@
+/* cmd_model.c — `membound model`: kernels, bytes and roofline time of each
+ * variant and plan on one device. */
+#include "cli_common.h"
+#include "commands.h"
+#include "model_args.h"
+#include "model_out.h"
+
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+static void usage(FILE *fp)
+{
+    fprintf(fp,
+            "usage: membound model [VARIANT|FILE.mb ...] [--expr EXPR] [options]\n"
+            "\n"
+            "Predicts, for each variant and plan, the kernels it launches, the bytes each\n"
+            "reads and writes (the lecture's count and the cache-aware DRAM count for a\n"
+            "cold start), and its time on a device: launch + max(memory, compute).\n"
+            "With no VARIANT, every built-in variant (see model/variants/).\n"
+            "\n"
+            "  --expr EXPR      a Python-syntax expression, e.g. 'y = sin(x)**2 + cos(x)**2';\n"
+            "                   free names are inputs, the last assignment is the output\n"
+            "  --plan P         eager | fused (forward), eager | store | recompute (backward);\n"
+            "                   default: every plan the variant supports\n"
+            "  --device D       a device id (membound devices) or an INI spec; default h100-sxm\n"
+            "  --n N            elements per tensor: 16777216, 2^24 or 16M; default: the\n"
+            "                   variant's lecture size (2^24 when it has none)\n"
+            "  --sizes LIST     several sizes: 2^20,2^24 or a range 2^16..2^28[:STEP]\n"
+            "  --dtype T        f32 (default), bf16, f16\n"
+            "  --per-kernel     one line per kernel under each result (table output)\n"
+            "  --json | --csv   machine-readable output (see the design's JSON contract)\n"
+            "  -h, --help       this help\n"
+            "\n"
+            "example: membound model sin2_plus_cos2 --n 2^24 --device h100-sxm --json\n");
+}
+
+int mb_cmd_model(int argc, char **argv)
+{
+    static const struct option opts[] = {
+        {"expr", required_argument, 0, 'e'}, {"plan", required_argument, 0, 'p'},
+        {"device", required_argument, 0, 'd'}, {"n", required_argument, 0, 'n'},
+        {"sizes", required_argument, 0, 's'}, {"dtype", required_argument, 0, 't'},
+        {"json", no_argument, 0, 'J'}, {"csv", no_argument, 0, 'C'},
+        {"per-kernel", no_argument, 0, 'k'}, {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
+    mb_model_args a = {0};
+    const char *expr = NULL, *device = "h100-sxm";
+    int c, rc = 0;
+    mb_err e;
+    opterr = 0;
+    optind = 1;
+    while ((c = getopt_long(argc, argv, ":he:p:d:n:s:t:JCk", opts, NULL)) != -1) {
+        switch (c) {
+        case 'e': expr = optarg; break;
+        case 'p':
+            if (mb_plan_parse(optarg, &a.plan) != MB_OK) {
+                mb_model_args_free(&a);
+                return mb_cli_fail(2, "unknown plan '%s' (plans: eager, fused, store, recompute)", optarg);
+            }
+            a.plan_given = 1;
+            break;
+        case 'd': device = optarg; break;
+        case 'n':
+        case 's':
+            free(a.sizes);
+            a.sizes = NULL;
+            if (c == 'n') {
+                a.sizes = malloc(sizeof *a.sizes);
+                a.n_sizes = 1;
+                if (!a.sizes) return mb_cli_fail(1, "out of memory");
+                if ((rc = mb_cli_size(optarg, &a.sizes[0]))) { mb_model_args_free(&a); return rc; }
+            } else if ((rc = mb_cli_parse_sizes(optarg, &a.sizes, &a.n_sizes, &e))) {
+                return mb_cli_fail_err(rc, &e);
+            }
+            break;
+        case 't':
+            if ((rc = mb_cli_dtype(optarg, &a.dtype))) { mb_model_args_free(&a); return rc; }
+            break;
+        case 'J': a.fmt = MB_FMT_JSON; break;
+        case 'C': a.fmt = MB_FMT_CSV; break;
+        case 'k': a.per_kernel = 1; break;
+        case 'h': usage(stdout); mb_model_args_free(&a); return 0;
+        default: mb_model_args_free(&a); return mb_cli_bad_option(c, argv, optind, optopt, "model");
+        }
+    }
+    mb_device dev;
+    if ((rc = mb_device_find(device, &dev, &e))) { mb_model_args_free(&a); return mb_cli_fail_err(rc, &e); }
+    if ((rc = mb_model_args_load(&a, argc, argv, optind, expr))) { mb_model_args_free(&a); return rc; }
+
+    json_t *results = json_array();
+    if (a.fmt == MB_FMT_CSV) mb_model_csv_header(stdout);
+    if (a.fmt == MB_FMT_TABLE) {
+        const char *src;
+        double bw = mb_device_bandwidth_gbs(&dev, &src);
+        printf("device %s (%s): %.0f GB/s (%s), last-level cache %.1f MiB, launch %.1f us\n\n",
+               dev.name, dev.label, bw, src, dev.cache_mb, dev.launch_overhead_us);
+        mb_model_table_header(stdout, 0);
+    }
+    for (int i = 0; i < a.n_graphs && !rc; i++) {
+        mb_plan_kind plans[MB_PLAN_COUNT];
+        int np = mb_model_args_plans(&a, a.graphs[i], plans);
+        int64_t one;
+        const int64_t *sizes;
+        int ns = mb_model_args_sizes(&a, a.graphs[i], &sizes, &one);
+        for (int s = 0; s < ns && !rc; s++)
+            for (int k = 0; k < np && !rc; k++) {
+                mb_model_row row;
+                if ((rc = mb_model_row_make(&row, a.graphs[i], plans[k], sizes[s], &dev, a.dtype, &e))) {
+                    mb_cli_fail_err(rc, &e);
+                    break;
+                }
+                if (a.fmt == MB_FMT_TABLE) mb_model_table_row(stdout, &row, 0, a.per_kernel);
+                else if (a.fmt == MB_FMT_CSV) mb_model_csv_row(stdout, &row);
+                else json_array_append_new(results, mb_model_row_json(&row, 0));
+                mb_model_row_free(&row);
+            }
+    }
+    if (!rc && a.fmt == MB_FMT_JSON) {
+        json_t *root = json_object();
+        json_object_set_new(root, "device", json_string(dev.name));
+        json_object_set_new(root, "n", a.sizes && a.n_sizes == 1 ? json_integer((json_int_t)a.sizes[0]) : json_null());
+        json_object_set_new(root, "dtype", json_string(mb_dtype_name(a.dtype)));
+        json_object_set_new(root, "results", json_incref(results));
+        char *s = json_dumps(root, JSON_INDENT(1) | JSON_REAL_PRECISION(12));
+        puts(s);
+        free(s);
+        json_decref(root);
+    }
+    json_decref(results);
+    mb_model_args_free(&a);
+    return rc;
+}

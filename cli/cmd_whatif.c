@@ -1,0 +1,162 @@
+/* cmd_whatif.c — `membound whatif`: the model across many devices, with each
+ * variant's speed-up over its eager plan. */
+#include "cli_common.h"
+#include "commands.h"
+#include "model_args.h"
+#include "model_out.h"
+
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void usage(FILE *fp)
+{
+    fprintf(fp,
+            "usage: membound whatif [VARIANT|FILE.mb ...] [--expr EXPR] [options]\n"
+            "\n"
+            "The model of every variant and plan on many devices: time, the term that\n"
+            "bounds it, and the speed-up of each plan over eager.\n"
+            "\n"
+            "  --devices LIST   comma-separated ids or INI files, or 'all' (default)\n"
+            "  --expr EXPR      a Python-syntax expression instead of variants\n"
+            "  --plan P         only plan P\n"
+            "  --n N            elements per tensor (default: each variant's lecture size)\n"
+            "  --sizes LIST     several sizes: 2^20,2^24 or 2^16..2^28[:STEP]\n"
+            "  --dtype T        f32 (default), bf16, f16\n"
+            "  --json | --csv   machine-readable output ({\"results\": [...]}, each with \"device\")\n"
+            "  -h, --help       this help\n");
+}
+
+static int load_devices(const char *list, mb_device **out, int *count)
+{
+    *out = NULL;
+    *count = 0;
+    mb_err e;
+    if (!strcmp(list, "all")) {
+        int n = mb_device_count();
+        *out = malloc((size_t)n * sizeof **out);
+        if (!*out) return mb_cli_fail(1, "out of memory");
+        for (int i = 0; i < n; i++) (*out)[i] = *mb_device_at(i);
+        *count = n;
+        return 0;
+    }
+    char *copy = strdup(list), *save = NULL;
+    if (!copy) return mb_cli_fail(1, "out of memory");
+    for (char *id = strtok_r(copy, ",", &save); id; id = strtok_r(NULL, ",", &save)) {
+        mb_device *nd = realloc(*out, (size_t)(*count + 1) * sizeof **out);
+        if (!nd) { free(copy); return mb_cli_fail(1, "out of memory"); }
+        *out = nd;
+        int rc = mb_device_find(id, &(*out)[*count], &e);
+        if (rc) { free(copy); return mb_cli_fail_err(rc, &e); }
+        (*count)++;
+    }
+    free(copy);
+    if (*count == 0) return mb_cli_fail(2, "--devices is empty");
+    return 0;
+}
+
+int mb_cmd_whatif(int argc, char **argv)
+{
+    static const struct option opts[] = {
+        {"devices", required_argument, 0, 'D'}, {"expr", required_argument, 0, 'e'},
+        {"plan", required_argument, 0, 'p'}, {"n", required_argument, 0, 'n'},
+        {"sizes", required_argument, 0, 's'}, {"dtype", required_argument, 0, 't'},
+        {"json", no_argument, 0, 'J'}, {"csv", no_argument, 0, 'C'},
+        {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
+    mb_model_args a = {0};
+    const char *expr = NULL, *devlist = "all";
+    int c, rc = 0;
+    mb_err e;
+    opterr = 0;
+    optind = 1;
+    while ((c = getopt_long(argc, argv, ":hD:e:p:n:s:t:JC", opts, NULL)) != -1) {
+        switch (c) {
+        case 'D': devlist = optarg; break;
+        case 'e': expr = optarg; break;
+        case 'p':
+            if (mb_plan_parse(optarg, &a.plan) != MB_OK)
+                return mb_cli_fail(2, "unknown plan '%s' (plans: eager, fused, store, recompute)", optarg);
+            a.plan_given = 1;
+            break;
+        case 'n':
+            free(a.sizes);
+            a.sizes = malloc(sizeof *a.sizes);
+            a.n_sizes = 1;
+            if (!a.sizes) return mb_cli_fail(1, "out of memory");
+            if ((rc = mb_cli_size(optarg, &a.sizes[0]))) { mb_model_args_free(&a); return rc; }
+            break;
+        case 's':
+            free(a.sizes);
+            a.sizes = NULL;
+            if ((rc = mb_cli_parse_sizes(optarg, &a.sizes, &a.n_sizes, &e))) return mb_cli_fail_err(rc, &e);
+            break;
+        case 't':
+            if ((rc = mb_cli_dtype(optarg, &a.dtype))) { mb_model_args_free(&a); return rc; }
+            break;
+        case 'J': a.fmt = MB_FMT_JSON; break;
+        case 'C': a.fmt = MB_FMT_CSV; break;
+        case 'h': usage(stdout); mb_model_args_free(&a); return 0;
+        default: mb_model_args_free(&a); return mb_cli_bad_option(c, argv, optind, optopt, "whatif");
+        }
+    }
+    mb_device *devs;
+    int ndev;
+    if ((rc = load_devices(devlist, &devs, &ndev))) { mb_model_args_free(&a); return rc; }
+    if ((rc = mb_model_args_load(&a, argc, argv, optind, expr))) { free(devs); mb_model_args_free(&a); return rc; }
+
+    json_t *results = json_array();
+    if (a.fmt == MB_FMT_CSV) mb_model_csv_header(stdout);
+    if (a.fmt == MB_FMT_TABLE) {
+        printf("%-16s %-16s %-10s %11s %7s %12s %12s %-8s %9s\n", "device", "variant", "plan", "n",
+               "kernels", "DRAM MB", "time us", "bound", "vs eager");
+    }
+    for (int i = 0; i < a.n_graphs && !rc; i++) {
+        mb_plan_kind plans[MB_PLAN_COUNT];
+        int np = mb_model_args_plans(&a, a.graphs[i], plans);
+        int64_t one;
+        const int64_t *sizes;
+        int ns = mb_model_args_sizes(&a, a.graphs[i], &sizes, &one);
+        for (int d = 0; d < ndev && !rc; d++)
+            for (int s = 0; s < ns && !rc; s++) {
+                double eager_s = 0;
+                if (a.fmt == MB_FMT_TABLE) { /* eager time for the speed-up column */
+                    mb_model_row er;
+                    if (mb_model_row_make(&er, a.graphs[i], MB_PLAN_EAGER, sizes[s], &devs[d], a.dtype, &e) == MB_OK) {
+                        eager_s = er.est.total.time_s;
+                        mb_model_row_free(&er);
+                    }
+                }
+                for (int k = 0; k < np && !rc; k++) {
+                    mb_model_row row;
+                    if ((rc = mb_model_row_make(&row, a.graphs[i], plans[k], sizes[s], &devs[d], a.dtype, &e))) {
+                        mb_cli_fail_err(rc, &e);
+                        break;
+                    }
+                    if (a.fmt == MB_FMT_TABLE) {
+                        const mb_cost *t = &row.est.total;
+                        printf("%-16s %-16s %-10s %11lld %7d %12.3f %12.3f %-8s %8.2fx\n", devs[d].name,
+                               a.graphs[i]->name, mb_plan_name(plans[k]), (long long)sizes[s],
+                               row.plan->n_kernels, (t->dram_read_bytes + t->dram_write_bytes) / 1e6,
+                               t->time_s * 1e6, mb_bound_name(t->bound), eager_s / t->time_s);
+                    } else if (a.fmt == MB_FMT_CSV) {
+                        mb_model_csv_row(stdout, &row);
+                    } else {
+                        json_array_append_new(results, mb_model_row_json(&row, 1));
+                    }
+                    mb_model_row_free(&row);
+                }
+            }
+    }
+    if (!rc && a.fmt == MB_FMT_JSON) {
+        json_t *root = json_pack("{s:O}", "results", results);
+        char *s = json_dumps(root, JSON_INDENT(1) | JSON_REAL_PRECISION(12));
+        puts(s);
+        free(s);
+        json_decref(root);
+    }
+    json_decref(results);
+    free(devs);
+    mb_model_args_free(&a);
+    return rc;
+}

@@ -1,0 +1,125 @@
+/* model_out.c — renderings of model results: table, CSV, JSON (jansson). */
+#include "model_out.h"
+
+#include "cli_common.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+int mb_model_row_make(mb_model_row *row, const mb_graph *g, mb_plan_kind k, int64_t n,
+                      const mb_device *dev, mb_dtype dtype, mb_err *err)
+{
+    memset(row, 0, sizeof *row);
+    mb_plan *p;
+    int rc = mb_plan_build(g, k, &p, err);
+    if (rc) return rc;
+    rc = mb_estimate_plan(p, n, dev, &row->est, err);
+    if (rc) { mb_plan_free(p); return rc; }
+    row->g = g;
+    row->plan = p;
+    row->dev = dev;
+    row->dtype = dtype;
+    row->n = n;
+    return MB_OK;
+}
+
+void mb_model_row_free(mb_model_row *row)
+{
+    mb_estimate_free(&row->est);
+    mb_plan_free((mb_plan *)row->plan);
+    row->plan = NULL;
+}
+
+double mb_model_row_elements(const mb_model_row *r)
+{
+    const mb_cost *t = &r->est.total;
+    return (double)(t->read_bytes + t->write_bytes) / ((double)r->n * (double)mb_dtype_bytes(r->dtype));
+}
+
+void mb_model_table_header(FILE *fp, int with_device)
+{
+    if (with_device) fprintf(fp, "%-16s ", "device");
+    fprintf(fp, "%-16s %-10s %-5s %11s %7s %11s %11s %8s %11s %11s %10s %11s %-8s\n", "variant",
+            "plan", "dtype", "n", "kernels", "read MB", "write MB", "traffic", "DRAM rd MB",
+            "DRAM wr MB", "saved MB", "time us", "bound");
+}
+
+void mb_model_table_row(FILE *fp, const mb_model_row *r, int with_device, int per_kernel)
+{
+    const mb_cost *t = &r->est.total;
+    if (with_device) fprintf(fp, "%-16s ", r->dev->name);
+    char traffic[32];
+    snprintf(traffic, sizeof traffic, "%.2fn", mb_model_row_elements(r));
+    fprintf(fp, "%-16s %-10s %-5s %11lld %7d %11.3f %11.3f %8s %11.3f %11.3f %10.3f %11.3f %-8s\n",
+            r->g->name, mb_plan_name(r->plan->kind), mb_dtype_name(r->dtype), (long long)r->n,
+            r->plan->n_kernels, t->read_bytes / 1e6, t->write_bytes / 1e6, traffic,
+            t->dram_read_bytes / 1e6, t->dram_write_bytes / 1e6, r->est.saved_bytes / 1e6,
+            t->time_s * 1e6, mb_bound_name(t->bound));
+    if (!per_kernel) return;
+    for (int k = 0; k < r->plan->n_kernels; k++) {
+        const mb_cost *c = &r->est.per_kernel[k];
+        const mb_kernel *K = &r->plan->kernels[k];
+        if (with_device) fprintf(fp, "%-16s ", "");
+        fprintf(fp, "  %-14s %-10s %-5s %11s %7s %11.3f %11.3f %8s %11.3f %11.3f %10s %11.3f %-8s\n",
+                "", K->name, "", "", "", c->read_bytes / 1e6, c->write_bytes / 1e6, "",
+                c->dram_read_bytes / 1e6, c->dram_write_bytes / 1e6, "", c->time_s * 1e6,
+                mb_bound_name(c->bound));
+    }
+}
+
+void mb_model_csv_header(FILE *fp)
+{
+    fprintf(fp, "device,variant,plan,dtype,n,kernels,read_bytes,write_bytes,dram_read_bytes,"
+                "dram_write_bytes,saved_bytes,flops,sfu_ops,time_s,mem_s,compute_s,launch_s,bound,"
+                "bandwidth_gbs,bandwidth_source\n");
+}
+
+void mb_model_csv_row(FILE *fp, const mb_model_row *r)
+{
+    const mb_cost *t = &r->est.total;
+    fprintf(fp, "%s,%s,%s,%s,%lld,%d,%lld,%lld,%lld,%lld,%lld,%.17g,%.17g,%.9g,%.9g,%.9g,%.9g,%s,%.6g,%s\n",
+            r->dev->name, r->g->name, mb_plan_name(r->plan->kind), mb_dtype_name(r->dtype),
+            (long long)r->n, r->plan->n_kernels, (long long)t->read_bytes, (long long)t->write_bytes,
+            (long long)t->dram_read_bytes, (long long)t->dram_write_bytes, (long long)r->est.saved_bytes,
+            t->flops, t->sfu_ops, t->time_s, t->mem_s, t->compute_s, t->launch_s,
+            mb_bound_name(t->bound), r->est.bandwidth_gbs, r->est.bandwidth_source);
+}
+
+static json_t *cost_json(const mb_cost *c)
+{
+    return json_pack("{s:I, s:I, s:I, s:I, s:f, s:f, s:f, s:f, s:f, s:f, s:s}",
+                     "read_bytes", (json_int_t)c->read_bytes, "write_bytes", (json_int_t)c->write_bytes,
+                     "dram_read_bytes", (json_int_t)c->dram_read_bytes, "dram_write_bytes",
+                     (json_int_t)c->dram_write_bytes, "flops", c->flops, "sfu_ops", c->sfu_ops,
+                     "time_s", c->time_s, "mem_s", c->mem_s, "compute_s", c->compute_s, "launch_s",
+                     c->launch_s, "bound", mb_bound_name(c->bound));
+}
+
+json_t *mb_model_row_json(const mb_model_row *r, int with_device)
+{
+    json_t *o = json_object();
+    if (with_device) json_object_set_new(o, "device", json_string(r->dev->name));
+    json_object_set_new(o, "variant", json_string(r->g->name));
+    json_object_set_new(o, "plan", json_string(mb_plan_name(r->plan->kind)));
+    json_object_set_new(o, "dtype", json_string(mb_dtype_name(r->dtype)));
+    json_object_set_new(o, "n", json_integer((json_int_t)r->n));
+    json_object_set_new(o, "kernels", json_integer(r->plan->n_kernels));
+    json_t *tot = cost_json(&r->est.total);
+    json_object_update(o, tot);
+    json_decref(tot);
+    json_object_set_new(o, "saved_bytes", json_integer((json_int_t)r->est.saved_bytes));
+    json_object_set_new(o, "traffic_elements", json_real(mb_model_row_elements(r)));
+    json_object_set_new(o, "bandwidth_gbs", json_real(r->est.bandwidth_gbs));
+    json_object_set_new(o, "bandwidth_source", json_string(r->est.bandwidth_source));
+    json_t *pk = json_array();
+    for (int k = 0; k < r->plan->n_kernels; k++) {
+        const mb_kernel *K = &r->plan->kernels[k];
+        json_t *ko = cost_json(&r->est.per_kernel[k]);
+        json_object_set_new(ko, "name", json_string(K->name));
+        json_object_set_new(ko, "backward", json_boolean(K->is_backward));
+        json_object_set_new(ko, "ops", json_integer(K->n_nodes));
+        json_array_append_new(pk, ko);
+    }
+    json_object_set_new(o, "per_kernel", pk);
+    return o;
+}

@@ -1,0 +1,39 @@
+/* model_out.h — one model result (variant × plan × dtype × n × device) and
+ * its three renderings: an aligned table row, a CSV row, a JSON object.
+ * Shared by `model` and `whatif`; computes nothing itself. */
+#ifndef MB_CLI_MODEL_OUT_H
+#define MB_CLI_MODEL_OUT_H
+
+#include "membound_model.h"
+
+#include <jansson.h>
+#include <stdio.h>
+
+typedef struct {
+    const mb_graph *g;
+    const mb_plan *plan;
+    const mb_device *dev;
+    mb_dtype dtype;
+    int64_t n;
+    mb_estimate est;
+} mb_model_row;
+
+/* Builds plan k of g and estimates it at n on dev into row (row->plan is
+ * owned: free with mb_model_row_free). */
+int mb_model_row_make(mb_model_row *row, const mb_graph *g, mb_plan_kind k, int64_t n,
+                      const mb_device *dev, mb_dtype dtype, mb_err *err);
+void mb_model_row_free(mb_model_row *row);
+
+/* Table: header then rows. with_device adds a device column. */
+void mb_model_table_header(FILE *fp, int with_device);
+void mb_model_table_row(FILE *fp, const mb_model_row *r, int with_device, int per_kernel);
+/* Traffic in elements of n (bytes / (n * element size of dtype)). */
+double mb_model_row_elements(const mb_model_row *r);
+
+void mb_model_csv_header(FILE *fp);
+void mb_model_csv_row(FILE *fp, const mb_model_row *r);
+
+/* The design's result object; with_device adds "device". New reference. */
+json_t *mb_model_row_json(const mb_model_row *r, int with_device);
+
+#endif

@@ -1,0 +1,466 @@
+/* device_ini.c — device spec files: load and write the [device] INI format.
+ * Parsing is inih's (Debian's libinih); this file maps keys to mb_device,
+ * checks every value and reports file:line: key. Does not hold the built-in
+ * table (device_table.c). */
+#include "membound_model.h"
+
+#include <ini.h>
+
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Longest line accepted. source is at most 511 characters, so a written file
+ * never comes near this; longer lines are an error, never split silently. */
+#define LINE_MAX_CHARS 4096
+
+enum key_type { KEY_STR, KEY_NUM };
+enum key_need {
+    KEY_OPTIONAL = 0, /* may be absent; numbers >= 0 */
+    KEY_REQUIRED,     /* must be present; numbers > 0, strings non-empty */
+    KEY_REQUIRED_GPU  /* must be present for kind gpu; numbers >= 0 */
+};
+
+typedef struct key_spec {
+    const char *key;
+    enum key_type type;
+    enum key_need need;
+    size_t offset, size;
+} key_spec;
+
+#define FIELD(f) offsetof(mb_device, f), sizeof(((mb_device *)0)->f)
+
+/* The contract keys of the design's "Device specs", in the order written. */
+static const key_spec spec_keys[] = {
+    {"name", KEY_STR, KEY_REQUIRED, FIELD(name)},
+    {"label", KEY_STR, KEY_OPTIONAL, FIELD(label)},
+    {"kind", KEY_STR, KEY_OPTIONAL, FIELD(kind)},
+    {"mem_bandwidth_gbs", KEY_NUM, KEY_REQUIRED, FIELD(mem_bandwidth_gbs)},
+    {"measured_bandwidth_gbs", KEY_NUM, KEY_OPTIONAL, FIELD(measured_bandwidth_gbs)},
+    {"cache_mb", KEY_NUM, KEY_REQUIRED, FIELD(cache_mb)},
+    {"fp32_tflops", KEY_NUM, KEY_REQUIRED, FIELD(fp32_tflops)},
+    {"bf16_tflops", KEY_NUM, KEY_REQUIRED_GPU, FIELD(bf16_tflops)},
+    {"sfu_tops", KEY_NUM, KEY_OPTIONAL, FIELD(sfu_tops)},
+    {"launch_overhead_us", KEY_NUM, KEY_REQUIRED, FIELD(launch_overhead_us)},
+    {"mem_gb", KEY_NUM, KEY_OPTIONAL, FIELD(mem_gb)},
+    {"source", KEY_STR, KEY_REQUIRED, FIELD(source)},
+    {"measured_at", KEY_STR, KEY_OPTIONAL, FIELD(measured_at)},
+};
+
+#define N_KEYS ((int)(sizeof spec_keys / sizeof spec_keys[0]))
+
+/* Parser state, shared by the line reader and the key handler. */
+typedef struct ini_state {
+    FILE *fp;
+    const char *path;
+    int line;            /* number of the line being parsed, from 1 */
+    int at_line_start;   /* next read starts a new line */
+    size_t line_chars;   /* characters of the current line so far */
+    int read_errno;      /* errno of a failed read, else 0 */
+    int device_line;     /* line of the [device] header, 0 if none yet */
+    int key_line[N_KEYS];          /* line where each key was set, 0 if not */
+    int op_line[MB_OP_COUNT];      /* same for op_<name>_geps */
+    mb_device dev;
+    int code;            /* first error (MB_OK while none) */
+    mb_err err;
+} ini_state;
+
+static int fail(ini_state *st, int code, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
+
+/* Records the first error only; returns 0 so inih stops. */
+static int fail(ini_state *st, int code, const char *fmt, ...)
+{
+    if (st->code == MB_OK) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(st->err.msg, sizeof st->err.msg, fmt, ap);
+        va_end(ap);
+        st->code = code;
+    }
+    return 0;
+}
+
+/* Levenshtein distance of two short keys (first 63 characters). */
+static int edit_distance(const char *a, const char *b)
+{
+    enum { M = 64 };
+    int la = 0, lb = 0;
+    while (la < M - 1 && a[la]) la++;
+    while (lb < M - 1 && b[lb]) lb++;
+    int prev[M], cur[M];
+    for (int j = 0; j <= lb; j++) prev[j] = j;
+    for (int i = 1; i <= la; i++) {
+        cur[0] = i;
+        for (int j = 1; j <= lb; j++) {
+            int sub = prev[j - 1] + (a[i - 1] != b[j - 1]);
+            int del = prev[j] + 1, ins = cur[j - 1] + 1;
+            cur[j] = sub < del ? (sub < ins ? sub : ins) : (del < ins ? del : ins);
+        }
+        memcpy(prev, cur, sizeof(int) * (size_t)(lb + 1));
+    }
+    return prev[lb];
+}
+
+/* "op_<name>_geps" for op, into buf; returns 0 when op has no name. */
+static int op_key(int op, char *buf, size_t size)
+{
+    const char *n = mb_op_name((mb_op)op);
+    if (!n || !*n || !strcmp(n, "?")) return 0;
+    int w = snprintf(buf, size, "op_%s_geps", n);
+    return w > 0 && (size_t)w < size;
+}
+
+/* The valid key closest to an unknown one, or NULL when none is close. */
+static const char *closest_key(const char *key, char *buf, size_t size)
+{
+    int best = 3; /* at most two edits away */
+    const char *found = NULL;
+    for (int i = 0; i < N_KEYS; i++) {
+        int d = edit_distance(key, spec_keys[i].key);
+        if (d < best) { best = d; found = spec_keys[i].key; }
+    }
+    char k[64];
+    for (int op = 0; op < MB_OP_COUNT; op++) {
+        if (!op_key(op, k, sizeof k)) continue;
+        int d = edit_distance(key, k);
+        if (d < best) { best = d; snprintf(buf, size, "%s", k); found = buf; }
+    }
+    return found;
+}
+
+/* A device id: letters, digits and "-_.+", so it is safe in CSV and JSON. */
+static int valid_id(const char *s)
+{
+    if (!*s) return 0;
+    for (; *s; s++) {
+        char c = *s;
+        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+              c == '-' || c == '_' || c == '.' || c == '+'))
+            return 0;
+    }
+    return 1;
+}
+
+/* Section headers are seen by the reader (inih calls the handler only for
+ * keys): anything but one [device] is an error at its own line. */
+static void check_section(ini_state *st, const char *s)
+{
+    if (st->line == 1 && (unsigned char)s[0] == 0xEF && (unsigned char)s[1] == 0xBB &&
+        (unsigned char)s[2] == 0xBF)
+        s += 3;
+    while (*s == ' ' || *s == '\t') s++;
+    if (*s != '[') return;
+    const char *end = strchr(s + 1, ']');
+    if (!end) return; /* inih reports the syntax error */
+    int len = (int)(end - (s + 1));
+    if (len != 6 || strncmp(s + 1, "device", 6) != 0) {
+        fail(st, MB_EINPUT, "%s:%d: section [%.*s]: only [device] is accepted", st->path,
+             st->line, len > 64 ? 64 : len, s + 1);
+        return;
+    }
+    if (st->device_line) {
+        fail(st, MB_EINPUT, "%s:%d: a second [device] section (the first is on line %d)",
+             st->path, st->line, st->device_line);
+        return;
+    }
+    st->device_line = st->line;
+}
+
+/* fgets-style reader for ini_parse_stream that counts lines, since Debian's
+ * inih is built without line numbers for the handler. inih calls it again
+ * with the rest of the buffer while a long line continues. */
+static char *read_line(char *str, int num, void *stream)
+{
+    ini_state *st = stream;
+    if (st->code != MB_OK) return NULL;
+    errno = 0;
+    if (!fgets(str, num, st->fp)) {
+        if (ferror(st->fp)) st->read_errno = errno ? errno : EIO;
+        return NULL;
+    }
+    size_t n = strlen(str);
+    if (st->at_line_start) {
+        st->line++;
+        st->line_chars = 0;
+        check_section(st, str);
+        if (st->code != MB_OK) return NULL;
+    }
+    st->line_chars += n;
+    if (st->line_chars > LINE_MAX_CHARS) {
+        fail(st, MB_EINPUT, "%s:%d: line longer than %d characters", st->path, st->line,
+             LINE_MAX_CHARS);
+        return NULL;
+    }
+    st->at_line_start = n > 0 && str[n - 1] == '\n';
+    return str;
+}
+
+static int set_number(ini_state *st, const char *key, enum key_need need,
+                      const char *value, double *out)
+{
+    char *end;
+    errno = 0;
+    double v = strtod(value, &end);
+    if (end == value || *end != '\0')
+        return fail(st, MB_EINPUT, "%s:%d: key '%s': expected a number, got '%s'", st->path,
+                    st->line, key, value);
+    if (!isfinite(v))
+        return fail(st, MB_EINPUT, "%s:%d: key '%s': expected a finite number, got '%s'",
+                    st->path, st->line, key, value);
+    if (need == KEY_REQUIRED && !(v > 0))
+        return fail(st, MB_EINPUT, "%s:%d: key '%s': must be > 0, got '%s'", st->path,
+                    st->line, key, value);
+    if (v < 0)
+        return fail(st, MB_EINPUT, "%s:%d: key '%s': must be >= 0, got '%s'", st->path,
+                    st->line, key, value);
+    *out = v;
+    return 1;
+}
+
+static int set_string(ini_state *st, const key_spec *k, const char *value)
+{
+    size_t len = strlen(value);
+    char *dst = (char *)&st->dev + k->offset;
+    if (len >= k->size)
+        return fail(st, MB_EINPUT, "%s:%d: key '%s': value too long (%zu characters, at most %zu)",
+                    st->path, st->line, k->key, len, k->size - 1);
+    if (k->need == KEY_REQUIRED && len == 0)
+        return fail(st, MB_EINPUT, "%s:%d: key '%s': empty value", st->path, st->line, k->key);
+    if (!strcmp(k->key, "name") && !valid_id(value))
+        return fail(st, MB_EINPUT,
+                    "%s:%d: key 'name': '%s' is not a valid id (use letters, digits, '-', '_', "
+                    "'.', '+')", st->path, st->line, value);
+    if (!strcmp(k->key, "kind") && strcmp(value, "gpu") && strcmp(value, "cpu"))
+        return fail(st, MB_EINPUT, "%s:%d: key 'kind': expected 'gpu' or 'cpu', got '%s'",
+                    st->path, st->line, value);
+    memcpy(dst, value, len + 1);
+    return 1;
+}
+
+/* inih's handler: one key = value of the file. */
+static int on_key(void *user, const char *section, const char *name, const char *value)
+{
+    ini_state *st = user;
+    if (st->code != MB_OK) return 0;
+    if (strcmp(section, "device") != 0)
+        return fail(st, MB_EINPUT, "%s:%d: key '%s' is outside the [device] section", st->path,
+                    st->line, name);
+    for (int i = 0; i < N_KEYS; i++) {
+        const key_spec *k = &spec_keys[i];
+        if (strcmp(name, k->key) != 0) continue;
+        if (st->key_line[i])
+            return fail(st, MB_EINPUT, "%s:%d: key '%s' given twice (first on line %d)",
+                        st->path, st->line, name, st->key_line[i]);
+        st->key_line[i] = st->line;
+        if (k->type == KEY_STR) return set_string(st, k, value);
+        return set_number(st, name, k->need, value, (double *)((char *)&st->dev + k->offset));
+    }
+    char key[64];
+    for (int op = 0; op < MB_OP_COUNT; op++) {
+        if (!op_key(op, key, sizeof key) || strcmp(name, key) != 0) continue;
+        if (st->op_line[op])
+            return fail(st, MB_EINPUT, "%s:%d: key '%s' given twice (first on line %d)",
+                        st->path, st->line, name, st->op_line[op]);
+        st->op_line[op] = st->line;
+        return set_number(st, name, KEY_OPTIONAL, value, &st->dev.op_geps[op]);
+    }
+    char buf[64];
+    const char *near = closest_key(name, buf, sizeof buf);
+    if (near)
+        return fail(st, MB_EINPUT, "%s:%d: unknown key '%s' in [device] (did you mean '%s'?)",
+                    st->path, st->line, name, near);
+    return fail(st, MB_EINPUT, "%s:%d: unknown key '%s' in [device]", st->path, st->line, name);
+}
+
+/* Checks presence of the required keys after a clean parse. */
+static void check_required(ini_state *st)
+{
+    int is_gpu = strcmp(st->dev.kind, "cpu") != 0;
+    char list[256] = "";
+    size_t used = 0;
+    int missing = 0;
+    for (int i = 0; i < N_KEYS; i++) {
+        const key_spec *k = &spec_keys[i];
+        int need = k->need == KEY_REQUIRED || (k->need == KEY_REQUIRED_GPU && is_gpu);
+        if (!need || st->key_line[i]) continue;
+        int w = snprintf(list + used, sizeof list - used, "%s'%s'", missing ? ", " : "", k->key);
+        if (w > 0 && (size_t)w < sizeof list - used) used += (size_t)w;
+        missing++;
+    }
+    if (missing)
+        fail(st, MB_EINPUT, "%s: missing required key%s %s in [device]", st->path,
+             missing > 1 ? "s" : "", list);
+}
+
+/* Loads the spec file at path into *out (written only on success).
+ * Returns MB_EINPUT with "path:line: key '...': ..." for a bad value,
+ * "path: missing required key ..." for an incomplete file and
+ * "path: cannot open: <reason>" when it cannot be read; MB_ERUN when inih
+ * runs out of memory. */
+int mb_device_load_ini(const char *path, mb_device *out, mb_err *err)
+{
+    ini_state *st = calloc(1, sizeof *st);
+    if (!st) return mb_err_set(err, MB_ERUN, "%s: out of memory", path);
+    st->path = path;
+    st->at_line_start = 1;
+    st->fp = fopen(path, "r");
+    if (!st->fp) {
+        int e = errno;
+        free(st);
+        return mb_err_set(err, MB_EINPUT, "%s: cannot open: %s", path, strerror(e));
+    }
+
+    /* Debian's libinih exposes its build settings as globals: lines may
+     * grow past 200 characters (source strings do), continuation lines and
+     * keys without values are errors, and the first error stops the parse.
+     * Restored afterwards; not thread-safe, like the rest of inih's globals. */
+    bool old_stack = ini_use_stack, old_realloc = ini_allow_realloc;
+    bool old_multi = ini_allow_multiline, old_stop = ini_stop_on_first_error;
+    bool old_novalue = ini_allow_no_value;
+    int old_max = ini_max_line;
+    ini_use_stack = false;
+    ini_allow_realloc = true;
+    ini_max_line = LINE_MAX_CHARS + 8;
+    ini_allow_multiline = false;
+    ini_stop_on_first_error = true;
+    ini_allow_no_value = false;
+    int rc = ini_parse_stream(read_line, st, on_key, st);
+    ini_use_stack = old_stack;
+    ini_allow_realloc = old_realloc;
+    ini_max_line = old_max;
+    ini_allow_multiline = old_multi;
+    ini_stop_on_first_error = old_stop;
+    ini_allow_no_value = old_novalue;
+    fclose(st->fp);
+
+    if (st->code == MB_OK) {
+        if (st->read_errno)
+            fail(st, MB_EINPUT, "%s: cannot read: %s", path, strerror(st->read_errno));
+        else if (rc == -2)
+            fail(st, MB_ERUN, "%s: out of memory while parsing", path);
+        else if (rc > 0)
+            fail(st, MB_EINPUT, "%s:%d: expected 'key = value', '[device]' or a comment", path,
+                 rc);
+        else if (rc != 0)
+            fail(st, MB_EINPUT, "%s: cannot parse (inih error %d)", path, rc);
+        else if (!st->device_line)
+            fail(st, MB_EINPUT, st->line == 0 ? "%s: empty file: expected a [device] section"
+                                              : "%s: no [device] section", path);
+        else
+            check_required(st);
+    }
+    if (st->code == MB_OK) {
+        if (!st->key_line[2]) snprintf(st->dev.kind, sizeof st->dev.kind, "gpu");
+        if (!st->key_line[1])
+            snprintf(st->dev.label, sizeof st->dev.label, "%s", st->dev.name);
+        *out = st->dev;
+    } else if (err) {
+        *err = st->err;
+    }
+    int code = st->code;
+    free(st);
+    return code;
+}
+
+/* Shortest of %.15g..%.17g that reads back as exactly v. */
+static void format_number(double v, char *buf, size_t size)
+{
+    for (int prec = 15; prec <= 17; prec++) {
+        snprintf(buf, size, "%.*g", prec, v);
+        if (strtod(buf, NULL) == v) return;
+    }
+}
+
+/* A string value survives write and load unchanged: inih strips outer
+ * whitespace, ends the value at " ;" (inline comment) and at a newline. */
+static const char *string_problem(const char *s, size_t size)
+{
+    size_t len = 0;
+    while (len < size && s[len]) len++;
+    if (len == size) return "is not terminated";
+    if (len && (s[0] == ' ' || s[0] == '\t' || s[len - 1] == ' ' || s[len - 1] == '\t'))
+        return "starts or ends with white space";
+    for (size_t i = 0; i < len; i++) {
+        if (s[i] == '\n' || s[i] == '\r') return "contains a line break";
+        if (s[i] == ';' && i > 0 && (s[i - 1] == ' ' || s[i - 1] == '\t'))
+            return "contains ' ;', which starts a comment";
+    }
+    return NULL;
+}
+
+/* Refuses a device that the loader would refuse or read back differently. */
+static int check_device(const mb_device *d, const char *path, mb_err *err)
+{
+    for (int i = 0; i < N_KEYS; i++) {
+        const key_spec *k = &spec_keys[i];
+        const char *p = (const char *)d + k->offset;
+        if (k->type == KEY_STR) {
+            const char *why = string_problem(p, k->size);
+            if (why) return mb_err_set(err, MB_EINPUT, "%s: field '%s' %s", path, k->key, why);
+            if (k->need == KEY_REQUIRED && !p[0])
+                return mb_err_set(err, MB_EINPUT, "%s: field '%s' is empty", path, k->key);
+            continue;
+        }
+        double v = *(const double *)p;
+        int positive = k->need == KEY_REQUIRED;
+        if (!isfinite(v) || (positive ? !(v > 0) : v < 0))
+            return mb_err_set(err, MB_EINPUT, "%s: field '%s' = %g must be %s", path, k->key, v,
+                              positive ? "finite and > 0" : "finite and >= 0");
+    }
+    if (!valid_id(d->name))
+        return mb_err_set(err, MB_EINPUT, "%s: name '%s' is not a valid id", path, d->name);
+    if (d->kind[0] && strcmp(d->kind, "gpu") && strcmp(d->kind, "cpu"))
+        return mb_err_set(err, MB_EINPUT, "%s: kind '%s' is not 'gpu' or 'cpu'", path, d->kind);
+    for (int op = 0; op < MB_OP_COUNT; op++) {
+        double v = d->op_geps[op];
+        if (!isfinite(v) || v < 0)
+            return mb_err_set(err, MB_EINPUT, "%s: op_geps of '%s' = %g must be finite and >= 0",
+                              path, mb_op_name((mb_op)op), v);
+    }
+    return MB_OK;
+}
+
+/* Writes d to path as a [device] spec that mb_device_load_ini reads back
+ * field for field (numbers in their shortest round-trip form; op_geps only
+ * where non-zero). Goes through mb_outfile: the file appears whole or not at
+ * all. Returns MB_EINPUT for a device the loader would refuse, MB_ERUN when
+ * the file cannot be written. */
+int mb_device_write_ini(const mb_device *d, const char *path, mb_err *err)
+{
+    int rc = check_device(d, path, err);
+    if (rc != MB_OK) return rc;
+    mb_outfile of;
+    rc = mb_outfile_open(&of, path, err);
+    if (rc != MB_OK) return rc;
+    FILE *fp = of.fp;
+    fprintf(fp, "# device spec written by membound (keys: see 'membound devices'); "
+                "use with --device FILE\n");
+    fprintf(fp, "[device]\n");
+    char num[64];
+    for (int i = 0; i < N_KEYS; i++) {
+        const key_spec *k = &spec_keys[i];
+        const char *p = (const char *)d + k->offset;
+        if (k->type == KEY_STR) {
+            if (!strcmp(k->key, "kind") && !p[0]) p = "gpu";
+            fprintf(fp, "%s = %s\n", k->key, p);
+        } else {
+            format_number(*(const double *)p, num, sizeof num);
+            fprintf(fp, "%s = %s\n", k->key, num);
+        }
+    }
+    char key[64];
+    for (int op = 0; op < MB_OP_COUNT; op++) {
+        if (d->op_geps[op] == 0 || !op_key(op, key, sizeof key)) continue;
+        format_number(d->op_geps[op], num, sizeof num);
+        fprintf(fp, "%s = %s\n", key, num);
+    }
+    return mb_outfile_commit(&of, err);
+}

@@ -1,0 +1,363 @@
+/* device_table.c — the built-in device table and lookup by id or spec file.
+ * Every figure comes from shared/reference/gpu-specs.md; each row's source
+ * string names where. Does not parse INI files (device_ini.c does). */
+#include "membound_model.h"
+
+#include <ctype.h>
+#include <stdio.h>
+#include <string.h>
+
+/* Rounds a derived figure (fraction of peak x peak) to whole GB/s, in a
+ * constant expression so the table keeps its arithmetic visible. */
+#define MB_ROUND(x) ((double)(long long)((x) + 0.5))
+
+/* Units (the names say them): bandwidth GB/s = 1e9 B/s, datasheet peak;
+ * measured_bandwidth_gbs = a streaming benchmark's fraction of peak x peak,
+ * 0 where the reference has none; cache_mb = last-level cache on the memory
+ * path in MiB as drivers report it (Infinity Cache on MI300X/MI325X);
+ * fp32_tflops = plain (non-tensor, non-packed) FP32 with FMA = 2 flops;
+ * bf16_tflops = dense tensor rate with FP32 accumulate: datasheets print
+ * 2:4 sparse figures, halved here; 0 where the GPU has no BF16 tensor path;
+ * sfu_tops = special-function (MUFU) ops/s in 1e12, SMs x 16 per clock x
+ * clock from the reference's per-CC table, 0 where it gives no rate;
+ * launch_overhead_us = per eager launch: 3 us for NVIDIA datacenter GPUs
+ * (reference section 4 default, 3-5 us), 4 us for GeForce (an RTX 5070 Ti
+ * measured "about 4-6 us", [S37a]), 5 us assumed where the reference has no
+ * figure (Jetson, AMD); mem_gb = marketed capacity.
+ * Source tags [Sx] are those of shared/reference/gpu-specs.md. */
+static const mb_device device_table[] = {
+    {.name = "h100-sxm", .label = "NVIDIA H100 SXM5 80GB", .kind = "gpu",
+     .mem_bandwidth_gbs = 3350, .measured_bandwidth_gbs = MB_ROUND(0.80 * 3350),
+     .cache_mb = 50, .fp32_tflops = 66.9, .bf16_tflops = 989.4,
+     .sfu_tops = 132 * 16 * 1.83e-3, .launch_overhead_us = 3, .mem_gb = 80,
+     .source = "NVIDIA H100 datasheet via glennklockwood.com [S2] and Lightning-AI "
+               "throughput.py [S1] (BF16 1979 sparse, halved); 132 SMs and L2 52428800 B "
+               "from an H100 deviceQuery dump [S3]; SFU 132 SMs x 16/clk x 1.83 GHz = the "
+               "3.9 TOPS of FlashAttention-3 [S34]; measured BW: FluidX3D benchmark table, "
+               "80% of peak [S7]; launch: gpu-specs.md sec. 4 default"},
+    {.name = "h100-pcie", .label = "NVIDIA H100 PCIe 80GB", .kind = "gpu",
+     .mem_bandwidth_gbs = 2000, .measured_bandwidth_gbs = MB_ROUND(0.85 * 2000),
+     .cache_mb = 50, .fp32_tflops = 51.2, .bf16_tflops = 756,
+     .sfu_tops = 114 * 16 * 1.755e-3, .launch_overhead_us = 3, .mem_gb = 80,
+     .source = "NVIDIA H100 PCIe datasheet (hpctech copy) [S1] and product brief "
+               "PB-11133 [S5]; 114 SMs, 1755 MHz boost (Chips and Cheese saw 1395 MHz at "
+               "350 W [S4]); L2 as H100 SXM [S2]; SFU 114 x 16/clk x 1.755 GHz (CUDA "
+               "Programming Guide rates [S31]); measured BW: FluidX3D 85% [S7]; launch: "
+               "gpu-specs.md sec. 4 default"},
+    {.name = "h100-nvl", .label = "NVIDIA H100 NVL 94GB (per GPU)", .kind = "gpu",
+     .mem_bandwidth_gbs = 3900, .measured_bandwidth_gbs = MB_ROUND(0.79 * 3938),
+     .cache_mb = 50, .fp32_tflops = 60, .bf16_tflops = 835,
+     .sfu_tops = 132 * 16 * 1.785e-3, .launch_overhead_us = 3, .mem_gb = 94,
+     .source = "NVIDIA H100 NVL datasheet (PNY copy) and nvidia.com H100 table [S6] "
+               "(BF16 1671 sparse, halved); L2 50 MB assumed as other GH100 parts "
+               "(unconfirmed); SFU 132 x 16/clk x 1.785 GHz (clock derived from FluidX3D's "
+               "60.32 TF [S7]); measured BW: FluidX3D 79% of its 3938 GB/s [S7]; launch: "
+               "gpu-specs.md sec. 4 default"},
+    {.name = "h200", .label = "NVIDIA H200 SXM 141GB", .kind = "gpu",
+     .mem_bandwidth_gbs = 4800, .measured_bandwidth_gbs = MB_ROUND(0.73 * 4800),
+     .cache_mb = 60, .fp32_tflops = 66.9, .bf16_tflops = 989.4,
+     .sfu_tops = 132 * 16 * 1.83e-3, .launch_overhead_us = 3, .mem_gb = 141,
+     .source = "AnandTech SC23 H200 article and hwcooling.net [S9] (memory), compute as "
+               "H100 SXM [S2]; L2 60 MB as PyTorch reports on an H200 cloud VM (stas00 "
+               "ml-engineering [S8] says 50); SFU as H100 SXM [S34]; measured BW: FluidX3D "
+               "73% [S7] (a device-to-device copy on an H200 VM reached 4.3 TB/s, 90%); "
+               "launch: gpu-specs.md sec. 4 default"},
+    {.name = "gh200", .label = "NVIDIA GH200 Grace Hopper, GPU with 96GB HBM3", .kind = "gpu",
+     .mem_bandwidth_gbs = 4000, .measured_bandwidth_gbs = MB_ROUND(0.79 * 4000),
+     .cache_mb = 50, .fp32_tflops = 67, .bf16_tflops = 990,
+     .sfu_tops = 132 * 16 * 1.83e-3, .launch_overhead_us = 3, .mem_gb = 96,
+     .source = "NVIDIA GH200 datasheet [S10] (transcribed in atineoSE/coding-model-seeks-gpu); "
+               "L2 50 MB as other GH100 parts (stas00 ml-engineering [S8] says 60); SFU as "
+               "H100 SXM [S34]; measured BW: FluidX3D 79% [S7] (OpenCL-Benchmark read 90%, "
+               "write 93% [S36]); launch: gpu-specs.md sec. 4 default (a GH200 note gives "
+               "2.3 us driver API [S37e])"},
+    {.name = "gh200-144gb", .label = "NVIDIA GH200 Grace Hopper, GPU with 144GB HBM3e",
+     .kind = "gpu",
+     .mem_bandwidth_gbs = 4900, .measured_bandwidth_gbs = 0,
+     .cache_mb = 50, .fp32_tflops = 67, .bf16_tflops = 990,
+     .sfu_tops = 132 * 16 * 1.83e-3, .launch_overhead_us = 3, .mem_gb = 144,
+     .source = "NVIDIA GH200 datasheet [S10] (144 GB HBM3e, up to 4.9 TB/s); L2 50 MB as "
+               "other GH100 parts (stas00 ml-engineering [S8] says 60); SFU as H100 SXM "
+               "[S34]; no measured BW for this memory option; launch: gpu-specs.md sec. 4 "
+               "default"},
+    {.name = "b200", .label = "NVIDIA B200 180GB (HGX, per GPU)", .kind = "gpu",
+     .mem_bandwidth_gbs = 7700, .measured_bandwidth_gbs = MB_ROUND(0.81 * 8000),
+     .cache_mb = 126.5, .fp32_tflops = 75, .bf16_tflops = 2250,
+     .sfu_tops = 5.0, .launch_overhead_us = 3, .mem_gb = 180,
+     .source = "NVIDIA Blackwell datasheet [S11] (BF16 4.5 PF sparse, halved; early material "
+               "said 8 TB/s); L2 129536 KiB from a B200 driver-property dump [S13] "
+               "(unconfirmed); SFU: 'SFU EX2 5 TeraExponentials/s' (verda.com GB300 article "
+               "[S15]); measured BW: FluidX3D 81% of 8000 GB/s [S7]; launch: gpu-specs.md "
+               "sec. 4 default"},
+    {.name = "gb200", .label = "NVIDIA GB200 (per Blackwell GPU)", .kind = "gpu",
+     .mem_bandwidth_gbs = 8000, .measured_bandwidth_gbs = 0,
+     .cache_mb = 126.5, .fp32_tflops = 80, .bf16_tflops = 2500,
+     .sfu_tops = 148 * 16 * 2.112e-3, .launch_overhead_us = 3, .mem_gb = 186,
+     .source = "NVIDIA Blackwell datasheet [S11] (BF16 5 PF sparse, halved); 148 SMs and "
+               "2.11 GHz from hmc-tech.com [S14] (unconfirmed); L2 assumed as B200 (same die); "
+               "SFU 148 x 16/clk x 2.112 GHz; no measured BW in the reference; launch: "
+               "gpu-specs.md sec. 4 default"},
+    {.name = "a100-40gb", .label = "NVIDIA A100 SXM4 40GB", .kind = "gpu",
+     .mem_bandwidth_gbs = 1555, .measured_bandwidth_gbs = MB_ROUND(0.84 * 1555),
+     .cache_mb = 40, .fp32_tflops = 19.5, .bf16_tflops = 312,
+     .sfu_tops = 108 * 16 * 1.41e-3, .launch_overhead_us = 3, .mem_gb = 40,
+     .source = "NVIDIA A100 datasheet via Lightning-AI throughput.py [S1]; 108 SMs, 1410 MHz, "
+               "40 MB L2 (stas00 ml-engineering [S8], gpu_catalog [S16]); SFU 108 x 16/clk x "
+               "1.41 GHz (16/clk unconfirmed for CC 8.0); measured BW: FluidX3D 84% [S7]; "
+               "launch: gpu-specs.md sec. 4 default"},
+    {.name = "a100-80gb", .label = "NVIDIA A100 SXM4 80GB", .kind = "gpu",
+     .mem_bandwidth_gbs = 2039, .measured_bandwidth_gbs = MB_ROUND(0.77 * 2039),
+     .cache_mb = 40, .fp32_tflops = 19.5, .bf16_tflops = 312,
+     .sfu_tops = 108 * 16 * 1.41e-3, .launch_overhead_us = 3, .mem_gb = 80,
+     .source = "NVIDIA A100 datasheet via Lightning-AI throughput.py [S1]; 2039 GB/s from "
+               "FluidX3D [S7] and profile-scripts A100-80GB-SXM.mk [S16]; 40 MB L2 [S8]; SFU "
+               "108 x 16/clk x 1.41 GHz (16/clk unconfirmed for CC 8.0); measured BW: "
+               "FluidX3D 77% [S7]; launch: gpu-specs.md sec. 4 default"},
+    {.name = "a100-pcie-40gb", .label = "NVIDIA A100 PCIe 40GB", .kind = "gpu",
+     .mem_bandwidth_gbs = 1555, .measured_bandwidth_gbs = MB_ROUND(0.84 * 1555),
+     .cache_mb = 40, .fp32_tflops = 19.5, .bf16_tflops = 312,
+     .sfu_tops = 108 * 16 * 1.41e-3, .launch_overhead_us = 3, .mem_gb = 40,
+     .source = "NVIDIA A100 datasheet via Lightning-AI throughput.py [S1] ('SXM and PCIe have "
+               "same flop counts'); 40 MB L2 [S8]; SFU 108 x 16/clk x 1.41 GHz (16/clk "
+               "unconfirmed for CC 8.0); measured BW: FluidX3D 84% [S7] (OpenCL-Benchmark "
+               "read 87%, write 97% [S36]); launch: gpu-specs.md sec. 4 default"},
+    {.name = "a100-pcie-80gb", .label = "NVIDIA A100 PCIe 80GB", .kind = "gpu",
+     .mem_bandwidth_gbs = 1935, .measured_bandwidth_gbs = MB_ROUND(0.76 * 1935),
+     .cache_mb = 40, .fp32_tflops = 19.5, .bf16_tflops = 312,
+     .sfu_tops = 108 * 16 * 1.41e-3, .launch_overhead_us = 3, .mem_gb = 80,
+     .source = "NVIDIA A100 datasheet via Lightning-AI throughput.py [S1]; 1935 GB/s from "
+               "FluidX3D [S7]; 40 MB L2 [S8]; SFU 108 x 16/clk x 1.41 GHz (16/clk "
+               "unconfirmed for CC 8.0); measured BW: FluidX3D 76% [S7]; launch: "
+               "gpu-specs.md sec. 4 default"},
+    {.name = "v100", .label = "NVIDIA V100 SXM2 32GB", .kind = "gpu",
+     .mem_bandwidth_gbs = 900, .measured_bandwidth_gbs = MB_ROUND(0.76 * 900),
+     .cache_mb = 6, .fp32_tflops = 15.7, .bf16_tflops = 0,
+     .sfu_tops = 80 * 16 * 1.53e-3, .launch_overhead_us = 3, .mem_gb = 32,
+     .source = "NVIDIA V100 datasheet via Lightning-AI throughput.py [S1]; other figures from "
+               "gpu_catalog [S16]; L2 6144 KiB from an NVIDIA/nvbench GV100 dump [S17]; no "
+               "BF16 (FP16 tensor 125 TF), so bf16 0; SFU 80 x 16/clk x 1.53 GHz (CUDA "
+               "Programming Guide [S31]); measured BW: FluidX3D 76% [S7] (Citadel: about "
+               "83%); launch: gpu-specs.md sec. 4 default"},
+    {.name = "t4", .label = "NVIDIA T4 16GB", .kind = "gpu",
+     .mem_bandwidth_gbs = 320, .measured_bandwidth_gbs = MB_ROUND(0.69 * 300),
+     .cache_mb = 4, .fp32_tflops = 8.1, .bf16_tflops = 0,
+     .sfu_tops = 40 * 16 * 1.59e-3, .launch_overhead_us = 3, .mem_gb = 16,
+     .source = "NVIDIA T4 datasheet via Lightning-AI throughput.py [S1]; other figures from "
+               "gpu_catalog [S16]; no BF16 (FP16 mixed 65 TF), so bf16 0; SFU 40 x 16/clk x "
+               "1.59 GHz (CUDA Programming Guide [S31]); measured BW: FluidX3D 69% of its "
+               "listed 300 GB/s [S7] (OpenCL-Benchmark read 77%, write 67%); launch: "
+               "gpu-specs.md sec. 4 default"},
+    {.name = "l4", .label = "NVIDIA L4 24GB", .kind = "gpu",
+     .mem_bandwidth_gbs = 300, .measured_bandwidth_gbs = MB_ROUND(0.76 * 300),
+     .cache_mb = 48, .fp32_tflops = 30.3, .bf16_tflops = 121,
+     .sfu_tops = 58 * 16 * 2.04e-3, .launch_overhead_us = 3, .mem_gb = 24,
+     .source = "NVIDIA L4 figures from grokipedia L4 vs L40S, store.sourcecode.com and "
+               "fpsbench.com [S19] (BF16 242 sparse, halved); FP32 also in FluidX3D [S7]; "
+               "SFU 58 SMs (derived from FP32; listings say 60) x 16/clk x 2.04 GHz, 16/clk "
+               "unconfirmed for CC 8.9; measured BW: FluidX3D 76% [S7]; launch: "
+               "gpu-specs.md sec. 4 default"},
+    {.name = "l40s", .label = "NVIDIA L40S 48GB", .kind = "gpu",
+     .mem_bandwidth_gbs = 864, .measured_bandwidth_gbs = MB_ROUND(0.67 * 864),
+     .cache_mb = 96, .fp32_tflops = 91.6, .bf16_tflops = 362,
+     .sfu_tops = 142 * 16 * 2.52e-3, .launch_overhead_us = 3, .mem_gb = 48,
+     .source = "NVIDIA L40S datasheet table (mullet.se, reach.dog) [S20] (BF16 733 sparse, "
+               "halved); 142 SMs, 2520 MHz and L2 100663296 B from a public L40S deviceQuery "
+               "[S20b]; SFU 142 x 16/clk x 2.52 GHz, 16/clk unconfirmed for CC 8.9; measured "
+               "BW: FluidX3D 67% [S7]; launch: gpu-specs.md sec. 4 default"},
+    {.name = "a10", .label = "NVIDIA A10 24GB", .kind = "gpu",
+     .mem_bandwidth_gbs = 600, .measured_bandwidth_gbs = MB_ROUND(0.75 * 600),
+     .cache_mb = 6, .fp32_tflops = 31.2, .bf16_tflops = 125,
+     .sfu_tops = 72 * 16 * 1.695e-3, .launch_overhead_us = 3, .mem_gb = 24,
+     .source = "NVIDIA A10 datasheet via Lightning-AI throughput.py [S1]; 1695 MHz and L2 "
+               "6291456 B from an A10 dump (aalanwyr/face2cuda) [S21]; 72 SMs (A10G has 80 "
+               "[S16]); SFU 72 x 16/clk x 1.695 GHz (SFU:FP32 1:8 on Ampere, NVIDIA forums "
+               "[S32]); measured BW: FluidX3D 75% [S7]; launch: gpu-specs.md sec. 4 default"},
+    {.name = "rtx-3090", .label = "NVIDIA GeForce RTX 3090", .kind = "gpu",
+     .mem_bandwidth_gbs = 936, .measured_bandwidth_gbs = MB_ROUND(0.89 * 936),
+     .cache_mb = 6, .fp32_tflops = 35.6, .bf16_tflops = 71,
+     .sfu_tops = 82 * 16 * 1.695e-3, .launch_overhead_us = 4, .mem_gb = 24,
+     .source = "Lambda LLM-calculator gpu_specs.csv and FluidX3D [S24]; BF16 71 TF from the "
+               "GA102 whitepaper (unconfirmed); SFU 82 x 16/clk x 1.695 GHz (SFU:FP32 1:8 on "
+               "Ampere [S32]); measured BW: FluidX3D 89% [S7]; launch 4 us: GeForce, an RTX "
+               "5070 Ti measured 4-6 us per launch [S37a]"},
+    {.name = "rtx-4090", .label = "NVIDIA GeForce RTX 4090", .kind = "gpu",
+     .mem_bandwidth_gbs = 1008, .measured_bandwidth_gbs = MB_ROUND(0.85 * 1008),
+     .cache_mb = 72, .fp32_tflops = 82.6, .bf16_tflops = 165.2,
+     .sfu_tops = 128 * 16 * 2.52e-3, .launch_overhead_us = 4, .mem_gb = 24,
+     .source = "Tom's Hardware RTX 4090 spec box [S22]; BF16 dense with FP32 accumulate from "
+               "waredb.com and hmc-tech.com [S22]; SFU 128 x 16/clk x 2.52 GHz, 16/clk "
+               "unconfirmed for CC 8.9; measured BW: FluidX3D 85% [S7]; launch 4 us: "
+               "GeForce, an RTX 5070 Ti measured 4-6 us per launch [S37a]"},
+    {.name = "rtx-5090", .label = "NVIDIA GeForce RTX 5090", .kind = "gpu",
+     .mem_bandwidth_gbs = 1792, .measured_bandwidth_gbs = MB_ROUND(0.81 * 1792),
+     .cache_mb = 96, .fp32_tflops = 104.8, .bf16_tflops = 209.5,
+     .sfu_tops = 0, .launch_overhead_us = 4, .mem_gb = 32,
+     .source = "Tom's Hardware RTX 5090 review spec box and spheron.network [S23]; BF16 209.5 "
+               "TF assumes the Ada-style half rate with FP32 accumulate (RTX Blackwell "
+               "whitepaper note [S23b]; unconfirmed); no SFU rate for CC 12.0 in the "
+               "reference; measured BW: FluidX3D 81% [S7]; launch 4 us: an RTX 5070 Ti "
+               "measured 4-6 us per launch [S37a]"},
+    {.name = "jetson-agx-orin", .label = "NVIDIA Jetson AGX Orin 64GB (GPU)", .kind = "gpu",
+     .mem_bandwidth_gbs = 204.8, .measured_bandwidth_gbs = 0,
+     .cache_mb = 4, .fp32_tflops = 5.3, .bf16_tflops = 42.5,
+     .sfu_tops = 16 * 16 * 1.3e-3, .launch_overhead_us = 5, .mem_gb = 64,
+     .source = "Jetson AGX Orin technical brief summary (mzph.cn) and fixstars blog [S25]; "
+               "204.8 GB/s LPDDR5 shared with the CPU (unconfirmed); BF16 42.5 TF derived "
+               "from 170 sparse INT8 TOPS / 4 (unconfirmed); SFU 16 SMs x 16/clk x 1.3 GHz "
+               "(derived clock, 16/clk as CC 8.6); no measured BW; launch 5 us assumed "
+               "(no Jetson figure in gpu-specs.md)"},
+    {.name = "mi300x", .label = "AMD Instinct MI300X", .kind = "gpu",
+     .mem_bandwidth_gbs = 5300, .measured_bandwidth_gbs = MB_ROUND(0.66 * 5300),
+     .cache_mb = 256, .fp32_tflops = 81.7, .bf16_tflops = 1307.4,
+     .sfu_tops = 0, .launch_overhead_us = 5, .mem_gb = 192,
+     .source = "ROCm gpu-specs.rst [S26] (304 CUs, L2 4 MiB per XCD, 256 MiB Infinity Cache: "
+               "cache_mb is the Infinity Cache, the last level on the memory path); BF16 "
+               "and BW from MI300X-vs-H200 report [S27]; FP32 81.7 non-packed (163.4 packed, "
+               "unconfirmed); no SFU rate in the reference; measured BW: FluidX3D 66% [S7]; "
+               "launch 5 us assumed (no AMD figure in gpu-specs.md)"},
+    {.name = "mi325x", .label = "AMD Instinct MI325X", .kind = "gpu",
+     .mem_bandwidth_gbs = 6000, .measured_bandwidth_gbs = 0,
+     .cache_mb = 256, .fp32_tflops = 81.7, .bf16_tflops = 1307.4,
+     .sfu_tops = 0, .launch_overhead_us = 5, .mem_gb = 256,
+     .source = "ROCm gpu-specs.rst [S26] (304 CUs, 256 MiB Infinity Cache, the last level on "
+               "the memory path); figures from awesomeagents.ai [S27] and stas00 "
+               "ml-engineering [S8]; FP32 81.7 non-packed (163.4 packed); no SFU rate and no "
+               "measured BW in the reference; launch 5 us assumed (no AMD figure in "
+               "gpu-specs.md)"},
+    {.name = "mi250x", .label = "AMD Instinct MI250X (both GCDs; each is a separate device)",
+     .kind = "gpu",
+     .mem_bandwidth_gbs = 3277, .measured_bandwidth_gbs = MB_ROUND(0.53 * 3277),
+     .cache_mb = 16, .fp32_tflops = 47.9, .bf16_tflops = 383,
+     .sfu_tops = 0, .launch_overhead_us = 5, .mem_gb = 128,
+     .source = "ROCm gpu-specs.rst [S26] (220 CUs, L2 8 MiB per GCD, no Infinity Cache) and "
+               "stas00 ml-engineering [S8]; whole card: one kernel runs on one GCD, see "
+               "mi250x-gcd; FP32 47.9 non-packed (1700 MHz unconfirmed); measured BW: "
+               "FluidX3D 53% on one GCD of an MI250 [S7]; launch 5 us assumed (no AMD figure "
+               "in gpu-specs.md)"},
+    {.name = "mi250x-gcd", .label = "AMD Instinct MI250X, one GCD", .kind = "gpu",
+     .mem_bandwidth_gbs = 1638, .measured_bandwidth_gbs = MB_ROUND(0.53 * 1638),
+     .cache_mb = 8, .fp32_tflops = 23.95, .bf16_tflops = 191.5,
+     .sfu_tops = 0, .launch_overhead_us = 5, .mem_gb = 64,
+     .source = "ROCm gpu-specs.rst [S26] (110 CUs and 8 MiB L2 per GCD) and stas00 "
+               "ml-engineering [S8]: the MI250X card halved, as each GCD is a separate "
+               "device; measured BW: FluidX3D 53% on one GCD of an MI250 [S7]; launch 5 us "
+               "assumed (no AMD figure in gpu-specs.md)"},
+};
+
+#define DEVICE_COUNT ((int)(sizeof device_table / sizeof device_table[0]))
+
+/* Number of rows in the built-in table. */
+int mb_device_count(void) { return DEVICE_COUNT; }
+
+/* Row i of the built-in table (static storage), or NULL when out of range. */
+const mb_device *mb_device_at(int i)
+{
+    return i >= 0 && i < DEVICE_COUNT ? &device_table[i] : NULL;
+}
+
+/* Levenshtein distance, case-insensitive; strings longer than 63 characters
+ * are compared on their first 63. */
+static int edit_distance(const char *a, const char *b)
+{
+    enum { M = 64 };
+    int la = 0, lb = 0;
+    while (la < M - 1 && a[la]) la++;
+    while (lb < M - 1 && b[lb]) lb++;
+    int prev[M], cur[M];
+    for (int j = 0; j <= lb; j++) prev[j] = j;
+    for (int i = 1; i <= la; i++) {
+        cur[0] = i;
+        for (int j = 1; j <= lb; j++) {
+            int sub = prev[j - 1] + (tolower((unsigned char)a[i - 1]) !=
+                                     tolower((unsigned char)b[j - 1]));
+            int del = prev[j] + 1, ins = cur[j - 1] + 1;
+            cur[j] = sub < del ? (sub < ins ? sub : ins) : (del < ins ? del : ins);
+        }
+        memcpy(prev, cur, sizeof(int) * (size_t)(lb + 1));
+    }
+    return prev[lb];
+}
+
+/* How far a typed id is from a table id: the edit distance, or one more than
+ * the distance to the id's prefix of the typed length, so "h100" is close to
+ * every "h100-..." row. */
+static int id_score(const char *typed, const char *id)
+{
+    int d = edit_distance(typed, id);
+    size_t lt = strlen(typed);
+    if (lt < strlen(id) && lt < 63) {
+        char prefix[64];
+        memcpy(prefix, id, lt);
+        prefix[lt] = '\0';
+        int dp = edit_distance(typed, prefix) + 1;
+        if (dp < d) d = dp;
+    }
+    return d;
+}
+
+/* Writes "a, b, c" (the 1-3 closest ids, ties in table order) into buf, or
+ * "" when nothing is close enough. */
+static void suggest_ids(const char *typed, char *buf, size_t size)
+{
+    int score[DEVICE_COUNT], best = 1 << 30;
+    for (int i = 0; i < DEVICE_COUNT; i++) {
+        score[i] = id_score(typed, device_table[i].name);
+        if (score[i] < best) best = score[i];
+    }
+    int cap = (int)strlen(typed) / 2;
+    if (cap < 2) cap = 2;
+    buf[0] = '\0';
+    if (best > cap) return;
+    size_t used = 0;
+    int shown = 0;
+    for (int s = best; s <= best + 1 && s <= cap && shown < 3; s++)
+        for (int i = 0; i < DEVICE_COUNT && shown < 3; i++) {
+            if (score[i] != s) continue;
+            int w = snprintf(buf + used, size - used, "%s%s", shown ? ", " : "",
+                             device_table[i].name);
+            if (w < 0 || (size_t)w >= size - used) return;
+            used += (size_t)w;
+            shown++;
+        }
+}
+
+/* Looks up a table id (case-insensitive) into *out, or loads a spec file
+ * when id_or_path contains '/' or ends in ".ini". An unknown id returns
+ * MB_EINPUT naming the closest ids. *out is written only on success. */
+int mb_device_find(const char *id_or_path, mb_device *out, mb_err *err)
+{
+    if (!id_or_path || !*id_or_path)
+        return mb_err_set(err, MB_EINPUT, "no device given (run 'membound devices')");
+    size_t len = strlen(id_or_path);
+    if (strchr(id_or_path, '/') || (len >= 4 && !strcmp(id_or_path + len - 4, ".ini")))
+        return mb_device_load_ini(id_or_path, out, err);
+    for (int i = 0; i < DEVICE_COUNT; i++) {
+        const char *a = device_table[i].name, *b = id_or_path;
+        while (*a && tolower((unsigned char)*a) == tolower((unsigned char)*b)) a++, b++;
+        if (!*a && !*b) {
+            *out = device_table[i];
+            return MB_OK;
+        }
+    }
+    char near[256];
+    suggest_ids(id_or_path, near, sizeof near);
+    if (near[0])
+        return mb_err_set(err, MB_EINPUT,
+                          "unknown device '%s' (did you mean %s?; run 'membound devices')",
+                          id_or_path, near);
+    return mb_err_set(err, MB_EINPUT, "unknown device '%s' (run 'membound devices')",
+                      id_or_path);
+}
+
+/* Bandwidth the model uses, GB/s: measured_bandwidth_gbs when > 0, else the
+ * datasheet peak. *source (when non-NULL) is set to a static "measured" or
+ * "datasheet". */
+double mb_device_bandwidth_gbs(const mb_device *d, const char **source)
+{
+    if (d->measured_bandwidth_gbs > 0) {
+        if (source) *source = "measured";
+        return d->measured_bandwidth_gbs;
+    }
+    if (source) *source = "datasheet";
+    return d->mem_bandwidth_gbs;
+}

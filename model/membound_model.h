@@ -1,0 +1,282 @@
+/* membound_model.h — the model: variant language, graphs, plans, traffic, device
+ * specs and roofline time. Needs only libc (and inih for spec files).
+ * It does not run anything: kernels/ and measure/ execute what it describes.
+ *
+ * Status codes: every function that can fail returns MB_OK (0), MB_EINPUT (2,
+ * bad input: the message says what and where) or MB_ERUN (1, a failure at run
+ * time), and fills the caller's mb_err. Nothing here exits or aborts. */
+#ifndef MEMBOUND_MODEL_H
+#define MEMBOUND_MODEL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+enum { MB_OK = 0, MB_ERUN = 1, MB_EINPUT = 2 };
+
+/* One formatted error line, without the "membound: error: " prefix,
+ * e.g. "sin2.mb:3:14: expected ')'". */
+typedef struct mb_err {
+    char msg[512];
+} mb_err;
+
+/* Formats msg into err (printf-style) and returns code. err may be NULL. */
+int mb_err_set(mb_err *err, int code, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
+
+/* ---- element types ---------------------------------------------------- */
+
+typedef enum mb_dtype { MB_F32 = 0, MB_BF16, MB_F16, MB_DTYPE_COUNT } mb_dtype;
+
+size_t mb_dtype_bytes(mb_dtype t);           /* 4, 2, 2 */
+const char *mb_dtype_name(mb_dtype t);       /* "f32", "bf16", "f16" */
+int mb_dtype_parse(const char *s, mb_dtype *out); /* MB_OK or MB_EINPUT */
+
+/* ---- operations ------------------------------------------------------- */
+
+/* Every elementwise operation the graph can hold. The first block is the
+ * language's; the second is produced only by autodiff. Binary ops take two
+ * operands, the rest one. */
+typedef enum mb_op {
+    MB_OP_INPUT = 0, /* a graph input (forward input or incoming gradient) */
+    MB_OP_ADD, MB_OP_SUB, MB_OP_MUL, MB_OP_DIV, MB_OP_POW,
+    MB_OP_NEG,
+    MB_OP_SIN, MB_OP_COS, MB_OP_TAN, MB_OP_TANH, MB_OP_EXP, MB_OP_LOG,
+    MB_OP_SQRT, MB_OP_RSQRT, MB_OP_SIGMOID, MB_OP_RELU, MB_OP_ABS,
+    MB_OP_GELU, /* exact (erf) GELU, a library op: always one kernel */
+    MB_OP_COPY, /* copy(x): a new tensor equal to x, as torch's clone() */
+    /* autodiff helpers */
+    MB_OP_STEP,      /* 1 where x > 0, else 0 (relu') */
+    MB_OP_SIGN,      /* -1, 0, 1 (abs') */
+    MB_OP_GELU_GRAD, /* d gelu(x) / dx */
+    MB_OP_COUNT
+} mb_op;
+
+const char *mb_op_name(mb_op op);  /* "add", "sin", ... */
+int mb_op_arity(mb_op op);         /* 0 for INPUT, 1 or 2 */
+
+/* Cost of one element of an op, for the compute side of the roofline:
+ * fp32 arithmetic flops and special-function (SFU/MUFU) ops. For POW the
+ * cost depends on the exponent; see mb_node_cost. */
+typedef struct mb_op_cost {
+    double flops;
+    double sfu_ops;
+} mb_op_cost;
+
+/* ---- graphs ----------------------------------------------------------- */
+
+#define MB_MAX_IO 16
+#define MB_NAME_MAX 64
+
+/* One tensor-valued operation. Operand i is node arg[i], or the scalar
+ * scalar[i] when arg[i] < 0. Nodes are stored in evaluation order. */
+typedef struct mb_node {
+    mb_op op;
+    int arg[2];
+    double scalar[2];
+    mb_dtype dtype;     /* storage type of the tensor this node produces */
+    int is_backward;    /* 1 for nodes made by autodiff */
+    int origin;         /* backward nodes: the forward node whose derivative
+                           they compute (one eager kernel each), or -1 for a
+                           gradient accumulation (its own eager kernel);
+                           recomputed clones: the node they copy; else -1 */
+    int line, col;      /* source position (forward nodes), 0 if none */
+    char name[MB_NAME_MAX]; /* user's name, "grad_y", ... or "" */
+} mb_node;
+
+typedef struct mb_graph {
+    char name[MB_NAME_MAX];
+    char path[512];          /* file it came from, or "<expr>" */
+    mb_node *nodes;
+    int n_nodes, cap_nodes;
+    int n_forward;           /* nodes [0, n_forward) are the forward graph */
+    int inputs[MB_MAX_IO], n_inputs;     /* forward inputs */
+    int outputs[MB_MAX_IO], n_outputs;   /* forward outputs */
+    int has_backward;
+    int grad_outputs[MB_MAX_IO];  /* incoming gradient of each output (inputs) */
+    int grad_inputs[MB_MAX_IO];   /* gradient of each input (graph results) */
+    int64_t default_n;       /* "size" directive, 0 if none */
+} mb_graph;
+
+/* Parses a variant text. filename is used in error messages.
+ * default_dtype types inputs written without one. On success *out is a new
+ * graph (caller frees with mb_graph_free), with autodiff applied when the
+ * text says "backward". On error returns MB_EINPUT with "file:line:col: ...". */
+int mb_parse_variant(const char *text, const char *filename,
+                     mb_dtype default_dtype, mb_graph **out, mb_err *err);
+
+/* Parses one --expr string ("y = ..." or several ';'-separated assignments):
+ * free names become inputs of dtype, the last assignment is the output. */
+int mb_parse_expr(const char *expr, mb_dtype dtype, mb_graph **out, mb_err *err);
+
+/* Loads a built-in variant by name, or a variant file by path (anything
+ * containing '/' or ending in ".mb"). Unknown names list the known ones. */
+int mb_variant_load(const char *name_or_path, mb_dtype dtype, mb_graph **out,
+                    mb_err *err);
+
+/* Directory holding the built-in variants: $MEMBOUND_VARIANTS, else the
+ * installed share directory, else the source tree's model/variants. */
+const char *mb_variant_dir(void);
+
+/* Fills names (sorted) with the built-in variants; returns their count
+ * (may exceed max, in which case only max are written). */
+int mb_variant_list(char names[][MB_NAME_MAX], int max);
+
+void mb_graph_free(mb_graph *g);
+
+/* Per-element cost of node i (POW depends on its exponent). */
+mb_op_cost mb_node_cost(const mb_graph *g, int i);
+
+/* ---- plans ------------------------------------------------------------ */
+
+typedef enum mb_plan_kind {
+    MB_PLAN_EAGER = 0, /* one kernel per op, as PyTorch eager (and autograd) */
+    MB_PLAN_FUSED,     /* the whole forward graph in one kernel */
+    MB_PLAN_STORE,     /* backward: fused forward saving every saved tensor */
+    MB_PLAN_RECOMPUTE, /* backward: fused forward saving inputs only */
+    MB_PLAN_COUNT
+} mb_plan_kind;
+
+const char *mb_plan_name(mb_plan_kind k);
+int mb_plan_parse(const char *s, mb_plan_kind *out);
+/* 1 if the graph supports plan k: eager and fused without backward;
+ * eager, store and recompute with backward. */
+int mb_plan_supported(const mb_graph *g, mb_plan_kind k);
+
+/* One kernel: the nodes it evaluates (in order), the tensors it reads from
+ * memory and the tensors it writes, by the traffic rule of the design. */
+typedef struct mb_kernel {
+    char name[MB_NAME_MAX];
+    int *nodes, n_nodes;
+    int *reads, n_reads;    /* node ids, each distinct, in first-use order */
+    int *writes, n_writes;  /* node ids, each distinct */
+    int is_backward;
+    double flops_per_elem, sfu_per_elem;
+} mb_kernel;
+
+/* A plan owns a copy of the graph: recompute appends clones of forward
+ * nodes, which its backward kernel evaluates instead of reading them. */
+typedef struct mb_plan {
+    mb_plan_kind kind;
+    mb_graph *g;
+    mb_kernel *kernels;
+    int n_kernels;
+    int *saved, n_saved;  /* tensors kept from forward to backward */
+    int *results, n_results; /* tensors the caller gets back: forward outputs,
+                                then (backward) input gradients */
+} mb_plan;
+
+/* Builds plan k for graph g (g is copied; the caller keeps g). Returns
+ * MB_EINPUT, naming the valid plans, when g does not support k. */
+int mb_plan_build(const mb_graph *g, mb_plan_kind k, mb_plan **out, mb_err *err);
+void mb_plan_free(mb_plan *p);
+
+/* ---- devices ---------------------------------------------------------- */
+
+/* A device spec. Units are in the names; cache_mb is MiB (2^20 B), as drivers
+ * report L2 sizes. Optional figures are 0 when unknown. */
+typedef struct mb_device {
+    char name[MB_NAME_MAX];       /* id used by --device */
+    char label[128];
+    char kind[8];                 /* "gpu" or "cpu" */
+    double mem_bandwidth_gbs;     /* datasheet peak, 1e9 B/s */
+    double measured_bandwidth_gbs;/* optional: a measured streaming figure */
+    double cache_mb;              /* last-level cache on the memory path */
+    double fp32_tflops;
+    double bf16_tflops;           /* dense tensor */
+    double sfu_tops;              /* optional: special-function ops, 1e12/s */
+    double launch_overhead_us;    /* per kernel (per pass on a CPU) */
+    double mem_gb;                /* device memory, 1e9 B */
+    double op_geps[MB_OP_COUNT];  /* optional: measured elements/s of each op,
+                                     1e9/s (written by calibrate) */
+    char source[512];             /* where the numbers come from */
+    char measured_at[256];        /* optional: host and date of calibration */
+} mb_device;
+
+int mb_device_count(void);
+const mb_device *mb_device_at(int i);   /* the built-in table, i < count */
+
+/* Looks up a table id, or loads an INI file when id_or_path names one
+ * (contains '/' or ends in ".ini"). An unknown id suggests close names. */
+int mb_device_find(const char *id_or_path, mb_device *out, mb_err *err);
+
+/* Loads / writes an INI spec ([device] section, keys as the struct fields;
+ * op_geps as "op_<name>_geps"). Missing required keys or malformed numbers
+ * are errors naming the file, line and key. Writing goes through a
+ * temporary file and a rename: nothing half-written is left. */
+int mb_device_load_ini(const char *path, mb_device *out, mb_err *err);
+int mb_device_write_ini(const mb_device *d, const char *path, mb_err *err);
+
+/* Bandwidth the model uses: measured when known, else datasheet. *source is
+ * set to "measured" or "datasheet" when non-NULL. */
+double mb_device_bandwidth_gbs(const mb_device *d, const char **source);
+
+/* ---- traffic and time ------------------------------------------------- */
+
+typedef enum mb_bound { MB_BOUND_MEMORY = 0, MB_BOUND_COMPUTE, MB_BOUND_LAUNCH } mb_bound;
+const char *mb_bound_name(mb_bound b);  /* "memory", "compute", "launch" */
+
+typedef struct mb_cost {
+    int64_t read_bytes, write_bytes;            /* the lecture's count */
+    int64_t dram_read_bytes, dram_write_bytes;  /* cache-aware, cold start */
+    double flops, sfu_ops;
+    double mem_s, compute_s, launch_s, time_s;  /* time_s = launch + max(mem, compute) */
+    mb_bound bound;
+} mb_cost;
+
+typedef struct mb_estimate {
+    mb_cost total;
+    mb_cost *per_kernel;     /* plan->n_kernels entries, owned */
+    int n_kernels;
+    int64_t saved_bytes;
+    double bandwidth_gbs;
+    const char *bandwidth_source;  /* "measured" or "datasheet" */
+} mb_estimate;
+
+/* Largest n the model accepts: byte counts stay exact in int64. */
+#define MB_N_MAX ((int64_t)1 << 44)
+
+/* Traffic and roofline time of plan p at n elements per tensor on device d.
+ * out->per_kernel is allocated; free with mb_estimate_free. */
+int mb_estimate_plan(const mb_plan *p, int64_t n, const mb_device *d,
+                     mb_estimate *out, mb_err *err);
+void mb_estimate_free(mb_estimate *e);
+
+/* Bytes of tensor node i at n elements. */
+int64_t mb_tensor_bytes(const mb_graph *g, int i, int64_t n);
+
+/* ---- sizes ------------------------------------------------------------ */
+
+/* Parses "16777216", "2^24", "16M", "1G", "64K" (binary K/M/G). n must be in
+ * [1, MB_N_MAX]. MB_EINPUT with the reason otherwise. */
+int mb_size_parse(const char *s, int64_t *out, mb_err *err);
+
+/* ---- output files ----------------------------------------------------- */
+
+/* An output file that appears whole or not at all: writes go to a temporary
+ * file beside path, renamed over path by mb_outfile_commit. A temporary still
+ * open when the process gets SIGINT/SIGTERM is removed (see
+ * mb_outfile_install_signal_cleanup). */
+typedef struct mb_outfile {
+    void *fp;            /* FILE *, open for writing */
+    char path[1024];
+    char tmp[1100];
+} mb_outfile;
+
+int mb_outfile_open(mb_outfile *o, const char *path, mb_err *err);
+int mb_outfile_commit(mb_outfile *o, mb_err *err); /* flush, close, rename */
+void mb_outfile_abort(mb_outfile *o);              /* close and remove temp */
+/* Installs SIGINT/SIGTERM/SIGHUP handlers that remove open temporaries and
+ * re-raise the signal. Call once from main. */
+void mb_outfile_install_signal_cleanup(void);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,51 @@
+/* model_int.h — shared inside model/ only: graph building, the lexer's
+ * tokens, autodiff's entry point. Not part of the public API. */
+#ifndef MB_MODEL_INT_H
+#define MB_MODEL_INT_H
+
+#include "membound_model.h"
+
+/* ---- graph building (graph.c) ---- */
+mb_graph *mb_graph_new(void);
+/* Appends a node; returns its index or -1 when out of memory. */
+int mb_graph_add(mb_graph *g, mb_op op, int a, double sa, int b, double sb,
+                 mb_dtype dtype, int is_backward, int origin);
+mb_graph *mb_graph_copy(const mb_graph *g);
+/* Result type of an op on tensor operands (PyTorch promotion: equal types
+ * stay, mixed 16-bit types and anything with f32 become f32). */
+mb_dtype mb_dtype_promote(mb_dtype a, mb_dtype b);
+
+/* ---- lexer (lexer.c) ---- */
+typedef enum {
+    TK_EOF = 0, TK_NEWLINE, TK_NUM, TK_ID,
+    TK_PLUS, TK_MINUS, TK_STAR, TK_SLASH, TK_POW, TK_LPAREN, TK_RPAREN,
+    TK_ASSIGN, TK_COMMA, TK_SEMI, TK_BAD
+} mb_tok_kind;
+
+typedef struct {
+    mb_tok_kind kind;
+    const char *start;
+    int len;
+    int line, col;
+    double num;
+} mb_token;
+
+typedef struct {
+    const char *src, *p;
+    int line;
+    const char *line_start;
+    mb_token tok;       /* current token */
+} mb_lexer;
+
+void mb_lex_init(mb_lexer *lx, const char *src);
+void mb_lex_next(mb_lexer *lx);
+const char *mb_tok_desc(const mb_token *t, char *buf, int bufsize);
+/* Returns the raw rest of the current line (after the current token's
+ * start), without its comment, trimmed; advances to the line's end. */
+void mb_lex_rest_of_line(mb_lexer *lx, char *buf, int bufsize);
+
+/* ---- autodiff (autodiff.c) ---- */
+/* Appends the backward graph to g (forward graph complete). */
+int mb_autodiff(mb_graph *g, mb_err *err);
+
+#endif

@@ -1,0 +1,588 @@
+/* parser.c — recursive-descent parser of the variant language.
+ * Python's precedence and associativity for + - * / ** and unary minus,
+ * operands evaluated left to right, operations on scalars folded here.
+ * Builds the forward graph (one node per tensor op, in evaluation order);
+ * autodiff.c appends the backward graph. Does not plan or cost anything. */
+#include "model_int.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#define MAX_NAMES 512
+
+/* A value during parsing: a tensor (node >= 0) or a scalar. */
+typedef struct {
+    int node;
+    double s;
+} val;
+
+typedef struct {
+    char name[MB_NAME_MAX];
+    val v;
+    int line, col;
+    int is_input;
+} binding;
+
+typedef struct {
+    mb_lexer lx;
+    const char *file;
+    mb_graph *g;
+    mb_err *err;
+    mb_dtype dtype;
+    int expr_mode;        /* free names become inputs */
+    binding names[MAX_NAMES];
+    int n_names;
+    char last_assigned[MB_NAME_MAX];
+    int last_line, last_col;
+    struct { char name[MB_NAME_MAX]; int line, col; } outs[MB_MAX_IO];
+    int n_outs;
+} parser;
+
+static int perr(parser *P, int line, int col, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 4, 5)))
+#endif
+    ;
+
+static int perr(parser *P, int line, int col, const char *fmt, ...)
+{
+    char msg[400];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    return mb_err_set(P->err, MB_EINPUT, "%s:%d:%d: %s", P->file, line, col, msg);
+}
+
+static int perr_tok(parser *P, const char *what)
+{
+    char d[64];
+    return perr(P, P->lx.tok.line, P->lx.tok.col, "expected %s, got %s", what,
+                mb_tok_desc(&P->lx.tok, d, sizeof d));
+}
+
+static int tok_is(const mb_token *t, const char *word)
+{
+    return t->kind == TK_ID && (int)strlen(word) == t->len && !strncmp(t->start, word, (size_t)t->len);
+}
+
+static void tok_copy(const mb_token *t, char *buf, int bufsize)
+{
+    int len = t->len < bufsize - 1 ? t->len : bufsize - 1;
+    memcpy(buf, t->start, (size_t)len);
+    buf[len] = '\0';
+}
+
+static binding *lookup(parser *P, const char *name)
+{
+    for (int i = P->n_names - 1; i >= 0; i--)
+        if (!strcmp(P->names[i].name, name)) return &P->names[i];
+    return NULL;
+}
+
+static int bind(parser *P, const char *name, val v, int line, int col, int is_input)
+{
+    binding *b = lookup(P, name);
+    if (!b) {
+        if (P->n_names == MAX_NAMES)
+            return perr(P, line, col, "too many names (at most %d)", MAX_NAMES);
+        b = &P->names[P->n_names++];
+        snprintf(b->name, sizeof b->name, "%s", name);
+    }
+    b->v = v;
+    b->line = line;
+    b->col = col;
+    b->is_input = is_input;
+    return MB_OK;
+}
+
+static int add_input(parser *P, const char *name, mb_dtype t, int line, int col)
+{
+    if (P->g->n_inputs == MB_MAX_IO)
+        return perr(P, line, col, "too many inputs (at most %d)", MB_MAX_IO);
+    int id = mb_graph_add(P->g, MB_OP_INPUT, -1, 0, -1, 0, t, 0, -1);
+    if (id < 0) return perr(P, line, col, "out of memory");
+    mb_node *nd = &P->g->nodes[id];
+    snprintf(nd->name, sizeof nd->name, "%s", name);
+    nd->line = line;
+    nd->col = col;
+    P->g->inputs[P->g->n_inputs++] = id;
+    return bind(P, name, (val){id, 0}, line, col, 1);
+}
+
+/* ---- scalar folding ---- */
+
+static double gelu_scalar(double x) { return 0.5 * x * (1.0 + erf(x / sqrt(2.0))); }
+
+static int fold_unary(parser *P, mb_op op, double a, double *out, int line, int col)
+{
+    double r;
+    switch (op) {
+    case MB_OP_NEG: r = -a; break;
+    case MB_OP_SIN: r = sin(a); break;
+    case MB_OP_COS: r = cos(a); break;
+    case MB_OP_TAN: r = tan(a); break;
+    case MB_OP_TANH: r = tanh(a); break;
+    case MB_OP_EXP: r = exp(a); break;
+    case MB_OP_LOG: r = log(a); break;
+    case MB_OP_SQRT: r = sqrt(a); break;
+    case MB_OP_RSQRT: r = 1.0 / sqrt(a); break;
+    case MB_OP_SIGMOID: r = 1.0 / (1.0 + exp(-a)); break;
+    case MB_OP_RELU: r = a > 0 ? a : 0; break;
+    case MB_OP_ABS: r = fabs(a); break;
+    case MB_OP_GELU: r = gelu_scalar(a); break;
+    case MB_OP_COPY: r = a; break;
+    default: r = NAN; break;
+    }
+    if (!isfinite(r))
+        return perr(P, line, col, "%s(%g) is not a finite real number", mb_op_name(op), a);
+    *out = r;
+    return MB_OK;
+}
+
+static int fold_binary(parser *P, mb_op op, double a, double b, double *out, int line, int col)
+{
+    double r = NAN;
+    switch (op) {
+    case MB_OP_ADD: r = a + b; break;
+    case MB_OP_SUB: r = a - b; break;
+    case MB_OP_MUL: r = a * b; break;
+    case MB_OP_DIV:
+        if (b == 0) return perr(P, line, col, "division by zero");
+        r = a / b;
+        break;
+    case MB_OP_POW:
+        if (a == 0 && b < 0) return perr(P, line, col, "0 cannot be raised to a negative power");
+        r = pow(a, b);
+        break;
+    default: break;
+    }
+    if (!isfinite(r))
+        return perr(P, line, col, "scalar result is not a finite real number");
+    *out = r;
+    return MB_OK;
+}
+
+/* ---- node construction ---- */
+
+static int mk_unary(parser *P, mb_op op, val a, val *out, int line, int col)
+{
+    if (a.node < 0) {
+        out->node = -1;
+        return fold_unary(P, op, a.s, &out->s, line, col);
+    }
+    int id = mb_graph_add(P->g, op, a.node, 0, -1, 0, P->g->nodes[a.node].dtype, 0, -1);
+    if (id < 0) return perr(P, line, col, "out of memory");
+    P->g->nodes[id].line = line;
+    P->g->nodes[id].col = col;
+    *out = (val){id, 0};
+    return MB_OK;
+}
+
+static int mk_binary(parser *P, mb_op op, val a, val b, val *out, int line, int col)
+{
+    if (a.node < 0 && b.node < 0) {
+        out->node = -1;
+        return fold_binary(P, op, a.s, b.s, &out->s, line, col);
+    }
+    mb_dtype t;
+    if (a.node >= 0 && b.node >= 0)
+        t = mb_dtype_promote(P->g->nodes[a.node].dtype, P->g->nodes[b.node].dtype);
+    else
+        t = P->g->nodes[a.node >= 0 ? a.node : b.node].dtype;
+    int id = mb_graph_add(P->g, op, a.node, a.node < 0 ? a.s : 0, b.node, b.node < 0 ? b.s : 0, t, 0, -1);
+    if (id < 0) return perr(P, line, col, "out of memory");
+    P->g->nodes[id].line = line;
+    P->g->nodes[id].col = col;
+    *out = (val){id, 0};
+    return MB_OK;
+}
+
+/* ---- expressions ---- */
+
+static const struct { const char *name; mb_op op; } functions[] = {
+    {"sin", MB_OP_SIN}, {"cos", MB_OP_COS}, {"tan", MB_OP_TAN}, {"tanh", MB_OP_TANH},
+    {"exp", MB_OP_EXP}, {"log", MB_OP_LOG}, {"sqrt", MB_OP_SQRT}, {"rsqrt", MB_OP_RSQRT},
+    {"sigmoid", MB_OP_SIGMOID}, {"relu", MB_OP_RELU}, {"abs", MB_OP_ABS},
+    {"gelu", MB_OP_GELU}, {"copy", MB_OP_COPY},
+};
+#define N_FUNCTIONS (int)(sizeof functions / sizeof functions[0])
+
+static int parse_expr(parser *P, val *out);
+static int parse_factor(parser *P, val *out);
+
+static int parse_call(parser *P, val *out)
+{
+    mb_token fn = P->lx.tok;
+    char name[MB_NAME_MAX];
+    tok_copy(&fn, name, sizeof name);
+    int f = -1;
+    for (int i = 0; i < N_FUNCTIONS; i++)
+        if (!strcmp(functions[i].name, name)) f = i;
+    if (f < 0) {
+        char list[256] = "";
+        for (int i = 0; i < N_FUNCTIONS; i++) {
+            strcat(list, functions[i].name);
+            if (i + 1 < N_FUNCTIONS) strcat(list, " ");
+        }
+        return perr(P, fn.line, fn.col, "unknown function '%s' (functions: %s)", name, list);
+    }
+    mb_lex_next(&P->lx); /* name */
+    mb_lex_next(&P->lx); /* ( */
+    val args[4];
+    int nargs = 0;
+    if (P->lx.tok.kind != TK_RPAREN) {
+        for (;;) {
+            val v;
+            int rc = parse_expr(P, &v);
+            if (rc) return rc;
+            if (nargs < 4) args[nargs] = v;
+            nargs++;
+            if (P->lx.tok.kind != TK_COMMA) break;
+            mb_lex_next(&P->lx);
+        }
+    }
+    if (P->lx.tok.kind != TK_RPAREN) return perr_tok(P, "',' or ')'");
+    mb_lex_next(&P->lx);
+    if (nargs != 1)
+        return perr(P, fn.line, fn.col, "%s() takes 1 argument, got %d", name, nargs);
+    return mk_unary(P, functions[f].op, args[0], out, fn.line, fn.col);
+}
+
+static int parse_name(parser *P, val *out)
+{
+    mb_token t = P->lx.tok;
+    char name[MB_NAME_MAX];
+    if (t.len >= MB_NAME_MAX)
+        return perr(P, t.line, t.col, "name too long (at most %d characters)", MB_NAME_MAX - 1);
+    tok_copy(&t, name, sizeof name);
+    binding *b = lookup(P, name);
+    if (!b) {
+        if (!P->expr_mode)
+            return perr(P, t.line, t.col, "name '%s' is not defined (declare it with 'input %s')", name, name);
+        int rc = add_input(P, name, P->dtype, t.line, t.col);
+        if (rc) return rc;
+        b = lookup(P, name);
+    }
+    *out = b->v;
+    mb_lex_next(&P->lx);
+    return MB_OK;
+}
+
+static int parse_primary(parser *P, val *out)
+{
+    mb_token t = P->lx.tok;
+    switch (t.kind) {
+    case TK_NUM:
+        *out = (val){-1, t.num};
+        mb_lex_next(&P->lx);
+        return MB_OK;
+    case TK_ID: {
+        /* look ahead for '(' without consuming */
+        mb_lexer save = P->lx;
+        mb_lex_next(&P->lx);
+        int is_call = P->lx.tok.kind == TK_LPAREN;
+        P->lx = save;
+        return is_call ? parse_call(P, out) : parse_name(P, out);
+    }
+    case TK_LPAREN: {
+        mb_lex_next(&P->lx);
+        int rc = parse_expr(P, out);
+        if (rc) return rc;
+        if (P->lx.tok.kind != TK_RPAREN) return perr_tok(P, "')'");
+        mb_lex_next(&P->lx);
+        return MB_OK;
+    }
+    case TK_BAD:
+        return perr(P, t.line, t.col, "invalid token '%.*s'", t.len > 40 ? 40 : t.len, t.start);
+    default:
+        return perr_tok(P, "an expression");
+    }
+}
+
+/* power := primary ['**' factor]   (right-associative, binds tighter than unary minus) */
+static int parse_power(parser *P, val *out)
+{
+    val base;
+    int rc = parse_primary(P, &base);
+    if (rc) return rc;
+    if (P->lx.tok.kind != TK_POW) { *out = base; return MB_OK; }
+    mb_token op = P->lx.tok;
+    mb_lex_next(&P->lx);
+    val e;
+    rc = parse_factor(P, &e);
+    if (rc) return rc;
+    return mk_binary(P, MB_OP_POW, base, e, out, op.line, op.col);
+}
+
+/* factor := ('-'|'+') factor | power */
+static int parse_factor(parser *P, val *out)
+{
+    mb_token t = P->lx.tok;
+    if (t.kind == TK_MINUS || t.kind == TK_PLUS) {
+        mb_lex_next(&P->lx);
+        val v;
+        int rc = parse_factor(P, &v);
+        if (rc) return rc;
+        if (t.kind == TK_PLUS) { *out = v; return MB_OK; } /* +x is x itself */
+        return mk_unary(P, MB_OP_NEG, v, out, t.line, t.col);
+    }
+    return parse_power(P, out);
+}
+
+static int parse_term(parser *P, val *out)
+{
+    val left;
+    int rc = parse_factor(P, &left);
+    if (rc) return rc;
+    while (P->lx.tok.kind == TK_STAR || P->lx.tok.kind == TK_SLASH) {
+        mb_token op = P->lx.tok;
+        mb_lex_next(&P->lx);
+        val right;
+        if ((rc = parse_factor(P, &right))) return rc;
+        rc = mk_binary(P, op.kind == TK_STAR ? MB_OP_MUL : MB_OP_DIV, left, right, &left, op.line, op.col);
+        if (rc) return rc;
+    }
+    *out = left;
+    return MB_OK;
+}
+
+static int parse_expr(parser *P, val *out)
+{
+    val left;
+    int rc = parse_term(P, &left);
+    if (rc) return rc;
+    while (P->lx.tok.kind == TK_PLUS || P->lx.tok.kind == TK_MINUS) {
+        mb_token op = P->lx.tok;
+        mb_lex_next(&P->lx);
+        val right;
+        if ((rc = parse_term(P, &right))) return rc;
+        rc = mk_binary(P, op.kind == TK_PLUS ? MB_OP_ADD : MB_OP_SUB, left, right, &left, op.line, op.col);
+        if (rc) return rc;
+    }
+    *out = left;
+    return MB_OK;
+}
+
+/* ---- statements ---- */
+
+static int end_of_statement(parser *P)
+{
+    mb_tok_kind k = P->lx.tok.kind;
+    if (k == TK_NEWLINE || k == TK_SEMI) { mb_lex_next(&P->lx); return MB_OK; }
+    if (k == TK_EOF) return MB_OK;
+    return perr_tok(P, "end of line");
+}
+
+static int expect_id(parser *P, char *buf, const char *what)
+{
+    if (P->lx.tok.kind != TK_ID) return perr_tok(P, what);
+    if (P->lx.tok.len >= MB_NAME_MAX)
+        return perr(P, P->lx.tok.line, P->lx.tok.col, "name too long (at most %d characters)", MB_NAME_MAX - 1);
+    tok_copy(&P->lx.tok, buf, MB_NAME_MAX);
+    mb_lex_next(&P->lx);
+    return MB_OK;
+}
+
+static int parse_input_directive(parser *P)
+{
+    for (;;) {
+        mb_token t = P->lx.tok;
+        char name[MB_NAME_MAX];
+        int rc = expect_id(P, name, "an input name");
+        if (rc) return rc;
+        if (lookup(P, name))
+            return perr(P, t.line, t.col, "'%s' is already defined", name);
+        mb_dtype dt = P->dtype;
+        if (P->lx.tok.kind == TK_ID) {
+            char tname[MB_NAME_MAX];
+            tok_copy(&P->lx.tok, tname, sizeof tname);
+            if (mb_dtype_parse(tname, &dt) != MB_OK)
+                return perr(P, P->lx.tok.line, P->lx.tok.col,
+                            "unknown dtype '%s' (dtypes: f32 bf16 f16)", tname);
+            mb_lex_next(&P->lx);
+        }
+        if ((rc = add_input(P, name, dt, t.line, t.col))) return rc;
+        if (P->lx.tok.kind != TK_COMMA) return MB_OK;
+        mb_lex_next(&P->lx);
+    }
+}
+
+static int parse_output_directive(parser *P)
+{
+    for (;;) {
+        mb_token t = P->lx.tok;
+        if (P->n_outs == MB_MAX_IO)
+            return perr(P, t.line, t.col, "too many outputs (at most %d)", MB_MAX_IO);
+        int rc = expect_id(P, P->outs[P->n_outs].name, "an output name");
+        if (rc) return rc;
+        P->outs[P->n_outs].line = t.line;
+        P->outs[P->n_outs].col = t.col;
+        P->n_outs++;
+        if (P->lx.tok.kind != TK_COMMA) return MB_OK;
+        mb_lex_next(&P->lx);
+    }
+}
+
+static int parse_statement(parser *P)
+{
+    mb_token t = P->lx.tok;
+    if (t.kind == TK_NEWLINE || t.kind == TK_SEMI) { mb_lex_next(&P->lx); return MB_OK; }
+    if (t.kind != TK_ID) return perr_tok(P, "a statement (name = expression)");
+
+    mb_lexer save = P->lx;
+    mb_lex_next(&P->lx);
+    int is_assign = P->lx.tok.kind == TK_ASSIGN;
+    P->lx = save;
+    int rc;
+
+    if (is_assign) {
+        char name[MB_NAME_MAX];
+        if ((rc = expect_id(P, name, "a name"))) return rc;
+        mb_lex_next(&P->lx); /* = */
+        int first_new = P->g->n_nodes;
+        val v;
+        if ((rc = parse_expr(P, &v))) return rc;
+        binding *old = lookup(P, name);
+        if (old && old->is_input)
+            return perr(P, t.line, t.col, "'%s' is an input and cannot be assigned", name);
+        if (v.node >= first_new && P->g->nodes[v.node].name[0] == '\0')
+            snprintf(P->g->nodes[v.node].name, MB_NAME_MAX, "%s", name);
+        if ((rc = bind(P, name, v, t.line, t.col, 0))) return rc;
+        snprintf(P->last_assigned, sizeof P->last_assigned, "%s", name);
+        P->last_line = t.line;
+        P->last_col = t.col;
+        return end_of_statement(P);
+    }
+
+    if (tok_is(&t, "name")) {
+        mb_lex_next(&P->lx);
+        if ((rc = expect_id(P, P->g->name, "a variant name"))) return rc;
+    } else if (tok_is(&t, "input")) {
+        mb_lex_next(&P->lx);
+        if ((rc = parse_input_directive(P))) return rc;
+    } else if (tok_is(&t, "output")) {
+        mb_lex_next(&P->lx);
+        if ((rc = parse_output_directive(P))) return rc;
+    } else if (tok_is(&t, "backward")) {
+        mb_lex_next(&P->lx);
+        P->g->has_backward = 1;
+    } else if (tok_is(&t, "size")) {
+        mb_lex_next(&P->lx);
+        char text[64];
+        mb_token st = P->lx.tok;
+        mb_lex_rest_of_line(&P->lx, text, sizeof text);
+        mb_err e;
+        if (mb_size_parse(text, &P->g->default_n, &e) != MB_OK)
+            return perr(P, st.line, st.col, "%s", e.msg);
+    } else {
+        char name[MB_NAME_MAX], d[64];
+        tok_copy(&t, name, sizeof name);
+        mb_lex_next(&P->lx);
+        return perr(P, P->lx.tok.line, P->lx.tok.col,
+                    "expected '=' after '%s', got %s (statements: name = expression; "
+                    "directives: name, input, output, backward, size)",
+                    name, mb_tok_desc(&P->lx.tok, d, sizeof d));
+    }
+    return end_of_statement(P);
+}
+
+static void default_name(parser *P)
+{
+    if (P->g->name[0]) return;
+    if (P->expr_mode) { snprintf(P->g->name, sizeof P->g->name, "expr"); return; }
+    const char *base = strrchr(P->file, '/');
+    base = base ? base + 1 : P->file;
+    size_t len = strcspn(base, ".");
+    if (len >= sizeof P->g->name) len = sizeof P->g->name - 1;
+    memcpy(P->g->name, base, len);
+    P->g->name[len] = '\0';
+}
+
+static int finish(parser *P)
+{
+    mb_graph *g = P->g;
+    if (!P->last_assigned[0])
+        return perr(P, 1, 1, "no assignment: write one, e.g. 'y = sin(x)**2 + cos(x)**2'");
+    if (P->n_outs == 0) {
+        snprintf(P->outs[0].name, MB_NAME_MAX, "%s", P->last_assigned);
+        P->outs[0].line = P->last_line;
+        P->outs[0].col = P->last_col;
+        P->n_outs = 1;
+    }
+    for (int i = 0; i < P->n_outs; i++) {
+        binding *b = lookup(P, P->outs[i].name);
+        if (!b)
+            return perr(P, P->outs[i].line, P->outs[i].col, "output '%s' is never assigned", P->outs[i].name);
+        if (b->v.node < 0)
+            return perr(P, P->outs[i].line, P->outs[i].col,
+                        "output '%s' is a scalar (%g): it uses no input", P->outs[i].name, b->v.s);
+        if (g->nodes[b->v.node].op == MB_OP_INPUT)
+            return perr(P, P->outs[i].line, P->outs[i].col,
+                        "output '%s' is the input '%s' itself: no kernel would run (write copy(%s))",
+                        P->outs[i].name, g->nodes[b->v.node].name, g->nodes[b->v.node].name);
+        for (int j = 0; j < g->n_outputs; j++)
+            if (g->outputs[j] == b->v.node)
+                return perr(P, P->outs[i].line, P->outs[i].col, "output '%s' is listed twice", P->outs[i].name);
+        g->outputs[g->n_outputs++] = b->v.node;
+        if (!g->nodes[b->v.node].name[0])
+            snprintf(g->nodes[b->v.node].name, MB_NAME_MAX, "%s", P->outs[i].name);
+    }
+    /* every input must feed some node */
+    for (int k = 0; k < g->n_inputs; k++) {
+        int in = g->inputs[k], used = 0;
+        for (int i = 0; i < g->n_nodes && !used; i++)
+            used = g->nodes[i].arg[0] == in || g->nodes[i].arg[1] == in;
+        if (!used)
+            return perr(P, g->nodes[in].line, g->nodes[in].col, "input '%s' is never used", g->nodes[in].name);
+    }
+    g->n_forward = g->n_nodes;
+    default_name(P);
+    if (g->has_backward) return mb_autodiff(g, P->err);
+    return MB_OK;
+}
+
+static int parse(const char *text, const char *file, mb_dtype dtype, int expr_mode,
+                 mb_graph **out, mb_err *err)
+{
+    *out = NULL;
+    parser *P = calloc(1, sizeof *P);
+    mb_graph *g = mb_graph_new();
+    if (!P || !g) {
+        free(P);
+        mb_graph_free(g);
+        return mb_err_set(err, MB_ERUN, "out of memory");
+    }
+    P->file = file;
+    P->g = g;
+    P->err = err;
+    P->dtype = dtype;
+    P->expr_mode = expr_mode;
+    snprintf(g->path, sizeof g->path, "%s", file);
+    mb_lex_init(&P->lx, text);
+    int rc = MB_OK;
+    while (rc == MB_OK && P->lx.tok.kind != TK_EOF)
+        rc = parse_statement(P);
+    if (rc == MB_OK) rc = finish(P);
+    free(P);
+    if (rc != MB_OK) {
+        mb_graph_free(g);
+        return rc;
+    }
+    *out = g;
+    return MB_OK;
+}
+
+int mb_parse_variant(const char *text, const char *filename, mb_dtype default_dtype,
+                     mb_graph **out, mb_err *err)
+{
+    return parse(text, filename, default_dtype, 0, out, err);
+}
+
+int mb_parse_expr(const char *expr, mb_dtype dtype, mb_graph **out, mb_err *err)
+{
+    return parse(expr, "<expr>", dtype, 1, out, err);
+}

@@ -1,0 +1,269 @@
+/* plan.c — grouping a graph's nodes into kernels (eager, fused, store,
+ * recompute) and deriving what each kernel reads and writes by the traffic
+ * rule: a kernel reads each distinct tensor it consumes that was produced
+ * outside it, once, and writes each tensor it produces that is needed
+ * outside it, once. Does not cost anything (traffic.c). */
+#include "model_int.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct {
+    int *v;
+    int n, cap;
+} ivec;
+
+static int ivec_push(ivec *a, int x)
+{
+    if (a->n == a->cap) {
+        int cap = a->cap ? 2 * a->cap : 8;
+        int *nv = realloc(a->v, (size_t)cap * sizeof *nv);
+        if (!nv) return -1;
+        a->v = nv;
+        a->cap = cap;
+    }
+    a->v[a->n++] = x;
+    return 0;
+}
+
+static int ivec_has(const ivec *a, int x)
+{
+    for (int i = 0; i < a->n; i++)
+        if (a->v[i] == x) return 1;
+    return 0;
+}
+
+int mb_plan_supported(const mb_graph *g, mb_plan_kind k)
+{
+    switch (k) {
+    case MB_PLAN_EAGER: return 1;
+    case MB_PLAN_FUSED: return !g->has_backward;
+    case MB_PLAN_STORE:
+    case MB_PLAN_RECOMPUTE: return g->has_backward;
+    default: return 0;
+    }
+}
+
+static int new_kernel(mb_plan *p, const char *name, int is_backward, const ivec *nodes)
+{
+    mb_kernel *nk = realloc(p->kernels, (size_t)(p->n_kernels + 1) * sizeof *nk);
+    if (!nk) return -1;
+    p->kernels = nk;
+    mb_kernel *k = &p->kernels[p->n_kernels++];
+    memset(k, 0, sizeof *k);
+    snprintf(k->name, sizeof k->name, "%s", name);
+    k->is_backward = is_backward;
+    k->nodes = malloc((size_t)(nodes->n ? nodes->n : 1) * sizeof(int));
+    if (!k->nodes) return -1;
+    memcpy(k->nodes, nodes->v, (size_t)nodes->n * sizeof(int));
+    k->n_nodes = nodes->n;
+    return 0;
+}
+
+/* Eager: one kernel per forward op; backward nodes grouped by the forward op
+ * they differentiate; each gradient accumulation its own kernel. */
+static int group_eager(mb_plan *p)
+{
+    const mb_graph *g = p->g;
+    ivec cur = {0};
+    int rc = 0;
+    for (int i = 0; i < g->n_forward && !rc; i++) {
+        if (g->nodes[i].op == MB_OP_INPUT) continue;
+        cur.n = 0;
+        rc = ivec_push(&cur, i) || new_kernel(p, mb_op_name(g->nodes[i].op), 0, &cur);
+    }
+    int i = g->n_forward;
+    while (i < g->n_nodes && !rc) {
+        if (g->nodes[i].op == MB_OP_INPUT) { i++; continue; }
+        int origin = g->nodes[i].origin;
+        cur.n = 0;
+        char name[MB_NAME_MAX];
+        if (origin < 0) {
+            rc = ivec_push(&cur, i++);
+            snprintf(name, sizeof name, "add_grad");
+        } else {
+            while (i < g->n_nodes && g->nodes[i].op != MB_OP_INPUT && g->nodes[i].origin == origin && !rc)
+                rc = ivec_push(&cur, i++);
+            snprintf(name, sizeof name, "%s_bwd", mb_op_name(g->nodes[origin].op));
+        }
+        if (!rc) rc = new_kernel(p, name, 1, &cur);
+    }
+    free(cur.v);
+    return rc;
+}
+
+static int group_range(mb_plan *p, const char *name, int is_backward, int lo, int hi, const ivec *prefix)
+{
+    ivec cur = {0};
+    int rc = 0;
+    if (prefix)
+        for (int i = 0; i < prefix->n && !rc; i++) rc = ivec_push(&cur, prefix->v[i]);
+    for (int i = lo; i < hi && !rc; i++)
+        if (p->g->nodes[i].op != MB_OP_INPUT) rc = ivec_push(&cur, i);
+    if (!rc && cur.n) rc = new_kernel(p, name, is_backward, &cur);
+    free(cur.v);
+    return rc;
+}
+
+/* Recompute: clone the forward nodes the backward graph uses, point the
+ * backward nodes at the clones, and evaluate the clones in the backward
+ * kernel, so only inputs cross from forward to backward. */
+static int group_recompute(mb_plan *p)
+{
+    mb_graph *g = p->g;
+    int nf = g->n_forward, nb_end = g->n_nodes;
+    char *needed = calloc((size_t)nf, 1);
+    int *clone = malloc((size_t)nf * sizeof(int));
+    ivec clones = {0};
+    int rc = (!needed || !clone) ? -1 : 0;
+    for (int i = nf; i < nb_end && !rc; i++)
+        for (int j = 0; j < 2; j++) {
+            int a = g->nodes[i].arg[j];
+            if (a >= 0 && a < nf && g->nodes[a].op != MB_OP_INPUT) needed[a] = 1;
+        }
+    for (int i = nf - 1; i >= 0 && !rc; i--)
+        if (needed[i])
+            for (int j = 0; j < 2; j++) {
+                int a = g->nodes[i].arg[j];
+                if (a >= 0 && g->nodes[a].op != MB_OP_INPUT) needed[a] = 1;
+            }
+    for (int i = 0; i < nf && !rc; i++) {
+        clone[i] = i;
+        if (!needed[i]) continue;
+        mb_node src = g->nodes[i];
+        for (int j = 0; j < 2; j++)
+            if (src.arg[j] >= 0) src.arg[j] = clone[src.arg[j]];
+        int id = mb_graph_add(g, src.op, src.arg[0], src.scalar[0], src.arg[1], src.scalar[1],
+                              src.dtype, 1, i);
+        if (id < 0) { rc = -1; break; }
+        snprintf(g->nodes[id].name, MB_NAME_MAX, "%s", src.name);
+        g->nodes[id].line = src.line;
+        g->nodes[id].col = src.col;
+        clone[i] = id;
+        rc = ivec_push(&clones, id);
+    }
+    for (int i = nf; i < nb_end && !rc; i++)
+        for (int j = 0; j < 2; j++) {
+            int a = g->nodes[i].arg[j];
+            if (a >= 0 && a < nf) g->nodes[i].arg[j] = clone[a];
+        }
+    if (!rc) rc = group_range(p, "fused_fwd", 0, 0, nf, NULL);
+    if (!rc) rc = group_range(p, "recompute_bwd", 1, nf, nb_end, &clones);
+    free(needed);
+    free(clone);
+    free(clones.v);
+    return rc;
+}
+
+/* Reads, writes, saved tensors and per-element costs from the grouping. */
+static int derive_traffic(mb_plan *p)
+{
+    const mb_graph *g = p->g;
+    int *owner = malloc((size_t)g->n_nodes * sizeof(int));
+    if (!owner) return -1;
+    for (int i = 0; i < g->n_nodes; i++) owner[i] = -1;
+    for (int k = 0; k < p->n_kernels; k++)
+        for (int j = 0; j < p->kernels[k].n_nodes; j++) owner[p->kernels[k].nodes[j]] = k;
+
+    ivec results = {0}, saved = {0};
+    int rc = 0;
+    for (int k = 0; k < g->n_outputs && !rc; k++) rc = ivec_push(&results, g->outputs[k]);
+    if (g->has_backward)
+        for (int k = 0; k < g->n_inputs && !rc; k++)
+            if (!ivec_has(&results, g->grad_inputs[k])) rc = ivec_push(&results, g->grad_inputs[k]);
+
+    for (int k = 0; k < p->n_kernels && !rc; k++) {
+        mb_kernel *K = &p->kernels[k];
+        ivec reads = {0}, writes = {0};
+        for (int j = 0; j < K->n_nodes && !rc; j++) {
+            const mb_node *nd = &g->nodes[K->nodes[j]];
+            mb_op_cost c = mb_node_cost(g, K->nodes[j]);
+            K->flops_per_elem += c.flops;
+            K->sfu_per_elem += c.sfu_ops;
+            for (int a = 0; a < 2 && !rc; a++) {
+                int t = nd->arg[a];
+                if (t >= 0 && owner[t] != k && !ivec_has(&reads, t)) rc = ivec_push(&reads, t);
+            }
+        }
+        for (int j = 0; j < K->n_nodes && !rc; j++) {
+            int v = K->nodes[j];
+            /* an eager kernel materialises its op's result, as PyTorch does */
+            int needed = (p->kind == MB_PLAN_EAGER && j == K->n_nodes - 1) || ivec_has(&results, v);
+            for (int u = 0; u < g->n_nodes && !needed; u++)
+                if (owner[u] >= 0 && owner[u] != k && (g->nodes[u].arg[0] == v || g->nodes[u].arg[1] == v))
+                    needed = 1;
+            if (needed) rc = ivec_push(&writes, v);
+        }
+        if (K->is_backward)
+            for (int r = 0; r < reads.n && !rc; r++)
+                if (reads.v[r] < g->n_forward && !ivec_has(&saved, reads.v[r]))
+                    rc = ivec_push(&saved, reads.v[r]);
+        K->reads = reads.v;
+        K->n_reads = reads.n;
+        K->writes = writes.v;
+        K->n_writes = writes.n;
+        if (!K->reads) K->reads = calloc(1, sizeof(int));
+        if (!K->writes) K->writes = calloc(1, sizeof(int));
+    }
+    p->results = results.v;
+    p->n_results = results.n;
+    p->saved = saved.v ? saved.v : calloc(1, sizeof(int));
+    p->n_saved = saved.n;
+    free(owner);
+    return rc;
+}
+
+int mb_plan_build(const mb_graph *g, mb_plan_kind k, mb_plan **out, mb_err *err)
+{
+    *out = NULL;
+    if (k >= MB_PLAN_COUNT || !mb_plan_supported(g, k)) {
+        char list[128] = "";
+        for (int i = 0; i < MB_PLAN_COUNT; i++)
+            if (mb_plan_supported(g, (mb_plan_kind)i)) {
+                if (list[0]) strcat(list, ", ");
+                strcat(list, mb_plan_name((mb_plan_kind)i));
+            }
+        return mb_err_set(err, MB_EINPUT, "variant '%s' has no plan '%s' (plans: %s)", g->name,
+                          mb_plan_name(k), list);
+    }
+    mb_plan *p = calloc(1, sizeof *p);
+    if (!p) return mb_err_set(err, MB_ERUN, "out of memory");
+    p->kind = k;
+    p->g = mb_graph_copy(g);
+    int rc = p->g ? 0 : -1;
+    if (!rc) {
+        switch (k) {
+        case MB_PLAN_EAGER: rc = group_eager(p); break;
+        case MB_PLAN_FUSED: rc = group_range(p, "fused", 0, 0, g->n_forward, NULL); break;
+        case MB_PLAN_STORE:
+            rc = group_range(p, "fused_fwd", 0, 0, g->n_forward, NULL);
+            if (!rc) rc = group_range(p, "fused_bwd", 1, g->n_forward, g->n_nodes, NULL);
+            break;
+        case MB_PLAN_RECOMPUTE: rc = group_recompute(p); break;
+        default: rc = -1; break;
+        }
+    }
+    if (!rc) rc = derive_traffic(p);
+    if (rc) {
+        mb_plan_free(p);
+        return mb_err_set(err, MB_ERUN, "out of memory");
+    }
+    *out = p;
+    return MB_OK;
+}
+
+void mb_plan_free(mb_plan *p)
+{
+    if (!p) return;
+    for (int k = 0; k < p->n_kernels; k++) {
+        free(p->kernels[k].nodes);
+        free(p->kernels[k].reads);
+        free(p->kernels[k].writes);
+    }
+    free(p->kernels);
+    free(p->saved);
+    free(p->results);
+    mb_graph_free(p->g);
+    free(p);
+}

@@ -1,0 +1,151 @@
+/* traffic.c — bytes and roofline time of a plan on a device.
+ *
+ * Lecture count: each kernel's reads and writes by the traffic rule.
+ * Cache-aware DRAM count (cold start): a read hits the last-level cache when
+ * the distinct bytes touched since that tensor's last use (including the
+ * other tensors the current kernel streams at the same time), plus its own
+ * size, fit in the cache; the first touch of a tensor always misses; every
+ * write reaches DRAM eventually (write-back caches evict dirty lines).
+ *
+ * Time per kernel: launch_overhead + max(memory, compute), where memory is
+ * DRAM bytes / bandwidth (measured when the spec has it, else datasheet) and
+ * compute is the sum of n / rate over ops with a measured rate (calibrated
+ * specs), plus max(flops / FP32 peak, SFU ops / SFU peak) for the rest. */
+#include "model_int.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* SFU rate when the spec gives none: MUFU runs at 1/8 of the FP32 lane rate
+ * on GA10x/Ada/Hopper and an FMA counts 2 FLOPs, so fp32_tflops / 16
+ * (H100 SXM: 66.9 / 16 = 4.2e12/s vs 3.9e12 quoted, gpu-specs.md section 3). */
+static double sfu_rate(const mb_device *d)
+{
+    return d->sfu_tops > 0 ? d->sfu_tops * 1e12 : d->fp32_tflops * 1e12 / 16.0;
+}
+
+static void compute_time(const mb_plan *p, const mb_kernel *K, int64_t n, const mb_device *d,
+                         mb_cost *c)
+{
+    double rated_s = 0, flops = 0, sfu = 0;
+    for (int j = 0; j < K->n_nodes; j++) {
+        int id = K->nodes[j];
+        mb_op op = p->g->nodes[id].op;
+        mb_op_cost oc = mb_node_cost(p->g, id);
+        c->flops += oc.flops * (double)n;
+        c->sfu_ops += oc.sfu_ops * (double)n;
+        /* x**2, x**3: multiplies, costed at the measured multiply rate */
+        double times = 1;
+        if (op == MB_OP_POW && oc.sfu_ops == 0) { op = MB_OP_MUL; times = oc.flops; }
+        double rate = d->op_geps[op] * 1e9;
+        if (rate > 0) {
+            rated_s += times * (double)n / rate;
+        } else {
+            flops += oc.flops * (double)n;
+            sfu += oc.sfu_ops * (double)n;
+        }
+    }
+    double peak_s = fmax(d->fp32_tflops > 0 ? flops / (d->fp32_tflops * 1e12) : 0, sfu / sfu_rate(d));
+    c->compute_s = rated_s + peak_s;
+}
+
+static mb_bound bound_of(double launch_s, double mem_s, double compute_s)
+{
+    if (launch_s > mem_s && launch_s > compute_s) return MB_BOUND_LAUNCH;
+    return compute_s > mem_s ? MB_BOUND_COMPUTE : MB_BOUND_MEMORY;
+}
+
+int mb_estimate_plan(const mb_plan *p, int64_t n, const mb_device *d, mb_estimate *out, mb_err *err)
+{
+    memset(out, 0, sizeof *out);
+    if (n < 1 || n > MB_N_MAX)
+        return mb_err_set(err, MB_EINPUT, "n = %lld is out of range [1, 2^44]", (long long)n);
+    const mb_graph *g = p->g;
+    out->bandwidth_gbs = mb_device_bandwidth_gbs(d, &out->bandwidth_source);
+    if (!(out->bandwidth_gbs > 0))
+        return mb_err_set(err, MB_EINPUT, "device '%s' has no bandwidth", d->name);
+    out->per_kernel = calloc((size_t)(p->n_kernels ? p->n_kernels : 1), sizeof(mb_cost));
+    /* access trace for the cache model: tensor ids in touch order */
+    int trace_cap = 1;
+    for (int k = 0; k < p->n_kernels; k++) trace_cap += p->kernels[k].n_reads + p->kernels[k].n_writes;
+    int *trace = malloc((size_t)trace_cap * sizeof(int));
+    int *last = malloc((size_t)g->n_nodes * sizeof(int));
+    int *stamp = calloc((size_t)g->n_nodes, sizeof(int));
+    if (!out->per_kernel || !trace || !last || !stamp) {
+        free(trace); free(last); free(stamp);
+        mb_estimate_free(out);
+        return mb_err_set(err, MB_ERUN, "out of memory");
+    }
+    for (int i = 0; i < g->n_nodes; i++) last[i] = -1;
+    int n_trace = 0, cur_stamp = 0;
+    double cache_bytes = d->cache_mb * 1048576.0;
+    out->n_kernels = p->n_kernels;
+
+    double mem_bound_s = 0, compute_bound_s = 0, launch_total_s = 0;
+    for (int k = 0; k < p->n_kernels; k++) {
+        const mb_kernel *K = &p->kernels[k];
+        mb_cost *c = &out->per_kernel[k];
+        for (int r = 0; r < K->n_reads; r++) c->read_bytes += mb_tensor_bytes(g, K->reads[r], n);
+        for (int w = 0; w < K->n_writes; w++) c->write_bytes += mb_tensor_bytes(g, K->writes[w], n);
+        c->dram_write_bytes = c->write_bytes;
+        for (int r = 0; r < K->n_reads; r++) {
+            int t = K->reads[r];
+            int64_t size = mb_tensor_bytes(g, t, n);
+            if (last[t] < 0) { c->dram_read_bytes += size; continue; }
+            /* distinct bytes touched since t's last use, and by this kernel */
+            cur_stamp++;
+            stamp[t] = cur_stamp;
+            double dist = 0;
+            for (int e = last[t] + 1; e < n_trace; e++)
+                if (stamp[trace[e]] != cur_stamp) {
+                    stamp[trace[e]] = cur_stamp;
+                    dist += (double)mb_tensor_bytes(g, trace[e], n);
+                }
+            for (int o = 0; o < K->n_reads + K->n_writes; o++) {
+                int u = o < K->n_reads ? K->reads[o] : K->writes[o - K->n_reads];
+                if (stamp[u] != cur_stamp) {
+                    stamp[u] = cur_stamp;
+                    dist += (double)mb_tensor_bytes(g, u, n);
+                }
+            }
+            if (dist + (double)size > cache_bytes) c->dram_read_bytes += size;
+        }
+        for (int r = 0; r < K->n_reads; r++) { last[K->reads[r]] = n_trace; trace[n_trace++] = K->reads[r]; }
+        for (int w = 0; w < K->n_writes; w++) { last[K->writes[w]] = n_trace; trace[n_trace++] = K->writes[w]; }
+
+        compute_time(p, K, n, d, c);
+        c->mem_s = (double)(c->dram_read_bytes + c->dram_write_bytes) / (out->bandwidth_gbs * 1e9);
+        c->launch_s = d->launch_overhead_us * 1e-6;
+        c->time_s = c->launch_s + fmax(c->mem_s, c->compute_s);
+        c->bound = bound_of(c->launch_s, c->mem_s, c->compute_s);
+
+        mb_cost *t = &out->total;
+        t->read_bytes += c->read_bytes;
+        t->write_bytes += c->write_bytes;
+        t->dram_read_bytes += c->dram_read_bytes;
+        t->dram_write_bytes += c->dram_write_bytes;
+        t->flops += c->flops;
+        t->sfu_ops += c->sfu_ops;
+        t->mem_s += c->mem_s;
+        t->compute_s += c->compute_s;
+        t->launch_s += c->launch_s;
+        t->time_s += c->time_s;
+        launch_total_s += c->launch_s;
+        if (c->compute_s > c->mem_s) compute_bound_s += c->compute_s;
+        else mem_bound_s += c->mem_s;
+    }
+    /* the plan is bound by whichever term contributes most of its time */
+    out->total.bound = bound_of(launch_total_s, mem_bound_s, compute_bound_s);
+    for (int s = 0; s < p->n_saved; s++) out->saved_bytes += mb_tensor_bytes(g, p->saved[s], n);
+    free(trace);
+    free(last);
+    free(stamp);
+    return MB_OK;
+}
+
+void mb_estimate_free(mb_estimate *e)
+{
+    free(e->per_kernel);
+    e->per_kernel = NULL;
+}

@@ -1,0 +1,140 @@
+/* variants.c — finding and loading variant files: built-ins by name from
+ * the share directory, or any file by path. Does not parse (parser.c). */
+#include "model_int.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#ifndef MB_VARIANT_INSTALL_DIR
+#define MB_VARIANT_INSTALL_DIR "/usr/local/share/membound/variants"
+#endif
+
+static int is_dir(const char *p)
+{
+    struct stat st;
+    return stat(p, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+const char *mb_variant_dir(void)
+{
+    static char dir[1024];
+    const char *env = getenv("MEMBOUND_VARIANTS");
+    if (env && *env) return env;
+    /* next to the binary: <prefix>/bin/membound -> <prefix>/share/membound/variants */
+    char exe[900];
+    ssize_t len = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (len > 0) {
+        exe[len] = '\0';
+        char *slash = strrchr(exe, '/');
+        if (slash) {
+            *slash = '\0';
+            snprintf(dir, sizeof dir, "%s/../share/membound/variants", exe);
+            if (is_dir(dir)) return dir;
+        }
+    }
+    return MB_VARIANT_INSTALL_DIR;
+}
+
+static int cmp_names(const void *a, const void *b)
+{
+    return strcmp((const char *)a, (const char *)b);
+}
+
+int mb_variant_list(char names[][MB_NAME_MAX], int max)
+{
+    DIR *d = opendir(mb_variant_dir());
+    if (!d) return 0;
+    int count = 0;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        size_t len = strlen(e->d_name);
+        if (len < 4 || strcmp(e->d_name + len - 3, ".mb") != 0 || len - 3 >= MB_NAME_MAX) continue;
+        if (count < max) {
+            memcpy(names[count], e->d_name, len - 3);
+            names[count][len - 3] = '\0';
+        }
+        count++;
+    }
+    closedir(d);
+    if (max > 0 && count > 0) qsort(names, (size_t)(count < max ? count : max), MB_NAME_MAX, cmp_names);
+    return count;
+}
+
+static char *read_file(const char *path, mb_err *err)
+{
+    FILE *fp = fopen(path, "rb");
+    if (!fp) {
+        mb_err_set(err, MB_EINPUT, "%s: cannot open: %s", path, strerror(errno));
+        return NULL;
+    }
+    char *buf = NULL;
+    size_t len = 0, cap = 0;
+    for (;;) {
+        if (len + 4096 + 1 > cap) {
+            cap = cap ? 2 * cap : 8192;
+            if (cap > ((size_t)16 << 20)) {
+                mb_err_set(err, MB_EINPUT, "%s: larger than 16 MiB: not a variant file", path);
+                free(buf);
+                fclose(fp);
+                return NULL;
+            }
+            char *nb = realloc(buf, cap);
+            if (!nb) { free(buf); fclose(fp); mb_err_set(err, MB_ERUN, "out of memory"); return NULL; }
+            buf = nb;
+        }
+        size_t got = fread(buf + len, 1, 4096, fp);
+        len += got;
+        if (got < 4096) break;
+    }
+    int bad = ferror(fp);
+    fclose(fp);
+    if (bad) {
+        free(buf);
+        mb_err_set(err, MB_EINPUT, "%s: read error", path);
+        return NULL;
+    }
+    buf[len] = '\0';
+    if (strlen(buf) != len) {
+        free(buf);
+        mb_err_set(err, MB_EINPUT, "%s: contains a NUL byte: not a variant file", path);
+        return NULL;
+    }
+    return buf;
+}
+
+int mb_variant_load(const char *name_or_path, mb_dtype dtype, mb_graph **out, mb_err *err)
+{
+    char path[1100];
+    size_t len = strlen(name_or_path);
+    int is_path = strchr(name_or_path, '/') || (len > 3 && !strcmp(name_or_path + len - 3, ".mb"));
+    if (is_path) {
+        snprintf(path, sizeof path, "%s", name_or_path);
+    } else {
+        snprintf(path, sizeof path, "%s/%s.mb", mb_variant_dir(), name_or_path);
+        if (access(path, R_OK) != 0) {
+            char names[64][MB_NAME_MAX];
+            int n = mb_variant_list(names, 64);
+            char list[1024] = "";
+            for (int i = 0; i < n && i < 64; i++) {
+                if (strlen(list) + strlen(names[i]) + 2 >= sizeof list) break;
+                strcat(list, names[i]);
+                if (i + 1 < n) strcat(list, ", ");
+            }
+            if (n == 0)
+                return mb_err_set(err, MB_EINPUT, "unknown variant '%s' (no built-in variants found in %s; "
+                                  "set MEMBOUND_VARIANTS)", name_or_path, mb_variant_dir());
+            return mb_err_set(err, MB_EINPUT, "unknown variant '%s' (variants: %s; or give a .mb file or --expr)",
+                              name_or_path, list);
+        }
+    }
+    char *text = read_file(path, err);
+    if (!text) return MB_EINPUT;
+    int rc = mb_parse_variant(text, is_path ? name_or_path : path, dtype, out, err);
+    free(text);
+    return rc;
+}
