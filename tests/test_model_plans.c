@@ -1,0 +1,206 @@
+/* test_model_plans.c — the lecture's counts for the built-in variants, the
+ * backward plans, the cache-aware DRAM figures and the time formula checked
+ * against a hand calculation on a device file written here. */
+#include "membound_model.h"
+#include "mb_test.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static mb_device h100(void)
+{
+    mb_device d;
+    mb_err e;
+    if (mb_device_find("h100-sxm", &d, &e) != MB_OK) {
+        fprintf(stderr, "%s\n", e.msg);
+        exit(1);
+    }
+    return d;
+}
+
+/* traffic of variant v, plan k at n on d */
+static mb_estimate est(const char *v, mb_dtype t, mb_plan_kind k, int64_t n, const mb_device *d, int *kernels)
+{
+    mb_graph *g;
+    mb_plan *p;
+    mb_err e;
+    mb_estimate out;
+    memset(&out, 0, sizeof out);
+    if (mb_variant_load(v, t, &g, &e) || mb_plan_build(g, k, &p, &e) || mb_estimate_plan(p, n, d, &out, &e)) {
+        fprintf(stderr, "%s\n", e.msg);
+        exit(1);
+    }
+    if (kernels) *kernels = p->n_kernels;
+    mb_plan_free(p);
+    mb_graph_free(g);
+    return out;
+}
+
+static void check_lecture_counts(void)
+{
+    mb_device d = h100();
+    int64_t n = 1 << 24;
+    int kern;
+    mb_estimate e = est("sin2_plus_cos2", MB_F32, MB_PLAN_EAGER, n, &d, &kern);
+    CHECK_EQ_I64(kern, 5);
+    CHECK_EQ_I64(e.total.read_bytes, 6 * 4 * n);
+    CHECK_EQ_I64(e.total.write_bytes, 5 * 4 * n);
+    mb_estimate_free(&e);
+    e = est("sin2_plus_cos2", MB_F32, MB_PLAN_FUSED, n, &d, &kern);
+    CHECK_EQ_I64(kern, 1);
+    CHECK_EQ_I64(e.total.read_bytes, 4 * n);
+    CHECK_EQ_I64(e.total.write_bytes, 4 * n);
+    mb_estimate_free(&e);
+
+    e = est("gelu_tanh", MB_F32, MB_PLAN_EAGER, n, &d, &kern);
+    CHECK_EQ_I64(kern, 8);
+    CHECK_EQ_I64(e.total.read_bytes, 10 * 4 * n);
+    CHECK_EQ_I64(e.total.write_bytes, 8 * 4 * n);
+    mb_estimate_free(&e);
+    e = est("gelu_tanh", MB_F32, MB_PLAN_FUSED, n, &d, &kern);
+    CHECK_EQ_I64(e.total.read_bytes + e.total.write_bytes, 2 * 4 * n);
+    mb_estimate_free(&e);
+
+    /* sigmoid3 forward + backward at 2^20: 15n, 9n, 5n; saved 3, 3, 1 tensors */
+    n = 1 << 20;
+    static const struct { mb_plan_kind k; int elems; long long saved; } s3[] = {
+        {MB_PLAN_EAGER, 15, 12582912}, {MB_PLAN_STORE, 9, 12582912}, {MB_PLAN_RECOMPUTE, 5, 4194304}};
+    for (int i = 0; i < 3; i++) {
+        e = est("sigmoid3", MB_F32, s3[i].k, n, &d, &kern);
+        CHECK_EQ_I64(e.total.read_bytes + e.total.write_bytes, (int64_t)s3[i].elems * 4 * n);
+        CHECK_EQ_I64(e.saved_bytes, s3[i].saved);
+        mb_estimate_free(&e);
+    }
+    e = est("sigmoid3", MB_F32, MB_PLAN_EAGER, n, &d, &kern);
+    CHECK_EQ_I64(kern, 6); /* three forward, three backward */
+    mb_estimate_free(&e);
+
+    /* bf16 copy moves half the bytes of f32 copy */
+    n = 1 << 25;
+    mb_estimate a = est("copy", MB_F32, MB_PLAN_EAGER, n, &d, NULL);
+    mb_estimate b = est("copy", MB_BF16, MB_PLAN_EAGER, n, &d, NULL);
+    CHECK_EQ_I64(a.total.read_bytes + a.total.write_bytes, 8 * n);
+    CHECK_EQ_I64(2 * (b.total.read_bytes + b.total.write_bytes), a.total.read_bytes + a.total.write_bytes);
+    CHECK(b.total.time_s < a.total.time_s);
+    mb_estimate_free(&a);
+    mb_estimate_free(&b);
+}
+
+/* Cache-aware DRAM bytes: equal to the lecture's count for tensors many
+ * times the cache, below it when they fit (the knee). */
+static void check_cache_model(void)
+{
+    mb_device d = h100(); /* 50 MiB L2 */
+    mb_estimate big = est("sin2_plus_cos2", MB_F32, MB_PLAN_EAGER, (int64_t)1 << 28, &d, NULL);
+    CHECK_EQ_I64(big.total.dram_read_bytes, big.total.read_bytes);
+    CHECK_EQ_I64(big.total.dram_write_bytes, big.total.write_bytes);
+    mb_estimate_free(&big);
+    /* 4 MiB tensors: every intermediate is re-read from L2, only x comes from DRAM */
+    mb_estimate small = est("sin2_plus_cos2", MB_F32, MB_PLAN_EAGER, (int64_t)1 << 20, &d, NULL);
+    CHECK(small.total.dram_read_bytes < small.total.read_bytes);
+    CHECK_EQ_I64(small.total.dram_read_bytes, 4 << 20);
+    mb_estimate_free(&small);
+    /* the fused kernel reads x cold whatever its size */
+    mb_estimate f = est("sin2_plus_cos2", MB_F32, MB_PLAN_FUSED, (int64_t)1 << 20, &d, NULL);
+    CHECK_EQ_I64(f.total.dram_read_bytes, f.total.read_bytes);
+    mb_estimate_free(&f);
+    /* DRAM bytes never exceed the lecture count, at any size */
+    for (int lg = 10; lg <= 30; lg++) {
+        mb_estimate x = est("gelu_tanh", MB_F32, MB_PLAN_EAGER, (int64_t)1 << lg, &d, NULL);
+        CHECK(x.total.dram_read_bytes <= x.total.read_bytes);
+        mb_estimate_free(&x);
+    }
+}
+
+/* time = launch + max(DRAM bytes / bandwidth, compute), on numbers chosen here */
+static void check_time_formula(void)
+{
+    char path[] = "/tmp/mb_spec_XXXXXX";
+    int fd = mkstemp(path);
+    CHECK(fd >= 0);
+    FILE *fp = fdopen(fd, "w");
+    fprintf(fp, "[device]\nname = handcalc\nlabel = Hand calculation\nmem_bandwidth_gbs = 1000\n"
+                "cache_mb = 1\nfp32_tflops = 0.001\nbf16_tflops = 0.01\nsfu_tops = 0.0001\nlaunch_overhead_us = 5\n"
+                "mem_gb = 16\nsource = written by test_model_plans\n");
+    fclose(fp);
+    mb_device d;
+    mb_err e;
+    int found = mb_device_find(path, &d, &e);
+    if (found) fprintf(stderr, "  %s\n", e.msg);
+    CHECK(found == MB_OK);
+    if (found) return;
+    unlink(path);
+
+    int64_t n = 1 << 24;
+    /* copy: 2 * 4n bytes at 1e12 B/s, no compute */
+    mb_estimate c = est("copy", MB_F32, MB_PLAN_EAGER, n, &d, NULL);
+    CHECK_NEAR(c.total.time_s, 5e-6 + 8.0 * n / 1e12, 1e-12);
+    CHECK(c.total.bound == MB_BOUND_MEMORY);
+    CHECK(!strcmp(c.bandwidth_source, "datasheet"));
+    mb_estimate_free(&c);
+
+    /* sin2_plus_cos2 fused on a slow ALU: sin, cos = 4 flops + 1 SFU each,
+     * two squares = 1 flop each, add = 1 flop: 11 flops, 2 SFU per element.
+     * flops: 11n / 1e9 s; SFU: 2n / 1e8 s -> the SFU term bounds. */
+    mb_estimate f = est("sin2_plus_cos2", MB_F32, MB_PLAN_FUSED, n, &d, NULL);
+    double sfu_s = 2.0 * n / 1e8, flop_s = 11.0 * n / 1e9;
+    CHECK_NEAR(f.total.compute_s, sfu_s > flop_s ? sfu_s : flop_s, 1e-12);
+    CHECK_NEAR(f.total.time_s, 5e-6 + f.total.compute_s, 1e-12);
+    CHECK(f.total.bound == MB_BOUND_COMPUTE);
+    mb_estimate_free(&f);
+
+    /* measured bandwidth wins over the datasheet when the spec has it */
+    d.measured_bandwidth_gbs = 500;
+    c = est("copy", MB_F32, MB_PLAN_EAGER, n, &d, NULL);
+    CHECK_NEAR(c.total.time_s, 5e-6 + 8.0 * n / 5e11, 1e-12);
+    CHECK(!strcmp(c.bandwidth_source, "measured"));
+    mb_estimate_free(&c);
+
+    /* a measured op rate replaces the peak-based compute term */
+    d.op_geps[MB_OP_COPY] = 0.5;
+    c = est("copy", MB_F32, MB_PLAN_EAGER, n, &d, NULL);
+    CHECK_NEAR(c.total.compute_s, n / 0.5e9, 1e-12);
+    mb_estimate_free(&c);
+}
+
+/* the backward graph computes what autodiff should: check structure */
+static void check_backward_structure(void)
+{
+    mb_graph *g;
+    mb_err e;
+    CHECK(mb_parse_expr("y = sin(x)**2 + cos(x)**2\nbackward", MB_F32, &g, &e) == MB_OK);
+    CHECK(g->has_backward);
+    CHECK_EQ_I64(g->n_inputs, 1);
+    CHECK(g->grad_inputs[0] >= g->n_forward);
+    mb_plan *p;
+    CHECK(mb_plan_build(g, MB_PLAN_FUSED, &p, &e) == MB_EINPUT); /* fused is forward-only */
+    CHECK(strstr(e.msg, "plans: eager, store, recompute") != NULL);
+    CHECK(mb_plan_build(g, MB_PLAN_RECOMPUTE, &p, &e) == MB_OK);
+    /* recompute: backward reads only the input and the incoming gradient */
+    CHECK_EQ_I64(p->n_kernels, 2);
+    CHECK_EQ_I64(p->kernels[1].n_reads, 2);
+    CHECK_EQ_I64(p->n_saved, 1);
+    CHECK_EQ_I64(p->saved[0], g->inputs[0]);
+    mb_plan_free(p);
+    CHECK(mb_plan_build(g, MB_PLAN_EAGER, &p, &e) == MB_OK);
+    /* x feeds sin and cos: one gradient accumulation kernel */
+    int adds = 0;
+    for (int k = 0; k < p->n_kernels; k++) adds += !strcmp(p->kernels[k].name, "add_grad");
+    CHECK_EQ_I64(adds, 1);
+    mb_plan_free(p);
+    mb_graph_free(g);
+
+    CHECK(mb_parse_expr("y = x * 2\nbackward", MB_F32, &g, &e) == MB_OK);
+    mb_graph_free(g);
+}
+
+int main(void)
+{
+    check_lecture_counts();
+    check_cache_model();
+    check_time_formula();
+    check_backward_structure();
+    return mb_test_done();
+}
