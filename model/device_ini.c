@@ -53,6 +53,14 @@ static const key_spec spec_keys[] = {
 
 #define N_KEYS ((int)(sizeof spec_keys / sizeof spec_keys[0]))
 
+/* Position of key in spec_keys (key must be one of them). */
+static int key_index(const char *key)
+{
+    int i = 0;
+    while (i < N_KEYS - 1 && strcmp(spec_keys[i].key, key) != 0) i++;
+    return i;
+}
+
 /* Parser state, shared by the line reader and the key handler. */
 typedef struct ini_state {
     FILE *fp;
@@ -134,6 +142,13 @@ static const char *closest_key(const char *key, char *buf, size_t size)
         if (d < best) { best = d; snprintf(buf, size, "%s", k); found = buf; }
     }
     return found;
+}
+
+/* Bytes a string value may not hold: they would garble tables and JSON. */
+static int is_control(char c)
+{
+    unsigned char u = (unsigned char)c;
+    return (u < 0x20 && c != '\t') || u == 0x7f;
 }
 
 /* A device id: letters, digits and "-_.+", so it is safe in CSV and JSON. */
@@ -234,6 +249,10 @@ static int set_string(ini_state *st, const key_spec *k, const char *value)
                     st->path, st->line, k->key, len, k->size - 1);
     if (k->need == KEY_REQUIRED && len == 0)
         return fail(st, MB_EINPUT, "%s:%d: key '%s': empty value", st->path, st->line, k->key);
+    for (size_t i = 0; i < len; i++)
+        if (is_control(value[i]))
+            return fail(st, MB_EINPUT, "%s:%d: key '%s': control character 0x%02x in value",
+                        st->path, st->line, k->key, (unsigned)(unsigned char)value[i]);
     if (!strcmp(k->key, "name") && !valid_id(value))
         return fail(st, MB_EINPUT,
                     "%s:%d: key 'name': '%s' is not a valid id (use letters, digits, '-', '_', "
@@ -358,8 +377,8 @@ int mb_device_load_ini(const char *path, mb_device *out, mb_err *err)
             check_required(st);
     }
     if (st->code == MB_OK) {
-        if (!st->key_line[2]) snprintf(st->dev.kind, sizeof st->dev.kind, "gpu");
-        if (!st->key_line[1])
+        if (!st->key_line[key_index("kind")]) snprintf(st->dev.kind, sizeof st->dev.kind, "gpu");
+        if (!st->key_line[key_index("label")])
             snprintf(st->dev.label, sizeof st->dev.label, "%s", st->dev.name);
         *out = st->dev;
     } else if (err) {
@@ -390,6 +409,7 @@ static const char *string_problem(const char *s, size_t size)
         return "starts or ends with white space";
     for (size_t i = 0; i < len; i++) {
         if (s[i] == '\n' || s[i] == '\r') return "contains a line break";
+        if (is_control(s[i])) return "contains a control character";
         if (s[i] == ';' && i > 0 && (s[i - 1] == ' ' || s[i - 1] == '\t'))
             return "contains ' ;', which starts a comment";
     }
@@ -450,7 +470,7 @@ int mb_device_write_ini(const mb_device *d, const char *path, mb_err *err)
         const char *p = (const char *)d + k->offset;
         if (k->type == KEY_STR) {
             if (!strcmp(k->key, "kind") && !p[0]) p = "gpu";
-            fprintf(fp, "%s = %s\n", k->key, p);
+            fprintf(fp, p[0] ? "%s = %s\n" : "%s =\n", k->key, p);
         } else {
             format_number(*(const double *)p, num, sizeof num);
             fprintf(fp, "%s = %s\n", k->key, num);

@@ -1,0 +1,31 @@
+# deps.sh — sourced by demo.sh and test.sh: installs the Debian packages the
+# build and tests need, when missing. Needs root (or sudo) on Debian 12.
+# The CUDA toolkit is not installed here: it is used when present.
+
+MB_DEPS="build-essential cmake pkg-config libinih-dev libjansson-dev libgsl-dev gnuplot-nox jq"
+
+mb_install_deps() {
+  local missing=() p
+  for p in $MB_DEPS ${MB_EXTRA_DEPS:-}; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing+=("$p")
+  done
+  [ ${#missing[@]} -eq 0 ] && return 0
+  echo "membound: installing ${missing[*]}" >&2
+  local sudo=""
+  if [ "$(id -u)" -ne 0 ]; then
+    command -v sudo >/dev/null || { echo "membound: error: need root to install: ${missing[*]}" >&2; return 1; }
+    sudo=sudo
+  fi
+  export DEBIAN_FRONTEND=noninteractive
+  $sudo apt-get update -q >/dev/null
+  $sudo apt-get install -y -q --no-install-recommends "${missing[@]}" >/dev/null
+}
+
+# nvcc where the toolkit lives but PATH lacks it
+mb_find_cuda() {
+  if ! command -v nvcc >/dev/null && [ -x /usr/local/cuda/bin/nvcc ]; then
+    export PATH=/usr/local/cuda/bin:$PATH
+  fi
+}
+
+mb_jobs() { nproc 2>/dev/null || echo 2; }
