@@ -45,10 +45,10 @@ static int load_devices(const char *list, mb_device **out, int *count)
     if (!copy) return mb_cli_fail(1, "out of memory");
     for (char *id = strtok_r(copy, ",", &save); id; id = strtok_r(NULL, ",", &save)) {
         mb_device *nd = realloc(*out, (size_t)(*count + 1) * sizeof **out);
-        if (!nd) { free(copy); return mb_cli_fail(1, "out of memory"); }
+        if (!nd) { free(copy); free(*out); *out = NULL; return mb_cli_fail(1, "out of memory"); }
         *out = nd;
         int rc = mb_device_find(id, &(*out)[*count], &e);
-        if (rc) { free(copy); return mb_cli_fail_err(rc, &e); }
+        if (rc) { free(copy); free(*out); *out = NULL; return mb_cli_fail_err(rc, &e); }
         (*count)++;
     }
     free(copy);
