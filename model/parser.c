@@ -39,7 +39,15 @@ typedef struct {
     int last_line, last_col;
     struct { char name[MB_NAME_MAX]; int line, col; } outs[MB_MAX_IO];
     int n_outs;
+    int depth;            /* recursion depth: deep nesting is an error, not a crash */
 } parser;
+
+/* Deepest nesting of parentheses, calls, unary signs and powers accepted
+ * (CPython's own parser stops at 200 levels of parentheses). */
+#define MAX_DEPTH 200
+/* Most tensor operations in one variant: the plans and the cache model are
+ * quadratic in the worst case, and no lecture variant needs a hundredth. */
+#define MAX_OPS 4096
 
 static int perr(parser *P, int line, int col, const char *fmt, ...)
 #if defined(__GNUC__)
@@ -168,12 +176,18 @@ static int fold_binary(parser *P, mb_op op, double a, double b, double *out, int
 
 /* ---- node construction ---- */
 
+static int too_many(parser *P, int line, int col)
+{
+    return perr(P, line, col, "too many operations (at most %d tensor operations in a variant)", MAX_OPS);
+}
+
 static int mk_unary(parser *P, mb_op op, val a, val *out, int line, int col)
 {
     if (a.node < 0) {
         out->node = -1;
         return fold_unary(P, op, a.s, &out->s, line, col);
     }
+    if (P->g->n_nodes >= MAX_OPS) return too_many(P, line, col);
     int id = mb_graph_add(P->g, op, a.node, 0, -1, 0, P->g->nodes[a.node].dtype, 0, -1);
     if (id < 0) return perr(P, line, col, "out of memory");
     P->g->nodes[id].line = line;
@@ -188,6 +202,7 @@ static int mk_binary(parser *P, mb_op op, val a, val b, val *out, int line, int 
         out->node = -1;
         return fold_binary(P, op, a.s, b.s, &out->s, line, col);
     }
+    if (P->g->n_nodes >= MAX_OPS) return too_many(P, line, col);
     mb_dtype t;
     if (a.node >= 0 && b.node >= 0)
         t = mb_dtype_promote(P->g->nodes[a.node].dtype, P->g->nodes[b.node].dtype);
@@ -213,6 +228,7 @@ static const struct { const char *name; mb_op op; } functions[] = {
 
 static int parse_expr(parser *P, val *out);
 static int parse_factor(parser *P, val *out);
+static int too_deep(parser *P);
 
 static int parse_call(parser *P, val *out)
 {
@@ -313,9 +329,17 @@ static int parse_power(parser *P, val *out)
     mb_token op = P->lx.tok;
     mb_lex_next(&P->lx);
     val e;
+    if (++P->depth > MAX_DEPTH) return too_deep(P);
     rc = parse_factor(P, &e);
+    P->depth--;
     if (rc) return rc;
     return mk_binary(P, MB_OP_POW, base, e, out, op.line, op.col);
+}
+
+static int too_deep(parser *P)
+{
+    return perr(P, P->lx.tok.line, P->lx.tok.col, "expression nested too deeply (more than %d levels)",
+                MAX_DEPTH);
 }
 
 /* factor := ('-'|'+') factor | power */
@@ -325,7 +349,9 @@ static int parse_factor(parser *P, val *out)
     if (t.kind == TK_MINUS || t.kind == TK_PLUS) {
         mb_lex_next(&P->lx);
         val v;
+        if (++P->depth > MAX_DEPTH) return too_deep(P);
         int rc = parse_factor(P, &v);
+        P->depth--;
         if (rc) return rc;
         if (t.kind == TK_PLUS) { *out = v; return MB_OK; } /* +x is x itself */
         return mk_unary(P, MB_OP_NEG, v, out, t.line, t.col);
@@ -353,7 +379,9 @@ static int parse_term(parser *P, val *out)
 static int parse_expr(parser *P, val *out)
 {
     val left;
+    if (++P->depth > MAX_DEPTH) return too_deep(P);
     int rc = parse_term(P, &left);
+    P->depth--;
     if (rc) return rc;
     while (P->lx.tok.kind == TK_PLUS || P->lx.tok.kind == TK_MINUS) {
         mb_token op = P->lx.tok;

@@ -166,6 +166,15 @@ static int derive_traffic(mb_plan *p)
     for (int k = 0; k < p->n_kernels; k++)
         for (int j = 0; j < p->kernels[k].n_nodes; j++) owner[p->kernels[k].nodes[j]] = k;
 
+    /* used_outside[t]: some node of another kernel consumes tensor t */
+    char *used_outside = calloc((size_t)g->n_nodes, 1);
+    if (!used_outside) { free(owner); return -1; }
+    for (int u = 0; u < g->n_nodes; u++)
+        for (int a = 0; a < 2; a++) {
+            int t = g->nodes[u].arg[a];
+            if (owner[u] >= 0 && t >= 0 && owner[t] != owner[u]) used_outside[t] = 1;
+        }
+
     ivec results = {0}, saved = {0};
     int rc = 0;
     for (int k = 0; k < g->n_outputs && !rc; k++) rc = ivec_push(&results, g->outputs[k]);
@@ -189,10 +198,8 @@ static int derive_traffic(mb_plan *p)
         for (int j = 0; j < K->n_nodes && !rc; j++) {
             int v = K->nodes[j];
             /* an eager kernel materialises its op's result, as PyTorch does */
-            int needed = (p->kind == MB_PLAN_EAGER && j == K->n_nodes - 1) || ivec_has(&results, v);
-            for (int u = 0; u < g->n_nodes && !needed; u++)
-                if (owner[u] >= 0 && owner[u] != k && (g->nodes[u].arg[0] == v || g->nodes[u].arg[1] == v))
-                    needed = 1;
+            int needed = (p->kind == MB_PLAN_EAGER && j == K->n_nodes - 1) || used_outside[v] ||
+                         ivec_has(&results, v);
             if (needed) rc = ivec_push(&writes, v);
         }
         if (K->is_backward)
@@ -211,6 +218,7 @@ static int derive_traffic(mb_plan *p)
     p->saved = saved.v ? saved.v : calloc(1, sizeof(int));
     p->n_saved = saved.n;
     free(owner);
+    free(used_outside);
     return rc;
 }
 

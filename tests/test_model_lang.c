@@ -165,8 +165,34 @@ static void check_sizes(void)
     }
 }
 
+/* deep nesting and huge expressions are errors, not crashes or hangs */
+static void check_limits(void)
+{
+    static char text[200000];
+    mb_graph *g;
+    mb_err e;
+    strcpy(text, "y = ");
+    size_t len = strlen(text);
+    for (int i = 0; i < 50000; i++) text[len++] = '(';
+    strcpy(text + len, "x");
+    CHECK(mb_parse_expr(text, MB_F32, &g, &e) == MB_EINPUT);
+    CHECK(strstr(e.msg, "nested too deeply") != NULL);
+    len = strlen("y = ");
+    for (int i = 0; i < 50000; i++) text[len++] = '-';
+    strcpy(text + len, "x");
+    CHECK(mb_parse_expr(text, MB_F32, &g, &e) == MB_EINPUT);
+    CHECK(strstr(e.msg, "nested too deeply") != NULL);
+    strcpy(text, "y = x");
+    len = strlen(text);
+    for (int i = 0; i < 10000; i++) { memcpy(text + len, "+x", 2); len += 2; }
+    text[len] = '\0';
+    CHECK(mb_parse_expr(text, MB_F32, &g, &e) == MB_EINPUT);
+    CHECK(strstr(e.msg, "too many operations") != NULL);
+}
+
 int main(void)
 {
+    check_limits();
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) check_case((int)i);
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) check_bad((int)i);
     check_variant_file_errors();
