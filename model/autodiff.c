@@ -140,7 +140,9 @@ int mb_autodiff(mb_graph *g, mb_err *err)
         int o = g->outputs[k];
         int id = mb_graph_add(g, MB_OP_INPUT, -1, 0, -1, 0, g->nodes[o].dtype, 1, -1);
         if (id < 0) { A.failed = 1; break; }
-        snprintf(g->nodes[id].name, MB_NAME_MAX, "grad_%.*s", MB_NAME_MAX - 6, g->nodes[o].name);
+        char out_name[MB_NAME_MAX];
+        memcpy(out_name, g->nodes[o].name, MB_NAME_MAX);
+        snprintf(g->nodes[id].name, MB_NAME_MAX, "grad_%.*s", MB_NAME_MAX - 6, out_name);
         g->grad_outputs[k] = id;
         contribute(&A, o, id);
     }

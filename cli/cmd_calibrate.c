@@ -1,0 +1,120 @@
+/* cmd_calibrate.c — `membound calibrate`: measure this machine's bandwidth,
+ * op rates and per-pass overhead into a device spec INI that `model`,
+ * `whatif` and `measure` accept with --device FILE. Measures nothing itself
+ * (measure/calibrate_cpu.c does). */
+#include "cli_common.h"
+#include "commands.h"
+#include "measure.h"
+
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* GPU calibration, when the CUDA backend provides it (measure/cuda_backend.*):
+ * int mb_meas_cuda_calibrate(mb_device *out, mb_err *err); */
+int mb_meas_cuda_calibrate(mb_device *out, mb_err *err);
+#pragma weak mb_meas_cuda_calibrate
+
+static void usage(FILE *fp)
+{
+    fprintf(fp,
+            "usage: membound calibrate [--backend cpu|cuda] [-o FILE.ini] [options]\n"
+            "\n"
+            "Measures this machine and writes a device spec (INI) for --device FILE:\n"
+            "STREAM-style copy, read and write bandwidth on all cores (arrays >= 4x the\n"
+            "last-level cache, requested bytes, median of 15 runs), the FP32 FMA peak,\n"
+            "the throughput of every op through the CPU executor (op_<name>_geps), and\n"
+            "the overhead of one executor pass (launch_overhead_us). Takes ~10 s.\n"
+            "\n"
+            "  --backend B   cpu (default) or cuda (when the build has a GPU calibration)\n"
+            "  -o FILE       output spec, default local-cpu.ini (written atomically)\n"
+            "  --threads N   threads (default: all cores)\n"
+            "  --quick       short, cache-sized run (for tests; numbers not for the model)\n"
+            "  -h, --help    this help\n"
+            "\n"
+            "example: membound calibrate -o local-cpu.ini && membound model --device local-cpu.ini\n");
+}
+
+static void progress(const char *label)
+{
+    mb_cli_note("calibrate: %s", label);
+}
+
+int mb_cmd_calibrate(int argc, char **argv)
+{
+    static const struct option opts[] = {
+        {"backend", required_argument, 0, 'b'}, {"output", required_argument, 0, 'o'},
+        {"threads", required_argument, 0, 'T'}, {"quick", no_argument, 0, 'q'},
+        {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
+    const char *out_path = "local-cpu.ini";
+    mb_meas_backend backend = MB_MEAS_CPU;
+    int threads = 0, quick = 0, c;
+    opterr = 0;
+    optind = 1;
+    while ((c = getopt_long(argc, argv, ":hb:o:T:q", opts, NULL)) != -1) {
+        switch (c) {
+        case 'b':
+            if (mb_meas_backend_parse(optarg, &backend) != MB_OK || backend == MB_MEAS_AUTO)
+                return mb_cli_fail(2, "unknown backend '%s' (backends: cpu, cuda)", optarg);
+            break;
+        case 'o': out_path = optarg; break;
+        case 'T': {
+            char *end = NULL;
+            long v = strtol(optarg, &end, 10);
+            if (!end || *end || v < 1 || v > 4096)
+                return mb_cli_fail(2, "--threads: expected a count in [1, 4096], got '%s'", optarg);
+            threads = (int)v;
+            break;
+        }
+        case 'q': quick = 1; break;
+        case 'h': usage(stdout); return 0;
+        default: return mb_cli_bad_option(c, argv, optind, optopt, "calibrate");
+        }
+    }
+    if (optind < argc)
+        return mb_cli_fail(2, "unexpected argument '%s' (see 'membound calibrate --help')", argv[optind]);
+
+    /* the command line, as provenance in the spec's source */
+    char cmdline[256] = "membound";
+    for (int i = 0; i < argc; i++) {
+        size_t used = strlen(cmdline);
+        snprintf(cmdline + used, sizeof cmdline - used, " %s", argv[i]);
+    }
+    mb_err e;
+    mb_device d;
+    /* open the output first: an unwritable path fails before measuring */
+    mb_outfile of;
+    if (mb_outfile_open(&of, out_path, &e)) return mb_cli_fail_err(1, &e);
+    mb_outfile_abort(&of);
+
+    if (backend == MB_MEAS_CUDA) {
+        if (!mb_meas_cuda_calibrate)
+            return mb_cli_fail(1, "GPU calibration is not in this build; GPU specs come from "
+                                  "the device table (membound devices)");
+        if (mb_meas_cuda_calibrate(&d, &e)) return mb_cli_fail_err(1, &e);
+    } else {
+        mb_meas_calib cal;
+        int rc = mb_meas_calibrate_cpu(threads, quick, progress, &cal, &e);
+        if (rc) return mb_cli_fail_err(1, &e);
+        mb_meas_calib_to_device(&cal, cmdline, &d);
+        printf("%s: %d threads, LLC %.1f MiB, vector math %s\n", d.label, cal.threads,
+               d.cache_mb, mb_kern_vector_isa());
+        printf("  copy  %8.2f GB/s (non-temporal stores)   %8.2f GB/s (plain stores)\n",
+               cal.copy_gbs, cal.copy_plain_gbs);
+        printf("  read  %8.2f GB/s\n", cal.read_gbs);
+        printf("  write %8.2f GB/s (non-temporal stores)   %8.2f GB/s (plain stores)\n",
+               cal.write_gbs, cal.write_plain_gbs);
+        printf("  fp32 FMA peak %.3f TFLOP/s, per-pass overhead %.2f us\n", cal.fp32_tflops,
+               cal.pass_overhead_us);
+        printf("  op rates (1e9 elements/s, L1-resident, all threads):\n");
+        for (int op = MB_OP_ADD; op < MB_OP_COUNT; op++)
+            printf("    %-10s %8.3f%s", mb_op_name((mb_op)op), cal.op_geps[op],
+                   (op - MB_OP_ADD) % 4 == 3 ? "\n" : "");
+        printf("\n");
+        if (quick) mb_cli_note("--quick: cache-sized arrays, few repetitions; not for the model");
+    }
+    if (mb_device_write_ini(&d, out_path, &e)) return mb_cli_fail_err(1, &e);
+    printf("wrote %s (use: --device %s)\n", out_path, out_path);
+    return 0;
+}

@@ -1,0 +1,181 @@
+/* cmd_demo.c — `membound demo -o DIR`: the lecture's demos end to end on this
+ * machine. Runs this binary's own subcommands as child processes —
+ * calibrate, measure (low precision, fusion, recomputation), report — with a
+ * progress line per step. Does not measure or fit anything itself. */
+#define _POSIX_C_SOURCE 200809L
+#include "cli_common.h"
+#include "commands.h"
+#include "report.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <limits.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+extern char **environ;
+
+static void usage(FILE *fp)
+{
+    fprintf(fp,
+            "usage: membound demo [-o DIR] [options]\n"
+            "\n"
+            "The lecture's three demos end to end on this machine, then the report:\n"
+            "  1. calibrate the local backend        -> DIR/local-<backend>.ini\n"
+            "  2. measure low precision (copy f32 vs bf16, n = 2^21, 2^23, 2^25)\n"
+            "  3. measure fusion (sin^2+cos^2, GELU tanh; n = 2^24) and recomputation\n"
+            "     (sigmoid^3 forward + backward, n = 2^20)  -> DIR/*.csv\n"
+            "  4. report: verdict table, fits, figures  -> DIR/report.html, DIR/report.md\n"
+            "Child logs go to DIR/logs/. Takes 1-3 minutes on a small machine.\n"
+            "\n"
+            "  -o, --output DIR   output directory (default: membound-demo)\n"
+            "  --backend B        auto (default: cuda when a GPU is usable, else cpu), cpu, cuda\n"
+            "  --quick            small sizes and a short calibration (a smoke test:\n"
+            "                     the numbers say nothing about the machine)\n"
+            "  -h, --help         this help\n");
+}
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* Runs this executable with args (NULL-terminated, args[0] the subcommand).
+ * stdout goes to log (when not NULL), stderr is inherited. Returns the exit
+ * status, or -1 when it could not start. */
+static int run_self(const char *exe, char *const *args, const char *log)
+{
+    char *argv[32];
+    int n = 0;
+    argv[n++] = (char *)exe;
+    for (int i = 0; args[i] && n < 31; i++) argv[n++] = args[i];
+    argv[n] = NULL;
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    if (log) posix_spawn_file_actions_addopen(&fa, 1, log, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    pid_t pid;
+    int st = posix_spawn(&pid, exe, &fa, NULL, argv, environ);
+    posix_spawn_file_actions_destroy(&fa);
+    if (st != 0) {
+        mb_cli_note("cannot run %s: %s", exe, strerror(st));
+        return -1;
+    }
+    int status;
+    while (waitpid(pid, &status, 0) < 0) {
+        if (errno != EINTR) return -1;
+    }
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+static void progress(int step, int total, const char *what, double t0)
+{
+    fprintf(stderr, "membound demo: [%d/%d] %s (%.0f s elapsed)\n", step, total, what, now_s() - t0);
+}
+
+int mb_cmd_demo(int argc, char **argv)
+{
+    static const struct option opts[] = {
+        {"output", required_argument, 0, 'o'}, {"backend", required_argument, 0, 'b'},
+        {"quick", no_argument, 0, 'Q'}, {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
+    const char *dir = "membound-demo", *backend = "auto";
+    int quick = 0, c;
+    opterr = 0;
+    optind = 1;
+    while ((c = getopt_long(argc, argv, ":ho:", opts, NULL)) != -1) {
+        switch (c) {
+        case 'o': dir = optarg; break;
+        case 'b': backend = optarg; break;
+        case 'Q': quick = 1; break;
+        case 'h': usage(stdout); return 0;
+        case ':': return mb_cli_fail(2, "option '%s' needs a value (see 'membound demo --help')", argv[optind - 1]);
+        default: return mb_cli_fail(2, "unknown option '%s' (see 'membound demo --help')", argv[optind - 1]);
+        }
+    }
+    if (optind < argc) return mb_cli_fail(2, "unexpected argument '%s' (see 'membound demo --help')", argv[optind]);
+    if (strcmp(backend, "auto") && strcmp(backend, "cpu") && strcmp(backend, "cuda"))
+        return mb_cli_fail(2, "unknown backend '%s' (auto, cpu, cuda)", backend);
+
+    char exe[PATH_MAX];
+    ssize_t len = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (len <= 0) return mb_cli_fail(1, "cannot find the running executable (/proc/self/exe)");
+    exe[len] = '\0';
+    char logs[PATH_MAX];
+    if (snprintf(logs, sizeof logs, "%s/logs", dir) >= (int)sizeof logs)
+        return mb_cli_fail(2, "%s: path too long", dir);
+    mb_err e;
+    if (mb_rpt_mkdirs(logs, &e)) return mb_cli_fail_err(1, &e);
+
+    double t0 = now_s();
+    const int steps = 4;
+    char spec[PATH_MAX + 32], log[PATH_MAX + 32], csv_copy[PATH_MAX + 32], csv_demo[PATH_MAX + 32];
+
+    /* 1. calibrate: the GPU when asked for (or auto and one is there), else the CPU */
+    const char *be = "cpu";
+    int rc = -1;
+    if (strcmp(backend, "cpu") != 0 &&
+        (access("/dev/nvidiactl", F_OK) == 0 || !strcmp(backend, "cuda"))) {
+        progress(1, steps, "calibrating the GPU (cuda backend)", t0);
+        snprintf(spec, sizeof spec, "%s/local-cuda.ini", dir);
+        snprintf(log, sizeof log, "%s/calibrate-cuda.log", logs);
+        char *a[] = {(char *)"calibrate", (char *)"--backend", (char *)"cuda", (char *)"-o", spec,
+                     quick ? (char *)"--quick" : NULL, NULL};
+        rc = run_self(exe, a, log);
+        if (rc == 0) be = "cuda";
+        else if (!strcmp(backend, "cuda"))
+            return mb_cli_fail(1, "calibrate --backend cuda failed (exit %d); see %s", rc, log);
+        else
+            mb_cli_note("no usable GPU calibration (exit %d, see %s): using the CPU", rc, log);
+    }
+    if (strcmp(be, "cpu") == 0) {
+        progress(1, steps, quick ? "calibrating the CPU (quick)" : "calibrating the CPU (about 10 s)", t0);
+        snprintf(spec, sizeof spec, "%s/local-cpu.ini", dir);
+        snprintf(log, sizeof log, "%s/calibrate-cpu.log", logs);
+        char *a[] = {(char *)"calibrate", (char *)"--backend", (char *)"cpu", (char *)"-o", spec,
+                     quick ? (char *)"--quick" : NULL, NULL};
+        rc = run_self(exe, a, log);
+        if (rc != 0) return mb_cli_fail(1, "calibrate failed (exit %d); see %s", rc, log);
+    }
+
+    /* 2. low precision: copy in f32 and bf16, three sizes for the bandwidth fit */
+    progress(2, steps, "measuring low precision: copy f32 vs bf16", t0);
+    snprintf(csv_copy, sizeof csv_copy, "%s/low_precision.csv", dir);
+    snprintf(log, sizeof log, "%s/measure-copy.log", logs);
+    char *a2[] = {(char *)"measure", (char *)"copy", (char *)"--plan", (char *)"eager",
+                  (char *)"--timeout", (char *)"3", (char *)"--backend", (char *)be,
+                  (char *)"--dtype", (char *)"f32,bf16", (char *)"--sizes",
+                  quick ? (char *)"2^14,2^16,2^18" : (char *)"2^21,2^23,2^25", (char *)"--device",
+                  spec, (char *)"-o", csv_copy, NULL};
+    rc = run_self(exe, a2, log);
+    if (rc == 1) mb_cli_note("a copy run failed its check: its rows are kept as failed (see %s)", log);
+    else if (rc != 0) return mb_cli_fail(1, "measure copy failed (exit %d); see %s", rc, log);
+
+    /* 3. fusion and recomputation at the lecture's sizes, every plan */
+    progress(3, steps, "measuring fusion (sin^2+cos^2, GELU) and recomputation (sigmoid^3)", t0);
+    snprintf(csv_demo, sizeof csv_demo, "%s/fusion_recompute.csv", dir);
+    snprintf(log, sizeof log, "%s/measure-fusion.log", logs);
+    char *a3[] = {(char *)"measure", (char *)"sin2_plus_cos2", (char *)"gelu_tanh",
+                  (char *)"sigmoid3", (char *)"--timeout", (char *)"3", (char *)"--backend",
+                  (char *)be, (char *)"--device", spec,
+                  quick ? (char *)"--sizes" : (char *)"-o", quick ? (char *)"2^16" : csv_demo,
+                  quick ? (char *)"-o" : NULL, quick ? csv_demo : NULL, NULL};
+    rc = run_self(exe, a3, log);
+    if (rc == 1) mb_cli_note("a run failed its check: its rows are kept as failed (see %s)", log);
+    else if (rc != 0) return mb_cli_fail(1, "measure failed (exit %d); see %s", rc, log);
+
+    /* 4. report, on the calibrated device */
+    progress(4, steps, "fitting and writing the report", t0);
+    char *a4[] = {(char *)"report", csv_copy, csv_demo, (char *)"--device", spec, (char *)"-o",
+                  (char *)dir, NULL};
+    rc = run_self(exe, a4, NULL);
+    fprintf(stderr, "membound demo: done in %.0f s: %s/report.html\n", now_s() - t0, dir);
+    if (rc != 0) return rc > 0 ? rc : 1;
+    return 0;
+}

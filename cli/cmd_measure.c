@@ -1,0 +1,508 @@
+/* cmd_measure.c — `membound measure`: run variants for real on the CPU or a
+ * GPU, check them against the float64 reference and write the measurement
+ * CSV with the model's prediction beside each row. The protocol lives in
+ * measure/; this file parses options, refuses what cannot fit, and writes. */
+#include "cli_common.h"
+#include "commands.h"
+#include "measure.h"
+
+#include <getopt.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static void usage(FILE *fp)
+{
+    fprintf(fp,
+            "usage: membound measure [VARIANT|FILE.mb ...] [--expr EXPR] [options]\n"
+            "\n"
+            "Runs each variant x plan x dtype x size for real, checks every run against a\n"
+            "float64 reference (outputs poisoned first; backward plans also pass a\n"
+            "finite-difference gradient check), and writes one CSV row each with the\n"
+            "model's prediction beside the measured times. With no VARIANT, every built-in.\n"
+            "\n"
+            "  --backend B      auto (default: cuda when a usable GPU is present, else cpu),\n"
+            "                   cpu, cuda\n"
+            "  --expr EXPR      a Python-syntax expression instead of variants\n"
+            "  --plan P         eager | fused | store | recompute; default: every plan\n"
+            "  --sizes LIST     2^20,2^24 or 2^16..2^26[:STEP]; default: each variant's\n"
+            "                   lecture size (--n N: one size)\n"
+            "  --dtype T[,T]    f32 (default), bf16, f16; several: f32,bf16\n"
+            "  --device SPEC    device for the model columns: a table id or an INI spec.\n"
+            "                   Default: cpu backend: ./local-cpu.ini when present, else a\n"
+            "                   calibration of this CPU in-process (~15 s; save one with\n"
+            "                   'membound calibrate'); cuda backend: h100-sxm\n"
+            "  --reps N         at least N timed samples (>= 10, default 10); sampling\n"
+            "                   stops when CV <= 2%% or after 10 s\n"
+            "  --timeout S      stop sampling a row after S seconds (default 10; the\n"
+            "                   minimum of samples is always taken)\n"
+            "  --warm           do not evict the last-level cache between samples\n"
+            "                   (default: cold, 2x LLC read sweep outside the timed region)\n"
+            "  --threads N      CPU threads (default: all cores)\n"
+            "  --exec E         CPU executor: auto (default), opwise, blocked\n"
+            "  -o FILE.csv      write the CSV there (atomically) and a table on stdout;\n"
+            "                   without -o the CSV goes to stdout\n"
+            "  --per-kernel F   also one row per kernel into F (same columns + kernel)\n"
+            "  -q, --quiet      no progress notes\n"
+            "  -h, --help       this help\n"
+            "\n"
+            "Exit: 0 all rows verified, 1 a run failed or a check failed (rows kept with\n"
+            "verified=0), 2 bad usage or a size that does not fit in memory.\n"
+            "example: membound measure copy --dtype f32,bf16 --sizes 2^25 --device local-cpu.ini -o copy.csv\n");
+}
+
+/* MemAvailable from /proc/meminfo in bytes, or -1. */
+static int64_t mem_available_bytes(void)
+{
+    FILE *f = fopen("/proc/meminfo", "r");
+    if (!f) return -1;
+    char line[256];
+    int64_t v = -1;
+    while (fgets(line, sizeof line, f)) {
+        long long kb;
+        if (sscanf(line, "MemAvailable: %lld kB", &kb) == 1) {
+            v = (int64_t)kb * 1024;
+            break;
+        }
+    }
+    fclose(f);
+    return v;
+}
+
+static int parse_dtypes(const char *s, mb_dtype *out, int *count)
+{
+    char buf[128];
+    snprintf(buf, sizeof buf, "%s", s);
+    *count = 0;
+    for (char *tok = strtok(buf, ","); tok; tok = strtok(NULL, ",")) {
+        mb_dtype t;
+        if (mb_dtype_parse(tok, &t) != MB_OK)
+            return mb_cli_fail(2, "unknown dtype '%s' (dtypes: f32, bf16, f16)", tok);
+        if (*count >= MB_DTYPE_COUNT) return mb_cli_fail(2, "--dtype: too many dtypes in '%s'", s);
+        out[(*count)++] = t;
+    }
+    if (!*count) return mb_cli_fail(2, "--dtype: empty list");
+    return 0;
+}
+
+static int parse_count(const char *opt, const char *s, int lo, int hi, int *out)
+{
+    char *end = NULL;
+    long v = strtol(s, &end, 10);
+    if (!end || *end || end == s || v < lo || v > hi)
+        return mb_cli_fail(2, "%s: expected a whole number in [%d, %d], got '%s'", opt, lo, hi, s);
+    *out = (int)v;
+    return 0;
+}
+
+/* "2^24" when n is a power of two, else the number. */
+static const char *fmt_n(int64_t n, char *buf, size_t sz)
+{
+    if (n > 0 && (n & (n - 1)) == 0) {
+        int k = 0;
+        while (((int64_t)1 << k) < n) k++;
+        snprintf(buf, sz, "2^%d", k);
+    } else {
+        snprintf(buf, sz, "%lld", (long long)n);
+    }
+    return buf;
+}
+
+/* One row to run. */
+typedef struct job {
+    mb_graph *g; /* borrowed from the graph list */
+    mb_plan_kind plan;
+    int64_t n;
+} job;
+
+typedef struct opts {
+    const char *expr, *device, *out_path, *kernel_path;
+    mb_meas_backend backend;
+    int plan_given;
+    mb_plan_kind plan;
+    mb_dtype dtypes[MB_DTYPE_COUNT];
+    int n_dtypes;
+    int64_t *sizes;
+    int n_sizes;
+    mb_meas_config cfg;
+    int quiet;
+} opts;
+
+static void calib_progress(const char *label)
+{
+    mb_cli_note("calibrating this CPU for the model columns: %s", label);
+}
+
+/* The model device: --device, or the defaults described in usage. */
+static int model_device(const opts *o, mb_meas_backend b, mb_device *dev, char *desc, size_t descsz)
+{
+    mb_err e;
+    if (o->device) {
+        if (mb_device_find(o->device, dev, &e)) return mb_cli_fail_err(2, &e);
+        snprintf(desc, descsz, "%s (--device %s)", dev->name, o->device);
+        return 0;
+    }
+    if (b == MB_MEAS_CUDA) {
+        if (mb_device_find("h100-sxm", dev, &e)) return mb_cli_fail_err(1, &e);
+        snprintf(desc, descsz, "h100-sxm (default for cuda)");
+        return 0;
+    }
+    if (access("local-cpu.ini", R_OK) == 0) {
+        if (mb_device_find("./local-cpu.ini", dev, &e)) return mb_cli_fail_err(2, &e);
+        snprintf(desc, descsz, "%s (./local-cpu.ini)", dev->name);
+        if (!o->quiet) mb_cli_note("model columns from ./local-cpu.ini");
+        return 0;
+    }
+    if (!o->quiet)
+        mb_cli_note("no --device and no ./local-cpu.ini: calibrating this CPU first "
+                    "(save it with 'membound calibrate')");
+    mb_meas_calib cal;
+    if (mb_meas_calibrate_cpu(o->cfg.threads, 0, o->quiet ? NULL : calib_progress, &cal, &e))
+        return mb_cli_fail_err(1, &e);
+    mb_meas_calib_to_device(&cal, "membound measure (in-process calibration)", dev);
+    snprintf(desc, descsz, "local-cpu (calibrated in-process)");
+    return 0;
+}
+
+static int load_graphs(const opts *o, int argc, char **argv, int first, mb_dtype dt,
+                       mb_graph ***graphs, int *n_graphs)
+{
+    mb_err e;
+    *graphs = NULL;
+    *n_graphs = 0;
+    if (o->expr) {
+        if (first < argc)
+            return mb_cli_fail(2, "give either variants or --expr, not both ('%s')", argv[first]);
+        *graphs = calloc(1, sizeof **graphs);
+        if (!*graphs) return mb_cli_fail(1, "out of memory");
+        int rc = mb_parse_expr(o->expr, dt, &(*graphs)[0], &e);
+        if (rc) return mb_cli_fail_err(rc, &e);
+        *n_graphs = 1;
+        return 0;
+    }
+    char (*names)[MB_NAME_MAX] = NULL;
+    int count = 0;
+    int rc = mb_cli_variant_names(argc, argv, first, &names, &count, &e);
+    if (rc) return mb_cli_fail_err(rc, &e);
+    *graphs = calloc((size_t)count + 1, sizeof **graphs);
+    if (!*graphs) {
+        free(names);
+        return mb_cli_fail(1, "out of memory");
+    }
+    for (int i = 0; i < count; i++) {
+        rc = mb_variant_load(names[i], dt, &(*graphs)[i], &e);
+        if (rc) {
+            free(names);
+            return mb_cli_fail_err(rc, &e);
+        }
+        *n_graphs = i + 1;
+    }
+    free(names);
+    return 0;
+}
+
+static void free_graphs(mb_graph **g, int n)
+{
+    for (int i = 0; i < n; i++) mb_graph_free(g[i]);
+    free(g);
+}
+
+static void print_table_header(FILE *fp)
+{
+    fprintf(fp, "%-16s %-10s %-5s %6s %4s %11s %11s %7s %11s %7s %9s %8s %s\n", "variant", "plan",
+            "dtype", "n", "reps", "median", "min", "cv", "model", "err%", "GB/s", "max_err",
+            "verified");
+}
+
+static void print_table_row(FILE *fp, const mb_meas_record *r)
+{
+    char nb[32], t1[32], t2[32], t3[32];
+    double err_pct = 100.0 * (r->model_time_s - r->time_s_median) / r->time_s_median;
+    double gbs = (double)(r->read_bytes + r->write_bytes) / r->time_s_median / 1e9;
+    fprintf(fp, "%-16s %-10s %-5s %6s %4d %11s %11s %6.1f%% %11s %+6.1f%% %9.2f %8.2g %s\n",
+            r->variant, r->plan, r->dtype, fmt_n(r->n, nb, sizeof nb), r->reps,
+            mb_cli_fmt_time(r->time_s_median, t1, sizeof t1),
+            mb_cli_fmt_time(r->time_s_min, t2, sizeof t2), 100.0 * r->time_cv,
+            mb_cli_fmt_time(r->model_time_s, t3, sizeof t3), err_pct, gbs, r->max_rel_err,
+            r->verified ? "yes" : "FAILED");
+}
+
+int mb_cmd_measure(int argc, char **argv)
+{
+    static const struct option lopts[] = {
+        {"backend", required_argument, 0, 'b'}, {"expr", required_argument, 0, 'e'},
+        {"plan", required_argument, 0, 'p'}, {"sizes", required_argument, 0, 's'},
+        {"n", required_argument, 0, 'n'}, {"dtype", required_argument, 0, 't'},
+        {"device", required_argument, 0, 'd'}, {"reps", required_argument, 0, 'r'},
+        {"timeout", required_argument, 0, 'O'}, {"warm", no_argument, 0, 'W'}, {"cold", no_argument, 0, 'C'},
+        {"threads", required_argument, 0, 'T'}, {"exec", required_argument, 0, 'x'},
+        {"output", required_argument, 0, 'o'}, {"per-kernel", required_argument, 0, 'k'},
+        {"quiet", no_argument, 0, 'q'}, {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
+    opts o;
+    memset(&o, 0, sizeof o);
+    o.backend = MB_MEAS_AUTO;
+    o.dtypes[0] = MB_F32;
+    o.n_dtypes = 1;
+    mb_meas_config_default(&o.cfg);
+    mb_err e;
+    int c, rc;
+    opterr = 0;
+    optind = 1;
+    while ((c = getopt_long(argc, argv, ":hqb:e:p:s:n:t:d:r:WCT:x:o:k:O:", lopts, NULL)) != -1) {
+        switch (c) {
+        case 'b':
+            if (mb_meas_backend_parse(optarg, &o.backend) != MB_OK)
+                return mb_cli_fail(2, "unknown backend '%s' (backends: auto, cpu, cuda)", optarg);
+            break;
+        case 'e': o.expr = optarg; break;
+        case 'p':
+            if (mb_plan_parse(optarg, &o.plan) != MB_OK)
+                return mb_cli_fail(2, "unknown plan '%s' (plans: eager, fused, store, recompute)",
+                                   optarg);
+            o.plan_given = 1;
+            break;
+        case 's':
+        case 'n':
+            free(o.sizes);
+            o.sizes = NULL;
+            if (c == 'n') {
+                int64_t n1;
+                if (mb_cli_size(optarg, &n1)) return 2;
+                o.sizes = malloc(sizeof *o.sizes);
+                if (!o.sizes) return mb_cli_fail(1, "out of memory");
+                o.sizes[0] = n1;
+                o.n_sizes = 1;
+            } else if (mb_cli_parse_sizes(optarg, &o.sizes, &o.n_sizes, &e)) {
+                return mb_cli_fail_err(2, &e);
+            }
+            break;
+        case 't':
+            if ((rc = parse_dtypes(optarg, o.dtypes, &o.n_dtypes))) goto out;
+            break;
+        case 'd': o.device = optarg; break;
+        case 'r':
+            if ((rc = parse_count("--reps", optarg, 10, 100000, &o.cfg.min_reps))) goto out;
+            if (o.cfg.max_reps < o.cfg.min_reps) o.cfg.max_reps = o.cfg.min_reps;
+            break;
+        case 'O': {
+            char *end = NULL;
+            double v = strtod(optarg, &end);
+            if (!end || *end || end == optarg || !(v > 0) || v > 86400) {
+                rc = mb_cli_fail(2, "--timeout: expected seconds in (0, 86400], got '%s'", optarg);
+                goto out;
+            }
+            o.cfg.timeout_s = v;
+            if (o.cfg.min_time_s > v) o.cfg.min_time_s = v;
+            break;
+        }
+        case 'W': o.cfg.cold = 0; break;
+        case 'C': o.cfg.cold = 1; break;
+        case 'T':
+            if ((rc = parse_count("--threads", optarg, 1, 4096, &o.cfg.threads))) goto out;
+            break;
+        case 'x': {
+            int found = 0;
+            for (int k = 0; k < MB_KERN_EXEC_COUNT; k++)
+                if (!strcmp(optarg, mb_kern_exec_name((mb_kern_exec)k))) {
+                    o.cfg.exec = (mb_kern_exec)k;
+                    found = 1;
+                }
+            if (!found) {
+                rc = mb_cli_fail(2, "unknown executor '%s' (executors: auto, opwise, blocked)", optarg);
+                goto out;
+            }
+            break;
+        }
+        case 'o': o.out_path = optarg; break;
+        case 'k': o.kernel_path = optarg; break;
+        case 'q': o.quiet = o.cfg.quiet = 1; break;
+        case 'h':
+            usage(stdout);
+            free(o.sizes);
+            return 0;
+        default:
+            free(o.sizes);
+            return mb_cli_bad_option(c, argv, optind, optopt, "measure");
+        }
+    }
+    int first = optind;
+    for (int i = first; i < argc; i++)
+        if (argv[i][0] == '-') {
+            rc = mb_cli_fail(2, "options go before variants: '%s' (see 'membound measure --help')",
+                             argv[i]);
+            goto out;
+        }
+
+    /* 1. every graph, plan and size: bad input fails before anything runs */
+    int n_jobs = 0, cap_jobs = 16;
+    job *jobs = malloc((size_t)cap_jobs * sizeof *jobs);
+    mb_graph **all_graphs[MB_DTYPE_COUNT] = {0};
+    int n_all[MB_DTYPE_COUNT] = {0};
+    mb_meas_record *rows = NULL;
+    if (!jobs) { rc = mb_cli_fail(1, "out of memory"); goto out; }
+    int64_t avail = mem_available_bytes();
+    int64_t llc = mb_kern_llc_bytes();
+    for (int d = 0; d < o.n_dtypes; d++) {
+        if ((rc = load_graphs(&o, argc, argv, first, o.dtypes[d], &all_graphs[d], &n_all[d])))
+            goto out_jobs;
+        for (int gi = 0; gi < n_all[d]; gi++) {
+            mb_graph *g = all_graphs[d][gi];
+            if (o.plan_given && !mb_plan_supported(g, o.plan)) {
+                mb_plan *p = NULL;
+                rc = mb_plan_build(g, o.plan, &p, &e); /* fails, naming the valid plans */
+                rc = mb_cli_fail_err(rc ? rc : 2, &e);
+                goto out_jobs;
+            }
+            int64_t one = g->default_n ? g->default_n : ((int64_t)1 << 24);
+            const int64_t *sizes = o.sizes ? o.sizes : &one;
+            int ns = o.sizes ? o.n_sizes : 1;
+            for (int pk = 0; pk < MB_PLAN_COUNT; pk++) {
+                if (o.plan_given ? pk != (int)o.plan : !mb_plan_supported(g, (mb_plan_kind)pk))
+                    continue;
+                for (int si = 0; si < ns; si++) {
+                    /* refuse sizes that cannot fit, with the figure, before allocating */
+                    mb_plan *p = NULL;
+                    if ((rc = mb_plan_build(g, (mb_plan_kind)pk, &p, &e))) {
+                        rc = mb_cli_fail_err(rc, &e);
+                        goto out_jobs;
+                    }
+                    int64_t need = mb_kern_plan_bytes(p, sizes[si]) + 2 * llc;
+                    mb_plan_free(p);
+                    if (avail > 0 && need > avail) {
+                        char nb[32];
+                        rc = mb_cli_fail(2, "%s %s %s at n = %s needs %.2f GB of memory, "
+                                         "%.2f GB available: use a smaller --sizes",
+                                         g->name, mb_plan_name((mb_plan_kind)pk),
+                                         mb_dtype_name(o.dtypes[d]), fmt_n(sizes[si], nb, sizeof nb),
+                                         (double)need / 1e9, (double)avail / 1e9);
+                        goto out_jobs;
+                    }
+                    if (n_jobs == cap_jobs) {
+                        cap_jobs *= 2;
+                        job *nj = realloc(jobs, (size_t)cap_jobs * sizeof *jobs);
+                        if (!nj) { rc = mb_cli_fail(1, "out of memory"); goto out_jobs; }
+                        jobs = nj;
+                    }
+                    jobs[n_jobs++] = (job){g, (mb_plan_kind)pk, sizes[si]};
+                }
+            }
+        }
+    }
+
+    /* 2. backend and model device */
+    mb_meas_backend backend;
+    char note[320];
+    if ((rc = mb_meas_resolve_backend(o.backend, &backend, note, sizeof note, &e))) {
+        rc = mb_cli_fail_err(1, &e);
+        goto out_jobs;
+    }
+    if (note[0] && !o.quiet) mb_cli_note("%s", note);
+    mb_device dev;
+    char dev_desc[256];
+    if ((rc = model_device(&o, backend, &dev, dev_desc, sizeof dev_desc))) goto out_jobs;
+
+    /* 3. outputs open before measuring: an unwritable path fails now, and an
+     * interrupted run leaves no file (mb_outfile) */
+    mb_outfile of = {0}, kf = {0};
+    int have_of = 0, have_kf = 0;
+    FILE *csv = stdout;
+    if (o.out_path) {
+        if (mb_outfile_open(&of, o.out_path, &e)) { rc = mb_cli_fail_err(1, &e); goto out_jobs; }
+        have_of = 1;
+        csv = of.fp;
+    }
+    if (o.kernel_path) {
+        if (mb_outfile_open(&kf, o.kernel_path, &e)) {
+            rc = mb_cli_fail_err(1, &e);
+            goto out_files;
+        }
+        have_kf = 1;
+    }
+    mb_meas_provenance pv;
+    mb_meas_provenance_fill(&pv, &o.cfg);
+    snprintf(pv.extra, sizeof pv.extra, "backend: %s\nmodel_device: %s\nmemory: %.2f GB available",
+             mb_meas_backend_name(backend), dev_desc, (double)avail / 1e9);
+    mb_meas_csv_provenance(csv, &pv);
+    mb_meas_csv_header(csv, 0);
+    if (have_kf) {
+        mb_meas_csv_provenance(kf.fp, &pv);
+        mb_meas_csv_header(kf.fp, 1);
+    }
+    if (o.out_path) print_table_header(stdout);
+
+    /* 4. run */
+    rows = calloc((size_t)n_jobs + 1, sizeof *rows);
+    if (!rows) { rc = mb_cli_fail(1, "out of memory"); goto out_files; }
+    int failed = 0;
+    double t_start = mb_meas_now_s();
+    for (int j = 0; j < n_jobs; j++) {
+        job *jb = &jobs[j];
+        mb_plan *p = NULL;
+        if ((rc = mb_plan_build(jb->g, jb->plan, &p, &e))) { rc = mb_cli_fail_err(rc, &e); goto out_files; }
+        mb_meas_record *pk = have_kf ? calloc((size_t)p->n_kernels + 1, sizeof *pk) : NULL;
+        mb_meas_record *row = &rows[j];
+        char why[512] = "", nb[32];
+        if (have_kf && !pk) { mb_plan_free(p); rc = mb_cli_fail(1, "out of memory"); goto out_files; }
+        rc = mb_meas_record_init(row, pk, jb->g->name, p, jb->n, &dev, &e);
+        if (!rc) rc = mb_meas_run(backend, p, jb->n, &o.cfg, row, pk, why, sizeof why, &e);
+        if (rc) {
+            free(pk);
+            mb_plan_free(p);
+            rc = mb_cli_fail(rc, "%s %s %s n = %s: %s", jb->g->name, mb_plan_name(jb->plan),
+                             row->dtype, fmt_n(jb->n, nb, sizeof nb), e.msg);
+            goto out_files;
+        }
+        if (!row->verified) {
+            failed++;
+            mb_cli_fail(1, "%s %s %s n = %s failed its check: %s", row->variant, row->plan,
+                        row->dtype, fmt_n(jb->n, nb, sizeof nb), why[0] ? why : "not verified");
+        }
+        /* an achieved bandwidth above what this machine can do is a bug */
+        double gbs = (double)(row->read_bytes + row->write_bytes) / row->time_s_min / 1e9;
+        double roof = dev.mem_bandwidth_gbs > dev.measured_bandwidth_gbs ? dev.mem_bandwidth_gbs
+                                                                         : dev.measured_bandwidth_gbs;
+        int64_t bytes = row->read_bytes + row->write_bytes;
+        if (!strcmp(dev.kind, "cpu") && backend == MB_MEAS_CPU && bytes > 4 * llc &&
+            gbs > 1.25 * roof)
+            mb_cli_note("%s %s %s n = %s: %.1f GB/s is above the calibrated %.1f GB/s: check the "
+                        "byte count or the calibration", row->variant, row->plan, row->dtype,
+                        fmt_n(jb->n, nb, sizeof nb), gbs, roof);
+        if ((int64_t)(jb->n * 4) < 4 * llc && !o.quiet && backend == MB_MEAS_CPU && j == 0)
+            mb_cli_note("n = %s is below 4x the last-level cache (%.0f MiB): cache-resident, not a "
+                        "cold-memory figure", fmt_n(jb->n, nb, sizeof nb), (double)llc / 1048576.0);
+        mb_meas_csv_row(csv, row, 0);
+        if (have_kf)
+            for (int k = 0; k < p->n_kernels; k++) mb_meas_csv_row(kf.fp, &pk[k], 1);
+        if (o.out_path) print_table_row(stdout, row);
+        fflush(stdout);
+        if (!o.quiet && mb_meas_now_s() - t_start > 1.0) {
+            char t1[32], t2[32];
+            mb_cli_note("[%d/%d] %s %s %s n = %s: %s (model %s)%s", j + 1, n_jobs, row->variant,
+                        row->plan, row->dtype, fmt_n(jb->n, nb, sizeof nb),
+                        mb_cli_fmt_time(row->time_s_median, t1, sizeof t1),
+                        mb_cli_fmt_time(row->model_time_s, t2, sizeof t2),
+                        row->verified ? "" : " FAILED");
+        }
+        free(pk);
+        mb_plan_free(p);
+    }
+    if (have_of && mb_outfile_commit(&of, &e)) { have_of = 0; rc = mb_cli_fail_err(1, &e); goto out_files; }
+    have_of = 0;
+    if (have_kf && mb_outfile_commit(&kf, &e)) { have_kf = 0; rc = mb_cli_fail_err(1, &e); goto out_files; }
+    have_kf = 0;
+    if (o.out_path && !o.quiet) mb_cli_note("wrote %s (%d rows)", o.out_path, n_jobs);
+    rc = failed ? 1 : 0;
+
+out_files:
+    if (have_of) mb_outfile_abort(&of);
+    if (have_kf) mb_outfile_abort(&kf);
+out_jobs:
+    free(rows);
+    free(jobs);
+    for (int d = 0; d < MB_DTYPE_COUNT; d++) free_graphs(all_graphs[d], n_all[d]);
+out:
+    free(o.sizes);
+    return rc;
+}

@@ -1,0 +1,116 @@
+/* cmd_report.c — `membound report FILE.csv... -o DIR`: joins measurements
+ * with the model, fits, draws the figures and writes the report. The work is
+ * in reports/; this file parses options and prints the verdict summary. */
+#include "cli_common.h"
+#include "commands.h"
+#include "report.h"
+
+#include <getopt.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+static void usage(FILE *fp)
+{
+    fprintf(fp,
+            "usage: membound report FILE.csv... [-o DIR] [options]\n"
+            "\n"
+            "Joins measurement CSVs (from 'membound measure') with the model, fits\n"
+            "time = t0 + bytes / bandwidth per device and backend (GSL, 95%% intervals),\n"
+            "checks the lecture's claims and writes DIR/report.md, DIR/report.html\n"
+            "(figures embedded), DIR/summary.csv, fits.csv, verdicts.csv, summary.json\n"
+            "and DIR/figures/ (data, gnuplot scripts, images).\n"
+            "\n"
+            "  -o, --output DIR   output directory (default: membound-report)\n"
+            "  --device SPEC      model every row on this device (table id or .ini file)\n"
+            "                     instead of the CSV's device column\n"
+            "  --formats LIST     figure formats besides png: png,svg,pdf (default: png)\n"
+            "  --no-figures       write the figure data and scripts but do not run gnuplot\n"
+            "  -h, --help         this help\n"
+            "\n"
+            "Without gnuplot (or with MEMBOUND_GNUPLOT not executable) everything else is\n"
+            "written, the report says the figures are missing, and the exit status is 1.\n");
+}
+
+int mb_cmd_report(int argc, char **argv)
+{
+    static const struct option opts[] = {
+        {"output", required_argument, 0, 'o'}, {"device", required_argument, 0, 'd'},
+        {"formats", required_argument, 0, 'f'}, {"no-figures", no_argument, 0, 'N'},
+        {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
+    const char *dir = "membound-report", *device = NULL;
+    unsigned formats = MB_RPT_PNG;
+    int render = 1, c;
+    mb_err e;
+    opterr = 0;
+    optind = 1;
+    while ((c = getopt_long(argc, argv, ":ho:", opts, NULL)) != -1) {
+        switch (c) {
+        case 'o': dir = optarg; break;
+        case 'd': device = optarg; break;
+        case 'f':
+            if (mb_rpt_parse_formats(optarg, &formats, &e)) return mb_cli_fail_err(2, &e);
+            formats |= MB_RPT_PNG; /* the report embeds PNGs */
+            break;
+        case 'N': render = 0; break;
+        case 'h': usage(stdout); return 0;
+        case ':': return mb_cli_fail(2, "option '%s' needs a value (see 'membound report --help')", argv[optind - 1]);
+        default: return mb_cli_fail(2, "unknown option '%s' (see 'membound report --help')", argv[optind - 1]);
+        }
+    }
+    if (optind >= argc) return mb_cli_fail(2, "no measurement CSV given (usage: membound report FILE.csv... -o DIR)");
+
+    mb_rpt_set s;
+    mb_rpt_set_init(&s);
+    int rc = 0;
+    for (int i = optind; i < argc && !rc; i++) rc = mb_rpt_read_csv(&s, argv[i], &e);
+    if (!rc) rc = mb_rpt_join(&s, device, &e);
+    if (!rc) rc = mb_rpt_fit(&s, &e);
+    if (rc) {
+        mb_rpt_set_free(&s);
+        return mb_cli_fail_err(rc == MB_EINPUT ? 2 : 1, &e);
+    }
+    char figdir[2048];
+    snprintf(figdir, sizeof figdir, "%s/figures", dir);
+    static mb_rpt_figures figs;
+    mb_err fe;
+    fe.msg[0] = '\0';
+    int frc = mb_rpt_set_figures(&s, figdir, formats, render, &figs, &fe);
+    if (frc && !figs.n) { /* nothing at all written: a real failure */
+        mb_rpt_set_free(&s);
+        return mb_cli_fail_err(1, &fe);
+    }
+    rc = mb_rpt_write(&s, &figs, dir, &e);
+    if (rc) {
+        mb_rpt_set_free(&s);
+        return mb_cli_fail_err(1, &e);
+    }
+    /* the verdicts, one line each */
+    printf("%-66s %-22s %9s %9s %9s  %s\n", "claim", "device (backend)", "lecture", "model", "measured",
+           "verdict");
+    for (int i = 0; i < s.n_verdicts; i++) {
+        const mb_rpt_verdict *v = &s.verdicts[i];
+        char dev[200], m1[24], m2[24], m3[24];
+        snprintf(dev, sizeof dev, "%s (%s)", v->device, v->backend);
+        snprintf(m1, sizeof m1, "%.2fx", v->lecture_ratio);
+        if (isfinite(v->model_time_ratio)) snprintf(m2, sizeof m2, "%.2fx", v->model_time_ratio);
+        else snprintf(m2, sizeof m2, "-");
+        if (isfinite(v->meas_time_ratio)) snprintf(m3, sizeof m3, "%.2fx", v->meas_time_ratio);
+        else snprintf(m3, sizeof m3, "-");
+        printf("%-66.66s %-22.22s %9s %9s %9s  %s\n", v->claim, dev, m1, m2, m3, v->holds);
+    }
+    for (int g = 0; g < s.n_groups; g++) {
+        const mb_rpt_group *gr = &s.groups[g];
+        if (gr->fitted && isfinite(gr->bandwidth_gbs))
+            printf("fit %s (%s): bandwidth %.4g GB/s [%.4g, %.4g], t0 %.3g us, R^2 %.4f, %d of %d rows\n",
+                   gr->device, gr->backend, gr->bandwidth_gbs, gr->bandwidth_lo_gbs,
+                   gr->bandwidth_hi_gbs, gr->t0_s * 1e6, gr->line.r2, gr->line.n_used,
+                   gr->line.n_points);
+        else
+            printf("fit %s (%s): %s\n", gr->device, gr->backend, gr->why[0] ? gr->why : "none");
+    }
+    printf("report: %s/report.html (and report.md, summary.csv, summary.json)\n", dir);
+    mb_rpt_set_free(&s);
+    if (frc) return mb_cli_fail_err(1, &fe);
+    return 0;
+}

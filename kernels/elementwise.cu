@@ -1,0 +1,103 @@
+/* elementwise.cu — generic per-op kernels: one launch per graph node, so any
+ * eager plan runs as a framework's eager mode would.
+ *   op_kernel<DT, OP>  y = op(a) or y = a op b, a and b tensors or scalars,
+ *                      f32 / bf16 / f16 storage, 16-byte loads and stores,
+ *                      grid-stride loop over vectors plus a scalar tail.
+ * CPU reference: mb_kern_reference_elem (reference.c), same math (mb_ops.h).
+ * It does not choose which kernel runs a plan node (cuda_plan.cu does). */
+#include "kernels_cuda_int.cuh"
+
+/* The language's unary and binary ops, and autodiff's helpers. */
+#define MB_UNARY_OPS(X)                                                                       \
+    X(MB_OP_NEG) X(MB_OP_SIN) X(MB_OP_COS) X(MB_OP_TAN) X(MB_OP_TANH) X(MB_OP_EXP) X(MB_OP_LOG) \
+    X(MB_OP_SQRT) X(MB_OP_RSQRT) X(MB_OP_SIGMOID) X(MB_OP_RELU) X(MB_OP_ABS) X(MB_OP_GELU)     \
+    X(MB_OP_COPY) X(MB_OP_STEP) X(MB_OP_SIGN) X(MB_OP_GELU_GRAD)
+#define MB_BINARY_OPS(X) X(MB_OP_ADD) X(MB_OP_SUB) X(MB_OP_MUL) X(MB_OP_DIV) X(MB_OP_POW)
+
+/* ---- kernels -------------------------------------------------------------- */
+
+/* y = op(a, b); a == NULL: scalar sa; b == NULL: scalar sb (binary ops). The
+ * NULL tests are uniform across the grid, so they cost a predicate, not a
+ * divergent branch. */
+template <int DT, int OP, int BINARY>
+__global__ void __launch_bounds__(MB_CUDA_THREADS)
+    op_kernel(const void *__restrict__ a, float sa, const void *__restrict__ b, float sb,
+              void *__restrict__ y, int64_t n)
+{
+    constexpr int V = mb_cuda_st<DT>::V;
+    const int64_t nv = n / V;
+    const int64_t stride = mb_cuda_stride();
+    for (int64_t i = mb_cuda_tid(); i < nv; i += stride) {
+        float av[V], bv[V], yv[V];
+        if (a) mb_cuda_ld16<DT>(a, i, av);
+        else
+#pragma unroll
+            for (int j = 0; j < V; j++) av[j] = sa;
+        if (BINARY) {
+            if (b) mb_cuda_ld16<DT>(b, i, bv);
+            else
+#pragma unroll
+                for (int j = 0; j < V; j++) bv[j] = sb;
+        }
+#pragma unroll
+        for (int j = 0; j < V; j++) yv[j] = mb_op_apply_f32((mb_op)OP, av[j], BINARY ? bv[j] : 0.0f);
+        mb_cuda_st16<DT>(y, i, yv);
+    }
+    const int64_t t = nv * V + mb_cuda_tid(); /* tail: fewer than V elements */
+    if (t < n) {
+        const float av = a ? mb_cuda_ld1<DT>(a, t) : sa;
+        const float bv = BINARY ? (b ? mb_cuda_ld1<DT>(b, t) : sb) : 0.0f;
+        mb_cuda_st1<DT>(y, t, mb_op_apply_f32((mb_op)OP, av, bv));
+    }
+}
+
+/* ---- launchers ------------------------------------------------------------ */
+
+template <int DT, int OP, int BINARY>
+static cudaError_t launch_op(const void *a, float sa, const void *b, float sb, void *y, int64_t n,
+                             int sm_count, cudaStream_t s, int *grid_out)
+{
+    constexpr int V = mb_cuda_st<DT>::V;
+    static int blocks_per_sm = 0; /* occupancy of this instantiation, asked once */
+    cudaError_t e = mb_cuda_occupancy(op_kernel<DT, OP, BINARY>, &blocks_per_sm);
+    if (e != cudaSuccess) return e;
+    const int grid = mb_cuda_grid(blocks_per_sm, (n + V - 1) / V, sm_count);
+    op_kernel<DT, OP, BINARY><<<grid, MB_CUDA_THREADS, 0, s>>>(a, sa, b, sb, y, n);
+    if (grid_out) *grid_out = grid;
+    return cudaGetLastError();
+}
+
+/* ---- dispatch ------------------------------------------------------------- */
+
+typedef cudaError_t (*op_launcher)(const void *, float, const void *, float, void *, int64_t, int,
+                                   cudaStream_t, int *);
+
+/* table[dtype][op], filled once from the op lists above. */
+static op_launcher table[MB_DTYPE_COUNT][MB_OP_COUNT];
+static int table_ready;
+
+static void table_init(void)
+{
+#define MB_U(OP)                                                  \
+    table[MB_F32][OP] = launch_op<MB_F32, OP, 0>;                 \
+    table[MB_BF16][OP] = launch_op<MB_BF16, OP, 0>;               \
+    table[MB_F16][OP] = launch_op<MB_F16, OP, 0>;
+#define MB_B(OP)                                                  \
+    table[MB_F32][OP] = launch_op<MB_F32, OP, 1>;                 \
+    table[MB_BF16][OP] = launch_op<MB_BF16, OP, 1>;               \
+    table[MB_F16][OP] = launch_op<MB_F16, OP, 1>;
+    MB_UNARY_OPS(MB_U)
+    MB_BINARY_OPS(MB_B)
+#undef MB_U
+#undef MB_B
+    table_ready = 1;
+}
+
+cudaError_t mb_cuda_op_launch(mb_op op, mb_dtype dt, const void *a, float sa, const void *b, float sb,
+                              void *y, int64_t n, int sm_count, cudaStream_t s, int *grid_out)
+{
+    if (!table_ready) table_init();
+    if ((int)dt < 0 || dt >= MB_DTYPE_COUNT || (int)op < 0 || op >= MB_OP_COUNT || !table[dt][op])
+        return cudaErrorNotSupported;
+    return table[dt][op](a, sa, b, sb, y, n, sm_count, s, grid_out);
+}

@@ -1,0 +1,140 @@
+/* kernels.h — run a model plan for real on the CPU: tensor storage, the
+ * op-at-a-time and blocked fused executors, and the float64 reference with its
+ * checks (result error, finite-difference gradients).
+ * It does not time anything or choose sizes: measure/ does. Per-element math
+ * lives in mb_ops.h (shared with the CUDA kernels). */
+#ifndef MB_KERNELS_H
+#define MB_KERNELS_H
+
+#include "membound_model.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* How a kernel of a plan is evaluated on the CPU.
+ *  AUTO:    single-node kernels one pass over whole arrays, multi-node
+ *           kernels blocked (what `measure` uses);
+ *  OPWISE:  every node of every kernel is its own pass over whole arrays, with
+ *           full-size temporaries for values inside a kernel (numpy style);
+ *  BLOCKED: every kernel streams its reads in cache-sized tiles, evaluates all
+ *           its nodes on the tile and writes only the kernel's writes. */
+typedef enum mb_kern_exec {
+    MB_KERN_EXEC_AUTO = 0,
+    MB_KERN_EXEC_OPWISE,
+    MB_KERN_EXEC_BLOCKED,
+    MB_KERN_EXEC_COUNT
+} mb_kern_exec;
+
+const char *mb_kern_exec_name(mb_kern_exec e); /* "auto", "opwise", "blocked" */
+
+/* Elements per tile of the blocked executor: 2048 f32 = 8 KiB per live value,
+ * so a kernel of ~30 values keeps its tile in a 1 MiB L2. */
+#define MB_KERN_TILE 2048
+
+/* Storage of every tensor a plan moves through memory, n elements each in the
+ * node's dtype (64-byte aligned). data[i] is NULL for values that stay inside
+ * a kernel. The struct owns its arrays; the plan is borrowed and must outlive it. */
+typedef struct mb_kern_tensors {
+    const mb_plan *plan;
+    int64_t n;
+    void **data;          /* plan->g->n_nodes entries */
+    void **alloc_base;    /* what was allocated for each (data is staggered in it) */
+    size_t alloc_bytes;   /* bytes held now (grows when OPWISE adds temporaries) */
+    int64_t nt_min_bytes; /* tensors larger than this are written with non-temporal
+                             stores (bypassing the cache, no read-for-ownership);
+                             INT64_MAX: never. Set by alloc, callers may change it. */
+} mb_kern_tensors;
+
+/* Bytes mb_kern_tensors_alloc would allocate for plan p at n elements (for
+ * refusing sizes that do not fit before allocating). */
+int64_t mb_kern_plan_bytes(const mb_plan *p, int64_t n);
+
+/* Allocates storage for p at n elements and fills inputs with
+ * mb_kern_fill_inputs(t, 1) and every other tensor with the poison of rep 0
+ * (first touch in parallel, as the executors partition work).
+ * Tensors larger than llc_bytes (<= 0: mb_kern_llc_bytes()) are written with
+ * non-temporal stores: at such sizes every write reaches DRAM anyway, and
+ * streaming avoids reading the line first (Zen 4 VM, n = 2^25 f32 copy:
+ * 52.8 GB/s streaming vs 37.0 GB/s plain stores). MB_ERUN when memory runs out. */
+int mb_kern_tensors_alloc(const mb_plan *p, int64_t n, int64_t llc_bytes,
+                          mb_kern_tensors *t, mb_err *err);
+void mb_kern_tensors_free(mb_kern_tensors *t);
+
+/* Fills every graph input (forward inputs and incoming gradients) with
+ * deterministic, non-zero, varied values: uniform in [0.5, 2] for inputs that
+ * feed log, sqrt, rsqrt, a division or a non-integer power, else in [-2, 2]
+ * (incoming gradients in [-1, 1]). Values are rounded to the input's dtype. */
+void mb_kern_fill_inputs(mb_kern_tensors *t, uint64_t seed);
+
+/* Overwrites every stored non-input tensor with the sentinel of repetition rep
+ * (a finite value no kernel of the lecture produces, different per rep). */
+void mb_kern_poison(mb_kern_tensors *t, unsigned rep);
+float mb_kern_poison_value(unsigned rep);
+
+/* Runs kernel k of the plan (or every kernel, in order) on t.
+ * MB_EINPUT if the plan is malformed (an operand neither read nor computed). */
+int mb_kern_run_kernel(mb_kern_tensors *t, int k, mb_kern_exec e, mb_err *err);
+int mb_kern_run_plan(mb_kern_tensors *t, mb_kern_exec e, mb_err *err);
+
+/* Worker threads the executors use (OpenMP), and setting it (n <= 0: all cores). */
+int mb_kern_threads(void);
+void mb_kern_set_threads(int n);
+
+/* Size of the last-level cache in bytes (sysconf, else sysfs, else 32 MiB). */
+int64_t mb_kern_llc_bytes(void);
+
+/* The executors' tile primitive, for calibration: out[i] = op(a[i], b[i]) for
+ * i < len in f32; a == NULL means the scalar as, b == NULL the scalar bs. */
+void mb_kern_op_apply(mb_op op, const float *a, float as, const float *b, float bs, float *out,
+                      int64_t len);
+
+/* Name of the vector math in use, e.g. "sleef-avx512f" or "scalar-libm". */
+const char *mb_kern_vector_isa(void);
+
+/* ---- float64 reference and checks ------------------------------------------ */
+
+/* Result of comparing a run with the float64 reference. */
+typedef struct mb_kern_check {
+    double max_rel_err;   /* max over results and elements (see mb_kern_verify) */
+    double tol;           /* tolerance used */
+    int64_t bad;          /* elements above tol (non-finite mismatches included) */
+    int64_t poisoned;     /* elements still holding the poison */
+    int64_t first_bad;    /* index of the first bad element, -1 if none */
+    int first_bad_node;   /* result node of it, -1 if none */
+    double first_got, first_want;
+    int passed;           /* bad == 0 && poisoned == 0 */
+} mb_kern_check;
+
+/* Default relative tolerance of a plan's results for storage dtype t:
+ * f32 1e-4, f16 1e-2, bf16 6e-2 (eager plans round every intermediate). */
+double mb_kern_default_tol(mb_dtype t);
+
+/* Evaluates the plan's graph in float64 at element i from the stored inputs
+ * of t; vals receives one value per node (plan->g->n_nodes entries). */
+void mb_kern_reference_elem(const mb_kern_tensors *t, int64_t i, double *vals);
+
+/* Compares every result tensor of the plan (every element) with the float64
+ * reference evaluated from t's inputs. Error of element i:
+ * |got - ref| / max(|ref|, 1e-3 * max|ref| of that tensor); NaN/inf count as
+ * equal only when the reference gives the same. poison_rep is the rep whose
+ * sentinel marks unwritten elements. tol <= 0 uses mb_kern_default_tol. */
+int mb_kern_verify(const mb_kern_tensors *t, unsigned poison_rep, double tol,
+                   mb_kern_check *out, mb_err *err);
+
+/* Finite-difference gradient check of a backward plan in float64, as
+ * torch.autograd.gradcheck: at up to n_points elements, the reference's
+ * input gradients against central differences of the forward outputs weighted
+ * by the incoming gradients (|num - ana| <= 1e-5 + 1e-3 |ana|).
+ * *max_err gets max |num - ana| / (1e-5 + 1e-3 |ana|) (<= 1 passes).
+ * MB_OK with *passed set; MB_EINPUT if the plan has no backward. */
+int mb_kern_gradcheck(const mb_kern_tensors *t, int n_points, double *max_err,
+                      int *passed, mb_err *err);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,141 @@
+/* kernels_cuda.h — C interface of the CUDA kernels: the device, a plan's tensors
+ * in device memory, and launching each of the plan's kernels (generic per-op
+ * kernels, the fused-kernel evaluator, hand-written kernels for the lecture's
+ * variants). Plain C; includes no CUDA header (streams are passed as void *).
+ * It does not time, flush caches or count bytes: measure/ does. */
+#ifndef MB_KERNELS_CUDA_H
+#define MB_KERNELS_CUDA_H
+
+#include "kernels.h"
+#include "membound_model.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* What the driver reports about one device. */
+typedef struct mb_kern_cuda_device {
+    int ordinal;
+    char name[256];            /* "NVIDIA H200" */
+    char pci_bus_id[32];
+    int cc_major, cc_minor;
+    int sm_count;
+    int64_t l2_bytes;          /* cudaDevAttrL2CacheSize */
+    int64_t persisting_l2_max_bytes;
+    int64_t mem_bytes;         /* total global memory */
+    int mem_clock_khz;         /* peak memory clock (cudaDevAttrMemoryClockRate) */
+    int bus_width_bits;        /* cudaDevAttrGlobalMemoryBusWidth */
+    int sm_clock_khz;          /* peak SM clock (cudaDevAttrClockRate) */
+    double peak_bandwidth_gbs; /* 2 x mem clock x bus width / 8, 1e9 B/s */
+    int driver_version;        /* 13000 = CUDA 13.0 */
+    int runtime_version;
+} mb_kern_cuda_device;
+
+/* Number of CUDA devices usable now (cudaGetDeviceCount), or 0 with one line
+ * in why saying what is missing (no driver, no device, driver too old).
+ * Never crashes without a driver. why may be NULL. */
+int mb_kern_cuda_device_count(char *why, size_t whysz);
+
+/* Selects device ordinal for the calling thread, creates its context and
+ * fills *dev from the driver's attributes. MB_ERUN with the CUDA error. */
+int mb_kern_cuda_open(int ordinal, mb_kern_cuda_device *dev, mb_err *err);
+
+/* Implementation chosen for one kernel of a plan. */
+typedef enum mb_kern_cuda_impl {
+    MB_KERN_CUDA_OP = 0, /* one node, generic per-op kernel (16-byte vectors) */
+    MB_KERN_CUDA_HAND,   /* hand-written fused kernel of a lecture variant */
+    MB_KERN_CUDA_EVAL,   /* the fused-kernel evaluator over the node list */
+    MB_KERN_CUDA_IMPL_COUNT
+} mb_kern_cuda_impl;
+
+const char *mb_kern_cuda_impl_name(mb_kern_cuda_impl i); /* "op", "hand", "eval" */
+
+/* Flags of mb_kern_cuda_plan_new. */
+enum {
+    MB_KERN_CUDA_NO_HAND = 1, /* never pick hand-written kernels */
+    MB_KERN_CUDA_ALL_EVAL = 2 /* run every kernel with the evaluator */
+};
+
+/* A plan's tensors in device memory and one launch recipe per kernel.
+ * cudaMalloc'd buffers (256-byte aligned) for every tensor some kernel reads
+ * or writes; values that stay inside a kernel have none. */
+typedef struct mb_kern_cuda_plan mb_kern_cuda_plan;
+
+/* Device bytes mb_kern_cuda_plan_new would allocate for p at n elements. */
+int64_t mb_kern_cuda_plan_bytes(const mb_plan *p, int64_t n);
+
+/* Prepares plan p (borrowed: must outlive the result) at n elements on the
+ * current device: allocates its tensors and lowers every kernel. sm_count
+ * sizes the grids (blocks = SMs x resident blocks per SM). MB_ERUN when
+ * device memory runs out (nothing is left allocated), MB_EINPUT when a kernel
+ * cannot be lowered (the message names it). */
+int mb_kern_cuda_plan_new(const mb_plan *p, int64_t n, int sm_count, int flags,
+                          mb_kern_cuda_plan **out, mb_err *err);
+void mb_kern_cuda_plan_free(mb_kern_cuda_plan *cp);
+
+int mb_kern_cuda_plan_kernels(const mb_kern_cuda_plan *cp);
+mb_kern_cuda_impl mb_kern_cuda_plan_impl(const mb_kern_cuda_plan *cp, int k);
+/* One-line description of kernel k's implementation, e.g.
+ * "hand:sigmoid3_store_bwd bf16 v8", "op:sin f32 v4" or "eval 9 ins 4 slots f32". */
+const char *mb_kern_cuda_plan_desc(const mb_kern_cuda_plan *cp, int k);
+
+/* Copies every graph input (forward inputs, incoming gradients) from host
+ * tensors t (same plan and n) to the device. Synchronous. */
+int mb_kern_cuda_upload_inputs(mb_kern_cuda_plan *cp, const mb_kern_tensors *t, mb_err *err);
+
+/* Fills every non-input tensor on the device with the sentinel
+ * mb_kern_poison_value(rep), rounded to its dtype; enqueued on stream. */
+int mb_kern_cuda_poison(mb_kern_cuda_plan *cp, unsigned rep, void *stream, mb_err *err);
+
+/* Copies every result tensor (plan->results) and every saved tensor from the
+ * device into t. Synchronous (waits for the device). */
+int mb_kern_cuda_download_results(const mb_kern_cuda_plan *cp, mb_kern_tensors *t, mb_err *err);
+
+/* Enqueues kernel k (or every kernel, in order) on stream (NULL: the legacy
+ * default stream). Checks the launch (cudaGetLastError); does not wait. */
+int mb_kern_cuda_launch(mb_kern_cuda_plan *cp, int k, void *stream, mb_err *err);
+int mb_kern_cuda_launch_plan(mb_kern_cuda_plan *cp, void *stream, mb_err *err);
+
+/* ---- probes for the harness (probes.cu) ------------------------------------
+ * All enqueue on stream (a cudaStream_t, NULL: legacy default) and return
+ * MB_ERUN with the CUDA error; none waits unless it says so. */
+
+/* Reads bytes (a multiple of 16) of buf in 16-byte vectors, through L2:
+ * evicts what L2 held and leaves it holding clean lines of buf. sink: a device
+ * float that is practically never written (keeps the loads alive). */
+int mb_kern_cuda_read_sweep(const void *buf, int64_t bytes, float *sink, int sm_count, void *stream,
+                            mb_err *err);
+
+/* Sets n elements of storage type dt at buf to v (rounded to dt). */
+int mb_kern_cuda_fill(void *buf, mb_dtype dt, float v, int64_t n, int sm_count, void *stream, mb_err *err);
+
+/* dst = src, n elements of dt, with the hand-written copy kernel. */
+int mb_kern_cuda_copy(const void *src, void *dst, mb_dtype dt, int64_t n, int sm_count, void *stream,
+                      mb_err *err);
+
+/* A one-thread kernel that spins until *flag (host-mapped memory) becomes
+ * non-zero, or timeout_s passes (then sets *timed_out, device memory). */
+int mb_kern_cuda_block(volatile int *flag, double timeout_s, int *timed_out, void *stream, mb_err *err);
+
+/* Current SM clock in MHz: clock64 ticks over 200 us of %globaltimer.
+ * Synchronous. */
+int mb_kern_cuda_sm_clock_mhz(void *stream, double *mhz, mb_err *err);
+
+/* FMA peak probe: *flops gets the fp32 flops the launch performs. */
+int mb_kern_cuda_fma(int iters, float *sink, int sm_count, void *stream, double *flops, mb_err *err);
+
+/* Throughput probe of op (register-resident, 4 streams per thread, plus one
+ * add each): *elems gets the elements the launch evaluates. */
+int mb_kern_cuda_op_rate(mb_op op, int iters, float *sink, int sm_count, void *stream, double *elems,
+                         mb_err *err);
+
+/* An empty kernel (launch overhead). */
+int mb_kern_cuda_empty(void *stream, mb_err *err);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

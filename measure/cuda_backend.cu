@@ -1,0 +1,967 @@
+/* cuda_backend.cu — the harness's CUDA backend: a plan's kernels timed with
+ * events (blocking kernel ahead of the measured launches, L2 flushed between
+ * samples outside the timed region, median of >= 10 samples with a
+ * noise-based stop), checked against the float64 reference, and counted with
+ * CUPTI in separate runs once a sanity gate (the copy kernel's DRAM bytes)
+ * has passed; GPU calibration into a device spec; provenance lines.
+ * Host code only: the kernels live in kernels/ (the .cu files). It does not choose
+ * variants or sizes, and writes no files (the CLI does). */
+#include "cuda_backend.h"
+#include "kernels_cuda.h"
+#include "mb_cupti.h"
+#include "mb_ops.h"
+#include "measure.h"
+
+#include <cuda_runtime.h>
+#include <dlfcn.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- notes ------------------------------------------------------------------ */
+
+static void note(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("membound: note: ", stderr);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+}
+
+#define CUDA_TRY(call)                                                                         \
+    do {                                                                                       \
+        cudaError_t e_ = (call);                                                               \
+        if (e_ != cudaSuccess) {                                                               \
+            cudaGetLastError();                                                                \
+            return mb_err_set(err, MB_ERUN, "%s: %s (%s)", #call, cudaGetErrorName(e_),        \
+                              cudaGetErrorString(e_));                                         \
+        }                                                                                      \
+    } while (0)
+
+/* ---- clocks: NVML when the driver ships it, else measured / attributes ------- */
+
+typedef struct nvml_dev_st *nvml_dev;
+typedef int (*nvml_init_fn)(void);
+typedef int (*nvml_by_pci_fn)(const char *, nvml_dev *);
+typedef int (*nvml_clock_fn)(nvml_dev, int, unsigned int *);
+enum { NVML_CLOCK_SM = 1, NVML_CLOCK_MEM = 2 };
+
+static struct {
+    int tried, ok;
+    nvml_dev dev;
+    nvml_clock_fn clock;
+} nvml;
+
+static void nvml_open(const char *pci_bus_id)
+{
+    if (nvml.tried) return;
+    nvml.tried = 1;
+    void *lib = dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL);
+    if (!lib) return;
+    nvml_init_fn init = (nvml_init_fn)dlsym(lib, "nvmlInit_v2");
+    nvml_by_pci_fn by_pci = (nvml_by_pci_fn)dlsym(lib, "nvmlDeviceGetHandleByPciBusId_v2");
+    nvml.clock = (nvml_clock_fn)dlsym(lib, "nvmlDeviceGetClockInfo");
+    if (!init || !by_pci || !nvml.clock || init() != 0 || by_pci(pci_bus_id, &nvml.dev) != 0) return;
+    nvml.ok = 1;
+}
+
+typedef struct clocks {
+    double sm_mhz, mem_mhz;
+    const char *source; /* "nvml" or "clock64" (memory clock then: peak attribute) */
+} clocks;
+
+/* ---- the session: one device per process ----------------------------------- */
+
+enum { CNT_NOT_TRIED = 0, CNT_TRUSTED, CNT_UNTRUSTED, CNT_UNAVAILABLE };
+
+static struct session {
+    int state; /* 0 not opened, 1 ready, -1 failed (why) */
+    char why[512];
+    mb_kern_cuda_device dev;
+    char pci[32];
+    cudaStream_t stream;
+    void *flush;       /* 2x L2, memset between timed samples */
+    void *clean;       /* 2x L2, read before counted ranges (leaves L2 clean) */
+    void *drain;       /* 2x L2, read at the end of a counted plan range */
+    int64_t l2x2_bytes;
+    float *sink;
+    volatile int *flag; /* host-mapped: releases the blocking kernel */
+    int *flag_dev;
+    volatile int *timed_out;
+    int *timed_out_dev;
+    int use_block;
+    unsigned flush_seq;
+    /* counters */
+    int cnt;
+    char cnt_text[160]; /* the CSV's counters column for trusted/untrusted/unavailable */
+    char gate[320];     /* the sanity gate's result, for provenance */
+    mb_cupti *cupti;
+    double count_s;     /* wall time spent in counted runs (CUPTI overhead included) */
+    int count_rows;
+    /* clocks seen at row starts and ends */
+    double sm_min, sm_max, mem_min, mem_max;
+    const char *clock_source;
+    int rows;
+} S;
+
+static int clocks_read(clocks *c)
+{
+    memset(c, 0, sizeof *c);
+    if (nvml.ok) {
+        unsigned sm = 0, mem = 0;
+        if (nvml.clock(nvml.dev, NVML_CLOCK_SM, &sm) == 0 && nvml.clock(nvml.dev, NVML_CLOCK_MEM, &mem) == 0) {
+            c->sm_mhz = sm;
+            c->mem_mhz = mem;
+            c->source = "nvml";
+            return MB_OK;
+        }
+    }
+    mb_err e;
+    double mhz = 0;
+    if (mb_kern_cuda_sm_clock_mhz(S.stream, &mhz, &e) != MB_OK) return MB_ERUN;
+    c->sm_mhz = mhz;
+    c->mem_mhz = S.dev.mem_clock_khz / 1e3;
+    c->source = "clock64";
+    return MB_OK;
+}
+
+static void clocks_note(const clocks *c)
+{
+    if (c->sm_mhz <= 0) return;
+    if (!S.sm_max) S.sm_min = S.sm_max = c->sm_mhz, S.mem_min = S.mem_max = c->mem_mhz;
+    if (c->sm_mhz < S.sm_min) S.sm_min = c->sm_mhz;
+    if (c->sm_mhz > S.sm_max) S.sm_max = c->sm_mhz;
+    if (c->mem_mhz < S.mem_min) S.mem_min = c->mem_mhz;
+    if (c->mem_mhz > S.mem_max) S.mem_max = c->mem_mhz;
+    S.clock_source = c->source;
+}
+
+static int session_open(mb_err *err)
+{
+    if (S.state == 1) return MB_OK;
+    if (S.state == -1) return mb_err_set(err, MB_ERUN, "%s", S.why);
+    S.state = -1;
+    int ordinal = 0;
+    const char *env = getenv("MB_CUDA_DEVICE");
+    if (env && *env) ordinal = atoi(env);
+    if (mb_kern_cuda_open(ordinal, &S.dev, err) != MB_OK) {
+        snprintf(S.why, sizeof S.why, "%s", err->msg);
+        return MB_ERUN;
+    }
+    CUDA_TRY(cudaDeviceGetPCIBusId(S.pci, sizeof S.pci, ordinal));
+    CUDA_TRY(cudaStreamCreateWithFlags(&S.stream, cudaStreamNonBlocking));
+    S.l2x2_bytes = 2 * (S.dev.l2_bytes > 0 ? S.dev.l2_bytes : (int64_t)64 << 20);
+    S.l2x2_bytes = (S.l2x2_bytes + 255) & ~(int64_t)255;
+    CUDA_TRY(cudaMalloc(&S.flush, (size_t)S.l2x2_bytes));
+    CUDA_TRY(cudaMalloc((void **)&S.sink, 256));
+    CUDA_TRY(cudaMemset(S.sink, 0, 256));
+    /* non-zero contents: no zero-page or compression shortcut can apply */
+    CUDA_TRY(cudaMemset(S.flush, 0x5a, (size_t)S.l2x2_bytes));
+    CUDA_TRY(cudaHostAlloc((void **)&S.flag, 2 * sizeof(int), cudaHostAllocMapped));
+    S.timed_out = S.flag + 1;
+    CUDA_TRY(cudaHostGetDevicePointer((void **)&S.flag_dev, (void *)S.flag, 0));
+    S.timed_out_dev = S.flag_dev + 1;
+    const char *nb = getenv("MB_CUDA_NO_BLOCK");
+    S.use_block = !(nb && *nb && *nb != '0');
+    nvml_open(S.pci);
+    clocks c;
+    if (clocks_read(&c) == MB_OK) clocks_note(&c);
+    S.state = 1;
+    note("cuda: %s (%s), cc %d.%d, %d SMs, L2 %.1f MiB, %.1f GB, peak %.0f GB/s (2 x %d MHz x %d bit), "
+         "driver %d.%d, runtime %d.%d",
+         S.dev.name, S.pci, S.dev.cc_major, S.dev.cc_minor, S.dev.sm_count, S.dev.l2_bytes / 1048576.0,
+         S.dev.mem_bytes / 1e9, S.dev.peak_bandwidth_gbs, S.dev.mem_clock_khz / 1000, S.dev.bus_width_bits,
+         S.dev.driver_version / 1000, S.dev.driver_version % 1000 / 10, S.dev.runtime_version / 1000,
+         S.dev.runtime_version % 1000 / 10);
+    return MB_OK;
+}
+
+/* Evicts L2 between timed samples: a memset of 2x L2 (varying byte, so no
+ * write can be elided) and a reset of persisting lines, then waits. */
+static int flush_l2(mb_err *err)
+{
+    S.flush_seq++;
+    CUDA_TRY(cudaMemsetAsync(S.flush, 0x40 + (int)(S.flush_seq & 0x3f), (size_t)S.l2x2_bytes, S.stream));
+    CUDA_TRY(cudaCtxResetPersistingL2Cache());
+    CUDA_TRY(cudaStreamSynchronize(S.stream));
+    return MB_OK;
+}
+
+/* Leaves L2 clean before a counted range: the memset flush (dirty lines),
+ * then a read sweep of another 2x L2 that writes them back outside the
+ * range and leaves only clean lines. */
+static int clean_l2(mb_err *err)
+{
+    if (flush_l2(err) != MB_OK) return MB_ERUN;
+    if (mb_kern_cuda_read_sweep(S.clean, S.l2x2_bytes, S.sink, S.dev.sm_count, S.stream, err) != MB_OK)
+        return MB_ERUN;
+    CUDA_TRY(cudaStreamSynchronize(S.stream));
+    return MB_OK;
+}
+
+/* ---- one timed sample ------------------------------------------------------- */
+
+/* Enqueues the blocking kernel (when enabled), the events and the plan's
+ * kernels, releases the block and waits. ms[k] gets kernel k's time, *total
+ * the plan's. *valid is 0 when the block timed out (the sample then holds
+ * launch latency and is dropped). */
+static int timed_sample(mb_kern_cuda_plan *cp, cudaEvent_t *ev, int nk, double *ms, double *total, int *valid,
+                        mb_err *err)
+{
+    *valid = 1;
+    if (S.use_block) {
+        *S.flag = 0;
+        *S.timed_out = 0;
+        __sync_synchronize();
+        if (mb_kern_cuda_block(S.flag_dev, 1.0, S.timed_out_dev, S.stream, err) != MB_OK) return MB_ERUN;
+    }
+    CUDA_TRY(cudaEventRecord(ev[0], S.stream));
+    for (int k = 0; k < nk; k++) {
+        if (mb_kern_cuda_launch(cp, k, S.stream, err) != MB_OK) {
+            *S.flag = 1;
+            return MB_ERUN;
+        }
+        CUDA_TRY(cudaEventRecord(ev[k + 1], S.stream));
+    }
+    __sync_synchronize();
+    *S.flag = 1;
+    CUDA_TRY(cudaEventSynchronize(ev[nk]));
+    if (S.use_block && *S.timed_out) {
+        *valid = 0;
+        S.use_block = 0;
+        note("cuda: the blocking kernel timed out (launches took over 1 s to enqueue); "
+             "timing continues without it (launch latency now included)");
+    }
+    float f = 0;
+    for (int k = 0; k < nk; k++) {
+        CUDA_TRY(cudaEventElapsedTime(&f, ev[k], ev[k + 1]));
+        ms[k] = f;
+    }
+    CUDA_TRY(cudaEventElapsedTime(&f, ev[0], ev[nk]));
+    *total = f;
+    return MB_OK;
+}
+
+/* ---- counters --------------------------------------------------------------- */
+
+typedef struct count_arg {
+    mb_kern_cuda_plan *cp;
+    int nk;
+    int drain; /* append the drain sweep (user range) */
+    mb_err *err;
+} count_arg;
+
+static int count_prepare(void *a)
+{
+    return clean_l2(((count_arg *)a)->err) == MB_OK ? 0 : 1;
+}
+
+static int count_launch(void *a)
+{
+    count_arg *A = (count_arg *)a;
+    if (mb_kern_cuda_launch_plan(A->cp, S.stream, A->err) != MB_OK) return 1;
+    /* the drain: every dirty line the plan left in L2 is written back inside
+     * the range; its own reads (2x L2, all misses: the prepare step touched
+     * 4x L2 of other data since) are subtracted afterwards */
+    if (A->drain && mb_kern_cuda_read_sweep(S.drain, S.l2x2_bytes, S.sink, S.dev.sm_count, S.stream, A->err))
+        return 1;
+    return cudaStreamSynchronize(S.stream) == cudaSuccess ? 0 : 1;
+}
+
+/* Counts plan cp: one user range over the plan plus the drain (row totals),
+ * then one auto range per kernel (per-kernel rows, natural cache state).
+ * read/write get the plan's bytes, kr/kw (nk entries) the kernels'. */
+static int count_plan(mb_kern_cuda_plan *cp, int nk, double *read, double *write, double *kr, double *kw,
+                      mb_err *err)
+{
+    count_arg A = {cp, nk, 1, err};
+    mb_cupti_work w = {count_prepare, count_launch, &A, nk + 1};
+    mb_cupti_range r;
+    if (mb_cupti_count_range(S.cupti, "plan", &w, &r, err) != MB_OK) return MB_ERUN;
+    *read = r.dram_read_bytes - (double)S.l2x2_bytes;
+    if (*read < 0) *read = 0;
+    *write = r.dram_write_bytes;
+    if (kr && kw) {
+        mb_cupti_range *kr_ = (mb_cupti_range *)calloc((size_t)nk, sizeof *kr_);
+        if (!kr_) return mb_err_set(err, MB_ERUN, "out of memory");
+        count_arg B = {cp, nk, 0, err};
+        mb_cupti_work wk = {count_prepare, count_launch, &B, nk};
+        int got = 0;
+        int rc = mb_cupti_count_kernels(S.cupti, &wk, kr_, nk, &got, err);
+        for (int k = 0; rc == MB_OK && k < nk; k++) kr[k] = kr_[k].dram_read_bytes, kw[k] = kr_[k].dram_write_bytes;
+        free(kr_);
+        if (rc != MB_OK) return rc;
+    }
+    return MB_OK;
+}
+
+/* Median time of n_samples cold runs of the hand copy kernel, x -> y, n f32. */
+static int time_copy(void *x, void *y, int64_t n, int samples, double *median_s, mb_err *err)
+{
+    cudaEvent_t e0, e1;
+    CUDA_TRY(cudaEventCreate(&e0));
+    CUDA_TRY(cudaEventCreate(&e1));
+    double *t = (double *)malloc(sizeof(double) * (size_t)samples);
+    int rc = t ? MB_OK : mb_err_set(err, MB_ERUN, "out of memory");
+    for (int s = 0; s < samples && rc == MB_OK; s++) {
+        if ((rc = flush_l2(err)) != MB_OK) break;
+        cudaEventRecord(e0, S.stream);
+        rc = mb_kern_cuda_copy(x, y, MB_F32, n, S.dev.sm_count, S.stream, err);
+        cudaEventRecord(e1, S.stream);
+        float ms = 0;
+        if (rc == MB_OK && (cudaEventSynchronize(e1) != cudaSuccess || cudaEventElapsedTime(&ms, e0, e1) != cudaSuccess))
+            rc = mb_err_set(err, MB_ERUN, "copy timing failed: %s", cudaGetErrorString(cudaGetLastError()));
+        if (rc == MB_OK) t[s] = ms * 1e-3;
+    }
+    if (rc == MB_OK) {
+        mb_meas_stats st;
+        mb_meas_stats_compute(t, samples, &st);
+        *median_s = st.median_s;
+    }
+    free(t);
+    cudaEventDestroy(e0);
+    cudaEventDestroy(e1);
+    return rc;
+}
+
+/* The sanity gate: the copy plan's counted DRAM bytes at a size >= 8x L2 must
+ * be 2 n sizeof(f32) within 2% (read and write each within 2% of n x 4), and
+ * its achieved bandwidth must not exceed the driver's peak. */
+static int sanity_gate(mb_err *err)
+{
+    int64_t n = (int64_t)1 << 24;
+    while (n * 4 < 8 * S.dev.l2_bytes) n <<= 1;
+    size_t free_b = 0, total_b = 0;
+    CUDA_TRY(cudaMemGetInfo(&free_b, &total_b));
+    while (n > ((int64_t)1 << 22) && (double)(2 * n * 4) > 0.5 * (double)free_b) n >>= 1;
+    mb_graph *g = NULL;
+    mb_plan *p = NULL;
+    mb_kern_cuda_plan *cp = NULL;
+    int rc = mb_parse_variant("name copy\ninput x\ny = copy(x)\noutput y\n", "<sanity gate>", MB_F32, &g, err);
+    if (rc == MB_OK) rc = mb_plan_build(g, MB_PLAN_EAGER, &p, err);
+    if (rc == MB_OK) rc = mb_kern_cuda_plan_new(p, n, S.dev.sm_count, 0, &cp, err);
+    mb_kern_tensors t;
+    memset(&t, 0, sizeof t);
+    if (rc == MB_OK) {
+        /* input: the harness's usual non-zero values (the copy moves bits) */
+        rc = mb_kern_tensors_alloc(p, n, 0, &t, err);
+        if (rc == MB_OK) rc = mb_kern_cuda_upload_inputs(cp, &t, err);
+        if (rc == MB_OK) rc = mb_kern_cuda_launch_plan(cp, S.stream, err);
+        if (rc == MB_OK && cudaStreamSynchronize(S.stream) != cudaSuccess)
+            rc = mb_err_set(err, MB_ERUN, "copy kernel failed: %s", cudaGetErrorString(cudaGetLastError()));
+        double rd = 0, wr = 0, med = 0;
+        if (rc == MB_OK) rc = count_plan(cp, 1, &rd, &wr, NULL, NULL, err);
+        if (rc == MB_OK) {
+            /* timing: the same kernel through the generic path */
+            void *dx = NULL, *dy = NULL;
+            cudaError_t e = cudaMalloc(&dx, (size_t)n * 4);
+            if (e == cudaSuccess) e = cudaMalloc(&dy, (size_t)n * 4);
+            if (e != cudaSuccess) {
+                cudaGetLastError();
+                rc = mb_err_set(err, MB_ERUN, "cudaMalloc for the gate: %s", cudaGetErrorString(e));
+            }
+            if (rc == MB_OK) rc = mb_kern_cuda_fill(dx, MB_F32, 1.5f, n, S.dev.sm_count, S.stream, err);
+            if (rc == MB_OK) rc = time_copy(dx, dy, n, 10, &med, err);
+            cudaFree(dx);
+            cudaFree(dy);
+        }
+        if (rc == MB_OK) {
+            double want = (double)n * 4.0;
+            double er = (rd - want) / want, ew = (wr - want) / want, et = (rd + wr - 2 * want) / (2 * want);
+            double gbs = 2 * want / med / 1e9;
+            int ok_bytes = fabs(er) <= 0.02 && fabs(ew) <= 0.02 && fabs(et) <= 0.02;
+            int ok_bw = S.dev.peak_bandwidth_gbs <= 0 || gbs <= S.dev.peak_bandwidth_gbs;
+            snprintf(S.gate, sizeof S.gate,
+                     "copy f32 n=%lld: counted read %.4g B (%+.2f%%), write %.4g B (%+.2f%%), model %.4g B each; "
+                     "%.0f GB/s vs peak %.0f GB/s: %s",
+                     (long long)n, rd, 100 * er, wr, 100 * ew, want, gbs, S.dev.peak_bandwidth_gbs,
+                     ok_bytes && ok_bw ? "trusted" : "UNTRUSTED");
+            if (ok_bytes && ok_bw) {
+                S.cnt = CNT_TRUSTED;
+                snprintf(S.cnt_text, sizeof S.cnt_text, "cupti");
+            } else {
+                S.cnt = CNT_UNTRUSTED;
+                snprintf(S.cnt_text, sizeof S.cnt_text, "untrusted: sanity gate %s",
+                         !ok_bytes ? "copy bytes off by more than 2%" : "copy above peak bandwidth");
+            }
+            fprintf(stderr, "membound: %s: counters: sanity gate: %s\n", ok_bytes && ok_bw ? "note" : "warning",
+                    S.gate);
+        }
+    }
+    mb_kern_tensors_free(&t);
+    mb_kern_cuda_plan_free(cp);
+    mb_plan_free(p);
+    mb_graph_free(g);
+    return rc;
+}
+
+/* Opens CUPTI and runs the gate, once. Failures leave counters unavailable
+ * with one line on stderr; timing goes on. */
+static void counters_open(void)
+{
+    if (S.cnt != CNT_NOT_TRIED) return;
+    S.cnt = CNT_UNAVAILABLE;
+    const char *env = getenv("MB_CUPTI");
+    if (env && !strcmp(env, "0")) {
+        snprintf(S.cnt_text, sizeof S.cnt_text, "unavailable: disabled by MB_CUPTI=0");
+        note("counters: unavailable (disabled by MB_CUPTI=0): continuing with timing only");
+        return;
+    }
+    mb_err e;
+    char reason[140];
+    if (mb_cupti_open(&S.cupti, &e) != MB_OK) {
+        snprintf(S.cnt_text, sizeof S.cnt_text, "unavailable: %s", mb_cupti_reason(&e, reason, sizeof reason));
+        fprintf(stderr, "membound: note: counters: unavailable (%s): continuing with timing only\n", e.msg);
+        return;
+    }
+    cudaError_t ce = cudaMalloc(&S.clean, (size_t)S.l2x2_bytes);
+    if (ce == cudaSuccess) ce = cudaMalloc(&S.drain, (size_t)S.l2x2_bytes);
+    if (ce == cudaSuccess) ce = cudaMemset(S.clean, 0x3c, (size_t)S.l2x2_bytes);
+    if (ce == cudaSuccess) ce = cudaMemset(S.drain, 0x3d, (size_t)S.l2x2_bytes);
+    if (ce != cudaSuccess) {
+        cudaGetLastError();
+        snprintf(S.cnt_text, sizeof S.cnt_text, "unavailable: cudaMalloc of the L2 sweep buffers failed");
+        note("counters: unavailable (cudaMalloc of the L2 sweep buffers: %s): continuing with timing only",
+             cudaGetErrorString(ce));
+        return;
+    }
+    S.cnt = CNT_UNTRUSTED; /* until the gate says otherwise */
+    snprintf(S.cnt_text, sizeof S.cnt_text, "untrusted: sanity gate did not run");
+    if (sanity_gate(&e) != MB_OK) {
+        S.cnt = CNT_UNAVAILABLE;
+        snprintf(S.cnt_text, sizeof S.cnt_text, "unavailable: %s", mb_cupti_reason(&e, reason, sizeof reason));
+        fprintf(stderr, "membound: note: counters: unavailable (sanity gate: %s): continuing with timing only\n",
+                e.msg);
+    }
+}
+
+/* ---- public: availability, run ------------------------------------------------ */
+
+extern "C" int mb_meas_cuda_available(char *why, size_t whysz)
+{
+    if (S.state == -1) {
+        if (why && whysz) snprintf(why, whysz, "%s", S.why);
+        return 0;
+    }
+    return mb_kern_cuda_device_count(why, whysz) > 0;
+}
+
+static void note_check(const mb_graph *g, const mb_kern_check *ck, const char *when, char *why, size_t whysz)
+{
+    if (!why || !whysz || why[0]) return;
+    if (ck->poisoned)
+        snprintf(why, whysz, "%s: %lld elements never written (still poisoned)", when, (long long)ck->poisoned);
+    else
+        snprintf(why, whysz, "%s: %lld elements off, first at [%lld] of %s: got %.9g, want %.9g "
+                 "(max rel err %.3g > tol %.3g)", when, (long long)ck->bad, (long long)ck->first_bad,
+                 ck->first_bad_node >= 0 && g->nodes[ck->first_bad_node].name[0] ? g->nodes[ck->first_bad_node].name
+                                                                                  : "a result",
+                 ck->first_got, ck->first_want, ck->max_rel_err, ck->tol);
+}
+
+/* Backward plans: the GPU's input gradients against the CPU executor's on the
+ * same inputs (n <= 2^22, where the CPU pass is cheap). *max_err gets the
+ * largest |gpu - cpu| / max(|cpu|, 1e-3 max|cpu|). */
+static int compare_cpu_grads(const mb_plan *p, mb_kern_tensors *t, double tol, double *max_err, int *ok,
+                             mb_err *err)
+{
+    const mb_graph *g = p->g;
+    int first = g->n_outputs; /* results: forward outputs, then input gradients */
+    *max_err = 0;
+    *ok = 1;
+    int ng = p->n_results - first;
+    if (ng <= 0) return MB_OK;
+    void **gpu = (void **)calloc((size_t)ng, sizeof(void *));
+    if (!gpu) return mb_err_set(err, MB_ERUN, "out of memory");
+    int rc = MB_OK;
+    for (int r = 0; r < ng && rc == MB_OK; r++) {
+        int node = p->results[first + r];
+        size_t b = (size_t)t->n * mb_dtype_bytes(g->nodes[node].dtype);
+        gpu[r] = malloc(b);
+        if (!gpu[r]) rc = mb_err_set(err, MB_ERUN, "out of memory");
+        else memcpy(gpu[r], t->data[node], b);
+    }
+    if (rc == MB_OK) rc = mb_kern_run_plan(t, MB_KERN_EXEC_AUTO, err);
+    for (int r = 0; r < ng && rc == MB_OK; r++) {
+        int node = p->results[first + r];
+        mb_dtype dt = g->nodes[node].dtype;
+        double scale = 0;
+        for (int64_t i = 0; i < t->n; i++) {
+            double c = fabs((double)mb_load_f32(t->data[node], i, dt));
+            if (c > scale) scale = c;
+        }
+        double floor_ = 1e-3 * scale > 1e-30 ? 1e-3 * scale : 1e-30;
+        for (int64_t i = 0; i < t->n; i++) {
+            double c = mb_load_f32(t->data[node], i, dt), q = mb_load_f32(gpu[r], i, dt);
+            double e = fabs(q - c) / (fabs(c) > floor_ ? fabs(c) : floor_);
+            if (!(e <= tol)) *ok = 0; /* NaN fails too */
+            if (e > *max_err || e != e) *max_err = e;
+        }
+    }
+    for (int r = 0; r < ng; r++) free(gpu[r]);
+    free(gpu);
+    return rc;
+}
+
+/* Achieved bandwidth above the driver's peak is a bug: says so loudly.
+ * Returns 1 when bytes / time_s exceeds peak x (1 + slack). */
+static int above_peak(const char *what, const mb_meas_record *row, double bytes, double time_s, double slack)
+{
+    if (S.dev.peak_bandwidth_gbs <= 0 || time_s <= 0 || bytes <= 0) return 0;
+    double gbs = bytes / time_s / 1e9;
+    if (gbs <= S.dev.peak_bandwidth_gbs * (1 + slack)) return 0;
+    fprintf(stderr, "membound: warning: %s %s %s n=%lld: %s %.0f GB/s exceeds the peak %.0f GB/s: "
+            "the timing or the flush is wrong\n", row->variant, row->plan, row->dtype, (long long)row->n, what, gbs,
+            S.dev.peak_bandwidth_gbs);
+    return 1;
+}
+
+/* MB_CUDA_ONCE=1: each plan runs exactly once (one timed, checked run, no
+ * warm-up, no blocking kernel, no counters), for external profilers such as
+ * ncu that replay every launch (scripts/gpu-ncu.sh). */
+static int once_mode(void)
+{
+    const char *e = getenv("MB_CUDA_ONCE");
+    return e && *e && strcmp(e, "0") != 0;
+}
+
+static int impl_flags(void)
+{
+    const char *e = getenv("MB_CUDA_IMPL");
+    if (!e || !*e || !strcmp(e, "auto")) return 0;
+    if (!strcmp(e, "eval")) return MB_KERN_CUDA_ALL_EVAL;
+    if (!strcmp(e, "nohand")) return MB_KERN_CUDA_NO_HAND;
+    return 0;
+}
+
+extern "C" int mb_meas_cuda_run(const mb_plan *p, int64_t n, const mb_meas_config *c, mb_meas_record *row,
+                                mb_meas_record *per_kernel, char *why, size_t whysz, mb_err *err)
+{
+    if (why && whysz) why[0] = '\0';
+    if (session_open(err) != MB_OK) return MB_ERUN;
+    int nk = p->n_kernels;
+    snprintf(row->device, sizeof row->device, "%.120s", S.dev.name);
+    snprintf(row->backend, sizeof row->backend, "cuda");
+    row->dram_read_bytes = row->dram_write_bytes = -1;
+    const int once = once_mode();
+    if (once) S.use_block = 0;
+    if (c->counters && !once) counters_open();
+    snprintf(row->counters, sizeof row->counters, "%s",
+             once ? "unavailable: MB_CUDA_ONCE (external profiler run)"
+                  : !c->counters ? "unavailable: not requested" : S.cnt_text);
+
+    /* room on the device: the plan's tensors plus a margin */
+    int64_t need = mb_kern_cuda_plan_bytes(p, n);
+    size_t free_b = 0, total_b = 0;
+    CUDA_TRY(cudaMemGetInfo(&free_b, &total_b));
+    if (need < 0 || (double)need > (double)free_b - 256e6)
+        return mb_err_set(err, MB_ERUN, "%s %s at n = %lld needs %.3g GB of device memory, %.3g GB free",
+                          p->g->name, mb_plan_name(p->kind), (long long)n, (double)need / 1e9, (double)free_b / 1e9);
+
+    mb_kern_cuda_plan *cp = NULL;
+    mb_kern_tensors t;
+    memset(&t, 0, sizeof t);
+    cudaEvent_t *ev = NULL;
+    double *samples = NULL, *ksamples = NULL, *ms = NULL, *tmp = NULL, *kr = NULL, *kw = NULL;
+    int cap = c->max_reps > 10 ? c->max_reps : 10;
+    int rc = mb_kern_cuda_plan_new(p, n, S.dev.sm_count, impl_flags(), &cp, err);
+    if (rc == MB_OK) rc = mb_kern_tensors_alloc(p, n, 0, &t, err);
+    if (rc == MB_OK) rc = mb_kern_cuda_upload_inputs(cp, &t, err);
+    if (rc != MB_OK) goto done;
+    ev = (cudaEvent_t *)calloc((size_t)nk + 1, sizeof *ev);
+    samples = (double *)malloc(sizeof(double) * (size_t)(cap + 1));
+    ksamples = (double *)malloc(sizeof(double) * (size_t)(cap + 1) * (size_t)(nk ? nk : 1));
+    ms = (double *)malloc(sizeof(double) * (size_t)(nk + 1));
+    tmp = (double *)malloc(sizeof(double) * (size_t)(cap + 1));
+    kr = (double *)calloc((size_t)nk + 1, sizeof(double));
+    kw = (double *)calloc((size_t)nk + 1, sizeof(double));
+    if (!ev || !samples || !ksamples || !ms || !tmp || !kr || !kw) {
+        rc = mb_err_set(err, MB_ERUN, "out of memory");
+        goto done;
+    }
+    for (int k = 0; k <= nk; k++) {
+        cudaError_t e = cudaEventCreate(&ev[k]);
+        if (e != cudaSuccess) {
+            rc = mb_err_set(err, MB_ERUN, "cudaEventCreate: %s", cudaGetErrorString(e));
+            goto done;
+        }
+    }
+
+    {
+        clocks before, after;
+        int have_before = clocks_read(&before) == MB_OK;
+        if (have_before) clocks_note(&before);
+
+        /* warm-up, un-blocked (module loading must not happen behind the
+         * blocking kernel); the first run writes over poison and is checked */
+        int passed = 1;
+        double max_err = 0;
+        mb_kern_check ck;
+        unsigned rep = 2;
+        const int n_warm = once ? 0 : c->warmup > 0 ? c->warmup : 1;
+        if (c->check && n_warm && (rc = mb_kern_cuda_poison(cp, rep, S.stream, err)) != MB_OK) goto done;
+        for (int w = 0; w < n_warm; w++)
+            if ((rc = mb_kern_cuda_launch_plan(cp, S.stream, err)) != MB_OK) goto done;
+        {
+            cudaError_t e = cudaStreamSynchronize(S.stream);
+            if (e != cudaSuccess) {
+                rc = mb_err_set(err, MB_ERUN, "warm-up of %s %s: %s (%s)", p->g->name, mb_plan_name(p->kind),
+                                cudaGetErrorName(e), cudaGetErrorString(e));
+                goto done;
+            }
+        }
+        if (c->check && n_warm) {
+            if ((rc = mb_kern_cuda_download_results(cp, &t, err)) != MB_OK) goto done;
+            if ((rc = mb_kern_verify(&t, rep, c->tol, &ck, err)) != MB_OK) goto done;
+            max_err = ck.max_rel_err;
+            if (!ck.passed) passed = 0, note_check(p->g, &ck, "first run", why, whysz);
+        }
+
+        /* timed samples: cold (flushed) unless c->cold == 0 */
+        int ns = 0;
+        double t_begin = mb_meas_now_s();
+        for (;;) {
+            int last = once || mb_meas_should_stop(c, samples, ns, mb_meas_now_s() - t_begin) || ns >= cap;
+            if (last && c->check) {
+                rep = 3;
+                if ((rc = mb_kern_cuda_poison(cp, rep, S.stream, err)) != MB_OK) goto done;
+            }
+            if (c->cold && (rc = flush_l2(err)) != MB_OK) goto done;
+            double total = 0;
+            int valid = 1;
+            if ((rc = timed_sample(cp, ev, nk, ms, &total, &valid, err)) != MB_OK) goto done;
+            if (valid) {
+                for (int k = 0; k < nk; k++) ksamples[(size_t)k * (cap + 1) + ns] = ms[k] * 1e-3;
+                samples[ns++] = total * 1e-3;
+            }
+            if (last && valid) break;
+        }
+        if (c->check) {
+            if ((rc = mb_kern_cuda_download_results(cp, &t, err)) != MB_OK) goto done;
+            if ((rc = mb_kern_verify(&t, rep, c->tol, &ck, err)) != MB_OK) goto done;
+            if (ck.max_rel_err > max_err) max_err = ck.max_rel_err;
+            if (!ck.passed) passed = 0, note_check(p->g, &ck, "last sample", why, whysz);
+            if (p->g->has_backward) {
+                double gerr = 0;
+                int gok = 0;
+                if ((rc = mb_kern_gradcheck(&t, c->gradcheck_points > 0 ? c->gradcheck_points : 64, &gerr, &gok,
+                                            err)) != MB_OK)
+                    goto done;
+                if (!gok) {
+                    passed = 0;
+                    if (why && whysz && !why[0])
+                        snprintf(why, whysz, "finite-difference gradient check failed (%.3g x tolerance)", gerr);
+                }
+                if (n <= ((int64_t)1 << 22)) {
+                    double cerr = 0;
+                    int cok = 1;
+                    double tol = c->tol > 0 ? c->tol : mb_kern_default_tol(p->g->nodes[p->results[0]].dtype);
+                    if ((rc = compare_cpu_grads(p, &t, tol, &cerr, &cok, err)) != MB_OK) goto done;
+                    if (!cok) {
+                        passed = 0;
+                        if (why && whysz && !why[0])
+                            snprintf(why, whysz, "input gradients differ from the CPU backend's: max rel err %.3g "
+                                     "> tol %.3g", cerr, tol);
+                    }
+                }
+            }
+        }
+        if (clocks_read(&after) == MB_OK) {
+            clocks_note(&after);
+            if (have_before && after.sm_mhz < 0.75 * S.sm_max)
+                note("cuda: %s %s %s n=%lld: SM clock %.0f MHz before, %.0f after (max seen %.0f): throttled",
+                     row->variant, row->plan, row->dtype, (long long)n, before.sm_mhz, after.sm_mhz, S.sm_max);
+        }
+
+        mb_meas_stats st;
+        mb_meas_stats_compute(samples, ns, &st);
+        row->reps = ns;
+        row->time_s_median = st.median_s;
+        row->time_s_min = st.min_s;
+        row->time_s_p90 = st.p90_s;
+        row->time_cv = st.cv;
+        row->max_rel_err = c->check ? max_err : NAN;
+        row->verified = c->check ? passed : 0;
+        for (int k = 0; per_kernel && k < nk; k++) {
+            mb_meas_record *pk = &per_kernel[k];
+            memcpy(pk->device, row->device, sizeof pk->device);
+            memcpy(pk->backend, row->backend, sizeof pk->backend);
+            memcpy(pk->counters, row->counters, sizeof pk->counters);
+            pk->dram_read_bytes = pk->dram_write_bytes = -1;
+            memcpy(tmp, ksamples + (size_t)k * (cap + 1), (size_t)ns * sizeof(double));
+            mb_meas_stats_compute(tmp, ns, &st);
+            pk->reps = ns;
+            pk->time_s_median = st.median_s;
+            pk->time_s_min = st.min_s;
+            pk->time_s_p90 = st.p90_s;
+            pk->time_cv = st.cv;
+            pk->max_rel_err = row->max_rel_err;
+            pk->verified = row->verified;
+        }
+        above_peak("model DRAM bytes over the fastest sample:", row,
+                   (double)(row->model_dram_read_bytes + row->model_dram_write_bytes), row->time_s_min, 0.05);
+
+        /* counters: separate runs, after timing */
+        if (c->counters && !once && (S.cnt == CNT_TRUSTED || S.cnt == CNT_UNTRUSTED)) {
+            double rd = 0, wr = 0;
+            mb_err ce;
+            double t_count = mb_meas_now_s();
+            int crc = count_plan(cp, nk, &rd, &wr, kr, kw, &ce);
+            S.count_s += mb_meas_now_s() - t_count;
+            S.count_rows++;
+            if (crc != MB_OK) {
+                char reason[140];
+                snprintf(row->counters, sizeof row->counters, "unavailable: %s",
+                         mb_cupti_reason(&ce, reason, sizeof reason));
+                fprintf(stderr, "membound: note: counters: %s %s %s n=%lld: %s: timing only for this row\n",
+                        row->variant, row->plan, row->dtype, (long long)n, ce.msg);
+            } else {
+                row->dram_read_bytes = llround(rd);
+                row->dram_write_bytes = llround(wr);
+                if (above_peak("counted DRAM bytes over the fastest sample:", row, rd + wr, row->time_s_min, 0.0))
+                    snprintf(row->counters, sizeof row->counters, "untrusted: counted bytes / time above peak");
+                for (int k = 0; per_kernel && k < nk; k++) {
+                    per_kernel[k].dram_read_bytes = llround(kr[k]);
+                    per_kernel[k].dram_write_bytes = llround(kw[k]);
+                    memcpy(per_kernel[k].counters, row->counters, sizeof row->counters);
+                }
+            }
+        }
+        S.rows++;
+    }
+    rc = MB_OK;
+done:
+    if (ev)
+        for (int k = 0; k <= nk; k++)
+            if (ev[k]) cudaEventDestroy(ev[k]);
+    free(ev);
+    free(samples);
+    free(ksamples);
+    free(ms);
+    free(tmp);
+    free(kr);
+    free(kw);
+    mb_kern_tensors_free(&t);
+    mb_kern_cuda_plan_free(cp);
+    if (rc != MB_OK) {
+        cudaError_t sticky = cudaDeviceSynchronize();
+        if (sticky != cudaSuccess) { /* a sticky error ends GPU work for this process */
+            S.state = -1;
+            snprintf(S.why, sizeof S.why, "CUDA context unusable after an error: %s", cudaGetErrorString(sticky));
+        }
+    }
+    return rc;
+}
+
+/* ---- provenance -------------------------------------------------------------- */
+
+/* Lines "key: value\n" describing the GPU, clocks seen, counters and the
+ * timing method, for the CSV's '#' lines. Empty when no GPU was opened. */
+extern "C" void mb_meas_cuda_provenance(char *buf, size_t bufsz)
+{
+    if (!buf || !bufsz) return;
+    buf[0] = '\0';
+    if (S.state != 1) return;
+    snprintf(buf, bufsz,
+             "gpu: %s (%s) cc %d.%d %d SMs L2 %.1f MiB %.1f GB\n"
+             "gpu_driver: %d.%d; cuda_runtime: %d.%d\n"
+             "gpu_peak_bandwidth_gbs: %.0f (2 x %d MHz x %d bit)\n"
+             "gpu_clocks_mhz: sm %.0f..%.0f mem %.0f..%.0f (%s; peak sm %d)\n"
+             "gpu_timing: events%s; cold samples after a %.0f MiB memset + persisting-L2 reset\n"
+             "counters: %s%s%s\n"
+             "counter_collection_s: %.2f over %d rows (user range + auto range each)\n",
+             S.dev.name, S.pci, S.dev.cc_major, S.dev.cc_minor, S.dev.sm_count, S.dev.l2_bytes / 1048576.0,
+             S.dev.mem_bytes / 1e9, S.dev.driver_version / 1000, S.dev.driver_version % 1000 / 10,
+             S.dev.runtime_version / 1000, S.dev.runtime_version % 1000 / 10, S.dev.peak_bandwidth_gbs,
+             S.dev.mem_clock_khz / 1000, S.dev.bus_width_bits, S.sm_min, S.sm_max, S.mem_min, S.mem_max,
+             S.clock_source ? S.clock_source : "none", S.dev.sm_clock_khz / 1000,
+             S.use_block ? " behind a blocking kernel" : "", S.l2x2_bytes / 1048576.0,
+             S.cnt == CNT_NOT_TRIED ? "not requested" : S.cnt_text, S.gate[0] ? "; sanity gate: " : "", S.gate,
+             S.count_s, S.count_rows);
+}
+
+/* ---- calibration ------------------------------------------------------------- */
+
+/* Median seconds of `samples` runs of fn(arg) between events, cold. */
+typedef int (*probe_fn)(void *arg, mb_err *err);
+
+static int time_probe(probe_fn fn, void *arg, int samples, int cold, double *median_s, mb_err *err)
+{
+    cudaEvent_t e0, e1;
+    CUDA_TRY(cudaEventCreate(&e0));
+    CUDA_TRY(cudaEventCreate(&e1));
+    double t[64];
+    if (samples > 64) samples = 64;
+    int rc = fn(arg, err); /* warm-up */
+    if (rc == MB_OK && cudaStreamSynchronize(S.stream) != cudaSuccess)
+        rc = mb_err_set(err, MB_ERUN, "probe failed: %s", cudaGetErrorString(cudaGetLastError()));
+    for (int s = 0; s < samples && rc == MB_OK; s++) {
+        if (cold && (rc = flush_l2(err)) != MB_OK) break;
+        *S.flag = 0;
+        *S.timed_out = 0;
+        __sync_synchronize();
+        if (S.use_block && (rc = mb_kern_cuda_block(S.flag_dev, 1.0, S.timed_out_dev, S.stream, err)) != MB_OK) break;
+        cudaEventRecord(e0, S.stream);
+        rc = fn(arg, err);
+        cudaEventRecord(e1, S.stream);
+        __sync_synchronize();
+        *S.flag = 1;
+        float ms = 0;
+        if (cudaEventSynchronize(e1) != cudaSuccess || cudaEventElapsedTime(&ms, e0, e1) != cudaSuccess) {
+            if (rc == MB_OK) rc = mb_err_set(err, MB_ERUN, "probe timing: %s", cudaGetErrorString(cudaGetLastError()));
+        }
+        t[s] = ms * 1e-3;
+    }
+    if (rc == MB_OK) {
+        mb_meas_stats st;
+        mb_meas_stats_compute(t, samples, &st);
+        *median_s = st.median_s;
+    }
+    cudaEventDestroy(e0);
+    cudaEventDestroy(e1);
+    return rc;
+}
+
+typedef struct probe_arg {
+    void *x, *y;
+    int64_t n; /* f32 elements */
+    int iters, count;
+    mb_op op;
+    double work; /* flops or elements of one launch */
+} probe_arg;
+
+static int probe_copy(void *a, mb_err *err)
+{
+    probe_arg *A = (probe_arg *)a;
+    return mb_kern_cuda_copy(A->x, A->y, MB_F32, A->n, S.dev.sm_count, S.stream, err);
+}
+static int probe_read(void *a, mb_err *err)
+{
+    probe_arg *A = (probe_arg *)a;
+    return mb_kern_cuda_read_sweep(A->x, A->n * 4, S.sink, S.dev.sm_count, S.stream, err);
+}
+static int probe_write(void *a, mb_err *err)
+{
+    probe_arg *A = (probe_arg *)a;
+    return mb_kern_cuda_fill(A->y, MB_F32, 1.25f, A->n, S.dev.sm_count, S.stream, err);
+}
+static int probe_empty(void *a, mb_err *err)
+{
+    probe_arg *A = (probe_arg *)a;
+    for (int i = 0; i < A->count; i++)
+        if (mb_kern_cuda_empty(S.stream, err) != MB_OK) return MB_ERUN;
+    return MB_OK;
+}
+static int probe_fma(void *a, mb_err *err)
+{
+    probe_arg *A = (probe_arg *)a;
+    return mb_kern_cuda_fma(A->iters, S.sink, S.dev.sm_count, S.stream, &A->work, err);
+}
+static int probe_op(void *a, mb_err *err)
+{
+    probe_arg *A = (probe_arg *)a;
+    return mb_kern_cuda_op_rate(A->op, A->iters, S.sink, S.dev.sm_count, S.stream, &A->work, err);
+}
+
+/* The table entry whose label names this GPU (e.g. "NVIDIA H200"), or NULL. */
+static const mb_device *table_match(const char *gpu)
+{
+    const mb_device *best = NULL;
+    size_t best_len = 0;
+    for (int i = 0; i < mb_device_count(); i++) {
+        const mb_device *d = mb_device_at(i);
+        if (strcmp(d->kind, "gpu") != 0) continue;
+        /* the driver's name ("NVIDIA H200") is a prefix of the label ("NVIDIA H200 SXM 141GB") */
+        size_t len = strlen(gpu);
+        if (len > 0 && !strncmp(d->label, gpu, len) && (d->label[len] == ' ' || d->label[len] == '\0') &&
+            len > best_len)
+            best = d, best_len = len;
+    }
+    return best;
+}
+
+/* GPU calibration for `membound calibrate --backend cuda`: a spec INI's
+ * device from the driver (name, SMs, L2, memory, peak bandwidth) and
+ * measured copy / read / write bandwidth (f32 arrays >= 8x L2, cold, median
+ * of 10), launch overhead (empty kernels back to back), fp32 FMA peak and
+ * per-op rates (register-resident). bf16_tflops and sfu_tops come from the
+ * device table when it lists this GPU, else fp32 / 0 (said in source).
+ * Prints a summary on stdout. MB_ERUN when no GPU or a CUDA call fails. */
+extern "C" int mb_meas_cuda_calibrate(mb_device *out, mb_err *err)
+{
+    memset(out, 0, sizeof *out);
+    if (session_open(err) != MB_OK) return MB_ERUN;
+    int64_t n = (int64_t)1 << 24;
+    while (n * 4 < 8 * S.dev.l2_bytes) n <<= 1;
+    probe_arg A;
+    memset(&A, 0, sizeof A);
+    A.n = n;
+    CUDA_TRY(cudaMalloc(&A.x, (size_t)n * 4));
+    int rc = MB_OK;
+    cudaError_t ce = cudaMalloc(&A.y, (size_t)n * 4);
+    if (ce != cudaSuccess) {
+        cudaGetLastError();
+        cudaFree(A.x);
+        return mb_err_set(err, MB_ERUN, "cudaMalloc: %s", cudaGetErrorString(ce));
+    }
+    double t_copy = 0, t_read = 0, t_write = 0, t_empty = 0, t_fma = 0;
+    if (rc == MB_OK) rc = mb_kern_cuda_fill(A.x, MB_F32, 0.75f, n, S.dev.sm_count, S.stream, err);
+    if (rc == MB_OK) rc = time_probe(probe_copy, &A, 10, 1, &t_copy, err);
+    if (rc == MB_OK) rc = time_probe(probe_read, &A, 10, 1, &t_read, err);
+    if (rc == MB_OK) rc = time_probe(probe_write, &A, 10, 1, &t_write, err);
+    A.count = 200;
+    if (rc == MB_OK) rc = time_probe(probe_empty, &A, 10, 0, &t_empty, err);
+    A.iters = 4096;
+    if (rc == MB_OK) rc = time_probe(probe_fma, &A, 5, 0, &t_fma, err);
+    double fma_flops = A.work;
+    for (int op = MB_OP_ADD; rc == MB_OK && op < MB_OP_COUNT; op++) {
+        double t_op = 0;
+        A.op = (mb_op)op;
+        A.iters = 256;
+        rc = time_probe(probe_op, &A, 5, 0, &t_op, err);
+        if (rc == MB_OK && t_op > 0) out->op_geps[op] = A.work / t_op / 1e9;
+    }
+    cudaFree(A.x);
+    cudaFree(A.y);
+    if (rc != MB_OK) return rc;
+
+    double bytes = (double)n * 4;
+    double copy_gbs = 2 * bytes / t_copy / 1e9, read_gbs = bytes / t_read / 1e9, write_gbs = bytes / t_write / 1e9;
+    mb_meas_provenance pv;
+    mb_meas_provenance_fill(&pv, NULL);
+    const mb_device *tab = table_match(S.dev.name);
+    snprintf(out->name, sizeof out->name, "local-gpu");
+    snprintf(out->label, sizeof out->label, "%.80s (%d SMs, L2 %.0f MiB, measured)", S.dev.name, S.dev.sm_count,
+             S.dev.l2_bytes / 1048576.0);
+    snprintf(out->kind, sizeof out->kind, "gpu");
+    out->mem_bandwidth_gbs = S.dev.peak_bandwidth_gbs > 0 ? S.dev.peak_bandwidth_gbs : copy_gbs;
+    out->measured_bandwidth_gbs = copy_gbs;
+    out->cache_mb = S.dev.l2_bytes / 1048576.0;
+    out->fp32_tflops = fma_flops / t_fma / 1e12;
+    out->bf16_tflops = tab ? tab->bf16_tflops : out->fp32_tflops;
+    out->sfu_tops = tab ? tab->sfu_tops : 0;
+    out->launch_overhead_us = t_empty / A.count * 1e6;
+    out->mem_gb = S.dev.mem_bytes / 1e9;
+    snprintf(out->source, sizeof out->source,
+             "membound calibrate --backend cuda on %.60s (%s), driver %d.%d: peak = 2 x %d MHz x %d bit; "
+             "copy %.0f, read %.0f, write %.0f GB/s (f32 n=%lld, cold, median of 10); launch = %d empty "
+             "kernels; fp32 = FMA chains; op rates register-resident; bf16_tflops %s%.24s",
+             S.dev.name, S.pci, S.dev.driver_version / 1000, S.dev.driver_version % 1000 / 10,
+             S.dev.mem_clock_khz / 1000, S.dev.bus_width_bits, copy_gbs, read_gbs, write_gbs, (long long)n, A.count,
+             tab ? "and sfu_tops from table entry " : "= fp32 (GPU not in the table)", tab ? tab->name : "");
+    snprintf(out->measured_at, sizeof out->measured_at, "%s %s", pv.host, pv.date);
+    printf("%s\n", out->label);
+    printf("  peak %.0f GB/s (driver), copy %.0f GB/s (%.0f%%), read %.0f GB/s, write %.0f GB/s\n",
+           out->mem_bandwidth_gbs, copy_gbs, 100 * copy_gbs / out->mem_bandwidth_gbs, read_gbs, write_gbs);
+    printf("  fp32 FMA %.1f TFLOP/s, launch overhead %.2f us per kernel (GPU side)\n", out->fp32_tflops,
+           out->launch_overhead_us);
+    printf("  op rates (1e9 elements/s, register-resident):\n");
+    for (int op = MB_OP_ADD; op < MB_OP_COUNT; op++)
+        printf("    %-10s %9.1f%s", mb_op_name((mb_op)op), out->op_geps[op], (op - MB_OP_ADD) % 4 == 3 ? "\n" : "");
+    printf("\n");
+    return MB_OK;
+}

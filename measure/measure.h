@@ -1,0 +1,239 @@
+/* measure.h — the measurement harness: timing protocol (warm-up, >= 10
+ * samples, noise-based stop, optional LLC eviction between samples), result
+ * checks against the float64 reference, measurement records and their CSV,
+ * and the backend switch (CPU here, CUDA in measure/cuda_backend.*).
+ * It does not choose variants or sizes (the CLI does) and does not fit or plot
+ * (reports/). Builds without GSL and gnuplot. */
+#ifndef MB_MEASURE_H
+#define MB_MEASURE_H
+
+#include "kernels.h"
+#include "membound_model.h"
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- backends ---------------------------------------------------------------- */
+
+typedef enum mb_meas_backend {
+    MB_MEAS_AUTO = 0, /* CUDA when mb_meas_cuda_available, else CPU */
+    MB_MEAS_CPU,
+    MB_MEAS_CUDA,
+    MB_MEAS_BACKEND_COUNT
+} mb_meas_backend;
+
+const char *mb_meas_backend_name(mb_meas_backend b);          /* "auto", "cpu", "cuda" */
+int mb_meas_backend_parse(const char *s, mb_meas_backend *out); /* MB_OK or MB_EINPUT */
+
+/* ---- settings ---------------------------------------------------------------- */
+
+/* How one row is measured. mb_meas_config_default fills the protocol's defaults. */
+typedef struct mb_meas_config {
+    int warmup;            /* untimed runs before sampling (>= 1; default 2) */
+    int min_reps;          /* samples at least (>= 10; default 10) */
+    int max_reps;          /* samples at most (default 200) */
+    double max_cv;         /* stop once CV <= max_cv after min_reps (default 0.02) */
+    double min_time_s;     /* and once this much time was sampled (default 0.2) */
+    double timeout_s;      /* stop sampling after this long even if noisy (default 10) */
+    int cold;              /* 1: evict the last-level cache before every sample,
+                              outside the timed region (default 1) */
+    int64_t llc_bytes;     /* cache size to evict; <= 0: detect (CPU: mb_kern_llc_bytes) */
+    mb_kern_exec exec;     /* CPU executor (default AUTO) */
+    int threads;           /* CPU threads, <= 0: all cores */
+    int check;             /* 1: poison outputs, verify against float64 (default 1) */
+    double tol;            /* relative tolerance, <= 0: mb_kern_default_tol */
+    int gradcheck_points;  /* finite-difference points for backward plans (default 64) */
+    int counters;          /* CUDA: 1 to collect CUPTI DRAM bytes in a separate run */
+    int quiet;             /* 1: no notes on stderr */
+} mb_meas_config;
+
+void mb_meas_config_default(mb_meas_config *c);
+
+/* ---- records ----------------------------------------------------------------- */
+
+/* One CSV row: variant x plan x dtype x n x backend (or one kernel of it).
+ * Model columns come from mb_estimate_plan on the model device; measured DRAM
+ * bytes are -1 (written empty) where no counters ran, and counters says why:
+ * "cupti", "none-cpu" or "unavailable: <reason>". */
+typedef struct mb_meas_record {
+    char device[128];        /* what ran it: CPU model or GPU name */
+    char backend[8];         /* "cpu" or "cuda" */
+    char variant[MB_NAME_MAX];
+    char plan[16];
+    char dtype[8];
+    int64_t n;
+    int kernels;
+    int reps;                /* timed samples */
+    double time_s_median, time_s_min, time_s_p90, time_cv;
+    double model_time_s;     /* model's prediction on the model device */
+    int64_t read_bytes, write_bytes;                 /* model, the lecture's count */
+    int64_t model_dram_read_bytes, model_dram_write_bytes;
+    int64_t dram_read_bytes, dram_write_bytes;       /* measured, -1 = none */
+    char counters[160];
+    double max_rel_err;      /* max relative error of the results against the
+                                float64 reference (see mb_kern_verify) */
+    int verified;            /* 1 passed (results within tolerance, nothing left
+                                poisoned, and for backward plans the
+                                finite-difference gradient check); 0 failed:
+                                the row is kept and flagged, never dropped */
+    char kernel[MB_NAME_MAX];/* per-kernel rows: kernel name; "" for plan rows */
+    char model_device[MB_NAME_MAX]; /* device the model columns use (provenance) */
+} mb_meas_record;
+
+/* Fills the identity and model columns of row (and of per_kernel[k] for each
+ * kernel when per_kernel is non-NULL, plan->n_kernels entries) from plan p at n
+ * on model device dev; timing columns zeroed, dram -1, verified 0. */
+int mb_meas_record_init(mb_meas_record *row, mb_meas_record *per_kernel, const char *variant,
+                        const mb_plan *p, int64_t n, const mb_device *dev, mb_err *err);
+
+/* ---- sample statistics ------------------------------------------------------- */
+
+typedef struct mb_meas_stats {
+    int n;
+    double median_s, min_s, p90_s, mean_s, cv; /* cv = stdev / mean (sample stdev) */
+} mb_meas_stats;
+
+/* Statistics of n samples (seconds); samples are not modified. n >= 1. */
+void mb_meas_stats_compute(const double *samples, int n, mb_meas_stats *out);
+
+/* 1 when sampling should stop: n >= min_reps and ((cv <= max_cv and
+ * elapsed >= min_time_s) or n >= max_reps or elapsed >= timeout_s). */
+int mb_meas_should_stop(const mb_meas_config *c, const double *samples, int n,
+                        double elapsed_s);
+
+/* Monotonic clock in seconds. */
+double mb_meas_now_s(void);
+
+/* ---- cache eviction ---------------------------------------------------------- */
+
+/* A buffer that evicts the CPU's last-level cache: 2x LLC, written once with
+ * non-zero data, then read in full (clean lines) by mb_meas_flush_cpu. */
+typedef struct mb_meas_flusher {
+    float *buf;
+    int64_t n;
+    volatile float sink;
+} mb_meas_flusher;
+
+int mb_meas_flusher_init(mb_meas_flusher *f, int64_t llc_bytes, mb_err *err);
+void mb_meas_flush_cpu(mb_meas_flusher *f);
+void mb_meas_flusher_free(mb_meas_flusher *f);
+
+/* ---- running ----------------------------------------------------------------- */
+
+/* Runs plan p (of the variant named in row->variant) at n elements on the CPU
+ * under config c and fills row's timing and check columns (and per_kernel[k]'s
+ * when non-NULL: each kernel's own time within the same samples). row and
+ * per_kernel must come from mb_meas_record_init. A failed check sets
+ * verified = 0 and still returns MB_OK (the row is reported, flagged); *why
+ * (when non-NULL, whysz bytes) gets the first mismatch. MB_ERUN when memory
+ * or threads fail. */
+int mb_meas_cpu_run(const mb_plan *p, int64_t n, const mb_meas_config *c,
+                    mb_meas_record *row, mb_meas_record *per_kernel, char *why, size_t whysz,
+                    mb_err *err);
+
+/* CUDA backend, implemented in measure/cuda_backend.* (measure/cuda_absent.c
+ * when built without CUDA):
+ *
+ * int mb_meas_cuda_available(char *why, size_t whysz);
+ *   1 when a usable GPU is present; else 0 and why gets one line
+ *   ("built without CUDA", "cudaErrorNoDevice: ...").
+ *
+ * int mb_meas_cuda_run(const mb_plan *p, int64_t n, const mb_meas_config *c,
+ *                      mb_meas_record *row, mb_meas_record *per_kernel,
+ *                      char *why, size_t whysz, mb_err *err);
+ *   Same contract as mb_meas_cpu_run: row (and per_kernel, plan->n_kernels
+ *   entries, or NULL) come from mb_meas_record_init; fills device, backend
+ *   "cuda", reps, time_s_*, time_cv, dram_*_bytes (-1 without counters),
+ *   counters, max_rel_err, verified (check against the float64 reference with
+ *   mb_kern_verify on host copies; mb_kern_gradcheck for backward plans).
+ *   Returns MB_OK (also for a failed check: verified = 0, why says what),
+ *   MB_ERUN on a CUDA failure (err says which call). */
+int mb_meas_cuda_available(char *why, size_t whysz);
+int mb_meas_cuda_run(const mb_plan *p, int64_t n, const mb_meas_config *c,
+                     mb_meas_record *row, mb_meas_record *per_kernel, char *why, size_t whysz,
+                     mb_err *err);
+
+/* Picks the backend for AUTO (CUDA if available, else CPU) and says why in
+ * note (one line, may be NULL). Explicit CUDA without a GPU: MB_ERUN. */
+int mb_meas_resolve_backend(mb_meas_backend want, mb_meas_backend *got, char *note,
+                            size_t notesz, mb_err *err);
+
+/* Runs one row on backend b (CPU or CUDA, not AUTO). */
+int mb_meas_run(mb_meas_backend b, const mb_plan *p, int64_t n, const mb_meas_config *c,
+                mb_meas_record *row, mb_meas_record *per_kernel, char *why, size_t whysz,
+                mb_err *err);
+
+/* ---- calibration ------------------------------------------------------------ */
+
+/* This machine's roofs, measured by mb_meas_calibrate_cpu. Bandwidths count
+ * requested bytes (STREAM's convention: copy = read n + write n), all threads,
+ * arrays >= 4x the last-level cache, median of the timed repetitions. */
+typedef struct mb_meas_calib {
+    double copy_gbs;        /* copy with non-temporal stores (what the executors do) */
+    double copy_plain_gbs;  /* copy with ordinary stores (pays read-for-ownership) */
+    double read_gbs;        /* read-only sum */
+    double write_gbs;       /* fill with non-temporal stores */
+    double write_plain_gbs; /* fill with ordinary stores */
+    double fp32_tflops;     /* FMA peak, register resident */
+    double op_geps[MB_OP_COUNT]; /* elements/s of each op through the executor's
+                                    tile primitive, L1-resident, all threads, 1e9/s */
+    double pass_overhead_us;/* one executor pass over a tiny array (fork/join) */
+    int64_t llc_bytes;
+    int64_t stream_n;       /* f32 elements per array */
+    int threads;
+    double mem_gb;          /* physical memory, 1e9 B */
+} mb_meas_calib;
+
+/* Measures the CPU with threads threads (<= 0: all cores). quick != 0 uses
+ * fewer repetitions and cache-sized arrays (for tests: numbers not for the
+ * model). progress (may be NULL) is called with a short label per step.
+ * MB_ERUN when memory runs out. */
+int mb_meas_calibrate_cpu(int threads, int quick, void (*progress)(const char *label),
+                          mb_meas_calib *out, mb_err *err);
+
+/* A device spec for the calibrated CPU: name "local-cpu", kind "cpu",
+ * mem_bandwidth_gbs = the best of copy/read/write, measured_bandwidth_gbs =
+ * copy (non-temporal, what the executors achieve), cache_mb = LLC, fp32 and
+ * bf16 rates = the FMA peak (no bf16 units used), per-op rates, per-pass
+ * overhead; label, measured_at (host and date) and source filled. */
+void mb_meas_calib_to_device(const mb_meas_calib *c, const char *command_line, mb_device *d);
+
+/* ---- CSV --------------------------------------------------------------------- */
+
+/* Provenance written as leading '#' lines. Strings may be empty. */
+typedef struct mb_meas_provenance {
+    char cpu_model[128];
+    char compiler[128];
+    char git_commit[64];
+    char date[64];        /* ISO 8601, UTC */
+    char host[128];
+    char settings[512];   /* e.g. "cold=1 min_reps=10 max_cv=0.02 threads=2 exec=auto" */
+    char extra[1024];     /* more lines (GPU name, clocks, driver), '\n'-separated */
+} mb_meas_provenance;
+
+/* Fills cpu_model (/proc/cpuinfo), compiler, git commit (MB_GIT_COMMIT at
+ * build time, else "unknown"), date, host; settings from c (may be NULL). */
+void mb_meas_provenance_fill(mb_meas_provenance *pv, const mb_meas_config *c);
+
+/* Settings line of a config ("cold=1 reps>=10 ..."), into buf. */
+void mb_meas_settings_str(const mb_meas_config *c, const char *exec_extra, char *buf,
+                          size_t bufsz);
+
+/* Writes the provenance lines ("# key: value"). */
+void mb_meas_csv_provenance(FILE *fp, const mb_meas_provenance *pv);
+
+/* Writes the header row; per_kernel adds the trailing "kernel" column. */
+void mb_meas_csv_header(FILE *fp, int per_kernel);
+
+/* Writes one row (fields quoted where needed; dram -1 written empty). */
+void mb_meas_csv_row(FILE *fp, const mb_meas_record *r, int per_kernel);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

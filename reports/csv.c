@@ -1,0 +1,379 @@
+/* csv.c — reads measurement CSVs (design.md, "Measurement records") into
+ * mb_rpt_row records, keeping "#" provenance lines. Columns are found by
+ * name. Does not interpret rows against the model (join.c does). */
+#include "report_int.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Columns of the contract. Required ones must be in the header. */
+enum {
+    C_DEVICE, C_BACKEND, C_VARIANT, C_PLAN, C_DTYPE, C_N, C_KERNELS, C_REPS,
+    C_TMED, C_TMIN, C_TP90, C_CV, C_MODEL_T, C_READ, C_WRITE, C_MDRAM_R, C_MDRAM_W,
+    C_DRAM_R, C_DRAM_W, C_COUNTERS, C_MAXERR, C_VERIFIED, C_KERNEL, C_COUNT
+};
+static const struct {
+    const char *name;
+    int required;
+} columns[C_COUNT] = {
+    {"device", 1}, {"backend", 1}, {"variant", 1}, {"plan", 1}, {"dtype", 1}, {"n", 1},
+    {"kernels", 0}, {"reps", 0}, {"time_s_median", 1}, {"time_s_min", 0},
+    {"time_s_p90", 0}, {"time_cv", 0}, {"model_time_s", 0}, {"read_bytes", 0},
+    {"write_bytes", 0}, {"model_dram_read_bytes", 0}, {"model_dram_write_bytes", 0},
+    {"dram_read_bytes", 0}, {"dram_write_bytes", 0}, {"counters", 0},
+    {"max_rel_err", 0}, {"verified", 1}, {"kernel", 0},
+};
+
+#define MAX_FIELDS 64
+
+typedef struct field {
+    char *s;   /* unquoted, NUL-terminated (points into the line scratch) */
+    int col;   /* 1-based character column of its first character */
+} field;
+
+/* Splits one line (NUL-terminated, modified in place) into fields. Quoted
+ * fields ("a, b" with "" for a quote) are unquoted in place. Returns the
+ * field count, or -1 with *bad_col set for an unterminated quote. */
+static int split(char *line, field *f, int max, int *bad_col)
+{
+    int n = 0;
+    char *p = line;
+    for (;;) {
+        if (n == max) return n;
+        int col = (int)(p - line) + 1;
+        while (*p == ' ' || *p == '\t') p++;
+        if (*p == '"') {
+            char *w = p, *r = p + 1;
+            for (;;) {
+                if (*r == '\0') { *bad_col = col; return -1; }
+                if (*r == '"') {
+                    if (r[1] == '"') { *w++ = '"'; r += 2; continue; }
+                    r++;
+                    break;
+                }
+                *w++ = *r++;
+            }
+            char *end_of_value = w;
+            while (*r == ' ' || *r == '\t') r++;
+            f[n].s = p;
+            f[n].col = col;
+            n++;
+            if (*r == ',') { *end_of_value = '\0'; p = r + 1; continue; }
+            if (*r != '\0') { *bad_col = (int)(r - line) + 1; return -1; }
+            *end_of_value = '\0';
+            return n;
+        }
+        char *start = p;
+        while (*p && *p != ',') p++;
+        char *e = p;
+        while (e > start && (e[-1] == ' ' || e[-1] == '\t')) e--;
+        int last = (*p == '\0');
+        *e = '\0';
+        f[n].s = start;
+        f[n].col = col;
+        n++;
+        if (last) return n;
+        p++;
+    }
+}
+
+typedef struct ctx {
+    const char *path;
+    int line;
+    mb_err *err;
+} ctx;
+
+static int bad(ctx *c, const field *f, int colid, const char *what)
+{
+    return mb_err_set(c->err, MB_EINPUT, "%s:%d:%d: column '%s': expected %s, got '%s'", c->path,
+                      c->line, f->col, columns[colid].name, what, f->s);
+}
+
+/* A double; empty gives NaN when allow_empty, else an error. */
+static int get_double(ctx *c, const field *f, int colid, int allow_empty, double *out)
+{
+    if (f->s[0] == '\0') {
+        if (allow_empty) { *out = NAN; return MB_OK; }
+        return bad(c, f, colid, "a number");
+    }
+    char *end;
+    errno = 0;
+    double v = strtod(f->s, &end);
+    if (end == f->s || *end != '\0' || errno == ERANGE)
+        return bad(c, f, colid, "a number");
+    if (!isfinite(v)) {
+        /* "nan" is how some writers spell "not measured" */
+        if (isnan(v) && allow_empty) { *out = NAN; return MB_OK; }
+        return bad(c, f, colid, "a finite number");
+    }
+    *out = v;
+    return MB_OK;
+}
+
+/* A non-negative integer; empty gives -1 when allow_empty. */
+static int get_i64(ctx *c, const field *f, int colid, int allow_empty, int64_t *out)
+{
+    if (f->s[0] == '\0') {
+        if (allow_empty) { *out = -1; return MB_OK; }
+        return bad(c, f, colid, "an integer");
+    }
+    const char *s = f->s;
+    if (!isdigit((unsigned char)s[0])) return bad(c, f, colid, "a non-negative integer");
+    char *end;
+    errno = 0;
+    long long v = strtoll(s, &end, 10);
+    if (*end != '\0' || errno == ERANGE || v < 0)
+        return bad(c, f, colid, "a non-negative integer");
+    *out = (int64_t)v;
+    return MB_OK;
+}
+
+static void copy_str(char *dst, size_t size, const char *s)
+{
+    snprintf(dst, size, "%s", s);
+}
+
+void mb_rpt_set_init(mb_rpt_set *s)
+{
+    memset(s, 0, sizeof *s);
+}
+
+void mb_rpt_set_free(mb_rpt_set *s)
+{
+    free(s->rows);
+    free(s->files);
+    free(s->prov);
+    free(s->groups);
+    free(s->verdicts);
+    memset(s, 0, sizeof *s);
+}
+
+static int add_prov(mb_rpt_set *s, const char *path, const char *text)
+{
+    if (s->n_prov % 32 == 0) {
+        void *p = realloc(s->prov, (size_t)(s->n_prov + 32) * sizeof *s->prov);
+        if (!p) return MB_ERUN;
+        s->prov = p;
+    }
+    const char *base = strrchr(path, '/');
+    snprintf(s->prov[s->n_prov++], sizeof s->prov[0], "%s: %s", base ? base + 1 : path, text);
+    return MB_OK;
+}
+
+static int read_all(const char *path, char **out, mb_err *err)
+{
+    FILE *fp = fopen(path, "rb");
+    if (!fp) return mb_err_set(err, MB_EINPUT, "%s: cannot open: %s", path, strerror(errno));
+    size_t cap = 1 << 16, len = 0;
+    char *buf = malloc(cap);
+    if (!buf) { fclose(fp); return mb_err_set(err, MB_ERUN, "%s: out of memory", path); }
+    size_t got;
+    while ((got = fread(buf + len, 1, cap - len - 1, fp)) > 0) {
+        len += got;
+        if (cap - len - 1 == 0) {
+            if (cap > ((size_t)1 << 30)) {
+                free(buf);
+                fclose(fp);
+                return mb_err_set(err, MB_EINPUT, "%s: larger than 1 GiB", path);
+            }
+            char *nb = realloc(buf, cap * 2);
+            if (!nb) { free(buf); fclose(fp); return mb_err_set(err, MB_ERUN, "%s: out of memory", path); }
+            buf = nb;
+            cap *= 2;
+        }
+    }
+    int rerr = ferror(fp);
+    fclose(fp);
+    if (rerr) { free(buf); return mb_err_set(err, MB_ERUN, "%s: read error", path); }
+    buf[len] = '\0';
+    if (memchr(buf, '\0', len))
+        { free(buf); return mb_err_set(err, MB_EINPUT, "%s: not a text file (NUL byte)", path); }
+    *out = buf;
+    return MB_OK;
+}
+
+static int parse_row(ctx *c, const int *pos, field *f, int nf, mb_rpt_row *r)
+{
+    int rc;
+    memset(r, 0, sizeof *r);
+    copy_str(r->file, sizeof r->file, c->path);
+    r->line = c->line;
+    r->group = -1;
+    r->dev = -1;
+    /* strings */
+    const field *fd = &f[pos[C_DEVICE]];
+    if (!fd->s[0]) return bad(c, fd, C_DEVICE, "a device id or spec file");
+    copy_str(r->device, sizeof r->device, fd->s);
+    r->device_col = fd->col;
+    static const int strcols[] = {C_BACKEND, C_VARIANT, C_PLAN, C_DTYPE};
+    char *dst[] = {r->backend, r->variant, r->plan, r->dtype};
+    size_t sz[] = {sizeof r->backend, sizeof r->variant, sizeof r->plan, sizeof r->dtype};
+    for (int i = 0; i < 4; i++) {
+        const field *x = &f[pos[strcols[i]]];
+        if (!x->s[0]) return bad(c, x, strcols[i], "a name");
+        if (strlen(x->s) >= sz[i]) return bad(c, x, strcols[i], "a shorter name");
+        copy_str(dst[i], sz[i], x->s);
+        r->col_of[i] = x->col;
+    }
+    r->col_of[4] = f[pos[C_N]].col;
+    if ((rc = get_i64(c, &f[pos[C_N]], C_N, 0, &r->n))) return rc;
+    if (r->n < 1 || r->n > MB_N_MAX) return bad(c, &f[pos[C_N]], C_N, "n in [1, 2^44]");
+
+    /* verified first: a failed row may leave its times empty */
+    const field *fv = &f[pos[C_VERIFIED]];
+    if (!strcmp(fv->s, "1") || !strcmp(fv->s, "true")) r->verified = 1;
+    else if (!strcmp(fv->s, "0") || !strcmp(fv->s, "false")) r->verified = 0;
+    else return bad(c, fv, C_VERIFIED, "1 or 0");
+
+    double d;
+    if ((rc = get_double(c, &f[pos[C_TMED]], C_TMED, !r->verified, &r->time_s_median))) return rc;
+    if (r->verified && !(r->time_s_median > 0))
+        return bad(c, &f[pos[C_TMED]], C_TMED, "a time > 0 s");
+    struct { int col; double *dst; } opt_d[] = {
+        {C_TMIN, &r->time_s_min}, {C_TP90, &r->time_s_p90}, {C_CV, &r->time_cv},
+        {C_MODEL_T, &r->model_time_s}, {C_MAXERR, &r->max_rel_err},
+    };
+    for (size_t i = 0; i < sizeof opt_d / sizeof opt_d[0]; i++) {
+        *opt_d[i].dst = NAN;
+        if (pos[opt_d[i].col] < 0) continue;
+        if ((rc = get_double(c, &f[pos[opt_d[i].col]], opt_d[i].col, 1, &d))) return rc;
+        if (d < 0) return bad(c, &f[pos[opt_d[i].col]], opt_d[i].col, "a number >= 0");
+        *opt_d[i].dst = d;
+    }
+    struct { int col; int64_t *dst; } opt_i[] = {
+        {C_READ, &r->read_bytes}, {C_WRITE, &r->write_bytes},
+        {C_DRAM_R, &r->dram_read_bytes}, {C_DRAM_W, &r->dram_write_bytes},
+    };
+    for (size_t i = 0; i < sizeof opt_i / sizeof opt_i[0]; i++) {
+        *opt_i[i].dst = -1;
+        if (pos[opt_i[i].col] < 0) continue;
+        if ((rc = get_i64(c, &f[pos[opt_i[i].col]], opt_i[i].col, 1, opt_i[i].dst))) return rc;
+    }
+    r->has_dram = r->dram_read_bytes >= 0 && r->dram_write_bytes >= 0;
+    if ((r->dram_read_bytes >= 0) != (r->dram_write_bytes >= 0)) {
+        int colid = r->dram_read_bytes >= 0 ? C_DRAM_W : C_DRAM_R;
+        return bad(c, &f[pos[colid]], colid, "both dram_read_bytes and dram_write_bytes, or neither");
+    }
+    int64_t k = -1;
+    r->kernels = r->reps = -1;
+    if (pos[C_KERNELS] >= 0) {
+        if ((rc = get_i64(c, &f[pos[C_KERNELS]], C_KERNELS, 1, &k))) return rc;
+        r->kernels = k > 1000000 ? 1000000 : (int)k;
+    }
+    if (pos[C_REPS] >= 0) {
+        if ((rc = get_i64(c, &f[pos[C_REPS]], C_REPS, 1, &k))) return rc;
+        r->reps = k > 1000000000 ? 1000000000 : (int)k;
+    }
+    if (pos[C_COUNTERS] >= 0) copy_str(r->counters, sizeof r->counters, f[pos[C_COUNTERS]].s);
+    (void)nf;
+    return MB_OK;
+}
+
+int mb_rpt_read_csv(mb_rpt_set *s, const char *path, mb_err *err)
+{
+    char *text = NULL;
+    int rc = read_all(path, &text, err);
+    if (rc) return rc;
+    if (s->n_files % 8 == 0) {
+        void *p = realloc(s->files, (size_t)(s->n_files + 8) * sizeof *s->files);
+        if (!p) { free(text); return mb_err_set(err, MB_ERUN, "out of memory"); }
+        s->files = p;
+    }
+    copy_str(s->files[s->n_files++], sizeof s->files[0], path);
+
+    ctx c = {path, 0, err};
+    int pos[C_COUNT];
+    for (int i = 0; i < C_COUNT; i++) pos[i] = -1;
+    int have_header = 0, header_fields = 0, rows = 0, header_line = 0;
+    field f[MAX_FIELDS];
+    char *p = text;
+    rc = MB_OK;
+    while (*p) {
+        char *line = p;
+        char *nl = strchr(p, '\n');
+        if (nl) { *nl = '\0'; p = nl + 1; } else p += strlen(p);
+        c.line++;
+        size_t len = strlen(line);
+        if (len && line[len - 1] == '\r') line[--len] = '\0';
+        if (c.line == 1 && (unsigned char)line[0] == 0xEF && (unsigned char)line[1] == 0xBB &&
+            (unsigned char)line[2] == 0xBF)
+            line += 3; /* UTF-8 byte order mark */
+        const char *q = line;
+        while (*q == ' ' || *q == '\t') q++;
+        if (*q == '\0') continue;
+        if (*q == '#') {
+            q++;
+            while (*q == ' ') q++;
+            if (add_prov(s, path, q)) { rc = mb_err_set(err, MB_ERUN, "out of memory"); break; }
+            continue;
+        }
+        int bad_col = 0;
+        int nf = split(line, f, MAX_FIELDS, &bad_col);
+        if (nf < 0) {
+            rc = mb_err_set(err, MB_EINPUT, "%s:%d:%d: unterminated or malformed quoted field",
+                            path, c.line, bad_col);
+            break;
+        }
+        if (!have_header) {
+            have_header = 1;
+            header_fields = nf;
+            header_line = c.line;
+            for (int i = 0; i < nf; i++) {
+                for (int k = 0; k < C_COUNT; k++) {
+                    if (strcmp(f[i].s, columns[k].name) != 0) continue;
+                    if (pos[k] >= 0) {
+                        rc = mb_err_set(err, MB_EINPUT, "%s:%d:%d: column '%s' appears twice",
+                                        path, c.line, f[i].col, f[i].s);
+                        goto done;
+                    }
+                    pos[k] = i;
+                }
+            }
+            for (int k = 0; k < C_COUNT; k++) {
+                if (columns[k].required && pos[k] < 0) {
+                    int endcol = (int)strlen(line) + 1;
+                    rc = mb_err_set(err, MB_EINPUT,
+                                    "%s:%d:%d: missing column '%s' (the header must name "
+                                    "device, backend, variant, plan, dtype, n, time_s_median "
+                                    "and verified)",
+                                    path, c.line, endcol, columns[k].name);
+                    goto done;
+                }
+            }
+            continue;
+        }
+        if (nf != header_fields) {
+            int col = nf > header_fields ? f[header_fields].col : (int)strlen(line) + 1;
+            rc = mb_err_set(err, MB_EINPUT, "%s:%d:%d: %d fields, but the header (line %d) has %d",
+                            path, c.line, col, nf, header_line, header_fields);
+            break;
+        }
+        if (pos[C_KERNEL] >= 0 && f[pos[C_KERNEL]].s[0]) {
+            s->n_kernel_rows_skipped++; /* per-kernel rows: the totals file carries the claims */
+            continue;
+        }
+        if (s->n_rows == s->cap_rows) {
+            int cap = s->cap_rows ? 2 * s->cap_rows : 64;
+            void *np = realloc(s->rows, (size_t)cap * sizeof *s->rows);
+            if (!np) { rc = mb_err_set(err, MB_ERUN, "out of memory"); break; }
+            s->rows = np;
+            s->cap_rows = cap;
+        }
+        if ((rc = parse_row(&c, pos, f, nf, &s->rows[s->n_rows]))) break;
+        s->n_rows++;
+        rows++;
+    }
+done:
+    if (rc == MB_OK && !have_header)
+        rc = mb_err_set(err, MB_EINPUT, "%s:%d:1: no header row (expected device,backend,...)",
+                        path, c.line + 1);
+    else if (rc == MB_OK && rows == 0)
+        rc = mb_err_set(err, MB_EINPUT, "%s:%d:1: no measurement rows after the header (line %d)",
+                        path, c.line + 1, header_line);
+    free(text);
+    return rc;
+}

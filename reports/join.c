@@ -1,0 +1,177 @@
+/* join.c — joins measurement rows with the model's prediction for the same
+ * variant, plan, dtype, n and device; holds the lecture's series table.
+ * Does not fit (fit.c) or write anything. */
+#include "report_int.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+const rpt_series rpt_lecture[RPT_N_LECTURE] = {
+    {"copy", "eager", MB_F32, 0, (int64_t)1 << 25, "2n"},
+    {"copy", "eager", MB_BF16, 0, (int64_t)1 << 25, "2n"},
+    {"sin2_plus_cos2", "eager", MB_F32, 1, (int64_t)1 << 24, "11n"},
+    {"sin2_plus_cos2", "fused", MB_F32, 1, (int64_t)1 << 24, "2n"},
+    {"gelu_tanh", "eager", MB_F32, 2, (int64_t)1 << 24, "18n"},
+    {"gelu_tanh", "fused", MB_F32, 2, (int64_t)1 << 24, "2n"},
+    {"sigmoid3", "eager", MB_F32, 3, (int64_t)1 << 20, "15n"},
+    {"sigmoid3", "store", MB_F32, 3, (int64_t)1 << 20, "9n"},
+    {"sigmoid3", "recompute", MB_F32, 3, (int64_t)1 << 20, "5n"},
+};
+
+const char *const rpt_panel_titles[RPT_N_PANELS] = {
+    "low precision: copy f32 vs bf16",
+    "fusion: sin^2(x) + cos^2(x)",
+    "fusion: GELU (tanh form)",
+    "recomputation: sigmoid^3, forward + backward",
+    "other variants",
+};
+
+int rpt_panel_of(const char *variant)
+{
+    for (int i = 0; i < RPT_N_LECTURE; i++)
+        if (!strcmp(rpt_lecture[i].variant, variant)) return rpt_lecture[i].panel;
+    return RPT_N_PANELS - 1;
+}
+
+const char *rpt_lecture_count(const char *variant, const char *plan, mb_dtype dt)
+{
+    for (int i = 0; i < RPT_N_LECTURE; i++)
+        if (!strcmp(rpt_lecture[i].variant, variant) && !strcmp(rpt_lecture[i].plan, plan))
+            return rpt_lecture[i].lecture_count;
+    (void)dt;
+    return NULL;
+}
+
+static int estimate_graph(const mb_graph *g, const char *plan, int64_t n, const mb_device *d,
+                          mb_estimate *out, double op_per_elem[MB_OP_COUNT], mb_err *err)
+{
+    mb_plan_kind k;
+    if (mb_plan_parse(plan, &k) != MB_OK)
+        return mb_err_set(err, MB_EINPUT, "unknown plan '%s' (eager, fused, store, recompute)", plan);
+    mb_plan *p = NULL;
+    int rc = mb_plan_build(g, k, &p, err);
+    if (rc) return rc;
+    rc = mb_estimate_plan(p, n, d, out, err);
+    if (rc == MB_OK && op_per_elem) {
+        for (int i = 0; i < MB_OP_COUNT; i++) op_per_elem[i] = 0;
+        for (int k2 = 0; k2 < p->n_kernels; k2++) {
+            const mb_kernel *kn = &p->kernels[k2];
+            for (int j = 0; j < kn->n_nodes; j++) {
+                mb_op op = p->g->nodes[kn->nodes[j]].op;
+                if (op != MB_OP_INPUT && (int)op < MB_OP_COUNT) op_per_elem[op] += 1.0;
+            }
+        }
+    }
+    mb_plan_free(p);
+    return rc;
+}
+
+int rpt_estimate(const char *variant, const char *plan, mb_dtype dt, int64_t n,
+                 const mb_device *d, mb_estimate *out, double op_per_elem[MB_OP_COUNT],
+                 mb_err *err)
+{
+    mb_graph *g = NULL;
+    int rc;
+    memset(out, 0, sizeof *out);
+    if (!strncmp(variant, "expr:", 5)) rc = mb_parse_expr(variant + 5, dt, &g, err);
+    else rc = mb_variant_load(variant, dt, &g, err);
+    if (rc) return rc;
+    rc = estimate_graph(g, plan, n, d, out, op_per_elem, err);
+    mb_graph_free(g);
+    return rc;
+}
+
+/* Finds or loads the device named key (a table id or spec file; a relative
+ * path is also tried beside the CSV). Returns its index or -1 with err set. */
+static int device_index(mb_rpt_set *s, const char *key, const char *csv_path, mb_err *err)
+{
+    for (int i = 0; i < s->n_devices; i++)
+        if (!strcmp(s->device_keys[i], key)) return i;
+    if (s->n_devices == MB_RPT_MAX_DEVICES) {
+        mb_err_set(err, MB_EINPUT, "more than %d devices", MB_RPT_MAX_DEVICES);
+        return -1;
+    }
+    mb_device d;
+    int rc = mb_device_find(key, &d, err);
+    if (rc && key[0] != '/' && (strchr(key, '/') || strstr(key, ".ini")) && csv_path) {
+        /* a spec path relative to the CSV that names it */
+        const char *slash = strrchr(csv_path, '/');
+        if (slash) {
+            char alt[1024];
+            snprintf(alt, sizeof alt, "%.*s/%s", (int)(slash - csv_path), csv_path, key);
+            mb_err e2;
+            if (access(alt, R_OK) == 0) {
+                rc = mb_device_find(alt, &d, &e2);
+                if (rc) *err = e2;
+            }
+        }
+    }
+    if (rc) return -1;
+    s->devices[s->n_devices] = d;
+    snprintf(s->device_keys[s->n_devices], sizeof s->device_keys[0], "%s", key);
+    return s->n_devices++;
+}
+
+int mb_rpt_join(mb_rpt_set *s, const char *device_override, mb_err *err)
+{
+    mb_err e;
+    if (device_override) {
+        if (device_index(s, device_override, NULL, &e) < 0)
+            return mb_err_set(err, MB_EINPUT, "--device: %s", e.msg);
+    }
+    for (int i = 0; i < s->n_rows; i++) {
+        mb_rpt_row *r = &s->rows[i];
+        const char *key = device_override ? device_override : r->device;
+        r->dev = device_index(s, key, r->file, &e);
+        if (r->dev < 0)
+            return mb_err_set(err, MB_EINPUT, "%s:%d:%d: column 'device': %s", r->file, r->line,
+                              r->device_col, e.msg);
+        mb_dtype dt;
+        if (mb_dtype_parse(r->dtype, &dt) != MB_OK)
+            return mb_err_set(err, MB_EINPUT, "%s:%d:%d: column 'dtype': unknown dtype '%s' "
+                              "(f32, bf16, f16)", r->file, r->line, r->col_of[3], r->dtype);
+        mb_plan_kind pk;
+        if (mb_plan_parse(r->plan, &pk) != MB_OK)
+            return mb_err_set(err, MB_EINPUT, "%s:%d:%d: column 'plan': unknown plan '%s' "
+                              "(eager, fused, store, recompute)", r->file, r->line,
+                              r->col_of[2], r->plan);
+        mb_graph *g = NULL;
+        if (mb_variant_load(r->variant, dt, &g, &e) != MB_OK)
+            return mb_err_set(err, MB_EINPUT, "%s:%d:%d: column 'variant': %s", r->file, r->line,
+                              r->col_of[1], e.msg);
+        mb_estimate est;
+        double ops[MB_OP_COUNT];
+        int rc = estimate_graph(g, r->plan, r->n, &s->devices[r->dev], &est, ops, &e);
+        mb_graph_free(g);
+        if (rc)
+            return mb_err_set(err, rc, "%s:%d:%d: %s", r->file, r->line, r->col_of[2], e.msg);
+        r->pred_time_s = est.total.time_s;
+        r->pred_mem_s = est.total.mem_s;
+        r->pred_compute_s = est.total.compute_s;
+        r->pred_launch_s = est.total.launch_s;
+        r->pred_read_bytes = est.total.read_bytes;
+        r->pred_write_bytes = est.total.write_bytes;
+        r->pred_dram_read_bytes = est.total.dram_read_bytes;
+        r->pred_dram_write_bytes = est.total.dram_write_bytes;
+        r->pred_saved_bytes = est.saved_bytes;
+        r->pred_flops = est.total.flops;
+        r->pred_sfu_ops = est.total.sfu_ops;
+        r->pred_kernels = est.n_kernels;
+        r->pred_bound = est.total.bound;
+        for (int k = 0; k < MB_OP_COUNT; k++) r->op_evals[k] = ops[k] * (double)r->n;
+        mb_estimate_free(&est);
+        r->resid_model_rel = r->verified ? r->time_s_median / r->pred_time_s - 1.0 : NAN;
+        r->resid_bytes_rel = NAN;
+        if (r->has_dram) {
+            double model = (double)(r->pred_dram_read_bytes + r->pred_dram_write_bytes);
+            if (model > 0)
+                r->resid_bytes_rel =
+                    (double)(r->dram_read_bytes + r->dram_write_bytes) / model - 1.0;
+        }
+        r->fit_time_s = r->stud_resid = r->resid_time_rel = NAN;
+    }
+    return MB_OK;
+}

@@ -1,0 +1,327 @@
+/* render.c — finds the gnuplot scripts and gnuplot, copies the scripts next
+ * to the data, runs gnuplot headless (one process per figure and format) and
+ * writes render.sh so a user can restyle and redraw. Does not decide what a
+ * figure shows (figures.c and the plots/ scripts do). */
+#define _POSIX_C_SOURCE 200809L
+#include "render_int.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+extern char **environ;
+
+#ifndef MB_PLOTS_INSTALL_DIR
+#define MB_PLOTS_INSTALL_DIR "/usr/local/share/membound/plots"
+#endif
+#ifndef MB_PLOTS_SOURCE_DIR
+#define MB_PLOTS_SOURCE_DIR ""
+#endif
+
+static int has_style(const char *dir)
+{
+    char p[PATH_MAX];
+    snprintf(p, sizeof p, "%s/style.gp", dir);
+    return access(p, R_OK) == 0;
+}
+
+const char *mb_rpt_plots_dir(void)
+{
+    static char found[PATH_MAX];
+    const char *env = getenv("MEMBOUND_PLOTS");
+    if (env && *env) {
+        if (has_style(env)) {
+            snprintf(found, sizeof found, "%s", env);
+            return found;
+        }
+        return NULL; /* an explicit setting that is wrong is not silently replaced */
+    }
+    char exe[PATH_MAX];
+    ssize_t len = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (len > 0) {
+        exe[len] = '\0';
+        char *slash = strrchr(exe, '/');
+        if (slash) {
+            *slash = '\0';
+            if (snprintf(found, sizeof found, "%.4000s/../share/membound/plots", exe) <
+                    (int)sizeof found &&
+                has_style(found))
+                return found;
+        }
+    }
+    snprintf(found, sizeof found, "%s", MB_PLOTS_INSTALL_DIR);
+    if (has_style(found)) return found;
+    snprintf(found, sizeof found, "%s", MB_PLOTS_SOURCE_DIR);
+    if (found[0] && has_style(found)) return found;
+    return NULL;
+}
+
+int mb_rpt_find_gnuplot(char *buf, size_t bufsize, mb_err *err)
+{
+    const char *env = getenv("MEMBOUND_GNUPLOT");
+    if (env && *env) {
+        if (access(env, X_OK) == 0) {
+            snprintf(buf, bufsize, "%s", env);
+            return MB_OK;
+        }
+        return mb_err_set(err, MB_ERUN, "gnuplot not found: MEMBOUND_GNUPLOT=%s is not executable",
+                          env);
+    }
+    const char *path = getenv("PATH");
+    if (!path || !*path) path = "/usr/bin:/bin";
+    while (*path) {
+        const char *colon = strchr(path, ':');
+        size_t len = colon ? (size_t)(colon - path) : strlen(path);
+        char cand[PATH_MAX];
+        snprintf(cand, sizeof cand, "%.*s/gnuplot", (int)len, len ? path : ".");
+        if (access(cand, X_OK) == 0) {
+            snprintf(buf, bufsize, "%s", cand);
+            return MB_OK;
+        }
+        if (!colon) break;
+        path = colon + 1;
+    }
+    return mb_err_set(err, MB_ERUN, "gnuplot not found on PATH (install gnuplot, or set "
+                                    "MEMBOUND_GNUPLOT)");
+}
+
+int mb_rpt_parse_formats(const char *s, unsigned *out, mb_err *err)
+{
+    unsigned f = 0;
+    const char *p = s;
+    while (*p) {
+        const char *c = strchr(p, ',');
+        size_t len = c ? (size_t)(c - p) : strlen(p);
+        if (len == 3 && !strncmp(p, "png", 3)) f |= MB_RPT_PNG;
+        else if (len == 3 && !strncmp(p, "svg", 3)) f |= MB_RPT_SVG;
+        else if (len == 3 && !strncmp(p, "pdf", 3)) f |= MB_RPT_PDF;
+        else
+            return mb_err_set(err, MB_EINPUT, "unknown figure format '%.*s' (png, svg, pdf)",
+                              (int)len, p);
+        if (!c) break;
+        p = c + 1;
+    }
+    if (!f) return mb_err_set(err, MB_EINPUT, "no figure format given (png, svg, pdf)");
+    *out = f;
+    return MB_OK;
+}
+
+int mb_rpt_mkdirs(const char *dir, mb_err *err)
+{
+    char p[PATH_MAX];
+    if (snprintf(p, sizeof p, "%s", dir) >= (int)sizeof p)
+        return mb_err_set(err, MB_EINPUT, "%s: path too long", dir);
+    for (char *s = p + 1; ; s++) {
+        if (*s == '/' || *s == '\0') {
+            char c = *s;
+            *s = '\0';
+            if (mkdir(p, 0777) != 0 && errno != EEXIST)
+                return mb_err_set(err, MB_ERUN, "%s: cannot create directory: %s", p, strerror(errno));
+            *s = c;
+            if (!c) break;
+        }
+    }
+    struct stat st;
+    if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode))
+        return mb_err_set(err, MB_ERUN, "%s: not a directory", dir);
+    return MB_OK;
+}
+
+int rpt_fig_begin(rpt_fig_ctx *fc, const char *dir, unsigned formats, int render,
+                  mb_rpt_figures *out, mb_err *err)
+{
+    memset(fc, 0, sizeof *fc);
+    memset(out, 0, sizeof *out);
+    snprintf(fc->dir, sizeof fc->dir, "%s", dir);
+    snprintf(out->dir, sizeof out->dir, "%s", dir);
+    fc->formats = formats ? formats : MB_RPT_PNG;
+    fc->render = render;
+    fc->out = out;
+    fc->err = err;
+    int rc = mb_rpt_mkdirs(dir, err);
+    if (rc) return rc;
+    fc->plots = mb_rpt_plots_dir();
+    if (render) {
+        mb_err e;
+        if (mb_rpt_find_gnuplot(fc->gnuplot, sizeof fc->gnuplot, &e) == MB_OK) fc->have_gnuplot = 1;
+        else {
+            out->gnuplot_missing = 1;
+            snprintf(out->render_error, sizeof out->render_error, "%s", e.msg);
+        }
+    }
+    return MB_OK;
+}
+
+int rpt_fig_open(rpt_fig_ctx *fc, const char *name, mb_outfile *of, FILE **fp)
+{
+    char path[PATH_MAX];
+    snprintf(path, sizeof path, "%s/%s.dat", fc->dir, name);
+    int rc = mb_outfile_open(of, path, fc->err);
+    if (rc) return rc;
+    *fp = of->fp;
+    return MB_OK;
+}
+
+static int copy_file(const char *from, const char *to, mb_err *err)
+{
+    FILE *in = fopen(from, "rb");
+    if (!in) return mb_err_set(err, MB_ERUN, "%s: cannot read: %s", from, strerror(errno));
+    mb_outfile of;
+    int rc = mb_outfile_open(&of, to, err);
+    if (rc) { fclose(in); return rc; }
+    char buf[8192];
+    size_t n;
+    while ((n = fread(buf, 1, sizeof buf, in)) > 0) fwrite(buf, 1, n, of.fp);
+    int bad = ferror(in);
+    fclose(in);
+    if (bad) {
+        mb_outfile_abort(&of);
+        return mb_err_set(err, MB_ERUN, "%s: read error", from);
+    }
+    return mb_outfile_commit(&of, err);
+}
+
+/* Copies plots/<script>.gp (and style.gp, once) into the figure directory. */
+static int copy_script(rpt_fig_ctx *fc, const char *script)
+{
+    if (!fc->plots) return MB_OK;
+    for (int i = 0; i < fc->n_copied; i++)
+        if (!strcmp(fc->copied[i], script)) return MB_OK;
+    char from[PATH_MAX], to[PATH_MAX];
+    int rc;
+    if (fc->n_copied == 0) {
+        snprintf(from, sizeof from, "%s/style.gp", fc->plots);
+        snprintf(to, sizeof to, "%s/style.gp", fc->dir);
+        if ((rc = copy_file(from, to, fc->err))) return rc;
+    }
+    snprintf(from, sizeof from, "%s/%s.gp", fc->plots, script);
+    snprintf(to, sizeof to, "%s/%s.gp", fc->dir, script);
+    if ((rc = copy_file(from, to, fc->err))) return rc;
+    if (fc->n_copied < 16) snprintf(fc->copied[fc->n_copied++], sizeof fc->copied[0], "%s", script);
+    return MB_OK;
+}
+
+/* Runs gnuplot -c script data out (out written to a temporary of the same
+ * extension, renamed when non-empty). Fills msg with the reason on failure. */
+static int run_gnuplot(rpt_fig_ctx *fc, const char *script, const char *name, const char *ext,
+                       char *msg, size_t msgsize)
+{
+    char sp[PATH_MAX], dp[PATH_MAX], op[PATH_MAX], tp[PATH_MAX], lp[PATH_MAX];
+    snprintf(sp, sizeof sp, "%s/%s.gp", fc->dir, script);
+    snprintf(dp, sizeof dp, "%s/%s.dat", fc->dir, name);
+    snprintf(op, sizeof op, "%s/%s.%s", fc->dir, name, ext);
+    snprintf(tp, sizeof tp, "%s/.%s.tmp%ld.%s", fc->dir, name, (long)getpid(), ext);
+    snprintf(lp, sizeof lp, "%s/.%s.log%ld", fc->dir, name, (long)getpid());
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+    posix_spawn_file_actions_addopen(&fa, 1, lp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    posix_spawn_file_actions_adddup2(&fa, 1, 2);
+    char *argv[] = {fc->gnuplot, (char *)"-c", sp, dp, tp, NULL};
+    pid_t pid;
+    int st = posix_spawn(&pid, fc->gnuplot, &fa, NULL, argv, environ);
+    posix_spawn_file_actions_destroy(&fa);
+    if (st != 0) {
+        snprintf(msg, msgsize, "cannot run %s: %s", fc->gnuplot, strerror(st));
+        return MB_ERUN;
+    }
+    int status = 0;
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {}
+    struct stat sb;
+    int ok = WIFEXITED(status) && WEXITSTATUS(status) == 0 && stat(tp, &sb) == 0 && sb.st_size > 0;
+    if (!ok) {
+        /* the first error line gnuplot printed */
+        char line[400] = "", first[400] = "";
+        FILE *lf = fopen(lp, "r");
+        while (lf && fgets(line, sizeof line, lf)) {
+            line[strcspn(line, "\n")] = '\0';
+            if (!first[0] && line[0] && strspn(line, " ^") != strlen(line)) snprintf(first, sizeof first, "%s", line);
+            if (strstr(line, "error") || strstr(line, "Error")) { snprintf(first, sizeof first, "%s", line); break; }
+        }
+        if (lf) fclose(lf);
+        snprintf(msg, msgsize, "gnuplot failed on %s.gp with %s.dat (%s): %s", script, name,
+                 WIFEXITED(status) ? "exit status" : "killed", first[0] ? first : "no output file");
+        unlink(tp);
+        unlink(lp);
+        return MB_ERUN;
+    }
+    unlink(lp);
+    if (rename(tp, op) != 0) {
+        snprintf(msg, msgsize, "%s: cannot rename into place: %s", op, strerror(errno));
+        unlink(tp);
+        return MB_ERUN;
+    }
+    return MB_OK;
+}
+
+int rpt_fig_finish(rpt_fig_ctx *fc, mb_outfile *of, const char *script, const char *name,
+                   const char *title)
+{
+    int rc = mb_outfile_commit(of, fc->err);
+    if (rc) return rc;
+    if ((rc = copy_script(fc, script))) return rc;
+    mb_rpt_figures *out = fc->out;
+    if (out->n >= MB_RPT_MAX_FIGURES) return MB_OK;
+    mb_rpt_figure *f = &out->fig[out->n++];
+    snprintf(f->name, sizeof f->name, "%s", name);
+    snprintf(f->title, sizeof f->title, "%s", title);
+    if (fc->n_cmds < MB_RPT_MAX_FIGURES)
+        snprintf(fc->cmds[fc->n_cmds++], sizeof fc->cmds[0], "%s %s", script, name);
+    if (!fc->render || !fc->have_gnuplot || !fc->plots) return MB_OK;
+    static const struct { unsigned bit; const char *ext; } fmts[] = {
+        {MB_RPT_PNG, "png"}, {MB_RPT_SVG, "svg"}, {MB_RPT_PDF, "pdf"}};
+    int all = 1;
+    for (int i = 0; i < 3; i++) {
+        if (!(fc->formats & fmts[i].bit)) continue;
+        char msg[512];
+        if (run_gnuplot(fc, script, name, fmts[i].ext, msg, sizeof msg) != MB_OK) {
+            all = 0;
+            if (!fc->failed) snprintf(out->render_error, sizeof out->render_error, "%s", msg);
+            fc->failed = 1;
+        }
+    }
+    f->rendered = all;
+    return MB_OK;
+}
+
+int rpt_fig_end(rpt_fig_ctx *fc, int rc)
+{
+    if (rc) return rc;
+    /* render.sh: redraw every figure after editing style.gp or a script */
+    char path[PATH_MAX];
+    snprintf(path, sizeof path, "%s/render.sh", fc->dir);
+    mb_outfile of;
+    if ((rc = mb_outfile_open(&of, path, fc->err))) return rc;
+    FILE *fp = of.fp;
+    fprintf(fp, "#!/bin/sh\n"
+                "# Redraws every figure from its data file: edit style.gp (the shared look)\n"
+                "# or one script, then run this. Usage: sh render.sh [png|svg|pdf]...\n"
+                "set -e\ncd \"$(dirname \"$0\")\"\n[ $# -gt 0 ] || set -- png\n"
+                "for ext in \"$@\"; do\n");
+    for (int i = 0; i < fc->n_cmds; i++) {
+        char script[64], name[96];
+        if (sscanf(fc->cmds[i], "%63s %95s", script, name) != 2) continue;
+        fprintf(fp, "  gnuplot -c %s.gp %s.dat %s.\"$ext\"\n", script, name, name);
+    }
+    fprintf(fp, "done\n");
+    fchmod(fileno(fp), 0755);
+    if ((rc = mb_outfile_commit(&of, fc->err))) return rc;
+    if (!fc->render) return MB_OK;
+    if (!fc->plots)
+        return mb_err_set(fc->err, MB_ERUN,
+                          "gnuplot scripts not found (set MEMBOUND_PLOTS to the plots folder): "
+                          "data files are in %s", fc->dir);
+    if (!fc->have_gnuplot)
+        return mb_err_set(fc->err, MB_ERUN, "%s: figures not drawn; their data and scripts are in %s",
+                          fc->out->render_error, fc->dir);
+    if (fc->failed)
+        return mb_err_set(fc->err, MB_ERUN, "%s", fc->out->render_error);
+    return MB_OK;
+}

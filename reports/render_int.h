@@ -1,0 +1,36 @@
+/* render_int.h — shared by figures.c and render.c only: a figure set being
+ * written (data files through mb_outfile, scripts copied, gnuplot run). */
+#ifndef MEMBOUND_RENDER_INT_H
+#define MEMBOUND_RENDER_INT_H
+
+#include "report.h"
+
+#include <stdio.h>
+
+typedef struct rpt_fig_ctx {
+    char dir[1024];
+    unsigned formats;
+    int render;
+    mb_rpt_figures *out;
+    mb_err *err;
+    const char *plots;          /* scripts' directory, NULL when not found */
+    char gnuplot[1024];
+    int have_gnuplot;
+    char copied[16][32];        /* scripts already copied */
+    int n_copied;
+    char cmds[MB_RPT_MAX_FIGURES][160]; /* "bytes.gp bytes" for render.sh */
+    int n_cmds;
+    int failed;                 /* a rendering failed (message in out->render_error) */
+} rpt_fig_ctx;
+
+int rpt_fig_begin(rpt_fig_ctx *fc, const char *dir, unsigned formats, int render,
+                  mb_rpt_figures *out, mb_err *err);
+/* Opens dir/name.dat; *fp is the stream to write. */
+int rpt_fig_open(rpt_fig_ctx *fc, const char *name, mb_outfile *of, FILE **fp);
+/* Commits the data file, copies plots/script.gp beside it and renders it. */
+int rpt_fig_finish(rpt_fig_ctx *fc, mb_outfile *of, const char *script, const char *name,
+                   const char *title);
+/* Writes render.sh; returns rc, or MB_ERUN when figures could not be drawn. */
+int rpt_fig_end(rpt_fig_ctx *fc, int rc);
+
+#endif

@@ -1,0 +1,277 @@
+/* report.h — the reporter: reads measurement CSVs, joins each row with the
+ * model's prediction, fits time = t0 + bytes / bandwidth (and per-op costs on
+ * CPUs) with GSL, checks the lecture's claims, writes figure data and
+ * gnuplot scripts, report.md / report.html / summary.csv / summary.json.
+ * It does not measure anything (measure/ does) and never exits: every
+ * function returns MB_OK, MB_EINPUT or MB_ERUN and fills an mb_err. */
+#ifndef MEMBOUND_REPORT_H
+#define MEMBOUND_REPORT_H
+
+#include "membound_model.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- measurement rows ------------------------------------------------- */
+
+/* One row of a measurement CSV (design.md, "Measurement records"), plus the
+ * model's prediction for it (filled by mb_rpt_join) and its fit residuals
+ * (filled by mb_rpt_fit). Numbers absent from the file are NaN (doubles)
+ * or -1 (byte counts). */
+typedef struct mb_rpt_row {
+    /* where the row came from */
+    char file[512];
+    int line;
+    /* as read */
+    char device[256];          /* table id or spec-file path, as written */
+    int device_col;            /* character column of the device field */
+    char backend[32];
+    char variant[MB_NAME_MAX];
+    char plan[16];
+    char dtype[8];
+    int64_t n;
+    int kernels, reps;         /* -1 when absent */
+    double time_s_median, time_s_min, time_s_p90, time_cv;
+    double model_time_s;       /* the model time the harness wrote, or NaN */
+    int64_t read_bytes, write_bytes;
+    int has_dram;              /* 1 when dram_read/write_bytes were measured */
+    int64_t dram_read_bytes, dram_write_bytes;
+    char counters[160];
+    double max_rel_err;
+    int verified;              /* 1 passed, 0 failed (never fitted) */
+    int col_of[8];             /* character columns of variant, plan, dtype, n
+                                  (for join errors) */
+
+    /* filled by mb_rpt_join */
+    int dev;                   /* index into mb_rpt_set.devices */
+    double pred_time_s, pred_mem_s, pred_compute_s, pred_launch_s;
+    int64_t pred_read_bytes, pred_write_bytes;           /* the lecture's count */
+    int64_t pred_dram_read_bytes, pred_dram_write_bytes; /* cache-aware */
+    int64_t pred_saved_bytes;
+    double pred_flops, pred_sfu_ops;
+    int pred_kernels;
+    mb_bound pred_bound;
+    double op_evals[MB_OP_COUNT]; /* element evaluations of each op (n per node) */
+
+    /* filled by mb_rpt_fit */
+    int group;                 /* index into mb_rpt_set.groups, -1 if none */
+    int used;                  /* 1 when it entered the bandwidth fit */
+    int outlier;               /* 1 when rejected by the studentised-residual pass */
+    double fit_bytes;          /* the byte count the fit used for this row */
+    double fit_time_s;         /* t0 + bytes / bandwidth */
+    double resid_time_rel;     /* time_s_median / fit_time_s - 1 */
+    double resid_model_rel;    /* time_s_median / pred_time_s - 1 */
+    double stud_resid;         /* externally studentised residual, NaN if none */
+    double resid_bytes_rel;    /* measured DRAM / model DRAM - 1, NaN without counters */
+} mb_rpt_row;
+
+/* ---- fits ------------------------------------------------------------- */
+
+/* A weighted straight line y = c0 + c1 x with 95% confidence half-widths
+ * (Student t, covariance scaled by chi2/dof because the weights are only
+ * relative) and weighted R². */
+typedef struct mb_rpt_line {
+    int n_points, n_used, n_rejected;
+    double c0, c1;
+    double sd0, sd1;           /* standard errors */
+    double ci0, ci1;           /* 95% half-widths */
+    double cov01;
+    double chi2, dof, r2;
+    double resid_sd;           /* sqrt(chi2 / dof) */
+} mb_rpt_line;
+
+/* Fits y = c0 + c1 x by weighted least squares (gsl_fit_wlinear; w are
+ * weights 1/sigma², or all 1). n >= 3. When reject is nonzero and n >= 5,
+ * points whose externally studentised residual exceeds 3 in magnitude are
+ * dropped once and the line refitted. used (may be NULL, n entries) gets 1
+ * for points in the final fit; stud (may be NULL) their studentised residuals
+ * from the first pass. MB_EINPUT for too few points or a degenerate x,
+ * MB_ERUN when GSL fails or a result is not finite. */
+int mb_rpt_fit_line(const double *x, const double *y, const double *w, size_t n, int reject,
+                    unsigned char *used, double *stud, mb_rpt_line *out, mb_err *err);
+
+#define MB_RPT_MAX_PARAMS 16
+
+/* A weighted multilinear fit y = sum_j c_j X_ij. */
+typedef struct mb_rpt_multi {
+    int p;                         /* parameters */
+    char names[MB_RPT_MAX_PARAMS][48];
+    double c[MB_RPT_MAX_PARAMS], sd[MB_RPT_MAX_PARAMS], ci[MB_RPT_MAX_PARAMS];
+    int n_points, rank;
+    int determined;                /* 1 when rank == p and dof >= 1 */
+    double chi2, dof, r2;
+    char note[256];                /* why not determined, what was merged */
+} mb_rpt_multi;
+
+/* Fits y = X c (X row-major, n x p, p <= MB_RPT_MAX_PARAMS) with weights w
+ * by gsl_multifit_wlinear_tsvd. Always fills rank and determined; fills the
+ * coefficients and their 95% half-widths when determined. Returns MB_OK even
+ * when underdetermined (out->determined == 0 says so); MB_ERUN when GSL
+ * fails. names may be NULL. */
+int mb_rpt_fit_multi(const double *X, const double *y, const double *w, size_t n, int p,
+                     const char *const *names, mb_rpt_multi *out, mb_err *err);
+
+/* One device × backend: its bandwidth fit and, where compute matters, the
+ * per-op cost fit. */
+typedef struct mb_rpt_group {
+    char device[MB_NAME_MAX];
+    char backend[32];
+    int dev;                       /* index into mb_rpt_set.devices */
+    int fitted;                    /* 1 when line holds a fit */
+    char why[256];                 /* when not fitted: why */
+    char rows_note[256];           /* which rows the line fit used */
+    char bytes_note[128];          /* measured DRAM bytes or model DRAM bytes */
+    mb_rpt_line line;              /* time_s = c0 + c1 * bytes */
+    double t0_s, t0_ci_s;
+    double bandwidth_gbs, bandwidth_lo_gbs, bandwidth_hi_gbs; /* 95% interval */
+    int has_ops;                   /* 1 when a per-op fit was attempted */
+    mb_rpt_multi ops;              /* time = t0 + bytes/bw + sum ops_k c_k */
+} mb_rpt_group;
+
+/* ---- lecture claims --------------------------------------------------- */
+
+/* One lecture claim checked on one device × backend. Ratios are slow/fast
+ * (a speed-up > 1), or f32/bf16 for precision. NaN where unknown. */
+typedef struct mb_rpt_verdict {
+    char claim[160];
+    char lecture[64];              /* the lecture's figure, e.g. "11n / 2n = 5.5x" */
+    char device[MB_NAME_MAX];
+    char backend[32];
+    int64_t n;                     /* size compared at */
+    double lecture_ratio;
+    double model_bytes_ratio;      /* the model's lecture-count bytes ratio */
+    double model_dram_ratio;       /* the model's cache-aware DRAM ratio at n */
+    double model_time_ratio;       /* the model's time ratio on this device */
+    double meas_time_ratio;        /* measured median time ratio */
+    double meas_bytes_ratio;       /* measured DRAM bytes ratio (counters) */
+    const char *holds;             /* "holds", "does not hold", "no data" */
+    const char *model_agrees;      /* "yes", "no", "no data" */
+    char note[256];
+} mb_rpt_verdict;
+
+/* Tolerances of the verdict table (relative). */
+#define MB_RPT_TOL_BYTES 0.10  /* counters vs a byte-count claim */
+#define MB_RPT_TOL_TIME 0.25   /* measured time ratio vs a claimed/modelled ratio */
+
+/* ---- the set ---------------------------------------------------------- */
+
+#define MB_RPT_MAX_DEVICES 32
+
+typedef struct mb_rpt_set {
+    mb_rpt_row *rows;
+    int n_rows, cap_rows;
+    char (*files)[512];            /* inputs, in order */
+    int n_files;
+    char (*prov)[512];             /* "#" provenance lines, "file: text" */
+    int n_prov;
+    int n_kernel_rows_skipped;     /* per-kernel rows (a "kernel" column) */
+    mb_device devices[MB_RPT_MAX_DEVICES];
+    char device_keys[MB_RPT_MAX_DEVICES][256]; /* how each was named */
+    int n_devices;
+    mb_rpt_group *groups;
+    int n_groups;
+    mb_rpt_verdict *verdicts;
+    int n_verdicts;
+} mb_rpt_set;
+
+void mb_rpt_set_init(mb_rpt_set *s);
+void mb_rpt_set_free(mb_rpt_set *s);
+
+/* Appends the rows of one measurement CSV to s. Columns are found by header
+ * name (any order; extra columns ignored). Required: device, backend,
+ * variant, plan, dtype, n, time_s_median, verified; the others of the
+ * contract are read when present. Empty dram_* fields mean no counters.
+ * Leading and interleaved "#" lines are kept as provenance. Errors
+ * (MB_EINPUT) name "file:line:col" and the column: a missing column, a
+ * malformed number, a file without rows. MB_ERUN when the file cannot be
+ * read. */
+int mb_rpt_read_csv(mb_rpt_set *s, const char *path, mb_err *err);
+
+/* Joins every row with the model: loads its variant at its dtype, builds its
+ * plan and estimates it at its n on its device (the row's device column, a
+ * table id or spec-file path, relative paths also tried beside the CSV;
+ * device_override, when not NULL, replaces it for every row). MB_EINPUT
+ * naming file:line:col for an unknown device, variant, plan or dtype. */
+int mb_rpt_join(mb_rpt_set *s, const char *device_override, mb_err *err);
+
+/* Fits every device × backend group (rows with verified != 1 are skipped),
+ * fills the groups and per-row residuals, then the verdicts. Call after
+ * mb_rpt_join. Groups that cannot be fitted (too few rows) say why in
+ * group.why; that is not an error. MB_ERUN only when GSL fails. */
+int mb_rpt_fit(mb_rpt_set *s, mb_err *err);
+
+/* Fills s->verdicts from the joined, fitted rows (mb_rpt_fit calls it). */
+int mb_rpt_verdicts(mb_rpt_set *s, mb_err *err);
+
+/* ---- figures ---------------------------------------------------------- */
+
+/* Output formats of rendered figures (a bit set). */
+enum { MB_RPT_PNG = 1, MB_RPT_SVG = 2, MB_RPT_PDF = 4 };
+
+/* Parses "png,svg,pdf" into a bit set. MB_EINPUT naming the bad word. */
+int mb_rpt_parse_formats(const char *s, unsigned *out, mb_err *err);
+
+/* Directory of the gnuplot scripts: $MEMBOUND_PLOTS, else
+ * <exe>/../share/membound/plots, else the installed share directory, else
+ * the source tree's plots/. NULL when none holds style.gp. */
+const char *mb_rpt_plots_dir(void);
+
+/* The gnuplot to run: $MEMBOUND_GNUPLOT, else "gnuplot" on PATH. Writes the
+ * resolved path into buf; MB_ERUN when none can be executed. */
+int mb_rpt_find_gnuplot(char *buf, size_t bufsize, mb_err *err);
+
+typedef struct mb_rpt_figure {
+    char name[64];                 /* file stem: "time_vs_n", ... */
+    char title[160];
+    int rendered;                  /* 1 when the PNG (or first format) exists */
+} mb_rpt_figure;
+
+#define MB_RPT_MAX_FIGURES 48
+
+typedef struct mb_rpt_figures {
+    mb_rpt_figure fig[MB_RPT_MAX_FIGURES];
+    int n;
+    char dir[1024];                /* where data, scripts and images are */
+    int gnuplot_missing;           /* 1 when nothing could be rendered */
+    char render_error[512];        /* first rendering error, or "" */
+} mb_rpt_figures;
+
+/* Writes the model-only lecture figures for device d into dir (created if
+ * needed): the data files, the scripts (copied from plots_dir, with
+ * style.gp) and, unless render is 0, the images in the formats asked.
+ * Data files are written even when gnuplot is missing; then out->gnuplot_missing
+ * is set and MB_ERUN returned with a message saying so. */
+int mb_rpt_model_figures(const mb_device *d, const char *dir, unsigned formats, int render,
+                         mb_rpt_figures *out, mb_err *err);
+
+/* The same for a fitted set: bytes per element, time vs n and residuals of
+ * each device × backend group, the roofline of each device with its measured
+ * points, recomputation, and the what-if across the GPU table. */
+int mb_rpt_set_figures(const mb_rpt_set *s, const char *dir, unsigned formats, int render,
+                       mb_rpt_figures *out, mb_err *err);
+
+/* ---- writers ---------------------------------------------------------- */
+
+/* Writes dir/report.md, dir/report.html (figures embedded as base64 PNG),
+ * dir/summary.csv (one line per row with model and residuals),
+ * dir/fits.csv, dir/verdicts.csv and dir/summary.json. Every file appears
+ * whole or not at all. figs may be NULL (no figures section). */
+int mb_rpt_write(const mb_rpt_set *s, const mb_rpt_figures *figs, const char *dir,
+                 mb_err *err);
+
+/* Writes dir/index.md and dir/index.html listing the model-only figures of
+ * device d, with the model's table of the lecture's variants. */
+int mb_rpt_write_model_index(const mb_device *d, const mb_rpt_figures *figs, const char *dir,
+                             mb_err *err);
+
+/* Creates dir and its parents (mode 0777 & ~umask). MB_ERUN naming it. */
+int mb_rpt_mkdirs(const char *dir, mb_err *err);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,164 @@
+/* verdict.c — checks the lecture's claims against the joined, fitted rows of
+ * each device × backend: the lecture's figure, the model's figure for that
+ * device, the measured figure, and whether the claim holds within the
+ * stated tolerance. Does not write anything. */
+#include "report_int.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* A claim compares a slow configuration (a) with a fast one (b); plan NULL
+ * matches any plan (a copy is one kernel whatever the plan). */
+typedef struct claim {
+    const char *text, *lecture;
+    const char *va, *pa;
+    mb_dtype da;
+    const char *vb, *pb;
+    mb_dtype db;
+    double ratio;
+    int64_t n;
+} claim;
+
+static const claim claims[] = {
+    {"low precision: a bf16 copy moves half the bytes of f32 and takes about half the time",
+     "8 B / 4 B per element = 2x", "copy", NULL, MB_F32, "copy", NULL, MB_BF16, 2.0,
+     (int64_t)1 << 25},
+    {"fusion: sin^2+cos^2 fused moves 2n instead of 11n", "11n / 2n = 5.5x", "sin2_plus_cos2",
+     "eager", MB_F32, "sin2_plus_cos2", "fused", MB_F32, 5.5, (int64_t)1 << 24},
+    {"fusion: GELU (tanh) fused moves 2n instead of 18n", "18n / 2n = 9x", "gelu_tanh", "eager",
+     MB_F32, "gelu_tanh", "fused", MB_F32, 9.0, (int64_t)1 << 24},
+    {"recomputation: sigmoid^3 fwd+bwd moves 5n instead of 9n (store)", "9n / 5n = 1.8x",
+     "sigmoid3", "store", MB_F32, "sigmoid3", "recompute", MB_F32, 1.8, (int64_t)1 << 20},
+    {"recomputation: sigmoid^3 fwd+bwd moves 5n instead of 15n (eager)", "15n / 5n = 3x",
+     "sigmoid3", "eager", MB_F32, "sigmoid3", "recompute", MB_F32, 3.0, (int64_t)1 << 20},
+};
+#define N_CLAIMS (int)(sizeof claims / sizeof claims[0])
+
+static int matches(const mb_rpt_row *r, int gi, const char *v, const char *p, mb_dtype dt)
+{
+    mb_dtype rd;
+    if (r->group != gi || !r->verified || !(r->time_s_median > 0)) return 0;
+    if (strcmp(r->variant, v) != 0) return 0;
+    if (p && strcmp(r->plan, p) != 0) return 0;
+    if (mb_dtype_parse(r->dtype, &rd) != MB_OK || rd != dt) return 0;
+    return 1;
+}
+
+/* The row of (v, p, dt) at size n in group gi (an eager plan preferred when p is NULL). */
+static const mb_rpt_row *find(const mb_rpt_set *s, int gi, const char *v, const char *p,
+                              mb_dtype dt, int64_t n)
+{
+    const mb_rpt_row *best = NULL;
+    for (int i = 0; i < s->n_rows; i++) {
+        const mb_rpt_row *r = &s->rows[i];
+        if (r->n != n || !matches(r, gi, v, p, dt)) continue;
+        if (!best || (!strcmp(r->plan, "eager") && strcmp(best->plan, "eager") != 0)) best = r;
+    }
+    return best;
+}
+
+static int within(double measured, double expected, double tol)
+{
+    return isfinite(measured) && isfinite(expected) && expected > 0 &&
+           fabs(measured / expected - 1.0) <= tol;
+}
+
+static void check(const mb_rpt_set *s, int gi, const claim *c, mb_rpt_verdict *v)
+{
+    memset(v, 0, sizeof *v);
+    snprintf(v->claim, sizeof v->claim, "%s", c->text);
+    snprintf(v->lecture, sizeof v->lecture, "%s", c->lecture);
+    snprintf(v->device, sizeof v->device, "%s", s->groups[gi].device);
+    snprintf(v->backend, sizeof v->backend, "%s", s->groups[gi].backend);
+    v->lecture_ratio = c->ratio;
+    v->model_bytes_ratio = v->model_dram_ratio = v->model_time_ratio = NAN;
+    v->meas_time_ratio = v->meas_bytes_ratio = NAN;
+    v->holds = "no data";
+    v->model_agrees = "no data";
+
+    /* the lecture's size when both were measured there, else the largest common size */
+    int64_t n = -1;
+    if (find(s, gi, c->va, c->pa, c->da, c->n) && find(s, gi, c->vb, c->pb, c->db, c->n)) {
+        n = c->n;
+    } else {
+        for (int i = 0; i < s->n_rows; i++) {
+            const mb_rpt_row *r = &s->rows[i];
+            if (!matches(r, gi, c->va, c->pa, c->da) || r->n <= n) continue;
+            if (find(s, gi, c->vb, c->pb, c->db, r->n)) n = r->n;
+        }
+    }
+    if (n < 0) {
+        snprintf(v->note, sizeof v->note, "no verified rows of both %s/%s/%s and %s/%s/%s",
+                 c->va, c->pa ? c->pa : "*", mb_dtype_name(c->da), c->vb, c->pb ? c->pb : "*",
+                 mb_dtype_name(c->db));
+        return;
+    }
+    const mb_rpt_row *a = find(s, gi, c->va, c->pa, c->da, n);
+    const mb_rpt_row *b = find(s, gi, c->vb, c->pb, c->db, n);
+    v->n = n;
+    double ba = (double)(a->pred_read_bytes + a->pred_write_bytes);
+    double bb = (double)(b->pred_read_bytes + b->pred_write_bytes);
+    double da = (double)(a->pred_dram_read_bytes + a->pred_dram_write_bytes);
+    double db = (double)(b->pred_dram_read_bytes + b->pred_dram_write_bytes);
+    v->model_bytes_ratio = bb > 0 ? ba / bb : NAN;
+    v->model_dram_ratio = db > 0 ? da / db : NAN;
+    v->model_time_ratio = b->pred_time_s > 0 ? a->pred_time_s / b->pred_time_s : NAN;
+    v->meas_time_ratio = a->time_s_median / b->time_s_median;
+    int counted = a->has_dram && b->has_dram && (b->dram_read_bytes + b->dram_write_bytes) > 0;
+    if (counted)
+        v->meas_bytes_ratio = (double)(a->dram_read_bytes + a->dram_write_bytes) /
+                              (double)(b->dram_read_bytes + b->dram_write_bytes);
+
+    int time_ok = within(v->meas_time_ratio, c->ratio, MB_RPT_TOL_TIME);
+    int bytes_ok = counted ? within(v->meas_bytes_ratio, c->ratio, MB_RPT_TOL_BYTES) : 1;
+    v->holds = time_ok && bytes_ok ? "holds" : "does not hold";
+    v->model_agrees = within(v->meas_time_ratio, v->model_time_ratio, MB_RPT_TOL_TIME) ? "yes" : "no";
+
+    size_t len = 0;
+    if (!counted)
+        len += (size_t)snprintf(v->note + len, sizeof v->note - len, "time only (no counters). ");
+    else if (!bytes_ok)
+        len += (size_t)snprintf(v->note + len, sizeof v->note - len,
+                                "DRAM bytes ratio %.2f, not %.2f. ", v->meas_bytes_ratio, c->ratio);
+    if (!within(v->model_time_ratio, c->ratio, MB_RPT_TOL_TIME) && len < sizeof v->note) {
+        /* why the model departs from the lecture's count here */
+        char why[160] = "";
+        size_t wl = 0;
+        if (a->pred_bound == MB_BOUND_COMPUTE || b->pred_bound == MB_BOUND_COMPUTE)
+        {
+            int ca = a->pred_bound == MB_BOUND_COMPUTE, cb = b->pred_bound == MB_BOUND_COMPUTE;
+            const char *na = strcmp(a->variant, "copy") ? a->plan : a->dtype;
+            const char *nb = strcmp(b->variant, "copy") ? b->plan : b->dtype;
+            if (ca && cb) wl += (size_t)snprintf(why + wl, sizeof why - wl, "both are compute-bound");
+            else wl += (size_t)snprintf(why + wl, sizeof why - wl, "%s is compute-bound", ca ? na : nb);
+        }
+        if (wl < sizeof why && fabs(v->model_dram_ratio / v->model_bytes_ratio - 1) > 0.1)
+            wl += (size_t)snprintf(why + wl, sizeof why - wl, "%sthe cache serves part of the traffic (DRAM ratio %.2f)",
+                                   wl ? "; " : "", v->model_dram_ratio);
+        double la = a->pred_time_s > 0 ? a->pred_launch_s / a->pred_time_s : 0;
+        double lb = b->pred_time_s > 0 ? b->pred_launch_s / b->pred_time_s : 0;
+        if (wl < sizeof why && fmax(la, lb) > 0.1)
+            wl += (size_t)snprintf(why + wl, sizeof why - wl, "%slaunch overhead is %.0f%% of the time",
+                                   wl ? "; " : "", 100 * fmax(la, lb));
+        len += (size_t)snprintf(v->note + len, sizeof v->note - len,
+                                "the model expects %.2fx on this device: %s. ", v->model_time_ratio,
+                                wl ? why : "not purely memory-bound");
+    }
+    if (n != c->n && len < sizeof v->note)
+        snprintf(v->note + len, sizeof v->note - len, "compared at n = %lld, not the lecture's %lld.",
+                 (long long)n, (long long)c->n);
+}
+
+int mb_rpt_verdicts(mb_rpt_set *s, mb_err *err)
+{
+    free(s->verdicts);
+    s->verdicts = NULL;
+    s->n_verdicts = 0;
+    if (!s->n_groups) return MB_OK;
+    s->verdicts = calloc((size_t)(s->n_groups * N_CLAIMS), sizeof *s->verdicts);
+    if (!s->verdicts) return mb_err_set(err, MB_ERUN, "out of memory");
+    for (int c = 0; c < N_CLAIMS; c++)
+        for (int g = 0; g < s->n_groups; g++) check(s, g, &claims[c], &s->verdicts[s->n_verdicts++]);
+    return MB_OK;
+}

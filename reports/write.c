@@ -1,0 +1,576 @@
+/* write.c — the report's files: report.md and report.html (one document,
+ * rpt_doc), summary.csv, fits.csv, verdicts.csv and summary.json, each
+ * written whole or not at all; and the index of the model-only figures.
+ * Does not compute anything the set does not already hold. */
+#include "report_int.h"
+
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- helpers ------------------------------------------------------------ */
+
+static void csv_str(FILE *fp, const char *s)
+{
+    if (strpbrk(s, ",\"\n")) {
+        fputc('"', fp);
+        for (; *s; s++) {
+            if (*s == '"') fputc('"', fp);
+            fputc(*s == '\n' ? ' ' : *s, fp);
+        }
+        fputc('"', fp);
+    } else {
+        fputs(s, fp);
+    }
+}
+
+static void csv_num(FILE *fp, double v)
+{
+    if (isfinite(v)) fprintf(fp, ",%.9g", v);
+    else fputs(",", fp);
+}
+
+static void csv_i64(FILE *fp, int64_t v)
+{
+    if (v >= 0) fprintf(fp, ",%lld", (long long)v);
+    else fputs(",", fp);
+}
+
+static json_t *jnum(double v) { return isfinite(v) ? json_real(v) : json_null(); }
+static json_t *ji64(int64_t v) { return v >= 0 ? json_integer((json_int_t)v) : json_null(); }
+
+static const char *ratio(char *buf, size_t size, double v)
+{
+    if (!isfinite(v)) return "—";
+    snprintf(buf, size, "%.2fx", v);
+    return buf;
+}
+
+static const char *pow2(char *buf, size_t size, int64_t n)
+{
+    int lg = 0;
+    while (lg < 62 && ((int64_t)1 << lg) < n) lg++;
+    if (n > 0 && ((int64_t)1 << lg) == n) snprintf(buf, size, "2^%d", lg);
+    else snprintf(buf, size, "%lld", (long long)n);
+    return buf;
+}
+
+/* ---- the report document --------------------------------------------------- */
+
+static void verdict_section(rpt_doc *d, const mb_rpt_set *s)
+{
+    rpt_doc_h(d, 2, "Verdict: the lecture's claims on this data");
+    rpt_doc_p(d, "Ratios are slow / fast (a speed-up above 1). A claim **holds** when the measured "
+                 "median-time ratio is within ±%.0f%% of the lecture's ratio and, where DRAM "
+                 "counters ran, the measured bytes ratio is within ±%.0f%% of it. *Model agrees* "
+                 "compares the measured time ratio with the model's time ratio for the same "
+                 "device (±%.0f%%). Model bytes is the lecture's count (the traffic rule); "
+                 "model DRAM is the cache-aware prediction at that n.",
+              100 * MB_RPT_TOL_TIME, 100 * MB_RPT_TOL_BYTES, 100 * MB_RPT_TOL_TIME);
+    static const char *head[] = {"claim", "device (backend)", "n", "lecture", "model bytes",
+                                 "model DRAM", "model time", "measured time", "measured bytes",
+                                 "holds?", "model agrees?", "note"};
+    rpt_doc_table(d, 12, head);
+    for (int i = 0; i < s->n_verdicts; i++) {
+        const mb_rpt_verdict *v = &s->verdicts[i];
+        char dev[160], n[32], a[32], b[32], c[32], e[32], f[32];
+        snprintf(dev, sizeof dev, "%s (%s)", v->device, v->backend);
+        const char *cells[] = {v->claim, dev, v->n > 0 ? pow2(n, sizeof n, v->n) : "—", v->lecture,
+                               ratio(a, sizeof a, v->model_bytes_ratio),
+                               ratio(b, sizeof b, v->model_dram_ratio),
+                               ratio(c, sizeof c, v->model_time_ratio),
+                               ratio(e, sizeof e, v->meas_time_ratio),
+                               ratio(f, sizeof f, v->meas_bytes_ratio), v->holds, v->model_agrees,
+                               v->note};
+        rpt_doc_row(d, cells);
+    }
+    rpt_doc_table_end(d);
+}
+
+static void fit_section(rpt_doc *d, const mb_rpt_set *s)
+{
+    rpt_doc_h(d, 2, "Fits: time = t0 + bytes / bandwidth");
+    rpt_doc_p(d, "Weighted least squares (GSL `gsl_fit_wlinear`), each row weighted by "
+                 "1/(CV × median time)² with the CV floored at 1%%; 95%% confidence intervals from "
+                 "Student's t with the covariance scaled by χ²/dof. Rows whose externally "
+                 "studentised residual exceeds 3 are rejected once and the line refitted. Rows "
+                 "that failed verification are never fitted.");
+    static const char *head[] = {"device", "backend", "rows used", "rejected", "t0 (95% CI)",
+                                 "bandwidth GB/s (95% CI)", "model's bandwidth", "R²", "bytes"};
+    rpt_doc_table(d, 9, head);
+    for (int i = 0; i < s->n_groups; i++) {
+        const mb_rpt_group *g = &s->groups[i];
+        const mb_device *dev = &s->devices[g->dev];
+        char used[32], rej[32], t0[96], bw[128], mbw[96], r2[32], x1[32], x2[32];
+        const char *bws;
+        double model_bw = mb_device_bandwidth_gbs(dev, &bws);
+        snprintf(mbw, sizeof mbw, "%.4g GB/s (%s)", model_bw, bws);
+        if (g->fitted) {
+            snprintf(used, sizeof used, "%d of %d", g->line.n_used, g->line.n_points);
+            snprintf(rej, sizeof rej, "%d", g->line.n_rejected);
+            snprintf(t0, sizeof t0, "%s ± %s", rpt_time(x1, sizeof x1, g->t0_s),
+                     rpt_time(x2, sizeof x2, g->t0_ci_s));
+            if (isfinite(g->bandwidth_gbs))
+                snprintf(bw, sizeof bw, "%.4g [%.4g, %s]", g->bandwidth_gbs, g->bandwidth_lo_gbs,
+                         isfinite(g->bandwidth_hi_gbs) ? rpt_num(x1, sizeof x1, g->bandwidth_hi_gbs, 4)
+                                                       : "unbounded");
+            else
+                snprintf(bw, sizeof bw, "—");
+            rpt_num(r2, sizeof r2, g->line.r2, 4);
+        } else {
+            snprintf(used, sizeof used, "—");
+            snprintf(rej, sizeof rej, "—");
+            snprintf(t0, sizeof t0, "—");
+            snprintf(bw, sizeof bw, "—");
+            snprintf(r2, sizeof r2, "—");
+        }
+        const char *cells[] = {g->device, g->backend, used, rej, t0, bw, mbw, r2, g->bytes_note};
+        rpt_doc_row(d, cells);
+    }
+    rpt_doc_table_end(d);
+    for (int i = 0; i < s->n_groups; i++) {
+        const mb_rpt_group *g = &s->groups[i];
+        const mb_device *dev = &s->devices[g->dev];
+        if (g->rows_note[0]) rpt_doc_p(d, "%s / %s: the line used %s.", g->device, g->backend, g->rows_note);
+        if (g->why[0]) rpt_doc_p(d, "%s / %s: %s", g->device, g->backend, g->why);
+        if (g->fitted && isfinite(g->bandwidth_lo_gbs) && dev->mem_bandwidth_gbs > 0 &&
+            g->bandwidth_lo_gbs > dev->mem_bandwidth_gbs)
+            rpt_doc_p(d, "**Impossible number**: %s / %s: the fitted bandwidth %.4g GB/s (lower "
+                         "bound %.4g) exceeds the device's peak %.4g GB/s. The byte counts "
+                         "understate the traffic (data served from cache, or a wrong element size).",
+                      g->device, g->backend, g->bandwidth_gbs, g->bandwidth_lo_gbs,
+                      dev->mem_bandwidth_gbs);
+        if (!g->has_ops) continue;
+        char h[256];
+        snprintf(h, sizeof h, "Per-op costs, %s / %s: time = t0 + bytes/bandwidth + Σ evals_k × c_k",
+                 g->device, g->backend);
+        rpt_doc_h(d, 3, h);
+        const mb_rpt_multi *m = &g->ops;
+        if (!m->determined) {
+            rpt_doc_p(d, "Not fitted: %s", m->note);
+            continue;
+        }
+        rpt_doc_p(d, "Weighted multilinear fit (GSL `gsl_multifit_wlinear_tsvd`) over %d rows, "
+                     "rank %d, R² %.4f. %s%s", m->n_points, m->rank, m->r2,
+                  m->note[0] ? "Columns: " : "", m->note);
+        static const char *oh[] = {"term", "cost", "95% CI", "as a rate", "significant?"};
+        rpt_doc_table(d, 5, oh);
+        for (int j = 0; j < m->p; j++) {
+            char v[96], ci[96], rate[96];
+            const char *name = m->names[j];
+            if (!strcmp(name, "t0_s")) {
+                rpt_time(v, sizeof v, m->c[j]);
+                char t[64];
+                snprintf(ci, sizeof ci, "± %s", rpt_time(t, sizeof t, m->ci[j]));
+                snprintf(rate, sizeof rate, "—");
+                name = "t0";
+            } else if (!strcmp(name, "s_per_byte")) {
+                snprintf(v, sizeof v, "%.4g ps/B", m->c[j] * 1e12);
+                snprintf(ci, sizeof ci, "± %.3g ps/B", m->ci[j] * 1e12);
+                if (m->c[j] > 0) snprintf(rate, sizeof rate, "%.4g GB/s", 1e-9 / m->c[j]);
+                else snprintf(rate, sizeof rate, "—");
+                name = "per byte";
+            } else {
+                snprintf(v, sizeof v, "%.4g ns/elem", m->c[j] * 1e9);
+                snprintf(ci, sizeof ci, "± %.3g ns/elem", m->ci[j] * 1e9);
+                if (m->c[j] > 0) snprintf(rate, sizeof rate, "%.4g Gelem/s", 1e-9 / m->c[j]);
+                else snprintf(rate, sizeof rate, "—");
+            }
+            const char *cells[] = {name, v, ci, rate, fabs(m->c[j]) > m->ci[j] ? "yes" : "no (CI spans 0)"};
+            rpt_doc_row(d, cells);
+        }
+        rpt_doc_table_end(d);
+    }
+}
+
+static void rows_section(rpt_doc *d, const mb_rpt_set *s)
+{
+    rpt_doc_h(d, 2, "Rows: measured against the model and the fit");
+    rpt_doc_p(d, "measured/model is the median time over the model's roofline time on the row's "
+                 "device; fit residual is the median time over the fitted line minus 1; bytes "
+                 "residual compares counted DRAM bytes with the model's cache-aware DRAM bytes.");
+    static const char *head[] = {"device", "backend", "variant", "plan", "dtype", "n", "verified",
+                                 "median time", "model time", "bound (model)", "measured/model",
+                                 "fit residual", "bytes residual", "fit"};
+    rpt_doc_table(d, 14, head);
+    for (int i = 0; i < s->n_rows; i++) {
+        const mb_rpt_row *r = &s->rows[i];
+        char n[32], t[32], mt[32], mm[32], fr[32], br[32];
+        const char *dev = r->dev >= 0 ? s->devices[r->dev].name : r->device;
+        const char *cells[] = {
+            dev, r->backend, r->variant, r->plan, r->dtype, pow2(n, sizeof n, r->n),
+            r->verified ? "yes" : "FAILED", rpt_time(t, sizeof t, r->time_s_median),
+            rpt_time(mt, sizeof mt, r->pred_time_s), mb_bound_name(r->pred_bound),
+            isfinite(r->resid_model_rel) ? rpt_fmt(mm, sizeof mm, "%.2f", r->resid_model_rel + 1) : "—",
+            isfinite(r->resid_time_rel) ? rpt_fmt(fr, sizeof fr, "%+.1f%%", 100 * r->resid_time_rel) : "—",
+            isfinite(r->resid_bytes_rel) ? rpt_fmt(br, sizeof br, "%+.1f%%", 100 * r->resid_bytes_rel) : "—",
+            !r->verified ? "skipped (failed)" : r->outlier ? "rejected (outlier)" : r->used ? "used" : "not in line fit"};
+        rpt_doc_row(d, cells);
+    }
+    rpt_doc_table_end(d);
+}
+
+static int write_doc(const mb_rpt_set *s, const mb_rpt_figures *figs, const char *dir, mb_err *err)
+{
+    char pm[2048], ph[2048];
+    mb_outfile om, oh;
+    int rc = mb_outfile_open(&om, rpt_path(pm, sizeof pm, dir, "report.md"), err);
+    if (rc) return rc;
+    if ((rc = mb_outfile_open(&oh, rpt_path(ph, sizeof ph, dir, "report.html"), err))) {
+        mb_outfile_abort(&om);
+        return rc;
+    }
+    rpt_doc d = {om.fp, oh.fp, 0, 0};
+    rpt_doc_begin(&d, "membound report: the lecture's claims against measurement");
+    int failed = 0;
+    for (int i = 0; i < s->n_rows; i++) failed += !s->rows[i].verified;
+    char files[1024] = "";
+    for (int i = 0; i < s->n_files; i++) {
+        size_t l = strlen(files);
+        snprintf(files + l, sizeof files - l, "%s`%s`", i ? ", " : "", s->files[i]);
+    }
+    char devs[1024] = "";
+    for (int i = 0; i < s->n_devices; i++) {
+        size_t l = strlen(devs);
+        snprintf(devs + l, sizeof devs - l, "%s%s (%s)", i ? "; " : "", s->devices[i].name,
+                 s->devices[i].label);
+    }
+    rpt_doc_p(&d, "%d measurement rows from %s (%d failed verification and are not fitted%s), "
+                  "joined with the model on %s.", s->n_rows, files, failed,
+              s->n_kernel_rows_skipped ? "; per-kernel rows skipped" : "", devs);
+    verdict_section(&d, s);
+    fit_section(&d, s);
+    if (figs && figs->n) {
+        rpt_doc_h(&d, 2, "Figures");
+        rpt_doc_p(&d, "Each figure's data (`.dat`) and gnuplot script (`.gp`, sharing `style.gp`) "
+                      "are in `figures/`; `sh figures/render.sh png svg pdf` redraws them.");
+        if (figs->gnuplot_missing || figs->render_error[0])
+            rpt_doc_p(&d, "**Figures not drawn**: %s", figs->render_error);
+        for (int i = 0; i < figs->n; i++) {
+            char rel[256];
+            snprintf(rel, sizeof rel, "figures/%s.png", figs->fig[i].name);
+            rpt_doc_h(&d, 3, figs->fig[i].title);
+            if (figs->fig[i].rendered) rpt_doc_img(&d, dir, rel, figs->fig[i].title);
+            else rpt_doc_p(&d, "(not drawn: data in `figures/%s.dat`)", figs->fig[i].name);
+        }
+    }
+    rows_section(&d, s);
+    rpt_doc_h(&d, 2, "Provenance");
+    if (s->n_prov) {
+        size_t cap = (size_t)s->n_prov * 520 + 1, len = 0;
+        char *text = malloc(cap);
+        if (text) {
+            text[0] = '\0';
+            for (int i = 0; i < s->n_prov; i++)
+                len += (size_t)snprintf(text + len, cap - len, "%s%s", i ? "\n" : "", s->prov[i]);
+            rpt_doc_pre(&d, text);
+            free(text);
+        }
+    } else {
+        rpt_doc_p(&d, "The inputs carry no provenance lines.");
+    }
+    for (int i = 0; i < s->n_devices; i++)
+        rpt_doc_p(&d, "Device `%s`: %s. Source: %s%s%s", s->devices[i].name, s->devices[i].label,
+                  s->devices[i].source, s->devices[i].measured_at[0] ? ". Measured: " : "",
+                  s->devices[i].measured_at);
+    rpt_doc_h(&d, 2, "Method");
+    rpt_doc_p(&d, "The model counts each kernel's reads and writes by the traffic rule (the "
+                  "lecture's count), predicts cold-start DRAM bytes with a cache-capacity rule "
+                  "(a read hits when the bytes touched since that tensor's last use, plus its "
+                  "size, fit in the last-level cache; every write reaches DRAM), and times each "
+                  "kernel as launch overhead + max(DRAM bytes / bandwidth, compute time).");
+    rpt_doc_end(&d);
+    if ((rc = mb_outfile_commit(&om, err))) { mb_outfile_abort(&oh); return rc; }
+    return mb_outfile_commit(&oh, err);
+}
+
+/* ---- CSV and JSON ------------------------------------------------------------ */
+
+static int write_csvs(const mb_rpt_set *s, const char *dir, mb_err *err)
+{
+    char p[2048];
+    mb_outfile o;
+    int rc = mb_outfile_open(&o, rpt_path(p, sizeof p, dir, "summary.csv"), err);
+    if (rc) return rc;
+    FILE *fp = o.fp;
+    fputs("file,line,device,backend,variant,plan,dtype,n,verified,time_s_median,time_s_min,"
+          "time_s_p90,time_cv,model_time_s,model_bound,read_bytes,write_bytes,"
+          "model_dram_read_bytes,model_dram_write_bytes,saved_bytes,dram_read_bytes,"
+          "dram_write_bytes,fit_time_s,resid_time_rel,resid_model_rel,resid_bytes_rel,"
+          "stud_resid,fit\n", fp);
+    for (int i = 0; i < s->n_rows; i++) {
+        const mb_rpt_row *r = &s->rows[i];
+        csv_str(fp, r->file);
+        fprintf(fp, ",%d,", r->line);
+        csv_str(fp, r->dev >= 0 ? s->devices[r->dev].name : r->device);
+        fputc(',', fp); csv_str(fp, r->backend);
+        fputc(',', fp); csv_str(fp, r->variant);
+        fprintf(fp, ",%s,%s,%lld,%d", r->plan, r->dtype, (long long)r->n, r->verified);
+        csv_num(fp, r->time_s_median);
+        csv_num(fp, r->time_s_min);
+        csv_num(fp, r->time_s_p90);
+        csv_num(fp, r->time_cv);
+        csv_num(fp, r->pred_time_s);
+        fprintf(fp, ",%s", mb_bound_name(r->pred_bound));
+        csv_i64(fp, r->pred_read_bytes);
+        csv_i64(fp, r->pred_write_bytes);
+        csv_i64(fp, r->pred_dram_read_bytes);
+        csv_i64(fp, r->pred_dram_write_bytes);
+        csv_i64(fp, r->pred_saved_bytes);
+        csv_i64(fp, r->has_dram ? r->dram_read_bytes : -1);
+        csv_i64(fp, r->has_dram ? r->dram_write_bytes : -1);
+        csv_num(fp, r->fit_time_s);
+        csv_num(fp, r->resid_time_rel);
+        csv_num(fp, r->resid_model_rel);
+        csv_num(fp, r->resid_bytes_rel);
+        csv_num(fp, r->stud_resid);
+        fprintf(fp, ",%s\n", !r->verified ? "failed" : r->outlier ? "outlier" : r->used ? "used" : "unused");
+    }
+    if ((rc = mb_outfile_commit(&o, err))) return rc;
+
+    if ((rc = mb_outfile_open(&o, rpt_path(p, sizeof p, dir, "fits.csv"), err))) return rc;
+    fp = o.fp;
+    fputs("device,backend,fitted,n_points,n_used,n_rejected,t0_s,t0_ci_s,bandwidth_gbs,"
+          "bandwidth_lo_gbs,bandwidth_hi_gbs,r2,bytes,note\n", fp);
+    for (int i = 0; i < s->n_groups; i++) {
+        const mb_rpt_group *g = &s->groups[i];
+        csv_str(fp, g->device);
+        fputc(',', fp);
+        csv_str(fp, g->backend);
+        fprintf(fp, ",%d,%d,%d,%d", g->fitted, g->line.n_points, g->line.n_used, g->line.n_rejected);
+        csv_num(fp, g->t0_s);
+        csv_num(fp, g->t0_ci_s);
+        csv_num(fp, g->bandwidth_gbs);
+        csv_num(fp, g->bandwidth_lo_gbs);
+        csv_num(fp, g->bandwidth_hi_gbs);
+        csv_num(fp, g->fitted ? g->line.r2 : NAN);
+        fputc(',', fp);
+        csv_str(fp, g->bytes_note);
+        fputc(',', fp);
+        csv_str(fp, g->why[0] ? g->why : g->rows_note);
+        fputc('\n', fp);
+    }
+    if ((rc = mb_outfile_commit(&o, err))) return rc;
+
+    if ((rc = mb_outfile_open(&o, rpt_path(p, sizeof p, dir, "verdicts.csv"), err))) return rc;
+    fp = o.fp;
+    fputs("claim,device,backend,n,lecture,lecture_ratio,model_bytes_ratio,model_dram_ratio,"
+          "model_time_ratio,measured_time_ratio,measured_bytes_ratio,holds,model_agrees,note\n", fp);
+    for (int i = 0; i < s->n_verdicts; i++) {
+        const mb_rpt_verdict *v = &s->verdicts[i];
+        csv_str(fp, v->claim);
+        fputc(',', fp);
+        csv_str(fp, v->device);
+        fputc(',', fp);
+        csv_str(fp, v->backend);
+        csv_i64(fp, v->n > 0 ? v->n : -1);
+        fputc(',', fp);
+        csv_str(fp, v->lecture);
+        csv_num(fp, v->lecture_ratio);
+        csv_num(fp, v->model_bytes_ratio);
+        csv_num(fp, v->model_dram_ratio);
+        csv_num(fp, v->model_time_ratio);
+        csv_num(fp, v->meas_time_ratio);
+        csv_num(fp, v->meas_bytes_ratio);
+        fprintf(fp, ",%s,%s,", v->holds, v->model_agrees);
+        csv_str(fp, v->note);
+        fputc('\n', fp);
+    }
+    return mb_outfile_commit(&o, err);
+}
+
+static int write_json(const mb_rpt_set *s, const mb_rpt_figures *figs, const char *dir, mb_err *err)
+{
+    json_t *root = json_object();
+    json_t *inputs = json_array(), *prov = json_array(), *verdicts = json_array();
+    json_t *fits = json_array(), *rows = json_array(), *figures = json_array();
+    for (int i = 0; i < s->n_files; i++) json_array_append_new(inputs, json_string(s->files[i]));
+    for (int i = 0; i < s->n_prov; i++) json_array_append_new(prov, json_string(s->prov[i]));
+    for (int i = 0; i < s->n_verdicts; i++) {
+        const mb_rpt_verdict *v = &s->verdicts[i];
+        json_t *o = json_object();
+        json_object_set_new(o, "claim", json_string(v->claim));
+        json_object_set_new(o, "device", json_string(v->device));
+        json_object_set_new(o, "backend", json_string(v->backend));
+        json_object_set_new(o, "n", v->n > 0 ? json_integer((json_int_t)v->n) : json_null());
+        json_object_set_new(o, "lecture", json_string(v->lecture));
+        json_object_set_new(o, "lecture_ratio", jnum(v->lecture_ratio));
+        json_object_set_new(o, "model_bytes_ratio", jnum(v->model_bytes_ratio));
+        json_object_set_new(o, "model_dram_ratio", jnum(v->model_dram_ratio));
+        json_object_set_new(o, "model_time_ratio", jnum(v->model_time_ratio));
+        json_object_set_new(o, "measured_time_ratio", jnum(v->meas_time_ratio));
+        json_object_set_new(o, "measured_bytes_ratio", jnum(v->meas_bytes_ratio));
+        json_object_set_new(o, "holds", json_string(v->holds));
+        json_object_set_new(o, "model_agrees", json_string(v->model_agrees));
+        json_object_set_new(o, "note", json_string(v->note));
+        json_array_append_new(verdicts, o);
+    }
+    for (int i = 0; i < s->n_groups; i++) {
+        const mb_rpt_group *g = &s->groups[i];
+        json_t *o = json_object();
+        json_object_set_new(o, "device", json_string(g->device));
+        json_object_set_new(o, "backend", json_string(g->backend));
+        json_object_set_new(o, "fitted", json_boolean(g->fitted));
+        json_object_set_new(o, "n_points", json_integer(g->line.n_points));
+        json_object_set_new(o, "n_used", json_integer(g->line.n_used));
+        json_object_set_new(o, "n_rejected", json_integer(g->line.n_rejected));
+        json_object_set_new(o, "t0_s", jnum(g->t0_s));
+        json_object_set_new(o, "t0_ci_s", jnum(g->t0_ci_s));
+        json_object_set_new(o, "bandwidth_gbs", jnum(g->bandwidth_gbs));
+        json_object_set_new(o, "bandwidth_lo_gbs", jnum(g->bandwidth_lo_gbs));
+        json_object_set_new(o, "bandwidth_hi_gbs", jnum(g->bandwidth_hi_gbs));
+        json_object_set_new(o, "r2", jnum(g->fitted ? g->line.r2 : NAN));
+        json_object_set_new(o, "bytes", json_string(g->bytes_note));
+        json_object_set_new(o, "rows", json_string(g->rows_note));
+        json_object_set_new(o, "note", json_string(g->why));
+        if (g->has_ops) {
+            json_t *ops = json_object();
+            json_object_set_new(ops, "determined", json_boolean(g->ops.determined));
+            json_object_set_new(ops, "rank", json_integer(g->ops.rank));
+            json_object_set_new(ops, "r2", jnum(g->ops.r2));
+            json_object_set_new(ops, "note", json_string(g->ops.note));
+            json_t *terms = json_array();
+            for (int j = 0; j < g->ops.p; j++) {
+                json_t *t = json_object();
+                json_object_set_new(t, "term", json_string(g->ops.names[j]));
+                json_object_set_new(t, "value", jnum(g->ops.c[j]));
+                json_object_set_new(t, "ci", jnum(g->ops.ci[j]));
+                json_array_append_new(terms, t);
+            }
+            json_object_set_new(ops, "terms", terms);
+            json_object_set_new(o, "op_costs", ops);
+        }
+        json_array_append_new(fits, o);
+    }
+    for (int i = 0; i < s->n_rows; i++) {
+        const mb_rpt_row *r = &s->rows[i];
+        json_t *o = json_object();
+        json_object_set_new(o, "device", json_string(r->dev >= 0 ? s->devices[r->dev].name : r->device));
+        json_object_set_new(o, "backend", json_string(r->backend));
+        json_object_set_new(o, "variant", json_string(r->variant));
+        json_object_set_new(o, "plan", json_string(r->plan));
+        json_object_set_new(o, "dtype", json_string(r->dtype));
+        json_object_set_new(o, "n", json_integer((json_int_t)r->n));
+        json_object_set_new(o, "verified", json_boolean(r->verified));
+        json_object_set_new(o, "time_s_median", jnum(r->time_s_median));
+        json_object_set_new(o, "model_time_s", jnum(r->pred_time_s));
+        json_object_set_new(o, "model_bound", json_string(mb_bound_name(r->pred_bound)));
+        json_object_set_new(o, "read_bytes", ji64(r->pred_read_bytes));
+        json_object_set_new(o, "write_bytes", ji64(r->pred_write_bytes));
+        json_object_set_new(o, "model_dram_read_bytes", ji64(r->pred_dram_read_bytes));
+        json_object_set_new(o, "model_dram_write_bytes", ji64(r->pred_dram_write_bytes));
+        json_object_set_new(o, "dram_read_bytes", r->has_dram ? ji64(r->dram_read_bytes) : json_null());
+        json_object_set_new(o, "dram_write_bytes", r->has_dram ? ji64(r->dram_write_bytes) : json_null());
+        json_object_set_new(o, "fit_time_s", jnum(r->fit_time_s));
+        json_object_set_new(o, "resid_time_rel", jnum(r->resid_time_rel));
+        json_object_set_new(o, "resid_model_rel", jnum(r->resid_model_rel));
+        json_object_set_new(o, "resid_bytes_rel", jnum(r->resid_bytes_rel));
+        json_object_set_new(o, "outlier", json_boolean(r->outlier));
+        json_array_append_new(rows, o);
+    }
+    if (figs)
+        for (int i = 0; i < figs->n; i++) {
+            json_t *o = json_object();
+            json_object_set_new(o, "name", json_string(figs->fig[i].name));
+            json_object_set_new(o, "title", json_string(figs->fig[i].title));
+            json_object_set_new(o, "rendered", json_boolean(figs->fig[i].rendered));
+            json_array_append_new(figures, o);
+        }
+    json_t *tol = json_object();
+    json_object_set_new(tol, "time_rel", json_real(MB_RPT_TOL_TIME));
+    json_object_set_new(tol, "bytes_rel", json_real(MB_RPT_TOL_BYTES));
+    json_object_set_new(root, "inputs", inputs);
+    json_object_set_new(root, "provenance", prov);
+    json_object_set_new(root, "tolerances", tol);
+    json_object_set_new(root, "verdicts", verdicts);
+    json_object_set_new(root, "fits", fits);
+    json_object_set_new(root, "rows", rows);
+    json_object_set_new(root, "figures", figures);
+    char p[2048];
+    mb_outfile o;
+    int rc = mb_outfile_open(&o, rpt_path(p, sizeof p, dir, "summary.json"), err);
+    if (rc == MB_OK) {
+        if (json_dumpf(root, o.fp, JSON_INDENT(1) | JSON_PRESERVE_ORDER) != 0) {
+            mb_outfile_abort(&o);
+            rc = mb_err_set(err, MB_ERUN, "%s: JSON write failed", p);
+        } else {
+            fputc('\n', o.fp);
+            rc = mb_outfile_commit(&o, err);
+        }
+    }
+    json_decref(root);
+    return rc;
+}
+
+int mb_rpt_write(const mb_rpt_set *s, const mb_rpt_figures *figs, const char *dir, mb_err *err)
+{
+    int rc = mb_rpt_mkdirs(dir, err);
+    if (!rc) rc = write_csvs(s, dir, err);
+    if (!rc) rc = write_json(s, figs, dir, err);
+    if (!rc) rc = write_doc(s, figs, dir, err);
+    return rc;
+}
+
+/* ---- model-only index ----------------------------------------------------- */
+
+int mb_rpt_write_model_index(const mb_device *dv, const mb_rpt_figures *figs, const char *dir,
+                             mb_err *err)
+{
+    char pm[2048], ph[2048];
+    mb_outfile om, oh;
+    int rc = mb_outfile_open(&om, rpt_path(pm, sizeof pm, dir, "index.md"), err);
+    if (rc) return rc;
+    if ((rc = mb_outfile_open(&oh, rpt_path(ph, sizeof ph, dir, "index.html"), err))) {
+        mb_outfile_abort(&om);
+        return rc;
+    }
+    rpt_doc d = {om.fp, oh.fp, 0, 0};
+    char title[256];
+    snprintf(title, sizeof title, "membound: the lecture's figures on %s (model only)", dv->label);
+    rpt_doc_begin(&d, title);
+    const char *bws;
+    double bw = mb_device_bandwidth_gbs(dv, &bws);
+    rpt_doc_p(&d, "Device `%s`: %.4g GB/s (%s), last-level cache %.4g MiB, FP32 %.4g TFLOP/s, "
+                  "BF16 tensor %.4g TFLOP/s, launch overhead %.3g us. Source: %s.",
+              dv->name, bw, bws, dv->cache_mb, dv->fp32_tflops, dv->bf16_tflops,
+              dv->launch_overhead_us, dv->source);
+    static const char *head[] = {"variant", "plan", "dtype", "n", "kernels", "lecture's count",
+                                 "bytes (traffic rule)", "DRAM bytes (cache-aware)", "saved for backward",
+                                 "time", "bound"};
+    rpt_doc_table(&d, 11, head);
+    for (int i = 0; i < RPT_N_LECTURE; i++) {
+        const rpt_series *se = &rpt_lecture[i];
+        mb_estimate e;
+        mb_err e2;
+        if (rpt_estimate(se->variant, se->plan, se->dtype, se->lecture_n, dv, &e, NULL, &e2) != MB_OK)
+            continue;
+        char n[32], k[16], b1[32], b2[32], b3[32], t[32];
+        const char *cells[] = {
+            se->variant, se->plan, mb_dtype_name(se->dtype), pow2(n, sizeof n, se->lecture_n),
+            rpt_fmt(k, sizeof k, "%d", e.n_kernels), se->lecture_count,
+            rpt_fmt(b1, sizeof b1, "%.4g MB", (double)(e.total.read_bytes + e.total.write_bytes) / 1e6),
+            rpt_fmt(b2, sizeof b2, "%.4g MB", (double)(e.total.dram_read_bytes + e.total.dram_write_bytes) / 1e6),
+            rpt_fmt(b3, sizeof b3, "%.4g MB", (double)e.saved_bytes / 1e6),
+            rpt_time(t, sizeof t, e.total.time_s), mb_bound_name(e.total.bound)};
+        rpt_doc_row(&d, cells);
+        mb_estimate_free(&e);
+    }
+    rpt_doc_table_end(&d);
+    if (figs) {
+        rpt_doc_p(&d, "Data (`.dat`) and gnuplot scripts (`.gp`, sharing `style.gp`) are beside "
+                      "the images; `sh render.sh png svg pdf` redraws them.");
+        if (figs->render_error[0]) rpt_doc_p(&d, "**Figures not drawn**: %s", figs->render_error);
+        for (int i = 0; i < figs->n; i++) {
+            char rel[256];
+            snprintf(rel, sizeof rel, "%s.png", figs->fig[i].name);
+            rpt_doc_h(&d, 2, figs->fig[i].title);
+            if (figs->fig[i].rendered) rpt_doc_img(&d, dir, rel, figs->fig[i].title);
+            else rpt_doc_p(&d, "(not drawn: data in `%s.dat`)", figs->fig[i].name);
+        }
+    }
+    rpt_doc_end(&d);
+    if ((rc = mb_outfile_commit(&om, err))) { mb_outfile_abort(&oh); return rc; }
+    return mb_outfile_commit(&oh, err);
+}

@@ -1,0 +1,184 @@
+#!/usr/bin/env bash
+# gpu-ncu.sh — our CUPTI DRAM byte counts against Nsight Compute's, kernel by
+# kernel, for the lecture's variants at one size (default n = 2^26, f32), on a
+# machine with an NVIDIA GPU and ncu. Runs the same membound binary twice:
+#   1. membound measure with our counters (CUPTI range profiler);
+#   2. under ncu --metrics dram__bytes_read.sum,dram__bytes_write.sum
+#      --cache-control all --clock-control none, with MB_CUDA_ONCE=1 (each plan
+#      runs once) and MB_CUPTI=0 (ncu owns the counters), profiling only the
+#      plans' kernels;
+# then joins them launch by launch into ncu-vs-ours.csv and prints the
+# largest difference and both wall times. Writes into OUTDIR.
+#
+# usage: scripts/gpu-ncu.sh [options] OUTDIR
+#   --build DIR     build folder holding bin/membound (default: $MB_BUILD_DIR
+#                   or <repo>/build-gpu, as scripts/gpu-validate.sh leaves it)
+#   --n N           size (default 2^26)
+#   --dtype T       default f32
+#   --device SPEC   model device for the CSVs (default OUTDIR/local-gpu.ini
+#                   when present, else h100-sxm)
+#   --join-only     only join the files already in OUTDIR
+#   -h, --help      this text
+# Exit: 0 done; 1 a step failed; 2 bad usage; 3 no ncu or no usable GPU.
+set -uo pipefail
+
+repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+build=${MB_BUILD_DIR:-$repo/build-gpu}
+n=2^26
+dtype=f32
+device=""
+join_only=0
+out=""
+variants=(copy sin2_plus_cos2 gelu_tanh sigmoid3)
+
+usage() { sed -n '2,23s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"; }
+
+while [ $# -gt 0 ]; do
+  case "$1" in
+    -h|--help) usage; exit 0 ;;
+    --build|--n|--dtype|--device)
+      [ $# -ge 2 ] || { echo "gpu-ncu: error: $1 needs a value" >&2; exit 2; }
+      case "$1" in --build) build=$2 ;; --n) n=$2 ;; --dtype) dtype=$2 ;; --device) device=$2 ;; esac
+      shift 2 ;;
+    --join-only) join_only=1; shift ;;
+    -*) echo "gpu-ncu: error: unknown option '$1' (try --help)" >&2; exit 2 ;;
+    *) [ -z "$out" ] || { echo "gpu-ncu: error: one OUTDIR only" >&2; exit 2; }; out=$1; shift ;;
+  esac
+done
+[ -n "$out" ] || { echo "gpu-ncu: error: no OUTDIR (usage: scripts/gpu-ncu.sh [options] OUTDIR)" >&2; exit 2; }
+if ! mkdir -p "$out" 2>/dev/null || [ ! -w "$out" ]; then
+  echo "gpu-ncu: error: cannot write to '$out'" >&2
+  exit 2
+fi
+out=$(cd "$out" && pwd)
+status=0
+
+# ---- join: ncu's launches against our per-kernel counts ------------------------
+# ncu-raw.csv: ncu --csv --page raw (one row per profiled launch, in launch
+# order); ncu-run-kernels.csv: the per-kernel rows of the profiled run (same
+# order: one launch per plan kernel); ours-kernels.csv: our counted run.
+read -r -d '' join_awk <<'AWK'
+function split_csv(line, f,    n, i, c, q, cur) {
+  n = 0; cur = ""; q = 0
+  for (i = 1; i <= length(line); i++) {
+    c = substr(line, i, 1)
+    if (q) { if (c == "\"") { if (substr(line, i + 1, 1) == "\"") { cur = cur "\""; i++ } else q = 0 } else cur = cur c }
+    else if (c == "\"") q = 1
+    else if (c == ",") { f[++n] = cur; cur = "" }
+    else cur = cur c
+  }
+  f[++n] = cur
+  return n
+}
+function num(v) { gsub(/[, ]/, "", v); return v + 0 }
+function abs(x) { return x < 0 ? -x : x }
+FNR == 1 { file++; hdr = 0 }
+file == 1 {                                   # ncu raw CSV
+  if (!hdr) { if ($0 ~ /^"ID"/) { hdr = 1; split_csv($0, h); for (i in h) nc[h[i]] = i }; next }
+  if ($0 !~ /^"/) next                        # ==PROF== lines
+  split_csv($0, f)
+  if (f[nc["dram__bytes_read.sum"]] !~ /[0-9]/) next   # the units row
+  nn++; nr[nn] = num(f[nc["dram__bytes_read.sum"]]); nw[nn] = num(f[nc["dram__bytes_write.sum"]])
+  nname[nn] = f[nc["Kernel Name"]]
+  next
+}
+/^#/ { next }
+!hdr { hdr = 1; split_csv($0, h); for (i in h) col[file, h[i]] = i; next }
+{
+  split_csv($0, f)
+  g = f[col[file, "variant"]] SUBSEP f[col[file, "plan"]] SUBSEP f[col[file, "dtype"]] SUBSEP f[col[file, "n"]]
+  idx[file, g]++
+  key = g SUBSEP idx[file, g]
+  if (file == 2) { pn++; pkey[pn] = key; pk[pn] = f[col[file, "kernel"]] }
+  else { our_r[key] = f[col[file, "dram_read_bytes"]]; our_w[key] = f[col[file, "dram_write_bytes"]] }
+}
+END {
+  if (nn != pn) printf "gpu-ncu: warning: %d ncu launches, %d plan kernels: pairing in order\n", nn, pn > "/dev/stderr"
+  print "variant,plan,dtype,n,kernel,ncu_kernel,ncu_read_bytes,ncu_write_bytes,ours_read_bytes,ours_write_bytes,diff_pct" > outfile
+  m = nn < pn ? nn : pn
+  for (i = 1; i <= m; i++) {
+    split(pkey[i], k, SUBSEP)
+    orr = our_r[pkey[i]]; ow = our_w[pkey[i]]
+    tot = nr[i] + nw[i]
+    d = (orr == "" || tot == 0) ? "" : sprintf("%.3f", 100 * (orr + ow - tot) / tot)
+    if (d != "") { cnt++; if (abs(d + 0) > worst) worst = abs(d + 0); if (abs(d + 0) > 1) off++ }
+    name = nname[i]; gsub(/"/, "", name); sub(/\(.*/, "", name)
+    printf "%s,%s,%s,%s,%s,\"%s\",%.0f,%.0f,%s,%s,%s\n", k[1], k[2], k[3], k[4], pk[i], name, nr[i], nw[i], orr, ow, d > outfile
+    printf "%-15s %-9s %-14s ncu %12.4g %12.4g  ours %12s %12s  %s%%\n", k[1], k[2], pk[i], nr[i], nw[i], orr, ow, (d == "" ? "-" : d)
+  }
+  printf "kernels compared: %d; |ours - ncu| > 1%%: %d; worst %.3f%%\n", cnt + 0, off + 0, worst
+}
+AWK
+
+join_files() {
+  local f
+  for f in ncu-raw.csv ncu-run-kernels.csv ours-kernels.csv; do
+    [ -s "$out/$f" ] || { echo "gpu-ncu: error: $out/$f is missing or empty"; status=1; return; }
+  done
+  awk -v outfile="$out/ncu-vs-ours.csv" "$join_awk" "$out/ncu-raw.csv" "$out/ncu-run-kernels.csv" "$out/ours-kernels.csv" |
+    tee "$out/ncu-summary.txt"
+}
+
+if [ "$join_only" = 1 ]; then
+  join_files
+  exit $status
+fi
+
+# ---- tools ------------------------------------------------------------------
+ncu=$(command -v ncu 2>/dev/null || true)
+if [ -z "$ncu" ]; then
+  for c in /usr/local/cuda/bin/ncu /opt/nvidia/nsight-compute/*/ncu /usr/local/NVIDIA-Nsight-Compute*/ncu; do
+    [ -x "$c" ] && ncu=$c
+  done
+fi
+[ -n "$ncu" ] || { echo "gpu-ncu: ncu (Nsight Compute) not found: nothing compared"; exit 3; }
+bin=$build/bin/membound
+[ -x "$bin" ] || { echo "gpu-ncu: error: no binary at $bin (run scripts/gpu-validate.sh first, or --build DIR)"; exit 1; }
+export MEMBOUND_VARIANTS=${MEMBOUND_VARIANTS:-$build/share/membound/variants}
+[ -d "$MEMBOUND_VARIANTS" ] || export MEMBOUND_VARIANTS=$repo/model/variants
+if [ -z "$device" ]; then
+  if [ -f "$out/local-gpu.ini" ]; then device=$out/local-gpu.ini; else device=h100-sxm; fi
+fi
+echo "ncu: $("$ncu" --version 2>/dev/null | tail -n1)" | tee "$out/ncu-provenance.txt"
+echo "membound: $bin, n=$n dtype=$dtype variants: ${variants[*]}" | tee -a "$out/ncu-provenance.txt"
+
+# ---- 1. our counters --------------------------------------------------------
+echo "== our counters (CUPTI)"
+t=$(date +%s%N)
+"$bin" measure "${variants[@]}" --backend cuda --dtype "$dtype" --sizes "$n" --device "$device" \
+  -o "$out/ours.csv" --per-kernel "$out/ours-kernels.csv" 2>&1 | tee "$out/ours.log"
+rc=${PIPESTATUS[0]}
+t_ours=$(awk -v a="$t" -v b="$(date +%s%N)" 'BEGIN { printf "%.2f", (b - a) / 1e9 }')
+if [ "$rc" -ne 0 ]; then
+  if grep -q "no usable GPU\|no usable NVIDIA driver\|no CUDA device" "$out/ours.log"; then
+    echo "gpu-ncu: no usable GPU: nothing compared"
+    exit 3
+  fi
+  echo "gpu-ncu: error: membound measure exited $rc"
+  status=1
+fi
+grep -q ",cupti," "$out/ours.csv" 2>/dev/null || echo "gpu-ncu: warning: our rows carry no trusted counts (see ours.log)"
+
+# ---- 2. the same binary under ncu ---------------------------------------------
+echo "== ncu"
+t=$(date +%s%N)
+MB_CUDA_ONCE=1 MB_CUPTI=0 "$ncu" --metrics dram__bytes_read.sum,dram__bytes_write.sum \
+  --cache-control all --clock-control none \
+  --kernel-name regex:'op_kernel|eval_kernel|hand_kernel|copy_kernel' \
+  --csv --page raw --print-units base --log-file "$out/ncu-raw.csv" \
+  "$bin" measure "${variants[@]}" --backend cuda --dtype "$dtype" --sizes "$n" --device "$device" \
+  -o "$out/ncu-run.csv" --per-kernel "$out/ncu-run-kernels.csv" > "$out/ncu.log" 2>&1
+rc=$?
+t_ncu=$(awk -v a="$t" -v b="$(date +%s%N)" 'BEGIN { printf "%.2f", (b - a) / 1e9 }')
+tail -n 5 "$out/ncu.log"
+[ "$rc" -eq 0 ] || { echo "gpu-ncu: error: ncu run exited $rc (see ncu.log)"; status=1; }
+
+# ---- 3. join ------------------------------------------------------------------
+echo "== ours against ncu, kernel by kernel"
+join_files
+{
+  echo "wall_s_ours_measure_with_counters: $t_ours"
+  echo "wall_s_ncu_one_run_per_plan: $t_ncu"
+  grep -h "^# counter_collection_s" "$out/ours.csv" 2>/dev/null | sed 's/^# //'
+} | tee -a "$out/ncu-summary.txt"
+exit $status

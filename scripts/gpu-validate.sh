@@ -1,0 +1,238 @@
+#!/usr/bin/env bash
+# gpu-validate.sh — hardware validation of the CUDA backend in one command, on a
+# machine with an NVIDIA GPU: build (or reuse a build), GPU tests, calibration
+# into a spec INI, then every built-in variant and plan at 2^16..2^28 in f32 and
+# bf16 with CUPTI DRAM counters (after the copy sanity gate) and event timing.
+# Writes CSVs, the spec, provenance and a log into OUTDIR and prints a summary
+# table last. Needs no network, GSL or gnuplot.
+#
+# usage: scripts/gpu-validate.sh [options] OUTDIR
+#   --build DIR     build folder (default: $MB_BUILD_DIR or <repo>/build-gpu);
+#                   reused when it holds a configured build
+#   --no-build      use DIR/bin/membound as it is
+#   --sizes LIST    membound --sizes syntax (default 2^16..2^28)
+#   --dtypes LIST   default f32,bf16
+#   --debs DIR      unpack the .deb files in DIR (libinih-dev, libjansson-dev,
+#                   pkgconf ... fetched elsewhere with apt-get download) into a
+#                   private prefix and build against it, for machines without
+#                   those packages and without network
+#   --summary-only  only print the summary of the files already in OUTDIR
+#   -h, --help      this text
+# Exit: 0 all passed; 1 a step failed or a row failed its check; 2 bad usage;
+# 3 no usable GPU (nothing measured).
+set -uo pipefail
+
+repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+build=${MB_BUILD_DIR:-$repo/build-gpu}
+sizes=${MB_SIZES:-2^16..2^28}
+dtypes=${MB_DTYPES:-f32,bf16}
+debs=""
+do_build=1
+summary_only=0
+out=""
+
+usage() { sed -n '2,22s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"; }
+
+while [ $# -gt 0 ]; do
+  case "$1" in
+    -h|--help) usage; exit 0 ;;
+    --build) [ $# -ge 2 ] || { echo "gpu-validate: error: --build needs a folder" >&2; exit 2; }; build=$2; shift 2 ;;
+    --no-build) do_build=0; shift ;;
+    --summary-only) summary_only=1; shift ;;
+    --sizes) [ $# -ge 2 ] || { echo "gpu-validate: error: --sizes needs a list" >&2; exit 2; }; sizes=$2; shift 2 ;;
+    --dtypes) [ $# -ge 2 ] || { echo "gpu-validate: error: --dtypes needs a list" >&2; exit 2; }; dtypes=$2; shift 2 ;;
+    --debs) [ $# -ge 2 ] || { echo "gpu-validate: error: --debs needs a folder" >&2; exit 2; }; debs=$2; shift 2 ;;
+    -*) echo "gpu-validate: error: unknown option '$1' (try --help)" >&2; exit 2 ;;
+    *) [ -z "$out" ] || { echo "gpu-validate: error: one OUTDIR only ('$out', '$1')" >&2; exit 2; }; out=$1; shift ;;
+  esac
+done
+[ -n "$out" ] || { echo "gpu-validate: error: no OUTDIR (usage: scripts/gpu-validate.sh [options] OUTDIR)" >&2; exit 2; }
+if ! mkdir -p "$out" 2>/dev/null || [ ! -w "$out" ]; then
+  echo "gpu-validate: error: cannot write to '$out'" >&2
+  exit 2
+fi
+out=$(cd "$out" && pwd)
+
+log=$out/gpu-validate.log
+: >"$log"
+exec > >(tee -a "$log") 2>&1
+t0=$(date +%s)
+status=0
+step() { echo; echo "== [$(( $(date +%s) - t0 )) s] $*"; }
+fail() { echo "gpu-validate: error: $*"; status=1; }
+
+# ---- summary ----------------------------------------------------------------------
+# Largest size of each variant x plan x dtype: model bytes, counted bytes, error,
+# median time, achieved GB/s; then the lecture's ratios and the 3% criterion.
+read -r -d '' summary_awk <<'AWK'
+# CSV fields, double quotes honoured.
+function split_csv(line, f,    n, i, c, q, cur) {
+  n = 0; cur = ""; q = 0
+  for (i = 1; i <= length(line); i++) {
+    c = substr(line, i, 1)
+    if (q) { if (c == "\"") { if (substr(line, i + 1, 1) == "\"") { cur = cur "\""; i++ } else q = 0 } else cur = cur c }
+    else if (c == "\"") q = 1
+    else if (c == ",") { f[++n] = cur; cur = "" }
+    else cur = cur c
+  }
+  f[++n] = cur
+  return n
+}
+function log2(x) { return log(x) / log(2) }
+/^#/ { next }
+!hdr { hdr = 1; n = split_csv($0, h); for (i = 1; i <= n; i++) col[h[i]] = i; next }
+{
+  split_csv($0, f)
+  key = f[col["variant"]] SUBSEP f[col["plan"]] SUBSEP f[col["dtype"]]
+  nn = f[col["n"]] + 0
+  if (!(key in best) || nn > best[key]) { best[key] = nn; row[key] = $0 }
+  if (f[col["verified"]] != "1") bad++
+  mr = f[col["model_dram_read_bytes"]] + f[col["model_dram_write_bytes"]]
+  cr = f[col["dram_read_bytes"]]; cw = f[col["dram_write_bytes"]]
+  esz = (f[col["dtype"]] == "f32" ? 4 : 2)
+  if (cr != "" && cache_mb > 0 && nn * esz >= 4 * cache_mb * 1048576 && mr > 0) {
+    e = 100 * (cr + cw - mr) / mr; big++
+    if (e > 3 || e < -3) off++
+    if (e > worst || -e > worst) worst = (e < 0 ? -e : e)
+  }
+  rows++
+}
+END {
+  printf "%-15s %-9s %-5s %5s %12s %12s %8s %11s %9s\n", "variant", "plan", "dtype", "n", "model_B", "counted_B", "err%", "time", "GB/s"
+  for (k in row) keys[++nk] = k
+  for (i = 2; i <= nk; i++) { v = keys[i]; for (j = i - 1; j >= 1 && keys[j] > v; j--) keys[j + 1] = keys[j]; keys[j + 1] = v }
+  for (i = 1; i <= nk; i++) {
+    k = keys[i]; split_csv(row[k], f)
+    mb = f[col["model_dram_read_bytes"]] + f[col["model_dram_write_bytes"]]
+    cr = f[col["dram_read_bytes"]]; cw = f[col["dram_write_bytes"]]
+    cb = (cr == "" ? "" : cr + cw)
+    t = f[col["time_s_median"]] + 0
+    bytes = (cb == "" ? mb : cb)
+    gbs = (t > 0 ? bytes / t / 1e9 : 0)
+    err = (cb == "" || mb == 0 ? "-" : sprintf("%+.2f", 100 * (cb - mb) / mb))
+    printf "%-15s %-9s %-5s 2^%-3d %12.4g %12s %8s %9.4g s %9.1f%s\n", f[col["variant"]], f[col["plan"]], f[col["dtype"]], log2(best[k]), mb, (cb == "" ? "-" : sprintf("%.4g", cb)), err, t, gbs, (f[col["verified"]] == "1" ? "" : "  NOT VERIFIED")
+    if (f[col["variant"]] == "sin2_plus_cos2") { s2[f[col["plan"]] SUBSEP f[col["dtype"]]] = bytes; s2t[f[col["plan"]] SUBSEP f[col["dtype"]]] = t }
+    if (f[col["plan"]] == "fused" && f[col["variant"]] != "copy" && copy_gbs > 0) fused[f[col["variant"]] " " f[col["dtype"]]] = gbs / copy_gbs
+  }
+  print ""
+  for (d in s2) { split(d, p, SUBSEP); if (p[1] == "eager" && ((("fused") SUBSEP p[2]) in s2)) printf "sin2_plus_cos2 %s: eager/fused bytes %.2f (lecture: 11/2 = 5.5), time %.2fx\n", p[2], s2[d] / s2["fused" SUBSEP p[2]], s2t[d] / s2t["fused" SUBSEP p[2]] }
+  for (v in fused) printf "fused %s: %.0f%% of the calibrated copy bandwidth (%.0f GB/s)\n", v, 100 * fused[v], copy_gbs
+  if (big) printf "rows at n >= 4x L2 with counters: %d, off by more than 3%%: %d (worst %.2f%%)\n", big, off, worst
+  printf "rows: %d, not verified: %d\n", rows, bad + 0
+}
+AWK
+
+summary() {
+  grep -h "sanity gate" "$out/measure.stderr" 2>/dev/null | head -n2
+  grep -h "counters: unavailable" "$out/measure.stderr" 2>/dev/null | head -n1
+  if [ ! -f "$out/measure.csv" ]; then
+    fail "no measure.csv in $out"
+    return
+  fi
+  local copy_gbs cache_mb
+  copy_gbs=$(sed -n 's/^measured_bandwidth_gbs *= *\([0-9.eE+-]*\).*/\1/p' "$out/local-gpu.ini" 2>/dev/null | head -n1)
+  cache_mb=$(sed -n 's/^cache_mb *= *\([0-9.eE+-]*\).*/\1/p' "$out/local-gpu.ini" 2>/dev/null | head -n1)
+  awk -v copy_gbs="${copy_gbs:-0}" -v cache_mb="${cache_mb:-0}" "$summary_awk" "$out/measure.csv" | tee "$out/summary.txt"
+}
+
+if [ "$summary_only" = 1 ]; then
+  summary
+  exit $status
+fi
+
+# ---- toolchain --------------------------------------------------------------
+if ! command -v nvcc >/dev/null 2>&1 && [ -x /usr/local/cuda/bin/nvcc ]; then
+  export PATH=/usr/local/cuda/bin:$PATH
+fi
+if [ -n "$debs" ]; then
+  step "unpacking packages from $debs"
+  [ -d "$debs" ] || { echo "gpu-validate: error: --debs: '$debs' is not a folder"; exit 2; }
+  prefix=${TMPDIR:-/tmp}/membound-deps
+  mkdir -p "$prefix"
+  n_debs=0
+  for f in "$debs"/*.deb; do
+    [ -e "$f" ] || continue
+    dpkg-deb -x "$f" "$prefix" || fail "dpkg-deb -x $f"
+    n_debs=$((n_debs + 1))
+  done
+  echo "unpacked $n_debs packages into $prefix"
+  multiarch=$(gcc -print-multiarch 2>/dev/null || echo x86_64-linux-gnu)
+  export PATH=$prefix/usr/bin:$PATH
+  export PKG_CONFIG_SYSROOT_DIR=$prefix
+  # only the unpacked packages' .pc files (the sysroot prefixes their paths)
+  export PKG_CONFIG_LIBDIR=$prefix/usr/lib/$multiarch/pkgconfig:$prefix/usr/share/pkgconfig
+  export LD_LIBRARY_PATH=$prefix/usr/lib/$multiarch${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+  export LIBRARY_PATH=$prefix/usr/lib/$multiarch${LIBRARY_PATH:+:$LIBRARY_PATH}
+fi
+
+bin=$build/bin/membound
+if [ "$do_build" = 1 ]; then
+  step "build in $build"
+  for tool in cmake nvcc; do
+    command -v "$tool" >/dev/null 2>&1 || { echo "gpu-validate: error: $tool not found on PATH"; exit 1; }
+  done
+  gen=()
+  if [ ! -f "$build/CMakeCache.txt" ] && command -v ninja >/dev/null 2>&1; then gen=(-G Ninja); fi
+  arch=()
+  cc=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -n1 | tr -d ' .')
+  if [ -n "$cc" ] && [ ! -f "$build/CMakeCache.txt" ]; then
+    arch=(-DCMAKE_CUDA_ARCHITECTURES="${cc}-real;${cc}-virtual")
+  fi
+  if ! cmake -S "$repo" -B "$build" "${gen[@]}" -DCMAKE_BUILD_TYPE=Release "${arch[@]}"; then
+    echo "gpu-validate: error: cmake configure failed (missing libinih-dev, libjansson-dev or pkg-config? see --debs)"
+    exit 1
+  fi
+  grep -q "^MB_HAVE_CUDA\|CMAKE_CUDA_COMPILER:.*nvcc" "$build/CMakeCache.txt" ||
+    echo "gpu-validate: warning: CMake found no CUDA compiler: the build has no CUDA backend"
+  jobs=$(nproc 2>/dev/null || echo 4)
+  cmake --build "$build" -j"$jobs" --target membound cuda_gpu cuda_cupti_host cuda_fallback ||
+    { echo "gpu-validate: error: build failed"; exit 1; }
+fi
+[ -x "$bin" ] || { echo "gpu-validate: error: no binary at $bin"; exit 1; }
+export MEMBOUND_VARIANTS=${MEMBOUND_VARIANTS:-$build/share/membound/variants}
+[ -d "$MEMBOUND_VARIANTS" ] || export MEMBOUND_VARIANTS=$repo/model/variants
+
+# ---- provenance -------------------------------------------------------------
+step "provenance"
+{
+  echo "date: $(date -u +%Y-%m-%dT%H:%M:%SZ)"
+  echo "host: $(hostname 2>/dev/null || echo unknown)"
+  echo "git_commit: $(git -C "$repo" rev-parse HEAD 2>/dev/null || echo unknown)$(git -C "$repo" diff --quiet HEAD 2>/dev/null || echo ' (with local changes)')"
+  echo "membound: $("$bin" --version 2>/dev/null)"
+  echo "nvcc: $(nvcc --version 2>/dev/null | tail -n1)"
+  echo "cmake: $(cmake --version 2>/dev/null | head -n1)"
+  echo "settings: sizes=$sizes dtypes=$dtypes build=$build"
+  if command -v nvidia-smi >/dev/null 2>&1; then
+    nvidia-smi --query-gpu=name,pci.bus_id,driver_version,memory.total,clocks.sm,clocks.mem,clocks.max.sm,clocks.max.mem,temperature.gpu,power.draw,persistence_mode \
+      --format=csv 2>/dev/null | sed 's/^/nvidia-smi: /'
+  else
+    echo "nvidia-smi: not found"
+  fi
+} | tee "$out/provenance.txt"
+
+# ---- GPU tests ------------------------------------------------------------------
+if [ -f "$build/CTestTestfile.cmake" ] && command -v ctest >/dev/null 2>&1; then
+  step "GPU tests (ctest -R '^cuda_')"
+  ctest --test-dir "$build" -R '^cuda_' --output-on-failure --timeout 300 || fail "CUDA tests failed"
+fi
+
+# ---- calibration: also the check that a GPU is usable ----------------------------
+step "calibrate --backend cuda"
+if ! "$bin" calibrate --backend cuda -o "$out/local-gpu.ini"; then
+  echo "gpu-validate: no usable GPU: nothing measured (see the error above)"
+  exit 3
+fi
+cat "$out/local-gpu.ini"
+
+# ---- the sweep: sanity gate first (inside measure), then every variant and plan ----
+step "measure: every variant and plan, sizes $sizes, dtypes $dtypes (counters + timing)"
+"$bin" measure --backend cuda --dtype "$dtypes" --sizes "$sizes" --device "$out/local-gpu.ini" \
+  -o "$out/measure.csv" --per-kernel "$out/measure-kernels.csv" 2> >(tee "$out/measure.stderr" >&2)
+rc=$?
+[ $rc -eq 0 ] || fail "membound measure exited $rc (1: a run or check failed; rows are kept with verified=0)"
+
+step "summary"
+summary
+echo
+echo "gpu-validate: wall time $(( $(date +%s) - t0 )) s; outputs in $out: measure.csv measure-kernels.csv local-gpu.ini provenance.txt summary.txt gpu-validate.log"
+exit $status

@@ -1,0 +1,218 @@
+/* kernels_ops.c — mb_ops.h: 16-bit conversions (exhaustive round trips, ties,
+ * nearest-value oracle, specials) and every op against libm in float64. */
+#include "mb_ops.h"
+#include "mb_test.h"
+
+#include <stdint.h>
+#include <string.h>
+
+static float bits_f(uint32_t u)
+{
+    float f;
+    memcpy(&f, &u, 4);
+    return f;
+}
+
+static uint32_t f_bits(float f)
+{
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    return u;
+}
+
+/* Every 16-bit pattern widens and narrows back to itself (NaN stays NaN). */
+static void exhaustive_round_trip(void)
+{
+    int bad_bf = 0, bad_h = 0;
+    for (uint32_t h = 0; h < 65536u; h++) {
+        float fb = mb_bf16_to_f32((uint16_t)h);
+        uint16_t back = mb_f32_to_bf16(fb);
+        if (isnan(fb) ? !isnan(mb_bf16_to_f32(back)) : back != h) bad_bf++;
+        /* bf16 widening is exact: the top half of the float */
+        if (f_bits(fb) != h << 16) bad_bf++;
+        float fh = mb_f16_to_f32((uint16_t)h);
+        uint16_t hb = mb_f32_to_f16(fh);
+        if (isnan(fh) ? !isnan(mb_f16_to_f32(hb)) : hb != h) bad_h++;
+    }
+    CHECK_EQ_I64(bad_bf, 0);
+    CHECK_EQ_I64(bad_h, 0);
+}
+
+/* f16 widening agrees with the arithmetic definition of binary16. */
+static void f16_values(void)
+{
+    int bad = 0;
+    for (uint32_t h = 0; h < 0x7c00u; h++) {
+        uint32_t e = h >> 10, m = h & 0x3ffu;
+        double v = e ? ldexp(1.0 + m / 1024.0, (int)e - 15) : ldexp((double)m, -24);
+        if ((double)mb_f16_to_f32((uint16_t)h) != v) bad++;
+        if ((double)mb_f16_to_f32((uint16_t)(h | 0x8000u)) != -v) bad++;
+    }
+    CHECK_EQ_I64(bad, 0);
+    CHECK(isinf(mb_f16_to_f32(0x7c00u)) && mb_f16_to_f32(0x7c00u) > 0);
+    CHECK(isinf(mb_f16_to_f32(0xfc00u)) && mb_f16_to_f32(0xfc00u) < 0);
+    CHECK(isnan(mb_f16_to_f32(0x7e00u)));
+}
+
+static void ties_and_specials(void)
+{
+    /* bf16: 1 + 2^-8 is halfway between 1 and 1 + 2^-7: even is 1 */
+    CHECK_EQ_I64(mb_f32_to_bf16(1.0f + 0x1p-8f), 0x3f80);
+    /* (1 + 2^-7) + 2^-8 is halfway between 1+2^-7 (odd) and 1+2^-6: up */
+    CHECK_EQ_I64(mb_f32_to_bf16(1.0f + 0x1p-7f + 0x1p-8f), 0x3f82);
+    CHECK_EQ_I64(mb_f32_to_bf16(1.0f + 0x1p-8f + 0x1p-20f), 0x3f81); /* above the tie */
+    CHECK_EQ_I64(mb_f32_to_bf16(-2.0f), 0xc000);
+    CHECK(isnan(mb_bf16_to_f32(mb_f32_to_bf16(NAN))));
+    CHECK(isnan(mb_bf16_to_f32(mb_f32_to_bf16(bits_f(0x7f800001u))))); /* NaN with low payload */
+    CHECK_EQ_I64(mb_f32_to_bf16(INFINITY), 0x7f80);
+    CHECK_EQ_I64(mb_f32_to_bf16(3.4e38f), 0x7f80); /* rounds past the largest bf16 */
+    CHECK_EQ_I64(mb_f32_to_bf16(bits_f(0x00000001u)), 0x0000); /* tiny subnormal */
+    /* f16 ties */
+    CHECK_EQ_I64(mb_f32_to_f16(1.0f + 0x1p-11f), 0x3c00);
+    CHECK_EQ_I64(mb_f32_to_f16(1.0f + 0x1p-10f + 0x1p-11f), 0x3c02);
+    CHECK_EQ_I64(mb_f32_to_f16(65504.0f), 0x7bff);
+    CHECK_EQ_I64(mb_f32_to_f16(65519.0f), 0x7bff);
+    CHECK_EQ_I64(mb_f32_to_f16(65520.0f), 0x7c00); /* tie to even: infinity */
+    CHECK_EQ_I64(mb_f32_to_f16(-1e6f), 0xfc00);
+    CHECK_EQ_I64(mb_f32_to_f16(0x1p-24f), 0x0001);    /* smallest subnormal */
+    CHECK_EQ_I64(mb_f32_to_f16(0x1p-25f), 0x0000);    /* tie with 0: even */
+    CHECK_EQ_I64(mb_f32_to_f16(0x1.8p-24f), 0x0002);  /* 1.5 ulp: tie to even 2 */
+    CHECK_EQ_I64(mb_f32_to_f16(0x1.8p-25f), 0x0001);  /* 0.75 ulp: up */
+    CHECK_EQ_I64(mb_f32_to_f16(0x1.ff8p-15f), 0x03ff); /* largest subnormal */
+    CHECK_EQ_I64(mb_f32_to_f16(0x1.ffcp-15f), 0x0400); /* tie: up into the normals */
+    CHECK_EQ_I64(mb_f32_to_f16(-0.0f), 0x8000);
+    CHECK(isnan(mb_f16_to_f32(mb_f32_to_f16(NAN))));
+    CHECK(isnan(mb_f16_to_f32(mb_f32_to_f16(bits_f(0x7f800001u)))));
+}
+
+/* Nearest-value oracle: the chosen 16-bit value is at least as close as its
+ * neighbours, and on a tie it is the even one. */
+static int nearest_ok(float x, uint16_t h, float (*widen)(uint16_t))
+{
+    double v = widen(h), d = fabs((double)x - v);
+    for (int s = -1; s <= 1; s += 2) {
+        uint16_t nb = (uint16_t)(h + s);
+        if ((h & 0x7fffu) == 0 && s < 0) nb = (uint16_t)(h ^ 0x8000u) + 1; /* across zero */
+        float w = widen(nb);
+        if (isnan(w)) continue;
+        double dn = isinf(w) ? INFINITY : fabs((double)x - (double)w);
+        if (isinf(v)) continue; /* overflow threshold checked separately */
+        if (dn < d) return 0;
+        if (dn == d && (h & 1u)) return 0;
+    }
+    return 1;
+}
+
+static void nearest_oracle(void)
+{
+    uint64_t s = 12345;
+    int bad_bf = 0, bad_h = 0;
+    for (int i = 0; i < 400000; i++) {
+        s = s * 6364136223846793005ull + 1442695040888963407ull;
+        uint32_t u = (uint32_t)(s >> 32);
+        float x = bits_f(u);
+        if (isnan(x) || isinf(x)) continue;
+        if (!nearest_ok(x, mb_f32_to_bf16(x), mb_bf16_to_f32)) bad_bf++;
+        /* f16: restrict to its range (|x| < 65520) */
+        float xh = bits_f((u & 0x807fffffu) | ((uint32_t)(100 + (u >> 23) % 46) << 23));
+        if (!nearest_ok(xh, mb_f32_to_f16(xh), mb_f16_to_f32)) bad_h++;
+    }
+    CHECK_EQ_I64(bad_bf, 0);
+    CHECK_EQ_I64(bad_h, 0);
+}
+
+/* Each op: f64 definition against libm, f32 within a few ulp of it. */
+typedef struct { mb_op op; double lo, hi, b; double (*ref)(double, double); double tol; } op_case;
+
+static double r_add(double a, double b) { return a + b; }
+static double r_sub(double a, double b) { return a - b; }
+static double r_mul(double a, double b) { return a * b; }
+static double r_div(double a, double b) { return a / b; }
+static double r_pow(double a, double b) { return pow(a, b); }
+static double r_neg(double a, double b) { (void)b; return -a; }
+static double r_sin(double a, double b) { (void)b; return sin(a); }
+static double r_cos(double a, double b) { (void)b; return cos(a); }
+static double r_tan(double a, double b) { (void)b; return tan(a); }
+static double r_tanh(double a, double b) { (void)b; return tanh(a); }
+static double r_exp(double a, double b) { (void)b; return exp(a); }
+static double r_log(double a, double b) { (void)b; return log(a); }
+static double r_sqrt(double a, double b) { (void)b; return sqrt(a); }
+static double r_rsqrt(double a, double b) { (void)b; return 1.0 / sqrt(a); }
+static double r_sigmoid(double a, double b) { (void)b; return 1.0 / (1.0 + exp(-a)); }
+static double r_relu(double a, double b) { (void)b; return a > 0 ? a : 0.0; }
+static double r_abs(double a, double b) { (void)b; return fabs(a); }
+static double r_gelu(double a, double b) { (void)b; return 0.5 * a * (1.0 + erf(a / sqrt(2.0))); }
+static double r_copy(double a, double b) { (void)b; return a; }
+static double r_step(double a, double b) { (void)b; return a > 0 ? 1.0 : 0.0; }
+static double r_sign(double a, double b) { (void)b; return a > 0 ? 1.0 : (a < 0 ? -1.0 : 0.0); }
+/* d/dx x Phi(x) = Phi(x) + x phi(x), written from erf rather than erfc */
+static double r_gelu_grad(double a, double b)
+{
+    (void)b;
+    return 0.5 * (1.0 + erf(a / sqrt(2.0))) + a * exp(-0.5 * a * a) / sqrt(2.0 * 3.14159265358979323846);
+}
+
+static void ops_vs_libm(void)
+{
+    const op_case cases[] = {
+        {MB_OP_ADD, -3, 3, 0.75, r_add, 1e-6}, {MB_OP_SUB, -3, 3, 0.75, r_sub, 1e-6},
+        {MB_OP_MUL, -3, 3, 0.75, r_mul, 1e-6}, {MB_OP_DIV, -3, 3, 0.75, r_div, 1e-6},
+        {MB_OP_POW, 0.1, 3, 2.0, r_pow, 1e-6}, {MB_OP_POW, 0.1, 3, 3.0, r_pow, 1e-6},
+        {MB_OP_POW, 0.1, 3, 2.5, r_pow, 1e-6}, {MB_OP_POW, 0.1, 3, -1.0, r_pow, 1e-6},
+        {MB_OP_NEG, -3, 3, 0, r_neg, 0}, {MB_OP_SIN, -6, 6, 0, r_sin, 1e-6},
+        {MB_OP_COS, -6, 6, 0, r_cos, 1e-6}, {MB_OP_TAN, -1.2, 1.2, 0, r_tan, 1e-6},
+        {MB_OP_TANH, -5, 5, 0, r_tanh, 1e-6}, {MB_OP_EXP, -10, 10, 0, r_exp, 1e-6},
+        {MB_OP_LOG, 0.01, 100, 0, r_log, 1e-6}, {MB_OP_SQRT, 0, 100, 0, r_sqrt, 1e-6},
+        {MB_OP_RSQRT, 0.01, 100, 0, r_rsqrt, 1e-6}, {MB_OP_SIGMOID, -10, 10, 0, r_sigmoid, 1e-6},
+        {MB_OP_RELU, -3, 3, 0, r_relu, 0}, {MB_OP_ABS, -3, 3, 0, r_abs, 0},
+        {MB_OP_GELU, -5, 5, 0, r_gelu, 1e-6}, {MB_OP_COPY, -3, 3, 0, r_copy, 0},
+        {MB_OP_STEP, -3, 3, 0, r_step, 0}, {MB_OP_SIGN, -3, 3, 0, r_sign, 0},
+        /* gelu_grad crosses zero at -0.75 as the difference of two values near 0.23:
+         * an f32 ulp of 0.23 against the 1e-3 floor is 1.5e-5 */
+        {MB_OP_GELU_GRAD, -5, 5, 0, r_gelu_grad, 3e-5},
+    };
+    int seen[MB_OP_COUNT] = {0};
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        const op_case *k = &cases[c];
+        seen[k->op] = 1;
+        double worst64 = 0, worst32 = 0;
+        for (int i = 0; i <= 2000; i++) {
+            double x = k->lo + (k->hi - k->lo) * i / 2000.0;
+            float xf = (float)x, bf = (float)k->b;
+            /* the f32 result is judged against the reference at the f32 inputs */
+            double want = k->ref((double)xf, (double)bf);
+            double got64 = mb_op_apply_f64(k->op, (double)xf, (double)bf);
+            double got32 = mb_op_apply_f32(k->op, xf, bf);
+            /* absolute floor: ops near a zero of their result (sin near pi) */
+            double den = fabs(want) > 1e-3 ? fabs(want) : 1e-3;
+            double e64 = fabs(got64 - want) / den, e32 = fabs(got32 - want) / den;
+            if (e64 > worst64) worst64 = e64;
+            if (e32 > worst32) worst32 = e32;
+        }
+        if (!(worst64 <= 1e-12 + k->tol * 1e-6) || !(worst32 <= k->tol + 1e-7))
+            fprintf(stderr, "op %s: f64 err %.3g, f32 err %.3g\n", mb_op_name(k->op), worst64,
+                    worst32);
+        CHECK(worst64 <= 1e-12 + k->tol * 1e-6);
+        CHECK(worst32 <= k->tol + 1e-7);
+    }
+    for (int op = MB_OP_ADD; op < MB_OP_COUNT; op++) {
+        if (!seen[op]) fprintf(stderr, "op %d not covered\n", op);
+        CHECK(seen[op]);
+    }
+    /* NaN propagates through relu, step and sign */
+    CHECK(isnan(mb_op_apply_f32(MB_OP_RELU, NAN, 0)));
+    CHECK(isnan(mb_op_apply_f32(MB_OP_STEP, NAN, 0)));
+    CHECK(isnan(mb_op_apply_f32(MB_OP_SIGN, NAN, 0)));
+    CHECK(mb_op_apply_f32(MB_OP_SIGMOID, -200.0f, 0) == 0.0f);
+    CHECK(mb_op_apply_f32(MB_OP_SIGMOID, 200.0f, 0) == 1.0f);
+}
+
+int main(void)
+{
+    exhaustive_round_trip();
+    f16_values();
+    ties_and_specials();
+    nearest_oracle();
+    ops_vs_libm();
+    return mb_test_done();
+}

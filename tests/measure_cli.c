@@ -1,0 +1,181 @@
+/* measure_cli.c — `membound measure` and `membound calibrate` as a user runs
+ * them ($MB_BIN): oversize sizes refused with exit 2 before allocating,
+ * unknown plans and variants list the valid ones, SIGINT leaves no CSV, a small
+ * run writes a verified CSV, a quick calibration yields a spec the model
+ * accepts. */
+#define _POSIX_C_SOURCE 200809L
+#include "mb_test.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+static const char *bin;
+static char dir[256];
+
+/* Runs bin with args (NULL-terminated), stderr and stdout into files under dir.
+ * kill_after_s > 0: SIGINT after that long. Returns the wait status. */
+static int run(double kill_after_s, const char *const *args)
+{
+    char out_path[512], err_path[512];
+    snprintf(out_path, sizeof out_path, "%s/stdout.txt", dir);
+    snprintf(err_path, sizeof err_path, "%s/stderr.txt", dir);
+    pid_t pid = fork();
+    if (pid == 0) {
+        int fo = open(out_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        int fe = open(err_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        if (fo < 0 || fe < 0 || chdir(dir) != 0) _exit(127);
+        dup2(fo, 1);
+        dup2(fe, 2);
+        char *argv[32];
+        int i = 0;
+        argv[i++] = (char *)bin;
+        for (; args[i - 1] && i < 31; i++) argv[i] = (char *)args[i - 1];
+        argv[i] = NULL;
+        execv(bin, argv);
+        _exit(127);
+    }
+    if (kill_after_s > 0) {
+        struct timespec ts = {(time_t)kill_after_s, (long)((kill_after_s - (time_t)kill_after_s) * 1e9)};
+        nanosleep(&ts, NULL);
+        kill(pid, SIGINT);
+    }
+    int st = 0;
+    waitpid(pid, &st, 0);
+    return st;
+}
+
+static int exit_code(int st) { return WIFEXITED(st) ? WEXITSTATUS(st) : -1; }
+
+static char *slurp(const char *name)
+{
+    static char buf[65536];
+    char path[512];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    buf[0] = '\0';
+    FILE *f = fopen(path, "r");
+    if (!f) return buf;
+    size_t k = fread(buf, 1, sizeof buf - 1, f);
+    buf[k] = '\0';
+    fclose(f);
+    return buf;
+}
+
+static int exists(const char *name)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    struct stat sb;
+    return stat(path, &sb) == 0;
+}
+
+/* Files in dir other than stdout.txt / stderr.txt / keep. */
+static int stray_files(const char *keep)
+{
+    DIR *d = opendir(dir);
+    if (!d) return -1;
+    int n = 0;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        if (e->d_name[0] == '.' || !strcmp(e->d_name, "stdout.txt") ||
+            !strcmp(e->d_name, "stderr.txt") || (keep && !strcmp(e->d_name, keep)))
+            continue;
+        fprintf(stderr, "stray file: %s\n", e->d_name);
+        n++;
+    }
+    closedir(d);
+    return n;
+}
+
+int main(void)
+{
+    bin = getenv("MB_BIN");
+    if (!bin || access(bin, X_OK) != 0) {
+        fprintf(stderr, "MB_BIN not set or not executable\n");
+        return 77;
+    }
+    snprintf(dir, sizeof dir, "/tmp/mb_measure_cli_XXXXXX");
+    if (!mkdtemp(dir)) return 1;
+
+    /* oversize: refused with the figure, exit 2, quickly (nothing allocated) */
+    time_t t0 = time(NULL);
+    const char *big[] = {"measure", "copy", "--backend", "cpu", "--device", "h100-sxm",
+                         "--sizes", "2^40", "-o", "big.csv", NULL};
+    CHECK_EQ_I64(exit_code(run(0, big)), 2);
+    CHECK(strstr(slurp("stderr.txt"), "needs") && strstr(slurp("stderr.txt"), "GB"));
+    CHECK(time(NULL) - t0 < 5);
+    CHECK(!exists("big.csv"));
+
+    /* unknown plan: the valid ones are listed */
+    const char *badplan[] = {"measure", "--plan", "sideways", "copy", NULL};
+    CHECK_EQ_I64(exit_code(run(0, badplan)), 2);
+    CHECK(strstr(slurp("stderr.txt"), "eager") && strstr(slurp("stderr.txt"), "recompute"));
+    /* a plan the variant does not support: its valid plans are named */
+    const char *wrongplan[] = {"measure", "--backend", "cpu", "--device", "h100-sxm", "--plan",
+                               "fused", "sigmoid3", NULL};
+    CHECK_EQ_I64(exit_code(run(0, wrongplan)), 2);
+    CHECK(strstr(slurp("stderr.txt"), "store") != NULL);
+    /* unknown variant: the built-ins are listed */
+    const char *badvar[] = {"measure", "--backend", "cpu", "nosuchvariant", NULL};
+    CHECK_EQ_I64(exit_code(run(0, badvar)), 2);
+    CHECK(strstr(slurp("stderr.txt"), "sin2_plus_cos2") != NULL);
+    /* bad --reps */
+    const char *badreps[] = {"measure", "--reps", "3", "copy", NULL};
+    CHECK_EQ_I64(exit_code(run(0, badreps)), 2);
+
+    /* a small run: CSV with the contract header, verified rows, no counters */
+    /* one thread: CI runs tests side by side on 2 cores */
+    const char *small[] = {"measure", "--backend", "auto", "--threads", "1", "--timeout", "0.2", "--device", "h100-sxm", "--sizes",
+                           "2^12", "--dtype", "f32,bf16", "-o", "small.csv", "--per-kernel",
+                           "kern.csv", "sigmoid3", "copy", NULL};
+    CHECK_EQ_I64(exit_code(run(0, small)), 0);
+    CHECK(strstr(slurp("stderr.txt"), "backend auto: using") != NULL);
+    char *csv = slurp("small.csv");
+    CHECK(strstr(csv, "\ndevice,backend,variant,plan,dtype,n,kernels,reps,") != NULL);
+    CHECK(strstr(csv, "# git_commit: ") != NULL);
+    int rows = 0, verified = 0;
+    for (char *l = strstr(csv, "\ndevice,"); l && (l = strchr(l + 1, '\n')) && l[1];) {
+        rows++;
+        char *nl = strchr(l + 1, '\n');
+        if (nl && nl - l > 2 && nl[-1] == '1' && nl[-2] == ',') verified++;
+    }
+    CHECK_EQ_I64(rows, 2 * (3 + 2)); /* (sigmoid3: 3 plans + copy: 2) x 2 dtypes */
+    CHECK_EQ_I64(verified, rows);
+    CHECK(strstr(csv, ",none-cpu,") != NULL);
+    CHECK(strstr(slurp("kern.csv"), ",kernel\n") != NULL);
+    CHECK(stray_files(NULL) == 2); /* small.csv and kern.csv, no temporaries */
+
+    /* interrupted: SIGINT while measuring leaves no CSV and no temporary */
+    const char *longrun[] = {"measure", "--backend", "cpu", "--device", "h100-sxm", "--sizes",
+                             "2^22", "--reps", "200", "-o", "int.csv", "sin2_plus_cos2", NULL};
+    int st = run(1.0, longrun);
+    CHECK(WIFSIGNALED(st) && WTERMSIG(st) == SIGINT);
+    CHECK(!exists("int.csv"));
+    CHECK(stray_files("kern.csv") == 1); /* only small.csv besides kern.csv */
+
+    /* quick calibration: a spec that the model accepts */
+    const char *cal[] = {"calibrate", "--quick", "--threads", "1", "-o", "cpu.ini", NULL};
+    CHECK_EQ_I64(exit_code(run(0, cal)), 0);
+    char *ini = slurp("cpu.ini");
+    CHECK(strstr(ini, "name = local-cpu") && strstr(ini, "kind = cpu") &&
+          strstr(ini, "op_sin_geps") && strstr(ini, "measured_at"));
+    const char *model[] = {"model", "copy", "--device", "cpu.ini", "--json", NULL};
+    CHECK_EQ_I64(exit_code(run(0, model)), 0);
+    CHECK(strstr(slurp("stdout.txt"), "\"local-cpu\"") != NULL);
+
+    /* clean up */
+    const char *files[] = {"small.csv", "kern.csv", "cpu.ini", "stdout.txt", "stderr.txt"};
+    for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
+        char path[512];
+        snprintf(path, sizeof path, "%s/%s", dir, files[i]);
+        unlink(path);
+    }
+    rmdir(dir);
+    return mb_test_done();
+}

@@ -1,0 +1,141 @@
+/* measure_stats.c — sample statistics and the stop rule against hand-computed
+ * values, CSV rows against the column contract, model columns against
+ * mb_estimate_plan, and one small CPU run through the protocol. */
+#include "measure.h"
+#include "mb_test.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static void stats(void)
+{
+    /* 1..10: median 5.5, p90 = 9.1 (linear), mean 5.5, sd = sqrt(55/6) */
+    double s[10] = {3, 1, 4, 10, 5, 9, 2, 6, 8, 7};
+    mb_meas_stats st;
+    mb_meas_stats_compute(s, 10, &st);
+    CHECK_EQ_I64(st.n, 10);
+    CHECK_NEAR(st.median_s, 5.5, 1e-12);
+    CHECK_NEAR(st.min_s, 1.0, 1e-12);
+    CHECK_NEAR(st.p90_s, 9.1, 1e-12);
+    CHECK_NEAR(st.cv, sqrt(55.0 / 6.0) / 5.5, 1e-12);
+    CHECK(s[0] == 3 && s[3] == 10); /* input untouched */
+    double one = 2.0;
+    mb_meas_stats_compute(&one, 1, &st);
+    CHECK(st.median_s == 2.0 && st.p90_s == 2.0 && st.cv == 0.0);
+
+    mb_meas_config c;
+    mb_meas_config_default(&c);
+    double flat[20];
+    for (int i = 0; i < 20; i++) flat[i] = 1.0 + 1e-4 * (i % 2);
+    CHECK(!mb_meas_should_stop(&c, flat, 9, 100.0));   /* never under 10 samples */
+    CHECK(mb_meas_should_stop(&c, flat, 10, 1.0));     /* quiet and long enough */
+    CHECK(!mb_meas_should_stop(&c, flat, 10, 0.01));   /* quiet but too short */
+    double noisy[20];
+    for (int i = 0; i < 20; i++) noisy[i] = 1.0 + 0.5 * (i % 2);
+    CHECK(!mb_meas_should_stop(&c, noisy, 12, 1.0));   /* noisy: keep sampling */
+    CHECK(mb_meas_should_stop(&c, noisy, 12, 11.0));   /* until the timeout */
+    c.max_reps = 12;
+    CHECK(mb_meas_should_stop(&c, noisy, 12, 1.0));    /* or max_reps */
+}
+
+static void csv_and_records(void)
+{
+    mb_err err;
+    mb_graph *g = NULL;
+    CHECK(mb_variant_load("sin2_plus_cos2", MB_BF16, &g, &err) == MB_OK);
+    mb_plan *p = NULL;
+    CHECK(mb_plan_build(g, MB_PLAN_EAGER, &p, &err) == MB_OK);
+    mb_device dev;
+    CHECK(mb_device_find("h100-sxm", &dev, &err) == MB_OK);
+    mb_meas_record row, pk[8];
+    CHECK(p->n_kernels <= 8);
+    int64_t n = (int64_t)1 << 24;
+    CHECK(mb_meas_record_init(&row, pk, g->name, p, n, &dev, &err) == MB_OK);
+    mb_estimate est;
+    CHECK(mb_estimate_plan(p, n, &dev, &est, &err) == MB_OK);
+    CHECK_EQ_I64(row.read_bytes, est.total.read_bytes);
+    CHECK_EQ_I64(row.write_bytes, est.total.write_bytes);
+    CHECK_EQ_I64(row.read_bytes, 6 * 2 * n); /* the lecture's 6n reads, bf16 */
+    CHECK_EQ_I64(row.model_dram_write_bytes, est.total.dram_write_bytes);
+    CHECK_NEAR(row.model_time_s, est.total.time_s, 1e-12);
+    CHECK_EQ_I64(pk[0].read_bytes, est.per_kernel[0].read_bytes);
+    CHECK(!strcmp(pk[0].kernel, p->kernels[0].name));
+    CHECK(!strcmp(row.dtype, "bf16") && !strcmp(row.plan, "eager"));
+    CHECK_EQ_I64(row.dram_read_bytes, -1);
+    mb_estimate_free(&est);
+
+    snprintf(row.device, sizeof row.device, "CPU, \"quoted\"");
+    snprintf(row.backend, sizeof row.backend, "cpu");
+    snprintf(row.counters, sizeof row.counters, "none-cpu");
+    row.reps = 10;
+    row.time_s_median = 0.5;
+    row.verified = 1;
+    row.max_rel_err = 1e-7;
+    FILE *f = tmpfile();
+    CHECK(f != NULL);
+    mb_meas_csv_header(f, 0);
+    mb_meas_csv_row(f, &row, 0);
+    rewind(f);
+    char head[1024], line[1024];
+    CHECK(fgets(head, sizeof head, f) != NULL);
+    CHECK(fgets(line, sizeof line, f) != NULL);
+    fclose(f);
+    CHECK(!strcmp(head, "device,backend,variant,plan,dtype,n,kernels,reps,time_s_median,"
+                        "time_s_min,time_s_p90,time_cv,model_time_s,read_bytes,write_bytes,"
+                        "model_dram_read_bytes,model_dram_write_bytes,dram_read_bytes,"
+                        "dram_write_bytes,counters,max_rel_err,verified\n"));
+    const char *want = "\"CPU, \"\"quoted\"\"\",cpu,sin2_plus_cos2,eager,bf16,16777216,5,10,0.5,";
+    CHECK(!strncmp(line, want, strlen(want)));
+    /* empty measured dram columns, then counters, error, verified */
+    CHECK(strstr(line, ",,none-cpu,1e-07,1\n") != NULL);
+    /* 22 columns: 21 commas outside the quoted field */
+    int commas = 0, inq = 0;
+    for (const char *q = line; *q; q++) {
+        if (*q == '"') inq = !inq;
+        else if (*q == ',' && !inq) commas++;
+    }
+    CHECK_EQ_I64(commas, 21);
+    mb_plan_free(p);
+    mb_graph_free(g);
+}
+
+/* One small run through the CPU protocol: verified, sane statistics. */
+static void small_cpu_run(void)
+{
+    mb_err err;
+    mb_graph *g = NULL;
+    CHECK(mb_variant_load("sigmoid3", MB_F32, &g, &err) == MB_OK);
+    mb_plan *p = NULL;
+    CHECK(mb_plan_build(g, MB_PLAN_RECOMPUTE, &p, &err) == MB_OK);
+    mb_device dev;
+    CHECK(mb_device_find("h100-sxm", &dev, &err) == MB_OK);
+    mb_meas_config c;
+    mb_meas_config_default(&c);
+    c.cold = 1;
+    c.llc_bytes = 1 << 20; /* small flush: a fast test */
+    c.timeout_s = 2;
+    mb_meas_record row, pk[4];
+    CHECK(mb_meas_record_init(&row, pk, g->name, p, 1 << 14, &dev, &err) == MB_OK);
+    char why[256];
+    CHECK(mb_meas_cpu_run(p, 1 << 14, &c, &row, pk, why, sizeof why, &err) == MB_OK);
+    if (!row.verified) fprintf(stderr, "not verified: %s\n", why);
+    CHECK(row.verified);
+    CHECK(row.reps >= 10);
+    CHECK(row.time_s_min > 0 && row.time_s_min <= row.time_s_median &&
+          row.time_s_median <= row.time_s_p90);
+    CHECK(!strcmp(row.counters, "none-cpu") && !strcmp(row.backend, "cpu"));
+    CHECK(row.max_rel_err < 1e-4);
+    double ksum = 0;
+    for (int k = 0; k < p->n_kernels; k++) ksum += pk[k].time_s_median;
+    CHECK(ksum > 0 && ksum < 3 * row.time_s_p90);
+    mb_plan_free(p);
+    mb_graph_free(g);
+}
+
+int main(void)
+{
+    stats();
+    csv_and_records();
+    small_cpu_run();
+    return mb_test_done();
+}

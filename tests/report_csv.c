@@ -1,0 +1,150 @@
+/* report_csv.c — reading measurement CSVs: bad inputs give MB_EINPUT naming
+ * file:line:col; a good CSV (generated here from the model with noise and
+ * fake counters) joins, fits, yields verdicts and writes every report file. */
+#include "mb_test.h"
+#include "report.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static char src[1024];
+
+static const char *fixture(const char *name)
+{
+    static char p[2048];
+    snprintf(p, sizeof p, "%s/tests/data/%s", src, name);
+    return p;
+}
+
+static void expect_read_error(const char *name, const char *where, const char *what)
+{
+    mb_rpt_set s;
+    mb_rpt_set_init(&s);
+    mb_err e = {{0}};
+    int rc = mb_rpt_read_csv(&s, fixture(name), &e);
+    if (rc == MB_OK) rc = mb_rpt_join(&s, NULL, &e);
+    printf("%s: %s\n", name, e.msg);
+    CHECK_EQ_I64(rc, MB_EINPUT);
+    CHECK(strstr(e.msg, where) != NULL);
+    CHECK(strstr(e.msg, what) != NULL);
+    mb_rpt_set_free(&s);
+}
+
+/* report_gen.c: a CSV of every lecture series generated from the model. */
+int mb_test_write_csv(const char *path, const char *device, const char *backend, int counters,
+                      double noise);
+
+static int write_good_csv(const char *path)
+{
+    return mb_test_write_csv(path, "h100-sxm", "cuda", 1, 0.015);
+}
+
+static int file_has(const char *dir, const char *name, const char *needle)
+{
+    char p[2048];
+    snprintf(p, sizeof p, "%s/%s", dir, name);
+    FILE *fp = fopen(p, "r");
+    if (!fp) { fprintf(stderr, "missing %s\n", p); return 0; }
+    static char buf[1 << 20];
+    size_t n = fread(buf, 1, sizeof buf - 1, fp);
+    buf[n] = '\0';
+    fclose(fp);
+    if (!strstr(buf, needle)) fprintf(stderr, "%s lacks '%s'\n", p, needle);
+    return strstr(buf, needle) != NULL;
+}
+
+static void test_good(const char *tmp)
+{
+    char csv[1024], out[1024];
+    snprintf(csv, sizeof csv, "%s/good.csv", tmp);
+    snprintf(out, sizeof out, "%s/report", tmp);
+    CHECK(write_good_csv(csv) == 0);
+    mb_rpt_set s;
+    mb_rpt_set_init(&s);
+    mb_err e = {{0}};
+    CHECK(mb_rpt_read_csv(&s, csv, &e) == MB_OK);
+    CHECK_EQ_I64(s.n_rows, 9 * 4 + 1);
+    CHECK_EQ_I64(s.n_prov, 2);
+    CHECK(mb_rpt_join(&s, NULL, &e) == MB_OK);
+    int rc = mb_rpt_fit(&s, &e);
+    if (rc) printf("fit: %s\n", e.msg);
+    CHECK(rc == MB_OK);
+    CHECK_EQ_I64(s.n_groups, 1);
+    const mb_rpt_group *g = &s.groups[0];
+    CHECK(g->fitted);
+    CHECK_EQ_I64(g->line.n_points, 36); /* the failed row is not fitted */
+    printf("fit: %.1f GB/s [%.1f, %.1f], t0 %.2f us, R2 %.4f, %d rejected\n", g->bandwidth_gbs,
+           g->bandwidth_lo_gbs, g->bandwidth_hi_gbs, g->t0_s * 1e6, g->line.r2, g->line.n_rejected);
+    /* times came from the model with h100-sxm's measured bandwidth */
+    CHECK_NEAR(g->bandwidth_gbs, s.devices[g->dev].measured_bandwidth_gbs, 0.10);
+    CHECK(g->line.r2 > 0.95);
+    const mb_rpt_row *failed = &s.rows[s.n_rows - 1];
+    CHECK(!failed->verified && !failed->used);
+    /* verdicts: fusion of sin^2+cos^2 holds on this synthetic H100 data, with counters */
+    int found = 0;
+    for (int i = 0; i < s.n_verdicts; i++) {
+        const mb_rpt_verdict *v = &s.verdicts[i];
+        printf("verdict: %-70s n=%lld lecture %.2f model %.2f measured %.2f bytes %.2f: %s (%s)\n",
+               v->claim, (long long)v->n, v->lecture_ratio, v->model_time_ratio, v->meas_time_ratio,
+               v->meas_bytes_ratio, v->holds, v->note);
+        if (strstr(v->claim, "sin^2+cos^2")) {
+            found = 1;
+            CHECK_EQ_I64(v->n, (int64_t)1 << 24);
+            CHECK_NEAR(v->model_bytes_ratio, 5.5, 1e-12);
+            CHECK_NEAR(v->meas_bytes_ratio, v->model_dram_ratio, 1e-9);
+            CHECK(!strcmp(v->holds, "holds"));
+            CHECK(!strcmp(v->model_agrees, "yes"));
+        }
+        if (strstr(v->claim, "bf16 copy")) CHECK_NEAR(v->model_bytes_ratio, 2.0, 1e-12);
+    }
+    CHECK(found);
+    CHECK(mb_rpt_write(&s, NULL, out, &e) == MB_OK);
+    CHECK(file_has(out, "report.md", "Verdict"));
+    CHECK(file_has(out, "report.md", "11n / 2n = 5.5x"));
+    CHECK(file_has(out, "report.html", "<table>"));
+    CHECK(file_has(out, "summary.csv", "sin2_plus_cos2,fused,f32,16777216,1,"));
+    CHECK(file_has(out, "summary.json", "\"verdicts\""));
+    CHECK(file_has(out, "fits.csv", "h100-sxm,cuda,1,36,"));
+    CHECK(file_has(out, "verdicts.csv", "holds"));
+    mb_rpt_set_free(&s);
+
+    /* --device overrides the column; an unknown override is an input error */
+    mb_rpt_set_init(&s);
+    CHECK(mb_rpt_read_csv(&s, csv, &e) == MB_OK);
+    CHECK(mb_rpt_join(&s, "a100-80gb", &e) == MB_OK);
+    CHECK(!strcmp(s.devices[s.rows[0].dev].name, "a100-80gb"));
+    mb_rpt_set_free(&s);
+    mb_rpt_set_init(&s);
+    CHECK(mb_rpt_read_csv(&s, csv, &e) == MB_OK);
+    CHECK(mb_rpt_join(&s, "no-such-gpu", &e) == MB_EINPUT);
+    CHECK(strstr(e.msg, "no-such-gpu") != NULL);
+    mb_rpt_set_free(&s);
+}
+
+int main(void)
+{
+    const char *env = getenv("MB_SRC");
+    snprintf(src, sizeof src, "%s", env ? env : ".");
+    expect_read_error("report_missing_column.csv", "report_missing_column.csv:3:", "missing column 'time_s_median'");
+    expect_read_error("report_wrong_type.csv", "report_wrong_type.csv:4:30:", "column 'n'");
+    expect_read_error("report_no_rows.csv", "report_no_rows.csv:3:1:", "no measurement rows");
+    expect_read_error("report_unknown_device.csv", "report_unknown_device.csv:4:1:", "warp-drive-9000");
+    /* a file that is not there is a clear error too */
+    mb_rpt_set s;
+    mb_rpt_set_init(&s);
+    mb_err e;
+    CHECK(mb_rpt_read_csv(&s, "/nonexistent/m.csv", &e) == MB_EINPUT);
+    CHECK(strstr(e.msg, "/nonexistent/m.csv") != NULL);
+    mb_rpt_set_free(&s);
+
+    char tmp[] = "/tmp/mb_report_csv_XXXXXX";
+    CHECK(mkdtemp(tmp) != NULL);
+    test_good(tmp);
+    char cmd[256];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmp);
+    if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", tmp);
+    return mb_test_done();
+}
