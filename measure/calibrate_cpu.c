@@ -262,6 +262,76 @@ static int pass_overhead(int quick, double *us, mb_err *err)
     return rc;
 }
 
+/* Median cold time of plan kind k of expr at n elements through the executor,
+ * and the model's estimate on d (the calibration so far). */
+static int probe(const char *expr, mb_plan_kind k, int64_t n, int reps, const mb_device *d,
+                 double *time_s, mb_estimate *est, mb_err *err)
+{
+    mb_graph *g = NULL;
+    mb_plan *p = NULL;
+    int rc = mb_parse_expr(expr, MB_F32, &g, err);
+    if (!rc) rc = mb_plan_build(g, k, &p, err);
+    if (!rc) rc = mb_estimate_plan(p, n, d, est, err);
+    mb_kern_tensors t;
+    mb_meas_flusher fl;
+    if (!rc && (rc = mb_kern_tensors_alloc(p, n, 0, &t, err)) == MB_OK) {
+        if ((rc = mb_meas_flusher_init(&fl, mb_kern_llc_bytes(), err)) == MB_OK) {
+            double *s = malloc((size_t)reps * sizeof *s);
+            rc = s ? mb_kern_run_plan(&t, MB_KERN_EXEC_AUTO, err) : MB_ERUN; /* warm-up */
+            for (int r = 0; r < reps && !rc; r++) {
+                mb_meas_flush_cpu(&fl);
+                double t0 = mb_meas_now_s();
+                rc = mb_kern_run_plan(&t, MB_KERN_EXEC_AUTO, err);
+                s[r] = mb_meas_now_s() - t0;
+            }
+            if (!rc) {
+                mb_meas_stats st;
+                mb_meas_stats_compute(s, reps, &st);
+                *time_s = st.median_s;
+            }
+            free(s);
+            mb_meas_flusher_free(&fl);
+        }
+        mb_kern_tensors_free(&t);
+    }
+    if (rc) mb_estimate_free(est);
+    mb_plan_free(p);
+    mb_graph_free(g);
+    return rc;
+}
+
+static double clamp01(double x) { return x < 0 ? 0 : x > 1 ? 1 : x; }
+
+int mb_meas_calibrate_overlap(mb_meas_calib *c, int64_t n, int reps, mb_err *err)
+{
+    mb_device d;
+    c->serial_fraction = 0;
+    c->read_stream_penalty = 0;
+    mb_meas_calib_to_device(c, NULL, &d);
+    double t;
+    mb_estimate e;
+    /* sin: one read, one write, compute about as long as the memory time */
+    int rc = probe("y = sin(x)", MB_PLAN_EAGER, n, reps, &d, &t, &e, err);
+    if (rc) return rc;
+    const mb_cost *k = &e.per_kernel[0];
+    double lo = fmin(k->mem_s, k->compute_s), hi = fmax(k->mem_s, k->compute_s);
+    c->serial_fraction = clamp01((t - k->launch_s - hi) / lo);
+    mb_estimate_free(&e);
+
+    /* four read streams: the memory time the probe shows, less the part of
+     * its compute that does not overlap, is the reads at the lowered rate */
+    mb_meas_calib_to_device(c, NULL, &d);
+    if ((rc = probe("y = a + b + c + d", MB_PLAN_FUSED, n, reps, &d, &t, &e, err))) return rc;
+    k = &e.per_kernel[0];
+    double mem_s = t - k->launch_s - c->serial_fraction * k->compute_s;
+    if (mem_s > 0) {
+        double read_gbs = (double)k->dram_read_bytes / mem_s / 1e9;
+        c->read_stream_penalty = fmax(0, (c->read_gbs / read_gbs - 1) / 3);
+    }
+    mb_estimate_free(&e);
+    return MB_OK;
+}
+
 int mb_meas_calibrate_cpu(int threads, int quick, void (*progress)(const char *label),
                           mb_meas_calib *out, mb_err *err)
 {
@@ -319,6 +389,8 @@ int mb_meas_calibrate_cpu(int threads, int quick, void (*progress)(const char *l
     if (progress) progress("per-pass overhead");
     int rc = pass_overhead(quick, &out->pass_overhead_us, err);
     if (rc) return rc;
+    if (progress) progress("overlap of memory and compute, read streams");
+    if ((rc = mb_meas_calibrate_overlap(out, n, quick ? 3 : 11, err))) return rc;
     /* a number that cannot be true fails loudly */
     if (!(out->copy_gbs > 0 && out->read_gbs > 0 && out->write_gbs > 0 && out->fp32_tflops > 0 &&
           isfinite(out->copy_gbs)))
@@ -340,6 +412,9 @@ void mb_meas_calib_to_device(const mb_meas_calib *c, const char *command_line, m
     if (c->write_gbs > best) best = c->write_gbs;
     d->mem_bandwidth_gbs = best;
     d->measured_bandwidth_gbs = c->copy_gbs;
+    d->read_bandwidth_gbs = c->read_gbs;
+    d->read_stream_penalty = c->read_stream_penalty;
+    d->serial_fraction = c->serial_fraction;
     d->cache_mb = (double)c->llc_bytes / 1048576.0;
     d->fp32_tflops = c->fp32_tflops;
     d->bf16_tflops = c->fp32_tflops;
@@ -349,7 +424,8 @@ void mb_meas_calib_to_device(const mb_meas_calib *c, const char *command_line, m
     snprintf(d->source, sizeof d->source,
              "%s; %d threads, %lld-element f32 arrays; bandwidth = median of STREAM-style runs "
              "(requested bytes): copy %.2f GB/s non-temporal (%.2f plain), read %.2f, write %.2f "
-             "non-temporal (%.2f plain); op rates L1-resident through the executor (%s)",
+             "non-temporal (%.2f plain); op rates L1-resident through the executor (%s); "
+             "serial_fraction from y = sin(x) eager, read_stream_penalty from y = a+b+c+d fused",
              command_line ? command_line : "membound calibrate", c->threads,
              (long long)c->stream_n, c->copy_gbs, c->copy_plain_gbs, c->read_gbs, c->write_gbs,
              c->write_plain_gbs, mb_kern_vector_isa());

@@ -183,6 +183,10 @@ typedef struct mb_meas_calib {
     double op_geps[MB_OP_COUNT]; /* elements/s of each op through the executor's
                                     tile primitive, L1-resident, all threads, 1e9/s */
     double pass_overhead_us;/* one executor pass over a tiny array (fork/join) */
+    double serial_fraction; /* share of the shorter of memory and compute time
+                               not hidden by the longer (probe: y = sin(x)) */
+    double read_stream_penalty; /* read bandwidth loss per extra read stream
+                                   (probe: y = a + b + c + d, fused) */
     int64_t llc_bytes;
     int64_t stream_n;       /* f32 elements per array */
     int threads;
@@ -195,6 +199,12 @@ typedef struct mb_meas_calib {
  * MB_ERUN when memory runs out. */
 int mb_meas_calibrate_cpu(int threads, int quick, void (*progress)(const char *label),
                           mb_meas_calib *out, mb_err *err);
+
+/* Fits serial_fraction and read_stream_penalty of c from two probe kernels
+ * run through the executor at n elements, cold (outputs streamed): y = sin(x)
+ * (balanced memory and compute: the overlap), then y = a + b + c + d fused
+ * (four read streams, no compute to speak of). Needs the rest of c. */
+int mb_meas_calibrate_overlap(mb_meas_calib *c, int64_t n, int reps, mb_err *err);
 
 /* A device spec for the calibrated CPU: name "local-cpu", kind "cpu",
  * mem_bandwidth_gbs = the best of copy/read/write, measured_bandwidth_gbs =

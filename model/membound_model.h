@@ -75,7 +75,10 @@ typedef struct mb_op_cost {
 #define MB_NAME_MAX 64
 
 /* One tensor-valued operation. Operand i is node arg[i], or the scalar
- * scalar[i] when arg[i] < 0. Nodes are stored in evaluation order. */
+ * scalar[i] when arg[i] < 0. The forward nodes [0, n_forward) and the
+ * backward nodes after them are stored in evaluation order; a recompute
+ * plan's graph appends clones after them, so execute a plan by its
+ * kernels' node lists. */
 typedef struct mb_node {
     mb_op op;
     int arg[2];
@@ -187,6 +190,15 @@ typedef struct mb_device {
     char kind[8];                 /* "gpu" or "cpu" */
     double mem_bandwidth_gbs;     /* datasheet peak, 1e9 B/s */
     double measured_bandwidth_gbs;/* optional: a measured streaming figure */
+    double read_bandwidth_gbs;    /* optional: measured read-only streaming, one
+                                     stream: a kernel's reads take at least
+                                     read bytes / this */
+    double read_stream_penalty;   /* optional: read bandwidth falls to
+                                     read_bandwidth / (1 + this x (k - 1))
+                                     for a kernel reading k tensors */
+    double serial_fraction;       /* optional, 0..1: share of the shorter of
+                                     memory and compute time that does not
+                                     overlap the longer (0 on GPUs) */
     double cache_mb;              /* last-level cache on the memory path */
     double fp32_tflops;
     double bf16_tflops;           /* dense tensor */
@@ -226,7 +238,8 @@ typedef struct mb_cost {
     int64_t read_bytes, write_bytes;            /* the lecture's count */
     int64_t dram_read_bytes, dram_write_bytes;  /* cache-aware, cold start */
     double flops, sfu_ops;
-    double mem_s, compute_s, launch_s, time_s;  /* time_s = launch + max(mem, compute) */
+    double mem_s, compute_s, launch_s, time_s;  /* time_s = launch + max(mem, compute)
+                                                   + serial_fraction x min(mem, compute) */
     mb_bound bound;
 } mb_cost;
 

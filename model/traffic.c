@@ -7,10 +7,21 @@
  * size, fit in the cache; the first touch of a tensor always misses; every
  * write reaches DRAM eventually (write-back caches evict dirty lines).
  *
- * Time per kernel: launch_overhead + max(memory, compute), where memory is
- * DRAM bytes / bandwidth (measured when the spec has it, else datasheet) and
- * compute is the sum of n / rate over ops with a measured rate (calibrated
- * specs), plus max(flops / FP32 peak, SFU ops / SFU peak) for the rest. */
+ * Time per kernel: launch_overhead + max(memory, compute)
+ *                  + serial_fraction x min(memory, compute).
+ * Memory is DRAM bytes / bandwidth (measured when the spec has it, else
+ * datasheet), or, when the spec gives a read bandwidth and that takes
+ * longer, DRAM read bytes / (read_bandwidth / (1 + read_stream_penalty x
+ * (reads - 1))). Compute is the sum of n / rate over ops with a measured
+ * rate (calibrated specs), plus max(flops / FP32 peak, SFU ops / SFU peak)
+ * for the rest.
+ *
+ * On a GPU thousands of warps hide one term behind the other: the table's
+ * specs leave serial_fraction and the stream penalty at 0. On a CPU the same
+ * cores issue the loads and do the math, and fewer read streams keep the
+ * prefetchers busy: `membound calibrate` measures both from probe kernels
+ * (2-vCPU EPYC guest, n = 2^25 f32: serial_fraction ~0.4, penalty ~0.12;
+ * with max() alone the lecture's kernels came out 13-34% fast). */
 #include "model_int.h"
 
 #include <math.h>
@@ -116,8 +127,13 @@ int mb_estimate_plan(const mb_plan *p, int64_t n, const mb_device *d, mb_estimat
 
         compute_time(p, K, n, d, c);
         c->mem_s = (double)(c->dram_read_bytes + c->dram_write_bytes) / (out->bandwidth_gbs * 1e9);
+        if (d->read_bandwidth_gbs > 0 && K->n_reads > 0) {
+            double read_gbs = d->read_bandwidth_gbs / (1 + d->read_stream_penalty * (K->n_reads - 1));
+            c->mem_s = fmax(c->mem_s, (double)c->dram_read_bytes / (read_gbs * 1e9));
+        }
         c->launch_s = d->launch_overhead_us * 1e-6;
-        c->time_s = c->launch_s + fmax(c->mem_s, c->compute_s);
+        c->time_s = c->launch_s + fmax(c->mem_s, c->compute_s) +
+                    d->serial_fraction * fmin(c->mem_s, c->compute_s);
         c->bound = bound_of(c->launch_s, c->mem_s, c->compute_s);
 
         mb_cost *t = &out->total;

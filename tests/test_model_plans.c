@@ -158,6 +158,22 @@ static void check_time_formula(void)
     CHECK(!strcmp(c.bandwidth_source, "measured"));
     mb_estimate_free(&c);
 
+    /* serial_fraction: the part of the shorter term not hidden by the longer */
+    mb_device cpu = d;
+    snprintf(cpu.kind, sizeof cpu.kind, "cpu");
+    cpu.op_geps[MB_OP_SIN] = 1; /* 1e9 elements/s: compute n / 1e9 s, memory 8n / 5e11 s */
+    cpu.serial_fraction = 0.25;
+    f = est("sin2_plus_cos2", MB_F32, MB_PLAN_EAGER, n, &cpu, NULL);
+    CHECK_NEAR(f.per_kernel[0].time_s, 5e-6 + n / 1e9 + 0.25 * 8.0 * n / 5e11, 1e-12);
+    mb_estimate_free(&f);
+    /* a read bandwidth bounds a kernel's reads, lowered per extra read stream:
+     * the add reads 2 tensors of 4n bytes at 100 / (1 + 0.5) GB/s */
+    cpu.read_bandwidth_gbs = 100;
+    cpu.read_stream_penalty = 0.5;
+    f = est("sin2_plus_cos2", MB_F32, MB_PLAN_EAGER, (int64_t)1 << 28, &cpu, NULL);
+    CHECK_NEAR(f.per_kernel[4].mem_s, 2.0 * 4 * ((int64_t)1 << 28) / (1e11 / 1.5), 1e-12);
+    mb_estimate_free(&f);
+
     /* a measured op rate replaces the peak-based compute term */
     d.op_geps[MB_OP_COPY] = 0.5;
     c = est("copy", MB_F32, MB_PLAN_EAGER, n, &d, NULL);
