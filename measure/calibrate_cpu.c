@@ -262,45 +262,68 @@ static int pass_overhead(int quick, double *us, mb_err *err)
     return rc;
 }
 
-/* Median cold time of plan kind k of expr at n elements through the executor,
- * and the model's estimate on d (the calibration so far). */
-static int probe(const char *expr, mb_plan_kind k, int64_t n, int reps, const mb_device *d,
-                 double *time_s, mb_estimate *est, mb_err *err)
-{
-    mb_graph *g = NULL;
-    mb_plan *p = NULL;
-    int rc = mb_parse_expr(expr, MB_F32, &g, err);
-    if (!rc) rc = mb_plan_build(g, k, &p, err);
-    if (!rc) rc = mb_estimate_plan(p, n, d, est, err);
+/* A probe kernel: one plan through the executor, cold, with the model's
+ * estimate of it on the calibration so far. */
+typedef struct probe {
+    mb_graph *g;
+    mb_plan *p;
     mb_kern_tensors t;
-    mb_meas_flusher fl;
-    if (!rc && (rc = mb_kern_tensors_alloc(p, n, 0, &t, err)) == MB_OK) {
-        if ((rc = mb_meas_flusher_init(&fl, mb_kern_llc_bytes(), err)) == MB_OK) {
-            double *s = malloc((size_t)reps * sizeof *s);
-            rc = s ? mb_kern_run_plan(&t, MB_KERN_EXEC_AUTO, err) : MB_ERUN; /* warm-up */
-            for (int r = 0; r < reps && !rc; r++) {
-                mb_meas_flush_cpu(&fl);
-                double t0 = mb_meas_now_s();
-                rc = mb_kern_run_plan(&t, MB_KERN_EXEC_AUTO, err);
-                s[r] = mb_meas_now_s() - t0;
-            }
-            if (!rc) {
-                mb_meas_stats st;
-                mb_meas_stats_compute(s, reps, &st);
-                *time_s = st.median_s;
-            }
-            free(s);
-            mb_meas_flusher_free(&fl);
-        }
-        mb_kern_tensors_free(&t);
-    }
-    if (rc) mb_estimate_free(est);
-    mb_plan_free(p);
-    mb_graph_free(g);
+    int have_t;
+    mb_estimate est;
+} probe;
+
+static void probe_free(probe *pb)
+{
+    if (pb->have_t) mb_kern_tensors_free(&pb->t);
+    mb_estimate_free(&pb->est);
+    mb_plan_free(pb->p);
+    mb_graph_free(pb->g);
+    memset(pb, 0, sizeof *pb);
+}
+
+static int probe_init(probe *pb, const char *expr, mb_plan_kind k, int64_t n, const mb_device *d,
+                      mb_err *err)
+{
+    memset(pb, 0, sizeof *pb);
+    int rc = mb_parse_expr(expr, MB_F32, &pb->g, err);
+    if (!rc) rc = mb_plan_build(pb->g, k, &pb->p, err);
+    if (!rc) rc = mb_estimate_plan(pb->p, n, d, &pb->est, err);
+    if (!rc && (rc = mb_kern_tensors_alloc(pb->p, n, 0, &pb->t, err)) == MB_OK) pb->have_t = 1;
+    if (!rc) rc = mb_kern_run_plan(&pb->t, MB_KERN_EXEC_AUTO, err); /* warm-up, page faults */
+    if (rc) probe_free(pb);
     return rc;
 }
 
+/* Median of reps cold runs of the probe. */
+static int probe_time(probe *pb, mb_meas_flusher *fl, int reps, double *time_s, mb_err *err)
+{
+    double s[16];
+    if (reps > 16) reps = 16;
+    for (int r = 0; r < reps; r++) {
+        mb_meas_flush_cpu(fl);
+        double t0 = mb_meas_now_s();
+        int rc = mb_kern_run_plan(&pb->t, MB_KERN_EXEC_AUTO, err);
+        if (rc) return rc;
+        s[r] = mb_meas_now_s() - t0;
+    }
+    mb_meas_stats st;
+    mb_meas_stats_compute(s, reps, &st);
+    *time_s = st.median_s;
+    return MB_OK;
+}
+
 static double clamp01(double x) { return x < 0 ? 0 : x > 1 ? 1 : x; }
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* Rounds of the probes, interleaved so that the machine's drift (shared
+ * hosts swing memory bandwidth by tens of percent over minutes) cancels in
+ * each round's ratios; the figures are the medians over rounds. */
+#define OVERLAP_ROUNDS 9
 
 int mb_meas_calibrate_overlap(mb_meas_calib *c, int64_t n, int reps, mb_err *err)
 {
@@ -308,28 +331,49 @@ int mb_meas_calibrate_overlap(mb_meas_calib *c, int64_t n, int reps, mb_err *err
     c->serial_fraction = 0;
     c->read_stream_penalty = 0;
     mb_meas_calib_to_device(c, NULL, &d);
-    double t;
-    mb_estimate e;
-    /* sin: one read, one write, compute about as long as the memory time */
-    int rc = probe("y = sin(x)", MB_PLAN_EAGER, n, reps, &d, &t, &e, err);
+    probe copy = {0}, sine = {0}, sum4 = {0};
+    mb_meas_flusher fl;
+    int rc = mb_meas_flusher_init(&fl, mb_kern_llc_bytes(), err);
     if (rc) return rc;
-    const mb_cost *k = &e.per_kernel[0];
-    double lo = fmin(k->mem_s, k->compute_s), hi = fmax(k->mem_s, k->compute_s);
-    c->serial_fraction = clamp01((t - k->launch_s - hi) / lo);
-    mb_estimate_free(&e);
-
-    /* four read streams: the memory time the probe shows, less the part of
-     * its compute that does not overlap, is the reads at the lowered rate */
-    mb_meas_calib_to_device(c, NULL, &d);
-    if ((rc = probe("y = a + b + c + d", MB_PLAN_FUSED, n, reps, &d, &t, &e, err))) return rc;
-    k = &e.per_kernel[0];
-    double mem_s = t - k->launch_s - c->serial_fraction * k->compute_s;
-    if (mem_s > 0) {
-        double read_gbs = (double)k->dram_read_bytes / mem_s / 1e9;
-        c->read_stream_penalty = fmax(0, (c->read_gbs / read_gbs - 1) / 3);
+    /* copy: memory only; sin: one read, one write, compute about as long as
+     * the memory time; a+b+c+d: four read streams, next to no compute */
+    if (!(rc = probe_init(&copy, "y = copy(x)", MB_PLAN_EAGER, n, &d, err)) &&
+        !(rc = probe_init(&sine, "y = sin(x)", MB_PLAN_EAGER, n, &d, err)))
+        rc = probe_init(&sum4, "y = a + b + c + d", MB_PLAN_FUSED, n, &d, err);
+    double beta[OVERLAP_ROUNDS], gamma[OVERLAP_ROUNDS];
+    int rounds = 0;
+    for (int r = 0; r < OVERLAP_ROUNDS && !rc; r++) {
+        double t_copy, t_sin, t_sum4;
+        if ((rc = probe_time(&copy, &fl, reps, &t_copy, err)) ||
+            (rc = probe_time(&sine, &fl, reps, &t_sin, err)) ||
+            (rc = probe_time(&sum4, &fl, reps, &t_sum4, err)))
+            break;
+        /* this round's streaming rate, from the copy: 8n bytes */
+        double copy_gbs = (double)(copy.est.total.read_bytes + copy.est.total.write_bytes) / t_copy / 1e9;
+        const mb_cost *k = &sine.est.per_kernel[0];
+        double mem_s = (double)(k->read_bytes + k->write_bytes) / (copy_gbs * 1e9);
+        double lo = fmin(mem_s, k->compute_s), hi = fmax(mem_s, k->compute_s);
+        beta[rounds] = clamp01((t_sin - k->launch_s - hi) / lo);
+        /* the four-stream kernel's reads against a single read stream, which
+         * calibration found to run at read_gbs / copy_gbs of the copy rate */
+        k = &sum4.est.per_kernel[0];
+        double read1_gbs = copy_gbs * c->read_gbs / c->copy_gbs;
+        double read4_s = t_sum4 - k->launch_s - beta[rounds] * k->compute_s;
+        double read4_gbs = read4_s > 0 ? (double)k->read_bytes / read4_s / 1e9 : read1_gbs;
+        gamma[rounds] = fmax(0, (read1_gbs / read4_gbs - 1) / 3);
+        rounds++;
     }
-    mb_estimate_free(&e);
-    return MB_OK;
+    if (!rc && rounds) {
+        qsort(beta, (size_t)rounds, sizeof beta[0], cmp_double);
+        qsort(gamma, (size_t)rounds, sizeof gamma[0], cmp_double);
+        c->serial_fraction = beta[rounds / 2];
+        c->read_stream_penalty = gamma[rounds / 2];
+    }
+    probe_free(&copy);
+    probe_free(&sine);
+    probe_free(&sum4);
+    mb_meas_flusher_free(&fl);
+    return rc;
 }
 
 int mb_meas_calibrate_cpu(int threads, int quick, void (*progress)(const char *label),
@@ -390,7 +434,7 @@ int mb_meas_calibrate_cpu(int threads, int quick, void (*progress)(const char *l
     int rc = pass_overhead(quick, &out->pass_overhead_us, err);
     if (rc) return rc;
     if (progress) progress("overlap of memory and compute, read streams");
-    if ((rc = mb_meas_calibrate_overlap(out, n, quick ? 3 : 11, err))) return rc;
+    if ((rc = mb_meas_calibrate_overlap(out, n, quick ? 1 : 5, err))) return rc;
     /* a number that cannot be true fails loudly */
     if (!(out->copy_gbs > 0 && out->read_gbs > 0 && out->write_gbs > 0 && out->fp32_tflops > 0 &&
           isfinite(out->copy_gbs)))
