@@ -8,9 +8,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#ifndef MB_GIT_COMMIT
-#define MB_GIT_COMMIT "unknown"
-#endif
+#include "mb_git_commit.h" /* generated at build time: MB_GIT_COMMIT */
 
 static void trim(char *s)
 {
