@@ -71,15 +71,6 @@ extern "C" int mb_kern_cuda_device_count(char *why, size_t whysz)
     return count;
 }
 
-#define CUDA_TRY(call)                                                                           \
-    do {                                                                                         \
-        cudaError_t e_ = (call);                                                                 \
-        if (e_ != cudaSuccess) {                                                                 \
-            cudaGetLastError();                                                                  \
-            return mb_err_set(err, MB_ERUN, "%s: %s (%s)", #call, cudaGetErrorName(e_),          \
-                              cudaGetErrorString(e_));                                           \
-        }                                                                                        \
-    } while (0)
 
 extern "C" int mb_kern_cuda_open(int ordinal, mb_kern_cuda_device *dev, mb_err *err)
 {

@@ -103,32 +103,23 @@ __global__ void empty_kernel(void) {}
 
 /* ---- launchers ------------------------------------------------------------ */
 
-#define CUDA_RET(call)                                                                  \
-    do {                                                                                \
-        cudaError_t e_ = (call);                                                        \
-        if (e_ != cudaSuccess) {                                                        \
-            cudaGetLastError();                                                         \
-            return mb_err_set(err, MB_ERUN, "%s: %s (%s)", #call, cudaGetErrorName(e_), \
-                              cudaGetErrorString(e_));                                  \
-        }                                                                               \
-    } while (0)
 
 extern "C" int mb_kern_cuda_read_sweep(const void *buf, int64_t bytes, float *sink, int sm_count,
                                        void *stream, mb_err *err)
 {
     static int blocks_per_sm = 0;
-    CUDA_RET(mb_cuda_occupancy(read_sweep_kernel, &blocks_per_sm));
+    CUDA_TRY(mb_cuda_occupancy(read_sweep_kernel, &blocks_per_sm));
     const int64_t n16 = bytes / 16;
     const int grid = mb_cuda_grid(blocks_per_sm, n16, sm_count);
     read_sweep_kernel<<<grid, MB_CUDA_THREADS, 0, (cudaStream_t)stream>>>((const uint4 *)buf, n16, sink);
-    CUDA_RET(cudaGetLastError());
+    CUDA_TRY(cudaGetLastError());
     return MB_OK;
 }
 
 extern "C" int mb_kern_cuda_fill(void *buf, mb_dtype dt, float v, int64_t n, int sm_count, void *stream,
                                  mb_err *err)
 {
-    CUDA_RET(mb_cuda_fill_launch(buf, dt, v, n, sm_count, (cudaStream_t)stream));
+    CUDA_TRY(mb_cuda_fill_launch(buf, dt, v, n, sm_count, (cudaStream_t)stream));
     return MB_OK;
 }
 
@@ -137,7 +128,7 @@ extern "C" int mb_kern_cuda_copy(const void *src, void *dst, mb_dtype dt, int64_
 {
     const void *in[4] = {src, NULL, NULL, NULL};
     void *out[4] = {dst, NULL, NULL, NULL};
-    CUDA_RET(mb_cuda_hand_launch(MB_HAND_COPY, dt, in, out, n, sm_count, (cudaStream_t)stream, NULL));
+    CUDA_TRY(mb_cuda_hand_launch(MB_HAND_COPY, dt, in, out, n, sm_count, (cudaStream_t)stream, NULL));
     return MB_OK;
 }
 
@@ -145,20 +136,20 @@ extern "C" int mb_kern_cuda_block(volatile int *flag, double timeout_s, int *tim
                                   mb_err *err)
 {
     block_kernel<<<1, 1, 0, (cudaStream_t)stream>>>(flag, (uint64_t)(timeout_s * 1e9), timed_out);
-    CUDA_RET(cudaGetLastError());
+    CUDA_TRY(cudaGetLastError());
     return MB_OK;
 }
 
 extern "C" int mb_kern_cuda_sm_clock_mhz(void *stream, double *mhz, mb_err *err)
 {
     unsigned long long *d = NULL, h[2] = {0, 0};
-    CUDA_RET(cudaMalloc(&d, sizeof h));
+    CUDA_TRY(cudaMalloc(&d, sizeof h));
     clock_kernel<<<1, 1, 0, (cudaStream_t)stream>>>(200000, d); /* 200 us */
     cudaError_t e = cudaGetLastError();
     if (e == cudaSuccess) e = cudaMemcpyAsync(h, d, sizeof h, cudaMemcpyDeviceToHost, (cudaStream_t)stream);
     if (e == cudaSuccess) e = cudaStreamSynchronize((cudaStream_t)stream);
     cudaFree(d);
-    CUDA_RET(e);
+    CUDA_TRY(e);
     *mhz = h[1] ? (double)h[0] / (double)h[1] * 1e3 : 0.0;
     return MB_OK;
 }
@@ -166,10 +157,10 @@ extern "C" int mb_kern_cuda_sm_clock_mhz(void *stream, double *mhz, mb_err *err)
 extern "C" int mb_kern_cuda_fma(int iters, float *sink, int sm_count, void *stream, double *flops, mb_err *err)
 {
     static int blocks_per_sm = 0;
-    CUDA_RET(mb_cuda_occupancy(fma_kernel, &blocks_per_sm));
+    CUDA_TRY(mb_cuda_occupancy(fma_kernel, &blocks_per_sm));
     const int grid = sm_count * blocks_per_sm;
     fma_kernel<<<grid, MB_CUDA_THREADS, 0, (cudaStream_t)stream>>>(iters, sink);
-    CUDA_RET(cudaGetLastError());
+    CUDA_TRY(cudaGetLastError());
     *flops = (double)grid * MB_CUDA_THREADS * (double)iters * 8.0 * 2.0;
     return MB_OK;
 }
@@ -206,13 +197,13 @@ extern "C" int mb_kern_cuda_op_rate(mb_op op, int iters, float *sink, int sm_cou
 #undef MB_CASE
     default: break;
     }
-    CUDA_RET(e);
+    CUDA_TRY(e);
     return MB_OK;
 }
 
 extern "C" int mb_kern_cuda_empty(void *stream, mb_err *err)
 {
     empty_kernel<<<1, 32, 0, (cudaStream_t)stream>>>();
-    CUDA_RET(cudaGetLastError());
+    CUDA_TRY(cudaGetLastError());
     return MB_OK;
 }

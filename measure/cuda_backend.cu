@@ -692,22 +692,7 @@ extern "C" int mb_meas_cuda_run(const mb_plan *p, int64_t n, const mb_meas_confi
         row->time_cv = st.cv;
         row->max_rel_err = c->check ? max_err : NAN;
         row->verified = c->check ? passed : 0;
-        for (int k = 0; per_kernel && k < nk; k++) {
-            mb_meas_record *pk = &per_kernel[k];
-            memcpy(pk->device, row->device, sizeof pk->device);
-            memcpy(pk->backend, row->backend, sizeof pk->backend);
-            memcpy(pk->counters, row->counters, sizeof pk->counters);
-            pk->dram_read_bytes = pk->dram_write_bytes = -1;
-            memcpy(tmp, ksamples + (size_t)k * (cap + 1), (size_t)ns * sizeof(double));
-            mb_meas_stats_compute(tmp, ns, &st);
-            pk->reps = ns;
-            pk->time_s_median = st.median_s;
-            pk->time_s_min = st.min_s;
-            pk->time_s_p90 = st.p90_s;
-            pk->time_cv = st.cv;
-            pk->max_rel_err = row->max_rel_err;
-            pk->verified = row->verified;
-        }
+        if (per_kernel) mb_meas_fill_per_kernel(row, per_kernel, nk, ksamples, (size_t)(cap + 1), ns, tmp);
         above_peak("model DRAM bytes over the fastest sample:", row,
                    (double)(row->model_dram_read_bytes + row->model_dram_write_bytes), row->time_s_min, 0.05);
 

@@ -178,3 +178,25 @@ int mb_meas_run(mb_meas_backend b, const mb_plan *p, int64_t n, const mb_meas_co
     if (b == MB_MEAS_CPU) return mb_meas_cpu_run(p, n, c, row, per_kernel, why, whysz, err);
     return mb_err_set(err, MB_EINPUT, "backend must be resolved before running");
 }
+
+void mb_meas_fill_per_kernel(const mb_meas_record *row, mb_meas_record *per_kernel, int nk,
+                             const double *ksamples, size_t stride, int ns, double *tmp)
+{
+    for (int k = 0; k < nk; k++) {
+        mb_meas_record *pk = &per_kernel[k];
+        memcpy(pk->device, row->device, sizeof pk->device);
+        memcpy(pk->backend, row->backend, sizeof pk->backend);
+        memcpy(pk->counters, row->counters, sizeof pk->counters);
+        pk->dram_read_bytes = pk->dram_write_bytes = -1;
+        memcpy(tmp, ksamples + (size_t)k * stride, (size_t)ns * sizeof(double));
+        mb_meas_stats st;
+        mb_meas_stats_compute(tmp, ns, &st);
+        pk->reps = ns;
+        pk->time_s_median = st.median_s;
+        pk->time_s_min = st.min_s;
+        pk->time_s_p90 = st.p90_s;
+        pk->time_cv = st.cv;
+        pk->max_rel_err = row->max_rel_err;
+        pk->verified = row->verified;
+    }
+}

@@ -2,7 +2,7 @@
  * Parsing is inih's (Debian's libinih); this file maps keys to mb_device,
  * checks every value and reports file:line: key. Does not hold the built-in
  * table (device_table.c). */
-#include "membound_model.h"
+#include "model_int.h"
 
 #include <ini.h>
 
@@ -99,26 +99,6 @@ static int fail(ini_state *st, int code, const char *fmt, ...)
     return 0;
 }
 
-/* Levenshtein distance of two short keys (first 63 characters). */
-static int edit_distance(const char *a, const char *b)
-{
-    enum { M = 64 };
-    int la = 0, lb = 0;
-    while (la < M - 1 && a[la]) la++;
-    while (lb < M - 1 && b[lb]) lb++;
-    int prev[M], cur[M];
-    for (int j = 0; j <= lb; j++) prev[j] = j;
-    for (int i = 1; i <= la; i++) {
-        cur[0] = i;
-        for (int j = 1; j <= lb; j++) {
-            int sub = prev[j - 1] + (a[i - 1] != b[j - 1]);
-            int del = prev[j] + 1, ins = cur[j - 1] + 1;
-            cur[j] = sub < del ? (sub < ins ? sub : ins) : (del < ins ? del : ins);
-        }
-        memcpy(prev, cur, sizeof(int) * (size_t)(lb + 1));
-    }
-    return prev[lb];
-}
 
 /* "op_<name>_geps" for op, into buf; returns 0 when op has no name. */
 static int op_key(int op, char *buf, size_t size)
@@ -135,13 +115,13 @@ static const char *closest_key(const char *key, char *buf, size_t size)
     int best = 3; /* at most two edits away */
     const char *found = NULL;
     for (int i = 0; i < N_KEYS; i++) {
-        int d = edit_distance(key, spec_keys[i].key);
+        int d = mb_edit_distance(key, spec_keys[i].key);
         if (d < best) { best = d; found = spec_keys[i].key; }
     }
     char k[64];
     for (int op = 0; op < MB_OP_COUNT; op++) {
         if (!op_key(op, k, sizeof k)) continue;
-        int d = edit_distance(key, k);
+        int d = mb_edit_distance(key, k);
         if (d < best) { best = d; snprintf(buf, size, "%s", k); found = buf; }
     }
     return found;

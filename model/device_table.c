@@ -1,7 +1,7 @@
 /* device_table.c — the built-in device table and lookup by id or spec file.
  * Every figure comes from shared/reference/gpu-specs.md; each row's source
  * string names where. Does not parse INI files (device_ini.c does). */
-#include "membound_model.h"
+#include "model_int.h"
 
 #include <ctype.h>
 #include <stdio.h>
@@ -255,41 +255,19 @@ const mb_device *mb_device_at(int i)
     return i >= 0 && i < DEVICE_COUNT ? &device_table[i] : NULL;
 }
 
-/* Levenshtein distance, case-insensitive; strings longer than 63 characters
- * are compared on their first 63. */
-static int edit_distance(const char *a, const char *b)
-{
-    enum { M = 64 };
-    int la = 0, lb = 0;
-    while (la < M - 1 && a[la]) la++;
-    while (lb < M - 1 && b[lb]) lb++;
-    int prev[M], cur[M];
-    for (int j = 0; j <= lb; j++) prev[j] = j;
-    for (int i = 1; i <= la; i++) {
-        cur[0] = i;
-        for (int j = 1; j <= lb; j++) {
-            int sub = prev[j - 1] + (tolower((unsigned char)a[i - 1]) !=
-                                     tolower((unsigned char)b[j - 1]));
-            int del = prev[j] + 1, ins = cur[j - 1] + 1;
-            cur[j] = sub < del ? (sub < ins ? sub : ins) : (del < ins ? del : ins);
-        }
-        memcpy(prev, cur, sizeof(int) * (size_t)(lb + 1));
-    }
-    return prev[lb];
-}
 
 /* How far a typed id is from a table id: the edit distance, or one more than
  * the distance to the id's prefix of the typed length, so "h100" is close to
  * every "h100-..." row. */
 static int id_score(const char *typed, const char *id)
 {
-    int d = edit_distance(typed, id);
+    int d = mb_edit_distance(typed, id);
     size_t lt = strlen(typed);
     if (lt < strlen(id) && lt < 63) {
         char prefix[64];
         memcpy(prefix, id, lt);
         prefix[lt] = '\0';
-        int dp = edit_distance(typed, prefix) + 1;
+        int dp = mb_edit_distance(typed, prefix) + 1;
         if (dp < d) d = dp;
     }
     return d;

@@ -1,8 +1,11 @@
-/* err.c — formatting of error lines for mb_err. */
-#include "membound_model.h"
+/* err.c — formatting of error lines for mb_err, and the edit distance
+ * behind their "did you mean" suggestions. */
+#include "model_int.h"
 
+#include <ctype.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <string.h>
 
 int mb_err_set(mb_err *err, int code, const char *fmt, ...)
 {
@@ -13,4 +16,27 @@ int mb_err_set(mb_err *err, int code, const char *fmt, ...)
         va_end(ap);
     }
     return code;
+}
+
+/* Levenshtein distance, case-insensitive; strings longer than 63 characters
+ * are compared on their first 63. */
+int mb_edit_distance(const char *a, const char *b)
+{
+    enum { M = 64 };
+    int la = 0, lb = 0;
+    while (la < M - 1 && a[la]) la++;
+    while (lb < M - 1 && b[lb]) lb++;
+    int prev[M], cur[M];
+    for (int j = 0; j <= lb; j++) prev[j] = j;
+    for (int i = 1; i <= la; i++) {
+        cur[0] = i;
+        for (int j = 1; j <= lb; j++) {
+            int sub = prev[j - 1] + (tolower((unsigned char)a[i - 1]) !=
+                                     tolower((unsigned char)b[j - 1]));
+            int del = prev[j] + 1, ins = cur[j - 1] + 1;
+            cur[j] = sub < del ? (sub < ins ? sub : ins) : (del < ins ? del : ins);
+        }
+        memcpy(prev, cur, sizeof(int) * (size_t)(lb + 1));
+    }
+    return prev[lb];
 }

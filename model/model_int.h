@@ -15,6 +15,10 @@ mb_graph *mb_graph_copy(const mb_graph *g);
  * stay, mixed 16-bit types and anything with f32 become f32). */
 mb_dtype mb_dtype_promote(mb_dtype a, mb_dtype b);
 
+/* Levenshtein distance, case-insensitive, on the first 63 characters of
+ * each string: ranks "did you mean" suggestions (err.c). */
+int mb_edit_distance(const char *a, const char *b);
+
 /* ---- lexer (lexer.c) ---- */
 typedef enum {
     TK_EOF = 0, TK_NEWLINE, TK_NUM, TK_ID,
