@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# demo_quick.sh — the main job end to end, small: calibrate, measure the
+# lecture's demos, report; the report opens with a verdict row per claim
+# filled from this machine's measurements.
+set -u
+B=${MB_BIN:?MB_BIN not set}
+"$B" demo --help >/dev/null 2>&1 || { echo "demo not in this build: skipped"; exit 77; }
+command -v gnuplot >/dev/null || { echo "gnuplot missing: skipped"; exit 77; }
+tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+pass=0 fail=0
+ok() { pass=$((pass + 1)); }
+bad() { fail=$((fail + 1)); echo "FAIL: $*" >&2; }
+"$B" demo --quick -o "$tmp/d" >"$tmp/out" 2>"$tmp/err" && ok || { bad "demo exited $?"; tail -20 "$tmp/err" >&2; }
+md=$tmp/d/report.md
+[ -s "$md" ] && ok || bad "no report.md"
+grep -q '^## Verdict' "$md" && ok || bad "report.md has no verdict section"
+# one row per claim, each with a measured ratio and a verdict
+for claim in 'low precision' 'sin^2+cos^2' 'GELU' '9n (store)' '15n (eager)'; do
+  row=$(grep -F "| $claim" "$md" 2>/dev/null || grep -F "$claim" "$md" | grep '^|' | head -1)
+  [ -n "$row" ] || { bad "no verdict row for '$claim'"; continue; }
+  echo "$row" | grep -Eq '\| (holds|does not hold) \|' && ok || bad "row '$claim' has no verdict: $row"
+  echo "$row" | grep -Eq '\| [0-9.]+x \| [^|]+ \| (holds|does not hold)' && ok || bad "row '$claim' has no measured ratio"
+done
+grep -q 'data:image/png;base64,' "$tmp/d/report.html" && ok || bad "report.html embeds no figure"
+for f in summary.csv summary.json local-cpu.ini; do [ -s "$tmp/d/$f" ] && ok || bad "no $f"; done
+grep -q 'report:' "$tmp/out" && ok || bad "demo did not say where the report is"
+echo "$pass passed, $fail failed"
+[ "$fail" -eq 0 ]
