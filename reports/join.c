@@ -84,8 +84,49 @@ int rpt_estimate(const char *variant, const char *plan, mb_dtype dt, int64_t n,
     return rc;
 }
 
+/* Loads spec key, trying a relative path beside the CSV too. */
+static int load_spec(const char *key, const char *csv_path, mb_device *d, mb_err *err)
+{
+    int rc = mb_device_find(key, d, err);
+    if (rc && key[0] != '/' && (strchr(key, '/') || strstr(key, ".ini")) && csv_path) {
+        /* a spec path relative to the CSV that names it */
+        const char *slash = strrchr(csv_path, '/');
+        if (slash) {
+            char alt[1024];
+            snprintf(alt, sizeof alt, "%.*s/%s", (int)(slash - csv_path), csv_path, key);
+            mb_err e2;
+            if (access(alt, R_OK) == 0) {
+                rc = mb_device_find(alt, d, &e2);
+                if (rc) *err = e2;
+            }
+        }
+    }
+    return rc;
+}
+
+/* The spec the measurement's own model columns used: the CSV's provenance
+ * line "# model_device: ID (--device SPEC)". Copies SPEC into buf, or 0. */
+static int provenance_spec(const mb_rpt_set *s, const char *csv_path, char *buf, size_t bufsize)
+{
+    const char *base = strrchr(csv_path, '/');
+    base = base ? base + 1 : csv_path;
+    size_t blen = strlen(base);
+    for (int i = 0; i < s->n_prov; i++) {
+        const char *p = s->prov[i];
+        if (strncmp(p, base, blen) != 0 || strncmp(p + blen, ": model_device: ", 16) != 0) continue;
+        const char *open = strstr(p, "(--device ");
+        const char *close = open ? strrchr(open, ')') : NULL;
+        if (!open || !close) continue;
+        open += strlen("(--device ");
+        snprintf(buf, bufsize, "%.*s", (int)(close - open), open);
+        return 1;
+    }
+    return 0;
+}
+
 /* Finds or loads the device named key (a table id or spec file; a relative
- * path is also tried beside the CSV). Returns its index or -1 with err set. */
+ * path is also tried beside the CSV; a CPU's model name falls back to the
+ * spec its measurement was modelled with). Returns its index or -1 with err set. */
 static int device_index(mb_rpt_set *s, const char *key, const char *csv_path, mb_err *err)
 {
     for (int i = 0; i < s->n_devices; i++)
@@ -95,19 +136,11 @@ static int device_index(mb_rpt_set *s, const char *key, const char *csv_path, mb
         return -1;
     }
     mb_device d;
-    int rc = mb_device_find(key, &d, err);
-    if (rc && key[0] != '/' && (strchr(key, '/') || strstr(key, ".ini")) && csv_path) {
-        /* a spec path relative to the CSV that names it */
-        const char *slash = strrchr(csv_path, '/');
-        if (slash) {
-            char alt[1024];
-            snprintf(alt, sizeof alt, "%.*s/%s", (int)(slash - csv_path), csv_path, key);
-            mb_err e2;
-            if (access(alt, R_OK) == 0) {
-                rc = mb_device_find(alt, &d, &e2);
-                if (rc) *err = e2;
-            }
-        }
+    int rc = load_spec(key, csv_path, &d, err);
+    char spec[1024];
+    if (rc && csv_path && provenance_spec(s, csv_path, spec, sizeof spec)) {
+        mb_err e2;
+        if (load_spec(spec, csv_path, &d, &e2) == MB_OK) rc = MB_OK;
     }
     if (rc) return -1;
     s->devices[s->n_devices] = d;

@@ -24,5 +24,9 @@ done
 grep -q 'data:image/png;base64,' "$tmp/d/report.html" && ok || bad "report.html embeds no figure"
 for f in summary.csv summary.json local-cpu.ini; do [ -s "$tmp/d/$f" ] && ok || bad "no $f"; done
 grep -q 'report:' "$tmp/out" && ok || bad "demo did not say where the report is"
+# a CPU row's device column is the CPU's name: report finds the spec its
+# model columns came from in the CSV's provenance, without --device
+"$B" report "$tmp/d/fusion_recompute.csv" -o "$tmp/r2" >/dev/null 2>"$tmp/err2" && ok \
+  || bad "report without --device: $(cat "$tmp/err2")"
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]
