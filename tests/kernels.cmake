@@ -1,7 +1,5 @@
 # kernels/: per-element math, executors against the float64 reference.
 if(TARGET mb_kernels)
   mb_test(kernels_ops SOURCES kernels_ops.c LIBS mb_kernels)
-  if(EXISTS ${CMAKE_CURRENT_SOURCE_DIR}/kernels_exec.c)
-    mb_test(kernels_exec SOURCES kernels_exec.c LIBS mb_kernels)
-  endif()
+  mb_test(kernels_exec SOURCES kernels_exec.c LIBS mb_kernels)
 endif()
