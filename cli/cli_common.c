@@ -2,19 +2,33 @@
  * subcommands. No subcommand logic. */
 #include "cli_common.h"
 
+#include <ctype.h>
+#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+/* Writes msg with control bytes as \xNN, so user text never breaks the
+ * one-line rule. */
+static void put_escaped(const char *msg)
+{
+    for (const unsigned char *p = (const unsigned char *)msg; *p; p++) {
+        if (*p < 0x20 || *p == 0x7f) fprintf(stderr, "\\x%02x", *p);
+        else fputc(*p, stderr);
+    }
+}
+
 int mb_cli_fail(int code, const char *fmt, ...)
 {
+    char msg[2048];
     va_list ap;
     va_start(ap, fmt);
-    fputs("membound: error: ", stderr);
-    vfprintf(stderr, fmt, ap);
-    fputc('\n', stderr);
+    vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
+    fputs("membound: error: ", stderr);
+    put_escaped(msg);
+    fputc('\n', stderr);
     return code;
 }
 
@@ -25,12 +39,14 @@ int mb_cli_fail_err(int code, const mb_err *err)
 
 void mb_cli_note(const char *fmt, ...)
 {
+    char msg[2048];
     va_list ap;
     va_start(ap, fmt);
-    fputs("membound: note: ", stderr);
-    vfprintf(stderr, fmt, ap);
-    fputc('\n', stderr);
+    vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
+    fputs("membound: note: ", stderr);
+    put_escaped(msg);
+    fputc('\n', stderr);
 }
 
 static int push_size(int64_t **v, int *n, int64_t x, mb_err *err)
@@ -64,13 +80,19 @@ int mb_cli_parse_sizes(const char *s, int64_t **out, int *count, mb_err *err)
         int step = 1;
         if (step_s) {
             *step_s++ = '\0';
-            step = atoi(step_s);
-            if (step < 1) { rc = mb_err_set(err, MB_EINPUT, "range step ':%s' must be a positive integer", step_s); break; }
+            char *end;
+            errno = 0;
+            long v = strtol(step_s, &end, 10);
+            if (errno || *end || end == step_s || v < 1 || v > 64) {
+                rc = mb_err_set(err, MB_EINPUT, "range step ':%s' must be an integer from 1 to 64", step_s);
+                break;
+            }
+            step = (int)v;
         }
         int64_t lo, hi;
         if ((rc = mb_size_parse(item, &lo, err)) || (rc = mb_size_parse(hi_s, &hi, err))) break;
         if (lo > hi) { rc = mb_err_set(err, MB_EINPUT, "range %s..%s is empty", item, hi_s); break; }
-        /* every power of two in [lo, hi] (lo itself first), every step-th */
+        /* lo, 2 lo, 4 lo, ... up to hi; every step-th of them */
         int idx = 0;
         for (int64_t n = lo; n <= hi && rc == MB_OK; n *= 2, idx++)
             if (idx % step == 0) rc = push_size(out, count, n, err);

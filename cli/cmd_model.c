@@ -88,6 +88,7 @@ int mb_cmd_model(int argc, char **argv)
     if ((rc = mb_model_args_load(&a, argc, argv, optind, expr))) { mb_model_args_free(&a); return rc; }
 
     json_t *results = json_array();
+    int64_t common_n = -1; /* the n every result shares, or 0 when they differ */
     if (a.fmt == MB_FMT_CSV) mb_model_csv_header(stdout);
     if (a.fmt == MB_FMT_TABLE) {
         const char *src;
@@ -112,13 +113,15 @@ int mb_cmd_model(int argc, char **argv)
                 if (a.fmt == MB_FMT_TABLE) mb_model_table_row(stdout, &row, 0, a.per_kernel);
                 else if (a.fmt == MB_FMT_CSV) mb_model_csv_row(stdout, &row);
                 else json_array_append_new(results, mb_model_row_json(&row, 0));
+                common_n = common_n < 0 || common_n == sizes[s] ? sizes[s] : 0;
                 mb_model_row_free(&row);
             }
     }
     if (!rc && a.fmt == MB_FMT_JSON) {
         json_t *root = json_object();
         json_object_set_new(root, "device", json_string(dev.name));
-        json_object_set_new(root, "n", a.sizes && a.n_sizes == 1 ? json_integer((json_int_t)a.sizes[0]) : json_null());
+        /* results at several sizes: "n" is null and each result has its own */
+        json_object_set_new(root, "n", common_n > 0 ? json_integer((json_int_t)common_n) : json_null());
         json_object_set_new(root, "dtype", json_string(mb_dtype_name(a.dtype)));
         json_object_set_new(root, "results", json_incref(results));
         char *s = json_dumps(root, JSON_INDENT(1) | JSON_REAL_PRECISION(12));

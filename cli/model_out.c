@@ -32,8 +32,18 @@ void mb_model_row_free(mb_model_row *row)
 
 double mb_model_row_elements(const mb_model_row *r)
 {
-    const mb_cost *t = &r->est.total;
-    return (double)(t->read_bytes + t->write_bytes) / ((double)r->n * (double)mb_dtype_bytes(r->dtype));
+    int tensors = 0;
+    for (int k = 0; k < r->plan->n_kernels; k++)
+        tensors += r->plan->kernels[k].n_reads + r->plan->kernels[k].n_writes;
+    return (double)tensors;
+}
+
+const char *mb_model_row_dtype(const mb_model_row *r)
+{
+    const mb_graph *g = r->g;
+    for (int k = 1; k < g->n_inputs; k++)
+        if (g->nodes[g->inputs[k]].dtype != g->nodes[g->inputs[0]].dtype) return "mixed";
+    return g->n_inputs ? mb_dtype_name(g->nodes[g->inputs[0]].dtype) : mb_dtype_name(r->dtype);
 }
 
 void mb_model_table_header(FILE *fp, int with_device)
@@ -51,7 +61,7 @@ void mb_model_table_row(FILE *fp, const mb_model_row *r, int with_device, int pe
     char traffic[32];
     snprintf(traffic, sizeof traffic, "%.2fn", mb_model_row_elements(r));
     fprintf(fp, "%-16s %-10s %-5s %11lld %7d %11.3f %11.3f %8s %11.3f %11.3f %10.3f %11.3f %-8s\n",
-            r->g->name, mb_plan_name(r->plan->kind), mb_dtype_name(r->dtype), (long long)r->n,
+            r->g->name, mb_plan_name(r->plan->kind), mb_model_row_dtype(r), (long long)r->n,
             r->plan->n_kernels, t->read_bytes / 1e6, t->write_bytes / 1e6, traffic,
             t->dram_read_bytes / 1e6, t->dram_write_bytes / 1e6, r->est.saved_bytes / 1e6,
             t->time_s * 1e6, mb_bound_name(t->bound));
@@ -60,7 +70,7 @@ void mb_model_table_row(FILE *fp, const mb_model_row *r, int with_device, int pe
         const mb_cost *c = &r->est.per_kernel[k];
         const mb_kernel *K = &r->plan->kernels[k];
         if (with_device) fprintf(fp, "%-16s ", "");
-        fprintf(fp, "  %-14s %-10s %-5s %11s %7s %11.3f %11.3f %8s %11.3f %11.3f %10s %11.3f %-8s\n",
+        fprintf(fp, "  %-14s %-14.14s %-1s %11s %7s %11.3f %11.3f %8s %11.3f %11.3f %10s %11.3f %-8s\n",
                 "", K->name, "", "", "", c->read_bytes / 1e6, c->write_bytes / 1e6, "",
                 c->dram_read_bytes / 1e6, c->dram_write_bytes / 1e6, "", c->time_s * 1e6,
                 mb_bound_name(c->bound));
@@ -78,7 +88,7 @@ void mb_model_csv_row(FILE *fp, const mb_model_row *r)
 {
     const mb_cost *t = &r->est.total;
     fprintf(fp, "%s,%s,%s,%s,%lld,%d,%lld,%lld,%lld,%lld,%lld,%.17g,%.17g,%.9g,%.9g,%.9g,%.9g,%s,%.6g,%s\n",
-            r->dev->name, r->g->name, mb_plan_name(r->plan->kind), mb_dtype_name(r->dtype),
+            r->dev->name, r->g->name, mb_plan_name(r->plan->kind), mb_model_row_dtype(r),
             (long long)r->n, r->plan->n_kernels, (long long)t->read_bytes, (long long)t->write_bytes,
             (long long)t->dram_read_bytes, (long long)t->dram_write_bytes, (long long)r->est.saved_bytes,
             t->flops, t->sfu_ops, t->time_s, t->mem_s, t->compute_s, t->launch_s,
@@ -101,7 +111,7 @@ json_t *mb_model_row_json(const mb_model_row *r, int with_device)
     if (with_device) json_object_set_new(o, "device", json_string(r->dev->name));
     json_object_set_new(o, "variant", json_string(r->g->name));
     json_object_set_new(o, "plan", json_string(mb_plan_name(r->plan->kind)));
-    json_object_set_new(o, "dtype", json_string(mb_dtype_name(r->dtype)));
+    json_object_set_new(o, "dtype", json_string(mb_model_row_dtype(r)));
     json_object_set_new(o, "n", json_integer((json_int_t)r->n));
     json_object_set_new(o, "kernels", json_integer(r->plan->n_kernels));
     json_t *tot = cost_json(&r->est.total);

@@ -27,8 +27,11 @@ void mb_model_row_free(mb_model_row *row);
 /* Table: header then rows. with_device adds a device column. */
 void mb_model_table_header(FILE *fp, int with_device);
 void mb_model_table_row(FILE *fp, const mb_model_row *r, int with_device, int per_kernel);
-/* Traffic in elements of n (bytes / (n * element size of dtype)). */
+/* Traffic in elements of n: tensors read plus tensors written, over all
+ * kernels (the lecture's "11n"), whatever their dtypes. */
 double mb_model_row_elements(const mb_model_row *r);
+/* The inputs' dtype, or "mixed" when they differ. */
+const char *mb_model_row_dtype(const mb_model_row *r);
 
 void mb_model_csv_header(FILE *fp);
 void mb_model_csv_row(FILE *fp, const mb_model_row *r);

@@ -591,6 +591,11 @@ extern "C" int mb_kern_cuda_upload_inputs(mb_kern_cuda_plan *cp, const mb_kern_t
         CUDA_TRY(cudaMemcpy(cp->dev[i], t->data[i], (size_t)cp->n * mb_dtype_bytes(g->nodes[i].dtype),
                             cudaMemcpyHostToDevice));
     }
+    /* cudaMemcpy from pageable memory returns once the data is staged, not
+     * when it has landed; and it runs on the legacy stream, which does not
+     * order the harness's cudaStreamNonBlocking stream. Wait here, so a
+     * kernel launched on any stream afterwards reads the uploaded values. */
+    CUDA_TRY(cudaDeviceSynchronize());
     return MB_OK;
 }
 

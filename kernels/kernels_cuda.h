@@ -83,7 +83,9 @@ mb_kern_cuda_impl mb_kern_cuda_plan_impl(const mb_kern_cuda_plan *cp, int k);
 const char *mb_kern_cuda_plan_desc(const mb_kern_cuda_plan *cp, int k);
 
 /* Copies every graph input (forward inputs, incoming gradients) from host
- * tensors t (same plan and n) to the device. Synchronous. */
+ * tensors t (same plan and n) to the device. Synchronous: returns after a
+ * cudaDeviceSynchronize, so work on any stream (non-blocking ones included)
+ * sees the data. */
 int mb_kern_cuda_upload_inputs(mb_kern_cuda_plan *cp, const mb_kern_tensors *t, mb_err *err);
 
 /* Fills every non-input tensor on the device with the sentinel

@@ -74,6 +74,7 @@ MB_HD static inline float mb_op_apply_f32(mb_op op, float a, float b)
     case MB_OP_ABS: return fabsf(a);
     case MB_OP_GELU: return 0.5f * a * erfcf(-a * (float)MB_OPS_SQRT1_2);
     case MB_OP_COPY: return a;
+    case MB_OP_RECIPROCAL: return 1.0f / a;
     case MB_OP_STEP: return a != a ? a : (a > 0.0f ? 1.0f : 0.0f);
     case MB_OP_SIGN: return a > 0.0f ? 1.0f : (a < 0.0f ? -1.0f : a); /* 0, -0, NaN: a */
     case MB_OP_GELU_GRAD:
@@ -124,6 +125,7 @@ MB_HD static inline double mb_op_apply_f64(mb_op op, double a, double b)
     case MB_OP_ABS: return fabs(a);
     case MB_OP_GELU: return 0.5 * a * erfc(-a * MB_OPS_SQRT1_2);
     case MB_OP_COPY: return a;
+    case MB_OP_RECIPROCAL: return 1.0 / a;
     case MB_OP_STEP: return a != a ? a : (a > 0.0 ? 1.0 : 0.0);
     case MB_OP_SIGN: return a > 0.0 ? 1.0 : (a < 0.0 ? -1.0 : a);
     case MB_OP_GELU_GRAD:

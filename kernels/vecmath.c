@@ -132,6 +132,7 @@ void mb_kern_vec_apply(mb_op op, const float *a, float as, const float *b, float
     case MB_OP_RELU: MB_SCALAR_LOOP(MB_OP_RELU); return;
     case MB_OP_ABS: MB_SCALAR_LOOP(MB_OP_ABS); return;
     case MB_OP_COPY: MB_SCALAR_LOOP(MB_OP_COPY); return;
+    case MB_OP_RECIPROCAL: MB_SCALAR_LOOP(MB_OP_RECIPROCAL); return;
     case MB_OP_STEP: MB_SCALAR_LOOP(MB_OP_STEP); return;
     case MB_OP_SIGN: MB_SCALAR_LOOP(MB_OP_SIGN); return;
 #if defined(MB_VW)

@@ -12,7 +12,7 @@
  *        cuptiProfilerHostInitialize → ConfigAddMetrics → GetConfigImage →
  *        GetNumOfPasses (must be 1)
  * count: cuptiRangeProfilerEnable → GetCounterDataSize →
- *        CounterDataImageInitialize → SetConfig → {prepare, Start, [Push],
+ *        CounterDataImageInitialize → SetConfig (user replay) → {prepare, Start, [Push],
  *        launch, [Pop], Stop} until all passes submitted → DecodeData →
  *        GetCounterDataInfo → per range GetRangeInfo + EvaluateToGpuValues →
  *        cuptiRangeProfilerDisable
@@ -443,8 +443,12 @@ static int run_setup(mb_cupti *s, run_state *st, CUpti_ProfilerRange mode, size_
     sc.counterDataImageSize = st->image_size;
     sc.pCounterDataImage = st->image;
     sc.range = mode;
-    /* Kernel replay is auto-range only; with one pass nothing is replayed. */
-    sc.replayMode = mode == CUPTI_AutoRange ? CUPTI_KernelReplay : CUPTI_UserReplay;
+    /* User replay in both modes (cupti.md §1.3: auto range takes kernel or
+     * user replay, user range only user replay). The configuration is one
+     * pass (checked at open), so nothing is replayed: one Start..Stop
+     * submits everything, and kernel replay's save/restore of device memory
+     * around each kernel is never armed. */
+    sc.replayMode = CUPTI_UserReplay;
     sc.maxRangesPerPass = max_ranges;
     sc.numNestingLevels = 1;
     sc.minNestingLevel = 1;

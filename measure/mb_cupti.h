@@ -68,7 +68,7 @@ int mb_cupti_open(mb_cupti **out, mb_err *err);
 const char *mb_cupti_chip(const mb_cupti *s);
 
 /* Counts each kernel w->launch enqueues as its own range (auto range,
- * kernel replay). Fills out[0 .. *n_out) (at most max_out) in launch order.
+ * user replay; one pass). Fills out[0 .. *n_out) (at most max_out) in launch order.
  * The profiler is enabled only for the duration of this call. MB_ERUN with
  * the reason when a CUPTI call fails mid-run, ranges were dropped, or the
  * count of ranges differs from w->n_launches. */

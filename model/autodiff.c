@@ -122,6 +122,9 @@ static void rule(ad *A, int i, int g)
     case MB_OP_ABS: contribute(A, a, bi(A, MB_OP_MUL, g, un(A, MB_OP_SIGN, a))); break;
     case MB_OP_GELU: contribute(A, a, bi(A, MB_OP_MUL, g, un(A, MB_OP_GELU_GRAD, a))); break;
     case MB_OP_COPY: contribute(A, a, g); break; /* clone's backward passes the gradient on */
+    case MB_OP_RECIPROCAL: /* saves the output: -out^2 */
+        contribute(A, a, un(A, MB_OP_NEG, bi(A, MB_OP_MUL, g, bi(A, MB_OP_MUL, i, i))));
+        break;
     default: A->failed = 2; break; /* autodiff helpers never appear in a forward graph */
     }
 }

@@ -219,6 +219,9 @@ static int set_number(ini_state *st, const char *key, enum key_need need,
     if (v < 0)
         return fail(st, MB_EINPUT, "%s:%d: key '%s': must be >= 0, got '%s'", st->path,
                     st->line, key, value);
+    if (!strcmp(key, "serial_fraction") && v > 1)
+        return fail(st, MB_EINPUT, "%s:%d: key '%s': must be in [0, 1], got '%s'", st->path,
+                    st->line, key, value);
     *out = v;
     return 1;
 }

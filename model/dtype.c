@@ -29,7 +29,7 @@ static const char *const op_names[MB_OP_COUNT] = {
     [MB_OP_TAN] = "tan", [MB_OP_TANH] = "tanh", [MB_OP_EXP] = "exp",
     [MB_OP_LOG] = "log", [MB_OP_SQRT] = "sqrt", [MB_OP_RSQRT] = "rsqrt",
     [MB_OP_SIGMOID] = "sigmoid", [MB_OP_RELU] = "relu", [MB_OP_ABS] = "abs",
-    [MB_OP_GELU] = "gelu", [MB_OP_COPY] = "copy", [MB_OP_STEP] = "step",
+    [MB_OP_GELU] = "gelu", [MB_OP_COPY] = "copy", [MB_OP_RECIPROCAL] = "reciprocal", [MB_OP_STEP] = "step",
     [MB_OP_SIGN] = "sign", [MB_OP_GELU_GRAD] = "gelu_grad",
 };
 

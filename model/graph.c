@@ -80,6 +80,7 @@ static const mb_op_cost op_costs[MB_OP_COUNT] = {
     [MB_OP_RELU] = {1, 0}, [MB_OP_ABS] = {1, 0},
     [MB_OP_GELU] = {12, 1}, /* erf polynomial */
     [MB_OP_COPY] = {0, 0},
+    [MB_OP_RECIPROCAL] = {2, 1}, /* rcp + refinement, as div */
     [MB_OP_STEP] = {1, 0}, [MB_OP_SIGN] = {2, 0},
     [MB_OP_GELU_GRAD] = {16, 2},
 };

@@ -39,6 +39,12 @@ void mb_lex_next(mb_lexer *lx)
             lx->line_start = p;
             continue;
         }
+        if (*p == '\n' && lx->paren_depth > 0) { /* implicit line joining */
+            p++;
+            lx->line++;
+            lx->line_start = p;
+            continue;
+        }
         break;
     }
     const char *s = p;
@@ -81,8 +87,8 @@ void mb_lex_next(mb_lexer *lx)
     case '-': k = TK_MINUS; break;
     case '*': if (p[1] == '*') { k = TK_POW; len = 2; } else k = TK_STAR; break;
     case '/': k = TK_SLASH; break;
-    case '(': k = TK_LPAREN; break;
-    case ')': k = TK_RPAREN; break;
+    case '(': k = TK_LPAREN; lx->paren_depth++; break;
+    case ')': k = TK_RPAREN; if (lx->paren_depth > 0) lx->paren_depth--; break;
     case '=': k = TK_ASSIGN; break;
     case ',': k = TK_COMMA; break;
     case ';': k = TK_SEMI; break;

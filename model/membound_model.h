@@ -51,6 +51,8 @@ typedef enum mb_op {
     MB_OP_SQRT, MB_OP_RSQRT, MB_OP_SIGMOID, MB_OP_RELU, MB_OP_ABS,
     MB_OP_GELU, /* exact (erf) GELU, a library op: always one kernel */
     MB_OP_COPY, /* copy(x): a new tensor equal to x, as torch's clone() */
+    MB_OP_RECIPROCAL, /* 1 / x: PyTorch evaluates scalar / tensor as
+                         tensor.reciprocal() * scalar, two kernels */
     /* autodiff helpers */
     MB_OP_STEP,      /* 1 where x > 0, else 0 (relu') */
     MB_OP_SIGN,      /* -1, 0, 1 (abs') */

@@ -38,6 +38,7 @@ typedef struct {
     const char *src, *p;
     int line;
     const char *line_start;
+    int paren_depth;    /* inside brackets newlines join lines, as in Python */
     mb_token tok;       /* current token */
 } mb_lexer;
 

@@ -143,6 +143,7 @@ static int fold_unary(parser *P, mb_op op, double a, double *out, int line, int 
     case MB_OP_ABS: r = fabs(a); break;
     case MB_OP_GELU: r = gelu_scalar(a); break;
     case MB_OP_COPY: r = a; break;
+    case MB_OP_RECIPROCAL: r = 1.0 / a; break;
     default: r = NAN; break;
     }
     if (!isfinite(r))
@@ -369,7 +370,14 @@ static int parse_term(parser *P, val *out)
         mb_lex_next(&P->lx);
         val right;
         if ((rc = parse_factor(P, &right))) return rc;
-        rc = mk_binary(P, op.kind == TK_STAR ? MB_OP_MUL : MB_OP_DIV, left, right, &left, op.line, op.col);
+        if (op.kind == TK_SLASH && left.node < 0 && right.node >= 0) {
+            /* Tensor.__rtruediv__ is self.reciprocal() * other: two kernels */
+            val r;
+            rc = mk_unary(P, MB_OP_RECIPROCAL, right, &r, op.line, op.col);
+            if (!rc) rc = mk_binary(P, MB_OP_MUL, r, left, &left, op.line, op.col);
+        } else {
+            rc = mk_binary(P, op.kind == TK_STAR ? MB_OP_MUL : MB_OP_DIV, left, right, &left, op.line, op.col);
+        }
         if (rc) return rc;
     }
     *out = left;

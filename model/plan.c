@@ -93,14 +93,40 @@ static int group_eager(mb_plan *p)
     return rc;
 }
 
+/* live[i] = 1 when node i contributes to a result (a forward output or an
+ * input's gradient). A fuser drops the rest; eager runs them, as PyTorch
+ * runs every statement. Caller frees. */
+static char *live_nodes(const mb_graph *g)
+{
+    char *live = calloc((size_t)g->n_nodes, 1);
+    int *stack = malloc((size_t)(g->n_nodes + 2 * MB_MAX_IO) * sizeof(int));
+    if (!live || !stack) { free(live); free(stack); return NULL; }
+    int top = 0;
+    for (int k = 0; k < g->n_outputs; k++) stack[top++] = g->outputs[k];
+    if (g->has_backward)
+        for (int k = 0; k < g->n_inputs; k++) stack[top++] = g->grad_inputs[k];
+    while (top > 0) {
+        int v = stack[--top];
+        if (v < 0 || live[v]) continue;
+        live[v] = 1;
+        for (int a = 0; a < 2; a++)
+            if (g->nodes[v].arg[a] >= 0 && !live[g->nodes[v].arg[a]]) stack[top++] = g->nodes[v].arg[a];
+    }
+    free(stack);
+    return live;
+}
+
+/* One kernel of the live nodes in [lo, hi), after prefix (recomputed clones). */
 static int group_range(mb_plan *p, const char *name, int is_backward, int lo, int hi, const ivec *prefix)
 {
     ivec cur = {0};
-    int rc = 0;
+    char *live = live_nodes(p->g);
+    int rc = live ? 0 : -1;
     if (prefix)
         for (int i = 0; i < prefix->n && !rc; i++) rc = ivec_push(&cur, prefix->v[i]);
     for (int i = lo; i < hi && !rc; i++)
-        if (p->g->nodes[i].op != MB_OP_INPUT) rc = ivec_push(&cur, i);
+        if (p->g->nodes[i].op != MB_OP_INPUT && live[i]) rc = ivec_push(&cur, i);
+    free(live);
     if (!rc && cur.n) rc = new_kernel(p, name, is_backward, &cur);
     free(cur.v);
     return rc;

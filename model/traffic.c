@@ -13,8 +13,9 @@
  * datasheet), or, when the spec gives a read bandwidth and that takes
  * longer, DRAM read bytes / (read_bandwidth / (1 + read_stream_penalty x
  * (reads - 1))). Compute is the sum of n / rate over ops with a measured
- * rate (calibrated specs), plus max(flops / FP32 peak, SFU ops / SFU peak)
- * for the rest.
+ * rate (calibrated specs), plus max(flops / (FP32 peak / 2), SFU ops / SFU
+ * peak) for the rest (the ops' flops are FP32 instructions; the peak counts
+ * an FMA as two).
  *
  * On a GPU thousands of warps hide one term behind the other: the table's
  * specs leave serial_fraction and the stream penalty at 0. On a CPU the same
@@ -57,7 +58,11 @@ static void compute_time(const mb_plan *p, const mb_kernel *K, int64_t n, const 
             sfu += oc.sfu_ops * (double)n;
         }
     }
-    double peak_s = fmax(d->fp32_tflops > 0 ? flops / (d->fp32_tflops * 1e12) : 0, sfu / sfu_rate(d));
+    /* The ops' flops are single FP32 instructions (add, mul: no FMA to pair
+     * them), and a datasheet's FP32 peak counts an FMA as 2 flops: the
+     * instruction rate is half the peak. */
+    double lanes_per_s = d->fp32_tflops * 1e12 / 2;
+    double peak_s = fmax(lanes_per_s > 0 ? flops / lanes_per_s : 0, sfu / sfu_rate(d));
     c->compute_s = rated_s + peak_s;
 }
 
@@ -108,7 +113,7 @@ int mb_estimate_plan(const mb_plan *p, int64_t n, const mb_device *d, mb_estimat
             cur_stamp++;
             stamp[t] = cur_stamp;
             double dist = 0;
-            for (int e = last[t] + 1; e < n_trace; e++)
+            for (int e = last[t] + 1; e < n_trace && dist + (double)size <= cache_bytes; e++)
                 if (stamp[trace[e]] != cur_stamp) {
                     stamp[trace[e]] = cur_stamp;
                     dist += (double)mb_tensor_bytes(g, trace[e], n);

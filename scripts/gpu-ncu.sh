@@ -2,13 +2,20 @@
 # gpu-ncu.sh — our CUPTI DRAM byte counts against Nsight Compute's, kernel by
 # kernel, for the lecture's variants at one size (default n = 2^26, f32), on a
 # machine with an NVIDIA GPU and ncu. Runs the same membound binary twice:
-#   1. membound measure with our counters (CUPTI range profiler);
+#   1. membound measure with our counters (CUPTI range profiler), with
+#      MB_CUPTI_KERNEL_CLEAN=1: each kernel's auto range starts from a clean
+#      L2 (flush + read sweep before it), the cache state ncu's
+#      --cache-control all gives every kernel (without it our per-kernel
+#      ranges run in the plan's natural cache state, where a kernel reads
+#      what its predecessor left in L2 and writes back its dirty lines: not
+#      comparable kernel by kernel);
 #   2. under ncu --metrics dram__bytes_read.sum,dram__bytes_write.sum
 #      --cache-control all --clock-control none, with MB_CUDA_ONCE=1 (each plan
 #      runs once) and MB_CUPTI=0 (ncu owns the counters), profiling only the
 #      plans' kernels;
-# then joins them launch by launch into ncu-vs-ours.csv and prints the
-# largest difference and both wall times. Writes into OUTDIR.
+# then joins them launch by launch into ncu-vs-ours.csv, prints the largest
+# difference, the plan totals (sum over each plan's kernels, both sides) and
+# both wall times. Writes into OUTDIR.
 #
 # usage: scripts/gpu-ncu.sh [options] OUTDIR
 #   --build DIR     build folder holding bin/membound (default: $MB_BUILD_DIR
@@ -105,8 +112,21 @@ END {
     name = nname[i]; gsub(/"/, "", name); sub(/\(.*/, "", name)
     printf "%s,%s,%s,%s,%s,\"%s\",%.0f,%.0f,%s,%s,%s\n", k[1], k[2], k[3], k[4], pk[i], name, nr[i], nw[i], orr, ow, d > outfile
     printf "%-15s %-9s %-14s ncu %12.4g %12.4g  ours %12s %12s  %s%%\n", k[1], k[2], pk[i], nr[i], nw[i], orr, ow, (d == "" ? "-" : d)
+    # plan totals: the sum over the plan's kernels on both sides
+    pg = k[1] SUBSEP k[2] SUBSEP k[3] SUBSEP k[4]
+    if (!(pg in pt_ncu)) porder[++np] = pg
+    pt_ncu[pg] += tot
+    if (orr == "" || pg in pt_missing) pt_missing[pg] = 1
+    else pt_ours[pg] += orr + ow
   }
   printf "kernels compared: %d; |ours - ncu| > 1%%: %d; worst %.3f%%\n", cnt + 0, off + 0, worst
+  print "plan totals (sum over the plan's kernels, read + write):"
+  for (j = 1; j <= np; j++) {
+    split(porder[j], k, SUBSEP)
+    if (porder[j] in pt_missing || pt_ncu[porder[j]] == 0) { printf "  %-15s %-9s ncu %12.4g  ours -\n", k[1], k[2], pt_ncu[porder[j]]; continue }
+    d = 100 * (pt_ours[porder[j]] - pt_ncu[porder[j]]) / pt_ncu[porder[j]]
+    printf "  %-15s %-9s ncu %12.4g  ours %12.4g  %+.3f%%\n", k[1], k[2], pt_ncu[porder[j]], pt_ours[porder[j]], d
+  }
 }
 AWK
 
@@ -145,8 +165,8 @@ echo "membound: $bin, n=$n dtype=$dtype variants: ${variants[*]}" | tee -a "$out
 # ---- 1. our counters --------------------------------------------------------
 echo "== our counters (CUPTI)"
 t=$(date +%s%N)
-"$bin" measure "${variants[@]}" --backend cuda --dtype "$dtype" --sizes "$n" --device "$device" \
-  -o "$out/ours.csv" --per-kernel "$out/ours-kernels.csv" 2>&1 | tee "$out/ours.log"
+MB_CUPTI_KERNEL_CLEAN=1 "$bin" measure "${variants[@]}" --backend cuda --dtype "$dtype" --sizes "$n" \
+  --device "$device" --timeout 2 -o "$out/ours.csv" --per-kernel "$out/ours-kernels.csv" 2>&1 | tee "$out/ours.log"
 rc=${PIPESTATUS[0]}
 t_ours=$(awk -v a="$t" -v b="$(date +%s%N)" 'BEGIN { printf "%.2f", (b - a) / 1e9 }')
 if [ "$rc" -ne 0 ]; then
@@ -174,7 +194,7 @@ tail -n 5 "$out/ncu.log"
 [ "$rc" -eq 0 ] || { echo "gpu-ncu: error: ncu run exited $rc (see ncu.log)"; status=1; }
 
 # ---- 3. join ------------------------------------------------------------------
-echo "== ours against ncu, kernel by kernel"
+echo "== ours against ncu, kernel by kernel (both from a clean L2 before each kernel), then plan totals"
 join_files
 {
   echo "wall_s_ours_measure_with_counters: $t_ours"

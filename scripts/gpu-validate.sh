@@ -1,21 +1,30 @@
 #!/usr/bin/env bash
 # gpu-validate.sh — hardware validation of the CUDA backend in one command, on a
 # machine with an NVIDIA GPU: build (or reuse a build), GPU tests, calibration
-# into a spec INI, then every built-in variant and plan at 2^16..2^28 in f32 and
-# bf16 with CUPTI DRAM counters (after the copy sanity gate) and event timing.
-# Writes CSVs, the spec, provenance and a log into OUTDIR and prints a summary
-# table last. Needs no network, GSL or gnuplot.
+# into a spec INI, then every built-in variant and plan at 2^16, 2^18, ...,
+# 2^28 in f32 and bf16 with CUPTI DRAM counters (after the copy sanity gate)
+# and event timing. Writes CSVs, the spec, provenance and a log into OUTDIR
+# and prints a summary table last. Needs no network, GSL or gnuplot.
+# The sweep runs as one measure run for the sizes up to 2^24, then one run per
+# larger size (each run's CSV is kept; measure.csv merges them), so a time
+# budget (--budget-s) can drop the largest sizes and keep everything else.
+# Each step prints its wall time. On an H200: ~1.5 min build, ~2 min for the
+# rest (estimate, not yet timed there).
 #
 # usage: scripts/gpu-validate.sh [options] OUTDIR
 #   --build DIR     build folder (default: $MB_BUILD_DIR or <repo>/build-gpu);
 #                   reused when it holds a configured build
 #   --no-build      use DIR/bin/membound as it is
-#   --sizes LIST    membound --sizes syntax (default 2^16..2^28)
+#   --sizes LIST    membound --sizes syntax: N, 2^E, NK/NM/NG, LO..HI[:STEP]
+#                   (default 2^16..2^28:2, every second power of two)
 #   --dtypes LIST   default f32,bf16
 #   --debs DIR      unpack the .deb files in DIR (libinih-dev, libjansson-dev,
 #                   pkgconf ... fetched elsewhere with apt-get download) into a
 #                   private prefix and build against it, for machines without
 #                   those packages and without network
+#   --budget-s S    stop starting measure runs once the next one (estimated
+#                   from the last) would end more than S seconds after the
+#                   script started; skipped sizes are named (default: none)
 #   --summary-only  only print the summary of the files already in OUTDIR
 #   -h, --help      this text
 # Exit: 0 all passed; 1 a step failed or a row failed its check; 2 bad usage;
@@ -24,14 +33,15 @@ set -uo pipefail
 
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 build=${MB_BUILD_DIR:-$repo/build-gpu}
-sizes=${MB_SIZES:-2^16..2^28}
+sizes=${MB_SIZES:-2^16..2^28:2}
+budget_s=0
 dtypes=${MB_DTYPES:-f32,bf16}
 debs=""
 do_build=1
 summary_only=0
 out=""
 
-usage() { sed -n '2,22s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"; }
+usage() { sed -n '2,32s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"; }
 
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -42,6 +52,12 @@ while [ $# -gt 0 ]; do
     --sizes) [ $# -ge 2 ] || { echo "gpu-validate: error: --sizes needs a list" >&2; exit 2; }; sizes=$2; shift 2 ;;
     --dtypes) [ $# -ge 2 ] || { echo "gpu-validate: error: --dtypes needs a list" >&2; exit 2; }; dtypes=$2; shift 2 ;;
     --debs) [ $# -ge 2 ] || { echo "gpu-validate: error: --debs needs a folder" >&2; exit 2; }; debs=$2; shift 2 ;;
+    --budget-s)
+      if [ $# -lt 2 ] || ! [[ $2 =~ ^[0-9]+$ ]]; then
+        echo "gpu-validate: error: --budget-s needs whole seconds" >&2
+        exit 2
+      fi
+      budget_s=$2; shift 2 ;;
     -*) echo "gpu-validate: error: unknown option '$1' (try --help)" >&2; exit 2 ;;
     *) [ -z "$out" ] || { echo "gpu-validate: error: one OUTDIR only ('$out', '$1')" >&2; exit 2; }; out=$1; shift ;;
   esac
@@ -52,13 +68,25 @@ if ! mkdir -p "$out" 2>/dev/null || [ ! -w "$out" ]; then
   exit 2
 fi
 out=$(cd "$out" && pwd)
+case "$build" in /*) ;; *) build=$PWD/$build ;; esac # measure runs inside OUTDIR
 
 log=$out/gpu-validate.log
 : >"$log"
 exec > >(tee -a "$log") 2>&1
 t0=$(date +%s)
 status=0
-step() { echo; echo "== [$(( $(date +%s) - t0 )) s] $*"; }
+step_name=""
+step_t0=$t0
+# Prints the previous step's wall time, then the next step's title.
+step() {
+  local now
+  now=$(date +%s)
+  [ -n "$step_name" ] && echo "-- $step_name: $((now - step_t0)) s"
+  step_name=$*
+  step_t0=$now
+  echo
+  echo "== [$((now - t0)) s] $*"
+}
 fail() { echo "gpu-validate: error: $*"; status=1; }
 
 # ---- summary ----------------------------------------------------------------------
@@ -178,7 +206,8 @@ if [ "$do_build" = 1 ]; then
   if [ -n "$cc" ] && [ ! -f "$build/CMakeCache.txt" ]; then
     arch=(-DCMAKE_CUDA_ARCHITECTURES="${cc}-real;${cc}-virtual")
   fi
-  if ! cmake -S "$repo" -B "$build" "${gen[@]}" -DCMAKE_BUILD_TYPE=Release "${arch[@]}"; then
+  # ${a[@]+"${a[@]}"}: an empty array under set -u fails on bash < 4.4
+  if ! cmake -S "$repo" -B "$build" ${gen[@]+"${gen[@]}"} -DCMAKE_BUILD_TYPE=Release ${arch[@]+"${arch[@]}"}; then
     echo "gpu-validate: error: cmake configure failed (missing libinih-dev, libjansson-dev or pkg-config? see --debs)"
     exit 1
   fi
@@ -201,7 +230,7 @@ step "provenance"
   echo "membound: $("$bin" --version 2>/dev/null)"
   echo "nvcc: $(nvcc --version 2>/dev/null | tail -n1)"
   echo "cmake: $(cmake --version 2>/dev/null | head -n1)"
-  echo "settings: sizes=$sizes dtypes=$dtypes build=$build"
+  echo "settings: sizes=$sizes dtypes=$dtypes build=$build budget_s=$budget_s"
   if command -v nvidia-smi >/dev/null 2>&1; then
     nvidia-smi --query-gpu=name,pci.bus_id,driver_version,memory.total,clocks.sm,clocks.mem,clocks.max.sm,clocks.max.mem,temperature.gpu,power.draw,persistence_mode \
       --format=csv 2>/dev/null | sed 's/^/nvidia-smi: /'
@@ -225,14 +254,109 @@ fi
 cat "$out/local-gpu.ini"
 
 # ---- the sweep: sanity gate first (inside measure), then every variant and plan ----
-step "measure: every variant and plan, sizes $sizes, dtypes $dtypes (counters + timing)"
-"$bin" measure --backend cuda --dtype "$dtypes" --sizes "$sizes" --device "$out/local-gpu.ini" \
-  -o "$out/measure.csv" --per-kernel "$out/measure-kernels.csv" 2> >(tee "$out/measure.stderr" >&2)
-rc=$?
-[ $rc -eq 0 ] || fail "membound measure exited $rc (1: a run or check failed; rows are kept with verified=0)"
+# Sizes of a --sizes list, one per line (the syntax of membound's --sizes).
+expand_sizes() {
+  local item lo hi st v i
+  local IFS=,
+  for item in $1; do
+    if [[ $item == *..* ]]; then
+      lo=${item%%..*}; hi=${item#*..}; st=1
+      if [[ $hi == *:* ]]; then st=${hi#*:}; hi=${hi%%:*}; fi
+      lo=$(size_value "$lo") && hi=$(size_value "$hi") || return 1
+      [[ $st =~ ^[0-9]+$ ]] && [ "$st" -ge 1 ] || return 1
+      i=0
+      for ((v = lo; v <= hi; v *= 2)); do
+        [ $((i % st)) -eq 0 ] && echo "$v"
+        i=$((i + 1))
+      done
+    else
+      size_value "$item" || return 1
+    fi
+  done
+}
+size_value() {
+  local s=$1
+  case "$s" in
+    *^*) [[ ${s%%^*} =~ ^[0-9]+$ && ${s#*^} =~ ^[0-9]+$ ]] || return 1; echo $(( ${s%%^*} ** ${s#*^} )) ;;
+    *[kK]) [[ ${s%?} =~ ^[0-9]+$ ]] || return 1; echo $(( ${s%?} << 10 )) ;;
+    *M) [[ ${s%?} =~ ^[0-9]+$ ]] || return 1; echo $(( ${s%?} << 20 )) ;;
+    *G) [[ ${s%?} =~ ^[0-9]+$ ]] || return 1; echo $(( ${s%?} << 30 )) ;;
+    *) [[ $s =~ ^[0-9]+$ ]] || return 1; echo "$s" ;;
+  esac
+}
+if ! size_list=$(expand_sizes "$sizes") || [ -z "$size_list" ]; then
+  echo "gpu-validate: error: --sizes '$sizes': expected N, 2^E, NK/NM/NG or LO..HI[:STEP]"
+  exit 2
+fi
+# runs: all sizes <= 2^24 together (cheap), then one run per larger size
+small=""
+runs=()
+while read -r v; do
+  if [ "$v" -le $((1 << 24)) ]; then small=${small:+$small,}$v; else runs+=("$v"); fi
+done <<<"$size_list"
+[ -n "$small" ] && runs=("$small" ${runs[@]+"${runs[@]}"})
+
+# measure runs inside OUTDIR with relative names, so the CSVs' provenance
+# line names the spec as "local-gpu.ini", found beside them by `report`
+rm -f "$out"/measure-run*.csv "$out"/measure.stderr
+n_run=0
+last_s=0
+last_multi=0
+skipped=""
+for r in "${runs[@]}"; do
+  now=$(date +%s)
+  if [ "$budget_s" -gt 0 ] && [ "$n_run" -gt 0 ]; then
+    # a run of one larger size (4x the elements of the last) takes ~4x as long
+    est=$((last_multi ? last_s : 4 * last_s))
+    if [ $((now - t0 + est)) -gt "$budget_s" ]; then
+      skipped=${skipped:+$skipped,}$r
+      continue
+    fi
+  fi
+  n_run=$((n_run + 1))
+  step "measure run $n_run: every variant and plan, sizes $r, dtypes $dtypes (counters + timing)"
+  (cd "$out" && "$bin" measure --backend cuda --dtype "$dtypes" --sizes "$r" --device local-gpu.ini --timeout 2 \
+    -o "measure-run$n_run.csv" --per-kernel "measure-run$n_run-kernels.csv") 2>"$out/measure-run$n_run.stderr"
+  rc=$?
+  # the notes after the run, not through a pipe: the summary greps this file
+  cat "$out/measure-run$n_run.stderr"
+  cat "$out/measure-run$n_run.stderr" >>"$out/measure.stderr"
+  [ $rc -eq 0 ] || fail "membound measure (sizes $r) exited $rc (1: a run or check failed; rows are kept with verified=0)"
+  last_s=$(( $(date +%s) - now ))
+  last_multi=0
+  [[ $r == *,* ]] && last_multi=1
+done
+if [ -n "$skipped" ]; then
+  echo "gpu-validate: budget of $budget_s s: skipped sizes $skipped (the next run would not have ended in time)"
+  status=1
+fi
+
+# measure.csv / measure-kernels.csv: the first run's '#' lines and header,
+# then every run's rows (written to a temporary file, then renamed)
+merge() {
+  local dst=$1 suffix=$2 i f first=1
+  : >"$dst.tmp"
+  for ((i = 1; i <= n_run; i++)); do
+    f=$out/measure-run$i$suffix.csv
+    [ -s "$f" ] || continue
+    if [ $first = 1 ]; then
+      {
+        grep '^#' "$f"
+        echo "# gpu-validate: merged from $n_run measure runs (sizes $sizes${skipped:+; skipped $skipped})"
+        grep -v '^#' "$f" | head -n1
+      } >>"$dst.tmp"
+      first=0
+    fi
+    grep -v '^#' "$f" | tail -n +2 >>"$dst.tmp"
+  done
+  if [ $first = 0 ]; then mv "$dst.tmp" "$dst"; else rm -f "$dst.tmp"; fi
+}
+merge "$out/measure.csv" ""
+merge "$out/measure-kernels.csv" "-kernels"
 
 step "summary"
 summary
 echo
-echo "gpu-validate: wall time $(( $(date +%s) - t0 )) s; outputs in $out: measure.csv measure-kernels.csv local-gpu.ini provenance.txt summary.txt gpu-validate.log"
+echo "-- $step_name: $(( $(date +%s) - step_t0 )) s"
+echo "gpu-validate: wall time $(( $(date +%s) - t0 )) s; outputs in $out: measure.csv measure-kernels.csv (merged from measure-run*.csv) local-gpu.ini provenance.txt summary.txt gpu-validate.log"
 exit $status

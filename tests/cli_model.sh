@@ -78,6 +78,14 @@ printf '[device]\nname = x\nmem_bandwidth_gbs = fast\n' >"$tmp/bad.ini"
 expect 2 "mem_bandwidth_gbs" -- model copy --device "$tmp/bad.ini"
 printf 'input x\ny = x +* 2\n' >"$tmp/bad.mb"
 expect 2 "bad.mb:2:8: expected an expression" -- model "$tmp/bad.mb"
+expect 2 "must be an integer from 1 to 64" -- model copy --sizes '1..2^44:4294967297'
+expect 2 "unknown variant 'foo\\x0abar'" -- model $'foo\nbar'
+printf 'input x bf16\ninput w f16\ny = x*w + x*2\n' >"$tmp/mixed.mb"
+"$B" model "$tmp/mixed.mb" --plan eager --json >"$tmp/out" || bad "mixed dtypes"
+jcheck '.results[0].dtype' mixed
+jcheck '.results[0].traffic_elements' 8   # mul 2r1w, mul 1r1w, add 2r1w
+"$B" model copy gelu_tanh --n 2^20 --json >"$tmp/out" && jcheck '.n' 1048576
+"$B" model copy gelu_tanh --json >"$tmp/out" && jcheck '.n' null   # lecture sizes differ
 for c in devices model whatif; do "$B" $c --help >/dev/null && ok || bad "$c --help"; done
 
 # variants are found next to the binary, without the source tree or MEMBOUND_VARIANTS

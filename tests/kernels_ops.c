@@ -143,6 +143,7 @@ static double r_relu(double a, double b) { (void)b; return a > 0 ? a : 0.0; }
 static double r_abs(double a, double b) { (void)b; return fabs(a); }
 static double r_gelu(double a, double b) { (void)b; return 0.5 * a * (1.0 + erf(a / sqrt(2.0))); }
 static double r_copy(double a, double b) { (void)b; return a; }
+static double r_reciprocal(double a, double b) { (void)b; return 1.0 / a; }
 static double r_step(double a, double b) { (void)b; return a > 0 ? 1.0 : 0.0; }
 static double r_sign(double a, double b) { (void)b; return a > 0 ? 1.0 : (a < 0 ? -1.0 : 0.0); }
 /* d/dx x Phi(x) = Phi(x) + x phi(x), written from erf rather than erfc */
@@ -166,6 +167,7 @@ static void ops_vs_libm(void)
         {MB_OP_RSQRT, 0.01, 100, 0, r_rsqrt, 1e-6}, {MB_OP_SIGMOID, -10, 10, 0, r_sigmoid, 1e-6},
         {MB_OP_RELU, -3, 3, 0, r_relu, 0}, {MB_OP_ABS, -3, 3, 0, r_abs, 0},
         {MB_OP_GELU, -5, 5, 0, r_gelu, 1e-6}, {MB_OP_COPY, -3, 3, 0, r_copy, 0},
+        {MB_OP_RECIPROCAL, 0.1, 3, 0, r_reciprocal, 1e-6},
         {MB_OP_STEP, -3, 3, 0, r_step, 0}, {MB_OP_SIGN, -3, 3, 0, r_sign, 0},
         /* gelu_grad crosses zero at -0.75 as the difference of two values near 0.23:
          * an f32 ulp of 0.23 against the 1e-3 floor is 1.5e-5 */

@@ -352,6 +352,8 @@ static void test_malformed(void)
                  NEEDLES(":4: key 'fp32_tflops': must be > 0, got '-1'"));
     expect_error("zero.ini", GOOD_HEAD "mem_bandwidth_gbs = 0\n" GOOD_TAIL,
                  NEEDLES(":3: key 'mem_bandwidth_gbs': must be > 0"));
+    expect_error("serial.ini", GOOD_HEAD "mem_bandwidth_gbs = 100\nserial_fraction = 7\n",
+                 (const char *const[]){"key 'serial_fraction'", "must be in [0, 1]", NULL});
     expect_error("negopt.ini", GOOD_HEAD "mem_bandwidth_gbs = 100\nsfu_tops = -2\n",
                  NEEDLES(":4: key 'sfu_tops': must be >= 0, got '-2'"));
     expect_error("inf.ini", GOOD_HEAD "mem_bandwidth_gbs = inf\n",

@@ -28,6 +28,9 @@ static const struct {
     {"y = -(-x)", 2, 2, 2, 1},
     {"y = +x * 1", 1, 1, 1, 1},             /* unary plus is no op */
     {"y = 2**x", 1, 1, 1, 1},
+    {"y = 1/x", 2, 2, 2, 1},                /* x.reciprocal() * 1, as __rtruediv__ */
+    {"y = 1/(1 + exp(-x))", 5, 5, 5, 1},    /* neg, exp, add, reciprocal, mul */
+    {"y = x/2", 1, 1, 1, 1},
     {"y = sin(x) + sin(x)", 3, 4, 3, 1},    /* no common-subexpression elimination */
     {"t = exp(x); y = t / (1 + t)", 3, 4, 3, 1},
     {"y = gelu(x)", 1, 1, 1, 1},            /* a library op is one kernel */
@@ -35,6 +38,7 @@ static const struct {
     {"y = relu(x) * sigmoid(w) - abs(x)", 5, 7, 5, 2},
     {"y = sqrt(exp(-x)) + rsqrt(x)", 5, 6, 5, 1},
     {"y = x + 2*3**2", 1, 1, 1, 1},         /* scalar-only subexpression folds */
+    {"y = (x +\n     2) * x", 2, 3, 2, 1},   /* newlines inside brackets join lines */
 };
 
 static void check_case(int i)
