@@ -915,7 +915,8 @@ extern "C" void mb_meas_cuda_provenance(char *buf, size_t bufsz)
              "gpu_driver: %d.%d; cuda_runtime: %d.%d\n"
              "gpu_peak_bandwidth_gbs: %.0f (2 x %d MHz x %d bit)\n"
              "gpu_clocks_mhz: sm %.0f..%.0f mem %.0f..%.0f (%s; peak sm %d)\n"
-             "gpu_timing: events%s; cold samples after a %.0f MiB memset + persisting-L2 reset\n"
+             "gpu_timing: events%s; cold samples after a %.0f MiB memset + persisting-L2 reset + read sweep "
+             "of another buffer of that size\n"
              "counters: %s%s%s\n"
              "counter_collection_s: %.2f over %d rows (user range + auto range each)\n",
              S.dev.name, S.pci, S.dev.cc_major, S.dev.cc_minor, S.dev.sm_count, S.dev.l2_bytes / 1048576.0,
@@ -1045,7 +1046,8 @@ static const mb_device *table_match(const char *gpu)
 /* GPU calibration for `membound calibrate --backend cuda`: a spec INI's
  * device from the driver (name, SMs, L2, memory, peak bandwidth) and
  * measured copy / read / write bandwidth (f32 arrays >= 8x L2, cold, median
- * of 10), launch overhead (empty kernels back to back), fp32 FMA peak and
+ * of 10), launch overhead (a batch of empty kernels queued behind the
+ * blocking kernel, GPU side), fp32 FMA peak and
  * per-op rates (register-resident). bf16_tflops and sfu_tops come from the
  * device table when it lists this GPU, else fp32 / 0 (said in source).
  * Prints a summary on stdout. MB_ERUN when no GPU or a CUDA call fails. */

@@ -17,5 +17,5 @@ printf '[device]\nname = x\nmem_bandwidth_gbs = 100\ncache_mb = 1\nfp32_tflops =
   >"$corpus/spec/seed.ini"
 for t in parser spec; do
   echo "== fuzz_$t: $runs runs"
-  build-fuzz/bin/fuzz_$t -runs="$runs" -max_len=4096 -print_final_stats=1 "$corpus/$t" 2>&1 | tail -n 12
+  build-fuzz/bin/fuzz_$t -runs="$runs" -max_len=${MB_FUZZ_MAX_LEN:-1024} -print_final_stats=1 "$corpus/$t" 2>&1 | tail -n 12
 done
