@@ -13,6 +13,10 @@
 #include <string.h>
 #include <unistd.h>
 
+/* The CUDA backend's provenance (measure/cuda_backend.h), when built in. */
+void mb_meas_cuda_provenance(char *buf, size_t bufsz);
+#pragma weak mb_meas_cuda_provenance
+
 static void usage(FILE *fp)
 {
     fprintf(fp,
@@ -491,6 +495,16 @@ int mb_cmd_measure(int argc, char **argv)
         }
         free(pk);
         mb_plan_free(p);
+    }
+    /* GPU clocks, driver and the counter sanity gate are known only after the
+     * runs: trailing '#' lines (readers skip '#' lines anywhere) */
+    if (backend == MB_MEAS_CUDA && mb_meas_cuda_provenance) {
+        char gpu[2048];
+        mb_meas_cuda_provenance(gpu, sizeof gpu);
+        for (char *line = strtok(gpu, "\n"); line; line = strtok(NULL, "\n")) {
+            fprintf(csv, "# %s\n", line);
+            if (have_kf) fprintf(kf.fp, "# %s\n", line);
+        }
     }
     if (have_of && mb_outfile_commit(&of, &e)) { have_of = 0; rc = mb_cli_fail_err(1, &e); goto out_files; }
     have_of = 0;

@@ -168,7 +168,7 @@ extern "C" int mb_kern_cuda_fma(int iters, float *sink, int sm_count, void *stre
 #define MB_RATE_OPS(X)                                                                          \
     X(MB_OP_ADD) X(MB_OP_SUB) X(MB_OP_MUL) X(MB_OP_DIV) X(MB_OP_POW) X(MB_OP_NEG) X(MB_OP_SIN)    \
     X(MB_OP_COS) X(MB_OP_TAN) X(MB_OP_TANH) X(MB_OP_EXP) X(MB_OP_LOG) X(MB_OP_SQRT) X(MB_OP_RSQRT) \
-    X(MB_OP_SIGMOID) X(MB_OP_RELU) X(MB_OP_ABS) X(MB_OP_GELU) X(MB_OP_COPY) X(MB_OP_STEP)         \
+    X(MB_OP_SIGMOID) X(MB_OP_RELU) X(MB_OP_ABS) X(MB_OP_GELU) X(MB_OP_COPY) X(MB_OP_RECIPROCAL) X(MB_OP_STEP)         \
     X(MB_OP_SIGN) X(MB_OP_GELU_GRAD)
 
 template <int OP>

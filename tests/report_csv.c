@@ -124,6 +124,32 @@ static void test_good(const char *tmp)
     mb_rpt_set_free(&s);
 }
 
+/* counts the CUDA sanity gate marked untrusted are not used as measurements */
+static void test_untrusted(const char *tmp)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/untrusted.csv", tmp);
+    FILE *fp = fopen(path, "w");
+    fprintf(fp, "device,backend,variant,plan,dtype,n,time_s_median,dram_read_bytes,dram_write_bytes,"
+                "counters,verified\n"
+                "h200,cuda,copy,eager,f32,268435456,0.0005,1073741824,1073741824,cupti,1\n"
+                "h200,cuda,copy,fused,f32,268435456,0.0005,1073741824,1073741824,"
+                "untrusted: copy gate off by 30%%,1\n");
+    fclose(fp);
+    mb_rpt_set s;
+    mb_rpt_set_init(&s);
+    mb_err e;
+    int rc = mb_rpt_read_csv(&s, path, &e);
+    CHECK(rc == MB_OK);
+    if (rc) fprintf(stderr, "  %s\n", e.msg);
+    if (!rc) {
+        CHECK_EQ_I64(s.n_rows, 2);
+        CHECK(s.rows[0].has_dram);
+        CHECK(!s.rows[1].has_dram);
+    }
+    mb_rpt_set_free(&s);
+}
+
 int main(void)
 {
     const char *env = getenv("MB_SRC");
@@ -143,6 +169,7 @@ int main(void)
     char tmp[] = "/tmp/mb_report_csv_XXXXXX";
     CHECK(mkdtemp(tmp) != NULL);
     test_good(tmp);
+    test_untrusted(tmp);
     char cmd[256];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmp);
     if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", tmp);
