@@ -103,6 +103,7 @@ int mb_cmd_calibrate(int argc, char **argv)
         printf("  copy  %8.2f GB/s (non-temporal stores)   %8.2f GB/s (plain stores)\n",
                cal.copy_gbs, cal.copy_plain_gbs);
         printf("  read  %8.2f GB/s\n", cal.read_gbs);
+        printf("  copy in the last-level cache %8.2f GB/s\n", cal.cache_gbs);
         printf("  write %8.2f GB/s (non-temporal stores)   %8.2f GB/s (plain stores)\n",
                cal.write_gbs, cal.write_plain_gbs);
         printf("  fp32 FMA peak %.3f TFLOP/s, per-pass overhead %.2f us\n", cal.fp32_tflops,

@@ -413,6 +413,12 @@ int mb_meas_calibrate_cpu(int threads, int quick, void (*progress)(const char *l
     if (progress) progress("bandwidth: copy, read, write");
     out->copy_gbs = 2 * bytes1 / median_time(copy_nt, &sc, reps) / 1e9;
     out->copy_plain_gbs = 2 * bytes1 / median_time(copy_plain, &sc, reps) / 1e9;
+    /* the same copy with both arrays an eighth of the LLC each: warm, from
+     * and to the last-level cache (many repetitions: each is short) */
+    stream_ctx cc = sc;
+    cc.n = (out->llc_bytes / 8 / (int64_t)sizeof(float)) & ~(int64_t)63;
+    if (cc.n > 0)
+        out->cache_gbs = 2.0 * (double)cc.n * sizeof(float) / median_time(copy_plain, &cc, reps * 20) / 1e9;
     out->read_gbs = bytes1 / median_time(read_sum, &sc, reps) / 1e9;
     out->write_gbs = bytes1 / median_time(write_nt, &sc, reps) / 1e9;
     out->write_plain_gbs = bytes1 / median_time(write_plain, &sc, reps) / 1e9;
@@ -459,6 +465,7 @@ void mb_meas_calib_to_device(const mb_meas_calib *c, const char *command_line, m
     d->read_bandwidth_gbs = c->read_gbs;
     d->read_stream_penalty = c->read_stream_penalty;
     d->serial_fraction = c->serial_fraction;
+    d->cache_bandwidth_gbs = c->cache_gbs;
     d->cache_mb = (double)c->llc_bytes / 1048576.0;
     d->fp32_tflops = c->fp32_tflops;
     d->bf16_tflops = c->fp32_tflops;

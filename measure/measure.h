@@ -190,6 +190,7 @@ typedef struct mb_meas_calib {
     double op_geps[MB_OP_COUNT]; /* elements/s of each op through the executor's
                                     tile primitive, L1-resident, all threads, 1e9/s */
     double pass_overhead_us;/* one executor pass over a tiny array (fork/join) */
+    double cache_gbs;       /* copy, both arrays in the last-level cache (plain stores) */
     double serial_fraction; /* share of the shorter of memory and compute time
                                not hidden by the longer (probe: y = sin(x)) */
     double read_stream_penalty; /* read bandwidth loss per extra read stream

@@ -44,6 +44,7 @@ static const key_spec spec_keys[] = {
     {"read_bandwidth_gbs", KEY_NUM, KEY_OPTIONAL, FIELD(read_bandwidth_gbs)},
     {"read_stream_penalty", KEY_NUM, KEY_OPTIONAL, FIELD(read_stream_penalty)},
     {"serial_fraction", KEY_NUM, KEY_OPTIONAL, FIELD(serial_fraction)},
+    {"cache_bandwidth_gbs", KEY_NUM, KEY_OPTIONAL, FIELD(cache_bandwidth_gbs)},
     {"cache_mb", KEY_NUM, KEY_REQUIRED, FIELD(cache_mb)},
     {"fp32_tflops", KEY_NUM, KEY_REQUIRED, FIELD(fp32_tflops)},
     {"bf16_tflops", KEY_NUM, KEY_REQUIRED_GPU, FIELD(bf16_tflops)},

@@ -198,6 +198,10 @@ typedef struct mb_device {
     double read_stream_penalty;   /* optional: read bandwidth falls to
                                      read_bandwidth / (1 + this x (k - 1))
                                      for a kernel reading k tensors */
+    double cache_bandwidth_gbs;   /* optional: streaming bandwidth of the
+                                     last-level cache; every byte a kernel
+                                     moves passes through it, so a kernel takes
+                                     at least its bytes / this (0: unknown) */
     double serial_fraction;       /* optional, 0..1: share of the shorter of
                                      memory and compute time that does not
                                      overlap the longer (0 on GPUs) */

@@ -12,7 +12,9 @@
  * Memory is DRAM bytes / bandwidth (measured when the spec has it, else
  * datasheet), or, when the spec gives a read bandwidth and that takes
  * longer, DRAM read bytes / (read_bandwidth / (1 + read_stream_penalty x
- * (reads - 1))). Compute is the sum of n / rate over ops with a measured
+ * (reads - 1))), and never less than all its bytes (the lecture's count)
+ * over the cache's own bandwidth when the spec gives one: a two-level
+ * roofline, so cache-resident sizes are not free. Compute is the sum of n / rate over ops with a measured
  * rate (calibrated specs), plus max(flops / (FP32 peak / 2), SFU ops / SFU
  * peak) for the rest (the ops' flops are FP32 instructions; the peak counts
  * an FMA as two).
@@ -132,6 +134,11 @@ int mb_estimate_plan(const mb_plan *p, int64_t n, const mb_device *d, mb_estimat
 
         compute_time(p, K, n, d, c);
         c->mem_s = (double)(c->dram_read_bytes + c->dram_write_bytes) / (out->bandwidth_gbs * 1e9);
+        /* two-level roofline: cache hits are not free, every byte streams
+         * through the last-level cache */
+        if (d->cache_bandwidth_gbs > 0)
+            c->mem_s = fmax(c->mem_s, (double)(c->read_bytes + c->write_bytes) /
+                                          (d->cache_bandwidth_gbs * 1e9));
         if (d->read_bandwidth_gbs > 0 && K->n_reads > 0) {
             double read_gbs = d->read_bandwidth_gbs / (1 + d->read_stream_penalty * (K->n_reads - 1));
             c->mem_s = fmax(c->mem_s, (double)c->dram_read_bytes / (read_gbs * 1e9));

@@ -175,6 +175,17 @@ static void check_time_formula(void)
     CHECK_NEAR(f.per_kernel[4].mem_s, 2.0 * 4 * ((int64_t)1 << 28) / (1e11 / 1.5), 1e-12);
     mb_estimate_free(&f);
 
+    /* two-level roofline: with a cache bandwidth, cache hits are not free;
+     * at 2^20 on 50 MiB every intermediate hits, but all 11n bytes still
+     * stream through the cache */
+    mb_device h = h100();
+    h.cache_bandwidth_gbs = 1000;
+    f = est("sin2_plus_cos2", MB_F32, MB_PLAN_EAGER, (int64_t)1 << 20, &h, NULL);
+    double t_cache = 0;
+    for (int k = 0; k < f.n_kernels; k++) t_cache += f.per_kernel[k].mem_s;
+    CHECK_NEAR(t_cache, 11.0 * 4 * (1 << 20) / 1e12, 1e-9);
+    mb_estimate_free(&f);
+
     /* a measured op rate replaces the peak-based compute term */
     d.op_geps[MB_OP_COPY] = 0.5;
     c = est("copy", MB_F32, MB_PLAN_EAGER, n, &d, NULL);
