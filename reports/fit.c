@@ -444,6 +444,14 @@ static int fit_group(mb_rpt_set *s, int gi, mb_err *err)
         g->fitted = 1;
         g->t0_s = g->line.c0;
         g->t0_ci_s = g->line.ci0;
+        if (g->t0_s + g->t0_ci_s < 0) {
+            /* a launch time below zero cannot be: say so next to the fit */
+            size_t len = strlen(g->rows_note);
+            snprintf(g->rows_note + len, sizeof g->rows_note - len,
+                     "%s; t0 < 0 is not physical: these rows do not pin the launch floor "
+                     "(too narrow a range of sizes, or a cost the bytes do not carry)",
+                     len ? "" : "the rows");
+        }
         double c1 = g->line.c1, ci = g->line.ci1;
         if (c1 > 0) {
             g->bandwidth_gbs = 1e-9 / c1;
