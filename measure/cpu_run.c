@@ -157,18 +157,8 @@ int mb_meas_cpu_run(const mb_plan *p, int64_t n, const mb_meas_config *c, mb_mea
             }
         }
     }
-    mb_meas_stats st;
-    mb_meas_stats_compute(samples, ns, &st);
-    row->reps = ns;
-    row->time_s_median = st.median_s;
-    row->time_s_min = st.min_s;
-    row->time_s_p90 = st.p90_s;
-    row->time_cv = st.cv;
-    row->max_rel_err = c->check ? max_err : NAN;
-    row->verified = c->check ? passed : 0;
-    if (per_kernel) {
-        mb_meas_fill_per_kernel(row, per_kernel, nk, ksamples, (size_t)(cap + 1), ns, tmp);
-    }
+    mb_meas_row_finish(row, samples, ns, c->check, max_err, passed, per_kernel, nk, ksamples,
+                       (size_t)(cap + 1), tmp);
     rc = MB_OK;
 done:
     free(samples);

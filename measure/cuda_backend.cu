@@ -818,16 +818,8 @@ extern "C" int mb_meas_cuda_run(const mb_plan *p, int64_t n, const mb_meas_confi
                      row->variant, row->plan, row->dtype, (long long)n, before.sm_mhz, after.sm_mhz, S.sm_max);
         }
 
-        mb_meas_stats st;
-        mb_meas_stats_compute(samples, ns, &st);
-        row->reps = ns;
-        row->time_s_median = st.median_s;
-        row->time_s_min = st.min_s;
-        row->time_s_p90 = st.p90_s;
-        row->time_cv = st.cv;
-        row->max_rel_err = c->check ? max_err : NAN;
-        row->verified = c->check ? passed : 0;
-        if (per_kernel) mb_meas_fill_per_kernel(row, per_kernel, nk, ksamples, (size_t)(cap + 1), ns, tmp);
+        mb_meas_row_finish(row, samples, ns, c->check, max_err, passed, per_kernel, nk, ksamples,
+                           (size_t)(cap + 1), tmp);
         above_peak("model DRAM bytes over the fastest sample:", row,
                    (double)(row->model_dram_read_bytes + row->model_dram_write_bytes), row->time_s_min, 0.05);
 

@@ -179,10 +179,20 @@ int mb_meas_run(mb_meas_backend b, const mb_plan *p, int64_t n, const mb_meas_co
     return mb_err_set(err, MB_EINPUT, "backend must be resolved before running");
 }
 
-void mb_meas_fill_per_kernel(const mb_meas_record *row, mb_meas_record *per_kernel, int nk,
-                             const double *ksamples, size_t stride, int ns, double *tmp)
+void mb_meas_row_finish(mb_meas_record *row, const double *samples, int ns, int checked,
+                        double max_err, int passed, mb_meas_record *per_kernel, int nk,
+                        const double *ksamples, size_t stride, double *tmp)
 {
-    for (int k = 0; k < nk; k++) {
+    mb_meas_stats rs;
+    mb_meas_stats_compute(samples, ns, &rs);
+    row->reps = ns;
+    row->time_s_median = rs.median_s;
+    row->time_s_min = rs.min_s;
+    row->time_s_p90 = rs.p90_s;
+    row->time_cv = rs.cv;
+    row->max_rel_err = checked ? max_err : NAN;
+    row->verified = checked ? passed : 0;
+    for (int k = 0; per_kernel && k < nk; k++) {
         mb_meas_record *pk = &per_kernel[k];
         memcpy(pk->device, row->device, sizeof pk->device);
         memcpy(pk->backend, row->backend, sizeof pk->backend);

@@ -168,12 +168,15 @@ int mb_meas_run(mb_meas_backend b, const mb_plan *p, int64_t n, const mb_meas_co
                 mb_meas_record *row, mb_meas_record *per_kernel, char *why, size_t whysz,
                 mb_err *err);
 
-/* Fills the nk per-kernel records from their samples (kernel k's ns times at
- * ksamples[k * stride ...]): the row's device, backend, counters, check
- * result, and each kernel's statistics; no counted bytes (-1). tmp holds ns
- * doubles. Shared by the CPU and CUDA backends. */
-void mb_meas_fill_per_kernel(const mb_meas_record *row, mb_meas_record *per_kernel, int nk,
-                             const double *ksamples, size_t stride, int ns, double *tmp);
+/* Finishes a row from its ns timed samples and its check (checked: whether
+ * the check ran; max_err, passed: its result), then, when per_kernel is not
+ * NULL, the nk per-kernel records from their samples (kernel k's at
+ * ksamples[k * stride ...]): the row's device, backend, counters and check,
+ * each kernel's statistics, no counted bytes (-1). tmp holds ns doubles.
+ * Shared by the CPU and CUDA backends. */
+void mb_meas_row_finish(mb_meas_record *row, const double *samples, int ns, int checked,
+                        double max_err, int passed, mb_meas_record *per_kernel, int nk,
+                        const double *ksamples, size_t stride, double *tmp);
 
 /* ---- calibration ------------------------------------------------------------ */
 
