@@ -149,6 +149,16 @@ static int row_is(const mb_rpt_row *r, int gi, const series *se)
 
 #define MAX_SERIES 48
 
+/* 1 when group gi of s has a verified row (with counted DRAM bytes when
+ * need_dram); 0 for a model-only figure (s NULL). */
+static int group_has_rows(const mb_rpt_set *s, int gi, int need_dram)
+{
+    for (int i = 0; s && i < s->n_rows; i++)
+        if (s->rows[i].group == gi && s->rows[i].verified && (!need_dram || s->rows[i].has_dram))
+            return 1;
+    return 0;
+}
+
 /* ---- bytes per element -------------------------------------------------- */
 
 static int fig_bytes(rpt_fig_ctx *fc, const char *name, const mb_rpt_set *s, int gi,
@@ -160,10 +170,7 @@ static int fig_bytes(rpt_fig_ctx *fc, const char *name, const mb_rpt_set *s, int
     mb_outfile of;
     int rc = rpt_fig_open(fc, name, &of, &fp);
     if (rc) return rc;
-    int measured = 0;
-    if (s)
-        for (int i = 0; i < s->n_rows; i++)
-            if (s->rows[i].group == gi && s->rows[i].has_dram && s->rows[i].verified) measured = 1;
+    int measured = group_has_rows(s, gi, 1);
     char title[256];
     snprintf(title, sizeof title, "Bytes moved per element: model vs %s",
              measured ? "measured (DRAM counters)" : "the lecture's count");
@@ -239,10 +246,7 @@ static int fig_time(rpt_fig_ctx *fc, const char *name, const mb_rpt_set *s, int 
     mb_outfile of;
     int rc = rpt_fig_open(fc, name, &of, &fp);
     if (rc) return rc;
-    int any_meas = 0;
-    if (s)
-        for (int i = 0; i < s->n_rows; i++)
-            if (s->rows[i].group == gi && s->rows[i].verified) any_meas = 1;
+    int any_meas = group_has_rows(s, gi, 0);
     char title[256];
     snprintf(title, sizeof title, "Time against n: model%s", any_meas ? " (lines) vs measured (points)" : "");
     meta_begin(fp, "time against n");
@@ -547,9 +551,7 @@ static int fig_residuals(rpt_fig_ctx *fc, const char *name, const mb_rpt_set *s,
     int rc = rpt_fig_open(fc, name, &of, &fp);
     if (rc) return rc;
     const mb_rpt_group *g = &s->groups[gi];
-    int counted = 0;
-    for (int i = 0; i < s->n_rows; i++)
-        if (s->rows[i].group == gi && s->rows[i].has_dram && s->rows[i].verified) counted = 1;
+    int counted = group_has_rows(s, gi, 1);
     char title[256];
     snprintf(title, sizeof title, "Residuals of the fit time = t0 + bytes / bandwidth (%s, %s)",
              g->device, g->backend);
