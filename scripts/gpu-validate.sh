@@ -27,6 +27,8 @@
 #                   script started; skipped sizes are named (default: none)
 #   --summary-only  only print the summary of the files already in OUTDIR
 #   -h, --help      this text
+# Environment: MB_SIZES, MB_DTYPES (defaults of --sizes, --dtypes),
+# MB_BUILD_DIR, MB_CMAKE_ARGS (more arguments for cmake's configure step)
 # Exit: 0 all passed; 1 a step failed or a row failed its check; 2 bad usage;
 # 3 no usable GPU (nothing measured).
 set -uo pipefail
@@ -37,11 +39,12 @@ sizes=${MB_SIZES:-2^16..2^28:2}
 budget_s=0
 dtypes=${MB_DTYPES:-f32,bf16}
 debs=""
+deb_cmake=()
 do_build=1
 summary_only=0
 out=""
 
-usage() { sed -n '2,32s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"; }
+usage() { sed -n '2,34s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"; }
 
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -185,12 +188,23 @@ if [ -n "$debs" ]; then
   done
   echo "unpacked $n_debs packages into $prefix"
   multiarch=$(gcc -print-multiarch 2>/dev/null || echo x86_64-linux-gnu)
-  export PATH=$prefix/usr/bin:$PATH
+  deb_libdir=$prefix/usr/lib/$multiarch
+  # pkg-config from the packages, run through a wrapper that finds its own
+  # library; only the unpacked packages' .pc files (the sysroot prefixes their
+  # paths). No LIBRARY_PATH or LD_LIBRARY_PATH: CMake links the libraries by
+  # full path and puts their folder in the binary's RPATH (CMAKE_BUILD_RPATH
+  # too), so the binary starts from any environment, not only this script's.
+  pkgconf_bin=$(ls "$prefix"/usr/bin/pkgconf "$prefix"/usr/bin/pkg-config 2>/dev/null | head -n1)
+  if [ -n "$pkgconf_bin" ]; then
+    printf '#!/bin/sh\nLD_LIBRARY_PATH="%s${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" exec "%s" "$@"\n' \
+      "$deb_libdir" "$pkgconf_bin" >"$prefix/pkg-config"
+  else
+    printf '#!/bin/sh\nexec pkg-config "$@"\n' >"$prefix/pkg-config"
+  fi
+  chmod +x "$prefix/pkg-config"
   export PKG_CONFIG_SYSROOT_DIR=$prefix
-  # only the unpacked packages' .pc files (the sysroot prefixes their paths)
-  export PKG_CONFIG_LIBDIR=$prefix/usr/lib/$multiarch/pkgconfig:$prefix/usr/share/pkgconfig
-  export LD_LIBRARY_PATH=$prefix/usr/lib/$multiarch${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-  export LIBRARY_PATH=$prefix/usr/lib/$multiarch${LIBRARY_PATH:+:$LIBRARY_PATH}
+  export PKG_CONFIG_LIBDIR=$deb_libdir/pkgconfig:$prefix/usr/share/pkgconfig
+  deb_cmake=(-DPKG_CONFIG_EXECUTABLE="$prefix/pkg-config" -DCMAKE_BUILD_RPATH="$deb_libdir")
 fi
 
 bin=$build/bin/membound
@@ -207,14 +221,22 @@ if [ "$do_build" = 1 ]; then
     arch=(-DCMAKE_CUDA_ARCHITECTURES="${cc}-real;${cc}-virtual")
   fi
   # ${a[@]+"${a[@]}"}: an empty array under set -u fails on bash < 4.4
-  if ! cmake -S "$repo" -B "$build" ${gen[@]+"${gen[@]}"} -DCMAKE_BUILD_TYPE=Release ${arch[@]+"${arch[@]}"}; then
+  if ! cmake -S "$repo" -B "$build" ${gen[@]+"${gen[@]}"} -DCMAKE_BUILD_TYPE=Release ${arch[@]+"${arch[@]}"} \
+      ${deb_cmake[@]+"${deb_cmake[@]}"} ${MB_CMAKE_ARGS:-}; then
     echo "gpu-validate: error: cmake configure failed (missing libinih-dev, libjansson-dev or pkg-config? see --debs)"
     exit 1
   fi
-  grep -q "^MB_HAVE_CUDA\|CMAKE_CUDA_COMPILER:.*nvcc" "$build/CMakeCache.txt" ||
+  grep -q "^MB_HAVE_CUDA:INTERNAL=ON" "$build/CMakeCache.txt" ||
     echo "gpu-validate: warning: CMake found no CUDA compiler: the build has no CUDA backend"
   jobs=$(nproc 2>/dev/null || echo 4)
-  cmake --build "$build" -j"$jobs" --target membound cuda_gpu cuda_cupti_host cuda_fallback ||
+  targets=(membound)
+  grep -q "^MB_HAVE_CUDA:INTERNAL=ON" "$build/CMakeCache.txt" && targets+=(cuda_gpu cuda_fallback)
+  if grep -q "^MB_HAVE_CUPTI:INTERNAL=ON" "$build/CMakeCache.txt"; then
+    targets+=(cuda_cupti_host)
+  else
+    echo "gpu-validate: warning: built without CUPTI: timing only, no DRAM counters (see cmake's warning above)"
+  fi
+  cmake --build "$build" -j"$jobs" --target "${targets[@]}" ||
     { echo "gpu-validate: error: build failed"; exit 1; }
 fi
 [ -x "$bin" ] || { echo "gpu-validate: error: no binary at $bin"; exit 1; }
@@ -246,12 +268,30 @@ if [ -f "$build/CTestTestfile.cmake" ] && command -v ctest >/dev/null 2>&1; then
 fi
 
 # ---- calibration: also the check that a GPU is usable ----------------------------
+# A failed calibration ends the run only when nvidia-smi sees no GPU either;
+# otherwise the sweep goes on against the table's spec of the GPU it names
+# (fallback_device in provenance.txt), and the failure is reported.
 step "calibrate --backend cuda"
-if ! "$bin" calibrate --backend cuda -o "$out/local-gpu.ini"; then
-  echo "gpu-validate: no usable GPU: nothing measured (see the error above)"
-  exit 3
+rm -f "$out/local-gpu.ini"
+spec=local-gpu.ini
+if "$bin" calibrate --backend cuda -o "$out/local-gpu.ini"; then
+  cat "$out/local-gpu.ini"
+else
+  gpu_name=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -n1)
+  if [ -z "$gpu_name" ]; then
+    echo "gpu-validate: no usable GPU (calibration failed and nvidia-smi sees none): nothing measured"
+    exit 3
+  fi
+  case "$gpu_name" in
+    *H200*) spec=h200 ;;
+    *H100*PCIe*) spec=h100-pcie ;;
+    *A100*) spec=a100-sxm-80gb ;;
+    *) spec=h100-sxm ;;
+  esac
+  "$bin" devices 2>/dev/null | grep -q "^$spec " || spec=h100-sxm
+  fail "calibrate failed on '$gpu_name' (nvidia-smi sees it): measuring against the table's '$spec' instead"
+  echo "fallback_device: $spec" >>"$out/provenance.txt"
 fi
-cat "$out/local-gpu.ini"
 
 # ---- the sweep: sanity gate first (inside measure), then every variant and plan ----
 # Sizes of a --sizes list, one per line (the syntax of membound's --sizes).
@@ -296,43 +336,9 @@ while read -r v; do
 done <<<"$size_list"
 [ -n "$small" ] && runs=("$small" ${runs[@]+"${runs[@]}"})
 
-# measure runs inside OUTDIR with relative names, so the CSVs' provenance
-# line names the spec as "local-gpu.ini", found beside them by `report`
-rm -f "$out"/measure-run*.csv "$out"/measure.stderr
-n_run=0
-last_s=0
-last_multi=0
-skipped=""
-for r in "${runs[@]}"; do
-  now=$(date +%s)
-  if [ "$budget_s" -gt 0 ] && [ "$n_run" -gt 0 ]; then
-    # a run of one larger size (4x the elements of the last) takes ~4x as long
-    est=$((last_multi ? last_s : 4 * last_s))
-    if [ $((now - t0 + est)) -gt "$budget_s" ]; then
-      skipped=${skipped:+$skipped,}$r
-      continue
-    fi
-  fi
-  n_run=$((n_run + 1))
-  step "measure run $n_run: every variant and plan, sizes $r, dtypes $dtypes (counters + timing)"
-  (cd "$out" && "$bin" measure --backend cuda --dtype "$dtypes" --sizes "$r" --device local-gpu.ini --timeout 2 \
-    -o "measure-run$n_run.csv" --per-kernel "measure-run$n_run-kernels.csv") 2>"$out/measure-run$n_run.stderr"
-  rc=$?
-  # the notes after the run, not through a pipe: the summary greps this file
-  cat "$out/measure-run$n_run.stderr"
-  cat "$out/measure-run$n_run.stderr" >>"$out/measure.stderr"
-  [ $rc -eq 0 ] || fail "membound measure (sizes $r) exited $rc (1: a run or check failed; rows are kept with verified=0)"
-  last_s=$(( $(date +%s) - now ))
-  last_multi=0
-  [[ $r == *,* ]] && last_multi=1
-done
-if [ -n "$skipped" ]; then
-  echo "gpu-validate: budget of $budget_s s: skipped sizes $skipped (the next run would not have ended in time)"
-  status=1
-fi
-
 # measure.csv / measure-kernels.csv: the first run's '#' lines and header,
-# then every run's rows (written to a temporary file, then renamed)
+# then every run's rows (written to a temporary file, then renamed); merged
+# after every run, so a step killed mid-sweep keeps every finished run
 merge() {
   local dst=$1 suffix=$2 i f first=1
   : >"$dst.tmp"
@@ -351,8 +357,51 @@ merge() {
   done
   if [ $first = 0 ]; then mv "$dst.tmp" "$dst"; else rm -f "$dst.tmp"; fi
 }
-merge "$out/measure.csv" ""
-merge "$out/measure-kernels.csv" "-kernels"
+merge_all() {
+  merge "$out/measure.csv" ""
+  merge "$out/measure-kernels.csv" "-kernels"
+}
+
+# measure runs inside OUTDIR with relative names, so the CSVs' provenance
+# line names the spec as "local-gpu.ini", found beside them by `report`
+rm -f "$out"/measure-run*.csv "$out"/measure.stderr
+n_run=0
+last_s=0
+last_n=1
+last_multi=0
+skipped=""
+for r in "${runs[@]}"; do
+  now=$(date +%s)
+  if [ "$budget_s" -gt 0 ] && [ "$n_run" -gt 0 ]; then
+    # a run of one size takes about (its n / the last run's n) times the last
+    # run; the first large one 3x the run of all small sizes (2^26 holds 3x
+    # the elements of 2^16..2^24 together; their fixed costs make it less)
+    if [ "$last_multi" = 1 ]; then est=$((3 * last_s)); else est=$((last_s * r / last_n)); fi
+    [ "$est" -lt 1 ] && est=1
+    if [ $((now - t0 + est)) -gt "$budget_s" ]; then
+      skipped=${skipped:+$skipped,}$r
+      continue
+    fi
+  fi
+  n_run=$((n_run + 1))
+  step "measure run $n_run: every variant and plan, sizes $r, dtypes $dtypes (counters + timing)"
+  (cd "$out" && "$bin" measure --backend cuda --dtype "$dtypes" --sizes "$r" --device "$spec" --timeout 2 \
+    -o "measure-run$n_run.csv" --per-kernel "measure-run$n_run-kernels.csv") 2>"$out/measure-run$n_run.stderr"
+  rc=$?
+  # the notes after the run, not through a pipe: the summary greps this file
+  cat "$out/measure-run$n_run.stderr"
+  cat "$out/measure-run$n_run.stderr" >>"$out/measure.stderr"
+  [ $rc -eq 0 ] || fail "membound measure (sizes $r) exited $rc (1: a run or check failed; rows are kept with verified=0)"
+  last_s=$(( $(date +%s) - now ))
+  last_multi=0
+  [[ $r == *,* ]] && last_multi=1
+  last_n=${r##*,}
+  merge_all
+done
+if [ -n "$skipped" ]; then
+  echo "gpu-validate: budget of $budget_s s: skipped sizes $skipped (the next run would not have ended in time)"
+  status=1
+fi
 
 step "summary"
 summary

@@ -2,7 +2,8 @@
  * three DRAM/time metrics fit one pass on Hopper, Ampere and Blackwell chips;
  * a bad chip name fails with CUPTI's code in the reason; and libcupti /
  * libnvperf_host are found through the binary's DT_RPATH alone (re-run
- * under the dynamic loader with its cache off and LD_LIBRARY_PATH unset). */
+ * under the dynamic loader with its cache off and LD_LIBRARY_PATH unset),
+ * and that RPATH has no empty entry (the current folder). */
 #define _GNU_SOURCE
 #include "mb_cupti.h"
 #include "mb_test.h"
@@ -99,6 +100,9 @@ int main(int argc, char **argv)
     CHECK_EQ_I64(rpath_of_self(kind, value, sizeof value), 0);
     printf("%s: %s\n", kind[0] ? kind : "no rpath", value);
     CHECK(!strcmp(kind, "RPATH"));
+    /* no empty entry: the loader reads one as the current folder */
+    size_t vlen = strlen(value);
+    CHECK(vlen > 0 && value[0] != ':' && value[vlen - 1] != ':' && !strstr(value, "::"));
 
     /* the same check in a process that can find the libraries only through
      * the RPATH: loader cache off, LD_LIBRARY_PATH unset */
