@@ -1,7 +1,12 @@
 # git_commit.cmake — run at build time (cmake -P): writes OUT with the
 # commit the sources are at, "-dirty" when they differ from it, rewriting
-# the file only when that changes (so nothing rebuilds needlessly).
+# the file only when that changes (so nothing rebuilds needlessly). A copy of
+# the tree without .git (the GPU machine's) takes MB_GIT_COMMIT from the
+# environment.
 set(commit "unknown")
+if(DEFINED ENV{MB_GIT_COMMIT} AND NOT "$ENV{MB_GIT_COMMIT}" STREQUAL "")
+  set(commit "$ENV{MB_GIT_COMMIT}")
+endif()
 find_package(Git QUIET)
 if(GIT_FOUND)
   execute_process(COMMAND ${GIT_EXECUTABLE} describe --always --dirty --abbrev=12

@@ -87,10 +87,11 @@ check "one try leaves room for a rerun (>= 4 min to start another)" [ $((900 - t
 cat <<EOF
 
 The call to make when a GPU is lent (README, "On a GPU machine"):
-  device run: command  = bash scripts/gpu-session.sh --archive "\$OUT" reports/data/h200
+  device run: command  = MB_GIT_COMMIT=$(git -C "$repo" rev-parse HEAD) bash scripts/gpu-session.sh --archive "\$OUT" reports/data/h200
               carry    = [".gpu-debs"]
               timeout_s = ${timeout_s}
-then here: tar -xzf <files_at>/gpu.tgz -C reports/data/ && membound report reports/data/h200/*.csv -o reports/h200
+then here: tar -xzf <files_at>/gpu.tgz -C reports/data/ &&
+  build/bin/membound report reports/data/h200/measure.csv reports/data/h200/torch_gpu.csv -o reports/h200
 EOF
 echo
 echo "gpu-rehearse: $(( $(date +%s) - t0 )) s, $fails check(s) failed"

@@ -30,6 +30,8 @@
 #   --no-build      use DIR/bin/membound as it is
 #   --skip LIST     steps to leave out: validate,ncu,torch (for rehearsals)
 #   -h, --help      this text
+# Environment: MB_GIT_COMMIT names the commit where WORKDIR's tree has no .git
+# (the device tool's copy), for the provenance.
 # Exit: 0 every step passed; 1 a step failed or was skipped; 2 bad usage;
 # 3 no usable GPU (validate found no GPU and nvidia-smi fails too).
 set -uo pipefail
@@ -42,7 +44,7 @@ build_args=()
 skip=","
 work=""
 
-usage() { sed -n '2,35s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"; }
+usage() { sed -n '2,37s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"; }
 die_usage() { echo "gpu-session: error: $*" >&2; exit 2; }
 
 while [ $# -gt 0 ]; do
@@ -91,7 +93,7 @@ elapsed() { echo $(( $(date +%s) - t0 )); }
 write_summary() {
   {
     echo "membound GPU session: $(date -u +%Y-%m-%dT%H:%M:%SZ), $(elapsed) s of the ${total_s} s budget, exit $rc"
-    echo "commit: $(git -C "$repo" rev-parse HEAD 2>/dev/null || echo unknown)"
+    echo "commit: $(git -C "$repo" rev-parse HEAD 2>/dev/null || echo "${MB_GIT_COMMIT:-unknown}")"
     grep -h "^nvidia-smi: [^n]" "$work/environment.txt" 2>/dev/null | head -n 2
     echo
     printf '%-10s %8s %s\n' step wall_s exit

@@ -248,7 +248,11 @@ step "provenance"
 {
   echo "date: $(date -u +%Y-%m-%dT%H:%M:%SZ)"
   echo "host: $(hostname 2>/dev/null || echo unknown)"
-  echo "git_commit: $(git -C "$repo" rev-parse HEAD 2>/dev/null || echo unknown)$(git -C "$repo" diff --quiet HEAD 2>/dev/null || echo ' (with local changes)')"
+  if git -C "$repo" rev-parse HEAD >/dev/null 2>&1; then
+    echo "git_commit: $(git -C "$repo" rev-parse HEAD)$(git -C "$repo" diff --quiet HEAD 2>/dev/null || echo ' (with local changes)')"
+  else
+    echo "git_commit: ${MB_GIT_COMMIT:-unknown} (no .git here: from MB_GIT_COMMIT)"
+  fi
   echo "membound: $("$bin" --version 2>/dev/null)"
   echo "nvcc: $(nvcc --version 2>/dev/null | tail -n1)"
   echo "cmake: $(cmake --version 2>/dev/null | head -n1)"
