@@ -74,7 +74,8 @@ else()
       COMMAND ${CMAKE_COMMAND} -E make_directory ${CMAKE_BINARY_DIR}/ptx
       COMMAND ${CMAKE_CUDA_COMPILER} -std=c++17 -ptx -arch=compute_${MB_PTX_ARCH} --fmad=false
               -I${CMAKE_CURRENT_SOURCE_DIR} -I${PROJECT_SOURCE_DIR}/model ${src} -o ${ptx}
-      DEPENDS ${src} ${CMAKE_CURRENT_SOURCE_DIR}/kernels_cuda_int.cuh ${CMAKE_CURRENT_SOURCE_DIR}/mb_ops.h
+      DEPENDS ${src} ${CMAKE_CURRENT_SOURCE_DIR}/kernels_cuda_int.cuh ${CMAKE_CURRENT_SOURCE_DIR}/mb_cuda_check.cuh
+              ${CMAKE_CURRENT_SOURCE_DIR}/mb_ops.h
       VERBATIM)
     list(APPEND MB_PTX_FILES ${ptx})
   endforeach()

@@ -57,7 +57,7 @@ extern "C" int mb_kern_cuda_device_count(char *why, size_t whysz)
     int count = 0;
     cudaError_t e = cudaGetDeviceCount(&count);
     if (e != cudaSuccess) {
-        cudaGetLastError();
+        (void)cudaGetLastError(); /* clears the error; why says it */
         if (why && whysz) {
             const char *what = e == cudaErrorNoDevice ? "no CUDA device"
                                : e == cudaErrorInsufficientDriver ? "no usable NVIDIA driver"
@@ -510,9 +510,11 @@ static int lower_kernel(mb_kern_cuda_plan *cp, int k, int flags, mb_err *err)
 extern "C" void mb_kern_cuda_plan_free(mb_kern_cuda_plan *cp)
 {
     if (!cp) return;
+    /* clean-up: a cudaFree failure can only repeat a sticky error, which
+     * the caller's next checked call reports */
     if (cp->dev)
         for (int i = 0; i < cp->p->g->n_nodes; i++)
-            if (cp->dev[i]) cudaFree(cp->dev[i]);
+            if (cp->dev[i]) (void)cudaFree(cp->dev[i]);
     if (cp->k)
         for (int k = 0; k < cp->nk; k++) free(cp->k[k].prog);
     free(cp->dev);
@@ -547,10 +549,10 @@ extern "C" int mb_kern_cuda_plan_new(const mb_plan *p, int64_t n, int sm_count, 
         size_t bytes = (size_t)n * mb_dtype_bytes(p->g->nodes[i].dtype);
         cudaError_t e = cudaMalloc(&cp->dev[i], bytes);
         if (e != cudaSuccess) {
-            cudaGetLastError(); /* out of memory is not sticky */
+            (void)cudaGetLastError(); /* out of memory is not sticky: clear it */
             cp->dev[i] = NULL;
             size_t free_b = 0, total_b = 0;
-            cudaMemGetInfo(&free_b, &total_b);
+            (void)cudaMemGetInfo(&free_b, &total_b); /* for the message only: 0 GB free if it fails */
             rc = mb_err_set(err, MB_ERUN, "cudaMalloc of %.3g GB for %s at n = %lld: %s (%.3g GB free of %.3g)",
                             (double)bytes / 1e9, p->g->name, (long long)n, cudaGetErrorName(e),
                             (double)free_b / 1e9, (double)total_b / 1e9);
@@ -655,7 +657,7 @@ extern "C" int mb_kern_cuda_launch(mb_kern_cuda_plan *cp, int k, void *stream, m
     default: break;
     }
     if (e != cudaSuccess) {
-        cudaGetLastError();
+        (void)cudaGetLastError();
         return mb_err_set(err, MB_ERUN, "launch of kernel %s (%s): %s (%s)", cp->p->kernels[k].name, R->desc,
                           cudaGetErrorName(e), cudaGetErrorString(e));
     }

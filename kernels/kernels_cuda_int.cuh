@@ -6,6 +6,7 @@
 #define MB_KERNELS_CUDA_INT_CUH
 
 #include "kernels_cuda.h"
+#include "mb_cuda_check.cuh" /* CUDA_TRY */
 #include "mb_ops.h"
 
 #include <cuda_runtime.h>
@@ -168,17 +169,5 @@ cudaError_t mb_cuda_hand_launch(mb_hand_id id, mb_dtype dt, const void *const *i
 
 /* cuda_plan.cu: fill n elements of storage type dt with v. */
 cudaError_t mb_cuda_fill_launch(void *p, mb_dtype dt, float v, int64_t n, int sm_count, cudaStream_t s);
-
-/* Returns MB_ERUN from the enclosing function (which has an mb_err *err)
- * when a CUDA call fails, naming the call and the error. */
-#define CUDA_TRY(call)                                                                           \
-    do {                                                                                         \
-        cudaError_t e_ = (call);                                                                 \
-        if (e_ != cudaSuccess) {                                                                 \
-            cudaGetLastError();                                                                  \
-            return mb_err_set(err, MB_ERUN, "%s: %s (%s)", #call, cudaGetErrorName(e_),          \
-                              cudaGetErrorString(e_));                                           \
-        }                                                                                        \
-    } while (0)
 
 #endif

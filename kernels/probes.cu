@@ -148,7 +148,7 @@ extern "C" int mb_kern_cuda_sm_clock_mhz(void *stream, double *mhz, mb_err *err)
     cudaError_t e = cudaGetLastError();
     if (e == cudaSuccess) e = cudaMemcpyAsync(h, d, sizeof h, cudaMemcpyDeviceToHost, (cudaStream_t)stream);
     if (e == cudaSuccess) e = cudaStreamSynchronize((cudaStream_t)stream);
-    cudaFree(d);
+    (void)cudaFree(d); /* clean-up: e, checked next, is the error worth reporting */
     CUDA_TRY(e);
     *mhz = h[1] ? (double)h[0] / (double)h[1] * 1e3 : 0.0;
     return MB_OK;

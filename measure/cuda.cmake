@@ -31,8 +31,11 @@ else()
 endif()
 set(MB_HAVE_CUPTI ${MB_HAVE_CUPTI} CACHE INTERNAL "CUPTI counters in the CUDA backend")
 
-add_library(mb_meas_cuda STATIC ${CMAKE_CURRENT_SOURCE_DIR}/cuda_backend.cu ${MB_CUPTI_SOURCE})
+add_library(mb_meas_cuda STATIC ${CMAKE_CURRENT_SOURCE_DIR}/cuda_backend.cu ${MB_CUPTI_SOURCE}
+  ${CMAKE_CURRENT_SOURCE_DIR}/cupti_reason.c)
 target_include_directories(mb_meas_cuda PUBLIC ${CMAKE_CURRENT_SOURCE_DIR})
+set_source_files_properties(${CMAKE_CURRENT_SOURCE_DIR}/cupti_reason.c ${CMAKE_CURRENT_SOURCE_DIR}/cupti_absent.c
+  PROPERTIES COMPILE_OPTIONS "${MB_C_WARNINGS}")
 set_target_properties(mb_meas_cuda PROPERTIES
   CUDA_STANDARD 17 CUDA_STANDARD_REQUIRED ON CXX_STANDARD 17 CXX_STANDARD_REQUIRED ON
   CUDA_RUNTIME_LIBRARY Static)

@@ -5,8 +5,6 @@
  * It counts nothing and needs no library. */
 #include "mb_cupti.h"
 
-#include <stdio.h>
-#include <string.h>
 
 #define MB_NO_CUPTI "built without CUPTI at mb_cupti_open: the CUPTI library or headers were not found " \
                     "at build time; fix: install the CUDA toolkit's CUPTI and rebuild"
@@ -48,19 +46,4 @@ int mb_cupti_count_range(mb_cupti *s, const char *name, const mb_cupti_work *w, 
 void mb_cupti_close(mb_cupti *s)
 {
     (void)s;
-}
-
-/* The same extraction as cupti_ranges.cpp's: the text before the first ':',
- * commas made ';'. */
-const char *mb_cupti_reason(const mb_err *err, char *buf, size_t bufsize)
-{
-    if (!buf || !bufsize) return buf;
-    const char *msg = err ? err->msg : "";
-    size_t len = strcspn(msg, ":");
-    if (len >= bufsize) len = bufsize - 1;
-    memcpy(buf, msg, len);
-    buf[len] = '\0';
-    for (char *c = buf; *c; c++)
-        if (*c == ',') *c = ';';
-    return buf;
 }

@@ -16,7 +16,8 @@
  *        launch, [Pop], Stop} until all passes submitted → DecodeData →
  *        GetCounterDataInfo → per range GetRangeInfo + EvaluateToGpuValues →
  *        cuptiRangeProfilerDisable
- * close: cuptiProfilerHostDeinitialize → cuptiProfilerDeInitialize */
+ * close: cuptiProfilerHostDeinitialize → free the config and counter
+ *        availability images → cuptiProfilerDeInitialize */
 #include "mb_cupti.h"
 
 #include <cuda.h>
@@ -39,10 +40,22 @@ static const char *const metric_names[] = {
 };
 enum { N_METRICS = 3, MAX_PASSES = 4 };
 
+/* Buffer lifetimes: CUPTI is handed pointers, not copies, and its headers do
+ * not say when it stops using them, so every buffer lives as long as the
+ * object it was handed to, as in NVIDIA's range_profiling sample (main()
+ * holds the counter availability and config images in locals from
+ * GetCounterAvailability to the end, past the host object's TearDown):
+ * avail (cuptiProfilerHostInitialize) and config (SetConfig of every count)
+ * until mb_cupti_close, after the host object is deinitialised; a count's
+ * counter data image until that count's cuptiRangeProfilerDisable (run_end).
+ * The Range Profiler API has no scratch buffer (the old Profiling API's
+ * counterDataScratchBuffer has no counterpart in cupti_range_profiler.h). */
 struct mb_cupti {
     CUcontext ctx;
     int device;
     char chip[64];
+    uint8_t *avail; /* counter availability image, handed to the host object */
+    size_t avail_size;
     CUpti_Profiler_Host_Object *host;
     uint8_t *config;
     size_t config_size;
@@ -129,16 +142,6 @@ static int cupti_fail(mb_err *err, const char *call, CUptiResult r)
         if (r_ != CUPTI_SUCCESS) return cupti_fail(err, #call, r_);                \
     } while (0)
 
-extern "C" const char *mb_cupti_reason(const mb_err *err, char *buf, size_t bufsize)
-{
-    if (!buf || bufsize == 0) return buf;
-    const char *src = err ? err->msg : "";
-    size_t i = 0;
-    for (; src[i] && src[i] != ':' && i + 1 < bufsize; i++) buf[i] = src[i] == ',' ? ';' : src[i];
-    buf[i] = '\0';
-    return buf;
-}
-
 /* ---- host side: configuration image -------------------------------------- */
 
 static void host_free(CUpti_Profiler_Host_Object *host)
@@ -148,7 +151,7 @@ static void host_free(CUpti_Profiler_Host_Object *host)
     memset(&p, 0, sizeof p);
     p.structSize = CUpti_Profiler_Host_Deinitialize_Params_STRUCT_SIZE;
     p.pHostObject = host;
-    cuptiProfilerHostDeinitialize(&p);
+    (void)cuptiProfilerHostDeinitialize(&p); /* teardown: nothing to do on failure */
 }
 
 /* Builds the host object and config image for the three metrics. avail may be
@@ -209,8 +212,8 @@ static int host_config(const char *chip, const uint8_t *avail, CUpti_Profiler_Ho
     } while (0);
 
     if (rc != MB_OK) {
+        host_free(host); /* before the image it was handed */
         free(config);
-        host_free(host);
         return rc;
     }
     *host_out = host;
@@ -226,8 +229,8 @@ extern "C" int mb_cupti_host_passes(const char *chip, int *passes, mb_err *err)
     *passes = 0;
     int rc = host_config(chip, NULL, &host, &config, &size, passes, err);
     if (rc != MB_OK) return rc;
-    free(config);
     host_free(host);
+    free(config);
     return MB_OK;
 }
 
@@ -242,7 +245,7 @@ static int current_context(CUcontext *ctx, int *device, mb_err *err)
     int count = 0;
     cudaError_t ce = cudaGetDeviceCount(&count);
     if (ce != cudaSuccess) {
-        cudaGetLastError();
+        (void)cudaGetLastError();
         return mb_err_set(err, MB_ERUN, "%s at cudaGetDeviceCount: %s; fix: install the NVIDIA driver "
                           "and check nvidia-smi", cudaGetErrorName(ce), cudaGetErrorString(ce));
     }
@@ -333,18 +336,14 @@ static int open_session(mb_cupti *s, mb_err *err)
     ca.structSize = CUpti_Profiler_GetCounterAvailability_Params_STRUCT_SIZE;
     ca.ctx = s->ctx;
     CUPTI_TRY(cuptiProfilerGetCounterAvailability, ca);
-    uint8_t *avail = (uint8_t *)calloc(ca.counterAvailabilityImageSize ? ca.counterAvailabilityImageSize : 1, 1);
-    if (!avail) return mb_err_set(err, MB_ERUN, "out of memory at counter availability image");
-    ca.pCounterAvailabilityImage = avail;
-    CUptiResult r = cuptiProfilerGetCounterAvailability(&ca);
-    if (r != CUPTI_SUCCESS) {
-        free(avail);
-        return cupti_fail(err, "cuptiProfilerGetCounterAvailability", r);
-    }
+    s->avail_size = ca.counterAvailabilityImageSize;
+    s->avail = (uint8_t *)calloc(s->avail_size ? s->avail_size : 1, 1);
+    if (!s->avail) return mb_err_set(err, MB_ERUN, "out of memory at counter availability image");
+    ca.pCounterAvailabilityImage = s->avail;
+    CUPTI_TRY(cuptiProfilerGetCounterAvailability, ca); /* freed by mb_cupti_close, as on every failure */
 
     int passes = 0;
-    int rc = host_config(s->chip, avail, &s->host, &s->config, &s->config_size, &passes, err);
-    free(avail);
+    int rc = host_config(s->chip, s->avail, &s->host, &s->config, &s->config_size, &passes, err);
     if (rc != MB_OK) return rc;
     if (passes != 1)
         return mb_err_set(err, MB_ERUN, "%d passes at cuptiProfilerHostGetNumOfPasses: the DRAM byte "
@@ -355,13 +354,14 @@ static int open_session(mb_cupti *s, mb_err *err)
 extern "C" void mb_cupti_close(mb_cupti *s)
 {
     if (!s) return;
-    host_free(s->host);
+    host_free(s->host); /* first: it may still point into avail and config */
     free(s->config);
+    free(s->avail);
     if (s->profiler_initialized) {
         CUpti_Profiler_DeInitialize_Params p;
         memset(&p, 0, sizeof p);
         p.structSize = CUpti_Profiler_DeInitialize_Params_STRUCT_SIZE;
-        cuptiProfilerDeInitialize(&p);
+        (void)cuptiProfilerDeInitialize(&p); /* teardown: nothing to do on failure */
     }
     free(s);
 }
@@ -396,7 +396,7 @@ static void run_end(run_state *st)
         memset(&p, 0, sizeof p);
         p.structSize = CUpti_RangeProfiler_Disable_Params_STRUCT_SIZE;
         p.pRangeProfilerObject = st->obj;
-        cuptiRangeProfilerDisable(&p);
+        (void)cuptiRangeProfilerDisable(&p); /* teardown: nothing to do on failure */
         st->obj = NULL;
     }
     free(st->image);

@@ -80,7 +80,9 @@ int mb_cupti_count_kernels(mb_cupti *s, const mb_cupti_work *w, mb_cupti_range *
 int mb_cupti_count_range(mb_cupti *s, const char *name, const mb_cupti_work *w,
                          mb_cupti_range *out, mb_err *err);
 
-/* Tears the session down (host object, profiler). s may be NULL. */
+/* Tears the session down: the host object, then the buffers it was handed
+ * at open (counter availability and config images, kept until here), then
+ * the profiler. s may be NULL. */
 void mb_cupti_close(mb_cupti *s);
 
 /* Copies the short reason of a failure line (the text before its first ':',

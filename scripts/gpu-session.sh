@@ -237,7 +237,8 @@ r=$?
 [ "$r" -eq 0 ] || [ "$r" -eq 3 ] || rc=1
 
 # ---- 3. PyTorch: compiled first, then timed within its own budget --------------------
-torch_args=(--sizes "2^20,2^26" --dtype "f32,bf16" --timeout 1 --budget-s 30 -o "$work/torch_gpu.csv")
+torch_args=(--sizes "2^20,2^26" --dtype "f32,bf16" --timeout 1 --compile-budget-s 25 --budget-s 25
+            -o "$work/torch_gpu.csv")
 [ -n "$spec" ] && torch_args+=(--device "$spec")
 [ -x "$bin" ] && torch_args+=(--bin "$bin")
 # torch_gpu.summary.txt: one line per row, written before the step's record

@@ -1,0 +1,6 @@
+# bench/: the peer scripts' own checks (no GPU, no PyTorch needed).
+# bench/torch_gpu.py without PyTorch: its CSV writer (--selftest FILE) and its run
+# path against tests/torch_fake, a pure-Python torch stand-in (python3 only).
+add_test(NAME test_torch_gpu_selftest COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/torch_gpu_selftest.sh)
+set_tests_properties(test_torch_gpu_selftest PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300
+  ENVIRONMENT "MB_SRC=${CMAKE_SOURCE_DIR};MB_BIN=${CMAKE_BINARY_DIR}/bin/membound")
