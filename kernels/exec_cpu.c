@@ -2,7 +2,10 @@
  * filling, poisoning, and the blocked evaluation of a kernel (each thread takes
  * contiguous tiles, evaluates every node of the kernel on the tile in f32 and
  * stores only the kernel's writes). Op-at-a-time is the same loop with one
- * node per pass over whole arrays. Does not time or verify (reference.c). */
+ * node per pass over whole arrays. Lowering evaluates a sin and a cos of one
+ * operand as one sincos and repeated subexpressions once; a kernel with a
+ * compiled form (jit_cpu.c) runs that on each tile instead of interpreting.
+ * Does not time or verify (reference.c). */
 #define _GNU_SOURCE /* sysconf(_SC_LEVEL3_CACHE_SIZE) */
 #include "kernels_int.h"
 #include "mb_ops.h"
@@ -262,11 +265,7 @@ void mb_kern_tensors_free(mb_kern_tensors *t)
 
 /* A kernel lowered for the tile loop: values 0..n_reads-1 are loaded from
  * memory, values n_reads.. are computed by nodes in order. */
-typedef struct prog_node {
-    mb_op op;
-    int va, vb;     /* operand values, -1 for a scalar */
-    float sa, sb;
-} prog_node;
+typedef mb_kern_pnode prog_node;
 
 typedef struct prog {
     int n_reads, n_nodes, n_writes;
@@ -283,6 +282,7 @@ typedef struct prog {
                                is dead, so a long kernel's tiles stay in L1 */
     int n_slots;
     int raw_copy;           /* one COPY of a read into the same dtype: byte copy */
+    mb_kern_tile_fn jit_fn; /* compiled form (jit_cpu.c), NULL: interpret */
 } prog;
 
 static void prog_free(prog *pr)
@@ -303,6 +303,42 @@ static int find_val(const prog *pr, int nv, int node)
     for (int v = nv - 1; v >= 0; v--)
         if (pr->val_node[v] == node) return v;
     return -1;
+}
+
+static int same_operands(const prog_node *a, const prog_node *b)
+{
+    return a->va == b->va && a->vb == b->vb && (a->va >= 0 || a->sa == b->sa) &&
+           (a->vb >= 0 || a->sb == b->sb || mb_op_arity(a->op) < 2);
+}
+
+/* Index of an earlier node of pr computing exactly what pn computes (same op,
+ * operands and scalars), else -1: evaluated once, its value reused. */
+static int find_common(const prog *pr, const prog_node *pn)
+{
+    for (int q = 0; q < pr->n_nodes; q++)
+        if (pr->nodes[q].op == pn->op && same_operands(&pr->nodes[q], pn)) return q;
+    return -1;
+}
+
+/* Pairs every sin with a cos of the same operand (first come first paired):
+ * the earlier of the two evaluates both with one sincos, the later is
+ * skipped. Zen 4 guest, n = 2^24 f32, y = sin(x)**2 + cos(x)**2 fused, one
+ * thread: sin and cos separately cost ~2x one sincos (bench/cpu_fused.c). */
+static void pair_sincos(prog *pr)
+{
+    for (int j = 0; j < pr->n_nodes; j++) pr->nodes[j].pair = -1, pr->nodes[j].skip = 0;
+    for (int j = 0; j < pr->n_nodes; j++) {
+        prog_node *a = &pr->nodes[j];
+        if ((a->op != MB_OP_SIN && a->op != MB_OP_COS) || a->pair >= 0 || a->skip) continue;
+        mb_op other = a->op == MB_OP_SIN ? MB_OP_COS : MB_OP_SIN;
+        for (int k = j + 1; k < pr->n_nodes; k++) {
+            prog_node *b = &pr->nodes[k];
+            if (b->op != other || b->skip || !same_operands(a, b)) continue;
+            a->pair = pr->n_reads + k;
+            b->skip = 1;
+            break;
+        }
+    }
 }
 
 /* Gives every value that needs a tile buffer (16-bit reads, computed values)
@@ -333,7 +369,10 @@ static int assign_slots(prog *pr)
         pr->slot[r] = pr->src_dt[r] == MB_F32 ? -1 : n_slots++;
     for (int j = 0; j < pr->n_nodes; j++) {
         int v = pr->n_reads + j;
-        pr->slot[v] = n_free ? free_list[--n_free] : n_slots++;
+        /* a pair's second value is written with the first: its slot is
+         * taken here, before this node's dead operands are released */
+        if (!pr->nodes[j].skip) pr->slot[v] = n_free ? free_list[--n_free] : n_slots++;
+        if (pr->nodes[j].pair >= 0) pr->slot[pr->nodes[j].pair] = n_free ? free_list[--n_free] : n_slots++;
         /* operands (and an unused result) whose last use is this node */
         int dead[3] = {pr->nodes[j].va, pr->nodes[j].vb, v};
         for (int d = 0; d < 3; d++) {
@@ -406,24 +445,37 @@ static int prog_build(const mb_kern_tensors *t, const int *nodes, int n_nodes,
         }
     }
     pr->n_reads = nr;
+    /* value of each graph node inside the kernel; a node equal to an earlier
+     * one takes its value (common subexpressions are evaluated once) */
+    int *node_val = malloc((size_t)g->n_nodes * sizeof(int));
+    if (!node_val) {
+        free(comp);
+        prog_free(pr);
+        return mb_err_set(err, MB_ERUN, "out of memory");
+    }
+    for (int i = 0; i < g->n_nodes; i++) node_val[i] = -1;
+    for (int r = 0; r < nr; r++) node_val[pr->val_node[r]] = r;
+    pr->n_nodes = 0;
     for (int j = 0; j < n_comp; j++) {
         const mb_node *nd = &g->nodes[comp[j]];
-        prog_node *pn = &pr->nodes[j];
-        pn->op = nd->op;
-        pn->va = pn->vb = -1;
-        pn->sa = (float)nd->scalar[0];
-        pn->sb = (float)nd->scalar[1];
+        prog_node pn = {nd->op, -1, -1, (float)nd->scalar[0], (float)nd->scalar[1], -1, 0};
         int ar = mb_op_arity(nd->op);
-        if (ar >= 1 && nd->arg[0] >= 0) pn->va = find_val(pr, nr + j, nd->arg[0]);
-        if (ar >= 2 && nd->arg[1] >= 0) pn->vb = find_val(pr, nr + j, nd->arg[1]);
-        pr->val_node[nr + j] = comp[j];
+        if (ar >= 1 && nd->arg[0] >= 0) pn.va = node_val[nd->arg[0]];
+        if (ar >= 2 && nd->arg[1] >= 0) pn.vb = node_val[nd->arg[1]];
+        int q = find_common(pr, &pn);
+        if (q >= 0) {
+            node_val[comp[j]] = nr + q;
+            continue;
+        }
+        pr->nodes[pr->n_nodes] = pn;
+        pr->val_node[nr + pr->n_nodes] = comp[j];
+        node_val[comp[j]] = nr + pr->n_nodes++;
     }
-    pr->n_nodes = n_comp;
     free(comp);
-    int nv = nr + pr->n_nodes;
     for (int w = 0; w < n_writes; w++) {
-        int v = find_val(pr, nv, writes[w]);
+        int v = node_val[writes[w]];
         if (v < nr || !t->data[writes[w]]) {
+            free(node_val);
             prog_free(pr);
             return mb_err_set(err, MB_EINPUT, "kernel '%s': writes node %d that it does not compute",
                               kname, writes[w]);
@@ -434,12 +486,21 @@ static int prog_build(const mb_kern_tensors *t, const int *nodes, int n_nodes,
         pr->w_dt[w] = dt;
         pr->w_nt[w] = t->n * (int64_t)mb_dtype_bytes(dt) > t->nt_min_bytes;
     }
+    free(node_val);
     pr->n_writes = n_writes;
+    pair_sincos(pr);
     int rc = assign_slots(pr);
     if (rc) {
         prog_free(pr);
         return mb_err_set(err, MB_ERUN, "out of memory");
     }
+    /* compiled when it evaluates two or more ops on f32 only */
+    int evaluated = 0, all_f32 = 1;
+    for (int j = 0; j < pr->n_nodes; j++) evaluated += !pr->nodes[j].skip;
+    for (int r = 0; r < nr; r++) all_f32 &= pr->src_dt[r] == MB_F32;
+    for (int w = 0; w < n_writes; w++) all_f32 &= pr->w_dt[w] == MB_F32;
+    if (evaluated >= 2 && all_f32 && nr <= MB_KERN_JIT_IO_MAX && n_writes <= MB_KERN_JIT_IO_MAX)
+        pr->jit_fn = mb_kern_jit_lookup(nr, pr->nodes, pr->n_nodes, pr->w_val, n_writes);
     pr->raw_copy = pr->n_nodes == 1 && n_writes == 1 && nr == 1 && pr->nodes[0].op == MB_OP_COPY &&
                    pr->nodes[0].va == 0 && pr->src_dt[0] == pr->w_dt[0];
     return MB_OK;
@@ -466,6 +527,23 @@ static void prog_run(const prog *pr, int64_t n)
                                  len, nt);
             }
             if (nt) mb_kern_vec_sfence();
+        }
+        return;
+    }
+    if (pr->jit_fn) {
+#pragma omp parallel if (n_tiles > 1)
+        {
+            const float *src[MB_KERN_JIT_IO_MAX];
+            float *dst[MB_KERN_JIT_IO_MAX];
+#pragma omp for schedule(static)
+            for (int64_t tile = 0; tile < n_tiles; tile++) {
+                int64_t start = tile * MB_KERN_TILE;
+                int64_t len = n - start < MB_KERN_TILE ? n - start : MB_KERN_TILE;
+                for (int r = 0; r < pr->n_reads; r++) src[r] = (const float *)pr->src[r] + start;
+                for (int w = 0; w < pr->n_writes; w++) dst[w] = (float *)pr->w_dst[w] + start;
+                pr->jit_fn(src, dst, len, any_nt);
+            }
+            if (any_nt) mb_kern_vec_sfence();
         }
         return;
     }
@@ -502,10 +580,19 @@ static void prog_run(const prog *pr, int64_t n)
                 }
                 for (int j = 0; j < pr->n_nodes; j++) {
                     const prog_node *pn = &pr->nodes[j];
+                    if (pn->skip) continue;
                     int v = pr->n_reads + j;
                     float *o = buf + (size_t)pr->slot[v] * MB_KERN_TILE;
-                    mb_kern_vec_apply(pn->op, pn->va >= 0 ? ptr[pn->va] : NULL, pn->sa,
-                                      pn->vb >= 0 ? ptr[pn->vb] : NULL, pn->sb, o, len);
+                    const float *a = pn->va >= 0 ? ptr[pn->va] : NULL;
+                    if (pn->pair >= 0) {
+                        float *o2 = buf + (size_t)pr->slot[pn->pair] * MB_KERN_TILE;
+                        int is_sin = pn->op == MB_OP_SIN;
+                        mb_kern_vec_sincos(a, pn->sa, is_sin ? o : o2, is_sin ? o2 : o, len);
+                        ptr[pn->pair] = o2;
+                    } else {
+                        mb_kern_vec_apply(pn->op, a, pn->sa, pn->vb >= 0 ? ptr[pn->vb] : NULL,
+                                          pn->sb, o, len);
+                    }
                     ptr[v] = o;
                 }
                 for (int w = 0; w < pr->n_writes; w++) {
@@ -523,6 +610,25 @@ static void prog_run(const prog *pr, int64_t n)
         free(buf);
         free(ptr);
     }
+}
+
+int mb_kern_kernel_info(const mb_kern_tensors *t, int k, mb_kern_eval_info *out, mb_err *err)
+{
+    memset(out, 0, sizeof *out);
+    const mb_plan *p = t->plan;
+    if (k < 0 || k >= p->n_kernels)
+        return mb_err_set(err, MB_EINPUT, "kernel %d out of range (plan has %d)", k, p->n_kernels);
+    const mb_kernel *kn = &p->kernels[k];
+    prog pr;
+    int rc = prog_build(t, kn->nodes, kn->n_nodes, kn->writes, kn->n_writes, kn->name, &pr, err);
+    if (rc) return rc;
+    for (int j = 0; j < pr.n_nodes; j++) {
+        out->evaluated += !pr.nodes[j].skip;
+        out->sincos += pr.nodes[j].pair >= 0;
+    }
+    out->compiled = pr.jit_fn != NULL;
+    prog_free(&pr);
+    return MB_OK;
 }
 
 static int run_nodes(mb_kern_tensors *t, const int *nodes, int n_nodes, const int *writes,

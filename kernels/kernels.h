@@ -95,6 +95,51 @@ int64_t mb_kern_llc_bytes(void);
 void mb_kern_op_apply(mb_op op, const float *a, float as, const float *b, float bs, float *out,
                       int64_t len);
 
+/* The executors' sin/cos pair primitive, for calibration: sin_out[i] =
+ * sin(a[i]) and cos_out[i] = cos(a[i]) for i < len, one shared range
+ * reduction (what a kernel evaluating sin and cos of one operand runs). */
+void mb_kern_sincos_apply(const float *a, float *sin_out, float *cos_out, int64_t len);
+
+/* Compiled fused kernels. A kernel of the blocked executor that evaluates
+ * two or more nodes, reads and writes only f32 and uses ops with a vector
+ * form (every op but relu, abs, step, sign, and pow other than x**2, x**3)
+ * is generated as C and built with a C compiler on first use into a
+ * per-user cache, keyed by a hash of its source, compiler and flags; later
+ * runs and processes load it from there. Anything else, and every failure
+ * (no compiler, no cache directory, a failed build), runs the interpreter.
+ *  AUTO: compile when possible (the default);
+ *  OFF:  always interpret. */
+typedef enum mb_kern_jit_mode {
+    MB_KERN_JIT_AUTO = 0,
+    MB_KERN_JIT_OFF,
+    MB_KERN_JIT_COUNT
+} mb_kern_jit_mode;
+
+/* Sets the mode, the compiler (NULL: the one that built membound; a name
+ * without '/' is looked up in PATH) and the cache directory (NULL:
+ * $XDG_CACHE_HOME/membound/jit, else ~/.cache/membound/jit; created 0700).
+ * Copies the strings and zeroes the statistics; forgets the kernels loaded
+ * so far when the compiler or the directory changes. Not thread-safe: call
+ * before running kernels. */
+void mb_kern_jit_configure(mb_kern_jit_mode mode, const char *cc, const char *cache_dir);
+
+/* Kernels built by the compiler, loaded from the disk cache, and failed
+ * (interpreted instead) since the last mb_kern_jit_configure. */
+typedef struct mb_kern_jit_stats {
+    int compiled, loaded, failed;
+} mb_kern_jit_stats;
+void mb_kern_jit_get_stats(mb_kern_jit_stats *out);
+
+/* What the blocked executor evaluates per element for kernel k of t's plan:
+ * evaluated: ops run (a node equal to an earlier one of the kernel is not
+ * evaluated again; a sin and a cos of one operand are one sincos); sincos:
+ * such pairs among them; compiled: 1 when it runs compiled code. May build
+ * the kernel's compiled form. MB_EINPUT for k out of range or a malformed plan. */
+typedef struct mb_kern_eval_info {
+    int evaluated, sincos, compiled;
+} mb_kern_eval_info;
+int mb_kern_kernel_info(const mb_kern_tensors *t, int k, mb_kern_eval_info *out, mb_err *err);
+
 /* Name of the vector math in use, e.g. "sleef-avx512f" or "scalar-libm". */
 const char *mb_kern_vector_isa(void);
 

@@ -1,5 +1,6 @@
 /* kernels_int.h — shared by the files of kernels/ only: vectorised tile
- * primitives (vecmath.c). Not a public header. */
+ * primitives (vecmath.c), a kernel lowered for the tile loop, and its
+ * compiled form (jit_cpu.c). Not a public header. */
 #ifndef MB_KERNELS_INT_H
 #define MB_KERNELS_INT_H
 
@@ -10,6 +11,10 @@
  * transcendental functions from the vector math library (SLEEF) when built with it. */
 void mb_kern_vec_apply(mb_op op, const float *a, float as, const float *b, float bs,
                        float *out, int64_t len);
+
+/* sin_out[i] = sin(a[i]), cos_out[i] = cos(a[i]) with one shared range
+ * reduction (a == NULL: the scalar as). Outputs must not alias a. */
+void mb_kern_vec_sincos(const float *a, float as, float *sin_out, float *cos_out, int64_t len);
 
 /* dst[i] = src[i] widened to f32 (src already offset to the first element). */
 void mb_kern_vec_load(const void *src, mb_dtype t, float *dst, int64_t len);
@@ -23,5 +28,33 @@ void mb_kern_vec_copy(const void *src, void *dst, mb_dtype t, int64_t len, int n
 
 /* Fence after non-temporal stores (no-op without them). */
 void mb_kern_vec_sfence(void);
+
+/* One evaluated node of a kernel lowered for the tile loop (exec_cpu.c):
+ * values 0..n_reads-1 are the kernel's reads, value n_reads + j is node j's. */
+typedef struct mb_kern_pnode {
+    mb_op op;
+    int va, vb;     /* operand values, -1 for a scalar */
+    float sa, sb;
+    int pair;       /* sin or cos with a partner of the other op on the same
+                       operand: the partner's value (this node evaluates both
+                       with one sincos), else -1 */
+    int skip;       /* the partner of an earlier node's pair: already computed */
+} mb_kern_pnode;
+
+/* Most reads, and most writes, of a kernel that is compiled. */
+#define MB_KERN_JIT_IO_MAX 32
+
+/* A compiled kernel over one tile: src[r] and dst[w] point at the tile's
+ * first element of each f32 read and write; nt: streaming stores. */
+typedef void (*mb_kern_tile_fn)(const float *const *src, float *const *dst, int64_t len, int nt);
+
+/* The compiled tile function of a kernel with n_reads f32 reads, nodes, and
+ * writes of values w_val (all f32), generated as C and built with the
+ * configured compiler on first use, cached on disk by the source's hash and
+ * in this process (mb_kern_jit_configure). NULL when the JIT is off, an op
+ * has no vector form, no compiler or cache directory is usable, or the build
+ * failed: the caller interprets. Not thread-safe (call from one thread). */
+mb_kern_tile_fn mb_kern_jit_lookup(int n_reads, const mb_kern_pnode *nodes, int n_nodes,
+                                   const int *w_val, int n_writes);
 
 #endif

@@ -9,56 +9,7 @@
 
 #include <string.h>
 
-#if defined(__AVX512F__) || defined(__AVX2__) || defined(__SSE2__)
-#include <immintrin.h>
-#endif
-#if defined(MB_HAVE_SLEEF)
-#include <sleef.h>
-#endif
-
-#if defined(MB_HAVE_SLEEF) && defined(__AVX512F__)
-#define MB_VW 16
-typedef __m512 vf;
-#define V_LD(p) _mm512_loadu_ps(p)
-#define V_ST(p, v) _mm512_storeu_ps(p, v)
-#define V_SET(x) _mm512_set1_ps(x)
-#define V_ADD _mm512_add_ps
-#define V_SUB _mm512_sub_ps
-#define V_MUL _mm512_mul_ps
-#define V_DIV _mm512_div_ps
-#define V_SQRT _mm512_sqrt_ps
-#define V_SIN Sleef_sinf16_u10
-#define V_COS Sleef_cosf16_u10
-#define V_TAN Sleef_tanf16_u10
-#define V_TANH Sleef_tanhf16_u10
-#define V_EXP Sleef_expf16_u10
-#define V_LOG Sleef_logf16_u10
-#define V_ERFC Sleef_erfcf16_u15
-#define V_POW Sleef_powf16_u10
-#define MB_ISA "sleef-avx512f"
-#elif defined(MB_HAVE_SLEEF) && defined(__AVX2__)
-#define MB_VW 8
-typedef __m256 vf;
-#define V_LD(p) _mm256_loadu_ps(p)
-#define V_ST(p, v) _mm256_storeu_ps(p, v)
-#define V_SET(x) _mm256_set1_ps(x)
-#define V_ADD _mm256_add_ps
-#define V_SUB _mm256_sub_ps
-#define V_MUL _mm256_mul_ps
-#define V_DIV _mm256_div_ps
-#define V_SQRT _mm256_sqrt_ps
-#define V_SIN Sleef_sinf8_u10
-#define V_COS Sleef_cosf8_u10
-#define V_TAN Sleef_tanf8_u10
-#define V_TANH Sleef_tanhf8_u10
-#define V_EXP Sleef_expf8_u10
-#define V_LOG Sleef_logf8_u10
-#define V_ERFC Sleef_erfcf8_u15
-#define V_POW Sleef_powf8_u10
-#define MB_ISA "sleef-avx2"
-#else
-#define MB_ISA "scalar-libm"
-#endif
+#include "vec_ops.h"
 
 const char *mb_kern_vector_isa(void)
 {
@@ -137,27 +88,16 @@ void mb_kern_vec_apply(mb_op op, const float *a, float as, const float *b, float
     case MB_OP_SIGN: MB_SCALAR_LOOP(MB_OP_SIGN); return;
 #if defined(MB_VW)
     case MB_OP_SQRT: MB_VEC_UNARY(MB_OP_SQRT, V_SQRT(x)); return;
-    case MB_OP_RSQRT: MB_VEC_UNARY(MB_OP_RSQRT, V_DIV(V_SET(1.0f), V_SQRT(x))); return;
+    case MB_OP_RSQRT: MB_VEC_UNARY(MB_OP_RSQRT, MB_V_RSQRT(x)); return;
     case MB_OP_SIN: MB_VEC_UNARY(MB_OP_SIN, V_SIN(x)); return;
     case MB_OP_COS: MB_VEC_UNARY(MB_OP_COS, V_COS(x)); return;
     case MB_OP_TAN: MB_VEC_UNARY(MB_OP_TAN, V_TAN(x)); return;
     case MB_OP_TANH: MB_VEC_UNARY(MB_OP_TANH, V_TANH(x)); return;
     case MB_OP_EXP: MB_VEC_UNARY(MB_OP_EXP, V_EXP(x)); return;
     case MB_OP_LOG: MB_VEC_UNARY(MB_OP_LOG, V_LOG(x)); return;
-    case MB_OP_SIGMOID:
-        MB_VEC_UNARY(MB_OP_SIGMOID,
-                     V_DIV(V_SET(1.0f), V_ADD(V_SET(1.0f), V_EXP(V_SUB(V_SET(0.0f), x)))));
-        return;
-    case MB_OP_GELU:
-        MB_VEC_UNARY(MB_OP_GELU,
-                     V_MUL(V_MUL(V_SET(0.5f), x), V_ERFC(V_MUL(x, V_SET(-(float)MB_OPS_SQRT1_2)))));
-        return;
-    case MB_OP_GELU_GRAD:
-        MB_VEC_UNARY(MB_OP_GELU_GRAD,
-                     V_ADD(V_MUL(V_SET(0.5f), V_ERFC(V_MUL(x, V_SET(-(float)MB_OPS_SQRT1_2)))),
-                           V_MUL(V_MUL(x, V_SET((float)MB_OPS_INV_SQRT_2PI)),
-                                 V_EXP(V_MUL(V_MUL(V_SET(-0.5f), x), x)))));
-        return;
+    case MB_OP_SIGMOID: MB_VEC_UNARY(MB_OP_SIGMOID, MB_V_SIGMOID(x)); return;
+    case MB_OP_GELU: MB_VEC_UNARY(MB_OP_GELU, MB_V_GELU(x)); return;
+    case MB_OP_GELU_GRAD: MB_VEC_UNARY(MB_OP_GELU_GRAD, MB_V_GELU_GRAD(x)); return;
     case MB_OP_POW: vec_pow(a, as, b, bs, out, len); return;
 #else
     case MB_OP_SQRT: MB_SCALAR_LOOP(MB_OP_SQRT); return;
@@ -178,6 +118,30 @@ void mb_kern_vec_apply(mb_op op, const float *a, float as, const float *b, float
         break;
     }
     MB_SCALAR_LOOP(MB_OP_COPY);
+}
+
+void mb_kern_vec_sincos(const float *a, float as, float *sin_out, float *cos_out, int64_t len)
+{
+    int64_t i = 0;
+#if defined(MB_VW)
+    if (a)
+        for (; i + MB_VW <= len; i += MB_VW) {
+            /* one range reduction for both: SLEEF's sincos (u10, <= 1 ulp each) */
+            vf2 sc = V_SINCOS(V_LD(a + i));
+            V_ST(sin_out + i, sc.x);
+            V_ST(cos_out + i, sc.y);
+        }
+#endif
+    for (; i < len; i++) {
+        float x = a ? a[i] : as;
+        sin_out[i] = mb_op_apply_f32(MB_OP_SIN, x, 0.0f);
+        cos_out[i] = mb_op_apply_f32(MB_OP_COS, x, 0.0f);
+    }
+}
+
+void mb_kern_sincos_apply(const float *a, float *sin_out, float *cos_out, int64_t len)
+{
+    mb_kern_vec_sincos(a, 0.0f, sin_out, cos_out, len);
 }
 
 void mb_kern_op_apply(mb_op op, const float *a, float as, const float *b, float bs, float *out,

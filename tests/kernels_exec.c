@@ -4,7 +4,9 @@
  * agree across eager/store/recompute and pass finite differences; a kernel that
  * skips its writes is caught by the poison; an --expr graph with scalars on
  * both sides and every op runs and verifies; every derivative rule passes
- * finite differences through eager, store and recompute. */
+ * finite differences through eager, store and recompute; a sin and a cos of
+ * one operand are one sincos and repeated subexpressions are evaluated once.
+ * Runs the interpreter (compiled kernels: kernels_jit.c). */
 #include "kernels.h"
 #include "mb_ops.h"
 #include "mb_test.h"
@@ -240,8 +242,70 @@ static void checks_catch_faults(void)
     mb_graph_free(g);
 }
 
+/* What the blocked executor evaluates: sin/cos pairs once, common
+ * subexpressions once; results still verify (f32 and bf16). */
+static void evaluates_once(void)
+{
+    static const struct {
+        const char *expr;
+        int evaluated, sincos;
+    } cases[] = {
+        {"y = sin(x)**2 + cos(x)**2", 4, 1},           /* sincos, 2 squares, add */
+        {"y = cos(x)**2 + sin(x)**2", 4, 1},           /* cos first */
+        {"y = sin(x)*sin(x) + cos(x)", 3, 1},          /* sin twice: once */
+        {"y = cos(2*x) + sin(x) + sin(2*x)", 5, 1},    /* 2*x once; cos(2x), sin(2x) paired */
+        {"y = sin(x) + cos(w) + cos(x) + sin(x)", 5, 1}, /* cos(w) stays apart */
+        {"y = sin(x) + sin(w)", 3, 0},
+        {"y = 2*x + x*2", 3, 0},                       /* operand order differs: not common */
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++)
+        for (int dt = MB_F32; dt <= MB_BF16; dt++) {
+            mb_err err;
+            mb_graph *g = NULL;
+            mb_plan *p = NULL;
+            mb_kern_tensors t;
+            if (mb_parse_expr(cases[c].expr, (mb_dtype)dt, &g, &err) ||
+                mb_plan_build(g, MB_PLAN_FUSED, &p, &err) ||
+                mb_kern_tensors_alloc(p, N_SMALL, 0, &t, &err)) {
+                fprintf(stderr, "'%s': %s\n", cases[c].expr, err.msg);
+                CHECK(0);
+                mb_plan_free(p);
+                mb_graph_free(g);
+                continue;
+            }
+            mb_kern_eval_info info;
+            CHECK(mb_kern_kernel_info(&t, 0, &info, &err) == MB_OK);
+            if (info.evaluated != cases[c].evaluated || info.sincos != cases[c].sincos)
+                fprintf(stderr, "'%s': evaluates %d ops, %d sincos\n", cases[c].expr, info.evaluated,
+                        info.sincos);
+            CHECK_EQ_I64(info.evaluated, cases[c].evaluated);
+            CHECK_EQ_I64(info.sincos, cases[c].sincos);
+            CHECK_EQ_I64(info.compiled, 0);
+            CHECK(mb_kern_run_plan(&t, MB_KERN_EXEC_BLOCKED, &err) == MB_OK);
+            mb_kern_check ck;
+            CHECK(mb_kern_verify(&t, 0, 0, &ck, &err) == MB_OK);
+            CHECK(ck.passed);
+            mb_kern_tensors_free(&t);
+            mb_plan_free(p);
+            mb_graph_free(g);
+        }
+    mb_err err;
+    mb_kern_eval_info info;
+    mb_kern_tensors none = {0};
+    mb_graph *g = NULL;
+    mb_plan *p = NULL;
+    CHECK(mb_parse_expr("y = sin(x)", MB_F32, &g, &err) == MB_OK);
+    CHECK(mb_plan_build(g, MB_PLAN_FUSED, &p, &err) == MB_OK);
+    none.plan = p;
+    CHECK(mb_kern_kernel_info(&none, 1, &info, &err) == MB_EINPUT);
+    mb_plan_free(p);
+    mb_graph_free(g);
+}
+
 int main(void)
 {
+    mb_kern_jit_configure(MB_KERN_JIT_OFF, NULL, NULL);
+    evaluates_once();
     every_builtin();
     sin2_cos2_is_one();
     sigmoid3_gradients_agree();

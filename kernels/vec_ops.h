@@ -1,0 +1,79 @@
+/* vec_ops.h — the vector forms of mb_ops.h's per-element math: the ISA's
+ * vector type and SLEEF's functions (V_*), and the composite ops built from
+ * them (MB_V_*), for vecmath.c's tile primitives and, as text, for the kernels
+ * kernels/jit_cpu.c generates. Header only, no state; the scalar definitions
+ * (and every op without a vector form here) stay in mb_ops.h. Self-contained
+ * (the generated code includes nothing else of membound): keep it so. */
+#ifndef MB_VEC_OPS_H
+#define MB_VEC_OPS_H
+
+#if defined(__AVX512F__) || defined(__AVX2__) || defined(__SSE2__)
+#include <immintrin.h>
+#endif
+#if defined(MB_HAVE_SLEEF)
+#include <sleef.h>
+#endif
+
+#if defined(MB_HAVE_SLEEF) && defined(__AVX512F__)
+#define MB_VW 16
+typedef __m512 vf;
+typedef Sleef___m512_2 vf2;
+#define V_LD(p) _mm512_loadu_ps(p)
+#define V_ST(p, v) _mm512_storeu_ps(p, v)
+#define V_STREAM(p, v) _mm512_stream_ps(p, v) /* p 64-byte aligned */
+#define V_SET(x) _mm512_set1_ps(x)
+#define V_ADD _mm512_add_ps
+#define V_SUB _mm512_sub_ps
+#define V_MUL _mm512_mul_ps
+#define V_DIV _mm512_div_ps
+#define V_SQRT _mm512_sqrt_ps
+#define V_SIN Sleef_sinf16_u10
+#define V_COS Sleef_cosf16_u10
+#define V_SINCOS Sleef_sincosf16_u10 /* .x sin, .y cos */
+#define V_TAN Sleef_tanf16_u10
+#define V_TANH Sleef_tanhf16_u10
+#define V_EXP Sleef_expf16_u10
+#define V_LOG Sleef_logf16_u10
+#define V_ERFC Sleef_erfcf16_u15
+#define V_POW Sleef_powf16_u10
+#define MB_ISA "sleef-avx512f"
+#elif defined(MB_HAVE_SLEEF) && defined(__AVX2__)
+#define MB_VW 8
+typedef __m256 vf;
+typedef Sleef___m256_2 vf2;
+#define V_LD(p) _mm256_loadu_ps(p)
+#define V_ST(p, v) _mm256_storeu_ps(p, v)
+#define V_STREAM(p, v) _mm256_stream_ps(p, v) /* p 32-byte aligned */
+#define V_SET(x) _mm256_set1_ps(x)
+#define V_ADD _mm256_add_ps
+#define V_SUB _mm256_sub_ps
+#define V_MUL _mm256_mul_ps
+#define V_DIV _mm256_div_ps
+#define V_SQRT _mm256_sqrt_ps
+#define V_SIN Sleef_sinf8_u10
+#define V_COS Sleef_cosf8_u10
+#define V_SINCOS Sleef_sincosf8_u10
+#define V_TAN Sleef_tanf8_u10
+#define V_TANH Sleef_tanhf8_u10
+#define V_EXP Sleef_expf8_u10
+#define V_LOG Sleef_logf8_u10
+#define V_ERFC Sleef_erfcf8_u15
+#define V_POW Sleef_powf8_u10
+#define MB_ISA "sleef-avx2"
+#else
+#define MB_ISA "scalar-libm"
+#endif
+
+#if defined(MB_VW)
+/* 1/sqrt(x), 1/(1+exp(-x)), x Phi(x) and Phi(x) + x phi(x): mb_ops.h's
+ * rsqrt, sigmoid, gelu and gelu_grad (Phi through erfc, see there) */
+#define MB_V_RSQRT(x) V_DIV(V_SET(1.0f), V_SQRT(x))
+#define MB_V_SIGMOID(x) V_DIV(V_SET(1.0f), V_ADD(V_SET(1.0f), V_EXP(V_SUB(V_SET(0.0f), (x)))))
+#define MB_V_GELU(x) V_MUL(V_MUL(V_SET(0.5f), (x)), V_ERFC(V_MUL((x), V_SET(-0.70710678118654752440f))))
+#define MB_V_GELU_GRAD(x)                                                                 \
+    V_ADD(V_MUL(V_SET(0.5f), V_ERFC(V_MUL((x), V_SET(-0.70710678118654752440f)))),        \
+          V_MUL(V_MUL((x), V_SET(0.39894228040143267794f)),                               \
+                V_EXP(V_MUL(V_MUL(V_SET(-0.5f), (x)), (x)))))
+#endif
+
+#endif
