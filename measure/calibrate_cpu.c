@@ -224,6 +224,38 @@ static void op_rate(void *p)
     c->elements = elements;
 }
 
+/* Elements/s (1e9/s) of a sin and a cos of one operand evaluated together by
+ * the executors' sincos primitive, L1-resident, on every thread: median of
+ * reps timings (the model costs a kernel's sin/cos pair at this rate). */
+static double sincos_rate_geps(int quick)
+{
+    enum { REPS = 7 };
+    double s_geps[REPS];
+    int reps = quick ? 3 : REPS;
+    int64_t rounds = quick ? 20 : 200;
+    for (int r = -1; r < reps; r++) { /* r = -1: warm-up */
+        double elements = 0.0, t0 = mb_meas_now_s();
+        float sum = 0.0f;
+#pragma omp parallel reduction(+ : elements, sum)
+        {
+            float a[MB_KERN_TILE] __attribute__((aligned(64)));
+            float so[MB_KERN_TILE] __attribute__((aligned(64)));
+            float co[MB_KERN_TILE] __attribute__((aligned(64)));
+            for (int i = 0; i < MB_KERN_TILE; i++) a[i] = 0.5f + 1.5f * (float)((i * 7919) % 1000) / 1000.0f;
+            for (int64_t k = 0; k < rounds; k++) {
+                mb_kern_sincos_apply(a, so, co, MB_KERN_TILE);
+                sum += so[k & (MB_KERN_TILE - 1)] + co[k & (MB_KERN_TILE - 1)];
+            }
+            elements += (double)rounds * MB_KERN_TILE;
+        }
+        double dt = mb_meas_now_s() - t0;
+        if (r >= 0) s_geps[r] = sum == sum && dt > 0 ? elements / dt / 1e9 : 0.0;
+    }
+    mb_meas_stats st;
+    mb_meas_stats_compute(s_geps, reps, &st);
+    return st.median_s;
+}
+
 /* One executor pass of a copy plan over one tile per thread. */
 typedef struct pass_ctx {
     mb_kern_tensors *t;
@@ -436,6 +468,7 @@ int mb_meas_calibrate_cpu(int threads, int quick, void (*progress)(const char *l
         double os = median_time(op_rate, &oc, quick ? 3 : 5);
         out->op_geps[op] = oc.elements / os / 1e9;
     }
+    out->sincos_geps = sincos_rate_geps(quick);
     if (progress) progress("per-pass overhead");
     int rc = pass_overhead(quick, &out->pass_overhead_us, err);
     if (rc) return rc;
@@ -472,6 +505,7 @@ void mb_meas_calib_to_device(const mb_meas_calib *c, const char *command_line, m
     d->launch_overhead_us = c->pass_overhead_us;
     d->mem_gb = c->mem_gb;
     for (int op = 0; op < MB_OP_COUNT; op++) d->op_geps[op] = c->op_geps[op];
+    d->sincos_geps = c->sincos_geps;
     snprintf(d->source, sizeof d->source,
              "%s; %d threads, %lld-element f32 arrays; bandwidth = median of STREAM-style runs "
              "(requested bytes): copy %.2f GB/s non-temporal (%.2f plain), read %.2f, write %.2f "

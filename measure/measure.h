@@ -192,6 +192,7 @@ typedef struct mb_meas_calib {
     double fp32_tflops;     /* FMA peak, register resident */
     double op_geps[MB_OP_COUNT]; /* elements/s of each op through the executor's
                                     tile primitive, L1-resident, all threads, 1e9/s */
+    double sincos_geps;     /* the same for a sin and a cos of one operand together */
     double pass_overhead_us;/* one executor pass over a tiny array (fork/join) */
     double cache_gbs;       /* copy, both arrays in the last-level cache (plain stores) */
     double serial_fraction; /* share of the shorter of memory and compute time

@@ -51,6 +51,7 @@ static const key_spec spec_keys[] = {
     {"sfu_tops", KEY_NUM, KEY_OPTIONAL, FIELD(sfu_tops)},
     {"launch_overhead_us", KEY_NUM, KEY_REQUIRED, FIELD(launch_overhead_us)},
     {"mem_gb", KEY_NUM, KEY_OPTIONAL, FIELD(mem_gb)},
+    {"op_sincos_geps", KEY_NUM, KEY_OPTIONAL, FIELD(sincos_geps)},
     {"source", KEY_STR, KEY_REQUIRED, FIELD(source)},
     {"measured_at", KEY_STR, KEY_OPTIONAL, FIELD(measured_at)},
 };

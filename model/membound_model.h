@@ -213,6 +213,9 @@ typedef struct mb_device {
     double mem_gb;                /* device memory, 1e9 B */
     double op_geps[MB_OP_COUNT];  /* optional: measured elements/s of each op,
                                      1e9/s (written by calibrate) */
+    double sincos_geps;           /* optional: measured elements/s of a sin and
+                                     a cos of one operand evaluated together
+                                     (INI key op_sincos_geps), 1e9/s */
     char source[512];             /* where the numbers come from */
     char measured_at[256];        /* optional: host and date of calibration */
 } mb_device;

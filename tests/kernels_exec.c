@@ -5,8 +5,9 @@
  * skips its writes is caught by the poison; an --expr graph with scalars on
  * both sides and every op runs and verifies; every derivative rule passes
  * finite differences through eager, store and recompute; a sin and a cos of
- * one operand are one sincos and repeated subexpressions are evaluated once.
- * Runs the interpreter (compiled kernels: kernels_jit.c). */
+ * one operand are one sincos and repeated subexpressions are evaluated once,
+ * and the model's compute cost counts the same. Runs the interpreter
+ * (compiled kernels: kernels_jit.c). */
 #include "kernels.h"
 #include "mb_ops.h"
 #include "mb_test.h"
@@ -281,6 +282,23 @@ static void evaluates_once(void)
             CHECK_EQ_I64(info.evaluated, cases[c].evaluated);
             CHECK_EQ_I64(info.sincos, cases[c].sincos);
             CHECK_EQ_I64(info.compiled, 0);
+            /* the model counts the same: every op (and the sincos) at 1e9
+             * elements/s makes compute time x 1e9 / n the evaluated count;
+             * without a sincos rate (a GPU spec) the pair costs two ops */
+            mb_device dev;
+            memset(&dev, 0, sizeof dev);
+            dev.mem_bandwidth_gbs = 1000;
+            dev.cache_mb = 1;
+            dev.fp32_tflops = 1;
+            for (int op = 0; op < MB_OP_COUNT; op++) dev.op_geps[op] = 1;
+            for (int with_sincos = 1; with_sincos >= 0; with_sincos--) {
+                dev.sincos_geps = with_sincos;
+                mb_estimate est;
+                CHECK(mb_estimate_plan(p, N_SMALL, &dev, &est, &err) == MB_OK);
+                CHECK_NEAR(est.per_kernel[0].compute_s * 1e9 / N_SMALL,
+                           info.evaluated + (with_sincos ? 0 : info.sincos), 1e-9);
+                mb_estimate_free(&est);
+            }
             CHECK(mb_kern_run_plan(&t, MB_KERN_EXEC_BLOCKED, &err) == MB_OK);
             mb_kern_check ck;
             CHECK(mb_kern_verify(&t, 0, 0, &ck, &err) == MB_OK);
