@@ -44,11 +44,53 @@ extern const char mb_kern_vec_ops_text[];
 #define JIT_TABLE_MAX 256
 
 /* Vectors evaluated together, each step of the kernel across all of them
- * before the next: the SLEEF calls of a chain are long and dependent, and
- * G independent ones keep the core busy. 2-vCPU Zen 4 guest, L1-resident,
- * sigmoid(sigmoid(sigmoid(x))): G = 1 1.50 ns/element, 4 1.03, 8 0.74,
- * 32 0.78 (one op per pass over a 4096-element tile: 0.71). */
+ * before the next, for kernels whose longest chain of calls weighs 2 or more
+ * (call_weight): such chains are long and dependent, and G independent ones keep
+ * the core busy. Lighter kernels run one vector at a time: they stream, and
+ * grouped loads come in bursts. 2-vCPU Zen 4 guest, L1-resident, ns/element
+ * for G = 1, 4, 8: sigmoid(sigmoid(sigmoid(x))) 1.50, 1.03, 0.74; tanh-GELU
+ * 1.45, 1.34, 1.25; sin^2+cos^2 0.54-0.65 for all. Streaming 2^24 elements
+ * on one thread (bench/cpu_fused.c, CPU time, busy host), over the plain
+ * hand-written loop: sin^2+cos^2 1.01 at G = 1, 1.16 at 4, 1.5-1.6 at 8;
+ * gelu_tanh 1.17, 0.99, 1.08-1.14; sigmoid3 1.96, 0.96-1.41, 1.04. */
 #define MB_KERN_JIT_GROUP 8
+
+/* Weight of an op in a chain: 1 for a SLEEF call, 2 for one followed by a
+ * division (tan, tanh, sigmoid) or two calls (gelu_grad) or erfc (gelu),
+ * 0 for arithmetic. */
+static int call_weight(mb_op op)
+{
+    switch (op) {
+    case MB_OP_SIN: case MB_OP_COS: case MB_OP_EXP: case MB_OP_LOG:
+        return 1;
+    case MB_OP_TAN: case MB_OP_TANH: case MB_OP_SIGMOID: case MB_OP_GELU: case MB_OP_GELU_GRAD:
+        return 2;
+    default:
+        return 0;
+    }
+}
+
+/* Vectors per step for a kernel: MB_KERN_JIT_GROUP when a chain of its
+ * values weighs 2 or more, else 1. */
+static int group_of(int n_reads, const mb_kern_pnode *nodes, int n_nodes)
+{
+    int *depth = calloc((size_t)(n_reads + n_nodes + 1), sizeof(int));
+    if (!depth) return 1;
+    int deepest = 0;
+    for (int j = 0; j < n_nodes; j++) {
+        const mb_kern_pnode *pn = &nodes[j];
+        if (pn->skip) continue;
+        int d = 0;
+        if (pn->va >= 0 && depth[pn->va] > d) d = depth[pn->va];
+        if (pn->vb >= 0 && depth[pn->vb] > d) d = depth[pn->vb];
+        d += call_weight(pn->op);
+        depth[n_reads + j] = d;
+        if (pn->pair >= 0) depth[pn->pair] = d;
+        if (d > deepest) deepest = d;
+    }
+    free(depth);
+    return deepest >= 2 ? MB_KERN_JIT_GROUP : 1;
+}
 
 typedef struct jit_entry {
     uint64_t hash;
@@ -229,7 +271,8 @@ static char *generate(int n_reads, const mb_kern_pnode *nodes, int n_nodes, cons
                   "#if !defined(MB_VW)\n#error \"no vector ISA with SLEEF\"\n#endif\n"
                   "enum { G = %d, NR = %d, NW = %d, STEP = G * MB_VW };\n"
                   "static inline __attribute__((always_inline)) void body(const vf *in, vf *out)\n{\n",
-              n_reads, n_nodes, n_writes, mb_kern_vec_ops_text, MB_KERN_JIT_GROUP, n_reads, n_writes);
+              n_reads, n_nodes, n_writes, mb_kern_vec_ops_text, group_of(n_reads, nodes, n_nodes),
+              n_reads, n_writes);
     for (int r = 0; r < n_reads; r++)
         sb_printf(&b, "    vf v%d[G];\n    for (int u = 0; u < G; u++) v%d[u] = in[%d * G + u];\n", r, r, r);
     for (int j = 0; j < n_nodes; j++) {
