@@ -35,9 +35,11 @@ static void usage(FILE *fp)
             "                   lecture size (--n N: one size)\n"
             "  --dtype T[,T]    f32 (default), bf16, f16; several: f32,bf16\n"
             "  --device SPEC    device for the model columns: a table id or an INI spec.\n"
-            "                   Default: cpu backend: ./local-cpu.ini when present, else a\n"
-            "                   calibration of this CPU in-process (~15 s; save one with\n"
-            "                   'membound calibrate'); cuda backend: h100-sxm\n"
+            "                   Default: cpu backend: ./local-cpu.ini when present, else\n"
+            "                   this host's cached calibration (per user: $MEMBOUND_CACHE_DIR,\n"
+            "                   $XDG_CACHE_HOME/membound or ~/.cache/membound), else a\n"
+            "                   calibration of this CPU, then cached; cuda backend: h100-sxm\n"
+            "  --recalibrate    calibrate this CPU again and replace the cached calibration\n"
             "  --reps N         at least N timed samples (>= 10, default 10); sampling\n"
             "                   stops when CV <= 2%% or after 10 s\n"
             "  --timeout S      stop sampling a row after S seconds (default 10; the\n"
@@ -132,6 +134,7 @@ typedef struct opts {
     int n_sizes;
     mb_meas_config cfg;
     int quiet;
+    int recalibrate; /* 1: calibrate even when a cached calibration exists */
 } opts;
 
 static void calib_progress(const char *label)
@@ -153,20 +156,46 @@ static int model_device(const opts *o, mb_meas_backend b, mb_device *dev, char *
         snprintf(desc, descsz, "h100-sxm (default for cuda)");
         return 0;
     }
-    if (access("local-cpu.ini", R_OK) == 0) {
+    if (!o->recalibrate && access("local-cpu.ini", R_OK) == 0) {
         if (mb_device_find("./local-cpu.ini", dev, &e)) return mb_cli_fail_err(2, &e);
         snprintf(desc, descsz, "%s (./local-cpu.ini)", dev->name);
         if (!o->quiet) mb_cli_note("model columns from ./local-cpu.ini");
         return 0;
     }
+    /* this host's cached calibration, else calibrate once and cache it */
+    char cache[1024], cnote[1200];
+    mb_kern_set_threads(o->cfg.threads);
+    int have_cache = mb_meas_cache_locate(getenv("MEMBOUND_CACHE_DIR"), getenv("XDG_CACHE_HOME"),
+                                          getenv("HOME"), mb_kern_threads(), cache, sizeof cache,
+                                          cnote, sizeof cnote, &e) == MB_OK;
+    if (!have_cache && !o->quiet) mb_cli_note("calibration cache: %s", e.msg);
+    if (have_cache && cnote[0] && !o->quiet) mb_cli_note("%s", cnote);
+    double age_s = 0;
+    int rc = have_cache && !o->recalibrate ? mb_meas_cache_load(cache, dev, &age_s, &e) : 1;
+    if (rc == MB_OK) {
+        snprintf(desc, descsz, "%s (cached calibration %s)", dev->name, cache);
+        if (!o->quiet)
+            mb_cli_note("model columns from the cached calibration %s (%.1f h old; "
+                        "--recalibrate measures again)", cache, age_s / 3600.0);
+        return 0;
+    }
+    if (rc != 1 && !o->quiet) mb_cli_note("ignoring the cached calibration: %s", e.msg);
     if (!o->quiet)
-        mb_cli_note("no --device and no ./local-cpu.ini: calibrating this CPU first "
-                    "(save it with 'membound calibrate')");
+        mb_cli_note("%s: calibrating this CPU first", o->recalibrate ? "--recalibrate"
+                    : "no --device, no ./local-cpu.ini and no cached calibration");
     mb_meas_calib cal;
     if (mb_meas_calibrate_cpu(o->cfg.threads, 0, o->quiet ? NULL : calib_progress, &cal, &e))
         return mb_cli_fail_err(1, &e);
     mb_meas_calib_to_device(&cal, "membound measure (in-process calibration)", dev);
     snprintf(desc, descsz, "local-cpu (calibrated in-process)");
+    if (have_cache) {
+        if (mb_meas_cache_save(cache, dev, &e)) {
+            if (!o->quiet) mb_cli_note("calibration not cached: %s", e.msg);
+        } else {
+            snprintf(desc, descsz, "local-cpu (calibrated in-process, cached as %s)", cache);
+            if (!o->quiet) mb_cli_note("calibration cached as %s", cache);
+        }
+    }
     return 0;
 }
 
@@ -217,7 +246,7 @@ static void print_table_header(FILE *fp)
 {
     fprintf(fp, "%-16s %-10s %-5s %6s %4s %11s %11s %7s %11s %7s %9s %8s %s\n", "variant", "plan",
             "dtype", "n", "reps", "median", "min", "cv", "model", "err%", "GB/s", "max_err",
-            "verified");
+            "verified [contended samples]");
 }
 
 static void print_table_row(FILE *fp, const mb_meas_record *r)
@@ -225,12 +254,16 @@ static void print_table_row(FILE *fp, const mb_meas_record *r)
     char nb[32], t1[32], t2[32], t3[32];
     double err_pct = 100.0 * (r->model_time_s - r->time_s_median) / r->time_s_median;
     double gbs = (double)(r->read_bytes + r->write_bytes) / r->time_s_median / 1e9;
-    fprintf(fp, "%-16s %-10s %-5s %6s %4d %11s %11s %6.1f%% %11s %+6.1f%% %9.2f %8.2g %s\n",
+    char cont[48] = "";
+    if (r->contended > 0)
+        snprintf(cont, sizeof cont, " [%d/%d%s]", r->contended, r->reps,
+                 mb_meas_row_noisy(r) ? " noisy" : "");
+    fprintf(fp, "%-16s %-10s %-5s %6s %4d %11s %11s %6.1f%% %11s %+6.1f%% %9.2f %8.2g %s%s\n",
             r->variant, r->plan, r->dtype, fmt_n(r->n, nb, sizeof nb), r->reps,
             mb_cli_fmt_time(r->time_s_median, t1, sizeof t1),
             mb_cli_fmt_time(r->time_s_min, t2, sizeof t2), 100.0 * r->time_cv,
             mb_cli_fmt_time(r->model_time_s, t3, sizeof t3), err_pct, gbs, r->max_rel_err,
-            r->verified ? "yes" : "FAILED");
+            r->verified ? "yes" : "FAILED", cont);
 }
 
 int mb_cmd_measure(int argc, char **argv)
@@ -243,7 +276,8 @@ int mb_cmd_measure(int argc, char **argv)
         {"timeout", required_argument, 0, 'O'}, {"warm", no_argument, 0, 'W'}, {"cold", no_argument, 0, 'C'},
         {"threads", required_argument, 0, 'T'}, {"exec", required_argument, 0, 'x'},
         {"output", required_argument, 0, 'o'}, {"per-kernel", required_argument, 0, 'k'},
-        {"quiet", no_argument, 0, 'q'}, {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
+        {"quiet", no_argument, 0, 'q'}, {"help", no_argument, 0, 'h'},
+        {"recalibrate", no_argument, 0, 'R'}, {0, 0, 0, 0}};
     opts o;
     memset(&o, 0, sizeof o);
     o.backend = MB_MEAS_AUTO;
@@ -322,6 +356,7 @@ int mb_cmd_measure(int argc, char **argv)
         case 'o': o.out_path = optarg; break;
         case 'k': o.kernel_path = optarg; break;
         case 'q': o.quiet = o.cfg.quiet = 1; break;
+        case 'R': o.recalibrate = 1; break;
         case 'h':
             usage(stdout);
             free(o.sizes);
@@ -406,6 +441,11 @@ int mb_cmd_measure(int argc, char **argv)
     mb_device dev;
     char dev_desc[256];
     if ((rc = model_device(&o, backend, &dev, dev_desc, sizeof dev_desc))) goto out_jobs;
+    /* a calibrated CPU spec knows the cache this process gets (the measured
+     * knee; a guest may report far more): it sizes the flush between samples */
+    if (backend == MB_MEAS_CPU && !strcmp(dev.kind, "cpu") && o.cfg.llc_bytes <= 0 &&
+        dev.cache_mb > 0)
+        o.cfg.llc_bytes = (int64_t)(dev.cache_mb * 1048576.0);
 
     /* 3. outputs open before measuring: an unwritable path fails now, and an
      * interrupted run leaves no file (mb_outfile) */
@@ -439,7 +479,7 @@ int mb_cmd_measure(int argc, char **argv)
     /* 4. run */
     rows = calloc((size_t)n_jobs + 1, sizeof *rows);
     if (!rows) { rc = mb_cli_fail(1, "out of memory"); goto out_files; }
-    int failed = 0;
+    int failed = 0, noisy = 0;
     double t_start = mb_meas_now_s();
     for (int j = 0; j < n_jobs; j++) {
         job *jb = &jobs[j];
@@ -462,6 +502,14 @@ int mb_cmd_measure(int argc, char **argv)
             failed++;
             mb_cli_fail(1, "%s %s %s n = %s failed its check: %s", row->variant, row->plan,
                         row->dtype, fmt_n(jb->n, nb, sizeof nb), why[0] ? why : "not verified");
+        }
+        if (mb_meas_row_noisy(row)) {
+            noisy++;
+            fprintf(stderr, "membound: warning: %s %s %s n = %s: %d of %d samples contended (the "
+                    "process waited for its cores: other processes or steal); the row is kept, "
+                    "marked in the 'contended' column, and not fitted by 'report'\n",
+                    row->variant, row->plan, row->dtype, fmt_n(jb->n, nb, sizeof nb),
+                    row->contended, row->reps);
         }
         /* An achieved bandwidth well above the calibrated one points at a wrong
          * byte count or calibration. A CPU's calibration is a measurement, not
@@ -511,6 +559,9 @@ int mb_cmd_measure(int argc, char **argv)
     if (have_kf && mb_outfile_commit(&kf, &e)) { have_kf = 0; rc = mb_cli_fail_err(1, &e); goto out_files; }
     have_kf = 0;
     if (o.out_path && !o.quiet) mb_cli_note("wrote %s (%d rows)", o.out_path, n_jobs);
+    if (noisy)
+        fprintf(stderr, "membound: warning: %d of %d rows noisy: rerun them on a quieter machine\n",
+                noisy, n_jobs);
     rc = failed ? 1 : 0;
 
 out_files:

@@ -16,23 +16,67 @@
 #include <omp.h>
 #endif
 
-/* Median of reps timings of fn(ctx). */
 typedef void (*bench_fn)(void *ctx);
 
-static double median_time(bench_fn fn, void *ctx, int reps)
+/* One figure of the calibration: one sample of fn per round, the rounds of
+ * all figures interleaved so that a shared host's drift (memory bandwidth
+ * swings by tens of percent over minutes here) spreads over every figure
+ * alike; the figure is the median over rounds, its spread the CV. */
+#define CAL_ROUNDS 7
+#define CAL_ROUNDS_QUICK 3
+/* a sample repeats fn for at least 2 ms: timer and fork/join noise below 1% */
+#define CAL_SAMPLE_S 2e-3
+/* a contended sample is taken again up to this often, then kept and counted */
+#define CAL_RETRIES 4
+
+typedef struct figure {
+    const char *name;
+    bench_fn fn;
+    void *ctx;
+    double work;             /* bytes, elements or flops per call of fn */
+    int inner;               /* calls per sample */
+    double s[CAL_ROUNDS];    /* seconds per call */
+    int ns, contended, retaken;
+} figure;
+
+/* Warm-up (page faults) and the calls a sample needs. */
+static void figure_warm(figure *f)
 {
-    double *s = malloc((size_t)reps * sizeof(double));
-    if (!s) return NAN;
-    fn(ctx); /* warm-up, page faults */
-    for (int r = 0; r < reps; r++) {
+    f->fn(f->ctx);
+    double t0 = mb_meas_now_s();
+    f->fn(f->ctx);
+    double one = mb_meas_now_s() - t0;
+    f->inner = one >= CAL_SAMPLE_S ? 1 : (int)(CAL_SAMPLE_S / (one > 1e-8 ? one : 1e-8)) + 1;
+    if (f->inner > 1000000) f->inner = 1000000;
+    f->ns = f->contended = f->retaken = 0;
+}
+
+/* One sample, taken again while the process did not get its cores. */
+static void figure_sample(figure *f, int threads)
+{
+    for (int a = 0;; a++) {
+        mb_meas_contention cs;
+        mb_meas_contention_begin(&cs);
         double t0 = mb_meas_now_s();
-        fn(ctx);
-        s[r] = mb_meas_now_s() - t0;
+        for (int i = 0; i < f->inner; i++) f->fn(f->ctx);
+        double w = mb_meas_now_s() - t0;
+        int bad = mb_meas_contention_end(&cs, w, threads, 0);
+        if (!bad || a == CAL_RETRIES) {
+            f->s[f->ns++] = w / f->inner;
+            f->contended += bad;
+            return;
+        }
+        f->retaken++;
     }
+}
+
+/* work per second over the median sample (1e9/s), and the CV into *spread. */
+static double figure_rate(const figure *f, double *spread)
+{
     mb_meas_stats st;
-    mb_meas_stats_compute(s, reps, &st);
-    free(s);
-    return st.median_s;
+    mb_meas_stats_compute(f->s, f->ns, &st);
+    if (spread && st.cv > *spread) *spread = st.cv;
+    return f->work / st.median_s / 1e9;
 }
 
 typedef struct stream_ctx {
@@ -256,41 +300,38 @@ static double sincos_rate_geps(int quick)
     return st.median_s;
 }
 
-/* One executor pass of a copy plan over one tile per thread. */
+/* One executor pass of a copy plan over one tile per thread: fork/join and
+ * per-pass setup (the copy itself, a few ns per KiB in L1/L2, is in it). */
 typedef struct pass_ctx {
-    mb_kern_tensors *t;
-    int passes;
+    mb_graph *g;
+    mb_plan *p;
+    mb_kern_tensors t;
+    int have_t;
 } pass_ctx;
 
-static void passes(void *p)
+static void one_pass(void *p)
 {
     pass_ctx *c = p;
     mb_err e;
-    for (int i = 0; i < c->passes; i++) (void)mb_kern_run_plan(c->t, MB_KERN_EXEC_AUTO, &e);
+    (void)mb_kern_run_plan(&c->t, MB_KERN_EXEC_AUTO, &e);
 }
 
-static int pass_overhead(int quick, double *us, mb_err *err)
+static void pass_free(pass_ctx *c)
 {
-    mb_graph *g = NULL;
-    int rc = mb_parse_expr("y = copy(x)", MB_F32, &g, err);
-    if (rc) return rc;
-    mb_plan *p = NULL;
-    if ((rc = mb_plan_build(g, MB_PLAN_EAGER, &p, err))) {
-        mb_graph_free(g);
-        return rc;
-    }
-    mb_kern_tensors t;
+    if (c->have_t) mb_kern_tensors_free(&c->t);
+    mb_plan_free(c->p);
+    mb_graph_free(c->g);
+    memset(c, 0, sizeof *c);
+}
+
+static int pass_init(pass_ctx *c, mb_err *err)
+{
+    memset(c, 0, sizeof *c);
+    int rc = mb_parse_expr("y = copy(x)", MB_F32, &c->g, err);
+    if (!rc) rc = mb_plan_build(c->g, MB_PLAN_EAGER, &c->p, err);
     int64_t n = (int64_t)mb_kern_threads() * MB_KERN_TILE;
-    if ((rc = mb_kern_tensors_alloc(p, n, 0, &t, err)) == MB_OK) {
-        pass_ctx c = {&t, quick ? 100 : 1000};
-        double s = median_time(passes, &c, quick ? 3 : 11);
-        /* minus the copy itself: n f32 elements in and out of L1/L2 (a few
-         * ns per KiB); what is left is fork/join and per-pass setup */
-        *us = s / c.passes * 1e6;
-        mb_kern_tensors_free(&t);
-    }
-    mb_plan_free(p);
-    mb_graph_free(g);
+    if (!rc && (rc = mb_kern_tensors_alloc(c->p, n, 0, &c->t, err)) == MB_OK) c->have_t = 1;
+    if (rc) pass_free(c);
     return rc;
 }
 
@@ -332,11 +373,19 @@ static int probe_time(probe *pb, mb_meas_flusher *fl, int reps, double *time_s, 
     double s[16];
     if (reps > 16) reps = 16;
     for (int r = 0; r < reps; r++) {
-        mb_meas_flush_cpu(fl);
-        double t0 = mb_meas_now_s();
-        int rc = mb_kern_run_plan(&pb->t, MB_KERN_EXEC_AUTO, err);
-        if (rc) return rc;
-        s[r] = mb_meas_now_s() - t0;
+        for (int a = 0;; a++) { /* a contended sample is taken again */
+            mb_meas_flush_cpu(fl);
+            mb_meas_contention cs;
+            mb_meas_contention_begin(&cs);
+            double t0 = mb_meas_now_s();
+            int rc = mb_kern_run_plan(&pb->t, MB_KERN_EXEC_AUTO, err);
+            if (rc) return rc;
+            s[r] = mb_meas_now_s() - t0;
+            /* quick runs (one rep) keep what they get: a retry costs a flush */
+            if (!mb_meas_contention_end(&cs, s[r], mb_kern_threads(), 0) || a == CAL_RETRIES ||
+                reps == 1)
+                break;
+        }
     }
     mb_meas_stats st;
     mb_meas_stats_compute(s, reps, &st);
@@ -365,7 +414,9 @@ int mb_meas_calibrate_overlap(mb_meas_calib *c, int64_t n, int reps, mb_err *err
     mb_meas_calib_to_device(c, NULL, &d);
     probe copy = {0}, sine = {0}, sum4 = {0};
     mb_meas_flusher fl;
-    int rc = mb_meas_flusher_init(&fl, mb_kern_llc_bytes(), err);
+    /* quick runs (one rep, numbers not for the model) flush twice the probes' arrays */
+    int64_t flush_llc = reps == 1 ? n * (int64_t)sizeof(float) : c->llc_bytes;
+    int rc = mb_meas_flusher_init(&fl, flush_llc, err);
     if (rc) return rc;
     /* copy: memory only; sin: one read, one write, compute about as long as
      * the memory time; a+b+c+d: four read streams, next to no compute */
@@ -374,7 +425,8 @@ int mb_meas_calibrate_overlap(mb_meas_calib *c, int64_t n, int reps, mb_err *err
         rc = probe_init(&sum4, "y = a + b + c + d", MB_PLAN_FUSED, n, &d, err);
     double beta[OVERLAP_ROUNDS], gamma[OVERLAP_ROUNDS];
     int rounds = 0;
-    for (int r = 0; r < OVERLAP_ROUNDS && !rc; r++) {
+    int n_rounds = reps == 1 ? 3 : OVERLAP_ROUNDS;
+    for (int r = 0; r < n_rounds && !rc; r++) {
         double t_copy, t_sin, t_sum4;
         if ((rc = probe_time(&copy, &fl, reps, &t_copy, err)) ||
             (rc = probe_time(&sine, &fl, reps, &t_sin, err)) ||
@@ -408,32 +460,105 @@ int mb_meas_calibrate_overlap(mb_meas_calib *c, int64_t n, int reps, mb_err *err
     return rc;
 }
 
+/* Why the figures cannot be true, into why; 0 when they can. Only figures
+ * measured (> 0) are compared. */
+static int implausible(const mb_meas_calib *c, const figure *figs, int nf, int quick, char *why,
+                       size_t whysz)
+{
+    for (int i = 0; i < nf; i++)
+        if (figs[i].contended > 0 && 2 * figs[i].contended >= figs[i].ns) {
+            snprintf(why, whysz, "the process did not get its cores during the %s probe (%d of %d "
+                     "samples contended after %d retries each: other processes or steal)",
+                     figs[i].name, figs[i].contended, figs[i].ns, CAL_RETRIES);
+            return 1;
+        }
+    const double bw[] = {c->copy_gbs, c->copy_plain_gbs, c->read_gbs, c->write_gbs, c->write_plain_gbs};
+    double bmin = bw[0], bmax = bw[0];
+    for (int i = 1; i < 5; i++) bmin = fmin(bmin, bw[i]), bmax = fmax(bmax, bw[i]);
+    if (!(bmin > 0) || bmax > 10 * bmin) {
+        snprintf(why, whysz, "bandwidths disagree by more than 10x (copy %.3g, plain copy %.3g, read "
+                 "%.3g, write %.3g, plain write %.3g GB/s)", bw[0], bw[1], bw[2], bw[3], bw[4]);
+        return 1;
+    }
+    double omin = INFINITY, omax = 0;
+    for (int op = MB_OP_ADD; op < MB_OP_COUNT; op++)
+        omin = fmin(omin, c->op_geps[op]), omax = fmax(omax, c->op_geps[op]);
+    if (!(omin > 0) || omax < 1.5 * omin) {
+        snprintf(why, whysz, "every op rate within 1.5x of the others (%.3g..%.3g Gelem/s, from add "
+                 "to gelu): that is the timing, not the ops", omin, omax);
+        return 1;
+    }
+    /* a cheap op on L1-resident tiles cannot be slower than a copy from DRAM */
+    static const mb_op cheap[] = {MB_OP_COPY, MB_OP_ADD, MB_OP_MUL};
+    double copy_geps = c->copy_gbs / (2.0 * sizeof(float));
+    for (int i = 0; i < 3 && !quick; i++)
+        if (c->op_geps[cheap[i]] < copy_geps) {
+            snprintf(why, whysz, "op %s at %.3g Gelem/s in L1 is slower than a copy from memory "
+                     "(%.3g Gelem/s)", mb_op_name(cheap[i]), c->op_geps[cheap[i]], copy_geps);
+            return 1;
+        }
+    if (!(c->fp32_tflops > 0) || !isfinite(c->copy_gbs)) {
+        snprintf(why, whysz, "a non-positive FMA rate or bandwidth");
+        return 1;
+    }
+    return 0;
+}
+
 int mb_meas_calibrate_cpu(int threads, int quick, void (*progress)(const char *label),
                           mb_meas_calib *out, mb_err *err)
 {
     memset(out, 0, sizeof *out);
     mb_kern_set_threads(threads);
     out->threads = mb_kern_threads();
-    out->llc_bytes = mb_kern_llc_bytes();
+    out->llc_reported_bytes = mb_kern_llc_bytes();
     long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGESIZE);
     out->mem_gb = pages > 0 && psz > 0 ? (double)pages * (double)psz / 1e9 : 0.0;
+    char label[320];
+    double t_start = mb_meas_now_s();
+#define STEP(...) do { if (progress) { int k_ = snprintf(label, sizeof label, "[%4.1f s] ", \
+        mb_meas_now_s() - t_start); snprintf(label + k_, sizeof label - (size_t)k_, __VA_ARGS__); \
+        progress(label); } } while (0)
+
+    /* the effective last-level cache sizes everything after it */
+    STEP("last-level cache: warm copy bandwidth from 1 MiB up");
+    int rc = mb_meas_cache_knee(out->llc_reported_bytes, quick, &out->llc_bytes,
+                                &out->llc_from_knee, out->llc_desc, sizeof out->llc_desc, err);
+    if (rc && quick && out->llc_reported_bytes > 0) { /* a smoke test goes on */
+        STEP("last-level cache knee not measured: %s", err->msg);
+        out->llc_bytes = out->llc_reported_bytes;
+        snprintf(out->llc_desc, sizeof out->llc_desc, "reported %.0f MiB (knee not measured: "
+                 "contended)", (double)out->llc_reported_bytes / 1048576.0);
+        rc = MB_OK;
+    }
+    if (rc) {
+        char msg[sizeof err->msg];
+        snprintf(msg, sizeof msg, "%s", err->msg);
+        return mb_err_set(err, rc, "calibration refused, nothing written: %.400s", msg);
+    }
+    STEP("last-level cache: %s", out->llc_desc);
     /* STREAM rule: each array >= 4x the LLC (and >= 2^25 f32 = 128 MiB) */
     int64_t n = 4 * out->llc_bytes / (int64_t)sizeof(float);
     if (n < ((int64_t)1 << 25)) n = (int64_t)1 << 25;
     if (quick) n = out->llc_bytes / (int64_t)sizeof(float) / 4;
+    if (quick && n > ((int64_t)1 << 22)) n = (int64_t)1 << 22; /* a smoke test: 16 MiB arrays */
     n = (n + 63) & ~(int64_t)63;
     out->stream_n = n;
-    int reps = quick ? 3 : 15;
 
     stream_ctx sc = {0};
     sc.n = n;
     sc.a = aligned_alloc(64, (size_t)n * sizeof(float));
     sc.b = aligned_alloc(64, (size_t)n * sizeof(float));
+    pass_ctx pc;
     if (!sc.a || !sc.b) {
         free(sc.a);
         free(sc.b);
         return mb_err_set(err, MB_ERUN, "cannot allocate 2 x %.3g GB for the bandwidth test",
                           (double)n * 4 / 1e9);
+    }
+    if ((rc = pass_init(&pc, err))) {
+        free(sc.a);
+        free(sc.b);
+        return rc;
     }
     float *a = sc.a, *b = sc.b;
 #pragma omp parallel for schedule(static)
@@ -442,42 +567,79 @@ int mb_meas_calibrate_cpu(int threads, int quick, void (*progress)(const char *l
         b[i] = 2.0f;
     }
     double bytes1 = (double)n * sizeof(float);
-    if (progress) progress("bandwidth: copy, read, write");
-    out->copy_gbs = 2 * bytes1 / median_time(copy_nt, &sc, reps) / 1e9;
-    out->copy_plain_gbs = 2 * bytes1 / median_time(copy_plain, &sc, reps) / 1e9;
     /* the same copy with both arrays an eighth of the LLC each: warm, from
-     * and to the last-level cache (many repetitions: each is short) */
+     * and to the last-level cache */
     stream_ctx cc = sc;
     cc.n = (out->llc_bytes / 8 / (int64_t)sizeof(float)) & ~(int64_t)63;
-    if (cc.n > 0)
-        out->cache_gbs = 2.0 * (double)cc.n * sizeof(float) / median_time(copy_plain, &cc, reps * 20) / 1e9;
-    out->read_gbs = bytes1 / median_time(read_sum, &sc, reps) / 1e9;
-    out->write_gbs = bytes1 / median_time(write_nt, &sc, reps) / 1e9;
-    out->write_plain_gbs = bytes1 / median_time(write_plain, &sc, reps) / 1e9;
+    if (cc.n > n) cc.n = n; /* quick: the arrays are smaller */
+    fma_ctx fc = {quick ? 20000 : 200000, 0, 0};
+    op_ctx oc[MB_OP_COUNT];
+    enum { F_COPY, F_COPY_PLAIN, F_CACHE, F_READ, F_WRITE, F_WRITE_PLAIN, F_FMA, F_PASS, F_OPS };
+    figure figs[F_OPS + MB_OP_COUNT];
+    memset(figs, 0, sizeof figs);
+    figs[F_COPY] = (figure){.name = "copy", .fn = copy_nt, .ctx = &sc, .work = 2 * bytes1};
+    figs[F_COPY_PLAIN] = (figure){.name = "plain copy", .fn = copy_plain, .ctx = &sc, .work = 2 * bytes1};
+    figs[F_CACHE] = (figure){.name = "cache copy", .fn = copy_plain, .ctx = &cc, .work = 2.0 * (double)cc.n * sizeof(float)};
+    figs[F_READ] = (figure){.name = "read", .fn = read_sum, .ctx = &sc, .work = bytes1};
+    figs[F_WRITE] = (figure){.name = "write", .fn = write_nt, .ctx = &sc, .work = bytes1};
+    figs[F_WRITE_PLAIN] = (figure){.name = "plain write", .fn = write_plain, .ctx = &sc, .work = bytes1};
+    figs[F_FMA] = (figure){.name = "fp32 FMA", .fn = fma_peak, .ctx = &fc, .work = 0};
+    figs[F_PASS] = (figure){.name = "executor pass", .fn = one_pass, .ctx = &pc, .work = 1e3}; /* 1 / rate: us per pass */
+    int nf = F_OPS;
+    for (int op = MB_OP_ADD; op < MB_OP_COUNT; op++) {
+        oc[op] = (op_ctx){(mb_op)op, quick ? 4 : 40, 0, 0};
+        figs[nf++] = (figure){.name = mb_op_name((mb_op)op), .fn = op_rate, .ctx = &oc[op], .work = 0};
+    }
+    int rounds = quick ? CAL_ROUNDS_QUICK : CAL_ROUNDS;
+    char why[512] = "";
+    for (int attempt = 0; attempt < 2; attempt++) {
+        STEP("%sprobes: bandwidth, FMA peak, %d op rates, executor pass; %d interleaved rounds",
+             attempt ? "again: " : "", MB_OP_COUNT - MB_OP_ADD, rounds);
+        for (int i = 0; i < nf; i++) figure_warm(&figs[i]);
+        figs[F_FMA].work = fc.flops; /* set by the warm-up call */
+        for (int i = F_OPS; i < nf; i++) figs[i].work = oc[MB_OP_ADD + i - F_OPS].elements;
+        /* a figure with more than half its rounds contended cannot have a
+         * clean median: the attempt stops there */
+        int hopeless = 0;
+        for (int r = 0; r < rounds && !hopeless; r++)
+            for (int i = 0; i < nf && !hopeless; i++) {
+                figure_sample(&figs[i], out->threads);
+                hopeless = !quick && 2 * figs[i].contended > rounds;
+            }
+        double bw_spread = 0, op_spread = 0;
+        out->copy_gbs = figure_rate(&figs[F_COPY], &bw_spread);
+        out->copy_plain_gbs = figure_rate(&figs[F_COPY_PLAIN], &bw_spread);
+        out->cache_gbs = cc.n > 0 ? figure_rate(&figs[F_CACHE], &bw_spread) : 0.0;
+        out->read_gbs = figure_rate(&figs[F_READ], &bw_spread);
+        out->write_gbs = figure_rate(&figs[F_WRITE], &bw_spread);
+        out->write_plain_gbs = figure_rate(&figs[F_WRITE_PLAIN], &bw_spread);
+        out->fp32_tflops = figure_rate(&figs[F_FMA], &op_spread) / 1e3;
+        out->pass_overhead_us = 1.0 / figure_rate(&figs[F_PASS], &op_spread);
+        for (int i = F_OPS; i < nf; i++)
+            out->op_geps[MB_OP_ADD + i - F_OPS] = figure_rate(&figs[i], &op_spread);
+        out->bw_spread = bw_spread;
+        out->op_spread = op_spread;
+        out->samples = out->retaken = 0;
+        for (int i = 0; i < nf; i++) out->samples += figs[i].ns, out->retaken += figs[i].retaken;
+        if (!implausible(out, figs, nf, quick, why, sizeof why)) {
+            why[0] = '\0';
+            break;
+        }
+        STEP("implausible: %s", why);
+        if (quick) { /* a smoke test: said, not refused (its figures are not for the model) */
+            why[0] = '\0';
+            break;
+        }
+    }
     free(sc.a);
     free(sc.b);
-
-    if (progress) progress("fp32 FMA peak");
-    fma_ctx fc = {quick ? 20000 : 2000000, 0, 0};
-    double fs = median_time(fma_peak, &fc, quick ? 3 : 5);
-    out->fp32_tflops = fc.flops / fs / 1e12;
-
-    if (progress) progress("op throughput");
-    for (int op = MB_OP_ADD; op < MB_OP_COUNT; op++) {
-        op_ctx oc = {(mb_op)op, quick ? 20 : 400, 0, 0};
-        double os = median_time(op_rate, &oc, quick ? 3 : 5);
-        out->op_geps[op] = oc.elements / os / 1e9;
-    }
+    pass_free(&pc);
+    if (why[0]) return mb_err_set(err, MB_ERUN, "calibration refused, nothing written: %s", why);
     out->sincos_geps = sincos_rate_geps(quick);
-    if (progress) progress("per-pass overhead");
-    int rc = pass_overhead(quick, &out->pass_overhead_us, err);
-    if (rc) return rc;
-    if (progress) progress("overlap of memory and compute, read streams");
-    if ((rc = mb_meas_calibrate_overlap(out, n, quick ? 1 : 5, err))) return rc;
-    /* a number that cannot be true fails loudly */
-    if (!(out->copy_gbs > 0 && out->read_gbs > 0 && out->write_gbs > 0 && out->fp32_tflops > 0 &&
-          isfinite(out->copy_gbs)))
-        return mb_err_set(err, MB_ERUN, "calibration produced a non-positive rate");
+    STEP("overlap of memory and compute, read streams");
+    if ((rc = mb_meas_calibrate_overlap(out, n, quick ? 1 : 3, err))) return rc;
+    STEP("done");
+#undef STEP
     return MB_OK;
 }
 
@@ -506,13 +668,22 @@ void mb_meas_calib_to_device(const mb_meas_calib *c, const char *command_line, m
     d->mem_gb = c->mem_gb;
     for (int op = 0; op < MB_OP_COUNT; op++) d->op_geps[op] = c->op_geps[op];
     d->sincos_geps = c->sincos_geps;
+    char llc[96];
+    if (c->llc_from_knee)
+        snprintf(llc, sizeof llc, "LLC %.0f MiB from a measured knee (system reports %.0f MiB)",
+                 (double)c->llc_bytes / 1048576.0, (double)c->llc_reported_bytes / 1048576.0);
+    else
+        snprintf(llc, sizeof llc, "LLC %.0f MiB as the system reports (no knee measured)",
+                 (double)c->llc_bytes / 1048576.0);
     snprintf(d->source, sizeof d->source,
-             "%s; %d threads, %lld-element f32 arrays; bandwidth = median of STREAM-style runs "
-             "(requested bytes): copy %.2f GB/s non-temporal (%.2f plain), read %.2f, write %.2f "
-             "non-temporal (%.2f plain); op rates L1-resident through the executor (%s); "
-             "serial_fraction from y = sin(x) eager, read_stream_penalty from y = a+b+c+d fused",
+             "%.60s; %d threads, %lld-element f32 arrays; %s; bandwidth = medians over "
+             "interleaved rounds (requested bytes, CV <= %.0f%%): copy %.2f GB/s non-temporal "
+             "(%.2f plain), read %.2f, write %.2f non-temporal (%.2f plain); op rates L1-resident "
+             "through the executor (%s, CV <= %.0f%%); serial_fraction from y = sin(x), "
+             "read_stream_penalty from y = a+b+c+d fused",
              command_line ? command_line : "membound calibrate", c->threads,
-             (long long)c->stream_n, c->copy_gbs, c->copy_plain_gbs, c->read_gbs, c->write_gbs,
-             c->write_plain_gbs, mb_kern_vector_isa());
+             (long long)c->stream_n, llc, 100 * c->bw_spread, c->copy_gbs, c->copy_plain_gbs,
+             c->read_gbs, c->write_gbs, c->write_plain_gbs, mb_kern_vector_isa(),
+             100 * c->op_spread);
     snprintf(d->measured_at, sizeof d->measured_at, "%s %s", pv.host, pv.date);
 }

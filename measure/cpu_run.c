@@ -122,7 +122,7 @@ int mb_meas_cpu_run(const mb_plan *p, int64_t n, const mb_meas_config *c, mb_mea
     int inner = 1;
     if (!c->cold && first_s < 1e-3) inner = (int)(1e-3 / (first_s > 1e-7 ? first_s : 1e-7)) + 1;
 
-    int ns = 0;
+    int ns = 0, contended = 0;
     double t_begin = mb_meas_now_s();
     for (;;) {
         int last = mb_meas_should_stop(c, samples, ns, mb_meas_now_s() - t_begin) || ns >= cap;
@@ -130,12 +130,17 @@ int mb_meas_cpu_run(const mb_plan *p, int64_t n, const mb_meas_config *c, mb_mea
         if (c->cold) mb_meas_flush_cpu(&fl);
         double tot = 0.0;
         for (int k = 0; k < nk; k++) ksamples[(size_t)k * (cap + 1) + ns] = 0.0;
+        mb_meas_contention cs;
+        mb_meas_contention_begin(&cs);
+        double w0 = mb_meas_now_s();
         for (int r = 0; r < inner; r++) {
             if ((rc = timed_pass(&t, c->exec, stamps, err))) goto done;
             tot += stamps[nk] - stamps[0];
             for (int k = 0; k < nk; k++)
                 ksamples[(size_t)k * (cap + 1) + ns] += (stamps[k + 1] - stamps[k]) / inner;
         }
+        contended += mb_meas_contention_end(&cs, mb_meas_now_s() - w0, mb_kern_threads(),
+                                            c->contention_frac);
         samples[ns++] = tot / inner;
         if (last) break;
     }
@@ -159,6 +164,8 @@ int mb_meas_cpu_run(const mb_plan *p, int64_t n, const mb_meas_config *c, mb_mea
     }
     mb_meas_row_finish(row, samples, ns, c->check, max_err, passed, per_kernel, nk, ksamples,
                        (size_t)(cap + 1), tmp);
+    row->contended = contended;
+    for (int k = 0; per_kernel && k < nk; k++) per_kernel[k].contended = contended;
     rc = MB_OK;
 done:
     free(samples);

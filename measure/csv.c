@@ -91,9 +91,13 @@ static const char *const columns =
     "time_cv,model_time_s,read_bytes,write_bytes,model_dram_read_bytes,model_dram_write_bytes,"
     "dram_read_bytes,dram_write_bytes,counters,max_rel_err,verified";
 
+/* Columns after the contract's (and after "kernel" in per-kernel files):
+ * readers find columns by name, so older readers skip them. */
+static const char *const extra_columns = "contended";
+
 void mb_meas_csv_header(FILE *fp, int per_kernel)
 {
-    fprintf(fp, "%s%s\n", columns, per_kernel ? ",kernel" : "");
+    fprintf(fp, "%s%s,%s\n", columns, per_kernel ? ",kernel" : "", extra_columns);
 }
 
 /* A text field, quoted (RFC 4180) when it holds a comma, quote or newline. */
@@ -143,5 +147,7 @@ void mb_meas_csv_row(FILE *fp, const mb_meas_record *r, int per_kernel)
         fputc(',', fp);
         field(fp, r->kernel);
     }
+    fputc(',', fp);
+    if (r->contended >= 0) fprintf(fp, "%d", r->contended);
     fputc('\n', fp);
 }

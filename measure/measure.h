@@ -50,6 +50,9 @@ typedef struct mb_meas_config {
     int gradcheck_points;  /* finite-difference points for backward plans (default 64) */
     int counters;          /* CUDA: 1 to collect CUPTI DRAM bytes in a separate run */
     int quiet;             /* 1: no notes on stderr */
+    double contention_frac;/* a sample is contended when its threads waited for a
+                              CPU (or were stolen) longer than this share of its
+                              wall time; <= 0: MB_MEAS_CONTENTION_FRAC */
 } mb_meas_config;
 
 void mb_meas_config_default(mb_meas_config *c);
@@ -83,6 +86,9 @@ typedef struct mb_meas_record {
                                 the row is kept and flagged, never dropped */
     char kernel[MB_NAME_MAX];/* per-kernel rows: kernel name; "" for plan rows */
     char model_device[MB_NAME_MAX]; /* device the model columns use (provenance) */
+    int contended;           /* timed samples during which the process did not get
+                                its cores (mb_meas_contention_end); -1 = not
+                                watched (written empty) */
 } mb_meas_record;
 
 /* Fills the identity and model columns of row (and of per_kernel[k] for each
@@ -108,6 +114,38 @@ int mb_meas_should_stop(const mb_meas_config *c, const double *samples, int n,
 
 /* Monotonic clock in seconds. */
 double mb_meas_now_s(void);
+
+/* ---- contention ------------------------------------------------------------- */
+
+/* Share of a sample's wall time its threads may wait for a CPU before the
+ * sample is flagged. 10%: a sample that lost that much is off by about as
+ * much, five times the 2% spread the stop rule aims for. */
+#define MB_MEAS_CONTENTION_FRAC 0.10
+
+/* What the host did to this process during one sample: begin fills the
+ * counters, end turns them into deltas. */
+typedef struct mb_meas_contention {
+    int64_t run_delay_ns; /* begin: schedstat run_delay sum, -1 = unavailable */
+    double waited_s;      /* end: time the threads were runnable but not running */
+    double steal_s;       /* end: host steal time, this process's share */
+    double cpu_s;         /* end: process CPU time */
+    long nivcsw;          /* end: involuntary context switches */
+    double wall_s;        /* end: the sample's wall time, as given */
+    int have_schedstat;   /* end: 1 when waited_s was measured */
+} mb_meas_contention;
+
+/* Reads the counters before a sample (outside the timed region: tens of us). */
+void mb_meas_contention_begin(mb_meas_contention *s);
+
+/* Deltas since begin for a sample of wall_s seconds run on threads threads;
+ * returns 1 when the sample is contended: waited + steal > frac x wall_s
+ * (frac <= 0: MB_MEAS_CONTENTION_FRAC), or, without schedstat, more than one
+ * involuntary context switch per 10 ms. */
+int mb_meas_contention_end(mb_meas_contention *s, double wall_s, int threads, double frac);
+
+/* 1 when more than a fifth of a row's samples were contended: the row is
+ * marked noisy (a warning, and reports/ does not fit it). */
+int mb_meas_row_noisy(const mb_meas_record *r);
 
 /* ---- cache eviction ---------------------------------------------------------- */
 
@@ -199,7 +237,13 @@ typedef struct mb_meas_calib {
                                not hidden by the longer (probe: y = sin(x)) */
     double read_stream_penalty; /* read bandwidth loss per extra read stream
                                    (probe: y = a + b + c + d, fused) */
-    int64_t llc_bytes;
+    int64_t llc_bytes;      /* effective: the measured knee, else as reported */
+    int64_t llc_reported_bytes; /* what sysfs (else CPUID through sysconf) says */
+    int llc_from_knee;      /* 1 when llc_bytes is the measured knee */
+    char llc_desc[256];     /* how llc_bytes was found, with the figures */
+    double bw_spread;       /* largest CV over rounds of the bandwidth figures */
+    double op_spread;       /* largest CV of the FMA, op and pass figures */
+    int samples, retaken;   /* probe samples kept; taken again for contention */
     int64_t stream_n;       /* f32 elements per array */
     int threads;
     double mem_gb;          /* physical memory, 1e9 B */
@@ -218,12 +262,44 @@ int mb_meas_calibrate_cpu(int threads, int quick, void (*progress)(const char *l
  * (four read streams, no compute to speak of). Needs the rest of c. */
 int mb_meas_calibrate_overlap(mb_meas_calib *c, int64_t n, int reps, mb_err *err);
 
+/* The effective last-level cache: warm copy bandwidth over working sets from
+ * 1 MiB doubling to 4x reported_bytes (64..512 MiB, the largest taken as
+ * DRAM), and the largest size still 1.25x faster than DRAM. *knee_bytes gets
+ * that working set, or reported_bytes when no smaller size is 1.3x faster
+ * than DRAM; *from_knee says which (1: measured), desc too, with the figures.
+ * quick != 0: fewer samples. MB_ERUN when memory runs out. */
+int mb_meas_cache_knee(int64_t reported_bytes, int quick, int64_t *knee_bytes, int *from_knee,
+                       char *desc, size_t descsz, mb_err *err);
+
 /* A device spec for the calibrated CPU: name "local-cpu", kind "cpu",
  * mem_bandwidth_gbs = the best of copy/read/write, measured_bandwidth_gbs =
  * copy (non-temporal, what the executors achieve), cache_mb = LLC, fp32 and
  * bf16 rates = the FMA peak (no bf16 units used), per-op rates, per-pass
  * overhead; label, measured_at (host and date) and source filled. */
 void mb_meas_calib_to_device(const mb_meas_calib *c, const char *command_line, mb_device *d);
+
+/* ---- calibration cache ------------------------------------------------------ */
+
+/* This host's cache key: CPU model, thread count, physical memory (MiB). */
+void mb_meas_cache_key(int threads, char *key, size_t keysz);
+
+/* Path of the cached calibration for this host with threads threads: in the
+ * first writable directory of dir_env ($MEMBOUND_CACHE_DIR), xdg_env/membound
+ * ($XDG_CACHE_HOME), home_env/.cache/membound ($HOME), /tmp/membound-cache-UID
+ * (NULL or empty ones skipped; missing ones created 0700), file
+ * local-cpu-<hash of the key>.ini. note (may be NULL) says when a directory was
+ * passed over. MB_ERUN when none is usable. Never writes the file. */
+int mb_meas_cache_locate(const char *dir_env, const char *xdg_env, const char *home_env,
+                         int threads, char *path, size_t pathsz, char *note, size_t notesz,
+                         mb_err *err);
+
+/* Loads the cached spec at path into d and its age in seconds (file time).
+ * Returns MB_OK, 1 when there is no such file, or an error code (a file that
+ * is not a CPU spec: MB_EINPUT). */
+int mb_meas_cache_load(const char *path, mb_device *d, double *age_s, mb_err *err);
+
+/* Writes d to path atomically (temporary file, rename). */
+int mb_meas_cache_save(const char *path, const mb_device *d, mb_err *err);
 
 /* ---- CSV --------------------------------------------------------------------- */
 

@@ -5,4 +5,10 @@ if(TARGET mb_measure)
   mb_test(measure_cli SOURCES measure_cli.c LIBS mb_model)
   # the above-peak rule for a GPU row's counted bytes (no GPU needed)
   mb_test(measure_count_check SOURCES measure_count_check.c LIBS mb_measure)
+  # a CPU hog beside a measurement, and the same without it: alone on the
+  # machine's cores, so ctest -j does not add contention of its own
+  mb_test(measure_contention SOURCES measure_contention.c LIBS mb_measure)
+  set_tests_properties(measure_contention PROPERTIES RUN_SERIAL TRUE)
+  # the per-host calibration cache, in its own MEMBOUND_CACHE_DIR
+  mb_test(measure_cache SOURCES measure_cache.c LIBS mb_measure)
 endif()

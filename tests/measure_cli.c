@@ -143,12 +143,15 @@ int main(void)
     for (char *l = strstr(csv, "\ndevice,"); l && (l = strchr(l + 1, '\n')) && l[1];) {
         rows++;
         char *nl = strchr(l + 1, '\n');
-        if (nl && nl - l > 2 && nl[-1] == '1' && nl[-2] == ',') verified++;
+        /* ...,verified,contended: the field before the last comma */
+        char *lc = nl ? nl - 1 : NULL;
+        while (lc && lc > l && *lc != ',') lc--;
+        if (lc && lc - l > 2 && lc[-1] == '1' && lc[-2] == ',') verified++;
     }
     CHECK_EQ_I64(rows, 2 * (3 + 2)); /* (sigmoid3: 3 plans + copy: 2) x 2 dtypes */
     CHECK_EQ_I64(verified, rows);
     CHECK(strstr(csv, ",none-cpu,") != NULL);
-    CHECK(strstr(slurp("kern.csv"), ",kernel\n") != NULL);
+    CHECK(strstr(slurp("kern.csv"), ",kernel,contended\n") != NULL);
     CHECK(stray_files(NULL) == 2); /* small.csv and kern.csv, no temporaries */
 
     /* interrupted: SIGINT while measuring leaves no CSV and no temporary */

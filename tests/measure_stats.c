@@ -83,18 +83,19 @@ static void csv_and_records(void)
     CHECK(!strcmp(head, "device,backend,variant,plan,dtype,n,kernels,reps,time_s_median,"
                         "time_s_min,time_s_p90,time_cv,model_time_s,read_bytes,write_bytes,"
                         "model_dram_read_bytes,model_dram_write_bytes,dram_read_bytes,"
-                        "dram_write_bytes,counters,max_rel_err,verified\n"));
+                        "dram_write_bytes,counters,max_rel_err,verified,contended\n"));
     const char *want = "\"CPU, \"\"quoted\"\"\",cpu,sin2_plus_cos2,eager,bf16,16777216,5,10,0.5,";
     CHECK(!strncmp(line, want, strlen(want)));
-    /* empty measured dram columns, then counters, error, verified */
-    CHECK(strstr(line, ",,none-cpu,1e-07,1\n") != NULL);
-    /* 22 columns: 21 commas outside the quoted field */
+    /* empty measured dram columns, then counters, error, verified, and an
+     * empty contended (not watched) */
+    CHECK(strstr(line, ",,none-cpu,1e-07,1,\n") != NULL);
+    /* 23 columns: 22 commas outside the quoted field */
     int commas = 0, inq = 0;
     for (const char *q = line; *q; q++) {
         if (*q == '"') inq = !inq;
         else if (*q == ',' && !inq) commas++;
     }
-    CHECK_EQ_I64(commas, 21);
+    CHECK_EQ_I64(commas, 22);
     mb_plan_free(p);
     mb_graph_free(g);
 }
@@ -124,6 +125,7 @@ static void small_cpu_run(void)
     CHECK(row.time_s_min > 0 && row.time_s_min <= row.time_s_median &&
           row.time_s_median <= row.time_s_p90);
     CHECK(!strcmp(row.counters, "none-cpu") && !strcmp(row.backend, "cpu"));
+    CHECK(row.contended >= 0 && row.contended <= row.reps); /* watched */
     CHECK(row.max_rel_err < 1e-4);
     double ksum = 0;
     for (int k = 0; k < p->n_kernels; k++) ksum += pk[k].time_s_median;

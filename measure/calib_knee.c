@@ -1,0 +1,120 @@
+/* calib_knee.c — the last-level cache as the memory system shows it: warm
+ * copy bandwidth against working-set size, and the size where it falls from
+ * the cache plateau to the DRAM rate. A guest's CPUID or sysfs may report a
+ * cache the process does not get (a KVM guest here reports 508 MiB through
+ * sysconf with no sysfs cache entries; its copy bandwidth falls at tens of
+ * MiB). Does not decide what the model uses (calibrate_cpu.c does). */
+#include "measure.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+/* Sizes scanned: working sets (both arrays) from 1 MiB, doubling, up to 4x
+ * the reported cache, at least 64 MiB and at most 512 MiB (2 x 256 MiB of
+ * first touch, ~0.3 s on this guest). */
+#define KNEE_MIN_BYTES ((int64_t)1 << 20)
+#define KNEE_FLOOR_BYTES ((int64_t)64 << 20)
+#define KNEE_CAP_BYTES ((int64_t)512 << 20)
+#define KNEE_MAX_POINTS 16
+/* A cache less than 1.3x faster than DRAM is no knee (nothing to find); the
+ * cache ends where the bandwidth comes within 25% of the DRAM rate. */
+#define KNEE_MIN_RATIO 1.3
+#define KNEE_DRAM_MARGIN 1.25
+
+static void copy_plain(float *restrict b, const float *restrict a, int64_t n)
+{
+#pragma omp parallel for schedule(static)
+    for (int64_t i = 0; i < n; i++) b[i] = a[i];
+}
+
+/* Median bandwidth (GB/s, read + write bytes) of a warm copy of n floats;
+ * each sample repeats the copy for at least 1 ms and is taken again (up to
+ * 4 times) while the process does not get its cores; *contended counts the
+ * samples kept although contended. */
+static double warm_copy_gbs(float *b, const float *a, int64_t n, int samples, int *contended)
+{
+    double s[9];
+    if (samples > 9) samples = 9;
+    copy_plain(b, a, n);
+    double t0 = mb_meas_now_s();
+    copy_plain(b, a, n);
+    double one = mb_meas_now_s() - t0;
+    int inner = one >= 1e-3 ? 1 : (int)(1e-3 / (one > 1e-7 ? one : 1e-7)) + 1;
+    for (int k = 0; k < samples; k++) {
+        for (int att = 0;; att++) {
+            mb_meas_contention cs;
+            mb_meas_contention_begin(&cs);
+            t0 = mb_meas_now_s();
+            for (int r = 0; r < inner; r++) copy_plain(b, a, n);
+            double w = mb_meas_now_s() - t0;
+            s[k] = w / inner;
+            int bad = mb_meas_contention_end(&cs, w, mb_kern_threads(), 0);
+            if (!bad) break;
+            if (att == 4) {
+                ++*contended;
+                break;
+            }
+        }
+    }
+    mb_meas_stats st;
+    mb_meas_stats_compute(s, samples, &st);
+    return 2.0 * (double)n * sizeof(float) / st.median_s / 1e9;
+}
+
+int mb_meas_cache_knee(int64_t reported_bytes, int quick, int64_t *knee_bytes, int *from_knee,
+                       char *desc, size_t descsz, mb_err *err)
+{
+    *from_knee = 0;
+    int64_t max_ws = 4 * reported_bytes;
+    if (max_ws < KNEE_FLOOR_BYTES) max_ws = KNEE_FLOOR_BYTES;
+    if (max_ws > KNEE_CAP_BYTES) max_ws = KNEE_CAP_BYTES;
+    int64_t nmax = max_ws / 2 / (int64_t)sizeof(float);
+    float *a = aligned_alloc(64, (size_t)nmax * sizeof(float));
+    float *b = aligned_alloc(64, (size_t)nmax * sizeof(float));
+    if (!a || !b) {
+        free(a);
+        free(b);
+        return mb_err_set(err, MB_ERUN, "cannot allocate 2 x %.0f MiB for the cache knee",
+                          (double)nmax * 4 / 1048576.0);
+    }
+#pragma omp parallel for schedule(static)
+    for (int64_t i = 0; i < nmax; i++) a[i] = 1.0f + (float)(i & 255), b[i] = 0.0f;
+    double gbs[KNEE_MAX_POINTS];
+    int64_t ws[KNEE_MAX_POINTS];
+    int np = 0;
+    int samples = quick ? 3 : 5, contended = 0;
+    for (int64_t w = KNEE_MIN_BYTES; w <= max_ws && np < KNEE_MAX_POINTS; w *= 2, np++) {
+        int c0 = contended;
+        ws[np] = w;
+        gbs[np] = warm_copy_gbs(b, a, w / 2 / (int64_t)sizeof(float), samples, &contended);
+        if (2 * (contended - c0) > samples) break;
+    }
+    free(a);
+    free(b);
+    if (np < 2 || 2 * contended > samples)
+        return mb_err_set(err, MB_ERUN, "the process did not get its cores during the cache-knee "
+                          "probe (%d samples contended after 4 retries each: other processes or "
+                          "steal)", contended);
+    /* DRAM: the largest size; the cache: the best of the others */
+    double hi = 0, lo = gbs[np - 1];
+    for (int i = 0; i + 1 < np; i++) hi = fmax(hi, gbs[i]);
+    if (!(hi > KNEE_MIN_RATIO * lo)) {
+        *knee_bytes = reported_bytes;
+        snprintf(desc, descsz, "reported %.0f MiB (no knee in warm copy bandwidth up to %.0f MiB: "
+                 "%.1f GB/s at 1 MiB, %.1f at %.0f MiB)", (double)reported_bytes / 1048576.0,
+                 (double)max_ws / 1048576.0, gbs[0], lo, (double)max_ws / 1048576.0);
+        return MB_OK;
+    }
+    /* the knee: walking down from the largest size, the first one still
+     * above the DRAM rate by KNEE_DRAM_MARGIN (the smaller caches' plateaus
+     * above it do not matter) */
+    int k = np - 1;
+    while (k > 0 && gbs[k] < KNEE_DRAM_MARGIN * lo) k--;
+    *knee_bytes = ws[k];
+    *from_knee = 1;
+    snprintf(desc, descsz, "measured knee %.0f MiB (warm copy %.1f GB/s in cache, %.1f GB/s at "
+             "%.0f MiB; the system reports %.0f MiB)", (double)ws[k] / 1048576.0, hi, lo,
+             (double)max_ws / 1048576.0, (double)reported_bytes / 1048576.0);
+    return MB_OK;
+}
