@@ -8,6 +8,7 @@
 
 #include <getopt.h>
 #include <math.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -55,7 +56,9 @@ static void usage(FILE *fp)
             "  -h, --help       this help\n"
             "\n"
             "Exit: 0 all rows verified, 1 a run failed or a check failed (rows kept with\n"
-            "verified=0), 2 bad usage or a size that does not fit in memory.\n"
+            "verified=0), 2 bad usage or a size that does not fit in memory, 130 / 143\n"
+            "interrupted by SIGINT / SIGTERM: the rows measured so far are written, with a\n"
+            "'# partial: ...' line (none measured: no file).\n"
             "example: membound measure copy --dtype f32,bf16 --sizes 2^25 --device local-cpu.ini -o copy.csv\n");
 }
 
@@ -114,6 +117,41 @@ static const char *fmt_n(int64_t n, char *buf, size_t sz)
         snprintf(buf, sz, "%lld", (long long)n);
     }
     return buf;
+}
+
+/* SIGINT / SIGTERM while measuring: the signal, for the rows loop and the
+ * protocol (which stops its sampling); a second one ends the process through
+ * the handlers that were there before. */
+static volatile sig_atomic_t stop_signal;
+static struct sigaction stop_old[2];
+
+static void on_stop(int sig)
+{
+    if (stop_signal) {
+        sigaction(sig, &stop_old[sig == SIGTERM], NULL);
+        raise(sig);
+        return;
+    }
+    stop_signal = sig;
+}
+
+/* install = 1: catch SIGINT and SIGTERM (unless ignored); 0: restore. */
+static void stop_handlers(int install)
+{
+    static const int sigs[2] = {SIGINT, SIGTERM};
+    for (int i = 0; i < 2; i++) {
+        if (!install) {
+            sigaction(sigs[i], &stop_old[i], NULL);
+            continue;
+        }
+        struct sigaction sa;
+        memset(&sa, 0, sizeof sa);
+        sa.sa_handler = on_stop; /* no SA_RESTART: a blocked write returns */
+        sigemptyset(&sa.sa_mask);
+        if (sigaction(sigs[i], NULL, &stop_old[i]) == 0 && stop_old[i].sa_handler == SIG_IGN)
+            continue;
+        sigaction(sigs[i], &sa, NULL);
+    }
 }
 
 /* One row to run. */
@@ -479,9 +517,13 @@ int mb_cmd_measure(int argc, char **argv)
     /* 4. run */
     rows = calloc((size_t)n_jobs + 1, sizeof *rows);
     if (!rows) { rc = mb_cli_fail(1, "out of memory"); goto out_files; }
-    int failed = 0, noisy = 0;
+    int failed = 0, noisy = 0, done_rows = 0;
     double t_start = mb_meas_now_s();
-    for (int j = 0; j < n_jobs; j++) {
+    /* an interrupted run keeps the rows it measured (see after the loop) */
+    stop_signal = 0;
+    o.cfg.stop = &stop_signal;
+    stop_handlers(1);
+    for (int j = 0; j < n_jobs && !stop_signal; j++) {
         job *jb = &jobs[j];
         mb_plan *p = NULL;
         if ((rc = mb_plan_build(jb->g, jb->plan, &p, &e))) { rc = mb_cli_fail_err(rc, &e); goto out_files; }
@@ -491,9 +533,15 @@ int mb_cmd_measure(int argc, char **argv)
         if (have_kf && !pk) { mb_plan_free(p); rc = mb_cli_fail(1, "out of memory"); goto out_files; }
         rc = mb_meas_record_init(row, pk, jb->g->name, p, jb->n, &dev, &e);
         if (!rc) rc = mb_meas_run(backend, p, jb->n, &o.cfg, row, pk, why, sizeof why, &e);
+        if (rc && stop_signal) { /* the row in flight is dropped, not half-kept */
+            free(pk);
+            mb_plan_free(p);
+            break;
+        }
         if (rc) {
             free(pk);
             mb_plan_free(p);
+            stop_handlers(0);
             rc = mb_cli_fail(rc, "%s %s %s n = %s: %s", jb->g->name, mb_plan_name(jb->plan),
                              row->dtype, fmt_n(jb->n, nb, sizeof nb), e.msg);
             goto out_files;
@@ -543,6 +591,15 @@ int mb_cmd_measure(int argc, char **argv)
         }
         free(pk);
         mb_plan_free(p);
+        done_rows++;
+    }
+    stop_handlers(0);
+    if (stop_signal) {
+        char line[160];
+        snprintf(line, sizeof line, "# partial: interrupted by %s after %d of %d rows\n",
+                 stop_signal == SIGTERM ? "SIGTERM" : "SIGINT", done_rows, n_jobs);
+        fputs(line, csv);
+        if (have_kf) fputs(line, kf.fp);
     }
     /* GPU clocks, driver and the counter sanity gate are known only after the
      * runs: trailing '#' lines (readers skip '#' lines anywhere) */
@@ -554,15 +611,26 @@ int mb_cmd_measure(int argc, char **argv)
             if (have_kf) fprintf(kf.fp, "# %s\n", line);
         }
     }
+    if (stop_signal && done_rows == 0) { /* nothing measured: no file */
+        rc = mb_cli_fail(128 + stop_signal, "interrupted by %s before the first row: nothing written",
+                         stop_signal == SIGTERM ? "SIGTERM" : "SIGINT");
+        goto out_files;
+    }
     if (have_of && mb_outfile_commit(&of, &e)) { have_of = 0; rc = mb_cli_fail_err(1, &e); goto out_files; }
     have_of = 0;
     if (have_kf && mb_outfile_commit(&kf, &e)) { have_kf = 0; rc = mb_cli_fail_err(1, &e); goto out_files; }
     have_kf = 0;
-    if (o.out_path && !o.quiet) mb_cli_note("wrote %s (%d rows)", o.out_path, n_jobs);
+    if (o.out_path && !o.quiet && !stop_signal) mb_cli_note("wrote %s (%d rows)", o.out_path, n_jobs);
     if (noisy)
         fprintf(stderr, "membound: warning: %d of %d rows noisy: rerun them on a quieter machine\n",
                 noisy, n_jobs);
     rc = failed ? 1 : 0;
+    if (stop_signal) {
+        mb_cli_fail(128 + stop_signal, "interrupted by %s: %d of %d rows measured%s%s",
+                    stop_signal == SIGTERM ? "SIGTERM" : "SIGINT", done_rows, n_jobs,
+                    o.out_path ? " and written to " : "", o.out_path ? o.out_path : "");
+        rc = 128 + stop_signal;
+    }
 
 out_files:
     if (have_of) mb_outfile_abort(&of);

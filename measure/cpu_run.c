@@ -125,6 +125,10 @@ int mb_meas_cpu_run(const mb_plan *p, int64_t n, const mb_meas_config *c, mb_mea
     int ns = 0, contended = 0;
     double t_begin = mb_meas_now_s();
     for (;;) {
+        if (c->stop && *c->stop) {
+            rc = mb_err_set(err, MB_ERUN, "interrupted");
+            goto done;
+        }
         int last = mb_meas_should_stop(c, samples, ns, mb_meas_now_s() - t_begin) || ns >= cap;
         if (last && c->check) mb_kern_poison(&t, 1); /* the final sample writes over rep 1 */
         if (c->cold) mb_meas_flush_cpu(&fl);

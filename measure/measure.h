@@ -10,6 +10,7 @@
 #include "kernels.h"
 #include "membound_model.h"
 
+#include <signal.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -53,6 +54,9 @@ typedef struct mb_meas_config {
     double contention_frac;/* a sample is contended when its threads waited for a
                               CPU (or were stolen) longer than this share of its
                               wall time; <= 0: MB_MEAS_CONTENTION_FRAC */
+    const volatile sig_atomic_t *stop; /* may be NULL; non-zero (a signal
+                              handler sets it): the protocol stops sampling and
+                              returns MB_ERUN "interrupted", no row */
 } mb_meas_config;
 
 void mb_meas_config_default(mb_meas_config *c);

@@ -1,6 +1,7 @@
 /* measure_cli.c — `membound measure` and `membound calibrate` as a user runs
  * them ($MB_BIN): oversize sizes refused with exit 2 before allocating,
- * unknown plans and variants list the valid ones, SIGINT leaves no CSV, a small
+ * unknown plans and variants list the valid ones, SIGINT keeps the rows measured
+ * (none: no CSV), a small
  * run writes a verified CSV, a quick calibration yields a spec the model
  * accepts. */
 #define _POSIX_C_SOURCE 200809L
@@ -19,9 +20,12 @@
 static const char *bin;
 static char dir[256];
 
+static char *slurp(const char *name);
+
 /* Runs bin with args (NULL-terminated), stderr and stdout into files under dir.
- * kill_after_s > 0: SIGINT after that long. Returns the wait status. */
-static int run(double kill_after_s, const char *const *args)
+ * kill_after_s > 0: SIGINT after that long; kill_on (when not NULL): SIGINT
+ * once stdout holds it (or after 120 s). Returns the wait status. */
+static int run_until(double kill_after_s, const char *kill_on, const char *const *args)
 {
     char out_path[512], err_path[512];
     snprintf(out_path, sizeof out_path, "%s/stdout.txt", dir);
@@ -46,9 +50,21 @@ static int run(double kill_after_s, const char *const *args)
         nanosleep(&ts, NULL);
         kill(pid, SIGINT);
     }
+    if (kill_on) {
+        for (int t = 0; t < 1200 && !strstr(slurp("stdout.txt"), kill_on); t++) {
+            struct timespec ts = {0, 100000000};
+            nanosleep(&ts, NULL);
+        }
+        kill(pid, SIGINT);
+    }
     int st = 0;
     waitpid(pid, &st, 0);
     return st;
+}
+
+static int run(double kill_after_s, const char *const *args)
+{
+    return run_until(kill_after_s, NULL, args);
 }
 
 static int exit_code(int st) { return WIFEXITED(st) ? WEXITSTATUS(st) : -1; }
@@ -154,13 +170,27 @@ int main(void)
     CHECK(strstr(slurp("kern.csv"), ",kernel,contended\n") != NULL);
     CHECK(stray_files(NULL) == 2); /* small.csv and kern.csv, no temporaries */
 
-    /* interrupted: SIGINT while measuring leaves no CSV and no temporary */
+    /* interrupted before a row finished: exit 130, no CSV and no temporary */
     const char *longrun[] = {"measure", "--backend", "cpu", "--device", "h100-sxm", "--sizes",
                              "2^22", "--reps", "200", "-o", "int.csv", "sin2_plus_cos2", NULL};
     int st = run(1.0, longrun);
-    CHECK(WIFSIGNALED(st) && WTERMSIG(st) == SIGINT);
+    CHECK_EQ_I64(exit_code(st), 130);
+    CHECK(strstr(slurp("stderr.txt"), "interrupted by SIGINT before the first row") != NULL);
     CHECK(!exists("int.csv"));
     CHECK(stray_files("kern.csv") == 1); /* only small.csv besides kern.csv */
+
+    /* interrupted during the second row: the first is written, marked partial */
+    const char *tworows[] = {"measure", "--backend", "cpu", "--device", "h100-sxm", "--threads",
+                             "1", "--warm", "--plan", "eager", "--sizes", "2^12,2^24", "--reps",
+                             "1000", "--timeout", "60", "-o", "part.csv", "copy", NULL};
+    st = run_until(0, " 2^12 ", tworows);
+    CHECK_EQ_I64(exit_code(st), 130);
+    CHECK(strstr(slurp("stderr.txt"), "interrupted by SIGINT: 1 of 2 rows") != NULL);
+    char *part = slurp("part.csv");
+    CHECK(strstr(part, "# partial: interrupted by SIGINT after 1 of 2 rows\n") != NULL);
+    CHECK(strstr(part, ",copy,eager,f32,4096,") != NULL);
+    CHECK(strstr(part, ",16777216,") == NULL); /* the row in flight is not kept */
+    CHECK(stray_files("kern.csv") == 2); /* small.csv and part.csv */
 
     /* quick calibration: a spec that the model accepts */
     const char *cal[] = {"calibrate", "--quick", "--threads", "1", "-o", "cpu.ini", NULL};
@@ -173,7 +203,8 @@ int main(void)
     CHECK(strstr(slurp("stdout.txt"), "\"local-cpu\"") != NULL);
 
     /* clean up */
-    const char *files[] = {"small.csv", "kern.csv", "cpu.ini", "stdout.txt", "stderr.txt"};
+    const char *files[] = {"small.csv", "kern.csv", "part.csv", "cpu.ini", "stdout.txt",
+                           "stderr.txt"};
     for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
         char path[512];
         snprintf(path, sizeof path, "%s/%s", dir, files[i]);
