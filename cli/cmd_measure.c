@@ -31,7 +31,7 @@ static void usage(FILE *fp)
             "  --backend B      auto (default: cuda when a usable GPU is present, else cpu),\n"
             "                   cpu, cuda\n"
             "  --expr EXPR      a Python-syntax expression instead of variants\n"
-            "  --plan P         eager | fused | store | recompute; default: every plan\n"
+            "  --plan P         eager | fused | store | recompute | optimal; default: every plan\n"
             "  --sizes LIST     2^20,2^24 or 2^16..2^26[:STEP]; default: each variant's\n"
             "                   lecture size (--n N: one size)\n"
             "  --dtype T[,T]    f32 (default), bf16, f16; several: f32,bf16\n"
@@ -335,7 +335,7 @@ int mb_cmd_measure(int argc, char **argv)
         case 'e': o.expr = optarg; break;
         case 'p':
             if (mb_plan_parse(optarg, &o.plan) != MB_OK)
-                return mb_cli_fail(2, "unknown plan '%s' (plans: eager, fused, store, recompute)",
+                return mb_cli_fail(2, "unknown plan '%s' (plans: eager, fused, store, recompute, optimal)",
                                    optarg);
             o.plan_given = 1;
             break;

@@ -44,7 +44,7 @@ int mb_op_arity(mb_op op)
     }
 }
 
-static const char *const plan_names[MB_PLAN_COUNT] = {"eager", "fused", "store", "recompute"};
+static const char *const plan_names[MB_PLAN_COUNT] = {"eager", "fused", "store", "recompute", "optimal"};
 
 const char *mb_plan_name(mb_plan_kind k) { return k < MB_PLAN_COUNT ? plan_names[k] : "?"; }
 

@@ -1,8 +1,9 @@
 /* plan.c — grouping a graph's nodes into kernels (eager, fused, store,
- * recompute) and deriving what each kernel reads and writes by the traffic
- * rule: a kernel reads each distinct tensor it consumes that was produced
- * outside it, once, and writes each tensor it produces that is needed
- * outside it, once. Does not cost anything (traffic.c). */
+ * recompute, or a given saved set) and deriving what each kernel reads and
+ * writes by the traffic rule: a kernel reads each distinct tensor it consumes
+ * that was produced outside it, once, and writes each tensor it produces that
+ * is needed outside it, once. Does not cost anything (traffic.c) nor choose
+ * the optimal plan's set (plan_optimal.c). */
 #include "model_int.h"
 
 #include <stdio.h>
@@ -41,6 +42,7 @@ int mb_plan_supported(const mb_graph *g, mb_plan_kind k)
     case MB_PLAN_FUSED: return !g->has_backward;
     case MB_PLAN_STORE:
     case MB_PLAN_RECOMPUTE: return g->has_backward;
+    case MB_PLAN_OPTIMAL: return g->has_backward && mb_plan_optimal_available();
     default: return 0;
     }
 }
@@ -132,10 +134,13 @@ static int group_range(mb_plan *p, const char *name, int is_backward, int lo, in
     return rc;
 }
 
-/* Recompute: clone the forward nodes the backward graph uses, point the
- * backward nodes at the clones, and evaluate the clones in the backward
- * kernel, so only inputs cross from forward to backward. */
-static int group_recompute(mb_plan *p)
+/* Saving a set: the backward reads the forward tensors in save[] (a mask over
+ * the forward nodes); every other forward tensor it needs is cloned, the
+ * backward nodes are pointed at the clones, and the clones are evaluated in
+ * the backward kernel. Recompute saves the inputs; the optimal plan the set a
+ * minimum cut picks. Returns -1 when out of memory, -2 when a needed input
+ * is not saved (nothing could recompute it; *missing names it). */
+static int group_saving(mb_plan *p, const char *save, const char *bwd_name, int *missing)
 {
     mb_graph *g = p->g;
     int nf = g->n_forward, nb_end = g->n_nodes;
@@ -146,14 +151,16 @@ static int group_recompute(mb_plan *p)
     for (int i = nf; i < nb_end && !rc; i++)
         for (int j = 0; j < 2; j++) {
             int a = g->nodes[i].arg[j];
-            if (a >= 0 && a < nf && g->nodes[a].op != MB_OP_INPUT) needed[a] = 1;
+            if (a >= 0 && a < nf && !save[a]) needed[a] = 1;
         }
     for (int i = nf - 1; i >= 0 && !rc; i--)
-        if (needed[i])
+        if (needed[i]) {
+            if (g->nodes[i].op == MB_OP_INPUT) { *missing = i; rc = -2; break; }
             for (int j = 0; j < 2; j++) {
                 int a = g->nodes[i].arg[j];
-                if (a >= 0 && g->nodes[a].op != MB_OP_INPUT) needed[a] = 1;
+                if (a >= 0 && !save[a]) needed[a] = 1;
             }
+        }
     for (int i = 0; i < nf && !rc; i++) {
         clone[i] = i;
         if (!needed[i]) continue;
@@ -175,10 +182,21 @@ static int group_recompute(mb_plan *p)
             if (a >= 0 && a < nf) g->nodes[i].arg[j] = clone[a];
         }
     if (!rc) rc = group_range(p, "fused_fwd", 0, 0, nf, NULL);
-    if (!rc) rc = group_range(p, "recompute_bwd", 1, nf, nb_end, &clones);
+    if (!rc) rc = group_range(p, bwd_name, 1, nf, nb_end, &clones);
     free(needed);
     free(clone);
     free(clones.v);
+    return rc;
+}
+
+static int group_recompute(mb_plan *p)
+{
+    char *inputs = calloc((size_t)p->g->n_forward + 1, 1);
+    if (!inputs) return -1;
+    for (int k = 0; k < p->g->n_inputs; k++) inputs[p->g->inputs[k]] = 1;
+    int missing = -1;
+    int rc = group_saving(p, inputs, "recompute_bwd", &missing);
+    free(inputs);
     return rc;
 }
 
@@ -248,9 +266,22 @@ static int derive_traffic(mb_plan *p)
     return rc;
 }
 
+static mb_plan *plan_new(const mb_graph *g, mb_plan_kind k)
+{
+    mb_plan *p = calloc(1, sizeof *p);
+    if (!p) return NULL;
+    p->kind = k;
+    p->g = mb_graph_copy(g);
+    if (!p->g) { free(p); return NULL; }
+    return p;
+}
+
 int mb_plan_build(const mb_graph *g, mb_plan_kind k, mb_plan **out, mb_err *err)
 {
     *out = NULL;
+    if (k == MB_PLAN_OPTIMAL && g->has_backward && !mb_plan_optimal_available())
+        return mb_err_set(err, MB_EINPUT, "plan 'optimal' needs igraph (libigraph-dev), which this "
+                          "build lacks: install it and rebuild");
     if (k >= MB_PLAN_COUNT || !mb_plan_supported(g, k)) {
         char list[128] = "";
         for (int i = 0; i < MB_PLAN_COUNT; i++)
@@ -261,11 +292,9 @@ int mb_plan_build(const mb_graph *g, mb_plan_kind k, mb_plan **out, mb_err *err)
         return mb_err_set(err, MB_EINPUT, "variant '%s' has no plan '%s' (plans: %s)", g->name,
                           mb_plan_name(k), list);
     }
-    mb_plan *p = calloc(1, sizeof *p);
-    if (!p) return mb_err_set(err, MB_ERUN, "out of memory");
-    p->kind = k;
-    p->g = mb_graph_copy(g);
-    int rc = p->g ? 0 : -1;
+    if (k == MB_PLAN_OPTIMAL) return mb_plan_build_optimal(g, MB_OBJECTIVE_BYTES, 0, NULL, out, err);
+    mb_plan *p = plan_new(g, k);
+    int rc = p ? 0 : -1;
     if (!rc) {
         switch (k) {
         case MB_PLAN_EAGER: rc = group_eager(p); break;
@@ -281,6 +310,37 @@ int mb_plan_build(const mb_graph *g, mb_plan_kind k, mb_plan **out, mb_err *err)
     if (!rc) rc = derive_traffic(p);
     if (rc) {
         mb_plan_free(p);
+        return mb_err_set(err, MB_ERUN, "out of memory");
+    }
+    *out = p;
+    return MB_OK;
+}
+
+int mb_plan_build_saving(const mb_graph *g, const int *saved, int n_saved, mb_plan **out, mb_err *err)
+{
+    *out = NULL;
+    if (!g->has_backward)
+        return mb_err_set(err, MB_EINPUT, "variant '%s' has no backward pass: nothing to save", g->name);
+    char *save = calloc((size_t)g->n_forward + 1, 1);
+    if (!save) return mb_err_set(err, MB_ERUN, "out of memory");
+    for (int i = 0; i < n_saved; i++) {
+        if (saved[i] < 0 || saved[i] >= g->n_forward) {
+            free(save);
+            return mb_err_set(err, MB_EINPUT, "variant '%s': node %d is not a forward tensor", g->name,
+                              saved[i]);
+        }
+        save[saved[i]] = 1;
+    }
+    mb_plan *p = plan_new(g, MB_PLAN_OPTIMAL);
+    int missing = -1;
+    int rc = p ? group_saving(p, save, "optimal_bwd", &missing) : -1;
+    free(save);
+    if (!rc) rc = derive_traffic(p);
+    if (rc) {
+        mb_plan_free(p);
+        if (rc == -2)
+            return mb_err_set(err, MB_EINPUT, "variant '%s': the backward needs input '%s', which is "
+                              "not saved", g->name, g->nodes[missing].name);
         return mb_err_set(err, MB_ERUN, "out of memory");
     }
     *out = p;

@@ -6,6 +6,7 @@
  * accepts. */
 #define _POSIX_C_SOURCE 200809L
 #include "mb_test.h"
+#include "membound_model.h"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -164,7 +165,8 @@ int main(void)
         while (lc && lc > l && *lc != ',') lc--;
         if (lc && lc - l > 2 && lc[-1] == '1' && lc[-2] == ',') verified++;
     }
-    CHECK_EQ_I64(rows, 2 * (3 + 2)); /* (sigmoid3: 3 plans + copy: 2) x 2 dtypes */
+    /* (sigmoid3: 3 plans, 4 with optimal (igraph) + copy: 2) x 2 dtypes */
+    CHECK_EQ_I64(rows, 2 * (3 + mb_plan_optimal_available() + 2));
     CHECK_EQ_I64(verified, rows);
     CHECK(strstr(csv, ",none-cpu,") != NULL);
     CHECK(strstr(slurp("kern.csv"), ",kernel,contended\n") != NULL);

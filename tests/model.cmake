@@ -4,3 +4,11 @@ mb_test(test_model_plans SOURCES test_model_plans.c LIBS mb_model)
 add_test(NAME test_cli_model COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/cli_model.sh)
 set_tests_properties(test_cli_model PROPERTIES SKIP_RETURN_CODE 77
   ENVIRONMENT "MB_BIN=${CMAKE_BINARY_DIR}/bin/membound;MB_SRC=${CMAKE_SOURCE_DIR}")
+# the optimal plan and the frontier against brute force; also runs the plan
+# on the CPU executors, so it needs kernels/
+if(TARGET mb_kernels)
+  mb_test(test_model_optimal SOURCES test_model_optimal.c LIBS mb_kernels)
+endif()
+add_test(NAME test_cli_plan COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/cli_plan.sh)
+set_tests_properties(test_cli_plan PROPERTIES SKIP_RETURN_CODE 77
+  ENVIRONMENT "MB_BIN=${CMAKE_BINARY_DIR}/bin/membound;MB_SRC=${CMAKE_SOURCE_DIR}")

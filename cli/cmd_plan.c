@@ -1,0 +1,374 @@
+/* cmd_plan.c — `membound plan`: the optimal recompute plan of variants with a
+ * backward pass against store and recompute, or (--frontier) the
+ * memory-traffic frontier, as a table, CSV or JSON, and its figure's data.
+ * Does not choose anything itself (model/plan_optimal.c, model/frontier.c). */
+#include "cli_common.h"
+#include "commands.h"
+#include "model_args.h"
+
+#include <getopt.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+/* From the reports module when it is built (it needs GSL): where the plot
+ * scripts are and which gnuplot to run. Without it the figure's data is
+ * still written. */
+#pragma weak mb_rpt_plots_dir
+#pragma weak mb_rpt_find_gnuplot
+const char *mb_rpt_plots_dir(void);
+int mb_rpt_find_gnuplot(char *buf, size_t bufsize, mb_err *err);
+
+static void usage(FILE *fp)
+{
+    fprintf(fp,
+            "usage: membound plan [VARIANT|FILE.mb ...] [--expr EXPR] [options]\n"
+            "\n"
+            "For a variant with a backward pass, which forward tensors to save and which\n"
+            "to recompute in the backward kernel, chosen as a minimum cut of the joint\n"
+            "forward-backward graph: the optimal plan against store and recompute, or\n"
+            "with --frontier the least traffic for each budget of saved bytes.\n"
+            "With no VARIANT, every built-in variant that has a backward pass.\n"
+            "\n"
+            "  --expr EXPR        an expression; add '\\nbackward' (a newline, then the word)\n"
+            "                     for its backward pass, e.g. $'y = sin(x)\\nbackward'\n"
+            "  --objective O      bytes (default): least traffic; time: least roofline time\n"
+            "                     on --device (recomputing may cost more than it saves)\n"
+            "  --frontier         the memory-traffic frontier instead of the three plans\n"
+            "  --figure FILE      with --frontier: the figure (.png, .svg, .pdf) and its data\n"
+            "                     beside it (FILE without extension + .dat)\n"
+            "  --device D         a device id or an INI spec, for the time column; h100-sxm\n"
+            "  --n N              elements per tensor; default: the variant's lecture size\n"
+            "  --dtype T          f32 (default), bf16, f16\n"
+            "  --json | --csv     machine-readable output\n"
+            "  -h, --help         this help\n"
+            "\n"
+            "example: membound plan sigmoid3 --frontier --figure frontier.png\n");
+}
+
+typedef struct {
+    mb_model_args a;
+    mb_objective obj;
+    int frontier;
+    const char *figure;
+    mb_device dev;
+} plan_opts;
+
+/* A forward tensor's name for a table: the user's, else op@line:col. */
+static void node_label(const mb_graph *g, int v, char *buf, size_t size)
+{
+    const mb_node *nd = &g->nodes[v];
+    if (nd->name[0]) snprintf(buf, size, "%s", nd->name);
+    else if (nd->line > 0) snprintf(buf, size, "%s@%d:%d", mb_op_name(nd->op), nd->line, nd->col);
+    else snprintf(buf, size, "%s#%d", mb_op_name(nd->op), v);
+}
+
+/* The i-th tensor of a set in graph order (a plan lists them by first use). */
+static int nth_in_order(const mb_graph *g, const int *set, int n, int i)
+{
+    for (int v = 0; v < g->n_forward; v++)
+        for (int j = 0; j < n; j++)
+            if (set[j] == v && i-- == 0) return v;
+    return -1;
+}
+
+static void set_text(const mb_graph *g, const int *set, int n, char *buf, size_t size)
+{
+    size_t len = 0;
+    buf[0] = '\0';
+    for (int i = 0; i < n && len + 1 < size; i++) {
+        char l[96];
+        node_label(g, nth_in_order(g, set, n, i), l, sizeof l);
+        len += (size_t)snprintf(buf + len, size - len, "%s%s", i ? " " : "", l);
+    }
+}
+
+static json_t *set_json(const mb_graph *g, const int *set, int n)
+{
+    json_t *a = json_array();
+    for (int i = 0; i < n; i++) {
+        char l[96];
+        node_label(g, nth_in_order(g, set, n, i), l, sizeof l);
+        json_array_append_new(a, json_string(l));
+    }
+    return a;
+}
+
+/* One row: a plan, or a frontier point, costed on the device. */
+typedef struct {
+    const char *label;   /* plan name, or "frontier" */
+    int64_t saved_bytes, traffic_bytes;
+    double recompute_ops_pe, time_s;
+    const int *saved;
+    int n_saved;
+} row;
+
+static int cost(const mb_plan *p, int64_t n, const mb_device *d, row *r, mb_err *e)
+{
+    mb_estimate est;
+    int rc = mb_estimate_plan(p, n, d, &est, e);
+    if (rc) return rc;
+    r->saved_bytes = est.saved_bytes;
+    r->traffic_bytes = est.total.read_bytes + est.total.write_bytes;
+    r->time_s = est.total.time_s;
+    mb_estimate_free(&est);
+    return MB_OK;
+}
+
+static void print_row(const plan_opts *o, const mb_graph *g, int64_t n, const row *r, json_t *out)
+{
+    double per_elem = (double)r->traffic_bytes / (double)n;
+    double tensors = per_elem / (double)mb_dtype_bytes(o->a.dtype);
+    char set[1024];
+    set_text(g, r->saved, r->n_saved, set, sizeof set);
+    if (o->a.fmt == MB_FMT_CSV) {
+        printf("%s,%s,%s,%lld,%s,%s,%lld,%lld,%.4g,%.6g,%s\n", g->name, r->label, o->dev.name,
+               (long long)n, mb_dtype_name(o->a.dtype), mb_objective_name(o->obj),
+               (long long)r->saved_bytes, (long long)r->traffic_bytes, r->recompute_ops_pe, r->time_s, set);
+    } else if (o->a.fmt == MB_FMT_JSON) {
+        json_t *j = json_object();
+        json_object_set_new(j, "variant", json_string(g->name));
+        json_object_set_new(j, "plan", json_string(r->label));
+        json_object_set_new(j, "n", json_integer((json_int_t)n));
+        json_object_set_new(j, "saved", set_json(g, r->saved, r->n_saved));
+        json_object_set_new(j, "saved_bytes", json_integer((json_int_t)r->saved_bytes));
+        json_object_set_new(j, "traffic_bytes", json_integer((json_int_t)r->traffic_bytes));
+        json_object_set_new(j, "recompute_ops_per_elem", json_real(r->recompute_ops_pe));
+        json_object_set_new(j, "time_s", json_real(r->time_s));
+        json_array_append_new(out, j);
+    } else {
+        char sb[32], tb[32], ts[32];
+        printf("%-18.18s %-10s %10s %10s %6.3gn %9.4g %10s  %s\n", g->name, r->label,
+               mb_cli_fmt_bytes((double)r->saved_bytes, sb, sizeof sb),
+               mb_cli_fmt_bytes((double)r->traffic_bytes, tb, sizeof tb), tensors, r->recompute_ops_pe,
+               mb_cli_fmt_time(r->time_s, ts, sizeof ts), set);
+    }
+}
+
+static int three_plans(const plan_opts *o, const mb_graph *g, int64_t n, json_t *out)
+{
+    mb_err e;
+    for (int k = 0; k < 3; k++) {
+        mb_plan *p = NULL;
+        int rc;
+        if (k == 0) rc = mb_plan_build(g, MB_PLAN_STORE, &p, &e);
+        else if (k == 1) rc = mb_plan_build(g, MB_PLAN_RECOMPUTE, &p, &e);
+        else rc = mb_plan_build_optimal(g, o->obj, n, &o->dev, &p, &e);
+        row r = {mb_plan_name(p ? p->kind : MB_PLAN_OPTIMAL), 0, 0, 0, 0, NULL, 0};
+        if (!rc) rc = cost(p, n, &o->dev, &r, &e);
+        if (rc) { mb_plan_free(p); return mb_cli_fail_err(rc, &e); }
+        r.recompute_ops_pe = mb_plan_recompute_ops_pe(p, g);
+        r.saved = p->saved;
+        r.n_saved = p->n_saved;
+        print_row(o, g, n, &r, out);
+        mb_plan_free(p);
+    }
+    return 0;
+}
+
+/* The figure's data: block 0 metadata, block 1 the frontier (saved MB,
+ * traffic MB, traffic per element, time ms, saved set), block 2 the store and
+ * recompute plans (label, saved MB, traffic MB). */
+static int write_dat(const plan_opts *o, const mb_graph *g, int64_t n, const mb_frontier *f,
+                     const char *path)
+{
+    mb_outfile of;
+    mb_err e;
+    int rc = mb_outfile_open(&of, path, &e);
+    if (rc) return mb_cli_fail_err(rc, &e);
+    FILE *fp = of.fp;
+    fprintf(fp, "title \"%s: activation memory against traffic (n = %lld, %s)\"\ndevice %s\n\n\n", g->name,
+            (long long)n, mb_dtype_name(o->a.dtype), o->dev.name);
+    for (int i = 0; i < f->n_points && !rc; i++) {
+        mb_plan *p = NULL;
+        row r = {"frontier", 0, 0, 0, 0, NULL, 0};
+        rc = mb_plan_build_saving(g, f->points[i].saved, f->points[i].n_saved, &p, &e);
+        if (!rc) rc = cost(p, n, &o->dev, &r, &e);
+        mb_plan_free(p);
+        char set[1024];
+        set_text(g, f->points[i].saved, f->points[i].n_saved, set, sizeof set);
+        if (!rc)
+            fprintf(fp, "%.6g %.6g %.6g %.6g \"%s\"\n", (double)f->points[i].saved_bytes / 1e6,
+                    (double)f->points[i].traffic_bytes / 1e6, (double)f->points[i].traffic_bytes / (double)n,
+                    r.time_s * 1e3, set);
+    }
+    fprintf(fp, "\n\n");
+    int64_t right = f->points[f->n_points - 1].saved_bytes;
+    for (int k = 0; k < 2 && !rc; k++) {
+        mb_plan *p = NULL;
+        row r = {"", 0, 0, 0, 0, NULL, 0};
+        rc = mb_plan_build(g, k ? MB_PLAN_RECOMPUTE : MB_PLAN_STORE, &p, &e);
+        if (!rc) rc = cost(p, n, &o->dev, &r, &e);
+        if (!rc) fprintf(fp, "%s %.6g %.6g\n", mb_plan_name(p->kind), (double)r.saved_bytes / 1e6,
+                         (double)r.traffic_bytes / 1e6);
+        if (r.saved_bytes > right) right = r.saved_bytes;
+        mb_plan_free(p);
+    }
+    /* the step line runs on to the largest plan's memory: more budget than
+     * the last point buys nothing */
+    fprintf(fp, "\n\n");
+    for (int i = 0; i < f->n_points; i++)
+        fprintf(fp, "%.6g %.6g\n", (double)f->points[i].saved_bytes / 1e6, (double)f->points[i].traffic_bytes / 1e6);
+    fprintf(fp, "%.6g %.6g\n", (double)right / 1e6, (double)f->points[f->n_points - 1].traffic_bytes / 1e6);
+    if (rc) { mb_outfile_abort(&of); return mb_cli_fail_err(rc, &e); }
+    if ((rc = mb_outfile_commit(&of, &e))) return mb_cli_fail_err(rc, &e);
+    return 0;
+}
+
+static int render(const char *dat, const char *figure)
+{
+    if (!mb_rpt_plots_dir || !mb_rpt_find_gnuplot)
+        return mb_cli_fail(1, "figure data written to %s; drawing it needs the reports module "
+                           "(GSL): run gnuplot -c plots/frontier.gp %s %s", dat, dat, figure);
+    const char *dir = mb_rpt_plots_dir();
+    char gp[4096], script[4200];
+    mb_err e;
+    if (!dir) return mb_cli_fail(1, "plot scripts not found (set MEMBOUND_PLOTS); data in %s", dat);
+    if (mb_rpt_find_gnuplot(gp, sizeof gp, &e)) return mb_cli_fail(1, "%s; data in %s", e.msg, dat);
+    snprintf(script, sizeof script, "%s/frontier.gp", dir);
+    pid_t pid = fork();
+    if (pid < 0) return mb_cli_fail(1, "cannot start gnuplot");
+    if (pid == 0) {
+        execl(gp, "gnuplot", "-c", script, dat, figure, (char *)NULL);
+        _exit(127);
+    }
+    int status = 0;
+    if (waitpid(pid, &status, 0) < 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0)
+        return mb_cli_fail(1, "gnuplot failed drawing %s from %s", figure, dat);
+    return 0;
+}
+
+static int frontier(const plan_opts *o, const mb_graph *g, int64_t n, json_t *out)
+{
+    mb_frontier f;
+    mb_err e;
+    int rc = mb_frontier_build(g, n, &f, &e);
+    if (rc) return mb_cli_fail_err(rc, &e);
+    for (int i = 0; i < f.n_points && !rc; i++) {
+        mb_plan *p = NULL;
+        row r = {"frontier", 0, 0, f.points[i].recompute_ops_pe, 0, f.points[i].saved, f.points[i].n_saved};
+        rc = mb_plan_build_saving(g, f.points[i].saved, f.points[i].n_saved, &p, &e);
+        if (!rc) rc = cost(p, n, &o->dev, &r, &e);
+        mb_plan_free(p);
+        if (rc) { rc = mb_cli_fail_err(rc, &e); break; }
+        print_row(o, g, n, &r, out);
+    }
+    if (!rc && o->figure) {
+        char dat[4096];
+        const char *dot = strrchr(o->figure, '.');
+        size_t stem = dot && !strchr(dot, '/') ? (size_t)(dot - o->figure) : strlen(o->figure);
+        snprintf(dat, sizeof dat, "%.*s.dat", (int)stem, o->figure);
+        rc = write_dat(o, g, n, &f, dat);
+        if (!rc) rc = render(dat, o->figure);
+    }
+    mb_frontier_free(&f);
+    return rc;
+}
+
+static int parse_opts(plan_opts *o, int argc, char **argv, const char **expr)
+{
+    static const struct option opts[] = {
+        {"expr", required_argument, 0, 'e'}, {"objective", required_argument, 0, 'o'},
+        {"frontier", no_argument, 0, 'f'}, {"figure", required_argument, 0, 'F'},
+        {"device", required_argument, 0, 'd'}, {"n", required_argument, 0, 'n'},
+        {"dtype", required_argument, 0, 't'}, {"json", no_argument, 0, 'J'},
+        {"csv", no_argument, 0, 'C'}, {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
+    const char *device = "h100-sxm";
+    int c, rc;
+    mb_err e;
+    opterr = 0;
+    optind = 1;
+    while ((c = getopt_long(argc, argv, ":he:o:fF:d:n:t:JC", opts, NULL)) != -1) {
+        switch (c) {
+        case 'e': *expr = optarg; break;
+        case 'd': device = optarg; break;
+        case 'f': o->frontier = 1; break;
+        case 'F': o->figure = optarg; break;
+        case 'o':
+            if (mb_objective_parse(optarg, &o->obj))
+                return mb_cli_fail(2, "unknown objective '%s' (objectives: bytes, time)", optarg);
+            break;
+        case 'n':
+            free(o->a.sizes);
+            if (!(o->a.sizes = malloc(sizeof *o->a.sizes))) return mb_cli_fail(1, "out of memory");
+            o->a.n_sizes = 1;
+            if ((rc = mb_cli_size(optarg, &o->a.sizes[0]))) return rc;
+            break;
+        case 't':
+            if ((rc = mb_cli_dtype(optarg, &o->a.dtype))) return rc;
+            break;
+        case 'J':
+        case 'C':
+            if (o->a.fmt != MB_FMT_TABLE) return mb_cli_fail(2, "give one of --json and --csv");
+            o->a.fmt = c == 'J' ? MB_FMT_JSON : MB_FMT_CSV;
+            break;
+        case 'h': usage(stdout); return -1;
+        default: return mb_cli_bad_option(c, argv, optind, optopt, "plan");
+        }
+    }
+    if (o->figure && !o->frontier) return mb_cli_fail(2, "--figure draws the frontier: add --frontier");
+    if (o->frontier && o->obj == MB_OBJECTIVE_TIME)
+        return mb_cli_fail(2, "--frontier lists traffic for each memory budget: --objective does not apply");
+    if ((rc = mb_device_find(device, &o->dev, &e))) return mb_cli_fail_err(rc, &e);
+    return 0;
+}
+
+int mb_cmd_plan(int argc, char **argv)
+{
+    plan_opts o;
+    memset(&o, 0, sizeof o);
+    const char *expr = NULL;
+    int rc = parse_opts(&o, argc, argv, &expr);
+    if (rc) { mb_model_args_free(&o.a); return rc < 0 ? 0 : rc; }
+    if (!mb_plan_optimal_available()) {
+        mb_model_args_free(&o.a);
+        return mb_cli_fail(2, "plan: the optimal plan and the frontier need igraph (libigraph-dev), "
+                           "which this build lacks: install it and rebuild");
+    }
+    int named = optind < argc || expr;
+    if ((rc = mb_model_args_load(&o.a, argc, argv, optind, expr))) { mb_model_args_free(&o.a); return rc; }
+    for (int i = 0; i < o.a.n_graphs && named; i++)
+        if (!o.a.graphs[i]->has_backward) {
+            rc = mb_cli_fail(2, "variant '%s' has no backward pass: nothing to save or recompute "
+                             "(add 'backward' to it)", o.a.graphs[i]->name);
+            mb_model_args_free(&o.a);
+            return rc;
+        }
+    if (o.figure && o.a.n_graphs != 1) {
+        mb_model_args_free(&o.a);
+        return mb_cli_fail(2, "--figure draws one variant's frontier: name one variant");
+    }
+    json_t *out = json_array();
+    if (o.a.fmt == MB_FMT_CSV)
+        printf("variant,plan,device,n,dtype,objective,saved_bytes,traffic_bytes,recompute_ops_per_elem,"
+               "time_s,saved\n");
+    else if (o.a.fmt == MB_FMT_TABLE)
+        printf("device %s, objective %s%s\n\n%-18s %-10s %10s %10s %7s %9s %10s  %s\n", o.dev.name,
+               mb_objective_name(o.obj), o.frontier ? ", frontier: least traffic for each saved budget" : "",
+               "variant", "plan", "saved", "traffic", "count", "recomp/el", "time", "saved set");
+    for (int i = 0; i < o.a.n_graphs && !rc; i++) {
+        const mb_graph *g = o.a.graphs[i];
+        if (!g->has_backward) continue;
+        int64_t one;
+        const int64_t *sizes;
+        mb_model_args_sizes(&o.a, g, &sizes, &one);
+        rc = o.frontier ? frontier(&o, g, sizes[0], out) : three_plans(&o, g, sizes[0], out);
+    }
+    if (!rc && o.a.fmt == MB_FMT_JSON) {
+        json_t *root = json_object();
+        json_object_set_new(root, "device", json_string(o.dev.name));
+        json_object_set_new(root, "dtype", json_string(mb_dtype_name(o.a.dtype)));
+        json_object_set_new(root, "objective", json_string(mb_objective_name(o.obj)));
+        json_object_set_new(root, o.frontier ? "frontier" : "results", json_incref(out));
+        char *s = json_dumps(root, JSON_INDENT(1) | JSON_REAL_PRECISION(12));
+        puts(s);
+        free(s);
+        json_decref(root);
+    }
+    json_decref(out);
+    mb_model_args_free(&o.a);
+    return rc;
+}

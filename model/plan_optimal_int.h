@@ -1,0 +1,36 @@
+/* plan_optimal_int.h — shared by plan_optimal.c and frontier.c only: the
+ * joint forward-backward graph as a cut problem, its solver, and the traffic
+ * and memory of a plan. Not part of the public API. */
+#ifndef MB_PLAN_OPTIMAL_INT_H
+#define MB_PLAN_OPTIMAL_INT_H
+
+#include "model_int.h"
+
+/* Per forward node v, per element: traffic_pe[v] bytes if v is saved (the
+ * backward reads it; the forward writes it unless it is an input or an
+ * output, written anyway), mem_pe[v] bytes it keeps alive, flops_pe[v]
+ * flops + SFU ops to recompute it, needed[v] = 1 when a backward node reads
+ * it directly. */
+typedef struct mb_cut_problem {
+    const mb_graph *g;
+    int nf;
+    double *traffic_pe, *mem_pe, *flops_pe;
+    char *needed;
+} mb_cut_problem;
+
+int mb_cut_problem_init(mb_cut_problem *cp, const mb_graph *g, mb_err *err);
+void mb_cut_problem_free(mb_cut_problem *cp);
+
+/* A minimum s-t cut of the joint graph where saving v costs
+ * w_traffic x traffic_pe[v] + w_mem x mem_pe[v] and recomputing it costs
+ * recompute[v] (NULL: free). *saved (malloc'd, ascending ids) is the set the
+ * cut crosses. MB_EINPUT without igraph, MB_ERUN when igraph fails. */
+int mb_cut_solve(const mb_cut_problem *cp, double w_traffic, double w_mem, const double *recompute,
+                 int **saved, int *n_saved, mb_err *err);
+
+/* Read + write bytes of all of p's kernels at n elements (the lecture's
+ * count), and the bytes of the tensors p keeps from forward to backward. */
+int64_t mb_plan_traffic_bytes(const mb_plan *p, int64_t n);
+int64_t mb_plan_saved_bytes(const mb_plan *p, int64_t n);
+
+#endif

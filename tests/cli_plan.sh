@@ -1,0 +1,97 @@
+#!/usr/bin/env bash
+# cli_plan.sh — `membound plan` as a user runs it: the optimal plan against
+# store and recompute in JSON, the frontier as CSV, its figure's data (and
+# the figure when gnuplot is there), `model --plan optimal`, exit codes and
+# one-line errors. In a build without igraph: the one error line, then skip.
+set -u
+B=${MB_BIN:?MB_BIN not set}
+command -v jq >/dev/null || { echo "jq missing: skipped"; exit 77; }
+pass=0 fail=0
+ok() { pass=$((pass + 1)); }
+bad() { fail=$((fail + 1)); echo "FAIL: $*" >&2; }
+tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+
+# expect CODE FRAGMENT -- ARGS...: exit code, and one stderr line containing FRAGMENT
+expect() {
+  local code=$1 frag=$2; shift 3
+  "$B" "$@" >"$tmp/out" 2>"$tmp/err"; local rc=$?
+  local lines; lines=$(wc -l <"$tmp/err")
+  if [ "$rc" -ne "$code" ]; then bad "membound $* exited $rc, expected $code: $(cat "$tmp/err")"; return; fi
+  if [ "$code" -ne 0 ] && [ "$lines" -ne 1 ]; then bad "membound $*: $lines stderr lines"; cat "$tmp/err" >&2; return; fi
+  if ! grep -qF -- "$frag" "$tmp/err"; then bad "membound $*: stderr lacks '$frag': $(cat "$tmp/err")"; return; fi
+  ok
+}
+jcheck() { # jcheck FILTER EXPECTED
+  local got; got=$(jq -r "$1" "$tmp/out")
+  if [ "$got" = "$2" ]; then ok; else bad "jq '$1' = '$got', expected '$2'"; fi
+}
+
+if "$B" plan sigmoid3 >/dev/null 2>"$tmp/err"; then :; else
+  rc=$?
+  if grep -qF "igraph" "$tmp/err" && [ "$rc" -eq 2 ] && [ "$(wc -l <"$tmp/err")" -eq 1 ]; then
+    expect 2 "needs igraph" -- model sigmoid3 --plan optimal
+    echo "built without igraph: skipped ($pass checks passed, $fail failed)"
+    [ "$fail" -eq 0 ] && exit 77 || exit 1
+  fi
+  bad "plan sigmoid3 exited $rc: $(cat "$tmp/err")"
+fi
+
+n=1048576
+"$B" plan sigmoid3 --json >"$tmp/out" || bad "plan --json failed"
+jcheck '.objective' bytes
+jcheck '[.results[].plan] | join(",")' store,recompute,optimal
+jcheck '.results[] | select(.plan=="optimal") | .traffic_bytes' $((5 * 4 * n))
+jcheck '.results[] | select(.plan=="optimal") | .saved | join(",")' x
+jcheck '.results[] | select(.plan=="optimal") | .saved_bytes' $((4 * n))
+jcheck '.results[] | select(.plan=="store") | .traffic_bytes' $((9 * 4 * n))
+
+# two sums through sin and cos: save them (less memory) or the inputs (less traffic)
+trade=$'y = sin(a + b + c) + cos(a - b - c)\nbackward'
+"$B" plan --expr "$trade" --frontier --n 2^20 --csv >"$tmp/out" || bad "plan --frontier --csv failed"
+[ "$(head -1 "$tmp/out")" = "variant,plan,device,n,dtype,objective,saved_bytes,traffic_bytes,recompute_ops_per_elem,time_s,saved" ] && ok || bad "frontier CSV header: $(head -1 "$tmp/out")"
+[ "$(tail -n +2 "$tmp/out" | cut -d, -f7,8 | tr '\n' ' ')" = "$((8 * n)),$((48 * n)) $((12 * n)),$((44 * n)) " ] && ok ||
+  bad "frontier rows: $(cat "$tmp/out")"
+[ "$(tail -1 "$tmp/out" | cut -d, -f11)" = "a b c" ] && ok || bad "last frontier set: $(tail -1 "$tmp/out")"
+
+# the time objective on a device whose compute is starved saves instead
+cat >"$tmp/slow.ini" <<'EOF'
+[device]
+name = slow
+label = a device with a ten-thousandth of an H100's compute
+mem_bandwidth_gbs = 3350
+cache_mb = 50
+fp32_tflops = 0.0067
+bf16_tflops = 0.1
+sfu_tops = 0.0004
+launch_overhead_us = 3
+mem_gb = 80
+source = test
+EOF
+"$B" plan sigmoid3 --objective time --device "$tmp/slow.ini" --n 2^24 --json >"$tmp/out" || bad "--objective time failed"
+jcheck '.results[] | select(.plan=="optimal") | .saved | length' 3
+
+# the figure's data, and the figure where gnuplot and the reports module are
+"$B" plan --expr "$trade" --frontier --figure "$tmp/fr.png" >/dev/null 2>"$tmp/err"; rc=$?
+[ -s "$tmp/fr.dat" ] && ok || bad "no figure data"
+[ "$(grep -c '"a b c"' "$tmp/fr.dat")" -eq 1 ] && ok || bad "figure data lacks the frontier set"
+if [ "$rc" -eq 0 ]; then
+  [ "$(head -c 4 "$tmp/fr.png" | od -An -c | tr -d ' ')" = "211PNG" ] && ok || bad "fr.png is not a PNG"
+else
+  [ "$rc" -eq 1 ] && [ "$(wc -l <"$tmp/err")" -eq 1 ] && ok || bad "figure: exit $rc: $(cat "$tmp/err")"
+fi
+
+# the plan everywhere else: model knows it
+"$B" model sigmoid3 --plan optimal --json >"$tmp/out" || bad "model --plan optimal failed"
+jcheck '.results[0].plan' optimal
+jcheck '.results[0].read_bytes + .results[0].write_bytes' $((5 * 4 * n))
+
+expect 2 "unknown objective 'speed'" -- plan sigmoid3 --objective speed
+expect 2 "no backward pass" -- plan copy
+expect 2 "add --frontier" -- plan sigmoid3 --figure "$tmp/x.png"
+expect 2 "--objective does not apply" -- plan sigmoid3 --frontier --objective time
+expect 2 "name one variant" -- plan --frontier --figure "$tmp/x.png" sigmoid3 sigmoid3
+expect 2 "has no plan 'optimal'" -- model copy --plan optimal
+[ ! -e "$tmp/x.dat" ] && ok || bad "a refused --figure left x.dat"
+
+echo "$pass passed, $fail failed"
+[ "$fail" -eq 0 ]
