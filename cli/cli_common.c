@@ -138,9 +138,10 @@ const char *mb_cli_fmt_bytes(double bytes, char *buf, int bufsize)
 
 const char *mb_cli_fmt_time(double s, char *buf, int bufsize)
 {
-    if (s >= 1) snprintf(buf, (size_t)bufsize, "%.2f s", s);
-    else if (s >= 1e-3) snprintf(buf, (size_t)bufsize, "%.2f ms", s * 1e3);
-    else if (s >= 1e-6) snprintf(buf, (size_t)bufsize, "%.2f us", s * 1e6);
+    double a = s < 0 ? -s : s; /* a fitted intercept may be negative */
+    if (a >= 1) snprintf(buf, (size_t)bufsize, "%.2f s", s);
+    else if (a >= 1e-3) snprintf(buf, (size_t)bufsize, "%.2f ms", s * 1e3);
+    else if (a >= 1e-6) snprintf(buf, (size_t)bufsize, "%.2f us", s * 1e6);
     else snprintf(buf, (size_t)bufsize, "%.0f ns", s * 1e9);
     return buf;
 }
@@ -166,4 +167,36 @@ int mb_cli_size(const char *s, int64_t *out)
     mb_err e;
     if (mb_size_parse(s, out, &e) == MB_OK) return 0;
     return mb_cli_fail_err(2, &e);
+}
+
+int mb_cli_devices(const char *list, mb_device **out, int *count)
+{
+    *out = NULL;
+    *count = 0;
+    mb_err e;
+    if (!strcmp(list, "all")) {
+        int n = mb_device_count();
+        *out = malloc((size_t)n * sizeof **out);
+        if (!*out) return mb_cli_fail(1, "out of memory");
+        for (int i = 0; i < n; i++) (*out)[i] = *mb_device_at(i);
+        *count = n;
+        return 0;
+    }
+    char *copy = strdup(list), *save = NULL;
+    if (!copy) return mb_cli_fail(1, "out of memory");
+    for (char *id = strtok_r(copy, ",", &save); id; id = strtok_r(NULL, ",", &save)) {
+        while (isspace((unsigned char)*id)) id++; /* 'a, b' as 'a,b' */
+        size_t len = strlen(id);
+        while (len && isspace((unsigned char)id[len - 1])) id[--len] = '\0';
+        if (!len) continue;
+        mb_device *nd = realloc(*out, (size_t)(*count + 1) * sizeof **out);
+        if (!nd) { free(copy); free(*out); *out = NULL; return mb_cli_fail(1, "out of memory"); }
+        *out = nd;
+        int rc = mb_device_find(id, &(*out)[*count], &e);
+        if (rc) { free(copy); free(*out); *out = NULL; return mb_cli_fail_err(rc, &e); }
+        (*count)++;
+    }
+    free(copy);
+    if (*count == 0) return mb_cli_fail(2, "--devices is empty");
+    return 0;
 }

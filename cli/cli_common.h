@@ -42,6 +42,11 @@ int mb_cli_parse_sizes(const char *s, int64_t **out, int *count, mb_err *err);
 int mb_cli_variant_names(int argc, char **argv, int first, char (**names)[MB_NAME_MAX],
                          int *count, mb_err *err);
 
+/* Devices of a --devices list: comma-separated table ids or INI files
+ * (spaces around each ignored), or "all" (the table). *out is malloc'd.
+ * Returns 0, or an exit code after printing one error line. */
+int mb_cli_devices(const char *list, mb_device **out, int *count);
+
 /* Human-readable byte count: "12.58 MB" (1e6), for tables. */
 const char *mb_cli_fmt_bytes(double bytes, char *buf, int bufsize);
 /* Human-readable time: "1.23 ms", "45.6 us", "2.10 s". */

@@ -38,6 +38,8 @@ static void usage(FILE *fp)
             "  --backend B        auto (default: cuda when a GPU is usable, else cpu), cpu, cuda\n"
             "  --quick            small sizes and a short calibration (a smoke test:\n"
             "                     the numbers say nothing about the machine)\n"
+            "  --recalibrate      calibrate the CPU again (default: this host's cached\n"
+            "                     calibration when there is one, as 'calibrate --cached')\n"
             "  -h, --help         this help\n");
 }
 
@@ -84,9 +86,10 @@ int mb_cmd_demo(int argc, char **argv)
 {
     static const struct option opts[] = {
         {"output", required_argument, 0, 'o'}, {"backend", required_argument, 0, 'b'},
-        {"quick", no_argument, 0, 'Q'}, {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
+        {"quick", no_argument, 0, 'Q'}, {"help", no_argument, 0, 'h'},
+        {"recalibrate", no_argument, 0, 'R'}, {0, 0, 0, 0}};
     const char *dir = "membound-demo", *backend = "auto";
-    int quick = 0, c;
+    int quick = 0, recalibrate = 0, c;
     opterr = 0;
     optind = 1;
     while ((c = getopt_long(argc, argv, ":ho:", opts, NULL)) != -1) {
@@ -94,6 +97,7 @@ int mb_cmd_demo(int argc, char **argv)
         case 'o': dir = optarg; break;
         case 'b': backend = optarg; break;
         case 'Q': quick = 1; break;
+        case 'R': recalibrate = 1; break;
         case 'h': usage(stdout); return 0;
         case ':': return mb_cli_fail(2, "option '%s' needs a value (see 'membound demo --help')", argv[optind - 1]);
         default: return mb_cli_fail(2, "unknown option '%s' (see 'membound demo --help')", argv[optind - 1]);
@@ -135,37 +139,60 @@ int mb_cmd_demo(int argc, char **argv)
             mb_cli_note("no usable GPU calibration (exit %d, see %s): using the CPU", rc, log);
     }
     if (strcmp(be, "cpu") == 0) {
-        progress(1, steps, quick ? "calibrating the CPU (quick)" : "calibrating the CPU (about 10 s)", t0);
+        progress(1, steps, quick ? "calibrating the CPU (quick)"
+                                 : recalibrate ? "calibrating the CPU (about 10 s)"
+                                 : "calibrating the CPU (or this host's cached calibration)", t0);
         snprintf(spec, sizeof spec, "%s/local-cpu.ini", dir);
         snprintf(log, sizeof log, "%s/calibrate-cpu.log", logs);
         char *a[] = {(char *)"calibrate", (char *)"--backend", (char *)"cpu", (char *)"-o", spec,
-                     quick ? (char *)"--quick" : NULL, NULL};
+                     quick ? (char *)"--quick" : recalibrate ? NULL : (char *)"--cached", NULL};
         rc = run_self(exe, a, log);
         if (rc != 0) return mb_cli_fail(1, "calibrate failed (exit %d); see %s", rc, log);
     }
 
-    /* 2. low precision: copy in f32 and bf16, three sizes for the bandwidth fit */
-    progress(2, steps, "measuring low precision: copy f32 vs bf16", t0);
+    /* 2. low precision: the lecture's precision demo (its dtypes), three sizes
+     * up to the lecture's for the bandwidth fit; 3. every other demo at the
+     * lecture's size, every plan — all from the lecture table (reports/) */
+    const mb_rpt_demo *prec = NULL;
+    char others[4][MB_NAME_MAX];
+    int n_others = 0;
+    for (int i = 0; i < MB_RPT_N_DEMOS; i++) {
+        const mb_rpt_demo *d = &mb_rpt_lecture[i];
+        if (d->n_series == 2 && d->series[0].dtype != d->series[1].dtype) prec = d;
+        else if (n_others < 4) snprintf(others[n_others++], MB_NAME_MAX, "%s", d->variant);
+    }
+    char dtypes[32], sizes[96], what[200];
+    snprintf(dtypes, sizeof dtypes, "%s,%s", mb_dtype_name(prec->series[0].dtype),
+             mb_dtype_name(prec->series[1].dtype));
+    if (quick) snprintf(sizes, sizeof sizes, "2^14,2^16,2^18");
+    else snprintf(sizes, sizeof sizes, "%lld,%lld,%lld", (long long)(prec->n / 16),
+                  (long long)(prec->n / 4), (long long)prec->n);
+    snprintf(what, sizeof what, "measuring low precision: %s %s", prec->variant, dtypes);
+    progress(2, steps, what, t0);
     snprintf(csv_copy, sizeof csv_copy, "%s/low_precision.csv", dir);
     snprintf(log, sizeof log, "%s/measure-copy.log", logs);
-    char *a2[] = {(char *)"measure", (char *)"copy", (char *)"--plan", (char *)"eager",
-                  (char *)"--timeout", (char *)"3", (char *)"--backend", (char *)be,
-                  (char *)"--dtype", (char *)"f32,bf16", (char *)"--sizes",
-                  quick ? (char *)"2^14,2^16,2^18" : (char *)"2^21,2^23,2^25", (char *)"--device",
+    char *a2[] = {(char *)"measure", (char *)prec->variant, (char *)"--plan",
+                  (char *)prec->series[0].plan, (char *)"--timeout", (char *)"3", (char *)"--backend",
+                  (char *)be, (char *)"--dtype", dtypes, (char *)"--sizes", sizes, (char *)"--device",
                   spec, (char *)"-o", csv_copy, NULL};
     rc = run_self(exe, a2, log);
-    if (rc == 1) mb_cli_note("a copy run failed its check: its rows are kept as failed (see %s)", log);
-    else if (rc != 0) return mb_cli_fail(1, "measure copy failed (exit %d); see %s", rc, log);
+    if (rc == 1) mb_cli_note("a %s run failed its check: its rows are kept as failed (see %s)", prec->variant, log);
+    else if (rc != 0) return mb_cli_fail(1, "measure %s failed (exit %d); see %s", prec->variant, rc, log);
 
-    /* 3. fusion and recomputation at the lecture's sizes, every plan */
-    progress(3, steps, "measuring fusion (sin^2+cos^2, GELU) and recomputation (sigmoid^3)", t0);
+    snprintf(what, sizeof what, "measuring fusion and recomputation (%s%s%s%s%s)", others[0],
+             n_others > 1 ? ", " : "", n_others > 1 ? others[1] : "", n_others > 2 ? ", " : "",
+             n_others > 2 ? others[2] : "");
+    progress(3, steps, what, t0);
     snprintf(csv_demo, sizeof csv_demo, "%s/fusion_recompute.csv", dir);
     snprintf(log, sizeof log, "%s/measure-fusion.log", logs);
-    char *a3[] = {(char *)"measure", (char *)"sin2_plus_cos2", (char *)"gelu_tanh",
-                  (char *)"sigmoid3", (char *)"--timeout", (char *)"3", (char *)"--backend",
-                  (char *)be, (char *)"--device", spec,
-                  quick ? (char *)"--sizes" : (char *)"-o", quick ? (char *)"2^16" : csv_demo,
-                  quick ? (char *)"-o" : NULL, quick ? csv_demo : NULL, NULL};
+    char *a3[24];
+    int na = 0;
+    a3[na++] = (char *)"measure";
+    for (int i = 0; i < n_others; i++) a3[na++] = others[i];
+    const char *opts3[] = {"--timeout", "3", "--backend", be, "--device", spec, "-o", csv_demo};
+    for (size_t i = 0; i < sizeof opts3 / sizeof opts3[0]; i++) a3[na++] = (char *)opts3[i];
+    if (quick) { a3[na++] = (char *)"--sizes"; a3[na++] = (char *)"2^16"; }
+    a3[na] = NULL;
     rc = run_self(exe, a3, log);
     if (rc == 1) mb_cli_note("a run failed its check: its rows are kept as failed (see %s)", log);
     else if (rc != 0) return mb_cli_fail(1, "measure failed (exit %d); see %s", rc, log);

@@ -40,11 +40,12 @@ static json_t *device_json(const mb_device *d)
     return o;
 }
 
-static void row(const mb_device *d)
+/* One table row; labels are never cut: the column is as wide as the widest. */
+static void row(const mb_device *d, int label_w)
 {
     char meas[16] = "-";
     if (d->measured_bandwidth_gbs > 0) snprintf(meas, sizeof meas, "%.0f", d->measured_bandwidth_gbs);
-    printf("%-16s %-36.36s %9.0f %9s %8.1f %8.1f %8.1f %7.1f %6.0f\n", d->name, d->label,
+    printf("%-16s %-*s %9.0f %9s %8.1f %8.1f %8.1f %7.1f %6.0f\n", d->name, label_w, d->label,
            d->mem_bandwidth_gbs, meas, d->cache_mb, d->fp32_tflops, d->bf16_tflops,
            d->launch_overhead_us, d->mem_gb);
 }
@@ -86,9 +87,14 @@ int mb_cmd_devices(int argc, char **argv)
         json_decref(root);
         return 0;
     }
-    printf("%-16s %-36s %9s %9s %8s %8s %8s %7s %6s\n", "id", "label", "BW GB/s", "meas GB/s",
-           "LLC MiB", "FP32 TF", "BF16 TF", "launch", "mem GB");
-    for (int i = 0; i < count; i++) row(only ? &one : mb_device_at(i));
+    int label_w = 5;
+    for (int i = 0; i < count; i++) {
+        int w = (int)strlen((only ? &one : mb_device_at(i))->label);
+        if (w > label_w) label_w = w;
+    }
+    printf("%-16s %-*s %9s %9s %8s %8s %8s %7s %6s\n", "id", label_w, "label", "BW GB/s",
+           "meas GB/s", "LLC MiB", "FP32 TF", "BF16 TF", "launch", "mem GB");
+    for (int i = 0; i < count; i++) row(only ? &one : mb_device_at(i), label_w);
     if (only) printf("\nsource: %s\n", one.source);
     else printf("\nGB/s = 1e9 B/s; BF16 TF dense (no sparsity); launch in us per kernel. "
                 "Sources: 'membound devices --device ID' or --json.\n");

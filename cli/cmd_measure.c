@@ -506,11 +506,15 @@ int mb_cmd_measure(int argc, char **argv)
     mb_meas_provenance_fill(&pv, &o.cfg);
     snprintf(pv.extra, sizeof pv.extra, "backend: %s\nmodel_device: %s\nmemory: %.2f GB available",
              mb_meas_backend_name(backend), dev_desc, (double)avail / 1e9);
-    mb_meas_csv_provenance(csv, &pv);
-    mb_meas_csv_header(csv, 0);
-    if (have_kf) {
-        mb_meas_csv_provenance(kf.fp, &pv);
-        mb_meas_csv_header(kf.fp, 1);
+    /* provenance with the spec and variant texts: the CSV reports anywhere, alone */
+    for (int f = 0; f < 1 + have_kf; f++) {
+        FILE *fp = f ? kf.fp : csv;
+        mb_meas_csv_provenance(fp, &pv);
+        if (mb_meas_csv_embed(fp, &dev, all_graphs[0], n_all[0], o.expr, &e)) {
+            rc = mb_cli_fail_err(1, &e);
+            goto out_files;
+        }
+        mb_meas_csv_header(fp, f);
     }
     if (o.out_path) print_table_header(stdout);
 

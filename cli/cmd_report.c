@@ -13,14 +13,19 @@
 static void usage(FILE *fp)
 {
     fprintf(fp,
-            "usage: membound report FILE.csv... [-o DIR] [options]\n"
+            "usage: membound report FILE.csv... [FILE.mb...] [--expr EXPR] [-o DIR] [options]\n"
             "\n"
             "Joins measurement CSVs (from 'membound measure') with the model, fits\n"
             "time = t0 + bytes / bandwidth per device and backend (GSL, 95%% intervals),\n"
             "checks the lecture's claims and writes DIR/report.md, DIR/report.html\n"
             "(figures embedded), DIR/summary.csv, fits.csv, verdicts.csv, summary.json\n"
-            "and DIR/figures/ (data, gnuplot scripts, images).\n"
+            "and DIR/figures/ (data, gnuplot scripts, images). A CSV from 'measure'\n"
+            "carries its device spec and variant texts, so it reports from any folder;\n"
+            "per-kernel CSVs (a 'kernel' column) are recognised and noted. Older CSVs\n"
+            "of custom variants need their definition: a FILE.mb or --expr.\n"
             "\n"
+            "  --expr EXPR        a variant's definition; ';' separates statements:\n"
+            "                     'name silu; y = x * sigmoid(1.702 * x)' (repeatable)\n"
             "  -o, --output DIR   output directory (default: membound-report)\n"
             "  --device SPEC      model every row on this device (table id or .ini file)\n"
             "                     instead of the CSV's device column\n"
@@ -37,14 +42,16 @@ int mb_cmd_report(int argc, char **argv)
     static const struct option opts[] = {
         {"output", required_argument, 0, 'o'}, {"device", required_argument, 0, 'd'},
         {"formats", required_argument, 0, 'f'}, {"no-figures", no_argument, 0, 'N'},
-        {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
+        {"expr", required_argument, 0, 'e'}, {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
     const char *dir = "membound-report", *device = NULL;
+    const char *exprs[16];
+    int n_exprs = 0;
     unsigned formats = MB_RPT_PNG;
     int render = 1, c;
     mb_err e;
     opterr = 0;
     optind = 1;
-    while ((c = getopt_long(argc, argv, ":ho:", opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, ":ho:e:", opts, NULL)) != -1) {
         switch (c) {
         case 'o': dir = optarg; break;
         case 'd': device = optarg; break;
@@ -53,6 +60,10 @@ int mb_cmd_report(int argc, char **argv)
             formats |= MB_RPT_PNG; /* the report embeds PNGs */
             break;
         case 'N': render = 0; break;
+        case 'e':
+            if (n_exprs == 16) return mb_cli_fail(2, "at most 16 --expr");
+            exprs[n_exprs++] = optarg;
+            break;
         case 'h': usage(stdout); return 0;
         case ':': return mb_cli_fail(2, "option '%s' needs a value (see 'membound report --help')", argv[optind - 1]);
         default: return mb_cli_fail(2, "unknown option '%s' (see 'membound report --help')", argv[optind - 1]);
@@ -63,7 +74,23 @@ int mb_cmd_report(int argc, char **argv)
     mb_rpt_set s;
     mb_rpt_set_init(&s);
     int rc = 0;
-    for (int i = optind; i < argc && !rc; i++) rc = mb_rpt_read_csv(&s, argv[i], &e);
+    /* variant definitions first: .mb files and --expr */
+    int n_csv = 0;
+    for (int i = optind; i < argc && !rc; i++) {
+        size_t len = strlen(argv[i]);
+        if (len > 3 && !strcmp(argv[i] + len - 3, ".mb")) rc = mb_rpt_define_variant(&s, argv[i], 0, &e);
+    }
+    for (int i = 0; i < n_exprs && !rc; i++) rc = mb_rpt_define_variant(&s, exprs[i], 1, &e);
+    for (int i = optind; i < argc && !rc; i++) {
+        size_t len = strlen(argv[i]);
+        if (len > 3 && !strcmp(argv[i] + len - 3, ".mb")) continue;
+        rc = mb_rpt_read_csv(&s, argv[i], &e);
+        n_csv++;
+    }
+    if (!rc && !n_csv) rc = mb_err_set(&e, MB_EINPUT, "no measurement CSV given, only variant definitions");
+    if (!rc && s.n_rows == 0)
+        rc = mb_err_set(&e, MB_EINPUT, "%s: per-kernel rows only: give the plan CSV too",
+                        s.files[0]);
     if (!rc) rc = mb_rpt_join(&s, device, &e);
     if (!rc) rc = mb_rpt_fit(&s, &e);
     if (rc) {
@@ -86,8 +113,9 @@ int mb_cmd_report(int argc, char **argv)
         return mb_cli_fail_err(1, &e);
     }
     /* the verdicts, one line each */
-    printf("%-66s %-22s %9s %9s %9s  %s\n", "claim", "device (backend)", "lecture", "model", "measured",
-           "verdict");
+    if (s.n_verdicts)
+        printf("%-66s %-22s %9s %9s %9s  %s\n", "claim", "device (backend)", "lecture", "model",
+               "measured", "verdict");
     for (int i = 0; i < s.n_verdicts; i++) {
         const mb_rpt_verdict *v = &s.verdicts[i];
         char dev[200], m1[24], m2[24], m3[24];
@@ -99,13 +127,17 @@ int mb_cmd_report(int argc, char **argv)
         else snprintf(m3, sizeof m3, "-");
         printf("%-66.66s %-22.22s %9s %9s %9s  %s\n", v->claim, dev, m1, m2, m3, v->holds);
     }
+    if (!s.n_verdicts) printf("no lecture variant in these rows: no claim checked\n");
     for (int g = 0; g < s.n_groups; g++) {
         const mb_rpt_group *gr = &s.groups[g];
+        char t0[32];
         if (gr->fitted && isfinite(gr->bandwidth_gbs))
-            printf("fit %s (%s): bandwidth %.4g GB/s [%.4g, %.4g], t0 %.3g us, R^2 %.4f, %d of %d rows\n",
-                   gr->device, gr->backend, gr->bandwidth_gbs, gr->bandwidth_lo_gbs,
-                   gr->bandwidth_hi_gbs, gr->t0_s * 1e6, gr->line.r2, gr->line.n_used,
-                   gr->line.n_points);
+            printf("fit %s (%s): bandwidth %.4g GB/s [%.4g, %.4g], t0 %s%s, R^2 %.4f, %d of %d "
+                   "rows%s\n", gr->device, gr->backend, gr->bandwidth_gbs, gr->bandwidth_lo_gbs,
+                   gr->bandwidth_hi_gbs, mb_cli_fmt_time(gr->t0_s, t0, sizeof t0),
+                   gr->t0_negative ? " (below zero: not a launch time)" : "", gr->line.r2,
+                   gr->line.n_used, gr->line.n_points,
+                   gr->impossible ? "; IMPOSSIBLE: bandwidth above the datasheet peak" : "");
         else
             printf("fit %s (%s): %s\n", gr->device, gr->backend, gr->why[0] ? gr->why : "none");
     }

@@ -28,34 +28,6 @@ static void usage(FILE *fp)
             "  -h, --help       this help\n");
 }
 
-static int load_devices(const char *list, mb_device **out, int *count)
-{
-    *out = NULL;
-    *count = 0;
-    mb_err e;
-    if (!strcmp(list, "all")) {
-        int n = mb_device_count();
-        *out = malloc((size_t)n * sizeof **out);
-        if (!*out) return mb_cli_fail(1, "out of memory");
-        for (int i = 0; i < n; i++) (*out)[i] = *mb_device_at(i);
-        *count = n;
-        return 0;
-    }
-    char *copy = strdup(list), *save = NULL;
-    if (!copy) return mb_cli_fail(1, "out of memory");
-    for (char *id = strtok_r(copy, ",", &save); id; id = strtok_r(NULL, ",", &save)) {
-        mb_device *nd = realloc(*out, (size_t)(*count + 1) * sizeof **out);
-        if (!nd) { free(copy); free(*out); *out = NULL; return mb_cli_fail(1, "out of memory"); }
-        *out = nd;
-        int rc = mb_device_find(id, &(*out)[*count], &e);
-        if (rc) { free(copy); free(*out); *out = NULL; return mb_cli_fail_err(rc, &e); }
-        (*count)++;
-    }
-    free(copy);
-    if (*count == 0) return mb_cli_fail(2, "--devices is empty");
-    return 0;
-}
-
 int mb_cmd_whatif(int argc, char **argv)
 {
     static const struct option opts[] = {
@@ -102,14 +74,14 @@ int mb_cmd_whatif(int argc, char **argv)
     }
     mb_device *devs;
     int ndev;
-    if ((rc = load_devices(devlist, &devs, &ndev))) { mb_model_args_free(&a); return rc; }
+    if ((rc = mb_cli_devices(devlist, &devs, &ndev))) { mb_model_args_free(&a); return rc; }
     if ((rc = mb_model_args_load(&a, argc, argv, optind, expr))) { free(devs); mb_model_args_free(&a); return rc; }
 
     json_t *results = json_array();
     if (a.fmt == MB_FMT_CSV) mb_model_csv_header(stdout);
     if (a.fmt == MB_FMT_TABLE) {
         printf("%-16s %-16s %-10s %11s %7s %12s %12s %-8s %9s\n", "device", "variant", "plan", "n",
-               "kernels", "DRAM MB", "time us", "bound", "vs eager");
+               "kernels", "DRAM MB", "time", "bound", "vs eager");
     }
     for (int i = 0; i < a.n_graphs && !rc; i++) {
         mb_plan_kind plans[MB_PLAN_COUNT];
@@ -135,10 +107,12 @@ int mb_cmd_whatif(int argc, char **argv)
                     }
                     if (a.fmt == MB_FMT_TABLE) {
                         const mb_cost *t = &row.est.total;
-                        printf("%-16s %-16s %-10s %11lld %7d %12.3f %12.3f %-8s %8.2fx\n", devs[d].name,
+                        char tm[32];
+                        printf("%-16s %-16s %-10s %11lld %7d %12.3f %12s %-8s %8.2fx\n", devs[d].name,
                                a.graphs[i]->name, mb_plan_name(plans[k]), (long long)sizes[s],
                                row.plan->n_kernels, (t->dram_read_bytes + t->dram_write_bytes) / 1e6,
-                               t->time_s * 1e6, mb_bound_name(t->bound), eager_s / t->time_s);
+                               mb_cli_fmt_time(t->time_s, tm, sizeof tm), mb_bound_name(t->bound),
+                               eager_s / t->time_s);
                     } else if (a.fmt == MB_FMT_CSV) {
                         mb_model_csv_row(stdout, &row);
                     } else {

@@ -51,29 +51,29 @@ void mb_model_table_header(FILE *fp, int with_device)
     if (with_device) fprintf(fp, "%-16s ", "device");
     fprintf(fp, "%-16s %-10s %-5s %11s %7s %11s %11s %8s %11s %11s %10s %11s %-8s\n", "variant",
             "plan", "dtype", "n", "kernels", "read MB", "write MB", "traffic", "DRAM rd MB",
-            "DRAM wr MB", "saved MB", "time us", "bound");
+            "DRAM wr MB", "saved MB", "time", "bound");
 }
 
 void mb_model_table_row(FILE *fp, const mb_model_row *r, int with_device, int per_kernel)
 {
     const mb_cost *t = &r->est.total;
     if (with_device) fprintf(fp, "%-16s ", r->dev->name);
-    char traffic[32];
+    char traffic[32], tm[32];
     snprintf(traffic, sizeof traffic, "%.2fn", mb_model_row_elements(r));
-    fprintf(fp, "%-16s %-10s %-5s %11lld %7d %11.3f %11.3f %8s %11.3f %11.3f %10.3f %11.3f %-8s\n",
+    fprintf(fp, "%-16s %-10s %-5s %11lld %7d %11.3f %11.3f %8s %11.3f %11.3f %10.3f %11s %-8s\n",
             r->g->name, mb_plan_name(r->plan->kind), mb_model_row_dtype(r), (long long)r->n,
             r->plan->n_kernels, t->read_bytes / 1e6, t->write_bytes / 1e6, traffic,
             t->dram_read_bytes / 1e6, t->dram_write_bytes / 1e6, r->est.saved_bytes / 1e6,
-            t->time_s * 1e6, mb_bound_name(t->bound));
+            mb_cli_fmt_time(t->time_s, tm, sizeof tm), mb_bound_name(t->bound));
     if (!per_kernel) return;
     for (int k = 0; k < r->plan->n_kernels; k++) {
         const mb_cost *c = &r->est.per_kernel[k];
         const mb_kernel *K = &r->plan->kernels[k];
         if (with_device) fprintf(fp, "%-16s ", "");
-        fprintf(fp, "  %-14s %-14.14s %-1s %11s %7s %11.3f %11.3f %8s %11.3f %11.3f %10s %11.3f %-8s\n",
+        fprintf(fp, "  %-14s %-14.14s %-1s %11s %7s %11.3f %11.3f %8s %11.3f %11.3f %10s %11s %-8s\n",
                 "", K->name, "", "", "", c->read_bytes / 1e6, c->write_bytes / 1e6, "",
-                c->dram_read_bytes / 1e6, c->dram_write_bytes / 1e6, "", c->time_s * 1e6,
-                mb_bound_name(c->bound));
+                c->dram_read_bytes / 1e6, c->dram_write_bytes / 1e6, "",
+                mb_cli_fmt_time(c->time_s, tm, sizeof tm), mb_bound_name(c->bound));
     }
 }
 

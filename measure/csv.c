@@ -3,7 +3,9 @@
 #define _POSIX_C_SOURCE 200809L
 #include "measure.h"
 
+#include <errno.h>
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
@@ -86,10 +88,10 @@ void mb_meas_csv_provenance(FILE *fp, const mb_meas_provenance *pv)
     }
 }
 
-static const char *const columns =
-    "device,backend,variant,plan,dtype,n,kernels,reps,time_s_median,time_s_min,time_s_p90,"
-    "time_cv,model_time_s,read_bytes,write_bytes,model_dram_read_bytes,model_dram_write_bytes,"
-    "dram_read_bytes,dram_write_bytes,counters,max_rel_err,verified";
+/* The contract's columns, from their one definition (membound_model.h). */
+#define MB_CSV_NAME(name, required) "," #name
+static const char *const columns = &(MB_MEAS_CSV_COLUMNS(MB_CSV_NAME))[1];
+#undef MB_CSV_NAME
 
 /* Columns after the contract's (and after "kernel" in per-kernel files):
  * readers find columns by name, so older readers skip them. */
@@ -150,4 +152,47 @@ void mb_meas_csv_row(FILE *fp, const mb_meas_record *r, int per_kernel)
     fputc(',', fp);
     if (r->contended >= 0) fprintf(fp, "%d", r->contended);
     fputc('\n', fp);
+}
+
+/* Writes text as "# key: line" lines (name, when given, after the key). */
+static void prov_lines(FILE *fp, const char *key, const char *name, const char *text)
+{
+    while (*text) {
+        size_t len = strcspn(text, "\n");
+        int l = len > 0 && text[len - 1] == '\r' ? (int)len - 1 : (int)len;
+        fprintf(fp, "# %s%s%s: %.*s\n", key, name ? " " : "", name ? name : "", l, text);
+        text += len + (text[len] == '\n');
+    }
+}
+
+int mb_meas_csv_embed(FILE *fp, const mb_device *dev, mb_graph *const *graphs, int n_graphs,
+                      const char *expr, mb_err *err)
+{
+    char *spec = mb_device_ini_text(dev, err);
+    if (!spec) return MB_EINPUT;
+    prov_lines(fp, MB_MEAS_PROV_SPEC, NULL, spec);
+    free(spec);
+    for (int i = 0; i < n_graphs; i++) {
+        const mb_graph *g = graphs[i];
+        int dup = 0;
+        for (int k = 0; k < i; k++) dup |= !strcmp(graphs[k]->name, g->name);
+        if (dup) continue;
+        if (!strcmp(g->path, "<expr>")) {
+            prov_lines(fp, MB_MEAS_PROV_EXPR, g->name, expr ? expr : "");
+            continue;
+        }
+        FILE *in = fopen(g->path, "rb");
+        if (!in) return mb_err_set(err, MB_ERUN, "%s: cannot read back: %s", g->path, strerror(errno));
+        char *text = NULL;
+        size_t len = 0;
+        FILE *mem = open_memstream(&text, &len);
+        char buf[4096];
+        size_t got;
+        while (mem && (got = fread(buf, 1, sizeof buf, in)) > 0) fwrite(buf, 1, got, mem);
+        fclose(in);
+        if (!mem || fclose(mem) != 0) { free(text); return mb_err_set(err, MB_ERUN, "out of memory"); }
+        prov_lines(fp, MB_MEAS_PROV_VARIANT, g->name, text);
+        free(text);
+    }
+    return MB_OK;
 }

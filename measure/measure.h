@@ -335,6 +335,15 @@ void mb_meas_csv_header(FILE *fp, int per_kernel);
 /* Writes one row (fields quoted where needed; dram -1 written empty). */
 void mb_meas_csv_row(FILE *fp, const mb_meas_record *r, int per_kernel);
 
+/* Writes the provenance lines that make a CSV self-contained: the spec of
+ * dev, the device the model columns used ("# device_spec: ..." lines), and
+ * the text of each distinct variant of graphs: its file, read back from
+ * g->path ("# variant_text NAME: ..."), or expr for a graph parsed from
+ * --expr ("# variant_expr NAME: ..."). MB_ERUN when a file cannot be read
+ * back, MB_EINPUT when dev cannot be written as a spec. */
+int mb_meas_csv_embed(FILE *fp, const mb_device *dev, mb_graph *const *graphs, int n_graphs,
+                      const char *expr, mb_err *err);
+
 #ifdef __cplusplus
 }
 #endif

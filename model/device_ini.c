@@ -312,18 +312,13 @@ static void check_required(ini_state *st)
  * "path: missing required key ..." for an incomplete file and
  * "path: cannot open: <reason>" when it cannot be read; MB_ERUN when inih
  * runs out of memory. */
-int mb_device_load_ini(const char *path, mb_device *out, mb_err *err)
+static int load_stream(FILE *fp, const char *path, mb_device *out, mb_err *err)
 {
     ini_state *st = calloc(1, sizeof *st);
-    if (!st) return mb_err_set(err, MB_ERUN, "%s: out of memory", path);
+    if (!st) { fclose(fp); return mb_err_set(err, MB_ERUN, "%s: out of memory", path); }
     st->path = path;
     st->at_line_start = 1;
-    st->fp = fopen(path, "r");
-    if (!st->fp) {
-        int e = errno;
-        free(st);
-        return mb_err_set(err, MB_EINPUT, "%s: cannot open: %s", path, strerror(e));
-    }
+    st->fp = fp;
 
     /* Debian's libinih exposes its build settings as globals: lines may
      * grow past 200 characters (source strings do), continuation lines and
@@ -375,6 +370,21 @@ int mb_device_load_ini(const char *path, mb_device *out, mb_err *err)
     int code = st->code;
     free(st);
     return code;
+}
+
+int mb_device_load_ini(const char *path, mb_device *out, mb_err *err)
+{
+    FILE *fp = fopen(path, "r");
+    if (!fp) return mb_err_set(err, MB_EINPUT, "%s: cannot open: %s", path, strerror(errno));
+    return load_stream(fp, path, out, err);
+}
+
+int mb_device_load_ini_text(const char *text, const char *name, mb_device *out, mb_err *err)
+{
+    if (!text[0]) return mb_err_set(err, MB_EINPUT, "%s: empty file: expected a [device] section", name);
+    FILE *fp = fmemopen((void *)text, strlen(text), "r");
+    if (!fp) return mb_err_set(err, MB_ERUN, "%s: cannot read: %s", name, strerror(errno));
+    return load_stream(fp, name, out, err);
 }
 
 /* Shortest of %.15g..%.17g that reads back as exactly v. */
@@ -436,6 +446,8 @@ static int check_device(const mb_device *d, const char *path, mb_err *err)
     return MB_OK;
 }
 
+static void write_keys(const mb_device *d, FILE *fp);
+
 /* Writes d to path as a [device] spec that mb_device_load_ini reads back
  * field for field (numbers in their shortest round-trip form; op_geps only
  * where non-zero). Goes through mb_outfile: the file appears whole or not at
@@ -451,6 +463,25 @@ int mb_device_write_ini(const mb_device *d, const char *path, mb_err *err)
     FILE *fp = of.fp;
     fprintf(fp, "# device spec written by membound (keys: see 'membound devices'); "
                 "use with --device FILE\n");
+    write_keys(d, fp);
+    return mb_outfile_commit(&of, err);
+}
+
+char *mb_device_ini_text(const mb_device *d, mb_err *err)
+{
+    if (check_device(d, d->name, err) != MB_OK) return NULL;
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *fp = open_memstream(&buf, &len);
+    if (!fp) { mb_err_set(err, MB_ERUN, "out of memory"); return NULL; }
+    write_keys(d, fp);
+    if (fclose(fp) != 0) { free(buf); mb_err_set(err, MB_ERUN, "out of memory"); return NULL; }
+    return buf;
+}
+
+/* The [device] section of d, one key a line. */
+static void write_keys(const mb_device *d, FILE *fp)
+{
     fprintf(fp, "[device]\n");
     char num[64];
     for (int i = 0; i < N_KEYS; i++) {
@@ -470,5 +501,4 @@ int mb_device_write_ini(const mb_device *d, const char *path, mb_err *err)
         format_number(d->op_geps[op], num, sizeof num);
         fprintf(fp, "%s = %s\n", key, num);
     }
-    return mb_outfile_commit(&of, err);
 }

@@ -236,9 +236,35 @@ int mb_device_find(const char *id_or_path, mb_device *out, mb_err *err);
 int mb_device_load_ini(const char *path, mb_device *out, mb_err *err);
 int mb_device_write_ini(const mb_device *d, const char *path, mb_err *err);
 
+/* The same spec as text: mb_device_ini_text returns the [device] section
+ * mb_device_write_ini would write (malloc'd, caller frees; NULL with err
+ * set for a device the loader would refuse); mb_device_load_ini_text
+ * parses such text, naming errors "name:line: ...". */
+char *mb_device_ini_text(const mb_device *d, mb_err *err);
+
 /* Bandwidth the model uses: measured when known, else datasheet. *source is
  * set to "measured" or "datasheet" when non-NULL. */
 double mb_device_bandwidth_gbs(const mb_device *d, const char **source);
+
+/* ---- the measurement CSV contract ------------------------------------- */
+
+/* Columns of a measurement CSV (design.md, "Measurement records"), in order,
+ * as X(name, required): measure/ writes them, reports/ reads them (required
+ * ones must be present), tests use both. Per-kernel files add "kernel". */
+#define MB_MEAS_CSV_COLUMNS(X)                                                        \
+    X(device, 1) X(backend, 1) X(variant, 1) X(plan, 1) X(dtype, 1) X(n, 1)           \
+    X(kernels, 0) X(reps, 0) X(time_s_median, 1) X(time_s_min, 0) X(time_s_p90, 0)   \
+    X(time_cv, 0) X(model_time_s, 0) X(read_bytes, 0) X(write_bytes, 0)              \
+    X(model_dram_read_bytes, 0) X(model_dram_write_bytes, 0) X(dram_read_bytes, 0)   \
+    X(dram_write_bytes, 0) X(counters, 0) X(max_rel_err, 0) X(verified, 1)
+#define MB_MEAS_CSV_KERNEL_COLUMN "kernel"
+
+/* Provenance lines that make a CSV self-contained, "# KEY: line" and
+ * "# KEY NAME: line", one per line of the text: the INI spec of the device
+ * the model columns used, a variant file's text, an --expr string. */
+#define MB_MEAS_PROV_SPEC "device_spec"
+#define MB_MEAS_PROV_VARIANT "variant_text"
+#define MB_MEAS_PROV_EXPR "variant_expr"
 
 /* ---- traffic and time ------------------------------------------------- */
 

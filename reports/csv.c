@@ -10,22 +10,25 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Columns of the contract. Required ones must be in the header. */
-enum {
-    C_DEVICE, C_BACKEND, C_VARIANT, C_PLAN, C_DTYPE, C_N, C_KERNELS, C_REPS,
-    C_TMED, C_TMIN, C_TP90, C_CV, C_MODEL_T, C_READ, C_WRITE, C_MDRAM_R, C_MDRAM_W,
-    C_DRAM_R, C_DRAM_W, C_COUNTERS, C_MAXERR, C_VERIFIED, C_KERNEL, C_COUNT
-};
+/* Columns of the contract (their one definition is MB_MEAS_CSV_COLUMNS),
+ * then the per-kernel files' "kernel". Required ones must be in the header. */
+#define MB_COL_ENUM(name, required) C_##name,
+enum { MB_MEAS_CSV_COLUMNS(MB_COL_ENUM) C_KERNEL, C_COUNT };
+#undef MB_COL_ENUM
+#define MB_COL_ROW(name, required) {#name, required},
 static const struct {
     const char *name;
     int required;
-} columns[C_COUNT] = {
-    {"device", 1}, {"backend", 1}, {"variant", 1}, {"plan", 1}, {"dtype", 1}, {"n", 1},
-    {"kernels", 0}, {"reps", 0}, {"time_s_median", 1}, {"time_s_min", 0},
-    {"time_s_p90", 0}, {"time_cv", 0}, {"model_time_s", 0}, {"read_bytes", 0},
-    {"write_bytes", 0}, {"model_dram_read_bytes", 0}, {"model_dram_write_bytes", 0},
-    {"dram_read_bytes", 0}, {"dram_write_bytes", 0}, {"counters", 0},
-    {"max_rel_err", 0}, {"verified", 1}, {"kernel", 0},
+} columns[C_COUNT] = {MB_MEAS_CSV_COLUMNS(MB_COL_ROW){MB_MEAS_CSV_KERNEL_COLUMN, 0}};
+#undef MB_COL_ROW
+/* short names for the parser below */
+enum {
+    C_DEVICE = C_device, C_BACKEND = C_backend, C_VARIANT = C_variant, C_PLAN = C_plan,
+    C_DTYPE = C_dtype, C_N = C_n, C_KERNELS = C_kernels, C_REPS = C_reps,
+    C_TMED = C_time_s_median, C_TMIN = C_time_s_min, C_TP90 = C_time_s_p90, C_CV = C_time_cv,
+    C_MODEL_T = C_model_time_s, C_READ = C_read_bytes, C_WRITE = C_write_bytes,
+    C_DRAM_R = C_dram_read_bytes, C_DRAM_W = C_dram_write_bytes, C_COUNTERS = C_counters,
+    C_MAXERR = C_max_rel_err, C_VERIFIED = C_verified
 };
 
 #define MAX_FIELDS 64
@@ -149,6 +152,10 @@ void mb_rpt_set_free(mb_rpt_set *s)
     free(s->prov);
     free(s->groups);
     free(s->verdicts);
+    for (int i = 0; i < s->n_files; i++) free(s->specs ? s->specs[i] : NULL);
+    free(s->specs);
+    for (int i = 0; i < s->n_vars; i++) free(s->vars[i].text);
+    free(s->vars);
     memset(s, 0, sizeof *s);
 }
 
@@ -164,36 +171,44 @@ static int add_prov(mb_rpt_set *s, const char *path, const char *text)
     return MB_OK;
 }
 
+/* A measurement CSV: a regular text file of at most 1 GiB (mb_text_read). */
+/* A provenance line that carries a text (measure's mb_meas_csv_embed):
+ * "device_spec: LINE", "variant_text NAME: LINE", "variant_expr NAME: LINE".
+ * Returns 1 when it was one (*rc: MB_ERUN when out of memory), else 0. */
+static int embedded(mb_rpt_set *s, int file, const char *q, int *rc)
+{
+    static const char spec[] = MB_MEAS_PROV_SPEC ":";
+    *rc = MB_OK;
+    if (!strncmp(q, spec, sizeof spec - 1)) {
+        const char *line = q + sizeof spec - 1;
+        if (*line == ' ') line++;
+        char *old = s->specs[file];
+        size_t ol = old ? strlen(old) : 0, al = strlen(line);
+        char *t = realloc(old, ol + al + 2);
+        if (!t) { *rc = MB_ERUN; return 1; }
+        memcpy(t + ol, line, al);
+        t[ol + al] = '\n';
+        t[ol + al + 1] = '\0';
+        s->specs[file] = t;
+        return 1;
+    }
+    int is_expr = !strncmp(q, MB_MEAS_PROV_EXPR " ", sizeof MB_MEAS_PROV_EXPR);
+    if (!is_expr && strncmp(q, MB_MEAS_PROV_VARIANT " ", sizeof MB_MEAS_PROV_VARIANT)) return 0;
+    _Static_assert(sizeof MB_MEAS_PROV_EXPR == sizeof MB_MEAS_PROV_VARIANT, "same length");
+    const char *name = q + sizeof MB_MEAS_PROV_VARIANT; /* after the key and its space */
+    const char *colon = strchr(name, ':');
+    if (!colon || colon == name || colon - name >= MB_NAME_MAX) return 0;
+    char nm[MB_NAME_MAX];
+    snprintf(nm, sizeof nm, "%.*s", (int)(colon - name), name);
+    const char *line = colon + 1;
+    if (*line == ' ') line++;
+    *rc = rpt_add_embedded(s, file, nm, is_expr, line);
+    return 1;
+}
+
 static int read_all(const char *path, char **out, mb_err *err)
 {
-    FILE *fp = fopen(path, "rb");
-    if (!fp) return mb_err_set(err, MB_EINPUT, "%s: cannot open: %s", path, strerror(errno));
-    size_t cap = 1 << 16, len = 0;
-    char *buf = malloc(cap);
-    if (!buf) { fclose(fp); return mb_err_set(err, MB_ERUN, "%s: out of memory", path); }
-    size_t got;
-    while ((got = fread(buf + len, 1, cap - len - 1, fp)) > 0) {
-        len += got;
-        if (cap - len - 1 == 0) {
-            if (cap > ((size_t)1 << 30)) {
-                free(buf);
-                fclose(fp);
-                return mb_err_set(err, MB_EINPUT, "%s: larger than 1 GiB", path);
-            }
-            char *nb = realloc(buf, cap * 2);
-            if (!nb) { free(buf); fclose(fp); return mb_err_set(err, MB_ERUN, "%s: out of memory", path); }
-            buf = nb;
-            cap *= 2;
-        }
-    }
-    int rerr = ferror(fp);
-    fclose(fp);
-    if (rerr) { free(buf); return mb_err_set(err, MB_ERUN, "%s: read error", path); }
-    buf[len] = '\0';
-    if (memchr(buf, '\0', len))
-        { free(buf); return mb_err_set(err, MB_EINPUT, "%s: not a text file (NUL byte)", path); }
-    *out = buf;
-    return MB_OK;
+    return mb_text_read(path, (size_t)1 << 30, out, NULL, err);
 }
 
 static int parse_row(ctx *c, const int *pos, field *f, int nf, mb_rpt_row *r)
@@ -283,15 +298,19 @@ int mb_rpt_read_csv(mb_rpt_set *s, const char *path, mb_err *err)
     if (rc) return rc;
     if (s->n_files % 8 == 0) {
         void *p = realloc(s->files, (size_t)(s->n_files + 8) * sizeof *s->files);
-        if (!p) { free(text); return mb_err_set(err, MB_ERUN, "out of memory"); }
-        s->files = p;
+        void *q = p ? realloc(s->specs, (size_t)(s->n_files + 8) * sizeof *s->specs) : NULL;
+        if (p) s->files = p;
+        if (q) s->specs = q;
+        if (!p || !q) { free(text); return mb_err_set(err, MB_ERUN, "out of memory"); }
     }
-    copy_str(s->files[s->n_files++], sizeof s->files[0], path);
+    int file_index = s->n_files++;
+    copy_str(s->files[file_index], sizeof s->files[0], path);
+    s->specs[file_index] = NULL;
 
     ctx c = {path, 0, err};
     int pos[C_COUNT];
     for (int i = 0; i < C_COUNT; i++) pos[i] = -1;
-    int have_header = 0, header_fields = 0, rows = 0, header_line = 0;
+    int have_header = 0, header_fields = 0, rows = 0, header_line = 0, kernel_rows = 0;
     field f[MAX_FIELDS];
     char *p = text;
     rc = MB_OK;
@@ -311,7 +330,9 @@ int mb_rpt_read_csv(mb_rpt_set *s, const char *path, mb_err *err)
         if (*q == '#') {
             q++;
             while (*q == ' ') q++;
-            if (add_prov(s, path, q)) { rc = mb_err_set(err, MB_ERUN, "out of memory"); break; }
+            int erc = MB_OK;
+            if (!embedded(s, file_index, q, &erc)) erc = add_prov(s, path, q);
+            if (erc) { rc = mb_err_set(err, MB_ERUN, "out of memory"); break; }
             continue;
         }
         int bad_col = 0;
@@ -347,6 +368,14 @@ int mb_rpt_read_csv(mb_rpt_set *s, const char *path, mb_err *err)
                     goto done;
                 }
             }
+            if ((pos[C_DRAM_R] < 0) != (pos[C_DRAM_W] < 0)) {
+                rc = mb_err_set(err, MB_EINPUT,
+                                "%s:%d:%d: column '%s' without '%s': counted bytes need both, or neither",
+                                path, c.line, f[pos[C_DRAM_R] >= 0 ? pos[C_DRAM_R] : pos[C_DRAM_W]].col,
+                                columns[pos[C_DRAM_R] >= 0 ? C_DRAM_R : C_DRAM_W].name,
+                                columns[pos[C_DRAM_R] >= 0 ? C_DRAM_W : C_DRAM_R].name);
+                goto done;
+            }
             continue;
         }
         if (nf != header_fields) {
@@ -357,6 +386,7 @@ int mb_rpt_read_csv(mb_rpt_set *s, const char *path, mb_err *err)
         }
         if (pos[C_KERNEL] >= 0 && f[pos[C_KERNEL]].s[0]) {
             s->n_kernel_rows_skipped++; /* per-kernel rows: the totals file carries the claims */
+            kernel_rows++;
             continue;
         }
         if (s->n_rows == s->cap_rows) {
@@ -367,6 +397,7 @@ int mb_rpt_read_csv(mb_rpt_set *s, const char *path, mb_err *err)
             s->cap_rows = cap;
         }
         if ((rc = parse_row(&c, pos, f, nf, &s->rows[s->n_rows]))) break;
+        s->rows[s->n_rows].file_index = file_index;
         s->n_rows++;
         rows++;
     }
@@ -374,6 +405,8 @@ done:
     if (rc == MB_OK && !have_header)
         rc = mb_err_set(err, MB_EINPUT, "%s:%d:1: no header row (expected device,backend,...)",
                         path, c.line + 1);
+    else if (rc == MB_OK && rows == 0 && kernel_rows > 0)
+        s->n_kernel_files++; /* a per-kernel file: noted in the report, not an error */
     else if (rc == MB_OK && rows == 0)
         rc = mb_err_set(err, MB_EINPUT, "%s:%d:1: no measurement rows after the header (line %d)",
                         path, c.line + 1, header_line);

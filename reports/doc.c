@@ -1,7 +1,10 @@
-/* doc.c — one document written as Markdown and as self-contained HTML at
- * once (headings, paragraphs, tables, images embedded as base64 PNG), plus
- * small number formatting helpers. Does not decide what a report says. */
+/* doc.c — one document written as Markdown (GitHub tables) and rendered
+ * to self-contained HTML by cmark (CommonMark; tables as HTML blocks whose
+ * cells cmark renders, images embedded as base64 PNG), plus small number
+ * formatting helpers. Does not decide what a report says. */
 #include "report_int.h"
+
+#include <cmark.h>
 
 #include <math.h>
 #include <stdarg.h>
@@ -43,75 +46,53 @@ const char *rpt_path(char *buf, size_t size, const char *dir, const char *name)
     return buf;
 }
 
-static void html_esc(FILE *fp, const char *s)
+/* Backslash-escapes the characters CommonMark would read as markup, so
+ * data (names, notes, numbers) shows as written. */
+static void md_text(FILE *fp, const char *s)
 {
-    int code = 0, bold = 0;
     for (; *s; s++) {
-        switch (*s) {
-        case '&': fputs("&amp;", fp); break;
-        case '<': fputs("&lt;", fp); break;
-        case '>': fputs("&gt;", fp); break;
-        case '"': fputs("&quot;", fp); break;
-        case '`': fputs(code ? "</code>" : "<code>", fp); code = !code; break;
-        case '*':
-            if (s[1] == '*') { /* **bold** */
-                fputs(bold ? "</b>" : "<b>", fp);
-                bold = !bold;
-                s++;
-            } else {
-                fputc('*', fp);
-            }
-            break;
-        default: fputc(*s, fp);
-        }
+        if (*s == '\n') { fputc(' ', fp); continue; }
+        if (strchr("\\`*_[]<>#|!", *s)) fputc('\\', fp);
+        fputc(*s, fp);
     }
-    if (code) fputs("</code>", fp);
-    if (bold) fputs("</b>", fp);
 }
 
-/* Markdown table cells may not hold '|' or newlines. */
-static void md_cell(FILE *fp, const char *s)
+const char *rpt_md(char *buf, size_t size, const char *s)
 {
-    for (; *s; s++) {
-        if (*s == '|') fputs("\\|", fp);
-        else if (*s == '\n') fputc(' ', fp);
-        else fputc(*s, fp);
+    size_t j = 0;
+    for (; *s && j + 3 < size; s++) {
+        if (strchr("\\`*_[]<>#|!", *s)) buf[j++] = '\\';
+        buf[j++] = *s == '\n' ? ' ' : *s;
     }
+    buf[j] = '\0';
+    return buf;
 }
 
 void rpt_doc_begin(rpt_doc *d, const char *title)
 {
-    d->in_table = 0;
-    fprintf(d->md, "# %s\n\n", title);
-    fputs("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>", d->html);
-    html_esc(d->html, title);
-    fputs("</title>\n<style>\n"
-          "body{font-family:system-ui,-apple-system,'Segoe UI',sans-serif;max-width:1200px;"
-          "margin:2em auto;padding:0 1em;color:#222;line-height:1.45}\n"
-          "table{border-collapse:collapse;margin:1em 0;font-size:0.92em}\n"
-          "th,td{border:1px solid #ccc;padding:0.3em 0.6em;text-align:left;vertical-align:top}\n"
-          "th{background:#f2f2f2}\ntr:nth-child(even) td{background:#fafafa}\n"
-          "td.holds{color:#176f2c;font-weight:600}td.fails{color:#b3261e;font-weight:600}\n"
-          "img{max-width:100%;border:1px solid #ddd;margin:0.5em 0}\n"
-          "code,pre{background:#f5f5f5;font-size:0.9em}pre{padding:0.6em;overflow-x:auto}\n"
-          "</style>\n</head>\n<body>\n<h1>", d->html);
-    html_esc(d->html, title);
-    fputs("</h1>\n", d->html);
+    memset(d, 0, sizeof *d);
+    d->md = open_memstream(&d->md_buf, &d->md_len);
+    d->hmd = open_memstream(&d->hmd_buf, &d->hmd_len);
+    snprintf(d->title, sizeof d->title, "%s", title);
+    rpt_doc_h(d, 1, title);
 }
 
-void rpt_doc_end(rpt_doc *d)
+/* Writes the same text to both streams. */
+static void both(rpt_doc *d, const char *text)
 {
-    if (d->in_table) rpt_doc_table_end(d);
-    fputs("</body>\n</html>\n", d->html);
+    if (d->md) fputs(text, d->md);
+    if (d->hmd) fputs(text, d->hmd);
 }
 
 void rpt_doc_h(rpt_doc *d, int level, const char *text)
 {
     if (d->in_table) rpt_doc_table_end(d);
-    fprintf(d->md, "%.*s %s\n\n", level, "######", text);
-    fprintf(d->html, "<h%d>", level);
-    html_esc(d->html, text);
-    fprintf(d->html, "</h%d>\n", level);
+    char hashes[8];
+    snprintf(hashes, sizeof hashes, "%.*s ", level, "######");
+    both(d, hashes);
+    md_text(d->md, text);
+    md_text(d->hmd, text);
+    both(d, "\n\n");
 }
 
 void rpt_doc_p(rpt_doc *d, const char *fmt, ...)
@@ -122,10 +103,28 @@ void rpt_doc_p(rpt_doc *d, const char *fmt, ...)
     vsnprintf(buf, sizeof buf, fmt, ap);
     va_end(ap);
     if (d->in_table) rpt_doc_table_end(d);
-    fprintf(d->md, "%s\n\n", buf);
-    fputs("<p>", d->html);
-    html_esc(d->html, buf);
-    fputs("</p>\n", d->html);
+    both(d, buf);
+    both(d, "\n\n");
+}
+
+/* One cell's text as HTML: the escaped text rendered inline by cmark. */
+static void html_cell(FILE *fp, const char *tag, const char *cls, const char *text)
+{
+    char *md = NULL;
+    size_t len = 0;
+    FILE *m = open_memstream(&md, &len);
+    if (m) {
+        md_text(m, text);
+        fclose(m);
+    }
+    char *html = md ? cmark_markdown_to_html(md, strlen(md), CMARK_OPT_DEFAULT) : NULL;
+    /* cmark wraps inline text in <p>...</p>\n */
+    const char *in = html ? html : "";
+    size_t n = strlen(in);
+    if (n >= 8 && !strncmp(in, "<p>", 3) && !strcmp(in + n - 5, "</p>\n")) { in += 3; n -= 8; }
+    fprintf(fp, "<%s%s>%.*s</%s>", tag, cls, (int)n, in, tag);
+    free(html);
+    free(md);
 }
 
 void rpt_doc_table(rpt_doc *d, int ncols, const char *const *head)
@@ -134,34 +133,29 @@ void rpt_doc_table(rpt_doc *d, int ncols, const char *const *head)
     d->in_table = 1;
     d->ncols = ncols;
     fputs("|", d->md);
-    for (int i = 0; i < ncols; i++) { fputc(' ', d->md); md_cell(d->md, head[i]); fputs(" |", d->md); }
+    for (int i = 0; i < ncols; i++) { fputc(' ', d->md); md_text(d->md, head[i]); fputs(" |", d->md); }
     fputs("\n|", d->md);
     for (int i = 0; i < ncols; i++) fputs("---|", d->md);
     fputc('\n', d->md);
-    fputs("<table>\n<tr>", d->html);
-    for (int i = 0; i < ncols; i++) {
-        fputs("<th>", d->html);
-        html_esc(d->html, head[i]);
-        fputs("</th>", d->html);
-    }
-    fputs("</tr>\n", d->html);
+    /* CommonMark has no tables: an HTML block, its cells rendered by cmark */
+    fputs("<table>\n<tr>", d->hmd);
+    for (int i = 0; i < ncols; i++) html_cell(d->hmd, "th", "", head[i]);
+    fputs("</tr>\n", d->hmd);
 }
 
 void rpt_doc_row(rpt_doc *d, const char *const *cells)
 {
     fputs("|", d->md);
-    for (int i = 0; i < d->ncols; i++) { fputc(' ', d->md); md_cell(d->md, cells[i]); fputs(" |", d->md); }
+    for (int i = 0; i < d->ncols; i++) { fputc(' ', d->md); md_text(d->md, cells[i]); fputs(" |", d->md); }
     fputc('\n', d->md);
-    fputs("<tr>", d->html);
+    fputs("<tr>", d->hmd);
     for (int i = 0; i < d->ncols; i++) {
         const char *c = cells[i];
         const char *cls = !strcmp(c, "holds") || !strcmp(c, "yes") ? " class=\"holds\""
                           : !strcmp(c, "does not hold") || !strcmp(c, "no") ? " class=\"fails\"" : "";
-        fprintf(d->html, "<td%s>", cls);
-        html_esc(d->html, c);
-        fputs("</td>", d->html);
+        html_cell(d->hmd, "td", cls, c);
     }
-    fputs("</tr>\n", d->html);
+    fputs("</tr>\n", d->hmd);
 }
 
 void rpt_doc_table_end(rpt_doc *d)
@@ -169,59 +163,114 @@ void rpt_doc_table_end(rpt_doc *d)
     if (!d->in_table) return;
     d->in_table = 0;
     fputc('\n', d->md);
-    fputs("</table>\n", d->html);
+    fputs("</table>\n\n", d->hmd);
 }
 
 void rpt_doc_pre(rpt_doc *d, const char *text)
 {
     if (d->in_table) rpt_doc_table_end(d);
-    fprintf(d->md, "```\n%s\n```\n\n", text);
-    fputs("<pre>", d->html);
-    for (const char *s = text; *s; s++) {
-        if (*s == '<') fputs("&lt;", d->html);
-        else if (*s == '>') fputs("&gt;", d->html);
-        else if (*s == '&') fputs("&amp;", d->html);
-        else fputc(*s, d->html);
-    }
-    fputs("</pre>\n", d->html);
+    both(d, "```\n");
+    both(d, text);
+    both(d, "\n```\n\n");
 }
 
-static void base64(FILE *out, FILE *in)
-{
-    static const char tbl[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    unsigned char b[3];
-    size_t n;
-    int col = 0;
-    while ((n = fread(b, 1, 3, in)) > 0) {
-        unsigned v = (unsigned)b[0] << 16 | (n > 1 ? (unsigned)b[1] << 8 : 0) | (n > 2 ? b[2] : 0);
-        fputc(tbl[(v >> 18) & 63], out);
-        fputc(tbl[(v >> 12) & 63], out);
-        fputc(n > 1 ? tbl[(v >> 6) & 63] : '=', out);
-        fputc(n > 2 ? tbl[v & 63] : '=', out);
-        if ((col += 4) >= 76) { fputc('\n', out); col = 0; }
-        if (n < 3) break;
-    }
-}
-
-void rpt_doc_img(rpt_doc *d, const char *dir, const char *relpath, const char *alt)
+void rpt_doc_img(rpt_doc *d, const char *relpath, const char *alt)
 {
     if (d->in_table) rpt_doc_table_end(d);
-    fprintf(d->md, "![%s](%s)\n\n", alt, relpath);
-    char full[2048];
-    rpt_path(full, sizeof full, dir, relpath);
-    FILE *in = fopen(full, "rb");
-    if (!in) {
-        fputs("<p><em>figure not drawn: ", d->html);
-        html_esc(d->html, relpath);
-        fputs("</em></p>\n", d->html);
-        return;
+    both(d, "![");
+    md_text(d->md, alt);
+    md_text(d->hmd, alt);
+    both(d, "](");
+    both(d, relpath);
+    both(d, ")\n\n");
+}
+
+/* base64 of a file, or NULL. */
+static char *base64_file(const char *path)
+{
+    static const char tbl[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    FILE *in = fopen(path, "rb");
+    if (!in) return NULL;
+    char *out = NULL;
+    size_t len = 0;
+    FILE *o = open_memstream(&out, &len);
+    if (!o) { fclose(in); return NULL; }
+    unsigned char b[3];
+    size_t n;
+    while ((n = fread(b, 1, 3, in)) > 0) {
+        unsigned v = (unsigned)b[0] << 16 | (n > 1 ? (unsigned)b[1] << 8 : 0) | (n > 2 ? b[2] : 0);
+        fputc(tbl[(v >> 18) & 63], o);
+        fputc(tbl[(v >> 12) & 63], o);
+        fputc(n > 1 ? tbl[(v >> 6) & 63] : '=', o);
+        fputc(n > 2 ? tbl[v & 63] : '=', o);
+        if (n < 3) break;
     }
-    fputs("<figure><img alt=\"", d->html);
-    html_esc(d->html, alt);
-    fputs("\" src=\"data:image/png;base64,\n", d->html);
-    base64(d->html, in);
     fclose(in);
-    fputs("\"><figcaption>", d->html);
-    html_esc(d->html, alt);
-    fputs("</figcaption></figure>\n", d->html);
+    fclose(o);
+    return out;
+}
+
+static const char css[] =
+    "body{font-family:system-ui,-apple-system,'Segoe UI',sans-serif;max-width:1320px;"
+    "margin:2em auto;padding:0 1em;color:#222;line-height:1.45}\n"
+    "table{border-collapse:collapse;margin:1em 0;font-size:0.92em}\n"
+    "th,td{border:1px solid #ccc;padding:0.3em 0.6em;text-align:left;vertical-align:top}\n"
+    "th{background:#f2f2f2}\ntr:nth-child(even) td{background:#fafafa}\n"
+    "td.holds{color:#176f2c;font-weight:600}td.fails{color:#b3261e;font-weight:600}\n"
+    "img{width:100%;max-width:1280px;border:1px solid #ddd;margin:0.5em 0}\n"
+    "code,pre{background:#f5f5f5;font-size:0.9em}pre{padding:0.6em;overflow-x:auto}\n";
+
+int rpt_doc_end(rpt_doc *d, FILE *md, FILE *html, const char *dir, mb_err *err)
+{
+    if (d->in_table) rpt_doc_table_end(d);
+    int ok = d->md && d->hmd;
+    if (d->md) ok &= fclose(d->md) == 0;
+    if (d->hmd) ok &= fclose(d->hmd) == 0;
+    d->md = d->hmd = NULL;
+    if (!md || !html) { /* discarded */
+        free(d->md_buf);
+        free(d->hmd_buf);
+        d->md_buf = d->hmd_buf = NULL;
+        return MB_OK;
+    }
+    if (!ok) return mb_err_set(err, MB_ERUN, "out of memory writing the report");
+    fputs(d->md_buf, md);
+    cmark_node *doc = cmark_parse_document(d->hmd_buf, d->hmd_len, CMARK_OPT_DEFAULT);
+    if (!doc) return mb_err_set(err, MB_ERUN, "cmark could not parse the report");
+    /* images: embedded as base64 PNG, so the page stands alone */
+    cmark_iter *it = cmark_iter_new(doc);
+    cmark_event_type ev;
+    while ((ev = cmark_iter_next(it)) != CMARK_EVENT_DONE) {
+        cmark_node *n = cmark_iter_get_node(it);
+        if (ev != CMARK_EVENT_ENTER || cmark_node_get_type(n) != CMARK_NODE_IMAGE) continue;
+        char full[2048];
+        rpt_path(full, sizeof full, dir, cmark_node_get_url(n));
+        char *b64 = base64_file(full);
+        if (!b64) continue; /* left as a relative link */
+        size_t need = strlen(b64) + 32;
+        char *url = malloc(need);
+        if (url) {
+            snprintf(url, need, "data:image/png;base64,%s", b64);
+            cmark_node_set_url(n, url);
+            free(url);
+        }
+        free(b64);
+    }
+    cmark_iter_free(it);
+    /* raw HTML is ours (tables); every data string in it was escaped */
+    char *body = cmark_render_html(doc, CMARK_OPT_UNSAFE);
+    cmark_node_free(doc);
+    if (!body) return mb_err_set(err, MB_ERUN, "cmark could not render the report");
+    fputs("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>", html);
+    for (const char *t = d->title; *t; t++) {
+        if (*t == '<') fputs("&lt;", html);
+        else if (*t == '&') fputs("&amp;", html);
+        else fputc(*t, html);
+    }
+    fprintf(html, "</title>\n<style>\n%s</style>\n</head>\n<body>\n%s</body>\n</html>\n", css, body);
+    free(body);
+    free(d->md_buf);
+    free(d->hmd_buf);
+    d->md_buf = d->hmd_buf = NULL;
+    return MB_OK;
 }

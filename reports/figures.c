@@ -64,24 +64,15 @@ static void col(FILE *fp, double v)
     else fputs(" NaN", fp);
 }
 
-/* Display name of a variant (gnuplot enhanced text). */
-static const char *pretty(const char *variant)
-{
-    if (!strcmp(variant, "sin2_plus_cos2")) return "sin^2+cos^2";
-    if (!strcmp(variant, "gelu_tanh")) return "GELU tanh";
-    if (!strcmp(variant, "sigmoid3")) return "sigmoid^3";
-    return variant;
-}
-
 static const char *series_label(char *buf, size_t size, const char *variant, const char *plan,
                                 const char *dtype, int show_dtype)
 {
     if (!strcmp(variant, "copy"))
         snprintf(buf, size, strcmp(plan, "eager") ? "copy %s (%s)" : "copy %s", dtype, plan);
     else if (show_dtype)
-        snprintf(buf, size, "%s %s %s", pretty(variant), plan, dtype);
+        snprintf(buf, size, "%s %s %s", rpt_display(variant), plan, dtype);
     else
-        snprintf(buf, size, "%s %s", pretty(variant), plan);
+        snprintf(buf, size, "%s %s", rpt_display(variant), plan);
     return buf;
 }
 
@@ -91,54 +82,136 @@ static int dtype_of(const char *s)
     return mb_dtype_parse(s, &d) == MB_OK ? (int)d : 0;
 }
 
+/* "2^{24}" (gnuplot enhanced text) when n is a power of two, else n. */
+static const char *pow2_label(char *buf, size_t size, int64_t n)
+{
+    int lg = 0;
+    while (lg < 62 && ((int64_t)1 << lg) < n) lg++;
+    if (((int64_t)1 << lg) == n) snprintf(buf, size, "2^{%d}", lg);
+    else snprintf(buf, size, "%lld", (long long)n);
+    return buf;
+}
+
 /* ---- series of a figure ----------------------------------------------- */
 
-typedef struct series {
-    char variant[MB_NAME_MAX], plan[16], dtype[8];
-    int panel;
-} series;
+#define MAX_SERIES 48
+#define MAX_PANELS 6
 
-/* The lecture's series, or the distinct (variant, plan, dtype) of a group's
- * rows in lecture order then first appearance. */
-static int collect_series(const mb_rpt_set *s, int gi, series *out, int max)
+typedef rpt_series series;
+
+/* Lecture demos first (in table order), then other variants in order of
+ * appearance; panels numbered in that order, at most MAX_PANELS (the rest
+ * share the last). */
+static int demo_rank(const char *variant)
 {
-    int n = 0;
-    if (!s) {
-        for (int i = 0; i < RPT_N_LECTURE && n < max; i++, n++) {
-            snprintf(out[n].variant, sizeof out[n].variant, "%s", rpt_lecture[i].variant);
-            snprintf(out[n].plan, sizeof out[n].plan, "%s", rpt_lecture[i].plan);
-            snprintf(out[n].dtype, sizeof out[n].dtype, "%s", mb_dtype_name(rpt_lecture[i].dtype));
-            out[n].panel = rpt_lecture[i].panel;
-        }
-        return n;
-    }
-    for (int pass = 0; pass < 2; pass++) {
-        for (int i = 0; i < s->n_rows && n < max; i++) {
-            const mb_rpt_row *r = &s->rows[i];
-            if (r->group != gi) continue;
-            int panel = rpt_panel_of(r->variant);
-            if ((pass == 0) != (panel < RPT_N_PANELS - 1)) continue;
-            int dup = 0;
-            for (int k = 0; k < n; k++)
-                if (!strcmp(out[k].variant, r->variant) && !strcmp(out[k].plan, r->plan) &&
-                    !strcmp(out[k].dtype, r->dtype))
-                    dup = 1;
-            if (dup) continue;
-            snprintf(out[n].variant, sizeof out[n].variant, "%s", r->variant);
-            snprintf(out[n].plan, sizeof out[n].plan, "%s", r->plan);
-            snprintf(out[n].dtype, sizeof out[n].dtype, "%s", r->dtype);
-            out[n].panel = panel;
-            n++;
-        }
-    }
-    /* lecture order inside the known panels */
-    for (int i = 1; i < n; i++) {
+    const mb_rpt_demo *d = mb_rpt_demo_of(variant);
+    return d ? (int)(d - mb_rpt_lecture) : MB_RPT_N_DEMOS;
+}
+
+static void order_series(series *out, int n)
+{
+    for (int i = 1; i < n; i++) { /* stable by demo rank */
         series t = out[i];
         int j = i;
-        while (j > 0 && out[j - 1].panel > t.panel) { out[j] = out[j - 1]; j--; }
+        while (j > 0 && demo_rank(out[j - 1].variant) > demo_rank(t.variant)) { out[j] = out[j - 1]; j--; }
         out[j] = t;
     }
+    int np = 0;
+    for (int i = 0; i < n; i++) {
+        out[i].panel = -1;
+        for (int k = 0; k < i; k++)
+            if (!strcmp(out[k].variant, out[i].variant)) out[i].panel = out[k].panel;
+        if (out[i].panel < 0) out[i].panel = np < MAX_PANELS ? np++ : MAX_PANELS - 1;
+    }
+}
+
+static int push_series(series *out, int n, int max, const char *v, const char *plan,
+                       const char *dtype, int64_t size)
+{
+    if (n >= max) return n;
+    for (int k = 0; k < n; k++)
+        if (!strcmp(out[k].variant, v) && !strcmp(out[k].plan, plan) && !strcmp(out[k].dtype, dtype))
+            return n;
+    snprintf(out[n].variant, sizeof out[n].variant, "%s", v);
+    snprintf(out[n].plan, sizeof out[n].plan, "%s", plan);
+    snprintf(out[n].dtype, sizeof out[n].dtype, "%s", dtype);
+    out[n].n = size;
+    return n + 1;
+}
+
+/* The model-only series: the lecture's, or every plan of each variant
+ * defined on the command line (a lecture variant: its own series). */
+int rpt_model_series(const mb_rpt_set *defs, rpt_series *out, int max)
+{
+    int n = 0, given = 0;
+    for (int i = 0; defs && i < defs->n_vars; i++) given |= defs->vars[i].file < 0;
+    for (int i = 0; i < MB_RPT_N_DEMOS && !given; i++) {
+        const mb_rpt_demo *d = &mb_rpt_lecture[i];
+        for (int k = 0; k < d->n_series; k++)
+            n = push_series(out, n, max, d->variant, d->series[k].plan,
+                            mb_dtype_name(d->series[k].dtype), d->n);
+    }
+    for (int i = 0; given && i < defs->n_vars; i++) {
+        const mb_rpt_vardef *v = &defs->vars[i];
+        const mb_rpt_demo *d = mb_rpt_demo_of(v->name);
+        if (v->file >= 0) continue;
+        if (d && !v->text) {
+            for (int k = 0; k < d->n_series; k++)
+                n = push_series(out, n, max, d->variant, d->series[k].plan,
+                                mb_dtype_name(d->series[k].dtype), d->n);
+            continue;
+        }
+        mb_graph *g = NULL;
+        mb_err e;
+        if (mb_rpt_load_variant(defs, -1, v->name, MB_F32, &g, &e) != MB_OK) continue;
+        for (int k = 0; k < MB_PLAN_COUNT; k++)
+            if (mb_plan_supported(g, (mb_plan_kind)k))
+                n = push_series(out, n, max, v->name, mb_plan_name((mb_plan_kind)k), "f32",
+                                g->default_n ? g->default_n : ((int64_t)1 << 24));
+        mb_graph_free(g);
+    }
+    order_series(out, n);
     return n;
+}
+
+/* The series of group gi's rows (gi < 0: every row of device devi), each
+ * with its lecture size when measured there, else its largest size. */
+static int row_series(const mb_rpt_set *s, int gi, int devi, series *out, int max)
+{
+    int n = 0;
+    for (int i = 0; i < s->n_rows; i++) {
+        const mb_rpt_row *r = &s->rows[i];
+        if (gi >= 0 ? r->group != gi : r->dev != devi) continue;
+        n = push_series(out, n, max, r->variant, r->plan, r->dtype, 0);
+    }
+    for (int k = 0; k < n; k++) {
+        const mb_rpt_demo *d = mb_rpt_demo_of(out[k].variant);
+        int64_t best = 0, lect = d ? d->n : -1;
+        for (int i = 0; i < s->n_rows; i++) {
+            const mb_rpt_row *r = &s->rows[i];
+            if ((gi >= 0 ? r->group != gi : r->dev != devi) || !r->verified ||
+                strcmp(r->variant, out[k].variant) || strcmp(r->plan, out[k].plan) ||
+                strcmp(r->dtype, out[k].dtype))
+                continue;
+            if (best != lect && (r->n == lect || r->n > best)) best = r->n;
+        }
+        out[k].n = best > 0 ? best : lect > 0 ? lect : ((int64_t)1 << 24);
+    }
+    order_series(out, n);
+    return n;
+}
+
+static int collect_series(const mb_rpt_set *s, int gi, series *out, int max)
+{
+    return gi < 0 ? rpt_model_series(s, out, max) : row_series(s, gi, -1, out, max);
+}
+
+/* 1 when any series is one of the lecture's demos. */
+static int any_lecture(const series *se, int ns)
+{
+    for (int k = 0; k < ns; k++)
+        if (mb_rpt_demo_of(se[k].variant)) return 1;
+    return 0;
 }
 
 static int row_is(const mb_rpt_row *r, int gi, const series *se)
@@ -147,13 +220,11 @@ static int row_is(const mb_rpt_row *r, int gi, const series *se)
            !strcmp(r->dtype, se->dtype);
 }
 
-#define MAX_SERIES 48
-
 /* 1 when group gi of s has a verified row (with counted DRAM bytes when
- * need_dram); 0 for a model-only figure (s NULL). */
+ * need_dram); 0 for a model-only figure (gi < 0). */
 static int group_has_rows(const mb_rpt_set *s, int gi, int need_dram)
 {
-    for (int i = 0; s && i < s->n_rows; i++)
+    for (int i = 0; gi >= 0 && i < s->n_rows; i++)
         if (s->rows[i].group == gi && s->rows[i].verified && (!need_dram || s->rows[i].has_dram))
             return 1;
     return 0;
@@ -171,66 +242,58 @@ static int fig_bytes(rpt_fig_ctx *fc, const char *name, const mb_rpt_set *s, int
     int rc = rpt_fig_open(fc, name, &of, &fp);
     if (rc) return rc;
     int measured = group_has_rows(s, gi, 1);
+    int lecture = any_lecture(se, ns);
     char title[256];
     snprintf(title, sizeof title, "Bytes moved per element: model vs %s",
-             measured ? "measured (DRAM counters)" : "the lecture's count");
+             measured ? "measured (DRAM counters)" : lecture ? "the lecture's count" : "the traffic rule");
     meta_begin(fp, "bytes per element");
     meta_s(fp, "title", title);
     meta_s(fp, "device", d->label);
     meta_d(fp, "measured", measured);
     meta_s(fp, "measured_title", measured ? "measured DRAM (counters)"
-                                           : s ? "measured DRAM: no counters on this backend" : "");
+                                 : gi >= 0 ? "measured DRAM: no counters on this backend" : "");
+    meta_s(fp, "count_title", lecture ? "lecture's count (traffic rule)" : "traffic-rule count");
     block(fp);
-    char b1[160], b2[160], b3[64];
-    fputs("# label lecture model_dram measured count n\n", fp);
+    char b1[160], b2[200], b3[64], nb[32];
+    fputs("# label count_bytes_per_elem model_dram measured count_label n\n", fp);
     for (int k = 0; k < ns; k++) {
         mb_dtype dt = (mb_dtype)dtype_of(se[k].dtype);
-        /* size: the lecture's, or the largest measured */
-        int64_t n = 0;
+        int64_t n = se[k].n;
         const mb_rpt_row *best = NULL;
-        for (int i = 0; i < RPT_N_LECTURE; i++)
-            if (!strcmp(rpt_lecture[i].variant, se[k].variant)) n = rpt_lecture[i].lecture_n;
-        if (s) {
-            for (int i = 0; i < s->n_rows; i++) {
-                const mb_rpt_row *r = &s->rows[i];
-                if (!row_is(r, gi, &se[k]) || !r->verified) continue;
-                if (!best || (best->n != n && (r->n == n || r->n > best->n))) best = r;
-            }
-            if (best) n = best->n;
-        }
-        if (n <= 0) n = (int64_t)1 << 24;
+        for (int i = 0; gi >= 0 && i < s->n_rows; i++)
+            if (row_is(&s->rows[i], gi, &se[k]) && s->rows[i].verified && s->rows[i].n == n)
+                best = &s->rows[i];
         mb_estimate e;
         mb_err err;
-        if (rpt_estimate(se[k].variant, se[k].plan, dt, n, d, &e, NULL, &err) != MB_OK) continue;
+        if (rpt_estimate(s, se[k].variant, se[k].plan, dt, n, d, &e, NULL, &err) != MB_OK) continue;
         double lect = (double)(e.total.read_bytes + e.total.write_bytes) / (double)n;
         double dram = (double)(e.total.dram_read_bytes + e.total.dram_write_bytes) / (double)n;
         double meas = NAN;
         if (best && best->has_dram)
             meas = (double)(best->dram_read_bytes + best->dram_write_bytes) / (double)n;
         mb_estimate_free(&e);
+        /* the count in elements ("11n") and what it is in bytes on this axis */
         const char *cnt = rpt_lecture_count(se[k].variant, se[k].plan, dt);
-        char cbuf[32];
+        char cbuf[32], clab[64];
         if (!cnt) {
             snprintf(cbuf, sizeof cbuf, "%.3gn", lect / (double)mb_dtype_bytes(dt));
             cnt = cbuf;
         }
+        snprintf(clab, sizeof clab, "%s = %.3g B", cnt, lect);
         /* tick label on three lines: variant, plan (dtype for copy), size */
-        snprintf(b1, sizeof b1, "%s\\n%s", pretty(se[k].variant),
+        snprintf(b1, sizeof b1, "%s\\n%s", rpt_display(se[k].variant),
                  !strcmp(se[k].variant, "copy") ? se[k].dtype : se[k].plan);
         if (strcmp(se[k].variant, "copy") != 0 && dt != MB_F32) {
             size_t l = strlen(b1);
             snprintf(b1 + l, sizeof b1 - l, " %s", se[k].dtype);
         }
         char lab[200];
-        int lg = 0;
-        while (lg < 62 && ((int64_t)1 << lg) < n) lg++;
-        if (((int64_t)1 << lg) == n) snprintf(lab, sizeof lab, "%s\\nn=2^{%d}", b1, lg);
-        else snprintf(lab, sizeof lab, "%s\\nn=%lld", b1, (long long)n);
+        snprintf(lab, sizeof lab, "%s\\nn = %s", b1, pow2_label(nb, sizeof nb, n));
         fprintf(fp, "%s", q(b2, sizeof b2, lab));
         col(fp, lect);
         col(fp, dram);
         col(fp, meas);
-        fprintf(fp, " %s %lld\n", q(b3, sizeof b3, cnt), (long long)n);
+        fprintf(fp, " %s %lld\n", q(b3, sizeof b3, clab), (long long)n);
     }
     return rpt_fig_finish(fc, &of, "bytes", name, title);
 }
@@ -257,17 +320,18 @@ static int fig_time(rpt_fig_ctx *fc, const char *name, const mb_rpt_set *s, int 
     meta_d(fp, "knee_n", cache_bytes / 4.0); /* one f32 tensor fills the cache */
     meta_d(fp, "launch_s", d->launch_overhead_us * 1e-6);
     meta_d(fp, "measured", any_meas);
-    int used_panels[RPT_N_PANELS] = {0};
-    for (int k = 0; k < ns; k++) used_panels[se[k].panel] = 1;
     int np = 0;
-    char key[32];
-    int panel_map[RPT_N_PANELS];
-    for (int p = 0; p < RPT_N_PANELS; p++) {
-        panel_map[p] = -1;
-        if (!used_panels[p]) continue;
-        snprintf(key, sizeof key, "panel%d", np);
-        meta_s(fp, key, rpt_panel_titles[p]);
-        panel_map[p] = np++;
+    char key[32], ptitle[160];
+    for (int k = 0; k < ns; k++) {
+        if (se[k].panel < np) continue;
+        const mb_rpt_demo *dm = mb_rpt_demo_of(se[k].variant);
+        int shared = 0; /* the last panel holds every variant beyond MAX_PANELS */
+        for (int j = k + 1; j < ns; j++)
+            shared |= se[j].panel == se[k].panel && strcmp(se[j].variant, se[k].variant);
+        snprintf(ptitle, sizeof ptitle, "%s",
+                 shared ? "other variants" : dm ? dm->title : se[k].variant);
+        snprintf(key, sizeof key, "panel%d", np++);
+        meta_s(fp, key, ptitle);
     }
     meta_d(fp, "panels", np);
     for (int k = 0; k < ns; k++) {
@@ -276,9 +340,8 @@ static int fig_time(rpt_fig_ctx *fc, const char *name, const mb_rpt_set *s, int 
         int64_t sizes[256];
         int nn = 0;
         for (int lg = 10; lg <= 28; lg++) sizes[nn++] = (int64_t)1 << lg;
-        if (s)
-            for (int i = 0; i < s->n_rows && nn < 256; i++)
-                if (row_is(&s->rows[i], gi, &se[k])) sizes[nn++] = s->rows[i].n;
+        for (int i = 0; gi >= 0 && i < s->n_rows && nn < 256; i++)
+            if (row_is(&s->rows[i], gi, &se[k])) sizes[nn++] = s->rows[i].n;
         for (int i = 1; i < nn; i++) { /* sort, unique */
             int64_t t = sizes[i];
             int j = i;
@@ -296,22 +359,20 @@ static int fig_time(rpt_fig_ctx *fc, const char *name, const mb_rpt_set *s, int 
             mb_estimate e;
             mb_err err;
             double model = NAN;
-            if (rpt_estimate(se[k].variant, se[k].plan, dt, sizes[i], d, &e, NULL, &err) == MB_OK) {
+            if (rpt_estimate(s, se[k].variant, se[k].plan, dt, sizes[i], d, &e, NULL, &err) == MB_OK) {
                 model = e.total.time_s;
                 mb_estimate_free(&e);
             }
             const mb_rpt_row *r = NULL;
-            if (s)
-                for (int j = 0; j < s->n_rows; j++)
-                    if (row_is(&s->rows[j], gi, &se[k]) && s->rows[j].n == sizes[i] &&
-                        s->rows[j].verified)
-                        r = &s->rows[j];
+            for (int j = 0; gi >= 0 && j < s->n_rows; j++)
+                if (row_is(&s->rows[j], gi, &se[k]) && s->rows[j].n == sizes[i] && s->rows[j].verified)
+                    r = &s->rows[j];
             fprintf(fp, "%lld", (long long)sizes[i]);
             col(fp, model);
             col(fp, r ? r->time_s_median : NAN);
             col(fp, r ? (isfinite(r->time_s_min) ? r->time_s_min : r->time_s_median) : NAN);
             col(fp, r ? (isfinite(r->time_s_p90) ? r->time_s_p90 : r->time_s_median) : NAN);
-            fprintf(fp, " %d\n", panel_map[se[k].panel]);
+            fprintf(fp, " %d\n", se[k].panel);
         }
     }
     return rpt_fig_finish(fc, &of, "time_vs_n", name, title);
@@ -342,10 +403,14 @@ static int fig_roofline(rpt_fig_ctx *fc, const char *name, const mb_rpt_set *s, 
     mb_outfile of;
     int rc = rpt_fig_open(fc, name, &of, &fp);
     if (rc) return rc;
+    series se[MAX_SERIES];
+    int ns = devi < 0 ? rpt_model_series(s, se, MAX_SERIES) : row_series(s, -1, devi, se, MAX_SERIES);
+    int lecture = any_lecture(se, ns);
     const char *bws;
     double bw = mb_device_bandwidth_gbs(d, &bws);
     char title[256];
-    snprintf(title, sizeof title, "Roofline of %s with the lecture's operations", d->label);
+    snprintf(title, sizeof title, "Roofline of %s with %s", d->label,
+             lecture ? "the lecture's operations" : "the modelled operations");
     meta_begin(fp, "roofline");
     meta_s(fp, "title", title);
     meta_s(fp, "device", d->label);
@@ -356,20 +421,30 @@ static int fig_roofline(rpt_fig_ctx *fc, const char *name, const mb_rpt_set *s, 
     meta_d(fp, "measured_points", roof_measured(s, devi, NULL, 0));
     block(fp);
     fputs("# label intensity_flop_per_byte tflops\n", fp);
-    char b[200];
-    for (size_t i = 0; i < sizeof roof_ops / sizeof roof_ops[0]; i++) {
-        const roof_op *o = &roof_ops[i];
+    char b[200], lab[160];
+    /* the lecture's operations (ReLU for precision), then every other series */
+    int nops = lecture ? (int)(sizeof roof_ops / sizeof roof_ops[0]) : 0;
+    for (int i = 0; i < nops + ns; i++) {
+        const roof_op *o = i < nops ? &roof_ops[i] : NULL;
+        const series *x = o ? NULL : &se[i - nops];
+        if (x && mb_rpt_demo_of(x->variant)) continue;
+        mb_dtype dt = o ? o->dt : (mb_dtype)dtype_of(x->dtype);
+        if (!o) series_label(lab, sizeof lab, x->variant, x->plan, x->dtype, dt != MB_F32);
         mb_estimate e;
         mb_err err;
-        int64_t n = (int64_t)1 << 24;
-        if (rpt_estimate(o->variant, o->plan, o->dt, n, d, &e, NULL, &err) != MB_OK) continue;
+        int64_t n = o ? (int64_t)1 << 24 : x->n;
+        if (rpt_estimate(s, o ? o->variant : x->variant, o ? o->plan : x->plan, dt, n, d, &e, NULL,
+                         &err) != MB_OK)
+            continue;
         double ops = e.total.flops + e.total.sfu_ops;
         double bytes = (double)(e.total.dram_read_bytes + e.total.dram_write_bytes);
         if (bytes <= 0) bytes = (double)(e.total.read_bytes + e.total.write_bytes);
-        fprintf(fp, "%s", q(b, sizeof b, o->label));
-        col(fp, ops / bytes);
-        col(fp, ops / e.total.time_s / 1e12);
-        fputc('\n', fp);
+        if (ops > 0 && bytes > 0) { /* a copy does no arithmetic: not on a log axis */
+            fprintf(fp, "%s", q(b, sizeof b, o ? o->label : lab));
+            col(fp, ops / bytes);
+            col(fp, ops / e.total.time_s / 1e12);
+            fputc('\n', fp);
+        }
         mb_estimate_free(&e);
     }
     block(fp);
@@ -396,9 +471,10 @@ static int roof_measured(const mb_rpt_set *s, int devi, FILE *fp, int write)
 {
     int nmeas = 0;
     char b[200];
-    roof_pt *pts = s ? calloc((size_t)s->n_rows + 1, sizeof *pts) : NULL;
-    if (s && !pts) return 0;
-    if (s) {
+    if (!s || devi < 0) return 0; /* model only */
+    roof_pt *pts = calloc((size_t)s->n_rows + 1, sizeof *pts);
+    if (!pts) return 0;
+    {
         for (int i = 0; i < s->n_rows; i++) {
             const mb_rpt_row *r = &s->rows[i];
             if (r->dev != devi || !r->verified || !(r->time_s_median > 0)) continue;
@@ -437,48 +513,157 @@ static int roof_measured(const mb_rpt_set *s, int devi, FILE *fp, int write)
     return nmeas;
 }
 
-/* ---- what-if across the GPU table ----------------------------------------- */
+/* ---- what-if across devices ------------------------------------------------ */
 
-static int fig_whatif(rpt_fig_ctx *fc, const char *name)
+/* One remedy: a slow and a fast series of one variant at one size. */
+typedef struct remedy {
+    char variant[MB_NAME_MAX], slow_plan[16], fast_plan[16];
+    mb_dtype slow_dt, fast_dt;
+    int64_t n;
+    char title[160], fast_title[160];
+} remedy;
+
+/* The remedies of the series: each lecture demo's claim of largest ratio,
+ * and for any other variant its fused (or recompute) plan against eager. */
+static int remedies(const mb_rpt_set *s, const series *se, int ns, remedy *out, int max)
 {
+    int n = 0;
+    char nb[32];
+    for (int k = 0; k < ns && n < max; k++) {
+        int seen = 0;
+        for (int j = 0; j < n; j++) seen |= !strcmp(out[j].variant, se[k].variant);
+        if (seen) continue;
+        remedy *r = &out[n];
+        memset(r, 0, sizeof *r);
+        snprintf(r->variant, sizeof r->variant, "%s", se[k].variant);
+        const mb_rpt_demo *d = mb_rpt_demo_of(se[k].variant);
+        if (d) {
+            const mb_rpt_claim *c = &d->claims[0];
+            for (int i = 1; i < d->n_claims; i++)
+                if (d->claims[i].ratio > c->ratio) c = &d->claims[i];
+            const mb_rpt_lecture_series *a = &d->series[c->slow], *b = &d->series[c->fast];
+            snprintf(r->slow_plan, sizeof r->slow_plan, "%s", a->plan);
+            snprintf(r->fast_plan, sizeof r->fast_plan, "%s", b->plan);
+            r->slow_dt = a->dtype;
+            r->fast_dt = b->dtype;
+            r->n = d->n;
+        } else {
+            mb_graph *g = NULL;
+            mb_err e;
+            if (mb_rpt_load_variant(s, -1, se[k].variant, MB_F32, &g, &e) != MB_OK) continue;
+            mb_plan_kind fast = mb_plan_supported(g, MB_PLAN_FUSED) ? MB_PLAN_FUSED : MB_PLAN_RECOMPUTE;
+            int ok = mb_plan_supported(g, fast) && mb_plan_supported(g, MB_PLAN_EAGER);
+            mb_graph_free(g);
+            if (!ok) continue;
+            snprintf(r->slow_plan, sizeof r->slow_plan, "eager");
+            snprintf(r->fast_plan, sizeof r->fast_plan, "%s", mb_plan_name(fast));
+            r->slow_dt = r->fast_dt = MB_F32;
+            r->n = se[k].n;
+        }
+        pow2_label(nb, sizeof nb, r->n);
+        if (r->slow_dt != r->fast_dt) {
+            snprintf(r->title, sizeof r->title, "%s: %s vs %s, n = %s", rpt_display(r->variant),
+                     mb_dtype_name(r->fast_dt), mb_dtype_name(r->slow_dt), nb);
+            snprintf(r->fast_title, sizeof r->fast_title, "%s %s", rpt_display(r->variant),
+                     mb_dtype_name(r->fast_dt));
+        } else {
+            snprintf(r->title, sizeof r->title, "%s: %s vs %s, n = %s", rpt_display(r->variant),
+                     r->fast_plan, r->slow_plan, nb);
+            snprintf(r->fast_title, sizeof r->fast_title, "%s %s", rpt_display(r->variant),
+                     r->fast_plan);
+        }
+        n++;
+    }
+    return n;
+}
+
+/* The what-if of the series se across devs (n_devs 0: every GPU of the
+ * table, then the set's own devices that are not in it). */
+static int fig_whatif(rpt_fig_ctx *fc, const char *name, const mb_rpt_set *s, const series *se,
+                      int ns, const mb_device *devs, int n_devs)
+{
+    remedy rm[8];
+    int nr = remedies(s, se, ns, rm, 8);
     FILE *fp;
     mb_outfile of;
     int rc = rpt_fig_open(fc, name, &of, &fp);
     if (rc) return rc;
-    const char *title = "What if: the lecture's demos on every GPU of the table (model)";
+    const mb_device *list[64];
+    int nd = 0;
+    if (n_devs > 0) {
+        for (int i = 0; i < n_devs && nd < 64; i++) list[nd++] = &devs[i];
+    } else {
+        for (int i = 0; i < mb_device_count() && nd < 64; i++)
+            if (!strcmp(mb_device_at(i)->kind, "gpu")) list[nd++] = mb_device_at(i);
+        for (int i = 0; s && i < s->n_devices && nd < 64; i++) {
+            int in_table = 0;
+            for (int k = 0; k < mb_device_count(); k++)
+                in_table |= !strcmp(mb_device_at(k)->name, s->devices[i].name);
+            if (!in_table) list[nd++] = &s->devices[i];
+        }
+    }
+    char title[200];
+    snprintf(title, sizeof title, "What if: %s on %s (model)",
+             any_lecture(se, ns) ? "the lecture's remedies" : "fusion", n_devs > 0 ? "chosen devices"
+                                                                 : "every GPU of the table");
     meta_begin(fp, "what-if");
     meta_s(fp, "title", title);
-    block(fp);
-    fputs("# gpu sin_eager_s sin_fused_s gelu_eager_s gelu_fused_s sig_eager_s sig_recompute_s "
-          "copy_f32_s copy_bf16_s sin_speedup gelu_speedup sig_speedup copy_speedup\n", fp);
-    static const struct { const char *v, *p; mb_dtype dt; } cols[] = {
-        {"sin2_plus_cos2", "eager", MB_F32}, {"sin2_plus_cos2", "fused", MB_F32},
-        {"gelu_tanh", "eager", MB_F32},      {"gelu_tanh", "fused", MB_F32},
-        {"sigmoid3", "eager", MB_F32},       {"sigmoid3", "recompute", MB_F32},
-        {"copy", "eager", MB_F32},           {"copy", "eager", MB_BF16},
-    };
-    for (int i = 0; i < mb_device_count(); i++) {
-        const mb_device *d = mb_device_at(i);
-        if (strcmp(d->kind, "gpu") != 0) continue;
-        double t[8];
-        for (int k = 0; k < 8; k++) {
-            t[k] = NAN;
-            int64_t n = (int64_t)1 << 24;
-            for (int j = 0; j < RPT_N_LECTURE; j++)
-                if (!strcmp(rpt_lecture[j].variant, cols[k].v)) n = rpt_lecture[j].lecture_n;
-            mb_estimate e;
-            mb_err err;
-            if (rpt_estimate(cols[k].v, cols[k].p, cols[k].dt, n, d, &e, NULL, &err) == MB_OK) {
-                t[k] = e.total.time_s;
-                mb_estimate_free(&e);
+    meta_d(fp, "remedies", nr);
+    char key[32];
+    for (int r = 0; r < nr; r++) {
+        snprintf(key, sizeof key, "remedy%d", r + 1);
+        meta_s(fp, key, rm[r].title);
+    }
+    /* times[i][r][0 slow, 1 fast] */
+    double (*t)[8][2] = calloc((size_t)nd + 1, sizeof *t);
+    if (!t) { mb_outfile_abort(&of); return mb_err_set(fc->err, MB_ERUN, "out of memory"); }
+    for (int i = 0; i < nd; i++)
+        for (int r = 0; r < nr; r++)
+            for (int k = 0; k < 2; k++) {
+                mb_estimate e;
+                mb_err err;
+                t[i][r][k] = NAN;
+                if (rpt_estimate(s, rm[r].variant, k ? rm[r].fast_plan : rm[r].slow_plan,
+                                 k ? rm[r].fast_dt : rm[r].slow_dt, rm[r].n, list[i], &e, NULL,
+                                 &err) == MB_OK) {
+                    t[i][r][k] = e.total.time_s;
+                    mb_estimate_free(&e);
+                }
+            }
+    /* fast versions that move the same bytes take the same time everywhere:
+     * one line, named for all of them, instead of lines hidden under it */
+    int same_as[8];
+    for (int r = 0; r < nr; r++) {
+        same_as[r] = -1;
+        for (int j = 0; j < r && same_as[r] < 0; j++) {
+            int same = same_as[j] < 0;
+            for (int i = 0; i < nd && same; i++)
+                same = fabs(t[i][r][1] / t[i][j][1] - 1) < 0.005;
+            if (same) {
+                same_as[r] = j;
+                size_t l = strlen(rm[j].fast_title);
+                snprintf(rm[j].fast_title + l, sizeof rm[j].fast_title - l, "\\n= %s",
+                         rm[r].fast_title);
             }
         }
+    }
+    for (int r = 0; r < nr; r++) {
+        snprintf(key, sizeof key, "fast%d", r + 1);
+        meta_s(fp, key, same_as[r] < 0 ? rm[r].fast_title : "");
+    }
+    block(fp);
+    fputs("# device then, per remedy: speed-up (slow / fast), fast time (s; NaN: drawn by an "
+          "equal one)\n", fp);
+    for (int i = 0; i < nd; i++) {
         char b[200];
-        fprintf(fp, "%s", q(b, sizeof b, d->name));
-        for (int k = 0; k < 8; k++) col(fp, t[k]);
-        for (int k = 0; k < 8; k += 2) col(fp, t[k] / t[k + 1]);
+        fprintf(fp, "%s", q(b, sizeof b, list[i]->name));
+        for (int r = 0; r < nr; r++) {
+            col(fp, t[i][r][0] / t[i][r][1]);
+            col(fp, same_as[r] < 0 ? t[i][r][1] : NAN);
+        }
         fputc('\n', fp);
     }
+    free(t);
     return rpt_fig_finish(fc, &of, "whatif", name, title);
 }
 
@@ -491,51 +676,61 @@ static int fig_recompute(rpt_fig_ctx *fc, const char *name, const mb_rpt_set *s,
     mb_outfile of;
     int rc = rpt_fig_open(fc, name, &of, &fp);
     if (rc) return rc;
-    int64_t n = (int64_t)1 << 20;
-    char title[256];
-    snprintf(title, sizeof title, "Recomputation: sigmoid^3 forward + backward, n = 2^{20} f32");
+    const mb_rpt_demo *dm = mb_rpt_demo_of("sigmoid3");
+    int64_t n = dm->n;
+    char title[256], nb[32];
+    snprintf(title, sizeof title, "Recomputation: %s forward + backward, n = %s f32", dm->display,
+             pow2_label(nb, sizeof nb, n));
     meta_begin(fp, "recomputation");
     meta_s(fp, "title", title);
     meta_s(fp, "device", d->label);
     meta_d(fp, "n", (double)n);
     int mb_bytes = 0, mb_time = 0;
-    if (s)
-        for (int i = 0; i < s->n_rows; i++) {
-            const mb_rpt_row *x = &s->rows[i];
-            if (x->group == gi && x->verified && x->n == n && !strcmp(x->variant, "sigmoid3") &&
-                !strcmp(x->dtype, "f32")) {
-                mb_time = 1;
-                if (x->has_dram) mb_bytes = 1;
-            }
+    for (int i = 0; gi >= 0 && i < s->n_rows; i++) {
+        const mb_rpt_row *x = &s->rows[i];
+        if (x->group == gi && x->verified && x->n == n && !strcmp(x->variant, dm->variant) &&
+            !strcmp(x->dtype, "f32")) {
+            mb_time = 1;
+            if (x->has_dram) mb_bytes = 1;
         }
+    }
     meta_d(fp, "measured_bytes", mb_bytes);
     meta_d(fp, "measured_time", mb_time);
-    block(fp);
-    fputs("# plan lecture_mb model_dram_mb measured_dram_mb saved_mb model_ms measured_ms count\n", fp);
-    static const char *plans[] = {"eager", "store", "recompute"};
-    for (int k = 0; k < 3; k++) {
-        mb_estimate e;
+    /* times in us, or ms when the slowest is a millisecond or more */
+    double t[3] = {0, 0, 0}, tmax = 0;
+    const mb_rpt_row *rw[3] = {NULL, NULL, NULL};
+    mb_estimate e[3];
+    int ok[3];
+    for (int k = 0; k < dm->n_series; k++) {
         mb_err err;
-        if (rpt_estimate("sigmoid3", plans[k], MB_F32, n, d, &e, NULL, &err) != MB_OK) continue;
-        const mb_rpt_row *r = NULL;
-        if (s)
-            for (int i = 0; i < s->n_rows; i++) {
-                const mb_rpt_row *x = &s->rows[i];
-                if (x->group == gi && x->verified && x->n == n && !strcmp(x->variant, "sigmoid3") &&
-                    !strcmp(x->plan, plans[k]) && !strcmp(x->dtype, "f32"))
-                    r = x;
-            }
+        ok[k] = rpt_estimate(s, dm->variant, dm->series[k].plan, MB_F32, n, d, &e[k], NULL, &err) == MB_OK;
+        for (int i = 0; gi >= 0 && i < s->n_rows; i++) {
+            const mb_rpt_row *x = &s->rows[i];
+            if (x->group == gi && x->verified && x->n == n && !strcmp(x->variant, dm->variant) &&
+                !strcmp(x->plan, dm->series[k].plan) && !strcmp(x->dtype, "f32"))
+                rw[k] = x;
+        }
+        t[k] = ok[k] ? e[k].total.time_s : 0;
+        if (t[k] > tmax) tmax = t[k];
+        if (rw[k] && rw[k]->time_s_median > tmax) tmax = rw[k]->time_s_median;
+    }
+    double unit = tmax >= 1e-3 ? 1e-3 : 1e-6;
+    meta_s(fp, "time_unit", unit == 1e-3 ? "ms" : "µs");
+    block(fp);
+    fputs("# plan count_mb model_dram_mb measured_dram_mb saved_mb model_time measured_time count\n", fp);
+    for (int k = 0; k < dm->n_series; k++) {
+        if (!ok[k]) continue;
+        const mb_rpt_row *r = rw[k];
         char b[64];
-        fprintf(fp, "%s", plans[k]);
-        col(fp, (double)(e.total.read_bytes + e.total.write_bytes) / 1e6);
-        col(fp, (double)(e.total.dram_read_bytes + e.total.dram_write_bytes) / 1e6);
+        fprintf(fp, "%s", dm->series[k].plan);
+        col(fp, (double)(e[k].total.read_bytes + e[k].total.write_bytes) / 1e6);
+        col(fp, (double)(e[k].total.dram_read_bytes + e[k].total.dram_write_bytes) / 1e6);
         col(fp, r && r->has_dram ? (double)(r->dram_read_bytes + r->dram_write_bytes) / 1e6 : NAN);
-        col(fp, (double)e.saved_bytes / 1e6);
-        col(fp, e.total.time_s * 1e3);
-        col(fp, r ? r->time_s_median * 1e3 : NAN);
-        const char *cnt = rpt_lecture_count("sigmoid3", plans[k], MB_F32);
-        fprintf(fp, " %s\n", q(b, sizeof b, cnt ? cnt : ""));
-        mb_estimate_free(&e);
+        col(fp, (double)e[k].saved_bytes / 1e6);
+        col(fp, e[k].total.time_s / unit);
+        col(fp, r ? r->time_s_median / unit : NAN);
+        fprintf(fp, " %s\n", q(b, sizeof b, dm->series[k].count));
+        mb_estimate_free(&e[k]);
     }
     return rpt_fig_finish(fc, &of, "recompute", name, title);
 }
@@ -561,10 +756,10 @@ static int fig_residuals(rpt_fig_ctx *fc, const char *name, const mb_rpt_set *s,
     meta_d(fp, "fitted", g->fitted);
     meta_s(fp, "fit", g->fitted && isfinite(g->bandwidth_gbs)
                           ? "" : g->why[0] ? g->why : "no fit");
-    char fitline[200];
+    char fitline[200], t0[32];
     if (g->fitted && isfinite(g->bandwidth_gbs))
-        snprintf(fitline, sizeof fitline, "fit: t0 = %.3g us, bandwidth = %.4g GB/s, R^2 = %.4f",
-                 g->t0_s * 1e6, g->bandwidth_gbs, g->line.r2);
+        snprintf(fitline, sizeof fitline, "fit: t0 = %s, bandwidth = %.4g GB/s, R^2 = %.4f",
+                 rpt_time(t0, sizeof t0, g->t0_s), g->bandwidth_gbs, g->line.r2);
     else
         snprintf(fitline, sizeof fitline, "no bandwidth fit");
     meta_s(fp, "fitline", fitline);
@@ -592,17 +787,21 @@ static int fig_residuals(rpt_fig_ctx *fc, const char *name, const mb_rpt_set *s,
 
 /* ---- entry points --------------------------------------------------------- */
 
-int mb_rpt_model_figures(const mb_device *d, const char *dir, unsigned formats, int render,
+int mb_rpt_model_figures(const mb_rpt_set *defs, const mb_device *d, const mb_device *whatif,
+                         int n_whatif, const char *dir, unsigned formats, int render,
                          mb_rpt_figures *out, mb_err *err)
 {
     rpt_fig_ctx fc;
     int rc = rpt_fig_begin(&fc, dir, formats, render, out, err);
     if (rc) return rc;
-    if (!rc) rc = fig_bytes(&fc, "bytes", NULL, -1, d);
-    if (!rc) rc = fig_time(&fc, "time_vs_n", NULL, -1, d);
-    if (!rc) rc = fig_roofline(&fc, "roofline", NULL, -1, d);
-    if (!rc) rc = fig_whatif(&fc, "whatif");
-    if (!rc) rc = fig_recompute(&fc, "recompute", NULL, -1, d);
+    series se[MAX_SERIES];
+    int ns = rpt_model_series(defs, se, MAX_SERIES), has_sig = 0;
+    for (int k = 0; k < ns; k++) has_sig |= !strcmp(se[k].variant, "sigmoid3");
+    if (!rc) rc = fig_bytes(&fc, "bytes", defs, -1, d);
+    if (!rc) rc = fig_time(&fc, "time_vs_n", defs, -1, d);
+    if (!rc) rc = fig_roofline(&fc, "roofline", defs, -1, d);
+    if (!rc) rc = fig_whatif(&fc, "whatif", defs, se, ns, whatif, n_whatif);
+    if (!rc && has_sig) rc = fig_recompute(&fc, "recompute", defs, -1, d);
     return rpt_fig_end(&fc, rc);
 }
 
@@ -652,6 +851,15 @@ int mb_rpt_set_figures(const mb_rpt_set *s, const char *dir, unsigned formats, i
         snprintf(name, sizeof name, "roofline%s", suf);
         rc = fig_roofline(&fc, name, s, di, &s->devices[di]);
     }
-    if (!rc) rc = fig_whatif(&fc, "whatif");
+    /* the what-if of every variant measured */
+    series se[MAX_SERIES];
+    int ns = 0;
+    for (int g = 0; g < s->n_groups; g++) {
+        series sg[MAX_SERIES];
+        int m = row_series(s, g, -1, sg, MAX_SERIES);
+        for (int k = 0; k < m; k++)
+            ns = push_series(se, ns, MAX_SERIES, sg[k].variant, sg[k].plan, sg[k].dtype, sg[k].n);
+    }
+    if (!rc) rc = fig_whatif(&fc, "whatif", s, se, ns, NULL, 0);
     return rpt_fig_end(&fc, rc);
 }

@@ -417,13 +417,14 @@ static int fit_group(mb_rpt_set *s, int gi, mb_err *err)
         fm = mm;
         if (compute_rows)
             snprintf(g->rows_note, sizeof g->rows_note,
-                     "%d of %d verified rows the model calls memory- or launch-bound "
-                     "(%d compute-bound rows left to the per-op fit)", mm, m, compute_rows);
+                     "as candidates the %d of %d verified rows the model calls memory- or "
+                     "launch-bound (%d compute-bound rows left to the per-op fit)", mm, m,
+                     compute_rows);
         else
-            snprintf(g->rows_note, sizeof g->rows_note, "all %d verified rows", m);
+            snprintf(g->rows_note, sizeof g->rows_note, "as candidates all %d verified rows", m);
     } else {
         snprintf(g->rows_note, sizeof g->rows_note,
-                 "all %d verified rows (fewer than 3 are memory-bound by the model)", m);
+                 "as candidates all %d verified rows (fewer than 3 are memory-bound by the model)", m);
     }
     snprintf(g->bytes_note, sizeof g->bytes_note, "%s",
              counted == m && m ? "measured DRAM bytes (counters)"
@@ -444,19 +445,16 @@ static int fit_group(mb_rpt_set *s, int gi, mb_err *err)
         g->fitted = 1;
         g->t0_s = g->line.c0;
         g->t0_ci_s = g->line.ci0;
-        if (g->t0_s + g->t0_ci_s < 0) {
-            /* a launch time below zero cannot be: say so next to the fit */
-            size_t len = strlen(g->rows_note);
-            snprintf(g->rows_note + len, sizeof g->rows_note - len,
-                     "%s; t0 < 0 is not physical: these rows do not pin the launch floor "
-                     "(too narrow a range of sizes, or a cost the bytes do not carry)",
-                     len ? "" : "the rows");
-        }
+        /* a launch time below zero cannot be: the writers say so beside t0 */
+        g->t0_negative = g->t0_s + g->t0_ci_s < 0;
         double c1 = g->line.c1, ci = g->line.ci1;
         if (c1 > 0) {
             g->bandwidth_gbs = 1e-9 / c1;
             g->bandwidth_lo_gbs = 1e-9 / (c1 + ci);
             g->bandwidth_hi_gbs = c1 - ci > 0 ? 1e-9 / (c1 - ci) : INFINITY;
+            /* a number that cannot be true: even the interval's low end beats the peak */
+            const mb_device *dev = &s->devices[g->dev];
+            g->impossible = dev->mem_bandwidth_gbs > 0 && g->bandwidth_lo_gbs > dev->mem_bandwidth_gbs;
         } else {
             g->bandwidth_gbs = g->bandwidth_lo_gbs = g->bandwidth_hi_gbs = NAN;
             snprintf(g->why, sizeof g->why,

@@ -1,6 +1,6 @@
 /* join.c — joins measurement rows with the model's prediction for the same
- * variant, plan, dtype, n and device; holds the lecture's series table.
- * Does not fit (fit.c) or write anything. */
+ * variant, plan, dtype, n and device (the spec a CSV carries, else its
+ * device column). Does not fit (fit.c) or write anything. */
 #include "report_int.h"
 
 #include <math.h>
@@ -8,42 +8,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-
-const rpt_series rpt_lecture[RPT_N_LECTURE] = {
-    {"copy", "eager", MB_F32, 0, (int64_t)1 << 25, "2n"},
-    {"copy", "eager", MB_BF16, 0, (int64_t)1 << 25, "2n"},
-    {"sin2_plus_cos2", "eager", MB_F32, 1, (int64_t)1 << 24, "11n"},
-    {"sin2_plus_cos2", "fused", MB_F32, 1, (int64_t)1 << 24, "2n"},
-    {"gelu_tanh", "eager", MB_F32, 2, (int64_t)1 << 24, "18n"},
-    {"gelu_tanh", "fused", MB_F32, 2, (int64_t)1 << 24, "2n"},
-    {"sigmoid3", "eager", MB_F32, 3, (int64_t)1 << 20, "15n"},
-    {"sigmoid3", "store", MB_F32, 3, (int64_t)1 << 20, "9n"},
-    {"sigmoid3", "recompute", MB_F32, 3, (int64_t)1 << 20, "5n"},
-};
-
-const char *const rpt_panel_titles[RPT_N_PANELS] = {
-    "low precision: copy f32 vs bf16",
-    "fusion: sin^2(x) + cos^2(x)",
-    "fusion: GELU (tanh form)",
-    "recomputation: sigmoid^3, forward + backward",
-    "other variants",
-};
-
-int rpt_panel_of(const char *variant)
-{
-    for (int i = 0; i < RPT_N_LECTURE; i++)
-        if (!strcmp(rpt_lecture[i].variant, variant)) return rpt_lecture[i].panel;
-    return RPT_N_PANELS - 1;
-}
-
-const char *rpt_lecture_count(const char *variant, const char *plan, mb_dtype dt)
-{
-    for (int i = 0; i < RPT_N_LECTURE; i++)
-        if (!strcmp(rpt_lecture[i].variant, variant) && !strcmp(rpt_lecture[i].plan, plan))
-            return rpt_lecture[i].lecture_count;
-    (void)dt;
-    return NULL;
-}
 
 static int estimate_graph(const mb_graph *g, const char *plan, int64_t n, const mb_device *d,
                           mb_estimate *out, double op_per_elem[MB_OP_COUNT], mb_err *err)
@@ -69,15 +33,13 @@ static int estimate_graph(const mb_graph *g, const char *plan, int64_t n, const 
     return rc;
 }
 
-int rpt_estimate(const char *variant, const char *plan, mb_dtype dt, int64_t n,
-                 const mb_device *d, mb_estimate *out, double op_per_elem[MB_OP_COUNT],
-                 mb_err *err)
+int rpt_estimate(const mb_rpt_set *defs, const char *variant, const char *plan, mb_dtype dt,
+                 int64_t n, const mb_device *d, mb_estimate *out,
+                 double op_per_elem[MB_OP_COUNT], mb_err *err)
 {
     mb_graph *g = NULL;
-    int rc;
     memset(out, 0, sizeof *out);
-    if (!strncmp(variant, "expr:", 5)) rc = mb_parse_expr(variant + 5, dt, &g, err);
-    else rc = mb_variant_load(variant, dt, &g, err);
+    int rc = mb_rpt_load_variant(defs, -1, variant, dt, &g, err);
     if (rc) return rc;
     rc = estimate_graph(g, plan, n, d, out, op_per_elem, err);
     mb_graph_free(g);
@@ -136,7 +98,21 @@ static int device_index(mb_rpt_set *s, const char *key, const char *csv_path, mb
         return -1;
     }
     mb_device d;
-    int rc = load_spec(key, csv_path, &d, err);
+    int rc;
+    if (!strncmp(key, "spec:", 5)) { /* the spec a CSV carries: "spec:FILE-INDEX" */
+        int fi = atoi(key + 5);
+        char name[600];
+        snprintf(name, sizeof name, "%s (device_spec)", s->files[fi]);
+        if (mb_device_load_ini_text(s->specs[fi], name, &d, err)) return -1;
+        /* the same spec from several CSVs is one device */
+        for (int i = 0; i < s->n_devices; i++)
+            if (!strncmp(s->device_keys[i], "spec:", 5) && !memcmp(&s->devices[i], &d, sizeof d))
+                return i;
+        s->devices[s->n_devices] = d;
+        snprintf(s->device_keys[s->n_devices], sizeof s->device_keys[0], "%s", key);
+        return s->n_devices++;
+    }
+    rc = load_spec(key, csv_path, &d, err);
     char spec[1024];
     if (rc && csv_path && provenance_spec(s, csv_path, spec, sizeof spec)) {
         mb_err e2;
@@ -157,7 +133,11 @@ int mb_rpt_join(mb_rpt_set *s, const char *device_override, mb_err *err)
     }
     for (int i = 0; i < s->n_rows; i++) {
         mb_rpt_row *r = &s->rows[i];
-        const char *key = device_override ? device_override : r->device;
+        /* --device, else the spec the CSV's model columns used, else its device column */
+        char spec_key[32];
+        snprintf(spec_key, sizeof spec_key, "spec:%d", r->file_index);
+        const char *key = device_override ? device_override
+                          : s->specs[r->file_index] ? spec_key : r->device;
         r->dev = device_index(s, key, r->file, &e);
         if (r->dev < 0)
             return mb_err_set(err, MB_EINPUT, "%s:%d:%d: column 'device': %s", r->file, r->line,
@@ -172,7 +152,7 @@ int mb_rpt_join(mb_rpt_set *s, const char *device_override, mb_err *err)
                               "(eager, fused, store, recompute)", r->file, r->line,
                               r->col_of[2], r->plan);
         mb_graph *g = NULL;
-        if (mb_variant_load(r->variant, dt, &g, &e) != MB_OK)
+        if (mb_rpt_load_variant(s, r->file_index, r->variant, dt, &g, &e) != MB_OK)
             return mb_err_set(err, MB_EINPUT, "%s:%d:%d: column 'variant': %s", r->file, r->line,
                               r->col_of[1], e.msg);
         mb_estimate est;

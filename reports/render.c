@@ -271,7 +271,11 @@ int rpt_fig_finish(rpt_fig_ctx *fc, mb_outfile *of, const char *script, const ch
     if (out->n >= MB_RPT_MAX_FIGURES) return MB_OK;
     mb_rpt_figure *f = &out->fig[out->n++];
     snprintf(f->name, sizeof f->name, "%s", name);
-    snprintf(f->title, sizeof f->title, "%s", title);
+    /* the documents' title: gnuplot's enhanced-text braces dropped ("2^{20}" -> "2^20") */
+    size_t j = 0;
+    for (const char *t = title; *t && j + 1 < sizeof f->title; t++)
+        if (*t != '{' && *t != '}') f->title[j++] = *t;
+    f->title[j] = '\0';
     if (fc->n_cmds < MB_RPT_MAX_FIGURES)
         snprintf(fc->cmds[fc->n_cmds++], sizeof fc->cmds[0], "%s %s", script, name);
     if (!fc->render || !fc->have_gnuplot || !fc->plots) return MB_OK;

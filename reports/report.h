@@ -16,6 +16,55 @@
 extern "C" {
 #endif
 
+/* ---- the lecture ------------------------------------------------------- */
+
+/* The lecture's demos (design.md, "The lecture's claims"), defined once and
+ * used by the join, the verdicts, the figures and `membound demo`: each
+ * demo's variant, display name, size, the series it compares with the
+ * lecture's traffic count, and its claims (series slow vs fast). */
+typedef struct mb_rpt_lecture_series {
+    const char *plan;
+    mb_dtype dtype;
+    const char *count;         /* the lecture's traffic in elements: "11n" */
+} mb_rpt_lecture_series;
+
+typedef struct mb_rpt_claim {
+    const char *text;          /* "fusion: sin^2+cos^2 fused moves 2n instead of 11n" */
+    const char *lecture;       /* "11n / 2n = 5.5x" */
+    int slow, fast;            /* indices into the demo's series */
+    double ratio;              /* the lecture's slow / fast */
+} mb_rpt_claim;
+
+typedef struct mb_rpt_demo {
+    const char *variant;       /* built-in variant name */
+    const char *display;       /* in figures and tables: "sin^2+cos^2" */
+    const char *title;         /* panel title: "fusion: sin^2(x) + cos^2(x)" */
+    int64_t n;                 /* the lecture's size */
+    int n_series;
+    mb_rpt_lecture_series series[3];
+    int n_claims;
+    mb_rpt_claim claims[2];
+} mb_rpt_demo;
+
+#define MB_RPT_N_DEMOS 4
+extern const mb_rpt_demo mb_rpt_lecture[MB_RPT_N_DEMOS];
+
+/* The demo of a variant name, or NULL for any other variant. */
+const mb_rpt_demo *mb_rpt_demo_of(const char *variant);
+
+/* ---- variant definitions ------------------------------------------------ */
+
+/* Where a variant's definition comes from, so a row of any variant joins:
+ * its text as measured (a CSV's "# variant_text/variant_expr" provenance),
+ * a .mb file or --expr given on the command line, or a built-in by name. */
+typedef struct mb_rpt_vardef {
+    char name[MB_NAME_MAX];
+    int is_expr;               /* text is an --expr string */
+    char *text;                /* owned; NULL: the built-in of that name */
+    int file;                  /* index into mb_rpt_set.files, -1: command line */
+    char origin[600];          /* for messages: "m.csv (variant silu)", "silu.mb" */
+} mb_rpt_vardef;
+
 /* ---- measurement rows ------------------------------------------------- */
 
 /* One row of a measurement CSV (design.md, "Measurement records"), plus the
@@ -41,6 +90,7 @@ typedef struct mb_rpt_row {
     int has_dram;              /* 1 when dram_read/write_bytes were measured */
     int64_t dram_read_bytes, dram_write_bytes;
     char counters[160];
+    int file_index;            /* index into mb_rpt_set.files */
     double max_rel_err;
     int verified;              /* 1 passed, 0 failed (never fitted) */
     int col_of[8];             /* character columns of variant, plan, dtype, n
@@ -126,6 +176,10 @@ typedef struct mb_rpt_group {
     char rows_note[256];           /* which rows the line fit used */
     char bytes_note[128];          /* measured DRAM bytes or model DRAM bytes */
     mb_rpt_line line;              /* time_s = c0 + c1 * bytes */
+    int impossible;                /* 1: the bandwidth's lower bound exceeds the
+                                      device's datasheet peak (the bytes understate
+                                      the traffic) */
+    int t0_negative;               /* 1: t0 + its 95% half-width < 0 */
     double t0_s, t0_ci_s;
     double bandwidth_gbs, bandwidth_lo_gbs, bandwidth_hi_gbs; /* 95% interval */
     int has_ops;                   /* 1 when a per-op fit was attempted */
@@ -169,6 +223,10 @@ typedef struct mb_rpt_set {
     char (*prov)[512];             /* "#" provenance lines, "file: text" */
     int n_prov;
     int n_kernel_rows_skipped;     /* per-kernel rows (a "kernel" column) */
+    int n_kernel_files;            /* inputs holding per-kernel rows only */
+    char **specs;                  /* per input: its embedded device spec (INI), or NULL */
+    mb_rpt_vardef *vars;           /* variant definitions, embedded then given */
+    int n_vars;
     mb_device devices[MB_RPT_MAX_DEVICES];
     char device_keys[MB_RPT_MAX_DEVICES][256]; /* how each was named */
     int n_devices;
@@ -190,6 +248,19 @@ void mb_rpt_set_free(mb_rpt_set *s);
  * malformed number, a file without rows. MB_ERUN when the file cannot be
  * read. */
 int mb_rpt_read_csv(mb_rpt_set *s, const char *path, mb_err *err);
+
+/* Adds a variant definition given on the command line: a .mb file (or a
+ * built-in name) when is_expr is 0, else an --expr string (its "name"
+ * directive names it). It joins rows of that name whose CSV carries no text
+ * of its own, and figures draw it. MB_EINPUT with the parser's message. */
+int mb_rpt_define_variant(mb_rpt_set *s, const char *name_path_or_expr, int is_expr,
+                          mb_err *err);
+
+/* Loads variant name at dtype dt: the text of CSV file (when >= 0) first,
+ * then the command line's, then any CSV's, then the built-in. *out is a new
+ * graph (mb_graph_free). MB_EINPUT naming the variant's origin. */
+int mb_rpt_load_variant(const mb_rpt_set *s, int file, const char *name, mb_dtype dt,
+                        mb_graph **out, mb_err *err);
 
 /* Joins every row with the model: loads its variant at its dtype, builds its
  * plan and estimates it at its n on its device (the row's device column, a
@@ -240,12 +311,16 @@ typedef struct mb_rpt_figures {
     char render_error[512];        /* first rendering error, or "" */
 } mb_rpt_figures;
 
-/* Writes the model-only lecture figures for device d into dir (created if
- * needed): the data files, the scripts (copied from plots_dir, with
- * style.gp) and, unless render is 0, the images in the formats asked.
- * Data files are written even when gnuplot is missing; then out->gnuplot_missing
- * is set and MB_ERUN returned with a message saying so. */
-int mb_rpt_model_figures(const mb_device *d, const char *dir, unsigned formats, int render,
+/* Writes model-only figures into dir (created if needed): the data files,
+ * the scripts (copied from plots_dir, with style.gp) and, unless render is
+ * 0, the images in the formats asked. The variants are those defined in defs
+ * (mb_rpt_define_variant), or the lecture's when it defines none; d is the
+ * device of the per-device figures; the what-if compares the n_whatif
+ * devices of whatif (n_whatif 0: every GPU of the table). Data files are
+ * written even when gnuplot is missing; then out->gnuplot_missing is set and
+ * MB_ERUN returned with a message saying so. */
+int mb_rpt_model_figures(const mb_rpt_set *defs, const mb_device *d, const mb_device *whatif,
+                         int n_whatif, const char *dir, unsigned formats, int render,
                          mb_rpt_figures *out, mb_err *err);
 
 /* The same for a fitted set: bytes per element, time vs n and residuals of
@@ -264,9 +339,10 @@ int mb_rpt_write(const mb_rpt_set *s, const mb_rpt_figures *figs, const char *di
                  mb_err *err);
 
 /* Writes dir/index.md and dir/index.html listing the model-only figures of
- * device d, with the model's table of the lecture's variants. */
-int mb_rpt_write_model_index(const mb_device *d, const mb_rpt_figures *figs, const char *dir,
-                             mb_err *err);
+ * device d, with the model's table of the variants of defs (the lecture's
+ * when it defines none). */
+int mb_rpt_write_model_index(const mb_rpt_set *defs, const mb_device *d,
+                             const mb_rpt_figures *figs, const char *dir, mb_err *err);
 
 /* Creates dir and its parents (mode 0777 & ~umask). MB_ERUN naming it. */
 int mb_rpt_mkdirs(const char *dir, mb_err *err);

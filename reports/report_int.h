@@ -7,44 +7,53 @@
 
 #include <stdio.h>
 
-/* One series of the lecture: a variant, a plan and a dtype, the demo panel
- * it belongs to, the lecture's size and count. */
-typedef struct rpt_series {
-    const char *variant;
-    const char *plan;
-    mb_dtype dtype;
-    int panel;                 /* index into rpt_panel_titles */
-    int64_t lecture_n;
-    const char *lecture_count; /* "11n": the lecture's traffic in elements */
-} rpt_series;
-
-#define RPT_N_LECTURE 9
-extern const rpt_series rpt_lecture[RPT_N_LECTURE];
-#define RPT_N_PANELS 5
-extern const char *const rpt_panel_titles[RPT_N_PANELS];
-
-/* Panel of a variant name (the lecture's demos, else the last, "other"). */
-int rpt_panel_of(const char *variant);
-/* Lecture count ("11n") of a variant and plan, or NULL. */
+/* Display name of a variant: the lecture's ("sin^2+cos^2"), else its name. */
+const char *rpt_display(const char *variant);
+/* The lecture's count ("11n") of a variant, plan and dtype, or NULL. */
 const char *rpt_lecture_count(const char *variant, const char *plan, mb_dtype dt);
 
-/* Model estimate of one variant/plan/dtype at n on d. Returns MB_OK or the
- * model's error. out must be freed with mb_estimate_free. graph_out (may be
- * NULL) receives op evaluation counts per element (sum over kernel nodes). */
-int rpt_estimate(const char *variant, const char *plan, mb_dtype dt, int64_t n,
-                 const mb_device *d, mb_estimate *out, double op_per_elem[MB_OP_COUNT],
-                 mb_err *err);
+/* Model estimate of one variant/plan/dtype at n on d; the variant is found
+ * as mb_rpt_load_variant does (defs may be NULL: built-ins and "expr:TEXT"
+ * only). out must be freed with mb_estimate_free. op_per_elem (may be NULL)
+ * receives op evaluations per element (sum over kernel nodes). */
+int rpt_estimate(const mb_rpt_set *defs, const char *variant, const char *plan, mb_dtype dt,
+                 int64_t n, const mb_device *d, mb_estimate *out,
+                 double op_per_elem[MB_OP_COUNT], mb_err *err);
 
-/* A document written as Markdown and HTML at once. */
+/* One series of a figure or table: a variant, a plan and a dtype. */
+typedef struct rpt_series {
+    char variant[MB_NAME_MAX], plan[16], dtype[8];
+    int panel;                 /* index into the figure's panels */
+    int64_t n;                 /* size for one-size figures (the lecture's, or the variant's) */
+} rpt_series;
+
+/* The model-only series: the lecture's, or every plan (f32) of each
+ * variant defined on the command line in defs (a lecture variant: its own
+ * series). Returns their count (at most max). */
+int rpt_model_series(const mb_rpt_set *defs, rpt_series *out, int max);
+
+/* Appends one line of an embedded variant text (a CSV's "# variant_text
+ * NAME: line" or "# variant_expr NAME: line") to the definition of name in
+ * file. MB_ERUN when out of memory. */
+int rpt_add_embedded(mb_rpt_set *s, int file, const char *name, int is_expr, const char *line);
+
+/* A document written as Markdown: rpt_doc_end writes it and its HTML
+ * (rendered by cmark, images embedded). Paragraph text is Markdown; every
+ * other string (headings, cells, alt text) is data and shown as written. */
 typedef struct rpt_doc {
-    FILE *md, *html;
+    FILE *md, *hmd;            /* GitHub Markdown; CommonMark with HTML tables */
+    char *md_buf, *hmd_buf;
+    size_t md_len, hmd_len;
     int in_table, ncols;
+    char title[256];
 } rpt_doc;
 
 void rpt_doc_begin(rpt_doc *d, const char *title);
-void rpt_doc_end(rpt_doc *d);
+/* Writes the Markdown to md and the HTML page to html (images relative to
+ * dir embedded as base64). MB_ERUN when out of memory. */
+int rpt_doc_end(rpt_doc *d, FILE *md, FILE *html, const char *dir, mb_err *err);
 void rpt_doc_h(rpt_doc *d, int level, const char *text);
-/* A paragraph; text is plain (escaped for HTML; `code` spans kept). */
+/* A paragraph of Markdown (printf-style). */
 void rpt_doc_p(rpt_doc *d, const char *fmt, ...)
 #if defined(__GNUC__)
     __attribute__((format(printf, 2, 3)))
@@ -53,9 +62,13 @@ void rpt_doc_p(rpt_doc *d, const char *fmt, ...)
 void rpt_doc_table(rpt_doc *d, int ncols, const char *const *head);
 void rpt_doc_row(rpt_doc *d, const char *const *cells);
 void rpt_doc_table_end(rpt_doc *d);
-/* An image: linked in Markdown (relative path), embedded base64 in HTML. */
-void rpt_doc_img(rpt_doc *d, const char *dir, const char *relpath, const char *alt);
+/* An image, relpath relative to the document's folder. */
+void rpt_doc_img(rpt_doc *d, const char *relpath, const char *alt);
 void rpt_doc_pre(rpt_doc *d, const char *text);
+
+/* s with Markdown's markup characters backslash-escaped (data in a
+ * paragraph), into buf; returns buf. */
+const char *rpt_md(char *buf, size_t size, const char *s);
 
 /* printf into a fixed buffer, returns buf. */
 const char *rpt_fmt(char *buf, size_t size, const char *fmt, ...)

@@ -8,8 +8,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* A claim compares a slow configuration (a) with a fast one (b); plan NULL
- * matches any plan (a copy is one kernel whatever the plan). */
+/* A claim compares a slow series (a) with a fast one (b) of one demo of
+ * the lecture table; plan NULL matches any plan (a copy is one kernel
+ * whatever the plan). */
 typedef struct claim {
     const char *text, *lecture;
     const char *va, *pa;
@@ -20,20 +21,14 @@ typedef struct claim {
     int64_t n;
 } claim;
 
-static const claim claims[] = {
-    {"low precision: a bf16 copy moves half the bytes of f32 and takes about half the time",
-     "8 B / 4 B per element = 2x", "copy", NULL, MB_F32, "copy", NULL, MB_BF16, 2.0,
-     (int64_t)1 << 25},
-    {"fusion: sin^2+cos^2 fused moves 2n instead of 11n", "11n / 2n = 5.5x", "sin2_plus_cos2",
-     "eager", MB_F32, "sin2_plus_cos2", "fused", MB_F32, 5.5, (int64_t)1 << 24},
-    {"fusion: GELU (tanh) fused moves 2n instead of 18n", "18n / 2n = 9x", "gelu_tanh", "eager",
-     MB_F32, "gelu_tanh", "fused", MB_F32, 9.0, (int64_t)1 << 24},
-    {"recomputation: sigmoid^3 fwd+bwd moves 5n instead of 9n (store)", "9n / 5n = 1.8x",
-     "sigmoid3", "store", MB_F32, "sigmoid3", "recompute", MB_F32, 1.8, (int64_t)1 << 20},
-    {"recomputation: sigmoid^3 fwd+bwd moves 5n instead of 15n (eager)", "15n / 5n = 3x",
-     "sigmoid3", "eager", MB_F32, "sigmoid3", "recompute", MB_F32, 3.0, (int64_t)1 << 20},
-};
-#define N_CLAIMS (int)(sizeof claims / sizeof claims[0])
+static claim claim_of(const mb_rpt_demo *d, const mb_rpt_claim *c)
+{
+    const mb_rpt_lecture_series *a = &d->series[c->slow], *b = &d->series[c->fast];
+    int any_plan = a->dtype != b->dtype; /* a precision claim: same op, any plan */
+    claim k = {c->text, c->lecture, d->variant, any_plan ? NULL : a->plan, a->dtype,
+               d->variant, any_plan ? NULL : b->plan, b->dtype, c->ratio, d->n};
+    return k;
+}
 
 static int matches(const mb_rpt_row *r, int gi, const char *v, const char *p, mb_dtype dt)
 {
@@ -156,9 +151,20 @@ int mb_rpt_verdicts(mb_rpt_set *s, mb_err *err)
     s->verdicts = NULL;
     s->n_verdicts = 0;
     if (!s->n_groups) return MB_OK;
-    s->verdicts = calloc((size_t)(s->n_groups * N_CLAIMS), sizeof *s->verdicts);
+    s->verdicts = calloc((size_t)(s->n_groups * 2 * MB_RPT_N_DEMOS), sizeof *s->verdicts);
     if (!s->verdicts) return mb_err_set(err, MB_ERUN, "out of memory");
-    for (int c = 0; c < N_CLAIMS; c++)
-        for (int g = 0; g < s->n_groups; g++) check(s, g, &claims[c], &s->verdicts[s->n_verdicts++]);
+    for (int d = 0; d < MB_RPT_N_DEMOS; d++) {
+        const mb_rpt_demo *demo = &mb_rpt_lecture[d];
+        for (int c = 0; c < demo->n_claims; c++) {
+            claim k = claim_of(demo, &demo->claims[c]);
+            for (int g = 0; g < s->n_groups; g++) {
+                /* a claim about a variant this group never ran is not a row */
+                int ran = 0;
+                for (int i = 0; i < s->n_rows && !ran; i++)
+                    ran = s->rows[i].group == g && !strcmp(s->rows[i].variant, demo->variant);
+                if (ran) check(s, g, &k, &s->verdicts[s->n_verdicts++]);
+            }
+        }
+    }
     return MB_OK;
 }

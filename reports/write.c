@@ -61,6 +61,13 @@ static const char *pow2(char *buf, size_t size, int64_t n)
 
 static void verdict_section(rpt_doc *d, const mb_rpt_set *s)
 {
+    if (!s->n_verdicts) {
+        rpt_doc_h(d, 2, "Verdict");
+        rpt_doc_p(d, "This data has none of the lecture's variants (copy, sin2\\_plus\\_cos2, "
+                     "gelu\\_tanh, sigmoid3), so no lecture claim is checked: the fits, figures "
+                     "and rows below compare each variant with its own model.");
+        return;
+    }
     rpt_doc_h(d, 2, "Verdict: the lecture's claims on this data");
     rpt_doc_p(d, "Ratios are slow / fast (a speed-up above 1). A claim **holds** when the measured "
                  "median-time ratio is within ±%.0f%% of the lecture's ratio and, where DRAM "
@@ -89,6 +96,28 @@ static void verdict_section(rpt_doc *d, const mb_rpt_set *s)
     rpt_doc_table_end(d);
 }
 
+/* How a group's verified rows were used: the one count table and prose share. */
+typedef struct row_counts {
+    int total, verified, failed, used, rejected, compute, other;
+} row_counts;
+
+static row_counts count_rows(const mb_rpt_set *s, int gi)
+{
+    row_counts c = {0, 0, 0, 0, 0, 0, 0};
+    for (int i = 0; i < s->n_rows; i++) {
+        const mb_rpt_row *r = &s->rows[i];
+        if (gi >= 0 && r->group != gi) continue;
+        c.total++;
+        if (!r->verified) { c.failed++; continue; }
+        c.verified++;
+        if (r->used) c.used++;
+        else if (r->outlier) c.rejected++;
+        else if (r->pred_bound == MB_BOUND_COMPUTE) c.compute++;
+        else c.other++;
+    }
+    return c;
+}
+
 static void fit_section(rpt_doc *d, const mb_rpt_set *s)
 {
     rpt_doc_h(d, 2, "Fits: time = t0 + bytes / bandwidth");
@@ -96,31 +125,36 @@ static void fit_section(rpt_doc *d, const mb_rpt_set *s)
                  "1/(CV × median time)² with the CV floored at 1%%; 95%% confidence intervals from "
                  "Student's t with the covariance scaled by χ²/dof. Rows whose externally "
                  "studentised residual exceeds 3 are rejected once and the line refitted. Rows "
-                 "that failed verification are never fitted.");
+                 "that failed verification are never fitted; rows the model calls compute-bound "
+                 "go to the per-op fit instead of the line.");
     static const char *head[] = {"device", "backend", "rows used", "rejected", "t0 (95% CI)",
                                  "bandwidth GB/s (95% CI)", "model's bandwidth", "R²", "bytes"};
     rpt_doc_table(d, 9, head);
     for (int i = 0; i < s->n_groups; i++) {
         const mb_rpt_group *g = &s->groups[i];
         const mb_device *dev = &s->devices[g->dev];
-        char used[32], rej[32], t0[96], bw[128], mbw[96], r2[32], x1[32], x2[32];
+        row_counts rc = count_rows(s, i);
+        char used[64], rej[32], t0[200], bw[200], mbw[96], r2[32], x1[32], x2[32];
         const char *bws;
         double model_bw = mb_device_bandwidth_gbs(dev, &bws);
         snprintf(mbw, sizeof mbw, "%.4g GB/s (%s)", model_bw, bws);
         if (g->fitted) {
-            snprintf(used, sizeof used, "%d of %d", g->line.n_used, g->line.n_points);
-            snprintf(rej, sizeof rej, "%d", g->line.n_rejected);
-            snprintf(t0, sizeof t0, "%s ± %s", rpt_time(x1, sizeof x1, g->t0_s),
-                     rpt_time(x2, sizeof x2, g->t0_ci_s));
+            snprintf(used, sizeof used, "%d of %d verified", rc.used, rc.verified);
+            snprintf(rej, sizeof rej, "%d", rc.rejected);
+            snprintf(t0, sizeof t0, "%s ± %s%s", rpt_time(x1, sizeof x1, g->t0_s),
+                     rpt_time(x2, sizeof x2, g->t0_ci_s),
+                     g->t0_negative ? " (below zero: not a launch time; the sizes do not pin "
+                                      "the intercept)" : "");
             if (isfinite(g->bandwidth_gbs))
-                snprintf(bw, sizeof bw, "%.4g [%.4g, %s]", g->bandwidth_gbs, g->bandwidth_lo_gbs,
+                snprintf(bw, sizeof bw, "%.4g [%.4g, %s]%s", g->bandwidth_gbs, g->bandwidth_lo_gbs,
                          isfinite(g->bandwidth_hi_gbs) ? rpt_num(x1, sizeof x1, g->bandwidth_hi_gbs, 4)
-                                                       : "unbounded");
+                                                       : "unbounded",
+                         g->impossible ? " IMPOSSIBLE: above the datasheet peak" : "");
             else
                 snprintf(bw, sizeof bw, "—");
             rpt_num(r2, sizeof r2, g->line.r2, 4);
         } else {
-            snprintf(used, sizeof used, "—");
+            snprintf(used, sizeof used, "0 of %d verified", rc.verified);
             snprintf(rej, sizeof rej, "—");
             snprintf(t0, sizeof t0, "—");
             snprintf(bw, sizeof bw, "—");
@@ -133,10 +167,14 @@ static void fit_section(rpt_doc *d, const mb_rpt_set *s)
     for (int i = 0; i < s->n_groups; i++) {
         const mb_rpt_group *g = &s->groups[i];
         const mb_device *dev = &s->devices[g->dev];
+        row_counts rc = count_rows(s, i);
+        rpt_doc_p(d, "%s / %s: %d rows: %d used in the line, %d rejected as outliers, %d "
+                     "compute-bound (per-op fit), %d not in the line fit otherwise, %d failed "
+                     "verification.", g->device, g->backend, rc.total, rc.used, rc.rejected,
+                  rc.compute, rc.other, rc.failed);
         if (g->rows_note[0]) rpt_doc_p(d, "%s / %s: the line used %s.", g->device, g->backend, g->rows_note);
         if (g->why[0]) rpt_doc_p(d, "%s / %s: %s", g->device, g->backend, g->why);
-        if (g->fitted && isfinite(g->bandwidth_lo_gbs) && dev->mem_bandwidth_gbs > 0 &&
-            g->bandwidth_lo_gbs > dev->mem_bandwidth_gbs)
+        if (g->impossible)
             rpt_doc_p(d, "**Impossible number**: %s / %s: the fitted bandwidth %.4g GB/s (lower "
                          "bound %.4g) exceeds the device's peak %.4g GB/s. The byte counts "
                          "understate the traffic (data served from cache, or a wrong element size).",
@@ -185,6 +223,29 @@ static void fit_section(rpt_doc *d, const mb_rpt_set *s)
     }
 }
 
+/* Writes dir/STEM.md and dir/STEM.html from d, both or neither. */
+static int write_pages(rpt_doc *d, const char *dir, const char *stem, mb_err *err)
+{
+    char pm[2048], ph[2048], name[64];
+    mb_outfile om, oh;
+    snprintf(name, sizeof name, "%s.md", stem);
+    int rc = mb_outfile_open(&om, rpt_path(pm, sizeof pm, dir, name), err);
+    if (rc) { rpt_doc_end(d, NULL, NULL, NULL, NULL); return rc; }
+    snprintf(name, sizeof name, "%s.html", stem);
+    if ((rc = mb_outfile_open(&oh, rpt_path(ph, sizeof ph, dir, name), err))) {
+        rpt_doc_end(d, NULL, NULL, NULL, NULL);
+        mb_outfile_abort(&om);
+        return rc;
+    }
+    if ((rc = rpt_doc_end(d, om.fp, oh.fp, dir, err))) {
+        mb_outfile_abort(&om);
+        mb_outfile_abort(&oh);
+        return rc;
+    }
+    if ((rc = mb_outfile_commit(&om, err))) { mb_outfile_abort(&oh); return rc; }
+    return mb_outfile_commit(&oh, err);
+}
+
 static void rows_section(rpt_doc *d, const mb_rpt_set *s)
 {
     rpt_doc_h(d, 2, "Rows: measured against the model and the fit");
@@ -212,34 +273,91 @@ static void rows_section(rpt_doc *d, const mb_rpt_set *s)
     rpt_doc_table_end(d);
 }
 
+/* The variants the rows measured, with the text each was joined with. */
+static void variants_section(rpt_doc *d, const mb_rpt_set *s)
+{
+    int any = 0;
+    for (int i = 0; i < s->n_vars; i++) any |= s->vars[i].text != NULL;
+    if (!any) return;
+    rpt_doc_h(d, 2, "Variants");
+    rpt_doc_p(d, "The text of each variant as the measurement ran it (carried in its CSV) or as "
+                 "given to `report`; a row joins with its own CSV's text first.");
+    for (int i = 0; i < s->n_vars; i++) {
+        const mb_rpt_vardef *v = &s->vars[i];
+        if (!v->text) continue;
+        char origin[1300];
+        rpt_doc_p(d, "`%s` (%s%s):", v->name, v->is_expr ? "--expr, " : "",
+                  rpt_md(origin, sizeof origin, v->origin));
+        rpt_doc_pre(d, v->text);
+    }
+}
+
+/* The time formula as the model applied it on each device. */
+static void method_section(rpt_doc *d, const mb_rpt_set *s)
+{
+    rpt_doc_h(d, 2, "Method");
+    rpt_doc_p(d, "The model counts each kernel's reads and writes by the traffic rule (the "
+                 "lecture's count) and predicts cold-start DRAM bytes with a cache-capacity rule "
+                 "(a read hits when the bytes touched since that tensor's last use, plus its "
+                 "size, fit in the last-level cache; every write reaches DRAM). Each kernel takes "
+                 "`launch + max(memory, compute) + serial_fraction × min(memory, compute)`, "
+                 "where memory is the DRAM bytes over the bandwidth, or, when the spec gives a "
+                 "read bandwidth and that takes longer, the read bytes over it divided by "
+                 "`1 + read_stream_penalty × (tensors read − 1)`, and never less than all the "
+                 "kernel's bytes over the cache bandwidth when the spec gives one; compute is the "
+                 "ops over their measured rates, else the FP32 and special-function peaks. A "
+                 "plan's time is the sum over its kernels.");
+    static const char *head[] = {"device", "bandwidth", "launch", "serial_fraction",
+                                 "read bandwidth", "read_stream_penalty", "cache bandwidth",
+                                 "last-level cache"};
+    rpt_doc_table(d, 8, head);
+    for (int i = 0; i < s->n_devices; i++) {
+        const mb_device *v = &s->devices[i];
+        const char *bws;
+        char bw[64], la[32], sf[32], rb[64], rp[32], cb[64], cm[32];
+        double b = mb_device_bandwidth_gbs(v, &bws);
+        snprintf(bw, sizeof bw, "%.4g GB/s (%s)", b, bws);
+        rpt_time(la, sizeof la, v->launch_overhead_us * 1e-6);
+        snprintf(sf, sizeof sf, "%.3g", v->serial_fraction);
+        if (v->read_bandwidth_gbs > 0) snprintf(rb, sizeof rb, "%.4g GB/s", v->read_bandwidth_gbs);
+        else snprintf(rb, sizeof rb, "— (not used)");
+        snprintf(rp, sizeof rp, "%.3g", v->read_stream_penalty);
+        if (v->cache_bandwidth_gbs > 0) snprintf(cb, sizeof cb, "%.4g GB/s", v->cache_bandwidth_gbs);
+        else snprintf(cb, sizeof cb, "— (not used)");
+        snprintf(cm, sizeof cm, "%.4g MiB", v->cache_mb);
+        const char *cells[] = {v->name, bw, la, sf, rb, rp, cb, cm};
+        rpt_doc_row(d, cells);
+    }
+    rpt_doc_table_end(d);
+}
+
 static int write_doc(const mb_rpt_set *s, const mb_rpt_figures *figs, const char *dir, mb_err *err)
 {
-    char pm[2048], ph[2048];
-    mb_outfile om, oh;
-    int rc = mb_outfile_open(&om, rpt_path(pm, sizeof pm, dir, "report.md"), err);
-    if (rc) return rc;
-    if ((rc = mb_outfile_open(&oh, rpt_path(ph, sizeof ph, dir, "report.html"), err))) {
-        mb_outfile_abort(&om);
-        return rc;
-    }
-    rpt_doc d = {om.fp, oh.fp, 0, 0};
-    rpt_doc_begin(&d, "membound report: the lecture's claims against measurement");
-    int failed = 0;
-    for (int i = 0; i < s->n_rows; i++) failed += !s->rows[i].verified;
-    char files[1024] = "";
+    rpt_doc d;
+    int lecture = s->n_verdicts > 0;
+    rpt_doc_begin(&d, lecture ? "membound report: the lecture's claims against measurement"
+                              : "membound report: measurement against the model");
+    row_counts rc_all = count_rows(s, -1);
+    char files[1500] = "", md[600];
     for (int i = 0; i < s->n_files; i++) {
         size_t l = strlen(files);
         snprintf(files + l, sizeof files - l, "%s`%s`", i ? ", " : "", s->files[i]);
     }
-    char devs[1024] = "";
+    char devs[1500] = "";
     for (int i = 0; i < s->n_devices; i++) {
         size_t l = strlen(devs);
-        snprintf(devs + l, sizeof devs - l, "%s%s (%s)", i ? "; " : "", s->devices[i].name,
-                 s->devices[i].label);
+        snprintf(devs + l, sizeof devs - l, "%s`%s` (%s)", i ? "; " : "", s->devices[i].name,
+                 rpt_md(md, sizeof md, s->devices[i].label));
     }
-    rpt_doc_p(&d, "%d measurement rows from %s (%d failed verification and are not fitted%s), "
-                  "joined with the model on %s.", s->n_rows, files, failed,
-              s->n_kernel_rows_skipped ? "; per-kernel rows skipped" : "", devs);
+    rpt_doc_p(&d, "%d measurement rows from %s, joined with the model on %s: %d used in the "
+                  "bandwidth fits, %d rejected as outliers, %d compute-bound (per-op fit only), "
+                  "%d in no line fit, %d failed verification and are not fitted.",
+              rc_all.total, files, devs, rc_all.used, rc_all.rejected, rc_all.compute,
+              rc_all.other, rc_all.failed);
+    if (s->n_kernel_rows_skipped)
+        rpt_doc_p(&d, "%d per-kernel rows (%d file%s holding only per-kernel rows) are not "
+                      "reported: each plan's row carries its totals.", s->n_kernel_rows_skipped,
+                  s->n_kernel_files, s->n_kernel_files == 1 ? "" : "s");
     verdict_section(&d, s);
     fit_section(&d, s);
     if (figs && figs->n) {
@@ -247,16 +365,17 @@ static int write_doc(const mb_rpt_set *s, const mb_rpt_figures *figs, const char
         rpt_doc_p(&d, "Each figure's data (`.dat`) and gnuplot script (`.gp`, sharing `style.gp`) "
                       "are in `figures/`; `sh figures/render.sh png svg pdf` redraws them.");
         if (figs->gnuplot_missing || figs->render_error[0])
-            rpt_doc_p(&d, "**Figures not drawn**: %s", figs->render_error);
+            rpt_doc_p(&d, "**Figures not drawn**: %s", rpt_md(md, sizeof md, figs->render_error));
         for (int i = 0; i < figs->n; i++) {
             char rel[256];
             snprintf(rel, sizeof rel, "figures/%s.png", figs->fig[i].name);
             rpt_doc_h(&d, 3, figs->fig[i].title);
-            if (figs->fig[i].rendered) rpt_doc_img(&d, dir, rel, figs->fig[i].title);
+            if (figs->fig[i].rendered) rpt_doc_img(&d, rel, figs->fig[i].title);
             else rpt_doc_p(&d, "(not drawn: data in `figures/%s.dat`)", figs->fig[i].name);
         }
     }
     rows_section(&d, s);
+    variants_section(&d, s);
     rpt_doc_h(&d, 2, "Provenance");
     if (s->n_prov) {
         size_t cap = (size_t)s->n_prov * 520 + 1, len = 0;
@@ -271,19 +390,16 @@ static int write_doc(const mb_rpt_set *s, const mb_rpt_figures *figs, const char
     } else {
         rpt_doc_p(&d, "The inputs carry no provenance lines.");
     }
-    for (int i = 0; i < s->n_devices; i++)
-        rpt_doc_p(&d, "Device `%s`: %s. Source: %s%s%s", s->devices[i].name, s->devices[i].label,
-                  s->devices[i].source, s->devices[i].measured_at[0] ? ". Measured: " : "",
-                  s->devices[i].measured_at);
-    rpt_doc_h(&d, 2, "Method");
-    rpt_doc_p(&d, "The model counts each kernel's reads and writes by the traffic rule (the "
-                  "lecture's count), predicts cold-start DRAM bytes with a cache-capacity rule "
-                  "(a read hits when the bytes touched since that tensor's last use, plus its "
-                  "size, fit in the last-level cache; every write reaches DRAM), and times each "
-                  "kernel as launch overhead + max(DRAM bytes / bandwidth, compute time).");
-    rpt_doc_end(&d);
-    if ((rc = mb_outfile_commit(&om, err))) { mb_outfile_abort(&oh); return rc; }
-    return mb_outfile_commit(&oh, err);
+    for (int i = 0; i < s->n_devices; i++) {
+        char lab[600], src[1200], at[600];
+        rpt_doc_p(&d, "Device `%s`: %s. Source: %s%s%s", s->devices[i].name,
+                  rpt_md(lab, sizeof lab, s->devices[i].label),
+                  rpt_md(src, sizeof src, s->devices[i].source),
+                  s->devices[i].measured_at[0] ? ". Measured: " : "",
+                  rpt_md(at, sizeof at, s->devices[i].measured_at));
+    }
+    method_section(&d, s);
+    return write_pages(&d, dir, "report", err);
 }
 
 /* ---- CSV and JSON ------------------------------------------------------------ */
@@ -333,7 +449,7 @@ static int write_csvs(const mb_rpt_set *s, const char *dir, mb_err *err)
     if ((rc = mb_outfile_open(&o, rpt_path(p, sizeof p, dir, "fits.csv"), err))) return rc;
     fp = o.fp;
     fputs("device,backend,fitted,n_points,n_used,n_rejected,t0_s,t0_ci_s,bandwidth_gbs,"
-          "bandwidth_lo_gbs,bandwidth_hi_gbs,r2,bytes,note\n", fp);
+          "bandwidth_lo_gbs,bandwidth_hi_gbs,r2,impossible,t0_negative,bytes,note\n", fp);
     for (int i = 0; i < s->n_groups; i++) {
         const mb_rpt_group *g = &s->groups[i];
         csv_str(fp, g->device);
@@ -346,7 +462,7 @@ static int write_csvs(const mb_rpt_set *s, const char *dir, mb_err *err)
         csv_num(fp, g->bandwidth_lo_gbs);
         csv_num(fp, g->bandwidth_hi_gbs);
         csv_num(fp, g->fitted ? g->line.r2 : NAN);
-        fputc(',', fp);
+        fprintf(fp, ",%d,%d,", g->impossible, g->t0_negative);
         csv_str(fp, g->bytes_note);
         fputc(',', fp);
         csv_str(fp, g->why[0] ? g->why : g->rows_note);
@@ -422,6 +538,8 @@ static int write_json(const mb_rpt_set *s, const mb_rpt_figures *figs, const cha
         json_object_set_new(o, "bandwidth_lo_gbs", jnum(g->bandwidth_lo_gbs));
         json_object_set_new(o, "bandwidth_hi_gbs", jnum(g->bandwidth_hi_gbs));
         json_object_set_new(o, "r2", jnum(g->fitted ? g->line.r2 : NAN));
+        json_object_set_new(o, "impossible", json_boolean(g->impossible));
+        json_object_set_new(o, "t0_negative", json_boolean(g->t0_negative));
         json_object_set_new(o, "bytes", json_string(g->bytes_note));
         json_object_set_new(o, "rows", json_string(g->rows_note));
         json_object_set_new(o, "note", json_string(g->why));
@@ -515,45 +633,48 @@ int mb_rpt_write(const mb_rpt_set *s, const mb_rpt_figures *figs, const char *di
 
 /* ---- model-only index ----------------------------------------------------- */
 
-int mb_rpt_write_model_index(const mb_device *dv, const mb_rpt_figures *figs, const char *dir,
-                             mb_err *err)
+int mb_rpt_write_model_index(const mb_rpt_set *defs, const mb_device *dv,
+                             const mb_rpt_figures *figs, const char *dir, mb_err *err)
 {
-    char pm[2048], ph[2048];
-    mb_outfile om, oh;
-    int rc = mb_outfile_open(&om, rpt_path(pm, sizeof pm, dir, "index.md"), err);
-    if (rc) return rc;
-    if ((rc = mb_outfile_open(&oh, rpt_path(ph, sizeof ph, dir, "index.html"), err))) {
-        mb_outfile_abort(&om);
-        return rc;
-    }
-    rpt_doc d = {om.fp, oh.fp, 0, 0};
-    char title[256];
-    snprintf(title, sizeof title, "membound: the lecture's figures on %s (model only)", dv->label);
+    rpt_series se[48];
+    int ns = rpt_model_series(defs, se, 48);
+    int lecture = 0;
+    for (int k = 0; k < ns; k++) lecture |= mb_rpt_demo_of(se[k].variant) != NULL;
+    rpt_doc d;
+    char title[256], lab[600], src[1200], t[32];
+    snprintf(title, sizeof title, "membound: %s on %s (model only)",
+             lecture ? "the lecture's figures" : "figures", dv->label);
     rpt_doc_begin(&d, title);
     const char *bws;
     double bw = mb_device_bandwidth_gbs(dv, &bws);
-    rpt_doc_p(&d, "Device `%s`: %.4g GB/s (%s), last-level cache %.4g MiB, FP32 %.4g TFLOP/s, "
-                  "BF16 tensor %.4g TFLOP/s, launch overhead %.3g us. Source: %s.",
-              dv->name, bw, bws, dv->cache_mb, dv->fp32_tflops, dv->bf16_tflops,
-              dv->launch_overhead_us, dv->source);
-    static const char *head[] = {"variant", "plan", "dtype", "n", "kernels", "lecture's count",
+    rpt_doc_p(&d, "Device `%s` (%s): %.4g GB/s (%s), last-level cache %.4g MiB, FP32 %.4g "
+                  "TFLOP/s, BF16 tensor %.4g TFLOP/s, launch overhead %s. Source: %s.",
+              dv->name, rpt_md(lab, sizeof lab, dv->label), bw, bws, dv->cache_mb, dv->fp32_tflops,
+              dv->bf16_tflops, rpt_time(t, sizeof t, dv->launch_overhead_us * 1e-6),
+              rpt_md(src, sizeof src, dv->source));
+    static const char *head[] = {"variant", "plan", "dtype", "n", "kernels", "count (elements)",
                                  "bytes (traffic rule)", "DRAM bytes (cache-aware)", "saved for backward",
                                  "time", "bound"};
     rpt_doc_table(&d, 11, head);
-    for (int i = 0; i < RPT_N_LECTURE; i++) {
-        const rpt_series *se = &rpt_lecture[i];
+    for (int i = 0; i < ns; i++) {
+        mb_dtype dt = MB_F32;
+        mb_dtype_parse(se[i].dtype, &dt);
         mb_estimate e;
         mb_err e2;
-        if (rpt_estimate(se->variant, se->plan, se->dtype, se->lecture_n, dv, &e, NULL, &e2) != MB_OK)
+        if (rpt_estimate(defs, se[i].variant, se[i].plan, dt, se[i].n, dv, &e, NULL, &e2) != MB_OK)
             continue;
-        char n[32], k[16], b1[32], b2[32], b3[32], t[32];
+        char n[32], k[16], b1[32], b2[32], b3[32], tm[32], cnt[32];
+        const char *lc = rpt_lecture_count(se[i].variant, se[i].plan, dt);
+        if (lc) snprintf(cnt, sizeof cnt, "%s (lecture)", lc);
+        else snprintf(cnt, sizeof cnt, "%.3gn", (double)(e.total.read_bytes + e.total.write_bytes) /
+                                                    (double)se[i].n / (double)mb_dtype_bytes(dt));
         const char *cells[] = {
-            se->variant, se->plan, mb_dtype_name(se->dtype), pow2(n, sizeof n, se->lecture_n),
-            rpt_fmt(k, sizeof k, "%d", e.n_kernels), se->lecture_count,
+            se[i].variant, se[i].plan, se[i].dtype, pow2(n, sizeof n, se[i].n),
+            rpt_fmt(k, sizeof k, "%d", e.n_kernels), cnt,
             rpt_fmt(b1, sizeof b1, "%.4g MB", (double)(e.total.read_bytes + e.total.write_bytes) / 1e6),
             rpt_fmt(b2, sizeof b2, "%.4g MB", (double)(e.total.dram_read_bytes + e.total.dram_write_bytes) / 1e6),
             rpt_fmt(b3, sizeof b3, "%.4g MB", (double)e.saved_bytes / 1e6),
-            rpt_time(t, sizeof t, e.total.time_s), mb_bound_name(e.total.bound)};
+            rpt_time(tm, sizeof tm, e.total.time_s), mb_bound_name(e.total.bound)};
         rpt_doc_row(&d, cells);
         mb_estimate_free(&e);
     }
@@ -561,16 +682,15 @@ int mb_rpt_write_model_index(const mb_device *dv, const mb_rpt_figures *figs, co
     if (figs) {
         rpt_doc_p(&d, "Data (`.dat`) and gnuplot scripts (`.gp`, sharing `style.gp`) are beside "
                       "the images; `sh render.sh png svg pdf` redraws them.");
-        if (figs->render_error[0]) rpt_doc_p(&d, "**Figures not drawn**: %s", figs->render_error);
+        if (figs->render_error[0])
+            rpt_doc_p(&d, "**Figures not drawn**: %s", rpt_md(src, sizeof src, figs->render_error));
         for (int i = 0; i < figs->n; i++) {
             char rel[256];
             snprintf(rel, sizeof rel, "%s.png", figs->fig[i].name);
             rpt_doc_h(&d, 2, figs->fig[i].title);
-            if (figs->fig[i].rendered) rpt_doc_img(&d, dir, rel, figs->fig[i].title);
+            if (figs->fig[i].rendered) rpt_doc_img(&d, rel, figs->fig[i].title);
             else rpt_doc_p(&d, "(not drawn: data in `%s.dat`)", figs->fig[i].name);
         }
     }
-    rpt_doc_end(&d);
-    if ((rc = mb_outfile_commit(&om, err))) { mb_outfile_abort(&oh); return rc; }
-    return mb_outfile_commit(&oh, err);
+    return write_pages(&d, dir, "index", err);
 }

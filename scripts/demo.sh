@@ -9,9 +9,11 @@ mb_install_deps
 mb_find_cuda
 out=${1:-out/demo}
 
-echo "== build"
+echo "== build (build/; a few minutes the first time on 2 cores)"
 cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
-cmake --build build -j"$(mb_jobs)" >/dev/null
+# progress as "  42% built", and compiler errors in full (pipefail keeps cmake's status)
+cmake --build build -j"$(mb_jobs)" 2>&1 |
+  sed -u -n -e 's/^\[ *\([0-9]*\)%\].*/  \1% built/p' -e '/[Ee]rror/p' | uniq
 B=build/bin/membound
 
 echo "== the model: the lecture's variants on the H100"
@@ -27,3 +29,5 @@ if $B demo --help >/dev/null 2>&1; then
   echo
   echo "report: $out/report.html (and $out/report.md)"
 fi
+echo
+echo "membound on your PATH, from this folder:  export PATH=\"$PWD/build/bin:\$PATH\""

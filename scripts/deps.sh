@@ -2,7 +2,7 @@
 # build and tests need, when missing. Needs root (or sudo) on Debian 12.
 # The CUDA toolkit is not installed here: it is used when present.
 
-MB_DEPS="build-essential cmake pkg-config libinih-dev libjansson-dev libgsl-dev libsleef-dev gnuplot-nox jq libigraph-dev"
+MB_DEPS="build-essential cmake pkg-config libinih-dev libjansson-dev libgsl-dev libsleef-dev gnuplot-nox jq libigraph-dev libcmark-dev"
 
 mb_install_deps() {
   local missing=() p

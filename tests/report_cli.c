@@ -54,6 +54,168 @@ static int contains(const char *dir, const char *name, const char *needle)
     return strstr(buf, needle) != NULL;
 }
 
+/* silu, the custom variant of these tests */
+static const char silu_expr[] = "name silu; y = x * sigmoid(1.702 * x)";
+
+/* A CSV of silu (eager and fused, n = 2^20..2^26) whose device column says
+ * a100-80gb and whose times are scale x the model's time + t0_s on a spec
+ * named my-gpu (an A100's figures under another name). With embed, the
+ * spec and the variant's text are in its provenance, as `measure` writes
+ * them; with kernel_rows, every row is a per-kernel row. 0 on success. */
+static int write_silu_csv(const char *path, int embed, double scale, double t0_s, int kernel_rows)
+{
+    mb_device d;
+    mb_err e;
+    if (mb_device_find("a100-80gb", &d, &e)) return -1;
+    snprintf(d.name, sizeof d.name, "my-gpu");
+    FILE *fp = fopen(path, "w");
+    if (!fp) return -1;
+    fputs("# membound measurement (written by report_cli)\n", fp);
+    if (embed) {
+        char *spec = mb_device_ini_text(&d, &e);
+        if (!spec) { fclose(fp); return -1; }
+        for (char *line = strtok(spec, "\n"); line; line = strtok(NULL, "\n"))
+            fprintf(fp, "# %s: %s\n", MB_MEAS_PROV_SPEC, line);
+        free(spec);
+        fprintf(fp, "# %s silu: %s\n", MB_MEAS_PROV_EXPR, silu_expr);
+    }
+#define COL_NAME(name, required) "," #name
+    fprintf(fp, "%s%s\n", &(MB_MEAS_CSV_COLUMNS(COL_NAME))[1], kernel_rows ? ",kernel" : "");
+#undef COL_NAME
+    mb_graph *g;
+    if (mb_parse_expr(silu_expr, MB_F32, &g, &e)) { fclose(fp); return -1; }
+    for (int pk = MB_PLAN_EAGER; pk <= MB_PLAN_FUSED; pk++) {
+        mb_plan *p;
+        if (mb_plan_build(g, (mb_plan_kind)pk, &p, &e)) { fclose(fp); return -1; }
+        for (int lg = 20; lg <= 26; lg += 2) {
+            mb_estimate est;
+            if (mb_estimate_plan(p, (int64_t)1 << lg, &d, &est, &e)) { fclose(fp); return -1; }
+            double t = scale * est.total.time_s + t0_s;
+            fprintf(fp, "a100-80gb,cuda,silu,%s,f32,%lld,%d,20,%.9g,%.9g,%.9g,0.01,%.9g,%lld,%lld,"
+                        "%lld,%lld,,,none,0,1%s\n",
+                    mb_plan_name((mb_plan_kind)pk), 1LL << lg, est.n_kernels, t, 0.99 * t, 1.02 * t,
+                    est.total.time_s, (long long)est.total.read_bytes,
+                    (long long)est.total.write_bytes, (long long)est.total.dram_read_bytes,
+                    (long long)est.total.dram_write_bytes, kernel_rows ? ",k0" : "");
+            mb_estimate_free(&est);
+        }
+        mb_plan_free(p);
+    }
+    mb_graph_free(g);
+    return fclose(fp);
+}
+
+/* Lines of dir/name that start with prefix. */
+static int count_lines(const char *dir, const char *name, const char *prefix)
+{
+    char p[2048], line[4096];
+    snprintf(p, sizeof p, "%s/%s", dir, name);
+    FILE *fp = fopen(p, "r");
+    int n = 0;
+    while (fp && fgets(line, sizeof line, fp)) n += !strncmp(line, prefix, strlen(prefix));
+    if (fp) fclose(fp);
+    return n;
+}
+
+/* Any variant, from any folder: the CSV carries its spec and variant text. */
+static void test_custom(const char *tmp, int have_gp)
+{
+    char csv[1100], bare[1100], kern[1100], mb[1100], ini[1100], d[1100], other[1100];
+    snprintf(csv, sizeof csv, "%s/silu.csv", tmp);
+    snprintf(bare, sizeof bare, "%s/bare.csv", tmp);
+    snprintf(kern, sizeof kern, "%s/silu-kernels.csv", tmp);
+    snprintf(mb, sizeof mb, "%s/silu.mb", tmp);
+    snprintf(ini, sizeof ini, "%s/my.ini", tmp);
+    snprintf(other, sizeof other, "%s/elsewhere", tmp);
+    CHECK(write_silu_csv(csv, 1, 1.0, 0, 0) == 0);
+    CHECK(write_silu_csv(bare, 0, 1.0, 0, 0) == 0);
+    CHECK(write_silu_csv(kern, 1, 1.0, 0, 1) == 0);
+    const char *nr = have_gp ? "" : "--no-figures";
+
+    /* embedded: reports from another folder; the spec, not the column, is the device */
+    CHECK(RUN("mkdir -p '%s' && cd '%s' && '%s' report '%s' '%s' -o r %s", other, other, bin, csv, kern, nr) == 0);
+    snprintf(d, sizeof d, "%s/r", other);
+    CHECK(contains(d, "report.md", "my-gpu"));
+    CHECK(!contains(d, "report.md", "Verdict: the lecture's claims"));
+    CHECK(contains(d, "report.md", "no lecture claim is checked"));
+    CHECK(contains(d, "report.md", "x \\* sigmoid(1.702 \\* x)") || contains(d, "report.md", "x * sigmoid(1.702 * x)"));
+    CHECK(contains(d, "report.md", "8 per-kernel rows (1 file holding only per-kernel rows)"));
+    CHECK(contains(d, "figures/bytes.dat", "traffic-rule count"));
+    CHECK(!contains(d, "figures/bytes.dat", "lecture"));
+    CHECK(strstr(out, "no lecture variant") != NULL);
+    /* a per-kernel CSV alone is not a report */
+    CHECK(RUN("'%s' report '%s' -o '%s/never'", bin, kern, tmp) == 2);
+    CHECK(strstr(out, "per-kernel rows only") != NULL);
+
+    /* without the text: the variant must be given, as --expr or a .mb file */
+    CHECK(RUN("'%s' report '%s' -o '%s/never' --no-figures", bin, bare, tmp) == 2);
+    CHECK(strstr(out, "unknown variant 'silu'") != NULL);
+    CHECK(RUN("'%s' report '%s' --expr '%s' -o '%s/rx' --no-figures", bin, bare, silu_expr, tmp) == 0);
+    FILE *fp = fopen(mb, "w");
+    CHECK(fp != NULL);
+    if (fp) { fputs("name silu\ninput x\ny = x * sigmoid(1.702 * x)\noutput y\n", fp); fclose(fp); }
+    CHECK(RUN("'%s' report '%s' '%s' -o '%s/rm' --no-figures", bin, bare, mb, tmp) == 0);
+    snprintf(d, sizeof d, "%s/rm", tmp);
+    CHECK(contains(d, "report.md", "a100-80gb"));
+
+    /* a number that cannot be true is flagged by the fit, in every output */
+    CHECK(write_silu_csv(csv, 1, 0.1, 0, 0) == 0);
+    CHECK(RUN("'%s' report '%s' -o '%s/ri' --no-figures", bin, csv, tmp) == 0);
+    CHECK(strstr(out, "IMPOSSIBLE") != NULL);
+    snprintf(d, sizeof d, "%s/ri", tmp);
+    CHECK(contains(d, "summary.json", "\"impossible\": true"));
+    CHECK(contains(d, "report.md", "IMPOSSIBLE: above the datasheet peak"));
+    CHECK(contains(d, "report.html", "Impossible number"));
+    CHECK(count_lines(d, "fits.csv", "my-gpu,cuda,1,8,") == 1);
+    /* a fitted launch time below zero is explained in the fit table itself */
+    CHECK(write_silu_csv(csv, 1, 1.0, -5e-6, 0) == 0);
+    CHECK(RUN("'%s' report '%s' -o '%s/rt' --no-figures", bin, csv, tmp) == 0);
+    CHECK(strstr(out, "below zero") != NULL && strstr(out, "e+0") == NULL);
+    snprintf(d, sizeof d, "%s/rt", tmp);
+    CHECK(contains(d, "report.md", "(below zero: not a launch time"));
+    CHECK(contains(d, "summary.json", "\"t0_negative\": true"));
+
+    if (!have_gp) return;
+    /* figures of any variant, on the devices asked for, a spec file among them */
+    mb_device my;
+    mb_err e;
+    CHECK(mb_device_find("a100-80gb", &my, &e) == MB_OK);
+    snprintf(my.name, sizeof my.name, "my-gpu");
+    CHECK(mb_device_write_ini(&my, ini, &e) == MB_OK);
+    CHECK(RUN("'%s' figures gelu_tanh --devices 'h100-sxm, a100-80gb' -o '%s/f1'", bin, tmp) == 0);
+    snprintf(d, sizeof d, "%s/f1", tmp);
+    CHECK(count_lines(d, "whatif.dat", "\"") == 2);
+    CHECK(count_lines(d, "whatif.dat", "\"a100-80gb\"") == 1);
+    CHECK(contains(d, "index.md", "gelu\\_tanh") && !contains(d, "index.md", "sigmoid3"));
+    CHECK(RUN("'%s' figures --expr '%s' '%s' --devices h100-sxm,'%s' -o '%s/f2'", bin, silu_expr, mb,
+              ini, tmp) == 0);
+    snprintf(d, sizeof d, "%s/f2", tmp);
+    CHECK(count_lines(d, "whatif.dat", "\"my-gpu\"") == 1);
+    CHECK(contains(d, "time_vs_n.dat", "silu fused"));
+    CHECK(contains(d, "roofline.dat", "silu eager"));
+    CHECK(contains(d, "whatif.png", "PNG"));
+}
+
+/* The three commands a user runs: measure a custom variant, then report and
+ * draw it from another folder. */
+static void test_three_commands(const char *tmp, int have_gp)
+{
+    char m[1100], other[1100];
+    snprintf(m, sizeof m, "%s/measured", tmp);
+    snprintf(other, sizeof other, "%s/another", tmp);
+    CHECK(RUN("mkdir -p '%s' '%s' && cd '%s' && '%s' measure --expr '%s' --device h100-sxm "
+              "--backend cpu --sizes 2^12,2^14,2^16 --timeout 0.05 -q -o silu.csv",
+              m, other, m, bin, silu_expr) == 0);
+    CHECK(RUN("cd '%s' && '%s' report ../measured/silu.csv -o r %s", other, bin,
+              have_gp ? "" : "--no-figures") == 0);
+    char d[1200];
+    snprintf(d, sizeof d, "%s/r", other);
+    CHECK(contains(d, "report.md", "| silu | eager |"));
+    CHECK(contains(d, "report.md", "h100-sxm"));
+    if (have_gp)
+        CHECK(RUN("cd '%s' && '%s' figures --expr '%s' -o f", other, bin, silu_expr) == 0);
+}
+
 int main(void)
 {
     const char *b = getenv("MB_BIN"), *s = getenv("MB_SRC");
@@ -119,6 +281,16 @@ int main(void)
         CHECK(contains(fdir, "roofline.png", "PNG"));
     }
     CHECK(RUN("'%s' figures --device no-such-gpu -o /tmp/never-written", bin) == 2);
+
+    /* the HTML comes from cmark: no raw Markdown left in it */
+    if (have_gp) {
+        CHECK(contains(dir, "report.html", "<em>Model agrees</em>"));
+        CHECK(contains(dir, "report.html", "<table>"));
+        CHECK(!contains(dir, "report.html", "**"));
+        CHECK(!contains(dir, "report.html", "^{"));
+    }
+    test_custom(tmp, have_gp);
+    test_three_commands(tmp, have_gp);
 
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmp);
     if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", tmp);

@@ -45,7 +45,7 @@ int main(void)
     mb_device d;
     CHECK(mb_device_find("h100-sxm", &d, &e) == MB_OK);
     static mb_rpt_figures figs;
-    int rc = mb_rpt_model_figures(&d, tmp, MB_RPT_PNG | MB_RPT_SVG | MB_RPT_PDF, 1, &figs, &e);
+    int rc = mb_rpt_model_figures(NULL, &d, NULL, 0, tmp, MB_RPT_PNG | MB_RPT_SVG | MB_RPT_PDF, 1, &figs, &e);
     if (rc) fprintf(stderr, "%s\n", e.msg);
     CHECK(rc == MB_OK);
     CHECK_EQ_I64(figs.n, 5);
@@ -69,13 +69,13 @@ int main(void)
     CHECK(access(p, R_OK) == 0);
     snprintf(p, sizeof p, "%s/render.sh", tmp);
     CHECK(access(p, X_OK) == 0);
-    CHECK(mb_rpt_write_model_index(&d, &figs, tmp, &e) == MB_OK);
+    CHECK(mb_rpt_write_model_index(NULL, &d, &figs, tmp, &e) == MB_OK);
 
     /* gnuplot missing: an error naming the cause, data and scripts still written */
     char tmp2[] = "/tmp/mb_report_nogp_XXXXXX";
     CHECK(mkdtemp(tmp2) != NULL);
     setenv("MEMBOUND_GNUPLOT", "/nonexistent/gnuplot", 1);
-    rc = mb_rpt_model_figures(&d, tmp2, MB_RPT_PNG, 1, &figs, &e);
+    rc = mb_rpt_model_figures(NULL, &d, NULL, 0, tmp2, MB_RPT_PNG, 1, &figs, &e);
     CHECK_EQ_I64(rc, MB_ERUN);
     printf("without gnuplot: %s\n", e.msg);
     CHECK(strstr(e.msg, "gnuplot not found") != NULL);

@@ -11,10 +11,10 @@
 int mb_test_write_csv(const char *path, const char *device, const char *backend, int counters,
                       double noise);
 
-static const char header[] =
-    "device,backend,variant,plan,dtype,n,kernels,reps,time_s_median,time_s_min,time_s_p90,"
-    "time_cv,model_time_s,read_bytes,write_bytes,model_dram_read_bytes,model_dram_write_bytes,"
-    "dram_read_bytes,dram_write_bytes,counters,max_rel_err,verified\n";
+/* the contract's columns, from their one definition */
+#define COL_NAME(name, required) "," #name
+static const char *const header = &(MB_MEAS_CSV_COLUMNS(COL_NAME) "\n")[1];
+#undef COL_NAME
 
 /* One row per lecture series and size: time = the model's time on device
  * with relative Gaussian noise, DRAM bytes = the model's (as counters would
