@@ -5,7 +5,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/deps.sh
-mb_install_deps
+MB_EXTRA_DEPS="${MB_EXTRA_DEPS:-} $MB_TEST_DEPS" mb_install_deps
 mb_find_cuda
 jobs=$(mb_jobs)
 
