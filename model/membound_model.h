@@ -241,6 +241,7 @@ int mb_device_write_ini(const mb_device *d, const char *path, mb_err *err);
  * set for a device the loader would refuse); mb_device_load_ini_text
  * parses such text, naming errors "name:line: ...". */
 char *mb_device_ini_text(const mb_device *d, mb_err *err);
+int mb_device_load_ini_text(const char *text, const char *name, mb_device *out, mb_err *err);
 
 /* Bandwidth the model uses: measured when known, else datasheet. *source is
  * set to "measured" or "datasheet" when non-NULL. */
