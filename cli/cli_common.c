@@ -21,7 +21,7 @@ static void put_escaped(const char *msg)
 
 int mb_cli_fail(int code, const char *fmt, ...)
 {
-    char msg[2048];
+    char msg[sizeof ((mb_err *)0)->msg + 512];
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
@@ -39,7 +39,7 @@ int mb_cli_fail_err(int code, const mb_err *err)
 
 void mb_cli_note(const char *fmt, ...)
 {
-    char msg[2048];
+    char msg[sizeof ((mb_err *)0)->msg + 512];
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);

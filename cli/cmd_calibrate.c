@@ -92,7 +92,8 @@ int mb_cmd_calibrate(int argc, char **argv)
     mb_device d;
     /* open the output first: an unwritable path fails before measuring */
     mb_outfile of;
-    if (mb_outfile_open(&of, out_path, &e)) return mb_cli_fail_err(1, &e);
+    int orc = mb_outfile_open(&of, out_path, &e);
+    if (orc) return mb_cli_fail_err(orc, &e);
     mb_outfile_abort(&of);
 
     if (backend == MB_MEAS_CUDA) {

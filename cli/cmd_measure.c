@@ -89,6 +89,8 @@ static int parse_dtypes(const char *s, mb_dtype *out, int *count)
         mb_dtype t;
         if (mb_dtype_parse(tok, &t) != MB_OK)
             return mb_cli_fail(2, "unknown dtype '%s' (dtypes: f32, bf16, f16)", tok);
+        for (int i = 0; i < *count; i++)
+            if (out[i] == t) return mb_cli_fail(2, "--dtype: '%s' given twice in '%s'", tok, s);
         if (*count >= MB_DTYPE_COUNT) return mb_cli_fail(2, "--dtype: too many dtypes in '%s'", s);
         out[(*count)++] = t;
     }
@@ -324,6 +326,7 @@ int mb_cmd_measure(int argc, char **argv)
     mb_meas_config_default(&o.cfg);
     mb_err e;
     int c, rc;
+    int sizes_opt = 0, cold_opt = 0; /* the option that set them, for conflicts */
     opterr = 0;
     optind = 1;
     while ((c = getopt_long(argc, argv, ":hqb:e:p:s:n:t:d:r:WCT:x:o:k:O:", lopts, NULL)) != -1) {
@@ -341,8 +344,12 @@ int mb_cmd_measure(int argc, char **argv)
             break;
         case 's':
         case 'n':
-            free(o.sizes);
-            o.sizes = NULL;
+            if (sizes_opt) {
+                rc = sizes_opt == c ? mb_cli_fail(2, "--%s given twice: give it once", c == 'n' ? "n" : "sizes")
+                                    : mb_cli_fail(2, "--n and --sizes cannot be combined: give one");
+                goto out;
+            }
+            sizes_opt = c;
             if (c == 'n') {
                 int64_t n1;
                 if (mb_cli_size(optarg, &n1)) return 2;
@@ -373,8 +380,15 @@ int mb_cmd_measure(int argc, char **argv)
             if (o.cfg.min_time_s > v) o.cfg.min_time_s = v;
             break;
         }
-        case 'W': o.cfg.cold = 0; break;
-        case 'C': o.cfg.cold = 1; break;
+        case 'W':
+        case 'C':
+            if (cold_opt && cold_opt != c) {
+                rc = mb_cli_fail(2, "--warm and --cold cannot be combined: give one");
+                goto out;
+            }
+            cold_opt = c;
+            o.cfg.cold = c == 'C';
+            break;
         case 'T':
             if ((rc = parse_count("--threads", optarg, 1, 4096, &o.cfg.threads))) goto out;
             break;
@@ -468,40 +482,41 @@ int mb_cmd_measure(int argc, char **argv)
         }
     }
 
-    /* 2. backend and model device */
+    /* 2. outputs open before anything runs (calibration included): an
+     * unusable path fails now (exit 2), and an interrupted run leaves no
+     * file (mb_outfile) */
+    mb_outfile of = {0}, kf = {0};
+    int have_of = 0, have_kf = 0;
+    FILE *csv = stdout;
+    if (o.out_path) {
+        if ((rc = mb_outfile_open(&of, o.out_path, &e))) { rc = mb_cli_fail_err(rc, &e); goto out_jobs; }
+        have_of = 1;
+        csv = of.fp;
+    }
+    if (o.kernel_path) {
+        if ((rc = mb_outfile_open(&kf, o.kernel_path, &e))) {
+            rc = mb_cli_fail_err(rc, &e);
+            goto out_files;
+        }
+        have_kf = 1;
+    }
+    /* 3. backend and model device */
     mb_meas_backend backend;
     char note[320];
     if ((rc = mb_meas_resolve_backend(o.backend, &backend, note, sizeof note, &e))) {
         rc = mb_cli_fail_err(1, &e);
-        goto out_jobs;
+        goto out_files;
     }
-    if (note[0] && !o.quiet) mb_cli_note("%s", note);
     mb_device dev;
     char dev_desc[256];
-    if ((rc = model_device(&o, backend, &dev, dev_desc, sizeof dev_desc))) goto out_jobs;
+    if ((rc = model_device(&o, backend, &dev, dev_desc, sizeof dev_desc))) goto out_files;
+    if (note[0] && !o.quiet) mb_cli_note("%s", note);
     /* a calibrated CPU spec knows the cache this process gets (the measured
      * knee; a guest may report far more): it sizes the flush between samples */
     if (backend == MB_MEAS_CPU && !strcmp(dev.kind, "cpu") && o.cfg.llc_bytes <= 0 &&
         dev.cache_mb > 0)
         o.cfg.llc_bytes = (int64_t)(dev.cache_mb * 1048576.0);
 
-    /* 3. outputs open before measuring: an unwritable path fails now, and an
-     * interrupted run leaves no file (mb_outfile) */
-    mb_outfile of = {0}, kf = {0};
-    int have_of = 0, have_kf = 0;
-    FILE *csv = stdout;
-    if (o.out_path) {
-        if (mb_outfile_open(&of, o.out_path, &e)) { rc = mb_cli_fail_err(1, &e); goto out_jobs; }
-        have_of = 1;
-        csv = of.fp;
-    }
-    if (o.kernel_path) {
-        if (mb_outfile_open(&kf, o.kernel_path, &e)) {
-            rc = mb_cli_fail_err(1, &e);
-            goto out_files;
-        }
-        have_kf = 1;
-    }
     mb_meas_provenance pv;
     mb_meas_provenance_fill(&pv, &o.cfg);
     snprintf(pv.extra, sizeof pv.extra, "backend: %s\nmodel_device: %s\nmemory: %.2f GB available",
@@ -620,10 +635,13 @@ int mb_cmd_measure(int argc, char **argv)
                          stop_signal == SIGTERM ? "SIGTERM" : "SIGINT");
         goto out_files;
     }
-    if (have_of && mb_outfile_commit(&of, &e)) { have_of = 0; rc = mb_cli_fail_err(1, &e); goto out_files; }
-    have_of = 0;
-    if (have_kf && mb_outfile_commit(&kf, &e)) { have_kf = 0; rc = mb_cli_fail_err(1, &e); goto out_files; }
-    have_kf = 0;
+    /* both files or neither: a write error in one replaces none */
+    mb_outfile *outs[2];
+    int n_outs = 0;
+    if (have_of) outs[n_outs++] = &of;
+    if (have_kf) outs[n_outs++] = &kf;
+    have_of = have_kf = 0;
+    if (n_outs && mb_outfile_commit_all(outs, n_outs, &e)) { rc = mb_cli_fail_err(1, &e); goto out_files; }
     if (o.out_path && !o.quiet && !stop_signal) mb_cli_note("wrote %s (%d rows)", o.out_path, n_jobs);
     if (noisy)
         fprintf(stderr, "membound: warning: %d of %d rows noisy: rerun them on a quieter machine\n",

@@ -53,35 +53,14 @@ int mb_cmd_model(int argc, char **argv)
     while ((c = getopt_long(argc, argv, ":he:p:d:n:s:t:JCk", opts, NULL)) != -1) {
         switch (c) {
         case 'e': expr = optarg; break;
-        case 'p':
-            if (mb_plan_parse(optarg, &a.plan) != MB_OK) {
-                mb_model_args_free(&a);
-                return mb_cli_fail(2, "unknown plan '%s' (plans: eager, fused, store, recompute)", optarg);
-            }
-            a.plan_given = 1;
-            break;
         case 'd': device = optarg; break;
-        case 'n':
-        case 's':
-            free(a.sizes);
-            a.sizes = NULL;
-            if (c == 'n') {
-                a.sizes = malloc(sizeof *a.sizes);
-                a.n_sizes = 1;
-                if (!a.sizes) return mb_cli_fail(1, "out of memory");
-                if ((rc = mb_cli_size(optarg, &a.sizes[0]))) { mb_model_args_free(&a); return rc; }
-            } else if ((rc = mb_cli_parse_sizes(optarg, &a.sizes, &a.n_sizes, &e))) {
-                return mb_cli_fail_err(rc, &e);
-            }
-            break;
-        case 't':
-            if ((rc = mb_cli_dtype(optarg, &a.dtype))) { mb_model_args_free(&a); return rc; }
-            break;
-        case 'J': a.fmt = MB_FMT_JSON; break;
-        case 'C': a.fmt = MB_FMT_CSV; break;
         case 'k': a.per_kernel = 1; break;
         case 'h': usage(stdout); mb_model_args_free(&a); return 0;
-        default: mb_model_args_free(&a); return mb_cli_bad_option(c, argv, optind, optopt, "model");
+        default:
+            rc = mb_model_args_option(&a, c, optarg);
+            if (rc == 0) break;
+            mb_model_args_free(&a);
+            return rc > 0 ? rc : mb_cli_bad_option(c, argv, optind, optopt, "model");
         }
     }
     mb_device dev;

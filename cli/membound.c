@@ -4,6 +4,7 @@
 #include "cli_common.h"
 #include "commands.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -49,15 +50,14 @@ static void usage(FILE *fp)
     fprintf(fp,
             "\n"
             "Run 'membound COMMAND --help' for a command's options.\n"
-            "Exit codes: 0 success, 1 run failure, 2 bad usage or input.\n");
+            "Exit codes: 0 success; 1 a failure of the environment during a run (no GPU,\n"
+            "a full disk, a failed check); 2 bad usage or input, an unusable path given on\n"
+            "the command line; 130/143 interrupted (SIGINT/SIGTERM).\n");
 }
 
 int main(int argc, char **argv)
 {
-    if (argc < 2) {
-        usage(stderr);
-        return 2;
-    }
+    if (argc < 2) return mb_cli_fail(2, "no command given (run 'membound --help' for the list)");
     if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
         usage(stdout);
         return 0;
@@ -72,7 +72,14 @@ int main(int argc, char **argv)
         if (!commands[i].fn)
             return mb_cli_fail(1, "'%s' is not in this build: it needs %s", commands[i].name,
                                commands[i].needs);
-        return commands[i].fn(argc - 1, argv + 1);
+        int rc = commands[i].fn(argc - 1, argv + 1);
+        /* a table or JSON on standard output that did not get out (a full
+         * disk, /dev/full) is a failed run, not a success */
+        if (fflush(stdout) != 0 || ferror(stdout)) {
+            int e = errno;
+            return mb_cli_fail(rc ? rc : 1, "cannot write standard output: %s", strerror(e ? e : EIO));
+        }
+        return rc;
     }
     return mb_cli_fail(2, "unknown command '%s' (run 'membound --help')", argv[1]);
 }

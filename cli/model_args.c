@@ -5,6 +5,61 @@
 
 #include <stdlib.h>
 
+enum { MB_ARG_PLAN = 1, MB_ARG_SIZES = 2, MB_ARG_DTYPE = 4, MB_ARG_FMT = 8 };
+
+/* The option's spelling, for messages. */
+static const char *spelling(int c)
+{
+    switch (c) {
+    case 'p': return "--plan";
+    case 'n': return "--n";
+    case 's': return "--sizes";
+    case 't': return "--dtype";
+    case 'J': return "--json";
+    case 'C': return "--csv";
+    default: return "?";
+    }
+}
+
+int mb_model_args_option(mb_model_args *a, int c, const char *arg)
+{
+    unsigned bit;
+    switch (c) {
+    case 'p': bit = MB_ARG_PLAN; break;
+    case 'n': case 's': bit = MB_ARG_SIZES; break;
+    case 't': bit = MB_ARG_DTYPE; break;
+    case 'J': case 'C': bit = MB_ARG_FMT; break;
+    default: return -1;
+    }
+    int slot = bit == MB_ARG_PLAN ? 0 : bit == MB_ARG_SIZES ? 1 : bit == MB_ARG_DTYPE ? 2 : 3;
+    if (a->given & bit) {
+        if (a->given_as[slot] == c) return mb_cli_fail(2, "%s given twice: give it once", spelling(c));
+        return mb_cli_fail(2, "%s and %s cannot be combined: give one", spelling(a->given_as[slot]), spelling(c));
+    }
+    a->given |= bit;
+    a->given_as[slot] = c;
+    mb_err e;
+    int rc = 0;
+    switch (c) {
+    case 'p':
+        if (mb_plan_parse(arg, &a->plan) != MB_OK)
+            return mb_cli_fail(2, "unknown plan '%s' (plans: eager, fused, store, recompute, optimal)", arg);
+        a->plan_given = 1;
+        return 0;
+    case 'n':
+        a->sizes = malloc(sizeof *a->sizes);
+        if (!a->sizes) return mb_cli_fail(1, "out of memory");
+        a->n_sizes = 1;
+        return mb_cli_size(arg, &a->sizes[0]);
+    case 's':
+        if ((rc = mb_cli_parse_sizes(arg, &a->sizes, &a->n_sizes, &e))) return mb_cli_fail_err(rc, &e);
+        return 0;
+    case 't': return mb_cli_dtype(arg, &a->dtype);
+    case 'J': a->fmt = MB_FMT_JSON; return 0;
+    default: a->fmt = MB_FMT_CSV; return 0;
+    }
+}
+
 int mb_model_args_load(mb_model_args *a, int argc, char **argv, int first, const char *expr)
 {
     mb_err e;

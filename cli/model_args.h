@@ -18,7 +18,16 @@ typedef struct {
     int n_sizes;
     mb_out_format fmt;
     int per_kernel;
+    unsigned given;      /* options seen so far (MB_ARG_* bits), for conflicts */
+    int given_as[4];     /* the option code that set each bit, for messages */
 } mb_model_args;
+
+/* Handles one option shared by `model` and `whatif`, by its getopt code:
+ * 'p' --plan, 'n' --n, 's' --sizes, 't' --dtype, 'J' --json, 'C' --csv.
+ * Returns 0 when handled, -1 when c is none of them, or an exit code after
+ * printing one error line: a bad value, an option given twice, or one that
+ * conflicts with an earlier one (--n with --sizes, --json with --csv). */
+int mb_model_args_option(mb_model_args *a, int c, const char *arg);
 
 /* Loads the graphs named in argv[first..] (or all built-ins, or expr when
  * non-NULL). Returns 0, or an exit code after printing one error line. */

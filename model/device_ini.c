@@ -374,14 +374,19 @@ static int load_stream(FILE *fp, const char *path, mb_device *out, mb_err *err)
 
 int mb_device_load_ini(const char *path, mb_device *out, mb_err *err)
 {
-    FILE *fp = fopen(path, "r");
-    if (!fp) return mb_err_set(err, MB_EINPUT, "%s: cannot open: %s", path, strerror(errno));
-    return load_stream(fp, path, out, err);
+    char *text = NULL;
+    int rc = mb_text_read(path, (size_t)1 << 20, &text, NULL, err);
+    if (rc != MB_OK) return rc;
+    rc = mb_device_load_ini_text(text, path, out, err);
+    free(text);
+    return rc;
 }
 
 int mb_device_load_ini_text(const char *text, const char *name, mb_device *out, mb_err *err)
 {
     if (!text[0]) return mb_err_set(err, MB_EINPUT, "%s: empty file: expected a [device] section", name);
+    int rc = mb_text_check(text, strlen(text), name, err);
+    if (rc != MB_OK) return rc;
     FILE *fp = fmemopen((void *)text, strlen(text), "r");
     if (!fp) return mb_err_set(err, MB_ERUN, "%s: cannot read: %s", name, strerror(errno));
     return load_stream(fp, name, out, err);

@@ -20,7 +20,7 @@ enum { MB_OK = 0, MB_ERUN = 1, MB_EINPUT = 2 };
 /* One formatted error line, without the "membound: error: " prefix,
  * e.g. "sin2.mb:3:14: expected ')'". */
 typedef struct mb_err {
-    char msg[512];
+    char msg[4608]; /* room for a full path (PATH_MAX) and the reason */
 } mb_err;
 
 /* Formats msg into err (printf-style) and returns code. err may be NULL. */
@@ -368,24 +368,55 @@ void mb_frontier_free(mb_frontier *f);
  * [1, MB_N_MAX]. MB_EINPUT with the reason otherwise. */
 int mb_size_parse(const char *s, int64_t *out, mb_err *err);
 
+/* ---- input text files ------------------------------------------------- */
+
+/* Reads the whole of path into *out (malloc'd, NUL-terminated; *len_out gets
+ * its length, may be NULL). Only a regular file is read: a directory, FIFO
+ * or device is refused before any read, so nothing can block or run
+ * forever. MB_EINPUT with "path: ..." when it cannot be opened, is not a
+ * regular file or is larger than max_bytes, or (see mb_text_check) holds a
+ * NUL byte or invalid UTF-8. */
+int mb_text_read(const char *path, size_t max_bytes, char **out, size_t *len_out, mb_err *err);
+
+/* MB_OK when text[0..len) is valid UTF-8 without NUL bytes; else MB_EINPUT
+ * with "name:line:col: ..." at the first bad byte. */
+int mb_text_check(const char *text, size_t len, const char *name, mb_err *err);
+
 /* ---- output files ----------------------------------------------------- */
 
-/* An output file that appears whole or not at all: writes go to a temporary
- * file beside path, renamed over path by mb_outfile_commit. A temporary still
- * open when the process gets SIGINT/SIGTERM is removed (see
- * mb_outfile_install_signal_cleanup). */
+/* An output file that appears whole or not at all. A regular file (or a new
+ * one) is written to a temporary in its folder and renamed over it at commit
+ * (unnamed where the file system allows: nothing is left even on SIGKILL;
+ * else PATH.tmp.PID, removed on SIGINT/TERM/HUP/PIPE/QUIT); a symbolic link
+ * is written through (its target replaced, the link kept); a character
+ * device (/dev/null, /dev/stdout) is written directly. */
 typedef struct mb_outfile {
     void *fp;            /* FILE *, open for writing */
-    char path[1024];
-    char tmp[1100];
+    char path[4096];     /* the file written: the path given, or a link's target */
+    char tmp[4200];      /* named temporary while one exists, else "" */
+    int anon;            /* 1: unnamed temporary (O_TMPFILE) until commit */
+    int direct;          /* 1: a device, written directly */
 } mb_outfile;
 
+/* Opens path for writing as above. Refuses, with MB_EINPUT and before any
+ * work is done, a directory, FIFO, socket or block device, a dangling link,
+ * and a folder that cannot be written. */
 int mb_outfile_open(mb_outfile *o, const char *path, mb_err *err);
-int mb_outfile_commit(mb_outfile *o, mb_err *err); /* flush, close, rename */
+/* Flushes, syncs, closes and renames into place; MB_ERUN (nothing replaced,
+ * temporary removed) on any write error, a full disk included. */
+int mb_outfile_commit(mb_outfile *o, mb_err *err);
+/* Commits n files together: every file is flushed, synced and closed before
+ * the first rename, so a write error anywhere replaces none of them. */
+int mb_outfile_commit_all(mb_outfile *const *o, int n, mb_err *err);
 void mb_outfile_abort(mb_outfile *o);              /* close and remove temp */
-/* Installs SIGINT/SIGTERM/SIGHUP handlers that remove open temporaries and
- * re-raise the signal. Call once from main. */
+/* Installs SIGINT/TERM/HUP/PIPE/QUIT handlers that remove named temporaries
+ * and re-raise the signal; a signal that was ignored at start (nohup) stays
+ * ignored. Call once from main. */
 void mb_outfile_install_signal_cleanup(void);
+/* While pid > 0, those handlers first pass the signal on to process pid (a
+ * child being waited for; SIGPIPE as SIGTERM), so an interrupted command
+ * leaves no child running. 0 stops it. */
+void mb_outfile_forward_signals_to(long pid);
 
 #ifdef __cplusplus
 }

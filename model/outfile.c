@@ -1,63 +1,192 @@
 /* outfile.c — output files that appear whole or not at all.
- * Temporary file + rename; open temporaries are removed on SIGINT/SIGTERM.
+ * A regular file (or a new one) is written to an unnamed temporary in its
+ * folder (O_TMPFILE: nothing to leave behind even on SIGKILL; a named
+ * PATH.tmp.PID where the file system lacks it) and renamed over it at commit;
+ * a symbolic link is written through (its target is replaced, the link
+ * stays); a character device (/dev/null, /dev/stdout) is written directly;
+ * a directory, FIFO, socket or block device is refused at open, before any
+ * work. Named temporaries are removed on the signals that end a process.
  * Does not decide what is written. */
+#define _GNU_SOURCE /* O_TMPFILE, linkat */
 #include "membound_model.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
-/* Temporaries currently open, for the signal handler (async-signal-safe:
+/* Named temporaries that exist now, for the signal handler (async-signal-safe:
  * it only calls unlink on fixed buffers). */
 #define MB_OUTFILE_MAX 32
-static mb_outfile *volatile open_files[MB_OUTFILE_MAX];
+static mb_outfile *volatile live[MB_OUTFILE_MAX];
 
 static void track(mb_outfile *o, int on)
 {
     for (int i = 0; i < MB_OUTFILE_MAX; i++) {
-        if (on && open_files[i] == NULL) { open_files[i] = o; return; }
-        if (!on && open_files[i] == o) { open_files[i] = NULL; return; }
+        if (on && live[i] == NULL) { live[i] = o; return; }
+        if (!on && live[i] == o) { live[i] = NULL; return; }
     }
+}
+
+static const char *kind_of(mode_t m)
+{
+    if (S_ISDIR(m)) return "a directory";
+    if (S_ISFIFO(m)) return "a FIFO";
+    if (S_ISSOCK(m)) return "a socket";
+    if (S_ISBLK(m)) return "a block device";
+    return "not a regular file";
+}
+
+/* The folder of path into dir ("." when it has none). */
+static void dir_of(const char *path, char *dir, size_t n)
+{
+    const char *slash = strrchr(path, '/');
+    if (!slash) snprintf(dir, n, ".");
+    else if (slash == path) snprintf(dir, n, "/");
+    else snprintf(dir, n, "%.*s", (int)(slash - path), path);
+}
+
+/* An unnamed temporary in dir, or -1 (no O_TMPFILE here, or no /proc to
+ * link it from at commit). */
+static int open_anon(const char *dir, mode_t mode)
+{
+#ifdef O_TMPFILE
+    if (access("/proc/self/fd", X_OK) != 0) return -1;
+    return open(dir, O_TMPFILE | O_WRONLY | O_CLOEXEC, mode);
+#else
+    (void)dir, (void)mode;
+    return -1;
+#endif
 }
 
 int mb_outfile_open(mb_outfile *o, const char *path, mb_err *err)
 {
     memset(o, 0, sizeof *o);
-    if (strlen(path) >= sizeof o->path)
-        return mb_err_set(err, MB_EINPUT, "%s: path too long", path);
+    if (!path || !*path) return mb_err_set(err, MB_EINPUT, "output path is empty");
+    if (strlen(path) >= sizeof o->path) return mb_err_set(err, MB_EINPUT, "%s: path too long", path);
     snprintf(o->path, sizeof o->path, "%s", path);
-    snprintf(o->tmp, sizeof o->tmp, "%s.tmp.%ld", path, (long)getpid());
-    FILE *fp = fopen(o->tmp, "w");
-    if (!fp)
-        return mb_err_set(err, MB_ERUN, "%s: cannot write: %s", path, strerror(errno));
+
+    struct stat lst, st;
+    int is_link = lstat(path, &lst) == 0 && S_ISLNK(lst.st_mode);
+    int exists = stat(path, &st) == 0;
+    if (!exists && errno != ENOENT)
+        return mb_err_set(err, MB_EINPUT, "%s: cannot write: %s", path, strerror(errno));
+    if (!exists && is_link)
+        return mb_err_set(err, MB_EINPUT, "%s: a symbolic link to nothing: not written", path);
+    if (exists && is_link) {
+        /* written through the link: its final target is replaced */
+        char real[PATH_MAX];
+        if (!realpath(path, real) || strlen(real) >= sizeof o->path)
+            return mb_err_set(err, MB_EINPUT, "%s: cannot resolve the link: %s", path, strerror(errno));
+        snprintf(o->path, sizeof o->path, "%s", real);
+    }
+    if (exists && !S_ISREG(st.st_mode) && !S_ISCHR(st.st_mode))
+        return mb_err_set(err, MB_EINPUT, "%s: is %s: give a file name", path, kind_of(st.st_mode));
+
+    FILE *fp = NULL;
+    if (exists && S_ISCHR(st.st_mode)) {
+        /* a device: written directly, errors seen at commit */
+        fp = fopen(o->path, "w");
+        if (!fp) return mb_err_set(err, MB_EINPUT, "%s: cannot write: %s", path, strerror(errno));
+        o->direct = 1;
+    } else {
+        mode_t mode = exists ? (st.st_mode & 07777) : 0666;
+        char dir[sizeof o->path];
+        dir_of(o->path, dir, sizeof dir);
+        int fd = open_anon(dir, mode);
+        if (fd >= 0) {
+            o->anon = 1;
+            if (exists) (void)fchmod(fd, mode); /* keep the replaced file's mode */
+        } else {
+            snprintf(o->tmp, sizeof o->tmp, "%s.tmp.%ld", o->path, (long)getpid());
+            fd = open(o->tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode);
+            if (fd < 0) {
+                int e = errno;
+                o->tmp[0] = '\0';
+                return mb_err_set(err, MB_EINPUT, "%s: cannot write: %s", path, strerror(e));
+            }
+            track(o, 1);
+        }
+        fp = fdopen(fd, "w");
+        if (!fp) {
+            int e = errno;
+            close(fd);
+            mb_outfile_abort(o);
+            return mb_err_set(err, MB_ERUN, "%s: %s", path, strerror(e));
+        }
+    }
     o->fp = fp;
+    return MB_OK;
+}
+
+/* Phase 1 of a commit: every byte written and flushed, no error so far. */
+static int flush_one(mb_outfile *o, mb_err *err)
+{
+    FILE *fp = o->fp;
+    if (!fp) return mb_err_set(err, MB_ERUN, "%s: not open", o->path);
+    errno = 0;
+    if (fflush(fp) != 0 || ferror(fp) || (!o->direct && fsync(fileno(fp)) != 0 && errno != EINVAL))
+        return mb_err_set(err, MB_ERUN, "%s: write failed: %s", o->path, strerror(errno ? errno : EIO));
+    return MB_OK;
+}
+
+/* Phase 2: an unnamed temporary gets its name PATH.tmp.PID. */
+static int name_one(mb_outfile *o, mb_err *err)
+{
+    if (!o->anon) return MB_OK;
+    char proc[64];
+    snprintf(proc, sizeof proc, "/proc/self/fd/%d", fileno((FILE *)o->fp));
+    snprintf(o->tmp, sizeof o->tmp, "%s.tmp.%ld", o->path, (long)getpid());
+    (void)unlink(o->tmp); /* a stale one of a process with this pid */
+    if (linkat(AT_FDCWD, proc, AT_FDCWD, o->tmp, AT_SYMLINK_FOLLOW) != 0) {
+        int e = errno;
+        o->tmp[0] = '\0';
+        return mb_err_set(err, MB_ERUN, "%s: cannot name the file: %s", o->path, strerror(e));
+    }
     track(o, 1);
     return MB_OK;
 }
 
-int mb_outfile_commit(mb_outfile *o, mb_err *err)
+/* Phase 3: closed (a device reports a late error here). */
+static int close_one(mb_outfile *o, mb_err *err)
 {
     FILE *fp = o->fp;
-    if (!fp)
-        return mb_err_set(err, MB_ERUN, "%s: not open", o->path);
-    int bad = ferror(fp);
-    if (fclose(fp) != 0) bad = 1;
     o->fp = NULL;
-    if (bad) {
-        unlink(o->tmp);
-        track(o, 0);
+    if (fp && fclose(fp) != 0)
         return mb_err_set(err, MB_ERUN, "%s: write failed: %s", o->path, strerror(errno));
-    }
-    if (rename(o->tmp, o->path) != 0) {
-        int e = errno;
-        unlink(o->tmp);
-        track(o, 0);
-        return mb_err_set(err, MB_ERUN, "%s: cannot rename into place: %s", o->path, strerror(e));
-    }
-    track(o, 0);
     return MB_OK;
+}
+
+int mb_outfile_commit_all(mb_outfile *const *o, int n, mb_err *err)
+{
+    int rc = MB_OK;
+    for (int i = 0; i < n && rc == MB_OK; i++) rc = flush_one(o[i], err);
+    for (int i = 0; i < n && rc == MB_OK; i++) rc = name_one(o[i], err);
+    for (int i = 0; i < n && rc == MB_OK; i++) rc = close_one(o[i], err);
+    if (rc != MB_OK) {
+        for (int i = 0; i < n; i++) mb_outfile_abort(o[i]);
+        return rc;
+    }
+    /* every file is complete: the renames are the only step left */
+    for (int i = 0; i < n; i++) {
+        if (o[i]->direct || !o[i]->tmp[0]) continue;
+        if (rename(o[i]->tmp, o[i]->path) != 0 && rc == MB_OK)
+            rc = mb_err_set(err, MB_ERUN, "%s: cannot rename into place: %s", o[i]->path, strerror(errno));
+        (void)unlink(o[i]->tmp); /* no-op after a rename */
+        track(o[i], 0);
+        o[i]->tmp[0] = '\0';
+    }
+    return rc;
+}
+
+int mb_outfile_commit(mb_outfile *o, mb_err *err)
+{
+    return mb_outfile_commit_all(&o, 1, err);
 }
 
 void mb_outfile_abort(mb_outfile *o)
@@ -65,24 +194,46 @@ void mb_outfile_abort(mb_outfile *o)
     if (o->fp) {
         fclose(o->fp);
         o->fp = NULL;
+    }
+    if (o->tmp[0]) {
         unlink(o->tmp);
+        o->tmp[0] = '\0';
     }
     track(o, 0);
+}
+
+/* The child process a command waits for (demo's runs): it gets the signal
+ * that ends us, so an interrupted parent leaves nothing running. */
+static volatile pid_t child_pid;
+
+void mb_outfile_forward_signals_to(long pid)
+{
+    child_pid = (pid_t)pid;
 }
 
 static void on_signal(int sig)
 {
     for (int i = 0; i < MB_OUTFILE_MAX; i++) {
-        mb_outfile *o = open_files[i];
-        if (o) unlink(o->tmp);
+        mb_outfile *o = live[i];
+        if (o && o->tmp[0]) unlink(o->tmp);
     }
+    if (child_pid > 0) kill(child_pid, sig == SIGPIPE ? SIGTERM : sig);
     signal(sig, SIG_DFL);
     raise(sig);
 }
 
 void mb_outfile_install_signal_cleanup(void)
 {
-    signal(SIGINT, on_signal);
-    signal(SIGTERM, on_signal);
-    signal(SIGHUP, on_signal);
+    const int sigs[] = {SIGINT, SIGTERM, SIGHUP, SIGPIPE, SIGQUIT};
+    for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++) {
+        struct sigaction old;
+        /* a signal ignored by whoever started us (nohup, a shell's trap '')
+         * stays ignored */
+        if (sigaction(sigs[i], NULL, &old) == 0 && old.sa_handler == SIG_IGN) continue;
+        struct sigaction sa;
+        memset(&sa, 0, sizeof sa);
+        sa.sa_handler = on_signal;
+        sigemptyset(&sa.sa_mask);
+        sigaction(sigs[i], &sa, NULL);
+    }
 }

@@ -294,6 +294,9 @@ static int parse_primary(parser *P, val *out)
     mb_token t = P->lx.tok;
     switch (t.kind) {
     case TK_NUM:
+        if (!isfinite(t.num))
+            return perr(P, t.line, t.col, "number '%.*s' is too large for a double", t.len > 40 ? 40 : t.len,
+                        t.start);
         *out = (val){-1, t.num};
         mb_lex_next(&P->lx);
         return MB_OK;

@@ -67,44 +67,8 @@ int mb_variant_list(char names[][MB_NAME_MAX], int max)
 
 static char *read_file(const char *path, mb_err *err)
 {
-    FILE *fp = fopen(path, "rb");
-    if (!fp) {
-        mb_err_set(err, MB_EINPUT, "%s: cannot open: %s", path, strerror(errno));
-        return NULL;
-    }
     char *buf = NULL;
-    size_t len = 0, cap = 0;
-    for (;;) {
-        if (len + 4096 + 1 > cap) {
-            cap = cap ? 2 * cap : 8192;
-            if (cap > ((size_t)16 << 20)) {
-                mb_err_set(err, MB_EINPUT, "%s: larger than 16 MiB: not a variant file", path);
-                free(buf);
-                fclose(fp);
-                return NULL;
-            }
-            char *nb = realloc(buf, cap);
-            if (!nb) { free(buf); fclose(fp); mb_err_set(err, MB_ERUN, "out of memory"); return NULL; }
-            buf = nb;
-        }
-        size_t got = fread(buf + len, 1, 4096, fp);
-        len += got;
-        if (got < 4096) break;
-    }
-    int bad = ferror(fp);
-    fclose(fp);
-    if (bad) {
-        free(buf);
-        mb_err_set(err, MB_EINPUT, "%s: read error", path);
-        return NULL;
-    }
-    buf[len] = '\0';
-    if (strlen(buf) != len) {
-        free(buf);
-        mb_err_set(err, MB_EINPUT, "%s: contains a NUL byte: not a variant file", path);
-        return NULL;
-    }
-    return buf;
+    return mb_text_read(path, (size_t)16 << 20, &buf, NULL, err) == MB_OK ? buf : NULL;
 }
 
 int mb_variant_load(const char *name_or_path, mb_dtype dtype, mb_graph **out, mb_err *err)

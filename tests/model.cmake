@@ -1,9 +1,15 @@
 # tests of model/ and of the model commands
 mb_test(test_model_lang SOURCES test_model_lang.c LIBS mb_model)
 mb_test(test_model_plans SOURCES test_model_plans.c LIBS mb_model)
+mb_test(test_outfile SOURCES test_outfile.c LIBS mb_model)
 add_test(NAME test_cli_model COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/cli_model.sh)
 set_tests_properties(test_cli_model PROPERTIES SKIP_RETURN_CODE 77
   ENVIRONMENT "MB_BIN=${CMAKE_BINARY_DIR}/bin/membound;MB_SRC=${CMAKE_SOURCE_DIR}")
+# the bad-input catalogue: every command and input kind, one error line, exit
+# code, nothing left behind
+add_test(NAME test_bad_input COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/bad_input.sh)
+set_tests_properties(test_bad_input PROPERTIES TIMEOUT 600
+  ENVIRONMENT "MB_BIN=${CMAKE_BINARY_DIR}/bin/membound;MEMBOUND_VARIANTS=${CMAKE_BINARY_DIR}/share/membound/variants")
 # the optimal plan and the frontier against brute force; also runs the plan
 # on the CPU executors, so it needs kernels/
 if(TARGET mb_kernels)

@@ -1,0 +1,167 @@
+#!/usr/bin/env bash
+# bad_input.sh — the bad-input catalogue: every command, every kind of input
+# (expressions, variant files, device specs, CSVs, sizes, options, output
+# paths, devices and FIFOs where files belong, full disks). Each case checks
+# the exit code, that stderr is exactly one "membound: error:" line naming
+# the problem (a pattern), and that no file was left behind or destroyed.
+# Cases run with a 20 s limit: a hang is a failure, not a stuck suite.
+set -uo pipefail
+bin=${MB_BIN:?MB_BIN not set}
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+cd "$tmp" || exit 1
+
+# ---- fixtures -----------------------------------------------------------------------
+mkdir adir
+mkfifo fifo
+printf '[device]\nname = x\nlabel = a\0b\nmem_bandwidth_gbs = 100\n' >nul.ini
+printf '[device]\nname = x\nlabel = caf\xe9\nmem_bandwidth_gbs = 100\n' >badutf8.ini
+printf '[device]\nname = x\nmem_bandwith_gbs = 100\n' >badkey.ini
+printf 'name v\ninput x\ny = sin(x\noutput y\n' >bad.mb
+good_header=device,backend,variant,plan,dtype,n,time_s_median,verified
+printf '%s\nh100-sxm,cpu,copy,eager,f32,4096,1e-6,1\n' "$good_header" >ok.csv
+printf '%s,dram_read_bytes\nh100-sxm,cpu,copy,eager,f32,4096,1e-6,1,100\n' "$good_header" >halfdram.csv
+printf '%s,dram_write_bytes\nh100-sxm,cpu,copy,eager,f32,4096,1e-6,1,100\n' "$good_header" >halfdram2.csv
+printf '%s\nh100-sxm,cpu,copy,eager,f32,lots,1e-6,1\n' "$good_header" >bad_n.csv
+printf '%s\nh100-sxm,cpu,copy,eager,f32,4096\n' "$good_header" >short.csv
+printf 'device,variant\nh100-sxm,copy\n' >nohdr.csv
+printf '%s\n/dev/zero,cpu,copy,eager,f32,4096,1e-6,1\n' "$good_header" >devzero.csv
+printf '# model_device: /dev/zero\n%s\nnosuchdev,cpu,copy,eager,f32,4096,1e-6,1\n' "$good_header" >provzero.csv
+printf '%s\nh100-sxm,cpu,copy,eager,f32,4096,1e-6,1\0\n' "$good_header" >nul.csv
+printf '%s\nh100-sxm,cpu,c\xffpy,eager,f32,4096,1e-6,1\n' "$good_header" >badutf8.csv
+printf 'keep\n' >keep.txt
+ln -s nowhere.csv dangling.csv
+
+snapshot() { ls -la --time-style=+%s . | awk 'NR > 1 { print $1, $5, $7 }' | sort; }
+before=$(snapshot)
+has() { "$bin" "$1" --help >/dev/null 2>&1; }
+
+n=0 fails=0
+# expect EXIT PATTERN -- ARGS...: stdout is thrown away
+expect() {
+  local want=$1 pat=$2
+  shift 3
+  n=$((n + 1))
+  local err r lines
+  err=$(timeout 20 "$bin" "$@" 2>&1 >/dev/null </dev/null)
+  r=$?
+  lines=$(printf '%s' "$err" | grep -c '')
+  local why=""
+  [ "$r" -eq "$want" ] || why="exit $r, expected $want"
+  [ -z "$why" ] && [ "$lines" -ne 1 ] && why="$lines stderr lines, expected 1"
+  [ -z "$why" ] && ! printf '%s' "$err" | grep -q '^membound: error: ' && why="not an error line"
+  [ -z "$why" ] && ! printf '%s' "$err" | grep -qiE -- "$pat" && why="no '$pat' in the message"
+  local after
+  after=$(snapshot)
+  [ -z "$why" ] && [ "$after" != "$before" ] && why="files changed: $(diff <(echo "$before") <(echo "$after") | tr '\n' ' ')"
+  if [ -n "$why" ]; then
+    fails=$((fails + 1))
+    echo "FAIL [$n] membound $*: $why"
+    printf '%s\n' "$err" | head -n 5 | sed 's/^/    /'
+  else
+    echo "ok   [$n] membound $*"
+  fi
+}
+# expect_stdout_full ARGS...: output sent to /dev/full must fail with 1
+expect_full() {
+  n=$((n + 1))
+  local err r
+  err=$(timeout 20 "$bin" "$@" 2>&1 >/dev/full </dev/null)
+  r=$?
+  if [ "$r" -eq 1 ] && printf '%s' "$err" | grep -q 'standard output'; then
+    echo "ok   [$n] membound $* >/dev/full"
+  else
+    fails=$((fails + 1))
+    echo "FAIL [$n] membound $* >/dev/full: exit $r: $err"
+  fi
+}
+
+# ---- top level ------------------------------------------------------------------------
+expect 2 'no command' --
+expect 2 "unknown command 'frobnicate'" -- frobnicate
+expect 2 "unknown command '--bogus'" -- --bogus
+
+# ---- model: expressions, variants, options, devices -------------------------------------
+expect 2 '<expr>:1:' -- model --expr 'y = sin(x'
+expect 2 'too large' -- model --expr 'y = 1e400 * x'
+expect 2 '1:5' -- model --expr 'y = $x'
+expect 2 'n' -- model copy --n 0
+expect 2 'n' -- model copy --n 2^99
+expect 2 'n' -- model copy --n lots
+expect 2 'cannot be combined' -- model copy --n 2^10 --sizes 2^12
+expect 2 'cannot be combined' -- model copy --json --csv
+expect 2 'given twice' -- model copy --n 2^10 --n 2^12
+expect 2 "unknown plan 'warp'" -- model copy --plan warp
+expect 2 "unknown plan 'bogus'" -- model copy --n 2^10 --plan bogus
+expect 2 'dtype' -- model copy --dtype f64
+expect 2 'nosuch' -- model copy --device nosuch
+expect 2 'character device' -- model copy --device /dev/zero
+expect 2 'FIFO' -- model copy --device fifo
+expect 2 'directory' -- model copy --device ./adir
+expect 2 'NUL' -- model copy --device nul.ini
+expect 2 'UTF-8' -- model copy --device badutf8.ini
+expect 2 'mem_bandwith_gbs' -- model copy --device badkey.ini
+expect 2 'nosuchvariant' -- model nosuchvariant
+expect 2 'character device' -- model /dev/zero
+expect 2 'FIFO' -- model ./fifo
+expect 2 'bad.mb:4:1' -- model ./bad.mb
+expect 2 'not both' -- model copy --expr 'y = x'
+expect 2 'needs a value' -- model copy --n
+expect 2 "unknown option '--bogus'" -- model --bogus
+expect 2 'empty' -- model copy --sizes 2^20..2^10
+
+# ---- whatif and devices ------------------------------------------------------------------
+expect 2 'nosuch' -- whatif copy --devices h100-sxm,nosuch
+expect 2 'empty' -- whatif copy --devices ''
+expect 2 "unknown plan 'bogus'" -- whatif copy --n 2^10 --plan bogus
+expect 2 'cannot be combined' -- whatif copy --json --csv
+expect 2 'character device' -- whatif copy --devices /dev/zero
+expect 2 'FIFO' -- whatif copy --devices ./fifo
+expect 2 "unknown option" -- devices --bogus
+expect_full devices --json
+expect_full model copy --json
+expect_full whatif copy --csv
+
+# ---- measure and calibrate: refused before anything runs -------------------------------
+if has measure; then
+  expect 2 'backend' -- measure copy --backend warp
+  expect 2 'backend' -- measure copy --n 2^10 --backend bogus
+  expect 2 "unknown plan" -- measure copy --n 2^10 --plan bogus
+  expect 2 'directory' -- measure copy --sizes 2^10 --device h100-sxm -o adir
+  expect 2 'FIFO' -- measure copy --sizes 2^10 --device h100-sxm -o fifo
+  expect 2 'cannot write' -- measure copy --sizes 2^10 --device h100-sxm -o no/such/dir/x.csv
+  expect 2 'link to nothing' -- measure copy --sizes 2^10 --device h100-sxm -o dangling.csv
+  expect 2 'directory' -- measure copy --sizes 2^10 --device h100-sxm -o x.csv --per-kernel adir
+  expect 2 'cannot be combined|given twice' -- measure copy --n 2^10 --sizes 2^12 --device h100-sxm
+  expect 2 'cannot be combined' -- measure copy --warm --cold --sizes 2^10 --device h100-sxm
+  expect 2 'twice' -- measure copy --dtype f32,f32 --sizes 2^10 --device h100-sxm
+  expect 2 'GB' -- measure copy --sizes 2^40 --device h100-sxm
+  expect 2 '<expr>:1:' -- measure --expr 'y = sin(' --device h100-sxm
+  expect 2 'character device' -- measure copy --sizes 2^10 --device /dev/zero
+  expect 2 "unknown option '--bogus'" -- measure copy --sizes 2^10 copy --bogus
+  expect 2 'directory' -- calibrate -o adir
+  expect 2 'backend' -- calibrate --backend bogus
+fi
+
+# ---- report and figures: measurement CSVs ---------------------------------------------
+if has report; then
+  expect 2 'missing.csv: cannot open' -- report missing.csv -o out
+  expect 2 'directory' -- report adir -o out
+  expect 2 'FIFO' -- report fifo -o out
+  expect 2 'character device' -- report /dev/zero -o out
+  expect 2 'NUL' -- report nul.csv -o out
+  expect 2 'UTF-8' -- report badutf8.csv -o out
+  expect 2 "without 'dram_write_bytes'" -- report halfdram.csv -o out
+  expect 2 "without 'dram_read_bytes'" -- report halfdram2.csv -o out
+  expect 2 "column 'n'" -- report bad_n.csv -o out
+  expect 2 'fields' -- report short.csv -o out
+  expect 2 'missing column' -- report nohdr.csv -o out
+  expect 2 'character device' -- report devzero.csv -o out
+  expect 2 'character device|nosuchdev' -- report provzero.csv -o out
+  expect 2 'not a directory|exists|directory' -- report ok.csv -o keep.txt
+  expect 2 "unknown option" -- figures --bogus
+  expect 2 "unknown option" -- demo --bogus
+fi
+
+echo "$n cases: $((n - fails)) passed, $fails failed"
+[ "$fails" -eq 0 ]
