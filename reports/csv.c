@@ -208,7 +208,34 @@ static int embedded(mb_rpt_set *s, int file, const char *q, int *rc)
 
 static int read_all(const char *path, char **out, mb_err *err)
 {
-    return mb_text_read(path, (size_t)1 << 30, out, NULL, err);
+    FILE *fp = fopen(path, "rb");
+    if (!fp) return mb_err_set(err, MB_EINPUT, "%s: cannot open: %s", path, strerror(errno));
+    size_t cap = 1 << 16, len = 0;
+    char *buf = malloc(cap);
+    if (!buf) { fclose(fp); return mb_err_set(err, MB_ERUN, "%s: out of memory", path); }
+    size_t got;
+    while ((got = fread(buf + len, 1, cap - len - 1, fp)) > 0) {
+        len += got;
+        if (cap - len - 1 == 0) {
+            if (cap > ((size_t)1 << 30)) {
+                free(buf);
+                fclose(fp);
+                return mb_err_set(err, MB_EINPUT, "%s: larger than 1 GiB", path);
+            }
+            char *nb = realloc(buf, cap * 2);
+            if (!nb) { free(buf); fclose(fp); return mb_err_set(err, MB_ERUN, "%s: out of memory", path); }
+            buf = nb;
+            cap *= 2;
+        }
+    }
+    int rerr = ferror(fp);
+    fclose(fp);
+    if (rerr) { free(buf); return mb_err_set(err, MB_ERUN, "%s: read error", path); }
+    buf[len] = '\0';
+    if (memchr(buf, '\0', len))
+        { free(buf); return mb_err_set(err, MB_EINPUT, "%s: not a text file (NUL byte)", path); }
+    *out = buf;
+    return MB_OK;
 }
 
 static int parse_row(ctx *c, const int *pos, field *f, int nf, mb_rpt_row *r)
