@@ -171,7 +171,7 @@ static int add_prov(mb_rpt_set *s, const char *path, const char *text)
     return MB_OK;
 }
 
-/* A measurement CSV: a regular text file of at most 1 GiB (mb_text_read). */
+/* Reads a measurement CSV (at most 1 GiB, no NUL bytes) into *out. */
 /* A provenance line that carries a text (measure's mb_meas_csv_embed):
  * "device_spec: LINE", "variant_text NAME: LINE", "variant_expr NAME: LINE".
  * Returns 1 when it was one (*rc: MB_ERUN when out of memory), else 0. */
