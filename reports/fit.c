@@ -417,14 +417,13 @@ static int fit_group(mb_rpt_set *s, int gi, mb_err *err)
         fm = mm;
         if (compute_rows)
             snprintf(g->rows_note, sizeof g->rows_note,
-                     "as candidates the %d of %d verified rows the model calls memory- or "
-                     "launch-bound (%d compute-bound rows left to the per-op fit)", mm, m,
-                     compute_rows);
+                     "the %d of %d verified rows the model calls memory- or launch-bound "
+                     "(%d compute-bound rows left to the per-op fit)", mm, m, compute_rows);
         else
-            snprintf(g->rows_note, sizeof g->rows_note, "as candidates all %d verified rows", m);
+            snprintf(g->rows_note, sizeof g->rows_note, "all %d verified rows", m);
     } else {
         snprintf(g->rows_note, sizeof g->rows_note,
-                 "as candidates all %d verified rows (fewer than 3 are memory-bound by the model)", m);
+                 "all %d verified rows (fewer than 3 are memory-bound by the model)", m);
     }
     snprintf(g->bytes_note, sizeof g->bytes_note, "%s",
              counted == m && m ? "measured DRAM bytes (counters)"

@@ -172,7 +172,9 @@ static void fit_section(rpt_doc *d, const mb_rpt_set *s)
                      "compute-bound (per-op fit), %d not in the line fit otherwise, %d failed "
                      "verification.", g->device, g->backend, rc.total, rc.used, rc.rejected,
                   rc.compute, rc.other, rc.failed);
-        if (g->rows_note[0]) rpt_doc_p(d, "%s / %s: the line used %s.", g->device, g->backend, g->rows_note);
+        if (g->rows_note[0])
+            rpt_doc_p(d, "%s / %s: the line's candidates were %s; outliers among them are "
+                         "rejected as above.", g->device, g->backend, g->rows_note);
         if (g->why[0]) rpt_doc_p(d, "%s / %s: %s", g->device, g->backend, g->why);
         if (g->impossible)
             rpt_doc_p(d, "**Impossible number**: %s / %s: the fitted bandwidth %.4g GB/s (lower "
