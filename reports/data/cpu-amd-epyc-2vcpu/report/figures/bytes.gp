@@ -1,8 +1,10 @@
 # bytes.gp — bytes moved per element for every variant and plan: the model's
 # cache-aware DRAM bytes and, where counters ran, the measured DRAM bytes, side
-# by side; the lecture's count (traffic rule) marked above each pair.
-# Data (membound's bytes.dat): block 1 = label, lecture B/elem, model DRAM
-# B/elem, measured B/elem (NaN when not measured), lecture count ("11n"), n.
+# by side; the traffic-rule count (the lecture's "11n", shown in bytes on this
+# axis) marked above each pair.
+# Data (membound's bytes.dat): block 1 = label, traffic-rule B/elem, model
+# DRAM B/elem, measured B/elem (NaN when not measured), count label
+# ("11n = 44 B"), n.
 # Usage: gnuplot -c bytes.gp bytes.dat bytes.png|svg|pdf
 mb_argc = ARGC; mb_data = ARG1; mb_out = ARG2
 mb_dir = ''; do for [i = 1:strlen(ARG0)] { if (ARG0[i:i] eq '/') { mb_dir = ARG0[1:i] } }
@@ -13,26 +15,30 @@ set style data histograms
 set style histogram clustered gap 1.2
 set style fill solid 0.85 border rgb '#333333'
 set boxwidth 0.95
-set ylabel 'traffic per element (bytes)'
+set ylabel 'bytes per element'
 unset xlabel
-set yrange [0:*]
-set offsets 0, 0, graph 0.12, 0
 set grid noxtics
-set xtics scale 0 font ',12'
-set key above horizontal nobox font ',13'
-set bmargin 5.5
+stats mb_data index 1 using 0 nooutput
+mb_nx = int(STATS_records)
+mb_xfont = mb_nx > 8 ? ',11' : ',13'
+set xtics scale 0 font mb_xfont
+set xrange [-0.6 : mb_nx - 0.4]
+# room above the tallest bar for its count label and for the legend
 stats mb_data index 1 using 2 nooutput
-set yrange [0:STATS_max * 1.2]
+set yrange [0:STATS_max * 1.45]
+set key top right vertical font ',13' nobox opaque
+set bmargin 5.5
 mb_measured = metan('measured')
 mb_mt = meta('measured_title')
+mb_ct = meta('count_title')
 if (mb_measured > 0) {
     plot mb_data index 1 using 3:xtic(1) title 'model: DRAM bytes (cache-aware, cold)' lt 1, \
          '' index 1 using 4 title mb_mt lt 2, \
-         '' index 1 using 0:2:(0.42) with xerrorbars lt 7 lw 3 pt -1 title "lecture's count (traffic rule)", \
-         '' index 1 using 0:2:5 with labels offset 0, 0.9 font ',13' notitle
+         '' index 1 using 0:2:(0.42) with xerrorbars lt 7 lw 3 pt -1 title mb_ct, \
+         '' index 1 using 0:2:5 with labels offset 0, 0.9 font ',12' notitle
 } else {
-    if (mb_mt ne '') { set label 1 mb_mt at graph 0.99, graph 0.96 right font ',12' tc rgb mb_grey }
+    if (mb_mt ne '') { set label 1 mb_mt at graph 0.01, graph 0.96 left font ',12' tc rgb mb_grey }
     plot mb_data index 1 using 3:xtic(1) title 'model: DRAM bytes (cache-aware, cold)' lt 1, \
-         '' index 1 using 0:2:(0.42) with xerrorbars lt 7 lw 3 pt -1 title "lecture's count (traffic rule)", \
-         '' index 1 using 0:2:5 with labels offset 0, 0.9 font ',13' notitle
+         '' index 1 using 0:2:(0.42) with xerrorbars lt 7 lw 3 pt -1 title mb_ct, \
+         '' index 1 using 0:2:5 with labels offset 0, 0.9 font ',12' notitle
 }

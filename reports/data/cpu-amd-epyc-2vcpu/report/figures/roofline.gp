@@ -37,9 +37,8 @@ if (mb_r16 == mb_r16) {
     set arrow 2 from mb_r16, graph 0 to mb_r16, mb_bf16 nohead dt 3 lc rgb mb_grey
     set label 2 sprintf("ridge BF16\n%.3g flop/B", mb_r16) at mb_r16, mb_bf16 / 4 offset 0.6, 0 font ',11' tc rgb '#555555'
 }
-set key bottom right font ',12'
-# the memory slope, labelled below its left end
-set label 3 sprintf('memory slope: %.3g TB/s', mb_bw) at mb_xmin * 2.5, mb_xmin * 2.5 * mb_bw / 4 font ',12' tc rgb '#444444'
+# the memory slope, labelled above its left end (measured points sit below it)
+set label 3 sprintf('memory slope: %.3g TB/s', mb_bw) at mb_xmin * 1.5, mb_xmin * 1.5 * mb_bw * 4 font ',12' tc rgb '#444444'
 set samples 400
 # model points' labels into "a|b|c|"
 mb_lab = ''
@@ -50,9 +49,19 @@ mb_nl = strlen(mb_lab) > 0 ? words(mb_lab) : 0
 mb_npts = 0
 do for [i = 1:strlen(mb_lab)] { if (mb_lab[i:i] eq '|') { mb_npts = mb_npts + 1 } }
 mb_nmeas = metan('measured_points')
-# measured points (black rings) only when the data has some; the data is in
-# order of intensity, so labels alternate below-right and above-left
-mb_meas = mb_nmeas > 0 ? ", mb_data index 2 using 2:3 with points pt 6 ps 2.4 lw 2 lc rgb '#000000' title 'measured', mb_data index 2 every 2 using 2:3:1 with labels left offset 1.3, -0.5 font ',10' notitle, mb_data index 2 every 2::1 using 2:3:1 with labels right offset -1.3, 0.5 font ',10' notitle" : ''
+# measured points' labels, the same way
+mb_mlab = ''
+if (mb_nmeas > 0) {
+    set table $mb_sink2
+    plot mb_data index 2 using (mb_mlab = mb_mlab . strcol(1) . '|', 0):(0) with table
+    unset table
+}
+# measured points: black, one open marker each, named in the legend
+array mb_mpt[10] = [4, 6, 8, 10, 12, 14, 1, 2, 3, 5]
+mb_meas = mb_nmeas > 0 ? "for [i = 1:mb_nmeas] mb_data index 2 every ::(i - 1)::(i - 1) using 2:3 with points pt mb_mpt[(i - 1) % 10 + 1] ps 2.0 lw 2 lc rgb '#000000' title 'measured: ' . mb_item(mb_mlab, i)" : 'NaN notitle'
+# many points: the legend beside the plot, never over it
+if (mb_npts + mb_nmeas > 8) { set key outside right top font ',10' spacing 1.0 samplen 1.5 } else { set key bottom right font ',12' }
 plot (mb_bf16 > 0 ? roof(x, mb_bf16) : NaN) lw 3 lc rgb '#444444' title (mb_bf16 > 0 ? 'BF16 tensor ceiling' : ''), \
      (mb_f32 > 0 ? roof(x, mb_f32) : NaN) lw 3 lc rgb '#444444' dt mb_fdt title 'FP32 ceiling', \
-     for [i = 1:mb_npts] mb_data index 1 every ::(i - 1)::(i - 1) using 2:3 with points lt i ps 2.2 title mb_item(mb_lab, i) @mb_meas
+     for [i = 1:mb_npts] mb_data index 1 every ::(i - 1)::(i - 1) using 2:3 with points lt i ps 2.2 title 'model: ' . mb_item(mb_lab, i), \
+     @mb_meas
