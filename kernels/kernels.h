@@ -55,6 +55,10 @@ typedef struct mb_kern_tensors {
 /* Bytes mb_kern_tensors_alloc would allocate for plan p at n elements (for
  * refusing sizes that do not fit before allocating). */
 int64_t mb_kern_plan_bytes(const mb_plan *p, int64_t n);
+/* The most bytes running plan p at n with executor e holds at once: the
+ * stored tensors, plus the full temporaries op-at-a-time gives the nodes of
+ * multi-node kernels. -1 when out of memory. */
+int64_t mb_kern_plan_peak_bytes(const mb_plan *p, int64_t n, mb_kern_exec e);
 
 /* Allocates storage for p at n elements and fills inputs with
  * mb_kern_fill_inputs(t, 1) and every other tensor with the poison of rep 0
@@ -167,8 +171,11 @@ void mb_kern_reference_elem(const mb_kern_tensors *t, int64_t i, double *vals);
 
 /* Compares every result tensor of the plan (every element) with the float64
  * reference evaluated from t's inputs. Error of element i:
- * |got - ref| / max(|ref|, 1e-3 * max|ref| of that tensor); NaN/inf count as
- * equal only when the reference gives the same. poison_rep is the rep whose
+ * |got - ref| / max(|ref|, m, 1e-3 * max|ref| of that tensor), where m is
+ * the magnitude that went into the element (the reference with every sum
+ * over absolute values: a result that is zero in exact arithmetic is judged
+ * against the terms that cancelled); NaN/inf count as equal only when the
+ * reference gives the same. poison_rep is the rep whose
  * sentinel marks unwritten elements. tol <= 0 uses mb_kern_default_tol. */
 int mb_kern_verify(const mb_kern_tensors *t, unsigned poison_rep, double tol,
                    mb_kern_check *out, mb_err *err);

@@ -127,6 +127,42 @@ void mb_kern_reference_elem(const mb_kern_tensors *t, int64_t i, double *vals)
     free(ro.order);
 }
 
+/* The magnitudes that went into each node at one element: the value with
+ * every sum taken over absolute values (|a| + |b| for + and -, products and
+ * quotients of magnitudes for * and /, |value| for the other ops). A result
+ * that is zero in exact arithmetic (the gradient of sin^2 + cos^2: 2 sin cos
+ * - 2 cos sin) keeps the size of the terms that cancelled, and the f32
+ * rounding of those terms is judged against it, not against 1e-17. */
+static void magnitudes(const mb_graph *g, const int *order, int cnt, const double *vals, double *m)
+{
+    for (int k = 0; k < cnt; k++) {
+        int i = order[k];
+        const mb_node *nd = &g->nodes[i];
+        double v = fabs(vals[i]);
+        if (nd->op == MB_OP_INPUT) {
+            m[i] = v;
+            continue;
+        }
+        double ma = nd->arg[0] >= 0 ? m[nd->arg[0]] : fabs(nd->scalar[0]);
+        double mb = 0.0, b = 0.0;
+        if (mb_op_arity(nd->op) >= 2) {
+            mb = nd->arg[1] >= 0 ? m[nd->arg[1]] : fabs(nd->scalar[1]);
+            b = nd->arg[1] >= 0 ? vals[nd->arg[1]] : nd->scalar[1];
+        }
+        switch (nd->op) {
+        case MB_OP_ADD:
+        case MB_OP_SUB: m[i] = ma + mb; break;
+        case MB_OP_MUL: m[i] = ma * mb; break;
+        case MB_OP_DIV: m[i] = b != 0.0 ? ma / fabs(b) : v; break;
+        case MB_OP_NEG:
+        case MB_OP_ABS:
+        case MB_OP_COPY: m[i] = ma; break;
+        default: m[i] = v; break;
+        }
+        if (!isfinite(m[i]) || m[i] < v) m[i] = v;
+    }
+}
+
 /* Error of got against want with denominator floor; inf for a non-finite mismatch. */
 static double elem_err(double got, double want, double floor_abs)
 {
@@ -203,14 +239,16 @@ int mb_kern_verify(const mb_kern_tensors *t, unsigned poison_rep, double tol,
 #pragma omp parallel
     {
         double *vals = malloc((size_t)nn * sizeof(double));
+        double *mags = malloc((size_t)nn * sizeof(double));
         double my_max = 0.0;
         int64_t my_bad = 0, my_poison = 0, my_first = -1;
         int my_node = -1;
         double my_got = 0, my_want = 0;
 #pragma omp for schedule(static)
         for (int64_t i = 0; i < n; i++) {
-            if (!vals) continue;
+            if (!vals || !mags) continue;
             reference_elem(t, &ro, i, vals);
+            magnitudes(g, ro.order, ro.cnt, vals, mags);
             for (int r = 0; r < p->n_results; r++) {
                 int node = p->results[r];
                 mb_dtype dt = g->nodes[node].dtype;
@@ -219,7 +257,7 @@ int mb_kern_verify(const mb_kern_tensors *t, unsigned poison_rep, double tol,
                 if (dt == MB_F32) is_poison = got == pv;
                 else if (dt == MB_BF16) is_poison = ((const uint16_t *)t->data[node])[i] == mb_f32_to_bf16(pv);
                 else is_poison = ((const uint16_t *)t->data[node])[i] == mb_f32_to_f16(pv);
-                double e = elem_err((double)got, vals[node], 1e-3 * scale[r]);
+                double e = elem_err((double)got, vals[node], fmax(1e-3 * scale[r], mags[node]));
                 if (is_poison && fabs(vals[node] - (double)pv) > 1e-3 * fabs((double)pv)) {
                     my_poison++;
                     e = INFINITY;
@@ -247,9 +285,10 @@ int mb_kern_verify(const mb_kern_tensors *t, unsigned poison_rep, double tol,
                 first_got = my_got;
                 first_want = my_want;
             }
-            if (!vals) fail_alloc = 1;
+            if (!vals || !mags) fail_alloc = 1;
         }
         free(vals);
+        free(mags);
     }
     free(scale);
     free(ro.order);
