@@ -70,10 +70,16 @@ static int run_self(const char *exe, char *const *args, const char *log)
         mb_cli_note("cannot run %s: %s", exe, strerror(st));
         return -1;
     }
+    /* a signal that ends the demo ends the step it runs too */
+    mb_outfile_forward_signals_to((long)pid);
     int status;
     while (waitpid(pid, &status, 0) < 0) {
-        if (errno != EINTR) return -1;
+        if (errno != EINTR) {
+            mb_outfile_forward_signals_to(0);
+            return -1;
+        }
     }
+    mb_outfile_forward_signals_to(0);
     return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
@@ -115,7 +121,8 @@ int mb_cmd_demo(int argc, char **argv)
     if (snprintf(logs, sizeof logs, "%s/logs", dir) >= (int)sizeof logs)
         return mb_cli_fail(2, "%s: path too long", dir);
     mb_err e;
-    if (mb_rpt_mkdirs(logs, &e)) return mb_cli_fail_err(1, &e);
+    int mrc = mb_rpt_mkdirs(logs, &e);
+    if (mrc) return mb_cli_fail_err(mrc, &e);
 
     double t0 = now_s();
     const int steps = 4;

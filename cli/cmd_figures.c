@@ -64,9 +64,10 @@ int mb_cmd_figures(int argc, char **argv)
         default: return mb_cli_bad_option(c, argv, optind, optopt, "figures");
         }
     }
+    int rc = mb_rpt_check_out_dir(dir, &e);
+    if (rc) return mb_cli_fail_err(rc, &e);
     mb_rpt_set defs;
     mb_rpt_set_init(&defs);
-    int rc = 0;
     for (int i = optind; i < argc && !rc; i++) rc = mb_rpt_define_variant(&defs, argv[i], 0, &e);
     for (int i = 0; i < n_exprs && !rc; i++) rc = mb_rpt_define_variant(&defs, exprs[i], 1, &e);
     if (rc) { mb_rpt_set_free(&defs); return mb_cli_fail_err(rc, &e); }
@@ -93,7 +94,7 @@ int mb_cmd_figures(int argc, char **argv)
     if (frc && !figs.n) { mb_rpt_set_free(&defs); return mb_cli_fail_err(frc == MB_EINPUT ? 2 : 1, &fe); }
     rc = mb_rpt_write_model_index(&defs, &dev, &figs, dir, &e);
     mb_rpt_set_free(&defs);
-    if (rc) return mb_cli_fail_err(1, &e);
+    if (rc) return mb_cli_fail_err(rc, &e);
     for (int i = 0; i < figs.n; i++)
         printf("%-12s %s%s\n", figs.fig[i].name, figs.fig[i].title,
                figs.fig[i].rendered ? "" : " (data only)");

@@ -459,7 +459,7 @@ int mb_cmd_measure(int argc, char **argv)
                         rc = mb_cli_fail_err(rc, &e);
                         goto out_jobs;
                     }
-                    int64_t need = mb_kern_plan_bytes(p, sizes[si]) + 2 * llc;
+                    int64_t need = mb_kern_plan_peak_bytes(p, sizes[si], o.cfg.exec) + 2 * llc;
                     mb_plan_free(p);
                     if (avail > 0 && need > avail) {
                         char nb[32];
@@ -573,8 +573,8 @@ int mb_cmd_measure(int argc, char **argv)
         if (mb_meas_row_noisy(row)) {
             noisy++;
             fprintf(stderr, "membound: warning: %s %s %s n = %s: %d of %d samples contended (the "
-                    "process waited for its cores: other processes or steal); the row is kept, "
-                    "marked in the 'contended' column, and not fitted by 'report'\n",
+                    "process waited for its cores: other processes or steal); the row is kept "
+                    "and marked in the 'contended' column\n",
                     row->variant, row->plan, row->dtype, fmt_n(jb->n, nb, sizeof nb),
                     row->contended, row->reps);
         }

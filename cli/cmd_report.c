@@ -71,9 +71,11 @@ int mb_cmd_report(int argc, char **argv)
     }
     if (optind >= argc) return mb_cli_fail(2, "no measurement CSV given (usage: membound report FILE.csv... -o DIR)");
 
+    /* the output folder, before any work: unusable, it is bad input */
+    int rc = mb_rpt_check_out_dir(dir, &e);
+    if (rc) return mb_cli_fail_err(rc, &e);
     mb_rpt_set s;
     mb_rpt_set_init(&s);
-    int rc = 0;
     /* variant definitions first: .mb files and --expr */
     int n_csv = 0;
     for (int i = optind; i < argc && !rc; i++) {
@@ -110,7 +112,7 @@ int mb_cmd_report(int argc, char **argv)
     rc = mb_rpt_write(&s, &figs, dir, &e);
     if (rc) {
         mb_rpt_set_free(&s);
-        return mb_cli_fail_err(1, &e);
+        return mb_cli_fail_err(rc, &e);
     }
     /* the verdicts, one line each */
     if (s.n_verdicts)

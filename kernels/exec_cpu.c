@@ -119,6 +119,30 @@ int64_t mb_kern_plan_bytes(const mb_plan *p, int64_t n)
     return total;
 }
 
+int64_t mb_kern_plan_peak_bytes(const mb_plan *p, int64_t n, mb_kern_exec e)
+{
+    int64_t total = mb_kern_plan_bytes(p, n);
+    if (total < 0 || e != MB_KERN_EXEC_OPWISE) return total;
+    /* op-at-a-time gives every node of a multi-node kernel a full array
+     * (ensure_storage), kept until the tensors are freed */
+    int nn = p->g->n_nodes;
+    unsigned char *st = malloc((size_t)nn + 1);
+    if (!st) return -1;
+    stored_nodes(p, st);
+    for (int k = 0; k < p->n_kernels; k++) {
+        const mb_kernel *kn = &p->kernels[k];
+        if (kn->n_nodes <= 1) continue;
+        for (int j = 0; j < kn->n_nodes; j++) {
+            int i = kn->nodes[j];
+            if (st[i] || p->g->nodes[i].op == MB_OP_INPUT) continue;
+            st[i] = 1;
+            total += n * (int64_t)mb_dtype_bytes(p->g->nodes[i].dtype);
+        }
+    }
+    free(st);
+    return total;
+}
+
 /* Stagger between tensors: 17 cache lines, so that up to 64 tensors start at
  * distinct offsets within a 4 KiB page. Large allocations all start at the
  * same page offset; kernels streaming several of them in lockstep then hit the

@@ -171,7 +171,7 @@ static int add_prov(mb_rpt_set *s, const char *path, const char *text)
     return MB_OK;
 }
 
-/* Reads a measurement CSV (at most 1 GiB, no NUL bytes) into *out. */
+/* A measurement CSV: a regular text file of at most 1 GiB (mb_text_read). */
 /* A provenance line that carries a text (measure's mb_meas_csv_embed):
  * "device_spec: LINE", "variant_text NAME: LINE", "variant_expr NAME: LINE".
  * Returns 1 when it was one (*rc: MB_ERUN when out of memory), else 0. */
@@ -208,34 +208,7 @@ static int embedded(mb_rpt_set *s, int file, const char *q, int *rc)
 
 static int read_all(const char *path, char **out, mb_err *err)
 {
-    FILE *fp = fopen(path, "rb");
-    if (!fp) return mb_err_set(err, MB_EINPUT, "%s: cannot open: %s", path, strerror(errno));
-    size_t cap = 1 << 16, len = 0;
-    char *buf = malloc(cap);
-    if (!buf) { fclose(fp); return mb_err_set(err, MB_ERUN, "%s: out of memory", path); }
-    size_t got;
-    while ((got = fread(buf + len, 1, cap - len - 1, fp)) > 0) {
-        len += got;
-        if (cap - len - 1 == 0) {
-            if (cap > ((size_t)1 << 30)) {
-                free(buf);
-                fclose(fp);
-                return mb_err_set(err, MB_EINPUT, "%s: larger than 1 GiB", path);
-            }
-            char *nb = realloc(buf, cap * 2);
-            if (!nb) { free(buf); fclose(fp); return mb_err_set(err, MB_ERUN, "%s: out of memory", path); }
-            buf = nb;
-            cap *= 2;
-        }
-    }
-    int rerr = ferror(fp);
-    fclose(fp);
-    if (rerr) { free(buf); return mb_err_set(err, MB_ERUN, "%s: read error", path); }
-    buf[len] = '\0';
-    if (memchr(buf, '\0', len))
-        { free(buf); return mb_err_set(err, MB_EINPUT, "%s: not a text file (NUL byte)", path); }
-    *out = buf;
-    return MB_OK;
+    return mb_text_read(path, (size_t)1 << 30, out, NULL, err);
 }
 
 static int parse_row(ctx *c, const int *pos, field *f, int nf, mb_rpt_row *r)

@@ -123,15 +123,45 @@ int mb_rpt_mkdirs(const char *dir, mb_err *err)
             char c = *s;
             *s = '\0';
             if (mkdir(p, 0777) != 0 && errno != EEXIST)
-                return mb_err_set(err, MB_ERUN, "%s: cannot create directory: %s", p, strerror(errno));
+                return mb_err_set(err, errno == ENOSPC || errno == EIO ? MB_ERUN : MB_EINPUT,
+                                  "%s: cannot create directory: %s", p, strerror(errno));
             *s = c;
             if (!c) break;
         }
     }
     struct stat st;
     if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode))
-        return mb_err_set(err, MB_ERUN, "%s: not a directory", dir);
+        return mb_err_set(err, MB_EINPUT, "%s: not a directory", dir);
     return MB_OK;
+}
+
+int mb_rpt_check_out_dir(const char *dir, mb_err *err)
+{
+    char p[PATH_MAX];
+    if (!dir[0]) return mb_err_set(err, MB_EINPUT, "output directory is empty");
+    if (snprintf(p, sizeof p, "%s", dir) >= (int)sizeof p)
+        return mb_err_set(err, MB_EINPUT, "%s: path too long", dir);
+    /* the folder itself, else its nearest existing ancestor, must be a
+     * directory this process can create entries in */
+    for (;;) {
+        struct stat st;
+        if (stat(p, &st) == 0) {
+            if (!S_ISDIR(st.st_mode))
+                return mb_err_set(err, MB_EINPUT, "%s: %s is not a directory", dir, p);
+            if (access(p, W_OK | X_OK) != 0)
+                return mb_err_set(err, MB_EINPUT, "%s: cannot write in %s: %s", dir, p, strerror(errno));
+            return MB_OK;
+        }
+        if (errno != ENOENT) return mb_err_set(err, MB_EINPUT, "%s: %s", p, strerror(errno));
+        char *slash = strrchr(p, '/');
+        while (slash && slash > p && slash[1] == '\0') { /* trailing slashes */
+            *slash = '\0';
+            slash = strrchr(p, '/');
+        }
+        if (!slash) { snprintf(p, sizeof p, "."); continue; }
+        if (slash == p) { p[1] = '\0'; continue; }
+        *slash = '\0';
+    }
 }
 
 int rpt_fig_begin(rpt_fig_ctx *fc, const char *dir, unsigned formats, int render,

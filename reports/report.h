@@ -344,8 +344,15 @@ int mb_rpt_write(const mb_rpt_set *s, const mb_rpt_figures *figs, const char *di
 int mb_rpt_write_model_index(const mb_rpt_set *defs, const mb_device *d,
                              const mb_rpt_figures *figs, const char *dir, mb_err *err);
 
-/* Creates dir and its parents (mode 0777 & ~umask). MB_ERUN naming it. */
+/* Creates dir and its parents (mode 0777 & ~umask). MB_EINPUT naming it
+ * when the path is unusable (a file in the way, no permission), MB_ERUN for
+ * a full disk or an I/O error. */
 int mb_rpt_mkdirs(const char *dir, mb_err *err);
+
+/* Checks, creating nothing, that dir could be made and written: it, or its
+ * nearest existing ancestor, is a directory this process may write in.
+ * MB_EINPUT naming the obstacle. For checking -o before any work. */
+int mb_rpt_check_out_dir(const char *dir, mb_err *err);
 
 #ifdef __cplusplus
 }

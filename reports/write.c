@@ -225,27 +225,52 @@ static void fit_section(rpt_doc *d, const mb_rpt_set *s)
     }
 }
 
-/* Writes dir/STEM.md and dir/STEM.html from d, both or neither. */
-static int write_pages(rpt_doc *d, const char *dir, const char *stem, mb_err *err)
+/* The files of one report, written whole and then committed together
+ * (mb_outfile_commit_all): a failure anywhere replaces none of them. */
+#define RPT_MAX_OUTS 8
+typedef struct rpt_outs {
+    mb_outfile f[RPT_MAX_OUTS];
+    int n;
+} rpt_outs;
+
+/* Opens dir/name as the group's next file; *fp gets its stream. */
+static int outs_open(rpt_outs *o, const char *dir, const char *name, FILE **fp, mb_err *err)
 {
-    char pm[2048], ph[2048], name[64];
-    mb_outfile om, oh;
+    char p[2048];
+    if (o->n == RPT_MAX_OUTS) return mb_err_set(err, MB_ERUN, "too many report files");
+    int rc = mb_outfile_open(&o->f[o->n], rpt_path(p, sizeof p, dir, name), err);
+    if (rc) return rc;
+    *fp = o->f[o->n++].fp;
+    return MB_OK;
+}
+
+/* Commits every file of the group when rc is MB_OK, else removes them all;
+ * frees the group. Returns rc, or the commit's error. */
+static int outs_finish(rpt_outs *o, int rc, mb_err *err)
+{
+    mb_outfile *all[RPT_MAX_OUTS];
+    for (int i = 0; i < o->n; i++) all[i] = &o->f[i];
+    if (rc == MB_OK) rc = mb_outfile_commit_all(all, o->n, err);
+    else
+        for (int i = 0; i < o->n; i++) mb_outfile_abort(all[i]);
+    free(o);
+    return rc;
+}
+
+/* Writes dir/STEM.md and dir/STEM.html from d into the group o. */
+static int write_pages(rpt_doc *d, const char *dir, const char *stem, rpt_outs *o, mb_err *err)
+{
+    char name[64];
+    FILE *fm, *fh;
     snprintf(name, sizeof name, "%s.md", stem);
-    int rc = mb_outfile_open(&om, rpt_path(pm, sizeof pm, dir, name), err);
-    if (rc) { rpt_doc_end(d, NULL, NULL, NULL, NULL); return rc; }
+    int rc = outs_open(o, dir, name, &fm, err);
     snprintf(name, sizeof name, "%s.html", stem);
-    if ((rc = mb_outfile_open(&oh, rpt_path(ph, sizeof ph, dir, name), err))) {
+    if (!rc) rc = outs_open(o, dir, name, &fh, err);
+    if (rc) {
         rpt_doc_end(d, NULL, NULL, NULL, NULL);
-        mb_outfile_abort(&om);
         return rc;
     }
-    if ((rc = rpt_doc_end(d, om.fp, oh.fp, dir, err))) {
-        mb_outfile_abort(&om);
-        mb_outfile_abort(&oh);
-        return rc;
-    }
-    if ((rc = mb_outfile_commit(&om, err))) { mb_outfile_abort(&oh); return rc; }
-    return mb_outfile_commit(&oh, err);
+    return rpt_doc_end(d, fm, fh, dir, err);
 }
 
 static void rows_section(rpt_doc *d, const mb_rpt_set *s)
@@ -333,7 +358,8 @@ static void method_section(rpt_doc *d, const mb_rpt_set *s)
     rpt_doc_table_end(d);
 }
 
-static int write_doc(const mb_rpt_set *s, const mb_rpt_figures *figs, const char *dir, mb_err *err)
+static int write_doc(const mb_rpt_set *s, const mb_rpt_figures *figs, const char *dir, rpt_outs *outs,
+                     mb_err *err)
 {
     rpt_doc d;
     int lecture = s->n_verdicts > 0;
@@ -401,18 +427,16 @@ static int write_doc(const mb_rpt_set *s, const mb_rpt_figures *figs, const char
                   rpt_md(at, sizeof at, s->devices[i].measured_at));
     }
     method_section(&d, s);
-    return write_pages(&d, dir, "report", err);
+    return write_pages(&d, dir, "report", outs, err);
 }
 
 /* ---- CSV and JSON ------------------------------------------------------------ */
 
-static int write_csvs(const mb_rpt_set *s, const char *dir, mb_err *err)
+static int write_csvs(const mb_rpt_set *s, const char *dir, rpt_outs *outs, mb_err *err)
 {
-    char p[2048];
-    mb_outfile o;
-    int rc = mb_outfile_open(&o, rpt_path(p, sizeof p, dir, "summary.csv"), err);
+    FILE *fp;
+    int rc = outs_open(outs, dir, "summary.csv", &fp, err);
     if (rc) return rc;
-    FILE *fp = o.fp;
     fputs("file,line,device,backend,variant,plan,dtype,n,verified,time_s_median,time_s_min,"
           "time_s_p90,time_cv,model_time_s,model_bound,read_bytes,write_bytes,"
           "model_dram_read_bytes,model_dram_write_bytes,saved_bytes,dram_read_bytes,"
@@ -446,10 +470,8 @@ static int write_csvs(const mb_rpt_set *s, const char *dir, mb_err *err)
         csv_num(fp, r->stud_resid);
         fprintf(fp, ",%s\n", !r->verified ? "failed" : r->outlier ? "outlier" : r->used ? "used" : "unused");
     }
-    if ((rc = mb_outfile_commit(&o, err))) return rc;
 
-    if ((rc = mb_outfile_open(&o, rpt_path(p, sizeof p, dir, "fits.csv"), err))) return rc;
-    fp = o.fp;
+    if ((rc = outs_open(outs, dir, "fits.csv", &fp, err))) return rc;
     fputs("device,backend,fitted,n_points,n_used,n_rejected,t0_s,t0_ci_s,bandwidth_gbs,"
           "bandwidth_lo_gbs,bandwidth_hi_gbs,r2,impossible,t0_negative,bytes,note\n", fp);
     for (int i = 0; i < s->n_groups; i++) {
@@ -470,10 +492,8 @@ static int write_csvs(const mb_rpt_set *s, const char *dir, mb_err *err)
         csv_str(fp, g->why[0] ? g->why : g->rows_note);
         fputc('\n', fp);
     }
-    if ((rc = mb_outfile_commit(&o, err))) return rc;
 
-    if ((rc = mb_outfile_open(&o, rpt_path(p, sizeof p, dir, "verdicts.csv"), err))) return rc;
-    fp = o.fp;
+    if ((rc = outs_open(outs, dir, "verdicts.csv", &fp, err))) return rc;
     fputs("claim,device,backend,n,lecture,lecture_ratio,model_bytes_ratio,model_dram_ratio,"
           "model_time_ratio,measured_time_ratio,measured_bytes_ratio,holds,model_agrees,note\n", fp);
     for (int i = 0; i < s->n_verdicts; i++) {
@@ -496,10 +516,11 @@ static int write_csvs(const mb_rpt_set *s, const char *dir, mb_err *err)
         csv_str(fp, v->note);
         fputc('\n', fp);
     }
-    return mb_outfile_commit(&o, err);
+    return MB_OK;
 }
 
-static int write_json(const mb_rpt_set *s, const mb_rpt_figures *figs, const char *dir, mb_err *err)
+static int write_json(const mb_rpt_set *s, const mb_rpt_figures *figs, const char *dir, rpt_outs *outs,
+                      mb_err *err)
 {
     json_t *root = json_object();
     json_t *inputs = json_array(), *prov = json_array(), *verdicts = json_array();
@@ -608,17 +629,13 @@ static int write_json(const mb_rpt_set *s, const mb_rpt_figures *figs, const cha
     json_object_set_new(root, "fits", fits);
     json_object_set_new(root, "rows", rows);
     json_object_set_new(root, "figures", figures);
-    char p[2048];
-    mb_outfile o;
-    int rc = mb_outfile_open(&o, rpt_path(p, sizeof p, dir, "summary.json"), err);
+    FILE *fp;
+    int rc = outs_open(outs, dir, "summary.json", &fp, err);
     if (rc == MB_OK) {
-        if (json_dumpf(root, o.fp, JSON_INDENT(1) | JSON_PRESERVE_ORDER) != 0) {
-            mb_outfile_abort(&o);
-            rc = mb_err_set(err, MB_ERUN, "%s: JSON write failed", p);
-        } else {
-            fputc('\n', o.fp);
-            rc = mb_outfile_commit(&o, err);
-        }
+        if (json_dumpf(root, fp, JSON_INDENT(1) | JSON_PRESERVE_ORDER) != 0)
+            rc = mb_err_set(err, MB_ERUN, "%s/summary.json: JSON write failed", dir);
+        else
+            fputc('\n', fp);
     }
     json_decref(root);
     return rc;
@@ -627,10 +644,13 @@ static int write_json(const mb_rpt_set *s, const mb_rpt_figures *figs, const cha
 int mb_rpt_write(const mb_rpt_set *s, const mb_rpt_figures *figs, const char *dir, mb_err *err)
 {
     int rc = mb_rpt_mkdirs(dir, err);
-    if (!rc) rc = write_csvs(s, dir, err);
-    if (!rc) rc = write_json(s, figs, dir, err);
-    if (!rc) rc = write_doc(s, figs, dir, err);
-    return rc;
+    if (rc) return rc;
+    rpt_outs *outs = calloc(1, sizeof *outs);
+    if (!outs) return mb_err_set(err, MB_ERUN, "out of memory");
+    rc = write_csvs(s, dir, outs, err);
+    if (!rc) rc = write_json(s, figs, dir, outs, err);
+    if (!rc) rc = write_doc(s, figs, dir, outs, err);
+    return outs_finish(outs, rc, err);
 }
 
 /* ---- model-only index ----------------------------------------------------- */
@@ -694,5 +714,10 @@ int mb_rpt_write_model_index(const mb_rpt_set *defs, const mb_device *dv,
             else rpt_doc_p(&d, "(not drawn: data in `%s.dat`)", figs->fig[i].name);
         }
     }
-    return write_pages(&d, dir, "index", err);
+    rpt_outs *outs = calloc(1, sizeof *outs);
+    if (!outs) {
+        rpt_doc_end(&d, NULL, NULL, NULL, NULL);
+        return mb_err_set(err, MB_ERUN, "out of memory");
+    }
+    return outs_finish(outs, write_pages(&d, dir, "index", outs, err), err);
 }

@@ -163,5 +163,21 @@ if has report; then
   expect 2 "unknown option" -- demo --bogus
 fi
 
+# a report whose one file cannot be written writes none of the others
+if has report; then
+  n=$((n + 1))
+  mkdir -p rep/summary.json
+  err=$(timeout 60 "$bin" report ok.csv -o rep --no-figures 2>&1 >/dev/null)
+  r=$?
+  left=$(cd rep && ls -A | grep -v '^summary.json$' | grep -v '^figures$' | tr '\n' ' ')
+  if [ "$r" -eq 2 ] && [ -z "$left" ] && printf '%s' "$err" | grep -q 'summary.json'; then
+    echo "ok   [$n] report with summary.json in the way: exit 2, no other report file"
+  else
+    fails=$((fails + 1))
+    echo "FAIL [$n] report with summary.json in the way: exit $r, left: $left; $err"
+  fi
+  rm -rf rep
+fi
+
 echo "$n cases: $((n - fails)) passed, $fails failed"
 [ "$fails" -eq 0 ]

@@ -320,8 +320,38 @@ static void evaluates_once(void)
     mb_graph_free(g);
 }
 
+/* Memory admission: what op-at-a-time really holds after a run is within
+ * mb_kern_plan_peak_bytes (allocation rounding and stagger aside), and more
+ * than the stored tensors alone (its temporaries). */
+static void peak_bytes_cover_temporaries(void)
+{
+    mb_err err;
+    mb_graph *g = NULL;
+    CHECK(mb_variant_load("gelu_tanh", MB_F32, &g, &err) == MB_OK);
+    mb_plan *p = NULL;
+    CHECK(g && mb_plan_build(g, MB_PLAN_FUSED, &p, &err) == MB_OK);
+    if (!p) { mb_graph_free(g); return; }
+    int64_t stored = mb_kern_plan_bytes(p, N_SMALL);
+    int64_t blocked = mb_kern_plan_peak_bytes(p, N_SMALL, MB_KERN_EXEC_BLOCKED);
+    int64_t opwise = mb_kern_plan_peak_bytes(p, N_SMALL, MB_KERN_EXEC_OPWISE);
+    CHECK_EQ_I64(blocked, stored);
+    CHECK(opwise > stored);
+    mb_kern_tensors t;
+    CHECK(mb_kern_tensors_alloc(p, N_SMALL, 0, &t, &err) == MB_OK);
+    CHECK(mb_kern_run_plan(&t, MB_KERN_EXEC_OPWISE, &err) == MB_OK);
+    int n_arrays = g->n_nodes; /* each array rounds up by < 64 B plus its stagger */
+    int64_t slack = (int64_t)n_arrays * (64 + 64 * 17 * 64);
+    CHECK((int64_t)t.alloc_bytes > stored);
+    CHECK((int64_t)t.alloc_bytes <= opwise + slack);
+    CHECK((int64_t)t.alloc_bytes >= opwise);
+    mb_kern_tensors_free(&t);
+    mb_plan_free(p);
+    mb_graph_free(g);
+}
+
 int main(void)
 {
+    peak_bytes_cover_temporaries();
     mb_kern_jit_configure(MB_KERN_JIT_OFF, NULL, NULL);
     evaluates_once();
     every_builtin();
