@@ -100,5 +100,5 @@ int mb_meas_contention_end(mb_meas_contention *s, double wall_s, int threads, do
 
 int mb_meas_row_noisy(const mb_meas_record *r)
 {
-    return r->contended > 0 && r->reps > 0 && 5 * r->contended > r->reps;
+    return MB_MEAS_NOISY(r->contended, r->reps);
 }

@@ -95,7 +95,7 @@ static const char *const columns = &(MB_MEAS_CSV_COLUMNS(MB_CSV_NAME))[1];
 
 /* Columns after the contract's (and after "kernel" in per-kernel files):
  * readers find columns by name, so older readers skip them. */
-static const char *const extra_columns = "contended";
+static const char *const extra_columns = MB_MEAS_CSV_CONTENDED_COLUMN;
 
 void mb_meas_csv_header(FILE *fp, int per_kernel)
 {

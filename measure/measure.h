@@ -148,7 +148,7 @@ void mb_meas_contention_begin(mb_meas_contention *s);
 int mb_meas_contention_end(mb_meas_contention *s, double wall_s, int threads, double frac);
 
 /* 1 when more than a fifth of a row's samples were contended: the row is
- * marked noisy (a warning, and reports/ does not fit it). */
+ * marked noisy: measure warns, report shows it and fits it not (MB_MEAS_NOISY). */
 int mb_meas_row_noisy(const mb_meas_record *r);
 
 /* ---- cache eviction ---------------------------------------------------------- */

@@ -259,6 +259,11 @@ double mb_device_bandwidth_gbs(const mb_device *d, const char **source);
     X(model_dram_read_bytes, 0) X(model_dram_write_bytes, 0) X(dram_read_bytes, 0)   \
     X(dram_write_bytes, 0) X(counters, 0) X(max_rel_err, 0) X(verified, 1)
 #define MB_MEAS_CSV_KERNEL_COLUMN "kernel"
+/* After the contract's columns (and "kernel"): timed samples during which the
+ * process did not get its cores. A row with more than a fifth of its samples
+ * contended is noisy: measure warns, report shows it and does not fit it. */
+#define MB_MEAS_CSV_CONTENDED_COLUMN "contended"
+#define MB_MEAS_NOISY(contended, reps) ((contended) > 0 && (reps) > 0 && 5 * (contended) > (reps))
 
 /* Provenance lines that make a CSV self-contained, "# KEY: line" and
  * "# KEY NAME: line", one per line of the text: the INI spec of the device

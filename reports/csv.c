@@ -13,13 +13,14 @@
 /* Columns of the contract (their one definition is MB_MEAS_CSV_COLUMNS),
  * then the per-kernel files' "kernel". Required ones must be in the header. */
 #define MB_COL_ENUM(name, required) C_##name,
-enum { MB_MEAS_CSV_COLUMNS(MB_COL_ENUM) C_KERNEL, C_COUNT };
+enum { MB_MEAS_CSV_COLUMNS(MB_COL_ENUM) C_KERNEL, C_CONTENDED, C_COUNT };
 #undef MB_COL_ENUM
 #define MB_COL_ROW(name, required) {#name, required},
 static const struct {
     const char *name;
     int required;
-} columns[C_COUNT] = {MB_MEAS_CSV_COLUMNS(MB_COL_ROW){MB_MEAS_CSV_KERNEL_COLUMN, 0}};
+} columns[C_COUNT] = {MB_MEAS_CSV_COLUMNS(MB_COL_ROW){MB_MEAS_CSV_KERNEL_COLUMN, 0},
+                      {MB_MEAS_CSV_CONTENDED_COLUMN, 0}};
 #undef MB_COL_ROW
 /* short names for the parser below */
 enum {
@@ -283,6 +284,12 @@ static int parse_row(ctx *c, const int *pos, field *f, int nf, mb_rpt_row *r)
         if ((rc = get_i64(c, &f[pos[C_REPS]], C_REPS, 1, &k))) return rc;
         r->reps = k > 1000000000 ? 1000000000 : (int)k;
     }
+    r->contended = -1;
+    if (pos[C_CONTENDED] >= 0) {
+        if ((rc = get_i64(c, &f[pos[C_CONTENDED]], C_CONTENDED, 1, &k))) return rc;
+        r->contended = k > 1000000000 ? 1000000000 : (int)k;
+    }
+    r->noisy = MB_MEAS_NOISY(r->contended, r->reps);
     if (pos[C_COUNTERS] >= 0) copy_str(r->counters, sizeof r->counters, f[pos[C_COUNTERS]].s);
     /* counts the CUDA backend's sanity gate rejected are kept in the file
      * for inspection, never used as measurements */

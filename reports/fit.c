@@ -265,7 +265,8 @@ static double row_bytes(const mb_rpt_row *r)
 
 static int fittable(const mb_rpt_row *r)
 {
-    return r->verified == 1 && r->dev >= 0 && r->time_s_median > 0 && isfinite(r->time_s_median);
+    return r->verified == 1 && !r->noisy && r->dev >= 0 && r->time_s_median > 0 &&
+           isfinite(r->time_s_median);
 }
 
 /* Ops that cost little next to their bytes are one "arith" column; the

@@ -84,6 +84,8 @@ typedef struct mb_rpt_row {
     char dtype[8];
     int64_t n;
     int kernels, reps;         /* -1 when absent */
+    int contended;             /* contended samples (-1: no such column) */
+    int noisy;                 /* more than a fifth contended: shown, never fitted */
     double time_s_median, time_s_min, time_s_p90, time_cv;
     double model_time_s;       /* the model time the harness wrote, or NaN */
     int64_t read_bytes, write_bytes;

@@ -33,7 +33,7 @@ static claim claim_of(const mb_rpt_demo *d, const mb_rpt_claim *c)
 static int matches(const mb_rpt_row *r, int gi, const char *v, const char *p, mb_dtype dt)
 {
     mb_dtype rd;
-    if (r->group != gi || !r->verified || !(r->time_s_median > 0)) return 0;
+    if (r->group != gi || !r->verified || r->noisy || !(r->time_s_median > 0)) return 0;
     if (strcmp(r->variant, v) != 0) return 0;
     if (p && strcmp(r->plan, p) != 0) return 0;
     if (mb_dtype_parse(r->dtype, &rd) != MB_OK || rd != dt) return 0;
@@ -84,7 +84,7 @@ static void check(const mb_rpt_set *s, int gi, const claim *c, mb_rpt_verdict *v
         }
     }
     if (n < 0) {
-        snprintf(v->note, sizeof v->note, "no verified rows of both %s/%s/%s and %s/%s/%s",
+        snprintf(v->note, sizeof v->note, "no verified, quiet rows of both %s/%s/%s and %s/%s/%s",
                  c->va, c->pa ? c->pa : "*", mb_dtype_name(c->da), c->vb, c->pb ? c->pb : "*",
                  mb_dtype_name(c->db));
         return;

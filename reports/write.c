@@ -98,19 +98,20 @@ static void verdict_section(rpt_doc *d, const mb_rpt_set *s)
 
 /* How a group's verified rows were used: the one count table and prose share. */
 typedef struct row_counts {
-    int total, verified, failed, used, rejected, compute, other;
+    int total, verified, failed, noisy, used, rejected, compute, other;
 } row_counts;
 
 static row_counts count_rows(const mb_rpt_set *s, int gi)
 {
-    row_counts c = {0, 0, 0, 0, 0, 0, 0};
+    row_counts c = {0, 0, 0, 0, 0, 0, 0, 0};
     for (int i = 0; i < s->n_rows; i++) {
         const mb_rpt_row *r = &s->rows[i];
         if (gi >= 0 && r->group != gi) continue;
         c.total++;
         if (!r->verified) { c.failed++; continue; }
         c.verified++;
-        if (r->used) c.used++;
+        if (r->noisy) c.noisy++;
+        else if (r->used) c.used++;
         else if (r->outlier) c.rejected++;
         else if (r->pred_bound == MB_BOUND_COMPUTE) c.compute++;
         else c.other++;
@@ -169,9 +170,10 @@ static void fit_section(rpt_doc *d, const mb_rpt_set *s)
         const mb_device *dev = &s->devices[g->dev];
         row_counts rc = count_rows(s, i);
         rpt_doc_p(d, "%s / %s: %d rows: %d used in the line, %d rejected as outliers, %d "
-                     "compute-bound (per-op fit), %d not in the line fit otherwise, %d failed "
+                     "compute-bound (per-op fit), %d not in the line fit otherwise, %d noisy "
+                     "(over a fifth of their samples contended: not fitted), %d failed "
                      "verification.", g->device, g->backend, rc.total, rc.used, rc.rejected,
-                  rc.compute, rc.other, rc.failed);
+                  rc.compute, rc.other, rc.noisy, rc.failed);
         if (g->rows_note[0])
             rpt_doc_p(d, "%s / %s: the line's candidates were %s; outliers among them are "
                          "rejected as above.", g->device, g->backend, g->rows_note);
@@ -294,7 +296,8 @@ static void rows_section(rpt_doc *d, const mb_rpt_set *s)
             isfinite(r->resid_model_rel) ? rpt_fmt(mm, sizeof mm, "%.2f", r->resid_model_rel + 1) : "—",
             isfinite(r->resid_time_rel) ? rpt_fmt(fr, sizeof fr, "%+.1f%%", 100 * r->resid_time_rel) : "—",
             isfinite(r->resid_bytes_rel) ? rpt_fmt(br, sizeof br, "%+.1f%%", 100 * r->resid_bytes_rel) : "—",
-            !r->verified ? "skipped (failed)" : r->outlier ? "rejected (outlier)" : r->used ? "used" : "not in line fit"};
+            !r->verified ? "skipped (failed)" : r->noisy ? "skipped (noisy: samples contended)"
+            : r->outlier ? "rejected (outlier)" : r->used ? "used" : "not in line fit"};
         rpt_doc_row(d, cells);
     }
     rpt_doc_table_end(d);
@@ -379,9 +382,10 @@ static int write_doc(const mb_rpt_set *s, const mb_rpt_figures *figs, const char
     }
     rpt_doc_p(&d, "%d measurement rows from %s, joined with the model on %s: %d used in the "
                   "bandwidth fits, %d rejected as outliers, %d compute-bound (per-op fit only), "
-                  "%d in no line fit, %d failed verification and are not fitted.",
+                  "%d in no line fit, %d noisy (over a fifth of their samples contended) and "
+                  "%d that failed verification are not fitted.",
               rc_all.total, files, devs, rc_all.used, rc_all.rejected, rc_all.compute,
-              rc_all.other, rc_all.failed);
+              rc_all.other, rc_all.noisy, rc_all.failed);
     if (s->n_kernel_rows_skipped)
         rpt_doc_p(&d, "%d per-kernel rows (%d file%s holding only per-kernel rows) are not "
                       "reported: each plan's row carries its totals.", s->n_kernel_rows_skipped,
@@ -468,7 +472,8 @@ static int write_csvs(const mb_rpt_set *s, const char *dir, rpt_outs *outs, mb_e
         csv_num(fp, r->resid_model_rel);
         csv_num(fp, r->resid_bytes_rel);
         csv_num(fp, r->stud_resid);
-        fprintf(fp, ",%s\n", !r->verified ? "failed" : r->outlier ? "outlier" : r->used ? "used" : "unused");
+        fprintf(fp, ",%s\n", !r->verified ? "failed" : r->noisy ? "noisy" : r->outlier ? "outlier"
+                               : r->used ? "used" : "unused");
     }
 
     if ((rc = outs_open(outs, dir, "fits.csv", &fp, err))) return rc;
@@ -595,6 +600,8 @@ static int write_json(const mb_rpt_set *s, const mb_rpt_figures *figs, const cha
         json_object_set_new(o, "dtype", json_string(r->dtype));
         json_object_set_new(o, "n", json_integer((json_int_t)r->n));
         json_object_set_new(o, "verified", json_boolean(r->verified));
+        json_object_set_new(o, "noisy", json_boolean(r->noisy));
+        json_object_set_new(o, "contended", r->contended >= 0 ? json_integer(r->contended) : json_null());
         json_object_set_new(o, "time_s_median", jnum(r->time_s_median));
         json_object_set_new(o, "model_time_s", jnum(r->pred_time_s));
         json_object_set_new(o, "model_bound", json_string(mb_bound_name(r->pred_bound)));

@@ -150,6 +150,46 @@ static void test_untrusted(const char *tmp)
     mb_rpt_set_free(&s);
 }
 
+/* Rows with more than a fifth of their samples contended are read, shown and
+ * never fitted: here a contended row twice as slow would drag the line. */
+static void test_noisy(const char *tmp)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/noisy.csv", tmp);
+    FILE *fp = fopen(path, "w");
+    fprintf(fp, "device,backend,variant,plan,dtype,n,reps,time_s_median,verified,contended\n");
+    for (int k = 24; k <= 28; k++) {
+        double t = 8.0 * (double)(1LL << k) / 3.0e12 + 5e-6;
+        fprintf(fp, "h100-sxm,cuda,copy,eager,f32,%lld,50,%.9g,1,%d\n", 1LL << k, t, k == 27 ? 0 : 10);
+    }
+    fprintf(fp, "h100-sxm,cuda,copy,fused,f32,%lld,50,%.9g,1,11\n", 1LL << 26,
+            2 * 8.0 * (double)(1LL << 26) / 3.0e12);
+    fclose(fp);
+    mb_rpt_set s;
+    mb_rpt_set_init(&s);
+    mb_err e;
+    int rc = mb_rpt_read_csv(&s, path, &e);
+    if (!rc) rc = mb_rpt_join(&s, NULL, &e);
+    if (!rc) rc = mb_rpt_fit(&s, &e);
+    CHECK(rc == MB_OK);
+    if (rc) fprintf(stderr, "  %s\n", e.msg);
+    if (!rc) {
+        CHECK_EQ_I64(s.n_rows, 6);
+        CHECK(!s.rows[0].noisy && s.rows[0].contended == 10); /* 10 of 50: a fifth, not more */
+        CHECK(s.rows[5].noisy && s.rows[5].contended == 11);
+        CHECK(!s.rows[5].used);
+        CHECK(s.n_groups == 1 && s.groups[0].fitted);
+        if (s.n_groups == 1 && s.groups[0].fitted) CHECK_NEAR(s.groups[0].bandwidth_gbs, 3000, 0.02);
+        char out[600];
+        snprintf(out, sizeof out, "%s/noisy-report", tmp);
+        CHECK(mb_rpt_write(&s, NULL, out, &e) == MB_OK);
+        CHECK(file_has(out, "summary.csv", ",noisy\n"));
+        CHECK(file_has(out, "summary.json", "\"noisy\": true"));
+        CHECK(file_has(out, "report.md", "skipped (noisy"));
+    }
+    mb_rpt_set_free(&s);
+}
+
 int main(void)
 {
     const char *env = getenv("MB_SRC");
@@ -170,6 +210,7 @@ int main(void)
     CHECK(mkdtemp(tmp) != NULL);
     test_good(tmp);
     test_untrusted(tmp);
+    test_noisy(tmp);
     char cmd[256];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmp);
     if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", tmp);
