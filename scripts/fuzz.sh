@@ -1,21 +1,48 @@
 #!/usr/bin/env bash
-# fuzz.sh — runs the libFuzzer targets for the variant parser and the spec
-# loader. Usage: scripts/fuzz.sh [RUNS]   (default 2000000 per target)
+# fuzz.sh — runs the libFuzzer targets: the variant parser (fuzz_parser), the
+# device spec loader (fuzz_spec) and the measurement CSV path of `report`
+# (fuzz_csv: read, join, fit, verdicts, writers). Address and undefined-
+# behaviour sanitizers are on and any UB is fatal (a finding). Prints each
+# target's executions and findings, then a summary table.
+# usage: scripts/fuzz.sh [RUNS] [TARGET...]   (default 3000000 runs, every target)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/deps.sh
 MB_EXTRA_DEPS="clang libclang-rt-14-dev" mb_install_deps
-runs=${1:-2000000}
+runs=${1:-3000000}
+shift || true
+targets=("$@")
+[ ${#targets[@]} -gt 0 ] || targets=(parser spec csv)
 cmake -S . -B build-fuzz -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ -DMB_FUZZ=ON \
-  -DMB_ENABLE_CUDA=OFF -DMB_MODULES= -DBUILD_TESTING=OFF -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
-cmake --build build-fuzz -j"$(mb_jobs)" --target fuzz_parser fuzz_spec >/dev/null
+  -DMB_ENABLE_CUDA=OFF -DBUILD_TESTING=OFF -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+build_targets=()
+for t in "${targets[@]}"; do build_targets+=("fuzz_$t"); done
+cmake --build build-fuzz -j"$(mb_jobs)" --target "${build_targets[@]}" >/dev/null
 corpus=build-fuzz/corpus
-mkdir -p "$corpus/parser" "$corpus/spec"
+mkdir -p "$corpus/parser" "$corpus/spec" "$corpus/csv"
 cp model/variants/*.mb "$corpus/parser/"
-build/bin/membound devices >/dev/null 2>&1 || true
 printf '[device]\nname = x\nmem_bandwidth_gbs = 100\ncache_mb = 1\nfp32_tflops = 1\nbf16_tflops = 1\nlaunch_overhead_us = 1\nmem_gb = 1\nsource = s\n' \
   >"$corpus/spec/seed.ini"
-for t in parser spec; do
+cp tests/data/*.csv "$corpus/csv/" 2>/dev/null || true
+printf 'device,backend,variant,plan,dtype,n,time_s_median,verified,dram_read_bytes,dram_write_bytes\nh100-sxm,cuda,copy,eager,f32,67108864,1e-4,1,268435456,268435456\nh100-sxm,cuda,sin2_plus_cos2,fused,f32,16777216,4e-5,1,,\n' \
+  >"$corpus/csv/seed.csv"
+summary=""
+status=0
+for t in "${targets[@]}"; do
   echo "== fuzz_$t: $runs runs"
-  build-fuzz/bin/fuzz_$t -runs="$runs" -max_len=${MB_FUZZ_MAX_LEN:-1024} -print_final_stats=1 "$corpus/$t" 2>&1 | tail -n 12
+  log=build-fuzz/fuzz_$t.log
+  set +e
+  build-fuzz/bin/fuzz_$t -runs="$runs" -max_len=${MB_FUZZ_MAX_LEN:-1024} -print_final_stats=1 \
+    -artifact_prefix=build-fuzz/crash-$t- "$corpus/$t" >"$log" 2>&1
+  r=$?
+  set -e
+  tail -n 12 "$log"
+  execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -n1)
+  findings=$(ls build-fuzz/crash-$t-* 2>/dev/null | wc -l)
+  [ "$r" -eq 0 ] || status=1
+  summary+=$(printf '%-12s %12s execs  exit %d  findings %d' "fuzz_$t" "${execs:-?}" "$r" "$findings")$'\n'
 done
+echo
+echo "== summary (runs asked: $runs per target)"
+printf '%s' "$summary"
+exit $status
