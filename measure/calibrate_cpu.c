@@ -414,8 +414,10 @@ int mb_meas_calibrate_overlap(mb_meas_calib *c, int64_t n, int reps, mb_err *err
     mb_meas_calib_to_device(c, NULL, &d);
     probe copy = {0}, sine = {0}, sum4 = {0};
     mb_meas_flusher fl;
-    /* quick runs (one rep, numbers not for the model) flush twice the probes' arrays */
-    int64_t flush_llc = reps == 1 ? n * (int64_t)sizeof(float) : c->llc_bytes;
+    /* twice the cache, or twice a probe array when that is smaller (it is
+     * evicted either way; a reported 508 MiB cache would read 1 GiB a sample) */
+    int64_t flush_llc = n * (int64_t)sizeof(float);
+    if (reps > 1 && c->llc_bytes < flush_llc) flush_llc = c->llc_bytes;
     int rc = mb_meas_flusher_init(&fl, flush_llc, err);
     if (rc) return rc;
     /* copy: memory only; sin: one read, one write, compute about as long as
@@ -539,6 +541,10 @@ int mb_meas_calibrate_cpu(int threads, int quick, void (*progress)(const char *l
     /* STREAM rule: each array >= 4x the LLC (and >= 2^25 f32 = 128 MiB) */
     int64_t n = 4 * out->llc_bytes / (int64_t)sizeof(float);
     if (n < ((int64_t)1 << 25)) n = (int64_t)1 << 25;
+    /* at most 2^27 f32 (512 MiB) an array: a guest that reports a 508 MiB
+     * cache and shows no knee (one thread streams no faster from cache than
+     * from DRAM here) would otherwise stream 2 GiB arrays, 4 minutes */
+    if (n > ((int64_t)1 << 27)) n = (int64_t)1 << 27;
     if (quick) n = out->llc_bytes / (int64_t)sizeof(float) / 4;
     if (quick && n > ((int64_t)1 << 22)) n = (int64_t)1 << 22; /* a smoke test: 16 MiB arrays */
     n = (n + 63) & ~(int64_t)63;
@@ -637,7 +643,10 @@ int mb_meas_calibrate_cpu(int threads, int quick, void (*progress)(const char *l
     if (why[0]) return mb_err_set(err, MB_ERUN, "calibration refused, nothing written: %s", why);
     out->sincos_geps = sincos_rate_geps(quick);
     STEP("overlap of memory and compute, read streams");
-    if ((rc = mb_meas_calibrate_overlap(out, n, quick ? 1 : 3, err))) return rc;
+    /* the probes need arrays beyond the cache, not the STREAM rule's 4x: the
+     * four-stream probe holds five of them */
+    int64_t n_probe = n < ((int64_t)1 << 25) ? n : (int64_t)1 << 25;
+    if ((rc = mb_meas_calibrate_overlap(out, n_probe, quick ? 1 : 3, err))) return rc;
     STEP("done");
 #undef STEP
     return MB_OK;
