@@ -33,14 +33,15 @@ static claim claim_of(const mb_rpt_demo *d, const mb_rpt_claim *c)
 static int matches(const mb_rpt_row *r, int gi, const char *v, const char *p, mb_dtype dt)
 {
     mb_dtype rd;
-    if (r->group != gi || !r->verified || r->noisy || !(r->time_s_median > 0)) return 0;
+    if (r->group != gi || !r->verified || !(r->time_s_median > 0)) return 0;
     if (strcmp(r->variant, v) != 0) return 0;
     if (p && strcmp(r->plan, p) != 0) return 0;
     if (mb_dtype_parse(r->dtype, &rd) != MB_OK || rd != dt) return 0;
     return 1;
 }
 
-/* The row of (v, p, dt) at size n in group gi (an eager plan preferred when p is NULL). */
+/* The row of (v, p, dt) at size n in group gi: a quiet one before a noisy
+ * one, then an eager plan when p is NULL. */
 static const mb_rpt_row *find(const mb_rpt_set *s, int gi, const char *v, const char *p,
                               mb_dtype dt, int64_t n)
 {
@@ -48,7 +49,9 @@ static const mb_rpt_row *find(const mb_rpt_set *s, int gi, const char *v, const 
     for (int i = 0; i < s->n_rows; i++) {
         const mb_rpt_row *r = &s->rows[i];
         if (r->n != n || !matches(r, gi, v, p, dt)) continue;
-        if (!best || (!strcmp(r->plan, "eager") && strcmp(best->plan, "eager") != 0)) best = r;
+        if (!best || (best->noisy && !r->noisy) ||
+            (best->noisy == r->noisy && !strcmp(r->plan, "eager") && strcmp(best->plan, "eager") != 0))
+            best = r;
     }
     return best;
 }
@@ -84,7 +87,7 @@ static void check(const mb_rpt_set *s, int gi, const claim *c, mb_rpt_verdict *v
         }
     }
     if (n < 0) {
-        snprintf(v->note, sizeof v->note, "no verified, quiet rows of both %s/%s/%s and %s/%s/%s",
+        snprintf(v->note, sizeof v->note, "no verified rows of both %s/%s/%s and %s/%s/%s",
                  c->va, c->pa ? c->pa : "*", mb_dtype_name(c->da), c->vb, c->pb ? c->pb : "*",
                  mb_dtype_name(c->db));
         return;
@@ -111,6 +114,10 @@ static void check(const mb_rpt_set *s, int gi, const claim *c, mb_rpt_verdict *v
     v->model_agrees = within(v->meas_time_ratio, v->model_time_ratio, MB_RPT_TOL_TIME) ? "yes" : "no";
 
     size_t len = 0;
+    if (a->noisy || b->noisy)
+        len += (size_t)snprintf(v->note + len, sizeof v->note - len,
+                                "NOISY: measured while the machine was busy (contended samples): rerun "
+                                "on a quiet machine. ");
     if (!counted)
         len += (size_t)snprintf(v->note + len, sizeof v->note - len, "time only (no counters). ");
     else if (!bytes_ok)
