@@ -641,9 +641,12 @@ static int fig_whatif(rpt_fig_ctx *fc, const char *name, const mb_rpt_set *s, co
                 same = fabs(t[i][r][1] / t[i][j][1] - 1) < 0.005;
             if (same) {
                 same_as[r] = j;
+                /* j < r: distinct entries, copied through a buffer all the same
+                 * (gcc's -Wrestrict cannot tell at -O0) */
+                char other[sizeof rm[r].fast_title];
+                memcpy(other, rm[r].fast_title, sizeof other);
                 size_t l = strlen(rm[j].fast_title);
-                snprintf(rm[j].fast_title + l, sizeof rm[j].fast_title - l, "\\n= %s",
-                         rm[r].fast_title);
+                snprintf(rm[j].fast_title + l, sizeof rm[j].fast_title - l, "\\n= %s", other);
             }
         }
     }
