@@ -332,14 +332,18 @@ int mb_cmd_measure(int argc, char **argv)
     while ((c = getopt_long(argc, argv, ":hqb:e:p:s:n:t:d:r:WCT:x:o:k:O:", lopts, NULL)) != -1) {
         switch (c) {
         case 'b':
-            if (mb_meas_backend_parse(optarg, &o.backend) != MB_OK)
-                return mb_cli_fail(2, "unknown backend '%s' (backends: auto, cpu, cuda)", optarg);
+            if (mb_meas_backend_parse(optarg, &o.backend) != MB_OK) {
+                rc = mb_cli_fail(2, "unknown backend '%s' (backends: auto, cpu, cuda)", optarg);
+                goto out;
+            }
             break;
         case 'e': o.expr = optarg; break;
         case 'p':
-            if (mb_plan_parse(optarg, &o.plan) != MB_OK)
-                return mb_cli_fail(2, "unknown plan '%s' (plans: eager, fused, store, recompute, optimal)",
-                                   optarg);
+            if (mb_plan_parse(optarg, &o.plan) != MB_OK) {
+                rc = mb_cli_fail(2, "unknown plan '%s' (plans: eager, fused, store, recompute, optimal)",
+                                 optarg);
+                goto out;
+            }
             o.plan_given = 1;
             break;
         case 's':
@@ -414,8 +418,8 @@ int mb_cmd_measure(int argc, char **argv)
             free(o.sizes);
             return 0;
         default:
-            free(o.sizes);
-            return mb_cli_bad_option(c, argv, optind, optopt, "measure");
+            rc = mb_cli_bad_option(c, argv, optind, optopt, "measure");
+            goto out;
         }
     }
     int first = optind;

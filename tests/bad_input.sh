@@ -127,6 +127,7 @@ if has measure; then
   expect 2 'backend' -- measure copy --backend warp
   expect 2 'backend' -- measure copy --n 2^10 --backend bogus
   expect 2 "unknown plan" -- measure copy --n 2^10 --plan bogus
+  expect 2 "unknown option '--bogus'" -- measure copy --n 2^10 --bogus
   expect 2 'directory' -- measure copy --sizes 2^10 --device h100-sxm -o adir
   expect 2 'FIFO' -- measure copy --sizes 2^10 --device h100-sxm -o fifo
   expect 2 'cannot write' -- measure copy --sizes 2^10 --device h100-sxm -o no/such/dir/x.csv
