@@ -89,7 +89,11 @@ static int provenance_spec(const mb_rpt_set *s, const char *csv_path, char *buf,
 /* Finds or loads the device named key (a table id or spec file; a relative
  * path is also tried beside the CSV; a CPU's model name falls back to the
  * spec its measurement was modelled with). Returns its index or -1 with err set. */
-static int device_index(mb_rpt_set *s, const char *key, const char *csv_path, mb_err *err)
+/* Key of a CSV's embedded spec: a control byte first, so no device column
+ * (read as UTF-8 text) is taken for one by accident. */
+#define MB_RPT_SPEC_KEY "\x01spec:"
+
+static int device_index(mb_rpt_set *s, const char *key, const char *csv_path, int spec_file, mb_err *err)
 {
     for (int i = 0; i < s->n_devices; i++)
         if (!strcmp(s->device_keys[i], key)) return i;
@@ -99,14 +103,15 @@ static int device_index(mb_rpt_set *s, const char *key, const char *csv_path, mb
     }
     mb_device d;
     int rc;
-    if (!strncmp(key, "spec:", 5)) { /* the spec a CSV carries: "spec:FILE-INDEX" */
-        int fi = atoi(key + 5);
+    if (spec_file >= 0) { /* the spec CSV spec_file carries (never chosen by a device column) */
+        int fi = spec_file;
         char name[600];
         snprintf(name, sizeof name, "%s (device_spec)", s->files[fi]);
         if (mb_device_load_ini_text(s->specs[fi], name, &d, err)) return -1;
         /* the same spec from several CSVs is one device */
         for (int i = 0; i < s->n_devices; i++)
-            if (!strncmp(s->device_keys[i], "spec:", 5) && !memcmp(&s->devices[i], &d, sizeof d))
+            if (!strncmp(s->device_keys[i], MB_RPT_SPEC_KEY, strlen(MB_RPT_SPEC_KEY)) &&
+                !memcmp(&s->devices[i], &d, sizeof d))
                 return i;
         s->devices[s->n_devices] = d;
         snprintf(s->device_keys[s->n_devices], sizeof s->device_keys[0], "%s", key);
@@ -128,17 +133,17 @@ int mb_rpt_join(mb_rpt_set *s, const char *device_override, mb_err *err)
 {
     mb_err e;
     if (device_override) {
-        if (device_index(s, device_override, NULL, &e) < 0)
+        if (device_index(s, device_override, NULL, -1, &e) < 0)
             return mb_err_set(err, MB_EINPUT, "--device: %s", e.msg);
     }
     for (int i = 0; i < s->n_rows; i++) {
         mb_rpt_row *r = &s->rows[i];
         /* --device, else the spec the CSV's model columns used, else its device column */
         char spec_key[32];
-        snprintf(spec_key, sizeof spec_key, "spec:%d", r->file_index);
-        const char *key = device_override ? device_override
-                          : s->specs[r->file_index] ? spec_key : r->device;
-        r->dev = device_index(s, key, r->file, &e);
+        snprintf(spec_key, sizeof spec_key, MB_RPT_SPEC_KEY "%d", r->file_index);
+        int embedded = !device_override && s->specs[r->file_index];
+        const char *key = device_override ? device_override : embedded ? spec_key : r->device;
+        r->dev = device_index(s, key, r->file, embedded ? r->file_index : -1, &e);
         if (r->dev < 0)
             return mb_err_set(err, MB_EINPUT, "%s:%d:%d: column 'device': %s", r->file, r->line,
                               r->device_col, e.msg);

@@ -29,6 +29,7 @@ printf '%s\n/dev/zero,cpu,copy,eager,f32,4096,1e-6,1\n' "$good_header" >devzero.
 printf '# model_device: /dev/zero\n%s\nnosuchdev,cpu,copy,eager,f32,4096,1e-6,1\n' "$good_header" >provzero.csv
 printf '%s\nh100-sxm,cpu,copy,eager,f32,4096,1e-6,1\0\n' "$good_header" >nul.csv
 printf '%s\nh100-sxm,cpu,c\xffpy,eager,f32,4096,1e-6,1\n' "$good_header" >badutf8.csv
+printf '%s\nspec:0,cpu,copy,eager,f32,4096,1e-6,1\n' "$good_header" >specdev.csv
 printf 'keep\n' >keep.txt
 ln -s nowhere.csv dangling.csv
 
@@ -159,6 +160,7 @@ if has report; then
   expect 2 'missing column' -- report nohdr.csv -o out
   expect 2 'character device' -- report devzero.csv -o out
   expect 2 'character device|nosuchdev' -- report provzero.csv -o out
+  expect 2 "unknown device 'spec:0'" -- report specdev.csv -o out
   expect 2 'not a directory|exists|directory' -- report ok.csv -o keep.txt
   expect 2 "unknown option" -- figures --bogus
   expect 2 "unknown option" -- demo --bogus
