@@ -22,6 +22,8 @@ import subprocess
 import sys
 import time
 
+from cpu_peers import parse_n  # the same size syntax as membound (beside this file)
+
 VARIANTS = {
     "sin2_plus_cos2": ("sin(x)**2 + cos(x)**2",
                        lambda x: __import__("numpy").sin(x) ** 2 + __import__("numpy").cos(x) ** 2),
@@ -32,15 +34,6 @@ VARIANTS = {
                          -(1 / (1 + __import__("numpy").exp(-x))))))))),
 }
 IMPLS = ["fused", "interpreted", "plain", "group4", "group8", "numexpr"]
-
-
-def parse_n(s):
-    s = s.strip()
-    if "^" in s:
-        b, e = s.split("^")
-        return int(b) ** int(e)
-    mult = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
-    return int(s[:-1]) * mult[s[-1]] if s[-1] in mult else int(s)
 
 
 def cv(xs):

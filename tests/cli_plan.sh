@@ -6,25 +6,7 @@
 set -u
 B=${MB_BIN:?MB_BIN not set}
 command -v jq >/dev/null || { echo "jq missing: skipped"; exit 77; }
-pass=0 fail=0
-ok() { pass=$((pass + 1)); }
-bad() { fail=$((fail + 1)); echo "FAIL: $*" >&2; }
-tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
-
-# expect CODE FRAGMENT -- ARGS...: exit code, and one stderr line containing FRAGMENT
-expect() {
-  local code=$1 frag=$2; shift 3
-  "$B" "$@" >"$tmp/out" 2>"$tmp/err"; local rc=$?
-  local lines; lines=$(wc -l <"$tmp/err")
-  if [ "$rc" -ne "$code" ]; then bad "membound $* exited $rc, expected $code: $(cat "$tmp/err")"; return; fi
-  if [ "$code" -ne 0 ] && [ "$lines" -ne 1 ]; then bad "membound $*: $lines stderr lines"; cat "$tmp/err" >&2; return; fi
-  if ! grep -qF -- "$frag" "$tmp/err"; then bad "membound $*: stderr lacks '$frag': $(cat "$tmp/err")"; return; fi
-  ok
-}
-jcheck() { # jcheck FILTER EXPECTED
-  local got; got=$(jq -r "$1" "$tmp/out")
-  if [ "$got" = "$2" ]; then ok; else bad "jq '$1' = '$got', expected '$2'"; fi
-}
+. "$(dirname "${BASH_SOURCE[0]}")/cli_lib.sh"
 
 if "$B" plan sigmoid3 >/dev/null 2>"$tmp/err"; then :; else
   rc=$?
