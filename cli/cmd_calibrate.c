@@ -11,11 +11,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* GPU calibration, when the CUDA backend provides it (measure/cuda_backend.*):
- * int mb_meas_cuda_calibrate(mb_device *out, mb_err *err); */
-int mb_meas_cuda_calibrate(mb_device *out, mb_err *err);
-#pragma weak mb_meas_cuda_calibrate
-
 static void usage(FILE *fp)
 {
     fprintf(fp,
@@ -31,7 +26,8 @@ static void usage(FILE *fp)
             "figures that cannot be true are measured again, then refused (exit 1,\n"
             "nothing written). Takes ~10 s on an idle 2-core machine.\n"
             "\n"
-            "  --backend B   cpu (default) or cuda (when the build has a GPU calibration)\n"
+            "  --backend B   cpu (default) or cuda (when the build has a GPU calibration;\n"
+            "                MB_CUDA_DEVICE and MB_CUDA_NO_BLOCK as for measure)\n"
             "  -o FILE       output spec, default local-cpu.ini (written atomically)\n"
             "  --threads N   threads (default: all cores)\n"
             "  --quick       short, cache-sized run (for tests; numbers not for the model)\n"
@@ -40,6 +36,13 @@ static void usage(FILE *fp)
             "  -h, --help    this help\n"
             "\n"
             "example: membound calibrate -o local-cpu.ini && membound model --device local-cpu.ini\n");
+}
+
+/* The GPU calibration's notes and warnings (measure/ reports through the config). */
+static void print_note(void *ctx, const char *level, const char *msg)
+{
+    (void)ctx;
+    fprintf(stderr, "membound: %s: %s\n", level, msg);
 }
 
 static void progress(const char *label)
@@ -97,10 +100,14 @@ int mb_cmd_calibrate(int argc, char **argv)
     mb_outfile_abort(&of);
 
     if (backend == MB_MEAS_CUDA) {
-        if (!mb_meas_cuda_calibrate)
-            return mb_cli_fail(1, "GPU calibration is not in this build; GPU specs come from "
-                                  "the device table (membound devices)");
-        if (mb_meas_cuda_calibrate(&d, &e)) return mb_cli_fail_err(1, &e);
+        /* the device and the blocking kernel as measure takes them: MB_CUDA_DEVICE, ... */
+        mb_meas_config cfg;
+        mb_meas_config_default(&cfg);
+        cfg.note = print_note;
+        mb_meas_config_env(&cfg, getenv);
+        char summary[2048];
+        if (mb_meas_cuda_calibrate(&cfg, &d, summary, sizeof summary, &e)) return mb_cli_fail_err(1, &e);
+        fputs(summary, stdout);
     } else {
         /* this host's cache: read with --cached, written by every full calibration */
         char cache[1024], cnote[1200];

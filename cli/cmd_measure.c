@@ -14,10 +14,6 @@
 #include <string.h>
 #include <unistd.h>
 
-/* The CUDA backend's provenance (measure/cuda_backend.h), when built in. */
-void mb_meas_cuda_provenance(char *buf, size_t bufsz);
-#pragma weak mb_meas_cuda_provenance
-
 static void usage(FILE *fp)
 {
     fprintf(fp,
@@ -52,14 +48,25 @@ static void usage(FILE *fp)
             "  -o FILE.csv      write the CSV there (atomically) and a table on stdout;\n"
             "                   without -o the CSV goes to stdout\n"
             "  --per-kernel F   also one row per kernel into F (same columns + kernel)\n"
-            "  -q, --quiet      no progress notes\n"
+            "  -q, --quiet      no progress notes (warnings still shown)\n"
             "  -h, --help       this help\n"
+            "\n");
+    mb_meas_env_usage(fp);
+    fprintf(fp,
             "\n"
             "Exit: 0 all rows verified, 1 a run failed or a check failed (rows kept with\n"
             "verified=0), 2 bad usage or a size that does not fit in memory, 130 / 143\n"
             "interrupted by SIGINT / SIGTERM: the rows measured so far are written, with a\n"
             "'# partial: ...' line (none measured: no file).\n"
             "example: membound measure copy --dtype f32,bf16 --sizes 2^25 --device local-cpu.ini -o copy.csv\n");
+}
+
+/* The harness's notes and warnings (measure/ reports through the config;
+ * it drops notes itself when quiet). */
+static void print_note(void *ctx, const char *level, const char *msg)
+{
+    (void)ctx;
+    fprintf(stderr, "membound: %s: %s\n", level, msg);
 }
 
 /* MemAvailable from /proc/meminfo in bytes, or -1. */
@@ -324,6 +331,8 @@ int mb_cmd_measure(int argc, char **argv)
     o.dtypes[0] = MB_F32;
     o.n_dtypes = 1;
     mb_meas_config_default(&o.cfg);
+    o.cfg.note = print_note;
+    mb_meas_config_env(&o.cfg, getenv);
     mb_err e;
     int c, rc;
     int sizes_opt = 0, cold_opt = 0; /* the option that set them, for conflicts */
@@ -626,7 +635,7 @@ int mb_cmd_measure(int argc, char **argv)
     }
     /* GPU clocks, driver and the counter sanity gate are known only after the
      * runs: trailing '#' lines (readers skip '#' lines anywhere) */
-    if (backend == MB_MEAS_CUDA && mb_meas_cuda_provenance) {
+    if (backend == MB_MEAS_CUDA) {
         char gpu[2048];
         mb_meas_cuda_provenance(gpu, sizeof gpu);
         for (char *line = strtok(gpu, "\n"); line; line = strtok(NULL, "\n")) {

@@ -1,8 +1,10 @@
-/* cpu_run.c — the timing protocol on the CPU: allocate and first-touch,
- * check once early, warm up, sample (evicting the LLC before each sample,
- * outside the timed region) until the noise criterion stops, then poison,
- * run a last timed sample and check it. Does not parse options or write CSV. */
-#include "measure.h"
+/* cpu_run.c — the CPU backend of the protocol (protocol.c): allocate and
+ * first-touch the tensors, evict the last-level cache (a read sweep of 2x
+ * LLC, outside the timed region), time one pass kernel by kernel (batched
+ * when warm and shorter than 1 ms), watch contention per sample. Does not
+ * decide how many samples or check results itself, nor parse options or
+ * write CSV. */
+#include "protocol_int.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -40,14 +42,25 @@ void mb_meas_flusher_free(mb_meas_flusher *f)
     memset(f, 0, sizeof *f);
 }
 
+/* The CPU backend's state for one row. */
+typedef struct cpu_state {
+    mb_kern_tensors t;
+    mb_meas_flusher fl;
+    double *stamps;  /* n_kernels + 1 clock readings of one pass */
+    double first_s;  /* the first warm-up run's time */
+    int inner;       /* passes per sample (0 until the first sample) */
+    int fresh;       /* 1: outputs hold the poison of rep 0 (alloc) and nothing ran */
+} cpu_state;
+
 /* Runs every kernel once; stamps[k+1] - stamps[k] is kernel k's time. */
-static int timed_pass(mb_kern_tensors *t, mb_kern_exec e, double *stamps, mb_err *err)
+static int timed_pass(cpu_state *B, mb_kern_exec e, mb_err *err)
 {
-    stamps[0] = mb_meas_now_s();
-    for (int k = 0; k < t->plan->n_kernels; k++) {
-        int rc = mb_kern_run_kernel(t, k, e, err);
+    B->fresh = 0;
+    B->stamps[0] = mb_meas_now_s();
+    for (int k = 0; k < B->t.plan->n_kernels; k++) {
+        int rc = mb_kern_run_kernel(&B->t, k, e, err);
         if (rc) return rc;
-        stamps[k + 1] = mb_meas_now_s();
+        B->stamps[k + 1] = mb_meas_now_s();
     }
     return MB_OK;
 }
@@ -59,124 +72,102 @@ static void cpu_label(char *buf, size_t bufsz)
     snprintf(buf, bufsz, "%s", pv.cpu_model[0] ? pv.cpu_model : "cpu");
 }
 
-/* Notes the first failure of a check into why. */
-static void note_check(const mb_graph *g, const mb_kern_check *ck, const char *when, char *why,
-                       size_t whysz)
+static int cpu_prepare(mb_meas_row_run *r, mb_err *err)
 {
-    if (!why || !whysz || why[0]) return;
-    if (ck->poisoned)
-        snprintf(why, whysz, "%s: %lld elements never written (still poisoned)", when,
-                 (long long)ck->poisoned);
-    else
-        snprintf(why, whysz, "%s: %lld elements off, first at [%lld] of %s: got %.9g, want %.9g "
-                 "(max rel err %.3g > tol %.3g)", when, (long long)ck->bad, (long long)ck->first_bad,
-                 ck->first_bad_node >= 0 && g->nodes[ck->first_bad_node].name[0]
-                     ? g->nodes[ck->first_bad_node].name : "a result",
-                 ck->first_got, ck->first_want, ck->max_rel_err, ck->tol);
+    const mb_meas_config *c = r->c;
+    mb_kern_set_threads(c->threads);
+    cpu_label(r->row->device, sizeof r->row->device);
+    snprintf(r->row->backend, sizeof r->row->backend, "cpu");
+    snprintf(r->row->counters, sizeof r->row->counters, "none-cpu");
+    r->row->dram_read_bytes = r->row->dram_write_bytes = -1;
+    cpu_state *B = calloc(1, sizeof *B);
+    if (!B) return mb_err_set(err, MB_ERUN, "out of memory");
+    r->be = B;
+    int rc = mb_kern_tensors_alloc(r->p, r->n, c->llc_bytes, &B->t, err);
+    if (rc) return rc;
+    B->fresh = 1;
+    r->host = &B->t;
+    if (c->cold && (rc = mb_meas_flusher_init(&B->fl, c->llc_bytes, err))) return rc;
+    B->stamps = malloc((size_t)(r->p->n_kernels + 1) * sizeof(double));
+    if (!B->stamps) return mb_err_set(err, MB_ERUN, "out of memory");
+    return MB_OK;
 }
 
-int mb_meas_cpu_run(const mb_plan *p, int64_t n, const mb_meas_config *c, mb_meas_record *row,
-                    mb_meas_record *per_kernel, char *why, size_t whysz, mb_err *err)
+static int cpu_poison(mb_meas_row_run *r, unsigned rep, mb_err *err)
 {
-    if (why && whysz) why[0] = '\0';
-    mb_kern_set_threads(c->threads);
-    int nk = p->n_kernels;
-    cpu_label(row->device, sizeof row->device);
-    snprintf(row->backend, sizeof row->backend, "cpu");
-    snprintf(row->counters, sizeof row->counters, "none-cpu");
-    row->dram_read_bytes = row->dram_write_bytes = -1;
+    cpu_state *B = r->be;
+    if (B->fresh && rep == 0) return MB_OK; /* alloc poisoned them with rep 0 */
+    mb_kern_poison(&B->t, rep);
+    return MB_OK;
+}
 
-    mb_kern_tensors t;
-    int rc = mb_kern_tensors_alloc(p, n, c->llc_bytes, &t, err);
-    if (rc) return rc;
-    mb_meas_flusher fl = {0};
-    if (c->cold && (rc = mb_meas_flusher_init(&fl, c->llc_bytes, err))) {
-        mb_kern_tensors_free(&t);
-        return rc;
-    }
-    int cap = c->max_reps > 10 ? c->max_reps : 10;
-    double *samples = malloc((size_t)(cap + 1) * sizeof(double));
-    double *ksamples = malloc((size_t)(cap + 1) * (size_t)(nk ? nk : 1) * sizeof(double));
-    double *stamps = malloc((size_t)(nk + 1) * sizeof(double));
-    double *tmp = malloc((size_t)(cap + 1) * sizeof(double));
-    if (!samples || !ksamples || !stamps || !tmp) {
-        rc = mb_err_set(err, MB_ERUN, "out of memory");
-        goto done;
-    }
-
-    /* early check: first run on poisoned outputs (alloc poisons with rep 0) */
-    int passed = 1;
-    double max_err = 0.0;
-    mb_kern_check ck;
-    if ((rc = timed_pass(&t, c->exec, stamps, err))) goto done;
-    double first_s = stamps[nk] - stamps[0];
-    if (c->check) {
-        if ((rc = mb_kern_verify(&t, 0, c->tol, &ck, err))) goto done;
-        max_err = ck.max_rel_err;
-        if (!ck.passed) passed = 0, note_check(p->g, &ck, "first run", why, whysz);
-    }
-    for (int w = 1; w < c->warmup; w++)
-        if ((rc = timed_pass(&t, c->exec, stamps, err))) goto done;
-
-    /* cache-resident runs shorter than 1 ms are batched when not cold */
-    int inner = 1;
-    if (!c->cold && first_s < 1e-3) inner = (int)(1e-3 / (first_s > 1e-7 ? first_s : 1e-7)) + 1;
-
-    int ns = 0, contended = 0;
-    double t_begin = mb_meas_now_s();
-    for (;;) {
-        if (c->stop && *c->stop) {
-            rc = mb_err_set(err, MB_ERUN, "interrupted");
-            goto done;
-        }
-        int last = mb_meas_should_stop(c, samples, ns, mb_meas_now_s() - t_begin) || ns >= cap;
-        if (last && c->check) mb_kern_poison(&t, 1); /* the final sample writes over rep 1 */
-        if (c->cold) mb_meas_flush_cpu(&fl);
-        double tot = 0.0;
-        for (int k = 0; k < nk; k++) ksamples[(size_t)k * (cap + 1) + ns] = 0.0;
-        mb_meas_contention cs;
-        mb_meas_contention_begin(&cs);
-        double w0 = mb_meas_now_s();
-        for (int r = 0; r < inner; r++) {
-            if ((rc = timed_pass(&t, c->exec, stamps, err))) goto done;
-            tot += stamps[nk] - stamps[0];
-            for (int k = 0; k < nk; k++)
-                ksamples[(size_t)k * (cap + 1) + ns] += (stamps[k + 1] - stamps[k]) / inner;
-        }
-        contended += mb_meas_contention_end(&cs, mb_meas_now_s() - w0, mb_kern_threads(),
-                                            c->contention_frac);
-        samples[ns++] = tot / inner;
-        if (last) break;
-    }
-    if (c->check) {
-        if ((rc = mb_kern_verify(&t, 1, c->tol, &ck, err))) goto done;
-        if (ck.max_rel_err > max_err) max_err = ck.max_rel_err;
-        if (!ck.passed) passed = 0, note_check(p->g, &ck, "last sample", why, whysz);
-        if (p->g->has_backward) {
-            double gerr = 0;
-            int gok = 0;
-            if ((rc = mb_kern_gradcheck(&t, c->gradcheck_points > 0 ? c->gradcheck_points : 64,
-                                        &gerr, &gok, err)))
-                goto done;
-            if (!gok) {
-                passed = 0;
-                if (why && whysz && !why[0])
-                    snprintf(why, whysz, "finite-difference gradient check failed (%.3g x tolerance)",
-                             gerr);
-            }
-        }
-    }
-    mb_meas_row_finish(row, samples, ns, c->check, max_err, passed, per_kernel, nk, ksamples,
-                       (size_t)(cap + 1), tmp);
-    row->contended = contended;
-    for (int k = 0; per_kernel && k < nk; k++) per_kernel[k].contended = contended;
-    rc = MB_OK;
-done:
-    free(samples);
-    free(ksamples);
-    free(stamps);
-    free(tmp);
-    if (c->cold) mb_meas_flusher_free(&fl);
-    mb_kern_tensors_free(&t);
+static int cpu_warm(mb_meas_row_run *r, mb_err *err)
+{
+    cpu_state *B = r->be;
+    int rc = timed_pass(B, r->c->exec, err);
+    if (rc == MB_OK && B->first_s == 0) B->first_s = B->stamps[r->p->n_kernels] - B->stamps[0];
     return rc;
 }
+
+static int cpu_flush(mb_meas_row_run *r, mb_err *err)
+{
+    mb_meas_flush_cpu(&((cpu_state *)r->be)->fl);
+    return MB_OK;
+}
+
+static int cpu_sample(mb_meas_row_run *r, mb_meas_sample *s, mb_err *err)
+{
+    cpu_state *B = r->be;
+    const mb_meas_config *c = r->c;
+    const int nk = r->p->n_kernels;
+    /* cache-resident runs shorter than 1 ms are batched when not cold */
+    if (!B->inner) {
+        B->inner = 1;
+        if (!c->cold && B->first_s < 1e-3)
+            B->inner = (int)(1e-3 / (B->first_s > 1e-7 ? B->first_s : 1e-7)) + 1;
+    }
+    double tot = 0.0;
+    mb_meas_contention cs;
+    mb_meas_contention_begin(&cs);
+    double w0 = mb_meas_now_s();
+    for (int i = 0; i < B->inner; i++) {
+        int rc = timed_pass(B, c->exec, err);
+        if (rc) return rc;
+        tot += B->stamps[nk] - B->stamps[0];
+        for (int k = 0; k < nk; k++) s->kernel_s[k] += (B->stamps[k + 1] - B->stamps[k]) / B->inner;
+    }
+    s->contended = mb_meas_contention_end(&cs, mb_meas_now_s() - w0, mb_kern_threads(),
+                                          c->contention_frac);
+    s->total_s = tot / B->inner;
+    return MB_OK;
+}
+
+static int cpu_check(mb_meas_row_run *r, unsigned rep, mb_kern_check *ck, mb_err *err)
+{
+    return mb_kern_verify(r->host, rep, r->c->tol, ck, err);
+}
+
+static void cpu_release(mb_meas_row_run *r, int rc)
+{
+    cpu_state *B = r->be;
+    if (!B) return;
+    free(B->stamps);
+    mb_meas_flusher_free(&B->fl);
+    mb_kern_tensors_free(&B->t);
+    free(B);
+    r->be = NULL;
+}
+
+const mb_meas_ops mb_meas_cpu_ops = {
+    .name = "cpu",
+    .early_rep = 0, /* the poison mb_kern_tensors_alloc writes */
+    .final_rep = 1,
+    .early_check_max_n = 0, /* every n: the check costs about one pass */
+    .prepare = cpu_prepare,
+    .poison = cpu_poison,
+    .warm = cpu_warm,
+    .flush = cpu_flush,
+    .sample = cpu_sample,
+    .check = cpu_check,
+    .release = cpu_release,
+};

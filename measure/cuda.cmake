@@ -1,5 +1,6 @@
-# measure/cuda.cmake — the CUDA backend of the harness (cuda_backend.cu) and
-# the CUPTI range-profiler wrapper (cupti_ranges.cpp), included by
+# measure/cuda.cmake — the CUDA backend of the harness (cuda_session.cu,
+# cuda_counters.cu, cuda_calibrate.cu, cuda_ops.cu) and the CUPTI
+# range-profiler wrapper (cupti_ranges.cpp), included by
 # measure/CMakeLists.txt when a CUDA compiler is found.
 
 # CUPTI: CMake's CUDA::cupti target, else the library beside the toolkit's.
@@ -31,7 +32,9 @@ else()
 endif()
 set(MB_HAVE_CUPTI ${MB_HAVE_CUPTI} CACHE INTERNAL "CUPTI counters in the CUDA backend")
 
-add_library(mb_meas_cuda STATIC ${CMAKE_CURRENT_SOURCE_DIR}/cuda_backend.cu ${MB_CUPTI_SOURCE}
+set(MB_MEAS_CUDA_SOURCES cuda_session.cu cuda_counters.cu cuda_calibrate.cu cuda_ops.cu)
+list(TRANSFORM MB_MEAS_CUDA_SOURCES PREPEND ${CMAKE_CURRENT_SOURCE_DIR}/)
+add_library(mb_meas_cuda STATIC ${MB_MEAS_CUDA_SOURCES} ${MB_CUPTI_SOURCE}
   ${CMAKE_CURRENT_SOURCE_DIR}/cupti_reason.c)
 target_include_directories(mb_meas_cuda PUBLIC ${CMAKE_CURRENT_SOURCE_DIR})
 set_source_files_properties(${CMAKE_CURRENT_SOURCE_DIR}/cupti_reason.c ${CMAKE_CURRENT_SOURCE_DIR}/cupti_absent.c
@@ -91,6 +94,7 @@ target_link_libraries(mb_meas_cuda PUBLIC mb_kernels_cuda mb_measure mb_kernels 
 if(MB_HAVE_CUPTI)
   target_link_libraries(mb_meas_cuda PUBLIC ${MB_CUPTI_LIB})
 endif()
-# mb_measure's backend switch (mb_meas_run) calls into this library: a cycle of
-# static libraries, which CMake repeats on the link line.
+# mb_measure's protocol (protocol.c) runs this library's ops table
+# (mb_meas_cuda_ops): a cycle of static libraries, which CMake repeats on the
+# link line.
 target_link_libraries(mb_measure PUBLIC mb_meas_cuda)

@@ -1,8 +1,11 @@
-/* cuda_absent.c — the CUDA backend entry points of a build without CUDA:
- * nothing is available and a CUDA run fails with the reason. */
-#include "measure.h"
+/* cuda_absent.c — the CUDA backend of a build without CUDA: nothing is
+ * available, a CUDA run or calibration fails with the reason, and there is
+ * no GPU provenance. */
+#include "protocol_int.h"
 
 #include <stdio.h>
+
+#define MB_NO_CUDA "the CUDA backend is not in this build (built without CUDA)"
 
 int mb_meas_cuda_available(char *why, size_t whysz)
 {
@@ -10,10 +13,30 @@ int mb_meas_cuda_available(char *why, size_t whysz)
     return 0;
 }
 
-int mb_meas_cuda_run(const mb_plan *p, int64_t n, const mb_meas_config *c, mb_meas_record *row,
-                     mb_meas_record *per_kernel, char *why, size_t whysz, mb_err *err)
+static int absent_prepare(mb_meas_row_run *r, mb_err *err)
 {
-    (void)p, (void)n, (void)c, (void)row, (void)per_kernel;
-    if (why && whysz) snprintf(why, whysz, "built without CUDA");
-    return mb_err_set(err, MB_ERUN, "the CUDA backend is not in this build (built without CUDA)");
+    (void)r;
+    return mb_err_set(err, MB_ERUN, MB_NO_CUDA);
+}
+
+static void absent_release(mb_meas_row_run *r, int rc)
+{
+    (void)r, (void)rc;
+}
+
+/* Only prepare and release are ever called. */
+const mb_meas_ops mb_meas_cuda_ops = {.name = "cuda", .prepare = absent_prepare, .release = absent_release};
+
+int mb_meas_cuda_calibrate(const mb_meas_config *c, mb_device *out, char *summary, size_t summarysz,
+                           mb_err *err)
+{
+    (void)c, (void)out;
+    if (summary && summarysz) summary[0] = '\0';
+    return mb_err_set(err, MB_ERUN, "GPU calibration is not in this build; GPU specs come from the "
+                                    "device table (membound devices)");
+}
+
+void mb_meas_cuda_provenance(char *buf, size_t bufsz)
+{
+    if (buf && bufsz) buf[0] = '\0';
 }

@@ -1,9 +1,11 @@
-/* measure.c — protocol settings, sample statistics, records and the backend
- * switch. Does not run kernels itself (cpu_run.c, cuda_backend.*). */
+/* measure.c — protocol settings (defaults, the environment variables the CLI
+ * passes in), the note callback, sample statistics and records. Does not run
+ * kernels or the protocol (protocol.c and the backends do). */
 #define _POSIX_C_SOURCE 200809L
-#include "measure.h"
+#include "protocol_int.h"
 
 #include <math.h>
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -43,6 +45,126 @@ void mb_meas_config_default(mb_meas_config *c)
     c->check = 1;
     c->gradcheck_points = 64;
     c->counters = 1;
+    c->cuda_block = 1;
+}
+
+/* ---- settings from the environment ----------------------------------------- */
+
+/* "1", "yes", anything but "" and "0" */
+static int env_flag(const char *v)
+{
+    return *v && strcmp(v, "0") != 0;
+}
+
+static int env_device(mb_meas_config *c, const char *v)
+{
+    if (!*v) return 0; /* set but empty: the default */
+    char *end = NULL;
+    long d = strtol(v, &end, 10);
+    if (!end || *end || d < 0 || d > 1023) return -1;
+    c->cuda_device = (int)d;
+    return 0;
+}
+
+static int env_no_block(mb_meas_config *c, const char *v)
+{
+    c->cuda_block = !env_flag(v);
+    return 0;
+}
+
+static int env_once(mb_meas_config *c, const char *v)
+{
+    c->cuda_once = env_flag(v);
+    return 0;
+}
+
+static int env_impl(mb_meas_config *c, const char *v)
+{
+    static const char *const names[MB_MEAS_CUDA_IMPL_COUNT] = {"auto", "eval", "nohand"};
+    if (!*v) v = "auto";
+    for (int i = 0; i < MB_MEAS_CUDA_IMPL_COUNT; i++)
+        if (!strcmp(v, names[i])) {
+            c->cuda_impl = (mb_meas_cuda_impl)i;
+            return 0;
+        }
+    return -1;
+}
+
+static int env_cupti(mb_meas_config *c, const char *v)
+{
+    c->cupti_disabled = !strcmp(v, "0");
+    return 0;
+}
+
+static int env_kernel_clean(mb_meas_config *c, const char *v)
+{
+    c->cupti_kernel_clean = env_flag(v);
+    return 0;
+}
+
+/* The variables, one row each: name and value for --help, what it does
+ * (lines after the first are indented by the printer), what a value must
+ * look like, and how it sets the config. */
+static const struct env_var {
+    const char *name, *value, *help, *expect;
+    int (*apply)(mb_meas_config *c, const char *value);
+} env_vars[] = {
+    {"MB_CUDA_DEVICE", "N", "GPU ordinal for the cuda backend (default 0)", "a device ordinal",
+     env_device},
+    {"MB_CUDA_NO_BLOCK", "1", "time without the blocking kernel (launch latency\nincluded)", "",
+     env_no_block},
+    {"MB_CUDA_ONCE", "1", "each plan once: no warm-up, one checked run, no\ncounters (for ncu, "
+     "which replays every launch)", "", env_once},
+    {"MB_CUDA_IMPL", "I", "CUDA kernels: auto (hand-written where they match),\neval (all through "
+     "the evaluator), nohand", "auto, eval or nohand", env_impl},
+    {"MB_CUPTI", "0", "no CUPTI counters (timing only)", "", env_cupti},
+    {"MB_CUPTI_KERNEL_CLEAN", "1", "per-kernel counts each from a clean L2 (as\nncu --cache-control all)",
+     "", env_kernel_clean},
+};
+#define N_ENV_VARS (sizeof env_vars / sizeof env_vars[0])
+
+void mb_meas_config_env(mb_meas_config *c, char *(*lookup)(const char *name))
+{
+    for (size_t i = 0; i < N_ENV_VARS; i++) {
+        const char *v = lookup(env_vars[i].name);
+        if (v && env_vars[i].apply(c, v) != 0)
+            mb_meas_note(c, MB_MEAS_WARNING, "ignoring %s='%s': expected %s", env_vars[i].name, v,
+                         env_vars[i].expect);
+    }
+}
+
+void mb_meas_env_usage(FILE *fp)
+{
+    fprintf(fp, "environment (read by the CLI, for the cuda backend):\n");
+    for (size_t i = 0; i < N_ENV_VARS; i++) {
+        char key[64];
+        snprintf(key, sizeof key, "%s=%s", env_vars[i].name, env_vars[i].value);
+        fprintf(fp, "  %-23s ", key);
+        for (const char *h = env_vars[i].help; *h; h++) {
+            fputc(*h, fp);
+            if (*h == '\n') fprintf(fp, "%26s", "");
+        }
+        fputc('\n', fp);
+    }
+}
+
+/* ---- notes ------------------------------------------------------------------ */
+
+void mb_meas_vnote(const mb_meas_config *c, const char *level, const char *fmt, va_list ap)
+{
+    if (!c || !c->note) return;
+    if (c->quiet && !strcmp(level, MB_MEAS_NOTE)) return;
+    char msg[1024];
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    c->note(c->note_ctx, level, msg);
+}
+
+void mb_meas_note(const mb_meas_config *c, const char *level, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    mb_meas_vnote(c, level, fmt, ap);
+    va_end(ap);
 }
 
 double mb_meas_now_s(void)
@@ -146,68 +268,4 @@ int mb_meas_record_init(mb_meas_record *row, mb_meas_record *per_kernel, const c
     }
     mb_estimate_free(&e);
     return MB_OK;
-}
-
-int mb_meas_resolve_backend(mb_meas_backend want, mb_meas_backend *got, char *note, size_t notesz,
-                            mb_err *err)
-{
-    char why[256] = "";
-    if (note && notesz) note[0] = '\0';
-    if (want == MB_MEAS_CPU) {
-        *got = MB_MEAS_CPU;
-        return MB_OK;
-    }
-    int ok = mb_meas_cuda_available(why, sizeof why);
-    if (want == MB_MEAS_CUDA) {
-        if (!ok) return mb_err_set(err, MB_ERUN, "--backend cuda: no usable GPU (%s)", why);
-        *got = MB_MEAS_CUDA;
-        return MB_OK;
-    }
-    *got = ok ? MB_MEAS_CUDA : MB_MEAS_CPU;
-    if (note && notesz) {
-        if (ok) snprintf(note, notesz, "backend auto: using cuda");
-        else snprintf(note, notesz, "backend auto: using cpu (cuda: %s)", why);
-    }
-    return MB_OK;
-}
-
-int mb_meas_run(mb_meas_backend b, const mb_plan *p, int64_t n, const mb_meas_config *c,
-                mb_meas_record *row, mb_meas_record *per_kernel, char *why, size_t whysz,
-                mb_err *err)
-{
-    if (b == MB_MEAS_CUDA) return mb_meas_cuda_run(p, n, c, row, per_kernel, why, whysz, err);
-    if (b == MB_MEAS_CPU) return mb_meas_cpu_run(p, n, c, row, per_kernel, why, whysz, err);
-    return mb_err_set(err, MB_EINPUT, "backend must be resolved before running");
-}
-
-void mb_meas_row_finish(mb_meas_record *row, const double *samples, int ns, int checked,
-                        double max_err, int passed, mb_meas_record *per_kernel, int nk,
-                        const double *ksamples, size_t stride, double *tmp)
-{
-    mb_meas_stats rs;
-    mb_meas_stats_compute(samples, ns, &rs);
-    row->reps = ns;
-    row->time_s_median = rs.median_s;
-    row->time_s_min = rs.min_s;
-    row->time_s_p90 = rs.p90_s;
-    row->time_cv = rs.cv;
-    row->max_rel_err = checked ? max_err : NAN;
-    row->verified = checked ? passed : 0;
-    for (int k = 0; per_kernel && k < nk; k++) {
-        mb_meas_record *pk = &per_kernel[k];
-        memcpy(pk->device, row->device, sizeof pk->device);
-        memcpy(pk->backend, row->backend, sizeof pk->backend);
-        memcpy(pk->counters, row->counters, sizeof pk->counters);
-        pk->dram_read_bytes = pk->dram_write_bytes = -1;
-        memcpy(tmp, ksamples + (size_t)k * stride, (size_t)ns * sizeof(double));
-        mb_meas_stats st;
-        mb_meas_stats_compute(tmp, ns, &st);
-        pk->reps = ns;
-        pk->time_s_median = st.median_s;
-        pk->time_s_min = st.min_s;
-        pk->time_s_p90 = st.p90_s;
-        pk->time_cv = st.cv;
-        pk->max_rel_err = row->max_rel_err;
-        pk->verified = row->verified;
-    }
 }

@@ -1,9 +1,11 @@
 /* measure.h — the measurement harness: timing protocol (warm-up, >= 10
  * samples, noise-based stop, optional LLC eviction between samples), result
  * checks against the float64 reference, measurement records and their CSV,
- * and the backend switch (CPU here, CUDA in measure/cuda_backend.*).
- * It does not choose variants or sizes (the CLI does) and does not fit or plot
- * (reports/). Builds without GSL and gnuplot. */
+ * and the backend switch (the protocol once in protocol.c; the CPU backend in
+ * cpu_run.c, the CUDA backend in cuda_*.cu). Library code reports through the
+ * config's note callback and reads no environment variable (the CLI does,
+ * mb_meas_config_env). It does not choose variants or sizes (the CLI does)
+ * and does not fit or plot (reports/). Builds without GSL and gnuplot. */
 #ifndef MB_MEASURE_H
 #define MB_MEASURE_H
 
@@ -33,6 +35,14 @@ int mb_meas_backend_parse(const char *s, mb_meas_backend *out); /* MB_OK or MB_E
 
 /* ---- settings ---------------------------------------------------------------- */
 
+/* Which CUDA implementation runs each kernel of a plan. */
+typedef enum mb_meas_cuda_impl {
+    MB_MEAS_CUDA_IMPL_AUTO = 0, /* hand-written kernels where they match, else per-op / evaluator */
+    MB_MEAS_CUDA_IMPL_EVAL,     /* every kernel through the fused-kernel evaluator */
+    MB_MEAS_CUDA_IMPL_NOHAND,   /* per-op kernels and the evaluator only */
+    MB_MEAS_CUDA_IMPL_COUNT
+} mb_meas_cuda_impl;
+
 /* How one row is measured. mb_meas_config_default fills the protocol's defaults. */
 typedef struct mb_meas_config {
     int warmup;            /* untimed runs before sampling (>= 1; default 2) */
@@ -50,16 +60,46 @@ typedef struct mb_meas_config {
     double tol;            /* relative tolerance, <= 0: mb_kern_default_tol */
     int gradcheck_points;  /* finite-difference points for backward plans (default 64) */
     int counters;          /* CUDA: 1 to collect CUPTI DRAM bytes in a separate run */
-    int quiet;             /* 1: no notes on stderr */
+    int quiet;             /* 1: notes are dropped (warnings still reach note) */
     double contention_frac;/* a sample is contended when its threads waited for a
                               CPU (or were stolen) longer than this share of its
                               wall time; <= 0: MB_MEAS_CONTENTION_FRAC */
     const volatile sig_atomic_t *stop; /* may be NULL; non-zero (a signal
                               handler sets it): the protocol stops sampling and
                               returns MB_ERUN "interrupted", no row */
+    /* Where the library reports: one line per call, level "note" (progress,
+     * fallbacks; dropped when quiet) or "warning" (a number that cannot be
+     * true). NULL: nothing is reported. ctx is passed back. */
+    void (*note)(void *ctx, const char *level, const char *msg);
+    void *note_ctx;
+    /* CUDA backend (the CLI sets these from the environment: mb_meas_config_env) */
+    int cuda_device;       /* device ordinal (default 0); the first CUDA call of the
+                              process opens it, later ones use the same */
+    int cuda_block;        /* 1: samples queued behind a blocking kernel, so launch
+                              latency is not timed (default 1; the session's first
+                              call decides) */
+    int cuda_once;         /* 1: each plan runs exactly once (no warm-up, one timed,
+                              checked run, no blocking kernel, no counters), for
+                              external profilers that replay every launch */
+    mb_meas_cuda_impl cuda_impl; /* kernel implementations (default AUTO) */
+    int cupti_disabled;    /* 1: CUPTI is not opened (counters "unavailable:
+                              disabled by MB_CUPTI=0"), e.g. under ncu */
+    int cupti_kernel_clean;/* 1: per-kernel counts each start from a clean L2 (one
+                              counted run per kernel, as ncu --cache-control all);
+                              0: one run, each kernel in the plan's cache state */
 } mb_meas_config;
 
 void mb_meas_config_default(mb_meas_config *c);
+
+/* Sets c's fields from the environment variables the harness documents
+ * (MB_CUDA_DEVICE, MB_CUDA_NO_BLOCK, MB_CUDA_ONCE, MB_CUDA_IMPL, MB_CUPTI,
+ * MB_CUPTI_KERNEL_CLEAN): lookup(name) gives a variable's value or NULL
+ * (the CLI passes getenv). A value that does not parse leaves its field as
+ * it was, with a warning through c->note. */
+void mb_meas_config_env(mb_meas_config *c, char *(*lookup)(const char *name));
+
+/* Writes an "environment:" paragraph for --help: one line per variable. */
+void mb_meas_env_usage(FILE *fp);
 
 /* ---- records ----------------------------------------------------------------- */
 
@@ -173,32 +213,45 @@ void mb_meas_flusher_free(mb_meas_flusher *f);
  * per_kernel must come from mb_meas_record_init. A failed check sets
  * verified = 0 and still returns MB_OK (the row is reported, flagged); *why
  * (when non-NULL, whysz bytes) gets the first mismatch. MB_ERUN when memory
- * or threads fail. */
+ * or threads fail, or "interrupted" when *c->stop was set. */
 int mb_meas_cpu_run(const mb_plan *p, int64_t n, const mb_meas_config *c,
                     mb_meas_record *row, mb_meas_record *per_kernel, char *why, size_t whysz,
                     mb_err *err);
 
-/* CUDA backend, implemented in measure/cuda_backend.* (measure/cuda_absent.c
- * when built without CUDA):
- *
- * int mb_meas_cuda_available(char *why, size_t whysz);
- *   1 when a usable GPU is present; else 0 and why gets one line
- *   ("built without CUDA", "cudaErrorNoDevice: ...").
- *
- * int mb_meas_cuda_run(const mb_plan *p, int64_t n, const mb_meas_config *c,
- *                      mb_meas_record *row, mb_meas_record *per_kernel,
- *                      char *why, size_t whysz, mb_err *err);
- *   Same contract as mb_meas_cpu_run: row (and per_kernel, plan->n_kernels
- *   entries, or NULL) come from mb_meas_record_init; fills device, backend
- *   "cuda", reps, time_s_*, time_cv, dram_*_bytes (-1 without counters),
- *   counters, max_rel_err, verified (check against the float64 reference with
- *   mb_kern_verify on host copies; mb_kern_gradcheck for backward plans).
- *   Returns MB_OK (also for a failed check: verified = 0, why says what),
- *   MB_ERUN on a CUDA failure (err says which call). */
+/* The CUDA backend (measure/cuda_*.cu; measure/cuda_absent.c when built
+ * without CUDA, where nothing is available and every call fails saying so). */
+
+/* 1 when a usable GPU is present; else 0 and why gets one line ("built
+ * without CUDA", "cudaErrorNoDevice: ..."). */
 int mb_meas_cuda_available(char *why, size_t whysz);
+
+/* Same contract as mb_meas_cpu_run, on the GPU c->cuda_device: fills device,
+ * backend "cuda", reps, time_s_*, time_cv, dram_*_bytes (-1 without
+ * counters), counters, max_rel_err, verified (mb_kern_verify on host copies,
+ * sampled above 2^24 elements; mb_kern_gradcheck and the CPU backend's input
+ * gradients for backward plans). MB_ERUN on a CUDA failure (err says which
+ * call). */
 int mb_meas_cuda_run(const mb_plan *p, int64_t n, const mb_meas_config *c,
                      mb_meas_record *row, mb_meas_record *per_kernel, char *why, size_t whysz,
                      mb_err *err);
+
+/* Calibrates the GPU c->cuda_device for `membound calibrate --backend cuda`:
+ * fills out as a spec ("local-gpu"): name, SM count and L2 from the driver,
+ * peak bandwidth = 2 x memory clock x bus width, measured copy / read / write
+ * bandwidth (f32 arrays >= 8x L2, cold, median of 10), GPU-side launch
+ * overhead, fp32 FMA peak, per-op rates (register-resident). summary (may be
+ * NULL) gets a few lines for the user. MB_ERUN when there is no GPU or a
+ * CUDA call fails. */
+int mb_meas_cuda_calibrate(const mb_meas_config *c, mb_device *out, char *summary,
+                           size_t summarysz, mb_err *err);
+
+/* Provenance of the GPU runs so far, as "key: value" lines ('\n'-ended):
+ * device, PCI id, driver and runtime versions, peak bandwidth, SM and memory
+ * clocks seen (min..max over the rows' starts and ends; NVML when the driver
+ * has it, else clock64 and the peak memory clock), the timing method, the
+ * counters' state and the sanity gate's result. Empty when no GPU was opened.
+ * Call after the runs, before writing the CSV's '#' lines. */
+void mb_meas_cuda_provenance(char *buf, size_t bufsz);
 
 /* Picks the backend for AUTO (CUDA if available, else CPU) and says why in
  * note (one line, may be NULL). Explicit CUDA without a GPU: MB_ERUN. */
@@ -209,16 +262,6 @@ int mb_meas_resolve_backend(mb_meas_backend want, mb_meas_backend *got, char *no
 int mb_meas_run(mb_meas_backend b, const mb_plan *p, int64_t n, const mb_meas_config *c,
                 mb_meas_record *row, mb_meas_record *per_kernel, char *why, size_t whysz,
                 mb_err *err);
-
-/* Finishes a row from its ns timed samples and its check (checked: whether
- * the check ran; max_err, passed: its result), then, when per_kernel is not
- * NULL, the nk per-kernel records from their samples (kernel k's at
- * ksamples[k * stride ...]): the row's device, backend, counters and check,
- * each kernel's statistics, no counted bytes (-1). tmp holds ns doubles.
- * Shared by the CPU and CUDA backends. */
-void mb_meas_row_finish(mb_meas_record *row, const double *samples, int ns, int checked,
-                        double max_err, int passed, mb_meas_record *per_kernel, int nk,
-                        const double *ksamples, size_t stride, double *tmp);
 
 /* ---- calibration ------------------------------------------------------------ */
 

@@ -94,6 +94,12 @@ int main(void)
         CHECK_EQ_I64(got, MB_MEAS_CPU);
         CHECK(strstr(note, "cpu") != NULL);
         CHECK_EQ_I64(mb_meas_resolve_backend(MB_MEAS_CUDA, &got, note, sizeof note, &e), MB_ERUN);
+        /* the GPU calibration too */
+        mb_device d;
+        char summary[256] = "x";
+        CHECK_EQ_I64(mb_meas_cuda_calibrate(&c, &d, summary, sizeof summary, &e), MB_ERUN);
+        CHECK(one_line(e.msg));
+        CHECK(summary[0] == '\0');
     }
     mb_plan_free(p);
     mb_graph_free(g);

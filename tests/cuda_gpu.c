@@ -3,9 +3,9 @@
  * bf16 and f16 at sizes with and without a vector tail, against the float64
  * reference (outputs poisoned first); hand-written kernels against the
  * evaluator bit for bit; which implementation each lecture kernel gets; one
- * full mb_meas_cuda_run (timing, check, counters when permitted).
+ * full mb_meas_cuda_run (timing, check, counters when permitted) and one
+ * in cuda_once mode (one checked sample, no counters).
  * Exits 77 (skipped) without a GPU. */
-#include "cuda_backend.h"
 #include "kernels_cuda.h"
 #include "mb_cupti.h"
 #include "mb_test.h"
@@ -16,6 +16,13 @@
 #include <string.h>
 
 static int sm_count;
+
+/* The backend's notes and warnings, for the log. */
+static void print_note(void *ctx, const char *level, const char *msg)
+{
+    (void)ctx;
+    fprintf(stderr, "membound: %s: %s\n", level, msg);
+}
 
 /* Runs plan p at n with flags; checks it against the reference; copies the
  * results' bytes into *res (malloc'd) when res is non-NULL. */
@@ -193,6 +200,7 @@ int main(void)
         mb_meas_config c;
         mb_meas_config_default(&c);
         c.counters = 1;
+        c.note = print_note;
         mb_meas_record row, pk[1];
         int64_t n = (int64_t)1 << 22;
         CHECK_EQ_I64(mb_meas_record_init(&row, pk, "sin2_plus_cos2", p, n, model, &e), MB_OK);
@@ -218,6 +226,18 @@ int main(void)
         mb_meas_cuda_provenance(prov, sizeof prov);
         printf("%s", prov);
         CHECK(strstr(prov, "gpu:") != NULL);
+
+        /* once (for external profilers): one checked sample, no counters;
+         * last, since it turns the blocking kernel off for the process */
+        c.cuda_once = 1;
+        CHECK_EQ_I64(mb_meas_record_init(&row, pk, "sin2_plus_cos2", p, n, model, &e), MB_OK);
+        rc = mb_meas_cuda_run(p, n, &c, &row, pk, w2, sizeof w2, &e);
+        CHECK_EQ_I64(rc, MB_OK);
+        CHECK_EQ_I64(row.reps, 1);
+        CHECK(row.verified);
+        CHECK(!strncmp(row.counters, "unavailable: MB_CUDA_ONCE", 25));
+        CHECK_EQ_I64(row.dram_read_bytes, -1);
+        CHECK_EQ_I64(pk[0].reps, 1);
     } else {
         CHECK(0);
     }

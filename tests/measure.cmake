@@ -1,7 +1,10 @@
-# measure/: statistics, records and CSV, the CPU protocol, and the measure and
+# measure/: statistics, records and CSV, the protocol, and the measure and
 # calibrate commands end to end.
 if(TARGET mb_measure)
   mb_test(measure_stats SOURCES measure_stats.c LIBS mb_measure)
+  # the protocol over a fake backend (measure/protocol_int.h): warm-up, stop
+  # rule, poison and checks, dropped samples, stop flag, notes
+  mb_test(measure_protocol SOURCES measure_protocol.c LIBS mb_measure)
   mb_test(measure_cli SOURCES measure_cli.c LIBS mb_model)
   # the above-peak rule for a GPU row's counted bytes (no GPU needed)
   mb_test(measure_count_check SOURCES measure_count_check.c LIBS mb_measure)

@@ -1,0 +1,352 @@
+/* cuda_counters.cu — the CUDA backend's DRAM byte counts: CUPTI opened once
+ * per process, the L2 drain's own traffic counted once and subtracted, the
+ * sanity gate (the copy kernel's counted bytes and bandwidth) that decides
+ * whether counts are trusted, and each row's counted runs after its timing,
+ * with the above-peak rule (count_check.c). Host code only; it does not time
+ * rows (cuda_session.cu, cuda_ops.cu) or talk to CUPTI directly
+ * (cupti_ranges.cpp behind mb_cupti.h). */
+#include "count_check.h"
+#include "cuda_int.h"
+#include "mb_cuda_check.cuh" /* CUDA_TRY */
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define S mb_gpu /* the session (cuda_int.h) */
+
+/* Counted plans must move at least this fraction of the drain (2x L2). */
+#define MB_COUNT_MIN_FRACTION 0.05
+/* Per-kernel counts from this size up. */
+#define MB_COUNT_PER_KERNEL_MIN_N ((int64_t)1 << 20)
+
+
+typedef struct count_arg {
+    const mb_meas_config *c;
+    mb_kern_cuda_plan *cp; /* NULL: no plan kernels (the drain-only range) */
+    int nk;
+    int only;  /* >= 0: launch only this kernel of the plan */
+    int drain; /* append the drain sweep (user range) */
+    mb_err *err;
+} count_arg;
+
+/* count_prepare and count_launch say why they failed in a note: the CUPTI
+ * wrapper then reports only "prepare failed" / "launch failed" in err. */
+static int count_prepare(void *a)
+{
+    count_arg *A = (count_arg *)a;
+    if (mb_gpu_clean_l2(A->err) == MB_OK) return 0;
+    mb_meas_note(A->c, MB_MEAS_NOTE, "counters: L2 clean before the range failed: %s", A->err->msg);
+    return 1;
+}
+
+static int count_launch(void *a)
+{
+    count_arg *A = (count_arg *)a;
+    mb_err *err = A->err;
+    int rc = MB_OK;
+    if (A->cp && A->only >= 0) rc = mb_kern_cuda_launch(A->cp, A->only, S.stream, err);
+    if (A->cp && A->only < 0) rc = mb_kern_cuda_launch_plan(A->cp, S.stream, err);
+    /* the drain: every dirty line the plan left in L2 is written back inside
+     * the range; its own traffic (2x L2 of reads, all misses: the prepare
+     * step touched 4x L2 of other data since) is measured once per session
+     * by a drain-only range and subtracted */
+    if (rc == MB_OK && A->drain)
+        rc = mb_kern_cuda_read_sweep(S.drain, S.l2x2_bytes, S.sink, S.dev.sm_count, S.stream, err);
+    if (rc == MB_OK) rc = CUDA_CHECK(cudaStreamSynchronize(S.stream));
+    if (rc == MB_OK) return 0;
+    mb_meas_note(A->c, MB_MEAS_NOTE, "counters: launch inside the counted range failed: %s", err->msg);
+    return 1;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* Counts the drain alone (prepare, then only the 2x L2 read sweep in a user
+ * range), three times; keeps the median read and write bytes in
+ * S.drain_read_bytes / S.drain_write_bytes, the baseline every plan range
+ * subtracts. Nominally 2x L2 read, ~0 written; measured, because the plan
+ * signal at small n (0.25-4 MB at 2^16..2^20 f32) is a few % of it. */
+static int count_drain(const mb_meas_config *c, mb_err *err)
+{
+    double rd[3], wr[3];
+    for (int i = 0; i < 3; i++) {
+        count_arg A = {c, NULL, 0, -1, 1, err};
+        mb_cupti_work w = {count_prepare, count_launch, &A, 1};
+        mb_cupti_range r;
+        if (mb_cupti_count_range(S.cupti, "drain", &w, &r, err) != MB_OK) return MB_ERUN;
+        rd[i] = r.dram_read_bytes;
+        wr[i] = r.dram_write_bytes;
+    }
+    qsort(rd, 3, sizeof rd[0], cmp_double);
+    qsort(wr, 3, sizeof wr[0], cmp_double);
+    S.drain_read_bytes = rd[1];
+    S.drain_write_bytes = wr[1];
+    mb_meas_note(c, MB_MEAS_NOTE,
+                 "counters: drain-only range (2x L2 = %.1f MB read sweep): counted read %.4g B (%+.2f%% of "
+                 "nominal), write %.4g B; subtracted from every plan range", S.l2x2_bytes / 1e6, rd[1], 100 * (rd[1] - (double)S.l2x2_bytes) / (double)S.l2x2_bytes, wr[1]);
+    return MB_OK;
+}
+
+/* Counts plan cp: one user range over the plan plus the drain (row totals,
+ * the measured drain-only range subtracted); then, when kr and kw are
+ * non-NULL (nk entries each), one auto range per kernel: in one run in the
+ * plan's natural cache state, or with c->cupti_kernel_clean one run per
+ * kernel after a clean flush each (the plan's earlier kernels' outputs
+ * already in place from the timed runs), as Nsight Compute's
+ * --cache-control all does. */
+static int count_plan(const mb_meas_config *c, mb_kern_cuda_plan *cp, int nk, double *read, double *write,
+                      double *kr, double *kw, mb_err *err)
+{
+    count_arg A = {c, cp, nk, -1, 1, err};
+    mb_cupti_work w = {count_prepare, count_launch, &A, nk + 1};
+    mb_cupti_range r;
+    if (mb_cupti_count_range(S.cupti, "plan", &w, &r, err) != MB_OK) return MB_ERUN;
+    *read = r.dram_read_bytes - S.drain_read_bytes;
+    if (*read < 0) *read = 0;
+    *write = r.dram_write_bytes - S.drain_write_bytes;
+    if (*write < 0) *write = 0;
+    if (!kr || !kw) return MB_OK;
+    mb_cupti_range *kr_ = (mb_cupti_range *)calloc((size_t)nk, sizeof *kr_);
+    if (!kr_) return mb_err_set(err, MB_ERUN, "out of memory");
+    int rc = MB_OK;
+    if (c->cupti_kernel_clean) {
+        for (int k = 0; k < nk && rc == MB_OK; k++) {
+            count_arg B = {c, cp, nk, k, 0, err};
+            mb_cupti_work wk = {count_prepare, count_launch, &B, 1};
+            int got = 0;
+            rc = mb_cupti_count_kernels(S.cupti, &wk, &kr_[k], 1, &got, err);
+        }
+    } else {
+        count_arg B = {c, cp, nk, -1, 0, err};
+        mb_cupti_work wk = {count_prepare, count_launch, &B, nk};
+        int got = 0;
+        rc = mb_cupti_count_kernels(S.cupti, &wk, kr_, nk, &got, err);
+    }
+    for (int k = 0; rc == MB_OK && k < nk; k++) kr[k] = kr_[k].dram_read_bytes, kw[k] = kr_[k].dram_write_bytes;
+    free(kr_);
+    return rc;
+}
+
+/* Median time of n_samples cold runs of the hand copy kernel, x -> y, n f32. */
+static int time_copy(void *x, void *y, int64_t n, int samples, double *median_s, mb_err *err)
+{
+    cudaEvent_t e0, e1;
+    CUDA_TRY(cudaEventCreate(&e0));
+    if (CUDA_CHECK(cudaEventCreate(&e1)) != MB_OK) {
+        (void)cudaEventDestroy(e0); /* clean-up of a failed path: the first error is the one reported */
+        return MB_ERUN;
+    }
+    double *t = (double *)malloc(sizeof(double) * (size_t)samples);
+    int rc = t ? MB_OK : mb_err_set(err, MB_ERUN, "out of memory");
+    for (int s = 0; s < samples && rc == MB_OK; s++) {
+        if ((rc = mb_gpu_clean_l2(err)) != MB_OK) break;
+        float ms = 0;
+        rc = CUDA_CHECK(cudaEventRecord(e0, S.stream));
+        if (rc == MB_OK) rc = mb_kern_cuda_copy(x, y, MB_F32, n, S.dev.sm_count, S.stream, err);
+        if (rc == MB_OK) rc = CUDA_CHECK(cudaEventRecord(e1, S.stream));
+        if (rc == MB_OK) rc = CUDA_CHECK(cudaEventSynchronize(e1));
+        if (rc == MB_OK) rc = CUDA_CHECK(cudaEventElapsedTime(&ms, e0, e1));
+        if (rc == MB_OK) t[s] = ms * 1e-3;
+    }
+    if (rc == MB_OK) {
+        mb_meas_stats st;
+        mb_meas_stats_compute(t, samples, &st);
+        *median_s = st.median_s;
+    }
+    free(t);
+    /* clean-up: a failure here can only repeat an earlier (sticky) error,
+     * which the next checked call reports */
+    (void)cudaEventDestroy(e0);
+    (void)cudaEventDestroy(e1);
+    return rc;
+}
+
+/* The sanity gate: the copy plan's counted DRAM bytes at a size >= 8x L2 must
+ * be 2 n sizeof(f32) within 2% (read and write each within 2% of n x 4), and
+ * its achieved bandwidth must not exceed the driver's peak. */
+static int sanity_gate(const mb_meas_config *c, mb_err *err)
+{
+    int64_t n = (int64_t)1 << 24;
+    while (n * 4 < 8 * S.dev.l2_bytes) n <<= 1;
+    size_t free_b = 0, total_b = 0;
+    CUDA_TRY(cudaMemGetInfo(&free_b, &total_b));
+    while (n > ((int64_t)1 << 22) && (double)(2 * n * 4) > 0.5 * (double)free_b) n >>= 1;
+    mb_graph *g = NULL;
+    mb_plan *p = NULL;
+    mb_kern_cuda_plan *cp = NULL;
+    int rc = mb_parse_variant("name copy\ninput x\ny = copy(x)\noutput y\n", "<sanity gate>", MB_F32, &g, err);
+    if (rc == MB_OK) rc = mb_plan_build(g, MB_PLAN_EAGER, &p, err);
+    if (rc == MB_OK) rc = mb_kern_cuda_plan_new(p, n, S.dev.sm_count, 0, &cp, err);
+    mb_kern_tensors t;
+    memset(&t, 0, sizeof t);
+    if (rc == MB_OK) {
+        /* input: the harness's usual non-zero values (the copy moves bits) */
+        rc = mb_kern_tensors_alloc(p, n, 0, &t, err);
+        if (rc == MB_OK) rc = mb_kern_cuda_upload_inputs(cp, &t, err);
+        if (rc == MB_OK) rc = mb_kern_cuda_launch_plan(cp, S.stream, err);
+        if (rc == MB_OK) rc = CUDA_CHECK(cudaStreamSynchronize(S.stream));
+        double rd = 0, wr = 0, med = 0;
+        if (rc == MB_OK) rc = count_plan(c, cp, 1, &rd, &wr, NULL, NULL, err);
+        if (rc == MB_OK) {
+            /* timing: the same kernel through the generic path */
+            void *dx = NULL, *dy = NULL;
+            rc = CUDA_CHECK(cudaMalloc(&dx, (size_t)n * 4));
+            if (rc == MB_OK) rc = CUDA_CHECK(cudaMalloc(&dy, (size_t)n * 4));
+            if (rc == MB_OK) rc = mb_kern_cuda_fill(dx, MB_F32, 1.5f, n, S.dev.sm_count, S.stream, err);
+            if (rc == MB_OK) rc = time_copy(dx, dy, n, 10, &med, err);
+            /* clean-up (cudaFree(NULL) is a no-op): a failure can only repeat
+             * a sticky error, which the next checked call reports */
+            (void)cudaFree(dx);
+            (void)cudaFree(dy);
+        }
+        if (rc == MB_OK) {
+            double want = (double)n * 4.0;
+            double er = (rd - want) / want, ew = (wr - want) / want, et = (rd + wr - 2 * want) / (2 * want);
+            double gbs = 2 * want / med / 1e9;
+            int ok_bytes = fabs(er) <= 0.02 && fabs(ew) <= 0.02 && fabs(et) <= 0.02;
+            /* the rows' rule (count_check.c); at >= 8x L2 its one-L2 allowance is <= 1/16 of the bytes */
+            int ok_bw = !mb_meas_above_peak(want, want, (double)S.dev.l2_bytes, 0, med, S.dev.peak_bandwidth_gbs, 0.0,
+                                            NULL);
+            snprintf(S.gate, sizeof S.gate,
+                     "copy f32 n=%lld: counted read %.4g B (%+.2f%%), write %.4g B (%+.2f%%), model %.4g B each; "
+                     "%.0f GB/s vs peak %.0f GB/s: %s",
+                     (long long)n, rd, 100 * er, wr, 100 * ew, want, gbs, S.dev.peak_bandwidth_gbs,
+                     ok_bytes && ok_bw ? "trusted" : "UNTRUSTED");
+            if (ok_bytes && ok_bw) {
+                S.cnt = MB_GPU_CNT_TRUSTED;
+                snprintf(S.cnt_text, sizeof S.cnt_text, "cupti");
+            } else {
+                S.cnt = MB_GPU_CNT_UNTRUSTED;
+                snprintf(S.cnt_text, sizeof S.cnt_text, "untrusted: sanity gate %s",
+                         !ok_bytes ? "copy bytes off by more than 2%" : "copy above peak bandwidth");
+            }
+            mb_meas_note(c, ok_bytes && ok_bw ? MB_MEAS_NOTE : MB_MEAS_WARNING, "counters: sanity gate: %s",
+                         S.gate);
+        }
+    }
+    mb_kern_tensors_free(&t);
+    mb_kern_cuda_plan_free(cp);
+    mb_plan_free(p);
+    mb_graph_free(g);
+    return rc;
+}
+
+/* Failures leave counters unavailable with one note; timing goes on. */
+void mb_gpu_counters_open(const mb_meas_config *c)
+{
+    if (S.cnt != MB_GPU_CNT_NOT_TRIED) return;
+    S.cnt = MB_GPU_CNT_UNAVAILABLE;
+    if (c->cupti_disabled) {
+        snprintf(S.cnt_text, sizeof S.cnt_text, "unavailable: disabled by MB_CUPTI=0");
+        mb_meas_note(c, MB_MEAS_NOTE,
+                     "counters: unavailable (disabled by MB_CUPTI=0): continuing with timing only");
+        return;
+    }
+    mb_err e;
+    char reason[140];
+    if (mb_cupti_open(&S.cupti, &e) != MB_OK) {
+        snprintf(S.cnt_text, sizeof S.cnt_text, "unavailable: %s", mb_cupti_reason(&e, reason, sizeof reason));
+        mb_meas_note(c, MB_MEAS_NOTE, "counters: unavailable (%s): continuing with timing only", e.msg);
+        return;
+    }
+    cudaError_t ce = cudaMalloc(&S.drain, (size_t)S.l2x2_bytes);
+    if (ce == cudaSuccess) ce = cudaMemset(S.drain, 0x3d, (size_t)S.l2x2_bytes);
+    if (ce == cudaSuccess) ce = cudaDeviceSynchronize(); /* legacy-stream memset vs the timing stream */
+    if (ce != cudaSuccess) {
+        (void)cudaGetLastError();
+        snprintf(S.cnt_text, sizeof S.cnt_text, "unavailable: cudaMalloc of the L2 drain buffer failed");
+        mb_meas_note(c, MB_MEAS_NOTE,
+                     "counters: unavailable (cudaMalloc of the L2 drain buffer: %s): continuing with timing only",
+                     cudaGetErrorString(ce));
+        return;
+    }
+    S.cnt = MB_GPU_CNT_UNTRUSTED; /* until the gate says otherwise */
+    snprintf(S.cnt_text, sizeof S.cnt_text, "untrusted: sanity gate did not run");
+    if (count_drain(c, &e) != MB_OK || sanity_gate(c, &e) != MB_OK) {
+        S.cnt = MB_GPU_CNT_UNAVAILABLE;
+        snprintf(S.cnt_text, sizeof S.cnt_text, "unavailable: %s", mb_cupti_reason(&e, reason, sizeof reason));
+        mb_meas_note(c, MB_MEAS_NOTE,
+                     "counters: unavailable (drain baseline or sanity gate: %s): continuing with timing only",
+                     e.msg);
+    }
+}
+
+/* Achieved bandwidth above the driver's peak is a bug: says so loudly.
+ * read / write are bytes that reach DRAM eventually (counted with the drain,
+ * or modelled); mb_meas_above_peak (count_check.c) allows for the up to one
+ * L2 of dirty lines a timed sample leaves unwritten, and for one L2 of
+ * cached inputs when the samples were warm. Returns 1 when even that floor
+ * over time_s exceeds peak x (1 + slack). */
+int mb_gpu_above_peak(const mb_meas_config *c, const char *what, const mb_meas_record *row, double read,
+                      double write, int warm, double time_s, double slack)
+{
+    double gbs = 0;
+    if (!mb_meas_above_peak(read, write, (double)S.dev.l2_bytes, warm, time_s, S.dev.peak_bandwidth_gbs, slack,
+                            &gbs))
+        return 0;
+    mb_meas_note(c, MB_MEAS_WARNING,
+                 "%s %s %s n=%lld: %s %.0f GB/s (less one L2 of write-back%s) exceeds the peak %.0f GB/s: "
+                 "the timing or the flush is wrong",
+                 row->variant, row->plan, row->dtype, (long long)row->n, what, gbs,
+                 warm ? " and of cached reads" : "", S.dev.peak_bandwidth_gbs);
+    return 1;
+}
+
+/* Counts one row after its timing: separate runs, never timed. A plan whose
+ * traffic is under 5% of the subtracted 2x L2 drain is below what the range
+ * can resolve: no count, the row says so and its DRAM columns stay empty
+ * (the report treats it as uncounted). */
+void mb_gpu_count_row(const mb_meas_config *c, mb_kern_cuda_plan *cp, int nk, mb_meas_record *row,
+                      mb_meas_record *per_kernel)
+{
+    if (!c->counters || (S.cnt != MB_GPU_CNT_TRUSTED && S.cnt != MB_GPU_CNT_UNTRUSTED)) return;
+    const double plan_bytes = (double)(row->read_bytes + row->write_bytes);
+    if (plan_bytes < MB_COUNT_MIN_FRACTION * (double)S.l2x2_bytes) {
+        snprintf(row->counters, sizeof row->counters,
+                 "below resolution: %.3g MB moved < %.0f%% of the %.0f MB L2 drain subtracted from each count",
+                 plan_bytes / 1e6, 100 * MB_COUNT_MIN_FRACTION, S.l2x2_bytes / 1e6);
+        for (int k = 0; per_kernel && k < nk; k++)
+            memcpy(per_kernel[k].counters, row->counters, sizeof row->counters);
+        return;
+    }
+    double rd = 0, wr = 0;
+    double *kr = (double *)calloc((size_t)nk + 1, sizeof(double));
+    double *kw = (double *)calloc((size_t)nk + 1, sizeof(double));
+    mb_err ce;
+    int crc = kr && kw ? MB_OK : mb_err_set(&ce, MB_ERUN, "out of memory");
+    const double t_count = mb_meas_now_s();
+    /* per-kernel counts only when per-kernel rows were asked for, and from
+     * 2^20 elements up (each costs a run with a context sync per kernel;
+     * below, the plan row suffices) */
+    const int per_k = per_kernel && row->n >= MB_COUNT_PER_KERNEL_MIN_N;
+    if (crc == MB_OK) crc = count_plan(c, cp, nk, &rd, &wr, per_k ? kr : NULL, per_k ? kw : NULL, &ce);
+    S.count_s += mb_meas_now_s() - t_count;
+    S.count_rows++;
+    if (crc != MB_OK) {
+        char reason[140];
+        snprintf(row->counters, sizeof row->counters, "unavailable: %s", mb_cupti_reason(&ce, reason, sizeof reason));
+        mb_meas_note(c, MB_MEAS_NOTE, "counters: %s %s %s n=%lld: %s: timing only for this row", row->variant,
+                     row->plan, row->dtype, (long long)row->n, ce.msg);
+    } else {
+        row->dram_read_bytes = llround(rd);
+        row->dram_write_bytes = llround(wr);
+        if (mb_gpu_above_peak(c, "counted DRAM bytes over the fastest sample:", row, rd, wr, !c->cold,
+                              row->time_s_min, 0.0))
+            snprintf(row->counters, sizeof row->counters, "untrusted: counted bytes / time above peak");
+        for (int k = 0; per_k && k < nk; k++) {
+            per_kernel[k].dram_read_bytes = llround(kr[k]);
+            per_kernel[k].dram_write_bytes = llround(kw[k]);
+            memcpy(per_kernel[k].counters, row->counters, sizeof row->counters);
+        }
+        for (int k = 0; per_kernel && !per_k && k < nk; k++)
+            snprintf(per_kernel[k].counters, sizeof per_kernel[k].counters,
+                     "unavailable: per-kernel counts start at n = 2^20");
+    }
+    free(kr);
+    free(kw);
+}
