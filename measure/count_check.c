@@ -7,7 +7,7 @@
  * read + 16.8 MB written, all of the written lines fit in L2, so the counted
  * 33.6 MB over a 6 us sample would read 5.6 TB/s against the 4.8 TB/s peak
  * while the window itself need only have moved the 16.8 MB read (2.8 TB/s). It does not read counters or
- * print anything (cuda_backend.cu does). */
+ * print anything (cuda_counters.cu does). */
 #include "count_check.h"
 
 static double min_d(double a, double b)

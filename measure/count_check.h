@@ -2,7 +2,7 @@
  * marks a GPU row's counts untrusted, as plain C so it runs in CPU-only
  * builds and its tests need no GPU. Compiles as C and under nvcc; includes
  * no CUDA header. It does not read counters or time anything: the CUDA
- * backend (cuda_backend.cu) passes its numbers in. */
+ * backend (cuda_counters.cu) passes its numbers in. */
 #ifndef MB_COUNT_CHECK_H
 #define MB_COUNT_CHECK_H
 

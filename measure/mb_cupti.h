@@ -2,7 +2,7 @@
  * API), per kernel (auto range) and per group of kernels (user range), behind a
  * plain C interface. Compiles as C; includes no CUDA or CUPTI header.
  * It does not time with events, flush caches or judge whether the counts are
- * trustworthy: the caller does (measure/cuda_backend.cu).
+ * trustworthy: the caller does (measure/cuda_counters.cu).
  *
  * Metrics: dram__bytes_read.sum, dram__bytes_write.sum, gpu__time_duration.sum,
  * collected in one pass (checked when the session opens).
