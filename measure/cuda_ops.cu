@@ -16,9 +16,8 @@
 
 #define S mb_gpu /* the session (cuda_int.h) */
 
-/* Poison reps of the device's outputs: distinct from the host tensors'
- * (rep 0 at allocation), so a result that was never copied back cannot
- * pass for one that was never written. */
+/* Poison reps written on the device before the early check and before the
+ * last sample (the host copies hold rep 0 from their allocation). */
 #define MB_CUDA_EARLY_REP 2
 #define MB_CUDA_FINAL_REP 3
 
