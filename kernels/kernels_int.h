@@ -42,7 +42,7 @@ typedef struct mb_kern_pnode {
 } mb_kern_pnode;
 
 /* Most reads, and most writes, of a kernel that is compiled. */
-#define MB_KERN_JIT_IO_MAX 32
+#define MB_KERN_JIT_IO_MAX MB_COMPILED_IO_MAX /* the model costs by the same rule */
 
 /* A compiled kernel over one tile: src[r] and dst[w] point at the tile's
  * first element of each f32 read and write; nt: streaming stores. */

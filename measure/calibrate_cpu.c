@@ -324,15 +324,130 @@ static void pass_free(pass_ctx *c)
     memset(c, 0, sizeof *c);
 }
 
-static int pass_init(pass_ctx *c, mb_err *err)
+/* The plan of expr (kind k) at n elements, ready to run (warm: page faults
+ * taken, a compiled form built). */
+static int pass_init(pass_ctx *c, const char *expr, mb_plan_kind k, int64_t n, mb_err *err)
 {
     memset(c, 0, sizeof *c);
-    int rc = mb_parse_expr("y = copy(x)", MB_F32, &c->g, err);
-    if (!rc) rc = mb_plan_build(c->g, MB_PLAN_EAGER, &c->p, err);
-    int64_t n = (int64_t)mb_kern_threads() * MB_KERN_TILE;
+    int rc = mb_parse_expr(expr, MB_F32, &c->g, err);
+    if (!rc) rc = mb_plan_build(c->g, k, &c->p, err);
     if (!rc && (rc = mb_kern_tensors_alloc(c->p, n, 0, &c->t, err)) == MB_OK) c->have_t = 1;
+    if (!rc) rc = mb_kern_run_plan(&c->t, MB_KERN_EXEC_AUTO, err);
     if (rc) pass_free(c);
     return rc;
+}
+
+/* ---- op rates inside compiled kernels ----------------------------------------- */
+
+/* A compiled kernel keeps every value in a register: an op costs less than
+ * through the interpreter's tile primitive, which loads and stores a tile
+ * per op. Each op is timed as a chain of CHAIN_DEEP of it in one fused kernel
+ * (every result the next one's operand: nothing in common), against a chain
+ * of CHAIN_SHALLOW adds, which pays the same pass, load and store; L2-resident
+ * (CHAIN_N elements a thread). Chains the executor would not compile (no
+ * compiler, no vector ISA) are left out, and the model keeps op_geps. */
+#define CHAIN_DEEP 12
+#define CHAIN_SHALLOW 2
+#define CHAIN_N 32768
+
+typedef struct chain_op {
+    mb_op op;
+    const char *pre, *post; /* one link: pre <previous> post */
+} chain_op;
+
+static const chain_op chain_ops[] = {
+    {MB_OP_ADD, "(", " + x)"}, {MB_OP_SUB, "(", " - x)"}, {MB_OP_MUL, "(", " * x)"},
+    {MB_OP_DIV, "(", " / x)"}, {MB_OP_NEG, "(-", ")"}, {MB_OP_SIN, "sin(", ")"},
+    {MB_OP_COS, "cos(", ")"}, {MB_OP_TAN, "tan(", ")"}, {MB_OP_TANH, "tanh(", ")"},
+    {MB_OP_EXP, "exp(", ")"}, {MB_OP_LOG, "log(", ")"}, {MB_OP_SQRT, "sqrt(", ")"},
+    {MB_OP_RSQRT, "rsqrt(", ")"}, {MB_OP_SIGMOID, "sigmoid(", ")"}, {MB_OP_GELU, "gelu(", ")"},
+};
+#define N_CHAIN_OPS ((int)(sizeof chain_ops / sizeof chain_ops[0]))
+
+/* "y = " and depth links of op around x, into buf; the sincos chain
+ * (op < 0) is depth statements a_k = sin(a_{k-1}) + cos(a_{k-1}). */
+static void chain_expr(int op_index, int depth, char *buf, size_t size)
+{
+    size_t len = 0;
+    if (op_index < 0) {
+        char prev[16] = "x", cur[16];
+        for (int k = 1; k <= depth; k++) {
+            if (k == depth) snprintf(cur, sizeof cur, "y");
+            else snprintf(cur, sizeof cur, "a%d", k);
+            len += (size_t)snprintf(buf + len, size - len, "%s = sin(%s) + cos(%s)\n", cur, prev, prev);
+            memcpy(prev, cur, sizeof prev);
+        }
+        return;
+    }
+    const chain_op *c = &chain_ops[op_index];
+    len = (size_t)snprintf(buf, size, "y = ");
+    for (int k = 0; k < depth; k++) len += (size_t)snprintf(buf + len, size - len, "%s", c->pre);
+    len += (size_t)snprintf(buf + len, size - len, "x");
+    for (int k = 0; k < depth; k++) len += (size_t)snprintf(buf + len, size - len, "%s", c->post);
+}
+
+/* Builds the chains (see CHAIN_DEEP) at n elements into chains[0..N_CHAIN_OPS+1];
+ * one the executor would not run compiled, or whose ops are not the chain
+ * (the parser folded something), is left empty (have_t = 0). Returns how many
+ * are ready; without chains[0] none is. */
+static int chains_init(pass_ctx *chains, int64_t n)
+{
+    int ready = 0;
+    for (int i = 0; i < N_CHAIN_OPS + 2; i++) {
+        char expr[1024];
+        int op_index = i == 0 ? 0 : i <= N_CHAIN_OPS ? i - 1 : -1;
+        int depth = i == 0 ? CHAIN_SHALLOW : CHAIN_DEEP;
+        chain_expr(op_index, depth, expr, sizeof expr);
+        mb_err e;
+        memset(&chains[i], 0, sizeof chains[i]);
+        if (i > 0 && !chains[0].have_t) continue;
+        if (pass_init(&chains[i], expr, MB_PLAN_FUSED, n, &e)) continue;
+        mb_kern_eval_info info;
+        int want_ops = op_index < 0 ? 2 * depth : depth; /* sincos chains add too */
+        if (chains[i].p->n_kernels != 1 || mb_kern_kernel_info(&chains[i].t, 0, &info, &e) ||
+            !info.compiled || info.evaluated != want_ops || info.sincos != (op_index < 0 ? depth : 0)) {
+            pass_free(&chains[i]);
+            continue;
+        }
+        ready++;
+    }
+    return ready;
+}
+
+/* Median seconds per call of figure f. */
+static double figure_median_s(const figure *f)
+{
+    mb_meas_stats st;
+    mb_meas_stats_compute(f->s, f->ns, &st);
+    return st.median_s;
+}
+
+/* Each op's compiled rate from the chains' medians (figs: one per ready chain,
+ * in order): the add chain less the shallow one gives the add; what every
+ * chain pays besides its ops is the shallow time less its adds; the rest
+ * follow. A rate that does not come out positive and finite stays 0. */
+static void compiled_rates(const pass_ctx *chains, int n_chains, const figure *figs, int64_t n,
+                           mb_meas_calib *out)
+{
+    memset(out->op_compiled_geps, 0, sizeof out->op_compiled_geps);
+    out->sincos_compiled_geps = 0;
+    out->compiled_ops = 0;
+    if (n_chains < 2 || !chains[0].have_t || !chains[1].have_t) return;
+    double t[N_CHAIN_OPS + 2] = {0};
+    for (int i = 0, f = 0; i < N_CHAIN_OPS + 2; i++)
+        if (chains[i].have_t) t[i] = figure_median_s(&figs[f++]);
+    double add_s = (t[1] - t[0]) / (CHAIN_DEEP - CHAIN_SHALLOW) / (double)n; /* per element */
+    if (!(add_s > 0)) return;
+    double base_s = t[0] - CHAIN_SHALLOW * add_s * (double)n;
+    if (base_s < 0) base_s = 0;
+    for (int i = 1; i <= N_CHAIN_OPS + 1; i++) {
+        if (!chains[i].have_t) continue;
+        double op_s = (t[i] - base_s) / (double)n / CHAIN_DEEP; /* per element and link */
+        if (i == N_CHAIN_OPS + 1) op_s -= add_s;                /* the sincos links add */
+        if (!(op_s > 0) || !isfinite(op_s)) continue;
+        if (i == N_CHAIN_OPS + 1) out->sincos_compiled_geps = 1e-9 / op_s;
+        else out->op_compiled_geps[chain_ops[i - 1].op] = 1e-9 / op_s, out->compiled_ops++;
+    }
 }
 
 /* A probe kernel: one plan through the executor, cold, with the model's
@@ -561,11 +676,17 @@ int mb_meas_calibrate_cpu(int threads, int quick, void (*progress)(const char *l
         return mb_err_set(err, MB_ERUN, "cannot allocate 2 x %.3g GB for the bandwidth test",
                           (double)n * 4 / 1e9);
     }
-    if ((rc = pass_init(&pc, err))) {
+    if ((rc = pass_init(&pc, "y = copy(x)", MB_PLAN_EAGER,
+                        (int64_t)mb_kern_threads() * MB_KERN_TILE, err))) {
         free(sc.a);
         free(sc.b);
         return rc;
     }
+    /* chains[0]: the shallow adds; 1..N_CHAIN_OPS: each op; then sincos */
+    pass_ctx chains[N_CHAIN_OPS + 2];
+    STEP("compiled kernels: %d probe chains (compiled once, then loaded from the kernel cache)",
+         N_CHAIN_OPS + 2);
+    int n_chains = chains_init(chains, (int64_t)mb_kern_threads() * CHAIN_N);
     float *a = sc.a, *b = sc.b;
 #pragma omp parallel for schedule(static)
     for (int64_t i = 0; i < n; i++) {
@@ -581,7 +702,7 @@ int mb_meas_calibrate_cpu(int threads, int quick, void (*progress)(const char *l
     fma_ctx fc = {quick ? 20000 : 200000, 0, 0};
     op_ctx oc[MB_OP_COUNT];
     enum { F_COPY, F_COPY_PLAIN, F_CACHE, F_READ, F_WRITE, F_WRITE_PLAIN, F_FMA, F_PASS, F_OPS };
-    figure figs[F_OPS + MB_OP_COUNT];
+    figure figs[F_OPS + MB_OP_COUNT + N_CHAIN_OPS + 2];
     memset(figs, 0, sizeof figs);
     figs[F_COPY] = (figure){.name = "copy", .fn = copy_nt, .ctx = &sc, .work = 2 * bytes1};
     figs[F_COPY_PLAIN] = (figure){.name = "plain copy", .fn = copy_plain, .ctx = &sc, .work = 2 * bytes1};
@@ -593,8 +714,16 @@ int mb_meas_calibrate_cpu(int threads, int quick, void (*progress)(const char *l
     figs[F_PASS] = (figure){.name = "executor pass", .fn = one_pass, .ctx = &pc, .work = 1e3}; /* 1 / rate: us per pass */
     int nf = F_OPS;
     for (int op = MB_OP_ADD; op < MB_OP_COUNT; op++) {
-        oc[op] = (op_ctx){(mb_op)op, quick ? 4 : 40, 0, 0};
+        oc[op] = (op_ctx){(mb_op)op, quick ? 100 : 2000, 0, 0};
         figs[nf++] = (figure){.name = mb_op_name((mb_op)op), .fn = op_rate, .ctx = &oc[op], .work = 0};
+    }
+    const int f_chains = nf;
+    char chain_names[N_CHAIN_OPS + 2][48];
+    for (int i = 0; i < N_CHAIN_OPS + 2; i++) {
+        if (!chains[i].have_t) continue;
+        snprintf(chain_names[i], sizeof chain_names[i], "compiled %s chain", i == 0 ? "short add"
+                 : i <= N_CHAIN_OPS ? mb_op_name(chain_ops[i - 1].op) : "sincos");
+        figs[nf++] = (figure){.name = chain_names[i], .fn = one_pass, .ctx = &chains[i], .work = 1};
     }
     int rounds = quick ? CAL_ROUNDS_QUICK : CAL_ROUNDS;
     char why[512] = "";
@@ -603,7 +732,7 @@ int mb_meas_calibrate_cpu(int threads, int quick, void (*progress)(const char *l
              attempt ? "again: " : "", MB_OP_COUNT - MB_OP_ADD, rounds);
         for (int i = 0; i < nf; i++) figure_warm(&figs[i]);
         figs[F_FMA].work = fc.flops; /* set by the warm-up call */
-        for (int i = F_OPS; i < nf; i++) figs[i].work = oc[MB_OP_ADD + i - F_OPS].elements;
+        for (int i = F_OPS; i < f_chains; i++) figs[i].work = oc[MB_OP_ADD + i - F_OPS].elements;
         /* a figure with more than half its rounds contended cannot have a
          * clean median: the attempt stops there */
         int hopeless = 0;
@@ -621,8 +750,9 @@ int mb_meas_calibrate_cpu(int threads, int quick, void (*progress)(const char *l
         out->write_plain_gbs = figure_rate(&figs[F_WRITE_PLAIN], &bw_spread);
         out->fp32_tflops = figure_rate(&figs[F_FMA], &op_spread) / 1e3;
         out->pass_overhead_us = 1.0 / figure_rate(&figs[F_PASS], &op_spread);
-        for (int i = F_OPS; i < nf; i++)
+        for (int i = F_OPS; i < f_chains; i++)
             out->op_geps[MB_OP_ADD + i - F_OPS] = figure_rate(&figs[i], &op_spread);
+        compiled_rates(chains, n_chains, figs + f_chains, (int64_t)mb_kern_threads() * CHAIN_N, out);
         out->bw_spread = bw_spread;
         out->op_spread = op_spread;
         out->samples = out->retaken = 0;
@@ -640,6 +770,7 @@ int mb_meas_calibrate_cpu(int threads, int quick, void (*progress)(const char *l
     free(sc.a);
     free(sc.b);
     pass_free(&pc);
+    for (int i = 0; i < N_CHAIN_OPS + 2; i++) pass_free(&chains[i]);
     if (why[0]) return mb_err_set(err, MB_ERUN, "calibration refused, nothing written: %s", why);
     out->sincos_geps = sincos_rate_geps(quick);
     STEP("overlap of memory and compute, read streams");
@@ -677,6 +808,8 @@ void mb_meas_calib_to_device(const mb_meas_calib *c, const char *command_line, m
     d->mem_gb = c->mem_gb;
     for (int op = 0; op < MB_OP_COUNT; op++) d->op_geps[op] = c->op_geps[op];
     d->sincos_geps = c->sincos_geps;
+    for (int op = 0; op < MB_OP_COUNT; op++) d->op_compiled_geps[op] = c->op_compiled_geps[op];
+    d->sincos_compiled_geps = c->sincos_compiled_geps;
     char llc[96];
     if (c->llc_from_knee)
         snprintf(llc, sizeof llc, "LLC %.0f MiB from a measured knee (system reports %.0f MiB)",

@@ -278,6 +278,11 @@ typedef struct mb_meas_calib {
     double op_geps[MB_OP_COUNT]; /* elements/s of each op through the executor's
                                     tile primitive, L1-resident, all threads, 1e9/s */
     double sincos_geps;     /* the same for a sin and a cos of one operand together */
+    double op_compiled_geps[MB_OP_COUNT]; /* the same inside compiled kernels
+                                    (chains of one op, L2-resident, less what a
+                                    two-op chain costs); 0 where not measured */
+    double sincos_compiled_geps; /* the sincos pair inside compiled kernels */
+    int compiled_ops;       /* ops with a compiled rate (0: no compiler) */
     double pass_overhead_us;/* one executor pass over a tiny array (fork/join) */
     double cache_gbs;       /* copy, both arrays in the last-level cache (plain stores) */
     double serial_fraction; /* share of the shorter of memory and compute time
@@ -311,8 +316,8 @@ int mb_meas_calibrate_overlap(mb_meas_calib *c, int64_t n, int reps, mb_err *err
 
 /* The effective last-level cache: warm copy bandwidth over working sets from
  * 1 MiB doubling to 4x reported_bytes (64..512 MiB, the largest taken as
- * DRAM), and the largest size still 1.25x faster than DRAM. *knee_bytes gets
- * that working set, or reported_bytes when no smaller size is 1.3x faster
+ * DRAM), and the largest size still 1.5x faster than DRAM. *knee_bytes gets
+ * that working set, or reported_bytes when no smaller size is 1.5x faster
  * than DRAM; *from_knee says which (1: measured), desc too, with the figures.
  * quick != 0: fewer samples. MB_ERUN when memory runs out. */
 int mb_meas_cache_knee(int64_t reported_bytes, int quick, int64_t *knee_bytes, int *from_knee,

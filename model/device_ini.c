@@ -52,6 +52,7 @@ static const key_spec spec_keys[] = {
     {"launch_overhead_us", KEY_NUM, KEY_REQUIRED, FIELD(launch_overhead_us)},
     {"mem_gb", KEY_NUM, KEY_OPTIONAL, FIELD(mem_gb)},
     {"op_sincos_geps", KEY_NUM, KEY_OPTIONAL, FIELD(sincos_geps)},
+    {"op_sincos_compiled_geps", KEY_NUM, KEY_OPTIONAL, FIELD(sincos_compiled_geps)},
     {"source", KEY_STR, KEY_REQUIRED, FIELD(source)},
     {"measured_at", KEY_STR, KEY_OPTIONAL, FIELD(measured_at)},
 };
@@ -76,7 +77,7 @@ typedef struct ini_state {
     int read_errno;      /* errno of a failed read, else 0 */
     int device_line;     /* line of the [device] header, 0 if none yet */
     int key_line[N_KEYS];          /* line where each key was set, 0 if not */
-    int op_line[MB_OP_COUNT];      /* same for op_<name>_geps */
+    int op_line[2][MB_OP_COUNT];   /* same for op_<name>_geps, op_<name>_compiled_geps */
     mb_device dev;
     int code;            /* first error (MB_OK while none) */
     mb_err err;
@@ -103,12 +104,19 @@ static int fail(ini_state *st, int code, const char *fmt, ...)
 
 
 /* "op_<name>_geps" for op, into buf; returns 0 when op has no name. */
-static int op_key(int op, char *buf, size_t size)
+/* The key of op's rate: "op_<name>_geps", or with compiled != 0 the rate in
+ * compiled kernels, "op_<name>_compiled_geps". */
+static int op_key(int op, int compiled, char *buf, size_t size)
 {
     const char *n = mb_op_name((mb_op)op);
     if (!n || !*n || !strcmp(n, "?")) return 0;
-    int w = snprintf(buf, size, "op_%s_geps", n);
+    int w = snprintf(buf, size, compiled ? "op_%s_compiled_geps" : "op_%s_geps", n);
     return w > 0 && (size_t)w < size;
+}
+
+static double *op_rate_field(mb_device *d, int op, int compiled)
+{
+    return compiled ? &d->op_compiled_geps[op] : &d->op_geps[op];
 }
 
 /* The valid key closest to an unknown one, or NULL when none is close. */
@@ -121,11 +129,12 @@ static const char *closest_key(const char *key, char *buf, size_t size)
         if (d < best) { best = d; found = spec_keys[i].key; }
     }
     char k[64];
-    for (int op = 0; op < MB_OP_COUNT; op++) {
-        if (!op_key(op, k, sizeof k)) continue;
-        int d = mb_edit_distance(key, k);
-        if (d < best) { best = d; snprintf(buf, size, "%s", k); found = buf; }
-    }
+    for (int c = 0; c < 2; c++)
+        for (int op = 0; op < MB_OP_COUNT; op++) {
+            if (!op_key(op, c, k, sizeof k)) continue;
+            int d = mb_edit_distance(key, k);
+            if (d < best) { best = d; snprintf(buf, size, "%s", k); found = buf; }
+        }
     return found;
 }
 
@@ -271,14 +280,15 @@ static int on_key(void *user, const char *section, const char *name, const char 
         return set_number(st, name, k->need, value, (double *)((char *)&st->dev + k->offset));
     }
     char key[64];
-    for (int op = 0; op < MB_OP_COUNT; op++) {
-        if (!op_key(op, key, sizeof key) || strcmp(name, key) != 0) continue;
-        if (st->op_line[op])
-            return fail(st, MB_EINPUT, "%s:%d: key '%s' given twice (first on line %d)",
-                        st->path, st->line, name, st->op_line[op]);
-        st->op_line[op] = st->line;
-        return set_number(st, name, KEY_OPTIONAL, value, &st->dev.op_geps[op]);
-    }
+    for (int c = 0; c < 2; c++)
+        for (int op = 0; op < MB_OP_COUNT; op++) {
+            if (!op_key(op, c, key, sizeof key) || strcmp(name, key) != 0) continue;
+            if (st->op_line[c][op])
+                return fail(st, MB_EINPUT, "%s:%d: key '%s' given twice (first on line %d)",
+                            st->path, st->line, name, st->op_line[c][op]);
+            st->op_line[c][op] = st->line;
+            return set_number(st, name, KEY_OPTIONAL, value, op_rate_field(&st->dev, op, c));
+        }
     char buf[64];
     const char *near = closest_key(name, buf, sizeof buf);
     if (near)
@@ -442,12 +452,13 @@ static int check_device(const mb_device *d, const char *path, mb_err *err)
         return mb_err_set(err, MB_EINPUT, "%s: name '%s' is not a valid id", path, d->name);
     if (d->kind[0] && strcmp(d->kind, "gpu") && strcmp(d->kind, "cpu"))
         return mb_err_set(err, MB_EINPUT, "%s: kind '%s' is not 'gpu' or 'cpu'", path, d->kind);
-    for (int op = 0; op < MB_OP_COUNT; op++) {
-        double v = d->op_geps[op];
-        if (!isfinite(v) || v < 0)
-            return mb_err_set(err, MB_EINPUT, "%s: op_geps of '%s' = %g must be finite and >= 0",
-                              path, mb_op_name((mb_op)op), v);
-    }
+    for (int c = 0; c < 2; c++)
+        for (int op = 0; op < MB_OP_COUNT; op++) {
+            double v = *op_rate_field((mb_device *)d, op, c);
+            if (!isfinite(v) || v < 0)
+                return mb_err_set(err, MB_EINPUT, "%s: %s of '%s' = %g must be finite and >= 0",
+                                  path, c ? "op_compiled_geps" : "op_geps", mb_op_name((mb_op)op), v);
+        }
     return MB_OK;
 }
 
@@ -501,9 +512,11 @@ static void write_keys(const mb_device *d, FILE *fp)
         }
     }
     char key[64];
-    for (int op = 0; op < MB_OP_COUNT; op++) {
-        if (d->op_geps[op] == 0 || !op_key(op, key, sizeof key)) continue;
-        format_number(d->op_geps[op], num, sizeof num);
-        fprintf(fp, "%s = %s\n", key, num);
-    }
+    for (int c = 0; c < 2; c++)
+        for (int op = 0; op < MB_OP_COUNT; op++) {
+            double v = *op_rate_field((mb_device *)d, op, c);
+            if (v == 0 || !op_key(op, c, key, sizeof key)) continue;
+            format_number(v, num, sizeof num);
+            fprintf(fp, "%s = %s\n", key, num);
+        }
 }

@@ -218,6 +218,12 @@ typedef struct mb_device {
     double sincos_geps;           /* optional: measured elements/s of a sin and
                                      a cos of one operand evaluated together
                                      (INI key op_sincos_geps), 1e9/s */
+    double op_compiled_geps[MB_OP_COUNT]; /* optional: the same in a kernel
+                                     run as compiled code (mb_kernel_compiled:
+                                     operands in registers, no tile traffic),
+                                     INI "op_<name>_compiled_geps"; 0: cost
+                                     such kernels at op_geps */
+    double sincos_compiled_geps;  /* optional: the sincos pair in compiled code */
     char source[512];             /* where the numbers come from */
     char measured_at[256];        /* optional: host and date of calibration */
 } mb_device;
@@ -306,6 +312,18 @@ void mb_estimate_free(mb_estimate *e);
 
 /* Bytes of tensor node i at n elements. */
 int64_t mb_tensor_bytes(const mb_graph *g, int i, int64_t n);
+
+/* Reads and writes a compiled CPU kernel may have. */
+#define MB_COMPILED_IO_MAX 32
+
+/* 1 when a CPU executor with a C compiler runs kernel K of g as compiled
+ * code (kernels/jit_cpu.c), the rule kernels/exec_cpu.c applies: two or more
+ * ops evaluated (after common subexpressions and sin/cos pairs), every
+ * tensor read and written f32, at most MB_COMPILED_IO_MAX of each, and every
+ * op with a compiled form (not relu, abs, step, sign; pow only as x**2 and
+ * x**3; finite scalars). A spec with op_compiled_geps costs such kernels at
+ * those rates. */
+int mb_kernel_compiled(const mb_graph *g, const mb_kernel *K);
 
 /* ---- the optimal recompute plan and the memory-traffic frontier ---------- */
 

@@ -94,6 +94,49 @@ static int evaluated_nodes(const mb_graph *g, const mb_kernel *K, unsigned char 
     return 0;
 }
 
+/* 1 when node a has a form in compiled kernels (kernels/jit_cpu.c). */
+static int op_compiles(const mb_node *a)
+{
+    for (int s = 0; s < mb_op_arity(a->op); s++)
+        if (a->arg[s] < 0 && !isfinite((float)a->scalar[s])) return 0; /* as the executor holds it */
+    switch (a->op) {
+    case MB_OP_RELU: case MB_OP_ABS: case MB_OP_STEP: case MB_OP_SIGN: return 0;
+    case MB_OP_POW:
+        return a->arg[0] >= 0 && a->arg[1] < 0 &&
+               ((float)a->scalar[1] == 2.0f || (float)a->scalar[1] == 3.0f);
+    default: return 1;
+    }
+}
+
+int mb_kernel_compiled(const mb_graph *g, const mb_kernel *K)
+{
+    if (K->n_reads > MB_COMPILED_IO_MAX || K->n_writes > MB_COMPILED_IO_MAX) return 0;
+    for (int r = 0; r < K->n_reads; r++)
+        if (g->nodes[K->reads[r]].dtype != MB_F32) return 0;
+    for (int w = 0; w < K->n_writes; w++)
+        if (g->nodes[K->writes[w]].dtype != MB_F32) return 0;
+    unsigned char *evaluated = malloc((size_t)K->n_nodes + 1);
+    if (!evaluated || evaluated_nodes(g, K, evaluated)) {
+        free(evaluated);
+        return 0;
+    }
+    int ops = 0, compiles = 1;
+    for (int j = 0; j < K->n_nodes; j++) {
+        if (evaluated[j] == 0 || evaluated[j] == 3) continue;
+        ops++;
+        compiles &= op_compiles(&g->nodes[K->nodes[j]]);
+    }
+    free(evaluated);
+    return compiles && ops >= 2;
+}
+
+static int has_compiled_rates(const mb_device *d)
+{
+    for (int op = 0; op < MB_OP_COUNT; op++)
+        if (d->op_compiled_geps[op] > 0) return 1;
+    return 0;
+}
+
 static void compute_time(const mb_plan *p, const mb_kernel *K, int64_t n, const mb_device *d,
                          mb_cost *c)
 {
@@ -103,6 +146,11 @@ static void compute_time(const mb_plan *p, const mb_kernel *K, int64_t n, const 
         free(evaluated);
         evaluated = NULL;
     }
+    /* compiled code keeps operands in registers: its own rates, measured by
+     * calibrate through the same compiler (where the spec has them) */
+    const int compiled = has_compiled_rates(d) && mb_kernel_compiled(p->g, K);
+    const double sincos_geps = compiled && d->sincos_compiled_geps > 0 ? d->sincos_compiled_geps
+                                                                      : d->sincos_geps;
     for (int j = 0; j < K->n_nodes; j++) {
         int id = K->nodes[j];
         mb_op op = p->g->nodes[id].op;
@@ -110,10 +158,10 @@ static void compute_time(const mb_plan *p, const mb_kernel *K, int64_t n, const 
         if (evaluated && evaluated[j] == 0) continue;
         /* a sin/cos pair at the measured sincos rate when the spec has one
          * (a calibrated CPU); else both ops are costed (a GPU's SFU runs both) */
-        if (evaluated && evaluated[j] >= 2 && d->sincos_geps > 0) {
+        if (evaluated && evaluated[j] >= 2 && sincos_geps > 0) {
             c->flops += oc.flops * (double)n;
             c->sfu_ops += oc.sfu_ops * (double)n;
-            if (evaluated[j] == 2) rated_s += (double)n / (d->sincos_geps * 1e9);
+            if (evaluated[j] == 2) rated_s += (double)n / (sincos_geps * 1e9);
             continue;
         }
         c->flops += oc.flops * (double)n;
@@ -121,7 +169,10 @@ static void compute_time(const mb_plan *p, const mb_kernel *K, int64_t n, const 
         /* x**2, x**3: multiplies, costed at the measured multiply rate */
         double times = 1;
         if (op == MB_OP_POW && oc.sfu_ops == 0) { op = MB_OP_MUL; times = oc.flops; }
-        double rate = d->op_geps[op] * 1e9;
+        /* a copy inside compiled code is the same register: free */
+        if (compiled && op == MB_OP_COPY) continue;
+        double rate = (compiled && d->op_compiled_geps[op] > 0 ? d->op_compiled_geps[op]
+                                                               : d->op_geps[op]) * 1e9;
         if (rate > 0) {
             rated_s += times * (double)n / rate;
         } else {

@@ -97,6 +97,96 @@ static void compiled_kernels_verify(void)
     CHECK_EQ_I64(c, 0);
 }
 
+/* The model's rule for compiled kernels (mb_kernel_compiled, which picks the
+ * compiled op rates) agrees with the executor's, kernel by kernel: every
+ * built-in variant and plan, f32 and bf16, and expressions at the rule's
+ * edges. */
+static int compiled_rule_agrees(mb_graph *g)
+{
+    int kernels = 0;
+    for (int pk = 0; pk < MB_PLAN_COUNT; pk++) {
+        mb_err err;
+        mb_plan *p = NULL;
+        mb_kern_tensors t;
+        if (!mb_plan_supported(g, (mb_plan_kind)pk)) continue;
+        if (mb_plan_build(g, (mb_plan_kind)pk, &p, &err) || mb_kern_tensors_alloc(p, 64, 0, &t, &err)) {
+            fprintf(stderr, "%s %s: %s\n", g->name, mb_plan_name((mb_plan_kind)pk), err.msg);
+            CHECK(0);
+            mb_plan_free(p);
+            continue;
+        }
+        /* a spec with compiled rates (4x the others) costs exactly the
+         * compiled kernels less */
+        mb_device dev;
+        memset(&dev, 0, sizeof dev);
+        dev.mem_bandwidth_gbs = 1000;
+        dev.cache_mb = 1;
+        dev.fp32_tflops = 1;
+        dev.sincos_geps = 1;
+        for (int op = 0; op < MB_OP_COUNT; op++) dev.op_geps[op] = 1;
+        mb_estimate plain, fast;
+        CHECK(mb_estimate_plan(p, 1 << 20, &dev, &plain, &err) == MB_OK);
+        for (int op = 0; op < MB_OP_COUNT; op++) dev.op_compiled_geps[op] = 4;
+        dev.sincos_compiled_geps = 4;
+        CHECK(mb_estimate_plan(p, 1 << 20, &dev, &fast, &err) == MB_OK);
+        for (int k = 0; k < p->n_kernels; k++) {
+            double a = plain.per_kernel[k].compute_s, b = fast.per_kernel[k].compute_s;
+            if (mb_kernel_compiled(p->g, &p->kernels[k])) CHECK(a > 0 && b < a / 3.9);
+            else CHECK(b == a);
+        }
+        mb_estimate_free(&plain);
+        mb_estimate_free(&fast);
+        for (int k = 0; k < p->n_kernels; k++, kernels++) {
+            mb_kern_eval_info info;
+            CHECK(mb_kern_kernel_info(&t, k, &info, &err) == MB_OK);
+            int model = mb_kernel_compiled(p->g, &p->kernels[k]);
+            if (model != info.compiled)
+                fprintf(stderr, "%s %s kernel %s: executor compiled=%d, model %d\n", g->name,
+                        mb_plan_name((mb_plan_kind)pk), p->kernels[k].name, info.compiled, model);
+            CHECK_EQ_I64(model, info.compiled);
+        }
+        mb_kern_tensors_free(&t);
+        mb_plan_free(p);
+    }
+    return kernels;
+}
+
+static void model_rule_agrees(void)
+{
+    char names[64][MB_NAME_MAX];
+    int nv = mb_variant_list(names, 64), kernels = 0;
+    CHECK(nv > 0);
+    mb_err err;
+    for (int v = 0; v < nv; v++)
+        for (int dt = MB_F32; dt <= MB_BF16; dt++) {
+            mb_graph *g = NULL;
+            if (mb_variant_load(names[v], (mb_dtype)dt, &g, &err)) {
+                fprintf(stderr, "%s: %s\n", names[v], err.msg);
+                CHECK(0);
+                continue;
+            }
+            kernels += compiled_rule_agrees(g);
+            mb_graph_free(g);
+        }
+    const char *edges[] = {
+        "y = relu(x) * x", "y = x**2.5 + x", "y = x**3 + x", "y = x**2", "y = sin(x) + cos(x)",
+        "y = sin(x) * sin(x)", "y = copy(x) + 1", "y = abs(x) - x", "y = 1e39 * x + x",
+        "y = exp(x) * w - abs(w)", "y = exp(x) * w - tanh(w)",
+    };
+    for (size_t e = 0; e < sizeof edges / sizeof edges[0]; e++)
+        for (int dt = MB_F32; dt <= MB_BF16; dt++) {
+            mb_graph *g = NULL;
+            if (mb_parse_expr(edges[e], (mb_dtype)dt, &g, &err)) {
+                fprintf(stderr, "'%s': %s\n", edges[e], err.msg);
+                CHECK(0);
+                continue;
+            }
+            kernels += compiled_rule_agrees(g);
+            mb_graph_free(g);
+        }
+    CHECK(kernels > 50);
+}
+
 /* Back to the first directory after another: loaded, not compiled. */
 static void disk_cache_reused(const char *dir, const char *other)
 {
@@ -167,6 +257,7 @@ int main(void)
     }
     mb_kern_jit_configure(MB_KERN_JIT_AUTO, NULL, dir);
     compiled_kernels_verify();
+    model_rule_agrees();
     disk_cache_reused(dir, other);
     falls_back(other);
     mb_kern_jit_configure(MB_KERN_JIT_OFF, NULL, NULL);

@@ -62,6 +62,9 @@ static void check_same(const mb_device *a, const mb_device *b)
     CHECK(a->launch_overhead_us == b->launch_overhead_us);
     CHECK(a->mem_gb == b->mem_gb);
     for (int op = 0; op < MB_OP_COUNT; op++) CHECK(a->op_geps[op] == b->op_geps[op]);
+    for (int op = 0; op < MB_OP_COUNT; op++)
+        CHECK(a->op_compiled_geps[op] == b->op_compiled_geps[op]);
+    CHECK(a->sincos_geps == b->sincos_geps && a->sincos_compiled_geps == b->sincos_compiled_geps);
     CHECK(strcmp(a->source, b->source) == 0);
     CHECK(strcmp(a->measured_at, b->measured_at) == 0);
 }
@@ -247,6 +250,9 @@ static void test_round_trip(void)
     d.op_geps[MB_OP_SIN] = 1.2345678901234567;
     d.op_geps[MB_OP_ADD] = 12.5;
     d.op_geps[MB_OP_GELU_GRAD] = 3e-5;
+    d.op_compiled_geps[MB_OP_ADD] = 57.0625;
+    d.op_compiled_geps[MB_OP_TANH] = 0.8071306380514732;
+    d.sincos_compiled_geps = 1.75;
     CHECK_EQ_I64(mb_device_write_ini(&d, path, &err), MB_OK);
     mb_device back;
     memset(&back, 0, sizeof back);
@@ -319,12 +325,14 @@ static void test_malformed(void)
     /* minimal file: optional keys default; CRLF line ends; op rates */
     rc = mb_device_load_ini(write_file("min.ini", "# mine\r\n[device]\r\nname = my-gpu\r\n"
                                        "mem_bandwidth_gbs = 1000\r\n" GOOD_TAIL
-                                       "op_sin_geps = 42.5\n"), &d, &err);
+                                       "op_sin_geps = 42.5\nop_sin_compiled_geps = 50\n"), &d, &err);
     CHECK_EQ_I64(rc, MB_OK);
     if (rc) fprintf(stderr, "  %s\n", err.msg);
     CHECK_NEAR(d.mem_bandwidth_gbs, 1000, 0);
     CHECK_NEAR(d.op_geps[MB_OP_SIN], 42.5, 0);
     CHECK_NEAR(d.op_geps[MB_OP_COS], 0, 0);
+    CHECK_NEAR(d.op_compiled_geps[MB_OP_SIN], 50, 0);
+    CHECK_NEAR(d.op_compiled_geps[MB_OP_COS], 0, 0);
     CHECK(strcmp(d.label, "my-gpu") == 0 && d.measured_at[0] == '\0');
     CHECK_NEAR(d.measured_bandwidth_gbs, 0, 0);
 
@@ -368,6 +376,14 @@ static void test_malformed(void)
     expect_error("unknown-op.ini", GOOD_HEAD "mem_bandwidth_gbs = 100\n" GOOD_TAIL
                  "op_sinn_geps = 3\n",
                  NEEDLES(":9: unknown key 'op_sinn_geps'", "did you mean 'op_sin_geps'"));
+    expect_error("unknown-cop.ini", GOOD_HEAD "mem_bandwidth_gbs = 100\n" GOOD_TAIL
+                 "op_tanh_compiled_gep = 3\n",
+                 NEEDLES(":9: unknown key 'op_tanh_compiled_gep'", "did you mean 'op_tanh_compiled_geps'"));
+    expect_error("twice-cop.ini", GOOD_HEAD "mem_bandwidth_gbs = 100\n" GOOD_TAIL
+                 "op_add_compiled_geps = 3\nop_add_geps = 3\nop_add_compiled_geps = 4\n",
+                 NEEDLES(":11: key 'op_add_compiled_geps' given twice (first on line 9)"));
+    expect_error("neg-cop.ini", GOOD_HEAD "mem_bandwidth_gbs = 100\n" GOOD_TAIL
+                 "op_add_compiled_geps = -3\n", NEEDLES(":9:", "op_add_compiled_geps"));
     expect_error("section.ini", "[gpu]\nname = x\n", NEEDLES("section.ini:1: section [gpu]",
                                                              "only [device]"));
     expect_error("section2.ini", GOOD_HEAD "mem_bandwidth_gbs = 100\n" GOOD_TAIL "[extra]\n",
