@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # cpu_validate.sh — the CPU backend's figures in one run: calibrate this
-# machine, measure every variant and plan at n = 2^25 (model error per row),
-# the bf16 vs f32 copy, and the peer benchmark at n = 2^24 against numexpr
-# and PyTorch eager. Usage: bench/cpu_validate.sh OUTDIR [BUILD_DIR]
+# machine, measure every variant and plan at n = 2^18, 2^20, 2^22 and 2^25
+# (the model's error per row and size: model-error.md), the bf16 vs f32 copy,
+# and the peer benchmark at n = 2^24 against numexpr and PyTorch eager.
+# Usage: bench/cpu_validate.sh OUTDIR [BUILD_DIR]
 set -euo pipefail
 out=${1:?usage: bench/cpu_validate.sh OUTDIR [BUILD_DIR]}
 build=${2:-build}
@@ -16,9 +17,12 @@ step() { echo "== $*" | tee -a "$log"; }
 
 step "calibrate"
 "$B" calibrate -o "$out/local-cpu.ini" 2>&1 | tee -a "$log"
-step "every variant and plan, n = 2^25, model from the calibration"
-"$B" measure --device "$out/local-cpu.ini" --sizes 2^25 -o "$out/all-2p25.csv" \
-  --per-kernel "$out/all-2p25-kernels.csv" 2>>"$log" | tee -a "$log"
+step "every variant and plan, n = 2^18, 2^20, 2^22, 2^25, model from the calibration"
+"$B" measure --device "$out/local-cpu.ini" --sizes 2^18,2^20,2^22,2^25 -o "$out/all.csv" \
+  --per-kernel "$out/all-kernels.csv" 2>>"$log" | tee -a "$log"
+step "the model's error, (model - measured) / measured"
+/usr/bin/python3 "$here/model_error.py" "$out/all.csv" >"$out/model-error.md" || true
+tee -a "$log" <"$out/model-error.md"
 step "copy, f32 vs bf16, n = 2^25"
 "$B" measure copy --plan eager --dtype f32,bf16 --device "$out/local-cpu.ini" --sizes 2^25 \
   -o "$out/copy-2p25.csv" 2>>"$log" | tee -a "$log"
