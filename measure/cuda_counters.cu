@@ -21,7 +21,6 @@
 /* Per-kernel counts from this size up. */
 #define MB_COUNT_PER_KERNEL_MIN_N ((int64_t)1 << 20)
 
-
 typedef struct count_arg {
     const mb_meas_config *c;
     mb_kern_cuda_plan *cp; /* NULL: no plan kernels (the drain-only range) */
@@ -236,7 +235,8 @@ static int sanity_gate(const mb_meas_config *c, mb_err *err)
     return rc;
 }
 
-/* Failures leave counters unavailable with one note; timing goes on. */
+/* Opens CUPTI, counts the drain alone and runs the gate, once per process.
+ * Failures leave counters unavailable with one note; timing goes on. */
 void mb_gpu_counters_open(const mb_meas_config *c)
 {
     if (S.cnt != MB_GPU_CNT_NOT_TRIED) return;
