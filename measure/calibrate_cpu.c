@@ -820,12 +820,12 @@ void mb_meas_calib_to_device(const mb_meas_calib *c, const char *command_line, m
     snprintf(d->source, sizeof d->source,
              "%.60s; %d threads, %lld-element f32 arrays; %s; bandwidth = medians over "
              "interleaved rounds (requested bytes, CV <= %.0f%%): copy %.2f GB/s non-temporal "
-             "(%.2f plain), read %.2f, write %.2f non-temporal (%.2f plain); op rates L1-resident "
-             "through the executor (%s, CV <= %.0f%%); serial_fraction from y = sin(x), "
-             "read_stream_penalty from y = a+b+c+d fused",
+             "(%.2f plain), read %.2f, write %.2f non-temporal (%.2f plain); op rates: "
+             "executor tiles in L1 (%s, CV <= %.0f%%), %d in compiled chains; overlap and "
+             "stream penalty from y = sin(x), y = a+b+c+d",
              command_line ? command_line : "membound calibrate", c->threads,
              (long long)c->stream_n, llc, 100 * c->bw_spread, c->copy_gbs, c->copy_plain_gbs,
              c->read_gbs, c->write_gbs, c->write_plain_gbs, mb_kern_vector_isa(),
-             100 * c->op_spread);
+             100 * c->op_spread, c->compiled_ops);
     snprintf(d->measured_at, sizeof d->measured_at, "%s %s", pv.host, pv.date);
 }
