@@ -271,8 +271,8 @@ def build_functions(torch):
 
 
 class Flusher:
-    """Evicts L2 between samples, as membound's CUDA backend does (clean_l2 in
-    measure/cuda_backend.cu): writes a 2x L2 buffer, then reads another 2x L2
+    """Evicts L2 between samples, as membound's CUDA backend does (mb_gpu_clean_l2 in
+    measure/cuda_session.cu): writes a 2x L2 buffer, then reads another 2x L2
     buffer (so no dirty line of the flush is written back inside the timed
     region), then synchronizes."""
 

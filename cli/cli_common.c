@@ -146,6 +146,12 @@ const char *mb_cli_fmt_time(double s, char *buf, int bufsize)
     return buf;
 }
 
+void mb_cli_meas_note(void *ctx, const char *level, const char *msg)
+{
+    (void)ctx;
+    fprintf(stderr, "membound: %s: %s\n", level, msg);
+}
+
 int mb_cli_bad_option(int c, char **argv, int optind_now, int optopt_now, const char *cmd)
 {
     const char *arg = argv[optind_now - 1];

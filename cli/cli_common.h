@@ -24,6 +24,11 @@ void mb_cli_note(const char *fmt, ...)
 #endif
     ;
 
+/* The measurement library's note callback (mb_meas_config.note): prints
+ * "membound: <level>: <msg>" to stderr; the library drops notes under
+ * --quiet itself. */
+void mb_cli_meas_note(void *ctx, const char *level, const char *msg);
+
 /* For getopt_long's '?' / ':' returns (opterr = 0): one error line naming
  * the option ("unknown option '--foo'", "option '--n' needs a value"),
  * returns 2. */

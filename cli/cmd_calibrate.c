@@ -39,12 +39,6 @@ static void usage(FILE *fp)
 }
 
 /* The GPU calibration's notes and warnings (measure/ reports through the config). */
-static void print_note(void *ctx, const char *level, const char *msg)
-{
-    (void)ctx;
-    fprintf(stderr, "membound: %s: %s\n", level, msg);
-}
-
 static void progress(const char *label)
 {
     mb_cli_note("calibrate: %s", label);
@@ -103,7 +97,7 @@ int mb_cmd_calibrate(int argc, char **argv)
         /* the device and the blocking kernel as measure takes them: MB_CUDA_DEVICE, ... */
         mb_meas_config cfg;
         mb_meas_config_default(&cfg);
-        cfg.note = print_note;
+        cfg.note = mb_cli_meas_note;
         mb_meas_config_env(&cfg, getenv);
         char summary[2048];
         if (mb_meas_cuda_calibrate(&cfg, &d, summary, sizeof summary, &e)) return mb_cli_fail_err(1, &e);

@@ -63,12 +63,6 @@ static void usage(FILE *fp)
 
 /* The harness's notes and warnings (measure/ reports through the config;
  * it drops notes itself when quiet). */
-static void print_note(void *ctx, const char *level, const char *msg)
-{
-    (void)ctx;
-    fprintf(stderr, "membound: %s: %s\n", level, msg);
-}
-
 /* MemAvailable from /proc/meminfo in bytes, or -1. */
 static int64_t mem_available_bytes(void)
 {
@@ -331,7 +325,7 @@ int mb_cmd_measure(int argc, char **argv)
     o.dtypes[0] = MB_F32;
     o.n_dtypes = 1;
     mb_meas_config_default(&o.cfg);
-    o.cfg.note = print_note;
+    o.cfg.note = mb_cli_meas_note;
     mb_meas_config_env(&o.cfg, getenv);
     mb_err e;
     int c, rc;
@@ -529,6 +523,7 @@ int mb_cmd_measure(int argc, char **argv)
     if (backend == MB_MEAS_CPU && !strcmp(dev.kind, "cpu") && o.cfg.llc_bytes <= 0 &&
         dev.cache_mb > 0)
         o.cfg.llc_bytes = (int64_t)(dev.cache_mb * 1048576.0);
+    if (o.cfg.llc_bytes > 0) llc = o.cfg.llc_bytes; /* the notes below name that cache */
 
     mb_meas_provenance pv;
     mb_meas_provenance_fill(&pv, &o.cfg);

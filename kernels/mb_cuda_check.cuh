@@ -1,6 +1,6 @@
 /* mb_cuda_check.cuh — the one definition of CUDA_TRY / CUDA_CHECK, the check
  * on every CUDA runtime call in functions that report through an mb_err (the
- * .cu files of kernels/, and measure/cuda_backend.cu, which may look down at
+ * .cu files of kernels/, and measure/cuda_*.cu, which may look down at
  * kernels/). Included by .cu files only: it includes cuda_runtime.h, so no
  * public header includes it. Launchers that return a cudaError_t instead
  * (kernels_cuda_int.cuh) check with `if (e != cudaSuccess) return e;`. */

@@ -10,7 +10,7 @@
  *   op_rate_kernel<OP>  register-resident throughput of one mb_op
  *   empty_kernel        launch overhead
  * No CPU reference: none of these computes a result that is checked.
- * It does not decide when to sweep or block (measure/cuda_backend.cu does). */
+ * It does not decide when to sweep or block (measure/cuda_session.cu and cuda_ops.cu do). */
 #include "kernels_cuda_int.cuh"
 
 #include <string.h>

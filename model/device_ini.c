@@ -44,6 +44,7 @@ static const key_spec spec_keys[] = {
     {"read_bandwidth_gbs", KEY_NUM, KEY_OPTIONAL, FIELD(read_bandwidth_gbs)},
     {"read_stream_penalty", KEY_NUM, KEY_OPTIONAL, FIELD(read_stream_penalty)},
     {"serial_fraction", KEY_NUM, KEY_OPTIONAL, FIELD(serial_fraction)},
+    {"write_allocate", KEY_NUM, KEY_OPTIONAL, FIELD(write_allocate)},
     {"cache_bandwidth_gbs", KEY_NUM, KEY_OPTIONAL, FIELD(cache_bandwidth_gbs)},
     {"cache_mb", KEY_NUM, KEY_REQUIRED, FIELD(cache_mb)},
     {"fp32_tflops", KEY_NUM, KEY_REQUIRED, FIELD(fp32_tflops)},
@@ -232,6 +233,9 @@ static int set_number(ini_state *st, const char *key, enum key_need need,
                     st->line, key, value);
     if (!strcmp(key, "serial_fraction") && v > 1)
         return fail(st, MB_EINPUT, "%s:%d: key '%s': must be in [0, 1], got '%s'", st->path,
+                    st->line, key, value);
+    if (!strcmp(key, "write_allocate") && v != 0 && v != 1)
+        return fail(st, MB_EINPUT, "%s:%d: key '%s': must be 0 or 1, got '%s'", st->path,
                     st->line, key, value);
     *out = v;
     return 1;

@@ -204,6 +204,15 @@ typedef struct mb_device {
                                      last-level cache; every byte a kernel
                                      moves passes through it, so a kernel takes
                                      at least its bytes / this (0: unknown) */
+    double write_allocate;        /* optional, 0 or 1: 1 when a store to a line
+                                     the cache does not hold reads it first
+                                     (a CPU's write-back cache under ordinary
+                                     stores): such writes cost a DRAM read,
+                                     and dirty lines still cached when the
+                                     plan ends are written back after it.
+                                     Tensors larger than the cache are taken
+                                     as written with non-temporal stores, as
+                                     the CPU executors do. 0: GPUs */
     double serial_fraction;       /* optional, 0..1: share of the shorter of
                                      memory and compute time that does not
                                      overlap the longer (0 on GPUs) */

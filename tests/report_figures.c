@@ -20,7 +20,7 @@ static int starts_with(const char *path, const void *magic, size_t len, long *si
     *size = ftell(fp);
     fclose(fp);
     if (len == 0) return n > 0;
-    if (!strcmp((const char *)magic, "<svg")) {
+    if (len == 4 && !memcmp(magic, "<svg", 4)) {
         for (size_t i = 0; i + 4 <= n; i++)
             if (!memcmp(buf + i, "<svg", 4)) return 1;
         return 0;

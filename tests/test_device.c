@@ -65,6 +65,7 @@ static void check_same(const mb_device *a, const mb_device *b)
     for (int op = 0; op < MB_OP_COUNT; op++)
         CHECK(a->op_compiled_geps[op] == b->op_compiled_geps[op]);
     CHECK(a->sincos_geps == b->sincos_geps && a->sincos_compiled_geps == b->sincos_compiled_geps);
+    CHECK(a->write_allocate == b->write_allocate);
     CHECK(strcmp(a->source, b->source) == 0);
     CHECK(strcmp(a->measured_at, b->measured_at) == 0);
 }
@@ -253,6 +254,7 @@ static void test_round_trip(void)
     d.op_compiled_geps[MB_OP_ADD] = 57.0625;
     d.op_compiled_geps[MB_OP_TANH] = 0.8071306380514732;
     d.sincos_compiled_geps = 1.75;
+    d.write_allocate = 1;
     CHECK_EQ_I64(mb_device_write_ini(&d, path, &err), MB_OK);
     mb_device back;
     memset(&back, 0, sizeof back);
@@ -382,6 +384,8 @@ static void test_malformed(void)
     expect_error("twice-cop.ini", GOOD_HEAD "mem_bandwidth_gbs = 100\n" GOOD_TAIL
                  "op_add_compiled_geps = 3\nop_add_geps = 3\nop_add_compiled_geps = 4\n",
                  NEEDLES(":11: key 'op_add_compiled_geps' given twice (first on line 9)"));
+    expect_error("wa.ini", GOOD_HEAD "mem_bandwidth_gbs = 100\n" GOOD_TAIL "write_allocate = 0.5\n",
+                 NEEDLES(":9: key 'write_allocate': must be 0 or 1"));
     expect_error("neg-cop.ini", GOOD_HEAD "mem_bandwidth_gbs = 100\n" GOOD_TAIL
                  "op_add_compiled_geps = -3\n", NEEDLES(":9:", "op_add_compiled_geps"));
     expect_error("section.ini", "[gpu]\nname = x\n", NEEDLES("section.ini:1: section [gpu]",

@@ -114,6 +114,51 @@ static void check_cache_model(void)
     }
 }
 
+/* A write-allocate CPU (write_allocate = 1, cache 32 MiB): a store to a
+ * tensor the cache does not hold reads it from DRAM first; tensors larger
+ * than the cache are streamed (no read); the tensors the last kernel writes
+ * are still dirty in the cache when the plan ends (written back after it);
+ * the read bandwidth bounds the kernel's own reads, not the line fills. A
+ * GPU spec (write_allocate 0) counts as before. */
+static void check_write_allocate(void)
+{
+    mb_device d = h100();
+    d.cache_mb = 32;
+    d.cache_bandwidth_gbs = 0;
+    d.read_bandwidth_gbs = 0;
+    const int64_t small = (int64_t)1 << 20, big = (int64_t)1 << 25; /* 4 MiB, 128 MiB f32 */
+    mb_estimate g0 = est("copy", MB_F32, MB_PLAN_EAGER, small, &d, NULL);
+    d.write_allocate = 1;
+    mb_estimate c = est("copy", MB_F32, MB_PLAN_EAGER, small, &d, NULL);
+    CHECK_EQ_I64(g0.total.dram_read_bytes, 4 << 20);   /* x */
+    CHECK_EQ_I64(g0.total.dram_write_bytes, 4 << 20);  /* y, eventually */
+    CHECK_EQ_I64(c.total.dram_read_bytes, 8 << 20);    /* x, and y's lines before the store */
+    CHECK_EQ_I64(c.total.dram_write_bytes, 0);         /* y still in the cache at the end */
+    mb_estimate cb = est("copy", MB_F32, MB_PLAN_EAGER, big, &d, NULL);
+    CHECK_EQ_I64(cb.total.dram_read_bytes, cb.total.read_bytes); /* streamed: no line fill */
+    CHECK_EQ_I64(cb.total.dram_write_bytes, cb.total.write_bytes);
+    /* eager sin^2+cos^2, 4 MiB tensors: every kernel's output is filled
+     * before its store; only the last kernel's is left in the cache */
+    int nk = 0;
+    mb_estimate e = est("sin2_plus_cos2", MB_F32, MB_PLAN_EAGER, small, &d, &nk);
+    CHECK_EQ_I64(nk, 5);
+    CHECK_EQ_I64(e.total.dram_read_bytes, (int64_t)(1 + 5) << 22);
+    CHECK_EQ_I64(e.total.dram_write_bytes, (int64_t)4 << 22);
+    CHECK_EQ_I64(e.per_kernel[4].dram_write_bytes, 0);
+    /* the read floor leaves the fills out: a copy at 1 GB/s of reads and
+     * 1e6 GB/s of bandwidth takes x / read bandwidth, not x + y */
+    d.read_bandwidth_gbs = 1;
+    d.measured_bandwidth_gbs = d.mem_bandwidth_gbs = 1e6;
+    d.launch_overhead_us = 0;
+    mb_estimate f = est("copy", MB_F32, MB_PLAN_EAGER, small, &d, NULL);
+    CHECK_NEAR(f.per_kernel[0].mem_s, (double)(4 << 20) / 1e9, 1e-12);
+    mb_estimate_free(&g0);
+    mb_estimate_free(&c);
+    mb_estimate_free(&cb);
+    mb_estimate_free(&e);
+    mb_estimate_free(&f);
+}
+
 /* time = launch + max(DRAM bytes / bandwidth, compute), on numbers chosen here */
 static void check_time_formula(void)
 {
@@ -240,6 +285,7 @@ int main(void)
     check_lecture_counts();
     check_cache_model();
     check_time_formula();
+    check_write_allocate();
     check_backward_structure();
     return mb_test_done();
 }
