@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# cpu_validate.sh — the CPU backend's figures in one run: calibrate this
-# machine, measure every variant and plan at n = 2^18, 2^20, 2^22 and 2^25
-# (the model's error per row and size: model-error.md; a second calibration
-# after them says how far the host drifted: drift.txt), the bf16 vs f32 copy,
+# cpu_validate.sh — the CPU backend's figures in one run: for each variant,
+# calibrate this machine and measure every plan at n = 2^18, 2^20, 2^22 and
+# 2^25 (the model's error per row and size: model-error.md; how far the
+# calibrations moved from one to the next: drift.txt), the bf16 vs f32 copy,
 # and the peer benchmark at n = 2^24 against numexpr and PyTorch eager.
 # Usage: bench/cpu_validate.sh OUTDIR [BUILD_DIR]
 set -euo pipefail
@@ -16,24 +16,41 @@ log=$out/log.txt
 : >"$log"
 step() { echo "== $*" | tee -a "$log"; }
 
-step "calibrate"
-"$B" calibrate -o "$out/local-cpu.ini" 2>&1 | tee -a "$log"
-step "every variant and plan, n = 2^18, 2^20, 2^22, 2^25, model from the calibration"
-"$B" measure --device "$out/local-cpu.ini" --sizes 2^18,2^20,2^22,2^25 -o "$out/all.csv" \
-  --per-kernel "$out/all-kernels.csv" 2>>"$log" | tee -a "$log"
-step "calibrate again: did the host drift during the measurements?"
+# The host drifts (memory bandwidth and op rates by 10-40% over minutes here):
+# each variant is measured right after a calibration of its own, so that
+# the model's error is not the drift since the first one.
+step "each variant: calibrate, then every plan at n = 2^18, 2^20, 2^22, 2^25"
+variants=$("$B" model --n 2^10 --csv | awk -F, 'NR > 1 && !seen[$2]++ { print $2 }')
+first=
+for v in $variants; do
+  "$B" calibrate -o "$out/local-cpu-$v.ini" >>"$log" 2>&1
+  [ -n "$first" ] || { first=$v; cp "$out/local-cpu-$v.ini" "$out/local-cpu.ini"; }
+  grep -E '^(source|measured_bandwidth_gbs|cache_mb) ' "$out/local-cpu-$v.ini" | tee -a "$log"
+  "$B" measure "$v" --device "$out/local-cpu-$v.ini" --sizes 2^18,2^20,2^22,2^25 -o "$out/all-$v.csv" \
+    --per-kernel "$out/all-$v-kernels.csv" 2>>"$log" | tee -a "$log"
+done
+step "calibrate again: how far did the host drift from one calibration to the next?"
 "$B" calibrate -o "$out/local-cpu-after.ini" >>"$log" 2>&1
-awk -F' = ' 'FNR == 1 { f++ }
+cals=() meas=()
+for v in $variants; do cals+=("$out/local-cpu-$v.ini"); meas+=("$out/all-$v.csv"); done
+awk -F' = ' 'FNR == 1 { f++; name[f] = FILENAME; sub(/.*local-cpu-/, "", name[f]); sub(/\.ini$/, "", name[f]) }
   $1 ~ /^(measured_bandwidth_gbs|read_bandwidth_gbs|op_sigmoid_geps|op_sin_compiled_geps|op_tanh_compiled_geps)$/ {
     v[f, $1] = $2; k[$1] = 1 }
   END { worst = 0
-    for (x in k) if (v[1, x] > 0) { r = v[2, x] / v[1, x]; printf "  %-24s %9.3f -> %9.3f (%+.0f%%)\n", x, v[1, x], v[2, x], 100 * (r - 1)
-      if (r < 1) r = 1 / r; if (r > worst) worst = r }
-    printf "host drift: figures moved by up to %.0f%% between the calibrations before and after%s\n",
-           100 * (worst - 1), (worst > 1.1 ? " (over 10%: the model errors below carry that much)" : "") }' \
-  "$out/local-cpu.ini" "$out/local-cpu-after.ini" | tee "$out/drift.txt" | tee -a "$log"
-step "the model's error, (model - measured) / measured"
-/usr/bin/python3 "$here/model_error.py" "$out/all.csv" >"$out/model-error.md" || true
+    for (x in k) { line = sprintf("  %-24s", x)
+      for (i = 1; i <= f; i++) {
+        line = line sprintf(" %9.3f", v[i, x])
+        if (i > 1 && v[i - 1, x] > 0) { r = v[i, x] / v[i - 1, x]; if (r < 1) r = 1 / r; if (r > worst) worst = r }
+      }
+      print line }
+    printf "  (calibrations in order, each before the variant it names:"
+    for (i = 1; i <= f; i++) printf " %s", name[i]
+    printf ")\n"
+    printf "host drift: figures moved by up to %.0f%% from one calibration to the next%s\n",
+           100 * (worst - 1), (worst > 1.1 ? " (over 10%: the model errors below carry up to that much)" : "") }' \
+  "${cals[@]}" "$out/local-cpu-after.ini" | tee "$out/drift.txt" | tee -a "$log"
+step "the model's error, (model - measured) / measured, each variant against its own calibration"
+/usr/bin/python3 "$here/model_error.py" "${meas[@]}" >"$out/model-error.md" || true
 tee -a "$log" <"$out/model-error.md"
 step "copy, f32 vs bf16, n = 2^25"
 "$B" measure copy --plan eager --dtype f32,bf16 --device "$out/local-cpu.ini" --sizes 2^25 \

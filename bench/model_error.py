@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""model_error.py — the model against the measurements of one `membound measure` CSV.
+"""model_error.py — the model against the measurements of `membound measure` CSVs.
 
 Prints a Markdown table, one row per variant and plan, one column per size: the
 model's error, (model - measured median) / measured median, in percent. A row the
@@ -9,7 +9,7 @@ shown in brackets and left out of the summary; a row that failed its check, with
 where it is. Exit 0 when every quiet verified row is within the bound, 1 when one
 is not, 2 on bad usage.
 
-usage: bench/model_error.py FILE.csv [--bound 25] [--sizes 2^18,2^20,...]
+usage: bench/model_error.py FILE.csv... [--bound 25] [--sizes 2^18,2^20,...]
 """
 import argparse
 import csv
@@ -30,22 +30,25 @@ def size_label(n):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("csv")
+    ap.add_argument("csv", nargs="+")
     ap.add_argument("--bound", type=float, default=25.0, help="percent (default 25)")
     ap.add_argument("--sizes", default="", help="only these sizes (2^18,2^20,...)")
     a = ap.parse_args()
-    try:
-        with open(a.csv, newline="") as f:
-            lines = [line for line in f if not line.startswith("#")]
-    except OSError as e:
-        print(f"model_error.py: error: {a.csv}: {e.strerror}", file=sys.stderr)
-        return 2
-    rows = list(csv.DictReader(lines))
+    rows = []
     need = {"variant", "plan", "dtype", "n", "reps", "time_s_median", "model_time_s", "verified"}
-    if not rows or not need <= set(rows[0]):
-        print(f"model_error.py: error: {a.csv}: not a membound measure CSV (needs {sorted(need)})",
-              file=sys.stderr)
-        return 2
+    for path in a.csv:
+        try:
+            with open(path, newline="") as f:
+                lines = [line for line in f if not line.startswith("#")]
+        except OSError as e:
+            print(f"model_error.py: error: {path}: {e.strerror}", file=sys.stderr)
+            return 2
+        got = list(csv.DictReader(lines))
+        if not got or not need <= set(got[0]):
+            print(f"model_error.py: error: {path}: not a membound measure CSV (needs {sorted(need)})",
+                  file=sys.stderr)
+            return 2
+        rows += got
     try:
         only = {parse_n(s) for s in a.sizes.split(",") if s.strip()}
     except ValueError:

@@ -29,6 +29,10 @@ py "$t/m.csv" --bound 15 >/dev/null; rc=$?
 check "a row outside the bound: exit 1 (got $rc)" [ "$rc" -eq 1 ]
 py "$t/m.csv" --sizes 2^18 >"$t/out2.txt"
 check "--sizes keeps those sizes" grep -q '^| copy | eager | f32 | +10% |$' "$t/out2.txt"
+{ head -2 "$t/m.csv"; sed -n 3,4p "$t/m.csv"; } >"$t/a.csv"
+{ head -2 "$t/m.csv"; sed -n 5,6p "$t/m.csv"; } >"$t/b.csv"
+py "$t/a.csv" "$t/b.csv" >"$t/out3.txt"
+check "two files read as one table" cmp -s "$t/out.txt" "$t/out3.txt"
 py "$t/missing.csv" 2>"$t/err.txt"; rc=$?
 check "missing file: exit 2 and one line (got $rc)" [ "$rc" -eq 2 ] && grep -q 'model_error.py: error: .*missing.csv' "$t/err.txt"
 printf 'a,b\n1,2\n' >"$t/bad.csv"
