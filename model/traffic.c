@@ -10,10 +10,11 @@
  * not hold reads it first, unless the tensor is larger than the cache (the
  * executors stream those), and the last kernel's writes are still in the
  * cache when the plan ends: their write-back falls after the timed plan.
- * 2-vCPU EPYC guest, 4 lecture variants x plans at 2^18-2^22 f32: with
- * neither rule, model - measured from -48% to +30%; with both, -26% to +30%,
- * and 2^25 (streamed) unchanged. Leaving every written tensor that still
- * fits pending (not only the last kernel's) made eager chains 40% fast. 
+ * 2-vCPU EPYC guest, the 4 lecture variants x plans at 2^18-2^22 f32, one
+ * run: model - measured from -48% to +30% with neither rule, -26% to +30%
+ * with both; 2^25 (streamed) unchanged. Leaving every written tensor that
+ * still fits pending, not only the last kernel's, made eager chains 40% too
+ * fast.
  *
  * Time per kernel: launch_overhead + max(memory, compute)
  *                  + serial_fraction x min(memory, compute).
