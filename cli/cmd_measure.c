@@ -54,6 +54,11 @@ static void usage(FILE *fp)
     mb_meas_env_usage(fp);
     fprintf(fp,
             "\n"
+            "With a calibrated CPU spec, this host's copy bandwidth is measured again\n"
+            "before and after the rows (~0.3 s each) and written as a '# host_check:'\n"
+            "line; a warning says when it is more than 20%% off the calibrated figure the\n"
+            "model columns assume (a shared host drifts).\n"
+            "\n"
             "Exit: 0 all rows verified, 1 a run failed or a check failed (rows kept with\n"
             "verified=0), 2 bad usage or a size that does not fit in memory, 130 / 143\n"
             "interrupted by SIGINT / SIGTERM: the rows measured so far are written, with a\n"
@@ -545,6 +550,15 @@ int mb_cmd_measure(int argc, char **argv)
     rows = calloc((size_t)n_jobs + 1, sizeof *rows);
     if (!rows) { rc = mb_cli_fail(1, "out of memory"); goto out_files; }
     int failed = 0, noisy = 0, done_rows = 0;
+    /* the host's copy bandwidth against the calibrated spec's, before and
+     * after the rows: the model columns assume the calibrated figure */
+    const int host_check = backend == MB_MEAS_CPU && !strcmp(dev.kind, "cpu") &&
+                           dev.measured_bandwidth_gbs > 0;
+    double host_gbs[2] = {0, 0};
+    if (host_check && mb_meas_copy_probe_gbs(o.cfg.threads, o.cfg.llc_bytes, &host_gbs[0], &e) == MB_OK &&
+        !o.quiet)
+        mb_cli_note("host check: copy at %.1f GB/s before the rows (calibrated %.1f GB/s)", host_gbs[0],
+                    dev.measured_bandwidth_gbs);
     double t_start = mb_meas_now_s();
     /* an interrupted run keeps the rows it measured (see after the loop) */
     stop_signal = 0;
@@ -621,6 +635,28 @@ int mb_cmd_measure(int argc, char **argv)
         done_rows++;
     }
     stop_handlers(0);
+    if (host_check && host_gbs[0] > 0 && !stop_signal &&
+        mb_meas_copy_probe_gbs(o.cfg.threads, o.cfg.llc_bytes, &host_gbs[1], &e) == MB_OK) {
+        double cal = dev.measured_bandwidth_gbs, worst = 1;
+        for (int i = 0; i < 2; i++) {
+            double r = host_gbs[i] / cal;
+            if (fabs(r - 1) > fabs(worst - 1)) worst = r;
+        }
+        char line[200];
+        snprintf(line, sizeof line, "# host_check: copy %.1f GB/s before the rows, %.1f after, %.1f "
+                 "calibrated\n", host_gbs[0], host_gbs[1], cal);
+        fputs(line, csv);
+        if (have_kf) fputs(line, kf.fp);
+        if (fabs(worst - 1) > MB_MEAS_DRIFT_MAX)
+            fprintf(stderr, "membound: warning: the host's copy bandwidth was %.1f GB/s before the rows "
+                    "and %.1f after, %.0f%% of the calibrated %.1f GB/s the model columns assume (a "
+                    "shared host drifts): times and model errors may be off by about as much; "
+                    "--recalibrate, or measure again when the host is steady\n",
+                    host_gbs[0], host_gbs[1], 100 * worst, cal);
+        else if (!o.quiet)
+            mb_cli_note("host check: copy at %.1f GB/s after the rows (calibrated %.1f GB/s)",
+                        host_gbs[1], cal);
+    }
     if (stop_signal) {
         char line[160];
         snprintf(line, sizeof line, "# partial: interrupted by %s after %d of %d rows\n",

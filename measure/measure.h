@@ -330,6 +330,17 @@ int mb_meas_cache_knee(int64_t reported_bytes, int quick, int64_t *knee_bytes, i
  * overhead; label, measured_at (host and date) and source filled. */
 void mb_meas_calib_to_device(const mb_meas_calib *c, const char *command_line, mb_device *d);
 
+/* This host's copy bandwidth now, measured as mb_meas_calibrate_cpu measures
+ * copy_gbs (non-temporal copy of the arrays it uses for a cache of llc_bytes,
+ * <= 0: reported; threads threads; median of 5 samples of >= 2 ms), into *gbs.
+ * measure compares it with the spec's before and after its rows: a shared
+ * host drifts (10-60% over minutes on a 2-vCPU guest here), and the model
+ * columns assume the calibrated figure. ~0.3 s. MB_ERUN when memory runs out. */
+int mb_meas_copy_probe_gbs(int threads, int64_t llc_bytes, double *gbs, mb_err *err);
+
+/* A host check out of this band (ratio to the calibrated figure) is warned. */
+#define MB_MEAS_DRIFT_MAX 0.2
+
 /* ---- calibration cache ------------------------------------------------------ */
 
 /* This host's cache key: CPU model, thread count, physical memory (MiB). */

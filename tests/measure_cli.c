@@ -200,13 +200,41 @@ int main(void)
     char *ini = slurp("cpu.ini");
     CHECK(strstr(ini, "name = local-cpu") && strstr(ini, "kind = cpu") &&
           strstr(ini, "op_sin_geps") && strstr(ini, "measured_at"));
+    CHECK(strstr(ini, "\nwrite_allocate = 1\n") != NULL);
+    if (strstr(ini, "(sleef-")) /* a SLEEF build (the source line names it): the compiled chains ran */
+        CHECK(strstr(ini, "\nop_sin_compiled_geps = ") && strstr(ini, "\nop_sincos_compiled_geps = "));
     const char *model[] = {"model", "copy", "--device", "cpu.ini", "--json", NULL};
     CHECK_EQ_I64(exit_code(run(0, model)), 0);
     CHECK(strstr(slurp("stdout.txt"), "\"local-cpu\"") != NULL);
 
+    /* the host check: a CPU spec's rows are framed by the copy bandwidth now,
+     * against the calibrated one; 1e5 GB/s calibrated is far off: warned */
+    ini = strdup(slurp("cpu.ini")); /* slurp's buffer is reused */
+    char *bw = ini ? strstr(ini, "\nmeasured_bandwidth_gbs = ") : NULL;
+    CHECK(bw != NULL);
+    if (bw) {
+        char fast[512];
+        snprintf(fast, sizeof fast, "%s/fast.ini", dir);
+        FILE *fp = fopen(fast, "w");
+        CHECK(fp != NULL);
+        if (fp) {
+            fprintf(fp, "%.*s\nmeasured_bandwidth_gbs = 100000%s", (int)(bw - ini), ini, strchr(bw + 1, '\n'));
+            fclose(fp);
+        }
+        const char *hc[] = {"measure", "--backend", "cpu", "--threads", "1", "--timeout", "0.2",
+                            "--device", "fast.ini", "--plan", "eager", "--sizes", "2^12", "-o",
+                            "hc.csv", "copy", NULL};
+        CHECK_EQ_I64(exit_code(run(0, hc)), 0);
+        CHECK(strstr(slurp("stderr.txt"), "warning: the host's copy bandwidth was") != NULL);
+        CHECK(strstr(slurp("hc.csv"), "\n# host_check: copy ") != NULL);
+        CHECK(strstr(slurp("hc.csv"), " after, 100000.0 calibrated\n") != NULL);
+    }
+    free(ini);
+    CHECK(strstr(slurp("small.csv"), "host_check") == NULL); /* a GPU spec: no check */
+
     /* clean up */
-    const char *files[] = {"small.csv", "kern.csv", "part.csv", "cpu.ini", "stdout.txt",
-                           "stderr.txt"};
+    const char *files[] = {"small.csv", "kern.csv", "part.csv", "cpu.ini", "fast.ini", "hc.csv",
+                           "stdout.txt", "stderr.txt"};
     for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
         char path[512];
         snprintf(path, sizeof path, "%s/%s", dir, files[i]);
