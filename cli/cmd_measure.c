@@ -55,7 +55,7 @@ static void usage(FILE *fp)
     fprintf(fp,
             "\n"
             "With a calibrated CPU spec, this host's copy bandwidth is measured again\n"
-            "before and after the rows (~0.3 s each) and written as a '# host_check:'\n"
+            "before and after the rows (~1 s each) and written as a '# host_check:'\n"
             "line; a warning says when it is more than 20%% off the calibrated figure the\n"
             "model columns assume (a shared host drifts).\n"
             "\n"

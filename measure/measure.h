@@ -335,7 +335,8 @@ void mb_meas_calib_to_device(const mb_meas_calib *c, const char *command_line, m
  * <= 0: reported; threads threads; median of 5 samples of >= 2 ms), into *gbs.
  * measure compares it with the spec's before and after its rows: a shared
  * host drifts (10-60% over minutes on a 2-vCPU guest here), and the model
- * columns assume the calibrated figure. ~0.3 s. MB_ERUN when memory runs out. */
+ * columns assume the calibrated figure. ~1 s (most of it first-touching the
+ * arrays). MB_ERUN when memory runs out. */
 int mb_meas_copy_probe_gbs(int threads, int64_t llc_bytes, double *gbs, mb_err *err);
 
 /* A host check out of this band (ratio to the calibrated figure) is warned. */
