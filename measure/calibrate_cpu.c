@@ -88,42 +88,7 @@ typedef struct stream_ctx {
 static void copy_nt(void *p)
 {
     stream_ctx *c = p;
-    const float *a = c->a;
-    float *b = c->b;
-    int64_t n = c->n;
-#if defined(__AVX512F__)
-#pragma omp parallel
-    {
-#pragma omp for schedule(static)
-        for (int64_t i = 0; i < n; i += 16) _mm512_stream_ps(b + i, _mm512_load_ps(a + i));
-        _mm_sfence();
-    }
-#elif defined(__AVX__)
-#pragma omp parallel
-    {
-#pragma omp for schedule(static)
-        for (int64_t i = 0; i < n; i += 8) _mm256_stream_ps(b + i, _mm256_load_ps(a + i));
-        _mm_sfence();
-    }
-#else
-#pragma omp parallel for schedule(static)
-    for (int64_t i = 0; i < n; i++) b[i] = a[i];
-#endif
-}
-
-/* f32 elements of each bandwidth array for a cache of llc_bytes. */
-static int64_t stream_elements(int64_t llc_bytes, int quick)
-{
-    /* STREAM rule: each array >= 4x the LLC (and >= 2^25 f32 = 128 MiB) */
-    int64_t n = 4 * llc_bytes / (int64_t)sizeof(float);
-    if (n < ((int64_t)1 << 25)) n = (int64_t)1 << 25;
-    /* at most 2^27 f32 (512 MiB) an array: a guest that reports a 508 MiB
-     * cache and shows no knee (one thread streams no faster from cache than
-     * from DRAM here) would otherwise stream 2 GiB arrays, 4 minutes */
-    if (n > ((int64_t)1 << 27)) n = (int64_t)1 << 27;
-    if (quick) n = llc_bytes / (int64_t)sizeof(float) / 4;
-    if (quick && n > ((int64_t)1 << 22)) n = (int64_t)1 << 22; /* a smoke test: 16 MiB arrays */
-    return (n + 63) & ~(int64_t)63;
+    mb_meas_copy_nt(c->b, c->a, c->n);
 }
 
 static void copy_plain(void *p)
@@ -668,7 +633,7 @@ int mb_meas_calibrate_cpu(int threads, int quick, void (*progress)(const char *l
         return mb_err_set(err, rc, "calibration refused, nothing written: %.400s", msg);
     }
     STEP("last-level cache: %s", out->llc_desc);
-    int64_t n = stream_elements(out->llc_bytes, quick);
+    int64_t n = mb_meas_stream_elements(out->llc_bytes, quick);
     out->stream_n = n;
 
     stream_ctx sc = {0};
@@ -786,36 +751,6 @@ int mb_meas_calibrate_cpu(int threads, int quick, void (*progress)(const char *l
     if ((rc = mb_meas_calibrate_overlap(out, n_probe, quick ? 1 : 3, err))) return rc;
     STEP("done");
 #undef STEP
-    return MB_OK;
-}
-
-int mb_meas_copy_probe_gbs(int threads, int64_t llc_bytes, double *gbs, mb_err *err)
-{
-    mb_kern_set_threads(threads);
-    if (llc_bytes <= 0) llc_bytes = mb_kern_llc_bytes();
-    stream_ctx sc = {0};
-    sc.n = stream_elements(llc_bytes, 0);
-    sc.a = aligned_alloc(64, (size_t)sc.n * sizeof(float));
-    sc.b = aligned_alloc(64, (size_t)sc.n * sizeof(float));
-    if (!sc.a || !sc.b) {
-        free(sc.a);
-        free(sc.b);
-        return mb_err_set(err, MB_ERUN, "cannot allocate 2 x %.3g GB for the bandwidth check",
-                          (double)sc.n * 4 / 1e9);
-    }
-    float *a = sc.a, *b = sc.b;
-    int64_t n = sc.n;
-#pragma omp parallel for schedule(static)
-    for (int64_t i = 0; i < n; i++) {
-        a[i] = 1.0f + (float)(i & 255) * 0.01f;
-        b[i] = 2.0f;
-    }
-    figure f = {.name = "copy", .fn = copy_nt, .ctx = &sc, .work = 2.0 * (double)n * sizeof(float)};
-    figure_warm(&f);
-    for (int r = 0; r < 5; r++) figure_sample(&f, mb_kern_threads());
-    *gbs = figure_rate(&f, NULL);
-    free(sc.a);
-    free(sc.b);
     return MB_OK;
 }
 

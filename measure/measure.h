@@ -64,6 +64,10 @@ typedef struct mb_meas_config {
     double contention_frac;/* a sample is contended when its threads waited for a
                               CPU (or were stolen) longer than this share of its
                               wall time; <= 0: MB_MEAS_CONTENTION_FRAC */
+    struct mb_meas_hostref *hostref; /* may be NULL; else (CPU, cold) the host
+                              reference copy is timed beside the row's samples
+                              (after the flush, outside the timed region) into
+                              the row's host_copy_gbs and host_copy_ratio */
     const volatile sig_atomic_t *stop; /* may be NULL; non-zero (a signal
                               handler sets it): the protocol stops sampling and
                               returns MB_ERUN "interrupted", no row */
@@ -133,6 +137,10 @@ typedef struct mb_meas_record {
     int contended;           /* timed samples during which the process did not get
                                 its cores (mb_meas_contention_end); -1 = not
                                 watched (written empty) */
+    double host_copy_gbs;    /* the host reference copy during the row (median of
+                                its copies beside the samples); NAN = none */
+    double host_copy_ratio;  /* host_copy_gbs / the calibrated copy bandwidth the
+                                model columns assume; NAN = none */
 } mb_meas_record;
 
 /* Fills the identity and model columns of row (and of per_kernel[k] for each
@@ -330,17 +338,51 @@ int mb_meas_cache_knee(int64_t reported_bytes, int quick, int64_t *knee_bytes, i
  * overhead; label, measured_at (host and date) and source filled. */
 void mb_meas_calib_to_device(const mb_meas_calib *c, const char *command_line, mb_device *d);
 
-/* This host's copy bandwidth now, measured as mb_meas_calibrate_cpu measures
- * copy_gbs (non-temporal copy of the arrays it uses for a cache of llc_bytes,
- * <= 0: reported; threads threads; median of 5 samples of >= 2 ms), into *gbs.
- * measure compares it with the spec's before and after its rows: a shared
- * host drifts (10-60% over minutes on a 2-vCPU guest here), and the model
- * columns assume the calibrated figure. ~1 s (most of it first-touching the
- * arrays). MB_ERUN when memory runs out. */
-int mb_meas_copy_probe_gbs(int threads, int64_t llc_bytes, double *gbs, mb_err *err);
+/* ---- host reference ------------------------------------------------------- */
 
-/* A host check out of this band (ratio to the calibrated figure) is warned. */
-#define MB_MEAS_DRIFT_MAX 0.2
+/* f32 elements of each of calibrate's bandwidth arrays for a cache of
+ * llc_bytes (the STREAM rule: >= 4x the cache, 2^25..2^27; quick: a smoke
+ * test's 16 MiB at most). A multiple of 64. */
+int64_t mb_meas_stream_elements(int64_t llc_bytes, int quick);
+
+/* dst[i] = src[i] with non-temporal stores, in parallel over the current
+ * threads: the copy calibrate times for the spec's copy bandwidth. src and
+ * dst 64-byte aligned, n a multiple of 64. */
+void mb_meas_copy_nt(float *dst, const float *src, int64_t n);
+
+/* The host reference: calibrate's copy, kept allocated, timed by measure
+ * before and after its rows and beside each row's samples (the protocol,
+ * when c->hostref is set): a shared host drifts (10-60% over minutes on a
+ * 2-vCPU guest here), and the model columns assume the calibrated figure. */
+typedef struct mb_meas_hostref {
+    float *src, *dst;
+    int64_t n;             /* elements of each array */
+    double calibrated_gbs; /* the spec's copy bandwidth the model columns assume */
+    double interval_s;     /* within a row, a reference copy at most this often
+                              (and before the first and the last sample) */
+} mb_meas_hostref;
+
+/* Within a row, a reference copy before the first sample, before the last
+ * and at most every half second between: a 256 MiB copy (~9 ms) costs ~2% of
+ * a long row and two copies of a short one. */
+#define MB_MEAS_HOSTREF_INTERVAL_S 0.5
+/* Reference copies a row keeps (a longer row's later ones replace its last). */
+#define MB_MEAS_HOSTREF_MAX 64
+
+/* Allocates two arrays of n f32 (use mb_meas_stream_elements: the figure is
+ * calibrate's only at its sizes), first-touches them in parallel and copies
+ * once (warm). MB_ERUN when memory runs out. */
+int mb_meas_hostref_init(mb_meas_hostref *h, int64_t n, double calibrated_gbs, mb_err *err);
+/* One timed copy (taken again, twice at most, while the process did not get
+ * its cores): the bytes read and written per second, 1e9/s. */
+double mb_meas_hostref_copy_gbs(mb_meas_hostref *h);
+/* The median of reps (1..16) such copies, 1e9/s. */
+double mb_meas_hostref_median_gbs(mb_meas_hostref *h, int reps);
+void mb_meas_hostref_free(mb_meas_hostref *h);
+
+/* A host reference out of this band (ratio to the calibrated figure) is
+ * warned: before or after the rows, and row by row (MB_MEAS_DRIFTED). */
+#define MB_MEAS_DRIFT_MAX MB_MEAS_HOST_DRIFT_MAX
 
 /* ---- calibration cache ------------------------------------------------------ */
 

@@ -279,6 +279,16 @@ double mb_device_bandwidth_gbs(const mb_device *d, const char **source);
  * contended is noisy: measure warns, report shows it and does not fit it. */
 #define MB_MEAS_CSV_CONTENDED_COLUMN "contended"
 #define MB_MEAS_NOISY(contended, reps) ((contended) > 0 && (reps) > 0 && 5 * (contended) > (reps))
+/* Then the host reference copy timed beside the row's samples (CPU rows
+ * measured against a calibrated spec; empty otherwise): its bandwidth and
+ * its ratio to the calibrated copy bandwidth the model columns assume. A
+ * row whose ratio is more than 20% off was measured while the host was not
+ * the machine the model describes (a shared host drifts): its model error
+ * is off by up to as much. measure warns, report shows it. */
+#define MB_MEAS_CSV_HOST_COLUMNS "host_copy_gbs,host_copy_ratio"
+#define MB_MEAS_HOST_DRIFT_MAX 0.2
+#define MB_MEAS_DRIFTED(ratio) ((ratio) > 0 && ((ratio) > 1 + MB_MEAS_HOST_DRIFT_MAX || \
+                                                (ratio) < 1 - MB_MEAS_HOST_DRIFT_MAX))
 
 /* Provenance lines that make a CSV self-contained, "# KEY: line" and
  * "# KEY NAME: line", one per line of the text: the INI spec of the device

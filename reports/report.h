@@ -86,6 +86,10 @@ typedef struct mb_rpt_row {
     int kernels, reps;         /* -1 when absent */
     int contended;             /* contended samples (-1: no such column) */
     int noisy;                 /* more than a fifth contended: shown, never fitted */
+    double host_copy_gbs;      /* the host reference copy during the row, NaN: none */
+    double host_copy_ratio;    /* its ratio to the calibrated figure, NaN: none */
+    int drifted;               /* ratio more than 20% off (MB_MEAS_DRIFTED): fitted,
+                                  but its model error is flagged */
     double time_s_median, time_s_min, time_s_p90, time_cv;
     double model_time_s;       /* the model time the harness wrote, or NaN */
     int64_t read_bytes, write_bytes;
@@ -206,7 +210,7 @@ typedef struct mb_rpt_verdict {
     double meas_bytes_ratio;       /* measured DRAM bytes ratio (counters) */
     const char *holds;             /* "holds", "does not hold", "no data" */
     const char *model_agrees;      /* "yes", "no", "no data" */
-    char note[256];
+    char note[512];
 } mb_rpt_verdict;
 
 /* Tolerances of the verdict table (relative). */

@@ -5,6 +5,7 @@
 #include "report_int.h"
 
 #include <math.h>
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -38,6 +39,16 @@ static int matches(const mb_rpt_row *r, int gi, const char *v, const char *p, mb
     if (p && strcmp(r->plan, p) != 0) return 0;
     if (mb_dtype_parse(r->dtype, &rd) != MB_OK || rd != dt) return 0;
     return 1;
+}
+
+/* Appends to v->note, cut at its end. */
+static void note_add(mb_rpt_verdict *v, const char *fmt, ...)
+{
+    size_t len = strlen(v->note);
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(v->note + len, sizeof v->note - len, fmt, ap);
+    va_end(ap);
 }
 
 /* The row of (v, p, dt) at size n in group gi: a quiet one before a noisy
@@ -113,17 +124,21 @@ static void check(const mb_rpt_set *s, int gi, const claim *c, mb_rpt_verdict *v
     v->holds = time_ok && bytes_ok ? "holds" : "does not hold";
     v->model_agrees = within(v->meas_time_ratio, v->model_time_ratio, MB_RPT_TOL_TIME) ? "yes" : "no";
 
-    size_t len = 0;
     if (a->noisy || b->noisy)
-        len += (size_t)snprintf(v->note + len, sizeof v->note - len,
+        note_add(v,
                                 "NOISY: measured while the machine was busy (contended samples): rerun "
                                 "on a quiet machine. ");
+    if ((a->drifted || b->drifted))
+        note_add(v,
+                                "DRIFTED: the host copied at %.0f%% / %.0f%% of its calibrated "
+                                "bandwidth during the rows: the model's side may be off by as much. ",
+                                100 * a->host_copy_ratio, 100 * b->host_copy_ratio);
     if (!counted)
-        len += (size_t)snprintf(v->note + len, sizeof v->note - len, "time only (no counters). ");
+        note_add(v, "time only (no counters). ");
     else if (!bytes_ok)
-        len += (size_t)snprintf(v->note + len, sizeof v->note - len,
+        note_add(v,
                                 "DRAM bytes ratio %.2f, not %.2f. ", v->meas_bytes_ratio, c->ratio);
-    if (!within(v->model_time_ratio, c->ratio, MB_RPT_TOL_TIME) && len < sizeof v->note) {
+    if (!within(v->model_time_ratio, c->ratio, MB_RPT_TOL_TIME)) {
         /* why the model departs from the lecture's count here */
         char why[160] = "";
         size_t wl = 0;
@@ -143,12 +158,12 @@ static void check(const mb_rpt_set *s, int gi, const claim *c, mb_rpt_verdict *v
         if (wl < sizeof why && fmax(la, lb) > 0.1)
             wl += (size_t)snprintf(why + wl, sizeof why - wl, "%slaunch overhead is %.0f%% of the time",
                                    wl ? "; " : "", 100 * fmax(la, lb));
-        len += (size_t)snprintf(v->note + len, sizeof v->note - len,
+        note_add(v,
                                 "the model expects %.2fx on this device: %s. ", v->model_time_ratio,
                                 wl ? why : "not purely memory-bound");
     }
-    if (n != c->n && len < sizeof v->note)
-        snprintf(v->note + len, sizeof v->note - len, "compared at n = %lld, not the lecture's %lld.",
+    if (n != c->n)
+        note_add(v, "compared at n = %lld, not the lecture's %lld.",
                  (long long)n, (long long)c->n);
 }
 

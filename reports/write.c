@@ -279,7 +279,9 @@ static void rows_section(rpt_doc *d, const mb_rpt_set *s)
 {
     rpt_doc_h(d, 2, "Rows: measured against the model and the fit");
     rpt_doc_p(d, "measured/model is the median time over the model's roofline time on the row's "
-                 "device; fit residual is the median time over the fitted line minus 1; bytes "
+                 "device (with the host's copy bandwidth during the row, as a share of the "
+                 "calibrated one, where it was more than 20%% off: a shared host drifts, and "
+                 "the model assumes the calibrated machine); fit residual is the median time over the fitted line minus 1; bytes "
                  "residual compares counted DRAM bytes with the model's cache-aware DRAM bytes.");
     static const char *head[] = {"device", "backend", "variant", "plan", "dtype", "n", "verified",
                                  "median time", "model time", "bound (model)", "measured/model",
@@ -287,13 +289,16 @@ static void rows_section(rpt_doc *d, const mb_rpt_set *s)
     rpt_doc_table(d, 14, head);
     for (int i = 0; i < s->n_rows; i++) {
         const mb_rpt_row *r = &s->rows[i];
-        char n[32], t[32], mt[32], mm[32], fr[32], br[32];
+        char n[32], t[32], mt[32], mm[80], fr[32], br[32];
         const char *dev = r->dev >= 0 ? s->devices[r->dev].name : r->device;
         const char *cells[] = {
             dev, r->backend, r->variant, r->plan, r->dtype, pow2(n, sizeof n, r->n),
             r->verified ? "yes" : "FAILED", rpt_time(t, sizeof t, r->time_s_median),
             rpt_time(mt, sizeof mt, r->pred_time_s), mb_bound_name(r->pred_bound),
-            isfinite(r->resid_model_rel) ? rpt_fmt(mm, sizeof mm, "%.2f", r->resid_model_rel + 1) : "—",
+            !isfinite(r->resid_model_rel) ? "—"
+            : r->drifted ? rpt_fmt(mm, sizeof mm, "%.2f (host copy at %.0f%% of calibrated)",
+                                   r->resid_model_rel + 1, 100 * r->host_copy_ratio)
+                         : rpt_fmt(mm, sizeof mm, "%.2f", r->resid_model_rel + 1),
             isfinite(r->resid_time_rel) ? rpt_fmt(fr, sizeof fr, "%+.1f%%", 100 * r->resid_time_rel) : "—",
             isfinite(r->resid_bytes_rel) ? rpt_fmt(br, sizeof br, "%+.1f%%", 100 * r->resid_bytes_rel) : "—",
             !r->verified ? "skipped (failed)" : r->noisy ? "skipped (noisy: samples contended)"
@@ -386,6 +391,13 @@ static int write_doc(const mb_rpt_set *s, const mb_rpt_figures *figs, const char
                   "%d that failed verification are not fitted.",
               rc_all.total, files, devs, rc_all.used, rc_all.rejected, rc_all.compute,
               rc_all.other, rc_all.noisy, rc_all.failed);
+    int drifted = 0;
+    for (int i = 0; i < s->n_rows; i++) drifted += s->rows[i].drifted;
+    if (drifted)
+        rpt_doc_p(&d, "%d row%s measured while the host's copy bandwidth was more than 20%% off "
+                      "the calibrated figure the model assumes (a shared host drifts): their "
+                      "measured/model says as much about the host as about the model. The rows "
+                      "table gives each one's share.", drifted, drifted == 1 ? " was" : "s were");
     if (s->n_kernel_rows_skipped)
         rpt_doc_p(&d, "%d per-kernel rows (%d file%s holding only per-kernel rows) are not "
                       "reported: each plan's row carries its totals.", s->n_kernel_rows_skipped,
@@ -445,7 +457,7 @@ static int write_csvs(const mb_rpt_set *s, const char *dir, rpt_outs *outs, mb_e
           "time_s_p90,time_cv,model_time_s,model_bound,read_bytes,write_bytes,"
           "model_dram_read_bytes,model_dram_write_bytes,saved_bytes,dram_read_bytes,"
           "dram_write_bytes,fit_time_s,resid_time_rel,resid_model_rel,resid_bytes_rel,"
-          "stud_resid,fit\n", fp);
+          "stud_resid,fit,host_copy_ratio\n", fp);
     for (int i = 0; i < s->n_rows; i++) {
         const mb_rpt_row *r = &s->rows[i];
         csv_str(fp, r->file);
@@ -472,8 +484,10 @@ static int write_csvs(const mb_rpt_set *s, const char *dir, rpt_outs *outs, mb_e
         csv_num(fp, r->resid_model_rel);
         csv_num(fp, r->resid_bytes_rel);
         csv_num(fp, r->stud_resid);
-        fprintf(fp, ",%s\n", !r->verified ? "failed" : r->noisy ? "noisy" : r->outlier ? "outlier"
-                               : r->used ? "used" : "unused");
+        fprintf(fp, ",%s", !r->verified ? "failed" : r->noisy ? "noisy" : r->outlier ? "outlier"
+                             : r->used ? "used" : "unused");
+        csv_num(fp, r->host_copy_ratio);
+        fputc('\n', fp);
     }
 
     if ((rc = outs_open(outs, dir, "fits.csv", &fp, err))) return rc;
@@ -602,6 +616,9 @@ static int write_json(const mb_rpt_set *s, const mb_rpt_figures *figs, const cha
         json_object_set_new(o, "verified", json_boolean(r->verified));
         json_object_set_new(o, "noisy", json_boolean(r->noisy));
         json_object_set_new(o, "contended", r->contended >= 0 ? json_integer(r->contended) : json_null());
+        json_object_set_new(o, "host_copy_gbs", jnum(r->host_copy_gbs));
+        json_object_set_new(o, "host_copy_ratio", jnum(r->host_copy_ratio));
+        json_object_set_new(o, "drifted", json_boolean(r->drifted));
         json_object_set_new(o, "time_s_median", jnum(r->time_s_median));
         json_object_set_new(o, "model_time_s", jnum(r->pred_time_s));
         json_object_set_new(o, "model_bound", json_string(mb_bound_name(r->pred_bound)));

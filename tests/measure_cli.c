@@ -84,6 +84,24 @@ static char *slurp(const char *name)
     return buf;
 }
 
+/* The last two fields (host_copy_gbs, host_copy_ratio) of the first row of
+ * a measurement CSV: how many of them are non-empty (2 or 0; -1: no row). */
+static int csv_tail2(const char *csv, double *gbs, double *ratio)
+{
+    const char *row = csv ? strstr(csv, "\ndevice,backend,") : NULL;
+    if (!row || !(row = strchr(row + 1, '\n'))) return -1;
+    row++;
+    const char *end = strchr(row, '\n');
+    if (!end) return -1;
+    const char *c2 = end, *c1;
+    while (c2 > row && *c2 != ',') c2--;
+    for (c1 = c2 - 1; c1 > row && *c1 != ','; c1--) {}
+    int got = 0;
+    if (c2 - c1 > 1) *gbs = strtod(c1 + 1, NULL), got++;
+    if (end - c2 > 1) *ratio = strtod(c2 + 1, NULL), got++;
+    return got;
+}
+
 static int exists(const char *name)
 {
     char path[512];
@@ -160,16 +178,20 @@ int main(void)
     for (char *l = strstr(csv, "\ndevice,"); l && (l = strchr(l + 1, '\n')) && l[1];) {
         rows++;
         char *nl = strchr(l + 1, '\n');
-        /* ...,verified,contended: the field before the last comma */
+        /* ...,verified,contended,host_copy_gbs,host_copy_ratio: the field
+         * before the third comma from the end */
         char *lc = nl ? nl - 1 : NULL;
-        while (lc && lc > l && *lc != ',') lc--;
+        for (int c = 0; lc && c < 3; c++) {
+            if (c) lc--;
+            while (lc > l && *lc != ',') lc--;
+        }
         if (lc && lc - l > 2 && lc[-1] == '1' && lc[-2] == ',') verified++;
     }
     /* (sigmoid3: 3 plans, 4 with optimal (igraph) + copy: 2) x 2 dtypes */
     CHECK_EQ_I64(rows, 2 * (3 + mb_plan_optimal_available() + 2));
     CHECK_EQ_I64(verified, rows);
     CHECK(strstr(csv, ",none-cpu,") != NULL);
-    CHECK(strstr(slurp("kern.csv"), ",kernel,contended\n") != NULL);
+    CHECK(strstr(slurp("kern.csv"), ",kernel,contended,host_copy_gbs,host_copy_ratio\n") != NULL);
     CHECK(stray_files(NULL) == 2); /* small.csv and kern.csv, no temporaries */
 
     /* interrupted before a row finished: exit 130, no CSV and no temporary */
@@ -228,9 +250,27 @@ int main(void)
         CHECK(strstr(slurp("stderr.txt"), "warning: the host's copy bandwidth was") != NULL);
         CHECK(strstr(slurp("hc.csv"), "\n# host_check: copy ") != NULL);
         CHECK(strstr(slurp("hc.csv"), " after, 100000.0 calibrated\n") != NULL);
+        /* and row by row: the reference copy beside the samples, its ratio
+         * to the calibrated figure in the row, a warning and the table's mark */
+        CHECK(strstr(slurp("stderr.txt"), "during the row, 0% of the calibrated 100000.0 GB/s") != NULL);
+        CHECK(strstr(slurp("stderr.txt"), "1 of 1 rows measured while the host's copy") != NULL);
+        CHECK(strstr(slurp("stdout.txt"), "[host copy at 0% of calibrated]") != NULL);
+        double gbs = 0, ratio = 0;
+        CHECK_EQ_I64(csv_tail2(slurp("hc.csv"), &gbs, &ratio), 2);
+        CHECK(gbs > 0.1 && gbs < 100000);
+        CHECK_NEAR(ratio, gbs / 100000, 1e-6 * ratio + 1e-12);
+        /* --warm rows: no reference (it would evict the cache), no mark */
+        const char *warm[] = {"measure", "--backend", "cpu", "--threads", "1", "--timeout", "0.2",
+                              "--device", "fast.ini", "--plan", "eager", "--sizes", "2^12", "--warm",
+                              "-o", "hc.csv", "copy", NULL};
+        CHECK_EQ_I64(exit_code(run(0, warm)), 0);
+        CHECK(strstr(slurp("stderr.txt"), "during the row") == NULL);
+        CHECK_EQ_I64(csv_tail2(slurp("hc.csv"), &gbs, &ratio), 0);
     }
     free(ini);
     CHECK(strstr(slurp("small.csv"), "host_check") == NULL); /* a GPU spec: no check */
+    double gbs = 0, ratio = 0;
+    CHECK_EQ_I64(csv_tail2(slurp("small.csv"), &gbs, &ratio), 0); /* nor row references */
 
     /* clean up */
     const char *files[] = {"small.csv", "kern.csv", "part.csv", "cpu.ini", "fast.ini", "hc.csv",

@@ -8,6 +8,7 @@
 #include "mb_test.h"
 #include "protocol_int.h"
 
+#include <math.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -236,6 +237,7 @@ static void steady(const mb_plan *p)
     CHECK_NEAR(row.max_rel_err, 1e-6, 1e-9);
     CHECK(row.time_cv < 1e-9);
     CHECK_EQ_I64(row.contended, -1); /* not watched */
+    CHECK(isnan(row.host_copy_gbs) && isnan(row.host_copy_ratio)); /* no host reference */
     CHECK(!strcmp(row.device, "fake device") && !strcmp(row.counters, "none-fake"));
     for (int k = 0; k < p->n_kernels; k++) {
         CHECK_EQ_I64(pk[k].reps, 11);
@@ -457,6 +459,49 @@ static void environment(void)
     for (size_t i = 0; i < sizeof env / sizeof env[0]; i++) CHECK(strstr(buf, env[i][0]) != NULL);
 }
 
+/* The host reference: copies timed beside a cold row's samples fill its
+ * host_copy_gbs and its ratio to the calibrated figure (and each kernel's);
+ * a warm row takes none (the copy would evict the cache); the backend's
+ * calls are the same with and without it. */
+static void host_reference(const mb_plan *p)
+{
+    mb_meas_hostref h;
+    mb_err e;
+    CHECK_EQ_I64(mb_meas_hostref_init(&h, 1 << 14, 1e6, &e), MB_OK);
+    CHECK_EQ_I64(h.n, 1 << 14);
+    CHECK(mb_meas_hostref_copy_gbs(&h) > 0);
+    CHECK(mb_meas_hostref_median_gbs(&h, 3) > 0);
+    mb_meas_config c;
+    mb_meas_record row, pk[16];
+    char why[256], want[4096];
+    for (int interval = 0; interval < 2; interval++) {
+        reset();
+        config(&c);
+        c.hostref = &h;
+        h.interval_s = interval ? 1e9 : 0; /* before every sample; first and last only */
+        CHECK_EQ_I64(run(p, 4096, &c, &row, pk, why, sizeof why, &e), MB_OK);
+        expected_log(want, sizeof want, 2, 1, 10, 1, 1, 0);
+        CHECK(!strcmp(F.log, want));
+        CHECK(row.host_copy_gbs > 0 && row.host_copy_gbs < 1e6);
+        CHECK_NEAR(row.host_copy_ratio, row.host_copy_gbs / 1e6, 1e-12);
+        for (int k = 0; k < p->n_kernels; k++)
+            CHECK(pk[k].host_copy_gbs == row.host_copy_gbs && pk[k].host_copy_ratio == row.host_copy_ratio);
+        CHECK(MB_MEAS_DRIFTED(row.host_copy_ratio));
+    }
+    /* warm: no reference */
+    reset();
+    config(&c);
+    c.hostref = &h;
+    c.cold = 0;
+    CHECK_EQ_I64(run(p, 4096, &c, &row, NULL, why, sizeof why, &e), MB_OK);
+    CHECK(isnan(row.host_copy_gbs) && isnan(row.host_copy_ratio));
+    mb_meas_hostref_free(&h);
+    CHECK(h.src == NULL && h.dst == NULL);
+    /* the drift rule: more than 20% off either way */
+    CHECK(!MB_MEAS_DRIFTED(1.0) && !MB_MEAS_DRIFTED(0.81) && !MB_MEAS_DRIFTED(1.19));
+    CHECK(MB_MEAS_DRIFTED(0.79) && MB_MEAS_DRIFTED(1.21) && !MB_MEAS_DRIFTED(NAN));
+}
+
 int main(void)
 {
     mb_err e;
@@ -478,6 +523,7 @@ int main(void)
     invalid_and_contended(p);
     stop_flag(p);
     once(p);
+    host_reference(p);
     environment();
     mb_plan_free(p);
     mb_plan_free(pb);

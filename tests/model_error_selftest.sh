@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # model_error_selftest.sh — bench/model_error.py on a CSV written here: the
-# table's cells, the noisy and failed markers, the summary and the exit codes
-# (0 all quiet rows within the bound, 1 one outside, 2 bad input).
+# table's cells, the noisy, failed and drifted markers, the summary and the
+# exit codes (0 all quiet steady rows within the bound, 1 one outside, 2 bad input).
 set -u
 src=${MB_SRC:?}
 command -v python3 >/dev/null || { echo "no python3: skipped"; exit 77; }
@@ -24,7 +24,7 @@ check "all quiet verified rows within 25%: exit 0 (got $rc)" [ "$rc" -eq 0 ]
 check "header names the sizes" grep -q '^| variant | plan | dtype | 2^18 | 2^25 |$' "$t/out.txt"
 check "errors per size" grep -q '^| copy | eager | f32 | +10% | -20% |$' "$t/out.txt"
 check "noisy row bracketed, failed row marked" grep -q '^| copy | fused | f32 | \[+200%\] | +5%! |$' "$t/out.txt"
-check "summary counts quiet verified rows" grep -q '^2 of 2 quiet verified rows within 25%; largest error -20.0% (copy eager f32 n = 2^25)' "$t/out.txt"
+check "summary counts quiet verified rows" grep -q '^2 of 2 quiet, steady, verified rows within 25%; largest error -20.0% (copy eager f32 n = 2^25)' "$t/out.txt"
 py "$t/m.csv" --bound 15 >/dev/null; rc=$?
 check "a row outside the bound: exit 1 (got $rc)" [ "$rc" -eq 1 ]
 py "$t/m.csv" --sizes 2^18 >"$t/out2.txt"
@@ -33,6 +33,17 @@ check "--sizes keeps those sizes" grep -q '^| copy | eager | f32 | +10% |$' "$t/
 { head -2 "$t/m.csv"; sed -n 5,6p "$t/m.csv"; } >"$t/b.csv"
 py "$t/a.csv" "$t/b.csv" >"$t/out3.txt"
 check "two files read as one table" cmp -s "$t/out.txt" "$t/out3.txt"
+# the host reference: a row more than 20% off its calibration is shown with its
+# share and counted apart (its -40% does not fail the run); 0.85 is steady
+{
+  echo "$cols,host_copy_gbs,host_copy_ratio"
+  echo 'cpu,cpu,copy,eager,f32,262144,1,100,1.0e-4,1e-4,1e-4,0.01,1.1e-4,1,1,1,1,,,none-cpu,0,1,local-cpu,0,50,0.85'
+  echo 'cpu,cpu,copy,eager,f32,33554432,1,100,1.0e-2,1e-2,1e-2,0.01,0.6e-2,1,1,1,1,,,none-cpu,0,1,local-cpu,0,84,1.4'
+} >"$t/d.csv"
+py "$t/d.csv" >"$t/out4.txt"; rc=$?
+check "a drifted row outside the bound: exit 0 (got $rc)" [ "$rc" -eq 0 ]
+check "drifted row shows the host's share" grep -q '^| copy | eager | f32 | +10% | -40% (host 140%) |$' "$t/out4.txt"
+check "summary counts drifted rows apart" grep -q '^1 of 1 quiet, steady, verified rows within 25%; largest error +10.0% .*; 0 of 1 rows measured while the host drifted more than 20%' "$t/out4.txt"
 py "$t/missing.csv" 2>"$t/err.txt"; rc=$?
 check "missing file: exit 2 and one line (got $rc)" [ "$rc" -eq 2 ] && grep -q 'model_error.py: error: .*missing.csv' "$t/err.txt"
 printf 'a,b\n1,2\n' >"$t/bad.csv"

@@ -4,6 +4,7 @@
 #include "mb_test.h"
 #include "report.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -183,9 +184,56 @@ static void test_noisy(const char *tmp)
         char out[600];
         snprintf(out, sizeof out, "%s/noisy-report", tmp);
         CHECK(mb_rpt_write(&s, NULL, out, &e) == MB_OK);
-        CHECK(file_has(out, "summary.csv", ",noisy\n"));
+        CHECK(file_has(out, "summary.csv", ",noisy,\n")); /* no host reference: empty */
         CHECK(file_has(out, "summary.json", "\"noisy\": true"));
         CHECK(file_has(out, "report.md", "skipped (noisy"));
+    }
+    mb_rpt_set_free(&s);
+}
+
+/* CPU rows carry the host reference copy beside their samples: a row whose
+ * ratio to the calibrated figure is more than 20% off is drifted: read,
+ * still fitted, and its model error flagged in the rows table, the summary
+ * paragraph and the JSON; an empty ratio is none. */
+static void test_drifted(const char *tmp)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/drift.csv", tmp);
+    FILE *fp = fopen(path, "w");
+    fprintf(fp, "device,backend,variant,plan,dtype,n,reps,time_s_median,verified,contended,"
+                "host_copy_gbs,host_copy_ratio\n");
+    static const char *ratio[] = {"1.05", "0.79", "1.19", "1.40", ""};
+    for (int k = 24; k <= 28; k++) {
+        double t = 8.0 * (double)(1LL << k) / 3.0e12 + 5e-6;
+        fprintf(fp, "h100-sxm,cpu,copy,eager,f32,%lld,50,%.9g,1,0,%s,%s\n", 1LL << k, t,
+                ratio[k - 24][0] ? "50" : "", ratio[k - 24]);
+    }
+    fclose(fp);
+    mb_rpt_set s;
+    mb_rpt_set_init(&s);
+    mb_err e;
+    int rc = mb_rpt_read_csv(&s, path, &e);
+    if (!rc) rc = mb_rpt_join(&s, NULL, &e);
+    if (!rc) rc = mb_rpt_fit(&s, &e);
+    CHECK(rc == MB_OK);
+    if (rc) fprintf(stderr, "  %s\n", e.msg);
+    if (!rc) {
+        CHECK_EQ_I64(s.n_rows, 5);
+        static const int want[] = {0, 1, 0, 1, 0};
+        for (int i = 0; i < 5 && i < s.n_rows; i++) CHECK_EQ_I64(s.rows[i].drifted, want[i]);
+        CHECK_NEAR(s.rows[1].host_copy_ratio, 0.79, 1e-12);
+        CHECK_NEAR(s.rows[1].host_copy_gbs, 50, 1e-12);
+        CHECK(isnan(s.rows[4].host_copy_ratio) && isnan(s.rows[4].host_copy_gbs));
+        CHECK(s.rows[1].used && s.rows[3].used); /* fitted all the same */
+        char out[600];
+        snprintf(out, sizeof out, "%s/drift-report", tmp);
+        CHECK(mb_rpt_write(&s, NULL, out, &e) == MB_OK);
+        CHECK(file_has(out, "report.md", "(host copy at 79% of calibrated)"));
+        CHECK(file_has(out, "report.md", "(host copy at 140% of calibrated)"));
+        CHECK(file_has(out, "report.md", "2 rows were measured while the host's copy bandwidth"));
+        CHECK(file_has(out, "summary.json", "\"drifted\": true"));
+        CHECK(file_has(out, "summary.json", "\"host_copy_ratio\": 1.05"));
+        CHECK(file_has(out, "summary.csv", ",used,1.4\n"));
     }
     mb_rpt_set_free(&s);
 }
@@ -211,6 +259,7 @@ int main(void)
     test_good(tmp);
     test_untrusted(tmp);
     test_noisy(tmp);
+    test_drifted(tmp);
     char cmd[256];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmp);
     if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", tmp);

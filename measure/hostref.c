@@ -1,0 +1,119 @@
+/* hostref.c — the host reference: the copy `calibrate` times for the spec's
+ * copy bandwidth (a non-temporal copy of its stream arrays), kept allocated
+ * so that `measure` can time it again before and after its rows and beside
+ * the samples of every row. A shared host's memory bandwidth drifts (10-60%
+ * over minutes on a 2-vCPU guest here) while the model columns assume the
+ * calibrated figure: the reference says, row by row, how far the host was
+ * from it. Compiled with the calibration's flags (vectorised for this CPU). */
+#include "measure.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#if defined(__AVX512F__) || defined(__AVX__)
+#include <immintrin.h>
+#endif
+
+/* A contended reference copy is taken again up to this often, then kept. */
+#define HOSTREF_RETRIES 2
+
+int64_t mb_meas_stream_elements(int64_t llc_bytes, int quick)
+{
+    /* STREAM rule: each array >= 4x the LLC (and >= 2^25 f32 = 128 MiB) */
+    int64_t n = 4 * llc_bytes / (int64_t)sizeof(float);
+    if (n < ((int64_t)1 << 25)) n = (int64_t)1 << 25;
+    /* at most 2^27 f32 (512 MiB) an array: a guest that reports a 508 MiB
+     * cache and shows no knee (one thread streams no faster from cache than
+     * from DRAM here) would otherwise stream 2 GiB arrays, 4 minutes */
+    if (n > ((int64_t)1 << 27)) n = (int64_t)1 << 27;
+    if (quick) n = llc_bytes / (int64_t)sizeof(float) / 4;
+    if (quick && n > ((int64_t)1 << 22)) n = (int64_t)1 << 22; /* a smoke test: 16 MiB arrays */
+    return (n + 63) & ~(int64_t)63;
+}
+
+void mb_meas_copy_nt(float *dst, const float *src, int64_t n)
+{
+#if defined(__AVX512F__)
+#pragma omp parallel
+    {
+#pragma omp for schedule(static)
+        for (int64_t i = 0; i < n; i += 16) _mm512_stream_ps(dst + i, _mm512_load_ps(src + i));
+        _mm_sfence();
+    }
+#elif defined(__AVX__)
+#pragma omp parallel
+    {
+#pragma omp for schedule(static)
+        for (int64_t i = 0; i < n; i += 8) _mm256_stream_ps(dst + i, _mm256_load_ps(src + i));
+        _mm_sfence();
+    }
+#else
+#pragma omp parallel for schedule(static)
+    for (int64_t i = 0; i < n; i++) dst[i] = src[i];
+#endif
+}
+
+int mb_meas_hostref_init(mb_meas_hostref *h, int64_t n, double calibrated_gbs, mb_err *err)
+{
+    memset(h, 0, sizeof *h);
+    n = (n + 63) & ~(int64_t)63;
+    if (n < 64) n = 64;
+    h->src = aligned_alloc(64, (size_t)n * sizeof(float));
+    h->dst = aligned_alloc(64, (size_t)n * sizeof(float));
+    if (!h->src || !h->dst) {
+        mb_meas_hostref_free(h);
+        return mb_err_set(err, MB_ERUN, "cannot allocate 2 x %.3g GB for the host reference copy",
+                          (double)n * sizeof(float) / 1e9);
+    }
+    h->n = n;
+    h->calibrated_gbs = calibrated_gbs;
+    h->interval_s = MB_MEAS_HOSTREF_INTERVAL_S;
+    float *a = h->src, *b = h->dst;
+    /* first touch in parallel, as the copy partitions the arrays */
+#pragma omp parallel for schedule(static)
+    for (int64_t i = 0; i < n; i++) {
+        a[i] = 1.0f + (float)(i & 255) * 0.01f;
+        b[i] = 2.0f;
+    }
+    mb_meas_copy_nt(h->dst, h->src, h->n); /* warm: page tables, threads */
+    return MB_OK;
+}
+
+double mb_meas_hostref_copy_gbs(mb_meas_hostref *h)
+{
+    double w = 0;
+    /* untimed: it takes the write-backs of what ran before, and the timed
+     * copy follows a copy, as the host check's and calibrate's samples follow
+     * their own kind (after a read sweep instead: 10-25% slower here) */
+    mb_meas_copy_nt(h->dst, h->src, h->n);
+    for (int a = 0;; a++) {
+        mb_meas_contention cs;
+        mb_meas_contention_begin(&cs);
+        double t0 = mb_meas_now_s();
+        mb_meas_copy_nt(h->dst, h->src, h->n);
+        w = mb_meas_now_s() - t0;
+        if (!mb_meas_contention_end(&cs, w, mb_kern_threads(), 0) || a == HOSTREF_RETRIES) break;
+    }
+    return w > 0 ? 2.0 * (double)h->n * sizeof(float) / w / 1e9 : 0;
+}
+
+double mb_meas_hostref_median_gbs(mb_meas_hostref *h, int reps)
+{
+    double s[16];
+    if (reps < 1) reps = 1;
+    if (reps > 16) reps = 16;
+    for (int r = 0; r < reps; r++) {
+        double gbs = mb_meas_hostref_copy_gbs(h);
+        s[r] = gbs > 0 ? 1.0 / gbs : 0; /* the median of times, as a rate */
+    }
+    mb_meas_stats st;
+    mb_meas_stats_compute(s, reps, &st);
+    return st.median_s > 0 ? 1.0 / st.median_s : 0;
+}
+
+void mb_meas_hostref_free(mb_meas_hostref *h)
+{
+    free(h->src);
+    free(h->dst);
+    memset(h, 0, sizeof *h);
+}
