@@ -5,9 +5,10 @@ Prints a Markdown table, one row per variant and plan, one column per size: the
 model's error, (model - measured median) / measured median, in percent. A row the
 contention detector marked noisy (more than a fifth of its samples contended) is
 shown in brackets and left out of the summary; a row that failed its check, with a
-'!'. A row measured while the host's reference copy ran more than 20% off the
-calibrated figure the model assumes (the host_copy_ratio column: a shared host
-drifts) carries that share, "(host 72%)", and is counted apart: its error says as
+'!'. A row measured while the host's reference copy or op probe ran more than 20%
+off the calibrated figure the model assumes (the host_copy_ratio and
+host_op_ratio columns: a shared host drifts) carries that share, "(host copy
+72%)", and is counted apart: its error says as
 much about the host as about the model. Then the summary: steady rows within the
 bound (default 25%), the largest error and where it is, and the drifted rows.
 Exit 0 when every quiet, steady, verified row is within the bound, 1 when one is
@@ -77,10 +78,13 @@ def main():
         contended = int(r["contended"]) if r.get("contended") else 0
         noisy = contended > 0 and reps > 0 and 5 * contended > reps
         err = 100.0 * (model - meas) / meas if meas > 0 else float("nan")
-        ratio = float(r["host_copy_ratio"]) if r.get("host_copy_ratio") else None
-        drifted = ratio is not None and abs(ratio - 1) > DRIFT_MAX
+        shares = []  # the host reference's ratios to the calibration, those off by more than DRIFT_MAX
+        for col, what in (("host_copy_ratio", "copy"), ("host_op_ratio", "op")):
+            ratio = float(r[col]) if r.get(col) else None
+            if ratio is not None and abs(ratio - 1) > DRIFT_MAX:
+                shares.append(f"{what} {100 * ratio:.0f}%")
         key = (r["variant"], r["plan"], r["dtype"])
-        table.setdefault(key, {})[n] = (err, noisy, r["verified"] == "1", ratio if drifted else None)
+        table.setdefault(key, {})[n] = (err, noisy, r["verified"] == "1", ", ".join(shares) or None)
         sizes.add(n)
     sizes = sorted(sizes)
     print("| variant | plan | dtype | " + " | ".join(size_label(n) for n in sizes) + " |")
@@ -101,7 +105,7 @@ def main():
                 cells.append(f"[{cell}]")
                 continue
             if drift is not None:
-                cells.append(f"{cell} (host {100 * drift:.0f}%)")
+                cells.append(f"{cell} (host {drift})")
                 if ok and err == err:
                     drift_rows += 1
                     drift_within += abs(err) <= a.bound
@@ -117,8 +121,8 @@ def main():
     print(f"{within} of {quiet} quiet, steady, verified rows within {a.bound:g}%"
           + (f"; largest error {worst[0]:+.1f}% ({worst[1]})" if worst[1] else "")
           + (f"; {drift_within} of {drift_rows} rows measured while the host drifted more than "
-             f"{100 * DRIFT_MAX:.0f}% (host N%: its copy bandwidth as a share of the calibrated)"
-             if drift_rows else "")
+             f"{100 * DRIFT_MAX:.0f}% (host copy N%, op N%: its copy bandwidth and op rate as "
+             f"shares of the calibrated)" if drift_rows else "")
           + "; [..] noisy (not counted), ! failed its check")
     return 0 if within == quiet else 1
 

@@ -56,9 +56,10 @@ static void usage(FILE *fp)
             "\n"
             "With a calibrated CPU spec, this host's copy bandwidth is measured again\n"
             "before and after the rows (~1 s each) and written as a '# host_check:'\n"
-            "line, and beside each cold row's samples (every 0.5 s, ~9 ms a copy, not\n"
-            "timed) into its host_copy_gbs and host_copy_ratio columns; a warning says\n"
-            "when either is more than 20%% off the calibrated figure the model columns\n"
+            "line; beside each cold row's samples (every 0.5 s, not timed) that copy\n"
+            "(~9 ms) and calibrate's sin rate probe (~1 ms) are timed again into its\n"
+            "host_copy_gbs, host_copy_ratio and host_op_ratio columns; a warning says\n"
+            "when one is more than 20%% off the calibrated figure the model columns\n"
             "assume (a shared host drifts).\n"
             "\n"
             "Exit: 0 all rows verified, 1 a run failed or a check failed (rows kept with\n"
@@ -290,6 +291,19 @@ static void free_graphs(mb_graph **g, int n)
     free(g);
 }
 
+/* "copy 78%, sin 65%": the host reference's ratios of a row, as percentages
+ * of the calibrated figures (those it has). */
+static const char *host_ratios(const mb_meas_record *r, char *buf, size_t size)
+{
+    int len = 0;
+    buf[0] = '\0';
+    if (r->host_copy_ratio > 0) len = snprintf(buf, size, "copy %.0f%%", 100 * r->host_copy_ratio);
+    if (r->host_op_ratio > 0 && len >= 0 && (size_t)len < size)
+        snprintf(buf + len, size - (size_t)len, "%s%s %.0f%%", len ? ", " : "",
+                 mb_op_name(MB_MEAS_HOSTREF_OP), 100 * r->host_op_ratio);
+    return buf;
+}
+
 static void print_table_header(FILE *fp)
 {
     fprintf(fp, "%-16s %-10s %-5s %6s %4s %11s %11s %7s %11s %7s %9s %8s %s\n", "variant", "plan",
@@ -306,9 +320,9 @@ static void print_table_row(FILE *fp, const mb_meas_record *r)
     if (r->contended > 0)
         snprintf(cont, sizeof cont, " [%d/%d%s]", r->contended, r->reps,
                  mb_meas_row_noisy(r) ? " noisy" : "");
-    char host[48] = "";
-    if (MB_MEAS_DRIFTED(r->host_copy_ratio))
-        snprintf(host, sizeof host, " [host copy at %.0f%% of calibrated]", 100 * r->host_copy_ratio);
+    char host[96] = "", ratios[64];
+    if (MB_MEAS_HOST_DRIFTED(r->host_copy_ratio, r->host_op_ratio))
+        snprintf(host, sizeof host, " [host %s of calibrated]", host_ratios(r, ratios, sizeof ratios));
     fprintf(fp, "%-16s %-10s %-5s %6s %4d %11s %11s %6.1f%% %11s %+6.1f%% %9.2f %8.2g %s%s%s\n",
             r->variant, r->plan, r->dtype, fmt_n(r->n, nb, sizeof nb), r->reps,
             mb_cli_fmt_time(r->time_s_median, t1, sizeof t1),
@@ -558,21 +572,25 @@ int mb_cmd_measure(int argc, char **argv)
     int failed = 0, noisy = 0, drifted = 0, done_rows = 0;
     /* the host's copy bandwidth against the calibrated spec's, before and
      * after the rows: the model columns assume the calibrated figure */
-    const int host_check = backend == MB_MEAS_CPU && !strcmp(dev.kind, "cpu") &&
-                           dev.measured_bandwidth_gbs > 0;
+    const int cpu_spec = backend == MB_MEAS_CPU && !strcmp(dev.kind, "cpu");
+    const int host_check = cpu_spec && dev.host_ref_copy_gbs > 0;
     double host_gbs[2] = {0, 0};
+    if (cpu_spec && !host_check && dev.measured_bandwidth_gbs > 0 && !o.quiet)
+        mb_cli_note("the spec has no host reference (host_ref_copy_gbs: calibrated before measure "
+                    "checked the host's drift): --recalibrate for the host checks");
     if (host_check) {
         mb_kern_set_threads(o.cfg.threads);
-        if (mb_meas_hostref_init(&href, mb_meas_stream_elements(llc, 0), dev.measured_bandwidth_gbs,
+        if (mb_meas_hostref_init(&href, mb_meas_stream_elements(llc, 0), dev.host_ref_copy_gbs,
                                  &e) != MB_OK) {
             rc = mb_cli_fail_err(1, &e);
             goto out_files;
         }
+        href.calibrated_op_geps = dev.host_ref_sin_geps;
         host_gbs[0] = mb_meas_hostref_median_gbs(&href, 5);
         o.cfg.hostref = &href;
         if (!o.quiet)
             mb_cli_note("host check: copy at %.1f GB/s before the rows (calibrated %.1f GB/s)",
-                        host_gbs[0], dev.measured_bandwidth_gbs);
+                        host_gbs[0], dev.host_ref_copy_gbs);
     }
     double t_start = mb_meas_now_s();
     /* an interrupted run keeps the rows it measured (see after the loop) */
@@ -615,14 +633,15 @@ int mb_cmd_measure(int argc, char **argv)
                     row->variant, row->plan, row->dtype, fmt_n(jb->n, nb, sizeof nb),
                     row->contended, row->reps);
         }
-        if (MB_MEAS_DRIFTED(row->host_copy_ratio)) {
+        if (MB_MEAS_HOST_DRIFTED(row->host_copy_ratio, row->host_op_ratio)) {
+            char ratios[64];
             drifted++;
-            fprintf(stderr, "membound: warning: %s %s %s n = %s: the host copied at %.1f GB/s "
-                    "during the row, %.0f%% of the calibrated %.1f GB/s the model column assumes "
-                    "(a shared host drifts): its model error is off by up to as much; the row is "
-                    "kept and marked in 'host_copy_ratio'\n",
+            fprintf(stderr, "membound: warning: %s %s %s n = %s: during the row the host ran at "
+                    "%s of the calibrated copy bandwidth (%.1f GB/s) and op rate the model column "
+                    "assumes (a shared host drifts): its model error is off by up to as much; the "
+                    "row is kept and marked in 'host_copy_ratio' and 'host_op_ratio'\n",
                     row->variant, row->plan, row->dtype, fmt_n(jb->n, nb, sizeof nb),
-                    row->host_copy_gbs, 100 * row->host_copy_ratio, dev.measured_bandwidth_gbs);
+                    host_ratios(row, ratios, sizeof ratios), dev.host_ref_copy_gbs);
         }
         /* An achieved bandwidth well above the calibrated one points at a wrong
          * byte count or calibration. A CPU's calibration is a measurement, not
@@ -661,7 +680,7 @@ int mb_cmd_measure(int argc, char **argv)
     stop_handlers(0);
     if (host_check && host_gbs[0] > 0 && !stop_signal &&
         (host_gbs[1] = mb_meas_hostref_median_gbs(&href, 5)) > 0) {
-        double cal = dev.measured_bandwidth_gbs, worst = 1;
+        double cal = dev.host_ref_copy_gbs, worst = 1;
         for (int i = 0; i < 2; i++) {
             double r = host_gbs[i] / cal;
             if (fabs(r - 1) > fabs(worst - 1)) worst = r;
@@ -716,7 +735,7 @@ int mb_cmd_measure(int argc, char **argv)
                 noisy, n_jobs);
     if (drifted)
         fprintf(stderr, "membound: warning: %d of %d rows measured while the host's copy bandwidth "
-                "was more than %.0f%% off the calibrated figure: their model errors say as much "
+                "or op rate was more than %.0f%% off the calibrated figure: their model errors say as much "
                 "about the host as about the model\n",
                 drifted, n_jobs, 100 * MB_MEAS_DRIFT_MAX);
     rc = failed ? 1 : 0;

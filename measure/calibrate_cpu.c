@@ -212,40 +212,18 @@ static void fma_peak(void *p)
     c->flops = flops;
 }
 
-/* One op over an L1-resident tile, repeated, on every thread. */
+/* One op over an L1-resident tile, repeated, on every thread
+ * (mb_meas_op_rate_run). */
 typedef struct op_ctx {
     mb_op op;
     int64_t rounds;
     double elements;
-    volatile float sink;
 } op_ctx;
 
 static void op_rate(void *p)
 {
     op_ctx *c = p;
-    mb_op op = c->op;
-    int64_t rounds = c->rounds;
-    double elements = 0.0;
-    float s = 0.0f;
-#pragma omp parallel reduction(+ : elements, s)
-    {
-        float a[MB_KERN_TILE] __attribute__((aligned(64)));
-        float b[MB_KERN_TILE] __attribute__((aligned(64)));
-        float o[MB_KERN_TILE] __attribute__((aligned(64)));
-        for (int i = 0; i < MB_KERN_TILE; i++) {
-            a[i] = 0.5f + 1.5f * (float)((i * 7919) % 1000) / 1000.0f; /* [0.5, 2): every op's domain */
-            b[i] = 0.75f + 0.5f * (float)((i * 104729) % 1000) / 1000.0f;
-        }
-        int binary = mb_op_arity(op) == 2;
-        for (int64_t r = 0; r < rounds; r++) {
-            if (op == MB_OP_POW) mb_kern_op_apply(op, a, 0, NULL, 2.5f, o, MB_KERN_TILE);
-            else mb_kern_op_apply(op, a, 0, binary ? b : NULL, 0.0f, o, MB_KERN_TILE);
-            s += o[r & (MB_KERN_TILE - 1)];
-        }
-        elements += (double)rounds * MB_KERN_TILE;
-    }
-    c->sink = s;
-    c->elements = elements;
+    c->elements = mb_meas_op_rate_run(c->op, c->rounds);
 }
 
 /* Elements/s (1e9/s) of a sin and a cos of one operand evaluated together by
@@ -685,7 +663,7 @@ int mb_meas_calibrate_cpu(int threads, int quick, void (*progress)(const char *l
     figs[F_PASS] = (figure){.name = "executor pass", .fn = one_pass, .ctx = &pc, .work = 1e3}; /* 1 / rate: us per pass */
     int nf = F_OPS;
     for (int op = MB_OP_ADD; op < MB_OP_COUNT; op++) {
-        oc[op] = (op_ctx){(mb_op)op, quick ? 100 : 2000, 0, 0};
+        oc[op] = (op_ctx){(mb_op)op, quick ? 100 : 2000, 0};
         figs[nf++] = (figure){.name = mb_op_name((mb_op)op), .fn = op_rate, .ctx = &oc[op], .work = 0};
     }
     const int f_chains = nf;
@@ -706,12 +684,28 @@ int mb_meas_calibrate_cpu(int threads, int quick, void (*progress)(const char *l
         for (int i = F_OPS; i < f_chains; i++) figs[i].work = oc[MB_OP_ADD + i - F_OPS].elements;
         /* a figure with more than half its rounds contended cannot have a
          * clean median: the attempt stops there */
-        int hopeless = 0;
-        for (int r = 0; r < rounds && !hopeless; r++)
+        int hopeless = 0, n_ref = 0;
+        /* the host reference on the copy's arrays, once a round: measure
+         * times the same beside its rows and compares */
+        mb_meas_hostref href = {.src = sc.a, .dst = sc.b, .n = sc.n};
+        double ref_copy[CAL_ROUNDS], ref_sin[CAL_ROUNDS];
+        for (int r = 0; r < rounds && !hopeless; r++) {
             for (int i = 0; i < nf && !hopeless; i++) {
                 figure_sample(&figs[i], out->threads);
                 hopeless = !quick && 2 * figs[i].contended > rounds;
             }
+            if (quick) continue; /* a smoke test's arrays are not measure's: no reference */
+            ref_copy[n_ref] = mb_meas_hostref_copy_gbs(&href);
+            ref_sin[n_ref++] = mb_meas_hostref_op_geps(&href);
+        }
+        out->ref_copy_gbs = out->ref_sin_geps = 0;
+        if (n_ref) {
+            mb_meas_stats rs;
+            mb_meas_stats_compute(ref_copy, n_ref, &rs);
+            out->ref_copy_gbs = rs.median_s; /* the median of the rates */
+            mb_meas_stats_compute(ref_sin, n_ref, &rs);
+            out->ref_sin_geps = rs.median_s;
+        }
         double bw_spread = 0, op_spread = 0;
         out->copy_gbs = figure_rate(&figs[F_COPY], &bw_spread);
         out->copy_plain_gbs = figure_rate(&figs[F_COPY_PLAIN], &bw_spread);
@@ -786,6 +780,8 @@ void mb_meas_calib_to_device(const mb_meas_calib *c, const char *command_line, m
     d->sincos_geps = c->sincos_geps;
     for (int op = 0; op < MB_OP_COUNT; op++) d->op_compiled_geps[op] = c->op_compiled_geps[op];
     d->sincos_compiled_geps = c->sincos_compiled_geps;
+    d->host_ref_copy_gbs = c->ref_copy_gbs;
+    d->host_ref_sin_geps = c->ref_sin_geps;
     char llc[96];
     if (c->llc_from_knee)
         snprintf(llc, sizeof llc, "LLC %.0f MiB from a measured knee (system reports %.0f MiB)",

@@ -153,7 +153,8 @@ void mb_meas_csv_row(FILE *fp, const mb_meas_record *r, int per_kernel)
     if (r->contended >= 0) fprintf(fp, "%d", r->contended);
     fputc(',', fp);
     num(fp, r->host_copy_gbs); fputc(',', fp);
-    num(fp, r->host_copy_ratio);
+    num(fp, r->host_copy_ratio); fputc(',', fp);
+    num(fp, r->host_op_ratio);
     fputc('\n', fp);
 }
 

@@ -1,10 +1,12 @@
 /* hostref.c — the host reference: the copy `calibrate` times for the spec's
  * copy bandwidth (a non-temporal copy of its stream arrays), kept allocated
  * so that `measure` can time it again before and after its rows and beside
- * the samples of every row. A shared host's memory bandwidth drifts (10-60%
- * over minutes on a 2-vCPU guest here) while the model columns assume the
- * calibrated figure: the reference says, row by row, how far the host was
- * from it. Compiled with the calibration's flags (vectorised for this CPU). */
+ * the samples of every row, and calibrate's op-rate probe of one op (sin,
+ * L1-resident tiles). A shared host's memory bandwidth and op rates drift
+ * (10-60% over minutes on a 2-vCPU guest here, not always together) while
+ * the model columns assume the calibrated figures: the reference says, row
+ * by row, how far the host was from them. Compiled with the calibration's
+ * flags (vectorised for this CPU). */
 #include "measure.h"
 
 #include <stdlib.h>
@@ -53,6 +55,30 @@ void mb_meas_copy_nt(float *dst, const float *src, int64_t n)
 #endif
 }
 
+double mb_meas_op_rate_run(mb_op op, int64_t rounds)
+{
+    double elements = 0.0;
+    float s = 0.0f;
+#pragma omp parallel reduction(+ : elements, s)
+    {
+        float a[MB_KERN_TILE] __attribute__((aligned(64)));
+        float b[MB_KERN_TILE] __attribute__((aligned(64)));
+        float o[MB_KERN_TILE] __attribute__((aligned(64)));
+        for (int i = 0; i < MB_KERN_TILE; i++) {
+            a[i] = 0.5f + 1.5f * (float)((i * 7919) % 1000) / 1000.0f; /* [0.5, 2): every op's domain */
+            b[i] = 0.75f + 0.5f * (float)((i * 104729) % 1000) / 1000.0f;
+        }
+        int binary = mb_op_arity(op) == 2;
+        for (int64_t r = 0; r < rounds; r++) {
+            if (op == MB_OP_POW) mb_kern_op_apply(op, a, 0, NULL, 2.5f, o, MB_KERN_TILE);
+            else mb_kern_op_apply(op, a, 0, binary ? b : NULL, 0.0f, o, MB_KERN_TILE);
+            s += o[r & (MB_KERN_TILE - 1)];
+        }
+        elements += (double)rounds * MB_KERN_TILE;
+    }
+    return s == s ? elements : 0.0; /* the sum keeps the loop; NaN never comes */
+}
+
 int mb_meas_hostref_init(mb_meas_hostref *h, int64_t n, double calibrated_gbs, mb_err *err)
 {
     memset(h, 0, sizeof *h);
@@ -95,6 +121,21 @@ double mb_meas_hostref_copy_gbs(mb_meas_hostref *h)
         if (!mb_meas_contention_end(&cs, w, mb_kern_threads(), 0) || a == HOSTREF_RETRIES) break;
     }
     return w > 0 ? 2.0 * (double)h->n * sizeof(float) / w / 1e9 : 0;
+}
+
+double mb_meas_hostref_op_geps(mb_meas_hostref *h)
+{
+    double w = 0, elements = 0;
+    for (int a = 0;; a++) {
+        mb_meas_contention cs;
+        mb_meas_contention_begin(&cs);
+        double t0 = mb_meas_now_s();
+        elements = mb_meas_op_rate_run(MB_MEAS_HOSTREF_OP, MB_MEAS_HOSTREF_OP_ROUNDS);
+        w = mb_meas_now_s() - t0;
+        if (!mb_meas_contention_end(&cs, w, mb_kern_threads(), 0) || a == HOSTREF_RETRIES) break;
+    }
+    (void)h;
+    return w > 0 ? elements / w / 1e9 : 0;
 }
 
 double mb_meas_hostref_median_gbs(mb_meas_hostref *h, int reps)

@@ -253,7 +253,7 @@ int mb_meas_record_init(mb_meas_record *row, mb_meas_record *per_kernel, const c
     row->dram_read_bytes = row->dram_write_bytes = -1;
     row->model_time_s = NAN;
     row->contended = -1;
-    row->host_copy_gbs = row->host_copy_ratio = NAN;
+    row->host_copy_gbs = row->host_copy_ratio = row->host_op_ratio = NAN;
     mb_estimate e;
     int rc = mb_estimate_plan(p, n, dev, &e, err);
     if (rc) return rc;

@@ -65,9 +65,9 @@ typedef struct mb_meas_config {
                               CPU (or were stolen) longer than this share of its
                               wall time; <= 0: MB_MEAS_CONTENTION_FRAC */
     struct mb_meas_hostref *hostref; /* may be NULL; else (CPU, cold) the host
-                              reference copy is timed beside the row's samples
-                              (after the flush, outside the timed region) into
-                              the row's host_copy_gbs and host_copy_ratio */
+                              reference copy and op probe are timed beside the
+                              row's samples (outside the timed region) into the
+                              row's host_copy_gbs, host_copy_ratio, host_op_ratio */
     const volatile sig_atomic_t *stop; /* may be NULL; non-zero (a signal
                               handler sets it): the protocol stops sampling and
                               returns MB_ERUN "interrupted", no row */
@@ -141,6 +141,8 @@ typedef struct mb_meas_record {
                                 its copies beside the samples); NAN = none */
     double host_copy_ratio;  /* host_copy_gbs / the calibrated copy bandwidth the
                                 model columns assume; NAN = none */
+    double host_op_ratio;    /* the op reference (sin, L1) during the row over the
+                                calibrated rate; NAN = none */
 } mb_meas_record;
 
 /* Fills the identity and model columns of row (and of per_kernel[k] for each
@@ -290,6 +292,10 @@ typedef struct mb_meas_calib {
                                     (chains of one op, L2-resident, less what a
                                     two-op chain costs); 0 where not measured */
     double sincos_compiled_geps; /* the sincos pair inside compiled kernels */
+    double ref_copy_gbs;    /* the host reference (mb_meas_hostref_copy_gbs on the
+                               copy arrays) and its op probe, one of each per
+                               round: what measure times again beside its rows */
+    double ref_sin_geps;
     int compiled_ops;       /* ops with a compiled rate (0: no compiler) */
     double pass_overhead_us;/* one executor pass over a tiny array (fork/join) */
     double cache_gbs;       /* copy, both arrays in the last-level cache (plain stores) */
@@ -358,6 +364,8 @@ typedef struct mb_meas_hostref {
     float *src, *dst;
     int64_t n;             /* elements of each array */
     double calibrated_gbs; /* the spec's copy bandwidth the model columns assume */
+    double calibrated_op_geps; /* the spec's rate of MB_MEAS_HOSTREF_OP (op_sin_geps),
+                              <= 0: no op reference */
     double interval_s;     /* within a row, a reference copy at most this often
                               (and before the first and the last sample) */
 } mb_meas_hostref;
@@ -376,6 +384,17 @@ int mb_meas_hostref_init(mb_meas_hostref *h, int64_t n, double calibrated_gbs, m
 /* One timed copy (taken again, twice at most, while the process did not get
  * its cores): the bytes read and written per second, 1e9/s. */
 double mb_meas_hostref_copy_gbs(mb_meas_hostref *h);
+/* One timed run of calibrate's op-rate probe of MB_MEAS_HOSTREF_OP (L1-resident
+ * tiles on every thread, ~1 ms; taken again, twice at most, while contended):
+ * elements per second, 1e9/s. */
+double mb_meas_hostref_op_geps(mb_meas_hostref *h);
+/* The op of the compute reference: sin, one of the lecture's costly ops. */
+#define MB_MEAS_HOSTREF_OP MB_OP_SIN
+#define MB_MEAS_HOSTREF_OP_ROUNDS 4000
+/* calibrate's op-rate probe: op over an L1-resident tile of MB_KERN_TILE
+ * elements, rounds times, on every thread (the executors' per-op code);
+ * returns the elements evaluated. */
+double mb_meas_op_rate_run(mb_op op, int64_t rounds);
 /* The median of reps (1..16) such copies, 1e9/s. */
 double mb_meas_hostref_median_gbs(mb_meas_hostref *h, int reps);
 void mb_meas_hostref_free(mb_meas_hostref *h);

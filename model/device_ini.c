@@ -54,6 +54,8 @@ static const key_spec spec_keys[] = {
     {"mem_gb", KEY_NUM, KEY_OPTIONAL, FIELD(mem_gb)},
     {"op_sincos_geps", KEY_NUM, KEY_OPTIONAL, FIELD(sincos_geps)},
     {"op_sincos_compiled_geps", KEY_NUM, KEY_OPTIONAL, FIELD(sincos_compiled_geps)},
+    {"host_ref_copy_gbs", KEY_NUM, KEY_OPTIONAL, FIELD(host_ref_copy_gbs)},
+    {"host_ref_sin_geps", KEY_NUM, KEY_OPTIONAL, FIELD(host_ref_sin_geps)},
     {"source", KEY_STR, KEY_REQUIRED, FIELD(source)},
     {"measured_at", KEY_STR, KEY_OPTIONAL, FIELD(measured_at)},
 };

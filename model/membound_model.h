@@ -233,6 +233,13 @@ typedef struct mb_device {
                                      INI "op_<name>_compiled_geps"; 0: cost
                                      such kernels at op_geps */
     double sincos_compiled_geps;  /* optional: the sincos pair in compiled code */
+    double host_ref_copy_gbs;     /* optional: the host reference as calibrate
+                                     timed it (measure/hostref.c: a copy that
+                                     follows a copy of the bandwidth arrays),
+                                     1e9 B/s; measure times it again beside its
+                                     rows to tell the host's drift (0: none) */
+    double host_ref_sin_geps;     /* optional: the same for its op probe (sin
+                                     over L1-resident tiles), 1e9 elements/s */
     char source[512];             /* where the numbers come from */
     char measured_at[256];        /* optional: host and date of calibration */
 } mb_device;
@@ -279,16 +286,19 @@ double mb_device_bandwidth_gbs(const mb_device *d, const char **source);
  * contended is noisy: measure warns, report shows it and does not fit it. */
 #define MB_MEAS_CSV_CONTENDED_COLUMN "contended"
 #define MB_MEAS_NOISY(contended, reps) ((contended) > 0 && (reps) > 0 && 5 * (contended) > (reps))
-/* Then the host reference copy timed beside the row's samples (CPU rows
- * measured against a calibrated spec; empty otherwise): its bandwidth and
- * its ratio to the calibrated copy bandwidth the model columns assume. A
- * row whose ratio is more than 20% off was measured while the host was not
- * the machine the model describes (a shared host drifts): its model error
- * is off by up to as much. measure warns, report shows it. */
-#define MB_MEAS_CSV_HOST_COLUMNS "host_copy_gbs,host_copy_ratio"
+/* Then the host reference timed beside the row's samples (CPU rows measured
+ * against a calibrated spec; empty otherwise): its copy bandwidth, that
+ * bandwidth's ratio to the calibrated copy bandwidth the model columns
+ * assume, and its op rate's (sin, L1-resident) ratio to the calibrated rate.
+ * A row with either ratio more than 20% off was measured while the host was
+ * not the machine the model describes (a shared host drifts): its model
+ * error is off by up to as much. measure warns, report shows it. */
+#define MB_MEAS_CSV_HOST_COLUMNS "host_copy_gbs,host_copy_ratio,host_op_ratio"
 #define MB_MEAS_HOST_DRIFT_MAX 0.2
 #define MB_MEAS_DRIFTED(ratio) ((ratio) > 0 && ((ratio) > 1 + MB_MEAS_HOST_DRIFT_MAX || \
                                                 (ratio) < 1 - MB_MEAS_HOST_DRIFT_MAX))
+#define MB_MEAS_HOST_DRIFTED(copy_ratio, op_ratio) \
+    (MB_MEAS_DRIFTED(copy_ratio) || MB_MEAS_DRIFTED(op_ratio))
 
 /* Provenance lines that make a CSV self-contained, "# KEY: line" and
  * "# KEY NAME: line", one per line of the text: the INI spec of the device

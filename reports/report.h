@@ -88,8 +88,9 @@ typedef struct mb_rpt_row {
     int noisy;                 /* more than a fifth contended: shown, never fitted */
     double host_copy_gbs;      /* the host reference copy during the row, NaN: none */
     double host_copy_ratio;    /* its ratio to the calibrated figure, NaN: none */
-    int drifted;               /* ratio more than 20% off (MB_MEAS_DRIFTED): fitted,
-                                  but its model error is flagged */
+    double host_op_ratio;      /* the op reference's ratio to the calibrated rate, NaN: none */
+    int drifted;               /* a ratio more than 20% off (MB_MEAS_HOST_DRIFTED):
+                                  fitted, but its model error is flagged */
     double time_s_median, time_s_min, time_s_p90, time_cv;
     double model_time_s;       /* the model time the harness wrote, or NaN */
     int64_t read_bytes, write_bytes;

@@ -130,9 +130,10 @@ static void check(const mb_rpt_set *s, int gi, const claim *c, mb_rpt_verdict *v
                                 "on a quiet machine. ");
     if ((a->drifted || b->drifted))
         note_add(v,
-                                "DRIFTED: the host copied at %.0f%% / %.0f%% of its calibrated "
-                                "bandwidth during the rows: the model's side may be off by as much. ",
-                                100 * a->host_copy_ratio, 100 * b->host_copy_ratio);
+                                "DRIFTED: the host's copy bandwidth or op rate was more than 20%% "
+                                "off its calibration during %s (the rows table gives the shares): "
+                                "the model's side may be off by as much. ",
+                                a->drifted && b->drifted ? "both rows" : "one row");
     if (!counted)
         note_add(v, "time only (no counters). ");
     else if (!bytes_ok)

@@ -275,13 +275,25 @@ static int write_pages(rpt_doc *d, const char *dir, const char *stem, rpt_outs *
     return rpt_doc_end(d, fm, fh, dir, err);
 }
 
+/* "copy 78%, op 65%": a row's host reference as shares of its calibration
+ * (the ratios it has). */
+static const char *host_shares(char *buf, size_t size, const mb_rpt_row *r)
+{
+    int len = 0;
+    buf[0] = '\0';
+    if (isfinite(r->host_copy_ratio)) len = snprintf(buf, size, "copy %.0f%%", 100 * r->host_copy_ratio);
+    if (isfinite(r->host_op_ratio) && len >= 0 && (size_t)len < size)
+        snprintf(buf + len, size - (size_t)len, "%sop %.0f%%", len ? ", " : "", 100 * r->host_op_ratio);
+    return buf;
+}
+
 static void rows_section(rpt_doc *d, const mb_rpt_set *s)
 {
     rpt_doc_h(d, 2, "Rows: measured against the model and the fit");
     rpt_doc_p(d, "measured/model is the median time over the model's roofline time on the row's "
-                 "device (with the host's copy bandwidth during the row, as a share of the "
-                 "calibrated one, where it was more than 20%% off: a shared host drifts, and "
-                 "the model assumes the calibrated machine); fit residual is the median time over the fitted line minus 1; bytes "
+                 "device (with the host's copy bandwidth and op rate during the row, as shares "
+                 "of the calibrated ones, where one was more than 20%% off: a shared host "
+                 "drifts, and the model assumes the calibrated machine); fit residual is the median time over the fitted line minus 1; bytes "
                  "residual compares counted DRAM bytes with the model's cache-aware DRAM bytes.");
     static const char *head[] = {"device", "backend", "variant", "plan", "dtype", "n", "verified",
                                  "median time", "model time", "bound (model)", "measured/model",
@@ -289,15 +301,15 @@ static void rows_section(rpt_doc *d, const mb_rpt_set *s)
     rpt_doc_table(d, 14, head);
     for (int i = 0; i < s->n_rows; i++) {
         const mb_rpt_row *r = &s->rows[i];
-        char n[32], t[32], mt[32], mm[80], fr[32], br[32];
+        char n[32], t[32], mt[32], mm[96], fr[32], br[32], hs[48];
         const char *dev = r->dev >= 0 ? s->devices[r->dev].name : r->device;
         const char *cells[] = {
             dev, r->backend, r->variant, r->plan, r->dtype, pow2(n, sizeof n, r->n),
             r->verified ? "yes" : "FAILED", rpt_time(t, sizeof t, r->time_s_median),
             rpt_time(mt, sizeof mt, r->pred_time_s), mb_bound_name(r->pred_bound),
             !isfinite(r->resid_model_rel) ? "—"
-            : r->drifted ? rpt_fmt(mm, sizeof mm, "%.2f (host copy at %.0f%% of calibrated)",
-                                   r->resid_model_rel + 1, 100 * r->host_copy_ratio)
+            : r->drifted ? rpt_fmt(mm, sizeof mm, "%.2f (host at %s of calibrated)", r->resid_model_rel + 1,
+                                   host_shares(hs, sizeof hs, r))
                          : rpt_fmt(mm, sizeof mm, "%.2f", r->resid_model_rel + 1),
             isfinite(r->resid_time_rel) ? rpt_fmt(fr, sizeof fr, "%+.1f%%", 100 * r->resid_time_rel) : "—",
             isfinite(r->resid_bytes_rel) ? rpt_fmt(br, sizeof br, "%+.1f%%", 100 * r->resid_bytes_rel) : "—",
@@ -394,8 +406,8 @@ static int write_doc(const mb_rpt_set *s, const mb_rpt_figures *figs, const char
     int drifted = 0;
     for (int i = 0; i < s->n_rows; i++) drifted += s->rows[i].drifted;
     if (drifted)
-        rpt_doc_p(&d, "%d row%s measured while the host's copy bandwidth was more than 20%% off "
-                      "the calibrated figure the model assumes (a shared host drifts): their "
+        rpt_doc_p(&d, "%d row%s measured while the host's copy bandwidth or op rate was more "
+                      "than 20%% off the calibrated figure the model assumes (a shared host drifts): their "
                       "measured/model says as much about the host as about the model. The rows "
                       "table gives each one's share.", drifted, drifted == 1 ? " was" : "s were");
     if (s->n_kernel_rows_skipped)
@@ -457,7 +469,7 @@ static int write_csvs(const mb_rpt_set *s, const char *dir, rpt_outs *outs, mb_e
           "time_s_p90,time_cv,model_time_s,model_bound,read_bytes,write_bytes,"
           "model_dram_read_bytes,model_dram_write_bytes,saved_bytes,dram_read_bytes,"
           "dram_write_bytes,fit_time_s,resid_time_rel,resid_model_rel,resid_bytes_rel,"
-          "stud_resid,fit,host_copy_ratio\n", fp);
+          "stud_resid,fit,host_copy_ratio,host_op_ratio\n", fp);
     for (int i = 0; i < s->n_rows; i++) {
         const mb_rpt_row *r = &s->rows[i];
         csv_str(fp, r->file);
@@ -487,6 +499,7 @@ static int write_csvs(const mb_rpt_set *s, const char *dir, rpt_outs *outs, mb_e
         fprintf(fp, ",%s", !r->verified ? "failed" : r->noisy ? "noisy" : r->outlier ? "outlier"
                              : r->used ? "used" : "unused");
         csv_num(fp, r->host_copy_ratio);
+        csv_num(fp, r->host_op_ratio);
         fputc('\n', fp);
     }
 
@@ -618,6 +631,7 @@ static int write_json(const mb_rpt_set *s, const mb_rpt_figures *figs, const cha
         json_object_set_new(o, "contended", r->contended >= 0 ? json_integer(r->contended) : json_null());
         json_object_set_new(o, "host_copy_gbs", jnum(r->host_copy_gbs));
         json_object_set_new(o, "host_copy_ratio", jnum(r->host_copy_ratio));
+        json_object_set_new(o, "host_op_ratio", jnum(r->host_op_ratio));
         json_object_set_new(o, "drifted", json_boolean(r->drifted));
         json_object_set_new(o, "time_s_median", jnum(r->time_s_median));
         json_object_set_new(o, "model_time_s", jnum(r->pred_time_s));

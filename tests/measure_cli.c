@@ -84,21 +84,27 @@ static char *slurp(const char *name)
     return buf;
 }
 
-/* The last two fields (host_copy_gbs, host_copy_ratio) of the first row of
- * a measurement CSV: how many of them are non-empty (2 or 0; -1: no row). */
-static int csv_tail2(const char *csv, double *gbs, double *ratio)
+/* The last three fields (host_copy_gbs, host_copy_ratio, host_op_ratio) of
+ * the first row of a measurement CSV: how many of them are non-empty (-1: no
+ * row). */
+static int csv_tail3(const char *csv, double *gbs, double *ratio, double *op)
 {
     const char *row = csv ? strstr(csv, "\ndevice,backend,") : NULL;
     if (!row || !(row = strchr(row + 1, '\n'))) return -1;
     row++;
     const char *end = strchr(row, '\n');
     if (!end) return -1;
-    const char *c2 = end, *c1;
-    while (c2 > row && *c2 != ',') c2--;
-    for (c1 = c2 - 1; c1 > row && *c1 != ','; c1--) {}
+    const char *comma[3]; /* the last three commas, the last first */
+    const char *q = end;
+    for (int c = 0; c < 3; c++) {
+        while (q > row && *q != ',') q--;
+        comma[c] = q--;
+    }
+    double *dst[3] = {op, ratio, gbs};
+    const char *stop[3] = {end, comma[0], comma[1]};
     int got = 0;
-    if (c2 - c1 > 1) *gbs = strtod(c1 + 1, NULL), got++;
-    if (end - c2 > 1) *ratio = strtod(c2 + 1, NULL), got++;
+    for (int c = 0; c < 3; c++)
+        if (stop[c] - comma[c] > 1) *dst[c] = strtod(comma[c] + 1, NULL), got++;
     return got;
 }
 
@@ -178,10 +184,10 @@ int main(void)
     for (char *l = strstr(csv, "\ndevice,"); l && (l = strchr(l + 1, '\n')) && l[1];) {
         rows++;
         char *nl = strchr(l + 1, '\n');
-        /* ...,verified,contended,host_copy_gbs,host_copy_ratio: the field
-         * before the third comma from the end */
+        /* ...,verified,contended,host_copy_gbs,host_copy_ratio,host_op_ratio:
+         * the field before the fourth comma from the end */
         char *lc = nl ? nl - 1 : NULL;
-        for (int c = 0; lc && c < 3; c++) {
+        for (int c = 0; lc && c < 4; c++) {
             if (c) lc--;
             while (lc > l && *lc != ',') lc--;
         }
@@ -191,7 +197,7 @@ int main(void)
     CHECK_EQ_I64(rows, 2 * (3 + mb_plan_optimal_available() + 2));
     CHECK_EQ_I64(verified, rows);
     CHECK(strstr(csv, ",none-cpu,") != NULL);
-    CHECK(strstr(slurp("kern.csv"), ",kernel,contended,host_copy_gbs,host_copy_ratio\n") != NULL);
+    CHECK(strstr(slurp("kern.csv"), ",kernel,contended,host_copy_gbs,host_copy_ratio,host_op_ratio\n") != NULL);
     CHECK(stray_files(NULL) == 2); /* small.csv and kern.csv, no temporaries */
 
     /* interrupted before a row finished: exit 130, no CSV and no temporary */
@@ -229,18 +235,27 @@ int main(void)
     CHECK_EQ_I64(exit_code(run(0, model)), 0);
     CHECK(strstr(slurp("stdout.txt"), "\"local-cpu\"") != NULL);
 
-    /* the host check: a CPU spec's rows are framed by the copy bandwidth now,
-     * against the calibrated one; 1e5 GB/s calibrated is far off: warned */
+    /* the host check: a CPU spec's rows are framed by the host reference copy
+     * now, against the calibrated one; 1e5 GB/s calibrated is far off:
+     * warned. A quick calibration (a smoke test's small arrays) has no
+     * reference: measure says so and checks nothing */
     ini = strdup(slurp("cpu.ini")); /* slurp's buffer is reused */
-    char *bw = ini ? strstr(ini, "\nmeasured_bandwidth_gbs = ") : NULL;
-    CHECK(bw != NULL);
-    if (bw) {
+    char *ref = ini ? strstr(ini, "\nhost_ref_copy_gbs = 0\nhost_ref_sin_geps = 0\n") : NULL;
+    CHECK(ref != NULL);
+    const char *noref[] = {"measure", "--backend", "cpu", "--threads", "1", "--timeout", "0.2",
+                           "--device", "cpu.ini", "--plan", "eager", "--sizes", "2^12", "-o",
+                           "hc.csv", "copy", NULL};
+    CHECK_EQ_I64(exit_code(run(0, noref)), 0);
+    CHECK(strstr(slurp("stderr.txt"), "the spec has no host reference") != NULL);
+    CHECK(strstr(slurp("hc.csv"), "host_check") == NULL);
+    if (ref) {
         char fast[512];
         snprintf(fast, sizeof fast, "%s/fast.ini", dir);
         FILE *fp = fopen(fast, "w");
         CHECK(fp != NULL);
         if (fp) {
-            fprintf(fp, "%.*s\nmeasured_bandwidth_gbs = 100000%s", (int)(bw - ini), ini, strchr(bw + 1, '\n'));
+            fprintf(fp, "%.*s\nhost_ref_copy_gbs = 100000\nhost_ref_sin_geps = 0.001\n%s", (int)(ref - ini),
+                    ini, ref + strlen("\nhost_ref_copy_gbs = 0\nhost_ref_sin_geps = 0\n"));
             fclose(fp);
         }
         const char *hc[] = {"measure", "--backend", "cpu", "--threads", "1", "--timeout", "0.2",
@@ -252,25 +267,26 @@ int main(void)
         CHECK(strstr(slurp("hc.csv"), " after, 100000.0 calibrated\n") != NULL);
         /* and row by row: the reference copy beside the samples, its ratio
          * to the calibrated figure in the row, a warning and the table's mark */
-        CHECK(strstr(slurp("stderr.txt"), "during the row, 0% of the calibrated 100000.0 GB/s") != NULL);
+        CHECK(strstr(slurp("stderr.txt"), "during the row the host ran at copy 0%, sin ") != NULL);
         CHECK(strstr(slurp("stderr.txt"), "1 of 1 rows measured while the host's copy") != NULL);
-        CHECK(strstr(slurp("stdout.txt"), "[host copy at 0% of calibrated]") != NULL);
-        double gbs = 0, ratio = 0;
-        CHECK_EQ_I64(csv_tail2(slurp("hc.csv"), &gbs, &ratio), 2);
+        CHECK(strstr(slurp("stdout.txt"), "[host copy 0%, sin ") != NULL);
+        double gbs = 0, ratio = 0, op = 0;
+        CHECK_EQ_I64(csv_tail3(slurp("hc.csv"), &gbs, &ratio, &op), 3);
         CHECK(gbs > 0.1 && gbs < 100000);
         CHECK_NEAR(ratio, gbs / 100000, 1e-6 * ratio + 1e-12);
+        CHECK(op > 10); /* 0.001 Gelem/s calibrated: far below */
         /* --warm rows: no reference (it would evict the cache), no mark */
         const char *warm[] = {"measure", "--backend", "cpu", "--threads", "1", "--timeout", "0.2",
                               "--device", "fast.ini", "--plan", "eager", "--sizes", "2^12", "--warm",
                               "-o", "hc.csv", "copy", NULL};
         CHECK_EQ_I64(exit_code(run(0, warm)), 0);
         CHECK(strstr(slurp("stderr.txt"), "during the row") == NULL);
-        CHECK_EQ_I64(csv_tail2(slurp("hc.csv"), &gbs, &ratio), 0);
+        CHECK_EQ_I64(csv_tail3(slurp("hc.csv"), &gbs, &ratio, &op), 0);
     }
     free(ini);
     CHECK(strstr(slurp("small.csv"), "host_check") == NULL); /* a GPU spec: no check */
-    double gbs = 0, ratio = 0;
-    CHECK_EQ_I64(csv_tail2(slurp("small.csv"), &gbs, &ratio), 0); /* nor row references */
+    double gbs = 0, ratio = 0, op = 0;
+    CHECK_EQ_I64(csv_tail3(slurp("small.csv"), &gbs, &ratio, &op), 0); /* nor row references */
 
     /* clean up */
     const char *files[] = {"small.csv", "kern.csv", "part.csv", "cpu.ini", "fast.ini", "hc.csv",

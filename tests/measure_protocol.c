@@ -469,7 +469,9 @@ static void host_reference(const mb_plan *p)
     mb_err e;
     CHECK_EQ_I64(mb_meas_hostref_init(&h, 1 << 14, 1e6, &e), MB_OK);
     CHECK_EQ_I64(h.n, 1 << 14);
+    CHECK(h.calibrated_op_geps == 0); /* no op reference unless set */
     CHECK(mb_meas_hostref_copy_gbs(&h) > 0);
+    CHECK(mb_meas_hostref_op_geps(&h) > 0);
     CHECK(mb_meas_hostref_median_gbs(&h, 3) > 0);
     mb_meas_config c;
     mb_meas_record row, pk[16];
@@ -487,7 +489,17 @@ static void host_reference(const mb_plan *p)
         for (int k = 0; k < p->n_kernels; k++)
             CHECK(pk[k].host_copy_gbs == row.host_copy_gbs && pk[k].host_copy_ratio == row.host_copy_ratio);
         CHECK(MB_MEAS_DRIFTED(row.host_copy_ratio));
+        CHECK(isnan(row.host_op_ratio) && isnan(pk[0].host_op_ratio)); /* none calibrated */
     }
+    /* with a calibrated op rate: its ratio too (1e-6 Gelem/s: far off) */
+    reset();
+    config(&c);
+    c.hostref = &h;
+    h.calibrated_op_geps = 1e-6;
+    CHECK_EQ_I64(run(p, 4096, &c, &row, pk, why, sizeof why, &e), MB_OK);
+    CHECK(row.host_op_ratio > 1e3 && pk[0].host_op_ratio == row.host_op_ratio);
+    CHECK(MB_MEAS_HOST_DRIFTED(1.0, row.host_op_ratio) && !MB_MEAS_HOST_DRIFTED(1.0, 1.1));
+    h.calibrated_op_geps = 0;
     /* warm: no reference */
     reset();
     config(&c);

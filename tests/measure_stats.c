@@ -85,19 +85,19 @@ static void csv_and_records(void)
                         "time_s_min,time_s_p90,time_cv,model_time_s,read_bytes,write_bytes,"
                         "model_dram_read_bytes,model_dram_write_bytes,dram_read_bytes,"
                         "dram_write_bytes,counters,max_rel_err,verified,contended,host_copy_gbs,"
-                        "host_copy_ratio\n"));
+                        "host_copy_ratio,host_op_ratio\n"));
     const char *want = "\"CPU, \"\"quoted\"\"\",cpu,sin2_plus_cos2,eager,bf16,16777216,5,10,0.5,";
     CHECK(!strncmp(line, want, strlen(want)));
     /* empty measured dram columns, then counters, error, verified, and an
      * empty contended (not watched), no host reference */
-    CHECK(strstr(line, ",,none-cpu,1e-07,1,,,\n") != NULL);
-    /* 25 columns: 24 commas outside the quoted field */
+    CHECK(strstr(line, ",,none-cpu,1e-07,1,,,,\n") != NULL);
+    /* 26 columns: 25 commas outside the quoted field */
     int commas = 0, inq = 0;
     for (const char *q = line; *q; q++) {
         if (*q == '"') inq = !inq;
         else if (*q == ',' && !inq) commas++;
     }
-    CHECK_EQ_I64(commas, 24);
+    CHECK_EQ_I64(commas, 25);
     mb_plan_free(p);
     mb_graph_free(g);
 }

@@ -33,17 +33,20 @@ check "--sizes keeps those sizes" grep -q '^| copy | eager | f32 | +10% |$' "$t/
 { head -2 "$t/m.csv"; sed -n 5,6p "$t/m.csv"; } >"$t/b.csv"
 py "$t/a.csv" "$t/b.csv" >"$t/out3.txt"
 check "two files read as one table" cmp -s "$t/out.txt" "$t/out3.txt"
-# the host reference: a row more than 20% off its calibration is shown with its
-# share and counted apart (its -40% does not fail the run); 0.85 is steady
+# the host reference: a row more than 20% off its calibration (copy or op) is
+# shown with its shares and counted apart (its -40% does not fail the run);
+# 0.85 and 1.1 are steady
 {
-  echo "$cols,host_copy_gbs,host_copy_ratio"
-  echo 'cpu,cpu,copy,eager,f32,262144,1,100,1.0e-4,1e-4,1e-4,0.01,1.1e-4,1,1,1,1,,,none-cpu,0,1,local-cpu,0,50,0.85'
-  echo 'cpu,cpu,copy,eager,f32,33554432,1,100,1.0e-2,1e-2,1e-2,0.01,0.6e-2,1,1,1,1,,,none-cpu,0,1,local-cpu,0,84,1.4'
+  echo "$cols,host_copy_gbs,host_copy_ratio,host_op_ratio"
+  echo 'cpu,cpu,copy,eager,f32,262144,1,100,1.0e-4,1e-4,1e-4,0.01,1.1e-4,1,1,1,1,,,none-cpu,0,1,local-cpu,0,50,0.85,1.1'
+  echo 'cpu,cpu,copy,eager,f32,33554432,1,100,1.0e-2,1e-2,1e-2,0.01,0.6e-2,1,1,1,1,,,none-cpu,0,1,local-cpu,0,84,1.4,0.7'
+  echo 'cpu,cpu,copy,fused,f32,262144,1,100,1.0e-4,1e-4,1e-4,0.01,0.5e-4,1,1,1,1,,,none-cpu,0,1,local-cpu,0,60,1.0,0.75'
 } >"$t/d.csv"
 py "$t/d.csv" >"$t/out4.txt"; rc=$?
 check "a drifted row outside the bound: exit 0 (got $rc)" [ "$rc" -eq 0 ]
-check "drifted row shows the host's share" grep -q '^| copy | eager | f32 | +10% | -40% (host 140%) |$' "$t/out4.txt"
-check "summary counts drifted rows apart" grep -q '^1 of 1 quiet, steady, verified rows within 25%; largest error +10.0% .*; 0 of 1 rows measured while the host drifted more than 20%' "$t/out4.txt"
+check "drifted row shows the host's shares" grep -q '^| copy | eager | f32 | +10% | -40% (host copy 140%, op 70%) |$' "$t/out4.txt"
+check "op drift alone marks a row" grep -q '^| copy | fused | f32 | -50% (host op 75%) |  |$' "$t/out4.txt"
+check "summary counts drifted rows apart" grep -q '^1 of 1 quiet, steady, verified rows within 25%; largest error +10.0% .*; 0 of 2 rows measured while the host drifted more than 20%' "$t/out4.txt"
 py "$t/missing.csv" 2>"$t/err.txt"; rc=$?
 check "missing file: exit 2 and one line (got $rc)" [ "$rc" -eq 2 ] && grep -q 'model_error.py: error: .*missing.csv' "$t/err.txt"
 printf 'a,b\n1,2\n' >"$t/bad.csv"

@@ -184,15 +184,15 @@ static void test_noisy(const char *tmp)
         char out[600];
         snprintf(out, sizeof out, "%s/noisy-report", tmp);
         CHECK(mb_rpt_write(&s, NULL, out, &e) == MB_OK);
-        CHECK(file_has(out, "summary.csv", ",noisy,\n")); /* no host reference: empty */
+        CHECK(file_has(out, "summary.csv", ",noisy,,\n")); /* no host reference: empty */
         CHECK(file_has(out, "summary.json", "\"noisy\": true"));
         CHECK(file_has(out, "report.md", "skipped (noisy"));
     }
     mb_rpt_set_free(&s);
 }
 
-/* CPU rows carry the host reference copy beside their samples: a row whose
- * ratio to the calibrated figure is more than 20% off is drifted: read,
+/* CPU rows carry the host reference (copy and op rate) beside their samples:
+ * a row with either ratio to the calibrated figures more than 20% off is drifted: read,
  * still fitted, and its model error flagged in the rows table, the summary
  * paragraph and the JSON; an empty ratio is none. */
 static void test_drifted(const char *tmp)
@@ -201,12 +201,13 @@ static void test_drifted(const char *tmp)
     snprintf(path, sizeof path, "%s/drift.csv", tmp);
     FILE *fp = fopen(path, "w");
     fprintf(fp, "device,backend,variant,plan,dtype,n,reps,time_s_median,verified,contended,"
-                "host_copy_gbs,host_copy_ratio\n");
-    static const char *ratio[] = {"1.05", "0.79", "1.19", "1.40", ""};
-    for (int k = 24; k <= 28; k++) {
+                "host_copy_gbs,host_copy_ratio,host_op_ratio\n");
+    static const char *ratio[] = {"1.05", "0.79", "1.19", "1.40", "", "1.0"};
+    static const char *op_ratio[] = {"0.9", "", "1.1", "1.0", "", "0.5"};
+    for (int k = 24; k <= 29; k++) {
         double t = 8.0 * (double)(1LL << k) / 3.0e12 + 5e-6;
-        fprintf(fp, "h100-sxm,cpu,copy,eager,f32,%lld,50,%.9g,1,0,%s,%s\n", 1LL << k, t,
-                ratio[k - 24][0] ? "50" : "", ratio[k - 24]);
+        fprintf(fp, "h100-sxm,cpu,copy,eager,f32,%lld,50,%.9g,1,0,%s,%s,%s\n", 1LL << k, t,
+                ratio[k - 24][0] ? "50" : "", ratio[k - 24], op_ratio[k - 24]);
     }
     fclose(fp);
     mb_rpt_set s;
@@ -218,9 +219,11 @@ static void test_drifted(const char *tmp)
     CHECK(rc == MB_OK);
     if (rc) fprintf(stderr, "  %s\n", e.msg);
     if (!rc) {
-        CHECK_EQ_I64(s.n_rows, 5);
-        static const int want[] = {0, 1, 0, 1, 0};
-        for (int i = 0; i < 5 && i < s.n_rows; i++) CHECK_EQ_I64(s.rows[i].drifted, want[i]);
+        CHECK_EQ_I64(s.n_rows, 6);
+        static const int want[] = {0, 1, 0, 1, 0, 1}; /* the last: the op rate alone */
+        for (int i = 0; i < 6 && i < s.n_rows; i++) CHECK_EQ_I64(s.rows[i].drifted, want[i]);
+        CHECK_NEAR(s.rows[5].host_op_ratio, 0.5, 1e-12);
+        CHECK(isnan(s.rows[1].host_op_ratio));
         CHECK_NEAR(s.rows[1].host_copy_ratio, 0.79, 1e-12);
         CHECK_NEAR(s.rows[1].host_copy_gbs, 50, 1e-12);
         CHECK(isnan(s.rows[4].host_copy_ratio) && isnan(s.rows[4].host_copy_gbs));
@@ -228,12 +231,14 @@ static void test_drifted(const char *tmp)
         char out[600];
         snprintf(out, sizeof out, "%s/drift-report", tmp);
         CHECK(mb_rpt_write(&s, NULL, out, &e) == MB_OK);
-        CHECK(file_has(out, "report.md", "(host copy at 79% of calibrated)"));
-        CHECK(file_has(out, "report.md", "(host copy at 140% of calibrated)"));
-        CHECK(file_has(out, "report.md", "2 rows were measured while the host's copy bandwidth"));
+        CHECK(file_has(out, "report.md", "(host at copy 79% of calibrated)"));
+        CHECK(file_has(out, "report.md", "(host at copy 140%, op 100% of calibrated)"));
+        CHECK(file_has(out, "report.md", "(host at copy 100%, op 50% of calibrated)"));
+        CHECK(file_has(out, "report.md", "3 rows were measured while the host's copy bandwidth"));
         CHECK(file_has(out, "summary.json", "\"drifted\": true"));
         CHECK(file_has(out, "summary.json", "\"host_copy_ratio\": 1.05"));
-        CHECK(file_has(out, "summary.csv", ",used,1.4\n"));
+        CHECK(file_has(out, "summary.json", "\"host_op_ratio\": 0.5"));
+        CHECK(file_has(out, "summary.csv", ",used,1.4,1\n"));
     }
     mb_rpt_set_free(&s);
 }
