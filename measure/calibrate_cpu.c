@@ -483,7 +483,7 @@ int mb_meas_calibrate_overlap(mb_meas_calib *c, int64_t n, int reps, mb_err *err
 {
     mb_device d;
     c->serial_fraction = 0;
-    c->read_stream_penalty = 0;
+    c->read_stream_penalty = c->read_stream_gain = 0;
     mb_meas_calib_to_device(c, NULL, &d);
     probe copy = {0}, sine = {0}, sum4 = {0};
     mb_meas_flusher fl;
@@ -498,7 +498,7 @@ int mb_meas_calibrate_overlap(mb_meas_calib *c, int64_t n, int reps, mb_err *err
     if (!(rc = probe_init(&copy, "y = copy(x)", MB_PLAN_EAGER, n, &d, err)) &&
         !(rc = probe_init(&sine, "y = sin(x)", MB_PLAN_EAGER, n, &d, err)))
         rc = probe_init(&sum4, "y = a + b + c + d", MB_PLAN_FUSED, n, &d, err);
-    double beta[OVERLAP_ROUNDS], gamma[OVERLAP_ROUNDS];
+    double beta[OVERLAP_ROUNDS], gamma[OVERLAP_ROUNDS], gain[OVERLAP_ROUNDS];
     int rounds = 0;
     int n_rounds = reps == 1 ? 3 : OVERLAP_ROUNDS;
     for (int r = 0; r < n_rounds && !rc; r++) {
@@ -520,13 +520,17 @@ int mb_meas_calibrate_overlap(mb_meas_calib *c, int64_t n, int reps, mb_err *err
         double read4_s = t_sum4 - k->launch_s - beta[rounds] * k->compute_s;
         double read4_gbs = read4_s > 0 ? (double)k->read_bytes / read4_s / 1e9 : read1_gbs;
         gamma[rounds] = fmax(0, (read1_gbs / read4_gbs - 1) / 3);
+        gain[rounds] = fmax(0, (read4_gbs / read1_gbs - 1) / 3);
         rounds++;
     }
     if (!rc && rounds) {
         qsort(beta, (size_t)rounds, sizeof beta[0], cmp_double);
         qsort(gamma, (size_t)rounds, sizeof gamma[0], cmp_double);
+        qsort(gain, (size_t)rounds, sizeof gain[0], cmp_double);
         c->serial_fraction = beta[rounds / 2];
         c->read_stream_penalty = gamma[rounds / 2];
+        /* one of the two: the median round's direction */
+        c->read_stream_gain = c->read_stream_penalty > 0 ? 0 : gain[rounds / 2];
     }
     probe_free(&copy);
     probe_free(&sine);
@@ -696,16 +700,10 @@ int mb_meas_calibrate_cpu(int threads, int quick, void (*progress)(const char *l
             }
             if (quick) continue; /* a smoke test's arrays are not measure's: no reference */
             ref_copy[n_ref] = mb_meas_hostref_copy_gbs(&href);
-            ref_sin[n_ref++] = mb_meas_hostref_op_geps(&href);
+            ref_sin[n_ref++] = mb_meas_hostref_op_geps();
         }
-        out->ref_copy_gbs = out->ref_sin_geps = 0;
-        if (n_ref) {
-            mb_meas_stats rs;
-            mb_meas_stats_compute(ref_copy, n_ref, &rs);
-            out->ref_copy_gbs = rs.median_s; /* the median of the rates */
-            mb_meas_stats_compute(ref_sin, n_ref, &rs);
-            out->ref_sin_geps = rs.median_s;
-        }
+        out->ref_copy_gbs = mb_meas_median_rate(ref_copy, n_ref);
+        out->ref_sin_geps = mb_meas_median_rate(ref_sin, n_ref);
         double bw_spread = 0, op_spread = 0;
         out->copy_gbs = figure_rate(&figs[F_COPY], &bw_spread);
         out->copy_plain_gbs = figure_rate(&figs[F_COPY_PLAIN], &bw_spread);
@@ -764,6 +762,7 @@ void mb_meas_calib_to_device(const mb_meas_calib *c, const char *command_line, m
     d->measured_bandwidth_gbs = c->copy_gbs;
     d->read_bandwidth_gbs = c->read_gbs;
     d->read_stream_penalty = c->read_stream_penalty;
+    d->read_stream_gain = c->read_stream_gain;
     d->serial_fraction = c->serial_fraction;
     /* x86 caches allocate on ordinary stores: a store to a line not held
      * reads it first (2-vCPU EPYC guest, one thread, after a 64 MiB flush:

@@ -123,7 +123,7 @@ double mb_meas_hostref_copy_gbs(mb_meas_hostref *h)
     return w > 0 ? 2.0 * (double)h->n * sizeof(float) / w / 1e9 : 0;
 }
 
-double mb_meas_hostref_op_geps(mb_meas_hostref *h)
+double mb_meas_hostref_op_geps(void)
 {
     double w = 0, elements = 0;
     for (int a = 0;; a++) {
@@ -134,22 +134,28 @@ double mb_meas_hostref_op_geps(mb_meas_hostref *h)
         w = mb_meas_now_s() - t0;
         if (!mb_meas_contention_end(&cs, w, mb_kern_threads(), 0) || a == HOSTREF_RETRIES) break;
     }
-    (void)h;
     return w > 0 ? elements / w / 1e9 : 0;
+}
+
+double mb_meas_median_rate(const double *rates, int n)
+{
+    double t[MB_MEAS_HOSTREF_MAX];
+    int m = 0;
+    for (int i = 0; i < n && m < MB_MEAS_HOSTREF_MAX; i++)
+        if (rates[i] > 0) t[m++] = 1.0 / rates[i];
+    if (!m) return 0;
+    mb_meas_stats st;
+    mb_meas_stats_compute(t, m, &st);
+    return 1.0 / st.median_s;
 }
 
 double mb_meas_hostref_median_gbs(mb_meas_hostref *h, int reps)
 {
-    double s[16];
+    double r[16];
     if (reps < 1) reps = 1;
     if (reps > 16) reps = 16;
-    for (int r = 0; r < reps; r++) {
-        double gbs = mb_meas_hostref_copy_gbs(h);
-        s[r] = gbs > 0 ? 1.0 / gbs : 0; /* the median of times, as a rate */
-    }
-    mb_meas_stats st;
-    mb_meas_stats_compute(s, reps, &st);
-    return st.median_s > 0 ? 1.0 / st.median_s : 0;
+    for (int i = 0; i < reps; i++) r[i] = mb_meas_hostref_copy_gbs(h);
+    return mb_meas_median_rate(r, reps);
 }
 
 void mb_meas_hostref_free(mb_meas_hostref *h)

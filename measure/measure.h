@@ -303,6 +303,8 @@ typedef struct mb_meas_calib {
                                not hidden by the longer (probe: y = sin(x)) */
     double read_stream_penalty; /* read bandwidth loss per extra read stream
                                    (probe: y = a + b + c + d, fused) */
+    double read_stream_gain;    /* or gain, when the four streams read faster
+                                   than one (2-vCPU EPYC guest: ~2x) */
     int64_t llc_bytes;      /* effective: the measured knee, else as reported */
     int64_t llc_reported_bytes; /* what sysfs (else CPUID through sysconf) says */
     int llc_from_knee;      /* 1 when llc_bytes is the measured knee */
@@ -322,7 +324,7 @@ typedef struct mb_meas_calib {
 int mb_meas_calibrate_cpu(int threads, int quick, void (*progress)(const char *label),
                           mb_meas_calib *out, mb_err *err);
 
-/* Fits serial_fraction and read_stream_penalty of c from two probe kernels
+/* Fits serial_fraction and read_stream_penalty (or _gain) of c from two probe kernels
  * run through the executor at n elements, cold (outputs streamed): y = sin(x)
  * (balanced memory and compute: the overlap), then y = a + b + c + d fused
  * (four read streams, no compute to speak of). Needs the rest of c. */
@@ -356,48 +358,53 @@ int64_t mb_meas_stream_elements(int64_t llc_bytes, int quick);
  * dst 64-byte aligned, n a multiple of 64. */
 void mb_meas_copy_nt(float *dst, const float *src, int64_t n);
 
-/* The host reference: calibrate's copy, kept allocated, timed by measure
- * before and after its rows and beside each row's samples (the protocol,
- * when c->hostref is set): a shared host drifts (10-60% over minutes on a
- * 2-vCPU guest here), and the model columns assume the calibrated figure. */
+/* The host reference: a copy of calibrate's bandwidth arrays that follows a
+ * copy, and its op-rate probe of one op, timed by calibrate once a round
+ * (the spec's host_ref_copy_gbs and host_ref_sin_geps) and by measure before
+ * and after its rows and beside each row's samples (the protocol, when
+ * c->hostref is set): a shared host drifts (10-60% over minutes on a 2-vCPU
+ * guest here), and the model columns assume the calibrated figures. */
 typedef struct mb_meas_hostref {
     float *src, *dst;
     int64_t n;             /* elements of each array */
-    double calibrated_gbs; /* the spec's copy bandwidth the model columns assume */
-    double calibrated_op_geps; /* the spec's rate of MB_MEAS_HOSTREF_OP (op_sin_geps),
-                              <= 0: no op reference */
-    double interval_s;     /* within a row, a reference copy at most this often
+    double calibrated_gbs; /* the spec's host_ref_copy_gbs */
+    double calibrated_op_geps; /* the spec's host_ref_sin_geps; <= 0: no op reference */
+    double interval_s;     /* within a row, a reference at most this often
                               (and before the first and the last sample) */
 } mb_meas_hostref;
 
-/* Within a row, a reference copy before the first sample, before the last
- * and at most every half second between: a 256 MiB copy (~9 ms) costs ~2% of
- * a long row and two copies of a short one. */
+/* Within a row, a reference before the first sample, before the last and at
+ * most every half second between: two 256 MiB copies (~18 ms) and the op
+ * probe (~1 ms) cost ~4% of a long row and two references of a short one. */
 #define MB_MEAS_HOSTREF_INTERVAL_S 0.5
-/* Reference copies a row keeps (a longer row's later ones replace its last). */
+/* References a row keeps (a longer row's later ones replace its last). */
 #define MB_MEAS_HOSTREF_MAX 64
+/* The op of the compute reference: sin, one of the lecture's costly ops. */
+#define MB_MEAS_HOSTREF_OP MB_OP_SIN
+#define MB_MEAS_HOSTREF_OP_ROUNDS 4000
 
 /* Allocates two arrays of n f32 (use mb_meas_stream_elements: the figure is
  * calibrate's only at its sizes), first-touches them in parallel and copies
  * once (warm). MB_ERUN when memory runs out. */
 int mb_meas_hostref_init(mb_meas_hostref *h, int64_t n, double calibrated_gbs, mb_err *err);
-/* One timed copy (taken again, twice at most, while the process did not get
- * its cores): the bytes read and written per second, 1e9/s. */
+/* One untimed copy, then one timed (taken again, twice at most, while the
+ * process did not get its cores): the bytes read and written per second,
+ * 1e9/s. */
 double mb_meas_hostref_copy_gbs(mb_meas_hostref *h);
-/* One timed run of calibrate's op-rate probe of MB_MEAS_HOSTREF_OP (L1-resident
- * tiles on every thread, ~1 ms; taken again, twice at most, while contended):
- * elements per second, 1e9/s. */
-double mb_meas_hostref_op_geps(mb_meas_hostref *h);
-/* The op of the compute reference: sin, one of the lecture's costly ops. */
-#define MB_MEAS_HOSTREF_OP MB_OP_SIN
-#define MB_MEAS_HOSTREF_OP_ROUNDS 4000
+/* The median of reps (1..16) such copies, 1e9/s. */
+double mb_meas_hostref_median_gbs(mb_meas_hostref *h, int reps);
+/* One timed run of the op-rate probe of MB_MEAS_HOSTREF_OP (~1 ms; taken
+ * again, twice at most, while contended): elements per second, 1e9/s. */
+double mb_meas_hostref_op_geps(void);
+void mb_meas_hostref_free(mb_meas_hostref *h);
+
 /* calibrate's op-rate probe: op over an L1-resident tile of MB_KERN_TILE
  * elements, rounds times, on every thread (the executors' per-op code);
  * returns the elements evaluated. */
 double mb_meas_op_rate_run(mb_op op, int64_t rounds);
-/* The median of reps (1..16) such copies, 1e9/s. */
-double mb_meas_hostref_median_gbs(mb_meas_hostref *h, int reps);
-void mb_meas_hostref_free(mb_meas_hostref *h);
+/* The median of n rates (those > 0, up to MB_MEAS_HOSTREF_MAX), as the rate
+ * of the median time; 0 when none is > 0. */
+double mb_meas_median_rate(const double *rates, int n);
 
 /* A host reference out of this band (ratio to the calibrated figure) is
  * warned: before or after the rows, and row by row (MB_MEAS_DRIFTED). */

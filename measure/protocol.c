@@ -64,26 +64,16 @@ static void row_finish(mb_meas_record *row, const double *samples, int ns, int c
     }
 }
 
-/* The median rate of n samples (each a rate): the median of their times. */
-static double median_rate(const double *rates, int n)
-{
-    double t[MB_MEAS_HOSTREF_MAX];
-    for (int i = 0; i < n; i++) t[i] = 1.0 / rates[i];
-    mb_meas_stats st;
-    mb_meas_stats_compute(t, n, &st);
-    return 1.0 / st.median_s;
-}
-
 /* The host reference's columns: the median of the row's reference copies
  * and op probes, and their ratios to the calibrated figures (NAN: none). */
 static void host_finish(mb_meas_record *row, mb_meas_record *per_kernel, int nk, const double *refs,
                         int n_ref, double calibrated_gbs, const double *ops_geps, int n_op,
                         double calibrated_op_geps)
 {
-    row->host_copy_gbs = median_rate(refs, n_ref);
+    row->host_copy_gbs = mb_meas_median_rate(refs, n_ref);
     row->host_copy_ratio = calibrated_gbs > 0 ? row->host_copy_gbs / calibrated_gbs : NAN;
-    row->host_op_ratio = n_op && calibrated_op_geps > 0 ? median_rate(ops_geps, n_op) / calibrated_op_geps
-                                                        : NAN;
+    row->host_op_ratio = n_op && calibrated_op_geps > 0
+                             ? mb_meas_median_rate(ops_geps, n_op) / calibrated_op_geps : NAN;
     for (int k = 0; per_kernel && k < nk; k++) {
         per_kernel[k].host_copy_gbs = row->host_copy_gbs;
         per_kernel[k].host_copy_ratio = row->host_copy_ratio;
@@ -178,7 +168,7 @@ int mb_meas_protocol_run(const mb_meas_ops *ops, const mb_plan *p, int64_t n, co
                          ns >= cap;
         if (hr && (ns == 0 || last || mb_meas_now_s() - t_ref >= hr->interval_s)) {
             double gbs = mb_meas_hostref_copy_gbs(hr);
-            double geps = hr->calibrated_op_geps > 0 ? mb_meas_hostref_op_geps(hr) : 0;
+            double geps = hr->calibrated_op_geps > 0 ? mb_meas_hostref_op_geps() : 0;
             t_ref = mb_meas_now_s();
             if (gbs > 0) refs[n_ref < MB_MEAS_HOSTREF_MAX ? n_ref++ : MB_MEAS_HOSTREF_MAX - 1] = gbs;
             if (geps > 0) ops_geps[n_op < MB_MEAS_HOSTREF_MAX ? n_op++ : MB_MEAS_HOSTREF_MAX - 1] = geps;

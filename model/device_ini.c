@@ -43,6 +43,7 @@ static const key_spec spec_keys[] = {
     {"measured_bandwidth_gbs", KEY_NUM, KEY_OPTIONAL, FIELD(measured_bandwidth_gbs)},
     {"read_bandwidth_gbs", KEY_NUM, KEY_OPTIONAL, FIELD(read_bandwidth_gbs)},
     {"read_stream_penalty", KEY_NUM, KEY_OPTIONAL, FIELD(read_stream_penalty)},
+    {"read_stream_gain", KEY_NUM, KEY_OPTIONAL, FIELD(read_stream_gain)},
     {"serial_fraction", KEY_NUM, KEY_OPTIONAL, FIELD(serial_fraction)},
     {"write_allocate", KEY_NUM, KEY_OPTIONAL, FIELD(write_allocate)},
     {"cache_bandwidth_gbs", KEY_NUM, KEY_OPTIONAL, FIELD(cache_bandwidth_gbs)},

@@ -200,6 +200,9 @@ typedef struct mb_device {
     double read_stream_penalty;   /* optional: read bandwidth falls to
                                      read_bandwidth / (1 + this x (k - 1))
                                      for a kernel reading k tensors */
+    double read_stream_gain;      /* optional: or rises, x (1 + this x (k - 1)):
+                                     more streams keep more loads in flight
+                                     (calibrate sets one of the two) */
     double cache_bandwidth_gbs;   /* optional: streaming bandwidth of the
                                      last-level cache; every byte a kernel
                                      moves passes through it, so a kernel takes

@@ -20,8 +20,8 @@
  *                  + serial_fraction x min(memory, compute).
  * Memory is DRAM bytes / bandwidth (measured when the spec has it, else
  * datasheet), or, when the spec gives a read bandwidth and that takes
- * longer, DRAM read bytes / (read_bandwidth / (1 + read_stream_penalty x
- * (reads - 1))), and never less than all its bytes (the lecture's count)
+ * longer, DRAM read bytes / (read_bandwidth x (1 + read_stream_gain x
+ * (reads - 1)) / (1 + read_stream_penalty x (reads - 1))), and never less than all its bytes (the lecture's count)
  * over the cache's own bandwidth when the spec gives one: a two-level
  * roofline, so cache-resident sizes are not free. Compute is the sum of n / rate over ops with a measured
  * rate (calibrated specs), plus max(flops / (FP32 peak / 2), SFU ops / SFU
@@ -322,7 +322,8 @@ int mb_estimate_plan(const mb_plan *p, int64_t n, const mb_device *d, mb_estimat
         /* the kernel's own reads (not the stores' line fills, which stream
          * beside them) take at least read bytes over the read bandwidth */
         if (d->read_bandwidth_gbs > 0 && K->n_reads > 0) {
-            double read_gbs = d->read_bandwidth_gbs / (1 + d->read_stream_penalty * (K->n_reads - 1));
+            double read_gbs = d->read_bandwidth_gbs * (1 + d->read_stream_gain * (K->n_reads - 1)) /
+                              (1 + d->read_stream_penalty * (K->n_reads - 1));
             c->mem_s = fmax(c->mem_s, (double)(c->dram_read_bytes - rfo[k]) / (read_gbs * 1e9));
         }
         c->launch_s = d->launch_overhead_us * 1e-6;

@@ -350,7 +350,8 @@ static void method_section(rpt_doc *d, const mb_rpt_set *s)
                  "`launch + max(memory, compute) + serial_fraction × min(memory, compute)`, "
                  "where memory is the DRAM bytes over the bandwidth, or, when the spec gives a "
                  "read bandwidth and that takes longer, the read bytes over it divided by "
-                 "`1 + read_stream_penalty × (tensors read − 1)`, and never less than all the "
+                 "`1 + read_stream_penalty × (tensors read − 1)` (or times `1 + read_stream_gain × "
+                 "(tensors read − 1)`), and never less than all the "
                  "kernel's bytes over the cache bandwidth when the spec gives one; compute is the "
                  "ops over their measured rates, else the FP32 and special-function peaks. A "
                  "plan's time is the sum over its kernels.");
@@ -368,7 +369,8 @@ static void method_section(rpt_doc *d, const mb_rpt_set *s)
         snprintf(sf, sizeof sf, "%.3g", v->serial_fraction);
         if (v->read_bandwidth_gbs > 0) snprintf(rb, sizeof rb, "%.4g GB/s", v->read_bandwidth_gbs);
         else snprintf(rb, sizeof rb, "— (not used)");
-        snprintf(rp, sizeof rp, "%.3g", v->read_stream_penalty);
+        if (v->read_stream_gain > 0) snprintf(rp, sizeof rp, "gain %.3g", v->read_stream_gain);
+        else snprintf(rp, sizeof rp, "%.3g", v->read_stream_penalty);
         if (v->cache_bandwidth_gbs > 0) snprintf(cb, sizeof cb, "%.4g GB/s", v->cache_bandwidth_gbs);
         else snprintf(cb, sizeof cb, "— (not used)");
         snprintf(cm, sizeof cm, "%.4g MiB", v->cache_mb);

@@ -471,7 +471,11 @@ static void host_reference(const mb_plan *p)
     CHECK_EQ_I64(h.n, 1 << 14);
     CHECK(h.calibrated_op_geps == 0); /* no op reference unless set */
     CHECK(mb_meas_hostref_copy_gbs(&h) > 0);
-    CHECK(mb_meas_hostref_op_geps(&h) > 0);
+    CHECK(mb_meas_hostref_op_geps() > 0);
+    /* medians of rates: the rate of the median time; non-positive skipped */
+    CHECK_NEAR(mb_meas_median_rate((const double[]){1, 4, 2}, 3), 2, 1e-12);
+    CHECK_NEAR(mb_meas_median_rate((const double[]){0, 5, -1}, 3), 5, 1e-12);
+    CHECK(mb_meas_median_rate((const double[]){0}, 1) == 0);
     CHECK(mb_meas_hostref_median_gbs(&h, 3) > 0);
     mb_meas_config c;
     mb_meas_record row, pk[16];

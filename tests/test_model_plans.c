@@ -219,6 +219,17 @@ static void check_time_formula(void)
     f = est("sin2_plus_cos2", MB_F32, MB_PLAN_EAGER, (int64_t)1 << 28, &cpu, NULL);
     CHECK_NEAR(f.per_kernel[4].mem_s, 2.0 * 4 * ((int64_t)1 << 28) / (1e11 / 1.5), 1e-12);
     mb_estimate_free(&f);
+    /* or raised: 2 read streams at 100 x (1 + 0.5) GB/s, below the 11/4 of
+     * the bandwidth term (12n bytes at 500 GB/s): that term rules; with the
+     * read bandwidth at 10 GB/s the floor rules */
+    cpu.read_stream_penalty = 0;
+    cpu.read_stream_gain = 0.5;
+    cpu.read_bandwidth_gbs = 10;
+    f = est("sin2_plus_cos2", MB_F32, MB_PLAN_EAGER, (int64_t)1 << 28, &cpu, NULL);
+    CHECK_NEAR(f.per_kernel[4].mem_s, 2.0 * 4 * ((int64_t)1 << 28) / (1e10 * 1.5), 1e-12);
+    CHECK_NEAR(f.per_kernel[0].mem_s, 1.0 * 4 * ((int64_t)1 << 28) / 1e10, 1e-12); /* one stream: no gain */
+    mb_estimate_free(&f);
+    cpu.read_stream_gain = 0;
 
     /* two-level roofline: with a cache bandwidth, cache hits are not free;
      * at 2^20 on 50 MiB every intermediate hits, but all 11n bytes still
