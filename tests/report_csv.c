@@ -151,6 +151,19 @@ static void test_untrusted(const char *tmp)
     mb_rpt_set_free(&s);
 }
 
+/* Reads path into s (initialised here; the caller frees it), joins it with
+ * the model and fits it; checks that all went well. */
+static int read_join_fit(mb_rpt_set *s, const char *path, mb_err *e)
+{
+    mb_rpt_set_init(s);
+    int rc = mb_rpt_read_csv(s, path, e);
+    if (!rc) rc = mb_rpt_join(s, NULL, e);
+    if (!rc) rc = mb_rpt_fit(s, e);
+    CHECK(rc == MB_OK);
+    if (rc) fprintf(stderr, "  %s\n", e->msg);
+    return rc;
+}
+
 /* Rows with more than a fifth of their samples contended are read, shown and
  * never fitted: here a contended row twice as slow would drag the line. */
 static void test_noisy(const char *tmp)
@@ -167,13 +180,8 @@ static void test_noisy(const char *tmp)
             2 * 8.0 * (double)(1LL << 26) / 3.0e12);
     fclose(fp);
     mb_rpt_set s;
-    mb_rpt_set_init(&s);
     mb_err e;
-    int rc = mb_rpt_read_csv(&s, path, &e);
-    if (!rc) rc = mb_rpt_join(&s, NULL, &e);
-    if (!rc) rc = mb_rpt_fit(&s, &e);
-    CHECK(rc == MB_OK);
-    if (rc) fprintf(stderr, "  %s\n", e.msg);
+    int rc = read_join_fit(&s, path, &e);
     if (!rc) {
         CHECK_EQ_I64(s.n_rows, 6);
         CHECK(!s.rows[0].noisy && s.rows[0].contended == 10); /* 10 of 50: a fifth, not more */
@@ -211,13 +219,8 @@ static void test_drifted(const char *tmp)
     }
     fclose(fp);
     mb_rpt_set s;
-    mb_rpt_set_init(&s);
     mb_err e;
-    int rc = mb_rpt_read_csv(&s, path, &e);
-    if (!rc) rc = mb_rpt_join(&s, NULL, &e);
-    if (!rc) rc = mb_rpt_fit(&s, &e);
-    CHECK(rc == MB_OK);
-    if (rc) fprintf(stderr, "  %s\n", e.msg);
+    int rc = read_join_fit(&s, path, &e);
     if (!rc) {
         CHECK_EQ_I64(s.n_rows, 6);
         static const int want[] = {0, 1, 0, 1, 0, 1}; /* the last: the op rate alone */
