@@ -30,7 +30,11 @@
  * earlier one of its kernel once, and a sin and a cos of one operand as one
  * sincos at the measured sincos rate when the spec has one (2-vCPU Zen 4
  * guest, SLEEF u10 AVX-512, one thread, L1-resident: sin 2.72, cos 2.10,
- * sincos 2.01-2.07 Gelem/s, so sin + cos take 1.7x one sincos).
+ * sincos 2.01-2.07 Gelem/s, so sin + cos take 1.7x one sincos), and, in a
+ * kernel the CPU executor interprets, the copy of each output out of its tile
+ * buffer (and of each 16-bit read into one) at the measured copy rate (five
+ * runs of bench/cpu_validate.sh re-modelled: 148 -> 151 of 171 steady rows
+ * within 25%, the eager plans' -20..-30% rows closer).
  *
  * On a GPU thousands of warps hide one term behind the other: the table's
  * specs leave serial_fraction and the stream penalty at 0. On a CPU the same
@@ -139,6 +143,20 @@ int mb_kernel_compiled(const mb_graph *g, const mb_kernel *K)
     return compiles && ops >= 2;
 }
 
+/* 1 when kernel K evaluates one copy of its one read into its one write of
+ * the same dtype: the executors' raw copy (no tile buffer). */
+static int raw_copy(const mb_graph *g, const mb_kernel *K, const unsigned char *evaluated)
+{
+    if (K->n_reads != 1 || K->n_writes != 1) return 0;
+    int ops = 0, copies = 0;
+    for (int j = 0; j < K->n_nodes; j++) {
+        if (evaluated[j] == 0) continue;
+        ops++;
+        copies += g->nodes[K->nodes[j]].op == MB_OP_COPY;
+    }
+    return ops == 1 && copies == 1 && g->nodes[K->reads[0]].dtype == g->nodes[K->writes[0]].dtype;
+}
+
 static int has_compiled_rates(const mb_device *d)
 {
     for (int op = 0; op < MB_OP_COUNT; op++)
@@ -188,6 +206,16 @@ static void compute_time(const mb_plan *p, const mb_kernel *K, int64_t n, const 
             flops += oc.flops * (double)n;
             sfu += oc.sfu_ops * (double)n;
         }
+    }
+    /* The interpreter evaluates into tile buffers and then copies each output
+     * to its tensor, and widens each 16-bit read into a buffer first
+     * (kernels/exec_cpu.c, prog_run): one copy per element each, at the
+     * measured copy rate. A kernel that is one copy into its own dtype is that
+     * copy alone (costed above). */
+    if (!compiled && d->op_geps[MB_OP_COPY] > 0 && !(evaluated && raw_copy(p->g, K, evaluated))) {
+        int passes = K->n_writes;
+        for (int r = 0; r < K->n_reads; r++) passes += p->g->nodes[K->reads[r]].dtype != MB_F32;
+        rated_s += passes * (double)n / (d->op_geps[MB_OP_COPY] * 1e9);
     }
     free(evaluated);
     /* The ops' flops are single FP32 instructions (add, mul: no FMA to pair

@@ -230,6 +230,21 @@ static void check_time_formula(void)
     CHECK_NEAR(f.per_kernel[0].mem_s, 1.0 * 4 * ((int64_t)1 << 28) / 1e10, 1e-12); /* one stream: no gain */
     mb_estimate_free(&f);
     cpu.read_stream_gain = 0;
+    cpu.read_bandwidth_gbs = 0;
+    /* the interpreter copies each output out of its tile buffer, and widens
+     * each 16-bit read into one: a copy per element each at the copy rate
+     * (2e9/s here); the copy variant's one copy is that copy alone */
+    cpu.op_geps[MB_OP_COPY] = 2;
+    f = est("sin2_plus_cos2", MB_F32, MB_PLAN_EAGER, n, &cpu, NULL);
+    CHECK_NEAR(f.per_kernel[0].compute_s, n / 1e9 + n / 2e9, 1e-12);
+    mb_estimate_free(&f);
+    f = est("sin2_plus_cos2", MB_BF16, MB_PLAN_EAGER, n, &cpu, NULL);
+    CHECK_NEAR(f.per_kernel[0].compute_s, n / 1e9 + 2 * n / 2e9, 1e-12);
+    mb_estimate_free(&f);
+    f = est("copy", MB_F32, MB_PLAN_EAGER, n, &cpu, NULL);
+    CHECK_NEAR(f.per_kernel[0].compute_s, n / 2e9, 1e-12);
+    mb_estimate_free(&f);
+    cpu.op_geps[MB_OP_COPY] = 0;
 
     /* two-level roofline: with a cache bandwidth, cache hits are not free;
      * at 2^20 on 50 MiB every intermediate hits, but all 11n bytes still
