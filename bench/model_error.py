@@ -14,11 +14,19 @@ bound (default 25%), the largest error and where it is, and the drifted rows.
 Exit 0 when every quiet, steady, verified row is within the bound, 1 when one is
 not, 2 on bad usage.
 
-usage: bench/model_error.py FILE.csv... [--bound 25] [--sizes 2^18,2^20,...]
+With --membound BIN the model's times are not the CSV's model_time_s but what BIN's
+`membound model` gives now for each row, from the device spec and variant text the
+CSV carries in its '#' lines: archived measurements against the current model.
+
+usage: bench/model_error.py FILE.csv... [--bound 25] [--sizes 2^18,2^20,...] [--membound BIN]
 """
 import argparse
 import csv
+import io
+import os
+import subprocess
 import sys
+import tempfile
 
 
 # a host reference copy more than this far off the calibrated figure (as measure
@@ -38,26 +46,74 @@ def size_label(n):
     return f"2^{k}" if n == 1 << k else str(n)
 
 
+class Remodel:
+    """The model's time for rows of one CSV, by `BIN model`, from the spec and
+    variant text embedded in the CSV's '#' lines."""
+
+    def __init__(self, binary, path, comments, tmp):
+        self.binary, self.path, self.cache = binary, path, {}
+        self.dir = tempfile.mkdtemp(dir=tmp)
+        spec = [c[len("# device_spec: "):] for c in comments if c.startswith("# device_spec: ")]
+        if not spec:
+            raise ValueError("no '# device_spec:' lines (written by membound measure)")
+        self.spec = os.path.join(self.dir, "spec.ini")
+        with open(self.spec, "w") as f:
+            f.writelines(spec)
+        self.variants = {}
+        for c in comments:
+            if c.startswith("# variant_text "):
+                name, _, text = c[len("# variant_text "):].partition(": ")
+                self.variants.setdefault(name, []).append(text)
+        for name, lines in self.variants.items():
+            vpath = os.path.join(self.dir, name + ".mb")
+            with open(vpath, "w") as f:
+                f.writelines(lines)
+            self.variants[name] = vpath
+
+    def time_s(self, r):
+        key = (r["variant"], r["plan"], r["n"], r["dtype"])
+        if key not in self.cache:
+            variant = self.variants.get(r["variant"], r["variant"])
+            cmd = [self.binary, "model", variant, "--plan", r["plan"], "--n", r["n"],
+                   "--dtype", r["dtype"], "--device", self.spec, "--csv"]
+            got = subprocess.run(cmd, capture_output=True, text=True)
+            rows = list(csv.DictReader(io.StringIO(got.stdout))) if got.returncode == 0 else []
+            if not rows:
+                raise ValueError(f"'{' '.join(cmd)}' failed: {got.stderr.strip()}")
+            self.cache[key] = float(rows[0]["time_s"])
+        return self.cache[key]
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("csv", nargs="+")
     ap.add_argument("--bound", type=float, default=25.0, help="percent (default 25)")
     ap.add_argument("--sizes", default="", help="only these sizes (2^18,2^20,...)")
+    ap.add_argument("--membound", default="", help="recompute the model's times with this binary")
     a = ap.parse_args()
+    tmp = tempfile.TemporaryDirectory() if a.membound else None
     rows = []
     need = {"variant", "plan", "dtype", "n", "reps", "time_s_median", "model_time_s", "verified"}
     for path in a.csv:
         try:
             with open(path, newline="") as f:
-                lines = [line for line in f if not line.startswith("#")]
+                text = f.readlines()
         except OSError as e:
             print(f"model_error.py: error: {path}: {e.strerror}", file=sys.stderr)
             return 2
-        got = list(csv.DictReader(lines))
+        got = list(csv.DictReader(line for line in text if not line.startswith("#")))
         if not got or not need <= set(got[0]):
             print(f"model_error.py: error: {path}: not a membound measure CSV (needs {sorted(need)})",
                   file=sys.stderr)
             return 2
+        if a.membound:
+            try:
+                remodel = Remodel(a.membound, path, [t for t in text if t.startswith("#")], tmp.name)
+            except ValueError as e:
+                print(f"model_error.py: error: {path}: {e}", file=sys.stderr)
+                return 2
+            for r in got:
+                r["_remodel"] = remodel
         rows += got
     try:
         only = {parse_n(s) for s in a.sizes.split(",") if s.strip()}
@@ -74,6 +130,12 @@ def main():
         if only and n not in only:
             continue
         meas, model = float(r["time_s_median"]), float(r["model_time_s"] or "nan")
+        if "_remodel" in r:
+            try:
+                model = r["_remodel"].time_s(r)
+            except (ValueError, OSError) as e:
+                print(f"model_error.py: error: {r['_remodel'].path}: {e}", file=sys.stderr)
+                return 2
         reps = int(r["reps"])
         contended = int(r["contended"]) if r.get("contended") else 0
         noisy = contended > 0 and reps > 0 and 5 * contended > reps

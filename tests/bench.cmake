@@ -7,4 +7,4 @@ set_tests_properties(test_torch_gpu_selftest PROPERTIES SKIP_RETURN_CODE 77 TIME
 # bench/model_error.py (the model-vs-measured table of cpu_validate.sh) on a CSV of its own.
 add_test(NAME test_model_error_table COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/model_error_selftest.sh)
 set_tests_properties(test_model_error_table PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 60
-  ENVIRONMENT "MB_SRC=${CMAKE_SOURCE_DIR}")
+  ENVIRONMENT "MB_SRC=${CMAKE_SOURCE_DIR};MB_BIN=${CMAKE_BINARY_DIR}/bin/membound")

@@ -47,6 +47,27 @@ check "a drifted row outside the bound: exit 0 (got $rc)" [ "$rc" -eq 0 ]
 check "drifted row shows the host's shares" grep -q '^| copy | eager | f32 | +10% | -40% (host copy 140%, op 70%) |$' "$t/out4.txt"
 check "op drift alone marks a row" grep -q '^| copy | fused | f32 | -50% (host op 75%) |  |$' "$t/out4.txt"
 check "summary counts drifted rows apart" grep -q '^1 of 1 quiet, steady, verified rows within 25%; largest error +10.0% .*; 0 of 2 rows measured while the host drifted more than 20%' "$t/out4.txt"
+# --membound: the model's times recomputed from the spec and variant text the
+# CSV carries (copy at 2^25 f32 on a 100 GB/s spec: 2.68 ms; measured 10% longer)
+if [ -x "${MB_BIN:-}" ]; then
+  {
+    echo '# membound measurement'
+    printf '# device_spec: %s\n' '[device]' 'name = t' 'kind = gpu' 'mem_bandwidth_gbs = 100' \
+      'cache_mb = 1' 'fp32_tflops = 10' 'bf16_tflops = 10' 'launch_overhead_us = 1e-6' 'source = test'
+    sed 's/^/# variant_text copy: /' "$src/model/variants/copy.mb"
+    echo "$cols"
+    echo 'cpu,cpu,copy,eager,f32,33554432,1,100,2.952790016e-3,1e-2,1e-2,0.01,5.905580032e-3,1,1,1,1,,,none-cpu,0,1,t,0'
+  } >"$t/r.csv"
+  py "$t/r.csv" --membound "$MB_BIN" >"$t/out5.txt"; rc=$?
+  check "--membound: the model recomputed (exit $rc)" grep -q '^| copy | eager | f32 | -9% |$' "$t/out5.txt"
+  py "$t/r.csv" >"$t/out6.txt"
+  check "without it: the CSV's model_time_s" grep -q '^| copy | eager | f32 | +100% |$' "$t/out6.txt"
+  grep -v '^# device_spec' "$t/r.csv" >"$t/nospec.csv"
+  py "$t/nospec.csv" --membound "$MB_BIN" 2>"$t/err.txt"; rc=$?
+  check "--membound without an embedded spec: exit 2 (got $rc)" [ "$rc" -eq 2 ] && grep -q "no '# device_spec:' lines" "$t/err.txt"
+else
+  echo "skip --membound cases: no MB_BIN"
+fi
 py "$t/missing.csv" 2>"$t/err.txt"; rc=$?
 check "missing file: exit 2 and one line (got $rc)" [ "$rc" -eq 2 ] && grep -q 'model_error.py: error: .*missing.csv' "$t/err.txt"
 printf 'a,b\n1,2\n' >"$t/bad.csv"
