@@ -34,7 +34,7 @@ step "calibrate again: how far did the host drift from one calibration to the ne
 cals=() meas=()
 for v in $variants; do cals+=("$out/local-cpu-$v.ini"); meas+=("$out/all-$v.csv"); done
 awk -F' = ' 'FNR == 1 { f++; name[f] = FILENAME; sub(/.*local-cpu-/, "", name[f]); sub(/\.ini$/, "", name[f]) }
-  $1 ~ /^(measured_bandwidth_gbs|read_bandwidth_gbs|host_ref_copy_gbs|host_ref_sin_geps|op_sigmoid_geps|op_sin_compiled_geps|op_tanh_compiled_geps)$/ {
+  $1 ~ /^(measured_bandwidth_gbs|read_bandwidth_gbs|host_ref_copy_gbs|host_ref_sin_geps|host_ref_sigmoid_geps|op_sigmoid_geps|op_sin_compiled_geps|op_tanh_compiled_geps)$/ {
     v[f, $1] = $2; k[$1] = 1 }
   END { worst = 0
     for (x in k) { line = sprintf("  %-24s", x)

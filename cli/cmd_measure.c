@@ -57,8 +57,9 @@ static void usage(FILE *fp)
             "With a calibrated CPU spec, this host's copy bandwidth is measured again\n"
             "before and after the rows (~1 s each) and written as a '# host_check:'\n"
             "line; beside each cold row's samples (every 0.5 s, not timed) that copy\n"
-            "(~9 ms) and calibrate's sin rate probe (~1 ms) are timed again into its\n"
-            "host_copy_gbs, host_copy_ratio and host_op_ratio columns; a warning says\n"
+            "(~9 ms) and calibrate's sin and sigmoid rate probes (~1 ms each) are\n"
+            "timed again into its host_copy_gbs, host_copy_ratio and host_op_ratio\n"
+            "columns (the op ratio farther from 1); a warning says\n"
             "when one is more than 20%% off the calibrated figure the model columns\n"
             "assume (a shared host drifts).\n"
             "\n"
@@ -291,7 +292,7 @@ static void free_graphs(mb_graph **g, int n)
     free(g);
 }
 
-/* "copy 78%, sin 65%": the host reference's ratios of a row, as percentages
+/* "copy 78%, ops 65%": the host reference's ratios of a row, as percentages
  * of the calibrated figures (those it has). */
 static const char *host_ratios(const mb_meas_record *r, char *buf, size_t size)
 {
@@ -299,8 +300,7 @@ static const char *host_ratios(const mb_meas_record *r, char *buf, size_t size)
     buf[0] = '\0';
     if (r->host_copy_ratio > 0) len = snprintf(buf, size, "copy %.0f%%", 100 * r->host_copy_ratio);
     if (r->host_op_ratio > 0 && len >= 0 && (size_t)len < size)
-        snprintf(buf + len, size - (size_t)len, "%s%s %.0f%%", len ? ", " : "",
-                 mb_op_name(MB_MEAS_HOSTREF_OP), 100 * r->host_op_ratio);
+        snprintf(buf + len, size - (size_t)len, "%sops %.0f%%", len ? ", " : "", 100 * r->host_op_ratio);
     return buf;
 }
 
@@ -587,7 +587,8 @@ int mb_cmd_measure(int argc, char **argv)
         }
     }
     if (host_check) {
-        href.calibrated_op_geps = dev.host_ref_sin_geps;
+        href.calibrated_op_geps[0] = dev.host_ref_sin_geps;
+        href.calibrated_op_geps[1] = dev.host_ref_sigmoid_geps;
         host_gbs[0] = mb_meas_hostref_median_gbs(&href, 5);
         o.cfg.hostref = &href;
         if (!o.quiet)

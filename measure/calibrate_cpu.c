@@ -692,18 +692,19 @@ int mb_meas_calibrate_cpu(int threads, int quick, void (*progress)(const char *l
         /* the host reference on the copy's arrays, once a round: measure
          * times the same beside its rows and compares */
         mb_meas_hostref href = {.src = sc.a, .dst = sc.b, .n = sc.n};
-        double ref_copy[CAL_ROUNDS], ref_sin[CAL_ROUNDS];
+        double ref_copy[CAL_ROUNDS], ref_op[MB_MEAS_HOSTREF_N_OPS][CAL_ROUNDS];
         for (int r = 0; r < rounds && !hopeless; r++) {
             for (int i = 0; i < nf && !hopeless; i++) {
                 figure_sample(&figs[i], out->threads);
                 hopeless = !quick && 2 * figs[i].contended > rounds;
             }
             if (quick) continue; /* a smoke test's arrays are not measure's: no reference */
-            ref_copy[n_ref] = mb_meas_hostref_copy_gbs(&href);
-            ref_sin[n_ref++] = mb_meas_hostref_op_geps();
+            for (int o = 0; o < MB_MEAS_HOSTREF_N_OPS; o++) ref_op[o][n_ref] = mb_meas_hostref_op_geps(o);
+            ref_copy[n_ref++] = mb_meas_hostref_copy_gbs(&href);
         }
         out->ref_copy_gbs = mb_meas_median_rate(ref_copy, n_ref);
-        out->ref_sin_geps = mb_meas_median_rate(ref_sin, n_ref);
+        for (int o = 0; o < MB_MEAS_HOSTREF_N_OPS; o++)
+            out->ref_op_geps[o] = mb_meas_median_rate(ref_op[o], n_ref);
         double bw_spread = 0, op_spread = 0;
         out->copy_gbs = figure_rate(&figs[F_COPY], &bw_spread);
         out->copy_plain_gbs = figure_rate(&figs[F_COPY_PLAIN], &bw_spread);
@@ -780,7 +781,8 @@ void mb_meas_calib_to_device(const mb_meas_calib *c, const char *command_line, m
     for (int op = 0; op < MB_OP_COUNT; op++) d->op_compiled_geps[op] = c->op_compiled_geps[op];
     d->sincos_compiled_geps = c->sincos_compiled_geps;
     d->host_ref_copy_gbs = c->ref_copy_gbs;
-    d->host_ref_sin_geps = c->ref_sin_geps;
+    d->host_ref_sin_geps = c->ref_op_geps[0];
+    d->host_ref_sigmoid_geps = c->ref_op_geps[1];
     char llc[96];
     if (c->llc_from_knee)
         snprintf(llc, sizeof llc, "LLC %.0f MiB from a measured knee (system reports %.0f MiB)",

@@ -1,8 +1,8 @@
 /* hostref.c — the host reference: the copy `calibrate` times for the spec's
  * copy bandwidth (a non-temporal copy of its stream arrays), kept allocated
  * so that `measure` can time it again before and after its rows and beside
- * the samples of every row, and calibrate's op-rate probe of one op (sin,
- * L1-resident tiles). A shared host's memory bandwidth and op rates drift
+ * the samples of every row, and calibrate's op-rate probe of two ops (sin
+ * and sigmoid, L1-resident tiles). A shared host's memory bandwidth and op rates drift
  * (10-60% over minutes on a 2-vCPU guest here, not always together) while
  * the model columns assume the calibrated figures: the reference says, row
  * by row, how far the host was from them. Compiled with the calibration's
@@ -15,6 +15,8 @@
 #if defined(__AVX512F__) || defined(__AVX__)
 #include <immintrin.h>
 #endif
+
+const mb_op mb_meas_hostref_ops[MB_MEAS_HOSTREF_N_OPS] = {MB_OP_SIN, MB_OP_SIGMOID};
 
 /* A contended reference copy is taken again up to this often, then kept. */
 #define HOSTREF_RETRIES 2
@@ -123,14 +125,14 @@ double mb_meas_hostref_copy_gbs(mb_meas_hostref *h)
     return w > 0 ? 2.0 * (double)h->n * sizeof(float) / w / 1e9 : 0;
 }
 
-double mb_meas_hostref_op_geps(void)
+double mb_meas_hostref_op_geps(int i)
 {
     double w = 0, elements = 0;
     for (int a = 0;; a++) {
         mb_meas_contention cs;
         mb_meas_contention_begin(&cs);
         double t0 = mb_meas_now_s();
-        elements = mb_meas_op_rate_run(MB_MEAS_HOSTREF_OP, MB_MEAS_HOSTREF_OP_ROUNDS);
+        elements = mb_meas_op_rate_run(mb_meas_hostref_ops[i], MB_MEAS_HOSTREF_OP_ROUNDS);
         w = mb_meas_now_s() - t0;
         if (!mb_meas_contention_end(&cs, w, mb_kern_threads(), 0) || a == HOSTREF_RETRIES) break;
     }

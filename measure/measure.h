@@ -275,6 +275,12 @@ int mb_meas_run(mb_meas_backend b, const mb_plan *p, int64_t n, const mb_meas_co
 
 /* ---- calibration ------------------------------------------------------------ */
 
+/* The ops of the host reference's compute probe (hostref.c): two of the
+ * lecture's costly ones, whose rates drift apart (between two calibrations
+ * here sigmoid moved 34-39%, sin 12-18%); a row's host_op_ratio is the one
+ * farther from 1. */
+#define MB_MEAS_HOSTREF_N_OPS 2
+
 /* This machine's roofs, measured by mb_meas_calibrate_cpu. Bandwidths count
  * requested bytes (STREAM's convention: copy = read n + write n), all threads,
  * arrays >= 4x the last-level cache, median of the timed repetitions. */
@@ -295,7 +301,7 @@ typedef struct mb_meas_calib {
     double ref_copy_gbs;    /* the host reference (mb_meas_hostref_copy_gbs on the
                                copy arrays) and its op probe, one of each per
                                round: what measure times again beside its rows */
-    double ref_sin_geps;
+    double ref_op_geps[MB_MEAS_HOSTREF_N_OPS]; /* its op probes: sin, sigmoid */
     int compiled_ops;       /* ops with a compiled rate (0: no compiler) */
     double pass_overhead_us;/* one executor pass over a tiny array (fork/join) */
     double cache_gbs;       /* copy, both arrays in the last-level cache (plain stores) */
@@ -360,7 +366,7 @@ void mb_meas_copy_nt(float *dst, const float *src, int64_t n);
 
 /* The host reference: a copy of calibrate's bandwidth arrays that follows a
  * copy, and its op-rate probe of one op, timed by calibrate once a round
- * (the spec's host_ref_copy_gbs and host_ref_sin_geps) and by measure before
+ * (the spec's host_ref_copy_gbs, host_ref_sin_geps and host_ref_sigmoid_geps) and by measure before
  * and after its rows and beside each row's samples (the protocol, when
  * c->hostref is set): a shared host drifts (10-60% over minutes on a 2-vCPU
  * guest here), and the model columns assume the calibrated figures. */
@@ -368,7 +374,8 @@ typedef struct mb_meas_hostref {
     float *src, *dst;
     int64_t n;             /* elements of each array */
     double calibrated_gbs; /* the spec's host_ref_copy_gbs */
-    double calibrated_op_geps; /* the spec's host_ref_sin_geps; <= 0: no op reference */
+    double calibrated_op_geps[MB_MEAS_HOSTREF_N_OPS]; /* the spec's host_ref_sin_geps
+                              and host_ref_sigmoid_geps; <= 0: no such reference */
     double interval_s;     /* within a row, a reference at most this often
                               (and before the first and the last sample) */
 } mb_meas_hostref;
@@ -379,8 +386,8 @@ typedef struct mb_meas_hostref {
 #define MB_MEAS_HOSTREF_INTERVAL_S 0.5
 /* References a row keeps (a longer row's later ones replace its last). */
 #define MB_MEAS_HOSTREF_MAX 64
-/* The op of the compute reference: sin, one of the lecture's costly ops. */
-#define MB_MEAS_HOSTREF_OP MB_OP_SIN
+/* The ops of the compute reference (MB_MEAS_HOSTREF_N_OPS, above) */
+extern const mb_op mb_meas_hostref_ops[MB_MEAS_HOSTREF_N_OPS]; /* sin, sigmoid */
 #define MB_MEAS_HOSTREF_OP_ROUNDS 4000
 
 /* Allocates two arrays of n f32 (use mb_meas_stream_elements: the figure is
@@ -393,9 +400,9 @@ int mb_meas_hostref_init(mb_meas_hostref *h, int64_t n, double calibrated_gbs, m
 double mb_meas_hostref_copy_gbs(mb_meas_hostref *h);
 /* The median of reps (1..16) such copies, 1e9/s. */
 double mb_meas_hostref_median_gbs(mb_meas_hostref *h, int reps);
-/* One timed run of the op-rate probe of MB_MEAS_HOSTREF_OP (~1 ms; taken
+/* One timed run of the op-rate probe of mb_meas_hostref_ops[i] (~1 ms; taken
  * again, twice at most, while contended): elements per second, 1e9/s. */
-double mb_meas_hostref_op_geps(void);
+double mb_meas_hostref_op_geps(int i);
 void mb_meas_hostref_free(mb_meas_hostref *h);
 
 /* calibrate's op-rate probe: op over an L1-resident tile of MB_KERN_TILE

@@ -67,13 +67,20 @@ static void row_finish(mb_meas_record *row, const double *samples, int ns, int c
 /* The host reference's columns: the median of the row's reference copies
  * and op probes, and their ratios to the calibrated figures (NAN: none). */
 static void host_finish(mb_meas_record *row, mb_meas_record *per_kernel, int nk, const double *refs,
-                        int n_ref, double calibrated_gbs, const double *ops_geps, int n_op,
-                        double calibrated_op_geps)
+                        int n_ref, const mb_meas_hostref *hr,
+                        double ops_geps[][MB_MEAS_HOSTREF_MAX], const int *n_op)
 {
     row->host_copy_gbs = mb_meas_median_rate(refs, n_ref);
-    row->host_copy_ratio = calibrated_gbs > 0 ? row->host_copy_gbs / calibrated_gbs : NAN;
-    row->host_op_ratio = n_op && calibrated_op_geps > 0
-                             ? mb_meas_median_rate(ops_geps, n_op) / calibrated_op_geps : NAN;
+    row->host_copy_ratio = hr->calibrated_gbs > 0 ? row->host_copy_gbs / hr->calibrated_gbs : NAN;
+    /* the op ratio farthest from 1 either way */
+    row->host_op_ratio = NAN;
+    for (int o = 0; o < MB_MEAS_HOSTREF_N_OPS; o++) {
+        double geps = mb_meas_median_rate(ops_geps[o], n_op[o]);
+        if (!(geps > 0 && hr->calibrated_op_geps[o] > 0)) continue;
+        double ratio = geps / hr->calibrated_op_geps[o];
+        if (isnan(row->host_op_ratio) || fabs(log(ratio)) > fabs(log(row->host_op_ratio)))
+            row->host_op_ratio = ratio;
+    }
     for (int k = 0; per_kernel && k < nk; k++) {
         per_kernel[k].host_copy_gbs = row->host_copy_gbs;
         per_kernel[k].host_copy_ratio = row->host_copy_ratio;
@@ -154,8 +161,8 @@ int mb_meas_protocol_run(const mb_meas_ops *ops, const mb_plan *p, int64_t n, co
      * sample c->hostref->interval_s after the previous reference: the flush
      * still comes right before every sample, reference or not (a copy makes
      * the next one run up to ~10% faster than a read sweep does here) */
-    int ns = 0, contended = 0, watched = 0, dropped = 0, n_ref = 0, n_op = 0;
-    double refs[MB_MEAS_HOSTREF_MAX], ops_geps[MB_MEAS_HOSTREF_MAX], t_ref = 0;
+    int ns = 0, contended = 0, watched = 0, dropped = 0, n_ref = 0, n_op[MB_MEAS_HOSTREF_N_OPS] = {0};
+    double refs[MB_MEAS_HOSTREF_MAX], ops_geps[MB_MEAS_HOSTREF_N_OPS][MB_MEAS_HOSTREF_MAX], t_ref = 0;
     mb_meas_hostref *hr = c->cold ? c->hostref : NULL;
     mb_meas_sample s;
     const double t_begin = mb_meas_now_s();
@@ -168,10 +175,13 @@ int mb_meas_protocol_run(const mb_meas_ops *ops, const mb_plan *p, int64_t n, co
                          ns >= cap;
         if (hr && (ns == 0 || last || mb_meas_now_s() - t_ref >= hr->interval_s)) {
             double gbs = mb_meas_hostref_copy_gbs(hr);
-            double geps = hr->calibrated_op_geps > 0 ? mb_meas_hostref_op_geps() : 0;
-            t_ref = mb_meas_now_s();
             if (gbs > 0) refs[n_ref < MB_MEAS_HOSTREF_MAX ? n_ref++ : MB_MEAS_HOSTREF_MAX - 1] = gbs;
-            if (geps > 0) ops_geps[n_op < MB_MEAS_HOSTREF_MAX ? n_op++ : MB_MEAS_HOSTREF_MAX - 1] = geps;
+            for (int o = 0; o < MB_MEAS_HOSTREF_N_OPS; o++) {
+                double geps = hr->calibrated_op_geps[o] > 0 ? mb_meas_hostref_op_geps(o) : 0;
+                int *k = &n_op[o];
+                if (geps > 0) ops_geps[o][*k < MB_MEAS_HOSTREF_MAX ? (*k)++ : MB_MEAS_HOSTREF_MAX - 1] = geps;
+            }
+            t_ref = mb_meas_now_s();
         }
         if (last && c->check && (rc = ops->poison(&r, ops->final_rep, err))) goto done;
         if (c->cold && (rc = ops->flush(&r, err))) goto done;
@@ -199,8 +209,7 @@ int mb_meas_protocol_run(const mb_meas_ops *ops, const mb_plan *p, int64_t n, co
         row->contended = contended;
         for (int k = 0; per_kernel && k < nk; k++) per_kernel[k].contended = contended;
     }
-    if (n_ref) host_finish(row, per_kernel, nk, refs, n_ref, hr->calibrated_gbs, ops_geps, n_op,
-                           hr->calibrated_op_geps);
+    if (n_ref) host_finish(row, per_kernel, nk, refs, n_ref, hr, ops_geps, n_op);
     if (ops->after_timing) rc = ops->after_timing(&r, err);
 done:
     ops->release(&r, rc);

@@ -57,6 +57,7 @@ static const key_spec spec_keys[] = {
     {"op_sincos_compiled_geps", KEY_NUM, KEY_OPTIONAL, FIELD(sincos_compiled_geps)},
     {"host_ref_copy_gbs", KEY_NUM, KEY_OPTIONAL, FIELD(host_ref_copy_gbs)},
     {"host_ref_sin_geps", KEY_NUM, KEY_OPTIONAL, FIELD(host_ref_sin_geps)},
+    {"host_ref_sigmoid_geps", KEY_NUM, KEY_OPTIONAL, FIELD(host_ref_sigmoid_geps)},
     {"source", KEY_STR, KEY_REQUIRED, FIELD(source)},
     {"measured_at", KEY_STR, KEY_OPTIONAL, FIELD(measured_at)},
 };

@@ -241,8 +241,9 @@ typedef struct mb_device {
                                      follows a copy of the bandwidth arrays),
                                      1e9 B/s; measure times it again beside its
                                      rows to tell the host's drift (0: none) */
-    double host_ref_sin_geps;     /* optional: the same for its op probe (sin
-                                     over L1-resident tiles), 1e9 elements/s */
+    double host_ref_sin_geps;     /* optional: the same for its op probes, sin */
+    double host_ref_sigmoid_geps; /* and sigmoid over L1-resident tiles (op rates
+                                     do not drift together), 1e9 elements/s */
     char source[512];             /* where the numbers come from */
     char measured_at[256];        /* optional: host and date of calibration */
 } mb_device;

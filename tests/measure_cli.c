@@ -240,7 +240,8 @@ int main(void)
      * warned. A quick calibration (a smoke test's small arrays) has no
      * reference: measure says so and checks nothing */
     ini = strdup(slurp("cpu.ini")); /* slurp's buffer is reused */
-    char *ref = ini ? strstr(ini, "\nhost_ref_copy_gbs = 0\nhost_ref_sin_geps = 0\n") : NULL;
+    const char *zero_ref = "\nhost_ref_copy_gbs = 0\nhost_ref_sin_geps = 0\nhost_ref_sigmoid_geps = 0\n";
+    char *ref = ini ? strstr(ini, zero_ref) : NULL;
     CHECK(ref != NULL);
     const char *noref[] = {"measure", "--backend", "cpu", "--threads", "1", "--timeout", "0.2",
                            "--device", "cpu.ini", "--plan", "eager", "--sizes", "2^12", "-o",
@@ -254,8 +255,8 @@ int main(void)
         FILE *fp = fopen(fast, "w");
         CHECK(fp != NULL);
         if (fp) {
-            fprintf(fp, "%.*s\nhost_ref_copy_gbs = 100000\nhost_ref_sin_geps = 0.001\n%s", (int)(ref - ini),
-                    ini, ref + strlen("\nhost_ref_copy_gbs = 0\nhost_ref_sin_geps = 0\n"));
+            fprintf(fp, "%.*s\nhost_ref_copy_gbs = 100000\nhost_ref_sin_geps = 0.001\n"
+                    "host_ref_sigmoid_geps = 0\n%s", (int)(ref - ini), ini, ref + strlen(zero_ref));
             fclose(fp);
         }
         const char *hc[] = {"measure", "--backend", "cpu", "--threads", "1", "--timeout", "0.2",
@@ -267,9 +268,9 @@ int main(void)
         CHECK(strstr(slurp("hc.csv"), " after, 100000.0 calibrated\n") != NULL);
         /* and row by row: the reference copy beside the samples, its ratio
          * to the calibrated figure in the row, a warning and the table's mark */
-        CHECK(strstr(slurp("stderr.txt"), "during the row the host ran at copy 0%, sin ") != NULL);
+        CHECK(strstr(slurp("stderr.txt"), "during the row the host ran at copy 0%, ops ") != NULL);
         CHECK(strstr(slurp("stderr.txt"), "1 of 1 rows measured while the host's copy") != NULL);
-        CHECK(strstr(slurp("stdout.txt"), "[host copy 0%, sin ") != NULL);
+        CHECK(strstr(slurp("stdout.txt"), "[host copy 0%, ops ") != NULL);
         double gbs = 0, ratio = 0, op = 0;
         CHECK_EQ_I64(csv_tail3(slurp("hc.csv"), &gbs, &ratio, &op), 3);
         CHECK(gbs > 0.1 && gbs < 100000);

@@ -469,9 +469,9 @@ static void host_reference(const mb_plan *p)
     mb_err e;
     CHECK_EQ_I64(mb_meas_hostref_init(&h, 1 << 14, 1e6, &e), MB_OK);
     CHECK_EQ_I64(h.n, 1 << 14);
-    CHECK(h.calibrated_op_geps == 0); /* no op reference unless set */
+    CHECK(h.calibrated_op_geps[0] == 0 && h.calibrated_op_geps[1] == 0); /* none unless set */
     CHECK(mb_meas_hostref_copy_gbs(&h) > 0);
-    CHECK(mb_meas_hostref_op_geps() > 0);
+    for (int o = 0; o < MB_MEAS_HOSTREF_N_OPS; o++) CHECK(mb_meas_hostref_op_geps(o) > 0);
     /* medians of rates: the rate of the median time; non-positive skipped */
     CHECK_NEAR(mb_meas_median_rate((const double[]){1, 4, 2}, 3), 2, 1e-12);
     CHECK_NEAR(mb_meas_median_rate((const double[]){0, 5, -1}, 3), 5, 1e-12);
@@ -499,11 +499,19 @@ static void host_reference(const mb_plan *p)
     reset();
     config(&c);
     c.hostref = &h;
-    h.calibrated_op_geps = 1e-6;
+    h.calibrated_op_geps[0] = 1e-6;
     CHECK_EQ_I64(run(p, 4096, &c, &row, pk, why, sizeof why, &e), MB_OK);
     CHECK(row.host_op_ratio > 1e3 && pk[0].host_op_ratio == row.host_op_ratio);
     CHECK(MB_MEAS_HOST_DRIFTED(1.0, row.host_op_ratio) && !MB_MEAS_HOST_DRIFTED(1.0, 1.1));
-    h.calibrated_op_geps = 0;
+    /* two ops: the ratio farther from 1 on a log scale. sin at ~5 Gelem/s
+     * against 1e-6 is ~5e6 above; sigmoid against 1e9 is ~1e-8 below: farther */
+    h.calibrated_op_geps[1] = 1e9;
+    CHECK_EQ_I64(run(p, 4096, &c, &row, pk, why, sizeof why, &e), MB_OK);
+    CHECK(row.host_op_ratio < 1e-3);
+    h.calibrated_op_geps[0] = 1e-12; /* now sin's ratio, ~1e12 above, is the farther */
+    CHECK_EQ_I64(run(p, 4096, &c, &row, pk, why, sizeof why, &e), MB_OK);
+    CHECK(row.host_op_ratio > 1e7);
+    h.calibrated_op_geps[0] = h.calibrated_op_geps[1] = 0;
     /* warm: no reference */
     reset();
     config(&c);

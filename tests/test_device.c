@@ -67,7 +67,8 @@ static void check_same(const mb_device *a, const mb_device *b)
     CHECK(a->sincos_geps == b->sincos_geps && a->sincos_compiled_geps == b->sincos_compiled_geps);
     CHECK(a->write_allocate == b->write_allocate);
     CHECK(a->read_stream_penalty == b->read_stream_penalty && a->read_stream_gain == b->read_stream_gain);
-    CHECK(a->host_ref_copy_gbs == b->host_ref_copy_gbs && a->host_ref_sin_geps == b->host_ref_sin_geps);
+    CHECK(a->host_ref_copy_gbs == b->host_ref_copy_gbs && a->host_ref_sin_geps == b->host_ref_sin_geps &&
+          a->host_ref_sigmoid_geps == b->host_ref_sigmoid_geps);
     CHECK(strcmp(a->source, b->source) == 0);
     CHECK(strcmp(a->measured_at, b->measured_at) == 0);
 }
@@ -260,6 +261,7 @@ static void test_round_trip(void)
     d.host_ref_copy_gbs = 61.25;
     d.read_stream_gain = 0.3125;
     d.host_ref_sin_geps = 4.5;
+    d.host_ref_sigmoid_geps = 8.25;
     CHECK_EQ_I64(mb_device_write_ini(&d, path, &err), MB_OK);
     mb_device back;
     memset(&back, 0, sizeof back);
