@@ -34,7 +34,10 @@
  * kernel the CPU executor interprets, the copy of each output out of its tile
  * buffer (and of each 16-bit read into one) at the measured copy rate (five
  * runs of bench/cpu_validate.sh re-modelled: 148 -> 151 of 171 steady rows
- * within 25%, the eager plans' -20..-30% rows closer).
+ * within 25%, the eager plans' -20..-30% rows closer). A raw copy (one copy
+ * into its own dtype) is the loop calibrate's bandwidth probes time: its
+ * memory term is all of its cost (seven runs re-modelled: copy at 2^25 from
+ * +9..+44% to +4..+34%, 207 -> 209 of 227 steady rows within 25%).
  *
  * On a GPU thousands of warps hide one term behind the other: the table's
  * specs leave serial_fraction and the stream penalty at 0. On a CPU the same
@@ -178,6 +181,9 @@ static void compute_time(const mb_plan *p, const mb_kernel *K, int64_t n, const 
     const int compiled = has_compiled_rates(d) && mb_kernel_compiled(p->g, K);
     const double sincos_geps = compiled && d->sincos_compiled_geps > 0 ? d->sincos_compiled_geps
                                                                       : d->sincos_geps;
+    /* a raw copy is the loop calibrate's bandwidth probes time (a vector
+     * load and store per element): its memory term holds all of its work */
+    const int is_raw_copy = evaluated && raw_copy(p->g, K, evaluated);
     for (int j = 0; j < K->n_nodes; j++) {
         int id = K->nodes[j];
         mb_op op = p->g->nodes[id].op;
@@ -196,8 +202,9 @@ static void compute_time(const mb_plan *p, const mb_kernel *K, int64_t n, const 
         /* x**2, x**3: multiplies, costed at the measured multiply rate */
         double times = 1;
         if (op == MB_OP_POW && oc.sfu_ops == 0) { op = MB_OP_MUL; times = oc.flops; }
-        /* a copy inside compiled code is the same register: free */
-        if (compiled && op == MB_OP_COPY) continue;
+        /* a copy inside compiled code is the same register: free; a raw
+         * copy's cost is its memory term */
+        if ((compiled || is_raw_copy) && op == MB_OP_COPY) continue;
         double rate = (compiled && d->op_compiled_geps[op] > 0 ? d->op_compiled_geps[op]
                                                                : d->op_geps[op]) * 1e9;
         if (rate > 0) {
@@ -212,7 +219,7 @@ static void compute_time(const mb_plan *p, const mb_kernel *K, int64_t n, const 
      * (kernels/exec_cpu.c, prog_run): one copy per element each, at the
      * measured copy rate. A kernel that is one copy into its own dtype is that
      * copy alone (costed above). */
-    if (!compiled && d->op_geps[MB_OP_COPY] > 0 && !(evaluated && raw_copy(p->g, K, evaluated))) {
+    if (!compiled && d->op_geps[MB_OP_COPY] > 0 && !is_raw_copy) {
         int passes = K->n_writes;
         for (int r = 0; r < K->n_reads; r++) passes += p->g->nodes[K->reads[r]].dtype != MB_F32;
         rated_s += passes * (double)n / (d->op_geps[MB_OP_COPY] * 1e9);
