@@ -33,6 +33,7 @@ static void usage(FILE *fp)
             "  -o FILE       output spec, default local-cpu.ini (written atomically)\n"
             "  --threads N   threads (default: all cores)\n"
             "  --quick       short, cache-sized run (for tests; numbers not for the model)\n"
+            "  -q, --quiet   no progress notes (warnings still shown)\n"
             "  --cached      use this host's cached calibration when there is one (as\n"
             "                'measure' does) instead of measuring again\n"
             "  -h, --help    this help\n"
@@ -50,11 +51,12 @@ int mb_cmd_calibrate(int argc, char **argv)
 {
     static const struct option opts[] = {
         {"backend", required_argument, 0, 'b'}, {"output", required_argument, 0, 'o'},
-        {"threads", required_argument, 0, 'T'}, {"quick", no_argument, 0, 'q'},
+        {"threads", required_argument, 0, 'T'}, {"quick", no_argument, 0, 'Q'},
+        {"quiet", no_argument, 0, 'q'},
         {"cached", no_argument, 0, 'c'}, {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
     const char *out_path = "local-cpu.ini";
     mb_meas_backend backend = MB_MEAS_CPU;
-    int threads = 0, quick = 0, cached = 0, c;
+    int threads = 0, quick = 0, quiet = 0, cached = 0, c;
     opterr = 0;
     optind = 1;
     while ((c = getopt_long(argc, argv, ":hb:o:T:q", opts, NULL)) != -1) {
@@ -72,7 +74,8 @@ int mb_cmd_calibrate(int argc, char **argv)
             threads = (int)v;
             break;
         }
-        case 'q': quick = 1; break;
+        case 'Q': quick = 1; break;
+        case 'q': quiet = 1; break;
         case 'c': cached = 1; break;
         case 'h': usage(stdout); return 0;
         default: return mb_cli_bad_option(c, argv, optind, optopt, "calibrate");
@@ -100,6 +103,7 @@ int mb_cmd_calibrate(int argc, char **argv)
         mb_meas_config cfg;
         mb_meas_config_default(&cfg);
         cfg.note = mb_cli_meas_note;
+        cfg.quiet = quiet;
         mb_meas_config_env(&cfg, getenv);
         char summary[2048];
         if (mb_meas_cuda_calibrate(&cfg, &d, summary, sizeof summary, &e)) return mb_cli_fail_err(1, &e);
@@ -112,25 +116,25 @@ int mb_cmd_calibrate(int argc, char **argv)
                                                         getenv("XDG_CACHE_HOME"), getenv("HOME"),
                                                         mb_kern_threads(), cache, sizeof cache,
                                                         cnote, sizeof cnote, &e) == MB_OK;
-        if (have_cache && cnote[0]) mb_cli_note("%s", cnote);
+        if (have_cache && cnote[0] && !quiet) mb_cli_note("%s", cnote);
         double age_s = 0;
         int rc = have_cache && cached ? mb_meas_cache_load(cache, &d, &age_s, &e) : 1;
         if (rc == MB_OK) {
-            mb_cli_note("using the cached calibration %s (%.1f h old)", cache, age_s / 3600.0);
+            if (!quiet) mb_cli_note("using the cached calibration %s (%.1f h old)", cache, age_s / 3600.0);
             if (mb_device_write_ini(&d, out_path, &e)) return mb_cli_fail_err(1, &e);
             printf("wrote %s from %s (use: --device %s)\n", out_path, cache, out_path);
             return 0;
         }
-        if (rc != 1) mb_cli_note("ignoring the cached calibration: %s", e.msg);
+        if (rc != 1 && !quiet) mb_cli_note("ignoring the cached calibration: %s", e.msg);
         mb_meas_calib cal;
         double t0 = mb_meas_now_s();
-        rc = mb_meas_calibrate_cpu(threads, quick, progress, &cal, &e);
+        rc = mb_meas_calibrate_cpu(threads, quick, quiet ? NULL : progress, &cal, &e);
         if (rc) return mb_cli_fail_err(1, &e);
         mb_meas_calib_to_device(&cal, cmdline, &d);
-        mb_cli_note("calibrated in %.1f s", mb_meas_now_s() - t0);
+        if (!quiet) mb_cli_note("calibrated in %.1f s", mb_meas_now_s() - t0);
         if (have_cache) {
             if (mb_meas_cache_save(cache, &d, &e)) mb_cli_note("calibration not cached: %s", e.msg);
-            else mb_cli_note("cached as %s (measure uses it when given no --device)", cache);
+            else if (!quiet) mb_cli_note("cached as %s (measure uses it when given no --device)", cache);
         }
         printf("%s: %d threads, LLC %.1f MiB, vector math %s\n", d.label, cal.threads,
                d.cache_mb, mb_kern_vector_isa());

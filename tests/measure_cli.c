@@ -222,9 +222,17 @@ int main(void)
     CHECK(strstr(part, ",16777216,") == NULL); /* the row in flight is not kept */
     CHECK(stray_files("kern.csv") == 2); /* small.csv and part.csv */
 
+    /* -q is --quiet, as for measure (not --quick): no progress notes, the
+     * warning that a quick spec is not for the model still shown */
+    const char *calq[] = {"calibrate", "-q", "--quick", "--threads", "1", "-o", "cpuq.ini", NULL};
+    CHECK_EQ_I64(exit_code(run(0, calq)), 0);
+    CHECK(strstr(slurp("stderr.txt"), "note: calibrate:") == NULL);
+    CHECK(strstr(slurp("stderr.txt"), "--quick: cache-sized arrays") != NULL);
+
     /* quick calibration: a spec that the model accepts */
     const char *cal[] = {"calibrate", "--quick", "--threads", "1", "-o", "cpu.ini", NULL};
     CHECK_EQ_I64(exit_code(run(0, cal)), 0);
+    CHECK(strstr(slurp("stderr.txt"), "note: calibrate: [") != NULL); /* progress */
     char *ini = slurp("cpu.ini");
     CHECK(strstr(ini, "name = local-cpu") && strstr(ini, "kind = cpu") &&
           strstr(ini, "op_sin_geps") && strstr(ini, "measured_at"));
