@@ -338,10 +338,16 @@ int mb_meas_calibrate_overlap(mb_meas_calib *c, int64_t n, int reps, mb_err *err
 
 /* The effective last-level cache: warm copy bandwidth over working sets from
  * 1 MiB doubling to 4x reported_bytes (64..512 MiB, the largest taken as
- * DRAM), and the largest size still 1.5x faster than DRAM. *knee_bytes gets
- * that working set, or reported_bytes when no smaller size is 1.5x faster
- * than DRAM; *from_knee says which (1: measured), desc too, with the figures.
- * quick != 0: fewer samples. MB_ERUN when memory runs out. */
+ * DRAM), each size the median of 3 interleaved sweeps, and the largest size
+ * still 5/3 as fast as DRAM. *knee_bytes gets that working set, or
+ * reported_bytes when no smaller size is 1.5x faster than DRAM; *from_knee
+ * says which (1: measured), desc too, with the figures. quick != 0: one
+ * sweep. MB_ERUN when memory runs out. */
+/* The knee of such a curve: gbs[i] (GB/s) at working sets doubling from
+ * i = 0, the last taken as DRAM. The index of the largest size still 5/3 as
+ * fast as DRAM, or -1 when no size is 1.5x as fast (no knee). */
+int mb_meas_knee_pick(const double *gbs, int np);
+
 int mb_meas_cache_knee(int64_t reported_bytes, int quick, int64_t *knee_bytes, int *from_knee,
                        char *desc, size_t descsz, mb_err *err);
 

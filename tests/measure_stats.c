@@ -174,8 +174,29 @@ static void zero_result_verified(void)
     unlink(path);
 }
 
+/* the cache knee from a warm copy bandwidth curve (1 MiB doubling) */
+static void knee(void)
+{
+    /* the 2-vCPU EPYC guest, 3-sweep medians: 32 MiB (index 5) is its L3;
+     * the 64 MiB point, 1.52x DRAM, still hits in part (a 1.5x margin took
+     * it) */
+    const double guest[] = {277.0, 199.5, 176.5, 156.4, 142.3, 108.5, 79.0, 57.1, 51.5, 51.9};
+    CHECK_EQ_I64(mb_meas_knee_pick(guest, 10), 5);
+    /* another sweep of it: 32 MiB at 1.8x DRAM */
+    const double guest2[] = {264.8, 187.8, 159.0, 150.8, 142.6, 97.1, 65.5, 47.9, 45.2, 54.0};
+    CHECK_EQ_I64(mb_meas_knee_pick(guest2, 10), 5);
+    /* no level 1.5x faster than DRAM: no knee */
+    const double flat[] = {60, 58, 57, 55, 55, 54, 50};
+    CHECK_EQ_I64(mb_meas_knee_pick(flat, 7), -1);
+    CHECK_EQ_I64(mb_meas_knee_pick(flat, 1), -1);
+    /* a cache plateau that ends at 8 MiB (index 3) */
+    const double desk[] = {300, 250, 200, 180, 60, 42, 40};
+    CHECK_EQ_I64(mb_meas_knee_pick(desk, 7), 3);
+}
+
 int main(void)
 {
+    knee();
     stats();
     csv_and_records();
     small_cpu_run();
