@@ -150,8 +150,9 @@ int mb_cmd_calibrate(int argc, char **argv)
                cal.write_gbs, cal.write_plain_gbs);
         printf("  fp32 FMA peak %.3f TFLOP/s, per-pass overhead %.2f us\n", cal.fp32_tflops,
                cal.pass_overhead_us);
-        printf("  serial fraction of memory and compute %.2f, read-stream penalty %.3f, gain %.3f\n",
-               cal.serial_fraction, cal.read_stream_penalty, cal.read_stream_gain);
+        printf("  serial fraction of memory and compute %.2f (rounds' quartiles %.2f-%.2f), "
+               "read-stream penalty %.3f, gain %.3f\n", cal.serial_fraction, cal.serial_fraction_q1,
+               cal.serial_fraction_q3, cal.read_stream_penalty, cal.read_stream_gain);
         printf("  op rates (1e9 elements/s, L1-resident, all threads):\n");
         for (int op = MB_OP_ADD; op < MB_OP_COUNT; op++)
             printf("    %-10s %8.3f%s", mb_op_name((mb_op)op), cal.op_geps[op],

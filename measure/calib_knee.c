@@ -120,27 +120,30 @@ int mb_meas_cache_knee(int64_t reported_bytes, int quick, int64_t *knee_bytes, i
     int np = 0;
     while (np < KNEE_MAX_POINTS && (KNEE_MIN_BYTES << np) <= max_ws) ws[np] = KNEE_MIN_BYTES << np, np++;
     const int rounds = quick ? 1 : KNEE_ROUNDS;
-    int samples = 3, contended = 0;
+    int samples = 3, contended = 0, clean[KNEE_MAX_POINTS] = {0};
     for (int r = 0; r < rounds; r++)
         for (int i = 0; i < np; i++) {
             int c0 = contended;
-            round_gbs[i][r] = warm_copy_gbs(b, a, ws[i] / 2 / (int64_t)sizeof(float), samples, &contended);
-            if (2 * (contended - c0) > samples) {
-                np = i; /* the process lost its cores: the sizes measured in every round */
-                break;
-            }
+            double v = warm_copy_gbs(b, a, ws[i] / 2 / (int64_t)sizeof(float), samples, &contended);
+            /* a point most of whose samples were contended is left out */
+            if (2 * (contended - c0) <= samples) round_gbs[i][clean[i]++] = v;
         }
-    for (int i = 0; i < np; i++) {
-        mb_meas_stats st;
-        mb_meas_stats_compute(round_gbs[i], rounds, &st);
-        gbs[i] = st.median_s; /* the median of the rounds' rates */
-    }
     free(a);
     free(b);
-    if (np < 2 || 2 * contended > samples * rounds)
+    /* every size needs a clean round (the largest is the DRAM rate), and a
+     * third of the samples contended is a busy machine */
+    int holes = 0;
+    for (int i = 0; i < np; i++) holes += clean[i] == 0;
+    if (holes || 3 * contended > samples * rounds * np)
         return mb_err_set(err, MB_ERUN, "the process did not get its cores during the cache-knee "
-                          "probe (%d samples contended after 4 retries each: other processes or "
-                          "steal)", contended);
+                          "probe (%d of %d samples contended after 4 retries each, %d of %d sizes "
+                          "without a clean sweep: other processes or steal)", contended,
+                          samples * rounds * np, holes, np);
+    for (int i = 0; i < np; i++) {
+        mb_meas_stats st;
+        mb_meas_stats_compute(round_gbs[i], clean[i], &st);
+        gbs[i] = st.median_s; /* the median of the clean rounds' rates */
+    }
     double hi = 0, lo = gbs[np - 1];
     for (int i = 0; i + 1 < np; i++) hi = fmax(hi, gbs[i]);
     int k = mb_meas_knee_pick(gbs, np);

@@ -482,7 +482,7 @@ static int cmp_double(const void *a, const void *b)
 int mb_meas_calibrate_overlap(mb_meas_calib *c, int64_t n, int reps, mb_err *err)
 {
     mb_device d;
-    c->serial_fraction = 0;
+    c->serial_fraction = c->serial_fraction_q1 = c->serial_fraction_q3 = 0;
     c->read_stream_penalty = c->read_stream_gain = 0;
     mb_meas_calib_to_device(c, NULL, &d);
     probe copy = {0}, sine = {0}, sum4 = {0};
@@ -528,6 +528,8 @@ int mb_meas_calibrate_overlap(mb_meas_calib *c, int64_t n, int reps, mb_err *err
         qsort(gamma, (size_t)rounds, sizeof gamma[0], cmp_double);
         qsort(gain, (size_t)rounds, sizeof gain[0], cmp_double);
         c->serial_fraction = beta[rounds / 2];
+        c->serial_fraction_q1 = beta[rounds / 4];
+        c->serial_fraction_q3 = beta[(3 * rounds) / 4];
         c->read_stream_penalty = gamma[rounds / 2];
         /* one of the two: the median round's direction */
         c->read_stream_gain = c->read_stream_penalty > 0 ? 0 : gain[rounds / 2];
@@ -794,11 +796,11 @@ void mb_meas_calib_to_device(const mb_meas_calib *c, const char *command_line, m
              "%.60s; %d threads, %lld-element f32 arrays; %s; bandwidth = medians over "
              "interleaved rounds (requested bytes, CV <= %.0f%%): copy %.2f GB/s non-temporal "
              "(%.2f plain), read %.2f, write %.2f non-temporal (%.2f plain); op rates: "
-             "executor tiles in L1 (%s, CV <= %.0f%%), %d in compiled chains; overlap and "
-             "stream penalty from y = sin(x), y = a+b+c+d",
+             "executor tiles in L1 (%s, CV <= %.0f%%), %d in compiled chains; overlap from "
+             "y = sin(x) (rounds' quartiles %.2f-%.2f), stream penalty from y = a+b+c+d",
              command_line ? command_line : "membound calibrate", c->threads,
              (long long)c->stream_n, llc, 100 * c->bw_spread, c->copy_gbs, c->copy_plain_gbs,
              c->read_gbs, c->write_gbs, c->write_plain_gbs, mb_kern_vector_isa(),
-             100 * c->op_spread, c->compiled_ops);
+             100 * c->op_spread, c->compiled_ops, c->serial_fraction_q1, c->serial_fraction_q3);
     snprintf(d->measured_at, sizeof d->measured_at, "%s %s", pv.host, pv.date);
 }

@@ -306,7 +306,9 @@ typedef struct mb_meas_calib {
     double pass_overhead_us;/* one executor pass over a tiny array (fork/join) */
     double cache_gbs;       /* copy, both arrays in the last-level cache (plain stores) */
     double serial_fraction; /* share of the shorter of memory and compute time
-                               not hidden by the longer (probe: y = sin(x)) */
+                               not hidden by the longer (probe: y = sin(x)),
+                               the median of its rounds */
+    double serial_fraction_q1, serial_fraction_q3; /* its rounds' quartiles */
     double read_stream_penalty; /* read bandwidth loss per extra read stream
                                    (probe: y = a + b + c + d, fused) */
     double read_stream_gain;    /* or gain, when the four streams read faster

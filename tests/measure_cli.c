@@ -233,10 +233,17 @@ int main(void)
     const char *cal[] = {"calibrate", "--quick", "--threads", "1", "-o", "cpu.ini", NULL};
     CHECK_EQ_I64(exit_code(run(0, cal)), 0);
     CHECK(strstr(slurp("stderr.txt"), "note: calibrate: [") != NULL); /* progress */
+    /* the serial fraction is the median of its rounds, with their quartiles */
+    const char *sfl = strstr(slurp("stdout.txt"), "serial fraction of memory and compute ");
+    double sf = -1, q1 = -1, q3 = -1;
+    CHECK(sfl && sscanf(sfl, "serial fraction of memory and compute %lf (rounds' quartiles %lf-%lf)",
+                        &sf, &q1, &q3) == 3);
+    CHECK(q1 >= 0 && q1 <= sf && sf <= q3 && q3 <= 1);
     char *ini = slurp("cpu.ini");
     CHECK(strstr(ini, "name = local-cpu") && strstr(ini, "kind = cpu") &&
           strstr(ini, "op_sin_geps") && strstr(ini, "measured_at"));
     CHECK(strstr(ini, "\nwrite_allocate = 1\n") != NULL);
+    CHECK(strstr(ini, "overlap from y = sin(x) (rounds' quartiles ") != NULL);
     if (strstr(ini, "(sleef-")) /* a SLEEF build (the source line names it): the compiled chains ran */
         CHECK(strstr(ini, "\nop_sin_compiled_geps = ") && strstr(ini, "\nop_sincos_compiled_geps = "));
     const char *model[] = {"model", "copy", "--device", "cpu.ini", "--json", NULL};
