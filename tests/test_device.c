@@ -67,6 +67,8 @@ static void check_same(const mb_device *a, const mb_device *b)
     CHECK(a->sincos_geps == b->sincos_geps && a->sincos_compiled_geps == b->sincos_compiled_geps);
     CHECK(a->write_allocate == b->write_allocate);
     CHECK(a->read_stream_penalty == b->read_stream_penalty && a->read_stream_gain == b->read_stream_gain);
+    CHECK(a->serial_fraction == b->serial_fraction && a->read_bandwidth_gbs == b->read_bandwidth_gbs &&
+          a->cache_bandwidth_gbs == b->cache_bandwidth_gbs);
     CHECK(a->host_ref_copy_gbs == b->host_ref_copy_gbs && a->host_ref_sin_geps == b->host_ref_sin_geps &&
           a->host_ref_sigmoid_geps == b->host_ref_sigmoid_geps);
     CHECK(strcmp(a->source, b->source) == 0);
@@ -262,6 +264,9 @@ static void test_round_trip(void)
     d.read_stream_gain = 0.3125;
     d.host_ref_sin_geps = 4.5;
     d.host_ref_sigmoid_geps = 8.25;
+    d.serial_fraction = 0.375;
+    d.read_bandwidth_gbs = 0.1 + 0.7;
+    d.cache_bandwidth_gbs = 123.4375;
     CHECK_EQ_I64(mb_device_write_ini(&d, path, &err), MB_OK);
     mb_device back;
     memset(&back, 0, sizeof back);
