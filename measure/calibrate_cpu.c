@@ -468,6 +468,14 @@ static int probe_time(probe *pb, mb_meas_flusher *fl, int reps, double *time_s, 
 
 static double clamp01(double x) { return x < 0 ? 0 : x > 1 ? 1 : x; }
 
+double mb_meas_overlap_beta(double t_s, double launch_s, double mem_s, double compute_s,
+                            double ref_geps, double now_geps)
+{
+    if (ref_geps > 0 && now_geps > 0) compute_s *= ref_geps / now_geps;
+    double lo = fmin(mem_s, compute_s), hi = fmax(mem_s, compute_s);
+    return lo > 0 ? clamp01((t_s - launch_s - hi) / lo) : 0;
+}
+
 static int cmp_double(const void *a, const void *b)
 {
     double x = *(const double *)a, y = *(const double *)b;
@@ -478,6 +486,9 @@ static int cmp_double(const void *a, const void *b)
  * hosts swing memory bandwidth by tens of percent over minutes) cancels in
  * each round's ratios; the figures are the medians over rounds. */
 #define OVERLAP_ROUNDS 9
+/* sin probes (~1 ms each, 4-7% apart from one to the next here) before and
+ * after each round's sin kernel */
+#define OVERLAP_SIN_PROBES 3
 
 int mb_meas_calibrate_overlap(mb_meas_calib *c, int64_t n, int reps, mb_err *err)
 {
@@ -502,17 +513,20 @@ int mb_meas_calibrate_overlap(mb_meas_calib *c, int64_t n, int reps, mb_err *err
     int rounds = 0;
     int n_rounds = reps == 1 ? 3 : OVERLAP_ROUNDS;
     for (int r = 0; r < n_rounds && !rc; r++) {
-        double t_copy, t_sin, t_sum4;
-        if ((rc = probe_time(&copy, &fl, reps, &t_copy, err)) ||
-            (rc = probe_time(&sine, &fl, reps, &t_sin, err)) ||
-            (rc = probe_time(&sum4, &fl, reps, &t_sum4, err)))
-            break;
+        double t_copy, t_sin, t_sum4, sin_geps[2 * OVERLAP_SIN_PROBES] = {0};
+        if ((rc = probe_time(&copy, &fl, reps, &t_copy, err))) break;
+        for (int i = 0; i < OVERLAP_SIN_PROBES && c->ref_op_geps[0] > 0; i++)
+            sin_geps[i] = mb_meas_hostref_op_geps(0);
+        if ((rc = probe_time(&sine, &fl, reps, &t_sin, err))) break;
+        for (int i = 0; i < OVERLAP_SIN_PROBES && c->ref_op_geps[0] > 0; i++)
+            sin_geps[OVERLAP_SIN_PROBES + i] = mb_meas_hostref_op_geps(0);
+        if ((rc = probe_time(&sum4, &fl, reps, &t_sum4, err))) break;
         /* this round's streaming rate, from the copy: 8n bytes */
         double copy_gbs = (double)(copy.est.total.read_bytes + copy.est.total.write_bytes) / t_copy / 1e9;
         const mb_cost *k = &sine.est.per_kernel[0];
         double mem_s = (double)(k->read_bytes + k->write_bytes) / (copy_gbs * 1e9);
-        double lo = fmin(mem_s, k->compute_s), hi = fmax(mem_s, k->compute_s);
-        beta[rounds] = clamp01((t_sin - k->launch_s - hi) / lo);
+        beta[rounds] = mb_meas_overlap_beta(t_sin, k->launch_s, mem_s, k->compute_s, c->ref_op_geps[0],
+                                            mb_meas_median_rate(sin_geps, 2 * OVERLAP_SIN_PROBES));
         /* the four-stream kernel's reads against a single read stream, which
          * calibration found to run at read_gbs / copy_gbs of the copy rate */
         k = &sum4.est.per_kernel[0];

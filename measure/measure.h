@@ -338,6 +338,18 @@ int mb_meas_calibrate_cpu(int threads, int quick, void (*progress)(const char *l
  * (four read streams, no compute to speak of). Needs the rest of c. */
 int mb_meas_calibrate_overlap(mb_meas_calib *c, int64_t n, int reps, mb_err *err);
 
+/* One round of that fit: the share of the shorter of mem_s and compute_s
+ * not hidden by the longer in a kernel that took t_s (launch_s of it the
+ * pass), clamped to [0, 1]. compute_s is at the op rates calibrate measured;
+ * when the host's sin probe ran at ref_geps then and at now_geps beside the
+ * kernel (both > 0), it is scaled to the rate of now: a shared host's op
+ * rates drift apart from its bandwidth (2-vCPU EPYC guest: two calibrations
+ * a minute apart gave 1.00 and 0.00, every round alike, from one op rate for
+ * all rounds; 18 calibrations taken both ways: 0.26-0.80 with the probe,
+ * 0.24-0.94 without). */
+double mb_meas_overlap_beta(double t_s, double launch_s, double mem_s, double compute_s,
+                            double ref_geps, double now_geps);
+
 /* The effective last-level cache: warm copy bandwidth over working sets from
  * 1 MiB doubling to 4x reported_bytes (64..512 MiB, the largest taken as
  * DRAM), each size the median of 3 interleaved sweeps, and the largest size

@@ -194,9 +194,27 @@ static void knee(void)
     CHECK_EQ_I64(mb_meas_knee_pick(desk, 7), 3);
 }
 
+/* a round of the overlap fit: memory 4 ms, compute 6 ms at the calibrated
+ * op rate; a kernel of 8 ms hides all but 2 of the 4 ms */
+static void overlap_beta(void)
+{
+    CHECK_NEAR(mb_meas_overlap_beta(8e-3, 0, 4e-3, 6e-3, 0, 0), 0.5, 1e-12);
+    CHECK_NEAR(mb_meas_overlap_beta(8e-3, 0, 4e-3, 6e-3, 5, 5), 0.5, 1e-12);
+    /* the ops ran at 0.75 of their calibrated rate beside it: compute 8 ms,
+     * the kernel hid all of the memory (unscaled: 0.5) */
+    CHECK_NEAR(mb_meas_overlap_beta(8e-3, 0, 4e-3, 6e-3, 4, 3), 0, 1e-12);
+    /* they ran 1.5x faster: compute 4 ms, nothing hidden (unscaled: 0.5) */
+    CHECK_NEAR(mb_meas_overlap_beta(8e-3, 0, 4e-3, 6e-3, 4, 6), 1, 1e-12);
+    /* the pass's own time is not overlap; clamped to [0, 1] */
+    CHECK_NEAR(mb_meas_overlap_beta(9e-3, 1e-3, 4e-3, 6e-3, 0, 0), 0.5, 1e-12);
+    CHECK_NEAR(mb_meas_overlap_beta(20e-3, 0, 4e-3, 6e-3, 0, 0), 1, 1e-12);
+    CHECK_NEAR(mb_meas_overlap_beta(5e-3, 0, 4e-3, 6e-3, 0, 0), 0, 1e-12);
+}
+
 int main(void)
 {
     knee();
+    overlap_beta();
     stats();
     csv_and_records();
     small_cpu_run();
