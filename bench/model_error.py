@@ -18,12 +18,20 @@ With --membound BIN the model's times are not the CSV's model_time_s but what BI
 `membound model` gives now for each row, from the device spec and variant text the
 CSV carries in its '#' lines: archived measurements against the current model.
 
+With --at-host-rates each row that has both host ratios is compared with the model
+at the rates the host had during the row (the model_host_time_s column: the spec's
+bandwidths times host_copy_ratio, its op rates and peaks times host_op_ratio; with
+--membound, that spec modelled again) and counted with the rest, its shares still
+shown; a row without the column or the ratios keeps the model column.
+
 usage: bench/model_error.py FILE.csv... [--bound 25] [--sizes 2^18,2^20,...] [--membound BIN]
+                            [--at-host-rates]
 """
 import argparse
 import csv
 import io
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -32,6 +40,24 @@ import tempfile
 # a host reference copy more than this far off the calibrated figure (as measure
 # warns: MB_MEAS_HOST_DRIFT_MAX)
 DRIFT_MAX = 0.2
+
+# the spec's keys mb_device_at_rates scales: bandwidths by the copy ratio, op
+# rates and peaks by the op ratio (host_ref_* are the reference, not the model's)
+BANDWIDTH_KEYS = re.compile(r"(mem|measured|read|cache)_bandwidth_gbs$")
+OP_KEYS = re.compile(r"(fp32_tflops|bf16_tflops|sfu_tops|op_\w+_geps)$")
+
+
+def spec_at_rates(lines, bw, op):
+    """The INI spec lines with the model's rates scaled (mb_device_at_rates)."""
+    out = []
+    for line in lines:
+        key, eq, value = line.partition("=")
+        k = key.strip()
+        factor = bw if BANDWIDTH_KEYS.match(k) else op if OP_KEYS.match(k) else None
+        if eq and factor is not None:
+            line = f"{key}= {float(value) * factor!r}\n"
+        out.append(line)
+    return out
 
 
 def parse_n(s):
@@ -56,9 +82,11 @@ class Remodel:
         spec = [c[len("# device_spec: "):] for c in comments if c.startswith("# device_spec: ")]
         if not spec:
             raise ValueError("no '# device_spec:' lines (written by membound measure)")
+        self.spec_lines = spec
         self.spec = os.path.join(self.dir, "spec.ini")
         with open(self.spec, "w") as f:
             f.writelines(spec)
+        self.specs_at = {}
         self.variants = {}
         for c in comments:
             if c.startswith("# variant_text "):
@@ -70,12 +98,22 @@ class Remodel:
                 f.writelines(lines)
             self.variants[name] = vpath
 
-    def time_s(self, r):
-        key = (r["variant"], r["plan"], r["n"], r["dtype"])
+    def time_s(self, r, rates=None):
+        """The model's time for row r, at rates (bandwidth, op) shares of the
+        spec's when given."""
+        spec = self.spec
+        if rates:
+            if rates not in self.specs_at:
+                path = os.path.join(self.dir, f"spec-{len(self.specs_at)}.ini")
+                with open(path, "w") as f:
+                    f.writelines(spec_at_rates(self.spec_lines, *rates))
+                self.specs_at[rates] = path
+            spec = self.specs_at[rates]
+        key = (r["variant"], r["plan"], r["n"], r["dtype"], spec)
         if key not in self.cache:
             variant = self.variants.get(r["variant"], r["variant"])
             cmd = [self.binary, "model", variant, "--plan", r["plan"], "--n", r["n"],
-                   "--dtype", r["dtype"], "--device", self.spec, "--csv"]
+                   "--dtype", r["dtype"], "--device", spec, "--csv"]
             got = subprocess.run(cmd, capture_output=True, text=True)
             rows = list(csv.DictReader(io.StringIO(got.stdout))) if got.returncode == 0 else []
             if not rows:
@@ -90,6 +128,8 @@ def main():
     ap.add_argument("--bound", type=float, default=25.0, help="percent (default 25)")
     ap.add_argument("--sizes", default="", help="only these sizes (2^18,2^20,...)")
     ap.add_argument("--membound", default="", help="recompute the model's times with this binary")
+    ap.add_argument("--at-host-rates", action="store_true",
+                    help="the model at the host's rates during each row (model_host_time_s)")
     a = ap.parse_args()
     tmp = tempfile.TemporaryDirectory() if a.membound else None
     rows = []
@@ -130,9 +170,16 @@ def main():
         if only and n not in only:
             continue
         meas, model = float(r["time_s_median"]), float(r["model_time_s"] or "nan")
+        ratios = tuple(float(r[c]) for c in ("host_copy_ratio", "host_op_ratio") if r.get(c))
+        at_host = a.at_host_rates and len(ratios) == 2 and min(ratios) > 0
+        if at_host and "_remodel" not in r:
+            model = float(r.get("model_host_time_s") or "nan")
+            at_host = model == model  # an older CSV: no such column
+            if not at_host:
+                model = float(r["model_time_s"] or "nan")
         if "_remodel" in r:
             try:
-                model = r["_remodel"].time_s(r)
+                model = r["_remodel"].time_s(r, ratios if at_host else None)
             except (ValueError, OSError) as e:
                 print(f"model_error.py: error: {r['_remodel'].path}: {e}", file=sys.stderr)
                 return 2
@@ -146,7 +193,8 @@ def main():
             if ratio is not None and abs(ratio - 1) > DRIFT_MAX:
                 shares.append(f"{what} {100 * ratio:.0f}%")
         key = (r["variant"], r["plan"], r["dtype"])
-        table.setdefault(key, {})[n] = (err, noisy, r["verified"] == "1", ", ".join(shares) or None)
+        table.setdefault(key, {})[n] = (err, noisy, r["verified"] == "1", ", ".join(shares) or None,
+                                        at_host)
         sizes.add(n)
     sizes = sorted(sizes)
     print("| variant | plan | dtype | " + " | ".join(size_label(n) for n in sizes) + " |")
@@ -159,14 +207,16 @@ def main():
             if n not in table[key]:
                 cells.append("")
                 continue
-            err, noisy, ok, drift = table[key][n]
+            err, noisy, ok, drift, at_host = table[key][n]
             cell = f"{err:+.0f}%"
             if not ok:
                 cell += "!"
             if noisy:
                 cells.append(f"[{cell}]")
                 continue
-            if drift is not None:
+            if drift is not None and at_host:
+                cell += f" (host {drift})"
+            elif drift is not None:
                 cells.append(f"{cell} (host {drift})")
                 if ok and err == err:
                     drift_rows += 1
@@ -180,7 +230,10 @@ def main():
             cells.append(cell)
         print(f"| {key[0]} | {key[1]} | {key[2]} | " + " | ".join(cells) + " |")
     print()
-    print(f"{within} of {quiet} quiet, steady, verified rows within {a.bound:g}%"
+    print(f"{within} of {quiet} quiet, {'' if a.at_host_rates else 'steady, '}verified rows within {a.bound:g}%"
+          + (", the model at the host's rates during each row (host copy N%, op N%: shares "
+             "of the calibrated figures off by more than 20%, counted all the same)"
+             if a.at_host_rates else "")
           + (f"; largest error {worst[0]:+.1f}% ({worst[1]})" if worst[1] else "")
           + (f"; {drift_within} of {drift_rows} rows measured while the host drifted more than "
              f"{100 * DRIFT_MAX:.0f}% (host copy N%, op N%: its copy bandwidth and op rate as "

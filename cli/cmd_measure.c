@@ -61,7 +61,9 @@ static void usage(FILE *fp)
             "timed again into its host_copy_gbs, host_copy_ratio and host_op_ratio\n"
             "columns (the op ratio farther from 1); a warning says\n"
             "when one is more than 20%% off the calibrated figure the model columns\n"
-            "assume (a shared host drifts).\n"
+            "assume (a shared host drifts). model_host_time_s is the model again with\n"
+            "the spec's bandwidths times host_copy_ratio and its op rates times\n"
+            "host_op_ratio: the model at the rates the host had during the row.\n"
             "\n"
             "Exit: 0 all rows verified, 1 a run failed or a check failed (rows kept with\n"
             "verified=0), 2 bad usage or a size that does not fit in memory, 130 / 143\n"
@@ -610,6 +612,7 @@ int mb_cmd_measure(int argc, char **argv)
         if (have_kf && !pk) { mb_plan_free(p); rc = mb_cli_fail(1, "out of memory"); goto out_files; }
         rc = mb_meas_record_init(row, pk, jb->g->name, p, jb->n, &dev, &e);
         if (!rc) rc = mb_meas_run(backend, p, jb->n, &o.cfg, row, pk, why, sizeof why, &e);
+        if (!rc) rc = mb_meas_record_host_model(row, pk, p, jb->n, &dev, &e);
         if (rc && stop_signal) { /* the row in flight is dropped, not half-kept */
             free(pk);
             mb_plan_free(p);
@@ -637,14 +640,18 @@ int mb_cmd_measure(int argc, char **argv)
                     row->contended, row->reps);
         }
         if (MB_MEAS_HOST_DRIFTED(row->host_copy_ratio, row->host_op_ratio)) {
-            char ratios[64];
+            char ratios[64], at_host[96] = "";
             drifted++;
+            if (isfinite(row->model_host_time_s))
+                snprintf(at_host, sizeof at_host, " (at those rates the model is %+.0f%% off, "
+                         "column 'model_host_time_s')", 100.0 * (row->model_host_time_s -
+                         row->time_s_median) / row->time_s_median);
             fprintf(stderr, "membound: warning: %s %s %s n = %s: during the row the host ran at "
                     "%s of the calibrated copy bandwidth (%.1f GB/s) and op rate the model column "
-                    "assumes (a shared host drifts): its model error is off by up to as much; the "
+                    "assumes (a shared host drifts): its model error is off by up to as much%s; the "
                     "row is kept and marked in 'host_copy_ratio' and 'host_op_ratio'\n",
                     row->variant, row->plan, row->dtype, fmt_n(jb->n, nb, sizeof nb),
-                    host_ratios(row, ratios, sizeof ratios), dev.host_ref_copy_gbs);
+                    host_ratios(row, ratios, sizeof ratios), dev.host_ref_copy_gbs, at_host);
         }
         /* An achieved bandwidth well above the calibrated one points at a wrong
          * byte count or calibration. A CPU's calibration is a measurement, not

@@ -254,6 +254,7 @@ int mb_meas_record_init(mb_meas_record *row, mb_meas_record *per_kernel, const c
     row->model_time_s = NAN;
     row->contended = -1;
     row->host_copy_gbs = row->host_copy_ratio = row->host_op_ratio = NAN;
+    row->model_host_time_s = NAN;
     mb_estimate e;
     int rc = mb_estimate_plan(p, n, dev, &e, err);
     if (rc) return rc;
@@ -267,6 +268,23 @@ int mb_meas_record_init(mb_meas_record *row, mb_meas_record *per_kernel, const c
             fill_model(pk, &e.per_kernel[k]);
         }
     }
+    mb_estimate_free(&e);
+    return MB_OK;
+}
+
+int mb_meas_record_host_model(mb_meas_record *row, mb_meas_record *per_kernel, const mb_plan *p,
+                              int64_t n, const mb_device *dev, mb_err *err)
+{
+    const double bw = row->host_copy_ratio, op = row->host_op_ratio;
+    if (!(bw > 0 && op > 0 && isfinite(bw) && isfinite(op))) return MB_OK;
+    mb_device at_host;
+    mb_device_at_rates(dev, bw, op, &at_host);
+    mb_estimate e;
+    int rc = mb_estimate_plan(p, n, &at_host, &e, err);
+    if (rc) return rc;
+    row->model_host_time_s = e.total.time_s;
+    for (int k = 0; per_kernel && k < p->n_kernels; k++)
+        per_kernel[k].model_host_time_s = e.per_kernel[k].time_s;
     mb_estimate_free(&e);
     return MB_OK;
 }

@@ -143,6 +143,8 @@ typedef struct mb_meas_record {
                                 model columns assume; NAN = none */
     double host_op_ratio;    /* the op reference (sin, L1) during the row over the
                                 calibrated rate; NAN = none */
+    double model_host_time_s;/* the model at the host's rates during the row
+                                (mb_meas_record_host_model); NAN = none */
 } mb_meas_record;
 
 /* Fills the identity and model columns of row (and of per_kernel[k] for each
@@ -150,6 +152,14 @@ typedef struct mb_meas_record {
  * on model device dev; timing columns zeroed, dram -1, verified 0. */
 int mb_meas_record_init(mb_meas_record *row, mb_meas_record *per_kernel, const char *variant,
                         const mb_plan *p, int64_t n, const mb_device *dev, mb_err *err);
+
+/* Fills model_host_time_s of row (and of per_kernel[k], as above) after the
+ * row was measured: the model of plan p at n on dev with dev's bandwidths
+ * scaled by row's host_copy_ratio and its op rates and FLOP peaks by its
+ * host_op_ratio (MB_MEAS_CSV_HOST_MODEL_COLUMN). Leaves NAN where either
+ * ratio is not a positive number (no host reference). */
+int mb_meas_record_host_model(mb_meas_record *row, mb_meas_record *per_kernel, const mb_plan *p,
+                              int64_t n, const mb_device *dev, mb_err *err);
 
 /* ---- sample statistics ------------------------------------------------------- */
 

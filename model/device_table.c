@@ -339,3 +339,21 @@ double mb_device_bandwidth_gbs(const mb_device *d, const char **source)
     if (source) *source = "datasheet";
     return d->mem_bandwidth_gbs;
 }
+
+void mb_device_at_rates(const mb_device *d, double bandwidth_factor, double op_factor, mb_device *out)
+{
+    *out = *d;
+    out->mem_bandwidth_gbs *= bandwidth_factor;
+    out->measured_bandwidth_gbs *= bandwidth_factor;
+    out->read_bandwidth_gbs *= bandwidth_factor;
+    out->cache_bandwidth_gbs *= bandwidth_factor;
+    out->fp32_tflops *= op_factor;
+    out->bf16_tflops *= op_factor;
+    out->sfu_tops *= op_factor;
+    out->sincos_geps *= op_factor;
+    out->sincos_compiled_geps *= op_factor;
+    for (int i = 0; i < MB_OP_COUNT; i++) {
+        out->op_geps[i] *= op_factor;
+        out->op_compiled_geps[i] *= op_factor;
+    }
+}

@@ -273,6 +273,13 @@ int mb_device_load_ini_text(const char *text, const char *name, mb_device *out, 
  * set to "measured" or "datasheet" when non-NULL. */
 double mb_device_bandwidth_gbs(const mb_device *d, const char **source);
 
+/* d at other rates, into out: every bandwidth (datasheet, measured, read,
+ * cache) times bandwidth_factor, every op rate and FLOP/SFU peak times
+ * op_factor; launch overhead, cache size and overlap as they are. What
+ * measure models a row at when a shared host ran at those shares of the
+ * calibrated figures (MB_MEAS_CSV_HOST_MODEL_COLUMN). */
+void mb_device_at_rates(const mb_device *d, double bandwidth_factor, double op_factor, mb_device *out);
+
 /* ---- the measurement CSV contract ------------------------------------- */
 
 /* Columns of a measurement CSV (design.md, "Measurement records"), in order,
@@ -298,6 +305,13 @@ double mb_device_bandwidth_gbs(const mb_device *d, const char **source);
  * not the machine the model describes (a shared host drifts): its model
  * error is off by up to as much. measure warns, report shows it. */
 #define MB_MEAS_CSV_HOST_COLUMNS "host_copy_gbs,host_copy_ratio,host_op_ratio"
+/* Then the model at the host's rates during the row: the model column's
+ * device with its bandwidths times host_copy_ratio and its op rates and
+ * FLOP peaks times host_op_ratio (launch overhead, cache size and overlap
+ * as calibrated); empty where a ratio is. A drifted row's model error
+ * against this column says what the model got wrong; against model_time_s,
+ * what the host and the model did together. */
+#define MB_MEAS_CSV_HOST_MODEL_COLUMN "model_host_time_s"
 #define MB_MEAS_HOST_DRIFT_MAX 0.2
 #define MB_MEAS_DRIFTED(ratio) ((ratio) > 0 && ((ratio) > 1 + MB_MEAS_HOST_DRIFT_MAX || \
                                                 (ratio) < 1 - MB_MEAS_HOST_DRIFT_MAX))

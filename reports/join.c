@@ -163,6 +163,21 @@ int mb_rpt_join(mb_rpt_set *s, const char *device_override, mb_err *err)
         mb_estimate est;
         double ops[MB_OP_COUNT];
         int rc = estimate_graph(g, r->plan, r->n, &s->devices[r->dev], &est, ops, &e);
+        /* the same model at the rates the host had during the row */
+        r->pred_host_time_s = NAN;
+        if (!rc && r->host_copy_ratio > 0 && r->host_op_ratio > 0 && isfinite(r->host_copy_ratio) &&
+            isfinite(r->host_op_ratio)) {
+            mb_device at_host;
+            mb_estimate est_host;
+            mb_device_at_rates(&s->devices[r->dev], r->host_copy_ratio, r->host_op_ratio, &at_host);
+            rc = estimate_graph(g, r->plan, r->n, &at_host, &est_host, NULL, &e);
+            if (rc) {
+                mb_estimate_free(&est);
+            } else {
+                r->pred_host_time_s = est_host.total.time_s;
+                mb_estimate_free(&est_host);
+            }
+        }
         mb_graph_free(g);
         if (rc)
             return mb_err_set(err, rc, "%s:%d:%d: %s", r->file, r->line, r->col_of[2], e.msg);

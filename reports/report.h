@@ -106,6 +106,8 @@ typedef struct mb_rpt_row {
     /* filled by mb_rpt_join */
     int dev;                   /* index into mb_rpt_set.devices */
     double pred_time_s, pred_mem_s, pred_compute_s, pred_launch_s;
+    double pred_host_time_s;   /* the model at the host's rates during the row
+                                  (mb_device_at_rates by its host ratios), NaN: none */
     int64_t pred_read_bytes, pred_write_bytes;           /* the lecture's count */
     int64_t pred_dram_read_bytes, pred_dram_write_bytes; /* cache-aware */
     int64_t pred_saved_bytes;

@@ -293,7 +293,8 @@ static void rows_section(rpt_doc *d, const mb_rpt_set *s)
     rpt_doc_p(d, "measured/model is the median time over the model's roofline time on the row's "
                  "device (with the host's copy bandwidth and op rate during the row, as shares "
                  "of the calibrated ones, where one was more than 20%% off: a shared host "
-                 "drifts, and the model assumes the calibrated machine); fit residual is the median time over the fitted line minus 1; bytes "
+                 "drifts, and the model assumes the calibrated machine; then measured over the "
+                 "model with the device's bandwidths and op rates at those shares); fit residual is the median time over the fitted line minus 1; bytes "
                  "residual compares counted DRAM bytes with the model's cache-aware DRAM bytes.");
     static const char *head[] = {"device", "backend", "variant", "plan", "dtype", "n", "verified",
                                  "median time", "model time", "bound (model)", "measured/model",
@@ -301,13 +302,17 @@ static void rows_section(rpt_doc *d, const mb_rpt_set *s)
     rpt_doc_table(d, 14, head);
     for (int i = 0; i < s->n_rows; i++) {
         const mb_rpt_row *r = &s->rows[i];
-        char n[32], t[32], mt[32], mm[96], fr[32], br[32], hs[48];
+        char n[32], t[32], mt[32], mm[128], fr[32], br[32], hs[48];
         const char *dev = r->dev >= 0 ? s->devices[r->dev].name : r->device;
         const char *cells[] = {
             dev, r->backend, r->variant, r->plan, r->dtype, pow2(n, sizeof n, r->n),
             r->verified ? "yes" : "FAILED", rpt_time(t, sizeof t, r->time_s_median),
             rpt_time(mt, sizeof mt, r->pred_time_s), mb_bound_name(r->pred_bound),
             !isfinite(r->resid_model_rel) ? "—"
+            : r->drifted && isfinite(r->pred_host_time_s)
+                ? rpt_fmt(mm, sizeof mm, "%.2f (host at %s of calibrated; at those rates %.2f)",
+                          r->resid_model_rel + 1, host_shares(hs, sizeof hs, r),
+                          r->time_s_median / r->pred_host_time_s)
             : r->drifted ? rpt_fmt(mm, sizeof mm, "%.2f (host at %s of calibrated)", r->resid_model_rel + 1,
                                    host_shares(hs, sizeof hs, r))
                          : rpt_fmt(mm, sizeof mm, "%.2f", r->resid_model_rel + 1),
@@ -471,7 +476,7 @@ static int write_csvs(const mb_rpt_set *s, const char *dir, rpt_outs *outs, mb_e
           "time_s_p90,time_cv,model_time_s,model_bound,read_bytes,write_bytes,"
           "model_dram_read_bytes,model_dram_write_bytes,saved_bytes,dram_read_bytes,"
           "dram_write_bytes,fit_time_s,resid_time_rel,resid_model_rel,resid_bytes_rel,"
-          "stud_resid,fit,host_copy_ratio,host_op_ratio\n", fp);
+          "stud_resid,fit,host_copy_ratio,host_op_ratio,model_host_time_s\n", fp);
     for (int i = 0; i < s->n_rows; i++) {
         const mb_rpt_row *r = &s->rows[i];
         csv_str(fp, r->file);
@@ -502,6 +507,7 @@ static int write_csvs(const mb_rpt_set *s, const char *dir, rpt_outs *outs, mb_e
                              : r->used ? "used" : "unused");
         csv_num(fp, r->host_copy_ratio);
         csv_num(fp, r->host_op_ratio);
+        csv_num(fp, r->pred_host_time_s);
         fputc('\n', fp);
     }
 
@@ -638,6 +644,7 @@ static int write_json(const mb_rpt_set *s, const mb_rpt_figures *figs, const cha
         json_object_set_new(o, "time_s_median", jnum(r->time_s_median));
         json_object_set_new(o, "model_time_s", jnum(r->pred_time_s));
         json_object_set_new(o, "model_bound", json_string(mb_bound_name(r->pred_bound)));
+        json_object_set_new(o, "model_host_time_s", jnum(r->pred_host_time_s));
         json_object_set_new(o, "read_bytes", ji64(r->pred_read_bytes));
         json_object_set_new(o, "write_bytes", ji64(r->pred_write_bytes));
         json_object_set_new(o, "model_dram_read_bytes", ji64(r->pred_dram_read_bytes));

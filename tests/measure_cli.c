@@ -84,27 +84,19 @@ static char *slurp(const char *name)
     return buf;
 }
 
-/* The last three fields (host_copy_gbs, host_copy_ratio, host_op_ratio) of
- * the first row of a measurement CSV: how many of them are non-empty (-1: no
- * row). */
-static int csv_tail3(const char *csv, double *gbs, double *ratio, double *op)
+/* The host reference's columns (host_copy_gbs, host_copy_ratio,
+ * host_op_ratio) of the first row of a measurement CSV: how many of them
+ * are non-empty (-1: no row). */
+static int csv_host3(const char *csv, double *gbs, double *ratio, double *op)
 {
-    const char *row = csv ? strstr(csv, "\ndevice,backend,") : NULL;
-    if (!row || !(row = strchr(row + 1, '\n'))) return -1;
-    row++;
-    const char *end = strchr(row, '\n');
-    if (!end) return -1;
-    const char *comma[3]; /* the last three commas, the last first */
-    const char *q = end;
-    for (int c = 0; c < 3; c++) {
-        while (q > row && *q != ',') q--;
-        comma[c] = q--;
-    }
-    double *dst[3] = {op, ratio, gbs};
-    const char *stop[3] = {end, comma[0], comma[1]};
+    static const char *name[3] = {"host_copy_gbs", "host_copy_ratio", "host_op_ratio"};
+    double *dst[3] = {gbs, ratio, op};
     int got = 0;
-    for (int c = 0; c < 3; c++)
-        if (stop[c] - comma[c] > 1) *dst[c] = strtod(comma[c] + 1, NULL), got++;
+    char f[64];
+    for (int c = 0; c < 3; c++) {
+        if (!csv || !mb_test_csv_field(csv, 0, name[c], f, sizeof f)) return -1;
+        if (f[0]) *dst[c] = strtod(f, NULL), got++;
+    }
     return got;
 }
 
@@ -181,23 +173,15 @@ int main(void)
     CHECK(strstr(csv, "\ndevice,backend,variant,plan,dtype,n,kernels,reps,") != NULL);
     CHECK(strstr(csv, "# git_commit: ") != NULL);
     int rows = 0, verified = 0;
-    for (char *l = strstr(csv, "\ndevice,"); l && (l = strchr(l + 1, '\n')) && l[1];) {
-        rows++;
-        char *nl = strchr(l + 1, '\n');
-        /* ...,verified,contended,host_copy_gbs,host_copy_ratio,host_op_ratio:
-         * the field before the fourth comma from the end */
-        char *lc = nl ? nl - 1 : NULL;
-        for (int c = 0; lc && c < 4; c++) {
-            if (c) lc--;
-            while (lc > l && *lc != ',') lc--;
-        }
-        if (lc && lc - l > 2 && lc[-1] == '1' && lc[-2] == ',') verified++;
-    }
+    char field[64];
+    for (; mb_test_csv_field(csv, rows, "verified", field, sizeof field); rows++)
+        verified += !strcmp(field, "1");
     /* (sigmoid3: 3 plans, 4 with optimal (igraph) + copy: 2) x 2 dtypes */
     CHECK_EQ_I64(rows, 2 * (3 + mb_plan_optimal_available() + 2));
     CHECK_EQ_I64(verified, rows);
     CHECK(strstr(csv, ",none-cpu,") != NULL);
-    CHECK(strstr(slurp("kern.csv"), ",kernel,contended,host_copy_gbs,host_copy_ratio,host_op_ratio\n") != NULL);
+    CHECK(strstr(slurp("kern.csv"), ",kernel,contended,host_copy_gbs,host_copy_ratio,host_op_ratio,"
+                                    "model_host_time_s\n") != NULL);
     CHECK(stray_files(NULL) == 2); /* small.csv and kern.csv, no temporaries */
 
     /* interrupted before a row finished: exit 130, no CSV and no temporary */
@@ -287,22 +271,29 @@ int main(void)
         CHECK(strstr(slurp("stderr.txt"), "1 of 1 rows measured while the host's copy") != NULL);
         CHECK(strstr(slurp("stdout.txt"), "[host copy 0%, ops ") != NULL);
         double gbs = 0, ratio = 0, op = 0;
-        CHECK_EQ_I64(csv_tail3(slurp("hc.csv"), &gbs, &ratio, &op), 3);
+        CHECK_EQ_I64(csv_host3(slurp("hc.csv"), &gbs, &ratio, &op), 3);
         CHECK(gbs > 0.1 && gbs < 100000);
         CHECK_NEAR(ratio, gbs / 100000, 1e-6 * ratio + 1e-12);
         CHECK(op > 10); /* 0.001 Gelem/s calibrated: far below */
+        /* the model again at those rates: the copy at a sliver of the
+         * calibrated bandwidth takes far longer than the model column says */
+        char mh[64] = "", mt[64] = "";
+        CHECK(mb_test_csv_field(slurp("hc.csv"), 0, "model_host_time_s", mh, sizeof mh));
+        CHECK(mb_test_csv_field(slurp("hc.csv"), 0, "model_time_s", mt, sizeof mt));
+        CHECK(strtod(mt, NULL) > 0 && strtod(mh, NULL) > 100 * strtod(mt, NULL));
+        CHECK(strstr(slurp("stderr.txt"), "(at those rates the model is ") != NULL);
         /* --warm rows: no reference (it would evict the cache), no mark */
         const char *warm[] = {"measure", "--backend", "cpu", "--threads", "1", "--timeout", "0.2",
                               "--device", "fast.ini", "--plan", "eager", "--sizes", "2^12", "--warm",
                               "-o", "hc.csv", "copy", NULL};
         CHECK_EQ_I64(exit_code(run(0, warm)), 0);
         CHECK(strstr(slurp("stderr.txt"), "during the row") == NULL);
-        CHECK_EQ_I64(csv_tail3(slurp("hc.csv"), &gbs, &ratio, &op), 0);
+        CHECK_EQ_I64(csv_host3(slurp("hc.csv"), &gbs, &ratio, &op), 0);
     }
     free(ini);
     CHECK(strstr(slurp("small.csv"), "host_check") == NULL); /* a GPU spec: no check */
     double gbs = 0, ratio = 0, op = 0;
-    CHECK_EQ_I64(csv_tail3(slurp("small.csv"), &gbs, &ratio, &op), 0); /* nor row references */
+    CHECK_EQ_I64(csv_host3(slurp("small.csv"), &gbs, &ratio, &op), 0); /* nor row references */
 
     /* clean up */
     const char *files[] = {"small.csv", "kern.csv", "part.csv", "cpu.ini", "fast.ini", "hc.csv",

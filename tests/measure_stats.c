@@ -85,19 +85,79 @@ static void csv_and_records(void)
                         "time_s_min,time_s_p90,time_cv,model_time_s,read_bytes,write_bytes,"
                         "model_dram_read_bytes,model_dram_write_bytes,dram_read_bytes,"
                         "dram_write_bytes,counters,max_rel_err,verified,contended,host_copy_gbs,"
-                        "host_copy_ratio,host_op_ratio\n"));
+                        "host_copy_ratio,host_op_ratio,model_host_time_s\n"));
     const char *want = "\"CPU, \"\"quoted\"\"\",cpu,sin2_plus_cos2,eager,bf16,16777216,5,10,0.5,";
     CHECK(!strncmp(line, want, strlen(want)));
     /* empty measured dram columns, then counters, error, verified, and an
-     * empty contended (not watched), no host reference */
-    CHECK(strstr(line, ",,none-cpu,1e-07,1,,,,\n") != NULL);
-    /* 26 columns: 25 commas outside the quoted field */
+     * empty contended (not watched), no host reference, no model at its rates */
+    CHECK(strstr(line, ",,none-cpu,1e-07,1,,,,,\n") != NULL);
+    /* 27 columns: 26 commas outside the quoted field */
     int commas = 0, inq = 0;
     for (const char *q = line; *q; q++) {
         if (*q == '"') inq = !inq;
         else if (*q == ',' && !inq) commas++;
     }
-    CHECK_EQ_I64(commas, 25);
+    CHECK_EQ_I64(commas, 26);
+    mb_plan_free(p);
+    mb_graph_free(g);
+}
+
+/* The model at the host's rates: bandwidths times the row's copy ratio, op
+ * rates and peaks times its op ratio; nothing without both ratios. */
+static void host_model(void)
+{
+    mb_err err;
+    mb_graph *g = NULL;
+    CHECK(mb_variant_load("sin2_plus_cos2", MB_F32, &g, &err) == MB_OK);
+    mb_plan *p = NULL;
+    CHECK(mb_plan_build(g, MB_PLAN_FUSED, &p, &err) == MB_OK);
+    mb_device dev;
+    CHECK(mb_device_find("h100-sxm", &dev, &err) == MB_OK);
+    mb_meas_record row, pk[2];
+    int64_t n = (int64_t)1 << 24;
+    CHECK(mb_meas_record_init(&row, pk, g->name, p, n, &dev, &err) == MB_OK);
+    CHECK(mb_meas_record_host_model(&row, pk, p, n, &dev, &err) == MB_OK);
+    CHECK(isnan(row.model_host_time_s) && isnan(pk[0].model_host_time_s)); /* no reference */
+    row.host_copy_ratio = 0.5;
+    CHECK(mb_meas_record_host_model(&row, pk, p, n, &dev, &err) == MB_OK);
+    CHECK(isnan(row.model_host_time_s)); /* no op ratio */
+
+    /* memory-bound on an H100: half the bandwidth, twice the memory time */
+    mb_estimate e;
+    CHECK(mb_estimate_plan(p, n, &dev, &e, &err) == MB_OK);
+    CHECK(e.total.mem_s > e.total.compute_s && dev.serial_fraction == 0);
+    row.host_op_ratio = 1;
+    CHECK(mb_meas_record_host_model(&row, pk, p, n, &dev, &err) == MB_OK);
+    CHECK_NEAR(row.model_host_time_s, e.total.launch_s + 2 * e.total.mem_s, 1e-9);
+    CHECK_NEAR(pk[0].model_host_time_s, row.model_host_time_s, 1e-12);
+    CHECK_NEAR(row.model_time_s, e.total.time_s, 1e-12); /* the model column as it was */
+    mb_estimate_free(&e);
+
+    /* compute-bound (a slow device): a quarter of the op rate, four times the
+     * compute time; the bandwidth ratio changes nothing */
+    dev.fp32_tflops = 1e-3;
+    dev.sfu_tops = 1e-4;
+    CHECK(mb_estimate_plan(p, n, &dev, &e, &err) == MB_OK);
+    CHECK(e.total.compute_s > 10 * e.total.mem_s);
+    row.host_copy_ratio = 1.2;
+    row.host_op_ratio = 0.25;
+    CHECK(mb_meas_record_host_model(&row, pk, p, n, &dev, &err) == MB_OK);
+    CHECK_NEAR(row.model_host_time_s, e.total.launch_s + 4 * e.total.compute_s, 1e-9);
+    mb_estimate_free(&e);
+
+    /* measured op rates scale too */
+    dev.op_geps[MB_OP_SIN] = dev.op_geps[MB_OP_COS] = dev.op_geps[MB_OP_MUL] = 1e-3;
+    dev.op_geps[MB_OP_ADD] = dev.op_geps[MB_OP_POW] = 1e-3;
+    mb_device slow;
+    mb_device_at_rates(&dev, 1, 0.5, &slow);
+    CHECK_NEAR(slow.op_geps[MB_OP_SIN], 0.5e-3, 1e-15);
+    CHECK_NEAR(slow.launch_overhead_us, dev.launch_overhead_us, 0);
+    CHECK(mb_estimate_plan(p, n, &dev, &e, &err) == MB_OK);
+    row.host_copy_ratio = 1;
+    row.host_op_ratio = 0.5;
+    CHECK(mb_meas_record_host_model(&row, pk, p, n, &dev, &err) == MB_OK);
+    CHECK_NEAR(row.model_host_time_s, e.total.launch_s + 2 * e.total.compute_s, 1e-6);
+    mb_estimate_free(&e);
     mb_plan_free(p);
     mb_graph_free(g);
 }
@@ -217,6 +277,7 @@ int main(void)
     overlap_beta();
     stats();
     csv_and_records();
+    host_model();
     small_cpu_run();
     zero_result_verified();
     return mb_test_done();

@@ -47,6 +47,20 @@ check "a drifted row outside the bound: exit 0 (got $rc)" [ "$rc" -eq 0 ]
 check "drifted row shows the host's shares" grep -q '^| copy | eager | f32 | +10% | -40% (host copy 140%, op 70%) |$' "$t/out4.txt"
 check "op drift alone marks a row" grep -q '^| copy | fused | f32 | -50% (host op 75%) |  |$' "$t/out4.txt"
 check "summary counts drifted rows apart" grep -q '^1 of 1 quiet, steady, verified rows within 25%; largest error +10.0% .*; 0 of 2 rows measured while the host drifted more than 20%' "$t/out4.txt"
+# --at-host-rates: each row with both ratios against model_host_time_s (the model
+# at the host's rates), counted with the rest; a row without the column keeps
+# model_time_s and its drift mark
+{
+  echo "$cols,host_copy_gbs,host_copy_ratio,host_op_ratio,model_host_time_s"
+  echo 'cpu,cpu,copy,eager,f32,262144,1,100,1.0e-4,1e-4,1e-4,0.01,1.1e-4,1,1,1,1,,,none-cpu,0,1,local-cpu,0,50,0.85,1.1,1.2e-4'
+  echo 'cpu,cpu,copy,eager,f32,33554432,1,100,1.0e-2,1e-2,1e-2,0.01,0.6e-2,1,1,1,1,,,none-cpu,0,1,local-cpu,0,84,1.4,0.7,0.9e-2'
+  echo 'cpu,cpu,copy,fused,f32,262144,1,100,1.0e-4,1e-4,1e-4,0.01,0.5e-4,1,1,1,1,,,none-cpu,0,1,local-cpu,0,60,1.0,0.75,'
+} >"$t/h.csv"
+py "$t/h.csv" --at-host-rates >"$t/out7.txt"; rc=$?
+check "--at-host-rates: drifted rows counted (exit $rc)" [ "$rc" -eq 0 ]
+check "--at-host-rates: errors against model_host_time_s" grep -q '^| copy | eager | f32 | +20% | -10% (host copy 140%, op 70%) |$' "$t/out7.txt"
+check "--at-host-rates: no column, the model column" grep -q '^| copy | fused | f32 | -50% (host op 75%) |  |$' "$t/out7.txt"
+check "--at-host-rates: summary" grep -q "^2 of 2 quiet, verified rows within 25%, the model at the host's rates.*; 0 of 1 rows measured while the host drifted" "$t/out7.txt"
 # --membound: the model's times recomputed from the spec and variant text the
 # CSV carries (copy at 2^25 f32 on a 100 GB/s spec: 2.68 ms; measured 10% longer)
 if [ -x "${MB_BIN:-}" ]; then
@@ -60,6 +74,10 @@ if [ -x "${MB_BIN:-}" ]; then
   } >"$t/r.csv"
   py "$t/r.csv" --membound "$MB_BIN" >"$t/out5.txt"; rc=$?
   check "--membound: the model recomputed (exit $rc)" grep -q '^| copy | eager | f32 | -9% |$' "$t/out5.txt"
+  # at the host's rates: the spec's bandwidth halved, the copy's time doubled
+  sed 's/,none-cpu,0,1,t,0$/,none-cpu,0,1,t,0,40,0.5,1/; s/,model_device,contended$/,model_device,contended,host_copy_gbs,host_copy_ratio,host_op_ratio/; s/^\(cpu,cpu,copy,eager,f32,33554432,1,100,\)2.952790016e-3/\15.905580032e-3/' "$t/r.csv" >"$t/rh.csv"
+  py "$t/rh.csv" --membound "$MB_BIN" --at-host-rates >"$t/out8.txt"; rc=$?
+  check "--membound --at-host-rates: the spec at the host's rates (exit $rc)" grep -q '^| copy | eager | f32 | -9% (host copy 50%) |$' "$t/out8.txt"
   py "$t/r.csv" >"$t/out6.txt"
   check "without it: the CSV's model_time_s" grep -q '^| copy | eager | f32 | +100% |$' "$t/out6.txt"
   grep -v '^# device_spec' "$t/r.csv" >"$t/nospec.csv"

@@ -192,7 +192,7 @@ static void test_noisy(const char *tmp)
         char out[600];
         snprintf(out, sizeof out, "%s/noisy-report", tmp);
         CHECK(mb_rpt_write(&s, NULL, out, &e) == MB_OK);
-        CHECK(file_has(out, "summary.csv", ",noisy,,\n")); /* no host reference: empty */
+        CHECK(file_has(out, "summary.csv", ",noisy,,,\n")); /* no host reference: empty */
         CHECK(file_has(out, "summary.json", "\"noisy\": true"));
         CHECK(file_has(out, "report.md", "skipped (noisy"));
     }
@@ -235,13 +235,26 @@ static void test_drifted(const char *tmp)
         snprintf(out, sizeof out, "%s/drift-report", tmp);
         CHECK(mb_rpt_write(&s, NULL, out, &e) == MB_OK);
         CHECK(file_has(out, "report.md", "(host at copy 79% of calibrated)"));
-        CHECK(file_has(out, "report.md", "(host at copy 140%, op 100% of calibrated)"));
-        CHECK(file_has(out, "report.md", "(host at copy 100%, op 50% of calibrated)"));
+        char want_md[2][128] = {"(rows missing)", "(rows missing)"};
+        for (int i = 0; i < 2 && s.n_rows == 6; i++)
+            snprintf(want_md[i], sizeof want_md[i], "(host at copy %s, op %s of calibrated; at those "
+                     "rates %.2f)", i ? "100%" : "140%", i ? "50%" : "100%",
+                     s.rows[3 + 2 * i].time_s_median / s.rows[3 + 2 * i].pred_host_time_s);
+        CHECK(file_has(out, "report.md", want_md[0]));
+        CHECK(file_has(out, "report.md", want_md[1]));
         CHECK(file_has(out, "report.md", "3 rows were measured while the host's copy bandwidth"));
         CHECK(file_has(out, "summary.json", "\"drifted\": true"));
         CHECK(file_has(out, "summary.json", "\"host_copy_ratio\": 1.05"));
         CHECK(file_has(out, "summary.json", "\"host_op_ratio\": 0.5"));
-        CHECK(file_has(out, "summary.csv", ",used,1.4,1\n"));
+        CHECK(file_has(out, "summary.csv", ",used,1.4,1,"));
+        CHECK(file_has(out, "summary.json", "\"model_host_time_s\": null"));
+        /* the model at the host's rates: both ratios or none; a memory-bound
+         * copy at 1.4x the bandwidth takes 1/1.4 of its memory time */
+        CHECK(isnan(s.rows[1].pred_host_time_s) && isnan(s.rows[4].pred_host_time_s));
+        const mb_rpt_row *r = &s.rows[3];
+        CHECK_NEAR(r->pred_host_time_s - r->pred_launch_s, (r->pred_time_s - r->pred_launch_s) / 1.4,
+                   1e-12);
+        CHECK_NEAR(s.rows[5].pred_host_time_s, s.rows[5].pred_time_s, 1e-12); /* not compute-bound */
     }
     mb_rpt_set_free(&s);
 }
