@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # cpu_validate.sh — the CPU backend's figures in one run: for each variant,
 # calibrate this machine and measure every plan at n = 2^18, 2^20, 2^22 and
-# 2^25 (the model's error per row and size: model-error.md; how far the
+# 2^25 (the model's error per row and size: model-error.md, and against the
+# model at the host's rates during each row: model-error-at-host.md; how far the
 # calibrations moved from one to the next: drift.txt), the bf16 vs f32 copy,
 # and the peer benchmark at n = 2^24 against numexpr and PyTorch eager.
 # Usage: bench/cpu_validate.sh OUTDIR [BUILD_DIR]
@@ -52,6 +53,9 @@ awk -F' = ' 'FNR == 1 { f++; name[f] = FILENAME; sub(/.*local-cpu-/, "", name[f]
 step "the model's error, (model - measured) / measured, each variant against its own calibration"
 /usr/bin/python3 "$here/model_error.py" "${meas[@]}" >"$out/model-error.md" || true
 tee -a "$log" <"$out/model-error.md"
+step "the same, each row against the model at the host's rates during it (model_host_time_s)"
+/usr/bin/python3 "$here/model_error.py" "${meas[@]}" --at-host-rates >"$out/model-error-at-host.md" || true
+tee -a "$log" <"$out/model-error-at-host.md"
 step "copy, f32 vs bf16, n = 2^25"
 "$B" measure copy --plan eager --dtype f32,bf16 --device "$out/local-cpu.ini" --sizes 2^25 \
   -o "$out/copy-2p25.csv" 2>>"$log" | tee -a "$log"
