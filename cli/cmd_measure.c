@@ -322,9 +322,13 @@ static void print_table_row(FILE *fp, const mb_meas_record *r)
     if (r->contended > 0)
         snprintf(cont, sizeof cont, " [%d/%d%s]", r->contended, r->reps,
                  mb_meas_row_noisy(r) ? " noisy" : "");
-    char host[96] = "", ratios[64];
+    char host[128] = "", ratios[64], at_host[48] = "";
+    if (isfinite(r->model_host_time_s))
+        snprintf(at_host, sizeof at_host, "; at those rates err %+.1f%%",
+                 100.0 * (r->model_host_time_s - r->time_s_median) / r->time_s_median);
     if (MB_MEAS_HOST_DRIFTED(r->host_copy_ratio, r->host_op_ratio))
-        snprintf(host, sizeof host, " [host %s of calibrated]", host_ratios(r, ratios, sizeof ratios));
+        snprintf(host, sizeof host, " [host %s of calibrated%s]", host_ratios(r, ratios, sizeof ratios),
+                 at_host);
     fprintf(fp, "%-16s %-10s %-5s %6s %4d %11s %11s %6.1f%% %11s %+6.1f%% %9.2f %8.2g %s%s%s\n",
             r->variant, r->plan, r->dtype, fmt_n(r->n, nb, sizeof nb), r->reps,
             mb_cli_fmt_time(r->time_s_median, t1, sizeof t1),

@@ -166,3 +166,9 @@ void mb_meas_hostref_free(mb_meas_hostref *h)
     free(h->dst);
     memset(h, 0, sizeof *h);
 }
+
+int mb_meas_hostref_due(int ns, int last, double seconds_since, double interval_s)
+{
+    return ns == 0 || last || ns == MB_MEAS_HOSTREF_SAMPLE_A || ns % MB_MEAS_HOSTREF_EVERY == 0 ||
+           seconds_since >= interval_s;
+}

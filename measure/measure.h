@@ -412,8 +412,19 @@ typedef struct mb_meas_hostref {
 
 /* Within a row, a reference before the first sample, before the last and at
  * most every half second between: two 256 MiB copies (~18 ms) and the op
- * probe (~1 ms) cost ~4% of a long row and two references of a short one. */
+ * probe (~1 ms) cost ~4% of a long row. */
 #define MB_MEAS_HOSTREF_INTERVAL_S 0.5
+/* And before sample 5 and every 50th: a row has three references at least,
+ * spread over its samples, so that one probe the host slowed for a moment
+ * (a 2^18 row matched the calibrated model within 10% while the median of
+ * its two op probes said 41%) does not set its ratios; ~80 ms on a row of
+ * 200 short samples. */
+#define MB_MEAS_HOSTREF_SAMPLE_A 5
+#define MB_MEAS_HOSTREF_EVERY 50
+
+/* 1 when a row's host reference is due before its sample ns (0-based), the
+ * last when last, seconds_since the previous reference. */
+int mb_meas_hostref_due(int ns, int last, double seconds_since, double interval_s);
 /* References a row keeps (a longer row's later ones replace its last). */
 #define MB_MEAS_HOSTREF_MAX 64
 /* The ops of the compute reference (MB_MEAS_HOSTREF_N_OPS, above) */

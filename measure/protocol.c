@@ -157,8 +157,9 @@ int mb_meas_protocol_run(const mb_meas_ops *ops, const mb_plan *p, int64_t n, co
 
     /* timed samples, each after a flush when cold; the last on fresh poison.
      * With a host reference (cold rows only: it evicts the cache), its copy
-     * is timed before the flush of the first sample, of the last and of any
-     * sample c->hostref->interval_s after the previous reference: the flush
+     * is timed before the flush of the first sample, of the last, of the
+     * samples mb_meas_hostref_due names and of any sample
+     * c->hostref->interval_s after the previous reference: the flush
      * still comes right before every sample, reference or not (a copy makes
      * the next one run up to ~10% faster than a read sweep does here) */
     int ns = 0, contended = 0, watched = 0, dropped = 0, n_ref = 0, n_op[MB_MEAS_HOSTREF_N_OPS] = {0};
@@ -173,7 +174,7 @@ int mb_meas_protocol_run(const mb_meas_ops *ops, const mb_plan *p, int64_t n, co
         }
         const int last = r.once || mb_meas_should_stop(c, samples, ns, mb_meas_now_s() - t_begin) ||
                          ns >= cap;
-        if (hr && (ns == 0 || last || mb_meas_now_s() - t_ref >= hr->interval_s)) {
+        if (hr && mb_meas_hostref_due(ns, last, mb_meas_now_s() - t_ref, hr->interval_s)) {
             double gbs = mb_meas_hostref_copy_gbs(hr);
             if (gbs > 0) refs[n_ref < MB_MEAS_HOSTREF_MAX ? n_ref++ : MB_MEAS_HOSTREF_MAX - 1] = gbs;
             for (int o = 0; o < MB_MEAS_HOSTREF_N_OPS; o++) {

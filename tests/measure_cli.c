@@ -282,6 +282,7 @@ int main(void)
         CHECK(mb_test_csv_field(slurp("hc.csv"), 0, "model_time_s", mt, sizeof mt));
         CHECK(strtod(mt, NULL) > 0 && strtod(mh, NULL) > 100 * strtod(mt, NULL));
         CHECK(strstr(slurp("stderr.txt"), "(at those rates the model is ") != NULL);
+        CHECK(strstr(slurp("stdout.txt"), " of calibrated; at those rates err +") != NULL);
         /* --warm rows: no reference (it would evict the cache), no mark */
         const char *warm[] = {"measure", "--backend", "cpu", "--threads", "1", "--timeout", "0.2",
                               "--device", "fast.ini", "--plan", "eager", "--sizes", "2^12", "--warm",

@@ -477,6 +477,15 @@ static void host_reference(const mb_plan *p)
     CHECK_NEAR(mb_meas_median_rate((const double[]){0, 5, -1}, 3), 5, 1e-12);
     CHECK(mb_meas_median_rate((const double[]){0}, 1) == 0);
     CHECK(mb_meas_hostref_median_gbs(&h, 3) > 0);
+    /* when references are due: first, fifth, every 50th, last, and after
+     * the interval; three at least in a row of the minimum 10 samples */
+    CHECK(mb_meas_hostref_due(0, 0, 0, 1e9) && mb_meas_hostref_due(9, 1, 0, 1e9));
+    CHECK(!mb_meas_hostref_due(1, 0, 0, 1e9) && mb_meas_hostref_due(1, 0, 0.6, 0.5));
+    int due10 = 0, due201 = 0;
+    for (int i = 0; i < 10; i++) due10 += mb_meas_hostref_due(i, i == 9, 0, 1e9);
+    for (int i = 0; i < 201; i++) due201 += mb_meas_hostref_due(i, i == 200, 0, 1e9);
+    CHECK_EQ_I64(due10, 3);  /* 0, 5, 9 */
+    CHECK_EQ_I64(due201, 6); /* 0, 5, 50, 100, 150, 200 */
     mb_meas_config c;
     mb_meas_record row, pk[16];
     char why[256], want[4096];
@@ -484,7 +493,7 @@ static void host_reference(const mb_plan *p)
         reset();
         config(&c);
         c.hostref = &h;
-        h.interval_s = interval ? 1e9 : 0; /* before every sample; first and last only */
+        h.interval_s = interval ? 1e9 : 0; /* before every sample; by the sample count */
         CHECK_EQ_I64(run(p, 4096, &c, &row, pk, why, sizeof why, &e), MB_OK);
         expected_log(want, sizeof want, 2, 1, 10, 1, 1, 0);
         CHECK(!strcmp(F.log, want));
