@@ -153,6 +153,13 @@ int mb_cmd_calibrate(int argc, char **argv)
         printf("  serial fraction of memory and compute %.2f (rounds' quartiles %.2f-%.2f), "
                "read-stream penalty %.3f, gain %.3f\n", cal.serial_fraction, cal.serial_fraction_q1,
                cal.serial_fraction_q3, cal.read_stream_penalty, cal.read_stream_gain);
+        if (cal.has_serial_fraction_compiled)
+            printf("  serial fraction of a compiled kernel of one read and one write %.2f (rounds' "
+                   "quartiles %.2f-%.2f)\n", cal.serial_fraction_compiled,
+                   cal.serial_fraction_compiled_q1, cal.serial_fraction_compiled_q3);
+        else
+            printf("  serial fraction of a compiled kernel: not measured (no compiled kernels: "
+                   "no C compiler?); such kernels take the figure above\n");
         printf("  op rates (1e9 elements/s, L1-resident, all threads):\n");
         for (int op = MB_OP_ADD; op < MB_OP_COUNT; op++)
             printf("    %-10s %8.3f%s", mb_op_name((mb_op)op), cal.op_geps[op],

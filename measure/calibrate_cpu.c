@@ -494,9 +494,11 @@ int mb_meas_calibrate_overlap(mb_meas_calib *c, int64_t n, int reps, mb_err *err
 {
     mb_device d;
     c->serial_fraction = c->serial_fraction_q1 = c->serial_fraction_q3 = 0;
+    c->serial_fraction_compiled = c->serial_fraction_compiled_q1 = c->serial_fraction_compiled_q3 = 0;
+    c->has_serial_fraction_compiled = 0;
     c->read_stream_penalty = c->read_stream_gain = 0;
     mb_meas_calib_to_device(c, NULL, &d);
-    probe copy = {0}, sine = {0}, sum4 = {0};
+    probe copy = {0}, sine = {0}, xsin = {0}, sum4 = {0};
     mb_meas_flusher fl;
     /* twice the cache, or twice a probe array when that is smaller (it is
      * evicted either way; a reported 508 MiB cache would read 1 GiB a sample) */
@@ -507,26 +509,39 @@ int mb_meas_calibrate_overlap(mb_meas_calib *c, int64_t n, int reps, mb_err *err
     /* copy: memory only; sin: one read, one write, compute about as long as
      * the memory time; a+b+c+d: four read streams, next to no compute */
     if (!(rc = probe_init(&copy, "y = copy(x)", MB_PLAN_EAGER, n, &d, err)) &&
-        !(rc = probe_init(&sine, "y = sin(x)", MB_PLAN_EAGER, n, &d, err)))
+        !(rc = probe_init(&sine, "y = sin(x)", MB_PLAN_EAGER, n, &d, err)) &&
+        !(rc = probe_init(&xsin, "y = x * sin(x)", MB_PLAN_FUSED, n, &d, err)))
         rc = probe_init(&sum4, "y = a + b + c + d", MB_PLAN_FUSED, n, &d, err);
-    double beta[OVERLAP_ROUNDS], gamma[OVERLAP_ROUNDS], gain[OVERLAP_ROUNDS];
+    /* the compiled probe counts only when it runs compiled */
+    mb_kern_eval_info info;
+    mb_err e_info;
+    int compiled = !rc && xsin.p->n_kernels == 1 &&
+                   !mb_kern_kernel_info(&xsin.t, 0, &info, &e_info) && info.compiled;
+    double beta[OVERLAP_ROUNDS], beta_c[OVERLAP_ROUNDS], gamma[OVERLAP_ROUNDS], gain[OVERLAP_ROUNDS];
     int rounds = 0;
     int n_rounds = reps == 1 ? 3 : OVERLAP_ROUNDS;
     for (int r = 0; r < n_rounds && !rc; r++) {
-        double t_copy, t_sin, t_sum4, sin_geps[2 * OVERLAP_SIN_PROBES] = {0};
+        double t_copy, t_sin, t_xsin = 0, t_sum4, sin_geps[2 * OVERLAP_SIN_PROBES] = {0};
         if ((rc = probe_time(&copy, &fl, reps, &t_copy, err))) break;
         for (int i = 0; i < OVERLAP_SIN_PROBES && c->ref_op_geps[0] > 0; i++)
             sin_geps[i] = mb_meas_hostref_op_geps(0);
         if ((rc = probe_time(&sine, &fl, reps, &t_sin, err))) break;
+        if (compiled && (rc = probe_time(&xsin, &fl, reps, &t_xsin, err))) break;
         for (int i = 0; i < OVERLAP_SIN_PROBES && c->ref_op_geps[0] > 0; i++)
             sin_geps[OVERLAP_SIN_PROBES + i] = mb_meas_hostref_op_geps(0);
         if ((rc = probe_time(&sum4, &fl, reps, &t_sum4, err))) break;
         /* this round's streaming rate, from the copy: 8n bytes */
         double copy_gbs = (double)(copy.est.total.read_bytes + copy.est.total.write_bytes) / t_copy / 1e9;
-        const mb_cost *k = &sine.est.per_kernel[0];
+        const double now_sin_geps = mb_meas_median_rate(sin_geps, 2 * OVERLAP_SIN_PROBES);
+        const mb_cost *k = &xsin.est.per_kernel[0];
         double mem_s = (double)(k->read_bytes + k->write_bytes) / (copy_gbs * 1e9);
+        if (compiled)
+            beta_c[rounds] = mb_meas_overlap_beta(t_xsin, k->launch_s, mem_s, k->compute_s,
+                                                  c->ref_op_geps[0], now_sin_geps);
+        k = &sine.est.per_kernel[0];
+        mem_s = (double)(k->read_bytes + k->write_bytes) / (copy_gbs * 1e9);
         beta[rounds] = mb_meas_overlap_beta(t_sin, k->launch_s, mem_s, k->compute_s, c->ref_op_geps[0],
-                                            mb_meas_median_rate(sin_geps, 2 * OVERLAP_SIN_PROBES));
+                                            now_sin_geps);
         /* the four-stream kernel's reads against a single read stream, which
          * calibration found to run at read_gbs / copy_gbs of the copy rate */
         k = &sum4.est.per_kernel[0];
@@ -544,12 +559,20 @@ int mb_meas_calibrate_overlap(mb_meas_calib *c, int64_t n, int reps, mb_err *err
         c->serial_fraction = beta[rounds / 2];
         c->serial_fraction_q1 = beta[rounds / 4];
         c->serial_fraction_q3 = beta[(3 * rounds) / 4];
+        if (compiled) {
+            c->has_serial_fraction_compiled = 1;
+            qsort(beta_c, (size_t)rounds, sizeof beta_c[0], cmp_double);
+            c->serial_fraction_compiled = beta_c[rounds / 2];
+            c->serial_fraction_compiled_q1 = beta_c[rounds / 4];
+            c->serial_fraction_compiled_q3 = beta_c[(3 * rounds) / 4];
+        }
         c->read_stream_penalty = gamma[rounds / 2];
         /* one of the two: the median round's direction */
         c->read_stream_gain = c->read_stream_penalty > 0 ? 0 : gain[rounds / 2];
     }
     probe_free(&copy);
     probe_free(&sine);
+    probe_free(&xsin);
     probe_free(&sum4);
     mb_meas_flusher_free(&fl);
     return rc;
@@ -781,6 +804,8 @@ void mb_meas_calib_to_device(const mb_meas_calib *c, const char *command_line, m
     d->read_stream_penalty = c->read_stream_penalty;
     d->read_stream_gain = c->read_stream_gain;
     d->serial_fraction = c->serial_fraction;
+    d->has_serial_fraction_compiled = c->has_serial_fraction_compiled;
+    d->serial_fraction_compiled = c->has_serial_fraction_compiled ? c->serial_fraction_compiled : 0;
     /* x86 caches allocate on ordinary stores: a store to a line not held
      * reads it first (2-vCPU EPYC guest, one thread, after a 64 MiB flush:
      * writing 1 MiB took 25.8 us, reading it 25.4 us, writing it again
@@ -799,7 +824,10 @@ void mb_meas_calib_to_device(const mb_meas_calib *c, const char *command_line, m
     d->host_ref_copy_gbs = c->ref_copy_gbs;
     d->host_ref_sin_geps = c->ref_op_geps[0];
     d->host_ref_sigmoid_geps = c->ref_op_geps[1];
-    char llc[96];
+    char llc[96], compiled[96] = "";
+    if (c->has_serial_fraction_compiled)
+        snprintf(compiled, sizeof compiled, ", compiled y = x * sin(x) (%.2f-%.2f)",
+                 c->serial_fraction_compiled_q1, c->serial_fraction_compiled_q3);
     if (c->llc_from_knee)
         snprintf(llc, sizeof llc, "LLC %.0f MiB from a measured knee (system reports %.0f MiB)",
                  (double)c->llc_bytes / 1048576.0, (double)c->llc_reported_bytes / 1048576.0);
@@ -811,10 +839,10 @@ void mb_meas_calib_to_device(const mb_meas_calib *c, const char *command_line, m
              "interleaved rounds (requested bytes, CV <= %.0f%%): copy %.2f GB/s non-temporal "
              "(%.2f plain), read %.2f, write %.2f non-temporal (%.2f plain); op rates: "
              "executor tiles in L1 (%s, CV <= %.0f%%), %d in compiled chains; overlap from "
-             "y = sin(x) (rounds' quartiles %.2f-%.2f), stream penalty from y = a+b+c+d",
+             "y = sin(x) (rounds' quartiles %.2f-%.2f)%s, stream penalty from y = a+b+c+d",
              command_line ? command_line : "membound calibrate", c->threads,
              (long long)c->stream_n, llc, 100 * c->bw_spread, c->copy_gbs, c->copy_plain_gbs,
              c->read_gbs, c->write_gbs, c->write_plain_gbs, mb_kern_vector_isa(),
-             100 * c->op_spread, c->compiled_ops, c->serial_fraction_q1, c->serial_fraction_q3);
+             100 * c->op_spread, c->compiled_ops, c->serial_fraction_q1, c->serial_fraction_q3, compiled);
     snprintf(d->measured_at, sizeof d->measured_at, "%s %s", pv.host, pv.date);
 }

@@ -319,6 +319,11 @@ typedef struct mb_meas_calib {
                                not hidden by the longer (probe: y = sin(x)),
                                the median of its rounds */
     double serial_fraction_q1, serial_fraction_q3; /* its rounds' quartiles */
+    double serial_fraction_compiled; /* the same for a compiled kernel of one read
+                               and one write (probe: y = x * sin(x), fused) */
+    double serial_fraction_compiled_q1, serial_fraction_compiled_q3;
+    int has_serial_fraction_compiled; /* 0: that probe did not run compiled
+                               (no compiler): the figures above mean nothing */
     double read_stream_penalty; /* read bandwidth loss per extra read stream
                                    (probe: y = a + b + c + d, fused) */
     double read_stream_gain;    /* or gain, when the four streams read faster
@@ -342,10 +347,12 @@ typedef struct mb_meas_calib {
 int mb_meas_calibrate_cpu(int threads, int quick, void (*progress)(const char *label),
                           mb_meas_calib *out, mb_err *err);
 
-/* Fits serial_fraction and read_stream_penalty (or _gain) of c from two probe kernels
- * run through the executor at n elements, cold (outputs streamed): y = sin(x)
- * (balanced memory and compute: the overlap), then y = a + b + c + d fused
- * (four read streams, no compute to speak of). Needs the rest of c. */
+/* Fits serial_fraction, serial_fraction_compiled and read_stream_penalty (or
+ * _gain) of c from three probe kernels run through the executor at n
+ * elements, cold (outputs streamed): y = sin(x) interpreted (balanced memory
+ * and compute: the overlap), y = x * sin(x) fused (the same, compiled), then
+ * y = a + b + c + d fused (four read streams, no compute to speak of). Needs
+ * the rest of c. */
 int mb_meas_calibrate_overlap(mb_meas_calib *c, int64_t n, int reps, mb_err *err);
 
 /* One round of that fit: the share of the shorter of mem_s and compute_s

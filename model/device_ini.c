@@ -45,6 +45,7 @@ static const key_spec spec_keys[] = {
     {"read_stream_penalty", KEY_NUM, KEY_OPTIONAL, FIELD(read_stream_penalty)},
     {"read_stream_gain", KEY_NUM, KEY_OPTIONAL, FIELD(read_stream_gain)},
     {"serial_fraction", KEY_NUM, KEY_OPTIONAL, FIELD(serial_fraction)},
+    {"serial_fraction_compiled", KEY_NUM, KEY_OPTIONAL, FIELD(serial_fraction_compiled)},
     {"write_allocate", KEY_NUM, KEY_OPTIONAL, FIELD(write_allocate)},
     {"cache_bandwidth_gbs", KEY_NUM, KEY_OPTIONAL, FIELD(cache_bandwidth_gbs)},
     {"cache_mb", KEY_NUM, KEY_REQUIRED, FIELD(cache_mb)},
@@ -235,7 +236,7 @@ static int set_number(ini_state *st, const char *key, enum key_need need,
     if (v < 0)
         return fail(st, MB_EINPUT, "%s:%d: key '%s': must be >= 0, got '%s'", st->path,
                     st->line, key, value);
-    if (!strcmp(key, "serial_fraction") && v > 1)
+    if (!strncmp(key, "serial_fraction", strlen("serial_fraction")) && v > 1)
         return fail(st, MB_EINPUT, "%s:%d: key '%s': must be in [0, 1], got '%s'", st->path,
                     st->line, key, value);
     if (!strcmp(key, "write_allocate") && v != 0 && v != 1)
@@ -379,6 +380,7 @@ static int load_stream(FILE *fp, const char *path, mb_device *out, mb_err *err)
     }
     if (st->code == MB_OK) {
         if (!st->key_line[key_index("kind")]) snprintf(st->dev.kind, sizeof st->dev.kind, "gpu");
+        st->dev.has_serial_fraction_compiled = st->key_line[key_index("serial_fraction_compiled")] != 0;
         if (!st->key_line[key_index("label")])
             snprintf(st->dev.label, sizeof st->dev.label, "%s", st->dev.name);
         *out = st->dev;
@@ -515,6 +517,9 @@ static void write_keys(const mb_device *d, FILE *fp)
             if (!strcmp(k->key, "kind") && !p[0]) p = "gpu";
             fprintf(fp, p[0] ? "%s = %s\n" : "%s =\n", k->key, p);
         } else {
+            /* an optional figure that stands for another when absent */
+            if (!strcmp(k->key, "serial_fraction_compiled") && !d->has_serial_fraction_compiled)
+                continue;
             format_number(*(const double *)p, num, sizeof num);
             fprintf(fp, "%s = %s\n", k->key, num);
         }

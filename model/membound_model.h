@@ -219,6 +219,13 @@ typedef struct mb_device {
     double serial_fraction;       /* optional, 0..1: share of the shorter of
                                      memory and compute time that does not
                                      overlap the longer (0 on GPUs) */
+    double serial_fraction_compiled; /* optional, 0..1: the same for a kernel
+                                     run as compiled code (mb_kernel_compiled)
+                                     that reads one tensor and writes one:
+                                     calibrate's compiled probe of that shape;
+                                     used only where has_serial_fraction_compiled */
+    int has_serial_fraction_compiled; /* 1: the spec gives the key; 0: such
+                                     kernels take serial_fraction */
     double cache_mb;              /* last-level cache on the memory path */
     double fp32_tflops;
     double bf16_tflops;           /* dense tensor */
@@ -244,7 +251,7 @@ typedef struct mb_device {
     double host_ref_sin_geps;     /* optional: the same for its op probes, sin */
     double host_ref_sigmoid_geps; /* and sigmoid over L1-resident tiles (op rates
                                      do not drift together), 1e9 elements/s */
-    char source[512];             /* where the numbers come from */
+    char source[768];             /* where the numbers come from */
     char measured_at[256];        /* optional: host and date of calibration */
 } mb_device;
 

@@ -67,6 +67,8 @@ static void check_same(const mb_device *a, const mb_device *b)
     CHECK(a->sincos_geps == b->sincos_geps && a->sincos_compiled_geps == b->sincos_compiled_geps);
     CHECK(a->write_allocate == b->write_allocate);
     CHECK(a->read_stream_penalty == b->read_stream_penalty && a->read_stream_gain == b->read_stream_gain);
+    CHECK(a->serial_fraction_compiled == b->serial_fraction_compiled &&
+          a->has_serial_fraction_compiled == b->has_serial_fraction_compiled);
     CHECK(a->serial_fraction == b->serial_fraction && a->read_bandwidth_gbs == b->read_bandwidth_gbs &&
           a->cache_bandwidth_gbs == b->cache_bandwidth_gbs);
     CHECK(a->host_ref_copy_gbs == b->host_ref_copy_gbs && a->host_ref_sin_geps == b->host_ref_sin_geps &&
@@ -265,6 +267,8 @@ static void test_round_trip(void)
     d.host_ref_sin_geps = 4.5;
     d.host_ref_sigmoid_geps = 8.25;
     d.serial_fraction = 0.375;
+    d.serial_fraction_compiled = 0.125;
+    d.has_serial_fraction_compiled = 1;
     d.read_bandwidth_gbs = 0.1 + 0.7;
     d.cache_bandwidth_gbs = 123.4375;
     CHECK_EQ_I64(mb_device_write_ini(&d, path, &err), MB_OK);
@@ -279,6 +283,22 @@ static void test_round_trip(void)
     if (rc) fprintf(stderr, "  %s\n", err.msg);
     check_same(&d, &back);
     CHECK(!dir_has_temporaries());
+    /* without the compiled overlap figure the key is not written and stays
+     * absent (such kernels take serial_fraction), not read back as 0 */
+    d.has_serial_fraction_compiled = 0;
+    d.serial_fraction_compiled = 0;
+    CHECK_EQ_I64(mb_device_write_ini(&d, path, &err), MB_OK);
+    memset(&back, 0, sizeof back);
+    back.has_serial_fraction_compiled = 1;
+    CHECK_EQ_I64(mb_device_load_ini(path, &back, &err), MB_OK);
+    check_same(&d, &back);
+    FILE *fp = fopen(path, "r");
+    char text[8192] = "";
+    if (fp) {
+        text[fread(text, 1, sizeof text - 1, fp)] = '\0';
+        fclose(fp);
+    }
+    CHECK(strstr(text, "\nserial_fraction = 0.375\n") && !strstr(text, "serial_fraction_compiled"));
 
     /* the writer refuses what would not read back, and leaves no file */
     static const char *const bad_sources[] = {"a ; b", "two\nlines", " padded"};
@@ -377,6 +397,8 @@ static void test_malformed(void)
                  NEEDLES(":3: key 'mem_bandwidth_gbs': must be > 0"));
     expect_error("serial.ini", GOOD_HEAD "mem_bandwidth_gbs = 100\nserial_fraction = 7\n",
                  (const char *const[]){"key 'serial_fraction'", "must be in [0, 1]", NULL});
+    expect_error("serialc.ini", GOOD_HEAD "mem_bandwidth_gbs = 100\nserial_fraction_compiled = 1.5\n",
+                 (const char *const[]){"key 'serial_fraction_compiled'", "must be in [0, 1]", NULL});
     expect_error("negopt.ini", GOOD_HEAD "mem_bandwidth_gbs = 100\nsfu_tops = -2\n",
                  NEEDLES(":4: key 'sfu_tops': must be >= 0, got '-2'"));
     expect_error("inf.ini", GOOD_HEAD "mem_bandwidth_gbs = inf\n",

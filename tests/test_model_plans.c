@@ -212,6 +212,35 @@ static void check_time_formula(void)
     f = est("sin2_plus_cos2", MB_F32, MB_PLAN_EAGER, n, &cpu, NULL);
     CHECK_NEAR(f.per_kernel[0].time_s, 5e-6 + n / 1e9 + 0.25 * 8.0 * n / 5e11, 1e-12);
     mb_estimate_free(&f);
+    /* a kernel run compiled (compiled rates in the spec) that reads one tensor
+     * and writes one takes serial_fraction_compiled where the spec gives it:
+     * sin^2+cos^2 fused; sigmoid3 recompute's forward too, not its backward
+     * (two reads); without the key, serial_fraction for all */
+    mb_device cc = cpu;
+    for (int op = MB_OP_ADD; op < MB_OP_COUNT; op++) cc.op_compiled_geps[op] = 1;
+    cc.serial_fraction_compiled = 0.0625;
+    for (int has = 0; has < 2; has++) {
+        cc.has_serial_fraction_compiled = has;
+        double beta = has ? 0.0625 : 0.25;
+        f = est("sin2_plus_cos2", MB_F32, MB_PLAN_FUSED, n, &cc, NULL);
+        const mb_cost *k = &f.per_kernel[0];
+        CHECK(k->compute_s > k->mem_s && k->mem_s > 0);
+        CHECK_NEAR(k->time_s, k->launch_s + k->compute_s + beta * k->mem_s, 1e-12);
+        mb_estimate_free(&f);
+        f = est("sigmoid3", MB_F32, MB_PLAN_RECOMPUTE, n, &cc, NULL);
+        CHECK_EQ_I64(f.n_kernels, 2);
+        for (int i = 0; i < f.n_kernels && i < 2; i++) {
+            k = &f.per_kernel[i];
+            double b = i == 0 ? beta : 0.25, lo = fmin(k->mem_s, k->compute_s);
+            CHECK(lo > 0);
+            CHECK_NEAR(k->time_s, k->launch_s + fmax(k->mem_s, k->compute_s) + b * lo, 1e-12);
+        }
+        mb_estimate_free(&f);
+        f = est("sin2_plus_cos2", MB_F32, MB_PLAN_EAGER, n, &cc, NULL); /* one op a kernel: interpreted */
+        CHECK_NEAR(f.per_kernel[0].time_s, f.per_kernel[0].launch_s + fmax(f.per_kernel[0].mem_s,
+                   f.per_kernel[0].compute_s) + 0.25 * fmin(f.per_kernel[0].mem_s, f.per_kernel[0].compute_s), 1e-12);
+        mb_estimate_free(&f);
+    }
     /* a read bandwidth bounds a kernel's reads, lowered per extra read stream:
      * the add reads 2 tensors of 4n bytes at 100 / (1 + 0.5) GB/s */
     cpu.read_bandwidth_gbs = 100;
