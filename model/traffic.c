@@ -17,7 +17,9 @@
  * fast.
  *
  * Time per kernel: launch_overhead + max(memory, compute)
- *                  + serial_fraction x min(memory, compute).
+ *                  + serial_fraction x min(memory, compute)
+ * (serial_fraction_compiled for a compiled kernel of one read and one write
+ * where the spec has it: serial_fraction_of).
  * Memory is DRAM bytes / bandwidth (measured when the spec has it, else
  * datasheet), or, when the spec gives a read bandwidth and that takes
  * longer, DRAM read bytes / (read_bandwidth x (1 + read_stream_gain x
@@ -236,13 +238,15 @@ static void compute_time(const mb_plan *p, const mb_kernel *K, int64_t n, const 
 /* The share of the shorter term that does not overlap the longer: the
  * compiled probe's figure for a kernel of its shape (run compiled, one read,
  * one write) where the spec has one, else serial_fraction. A compiled
- * kernel streams one tensor in while its math runs from registers: on the
- * 2-vCPU EPYC guest the compiled y = x * sin(x) probe gave 0.06-0.25 beside
- * 0.21-1.00 for the interpreted y = sin(x), whose tile buffers are copied
- * out between the math. sigmoid3's compiled kernels of two to five streams
- * ran nearer the interpreted figure (with the compiled one, 13 runs
- * re-modelled put them at -10..-19% against -2..-8%; sin²+cos² fused went
- * from +13% to +0..+6%): they keep it. */
+ * kernel's math runs from registers while the prefetchers stream its one
+ * input; the interpreter copies each tile buffer out between its ops. On the
+ * 2-vCPU EPYC guest six calibrations gave 0.05-0.26 for the compiled
+ * y = x * sin(x) against 0.34-0.63 for the interpreted y = sin(x). Twelve
+ * earlier runs re-modelled with 0.15 for those kernels: sin^2+cos^2 fused's
+ * median error +11% -> +2% (+13% -> +6% at the host's rates), rows within 25%
+ * 400 -> 401 of 480 (427 -> 438 at the host's rates); with 0.15 for every
+ * compiled kernel instead, sigmoid3 store's median went -11% -> -22%, so
+ * kernels of more streams keep serial_fraction. */
 static double serial_fraction_of(const mb_plan *p, const mb_kernel *K, const mb_device *d)
 {
     if (d->has_serial_fraction_compiled && K->n_reads == 1 && K->n_writes == 1 &&
