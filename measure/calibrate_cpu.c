@@ -507,7 +507,8 @@ int mb_meas_calibrate_overlap(mb_meas_calib *c, int64_t n, int reps, mb_err *err
     int rc = mb_meas_flusher_init(&fl, flush_llc, err);
     if (rc) return rc;
     /* copy: memory only; sin: one read, one write, compute about as long as
-     * the memory time; a+b+c+d: four read streams, next to no compute */
+     * the memory time (interpreted: one op); x * sin(x): the same compiled;
+     * a+b+c+d: four read streams, next to no compute */
     if (!(rc = probe_init(&copy, "y = copy(x)", MB_PLAN_EAGER, n, &d, err)) &&
         !(rc = probe_init(&sine, "y = sin(x)", MB_PLAN_EAGER, n, &d, err)) &&
         !(rc = probe_init(&xsin, "y = x * sin(x)", MB_PLAN_FUSED, n, &d, err)))
