@@ -39,15 +39,26 @@ static void stats(void)
     CHECK(mb_meas_should_stop(&c, noisy, 12, 1.0));    /* or max_reps */
 }
 
+/* A built-in variant's plan and the H100's spec (the model device of these
+ * tests); *g and *p are the caller's to free. */
+static void lecture_plan(const char *variant, mb_dtype dt, mb_plan_kind kind, mb_graph **g,
+                         mb_plan **p, mb_device *dev)
+{
+    mb_err err;
+    *g = NULL;
+    *p = NULL;
+    CHECK(mb_variant_load(variant, dt, g, &err) == MB_OK);
+    CHECK(mb_plan_build(*g, kind, p, &err) == MB_OK);
+    CHECK(mb_device_find("h100-sxm", dev, &err) == MB_OK);
+}
+
 static void csv_and_records(void)
 {
     mb_err err;
-    mb_graph *g = NULL;
-    CHECK(mb_variant_load("sin2_plus_cos2", MB_BF16, &g, &err) == MB_OK);
-    mb_plan *p = NULL;
-    CHECK(mb_plan_build(g, MB_PLAN_EAGER, &p, &err) == MB_OK);
+    mb_graph *g;
+    mb_plan *p;
     mb_device dev;
-    CHECK(mb_device_find("h100-sxm", &dev, &err) == MB_OK);
+    lecture_plan("sin2_plus_cos2", MB_BF16, MB_PLAN_EAGER, &g, &p, &dev);
     mb_meas_record row, pk[8];
     CHECK(p->n_kernels <= 8);
     int64_t n = (int64_t)1 << 24;
@@ -107,12 +118,10 @@ static void csv_and_records(void)
 static void host_model(void)
 {
     mb_err err;
-    mb_graph *g = NULL;
-    CHECK(mb_variant_load("sin2_plus_cos2", MB_F32, &g, &err) == MB_OK);
-    mb_plan *p = NULL;
-    CHECK(mb_plan_build(g, MB_PLAN_FUSED, &p, &err) == MB_OK);
+    mb_graph *g;
+    mb_plan *p;
     mb_device dev;
-    CHECK(mb_device_find("h100-sxm", &dev, &err) == MB_OK);
+    lecture_plan("sin2_plus_cos2", MB_F32, MB_PLAN_FUSED, &g, &p, &dev);
     mb_meas_record row, pk[2];
     int64_t n = (int64_t)1 << 24;
     CHECK(mb_meas_record_init(&row, pk, g->name, p, n, &dev, &err) == MB_OK);
@@ -166,12 +175,10 @@ static void host_model(void)
 static void small_cpu_run(void)
 {
     mb_err err;
-    mb_graph *g = NULL;
-    CHECK(mb_variant_load("sigmoid3", MB_F32, &g, &err) == MB_OK);
-    mb_plan *p = NULL;
-    CHECK(mb_plan_build(g, MB_PLAN_RECOMPUTE, &p, &err) == MB_OK);
+    mb_graph *g;
+    mb_plan *p;
     mb_device dev;
-    CHECK(mb_device_find("h100-sxm", &dev, &err) == MB_OK);
+    lecture_plan("sigmoid3", MB_F32, MB_PLAN_RECOMPUTE, &g, &p, &dev);
     mb_meas_config c;
     mb_meas_config_default(&c);
     c.cold = 1;
