@@ -20,8 +20,9 @@ CSV carries in its '#' lines: archived measurements against the current model.
 
 With --at-host-rates each row that has both host ratios is compared with the model
 at the rates the host had during the row (the model_host_time_s column: the spec's
-bandwidths times host_copy_ratio, its op rates and peaks times host_op_ratio; with
---membound, that spec modelled again) and counted with the rest, its shares still
+memory bandwidths times host_copy_ratio, its op rates, peaks and cache bandwidth
+times host_op_ratio and its launch overhead over it; with --membound, that spec
+modelled again) and counted with the rest, its shares still
 shown; a row without the column or the ratios keeps the model column.
 
 usage: bench/model_error.py FILE.csv... [--bound 25] [--sizes 2^18,2^20,...] [--membound BIN]
@@ -41,10 +42,11 @@ import tempfile
 # warns: MB_MEAS_HOST_DRIFT_MAX)
 DRIFT_MAX = 0.2
 
-# the spec's keys mb_device_at_rates scales: bandwidths by the copy ratio, op
-# rates and peaks by the op ratio (host_ref_* are the reference, not the model's)
-BANDWIDTH_KEYS = re.compile(r"(mem|measured|read|cache)_bandwidth_gbs$")
-OP_KEYS = re.compile(r"(fp32_tflops|bf16_tflops|sfu_tops|op_\w+_geps)$")
+# the spec's keys mb_device_at_rates scales: memory bandwidths by the copy ratio,
+# what the cores do (op rates, peaks, the cache's bandwidth) by the op ratio and
+# the launch overhead by its inverse (host_ref_* are the reference, not the model's)
+BANDWIDTH_KEYS = re.compile(r"(mem|measured|read)_bandwidth_gbs$")
+OP_KEYS = re.compile(r"(fp32_tflops|bf16_tflops|sfu_tops|op_\w+_geps|cache_bandwidth_gbs)$")
 
 
 def spec_at_rates(lines, bw, op):
@@ -53,7 +55,8 @@ def spec_at_rates(lines, bw, op):
     for line in lines:
         key, eq, value = line.partition("=")
         k = key.strip()
-        factor = bw if BANDWIDTH_KEYS.match(k) else op if OP_KEYS.match(k) else None
+        factor = (bw if BANDWIDTH_KEYS.match(k) else op if OP_KEYS.match(k)
+                  else 1 / op if k == "launch_overhead_us" else None)
         if eq and factor is not None:
             line = f"{key}= {float(value) * factor!r}\n"
         out.append(line)

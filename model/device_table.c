@@ -346,7 +346,8 @@ void mb_device_at_rates(const mb_device *d, double bandwidth_factor, double op_f
     out->mem_bandwidth_gbs *= bandwidth_factor;
     out->measured_bandwidth_gbs *= bandwidth_factor;
     out->read_bandwidth_gbs *= bandwidth_factor;
-    out->cache_bandwidth_gbs *= bandwidth_factor;
+    out->cache_bandwidth_gbs *= op_factor;
+    if (op_factor > 0) out->launch_overhead_us /= op_factor;
     out->fp32_tflops *= op_factor;
     out->bf16_tflops *= op_factor;
     out->sfu_tops *= op_factor;

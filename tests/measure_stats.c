@@ -143,7 +143,7 @@ static void host_model(void)
     mb_estimate_free(&e);
 
     /* compute-bound (a slow device): a quarter of the op rate, four times the
-     * compute time; the bandwidth ratio changes nothing */
+     * compute time and the launch overhead; the bandwidth ratio changes nothing */
     dev.fp32_tflops = 1e-3;
     dev.sfu_tops = 1e-4;
     CHECK(mb_estimate_plan(p, n, &dev, &e, &err) == MB_OK);
@@ -151,7 +151,7 @@ static void host_model(void)
     row.host_copy_ratio = 1.2;
     row.host_op_ratio = 0.25;
     CHECK(mb_meas_record_host_model(&row, pk, p, n, &dev, &err) == MB_OK);
-    CHECK_NEAR(row.model_host_time_s, e.total.launch_s + 4 * e.total.compute_s, 1e-9);
+    CHECK_NEAR(row.model_host_time_s, 4 * e.total.launch_s + 4 * e.total.compute_s, 1e-9);
     mb_estimate_free(&e);
 
     /* measured op rates scale too */
@@ -160,12 +160,17 @@ static void host_model(void)
     mb_device slow;
     mb_device_at_rates(&dev, 1, 0.5, &slow);
     CHECK_NEAR(slow.op_geps[MB_OP_SIN], 0.5e-3, 1e-15);
-    CHECK_NEAR(slow.launch_overhead_us, dev.launch_overhead_us, 0);
+    CHECK_NEAR(slow.launch_overhead_us, 2 * dev.launch_overhead_us, 1e-15);
+    dev.cache_bandwidth_gbs = 100;
+    mb_device_at_rates(&dev, 0.25, 0.5, &slow);
+    CHECK_NEAR(slow.cache_bandwidth_gbs, 50, 1e-15); /* the cores' side */
+    CHECK_NEAR(slow.mem_bandwidth_gbs, 0.25 * dev.mem_bandwidth_gbs, 1e-15);
+    dev.cache_bandwidth_gbs = 0;
     CHECK(mb_estimate_plan(p, n, &dev, &e, &err) == MB_OK);
     row.host_copy_ratio = 1;
     row.host_op_ratio = 0.5;
     CHECK(mb_meas_record_host_model(&row, pk, p, n, &dev, &err) == MB_OK);
-    CHECK_NEAR(row.model_host_time_s, e.total.launch_s + 2 * e.total.compute_s, 1e-6);
+    CHECK_NEAR(row.model_host_time_s, 2 * e.total.launch_s + 2 * e.total.compute_s, 1e-6);
     mb_estimate_free(&e);
     mb_plan_free(p);
     mb_graph_free(g);
