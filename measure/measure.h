@@ -154,10 +154,9 @@ int mb_meas_record_init(mb_meas_record *row, mb_meas_record *per_kernel, const c
                         const mb_plan *p, int64_t n, const mb_device *dev, mb_err *err);
 
 /* Fills model_host_time_s of row (and of per_kernel[k], as above) after the
- * row was measured: the model of plan p at n on dev with dev's bandwidths
- * scaled by row's host_copy_ratio and its op rates and FLOP peaks by its
- * host_op_ratio (MB_MEAS_CSV_HOST_MODEL_COLUMN). Leaves NAN where either
- * ratio is not a positive number (no host reference). */
+ * row was measured: the model of plan p at n on dev at row's host_copy_ratio
+ * and host_op_ratio (mb_device_at_rates; MB_MEAS_CSV_HOST_MODEL_COLUMN).
+ * Leaves NAN where either ratio is not a positive number (no host reference). */
 int mb_meas_record_host_model(mb_meas_record *row, mb_meas_record *per_kernel, const mb_plan *p,
                               int64_t n, const mb_device *dev, mb_err *err);
 
