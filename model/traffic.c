@@ -240,8 +240,8 @@ static void compute_time(const mb_plan *p, const mb_kernel *K, int64_t n, const 
  * one write) where the spec has one, else serial_fraction. A compiled
  * kernel's math runs from registers while the prefetchers stream its one
  * input; the interpreter copies each tile buffer out between its ops. On the
- * 2-vCPU EPYC guest 19 calibrations gave 0.02-0.34 for the compiled
- * y = x * sin(x) against 0.30-0.96 for the interpreted y = sin(x). Twelve
+ * 2-vCPU EPYC guest 24 calibrations gave 0.02-0.34 for the compiled
+ * y = x * sin(x) against 0.22-0.96 for the interpreted y = sin(x). Twelve
  * earlier runs re-modelled with 0.15 for those kernels: sin^2+cos^2 fused's
  * median error +11% -> +2% (+13% -> +6% at the host's rates), rows within 25%
  * 400 -> 401 of 480 (427 -> 438 at the host's rates); with 0.15 for every
