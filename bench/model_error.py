@@ -14,6 +14,13 @@ bound (default 25%), the largest error and where it is, and the drifted rows.
 Exit 0 when every quiet, steady, verified row is within the bound, 1 when one is
 not, 2 on bad usage.
 
+Files from several runs (bench/cpu_validate.sh --rounds K) hold the same rows more
+than once: each cell is then the median error over the row's runs that count
+(quiet, verified, and steady or compared at the host's rates), then their range
+and how many runs counted, and the summary counts those medians (a shared host's
+drift moves single runs by tens of percent; the median of several is the figure),
+then the single runs.
+
 With --membound BIN the model's times are not the CSV's model_time_s but what BIN's
 `membound model` gives now for each row, from the device spec and variant text the
 CSV carries in its '#' lines: archived measurements against the current model.
@@ -125,6 +132,37 @@ class Remodel:
         return self.cache[key]
 
 
+def counts(e):
+    """A run of a row that counts: quiet, verified, a number, and steady or
+    compared at the host's rates."""
+    err, noisy, ok, drift, at_host = e
+    return ok and not noisy and err == err and (drift is None or at_host)
+
+
+def merged_cell(entries, bound):
+    """The cell of a row measured in several runs, and what it counts as:
+    (median error, only drifted runs) or None (nothing to count)."""
+    m = len(entries)
+    use = [e for e in entries if counts(e)]
+    drifted = False
+    if not use:  # no steady run: the drifted ones, counted apart
+        use = [e for e in entries if e[2] and not e[1] and e[0] == e[0]]
+        drifted = True
+    failed = sum(not e[2] for e in entries)
+    mark = "!" if failed else ""
+    if not use:
+        errs = sorted(e[0] for e in entries if e[0] == e[0])
+        med = errs[len(errs) // 2] if errs else float("nan")
+        return f"[{med:+.0f}%{mark}]", None
+    errs = sorted(e[0] for e in use)
+    k = len(errs)
+    med = errs[k // 2] if k % 2 else (errs[k // 2 - 1] + errs[k // 2]) / 2
+    cell = f"{med:+.0f}%{mark} ({errs[0]:+.0f}..{errs[-1]:+.0f}%, {k} of {m})"
+    if drifted:
+        cell += " (host drifted in each)"
+    return cell, (med, drifted)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("csv", nargs="+")
@@ -196,10 +234,16 @@ def main():
             if ratio is not None and abs(ratio - 1) > DRIFT_MAX:
                 shares.append(f"{what} {100 * ratio:.0f}%")
         key = (r["variant"], r["plan"], r["dtype"])
-        table.setdefault(key, {})[n] = (err, noisy, r["verified"] == "1", ", ".join(shares) or None,
-                                        at_host)
+        table.setdefault(key, {}).setdefault(n, []).append(
+            (err, noisy, r["verified"] == "1", ", ".join(shares) or None, at_host))
         sizes.add(n)
     sizes = sorted(sizes)
+    runs = max(len(m) for cells in table.values() for m in cells.values()) if table else 1
+    if runs > 1:
+        print(f"Rows measured in up to {runs} runs: each cell is the median error over the runs that "
+              f"count (quiet, verified, {'compared at the host' + chr(39) + 's rates' if a.at_host_rates else 'steady'}), "
+              "then their range and how many of the row's runs counted.")
+        print()
     print("| variant | plan | dtype | " + " | ".join(size_label(n) for n in sizes) + " |")
     print("| --- | --- | --- | " + " | ".join("---:" for _ in sizes) + " |")
     quiet = within = drift_rows = drift_within = 0
@@ -210,7 +254,21 @@ def main():
             if n not in table[key]:
                 cells.append("")
                 continue
-            err, noisy, ok, drift, at_host = table[key][n]
+            if len(table[key][n]) > 1:
+                cell, counted = merged_cell(table[key][n], a.bound)
+                cells.append(cell)
+                if counted is None:
+                    continue
+                if counted[1]:  # only drifted runs: counted apart
+                    drift_rows += 1
+                    drift_within += abs(counted[0]) <= a.bound
+                    continue
+                quiet += 1
+                within += abs(counted[0]) <= a.bound
+                if abs(counted[0]) > abs(worst[0]):
+                    worst = (counted[0], f"{key[0]} {key[1]} {key[2]} n = {size_label(n)}")
+                continue
+            err, noisy, ok, drift, at_host = table[key][n][0]
             cell = f"{err:+.0f}%"
             if not ok:
                 cell += "!"
@@ -233,6 +291,14 @@ def main():
             cells.append(cell)
         print(f"| {key[0]} | {key[1]} | {key[2]} | " + " | ".join(cells) + " |")
     print()
+    if runs > 1:
+        single = [e[0] for cells in table.values() for m in cells.values() for e in m if counts(e)]
+        print(f"Medians over runs: {within} of {quiet} rows within {a.bound:g}%"
+              + (f"; largest {worst[0]:+.1f}% ({worst[1]})" if worst[1] else "")
+              + (f"; {drift_within} of {drift_rows} rows whose every run drifted" if drift_rows else "")
+              + f". Single runs: {sum(abs(e) <= a.bound for e in single)} of {len(single)} counted "
+              f"rows within {a.bound:g}%.")
+        return 0 if within == quiet else 1
     print(f"{within} of {quiet} quiet, {'' if a.at_host_rates else 'steady, '}verified rows within {a.bound:g}%"
           + (", the model at the host's rates during each row (host copy N%, op N%: shares "
              "of the calibrated figures off by more than 20%, counted all the same)"

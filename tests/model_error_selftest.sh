@@ -61,6 +61,23 @@ check "--at-host-rates: drifted rows counted (exit $rc)" [ "$rc" -eq 0 ]
 check "--at-host-rates: errors against model_host_time_s" grep -q '^| copy | eager | f32 | +20% | -10% (host copy 140%, op 70%) |$' "$t/out7.txt"
 check "--at-host-rates: no column, the model column" grep -q '^| copy | fused | f32 | -50% (host op 75%) |  |$' "$t/out7.txt"
 check "--at-host-rates: summary" grep -q "^2 of 2 quiet, verified rows within 25%, the model at the host's rates.*; 0 of 1 rows measured while the host drifted" "$t/out7.txt"
+# several runs of the same rows: each cell the median over the runs that count
+# (run 3's 2^25 drifted: left out), its range and count; the summary counts the
+# medians (2^25: -30%, outside), then the single runs
+{
+  echo "$cols,host_copy_gbs,host_copy_ratio,host_op_ratio"
+  for e in '1.1e-4 0.8e-2 1.0' '1.3e-4 0.6e-2 1.0' '1.2e-4 0.4e-2 1.5'; do
+    set -- $e
+    echo "cpu,cpu,copy,eager,f32,262144,1,100,1.0e-4,1e-4,1e-4,0.01,$1,1,1,1,1,,,none-cpu,0,1,local-cpu,0,50,1.0,1.0"
+    echo "cpu,cpu,copy,eager,f32,33554432,1,100,1.0e-2,1e-2,1e-2,0.01,$2,1,1,1,1,,,none-cpu,0,1,local-cpu,0,50,$3,1.0"
+  done
+} >"$t/runs.csv"
+py "$t/runs.csv" >"$t/out9.txt"; rc=$?
+check "runs: a median outside the bound: exit 1 (got $rc)" [ "$rc" -eq 1 ]
+check "runs: median, range and count per cell" grep -q '^| copy | eager | f32 | +20% (+10..+30%, 3 of 3) | -30% (-40..-20%, 2 of 3) |$' "$t/out9.txt"
+check "runs: summary of medians, then single runs" grep -q '^Medians over runs: 1 of 2 rows within 25%; largest -30.0% (copy eager f32 n = 2^25). Single runs: 3 of 5 counted rows within 25%.$' "$t/out9.txt"
+py "$t/runs.csv" --bound 35 >/dev/null; rc=$?
+check "runs: every median within the bound: exit 0 (got $rc)" [ "$rc" -eq 0 ]
 # --membound: the model's times recomputed from the spec and variant text the
 # CSV carries (copy at 2^25 f32 on a 100 GB/s spec: 2.68 ms; measured 10% longer)
 if [ -x "${MB_BIN:-}" ]; then
