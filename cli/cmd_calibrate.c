@@ -26,7 +26,9 @@ static void usage(FILE *fp)
             "Samples during which the process did not get its cores are taken again;\n"
             "figures that cannot be true are measured again, then refused (exit 1,\n"
             "nothing written). Takes ~8 s on an idle 2-core machine, ~16 s the first\n"
-            "time (its probe kernels are compiled once, then cached).\n"
+            "time (its probe kernels are compiled once, then cached). Each full CPU\n"
+            "calibration is cached for measure; one that finds the host more than 20%%\n"
+            "away from the cached one (bandwidths, sin, sigmoid) warns: a shared host drifts.\n"
             "\n"
             "  --backend B   cpu (default) or cuda (when the build has a GPU calibration;\n"
             "                MB_CUDA_DEVICE and MB_CUDA_NO_BLOCK as for measure)\n"
@@ -133,8 +135,14 @@ int mb_cmd_calibrate(int argc, char **argv)
         mb_meas_calib_to_device(&cal, cmdline, &d);
         if (!quiet) mb_cli_note("calibrated in %.1f s", mb_meas_now_s() - t0);
         if (have_cache) {
-            if (mb_meas_cache_save(cache, &d, &e)) mb_cli_note("calibration not cached: %s", e.msg);
-            else if (!quiet) mb_cli_note("cached as %s (measure uses it when given no --device)", cache);
+            char moved[768];
+            if (mb_meas_cache_save(cache, &d, moved, sizeof moved, &e))
+                mb_cli_note("calibration not cached: %s", e.msg);
+            else if (!quiet)
+                mb_cli_note("cached as %s (measure uses it when given no --device)", cache);
+            if (moved[0])
+                fprintf(stderr, "membound: warning: %s; figures measured against the one it replaces "
+                        "carry up to that much (a shared host drifts: compare several runs)\n", moved);
         }
         printf("%s: %d threads, LLC %.1f MiB, vector math %s\n", d.label, cal.threads,
                d.cache_mb, mb_kern_vector_isa());

@@ -242,12 +242,16 @@ static int model_device(const opts *o, mb_meas_backend b, mb_device *dev, char *
     mb_meas_calib_to_device(&cal, "membound measure (in-process calibration)", dev);
     snprintf(desc, descsz, "local-cpu (calibrated in-process)");
     if (have_cache) {
-        if (mb_meas_cache_save(cache, dev, &e)) {
+        char moved[768];
+        if (mb_meas_cache_save(cache, dev, moved, sizeof moved, &e)) {
             if (!o->quiet) mb_cli_note("calibration not cached: %s", e.msg);
         } else {
             snprintf(desc, descsz, "local-cpu (calibrated in-process, cached as %s)", cache);
             if (!o->quiet) mb_cli_note("calibration cached as %s", cache);
         }
+        if (moved[0])
+            fprintf(stderr, "membound: warning: %s; the model columns take the new figures (a shared "
+                    "host drifts: compare several runs)\n", moved);
     }
     return 0;
 }

@@ -7,6 +7,8 @@
 #include "measure.h"
 
 #include <errno.h>
+#include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -96,7 +98,46 @@ int mb_meas_cache_load(const char *path, mb_device *d, double *age_s, mb_err *er
     return MB_OK;
 }
 
-int mb_meas_cache_save(const char *path, const mb_device *d, mb_err *err)
+double mb_meas_calib_moved(const mb_device *before, const mb_device *now, char *desc, size_t descsz)
 {
+    static const struct {
+        const char *what, *unit;
+        size_t off;
+    } fig[] = {
+        {"copy bandwidth", "GB/s", offsetof(mb_device, measured_bandwidth_gbs)},
+        {"read bandwidth", "GB/s", offsetof(mb_device, read_bandwidth_gbs)},
+        {"sin", "Gelem/s", offsetof(mb_device, op_geps) + MB_OP_SIN * sizeof(double)},
+        {"sigmoid", "Gelem/s", offsetof(mb_device, op_geps) + MB_OP_SIGMOID * sizeof(double)},
+    };
+    double worst = 0;
+    size_t used = 0;
+    if (desc && descsz) desc[0] = '\0';
+    for (size_t i = 0; i < sizeof fig / sizeof fig[0]; i++) {
+        double was = *(const double *)((const char *)before + fig[i].off);
+        double is = *(const double *)((const char *)now + fig[i].off);
+        if (!(was > 0 && is > 0)) continue;
+        double moved = is / was - 1;
+        if (fabs(moved) > worst) worst = fabs(moved);
+        if (fabs(moved) <= MB_MEAS_DRIFT_MAX || !desc || used >= descsz) continue;
+        int k = snprintf(desc + used, descsz - used, "%s%s %.3g %s (was %.3g, %+.0f%%)", used ? ", " : "",
+                         fig[i].what, is, fig[i].unit, was, 100 * moved);
+        if (k > 0) used += (size_t)k;
+    }
+    return worst;
+}
+
+int mb_meas_cache_save(const char *path, const mb_device *d, char *moved, size_t movedsz, mb_err *err)
+{
+    if (moved && movedsz) {
+        mb_device was;
+        mb_err e;
+        double age_s = 0;
+        char what[512];
+        moved[0] = '\0';
+        if (mb_meas_cache_load(path, &was, &age_s, &e) == MB_OK &&
+            mb_meas_calib_moved(&was, d, what, sizeof what) > MB_MEAS_DRIFT_MAX)
+            snprintf(moved, movedsz, "this host moved since its calibration of %.0f min before: %s",
+                     age_s / 60.0, what);
+    }
     return mb_device_write_ini(d, path, err);
 }

@@ -484,8 +484,18 @@ int mb_meas_cache_locate(const char *dir_env, const char *xdg_env, const char *h
  * is not a CPU spec: MB_EINPUT). */
 int mb_meas_cache_load(const char *path, mb_device *d, double *age_s, mb_err *err);
 
-/* Writes d to path atomically (temporary file, rename). */
-int mb_meas_cache_save(const char *path, const mb_device *d, mb_err *err);
+/* How far this host moved between two calibrations of it: the largest
+ * relative change of the copy and read bandwidths and the sin and sigmoid
+ * rates (those both give), e.g. 0.3 for 30%; desc (may be NULL) lists those
+ * that moved more than MB_MEAS_DRIFT_MAX, "copy bandwidth 62.6 GB/s (was
+ * 77.7, -19%), ...", or is empty. */
+double mb_meas_calib_moved(const mb_device *before, const mb_device *now, char *desc, size_t descsz);
+
+/* Writes d to path atomically (temporary file, rename). moved (may be NULL)
+ * gets one line when the calibration it replaces is of a host that has
+ * moved since (mb_meas_calib_moved over MB_MEAS_DRIFT_MAX): "this host moved
+ * since its calibration of 12 min before: copy bandwidth ...", else "". */
+int mb_meas_cache_save(const char *path, const mb_device *d, char *moved, size_t movedsz, mb_err *err);
 
 /* ---- CSV --------------------------------------------------------------------- */
 

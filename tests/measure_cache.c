@@ -112,11 +112,31 @@ static void library(void)
     double age = -1;
     CHECK(mb_meas_cache_load(p1, &back, &age, &e) == 1); /* nothing yet */
     fake_device(&d);
-    CHECK(mb_meas_cache_save(p1, &d, &e) == MB_OK);
+    char moved[512] = "x";
+    CHECK(mb_meas_cache_save(p1, &d, moved, sizeof moved, &e) == MB_OK);
+    CHECK(moved[0] == '\0'); /* nothing to compare with */
     CHECK(mb_meas_cache_load(p1, &back, &age, &e) == MB_OK);
     CHECK(age >= 0 && age < 60);
     CHECK_NEAR(back.measured_bandwidth_gbs, 12.5, 1e-9);
     CHECK_NEAR(back.op_geps[MB_OP_SIN], 1.0 + MB_OP_SIN, 1e-9);
+    /* how far the host moved: within 20% nothing is listed; beyond, each
+     * figure that moved, and the largest move either way */
+    mb_device now = back;
+    now.measured_bandwidth_gbs *= 1.1;
+    CHECK_NEAR(mb_meas_calib_moved(&back, &now, moved, sizeof moved), 0.1, 1e-9);
+    CHECK(moved[0] == '\0');
+    now.measured_bandwidth_gbs = 12.5 * 0.7;
+    now.op_geps[MB_OP_SIGMOID] *= 1.5;
+    now.op_geps[MB_OP_SIN] = 0; /* not measured: not compared */
+    CHECK_NEAR(mb_meas_calib_moved(&back, &now, moved, sizeof moved), 0.5, 1e-9);
+    CHECK(strstr(moved, "copy bandwidth 8.75 GB/s (was 12.5, -30%)") != NULL);
+    CHECK(strstr(moved, "sigmoid") && strstr(moved, "+50%)"));
+    CHECK(strstr(moved, "sin ") == NULL && strstr(moved, "read") == NULL);
+    /* replacing a cached calibration says how far the host moved since */
+    CHECK(mb_meas_cache_save(p1, &now, moved, sizeof moved, &e) == MB_OK);
+    CHECK(strstr(moved, "this host moved since its calibration of 0 min before: copy bandwidth") != NULL);
+    CHECK(mb_meas_cache_save(p1, &now, moved, sizeof moved, &e) == MB_OK);
+    CHECK(moved[0] == '\0');
     /* a file that is not a spec is an error, not a miss */
     FILE *f = fopen(p3, "w");
     if (f) fputs("garbage\n", f), fclose(f);
@@ -139,7 +159,7 @@ static void cli(void)
     CHECK(mb_meas_cache_locate(cdir, NULL, NULL, 1, path, sizeof path, NULL, 0, &e) == MB_OK);
     mb_device d;
     fake_device(&d);
-    CHECK(mb_meas_cache_save(path, &d, &e) == MB_OK);
+    CHECK(mb_meas_cache_save(path, &d, NULL, 0, &e) == MB_OK);
 
     /* measure: the cached calibration, named, and no calibration */
     double t0 = mb_meas_now_s();
