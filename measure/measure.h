@@ -487,8 +487,8 @@ int mb_meas_cache_load(const char *path, mb_device *d, double *age_s, mb_err *er
 /* How far this host moved between two calibrations of it: the largest
  * relative change of the copy and read bandwidths and the sin and sigmoid
  * rates (those both give), e.g. 0.3 for 30%; desc (may be NULL) lists those
- * that moved more than MB_MEAS_DRIFT_MAX, "copy bandwidth 62.6 GB/s (was
- * 77.7, -19%), ...", or is empty. */
+ * that moved more than MB_MEAS_DRIFT_MAX, "copy bandwidth 49.4 GB/s (was
+ * 71.9, -31%), ...", or is empty. */
 double mb_meas_calib_moved(const mb_device *before, const mb_device *now, char *desc, size_t descsz);
 
 /* Writes d to path atomically (temporary file, rename). moved (may be NULL)
