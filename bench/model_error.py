@@ -14,6 +14,10 @@ bound (default 25%), the largest error and where it is, and the drifted rows.
 Exit 0 when every quiet, steady, verified row is within the bound, 1 when one is
 not, 2 on bad usage.
 
+A row whose samples measure found in two modes (time_s_lower_mode,
+time_s_upper_mode, upper_mode_share) carries the model's error against each mode,
+"(two modes: -20% / +15%, 48% high)": its median is one of them.
+
 Files from several runs (bench/cpu_validate.sh --rounds K) hold the same rows more
 than once: each cell is then the median error over the row's runs that count
 (quiet, verified, and steady or compared at the host's rates), then their range
@@ -132,10 +136,24 @@ class Remodel:
         return self.cache[key]
 
 
+def two_modes(r, model):
+    """' (two modes: -20% / +15%, 48% high)': the model's error against each
+    mode's median when measure found the row's samples in two modes, else ''."""
+    try:
+        lo, hi = float(r.get("time_s_lower_mode") or "nan"), float(r.get("time_s_upper_mode") or "nan")
+        share = float(r.get("upper_mode_share") or "nan")
+    except ValueError:
+        return ""
+    if not (lo > 0 and hi > 0 and share == share) or model != model:
+        return ""
+    return (f" (two modes: {100 * (model - lo) / lo:+.0f}% / {100 * (model - hi) / hi:+.0f}%, "
+            f"{100 * share:.0f}% high)")
+
+
 def counts(e):
     """A run of a row that counts: quiet, verified, a number, and steady or
     compared at the host's rates."""
-    err, noisy, ok, drift, at_host = e
+    err, noisy, ok, drift, at_host = e[:5]
     return ok and not noisy and err == err and (drift is None or at_host)
 
 
@@ -235,7 +253,8 @@ def main():
                 shares.append(f"{what} {100 * ratio:.0f}%")
         key = (r["variant"], r["plan"], r["dtype"])
         table.setdefault(key, {}).setdefault(n, []).append(
-            (err, noisy, r["verified"] == "1", ", ".join(shares) or None, at_host))
+            (err, noisy, r["verified"] == "1", ", ".join(shares) or None, at_host,
+             two_modes(r, model)))
         sizes.add(n)
     sizes = sorted(sizes)
     runs = max(len(m) for cells in table.values() for m in cells.values()) if table else 1
@@ -268,8 +287,8 @@ def main():
                 if abs(counted[0]) > abs(worst[0]):
                     worst = (counted[0], f"{key[0]} {key[1]} {key[2]} n = {size_label(n)}")
                 continue
-            err, noisy, ok, drift, at_host = table[key][n][0]
-            cell = f"{err:+.0f}%"
+            err, noisy, ok, drift, at_host, modes = table[key][n][0]
+            cell = f"{err:+.0f}%" + modes
             if not ok:
                 cell += "!"
             if noisy:

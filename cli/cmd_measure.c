@@ -64,7 +64,9 @@ static void usage(FILE *fp)
             "assume (a shared host drifts). model_host_time_s is the model again with\n"
             "the spec's memory bandwidths times host_copy_ratio and its op rates, FLOP\n"
             "peaks and cache bandwidth times host_op_ratio (launch overhead over it):\n"
-            "the model at the rates the host had during the row.\n"
+            "the model at the rates the host had during the row. A row whose samples\n"
+            "fall in two modes (each with a fifth of them at least, 20%% apart) is warned\n"
+            "and marked: time_s_lower_mode, time_s_upper_mode, upper_mode_share.\n"
             "\n"
             "Exit: 0 all rows verified, 1 a run failed or a check failed (rows kept with\n"
             "verified=0), 2 bad usage or a size that does not fit in memory, 130 / 143\n"
@@ -315,7 +317,7 @@ static void print_table_header(FILE *fp)
 {
     fprintf(fp, "%-16s %-10s %-5s %6s %4s %11s %11s %7s %11s %7s %9s %8s %s\n", "variant", "plan",
             "dtype", "n", "reps", "median", "min", "cv", "model", "err%", "GB/s", "max_err",
-            "verified [contended samples] [host drift]");
+            "verified [contended samples] [host drift] [two modes]");
 }
 
 static void print_table_row(FILE *fp, const mb_meas_record *r)
@@ -334,12 +336,17 @@ static void print_table_row(FILE *fp, const mb_meas_record *r)
     if (MB_MEAS_HOST_DRIFTED(r->host_copy_ratio, r->host_op_ratio))
         snprintf(host, sizeof host, " [host %s of calibrated%s]", host_ratios(r, ratios, sizeof ratios),
                  at_host);
-    fprintf(fp, "%-16s %-10s %-5s %6s %4d %11s %11s %6.1f%% %11s %+6.1f%% %9.2f %8.2g %s%s%s\n",
+    char modes[96] = "";
+    if (isfinite(r->upper_mode_share))
+        snprintf(modes, sizeof modes, " [two modes: %s, %s (%.0f%%)]",
+                 mb_cli_fmt_time(r->time_s_lower_mode, t1, sizeof t1),
+                 mb_cli_fmt_time(r->time_s_upper_mode, t2, sizeof t2), 100 * r->upper_mode_share);
+    fprintf(fp, "%-16s %-10s %-5s %6s %4d %11s %11s %6.1f%% %11s %+6.1f%% %9.2f %8.2g %s%s%s%s\n",
             r->variant, r->plan, r->dtype, fmt_n(r->n, nb, sizeof nb), r->reps,
             mb_cli_fmt_time(r->time_s_median, t1, sizeof t1),
             mb_cli_fmt_time(r->time_s_min, t2, sizeof t2), 100.0 * r->time_cv,
             mb_cli_fmt_time(r->model_time_s, t3, sizeof t3), err_pct, gbs, r->max_rel_err,
-            r->verified ? "yes" : "FAILED", cont, host);
+            r->verified ? "yes" : "FAILED", cont, host, modes);
 }
 
 int mb_cmd_measure(int argc, char **argv)
@@ -661,6 +668,17 @@ int mb_cmd_measure(int argc, char **argv)
                     "row is kept and marked in 'host_copy_ratio' and 'host_op_ratio'\n",
                     row->variant, row->plan, row->dtype, fmt_n(jb->n, nb, sizeof nb),
                     host_ratios(row, ratios, sizeof ratios), dev.host_ref_copy_gbs, at_host);
+        }
+        if (isfinite(row->upper_mode_share)) {
+            char lo[32], hi[32], med[32];
+            fprintf(stderr, "membound: warning: %s %s %s n = %s: its samples fall in two modes, %s and "
+                    "%s (%.0f%% of them): the median (%s) is one of them, and so is its model error; "
+                    "the row is kept and marked in 'time_s_lower_mode', 'time_s_upper_mode' and "
+                    "'upper_mode_share'\n",
+                    row->variant, row->plan, row->dtype, fmt_n(jb->n, nb, sizeof nb),
+                    mb_cli_fmt_time(row->time_s_lower_mode, lo, sizeof lo),
+                    mb_cli_fmt_time(row->time_s_upper_mode, hi, sizeof hi), 100 * row->upper_mode_share,
+                    mb_cli_fmt_time(row->time_s_median, med, sizeof med));
         }
         /* An achieved bandwidth well above the calibrated one points at a wrong
          * byte count or calibration. A CPU's calibration is a measurement, not

@@ -190,9 +190,35 @@ static double quantile(const double *s, int n, double q)
     return s[lo] * (1.0 - f) + s[lo + 1] * f;
 }
 
+/* The two modes of sorted s into out (see mb_meas_stats_compute). */
+static void find_modes(const double *s, int n, mb_meas_stats *out)
+{
+    out->lower_mode_s = out->upper_mode_s = NAN;
+    out->upper_mode_share = 0;
+    if (n < 10 || !(s[0] > 0)) return;
+    int edge = (n + 4) / 5 > 3 ? (n + 4) / 5 : 3, split = 0;
+    double *step = malloc((size_t)n * sizeof(double));
+    if (!step) return;
+    double best = 0;
+    for (int i = 1; i < n; i++) {
+        step[i - 1] = s[i] / s[i - 1] - 1;
+        if (i >= edge && n - i >= edge && step[i - 1] > best) best = step[i - 1], split = i;
+    }
+    qsort(step, (size_t)(n - 1), sizeof(double), cmp_double);
+    double typical = quantile(step, n - 1, 0.5);
+    free(step);
+    if (!split || best < 0.10 || best < 4 * typical) return;
+    double lo = quantile(s, split, 0.5), hi = quantile(s + split, n - split, 0.5);
+    if (hi < 1.2 * lo) return;
+    out->lower_mode_s = lo;
+    out->upper_mode_s = hi;
+    out->upper_mode_share = (double)(n - split) / n;
+}
+
 void mb_meas_stats_compute(const double *samples, int n, mb_meas_stats *out)
 {
     memset(out, 0, sizeof *out);
+    out->lower_mode_s = out->upper_mode_s = NAN;
     if (n < 1) return;
     double *s = malloc((size_t)n * sizeof(double));
     if (!s) return;
@@ -208,6 +234,7 @@ void mb_meas_stats_compute(const double *samples, int n, mb_meas_stats *out)
     out->p90_s = quantile(s, n, 0.9);
     out->mean_s = mean;
     out->cv = (n > 1 && mean > 0) ? sqrt(ss / (n - 1)) / mean : 0.0;
+    find_modes(s, n, out);
     free(s);
 }
 
@@ -255,6 +282,7 @@ int mb_meas_record_init(mb_meas_record *row, mb_meas_record *per_kernel, const c
     row->contended = -1;
     row->host_copy_gbs = row->host_copy_ratio = row->host_op_ratio = NAN;
     row->model_host_time_s = NAN;
+    row->time_s_upper_mode = row->upper_mode_share = row->time_s_lower_mode = NAN;
     mb_estimate e;
     int rc = mb_estimate_plan(p, n, dev, &e, err);
     if (rc) return rc;

@@ -145,6 +145,10 @@ typedef struct mb_meas_record {
                                 calibrated rate; NAN = none */
     double model_host_time_s;/* the model at the host's rates during the row
                                 (mb_meas_record_host_model); NAN = none */
+    double time_s_lower_mode;/* samples in two modes (mb_meas_stats): the lower
+                                one's median; NAN = one mode */
+    double time_s_upper_mode;/* the upper one's median; NAN = one mode */
+    double upper_mode_share; /* the share of samples in it; NAN = one mode */
 } mb_meas_record;
 
 /* Fills the identity and model columns of row (and of per_kernel[k] for each
@@ -165,9 +169,19 @@ int mb_meas_record_host_model(mb_meas_record *row, mb_meas_record *per_kernel, c
 typedef struct mb_meas_stats {
     int n;
     double median_s, min_s, p90_s, mean_s, cv; /* cv = stdev / mean (sample stdev) */
+    /* two modes (MB_MEAS_CSV_MODES_COLUMNS): the medians of the samples below
+     * and above the split and the share above it; NAN, NAN, 0 for one mode */
+    double lower_mode_s, upper_mode_s, upper_mode_share;
 } mb_meas_stats;
 
-/* Statistics of n samples (seconds); samples are not modified. n >= 1. */
+/* Statistics of n samples (seconds); samples are not modified. n >= 1.
+ * Two modes: the sorted samples split at their largest relative step among
+ * those that leave at least a fifth of the samples (and 3) on each side; a
+ * split counts when n >= 10, that step is at least 10% and 4x the median
+ * step, and the upper side's median is 20% above the lower side's. (2-vCPU
+ * EPYC guest, an interpreted kernel at 2^25 on two threads: about half its
+ * samples 25-45% above the others, a row's median on either; one thread,
+ * one mode: bench/store_policy.c.) */
 void mb_meas_stats_compute(const double *samples, int n, mb_meas_stats *out);
 
 /* 1 when sampling should stop: n >= min_reps and ((cv <= max_cv and

@@ -40,6 +40,9 @@ static void fill_times(mb_meas_record *r, const double *samples, int ns)
     r->time_s_min = st.min_s;
     r->time_s_p90 = st.p90_s;
     r->time_cv = st.cv;
+    r->time_s_upper_mode = st.upper_mode_s;
+    r->time_s_lower_mode = st.lower_mode_s;
+    r->upper_mode_share = st.upper_mode_share > 0 ? st.upper_mode_share : NAN;
 }
 
 /* Finishes a row from its ns samples and its check, then each per-kernel

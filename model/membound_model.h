@@ -322,6 +322,11 @@ void mb_device_at_rates(const mb_device *d, double bandwidth_factor, double op_f
  * against this column says what the model got wrong; against model_time_s,
  * what the host and the model did together. */
 #define MB_MEAS_CSV_HOST_MODEL_COLUMN "model_host_time_s"
+/* Then, when the row's samples fall in two modes (mb_meas_stats), each
+ * mode's median and the share of samples in the upper one; empty for one
+ * mode. The median is then one mode or the other, and so is its model error:
+ * measure warns. */
+#define MB_MEAS_CSV_MODES_COLUMNS "time_s_lower_mode,time_s_upper_mode,upper_mode_share"
 #define MB_MEAS_HOST_DRIFT_MAX 0.2
 #define MB_MEAS_DRIFTED(ratio) ((ratio) > 0 && ((ratio) > 1 + MB_MEAS_HOST_DRIFT_MAX || \
                                                 (ratio) < 1 - MB_MEAS_HOST_DRIFT_MAX))

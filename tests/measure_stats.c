@@ -96,19 +96,21 @@ static void csv_and_records(void)
                         "time_s_min,time_s_p90,time_cv,model_time_s,read_bytes,write_bytes,"
                         "model_dram_read_bytes,model_dram_write_bytes,dram_read_bytes,"
                         "dram_write_bytes,counters,max_rel_err,verified,contended,host_copy_gbs,"
-                        "host_copy_ratio,host_op_ratio,model_host_time_s\n"));
+                        "host_copy_ratio,host_op_ratio,model_host_time_s,time_s_lower_mode,"
+                        "time_s_upper_mode,upper_mode_share\n"));
     const char *want = "\"CPU, \"\"quoted\"\"\",cpu,sin2_plus_cos2,eager,bf16,16777216,5,10,0.5,";
     CHECK(!strncmp(line, want, strlen(want)));
     /* empty measured dram columns, then counters, error, verified, and an
-     * empty contended (not watched), no host reference, no model at its rates */
-    CHECK(strstr(line, ",,none-cpu,1e-07,1,,,,,\n") != NULL);
-    /* 27 columns: 26 commas outside the quoted field */
+     * empty contended (not watched), no host reference, no model at its
+     * rates, one mode */
+    CHECK(strstr(line, ",,none-cpu,1e-07,1,,,,,,,,\n") != NULL);
+    /* 30 columns: 29 commas outside the quoted field */
     int commas = 0, inq = 0;
     for (const char *q = line; *q; q++) {
         if (*q == '"') inq = !inq;
         else if (*q == ',' && !inq) commas++;
     }
-    CHECK_EQ_I64(commas, 26);
+    CHECK_EQ_I64(commas, 29);
     mb_plan_free(p);
     mb_graph_free(g);
 }
@@ -283,8 +285,48 @@ static void overlap_beta(void)
     CHECK_NEAR(mb_meas_overlap_beta(5e-3, 0, 4e-3, 6e-3, 0, 0), 0, 1e-12);
 }
 
+/* Two modes: tight clusters far apart are; a spread of one mode, a small
+ * cluster of outliers and too few samples are not. */
+static void modes(void)
+{
+    mb_meas_stats st;
+    double s[200];
+    for (int i = 0; i < 12; i++) s[i] = (i % 2 ? 15.0 : 11.0) + 0.05 * (i / 2); /* 6 and 6 */
+    mb_meas_stats_compute(s, 12, &st);
+    CHECK_NEAR(st.lower_mode_s, 11.125, 1e-9);
+    CHECK_NEAR(st.upper_mode_s, 15.125, 1e-9);
+    CHECK_NEAR(st.upper_mode_share, 0.5, 1e-12);
+    s[0] = 19.0; /* 5 low, 7 high: still two */
+    mb_meas_stats_compute(s, 12, &st);
+    CHECK_NEAR(st.upper_mode_share, 7.0 / 12.0, 1e-12);
+    mb_meas_stats_compute(s, 9, &st); /* under 10 samples */
+    CHECK(isnan(st.upper_mode_s) && st.upper_mode_share == 0);
+    for (int i = 0; i < 10; i++) s[i] = 1 + i; /* 1..10: one spread */
+    mb_meas_stats_compute(s, 10, &st);
+    CHECK(isnan(st.lower_mode_s) && isnan(st.upper_mode_s) && st.upper_mode_share == 0);
+    for (int i = 0; i < 20; i++) s[i] = i < 18 ? 10.0 + 0.01 * i : 20.0; /* 2 outliers */
+    mb_meas_stats_compute(s, 20, &st);
+    CHECK(isnan(st.upper_mode_s));
+    /* one mode, CV 20%: 200 normal samples (Box-Muller over a fixed LCG) */
+    unsigned long long x = 12345;
+    for (int i = 0; i < 200; i += 2) {
+        double u[2];
+        for (int k = 0; k < 2; k++) {
+            x = x * 6364136223846793005ull + 1442695040888963407ull;
+            u[k] = ((double)(x >> 11) + 0.5) * 0x1.0p-53;
+        }
+        double r = sqrt(-2 * log(u[0]));
+        s[i] = 12 + 2.4 * r * cos(6.283185307179586 * u[1]);
+        s[i + 1] = 12 + 2.4 * r * sin(6.283185307179586 * u[1]);
+    }
+    mb_meas_stats_compute(s, 200, &st);
+    CHECK(st.cv > 0.15 && st.cv < 0.25);
+    CHECK(isnan(st.upper_mode_s) && st.upper_mode_share == 0);
+}
+
 int main(void)
 {
+    modes();
     knee();
     overlap_beta();
     stats();

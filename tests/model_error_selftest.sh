@@ -61,6 +61,16 @@ check "--at-host-rates: drifted rows counted (exit $rc)" [ "$rc" -eq 0 ]
 check "--at-host-rates: errors against model_host_time_s" grep -q '^| copy | eager | f32 | +20% | -10% (host copy 140%, op 70%) |$' "$t/out7.txt"
 check "--at-host-rates: no column, the model column" grep -q '^| copy | fused | f32 | -50% (host op 75%) |  |$' "$t/out7.txt"
 check "--at-host-rates: summary" grep -q "^2 of 2 quiet, verified rows within 25%, the model at the host's rates.*; 0 of 1 rows measured while the host drifted" "$t/out7.txt"
+# a row in two modes: the model's error against each (model 1.1e-2; modes 1.0e-2
+# and 1.375e-2, 40% high)
+{
+  echo "$cols,host_copy_gbs,host_copy_ratio,host_op_ratio,model_host_time_s,time_s_lower_mode,time_s_upper_mode,upper_mode_share"
+  echo 'cpu,cpu,copy,eager,f32,33554432,1,100,1.0e-2,1e-2,1e-2,0.01,1.1e-2,1,1,1,1,,,none-cpu,0,1,local-cpu,0,50,1.0,1.0,1.1e-2,1.0e-2,1.375e-2,0.4'
+  echo 'cpu,cpu,copy,fused,f32,33554432,1,100,1.0e-2,1e-2,1e-2,0.01,1.1e-2,1,1,1,1,,,none-cpu,0,1,local-cpu,0,50,1.0,1.0,1.1e-2,,,'
+} >"$t/modes.csv"
+py "$t/modes.csv" >"$t/out10.txt"
+check "two modes: the error against each" grep -q '^| copy | eager | f32 | +10% (two modes: +10% / -20%, 40% high) |$' "$t/out10.txt"
+check "one mode: no mark" grep -q '^| copy | fused | f32 | +10% |$' "$t/out10.txt"
 # several runs of the same rows: each cell the median over the runs that count
 # (run 3's 2^25 drifted: left out), its range and count; the summary counts the
 # medians (2^25: -30%, outside), then the single runs
