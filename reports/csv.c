@@ -13,7 +13,8 @@
 /* Columns of the contract (their one definition is MB_MEAS_CSV_COLUMNS),
  * then the per-kernel files' "kernel". Required ones must be in the header. */
 #define MB_COL_ENUM(name, required) C_##name,
-enum { MB_MEAS_CSV_COLUMNS(MB_COL_ENUM) C_KERNEL, C_CONTENDED, C_HOST_GBS, C_HOST_RATIO, C_HOST_OP, C_COUNT };
+enum { MB_MEAS_CSV_COLUMNS(MB_COL_ENUM) C_KERNEL, C_CONTENDED, C_HOST_GBS, C_HOST_RATIO, C_HOST_OP,
+       C_LO_MODE, C_HI_MODE, C_HI_SHARE, C_COUNT };
 #undef MB_COL_ENUM
 #define MB_COL_ROW(name, required) {#name, required},
 static const struct {
@@ -21,7 +22,9 @@ static const struct {
     int required;
 } columns[C_COUNT] = {MB_MEAS_CSV_COLUMNS(MB_COL_ROW){MB_MEAS_CSV_KERNEL_COLUMN, 0},
                       {MB_MEAS_CSV_CONTENDED_COLUMN, 0}, {"host_copy_gbs", 0},
-                      {"host_copy_ratio", 0}, {"host_op_ratio", 0}};
+                      {"host_copy_ratio", 0}, {"host_op_ratio", 0},
+                      /* MB_MEAS_CSV_MODES_COLUMNS */
+                      {"time_s_lower_mode", 0}, {"time_s_upper_mode", 0}, {"upper_mode_share", 0}};
 #undef MB_COL_ROW
 /* short names for the parser below */
 enum {
@@ -254,7 +257,8 @@ static int parse_row(ctx *c, const int *pos, field *f, int nf, mb_rpt_row *r)
         {C_TMIN, &r->time_s_min}, {C_TP90, &r->time_s_p90}, {C_CV, &r->time_cv},
         {C_MODEL_T, &r->model_time_s}, {C_MAXERR, &r->max_rel_err},
         {C_HOST_GBS, &r->host_copy_gbs}, {C_HOST_RATIO, &r->host_copy_ratio},
-        {C_HOST_OP, &r->host_op_ratio},
+        {C_HOST_OP, &r->host_op_ratio}, {C_LO_MODE, &r->time_s_lower_mode},
+        {C_HI_MODE, &r->time_s_upper_mode}, {C_HI_SHARE, &r->upper_mode_share},
     };
     for (size_t i = 0; i < sizeof opt_d / sizeof opt_d[0]; i++) {
         *opt_d[i].dst = NAN;
@@ -294,6 +298,7 @@ static int parse_row(ctx *c, const int *pos, field *f, int nf, mb_rpt_row *r)
     }
     r->noisy = MB_MEAS_NOISY(r->contended, r->reps);
     r->drifted = MB_MEAS_HOST_DRIFTED(r->host_copy_ratio, r->host_op_ratio);
+    r->two_modes = r->time_s_lower_mode > 0 && r->time_s_upper_mode > 0 && r->upper_mode_share > 0;
     if (pos[C_COUNTERS] >= 0) copy_str(r->counters, sizeof r->counters, f[pos[C_COUNTERS]].s);
     /* counts the CUDA backend's sanity gate rejected are kept in the file
      * for inspection, never used as measurements */

@@ -91,6 +91,10 @@ typedef struct mb_rpt_row {
     double host_op_ratio;      /* the op reference's ratio to the calibrated rate, NaN: none */
     int drifted;               /* a ratio more than 20% off (MB_MEAS_HOST_DRIFTED):
                                   fitted, but its model error is flagged */
+    double time_s_lower_mode, time_s_upper_mode, upper_mode_share; /* samples in
+                                  two modes (MB_MEAS_CSV_MODES_COLUMNS), NaN: one */
+    int two_modes;             /* all three given: fitted, its measured/model
+                                  shown against each mode */
     double time_s_median, time_s_min, time_s_p90, time_cv;
     double model_time_s;       /* the model time the harness wrote, or NaN */
     int64_t read_bytes, write_bytes;

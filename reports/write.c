@@ -287,6 +287,26 @@ static const char *host_shares(char *buf, size_t size, const mb_rpt_row *r)
     return buf;
 }
 
+/* The rows table's measured/model: "1.12", then the host's shares when the
+ * row drifted ("(host at copy 79% of calibrated; at those rates 0.95)"), then
+ * each mode's when its samples fell in two ("(two modes: 0.98 / 1.41, 25%
+ * high)"). */
+static const char *model_cell(char *buf, size_t size, const mb_rpt_row *r)
+{
+    char hs[48], at[48] = "", modes[80] = "";
+    if (!isfinite(r->resid_model_rel)) return "—";
+    if (r->drifted && isfinite(r->pred_host_time_s))
+        rpt_fmt(at, sizeof at, "; at those rates %.2f", r->time_s_median / r->pred_host_time_s);
+    if (r->two_modes && r->pred_time_s > 0)
+        rpt_fmt(modes, sizeof modes, " (two modes: %.2f / %.2f, %.0f%% high)",
+                r->time_s_lower_mode / r->pred_time_s, r->time_s_upper_mode / r->pred_time_s,
+                100 * r->upper_mode_share);
+    if (r->drifted)
+        return rpt_fmt(buf, size, "%.2f (host at %s of calibrated%s)%s", r->resid_model_rel + 1,
+                       host_shares(hs, sizeof hs, r), at, modes);
+    return rpt_fmt(buf, size, "%.2f%s", r->resid_model_rel + 1, modes);
+}
+
 static void rows_section(rpt_doc *d, const mb_rpt_set *s)
 {
     rpt_doc_h(d, 2, "Rows: measured against the model and the fit");
@@ -302,20 +322,13 @@ static void rows_section(rpt_doc *d, const mb_rpt_set *s)
     rpt_doc_table(d, 14, head);
     for (int i = 0; i < s->n_rows; i++) {
         const mb_rpt_row *r = &s->rows[i];
-        char n[32], t[32], mt[32], mm[128], fr[32], br[32], hs[48];
+        char n[32], t[32], mt[32], mm[224], fr[32], br[32];
         const char *dev = r->dev >= 0 ? s->devices[r->dev].name : r->device;
         const char *cells[] = {
             dev, r->backend, r->variant, r->plan, r->dtype, pow2(n, sizeof n, r->n),
             r->verified ? "yes" : "FAILED", rpt_time(t, sizeof t, r->time_s_median),
             rpt_time(mt, sizeof mt, r->pred_time_s), mb_bound_name(r->pred_bound),
-            !isfinite(r->resid_model_rel) ? "—"
-            : r->drifted && isfinite(r->pred_host_time_s)
-                ? rpt_fmt(mm, sizeof mm, "%.2f (host at %s of calibrated; at those rates %.2f)",
-                          r->resid_model_rel + 1, host_shares(hs, sizeof hs, r),
-                          r->time_s_median / r->pred_host_time_s)
-            : r->drifted ? rpt_fmt(mm, sizeof mm, "%.2f (host at %s of calibrated)", r->resid_model_rel + 1,
-                                   host_shares(hs, sizeof hs, r))
-                         : rpt_fmt(mm, sizeof mm, "%.2f", r->resid_model_rel + 1),
+            model_cell(mm, sizeof mm, r),
             isfinite(r->resid_time_rel) ? rpt_fmt(fr, sizeof fr, "%+.1f%%", 100 * r->resid_time_rel) : "—",
             isfinite(r->resid_bytes_rel) ? rpt_fmt(br, sizeof br, "%+.1f%%", 100 * r->resid_bytes_rel) : "—",
             !r->verified ? "skipped (failed)" : r->noisy ? "skipped (noisy: samples contended)"
@@ -417,6 +430,12 @@ static int write_doc(const mb_rpt_set *s, const mb_rpt_figures *figs, const char
                       "than 20%% off the calibrated figure the model assumes (a shared host drifts): their "
                       "measured/model says as much about the host as about the model. The rows "
                       "table gives each one's share.", drifted, drifted == 1 ? " was" : "s were");
+    int two = 0;
+    for (int i = 0; i < s->n_rows; i++) two += s->rows[i].two_modes;
+    if (two)
+        rpt_doc_p(&d, "%d row%s samples fell in two modes: %s median is one of them, and so is its "
+                      "measured/model; the rows table gives measured/model for each mode.", two,
+                  two == 1 ? "'s" : "s'", two == 1 ? "its" : "each one's");
     if (s->n_kernel_rows_skipped)
         rpt_doc_p(&d, "%d per-kernel rows (%d file%s holding only per-kernel rows) are not "
                       "reported: each plan's row carries its totals.", s->n_kernel_rows_skipped,
@@ -476,7 +495,8 @@ static int write_csvs(const mb_rpt_set *s, const char *dir, rpt_outs *outs, mb_e
           "time_s_p90,time_cv,model_time_s,model_bound,read_bytes,write_bytes,"
           "model_dram_read_bytes,model_dram_write_bytes,saved_bytes,dram_read_bytes,"
           "dram_write_bytes,fit_time_s,resid_time_rel,resid_model_rel,resid_bytes_rel,"
-          "stud_resid,fit,host_copy_ratio,host_op_ratio,model_host_time_s\n", fp);
+          "stud_resid,fit,host_copy_ratio,host_op_ratio,model_host_time_s,time_s_lower_mode,"
+          "time_s_upper_mode,upper_mode_share\n", fp);
     for (int i = 0; i < s->n_rows; i++) {
         const mb_rpt_row *r = &s->rows[i];
         csv_str(fp, r->file);
@@ -508,6 +528,9 @@ static int write_csvs(const mb_rpt_set *s, const char *dir, rpt_outs *outs, mb_e
         csv_num(fp, r->host_copy_ratio);
         csv_num(fp, r->host_op_ratio);
         csv_num(fp, r->pred_host_time_s);
+        csv_num(fp, r->time_s_lower_mode);
+        csv_num(fp, r->time_s_upper_mode);
+        csv_num(fp, r->upper_mode_share);
         fputc('\n', fp);
     }
 
@@ -641,6 +664,9 @@ static int write_json(const mb_rpt_set *s, const mb_rpt_figures *figs, const cha
         json_object_set_new(o, "host_copy_ratio", jnum(r->host_copy_ratio));
         json_object_set_new(o, "host_op_ratio", jnum(r->host_op_ratio));
         json_object_set_new(o, "drifted", json_boolean(r->drifted));
+        json_object_set_new(o, "time_s_lower_mode", jnum(r->time_s_lower_mode));
+        json_object_set_new(o, "time_s_upper_mode", jnum(r->time_s_upper_mode));
+        json_object_set_new(o, "upper_mode_share", jnum(r->upper_mode_share));
         json_object_set_new(o, "time_s_median", jnum(r->time_s_median));
         json_object_set_new(o, "model_time_s", jnum(r->pred_time_s));
         json_object_set_new(o, "model_bound", json_string(mb_bound_name(r->pred_bound)));

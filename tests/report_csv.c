@@ -192,7 +192,7 @@ static void test_noisy(const char *tmp)
         char out[600];
         snprintf(out, sizeof out, "%s/noisy-report", tmp);
         CHECK(mb_rpt_write(&s, NULL, out, &e) == MB_OK);
-        CHECK(file_has(out, "summary.csv", ",noisy,,,\n")); /* no host reference: empty */
+        CHECK(file_has(out, "summary.csv", ",noisy,,,,,,\n")); /* no host reference, one mode: empty */
         CHECK(file_has(out, "summary.json", "\"noisy\": true"));
         CHECK(file_has(out, "report.md", "skipped (noisy"));
     }
@@ -261,6 +261,51 @@ static void test_drifted(const char *tmp)
     mb_rpt_set_free(&s);
 }
 
+/* A row whose samples fell in two modes: read, fitted, and its
+ * measured/model given for each mode in the rows table, the summary
+ * paragraph, summary.csv and the JSON; empty columns are one mode. */
+static void test_two_modes(const char *tmp)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/modes.csv", tmp);
+    FILE *fp = fopen(path, "w");
+    fprintf(fp, "device,backend,variant,plan,dtype,n,reps,time_s_median,verified,"
+                "time_s_lower_mode,time_s_upper_mode,upper_mode_share\n");
+    for (int k = 24; k <= 27; k++) {
+        double t = 8.0 * (double)(1LL << k) / 3.0e12 + 5e-6;
+        if (k == 25)
+            fprintf(fp, "h100-sxm,cpu,copy,eager,f32,%lld,50,%.9g,1,%.9g,%.9g,0.25\n", 1LL << k, t, t,
+                    1.5 * t);
+        else
+            fprintf(fp, "h100-sxm,cpu,copy,eager,f32,%lld,50,%.9g,1,,,\n", 1LL << k, t);
+    }
+    fclose(fp);
+    mb_rpt_set s;
+    mb_err e;
+    if (read_join_fit(&s, path, &e) == MB_OK) {
+        CHECK_EQ_I64(s.n_rows, 4);
+        for (int i = 0; i < s.n_rows; i++) CHECK_EQ_I64(s.rows[i].two_modes, i == 1);
+        CHECK(isnan(s.rows[0].time_s_upper_mode) && isnan(s.rows[0].upper_mode_share));
+        CHECK_NEAR(s.rows[1].upper_mode_share, 0.25, 1e-12);
+        CHECK(s.rows[1].used); /* fitted all the same */
+        char out[600], want[128] = "(rows missing)";
+        snprintf(out, sizeof out, "%s/modes-report", tmp);
+        CHECK(mb_rpt_write(&s, NULL, out, &e) == MB_OK);
+        if (s.n_rows == 4) {
+            const mb_rpt_row *r = &s.rows[1];
+            snprintf(want, sizeof want, "(two modes: %.2f / %.2f, 25%% high)",
+                     r->time_s_lower_mode / r->pred_time_s, r->time_s_upper_mode / r->pred_time_s);
+        }
+        CHECK(file_has(out, "report.md", want));
+        CHECK(file_has(out, "report.md", "1 row's samples fell in two modes"));
+        CHECK(file_has(out, "summary.csv", "time_s_upper_mode,upper_mode_share\n"));
+        CHECK(file_has(out, "summary.csv", ",0.25\n"));
+        CHECK(file_has(out, "summary.json", "\"upper_mode_share\": 0.25"));
+        CHECK(file_has(out, "summary.json", "\"upper_mode_share\": null"));
+    }
+    mb_rpt_set_free(&s);
+}
+
 int main(void)
 {
     const char *env = getenv("MB_SRC");
@@ -282,6 +327,7 @@ int main(void)
     test_good(tmp);
     test_untrusted(tmp);
     test_noisy(tmp);
+    test_two_modes(tmp);
     test_drifted(tmp);
     char cmd[256];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmp);
