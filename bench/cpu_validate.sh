@@ -32,6 +32,18 @@ step() { echo "== $*" | tee -a "$log"; }
 # each variant is measured right after a calibration of its own, so that
 # the model's error is not the drift since the first one.
 variants=$("$B" model --n 2^10 --csv | awk -F, 'NR > 1 && !seen[$2]++ { print $2 }')
+# the model-error tables of the CSVs after $1 into directory $1, each under
+# its step line (several runs of a row: its median over them)
+error_tables() {
+  local d=$1
+  shift
+  step "the model's error, (model - measured) / measured, each variant against its own calibration"
+  /usr/bin/python3 "$here/model_error.py" "$@" >"$d/model-error.md" || true
+  tee -a "$log" <"$d/model-error.md"
+  step "the same, each row against the model at the host's rates during it (model_host_time_s)"
+  /usr/bin/python3 "$here/model_error.py" "$@" --at-host-rates >"$d/model-error-at-host.md" || true
+  tee -a "$log" <"$d/model-error-at-host.md"
+}
 # one round into directory $1, the variants from the $2-th on (rotated)
 one_round() {
   local d=$1 skip=$2 order=() cals=() meas=() v first=
@@ -65,12 +77,7 @@ one_round() {
       printf "host drift: figures moved by up to %.0f%% from one calibration to the next%s\n",
              100 * (worst - 1), (worst > 1.1 ? " (over 10%: the model errors below carry up to that much)" : "") }' \
     "${cals[@]}" "$d/local-cpu-after.ini" | tee "$d/drift.txt" | tee -a "$log"
-  step "the model's error, (model - measured) / measured, each variant against its own calibration"
-  /usr/bin/python3 "$here/model_error.py" "${meas[@]}" >"$d/model-error.md" || true
-  tee -a "$log" <"$d/model-error.md"
-  step "the same, each row against the model at the host's rates during it (model_host_time_s)"
-  /usr/bin/python3 "$here/model_error.py" "${meas[@]}" --at-host-rates >"$d/model-error-at-host.md" || true
-  tee -a "$log" <"$d/model-error-at-host.md"
+  error_tables "$d" "${meas[@]}"
 }
 if [ "$rounds" -eq 1 ]; then
   one_round "$out" 0
@@ -83,11 +90,7 @@ else
   done
   cp "$out/round-1/local-cpu.ini" "$out/local-cpu.ini"
   step "over the $rounds rounds: each row's median error and its range"
-  /usr/bin/python3 "$here/model_error.py" "${all[@]}" >"$out/model-error.md" || true
-  tee -a "$log" <"$out/model-error.md"
-  step "the same at the host's rates during each row"
-  /usr/bin/python3 "$here/model_error.py" "${all[@]}" --at-host-rates >"$out/model-error-at-host.md" || true
-  tee -a "$log" <"$out/model-error-at-host.md"
+  error_tables "$out" "${all[@]}"
 fi
 step "copy, f32 vs bf16, n = 2^25"
 "$B" measure copy --plan eager --dtype f32,bf16 --device "$out/local-cpu.ini" --sizes 2^25 \

@@ -6,49 +6,28 @@
  * For each expression and plan at n elements of f32: tensors allocated twice,
  * once with the non-temporal threshold at --llc (default 32 MiB, the knee
  * `calibrate` measures on a 2-vCPU EPYC guest) and once above every tensor
- * (plain stores); then rounds of one sample each (a 2x --llc read sweep
- * before it). Prints each policy's median, min and p90 in ms, the share of
- * samples more than 20% above that policy's min (a second, slower mode), and
- * the non-temporal / plain ratio of medians.
+ * (plain stores); then rounds of one sample each (measure's flush of an
+ * --llc cache before it). Prints each policy's median, min and p90 in ms, its
+ * two modes as measure finds them (mb_meas_stats: the upper mode's share of
+ * the samples and its median over the lower's), and the non-temporal / plain
+ * ratio of medians.
  *
  * Why: `calibrate`'s overlap probes allocate with the system's cache size,
  * which a guest may report far larger than the knee (508 MiB here), so they
  * run with plain stores while `measure`'s rows above the knee run
- * non-temporal; and on that guest the interpreted kernels' samples fall in
- * two modes 25-45% apart, about half in each, with either policy (a row's
- * median lands on one or the other), while compiled kernels run 12-14%
- * faster with plain stores and a raw copy 26% faster non-temporal.
+ * non-temporal; and on that guest the interpreted kernels' samples often
+ * fall in two modes 25-50% apart, about half in each, under either policy
+ * and on two threads only (a row's median lands on one or the other), while
+ * compiled kernels run 12-17% faster with plain stores and a raw copy 14-26%
+ * faster non-temporal.
  *
  * usage: store_policy_bench [--n N] [--rounds R] [--llc BYTES] [--threads T] */
 #include "kernels.h"
+#include "measure.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-/* the cache evicted by reading a buffer of twice its size */
-static float sweep_sink;
-static void sweep(const float *buf, int64_t n)
-{
-    float s = 0;
-#pragma omp parallel for reduction(+ : s) schedule(static)
-    for (int64_t i = 0; i < n; i += 16) s += buf[i];
-    sweep_sink += s;
-}
 
 typedef struct {
     const char *expr;
@@ -81,15 +60,18 @@ int main(int argc, char **argv)
         {"y = x * sin(x)", MB_PLAN_FUSED},     /* compiled when a C compiler is there */
         {"y = sin(x)**2 + cos(x)**2", MB_PLAN_FUSED},
     };
-    int64_t sweep_n = 2 * llc / (int64_t)sizeof(float);
-    float *buf = malloc((size_t)sweep_n * sizeof(float));
+    mb_meas_flusher fl; /* the cache evicted as measure does it */
+    mb_err fe;
+    if (mb_meas_flusher_init(&fl, llc, &fe)) {
+        fprintf(stderr, "store_policy_bench: %s\n", fe.msg);
+        return 1;
+    }
     double *s = malloc((size_t)rounds * 2 * sizeof(double));
-    if (!buf || !s) return 1;
-    for (int64_t i = 0; i < sweep_n; i++) buf[i] = 1.0f + (float)(i & 7);
+    if (!s) return 1;
     printf("n = %lld f32, %d rounds, %d threads, non-temporal above %lld MiB\n", (long long)n, rounds,
            mb_kern_threads(), (long long)(llc >> 20));
-    printf("%-28s %-6s %-6s %9s %9s %9s %8s\n", "kernel", "plan", "stores", "median", "min", "p90",
-           "2nd mode");
+    printf("%-28s %-6s %-6s %9s %9s %9s %9s\n", "kernel", "plan", "stores", "median", "min", "p90",
+           "two modes");
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
         mb_err e;
         mb_graph *g = NULL;
@@ -112,21 +94,22 @@ int main(int argc, char **argv)
         for (int r = 0; r < rounds; r++)
             for (int k = 0; k < 2; k++) {
                 int which = (r & 1) ? 1 - k : k; /* alternate which goes first */
-                sweep(buf, sweep_n);
-                double t0 = now_s();
+                mb_meas_flush_cpu(&fl);
+                double t0 = mb_meas_now_s();
                 mb_kern_run_plan(&t[which], MB_KERN_EXEC_AUTO, &e);
-                s[which * rounds + r] = now_s() - t0;
+                s[which * rounds + r] = mb_meas_now_s() - t0;
             }
         double med[2];
         for (int k = 0; k < 2; k++) {
-            double *x = s + k * rounds;
-            qsort(x, (size_t)rounds, sizeof x[0], cmp_double);
-            int second = 0;
-            for (int r = 0; r < rounds; r++) second += x[r] > 1.2 * x[0];
-            med[k] = x[rounds / 2];
-            printf("%-28s %-6s %-6s %9.3f %9.3f %9.3f %7.0f%%\n", cases[c].expr, mb_plan_name(cases[c].plan),
-                   k ? "plain" : "nt", 1e3 * med[k], 1e3 * x[0], 1e3 * x[(9 * rounds) / 10],
-                   100.0 * second / rounds);
+            mb_meas_stats st; /* as measure computes a row's */
+            mb_meas_stats_compute(s + k * rounds, rounds, &st);
+            med[k] = st.median_s;
+            char modes[48] = "-";
+            if (st.upper_mode_share > 0)
+                snprintf(modes, sizeof modes, "%.0f%% at %.2fx", 100 * st.upper_mode_share,
+                         st.upper_mode_s / st.lower_mode_s);
+            printf("%-28s %-6s %-6s %9.3f %9.3f %9.3f %s\n", cases[c].expr, mb_plan_name(cases[c].plan),
+                   k ? "plain" : "nt", 1e3 * st.median_s, 1e3 * st.min_s, 1e3 * st.p90_s, modes);
         }
         printf("%-28s non-temporal / plain medians: %.2f\n", "", med[0] / med[1]);
         mb_kern_tensors_free(&t[0]);
@@ -134,7 +117,7 @@ int main(int argc, char **argv)
         mb_plan_free(p);
         mb_graph_free(g);
     }
-    free(buf);
+    mb_meas_flusher_free(&fl);
     free(s);
-    return sweep_sink == -1.0f; /* keeps the sweeps */
+    return 0;
 }
