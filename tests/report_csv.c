@@ -43,6 +43,17 @@ static int write_good_csv(const char *path)
     return mb_test_write_csv(path, "h100-sxm", "cuda", 1, 0.015);
 }
 
+/* tmp/name opened for writing with header as its first line (path gets its
+ * path); NULL, and a failed check, when it cannot be created. */
+static FILE *open_csv(const char *tmp, const char *name, const char *header, char *path, size_t pathsz)
+{
+    snprintf(path, pathsz, "%s/%s", tmp, name);
+    FILE *fp = fopen(path, "w");
+    CHECK(fp != NULL);
+    if (fp) fputs(header, fp);
+    return fp;
+}
+
 static int file_has(const char *dir, const char *name, const char *needle)
 {
     char p[2048];
@@ -129,13 +140,14 @@ static void test_good(const char *tmp)
 static void test_untrusted(const char *tmp)
 {
     char path[512];
-    snprintf(path, sizeof path, "%s/untrusted.csv", tmp);
-    FILE *fp = fopen(path, "w");
-    fprintf(fp, "device,backend,variant,plan,dtype,n,time_s_median,dram_read_bytes,dram_write_bytes,"
-                "counters,verified\n"
-                "h200,cuda,copy,eager,f32,268435456,0.0005,1073741824,1073741824,cupti,1\n"
-                "h200,cuda,copy,fused,f32,268435456,0.0005,1073741824,1073741824,"
-                "untrusted: copy gate off by 30%%,1\n");
+    FILE *fp = open_csv(tmp, "untrusted.csv",
+                        "device,backend,variant,plan,dtype,n,time_s_median,dram_read_bytes,"
+                        "dram_write_bytes,counters,verified\n"
+                        "h200,cuda,copy,eager,f32,268435456,0.0005,1073741824,1073741824,cupti,1\n"
+                        "h200,cuda,copy,fused,f32,268435456,0.0005,1073741824,1073741824,"
+                        "untrusted: copy gate off by 30%,1\n",
+                        path, sizeof path);
+    if (!fp) return;
     fclose(fp);
     mb_rpt_set s;
     mb_rpt_set_init(&s);
@@ -169,9 +181,10 @@ static int read_join_fit(mb_rpt_set *s, const char *path, mb_err *e)
 static void test_noisy(const char *tmp)
 {
     char path[512];
-    snprintf(path, sizeof path, "%s/noisy.csv", tmp);
-    FILE *fp = fopen(path, "w");
-    fprintf(fp, "device,backend,variant,plan,dtype,n,reps,time_s_median,verified,contended\n");
+    FILE *fp = open_csv(tmp, "noisy.csv",
+                        "device,backend,variant,plan,dtype,n,reps,time_s_median,verified,contended\n",
+                        path, sizeof path);
+    if (!fp) return;
     for (int k = 24; k <= 28; k++) {
         double t = 8.0 * (double)(1LL << k) / 3.0e12 + 5e-6;
         fprintf(fp, "h100-sxm,cuda,copy,eager,f32,%lld,50,%.9g,1,%d\n", 1LL << k, t, k == 27 ? 0 : 10);
@@ -206,10 +219,11 @@ static void test_noisy(const char *tmp)
 static void test_drifted(const char *tmp)
 {
     char path[512];
-    snprintf(path, sizeof path, "%s/drift.csv", tmp);
-    FILE *fp = fopen(path, "w");
-    fprintf(fp, "device,backend,variant,plan,dtype,n,reps,time_s_median,verified,contended,"
-                "host_copy_gbs,host_copy_ratio,host_op_ratio\n");
+    FILE *fp = open_csv(tmp, "drift.csv",
+                        "device,backend,variant,plan,dtype,n,reps,time_s_median,verified,contended,"
+                        "host_copy_gbs,host_copy_ratio,host_op_ratio\n",
+                        path, sizeof path);
+    if (!fp) return;
     static const char *ratio[] = {"1.05", "0.79", "1.19", "1.40", "", "1.0"};
     static const char *op_ratio[] = {"0.9", "", "1.1", "1.0", "", "0.5"};
     for (int k = 24; k <= 29; k++) {
@@ -267,10 +281,11 @@ static void test_drifted(const char *tmp)
 static void test_two_modes(const char *tmp)
 {
     char path[512];
-    snprintf(path, sizeof path, "%s/modes.csv", tmp);
-    FILE *fp = fopen(path, "w");
-    fprintf(fp, "device,backend,variant,plan,dtype,n,reps,time_s_median,verified,"
-                "time_s_lower_mode,time_s_upper_mode,upper_mode_share\n");
+    FILE *fp = open_csv(tmp, "modes.csv",
+                        "device,backend,variant,plan,dtype,n,reps,time_s_median,verified,"
+                        "time_s_lower_mode,time_s_upper_mode,upper_mode_share\n",
+                        path, sizeof path);
+    if (!fp) return;
     for (int k = 24; k <= 27; k++) {
         double t = 8.0 * (double)(1LL << k) / 3.0e12 + 5e-6;
         if (k == 25)
