@@ -173,6 +173,13 @@ int mb_cmd_calibrate(int argc, char **argv)
             printf("    %-10s %8.3f%s", mb_op_name((mb_op)op), cal.op_geps[op],
                    (op - MB_OP_ADD) % 4 == 3 ? "\n" : "");
         printf("\n");
+        if (cal.compiled_chains)
+            printf("  compiled probe chains: %d built, %d op rates from them%s\n",
+                   cal.compiled_chains, cal.compiled_ops,
+                   cal.sincos_compiled_geps > 0 ? " and the sincos pair's" : "");
+        else
+            printf("  compiled probe chains: none built (no C compiler or vector ISA); compiled "
+                   "kernels take the op rates above\n");
         if (quick) mb_cli_note("--quick: cache-sized arrays, few repetitions; not for the model");
     }
     if (mb_device_write_ini(&d, out_path, &e)) return mb_cli_fail_err(1, &e);

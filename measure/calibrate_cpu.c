@@ -383,7 +383,9 @@ static double figure_median_s(const figure *f)
 /* Each op's compiled rate from the chains' medians (figs: one per ready chain,
  * in order): the add chain less the shallow one gives the add; what every
  * chain pays besides its ops is the shallow time less its adds; the rest
- * follow. A rate that does not come out positive and finite stays 0. */
+ * follow. A rate that does not come out positive and finite stays 0: when
+ * the deep add chain is no slower than the shallow one (timing noise), all
+ * do, and implausible() says so. */
 static void compiled_rates(const pass_ctx *chains, int n_chains, const figure *figs, int64_t n,
                            mb_meas_calib *out)
 {
@@ -579,8 +581,8 @@ int mb_meas_calibrate_overlap(mb_meas_calib *c, int64_t n, int reps, mb_err *err
     return rc;
 }
 
-/* Why the figures cannot be true, into why; 0 when they can. Only figures
- * measured (> 0) are compared. */
+/* Why the probes cannot be trusted, into why; 0 when they can: a probe
+ * with half its samples contended, then mb_meas_calib_implausible. */
 static int implausible(const mb_meas_calib *c, const figure *figs, int nf, int quick, char *why,
                        size_t whysz)
 {
@@ -591,6 +593,11 @@ static int implausible(const mb_meas_calib *c, const figure *figs, int nf, int q
                      figs[i].name, figs[i].contended, figs[i].ns, CAL_RETRIES);
             return 1;
         }
+    return mb_meas_calib_implausible(c, quick, why, whysz);
+}
+
+int mb_meas_calib_implausible(const mb_meas_calib *c, int quick, char *why, size_t whysz)
+{
     const double bw[] = {c->copy_gbs, c->copy_plain_gbs, c->read_gbs, c->write_gbs, c->write_plain_gbs};
     double bmin = bw[0], bmax = bw[0];
     for (int i = 1; i < 5; i++) bmin = fmin(bmin, bw[i]), bmax = fmax(bmax, bw[i]);
@@ -616,6 +623,15 @@ static int implausible(const mb_meas_calib *c, const figure *figs, int nf, int q
                      "(%.3g Gelem/s)", mb_op_name(cheap[i]), c->op_geps[cheap[i]], copy_geps);
             return 1;
         }
+    /* the chains built but gave no rate: their medians did not separate
+     * (the deep add chain no slower than the shallow), and compiled kernels
+     * would be modelled at the interpreter's rates */
+    if (c->compiled_chains >= 2 && c->compiled_ops == 0) {
+        snprintf(why, whysz, "%d compiled probe chains ran, but none gave an op rate (the chain of "
+                 "%d adds no slower than the one of %d: timing noise)", c->compiled_chains,
+                 CHAIN_DEEP, CHAIN_SHALLOW);
+        return 1;
+    }
     if (!(c->fp32_tflops > 0) || !isfinite(c->copy_gbs)) {
         snprintf(why, whysz, "a non-positive FMA rate or bandwidth");
         return 1;
@@ -680,6 +696,7 @@ int mb_meas_calibrate_cpu(int threads, int quick, void (*progress)(const char *l
     STEP("compiled kernels: %d probe chains (compiled once, then loaded from the kernel cache)",
          N_CHAIN_OPS + 2);
     int n_chains = chains_init(chains, (int64_t)mb_kern_threads() * CHAIN_N);
+    out->compiled_chains = n_chains;
     float *a = sc.a, *b = sc.b;
 #pragma omp parallel for schedule(static)
     for (int64_t i = 0; i < n; i++) {
@@ -839,11 +856,13 @@ void mb_meas_calib_to_device(const mb_meas_calib *c, const char *command_line, m
              "%.60s; %d threads, %lld-element f32 arrays; %s; bandwidth = medians over "
              "interleaved rounds (requested bytes, CV <= %.0f%%): copy %.2f GB/s non-temporal "
              "(%.2f plain), read %.2f, write %.2f non-temporal (%.2f plain); op rates: "
-             "executor tiles in L1 (%s, CV <= %.0f%%), %d in compiled chains; overlap from "
-             "y = sin(x) (rounds' quartiles %.2f-%.2f)%s, stream penalty from y = a+b+c+d",
+             "executor tiles in L1 (%s, CV <= %.0f%%), %d in compiled chains (%d chains built); "
+             "overlap from y = sin(x) (rounds' quartiles %.2f-%.2f)%s, stream penalty from "
+             "y = a+b+c+d",
              command_line ? command_line : "membound calibrate", c->threads,
              (long long)c->stream_n, llc, 100 * c->bw_spread, c->copy_gbs, c->copy_plain_gbs,
              c->read_gbs, c->write_gbs, c->write_plain_gbs, mb_kern_vector_isa(),
-             100 * c->op_spread, c->compiled_ops, c->serial_fraction_q1, c->serial_fraction_q3, compiled);
+             100 * c->op_spread, c->compiled_ops, c->compiled_chains, c->serial_fraction_q1,
+             c->serial_fraction_q3, compiled);
     snprintf(d->measured_at, sizeof d->measured_at, "%s %s", pv.host, pv.date);
 }

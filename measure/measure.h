@@ -325,7 +325,10 @@ typedef struct mb_meas_calib {
                                copy arrays) and its op probe, one of each per
                                round: what measure times again beside its rows */
     double ref_op_geps[MB_MEAS_HOSTREF_N_OPS]; /* its op probes: sin, sigmoid */
-    int compiled_ops;       /* ops with a compiled rate (0: no compiler) */
+    int compiled_ops;       /* ops with a compiled rate (0: no compiler, or
+                               none came out positive) */
+    int compiled_chains;    /* probe chains built compiled, the shallow add
+                               chain and sincos included (0: no compiler) */
     double pass_overhead_us;/* one executor pass over a tiny array (fork/join) */
     double cache_gbs;       /* copy, both arrays in the last-level cache (plain stores) */
     double serial_fraction; /* share of the shorter of memory and compute time
@@ -359,6 +362,14 @@ typedef struct mb_meas_calib {
  * MB_ERUN when memory runs out. */
 int mb_meas_calibrate_cpu(int threads, int quick, void (*progress)(const char *label),
                           mb_meas_calib *out, mb_err *err);
+
+/* Why c's figures cannot be true, into why (one line); 0 when they can:
+ * bandwidths that disagree by more than 10x, every op rate within 1.5x of
+ * the others, a cheap op in L1 slower than a copy from memory (not when
+ * quick), compiled probe chains built without one op rate from them, a
+ * non-positive FMA rate. mb_meas_calibrate_cpu measures again once, then
+ * refuses (quick: says so and goes on). */
+int mb_meas_calib_implausible(const mb_meas_calib *c, int quick, char *why, size_t whysz);
 
 /* Fits serial_fraction, serial_fraction_compiled and read_stream_penalty (or
  * _gain) of c from three probe kernels run through the executor at n

@@ -12,6 +12,8 @@ if(TARGET mb_measure)
   # machine's cores, so ctest -j does not add contention of its own
   mb_test(measure_contention SOURCES measure_contention.c LIBS mb_measure)
   set_tests_properties(measure_contention PROPERTIES RUN_SERIAL TRUE)
+  # the rules that refuse a calibration whose figures cannot be true
+  mb_test(measure_calib_check SOURCES measure_calib_check.c LIBS mb_measure)
   # the per-host calibration cache, in its own MEMBOUND_CACHE_DIR
   mb_test(measure_cache SOURCES measure_cache.c LIBS mb_measure)
 endif()

@@ -1,0 +1,79 @@
+/* measure_calib_check.c — the rules that refuse a CPU calibration whose
+ * figures cannot be true (mb_meas_calib_implausible). The sane calibration is
+ * a 2-vCPU EPYC guest's, rounded from reports/data/cpu-amd-epyc-2vcpu/
+ * local-cpu.ini; each case breaks one figure the way a loaded or broken run
+ * did: every op rate alike (0.0512 Gelem/s, add, sin and copy, the run
+ * issue 10 reports), bandwidths 10x apart, an add slower than a copy from
+ * memory, compiled chains that ran without one rate from them. */
+#include "mb_test.h"
+#include "measure.h"
+
+static mb_meas_calib sane(void)
+{
+    mb_meas_calib c;
+    memset(&c, 0, sizeof c);
+    c.copy_gbs = 75.4, c.copy_plain_gbs = 60.0, c.read_gbs = 63.8;
+    c.write_gbs = 40.0, c.write_plain_gbs = 30.0;
+    c.fp32_tflops = 0.41;
+    for (int op = MB_OP_ADD; op < MB_OP_COUNT; op++) c.op_geps[op] = 40.0;
+    c.op_geps[MB_OP_SIN] = 5.46, c.op_geps[MB_OP_SIGMOID] = 8.49, c.op_geps[MB_OP_GELU] = 0.80;
+    c.op_geps[MB_OP_COPY] = 74.9, c.op_geps[MB_OP_ADD] = 57.1, c.op_geps[MB_OP_MUL] = 57.7;
+    c.compiled_chains = 17, c.compiled_ops = 15;
+    return c;
+}
+
+/* Checks that c is refused (want != NULL: why holds want) or accepted. */
+static void expect(const mb_meas_calib *c, int quick, const char *want)
+{
+    char why[512] = "";
+    int bad = mb_meas_calib_implausible(c, quick, why, sizeof why);
+    CHECK_EQ_I64(bad, want != NULL);
+    if (want && !strstr(why, want)) fprintf(stderr, "  why: %s\n  wanted: %s\n", why, want);
+    CHECK(want ? strstr(why, want) != NULL : why[0] == '\0');
+}
+
+int main(void)
+{
+    mb_meas_calib c = sane();
+    expect(&c, 0, NULL);
+
+    /* every op at the same rate: the timing, not the ops */
+    c = sane();
+    for (int op = MB_OP_ADD; op < MB_OP_COUNT; op++) c.op_geps[op] = 0.0512;
+    expect(&c, 0, "every op rate within 1.5x of the others (0.0512..0.0512 Gelem/s");
+    expect(&c, 1, "every op rate within 1.5x"); /* quick too */
+
+    /* bandwidths that disagree by more than 10x, or one not measured */
+    c = sane();
+    c.read_gbs = 6.0;
+    expect(&c, 0, "bandwidths disagree by more than 10x");
+    c.read_gbs = 0;
+    expect(&c, 0, "bandwidths disagree by more than 10x");
+    c.read_gbs = 7.6; /* just within 10x of the copy's 75.4 */
+    expect(&c, 0, NULL);
+
+    /* a cheap op in L1 slower than a copy from memory (9.43 Gelem/s here);
+     * a quick run's small arrays make no such copy: not checked */
+    c = sane();
+    c.op_geps[MB_OP_ADD] = 9.0;
+    expect(&c, 0, "op add at 9 Gelem/s in L1 is slower than a copy from memory (9.43 Gelem/s)");
+    expect(&c, 1, NULL);
+
+    /* compiled chains built, no rate from them: refused; none built (no
+     * compiler): compiled kernels take op_geps, nothing wrong; some rates
+     * dropped: the model keeps op_geps for those */
+    c = sane();
+    c.compiled_ops = 0;
+    expect(&c, 0, "17 compiled probe chains ran, but none gave an op rate");
+    expect(&c, 1, "17 compiled probe chains ran");
+    c.compiled_chains = 0;
+    expect(&c, 0, NULL);
+    c.compiled_chains = 17, c.compiled_ops = 3;
+    expect(&c, 0, NULL);
+
+    /* no FMA rate */
+    c = sane();
+    c.fp32_tflops = 0;
+    expect(&c, 0, "a non-positive FMA rate");
+    return mb_test_done();
+}
