@@ -43,6 +43,13 @@ static int write_good_csv(const char *path)
     return mb_test_write_csv(path, "h100-sxm", "cuda", 1, 0.015);
 }
 
+/* A copy of 2^k f32 on one bandwidth line: 8 bytes an element at 3 TB/s,
+ * 5 us of launch; the rows the tests below fit. */
+static double copy_time_s(int k)
+{
+    return 8.0 * (double)(1LL << k) / 3.0e12 + 5e-6;
+}
+
 /* tmp/name opened for writing with header as its first line (path gets its
  * path); NULL, and a failed check, when it cannot be created. */
 static FILE *open_csv(const char *tmp, const char *name, const char *header, char *path, size_t pathsz)
@@ -186,7 +193,7 @@ static void test_noisy(const char *tmp)
                         path, sizeof path);
     if (!fp) return;
     for (int k = 24; k <= 28; k++) {
-        double t = 8.0 * (double)(1LL << k) / 3.0e12 + 5e-6;
+        double t = copy_time_s(k);
         fprintf(fp, "h100-sxm,cuda,copy,eager,f32,%lld,50,%.9g,1,%d\n", 1LL << k, t, k == 27 ? 0 : 10);
     }
     fprintf(fp, "h100-sxm,cuda,copy,fused,f32,%lld,50,%.9g,1,11\n", 1LL << 26,
@@ -227,7 +234,7 @@ static void test_drifted(const char *tmp)
     static const char *ratio[] = {"1.05", "0.79", "1.19", "1.40", "", "1.0"};
     static const char *op_ratio[] = {"0.9", "", "1.1", "1.0", "", "0.5"};
     for (int k = 24; k <= 29; k++) {
-        double t = 8.0 * (double)(1LL << k) / 3.0e12 + 5e-6;
+        double t = copy_time_s(k);
         fprintf(fp, "h100-sxm,cpu,copy,eager,f32,%lld,50,%.9g,1,0,%s,%s,%s\n", 1LL << k, t,
                 ratio[k - 24][0] ? "50" : "", ratio[k - 24], op_ratio[k - 24]);
     }
@@ -287,7 +294,7 @@ static void test_two_modes(const char *tmp)
                         path, sizeof path);
     if (!fp) return;
     for (int k = 24; k <= 27; k++) {
-        double t = 8.0 * (double)(1LL << k) / 3.0e12 + 5e-6;
+        double t = copy_time_s(k);
         if (k == 25)
             fprintf(fp, "h100-sxm,cpu,copy,eager,f32,%lld,50,%.9g,1,%.9g,%.9g,0.25\n", 1LL << k, t, t,
                     1.5 * t);
