@@ -10,6 +10,8 @@
  * print anything (cuda_counters.cu does). */
 #include "count_check.h"
 
+#include <math.h>
+
 static double min_d(double a, double b)
 {
     return a < b ? a : b;
@@ -34,4 +36,27 @@ int mb_meas_above_peak(double read_bytes, double write_bytes, double cache_bytes
     double gbs = bytes / time_s / 1e9;
     if (gbs_out) *gbs_out = gbs;
     return gbs > peak_gbs * (1 + slack);
+}
+
+const char *mb_meas_count_verdict_name(mb_count_verdict v)
+{
+    switch (v) {
+    case MB_COUNT_BELOW_L2: return "below 4x L2";
+    case MB_COUNT_OK: return "ok";
+    case MB_COUNT_OFF: return "off";
+    default: return "";
+    }
+}
+
+mb_count_verdict mb_meas_count_vs_model(double counted_read, double counted_write, double model_read,
+                                        double model_write, double tensor_bytes, double cache_bytes,
+                                        double carry_bytes, double tol, double *err_rel)
+{
+    if (err_rel) *err_rel = NAN;
+    double counted = counted_read + counted_write, model = model_read + model_write;
+    if (!(counted_read >= 0) || !(counted_write >= 0) || !(model > 0)) return MB_COUNT_NOT_COUNTED;
+    if (err_rel) *err_rel = counted / model - 1;
+    if (!(cache_bytes > 0) || !(tensor_bytes >= MB_COUNT_JUDGED_L2X * cache_bytes)) return MB_COUNT_BELOW_L2;
+    double allowed = tol * model + (carry_bytes > 0 ? carry_bytes : 0);
+    return fabs(counted - model) > allowed ? MB_COUNT_OFF : MB_COUNT_OK;
 }

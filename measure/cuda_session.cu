@@ -127,14 +127,13 @@ int mb_gpu_open(const mb_meas_config *c, mb_err *err)
 }
 
 /* The dirty half of the flush: a memset of 2x L2 (varying byte, so no write
- * can be elided) and a reset of persisting lines, then waits. Leaves ~L2 of
+ * can be elided), then waits. No persisting-L2 reset: no access-policy
+ * window is ever set, so no line persists. Leaves ~L2 of
  * dirty lines behind: always followed by mb_gpu_clean_l2's read sweep. */
 static int flush_l2(mb_err *err)
 {
     S.flush_seq++;
     CUDA_TRY(cudaMemsetAsync(S.flush, 0x40 + (int)(S.flush_seq & 0x3f), (size_t)S.l2x2_bytes, S.stream));
-    if (S.dev.persisting_l2_max_bytes > 0 && cudaCtxResetPersistingL2Cache() != cudaSuccess)
-        (void)cudaGetLastError(); /* not supported here: nothing can persist, nothing to reset */
     CUDA_TRY(cudaStreamSynchronize(S.stream));
     return MB_OK;
 }
@@ -227,7 +226,7 @@ extern "C" void mb_meas_cuda_provenance(char *buf, size_t bufsz)
              "gpu_driver: %d.%d; cuda_runtime: %d.%d\n"
              "gpu_peak_bandwidth_gbs: %.0f (2 x %d MHz x %d bit)\n"
              "gpu_clocks_mhz: sm %.0f..%.0f mem %.0f..%.0f (%s; peak sm %d)\n"
-             "gpu_timing: events%s; cold samples after a %.0f MiB memset + persisting-L2 reset + read sweep "
+             "gpu_timing: events%s; cold samples after a %.0f MiB memset + read sweep "
              "of another buffer of that size\n"
              "counters: %s%s%s\n"
              "counter_collection_s: %.2f over %d rows (user range + auto range each)\n",

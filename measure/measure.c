@@ -283,6 +283,7 @@ int mb_meas_record_init(mb_meas_record *row, mb_meas_record *per_kernel, const c
     row->host_copy_gbs = row->host_copy_ratio = row->host_op_ratio = NAN;
     row->model_host_time_s = NAN;
     row->time_s_upper_mode = row->upper_mode_share = row->time_s_lower_mode = NAN;
+    row->count_err = NAN;
     mb_estimate e;
     int rc = mb_estimate_plan(p, n, dev, &e, err);
     if (rc) return rc;

@@ -149,6 +149,10 @@ typedef struct mb_meas_record {
                                 one's median; NAN = one mode */
     double time_s_upper_mode;/* the upper one's median; NAN = one mode */
     double upper_mode_share; /* the share of samples in it; NAN = one mode */
+    double count_err;        /* counted DRAM bytes / the model's - 1 (GPU rows
+                                with counts, MB_MEAS_CSV_COUNT_COLUMNS); NAN = none */
+    char count_check[16];    /* mb_meas_count_verdict_name: "ok", "off",
+                                "below 4x L2", "" */
 } mb_meas_record;
 
 /* Fills the identity and model columns of row (and of per_kernel[k] for each

@@ -327,6 +327,11 @@ void mb_device_at_rates(const mb_device *d, double bandwidth_factor, double op_f
  * mode. The median is then one mode or the other, and so is its model error:
  * measure warns. */
 #define MB_MEAS_CSV_MODES_COLUMNS "time_s_lower_mode,time_s_upper_mode,upper_mode_share"
+/* Then, for GPU rows with counted DRAM bytes, the counted bytes against the
+ * model's cache-aware ones (measure/count_check.h, mb_meas_count_vs_model):
+ * count_err = counted / model - 1, and count_check "ok" (within 3%), "off",
+ * or "below 4x L2" (tensors too small to be judged); empty without counts. */
+#define MB_MEAS_CSV_COUNT_COLUMNS "count_err,count_check"
 #define MB_MEAS_HOST_DRIFT_MAX 0.2
 #define MB_MEAS_DRIFTED(ratio) ((ratio) > 0 && ((ratio) > 1 + MB_MEAS_HOST_DRIFT_MAX || \
                                                 (ratio) < 1 - MB_MEAS_HOST_DRIFT_MAX))

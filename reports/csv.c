@@ -14,7 +14,7 @@
  * then the per-kernel files' "kernel". Required ones must be in the header. */
 #define MB_COL_ENUM(name, required) C_##name,
 enum { MB_MEAS_CSV_COLUMNS(MB_COL_ENUM) C_KERNEL, C_CONTENDED, C_HOST_GBS, C_HOST_RATIO, C_HOST_OP,
-       C_LO_MODE, C_HI_MODE, C_HI_SHARE, C_COUNT };
+       C_LO_MODE, C_HI_MODE, C_HI_SHARE, C_COUNT_CHECK, C_COUNT };
 #undef MB_COL_ENUM
 #define MB_COL_ROW(name, required) {#name, required},
 static const struct {
@@ -24,7 +24,10 @@ static const struct {
                       {MB_MEAS_CSV_CONTENDED_COLUMN, 0}, {"host_copy_gbs", 0},
                       {"host_copy_ratio", 0}, {"host_op_ratio", 0},
                       /* MB_MEAS_CSV_MODES_COLUMNS */
-                      {"time_s_lower_mode", 0}, {"time_s_upper_mode", 0}, {"upper_mode_share", 0}};
+                      {"time_s_lower_mode", 0}, {"time_s_upper_mode", 0}, {"upper_mode_share", 0},
+                      /* MB_MEAS_CSV_COUNT_COLUMNS: the harness's verdict (count_err is
+                         re-derived by join.c as resid_bytes_rel) */
+                      {"count_check", 0}};
 #undef MB_COL_ROW
 /* short names for the parser below */
 enum {
@@ -300,6 +303,12 @@ static int parse_row(ctx *c, const int *pos, field *f, int nf, mb_rpt_row *r)
     r->drifted = MB_MEAS_HOST_DRIFTED(r->host_copy_ratio, r->host_op_ratio);
     r->two_modes = r->time_s_lower_mode > 0 && r->time_s_upper_mode > 0 && r->upper_mode_share > 0;
     if (pos[C_COUNTERS] >= 0) copy_str(r->counters, sizeof r->counters, f[pos[C_COUNTERS]].s);
+    if (pos[C_COUNT_CHECK] >= 0) {
+        const field *x = &f[pos[C_COUNT_CHECK]];
+        if (x->s[0] && strcmp(x->s, "ok") && strcmp(x->s, "off") && strcmp(x->s, "below 4x L2"))
+            return bad(c, x, C_COUNT_CHECK, "ok, off, below 4x L2 or empty");
+        copy_str(r->count_check, sizeof r->count_check, x->s);
+    }
     /* counts the CUDA backend's sanity gate rejected are kept in the file
      * for inspection, never used as measurements */
     if (!strncmp(r->counters, "untrusted", 9)) r->has_dram = 0;

@@ -101,6 +101,8 @@ typedef struct mb_rpt_row {
     int has_dram;              /* 1 when dram_read/write_bytes were measured */
     int64_t dram_read_bytes, dram_write_bytes;
     char counters[160];
+    char count_check[16];      /* the harness's counted-vs-model verdict (count_check
+                                  column): "ok", "off", "below 4x L2" or "" */
     int file_index;            /* index into mb_rpt_set.files */
     double max_rel_err;
     int verified;              /* 1 passed, 0 failed (never fitted) */

@@ -307,6 +307,16 @@ static const char *model_cell(char *buf, size_t size, const mb_rpt_row *r)
     return rpt_fmt(buf, size, "%.2f%s", r->resid_model_rel + 1, modes);
 }
 
+/* The bytes residual with the harness's verdict on it (count_check). */
+static const char *bytes_cell(char *buf, size_t size, const mb_rpt_row *r)
+{
+    if (!isfinite(r->resid_bytes_rel)) return "—";
+    const char *v = !strcmp(r->count_check, "off") ? " OFF (over 3%)"
+                    : !strcmp(r->count_check, "ok") ? " ok"
+                    : !strcmp(r->count_check, "below 4x L2") ? " (below 4x L2: not judged)" : "";
+    return rpt_fmt(buf, size, "%+.1f%%%s", 100 * r->resid_bytes_rel, v);
+}
+
 static void rows_section(rpt_doc *d, const mb_rpt_set *s)
 {
     rpt_doc_h(d, 2, "Rows: measured against the model and the fit");
@@ -315,14 +325,17 @@ static void rows_section(rpt_doc *d, const mb_rpt_set *s)
                  "of the calibrated ones, where one was more than 20%% off: a shared host "
                  "drifts, and the model assumes the calibrated machine; then measured over the "
                  "model with the device's bandwidths and op rates at those shares); fit residual is the median time over the fitted line minus 1; bytes "
-                 "residual compares counted DRAM bytes with the model's cache-aware DRAM bytes.");
+                 "residual compares counted DRAM bytes with the model's cache-aware DRAM bytes, "
+                 "with the harness's verdict: ok within 3%%, OFF beyond (a kernel's own row is "
+                 "allowed one L2 more, the write-back it leaves to the next kernel), not judged "
+                 "where a tensor is under 4x the L2.");
     static const char *head[] = {"device", "backend", "variant", "plan", "dtype", "n", "verified",
                                  "median time", "model time", "bound (model)", "measured/model",
                                  "fit residual", "bytes residual", "fit"};
     rpt_doc_table(d, 14, head);
     for (int i = 0; i < s->n_rows; i++) {
         const mb_rpt_row *r = &s->rows[i];
-        char n[32], t[32], mt[32], mm[224], fr[32], br[32];
+        char n[32], t[32], mt[32], mm[224], fr[32], br[64];
         const char *dev = r->dev >= 0 ? s->devices[r->dev].name : r->device;
         const char *cells[] = {
             dev, r->backend, r->variant, r->plan, r->dtype, pow2(n, sizeof n, r->n),
@@ -330,7 +343,7 @@ static void rows_section(rpt_doc *d, const mb_rpt_set *s)
             rpt_time(mt, sizeof mt, r->pred_time_s), mb_bound_name(r->pred_bound),
             model_cell(mm, sizeof mm, r),
             isfinite(r->resid_time_rel) ? rpt_fmt(fr, sizeof fr, "%+.1f%%", 100 * r->resid_time_rel) : "—",
-            isfinite(r->resid_bytes_rel) ? rpt_fmt(br, sizeof br, "%+.1f%%", 100 * r->resid_bytes_rel) : "—",
+            bytes_cell(br, sizeof br, r),
             !r->verified ? "skipped (failed)" : r->noisy ? "skipped (noisy: samples contended)"
             : r->outlier ? "rejected (outlier)" : r->used ? "used" : "not in line fit"};
         rpt_doc_row(d, cells);
@@ -436,6 +449,18 @@ static int write_doc(const mb_rpt_set *s, const mb_rpt_figures *figs, const char
         rpt_doc_p(&d, "%d row%s samples fell in two modes: %s median is one of them, and so is its "
                       "measured/model; the rows table gives measured/model for each mode.", two,
                   two == 1 ? "'s" : "s'", two == 1 ? "its" : "each one's");
+    int judged = 0, off = 0;
+    for (int i = 0; i < s->n_rows; i++) {
+        judged += !strcmp(s->rows[i].count_check, "ok") || !strcmp(s->rows[i].count_check, "off");
+        off += !strcmp(s->rows[i].count_check, "off");
+    }
+    if (off)
+        rpt_doc_p(&d, "**%d of %d counted row%s at tensors of 4x the L2 or more moved more than 3%% "
+                      "more or fewer DRAM bytes than the model says** (OFF in the rows table): the model "
+                      "or the kernel that ran is wrong there.", off, judged, judged == 1 ? "" : "s");
+    else if (judged)
+        rpt_doc_p(&d, "All %d counted row%s at tensors of 4x the L2 or more moved the model's DRAM "
+                      "bytes within 3%%.", judged, judged == 1 ? "" : "s");
     if (s->n_kernel_rows_skipped)
         rpt_doc_p(&d, "%d per-kernel rows (%d file%s holding only per-kernel rows) are not "
                       "reported: each plan's row carries its totals.", s->n_kernel_rows_skipped,
@@ -496,7 +521,7 @@ static int write_csvs(const mb_rpt_set *s, const char *dir, rpt_outs *outs, mb_e
           "model_dram_read_bytes,model_dram_write_bytes,saved_bytes,dram_read_bytes,"
           "dram_write_bytes,fit_time_s,resid_time_rel,resid_model_rel,resid_bytes_rel,"
           "stud_resid,fit,host_copy_ratio,host_op_ratio,model_host_time_s,time_s_lower_mode,"
-          "time_s_upper_mode,upper_mode_share\n", fp);
+          "time_s_upper_mode,upper_mode_share,count_check\n", fp);
     for (int i = 0; i < s->n_rows; i++) {
         const mb_rpt_row *r = &s->rows[i];
         csv_str(fp, r->file);
@@ -531,6 +556,7 @@ static int write_csvs(const mb_rpt_set *s, const char *dir, rpt_outs *outs, mb_e
         csv_num(fp, r->time_s_lower_mode);
         csv_num(fp, r->time_s_upper_mode);
         csv_num(fp, r->upper_mode_share);
+        fputc(',', fp); csv_str(fp, r->count_check);
         fputc('\n', fp);
     }
 
@@ -667,6 +693,7 @@ static int write_json(const mb_rpt_set *s, const mb_rpt_figures *figs, const cha
         json_object_set_new(o, "time_s_lower_mode", jnum(r->time_s_lower_mode));
         json_object_set_new(o, "time_s_upper_mode", jnum(r->time_s_upper_mode));
         json_object_set_new(o, "upper_mode_share", jnum(r->upper_mode_share));
+        json_object_set_new(o, "count_check", r->count_check[0] ? json_string(r->count_check) : json_null());
         json_object_set_new(o, "time_s_median", jnum(r->time_s_median));
         json_object_set_new(o, "model_time_s", jnum(r->pred_time_s));
         json_object_set_new(o, "model_bound", json_string(mb_bound_name(r->pred_bound)));

@@ -182,7 +182,7 @@ int main(void)
     CHECK(strstr(csv, ",none-cpu,") != NULL);
     CHECK(strstr(slurp("kern.csv"), ",kernel,contended,host_copy_gbs,host_copy_ratio,host_op_ratio,"
                                     "model_host_time_s,time_s_lower_mode,time_s_upper_mode,"
-                                    "upper_mode_share\n") != NULL);
+                                    "upper_mode_share,count_err,count_check\n") != NULL);
     CHECK(stray_files(NULL) == 2); /* small.csv and kern.csv, no temporaries */
 
     /* interrupted before a row finished: exit 130, no CSV and no temporary */

@@ -9,6 +9,9 @@
 #include "count_check.h"
 #include "mb_test.h"
 
+#include <math.h>
+#include <string.h>
+
 #define PEAK_GBS 4800.0
 #define L2_50 52428800.0 /* 50 MiB */
 #define L2_60 62914560.0 /* 60 MiB */
@@ -107,9 +110,62 @@ static void floor_values(void)
     CHECK(mb_meas_above_peak(F32_2P28, F32_2P28, L2_50, 0, 1e-6, PEAK_GBS, 0, NULL));
 }
 
+/* Counted bytes against the model's (mb_meas_count_vs_model): 3% for plan
+ * rows, plus one L2 for a kernel's own range, not judged below 4x L2. The
+ * model bytes are the lecture's: copy f32 at 2^28 reads and writes 2^28 x 4
+ * B each; sigmoid3's eager forward at 2^26 f32 reads 3n and writes 3n. */
+static void vs_model(void)
+{
+    double e = 0;
+    const double m = F32_2P28; /* one tensor */
+    /* a plan counted exactly, or within 3% either way, is ok */
+    CHECK(mb_meas_count_vs_model(m, m, m, m, m, L2_50, 0, MB_COUNT_TOL, &e) == MB_COUNT_OK);
+    CHECK_NEAR(e, 0.0, 1e-15);
+    CHECK(mb_meas_count_vs_model(1.029 * m, m, m, m, m, L2_50, 0, MB_COUNT_TOL, &e) == MB_COUNT_OK);
+    CHECK(mb_meas_count_vs_model(0.97 * m, 0.98 * m, m, m, m, L2_50, 0, MB_COUNT_TOL, &e) == MB_COUNT_OK);
+    /* counted 5% over the model: flagged, with its error */
+    CHECK(mb_meas_count_vs_model(1.05 * m, 1.05 * m, m, m, m, L2_50, 0, MB_COUNT_TOL, &e) == MB_COUNT_OFF);
+    CHECK_NEAR(e, 0.05, 1e-12);
+    /* 5% under: flagged too (a count that misses traffic is as wrong) */
+    CHECK(mb_meas_count_vs_model(0.95 * m, 0.95 * m, m, m, m, L2_50, 0, MB_COUNT_TOL, &e) == MB_COUNT_OFF);
+    /* 11n counted against a model of 2n (an unfused plan run as "fused"): off */
+    CHECK(mb_meas_count_vs_model(9 * m, 2 * m, m, m, m, L2_50, 0, MB_COUNT_TOL, &e) == MB_COUNT_OFF);
+    CHECK_NEAR(e, 4.5, 1e-12);
+    /* the same 5% over with tensors below 4x L2: reported, not judged */
+    CHECK(mb_meas_count_vs_model(1.05 * F32_2P24, 1.05 * F32_2P24, F32_2P24, F32_2P24, F32_2P24, L2_50, 0,
+                                 MB_COUNT_TOL, &e) == MB_COUNT_BELOW_L2);
+    CHECK_NEAR(e, 0.05, 1e-12);
+    /* the boundary: a tensor of exactly 4 L2 is judged, one byte less is not */
+    CHECK(mb_meas_count_vs_model(1.05 * 4 * L2_50, 0, 4 * L2_50, 0, 4 * L2_50, L2_50, 0, MB_COUNT_TOL, &e) ==
+          MB_COUNT_OFF);
+    CHECK(mb_meas_count_vs_model(1.05 * 4 * L2_50, 0, 4 * L2_50, 0, 4 * L2_50 - 1, L2_50, 0, MB_COUNT_TOL, &e) ==
+          MB_COUNT_BELOW_L2);
+    /* L2 unknown: nothing is judged */
+    CHECK(mb_meas_count_vs_model(2 * m, m, m, m, m, 0, 0, MB_COUNT_TOL, &e) == MB_COUNT_BELOW_L2);
+    /* a kernel's own range: up to one L2 of its writes is written back in the
+     * next kernel's range (and it is charged one L2 of its predecessor's) */
+    CHECK(mb_meas_count_vs_model(m, m - 2 * L2_50, m, m, m, L2_50, L2_50, MB_COUNT_TOL, &e) == MB_COUNT_OK);
+    CHECK(mb_meas_count_vs_model(m, m - 2 * L2_50, m, m, m, L2_50, 0, MB_COUNT_TOL, &e) == MB_COUNT_OFF);
+    CHECK(mb_meas_count_vs_model(m, m - 2.5 * L2_50, m, m, m, L2_50, L2_50, MB_COUNT_TOL, &e) == MB_COUNT_OFF);
+    /* no count (-1, the CSV's empty), or no model bytes: not counted */
+    CHECK(mb_meas_count_vs_model(-1, -1, m, m, m, L2_50, 0, MB_COUNT_TOL, &e) == MB_COUNT_NOT_COUNTED);
+    CHECK(isnan(e));
+    CHECK(mb_meas_count_vs_model(m, m, 0, 0, m, L2_50, 0, MB_COUNT_TOL, &e) == MB_COUNT_NOT_COUNTED);
+    CHECK(mb_meas_count_vs_model(NAN, m, m, m, m, L2_50, 0, MB_COUNT_TOL, NULL) == MB_COUNT_NOT_COUNTED);
+    /* the gate's tolerance, read and write each: 1.9% passes, 2.1% not */
+    CHECK(mb_meas_count_vs_model(1.019 * m, 0, m, 0, m, L2_50, 0, MB_COUNT_GATE_TOL, NULL) == MB_COUNT_OK);
+    CHECK(mb_meas_count_vs_model(0, 0.979 * m, 0, m, m, L2_50, 0, MB_COUNT_GATE_TOL, NULL) == MB_COUNT_OFF);
+    /* the CSV's words */
+    CHECK(!strcmp(mb_meas_count_verdict_name(MB_COUNT_OK), "ok"));
+    CHECK(!strcmp(mb_meas_count_verdict_name(MB_COUNT_OFF), "off"));
+    CHECK(!strcmp(mb_meas_count_verdict_name(MB_COUNT_BELOW_L2), "below 4x L2"));
+    CHECK(!strcmp(mb_meas_count_verdict_name(MB_COUNT_NOT_COUNTED), ""));
+}
+
 int main(void)
 {
     table();
     floor_values();
+    vs_model();
     return mb_test_done();
 }

@@ -170,6 +170,54 @@ static void test_untrusted(const char *tmp)
     mb_rpt_set_free(&s);
 }
 
+/* The harness's counted-vs-model verdict (count_check) is read and shown:
+ * a row counted 5% over the model is OFF in the rows table and counted in
+ * the summary, one below 4x L2 is shown as not judged; a value that is not
+ * one of the verdicts is refused with its line and column. */
+static void test_count_check(const char *tmp)
+{
+    char path[512];
+    FILE *fp = open_csv(tmp, "count.csv",
+                        "device,backend,variant,plan,dtype,n,time_s_median,dram_read_bytes,"
+                        "dram_write_bytes,counters,verified,count_check\n"
+                        "h200,cuda,copy,eager,f32,268435456,0.0005,1127428915,1127428915,cupti,1,off\n"
+                        "h200,cuda,copy,eager,f32,1048576,0.00001,4404019,4404019,cupti,1,below 4x L2\n"
+                        "h200,cuda,copy,fused,f32,268435456,0.0005,1073741824,1073741824,cupti,1,ok\n",
+                        path, sizeof path);
+    if (!fp) return;
+    fclose(fp);
+    mb_rpt_set s;
+    mb_err e;
+    mb_rpt_set_init(&s);
+    int rc = mb_rpt_read_csv(&s, path, &e);
+    if (!rc) rc = mb_rpt_join(&s, NULL, &e);
+    CHECK(rc == MB_OK);
+    if (rc) fprintf(stderr, "  %s\n", e.msg);
+    char out[600];
+    snprintf(out, sizeof out, "%s/count-report", tmp);
+    if (!rc) {
+        CHECK(!strcmp(s.rows[0].count_check, "off"));
+        CHECK(mb_rpt_write(&s, NULL, out, &e) == MB_OK);
+        CHECK(file_has(out, "report.md", "+5.0% OFF (over 3%)"));
+        CHECK(file_has(out, "report.md", "(below 4x L2: not judged)"));
+        CHECK(file_has(out, "report.md", "1 of 2 counted rows at tensors of 4x the L2"));
+        CHECK(file_has(out, "summary.csv", ",off\n"));
+        CHECK(file_has(out, "summary.json", "\"count_check\": \"off\""));
+    }
+    mb_rpt_set_free(&s);
+
+    fp = open_csv(tmp, "count-bad.csv",
+                  "device,backend,variant,plan,dtype,n,time_s_median,verified,count_check\n"
+                  "h200,cuda,copy,eager,f32,268435456,0.0005,1,maybe\n",
+                  path, sizeof path);
+    if (!fp) return;
+    fclose(fp);
+    mb_rpt_set_init(&s);
+    CHECK(mb_rpt_read_csv(&s, path, &e) == MB_EINPUT);
+    CHECK(strstr(e.msg, "count-bad.csv:2:") != NULL && strstr(e.msg, "count_check") != NULL);
+    mb_rpt_set_free(&s);
+}
+
 /* Reads path into s (initialised here; the caller frees it), joins it with
  * the model and fits it; checks that all went well. */
 static int read_join_fit(mb_rpt_set *s, const char *path, mb_err *e)
@@ -212,7 +260,7 @@ static void test_noisy(const char *tmp)
         char out[600];
         snprintf(out, sizeof out, "%s/noisy-report", tmp);
         CHECK(mb_rpt_write(&s, NULL, out, &e) == MB_OK);
-        CHECK(file_has(out, "summary.csv", ",noisy,,,,,,\n")); /* no host reference, one mode: empty */
+        CHECK(file_has(out, "summary.csv", ",noisy,,,,,,,\n")); /* no host reference, one mode, no count: empty */
         CHECK(file_has(out, "summary.json", "\"noisy\": true"));
         CHECK(file_has(out, "report.md", "skipped (noisy"));
     }
@@ -320,8 +368,8 @@ static void test_two_modes(const char *tmp)
         }
         CHECK(file_has(out, "report.md", want));
         CHECK(file_has(out, "report.md", "1 row's samples fell in two modes"));
-        CHECK(file_has(out, "summary.csv", "time_s_upper_mode,upper_mode_share\n"));
-        CHECK(file_has(out, "summary.csv", ",0.25\n"));
+        CHECK(file_has(out, "summary.csv", "time_s_upper_mode,upper_mode_share,count_check\n"));
+        CHECK(file_has(out, "summary.csv", ",0.25,\n"));
         CHECK(file_has(out, "summary.json", "\"upper_mode_share\": 0.25"));
         CHECK(file_has(out, "summary.json", "\"upper_mode_share\": null"));
     }
@@ -351,6 +399,7 @@ int main(void)
     test_noisy(tmp);
     test_two_modes(tmp);
     test_drifted(tmp);
+    test_count_check(tmp);
     char cmd[256];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmp);
     if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", tmp);
