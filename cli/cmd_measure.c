@@ -9,6 +9,7 @@
 #include <getopt.h>
 #include <math.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -87,6 +88,24 @@ static int64_t mem_available_bytes(void)
     while (fgets(line, sizeof line, f)) {
         long long kb;
         if (sscanf(line, "MemAvailable: %lld kB", &kb) == 1) {
+            v = (int64_t)kb * 1024;
+            break;
+        }
+    }
+    fclose(f);
+    return v;
+}
+
+/* MemTotal from /proc/meminfo in bytes, or -1. */
+static int64_t mem_total_bytes(void)
+{
+    FILE *f = fopen("/proc/meminfo", "r");
+    if (!f) return -1;
+    char line[256];
+    int64_t v = -1;
+    while (fgets(line, sizeof line, f)) {
+        long long kb;
+        if (sscanf(line, "MemTotal: %lld kB", &kb) == 1) {
             v = (int64_t)kb * 1024;
             break;
         }
@@ -176,6 +195,7 @@ typedef struct job {
     mb_graph *g; /* borrowed from the graph list */
     mb_plan_kind plan;
     int64_t n;
+    int64_t host_bytes; /* the CPU executor's peak at n, plus the flush */
 } job;
 
 typedef struct opts {
@@ -349,6 +369,73 @@ static void print_table_row(FILE *fp, const mb_meas_record *r)
             r->verified ? "yes" : "FAILED", cont, host, modes);
 }
 
+/* Appends "# partial: <fmt>\n" to *lines (a malloc'ed text, NULL at first);
+ * newlines of the message become spaces (one line each). Returns 1 when
+ * memory runs out. */
+static int add_partial(char **lines, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int add_partial(char **lines, const char *fmt, ...)
+{
+    char msg[640];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    for (char *c = msg; *c; c++)
+        if (*c == '\n' || *c == '\r') *c = ' ';
+    size_t old = *lines ? strlen(*lines) : 0, add = strlen(msg) + sizeof "# partial: \n";
+    char *grown = realloc(*lines, old + add);
+    if (!grown) return 1;
+    snprintf(grown + old, add, "# partial: %s\n", msg);
+    *lines = grown;
+    return 0;
+}
+
+/* Refuses (exit 2), before anything runs, a row that cannot fit. CPU: the
+ * executor's peak and the flush against the host's MemAvailable. CUDA: the
+ * plan's device tensors against the GPU's free memory (less the margin a
+ * row's own check keeps); the host holds a copy of each tensor for the
+ * checks, held against MemTotal (a VM whose memory grows on demand reports
+ * little available at the start: more than that is a note, not a refusal). */
+static int admit_jobs(const opts *o, mb_meas_backend backend, const job *jobs, int n_jobs, int64_t avail)
+{
+    int64_t total = mem_total_bytes();
+    int noted = 0;
+    char nb[32];
+    for (int j = 0; j < n_jobs; j++) {
+        const job *jb = &jobs[j];
+        const char *what = jb->g->name, *plan = mb_plan_name(jb->plan), *dt = mb_dtype_name(jb->g->nodes[jb->g->inputs[0]].dtype);
+        if (backend != MB_MEAS_CUDA) {
+            if (avail > 0 && jb->host_bytes > avail)
+                return mb_cli_fail(2, "%s %s %s at n = %s needs %.2f GB of memory, %.2f GB available: use a "
+                                   "smaller --sizes", what, plan, dt, fmt_n(jb->n, nb, sizeof nb),
+                                   (double)jb->host_bytes / 1e9, (double)avail / 1e9);
+            continue;
+        }
+        mb_plan *p = NULL;
+        mb_err e;
+        int64_t need = 0, dev_free = 0, dev_total = 0;
+        int rc = mb_plan_build(jb->g, jb->plan, &p, &e);
+        if (!rc) rc = mb_meas_cuda_plan_memory(&o->cfg, p, jb->n, &need, &dev_free, &dev_total, &e);
+        mb_plan_free(p);
+        if (rc) return mb_cli_fail_err(1, &e);
+        if (need > dev_free - MB_MEAS_CUDA_MARGIN_BYTES)
+            return mb_cli_fail(2, "%s %s %s at n = %s needs %.2f GB of device memory, %.2f GB free of %.2f GB "
+                               "(%.2f GB kept free): use a smaller --sizes", what, plan, dt,
+                               fmt_n(jb->n, nb, sizeof nb), (double)need / 1e9, (double)dev_free / 1e9,
+                               (double)dev_total / 1e9, (double)MB_MEAS_CUDA_MARGIN_BYTES / 1e9);
+        if (total > 0 && need > total)
+            return mb_cli_fail(2, "%s %s %s at n = %s needs %.2f GB of host memory for its checks, the host "
+                               "has %.2f GB: use a smaller --sizes", what, plan, dt, fmt_n(jb->n, nb, sizeof nb),
+                               (double)need / 1e9, (double)total / 1e9);
+        if (avail > 0 && need > avail && !noted++ && !o->quiet)
+            mb_cli_note("%s %s %s at n = %s needs %.2f GB of host memory for its checks, %.2f GB available "
+                        "now (of %.2f GB): measuring anyway; a row that cannot get it fails alone", what, plan,
+                        dt, fmt_n(jb->n, nb, sizeof nb), (double)need / 1e9, (double)avail / 1e9,
+                        (double)total / 1e9);
+    }
+    return 0;
+}
+
 int mb_cmd_measure(int argc, char **argv)
 {
     static const struct option lopts[] = {
@@ -511,22 +598,13 @@ int mb_cmd_measure(int argc, char **argv)
                     }
                     int64_t need = mb_kern_plan_peak_bytes(p, sizes[si], o.cfg.exec) + 2 * llc;
                     mb_plan_free(p);
-                    if (avail > 0 && need > avail) {
-                        char nb[32];
-                        rc = mb_cli_fail(2, "%s %s %s at n = %s needs %.2f GB of memory, "
-                                         "%.2f GB available: use a smaller --sizes",
-                                         g->name, mb_plan_name((mb_plan_kind)pk),
-                                         mb_dtype_name(o.dtypes[d]), fmt_n(sizes[si], nb, sizeof nb),
-                                         (double)need / 1e9, (double)avail / 1e9);
-                        goto out_jobs;
-                    }
                     if (n_jobs == cap_jobs) {
                         cap_jobs *= 2;
                         job *nj = realloc(jobs, (size_t)cap_jobs * sizeof *jobs);
                         if (!nj) { rc = mb_cli_fail(1, "out of memory"); goto out_jobs; }
                         jobs = nj;
                     }
-                    jobs[n_jobs++] = (job){g, (mb_plan_kind)pk, sizes[si]};
+                    jobs[n_jobs++] = (job){g, (mb_plan_kind)pk, sizes[si], need};
                 }
             }
         }
@@ -536,6 +614,7 @@ int mb_cmd_measure(int argc, char **argv)
      * unusable path fails now (exit 2), and an interrupted run leaves no
      * file (mb_outfile) */
     mb_outfile of = {0}, kf = {0};
+    char *partial = NULL; /* '# partial: ...' lines of the rows that failed to run */
     int have_of = 0, have_kf = 0;
     FILE *csv = stdout;
     if (o.out_path) {
@@ -559,6 +638,7 @@ int mb_cmd_measure(int argc, char **argv)
     }
     mb_device dev;
     char dev_desc[256];
+    if ((rc = admit_jobs(&o, backend, jobs, n_jobs, avail))) goto out_files;
     if ((rc = model_device(&o, backend, &dev, dev_desc, sizeof dev_desc))) goto out_files;
     if (note[0] && !o.quiet) mb_cli_note("%s", note);
     /* a calibrated CPU spec knows the cache this process gets (the measured
@@ -570,8 +650,9 @@ int mb_cmd_measure(int argc, char **argv)
 
     mb_meas_provenance pv;
     mb_meas_provenance_fill(&pv, &o.cfg);
-    snprintf(pv.extra, sizeof pv.extra, "backend: %s\nmodel_device: %s\nmemory: %.2f GB available",
-             mb_meas_backend_name(backend), dev_desc, (double)avail / 1e9);
+    snprintf(pv.extra, sizeof pv.extra, "backend: %s\nmodel_device: %s\nmemory: %.2f GB available of "
+             "%.2f GB (host, at the start)", mb_meas_backend_name(backend), dev_desc, (double)avail / 1e9,
+             (double)mem_total_bytes() / 1e9);
     /* provenance with the spec and variant texts: the CSV reports anywhere, alone */
     for (int f = 0; f < 1 + have_kf; f++) {
         FILE *fp = f ? kf.fp : csv;
@@ -587,7 +668,7 @@ int mb_cmd_measure(int argc, char **argv)
     /* 4. run */
     rows = calloc((size_t)n_jobs + 1, sizeof *rows);
     if (!rows) { rc = mb_cli_fail(1, "out of memory"); goto out_files; }
-    int failed = 0, noisy = 0, drifted = 0, done_rows = 0;
+    int failed = 0, noisy = 0, drifted = 0, done_rows = 0, row_errors = 0, not_run = 0;
     /* the host's copy bandwidth against the calibrated spec's, before and
      * after the rows: the model columns assume the calibrated figure */
     const int cpu_spec = backend == MB_MEAS_CPU && !strcmp(dev.kind, "cpu");
@@ -634,13 +715,34 @@ int mb_cmd_measure(int argc, char **argv)
             mb_plan_free(p);
             break;
         }
-        if (rc) {
+        if (rc) { /* one failure costs one row: the others are kept, the file says which */
             free(pk);
             mb_plan_free(p);
-            stop_handlers(0);
-            rc = mb_cli_fail(rc, "%s %s %s n = %s: %s", jb->g->name, mb_plan_name(jb->plan),
-                             row->dtype, fmt_n(jb->n, nb, sizeof nb), e.msg);
-            goto out_files;
+            mb_cli_fail(rc, "%s %s %s n = %s: %s: the row is left out", jb->g->name, mb_plan_name(jb->plan),
+                        row->dtype, fmt_n(jb->n, nb, sizeof nb), e.msg);
+            if (add_partial(&partial, "%s %s %s n = %s failed: %s", jb->g->name, mb_plan_name(jb->plan),
+                            row->dtype, fmt_n(jb->n, nb, sizeof nb), e.msg)) {
+                stop_handlers(0);
+                rc = mb_cli_fail(1, "out of memory");
+                goto out_files;
+            }
+            row_errors++;
+            rc = 0;
+            char why_not[256];
+            if (backend == MB_MEAS_CUDA && !mb_meas_cuda_available(why_not, sizeof why_not)) {
+                not_run = n_jobs - j - 1;
+                if (not_run > 0)
+                    mb_cli_fail(1, "the GPU is no longer usable (%s): the %d rows after it are not run", why_not,
+                                not_run);
+                if (not_run > 0 &&
+                    add_partial(&partial, "the GPU became unusable (%s): %d rows not run", why_not, not_run)) {
+                    stop_handlers(0);
+                    rc = mb_cli_fail(1, "out of memory");
+                    goto out_files;
+                }
+                break;
+            }
+            continue;
         }
         if (!row->verified) {
             failed++;
@@ -737,6 +839,10 @@ int mb_cmd_measure(int argc, char **argv)
             mb_cli_note("host check: copy at %.1f GB/s after the rows (calibrated %.1f GB/s)",
                         host_gbs[1], cal);
     }
+    if (partial) {
+        fputs(partial, csv);
+        if (have_kf) fputs(partial, kf.fp);
+    }
     if (stop_signal) {
         char line[160];
         snprintf(line, sizeof line, "# partial: interrupted by %s after %d of %d rows\n",
@@ -759,6 +865,10 @@ int mb_cmd_measure(int argc, char **argv)
                          stop_signal == SIGTERM ? "SIGTERM" : "SIGINT");
         goto out_files;
     }
+    if (row_errors && done_rows == 0) { /* every row failed: no file */
+        rc = mb_cli_fail(1, "no row could be measured (%d failed): nothing written", row_errors);
+        goto out_files;
+    }
     /* both files or neither: a write error in one replaces none */
     mb_outfile *outs[2];
     int n_outs = 0;
@@ -766,7 +876,10 @@ int mb_cmd_measure(int argc, char **argv)
     if (have_kf) outs[n_outs++] = &kf;
     have_of = have_kf = 0;
     if (n_outs && mb_outfile_commit_all(outs, n_outs, &e)) { rc = mb_cli_fail_err(1, &e); goto out_files; }
-    if (o.out_path && !o.quiet && !stop_signal) mb_cli_note("wrote %s (%d rows)", o.out_path, n_jobs);
+    if (o.out_path && !o.quiet && !stop_signal) mb_cli_note("wrote %s (%d rows)", o.out_path, done_rows);
+    if (row_errors)
+        mb_cli_fail(1, "%d of %d rows failed to run%s%s (a '# partial:' line for each in the file)", row_errors,
+                    n_jobs, not_run ? " and the rest were not run" : "", o.out_path ? ": the others are kept" : "");
     if (noisy)
         fprintf(stderr, "membound: warning: %d of %d rows noisy: rerun them on a quieter machine\n",
                 noisy, n_jobs);
@@ -775,7 +888,7 @@ int mb_cmd_measure(int argc, char **argv)
                 "or op rate was more than %.0f%% off the calibrated figure: their model errors say as much "
                 "about the host as about the model\n",
                 drifted, n_jobs, 100 * MB_MEAS_DRIFT_MAX);
-    rc = failed ? 1 : 0;
+    rc = failed || row_errors ? 1 : 0;
     if (stop_signal) {
         mb_cli_fail(128 + stop_signal, "interrupted by %s: %d of %d rows measured%s%s",
                     stop_signal == SIGTERM ? "SIGTERM" : "SIGINT", done_rows, n_jobs,
@@ -784,6 +897,7 @@ int mb_cmd_measure(int argc, char **argv)
     }
 
 out_files:
+    free(partial);
     if (have_of) mb_outfile_abort(&of);
     if (have_kf) mb_outfile_abort(&kf);
     mb_meas_hostref_free(&href);

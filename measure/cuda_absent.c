@@ -27,6 +27,14 @@ static void absent_release(mb_meas_row_run *r, int rc)
 /* Only prepare and release are ever called. */
 const mb_meas_ops mb_meas_cuda_ops = {.name = "cuda", .prepare = absent_prepare, .release = absent_release};
 
+int mb_meas_cuda_plan_memory(const mb_meas_config *c, const mb_plan *p, int64_t n, int64_t *need_bytes,
+                             int64_t *free_bytes, int64_t *total_bytes, mb_err *err)
+{
+    (void)c, (void)p, (void)n;
+    *need_bytes = *free_bytes = *total_bytes = 0;
+    return mb_err_set(err, MB_ERUN, MB_NO_CUDA);
+}
+
 int mb_meas_cuda_calibrate(const mb_meas_config *c, mb_device *out, char *summary, size_t summarysz,
                            mb_err *err)
 {

@@ -66,7 +66,7 @@ static int cuda_prepare(mb_meas_row_run *r, mb_err *err)
     int64_t need = mb_kern_cuda_plan_bytes(p, r->n);
     size_t free_b = 0, total_b = 0;
     CUDA_TRY(cudaMemGetInfo(&free_b, &total_b));
-    if (need < 0 || (double)need > (double)free_b - 256e6)
+    if (need < 0 || (double)need > (double)free_b - (double)MB_MEAS_CUDA_MARGIN_BYTES)
         return mb_err_set(err, MB_ERUN, "%s %s at n = %lld needs %.3g GB of device memory, %.3g GB free",
                           p->g->name, mb_plan_name(p->kind), (long long)r->n, (double)need / 1e9,
                           (double)free_b / 1e9);

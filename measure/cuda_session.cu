@@ -214,6 +214,19 @@ extern "C" int mb_meas_cuda_available(char *why, size_t whysz)
     return mb_kern_cuda_device_count(why, whysz) > 0;
 }
 
+extern "C" int mb_meas_cuda_plan_memory(const mb_meas_config *c, const mb_plan *p, int64_t n, int64_t *need_bytes,
+                                        int64_t *free_bytes, int64_t *total_bytes, mb_err *err)
+{
+    *need_bytes = *free_bytes = *total_bytes = 0;
+    if (mb_gpu_open(c, err) != MB_OK) return MB_ERUN;
+    size_t free_b = 0, total_b = 0;
+    CUDA_TRY(cudaMemGetInfo(&free_b, &total_b));
+    *need_bytes = mb_kern_cuda_plan_bytes(p, n);
+    *free_bytes = (int64_t)free_b;
+    *total_bytes = (int64_t)total_b;
+    return MB_OK;
+}
+
 /* Lines "key: value\n" describing the GPU, clocks seen, counters and the
  * timing method, for the CSV's '#' lines. Empty when no GPU was opened. */
 extern "C" void mb_meas_cuda_provenance(char *buf, size_t bufsz)

@@ -272,6 +272,15 @@ int mb_meas_cuda_run(const mb_plan *p, int64_t n, const mb_meas_config *c,
                      mb_meas_record *row, mb_meas_record *per_kernel, char *why, size_t whysz,
                      mb_err *err);
 
+/* Device memory for plan p at n on the GPU c->cuda_device (opened with c,
+ * as a run would): *need_bytes gets the plan's device tensors, *free_bytes
+ * and *total_bytes the device's memory now (cudaMemGetInfo). measure admits
+ * its rows against these before it runs any (MB_MEAS_CUDA_MARGIN_BYTES
+ * kept free, as each row's own check does). MB_ERUN without a GPU. */
+#define MB_MEAS_CUDA_MARGIN_BYTES ((int64_t)256000000)
+int mb_meas_cuda_plan_memory(const mb_meas_config *c, const mb_plan *p, int64_t n, int64_t *need_bytes,
+                             int64_t *free_bytes, int64_t *total_bytes, mb_err *err);
+
 /* Calibrates the GPU c->cuda_device for `membound calibrate --backend cuda`:
  * fills out as a spec ("local-gpu"): name, SM count and L2 from the driver,
  * peak bandwidth = 2 x memory clock x bus width, measured copy / read / write

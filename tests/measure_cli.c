@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -22,6 +23,9 @@ static const char *bin;
 static char dir[256];
 
 static char *slurp(const char *name);
+
+/* > 0: the address-space limit (RLIMIT_AS) of the next child, bytes */
+static rlim_t child_as_bytes;
 
 /* Runs bin with args (NULL-terminated), stderr and stdout into files under dir.
  * kill_after_s > 0: SIGINT after that long; kill_on (when not NULL): SIGINT
@@ -36,6 +40,10 @@ static int run_until(double kill_after_s, const char *kill_on, const char *const
         int fo = open(out_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
         int fe = open(err_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
         if (fo < 0 || fe < 0 || chdir(dir) != 0) _exit(127);
+        if (child_as_bytes > 0) {
+            struct rlimit rl = {child_as_bytes, child_as_bytes};
+            if (setrlimit(RLIMIT_AS, &rl) != 0) _exit(127);
+        }
         dup2(fo, 1);
         dup2(fe, 2);
         char *argv[32];
@@ -206,6 +214,34 @@ int main(void)
     CHECK(strstr(part, ",copy,eager,f32,4096,") != NULL);
     CHECK(strstr(part, ",16777216,") == NULL); /* the row in flight is not kept */
     CHECK(stray_files("kern.csv") == 2); /* small.csv and part.csv */
+
+    /* one failure costs one row: with 1 GiB of address space the 2^27 copy
+     * (two 512 MiB tensors) cannot be allocated; the rows before and after
+     * it are measured and kept, the file names the failed row in a
+     * '# partial:' line, the exit is 1. (Not under ASan, whose shadow memory
+     * needs more address space than any such limit.) */
+#if defined(__SANITIZE_ADDRESS__)
+    printf("skipped the row-failure case: ASan build\n");
+#else
+    const char *oom[] = {"measure", "--backend", "cpu", "--device", "h100-sxm", "--threads", "1", "--plan",
+                         "eager", "--sizes", "2^12,2^27,2^14", "-o", "oom.csv", "copy", NULL};
+    child_as_bytes = (rlim_t)1 << 30;
+    st = run(0, oom);
+    child_as_bytes = 0;
+    CHECK_EQ_I64(exit_code(st), 1);
+    const char *oerr = slurp("stderr.txt");
+    CHECK(strstr(oerr, "copy eager f32 n = 2^27: ") != NULL && strstr(oerr, "the row is left out") != NULL);
+    CHECK(strstr(oerr, "1 of 3 rows failed to run: the others are kept") != NULL);
+    char *oc = slurp("oom.csv");
+    CHECK(strstr(oc, ",copy,eager,f32,4096,") != NULL);
+    CHECK(strstr(oc, ",copy,eager,f32,16384,") != NULL);
+    CHECK(strstr(oc, ",134217728,") == NULL);
+    CHECK(strstr(oc, "# partial: copy eager f32 n = 2^27 failed: ") != NULL);
+    if (!strstr(oc, "# partial: copy eager f32 n = 2^27 failed: ")) fprintf(stderr, "stderr: %s\n", oerr);
+    char oom_path[512];
+    snprintf(oom_path, sizeof oom_path, "%s/oom.csv", dir);
+    unlink(oom_path);
+#endif
 
     /* -q is --quiet, as for measure (not --quick): no progress notes, the
      * warning that a quick spec is not for the model still shown */
