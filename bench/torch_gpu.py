@@ -17,11 +17,14 @@ Cases (plan names as membound's, backend column says which PyTorch path):
 A run, in order:
   1. the CSV is opened and its '#' provenance lines and header are written;
   2. torch.compile: every fused case is compiled and warmed up at every size
-     and dtype before anything is timed (dynamic shapes: one compilation per
-     variant and dtype); the time it took goes into '#' lines. --budget-s
-     counts from the end of this step, so the budget is spent on measuring
-     (--compile-budget-s bounds this step);
-  3. the cases, smallest n first, each (n, dtype) group whole (eager beside
+     and dtype before anything is timed, the lecture's headline case
+     (sin2_plus_cos2 f32) first, the largest size first; static shapes
+     (dynamic=False: one compilation per size and dtype, and Triton may assume
+     the size divides its block, so its loads are 16 bytes wide, as ours are);
+     the time it took goes into '#' lines. --budget-s counts from the end of
+     this step, so the budget is spent on measuring (--compile-budget-s
+     bounds this step: what it leaves out is named);
+  3. the cases, largest n first, each (n, dtype) group whole (eager beside
      fused), each in its own try: a case that fails writes a '#' note and the
      run goes on. Each row is appended and flushed as soon as it is measured,
      so a run killed mid-way leaves a valid CSV of the rows so far ('#' lines
@@ -185,16 +188,17 @@ def parse_sizes(s):
 
 
 def make_jobs(args):
-    """The cases to run, (variant, plan, dtype, n), in run order: smallest n
-    first, then dtype, then CASES' order, so a run cut short by the budget
-    still has whole (n, dtype) groups (eager beside fused) for the sizes it got to."""
+    """The cases to run, (variant, plan, dtype, n), in run order: largest n
+    first (the cold-memory sizes the validation needs), then dtype, then
+    CASES' order, so a run cut short by the budget still has whole (n, dtype)
+    groups (eager beside fused) for the sizes it got to."""
     jobs = []
     for ci, (variant, plan) in enumerate(CASES):
         if args.variants and variant not in args.variants:
             continue
         for di, dname in enumerate(args.dtypes):
             for n in args.sizes or [LECTURE_N[variant]]:
-                jobs.append(((n, di, ci), (variant, plan, dname, n)))
+                jobs.append(((-n, di, ci), (variant, plan, dname, n)))
     return [j for _, j in sorted(jobs)]
 
 
@@ -718,7 +722,11 @@ def compile_phase(torch, ctx, jobs, args, writer):
     """torch.compile of every fused case, its first call (the compilation) and
     WARMUP calls at every size and dtype, before anything is timed. Returns
     {(variant, dtype, n): reason} for the cases that could not be compiled."""
-    fused = sorted({(v, d, n) for v, p, d, n in jobs if p == "fused"})
+    # the headline case first (sin2_plus_cos2, the first dtype asked for), then
+    # the others; within each the largest size first, as they are measured
+    order = {d: i for i, d in enumerate(args.dtypes)}
+    fused = sorted({(v, d, n) for v, p, d, n in jobs if p == "fused"},
+                   key=lambda c: (c[0] != "sin2_plus_cos2" or order[c[1]] != 0, order[c[1]], -c[2], c[0]))
     failed, bad = {}, {}
     if not fused:
         return failed
@@ -734,8 +742,9 @@ def compile_phase(torch, ctx, jobs, args, writer):
         t = time.monotonic()
         try:
             if variant not in ctx["compiled"]:
-                # dynamic shapes: one compilation per dtype, not per size
-                ctx["compiled"][variant] = torch.compile(ctx["fns"][variant], dynamic=True)
+                # static shapes: a recompilation per size and dtype, each
+                # specialised to its size (16-byte loads where it divides)
+                ctx["compiled"][variant] = torch.compile(ctx["fns"][variant], dynamic=False)
             f = ctx["compiled"][variant]
             x = (torch.rand(n, device="cuda", generator=ctx["gen"], dtype=torch.float32) * 4 - 2).to(
                 ctx["dtypes"][dname])

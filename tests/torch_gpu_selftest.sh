@@ -76,6 +76,9 @@ rows_of() { grep -vc '^#\|^device,' "$1" 2>/dev/null; }
 "$PY" "$S" --help >"$tmp/help" 2>&1 && grep -q -- '--selftest' "$tmp/help" && ok || bad "--help"
 [ "$("$PY" "$S" --list --sizes 2^10 --dtype f32 | wc -l)" -eq 8 ] && ok || bad "--list: not 8 cases"
 "$PY" "$S" --dtype f64 --list >/dev/null 2>&1; [ $? -eq 2 ] && ok || bad "--dtype f64 not exit 2"
+# the largest size first (the cold-memory rows the validation needs)
+[ "$("$PY" "$S" --list --sizes 2^20,2^26 --dtype f32 | head -n1)" = "copy eager torch-eager f32 n=67108864" ] \
+  && ok || bad "--list: 2^26 not first"
 
 # 2. --selftest FILE: the writer with mocked timings (re-reads the file after every row itself)
 "$PY" "$S" --selftest "$tmp/self.csv" 2>"$tmp/self.err" && ok || bad "--selftest: $(cat "$tmp/self.err")"
@@ -94,6 +97,10 @@ check "$tmp/a.csv" rows=16 verified=1 blocked_max_s=4e-5 proto:copy/eager=cuda-g
   proto:sigmoid3/eager=cuda-graph proto:gelu_tanh/fused=cuda-graph
 grep -q '^# torch_compile_s: ' "$tmp/a.csv" && ok || bad "no torch_compile_s line"
 grep -q '^# protocols: cuda-graph' "$tmp/a.csv" && ok || bad "no protocols summary"
+# the headline case compiled first, at its largest size, then the other dtype
+fake --sizes 2^6,2^8 --dtype bf16,f32 --timeout 2 -o "$tmp/o.csv" 2>/dev/null
+[ "$(grep '^# torch_compile: ' "$tmp/o.csv" | head -n2 | cut -d: -f2 | cut -d' ' -f2-4 | tr '\n' ';')" = \
+  "sin2_plus_cos2 bf16 n=256;sin2_plus_cos2 bf16 n=64;" ] && ok || bad "compile order: $(grep '^# torch_compile: ' "$tmp/o.csv" | head -n3)"
 # compile before the header's rows: every torch_compile line precedes the first row
 awk '/^# torch_compile/ { if (rows) bad = 1 } !/^#/ && !/^device,/ { rows++ } END { exit bad }' "$tmp/a.csv" \
   && ok || bad "a torch_compile line after a row"
