@@ -57,6 +57,7 @@ typedef struct entry {
     int n_ins;
     /* main loop, filled by analyse() */
     int analysed, bad;
+    int launched;              /* some checked plan launches it */
     char why[256];
     int loop_first, loop_last; /* lines */
     access *acc;
@@ -736,6 +737,7 @@ static int check_plan(const mb_plan *p, const mb_device *dev, int *eval_used)
             bad = -1;
             break;
         }
+        e->launched = 1;
         analyse(e);
         if (e->bad) {
             printf("\nptx_traffic: FAIL %s: %s (%s)\n", c.symbol, e->why, e->file->path);
@@ -812,6 +814,16 @@ static int run_traffic(const opts *o)
     if (checked == 0) {
         fprintf(stderr, "ptx_traffic: error: no plan matched the options\n");
         return 2;
+    }
+    /* every hand-written kernel is for some built-in variant's plan: one no
+     * plan reaches means cuda_plan.cu's matching no longer finds it (its
+     * kernels would run on the evaluator, and this check would not see them) */
+    for (int i = 0; !o->variant && o->dtype < 0 && i < n_entries; i++) {
+        const char *nm = entries[i].name;
+        if ((!strncmp(nm, "hand_kernel<", 12) || !strncmp(nm, "copy_kernel<", 12)) && !entries[i].launched) {
+            printf("ptx_traffic: FAIL %s: hand-written, but no plan of the built-in variants launches it\n", nm);
+            bad++;
+        }
     }
     entry *ev = find_entry(MB_KERN_CUDA_EVAL_SYMBOL);
     if (eval_used && !ev) {
