@@ -3,10 +3,16 @@
  *   ptx_traffic [--variant V] [--dtype T] PTX...
  *       for every built-in variant x plan x dtype and every kernel of the
  *       plan: the CUDA kernel cuda_plan.cu launches for it
- *       (mb_kern_cuda_choose), found in the PTX by its demangled name; in its
- *       main loop (the grid-stride loop over 16-byte vectors; not the scalar
- *       tail) the bytes of its global loads and stores per element must be the
- *       model's read and write bytes per element of that kernel. The
+ *       (mb_kern_cuda_choose), found in the PTX by its demangled name. Its
+ *       main loop is the one outermost natural loop of its control-flow graph
+ *       with global loads or stores (the grid-stride loop over 16-byte
+ *       vectors; the scalar tail has no loop). Each load or store there is
+ *       traced, through address arithmetic, to the kernel parameter it goes
+ *       through; those through a parameter the launch passes NULL (a scalar
+ *       operand) do not run, those of a math table are not tensor traffic.
+ *       Their bytes / (16 / element size) elements per iteration must be the
+ *       model's read and write bytes per element of that kernel. Every
+ *       hand-written kernel in the PTX must be launched by some plan. The
  *       evaluator is an interpreter (its traffic is its program's): its main
  *       loop must load and store 16-byte vectors.
  *   ptx_traffic --spills LOG...
@@ -15,7 +21,8 @@
  * much), 2 for bad input (a PTX or log that cannot be read, a kernel missing).
  * It does not run kernels (tests/cuda_gpu.c does) nor count DRAM bytes (CUPTI
  * does); a PTX line scanner, not a PTX parser: it knows loads, stores,
- * address arithmetic, labels and branches. */
+ * address arithmetic, labels and branches, and refuses calls, atomics and
+ * indirect branches in a main loop. */
 #include "kernels_cuda.h"
 #include "membound_model.h"
 
@@ -700,11 +707,11 @@ typedef struct opts {
     int dtype;                 /* -1: every dtype */
 } opts;
 
-/* Checks every kernel of plan p (variant v, dtype dt). Returns the number
- * that disagree, or -1 for an error. */
+/* Checks every kernel of plan p; sets *eval_used when one runs on the
+ * evaluator. Returns the number that disagree, or -1 for an error. */
 static int check_plan(const mb_plan *p, const mb_device *dev, int *eval_used)
 {
-    const int64_t n = (int64_t)1 << 20;
+    const int64_t n = (int64_t)1 << 20; /* any n: the lecture's count is n x bytes per element */
     mb_estimate est;
     mb_err err;
     if (mb_estimate_plan(p, n, dev, &est, &err) != MB_OK) {
@@ -721,6 +728,12 @@ static int check_plan(const mb_plan *p, const mb_device *dev, int *eval_used)
             break;
         }
         const int64_t r_pe = est.per_kernel[k].read_bytes / n, w_pe = est.per_kernel[k].write_bytes / n;
+        if (est.per_kernel[k].read_bytes % n || est.per_kernel[k].write_bytes % n) {
+            fprintf(stderr, "ptx_traffic: error: %s kernel %s: the model's bytes are not a multiple of n\n",
+                    p->g->name, K->name);
+            bad = -1;
+            break;
+        }
         printf("%-15s %-9s %-5s %-14s %-40s %3lld+%-3lld=%3lld", p->g->name, mb_plan_name(p->kind),
                mb_dtype_name(c.dt), K->name, c.symbol, (long long)r_pe, (long long)w_pe,
                (long long)(r_pe + w_pe));
