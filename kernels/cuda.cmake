@@ -51,6 +51,57 @@ if [ "$ld" -eq 0 ] || [ "$st" -eq 0 ]; then
 fi
 ]=])
 
+# PTX of each kernel file for the newest real architecture listed (or sm_90),
+# as compiled (--fmad=false): read by `sass` without cuobjdump and by the
+# ptx_* tests (tests/ptx.cmake), which count each kernel's global loads and
+# stores against the model and read `ptxas -v` for spills. One way of making
+# PTX; the `mb_ptx` target (part of the default build) makes all of it.
+set(MB_PTX_ARCH 90)
+foreach(a ${CMAKE_CUDA_ARCHITECTURES})
+  string(REGEX MATCH "^[0-9]+" n "${a}")
+  if(n AND n GREATER MB_PTX_ARCH)
+    set(MB_PTX_ARCH ${n})
+  endif()
+endforeach()
+file(GLOB MB_CUDA_KERNEL_HEADERS CONFIGURE_DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/*.h ${CMAKE_CURRENT_SOURCE_DIR}/*.cuh)
+set(MB_PTX_FILES)
+foreach(src ${MB_CUDA_KERNEL_SOURCES})
+  get_filename_component(base ${src} NAME_WE)
+  set(ptx ${CMAKE_BINARY_DIR}/ptx/${base}.ptx)
+  add_custom_command(OUTPUT ${ptx}
+    COMMAND ${CMAKE_COMMAND} -E make_directory ${CMAKE_BINARY_DIR}/ptx
+    COMMAND ${CMAKE_CUDA_COMPILER} -std=c++17 -ptx -arch=compute_${MB_PTX_ARCH} --fmad=false
+            -I${CMAKE_CURRENT_SOURCE_DIR} -I${PROJECT_SOURCE_DIR}/model ${src} -o ${ptx}
+    DEPENDS ${src} ${MB_CUDA_KERNEL_HEADERS} ${PROJECT_SOURCE_DIR}/model/membound_model.h
+    VERBATIM)
+  list(APPEND MB_PTX_FILES ${ptx})
+endforeach()
+
+# mb_ptxas_log(PTX LOG): LOG gets `ptxas -v` of PTX for sm_<MB_PTX_ARCH>
+# (registers, stack, spill stores and loads per kernel); written whole or not
+# at all. A custom command: call it from the folder of the target that needs LOG.
+find_program(MB_PTXAS ptxas HINTS ${CUDAToolkit_BIN_DIR})
+set_property(GLOBAL PROPERTY MB_PTX_ARCH ${MB_PTX_ARCH})
+function(mb_ptxas_log ptx log)
+  get_property(arch GLOBAL PROPERTY MB_PTX_ARCH)
+  get_filename_component(dir ${log} DIRECTORY)
+  add_custom_command(OUTPUT ${log}
+    COMMAND ${CMAKE_COMMAND} -E make_directory ${dir}
+    COMMAND sh -c "\"$0\" -v -arch=sm_$1 \"$2\" -o \"$3.cubin\" > \"$3.tmp\" 2>&1 && mv \"$3.tmp\" \"$3\" || { cat \"$3.tmp\"; rm -f \"$3.tmp\"; exit 1; }"
+            ${MB_PTXAS} ${arch} ${ptx} ${log}
+    DEPENDS ${ptx} VERBATIM)
+endfunction()
+set(MB_PTXAS_LOGS)
+if(MB_PTXAS)
+  foreach(ptx ${MB_PTX_FILES})
+    mb_ptxas_log(${ptx} ${ptx}as.txt) # build/ptx/NAME.ptxas.txt
+    list(APPEND MB_PTXAS_LOGS ${ptx}as.txt)
+  endforeach()
+endif()
+add_custom_target(mb_ptx ALL DEPENDS ${MB_PTX_FILES} ${MB_PTXAS_LOGS})
+set_property(GLOBAL PROPERTY MB_PTX_FILES ${MB_PTX_FILES})
+set_property(GLOBAL PROPERTY MB_PTXAS_LOGS ${MB_PTXAS_LOGS})
+
 if(MB_CUOBJDUMP)
   add_custom_target(sass
     COMMAND sh ${MB_SASS_SCRIPT} sass ${CMAKE_BINARY_DIR}/mb_kernels_cuda.sass ${MB_CUOBJDUMP}
@@ -58,27 +109,6 @@ if(MB_CUOBJDUMP)
     DEPENDS mb_kernels_cuda
     COMMENT "SASS of mb_kernels_cuda" VERBATIM)
 else()
-  # PTX for the newest real architecture listed (or sm_90).
-  set(MB_PTX_ARCH 90)
-  foreach(a ${CMAKE_CUDA_ARCHITECTURES})
-    string(REGEX MATCH "^[0-9]+" n "${a}")
-    if(n AND n GREATER MB_PTX_ARCH)
-      set(MB_PTX_ARCH ${n})
-    endif()
-  endforeach()
-  set(MB_PTX_FILES)
-  foreach(src ${MB_CUDA_KERNEL_SOURCES})
-    get_filename_component(base ${src} NAME_WE)
-    set(ptx ${CMAKE_BINARY_DIR}/ptx/${base}.ptx)
-    add_custom_command(OUTPUT ${ptx}
-      COMMAND ${CMAKE_COMMAND} -E make_directory ${CMAKE_BINARY_DIR}/ptx
-      COMMAND ${CMAKE_CUDA_COMPILER} -std=c++17 -ptx -arch=compute_${MB_PTX_ARCH} --fmad=false
-              -I${CMAKE_CURRENT_SOURCE_DIR} -I${PROJECT_SOURCE_DIR}/model ${src} -o ${ptx}
-      DEPENDS ${src} ${CMAKE_CURRENT_SOURCE_DIR}/kernels_cuda_int.cuh ${CMAKE_CURRENT_SOURCE_DIR}/mb_cuda_check.cuh
-              ${CMAKE_CURRENT_SOURCE_DIR}/mb_ops.h
-      VERBATIM)
-    list(APPEND MB_PTX_FILES ${ptx})
-  endforeach()
   add_custom_target(sass
     COMMAND sh ${MB_SASS_SCRIPT} ptx ${CMAKE_BINARY_DIR}/mb_kernels_cuda.ptx ${MB_PTX_FILES}
     DEPENDS ${MB_PTX_FILES}

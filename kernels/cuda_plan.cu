@@ -453,34 +453,80 @@ static int uniform_dtype(const mb_graph *g, const mb_kernel *K, mb_dtype dt)
     return 1;
 }
 
-static int lower_kernel(mb_kern_cuda_plan *cp, int k, int flags, mb_err *err)
+/* The choice of mb_kern_cuda_choose; *hand_out gets the hand-written
+ * kernel's entry (MB_KERN_CUDA_HAND), else NULL. Reads the plan only. */
+static int choose(const mb_plan *p, int k, int flags, mb_kern_cuda_choice *c, const hand_entry **hand_out,
+                  mb_err *err)
 {
-    const mb_plan *p = cp->p;
+    memset(c, 0, sizeof *c);
+    *hand_out = NULL;
+    if (k < 0 || k >= p->n_kernels) return mb_err_set(err, MB_EINPUT, "kernel %d of %d", k, p->n_kernels);
     const mb_graph *g = p->g;
     const mb_kernel *K = &p->kernels[k];
-    kernel_rec *R = &cp->k[k];
     if (K->n_nodes < 1 || K->n_writes < 1)
         return mb_err_set(err, MB_EINPUT, "kernel %s computes or writes nothing", K->name);
-    R->dt = g->nodes[K->nodes[K->n_nodes - 1]].dtype;
-    int uniform = uniform_dtype(g, K, R->dt);
+    c->dt = g->nodes[K->nodes[K->n_nodes - 1]].dtype;
+    int uniform = uniform_dtype(g, K, c->dt);
 
     if (!(flags & (MB_KERN_CUDA_NO_HAND | MB_KERN_CUDA_ALL_EVAL)) && uniform) {
         const hand_entry *h = hand_match(p, K);
-        if (h) {
-            R->impl = MB_KERN_CUDA_HAND;
-            R->hand = h;
-            for (int i = 0; i < 4; i++) {
-                R->in[i] = i < h->n_in ? cp->dev[K->reads[h->in_pos[i]]] : NULL;
-                R->out[i] = i < h->n_out ? cp->dev[K->writes[h->out_pos[i]]] : NULL;
-            }
-            snprintf(R->desc, sizeof R->desc, "hand:%s %s v%d", h->name, mb_dtype_name(R->dt),
-                     R->dt == MB_F32 ? 4 : 8);
+        if (h && mb_cuda_hand_symbol(h->id, c->dt, c->symbol, sizeof c->symbol) == 0) {
+            c->impl = MB_KERN_CUDA_HAND;
+            c->hand = (int)h->id;
+            snprintf(c->hand_name, sizeof c->hand_name, "%s", h->name);
+            *hand_out = h;
             return MB_OK;
         }
     }
     const mb_node *nd = &g->nodes[K->nodes[0]];
     if (!(flags & MB_KERN_CUDA_ALL_EVAL) && uniform && K->n_nodes == 1 && K->n_writes == 1 &&
         K->writes[0] == K->nodes[0] && mb_op_arity(nd->op) >= 1) {
+        /* each tensor operand is one of K's reads (so it has a device buffer);
+         * at least one operand is a tensor */
+        int ar = mb_op_arity(nd->op);
+        int a_t = nd->arg[0] >= 0, b_t = ar > 1 && nd->arg[1] >= 0;
+        int ok = (!a_t || index_of(K->reads, K->n_reads, nd->arg[0]) >= 0) &&
+                 (!b_t || index_of(K->reads, K->n_reads, nd->arg[1]) >= 0) && (a_t || b_t);
+        if (ok && mb_cuda_op_symbol(nd->op, c->dt, !a_t, !b_t, c->symbol, sizeof c->symbol, &c->null_params) == 0) {
+            c->impl = MB_KERN_CUDA_OP;
+            c->op = nd->op;
+            return MB_OK;
+        }
+    }
+    c->impl = MB_KERN_CUDA_EVAL;
+    snprintf(c->symbol, sizeof c->symbol, "%s", MB_KERN_CUDA_EVAL_SYMBOL);
+    return MB_OK;
+}
+
+extern "C" int mb_kern_cuda_choose(const mb_plan *p, int k, int flags, mb_kern_cuda_choice *c, mb_err *err)
+{
+    const hand_entry *h;
+    return choose(p, k, flags, c, &h, err);
+}
+
+static int lower_kernel(mb_kern_cuda_plan *cp, int k, int flags, mb_err *err)
+{
+    const mb_plan *p = cp->p;
+    const mb_graph *g = p->g;
+    const mb_kernel *K = &p->kernels[k];
+    kernel_rec *R = &cp->k[k];
+    mb_kern_cuda_choice c;
+    const hand_entry *h;
+    if (choose(p, k, flags, &c, &h, err) != MB_OK) return MB_EINPUT;
+    R->dt = c.dt;
+    if (c.impl == MB_KERN_CUDA_HAND) {
+        R->impl = MB_KERN_CUDA_HAND;
+        R->hand = h;
+        for (int i = 0; i < 4; i++) {
+            R->in[i] = i < h->n_in ? cp->dev[K->reads[h->in_pos[i]]] : NULL;
+            R->out[i] = i < h->n_out ? cp->dev[K->writes[h->out_pos[i]]] : NULL;
+        }
+        snprintf(R->desc, sizeof R->desc, "hand:%s %s v%d", h->name, mb_dtype_name(R->dt),
+                 R->dt == MB_F32 ? 4 : 8);
+        return MB_OK;
+    }
+    if (c.impl == MB_KERN_CUDA_OP) {
+        const mb_node *nd = &g->nodes[K->nodes[0]];
         int ar = mb_op_arity(nd->op);
         R->impl = MB_KERN_CUDA_OP;
         R->op = nd->op;
@@ -489,13 +535,9 @@ static int lower_kernel(mb_kern_cuda_plan *cp, int k, int flags, mb_err *err)
         R->b_node = ar > 1 ? nd->arg[1] : -1;
         R->sb = ar > 1 && nd->arg[1] < 0 ? (float)nd->scalar[1] : 0.0f;
         R->y_node = K->nodes[0];
-        int ok = (R->a_node < 0 || cp->dev[R->a_node]) && (R->b_node < 0 || cp->dev[R->b_node]) &&
-                 cp->dev[R->y_node] && !(R->a_node < 0 && (ar < 2 || R->b_node < 0));
-        if (ok) {
-            snprintf(R->desc, sizeof R->desc, "op:%s %s v%d", mb_op_name(nd->op), mb_dtype_name(R->dt),
-                     R->dt == MB_F32 ? 4 : 8);
-            return MB_OK;
-        }
+        snprintf(R->desc, sizeof R->desc, "op:%s %s v%d", mb_op_name(nd->op), mb_dtype_name(R->dt),
+                 R->dt == MB_F32 ? 4 : 8);
+        return MB_OK;
     }
     R->impl = MB_KERN_CUDA_EVAL;
     R->prog = (mb_eval_prog *)malloc(sizeof *R->prog);
@@ -503,7 +545,7 @@ static int lower_kernel(mb_kern_cuda_plan *cp, int k, int flags, mb_err *err)
     int rc = lower_eval(cp, K, R->prog, err);
     if (rc != MB_OK) return rc;
     snprintf(R->desc, sizeof R->desc, "eval %d ins %d slots %s%s", R->prog->n_ins, R->prog->n_slots,
-             mb_dtype_name(R->dt), uniform ? "" : " mixed");
+             mb_dtype_name(R->dt), uniform_dtype(g, K, R->dt) ? "" : " mixed");
     return MB_OK;
 }
 

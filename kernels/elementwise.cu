@@ -7,6 +7,8 @@
  * It does not choose which kernel runs a plan node (cuda_plan.cu does). */
 #include "kernels_cuda_int.cuh"
 
+#include <stdio.h>
+
 /* The language's unary and binary ops, and autodiff's helpers. */
 #define MB_UNARY_OPS(X)                                                                       \
     X(MB_OP_NEG) X(MB_OP_SIN) X(MB_OP_COS) X(MB_OP_TAN) X(MB_OP_TANH) X(MB_OP_EXP) X(MB_OP_LOG) \
@@ -72,8 +74,10 @@ static cudaError_t launch_op(const void *a, float sa, const void *b, float sb, v
 typedef cudaError_t (*op_launcher)(const void *, float, const void *, float, void *, int64_t, int,
                                    cudaStream_t, int *);
 
-/* table[dtype][op], filled once from the op lists above. */
+/* table[dtype][op], filled once from the op lists above; binary[op] is the
+ * BINARY argument of op's kernel. */
 static op_launcher table[MB_DTYPE_COUNT][MB_OP_COUNT];
+static unsigned char binary[MB_OP_COUNT];
 static int table_ready;
 
 static void table_init(void)
@@ -83,6 +87,7 @@ static void table_init(void)
     table[MB_BF16][OP] = launch_op<MB_BF16, OP, 0>;               \
     table[MB_F16][OP] = launch_op<MB_F16, OP, 0>;
 #define MB_B(OP)                                                  \
+    binary[OP] = 1;                                               \
     table[MB_F32][OP] = launch_op<MB_F32, OP, 1>;                 \
     table[MB_BF16][OP] = launch_op<MB_BF16, OP, 1>;               \
     table[MB_F16][OP] = launch_op<MB_F16, OP, 1>;
@@ -100,4 +105,16 @@ cudaError_t mb_cuda_op_launch(mb_op op, mb_dtype dt, const void *a, float sa, co
     if ((int)dt < 0 || dt >= MB_DTYPE_COUNT || (int)op < 0 || op >= MB_OP_COUNT || !table[dt][op])
         return cudaErrorNotSupported;
     return table[dt][op](a, sa, b, sb, y, n, sm_count, s, grid_out);
+}
+
+int mb_cuda_op_symbol(mb_op op, mb_dtype dt, int a_null, int b_null, char *buf, size_t size,
+                      unsigned *null_params)
+{
+    if (!table_ready) table_init();
+    if ((int)dt < 0 || dt >= MB_DTYPE_COUNT || (int)op < 0 || op >= MB_OP_COUNT || !table[dt][op]) return -1;
+    /* op_kernel's template arguments <DT, OP, BINARY>, as the demangler
+     * prints int arguments; its parameters (a, sa, b, sb, y, n): a is 0, b is 2 */
+    int w = snprintf(buf, size, "op_kernel<%d, %d, %d>", (int)dt, (int)op, (int)binary[op]);
+    *null_params = (a_null ? 1u << 0 : 0u) | (b_null && binary[op] ? 1u << 2 : 0u);
+    return w > 0 && (size_t)w < size ? 0 : -1;
 }

@@ -14,6 +14,8 @@
  * them by their node lists. */
 #include "kernels_cuda_int.cuh"
 
+#include <stdio.h>
+
 #define F(op, a, b) mb_op_apply_f32(op, (a), (b))
 
 /* ---- per-element math: one functor per kernel ------------------------------ */
@@ -174,17 +176,25 @@ static cudaError_t launch_hand(const hand_ptrs &P, int64_t n, int sm_count, cuda
 
 /* ---- dispatch ------------------------------------------------------------- */
 
+/* Each hand_kernel and its id: one list, read by the dispatch and by
+ * mb_cuda_hand_symbol (copy_kernel is the one kernel not in it). */
+#define MB_HAND_FUNCTORS(X)                                         \
+    X(MB_HAND_SIN2_PLUS_COS2, sin2_plus_cos2_f)                     \
+    X(MB_HAND_GELU_TANH, gelu_tanh_f)                               \
+    X(MB_HAND_SIGMOID3_STORE_FWD, sigmoid3_store_fwd_f)             \
+    X(MB_HAND_SIGMOID3_STORE_BWD, sigmoid3_store_bwd_f)             \
+    X(MB_HAND_SIGMOID3_RECOMPUTE_FWD, sigmoid3_recompute_fwd_f)     \
+    X(MB_HAND_SIGMOID3_RECOMPUTE_BWD, sigmoid3_recompute_bwd_f)
+
 template <int DT>
 static cudaError_t launch_dt(mb_hand_id id, const hand_ptrs &P, int64_t n, int sm, cudaStream_t s, int *g)
 {
     switch (id) {
     case MB_HAND_COPY: return launch_copy<DT>(P, n, sm, s, g);
-    case MB_HAND_SIN2_PLUS_COS2: return launch_hand<DT, sin2_plus_cos2_f>(P, n, sm, s, g);
-    case MB_HAND_GELU_TANH: return launch_hand<DT, gelu_tanh_f>(P, n, sm, s, g);
-    case MB_HAND_SIGMOID3_STORE_FWD: return launch_hand<DT, sigmoid3_store_fwd_f>(P, n, sm, s, g);
-    case MB_HAND_SIGMOID3_STORE_BWD: return launch_hand<DT, sigmoid3_store_bwd_f>(P, n, sm, s, g);
-    case MB_HAND_SIGMOID3_RECOMPUTE_FWD: return launch_hand<DT, sigmoid3_recompute_fwd_f>(P, n, sm, s, g);
-    case MB_HAND_SIGMOID3_RECOMPUTE_BWD: return launch_hand<DT, sigmoid3_recompute_bwd_f>(P, n, sm, s, g);
+#define MB_CASE(ID, FN) \
+    case ID: return launch_hand<DT, FN>(P, n, sm, s, g);
+        MB_HAND_FUNCTORS(MB_CASE)
+#undef MB_CASE
     default: return cudaErrorNotSupported;
     }
 }
@@ -207,4 +217,19 @@ cudaError_t mb_cuda_hand_launch(mb_hand_id id, mb_dtype dt, const void *const *i
     }
     if (grid_out) *grid_out = g;
     return e;
+}
+
+int mb_cuda_hand_symbol(mb_hand_id id, mb_dtype dt, char *buf, size_t size)
+{
+    if ((int)dt < 0 || dt >= MB_DTYPE_COUNT) return -1;
+    int w = -1;
+    switch (id) {
+    case MB_HAND_COPY: w = snprintf(buf, size, "copy_kernel<%d>", (int)dt); break;
+#define MB_CASE(ID, FN) \
+    case ID: w = snprintf(buf, size, "hand_kernel<%d, %s>", (int)dt, #FN); break;
+        MB_HAND_FUNCTORS(MB_CASE)
+#undef MB_CASE
+    default: break;
+    }
+    return w > 0 && (size_t)w < size ? 0 : -1;
 }

@@ -59,6 +59,33 @@ enum {
     MB_KERN_CUDA_ALL_EVAL = 2 /* run every kernel with the evaluator */
 };
 
+/* Which implementation runs one kernel of a plan: decided from the plan
+ * alone (mb_kern_cuda_plan_new lowers each kernel by this choice), so it
+ * needs no GPU or driver. */
+typedef struct mb_kern_cuda_choice {
+    mb_kern_cuda_impl impl;
+    mb_dtype dt;          /* storage type of the kernel's tensors */
+    int hand;             /* MB_KERN_CUDA_HAND: index of the hand-written kernel */
+    char hand_name[64];   /* MB_KERN_CUDA_HAND: "sigmoid3_store_bwd", else "" */
+    mb_op op;             /* MB_KERN_CUDA_OP: the node's op */
+    /* The __global__ function launched, as the demangler writes it without
+     * "void" and the parameter list: "op_kernel<0, 7, 0>",
+     * "hand_kernel<1, sigmoid3_store_fwd_f>", "copy_kernel<0>", "eval_kernel".
+     * For checks of the compiled code (tests/ptx_traffic.c). */
+    char symbol[128];
+    /* bit i: the kernel's parameter i is passed NULL at every launch (an
+     * op_kernel operand that is a scalar), so accesses through it never run */
+    unsigned null_params;
+} mb_kern_cuda_choice;
+
+/* The evaluator's __global__ function (fused_eval.cu), as symbol names it. */
+#define MB_KERN_CUDA_EVAL_SYMBOL "eval_kernel"
+
+/* Fills *c with the implementation kernel k of plan p runs with under flags
+ * (MB_KERN_CUDA_NO_HAND, MB_KERN_CUDA_ALL_EVAL). MB_EINPUT when kernel k
+ * does not exist or computes or writes nothing. */
+int mb_kern_cuda_choose(const mb_plan *p, int k, int flags, mb_kern_cuda_choice *c, mb_err *err);
+
 /* A plan's tensors in device memory and one launch recipe per kernel.
  * cudaMalloc'd buffers (256-byte aligned) for every tensor some kernel reads
  * or writes; values that stay inside a kernel have none. */

@@ -125,6 +125,13 @@ static inline cudaError_t mb_cuda_occupancy(F fn, int *cache)
 cudaError_t mb_cuda_op_launch(mb_op op, mb_dtype dt, const void *a, float sa, const void *b, float sb,
                               void *y, int64_t n, int sm_count, cudaStream_t s, int *grid_out);
 
+/* elementwise.cu: the demangled name (mb_kern_cuda_choice's symbol) of the
+ * kernel mb_cuda_op_launch runs for op and dt, and in *null_params the bits of
+ * its parameters passed NULL when operand a (a_null) or b (b_null) is a
+ * scalar. 0, or -1 when there is no such kernel or buf is too small. */
+int mb_cuda_op_symbol(mb_op op, mb_dtype dt, int a_null, int b_null, char *buf, size_t size,
+                      unsigned *null_params);
+
 /* fused_eval.cu: the evaluator's program. Values live in slots; reads are
  * loaded into their slots first, instructions run in order, writes are stored
  * from their slots last. An operand index MB_EVAL_IMM means the instruction's
@@ -166,6 +173,10 @@ typedef enum mb_hand_id {
 
 cudaError_t mb_cuda_hand_launch(mb_hand_id id, mb_dtype dt, const void *const *in, void *const *out,
                                 int64_t n, int sm_count, cudaStream_t s, int *grid_out);
+
+/* fused_lecture.cu: the demangled name of the kernel mb_cuda_hand_launch runs
+ * for id and dt ("hand_kernel<1, gelu_tanh_f>"). 0, or -1 as mb_cuda_op_symbol. */
+int mb_cuda_hand_symbol(mb_hand_id id, mb_dtype dt, char *buf, size_t size);
 
 /* cuda_plan.cu: fill n elements of storage type dt with v. */
 cudaError_t mb_cuda_fill_launch(void *p, mb_dtype dt, float v, int64_t n, int sm_count, cudaStream_t s);
