@@ -13,9 +13,12 @@
 #      --cache-control all --clock-control none, with MB_CUDA_ONCE=1 (each plan
 #      runs once) and MB_CUPTI=0 (ncu owns the counters), profiling only the
 #      plans' kernels;
-# then joins them launch by launch into ncu-vs-ours.csv, prints the largest
-# difference, the plan totals (sum over each plan's kernels, both sides) and
-# both wall times. Writes into OUTDIR.
+# one variant at a time (the headline sin2_plus_cos2 first), joining after
+# each launch by launch into VARIANT/ncu-vs-ours.csv, so a step stopped at its
+# time limit keeps every variant it finished; then ncu-vs-ours.csv holds all
+# of them, ncu-summary.txt the largest difference, the plan totals (sum over
+# each plan's kernels, both sides) and the wall times. Writes into OUTDIR
+# (the raw ncu CSV and logs of each variant in OUTDIR/VARIANT/).
 #
 # usage: scripts/gpu-ncu.sh [options] OUTDIR
 #   --build DIR     build folder holding bin/membound (default: $MB_BUILD_DIR
@@ -36,9 +39,9 @@ dtype=f32
 device=""
 join_only=0
 out=""
-variants=(copy sin2_plus_cos2 gelu_tanh sigmoid3)
+variants=(sin2_plus_cos2 copy gelu_tanh sigmoid3)
 
-usage() { sed -n '2,23s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"; }
+usage() { sed -n '2,32s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"; }
 
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -130,17 +133,41 @@ END {
 }
 AWK
 
-join_files() {
-  local f
+# join_dir DIR: one variant's files in DIR into DIR/ncu-vs-ours.csv and
+# DIR/ncu-summary.txt
+join_dir() {
+  local d=$1 f
   for f in ncu-raw.csv ncu-run-kernels.csv ours-kernels.csv; do
-    [ -s "$out/$f" ] || { echo "gpu-ncu: error: $out/$f is missing or empty"; status=1; return; }
+    [ -s "$d/$f" ] || { echo "gpu-ncu: error: $d/$f is missing or empty"; status=1; return 1; }
   done
-  awk -v outfile="$out/ncu-vs-ours.csv" "$join_awk" "$out/ncu-raw.csv" "$out/ncu-run-kernels.csv" "$out/ours-kernels.csv" |
-    tee "$out/ncu-summary.txt"
+  awk -v outfile="$d/ncu-vs-ours.csv" "$join_awk" "$d/ncu-raw.csv" "$d/ncu-run-kernels.csv" "$d/ours-kernels.csv" \
+    >"$d/ncu-summary.txt"
+  cat "$d/ncu-summary.txt"
+}
+# combine: every joined variant into OUTDIR/ncu-vs-ours.csv, their summaries
+# and the largest difference over all into OUTDIR/ncu-summary.txt
+combine() {
+  local v first=1
+  : >"$out/ncu-vs-ours.csv.tmp"
+  : >"$out/ncu-summary.txt.tmp"
+  for v in "${variants[@]}"; do
+    [ -s "$out/$v/ncu-vs-ours.csv" ] || continue
+    if [ $first = 1 ]; then head -n1 "$out/$v/ncu-vs-ours.csv" >>"$out/ncu-vs-ours.csv.tmp"; first=0; fi
+    tail -n +2 "$out/$v/ncu-vs-ours.csv" >>"$out/ncu-vs-ours.csv.tmp"
+    { echo "== $v"; cat "$out/$v/ncu-summary.txt"; [ -s "$out/$v/wall.txt" ] && cat "$out/$v/wall.txt"; } \
+      >>"$out/ncu-summary.txt.tmp"
+  done
+  awk -F, 'NR > 1 && $11 != "" { n++; d = $11 < 0 ? -$11 : $11; if (d > w) w = d; if (d > 1) off++ }
+           END { printf "all variants: kernels compared: %d; |ours - ncu| > 1%%: %d; worst %.3f%%\n", n, off, w }' \
+    "$out/ncu-vs-ours.csv.tmp" >>"$out/ncu-summary.txt.tmp"
+  mv -f "$out/ncu-vs-ours.csv.tmp" "$out/ncu-vs-ours.csv"
+  mv -f "$out/ncu-summary.txt.tmp" "$out/ncu-summary.txt"
 }
 
 if [ "$join_only" = 1 ]; then
-  join_files
+  for v in "${variants[@]}"; do [ -d "$out/$v" ] && join_dir "$out/$v"; done
+  combine
+  tail -n1 "$out/ncu-summary.txt"
   exit $status
 fi
 
@@ -162,43 +189,50 @@ fi
 echo "ncu: $("$ncu" --version 2>/dev/null | tail -n1)" | tee "$out/ncu-provenance.txt"
 echo "membound: $bin, n=$n dtype=$dtype variants: ${variants[*]}" | tee -a "$out/ncu-provenance.txt"
 
-# ---- 1. our counters --------------------------------------------------------
-echo "== our counters (CUPTI)"
-t=$(date +%s%N)
-MB_CUPTI_KERNEL_CLEAN=1 "$bin" measure "${variants[@]}" --backend cuda --dtype "$dtype" --sizes "$n" \
-  --device "$device" --timeout 2 -o "$out/ours.csv" --per-kernel "$out/ours-kernels.csv" 2>&1 | tee "$out/ours.log"
-rc=${PIPESTATUS[0]}
-t_ours=$(awk -v a="$t" -v b="$(date +%s%N)" 'BEGIN { printf "%.2f", (b - a) / 1e9 }')
-if [ "$rc" -ne 0 ]; then
-  if grep -q "no usable GPU\|no usable NVIDIA driver\|no CUDA device" "$out/ours.log"; then
-    echo "gpu-ncu: no usable GPU: nothing compared"
-    exit 3
+# ---- per variant: our counters, then the same binary under ncu, then the join --
+secs() { awk -v a="$1" -v b="$(date +%s%N)" 'BEGIN { printf "%.2f", (b - a) / 1e9 }'; }
+for v in "${variants[@]}"; do
+  d=$out/$v
+  mkdir -p "$d"
+  echo "== $v: our counters (CUPTI)"
+  t=$(date +%s%N)
+  MB_CUPTI_KERNEL_CLEAN=1 "$bin" measure "$v" --backend cuda --dtype "$dtype" --sizes "$n" \
+    --device "$device" --timeout 2 -o "$d/ours.csv" --per-kernel "$d/ours-kernels.csv" >"$d/ours.log" 2>&1
+  rc=$?
+  t_ours=$(secs "$t")
+  tail -n 3 "$d/ours.log"
+  if [ "$rc" -ne 0 ]; then
+    if grep -q "no usable GPU\|no usable NVIDIA driver\|no CUDA device" "$d/ours.log"; then
+      echo "gpu-ncu: no usable GPU: nothing compared"
+      exit 3
+    fi
+    echo "gpu-ncu: error: membound measure $v exited $rc"
+    status=1
   fi
-  echo "gpu-ncu: error: membound measure exited $rc"
-  status=1
-fi
-grep -q ",cupti," "$out/ours.csv" 2>/dev/null || echo "gpu-ncu: warning: our rows carry no trusted counts (see ours.log)"
+  grep -q ",cupti," "$d/ours.csv" 2>/dev/null || echo "gpu-ncu: warning: $v: our rows carry no trusted counts (see $v/ours.log)"
 
-# ---- 2. the same binary under ncu ---------------------------------------------
-echo "== ncu"
-t=$(date +%s%N)
-MB_CUDA_ONCE=1 MB_CUPTI=0 "$ncu" --metrics dram__bytes_read.sum,dram__bytes_write.sum \
-  --cache-control all --clock-control none \
-  --kernel-name regex:'op_kernel|eval_kernel|hand_kernel|copy_kernel' \
-  --csv --page raw --print-units base --log-file "$out/ncu-raw.csv" \
-  "$bin" measure "${variants[@]}" --backend cuda --dtype "$dtype" --sizes "$n" --device "$device" \
-  -o "$out/ncu-run.csv" --per-kernel "$out/ncu-run-kernels.csv" > "$out/ncu.log" 2>&1
-rc=$?
-t_ncu=$(awk -v a="$t" -v b="$(date +%s%N)" 'BEGIN { printf "%.2f", (b - a) / 1e9 }')
-tail -n 5 "$out/ncu.log"
-[ "$rc" -eq 0 ] || { echo "gpu-ncu: error: ncu run exited $rc (see ncu.log)"; status=1; }
+  echo "== $v: ncu"
+  t=$(date +%s%N)
+  MB_CUDA_ONCE=1 MB_CUPTI=0 "$ncu" --metrics dram__bytes_read.sum,dram__bytes_write.sum \
+    --cache-control all --clock-control none \
+    --kernel-name regex:'op_kernel|eval_kernel|hand_kernel|copy_kernel' \
+    --csv --page raw --print-units base --log-file "$d/ncu-raw.csv" \
+    "$bin" measure "$v" --backend cuda --dtype "$dtype" --sizes "$n" --device "$device" \
+    -o "$d/ncu-run.csv" --per-kernel "$d/ncu-run-kernels.csv" >"$d/ncu.log" 2>&1
+  rc=$?
+  t_ncu=$(secs "$t")
+  tail -n 3 "$d/ncu.log"
+  [ "$rc" -eq 0 ] || { echo "gpu-ncu: error: ncu run of $v exited $rc (see $v/ncu.log)"; status=1; }
+  {
+    echo "wall_s_ours_measure_with_counters: $t_ours"
+    echo "wall_s_ncu_one_run_per_plan: $t_ncu"
+    grep -h "^# counter_collection_s" "$d/ours.csv" 2>/dev/null | sed 's/^# //'
+  } >"$d/wall.txt"
 
-# ---- 3. join ------------------------------------------------------------------
-echo "== ours against ncu, kernel by kernel (both from a clean L2 before each kernel), then plan totals"
-join_files
-{
-  echo "wall_s_ours_measure_with_counters: $t_ours"
-  echo "wall_s_ncu_one_run_per_plan: $t_ncu"
-  grep -h "^# counter_collection_s" "$out/ours.csv" 2>/dev/null | sed 's/^# //'
-} | tee -a "$out/ncu-summary.txt"
+  echo "== $v: ours against ncu, kernel by kernel (both from a clean L2 before each kernel), then plan totals"
+  join_dir "$d"
+  cat "$d/wall.txt"
+  combine
+done
+tail -n1 "$out/ncu-summary.txt"
 exit $status

@@ -12,23 +12,28 @@
 #      same protocol, model columns from our binary.
 # Everything is written into WORKDIR (its name becomes the folder under
 # reports/data/, e.g. reports/data/h200). With --archive DIR, three files are
-# kept in DIR however the run ends: gpu.tgz (WORKDIR packed, refreshed after
-# every step and every 20 s), session.log (the whole output, written as it
-# goes) and summary.txt (the steps' wall times and exits, then each step's
-# summary). That is what the device tool brings back from $OUT (<= 8 files).
+# kept in DIR however the run ends: gpu.tgz (WORKDIR packed by
+# scripts/gpu-pack.sh, refreshed after every step and every 20 s), session.log
+# (the whole output, written as it goes, cut at 15 MB) and summary.txt (the
+# steps' wall times and exits, then each step's summary). That is what the
+# device tool brings back from $OUT (<= 8 files, <= 16 MiB each).
 #
-# Budget (--budget-s, default 300 s): validate 185 s, ncu 40 s, torch 70 s.
+# Budget (--budget-s, default 300 s): validate 165 s, ncu 60 s, torch 70 s.
 # Each step runs under `timeout` with its share, cut to what is left of the
 # total; a step that would start with less than its minimum is skipped, saying
-# so. validate gets an internal budget so it drops its largest sizes rather
-# than being killed.
+# so. validate gets an internal budget (its share less 10 s) so it drops sizes
+# rather than being killed: it runs 2^28 and 2^26 first, so what a short
+# budget costs is the small sizes (2^16..2^24), not the cold-memory rows.
 #
 # usage: scripts/gpu-session.sh [options] WORKDIR
 #   --archive DIR   keep gpu.tgz, session.log and summary.txt in DIR
 #   --budget-s S    whole seconds for the three steps (default 300)
 #   --build DIR     build folder (default: $MB_BUILD_DIR or <repo>/build-gpu)
 #   --no-build      use DIR/bin/membound as it is
-#   --skip LIST     steps to leave out: validate,ncu,torch (for rehearsals)
+#   --skip LIST     steps to leave out: validate,ncu,torch (for rehearsals,
+#                   and the rerun: --skip torch)
+#   --sizes LIST    validate's sizes (default its own: 2^16..2^28:2; the
+#                   rerun: 2^26,2^28)
 #   -h, --help      this text
 # Environment: MB_GIT_COMMIT names the commit where WORKDIR's tree has no .git
 # (the device tool's copy), for the provenance.
@@ -42,21 +47,23 @@ total_s=300
 build=${MB_BUILD_DIR:-$repo/build-gpu}
 build_args=()
 skip=","
+sizes=""
 work=""
 
-usage() { sed -n '2,37s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"; }
+usage() { sed -n '2,41s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"; }
 die_usage() { echo "gpu-session: error: $*" >&2; exit 2; }
 
 while [ $# -gt 0 ]; do
   case "$1" in
     -h|--help) usage; exit 0 ;;
-    --archive|--budget-s|--build|--skip)
+    --archive|--budget-s|--build|--skip|--sizes)
       [ $# -ge 2 ] || die_usage "$1 needs a value"
       case "$1" in
         --archive) archive=$2 ;;
         --budget-s) [[ $2 =~ ^[0-9]+$ ]] || die_usage "--budget-s needs whole seconds, got '$2'"; total_s=$2 ;;
         --build) build=$2 ;;
         --skip) skip=",$2," ;;
+        --sizes) sizes=$2 ;;
       esac
       shift 2 ;;
     --no-build) build_args+=(--no-build); shift ;;
@@ -79,6 +86,9 @@ fi
 log=$work/session.log
 : >"$log"
 if [ -n "$archive" ]; then
+  # the archive's copy is cut at 15 MB by every pack (the device tool's limit
+  # is 16 MiB a file); WORKDIR's keeps everything (gpu-pack.sh leaves out
+  # files > 8 MiB)
   exec > >(tee -a "$log" "$archive/session.log") 2>&1
 else
   exec > >(tee -a "$log") 2>&1
@@ -106,18 +116,18 @@ write_summary() {
     done
   } >"$work/session-summary.txt.tmp" 2>/dev/null && mv -f "$work/session-summary.txt.tmp" "$work/session-summary.txt"
 }
-# pack: WORKDIR into ARCHIVE/gpu.tgz (through a temporary name, so a kill
-# mid-write leaves the previous archive), and the summary beside it.
+# pack: WORKDIR into ARCHIVE/gpu.tgz (scripts/gpu-pack.sh: a temporary name
+# of its own, so a kill or a second pack mid-write leaves the previous
+# archive), and the summary beside it.
+cut_log() {
+  local f=$archive/session.log
+  [ -f "$f" ] && [ "$(stat -c %s "$f")" -gt 15000000 ] && truncate -s 15000000 "$f"
+  return 0
+}
 pack() {
   [ -n "$archive" ] || return 0
-  local name parent
-  name=$(basename "$work")
-  parent=$(dirname "$work")
-  if tar -czf "$archive/gpu.tgz.tmp" -C "$parent" "$name" 2>/dev/null; then
-    mv -f "$archive/gpu.tgz.tmp" "$archive/gpu.tgz"
-  else
-    rm -f "$archive/gpu.tgz.tmp"
-  fi
+  bash "$repo/scripts/gpu-pack.sh" "$work" "$archive"
+  cut_log
   [ -f "$work/session-summary.txt" ] && cp -f "$work/session-summary.txt" "$archive/summary.txt"
   return 0
 }
@@ -125,7 +135,10 @@ packer_pid=""
 finish() {
   local r=$?
   [ "$r" -ne 0 ] && [ "$rc" -eq 0 ] && rc=$r
-  [ -n "$packer_pid" ] && kill "$packer_pid" 2>/dev/null
+  if [ -n "$packer_pid" ]; then # its pack (and tar) stop with it, then the last pack
+    kill "$packer_pid" 2>/dev/null
+    wait "$packer_pid" 2>/dev/null
+  fi
   write_summary
   pack
   if [ -n "$archive" ]; then
@@ -136,8 +149,19 @@ trap finish EXIT
 trap 'echo "gpu-session: stopped by a signal"; rc=130; exit 130' INT TERM HUP
 if [ -n "$archive" ]; then
   # a packer in the background, so that even a kill of this script between
-  # steps (the device tool's own limit) leaves a recent archive
-  ( trap - EXIT INT TERM HUP; while sleep 20; do pack; done ) &
+  # steps (the device tool's own limit) leaves a recent archive; on TERM it
+  # stops the pack in flight (gpu-pack.sh then stops its tar)
+  (
+    child=""
+    trap '[ -n "$child" ] && kill "$child" 2>/dev/null; exit 0' TERM
+    trap - EXIT INT HUP
+    while :; do
+      sleep 20 & child=$!; wait "$child"
+      bash "$repo/scripts/gpu-pack.sh" "$work" "$archive" & child=$!; wait "$child"
+      child=""
+      cut_log
+    done
+  ) &
   packer_pid=$!
 fi
 
@@ -218,8 +242,10 @@ pack
 # ---- 1. validate: build, GPU tests, calibration, the sweep --------------------------
 debs=()
 [ -d "$repo/.gpu-debs" ] && debs=(--debs "$repo/.gpu-debs")
-run_step validate 185 90 "$repo/scripts/gpu-validate.sh" ${debs[@]+"${debs[@]}"} "${build_args[@]}" \
-  --budget-s $((185 - 10)) "$work"
+size_args=()
+[ -n "$sizes" ] && size_args=(--sizes "$sizes")
+run_step validate 165 90 "$repo/scripts/gpu-validate.sh" ${debs[@]+"${debs[@]}"} "${build_args[@]}" \
+  ${size_args[@]+"${size_args[@]}"} --budget-s $((165 - 10)) "$work"
 r=$?
 if [ "$r" -eq 3 ]; then
   echo "gpu-session: no usable GPU: stopping"
@@ -231,8 +257,8 @@ bin=$build/bin/membound
 spec=$work/local-gpu.ini
 [ -f "$spec" ] || spec=$(sed -n 's/^fallback_device: //p' "$work/provenance.txt" 2>/dev/null | head -n1)
 
-# ---- 2. ncu: 4 variants at 2^26, ours then under ncu (exit 3: no ncu, not a failure) --
-run_step ncu 40 20 "$repo/scripts/gpu-ncu.sh" --build "$build" ${spec:+--device "$spec"} "$work/ncu"
+# ---- 2. ncu: 4 variants at 2^26, ours then under ncu, joined after each (exit 3: no ncu) --
+run_step ncu 60 20 "$repo/scripts/gpu-ncu.sh" --build "$build" ${spec:+--device "$spec"} "$work/ncu"
 r=$?
 [ "$r" -eq 0 ] || [ "$r" -eq 3 ] || rc=1
 
@@ -252,7 +278,9 @@ for r in rows:
           f"median {float(r['time_s_median'] or 'nan') * 1e6:10.2f} us  verified={r['verified']}  {r['counters']}")
 PY
 }
-run_step torch 70 25 env PYTHONUNBUFFERED=1 python3 "$repo/bench/torch_gpu.py" "${torch_args[@]}"
+# its whole output also in WORKDIR (archived), not only in the session log
+run_step torch 70 25 env TORCH_LOG="$work/torch_gpu.log" bash -c 'PYTHONUNBUFFERED=1 python3 "$@" 2>&1 | tee "$TORCH_LOG"; exit "${PIPESTATUS[0]}"' \
+  torch_gpu "$repo/bench/torch_gpu.py" "${torch_args[@]}"
 r=$?
 [ -s "$work/torch_gpu.csv" ] && torch_summary
 [ "$r" -eq 0 ] || [ "$r" -eq 3 ] || rc=1

@@ -1,0 +1,136 @@
+#!/usr/bin/env bash
+# gpu_scripts.sh — the GPU session's scripts where a CPU can check them:
+#   1. scripts/gpu-pack.sh: a file that grows while it is packed (the archive
+#      is still made and valid), two packs at once (each through its own
+#      temporary name: both valid, none left behind), a file over 8 MiB left
+#      out and named, a pack stopped by SIGTERM (its tar stops too, no
+#      temporary file stays);
+#   2. scripts/gpu-validate.sh's sweep against a stand-in membound: 2^28
+#      first, then 2^26, then the small sizes together; with a short budget
+#      the small sizes are the ones skipped, estimated from rows x size;
+#   3. its summary judges counted bytes by measure's count_check column.
+# Needs no GPU.
+set -uo pipefail
+src=${MB_SRC:?MB_SRC not set}
+tmp=$(mktemp -d)
+writer=""
+trap '[ -n "$writer" ] && kill "$writer" 2>/dev/null; rm -rf "$tmp"' EXIT
+fails=0
+check() { # check DESCRIPTION CMD...
+  local what=$1
+  shift
+  if "$@"; then echo "ok: $what"; else echo "FAIL: $what"; fails=$((fails + 1)); fi
+}
+pack=$src/scripts/gpu-pack.sh
+
+# ---- 1. the archive -------------------------------------------------------------
+w=$tmp/work/h200
+mkdir -p "$w" "$tmp/out"
+head -c 3000000 /dev/urandom >"$w/a.bin"
+# a log that grows all the time the packs run
+( while :; do head -c 65536 /dev/urandom | base64 >>"$w/growing.log"; sleep 0.01; done ) &
+writer=$!
+sleep 0.2
+bash "$pack" "$w" "$tmp/out"
+r=$?
+check "pack while a file grows: exit 0 (got $r)" [ "$r" -eq 0 ]
+check "pack while a file grows: a valid archive holding it" \
+  bash -c "tar -tzf '$tmp/out/gpu.tgz' | grep -q '^h200/growing.log$'"
+# two at once, each with its own temporary name
+bash "$pack" "$w" "$tmp/out" & p1=$!
+bash "$pack" "$w" "$tmp/out" & p2=$!
+wait "$p1"; r1=$?
+wait "$p2"; r2=$?
+check "two packs at once: both exit 0 ($r1, $r2)" [ "$r1" -eq 0 -a "$r2" -eq 0 ]
+check "two packs at once: the archive is valid" bash -c "tar -tzf '$tmp/out/gpu.tgz' >/dev/null"
+kill "$writer" 2>/dev/null; wait "$writer" 2>/dev/null; writer=""
+check "no temporary file left" [ -z "$(ls "$tmp/out" | grep -v '^gpu.tgz$')" ]
+# a file over 8 MiB: left out, named in pack-skipped.txt (packed)
+head -c 9000000 /dev/zero >"$w/huge.log"
+bash "$pack" "$w" "$tmp/out"
+check "a 9 MB file is left out" bash -c "! tar -tzf '$tmp/out/gpu.tgz' | grep -q huge.log"
+check "and named in pack-skipped.txt" bash -c "tar -xzOf '$tmp/out/gpu.tgz' h200/pack-skipped.txt | grep -q 'h200/huge.log'"
+check "every file back is under 16 MiB" [ -z "$(find "$tmp/out" -type f -size +16383k)" ]
+rm -f "$w/huge.log"
+# SIGTERM mid-pack: its tar stops, its temporary file goes, the old archive stays
+for i in 1 2 3 4 5 6; do head -c 7000000 /dev/urandom >"$w/r$i.bin"; done
+before=$(md5sum <"$tmp/out/gpu.tgz")
+bash "$pack" "$w" "$tmp/out" & p=$!
+for _ in $(seq 50); do ls "$tmp/out"/gpu.tgz.tmp.* >/dev/null 2>&1 && break; sleep 0.02; done
+kill -TERM "$p"
+wait "$p"
+sleep 0.3
+check "SIGTERM: no tar left writing" bash -c "! pgrep -f 'tar.*gpu[.]tgz[.]tmp' >/dev/null"
+check "SIGTERM: no temporary file left" bash -c "! ls '$tmp/out'/gpu.tgz.tmp.* >/dev/null 2>&1"
+check "SIGTERM: the previous archive kept" [ "$(md5sum <"$tmp/out/gpu.tgz")" = "$before" ]
+rm -f "$w"/r*.bin
+
+# ---- 2. the sweep's order and budget, against a stand-in membound ------------------
+mkdir -p "$tmp/fake/bin"
+cat >"$tmp/fake/bin/membound" <<'EOF'
+#!/bin/bash
+# stand-in: calibrate fails (so the table's spec is used), devices lists h200,
+# measure writes two rows per size and dtype and logs its sizes, taking 1 s
+case "$1" in
+  --version) echo "membound stand-in" ;;
+  devices) echo "h200 NVIDIA H200" ;;
+  calibrate) exit 1 ;;
+  measure)
+    shift
+    while [ $# -gt 0 ]; do
+      case "$1" in
+        --sizes) sizes=$2; shift ;;
+        --dtype) dtypes=$2; shift ;;
+        -o) out=$2; shift ;;
+        --per-kernel) kout=$2; shift ;;
+      esac
+      shift
+    done
+    echo "$sizes" >>"$FAKE_LOG"
+    sleep 1
+    {
+      echo "device,backend,variant,plan,dtype,n,verified"
+      for n in ${sizes//,/ }; do for d in ${dtypes//,/ }; do
+        echo "h200,cuda,copy,eager,$d,$n,1"; echo "h200,cuda,copy,fused,$d,$n,1"
+      done; done
+    } >"$out"
+    cp "$out" "$kout" ;;
+esac
+EOF
+chmod +x "$tmp/fake/bin/membound"
+mkdir -p "$tmp/fakesmi"
+printf '#!/bin/sh\necho "NVIDIA H200"\n' >"$tmp/fakesmi/nvidia-smi"
+chmod +x "$tmp/fakesmi/nvidia-smi"
+FAKE_LOG=$tmp/sizes.log PATH=$tmp/fakesmi:$PATH bash "$src/scripts/gpu-validate.sh" --no-build --build "$tmp/fake" \
+  --sizes 2^16..2^28:2 --budget-s 8 "$tmp/v" >"$tmp/v.log" 2>&1
+check "sweep: 2^28, then 2^26 first" \
+  bash -c "[ \"\$(head -n2 '$tmp/sizes.log' | tr '\n' ' ')\" = '268435456 67108864 ' ]"
+check "sweep: the small sizes skipped by the estimate, named" \
+  grep -q "skipped sizes 65536,262144,1048576,4194304,16777216" "$tmp/v.log"
+check "sweep: measure.csv merges the runs it made" \
+  bash -c "[ \"\$(grep -c ',cuda,copy,' '$tmp/v/measure.csv')\" -eq 8 ]"
+: >"$tmp/sizes.log"
+FAKE_LOG=$tmp/sizes.log PATH=$tmp/fakesmi:$PATH bash "$src/scripts/gpu-validate.sh" --no-build --build "$tmp/fake" \
+  --sizes 2^16..2^28:2 --budget-s 60 "$tmp/v2" >"$tmp/v2.log" 2>&1
+check "sweep, enough budget: the small sizes last, in one run" \
+  bash -c "[ \"\$(tail -n1 '$tmp/sizes.log')\" = '65536,262144,1048576,4194304,16777216' ]"
+
+# ---- 3. the summary: count_check decides, not the script --------------------------
+mkdir -p "$tmp/s"
+cat >"$tmp/s/measure.csv" <<'EOF'
+# a run's provenance
+device,backend,variant,plan,dtype,n,time_s_median,model_dram_read_bytes,model_dram_write_bytes,dram_read_bytes,dram_write_bytes,counters,verified,count_err,count_check
+h200,cuda,copy,eager,f32,268435456,0.0005,1073741824,1073741824,1127428915,1127428915,cupti,1,0.05,off
+h200,cuda,copy,fused,f32,268435456,0.0005,1073741824,1073741824,1073741824,1084479242,cupti,1,0.005,ok
+h200,cuda,copy,fused,f32,1048576,0.00001,4194304,4194304,4404019,4404019,cupti,1,0.05,below 4x L2
+EOF
+bash "$src/scripts/gpu-validate.sh" --summary-only "$tmp/s" >"$tmp/s.log" 2>&1
+check "summary: 2 rows judged, 1 off, worst 5%" \
+  grep -q "rows judged (counted, tensors >= 4x L2; count_check column): 2, off by more than 3%: 1 (worst 5.00%)" "$tmp/s.log"
+
+if [ "$fails" -ne 0 ]; then
+  echo "--- sweep log"; cat "$tmp/v.log"; echo "--- summary log"; cat "$tmp/s.log"
+  echo "$fails check(s) failed"
+  exit 1
+fi
+echo "all checks passed"
