@@ -84,12 +84,23 @@ timeout_s=$((budget + 60))
 echo "session budget ${budget} s; run timeout_s ${timeout_s}; with ~120 s to start a machine one try takes" \
   "<= $((timeout_s + 120)) s of the 900 s lease, leaving $((900 - timeout_s - 120)) s for one rerun"
 check "one try leaves room for a rerun (>= 4 min to start another)" [ $((900 - timeout_s - 120)) -ge 240 ]
+# the rerun: torch left out, the sizes the validation judges only
+rerun_budget=200
+rerun_timeout=$((rerun_budget + 60))
+echo "rerun: budget ${rerun_budget} s, timeout_s ${rerun_timeout}: with a cold start <= $((rerun_timeout + 120)) s of the" \
+  "$((900 - timeout_s - 120)) s left"
+check "the rerun fits in what the first try leaves" [ $((rerun_timeout + 120)) -le $((900 - timeout_s - 120)) ]
+commit=$(git -C "$repo" rev-parse HEAD)
 cat <<EOF
 
-The call to make when a GPU is lent (README, "On a GPU machine"):
-  device run: command  = MB_GIT_COMMIT=$(git -C "$repo" rev-parse HEAD) bash scripts/gpu-session.sh --archive "\$OUT" reports/data/h200
+The call to make when a GPU is lent (README, "On a GPU machine"; .gpu-debs/ filled by scripts/gpu-debs.sh):
+  device run: command  = MB_GIT_COMMIT=$commit bash scripts/gpu-session.sh --archive "\$OUT" reports/data/h200
               carry    = [".gpu-debs"]
               timeout_s = ${timeout_s}
+the rerun, if the first try failed:
+  device run: command  = MB_GIT_COMMIT=$commit bash scripts/gpu-session.sh --skip torch --sizes 2^26,2^28 --budget-s ${rerun_budget} --archive "\$OUT" reports/data/h200
+              carry    = [".gpu-debs"]
+              timeout_s = ${rerun_timeout}
 then here: tar -xzf <files_at>/gpu.tgz -C reports/data/ &&
   build/bin/membound report reports/data/h200/measure.csv reports/data/h200/torch_gpu.csv -o reports/h200
 EOF
