@@ -307,7 +307,10 @@ void mb_device_at_rates(const mb_device *d, double bandwidth_factor, double op_f
  * process did not get its cores. A row with more than a fifth of its samples
  * contended is noisy: measure warns, report shows it and does not fit it. */
 #define MB_MEAS_CSV_CONTENDED_COLUMN "contended"
-#define MB_MEAS_NOISY(contended, reps) ((contended) > 0 && (reps) > 0 && 5 * (contended) > (reps))
+/* In long long: 5 x a contended count near INT_MAX overflows int (csv.c clamps
+ * the columns to 1e9, and 5e9 does not fit). */
+#define MB_MEAS_NOISY(contended, reps) \
+    ((contended) > 0 && (reps) > 0 && 5LL * (long long)(contended) > (long long)(reps))
 /* Then the host reference timed beside the row's samples (CPU rows measured
  * against a calibrated spec; empty otherwise): its copy bandwidth, that
  * bandwidth's ratio to the calibrated copy bandwidth the model columns

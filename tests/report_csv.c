@@ -4,6 +4,7 @@
 #include "mb_test.h"
 #include "report.h"
 
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -267,6 +268,34 @@ static void test_noisy(const char *tmp)
     mb_rpt_set_free(&s);
 }
 
+/* A fully contended row with counts near INT_MAX (the CSV clamps them to 1e9)
+ * is noisy and not fitted: 5 x contended must not overflow int. */
+static void test_noisy_large(const char *tmp)
+{
+    CHECK(MB_MEAS_NOISY(INT_MAX, INT_MAX));
+    CHECK(MB_MEAS_NOISY(INT_MAX / 5 + 1, INT_MAX));
+    CHECK(!MB_MEAS_NOISY(INT_MAX / 5, INT_MAX));
+    char path[512];
+    FILE *fp = open_csv(tmp, "noisy_large.csv",
+                        "device,backend,variant,plan,dtype,n,reps,time_s_median,verified,contended\n",
+                        path, sizeof path);
+    if (!fp) return;
+    for (int k = 24; k <= 27; k++)
+        fprintf(fp, "h100-sxm,cuda,copy,eager,f32,%lld,50,%.9g,1,0\n", 1LL << k, copy_time_s(k));
+    fprintf(fp, "h100-sxm,cuda,copy,eager,f32,%lld,2147483647,%.9g,1,2147483647\n", 1LL << 28,
+            3 * copy_time_s(28));
+    fclose(fp);
+    mb_rpt_set s;
+    mb_err e;
+    if (!read_join_fit(&s, path, &e)) {
+        CHECK_EQ_I64(s.n_rows, 5);
+        CHECK(s.rows[4].noisy && !s.rows[4].used);
+        CHECK(s.n_groups == 1 && s.groups[0].fitted);
+        if (s.n_groups == 1 && s.groups[0].fitted) CHECK_NEAR(s.groups[0].bandwidth_gbs, 3000, 0.02);
+    }
+    mb_rpt_set_free(&s);
+}
+
 /* CPU rows carry the host reference (copy and op rate) beside their samples:
  * a row with either ratio to the calibrated figures more than 20% off is drifted: read,
  * still fitted, and its model error flagged in the rows table, the summary
@@ -397,6 +426,7 @@ int main(void)
     test_good(tmp);
     test_untrusted(tmp);
     test_noisy(tmp);
+    test_noisy_large(tmp);
     test_two_modes(tmp);
     test_drifted(tmp);
     test_count_check(tmp);
