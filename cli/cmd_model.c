@@ -92,7 +92,9 @@ int mb_cmd_model(int argc, char **argv)
                 }
                 if (a.fmt == MB_FMT_TABLE) mb_model_table_row(stdout, &row, 0, a.per_kernel);
                 else if (a.fmt == MB_FMT_CSV) mb_model_csv_row(stdout, &row);
-                else json_array_append_new(results, mb_model_row_json(&row, 0));
+                else if (json_array_append_new(results, mb_model_row_json(&row, 0)) != 0)
+                    rc = mb_cli_fail(1, "model %s, plan %s: the JSON result could not be built",
+                                     a.graphs[i]->name, mb_plan_name(plans[k]));
                 common_n = common_n < 0 || common_n == sizes[s] ? sizes[s] : 0;
                 mb_model_row_free(&row);
             }

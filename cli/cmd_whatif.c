@@ -98,7 +98,9 @@ int mb_cmd_whatif(int argc, char **argv)
                     } else if (a.fmt == MB_FMT_CSV) {
                         mb_model_csv_row(stdout, &row);
                     } else {
-                        json_array_append_new(results, mb_model_row_json(&row, 1));
+                        if (json_array_append_new(results, mb_model_row_json(&row, 1)) != 0)
+                            rc = mb_cli_fail(1, "whatif %s, plan %s: the JSON result could not be "
+                                             "built", a.graphs[i]->name, mb_plan_name(plans[k]));
                     }
                     mb_model_row_free(&row);
                 }

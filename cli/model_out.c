@@ -3,6 +3,7 @@
 
 #include "cli_common.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -15,6 +16,29 @@ int mb_model_row_make(mb_model_row *row, const mb_graph *g, mb_plan_kind k, int6
     if (rc) return rc;
     rc = mb_estimate_plan(p, n, dev, &row->est, err);
     if (rc) { mb_plan_free(p); return rc; }
+    /* A figure that is not finite is refused here, before any rendering:
+     * JSON cannot hold inf or NaN (jansson refuses them, and a key went
+     * missing), a table or CSV would print "inf". The device ranges keep
+     * every figure finite; this is the loud failure if they ever do not. */
+    const char *bad = NULL;
+    double v = 0;
+    for (int j = -1; j < row->est.n_kernels && !bad; j++) {
+        const mb_cost *c = j < 0 ? &row->est.total : &row->est.per_kernel[j];
+        const struct { const char *name; double v; } f[] = {
+            {"time_s", c->time_s}, {"mem_s", c->mem_s}, {"compute_s", c->compute_s},
+            {"launch_s", c->launch_s}, {"flops", c->flops}, {"sfu_ops", c->sfu_ops}};
+        for (size_t i = 0; i < sizeof f / sizeof f[0] && !bad; i++)
+            if (!isfinite(f[i].v)) bad = f[i].name, v = f[i].v;
+    }
+    if (!bad && !isfinite(row->est.bandwidth_gbs)) bad = "bandwidth_gbs", v = row->est.bandwidth_gbs;
+    if (bad) {
+        mb_err_set(err, MB_EINPUT, "%s, plan %s, n = %lld on device '%s': the model's %s is %g, "
+                   "not a finite number (check the device's figures)", g->name, mb_plan_name(k),
+                   (long long)n, dev->name, bad, v);
+        mb_estimate_free(&row->est);
+        mb_plan_free(p);
+        return MB_EINPUT;
+    }
     row->g = g;
     row->plan = p;
     row->dev = dev;
@@ -105,31 +129,42 @@ static json_t *cost_json(const mb_cost *c)
                      c->launch_s, "bound", mb_bound_name(c->bound));
 }
 
+/* json_object_set_new that remembers a value jansson refused (NULL: a
+ * non-finite real or no memory) instead of dropping the key silently. */
+static void set_checked(json_t *o, const char *key, json_t *v, int *ok)
+{
+    if (!v || json_object_set_new(o, key, v) != 0) *ok = 0;
+}
+
 json_t *mb_model_row_json(const mb_model_row *r, int with_device)
 {
     json_t *o = json_object();
-    if (with_device) json_object_set_new(o, "device", json_string(r->dev->name));
-    json_object_set_new(o, "variant", json_string(r->g->name));
-    json_object_set_new(o, "plan", json_string(mb_plan_name(r->plan->kind)));
-    json_object_set_new(o, "dtype", json_string(mb_model_row_dtype(r)));
-    json_object_set_new(o, "n", json_integer((json_int_t)r->n));
-    json_object_set_new(o, "kernels", json_integer(r->plan->n_kernels));
+    if (!o) return NULL;
+    int ok = 1;
+    if (with_device) set_checked(o, "device", json_string(r->dev->name), &ok);
+    set_checked(o, "variant", json_string(r->g->name), &ok);
+    set_checked(o, "plan", json_string(mb_plan_name(r->plan->kind)), &ok);
+    set_checked(o, "dtype", json_string(mb_model_row_dtype(r)), &ok);
+    set_checked(o, "n", json_integer((json_int_t)r->n), &ok);
+    set_checked(o, "kernels", json_integer(r->plan->n_kernels), &ok);
     json_t *tot = cost_json(&r->est.total);
-    json_object_update(o, tot);
+    if (!tot || json_object_update(o, tot) != 0) ok = 0;
     json_decref(tot);
-    json_object_set_new(o, "saved_bytes", json_integer((json_int_t)r->est.saved_bytes));
-    json_object_set_new(o, "traffic_elements", json_real(mb_model_row_elements(r)));
-    json_object_set_new(o, "bandwidth_gbs", json_real(r->est.bandwidth_gbs));
-    json_object_set_new(o, "bandwidth_source", json_string(r->est.bandwidth_source));
+    set_checked(o, "saved_bytes", json_integer((json_int_t)r->est.saved_bytes), &ok);
+    set_checked(o, "traffic_elements", json_real(mb_model_row_elements(r)), &ok);
+    set_checked(o, "bandwidth_gbs", json_real(r->est.bandwidth_gbs), &ok);
+    set_checked(o, "bandwidth_source", json_string(r->est.bandwidth_source), &ok);
     json_t *pk = json_array();
-    for (int k = 0; k < r->plan->n_kernels; k++) {
+    for (int k = 0; pk && k < r->plan->n_kernels; k++) {
         const mb_kernel *K = &r->plan->kernels[k];
         json_t *ko = cost_json(&r->est.per_kernel[k]);
-        json_object_set_new(ko, "name", json_string(K->name));
-        json_object_set_new(ko, "backward", json_boolean(K->is_backward));
-        json_object_set_new(ko, "ops", json_integer(K->n_nodes));
-        json_array_append_new(pk, ko);
+        if (!ko) { ok = 0; break; }
+        set_checked(ko, "name", json_string(K->name), &ok);
+        set_checked(ko, "backward", json_boolean(K->is_backward), &ok);
+        set_checked(ko, "ops", json_integer(K->n_nodes), &ok);
+        if (json_array_append_new(pk, ko) != 0) ok = 0;
     }
-    json_object_set_new(o, "per_kernel", pk);
+    set_checked(o, "per_kernel", pk, &ok);
+    if (!ok) { json_decref(o); return NULL; }
     return o;
 }

@@ -36,7 +36,9 @@ const char *mb_model_row_dtype(const mb_model_row *r);
 void mb_model_csv_header(FILE *fp);
 void mb_model_csv_row(FILE *fp, const mb_model_row *r);
 
-/* The design's result object; with_device adds "device". New reference. */
+/* The design's result object; with_device adds "device". New reference, or
+ * NULL when a value could not be stored (no memory, or a figure that is not
+ * finite): never an object with a key left out. */
 json_t *mb_model_row_json(const mb_model_row *r, int with_device);
 
 #endif

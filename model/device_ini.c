@@ -20,9 +20,9 @@
 
 enum key_type { KEY_STR, KEY_NUM };
 enum key_need {
-    KEY_OPTIONAL = 0, /* may be absent; numbers >= 0 */
-    KEY_REQUIRED,     /* must be present; numbers > 0, strings non-empty */
-    KEY_REQUIRED_GPU  /* must be present for kind gpu; numbers >= 0 */
+    KEY_OPTIONAL = 0, /* may be absent (numbers: 0) */
+    KEY_REQUIRED,     /* must be present; strings non-empty */
+    KEY_REQUIRED_GPU  /* must be present for kind gpu */
 };
 
 typedef struct key_spec {
@@ -30,38 +30,75 @@ typedef struct key_spec {
     enum key_type type;
     enum key_need need;
     size_t offset, size;
+    double lo, hi;       /* numbers: the plausible range, inclusive */
+    int zero_none;       /* numbers: 0 is accepted below lo and means "none" */
 } key_spec;
 
 #define FIELD(f) offsetof(mb_device, f), sizeof(((mb_device *)0)->f)
 
+/* Plausible ranges. Wide enough for any real CPU core or GPU, narrow enough
+ * that every time the model derives stays finite (an f32 tensor of 2^62
+ * elements over 0.1 GB/s is 1.8e11 s; 1e-320 GB/s made times inf and dropped
+ * them from JSON):
+ * - bandwidths 0.1..1e5 GB/s: a single DRAM channel of an old PC moves ~1 GB/s,
+ *   an HBM3e GPU 8 TB/s, a last-level cache some 20 TB/s; 100 TB/s is 5x that;
+ * - cache_mb 1e-3..1e6 MiB: from a 1 KiB buffer to 1 TiB (the largest
+ *   on-package caches are ~1 GiB);
+ * - fp32_tflops 1e-4..1e5 (100 MFLOP/s, a microcontroller, to 50x a B200),
+ *   bf16_tflops and sfu_tops 0 (none) or 1e-4..1e5;
+ * - launch_overhead_us 1e-6..1e5: per-pass overheads of a few ns on a CPU to
+ *   0.1 s, 20000x a GPU's 5 us;
+ * - mem_gb 1e-3..1e6 (1 MB to 1 PB), 0: unknown;
+ * - op rates 1e-4..1e6 G elements/s (1e5/s, a soft-float core, to 1e15/s,
+ *   250x an H100's special-function units), 0: not measured;
+ * - stream penalty and gain 0..100 per extra stream (calibrate measures
+ *   0..0.3); serial fractions 0..1; write_allocate 0 or 1. */
+#define BW 0.1, 1e5
+#define RATE 1e-4, 1e6
+#define STR(f) FIELD(f), 0, 0, 0
+
 /* The contract keys of the design's "Device specs", in the order written. */
 static const key_spec spec_keys[] = {
-    {"name", KEY_STR, KEY_REQUIRED, FIELD(name)},
-    {"label", KEY_STR, KEY_OPTIONAL, FIELD(label)},
-    {"kind", KEY_STR, KEY_OPTIONAL, FIELD(kind)},
-    {"mem_bandwidth_gbs", KEY_NUM, KEY_REQUIRED, FIELD(mem_bandwidth_gbs)},
-    {"measured_bandwidth_gbs", KEY_NUM, KEY_OPTIONAL, FIELD(measured_bandwidth_gbs)},
-    {"read_bandwidth_gbs", KEY_NUM, KEY_OPTIONAL, FIELD(read_bandwidth_gbs)},
-    {"read_stream_penalty", KEY_NUM, KEY_OPTIONAL, FIELD(read_stream_penalty)},
-    {"read_stream_gain", KEY_NUM, KEY_OPTIONAL, FIELD(read_stream_gain)},
-    {"serial_fraction", KEY_NUM, KEY_OPTIONAL, FIELD(serial_fraction)},
-    {"serial_fraction_compiled", KEY_NUM, KEY_OPTIONAL, FIELD(serial_fraction_compiled)},
-    {"write_allocate", KEY_NUM, KEY_OPTIONAL, FIELD(write_allocate)},
-    {"cache_bandwidth_gbs", KEY_NUM, KEY_OPTIONAL, FIELD(cache_bandwidth_gbs)},
-    {"cache_mb", KEY_NUM, KEY_REQUIRED, FIELD(cache_mb)},
-    {"fp32_tflops", KEY_NUM, KEY_REQUIRED, FIELD(fp32_tflops)},
-    {"bf16_tflops", KEY_NUM, KEY_REQUIRED_GPU, FIELD(bf16_tflops)},
-    {"sfu_tops", KEY_NUM, KEY_OPTIONAL, FIELD(sfu_tops)},
-    {"launch_overhead_us", KEY_NUM, KEY_REQUIRED, FIELD(launch_overhead_us)},
-    {"mem_gb", KEY_NUM, KEY_OPTIONAL, FIELD(mem_gb)},
-    {"op_sincos_geps", KEY_NUM, KEY_OPTIONAL, FIELD(sincos_geps)},
-    {"op_sincos_compiled_geps", KEY_NUM, KEY_OPTIONAL, FIELD(sincos_compiled_geps)},
-    {"host_ref_copy_gbs", KEY_NUM, KEY_OPTIONAL, FIELD(host_ref_copy_gbs)},
-    {"host_ref_sin_geps", KEY_NUM, KEY_OPTIONAL, FIELD(host_ref_sin_geps)},
-    {"host_ref_sigmoid_geps", KEY_NUM, KEY_OPTIONAL, FIELD(host_ref_sigmoid_geps)},
-    {"source", KEY_STR, KEY_REQUIRED, FIELD(source)},
-    {"measured_at", KEY_STR, KEY_OPTIONAL, FIELD(measured_at)},
+    {"name", KEY_STR, KEY_REQUIRED, STR(name)},
+    {"label", KEY_STR, KEY_OPTIONAL, STR(label)},
+    {"kind", KEY_STR, KEY_OPTIONAL, STR(kind)},
+    {"mem_bandwidth_gbs", KEY_NUM, KEY_REQUIRED, FIELD(mem_bandwidth_gbs), BW, 0},
+    {"measured_bandwidth_gbs", KEY_NUM, KEY_OPTIONAL, FIELD(measured_bandwidth_gbs), BW, 1},
+    {"read_bandwidth_gbs", KEY_NUM, KEY_OPTIONAL, FIELD(read_bandwidth_gbs), BW, 1},
+    {"read_stream_penalty", KEY_NUM, KEY_OPTIONAL, FIELD(read_stream_penalty), 0, 100, 0},
+    {"read_stream_gain", KEY_NUM, KEY_OPTIONAL, FIELD(read_stream_gain), 0, 100, 0},
+    {"serial_fraction", KEY_NUM, KEY_OPTIONAL, FIELD(serial_fraction), 0, 1, 0},
+    {"serial_fraction_compiled", KEY_NUM, KEY_OPTIONAL, FIELD(serial_fraction_compiled), 0, 1, 0},
+    {"write_allocate", KEY_NUM, KEY_OPTIONAL, FIELD(write_allocate), 0, 1, 0},
+    {"cache_bandwidth_gbs", KEY_NUM, KEY_OPTIONAL, FIELD(cache_bandwidth_gbs), BW, 1},
+    {"cache_mb", KEY_NUM, KEY_REQUIRED, FIELD(cache_mb), 1e-3, 1e6, 0},
+    {"fp32_tflops", KEY_NUM, KEY_REQUIRED, FIELD(fp32_tflops), 1e-4, 1e5, 0},
+    {"bf16_tflops", KEY_NUM, KEY_REQUIRED_GPU, FIELD(bf16_tflops), 1e-4, 1e5, 1},
+    {"sfu_tops", KEY_NUM, KEY_OPTIONAL, FIELD(sfu_tops), 1e-4, 1e5, 1},
+    {"launch_overhead_us", KEY_NUM, KEY_REQUIRED, FIELD(launch_overhead_us), 1e-6, 1e5, 0},
+    {"mem_gb", KEY_NUM, KEY_OPTIONAL, FIELD(mem_gb), 1e-3, 1e6, 1},
+    {"op_sincos_geps", KEY_NUM, KEY_OPTIONAL, FIELD(sincos_geps), RATE, 1},
+    {"op_sincos_compiled_geps", KEY_NUM, KEY_OPTIONAL, FIELD(sincos_compiled_geps), RATE, 1},
+    {"host_ref_copy_gbs", KEY_NUM, KEY_OPTIONAL, FIELD(host_ref_copy_gbs), BW, 1},
+    {"host_ref_sin_geps", KEY_NUM, KEY_OPTIONAL, FIELD(host_ref_sin_geps), RATE, 1},
+    {"host_ref_sigmoid_geps", KEY_NUM, KEY_OPTIONAL, FIELD(host_ref_sigmoid_geps), RATE, 1},
+    {"source", KEY_STR, KEY_REQUIRED, STR(source)},
+    {"measured_at", KEY_STR, KEY_OPTIONAL, STR(measured_at)},
 };
+
+/* The range of op_<name>_geps and op_<name>_compiled_geps (0: not measured). */
+static const key_spec op_rate_spec = {"op_<name>_geps", KEY_NUM, KEY_OPTIONAL, 0, 0, RATE, 1};
+
+/* The reason v is outside k's range, into buf; NULL when inside. */
+static const char *range_problem(const key_spec *k, double v, char *buf, size_t size)
+{
+    if (!isfinite(v)) return "must be a finite number";
+    if (!strcmp(k->key, "write_allocate")) return v == 0 || v == 1 ? NULL : "must be 0 or 1";
+    if (v >= k->lo && v <= k->hi) return NULL;
+    if (k->zero_none && v == 0) return NULL;
+    snprintf(buf, size, "must be %sin [%g, %g]", k->zero_none ? "0 (none) or " : "", k->lo, k->hi);
+    return buf;
+}
 
 #define N_KEYS ((int)(sizeof spec_keys / sizeof spec_keys[0]))
 
@@ -218,8 +255,8 @@ static char *read_line(char *str, int num, void *stream)
     return str;
 }
 
-static int set_number(ini_state *st, const char *key, enum key_need need,
-                      const char *value, double *out)
+static int set_number(ini_state *st, const key_spec *k, const char *key, const char *value,
+                      double *out)
 {
     char *end;
     errno = 0;
@@ -230,18 +267,11 @@ static int set_number(ini_state *st, const char *key, enum key_need need,
     if (!isfinite(v))
         return fail(st, MB_EINPUT, "%s:%d: key '%s': expected a finite number, got '%s'",
                     st->path, st->line, key, value);
-    if (need == KEY_REQUIRED && !(v > 0))
-        return fail(st, MB_EINPUT, "%s:%d: key '%s': must be > 0, got '%s'", st->path,
-                    st->line, key, value);
-    if (v < 0)
-        return fail(st, MB_EINPUT, "%s:%d: key '%s': must be >= 0, got '%s'", st->path,
-                    st->line, key, value);
-    if (!strncmp(key, "serial_fraction", strlen("serial_fraction")) && v > 1)
-        return fail(st, MB_EINPUT, "%s:%d: key '%s': must be in [0, 1], got '%s'", st->path,
-                    st->line, key, value);
-    if (!strcmp(key, "write_allocate") && v != 0 && v != 1)
-        return fail(st, MB_EINPUT, "%s:%d: key '%s': must be 0 or 1, got '%s'", st->path,
-                    st->line, key, value);
+    char buf[96];
+    const char *why = range_problem(k, v, buf, sizeof buf);
+    if (why)
+        return fail(st, MB_EINPUT, "%s:%d: key '%s': %s, got '%s'", st->path, st->line, key, why,
+                    value);
     *out = v;
     return 1;
 }
@@ -286,7 +316,7 @@ static int on_key(void *user, const char *section, const char *name, const char 
                         st->path, st->line, name, st->key_line[i]);
         st->key_line[i] = st->line;
         if (k->type == KEY_STR) return set_string(st, k, value);
-        return set_number(st, name, k->need, value, (double *)((char *)&st->dev + k->offset));
+        return set_number(st, k, name, value, (double *)((char *)&st->dev + k->offset));
     }
     char key[64];
     for (int c = 0; c < 2; c++)
@@ -296,7 +326,7 @@ static int on_key(void *user, const char *section, const char *name, const char 
                 return fail(st, MB_EINPUT, "%s:%d: key '%s' given twice (first on line %d)",
                             st->path, st->line, name, st->op_line[c][op]);
             st->op_line[c][op] = st->line;
-            return set_number(st, name, KEY_OPTIONAL, value, op_rate_field(&st->dev, op, c));
+            return set_number(st, &op_rate_spec, name, value, op_rate_field(&st->dev, op, c));
         }
     char buf[64];
     const char *near = closest_key(name, buf, sizeof buf);
@@ -453,10 +483,9 @@ static int check_device(const mb_device *d, const char *path, mb_err *err)
             continue;
         }
         double v = *(const double *)p;
-        int positive = k->need == KEY_REQUIRED;
-        if (!isfinite(v) || (positive ? !(v > 0) : v < 0))
-            return mb_err_set(err, MB_EINPUT, "%s: field '%s' = %g must be %s", path, k->key, v,
-                              positive ? "finite and > 0" : "finite and >= 0");
+        char buf[96];
+        const char *why = range_problem(k, v, buf, sizeof buf);
+        if (why) return mb_err_set(err, MB_EINPUT, "%s: field '%s' = %g %s", path, k->key, v, why);
     }
     if (!valid_id(d->name))
         return mb_err_set(err, MB_EINPUT, "%s: name '%s' is not a valid id", path, d->name);
@@ -465,9 +494,11 @@ static int check_device(const mb_device *d, const char *path, mb_err *err)
     for (int c = 0; c < 2; c++)
         for (int op = 0; op < MB_OP_COUNT; op++) {
             double v = *op_rate_field((mb_device *)d, op, c);
-            if (!isfinite(v) || v < 0)
-                return mb_err_set(err, MB_EINPUT, "%s: %s of '%s' = %g must be finite and >= 0",
-                                  path, c ? "op_compiled_geps" : "op_geps", mb_op_name((mb_op)op), v);
+            char buf[96];
+            const char *why = range_problem(&op_rate_spec, v, buf, sizeof buf);
+            if (why)
+                return mb_err_set(err, MB_EINPUT, "%s: %s of '%s' = %g %s", path,
+                                  c ? "op_compiled_geps" : "op_geps", mb_op_name((mb_op)op), v, why);
         }
     return MB_OK;
 }

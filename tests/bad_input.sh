@@ -31,6 +31,14 @@ printf '%s\nh100-sxm,cpu,copy,eager,f32,4096,1e-6,1\0\n' "$good_header" >nul.csv
 printf '%s\nh100-sxm,cpu,c\xffpy,eager,f32,4096,1e-6,1\n' "$good_header" >badutf8.csv
 printf '%s\nspec:0,cpu,copy,eager,f32,4096,1e-6,1\n' "$good_header" >specdev.csv
 printf 'keep\n' >keep.txt
+# spec figures outside their plausible ranges (a denormal bandwidth made every time inf)
+spec_tail='cache_mb = 1\nfp32_tflops = 1\nbf16_tflops = 1\nsource = s\n'
+printf "[device]\nname = t\nmem_bandwidth_gbs = 1e-320\nlaunch_overhead_us = 1\n$spec_tail" >tinybw.ini
+printf "[device]\nname = t\nmem_bandwidth_gbs = 1e30\nlaunch_overhead_us = 1\n$spec_tail" >hugebw.ini
+printf "[device]\nname = t\nmem_bandwidth_gbs = 100\nlaunch_overhead_us = 1e30\n$spec_tail" >hugelaunch.ini
+{ printf '# device_spec: %s\n' '[device]' 'name = t' 'mem_bandwidth_gbs = 100' 'cache_mb = 1e30' \
+    'fp32_tflops = 10' 'bf16_tflops = 10' 'launch_overhead_us = 1' 'source = test'
+  printf '%s\nh100-sxm,cpu,copy,eager,f32,4096,1e-6,1\n' "$good_header"; } >bigcache.csv
 ln -s nowhere.csv dangling.csv
 
 snapshot() { ls -la --time-style=+%s . | awk 'NR > 1 { print $1, $5, $7 }' | sort; }
@@ -103,6 +111,9 @@ expect 2 'NUL' -- model copy --device nul.ini
 expect 2 'UTF-8' -- model copy --device badutf8.ini
 expect 2 'mem_bandwith_gbs' -- model copy --device badkey.ini
 expect 2 'nosuchvariant' -- model nosuchvariant
+expect 2 "tinybw.ini:3: key 'mem_bandwidth_gbs': .*got '1e-320'" -- model copy --device tinybw.ini --json
+expect 2 "hugebw.ini:3: key 'mem_bandwidth_gbs': .*got '1e30'" -- model copy --device hugebw.ini
+expect 2 "hugelaunch.ini:4: key 'launch_overhead_us': .*got '1e30'" -- whatif copy --devices hugelaunch.ini --json
 expect 2 'character device' -- model /dev/zero
 expect 2 'FIFO' -- model ./fifo
 expect 2 'bad.mb:4:1' -- model ./bad.mb
@@ -161,6 +172,7 @@ if has report; then
   expect 2 'character device' -- report devzero.csv -o out
   expect 2 'character device|nosuchdev' -- report provzero.csv -o out
   expect 2 "unknown device 'spec:0'" -- report specdev.csv -o out
+  expect 2 "bigcache.csv \(device_spec\):4: key 'cache_mb': .*got '1e30'" -- report bigcache.csv -o out
   expect 2 'not a directory|exists|directory' -- report ok.csv -o keep.txt
   expect 2 "unknown option" -- figures --bogus
   expect 2 "unknown option" -- demo --bogus

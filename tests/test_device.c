@@ -250,14 +250,14 @@ static void test_round_trip(void)
     d.mem_bandwidth_gbs = 0.1 + 0.2;
     d.measured_bandwidth_gbs = 1.0 / 3.0;
     d.cache_mb = 32;
-    d.fp32_tflops = 1e-300;
+    d.fp32_tflops = 1.0000000000000002e-4;
     d.bf16_tflops = 0;
     d.sfu_tops = 0;
-    d.launch_overhead_us = 2.5e-7;
-    d.mem_gb = 1.7976931348623157e308;
+    d.launch_overhead_us = 2.5e-6;
+    d.mem_gb = 999999.99999999988;
     d.op_geps[MB_OP_SIN] = 1.2345678901234567;
     d.op_geps[MB_OP_ADD] = 12.5;
-    d.op_geps[MB_OP_GELU_GRAD] = 3e-5;
+    d.op_geps[MB_OP_GELU_GRAD] = 3e-4;
     d.op_compiled_geps[MB_OP_ADD] = 57.0625;
     d.op_compiled_geps[MB_OP_TANH] = 0.8071306380514732;
     d.sincos_compiled_geps = 1.75;
@@ -392,15 +392,49 @@ static void test_malformed(void)
     expect_error("empty-value.ini", GOOD_HEAD "mem_bandwidth_gbs =\n" GOOD_TAIL,
                  NEEDLES(":3: key 'mem_bandwidth_gbs': expected a number, got ''"));
     expect_error("negative.ini", GOOD_HEAD "mem_bandwidth_gbs = 100\nfp32_tflops = -1\n",
-                 NEEDLES(":4: key 'fp32_tflops': must be > 0, got '-1'"));
+                 NEEDLES(":4: key 'fp32_tflops': must be in [0.0001, 100000], got '-1'"));
     expect_error("zero.ini", GOOD_HEAD "mem_bandwidth_gbs = 0\n" GOOD_TAIL,
-                 NEEDLES(":3: key 'mem_bandwidth_gbs': must be > 0"));
+                 NEEDLES(":3: key 'mem_bandwidth_gbs': must be in [0.1, 100000], got '0'"));
     expect_error("serial.ini", GOOD_HEAD "mem_bandwidth_gbs = 100\nserial_fraction = 7\n",
                  (const char *const[]){"key 'serial_fraction'", "must be in [0, 1]", NULL});
     expect_error("serialc.ini", GOOD_HEAD "mem_bandwidth_gbs = 100\nserial_fraction_compiled = 1.5\n",
                  (const char *const[]){"key 'serial_fraction_compiled'", "must be in [0, 1]", NULL});
     expect_error("negopt.ini", GOOD_HEAD "mem_bandwidth_gbs = 100\nsfu_tops = -2\n",
-                 NEEDLES(":4: key 'sfu_tops': must be >= 0, got '-2'"));
+                 NEEDLES(":4: key 'sfu_tops': must be 0 (none) or in [0.0001, 100000], got '-2'"));
+    /* every number has a plausible range (device_ini.c says why): a denormal
+     * bandwidth made every time inf, 1e30 passed as a figure */
+    expect_error("tiny-bw.ini", GOOD_HEAD "mem_bandwidth_gbs = 1e-320\n" GOOD_TAIL,
+                 NEEDLES("tiny-bw.ini:3: key 'mem_bandwidth_gbs': must be in [0.1, 100000], got '1e-320'"));
+    expect_error("huge-bw.ini", GOOD_HEAD "mem_bandwidth_gbs = 1e30\n" GOOD_TAIL,
+                 NEEDLES(":3: key 'mem_bandwidth_gbs'", "got '1e30'"));
+    expect_error("huge-launch.ini", GOOD_HEAD "mem_bandwidth_gbs = 100\nlaunch_overhead_us = 1e30\n",
+                 NEEDLES(":4: key 'launch_overhead_us': must be in [1e-06, 100000], got '1e30'"));
+    expect_error("huge-cache.ini", GOOD_HEAD "mem_bandwidth_gbs = 100\ncache_mb = 1e30\n",
+                 NEEDLES(":4: key 'cache_mb'", "got '1e30'"));
+    expect_error("tiny-meas.ini", GOOD_HEAD "mem_bandwidth_gbs = 100\nmeasured_bandwidth_gbs = 1e-320\n",
+                 NEEDLES(":4: key 'measured_bandwidth_gbs': must be 0 (none) or in [0.1, 100000]"));
+    expect_error("tiny-op.ini", GOOD_HEAD "mem_bandwidth_gbs = 100\n" GOOD_TAIL "op_sin_geps = 1e-320\n",
+                 NEEDLES(":9: key 'op_sin_geps': must be 0 (none) or in [0.0001, 1e+06]"));
+    expect_error("huge-penalty.ini", GOOD_HEAD "mem_bandwidth_gbs = 100\nread_stream_penalty = 1e30\n",
+                 NEEDLES(":4: key 'read_stream_penalty': must be in [0, 100]"));
+    {
+        mb_device d2;
+        mb_err e2 = {{0}};
+        /* the ends of a range are inside it */
+        int rc2 = mb_device_load_ini(write_file("edges.ini", GOOD_HEAD "mem_bandwidth_gbs = 0.1\n"
+                                                "measured_bandwidth_gbs = 100000\ncache_mb = 1e6\n"
+                                                "fp32_tflops = 1e-4\nbf16_tflops = 0\n"
+                                                "launch_overhead_us = 1e5\nsource = s\n"), &d2, &e2);
+        CHECK_EQ_I64(rc2, MB_OK);
+        if (rc2) fprintf(stderr, "  %s\n", e2.msg);
+        /* and the writer refuses what the loader would */
+        d2 = *mb_device_at(0);
+        d2.cache_mb = 1e30;
+        char p2[512];
+        snprintf(p2, sizeof p2, "%s/out-of-range.ini", tmpdir);
+        CHECK_EQ_I64(mb_device_write_ini(&d2, p2, &e2), MB_EINPUT);
+        CHECK(strstr(e2.msg, "cache_mb") != NULL && access(p2, F_OK) != 0);
+    }
     expect_error("inf.ini", GOOD_HEAD "mem_bandwidth_gbs = inf\n",
                  NEEDLES(":3: key 'mem_bandwidth_gbs': expected a finite number"));
     expect_error("nan.ini", GOOD_HEAD "mem_bandwidth_gbs = 100\nmem_gb = nan\n",
