@@ -229,7 +229,9 @@ static void test_round_trip(void)
     snprintf(path, sizeof path, "%s/spec.ini", tmpdir);
     mb_err err = {{0}};
 
-    /* every table row, with its long source line, comes back identical */
+    /* every table row, with its long source line, comes back identical; the
+     * writer refuses a figure outside its plausible range, so this is also the
+     * check that every built-in row is inside the ranges device_ini.c gives */
     for (int i = 0; i < mb_device_count(); i++) {
         const mb_device *t = mb_device_at(i);
         mb_device back;
