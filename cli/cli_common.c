@@ -49,6 +49,15 @@ void mb_cli_note(const char *fmt, ...)
     fputc('\n', stderr);
 }
 
+void mb_cli_graph_warning(const mb_graph *g)
+{
+    if (!g || !g->n_warnings) return;
+    fputs("membound: warning: ", stderr);
+    put_escaped(g->warning);
+    if (g->n_warnings > 1) fprintf(stderr, " (and %d more)", g->n_warnings - 1);
+    fputc('\n', stderr);
+}
+
 static int push_size(int64_t **v, int *n, int64_t x, mb_err *err)
 {
     if (*n >= 4096) return mb_err_set(err, MB_EINPUT, "too many sizes (at most 4096)");

@@ -24,6 +24,9 @@ void mb_cli_note(const char *fmt, ...)
 #endif
     ;
 
+/* Prints the parse's warning of g, if any, as one "membound: warning: " line. */
+void mb_cli_graph_warning(const mb_graph *g);
+
 /* The measurement library's note callback (mb_meas_config.note): prints
  * "membound: <level>: <msg>" to stderr; the library drops notes under
  * --quiet itself. */

@@ -296,6 +296,7 @@ static int load_graphs(const opts *o, int argc, char **argv, int first, mb_dtype
         if (!*graphs) return mb_cli_fail(1, "out of memory");
         int rc = mb_parse_expr(o->expr, dt, &(*graphs)[0], &e);
         if (rc) return mb_cli_fail_err(rc, &e);
+        mb_cli_graph_warning((*graphs)[0]);
         *n_graphs = 1;
         return 0;
     }
@@ -314,6 +315,7 @@ static int load_graphs(const opts *o, int argc, char **argv, int first, mb_dtype
             free(names);
             return mb_cli_fail_err(rc, &e);
         }
+        mb_cli_graph_warning((*graphs)[i]);
         *n_graphs = i + 1;
     }
     free(names);

@@ -70,6 +70,7 @@ int mb_model_args_load(mb_model_args *a, int argc, char **argv, int first, const
         if (!a->graphs) return mb_cli_fail(1, "out of memory");
         int rc = mb_parse_expr(expr, a->dtype, &a->graphs[0], &e);
         if (rc) return mb_cli_fail_err(rc, &e);
+        mb_cli_graph_warning(a->graphs[0]);
         a->n_graphs = 1;
     } else {
         char (*names)[MB_NAME_MAX];
@@ -80,6 +81,7 @@ int mb_model_args_load(mb_model_args *a, int argc, char **argv, int first, const
         for (int i = 0; i < count; i++) {
             rc = mb_variant_load(names[i], a->dtype, &a->graphs[i], &e);
             if (rc) { free(names); return mb_cli_fail_err(rc, &e); }
+            mb_cli_graph_warning(a->graphs[i]);
             a->n_graphs = i + 1;
         }
         free(names);

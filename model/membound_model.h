@@ -107,6 +107,9 @@ typedef struct mb_graph {
     int grad_outputs[MB_MAX_IO];  /* incoming gradient of each output (inputs) */
     int grad_inputs[MB_MAX_IO];   /* gradient of each input (graph results) */
     int64_t default_n;       /* "size" directive, 0 if none */
+    char warning[400];       /* the parse's first warning, "file:line:col: ...",
+                                "" if none (callers print it) */
+    int n_warnings;          /* how many there were */
 } mb_graph;
 
 /* Parses a variant text. filename is used in error messages.

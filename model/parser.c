@@ -121,6 +121,43 @@ static int add_input(parser *P, const char *name, mb_dtype t, int line, int col)
     return bind(P, name, (val){id, 0}, line, col, 1);
 }
 
+/* ---- float32 range ----
+ * Tensors hold f32 (or narrower) and every kernel computes in f32, so a
+ * constant that reaches a tensor op must be a finite float32: it rounds to
+ * inf at or above FLT_MAX + half an ulp (2^128 - 2^103) and to 0 at or below
+ * half the smallest subnormal (2^-150), ties to even. */
+#define F32_INF_AT 0x1.ffffffp+127
+#define F32_ZERO_AT 0x1p-150
+
+static int f32_overflows(double v) { return !(fabs(v) < F32_INF_AT); }
+static int f32_underflows(double v) { return v != 0 && fabs(v) <= F32_ZERO_AT; }
+
+/* A number's text has a non-zero digit before its exponent. */
+static int text_nonzero(const char *s, int len)
+{
+    for (int i = 0; i < len && s[i] != 'e' && s[i] != 'E'; i++)
+        if (s[i] >= '1' && s[i] <= '9') return 1;
+    return 0;
+}
+
+/* Records a warning (the first one's text, and the count) on the graph. */
+static void pwarn(parser *P, int line, int col, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 4, 5)))
+#endif
+    ;
+
+static void pwarn(parser *P, int line, int col, const char *fmt, ...)
+{
+    if (P->g->n_warnings++ > 0) return;
+    char msg[300];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    snprintf(P->g->warning, sizeof P->g->warning, "%s:%d:%d: %s", P->file, line, col, msg);
+}
+
 /* ---- scalar folding ---- */
 
 static double gelu_scalar(double x) { return 0.5 * x * (1.0 + erf(x / sqrt(2.0))); }
@@ -204,6 +241,9 @@ static int mk_binary(parser *P, mb_op op, val a, val b, val *out, int line, int 
         return fold_binary(P, op, a.s, b.s, &out->s, line, col);
     }
     if (P->g->n_nodes >= MAX_OPS) return too_many(P, line, col);
+    double sc = a.node < 0 ? a.s : b.node < 0 ? b.s : 0;
+    if (f32_overflows(sc))
+        return perr(P, line, col, "the constant %g is not a finite float32 (largest 3.4028235e+38)", sc);
     mb_dtype t;
     if (a.node >= 0 && b.node >= 0)
         t = mb_dtype_promote(P->g->nodes[a.node].dtype, P->g->nodes[b.node].dtype);
@@ -294,9 +334,12 @@ static int parse_primary(parser *P, val *out)
     mb_token t = P->lx.tok;
     switch (t.kind) {
     case TK_NUM:
-        if (!isfinite(t.num))
-            return perr(P, t.line, t.col, "number '%.*s' is too large for a double", t.len > 40 ? 40 : t.len,
-                        t.start);
+        if (f32_overflows(t.num))
+            return perr(P, t.line, t.col, "number '%.*s' is too large for a float32 (largest "
+                        "3.4028235e+38)", t.len > 40 ? 40 : t.len, t.start);
+        if ((t.num == 0 || f32_underflows(t.num)) && text_nonzero(t.start, t.len))
+            pwarn(P, t.line, t.col, "number '%.*s' is 0 in float32 (smallest 1.4e-45)",
+                  t.len > 40 ? 40 : t.len, t.start);
         *out = (val){-1, t.num};
         mb_lex_next(&P->lx);
         return MB_OK;

@@ -93,6 +93,8 @@ expect 2 "unknown command '--bogus'" -- --bogus
 # ---- model: expressions, variants, options, devices -------------------------------------
 expect 2 '<expr>:1:' -- model --expr 'y = sin(x'
 expect 2 'too large' -- model --expr 'y = 1e400 * x'
+expect 2 '<expr>:1:5: .*3.5e38.*float32' -- model --expr 'y = 3.5e38 * x'
+expect 2 '<expr>:1:9: .*1e309.*float32' -- model --expr 'y = x * 1e309'
 expect 2 '1:5' -- model --expr 'y = $x'
 expect 2 'n' -- model copy --n 0
 expect 2 'n' -- model copy --n 2^99

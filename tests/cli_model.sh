@@ -51,6 +51,9 @@ expect 2 "<expr>:1:10: expected ',' or ')'" -- model --expr 'y = sin(x'
 expect 2 "<expr>:1:5: unknown function 'sinh'" -- model --expr 'y = sinh(x)'
 expect 2 "must be at least 1" -- model copy --n 0
 expect 2 "too large to count" -- model copy --n 2^60
+# a literal that is 0 in float32: one warning line at its line:column, the model runs
+expect 0 "membound: warning: <expr>:1:9: number '1e-400' is 0 in float32" -- model --expr 'y = x * 1e-400' --n 2^10
+[ "$(wc -l <"$tmp/err")" -eq 1 ] && ok || bad "1e-400: $(wc -l <"$tmp/err") stderr lines"
 expect 2 "unknown option '--bogus'" -- model --bogus
 expect 2 "needs a value" -- model copy --n
 expect 2 "unknown dtype 'f64'" -- model copy --dtype f64

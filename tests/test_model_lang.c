@@ -92,6 +92,12 @@ static const struct {
     {"y = log(0) * x", "<expr>:1:5: log(0) is not a finite real number"},
     {"y = (-8) ** 0.5 * x", "<expr>:1:10: scalar result is not a finite real number"},
     {"y = x\xc3\xa9", "<expr>:1:6: expected end of line, got '\xc3\xa9'"},
+    /* constants are float32 in every kernel: verification got -inf from these */
+    {"y = 3.5e38 * x", "<expr>:1:5: number '3.5e38' is too large for a float32"},
+    {"y = x - 1e309", "<expr>:1:9: number '1e309' is too large for a float32"},
+    {"y = x * 1e400", "<expr>:1:9: number '1e400' is too large for a float32"},
+    {"y = 1e30 * 1e30 * x", "<expr>:1:17: the constant 1e+60 is not a finite float32"},
+    {"y = x ** 3.4028236e38", "<expr>:1:10: number '3.4028236e38' is too large"},
 };
 
 static void check_bad(int i)
@@ -194,8 +200,33 @@ static void check_limits(void)
     CHECK(strstr(e.msg, "too many operations") != NULL);
 }
 
+/* A non-zero literal that is 0 in float32 is accepted with a warning at its
+ * line:column; the largest finite float32 and the smallest subnormal are fine. */
+static void check_f32_literals(void)
+{
+    static const struct { const char *text, *warning; int count; } w[] = {
+        {"y = 1e-400 * x", "<expr>:1:5: number '1e-400' is 0 in float32", 1},
+        {"y = x + 1e-46 + 7e-46", "<expr>:1:9: number '1e-46' is 0 in float32", 2},
+        {"y = 3.4028234e38 * x + 1.5e-45", "", 0},
+        {"y = 0.0e-400 * x + 0e5", "", 0},
+    };
+    for (size_t i = 0; i < sizeof w / sizeof w[0]; i++) {
+        mb_graph *g = NULL;
+        mb_err e = {{0}};
+        int rc = mb_parse_expr(w[i].text, MB_F32, &g, &e);
+        CHECK(rc == MB_OK);
+        if (rc) { fprintf(stderr, "  '%s': %s\n", w[i].text, e.msg); continue; }
+        if (strcmp(g->warning, w[i].warning) && !(w[i].warning[0] && strstr(g->warning, w[i].warning)))
+            fprintf(stderr, "  '%s': warning '%s', want '%s'\n", w[i].text, g->warning, w[i].warning);
+        CHECK(w[i].warning[0] ? strstr(g->warning, w[i].warning) != NULL : g->warning[0] == '\0');
+        CHECK_EQ_I64(g->n_warnings, w[i].count);
+        mb_graph_free(g);
+    }
+}
+
 int main(void)
 {
+    check_f32_literals();
     check_limits();
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) check_case((int)i);
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) check_bad((int)i);
