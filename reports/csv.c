@@ -181,9 +181,10 @@ static int add_prov(mb_rpt_set *s, const char *path, const char *text)
 
 /* A measurement CSV: a regular text file of at most 1 GiB (mb_text_read). */
 /* A provenance line that carries a text (measure's mb_meas_csv_embed):
- * "device_spec: LINE", "variant_text NAME: LINE", "variant_expr NAME: LINE".
- * Returns 1 when it was one (*rc: MB_ERUN when out of memory), else 0. */
-static int embedded(mb_rpt_set *s, int file, const char *q, int *rc)
+ * "device_spec: LINE", "variant_text NAME: LINE", "variant_expr NAME: LINE",
+ * at line_no. Returns 1 when it was one (*rc: MB_ERUN when out of memory,
+ * MB_EINPUT with err set for a second text of one variant), else 0. */
+static int embedded(mb_rpt_set *s, int file, int line_no, const char *q, int *rc, mb_err *err)
 {
     static const char spec[] = MB_MEAS_PROV_SPEC ":";
     *rc = MB_OK;
@@ -210,7 +211,7 @@ static int embedded(mb_rpt_set *s, int file, const char *q, int *rc)
     snprintf(nm, sizeof nm, "%.*s", (int)(colon - name), name);
     const char *line = colon + 1;
     if (*line == ' ') line++;
-    *rc = rpt_add_embedded(s, file, nm, is_expr, line);
+    *rc = rpt_add_embedded(s, file, line_no, nm, is_expr, line, err);
     return 1;
 }
 
@@ -272,6 +273,8 @@ static int parse_row(ctx *c, const int *pos, field *f, int nf, mb_rpt_row *r)
     }
     struct { int col; int64_t *dst; } opt_i[] = {
         {C_READ, &r->read_bytes}, {C_WRITE, &r->write_bytes},
+        {C_model_dram_read_bytes, &r->model_dram_read_bytes},
+        {C_model_dram_write_bytes, &r->model_dram_write_bytes},
         {C_DRAM_R, &r->dram_read_bytes}, {C_DRAM_W, &r->dram_write_bytes},
     };
     for (size_t i = 0; i < sizeof opt_i / sizeof opt_i[0]; i++) {
@@ -356,7 +359,8 @@ int mb_rpt_read_csv(mb_rpt_set *s, const char *path, mb_err *err)
             q++;
             while (*q == ' ') q++;
             int erc = MB_OK;
-            if (!embedded(s, file_index, q, &erc)) erc = add_prov(s, path, q);
+            if (!embedded(s, file_index, c.line, q, &erc, err)) erc = add_prov(s, path, q);
+            if (erc == MB_EINPUT) { rc = erc; break; }
             if (erc) { rc = mb_err_set(err, MB_ERUN, "out of memory"); break; }
             continue;
         }

@@ -129,6 +129,63 @@ static int device_index(mb_rpt_set *s, const char *key, const char *csv_path, in
     return s->n_devices++;
 }
 
+/* The definition of the row's variant its own CSV carries, or NULL. */
+static const mb_rpt_vardef *own_text(const mb_rpt_set *s, const mb_rpt_row *r)
+{
+    for (int i = 0; i < s->n_vars; i++)
+        if (s->vars[i].file == r->file_index && s->vars[i].text && !strcmp(s->vars[i].name, r->variant))
+            return &s->vars[i];
+    return NULL;
+}
+
+/* A row measured from a text its CSV carries must move the bytes that text
+ * gives: an edited text, or one of another measurement (three inputs for a
+ * one-input row), would otherwise be fitted against the row's times. The
+ * lecture's counts (read_bytes, write_bytes) hold on every device; the
+ * cache-aware model_dram_* are compared on the CSV's embedded device spec
+ * (the harness's model device), and only where the CSV carries one. The
+ * model is deterministic: the counts must be equal. MB_EINPUT naming the
+ * row's line. */
+static int check_text_bytes(mb_rpt_set *s, const mb_rpt_row *r, const mb_graph *g,
+                            const mb_estimate *est, const char *device_override, mb_err *err)
+{
+    const mb_rpt_vardef *v = own_text(s, r);
+    if (!v) return MB_OK;
+    struct { const char *col; int64_t row, model; } c[4] = {
+        {"read_bytes", r->read_bytes, est->total.read_bytes},
+        {"write_bytes", r->write_bytes, est->total.write_bytes},
+        {"model_dram_read_bytes", r->model_dram_read_bytes, -1},
+        {"model_dram_write_bytes", r->model_dram_write_bytes, -1},
+    };
+    int nc = 2;
+    if (s->specs[r->file_index] && (r->model_dram_read_bytes >= 0 || r->model_dram_write_bytes >= 0)) {
+        mb_estimate on_spec;
+        const mb_estimate *e = est;
+        if (device_override) { /* r->dev is --device's: model the row on the CSV's spec */
+            mb_device d;
+            char name[600];
+            snprintf(name, sizeof name, "%s (device_spec)", s->files[r->file_index]);
+            int rc = mb_device_load_ini_text(s->specs[r->file_index], name, &d, err);
+            if (rc == MB_OK) rc = estimate_graph(g, r->plan, r->n, &d, &on_spec, NULL, err);
+            if (rc) return rc;
+            e = &on_spec;
+        }
+        c[2].model = e->total.dram_read_bytes;
+        c[3].model = e->total.dram_write_bytes;
+        if (e == &on_spec) mb_estimate_free(&on_spec);
+        nc = 4;
+    }
+    for (int i = 0; i < nc; i++)
+        if (c[i].row >= 0 && c[i].row != c[i].model)
+            return mb_err_set(err, MB_EINPUT,
+                              "%s:%d: column '%s' is %lld, but the text of variant '%s' this CSV "
+                              "carries (line %d) gives %lld at n = %lld, plan %s, %s: the text "
+                              "is not the one measured", r->file, r->line, c[i].col,
+                              (long long)c[i].row, r->variant, v->line, (long long)c[i].model,
+                              (long long)r->n, r->plan, r->dtype);
+    return MB_OK;
+}
+
 int mb_rpt_join(mb_rpt_set *s, const char *device_override, mb_err *err)
 {
     mb_err e;
@@ -177,6 +234,12 @@ int mb_rpt_join(mb_rpt_set *s, const char *device_override, mb_err *err)
                 r->pred_host_time_s = est_host.total.time_s;
                 mb_estimate_free(&est_host);
             }
+        }
+        if (!rc && (rc = check_text_bytes(s, r, g, &est, device_override, &e)) != MB_OK) {
+            mb_estimate_free(&est);
+            mb_graph_free(g);
+            if (rc == MB_EINPUT) return mb_err_set(err, rc, "%s", e.msg);
+            return mb_err_set(err, rc, "%s:%d: %s", r->file, r->line, e.msg);
         }
         mb_graph_free(g);
         if (rc)

@@ -72,23 +72,31 @@ static mb_rpt_vardef *push_def(mb_rpt_set *s)
     return v;
 }
 
-int rpt_add_embedded(mb_rpt_set *s, int file, const char *name, int is_expr, const char *line)
+int rpt_add_embedded(mb_rpt_set *s, int file, int line_no, const char *name, int is_expr,
+                     const char *line, mb_err *err)
 {
     mb_rpt_vardef *v = NULL;
     for (int i = 0; i < s->n_vars; i++)
         if (s->vars[i].file == file && !strcmp(s->vars[i].name, name)) v = &s->vars[i];
+    /* one text per variant: the last of two would win silently */
+    if (v && (is_expr || v->is_expr))
+        return mb_err_set(err, MB_EINPUT, "%s:%d: a second text of variant '%s' ('%s %s', the "
+                          "first is on line %d): one variant_expr line, or variant_text lines, "
+                          "per variant", s->files[file], line_no, name,
+                          is_expr ? MB_MEAS_PROV_EXPR : MB_MEAS_PROV_VARIANT, name, v->line);
     if (!v) {
-        if (!(v = push_def(s))) return MB_ERUN;
+        if (!(v = push_def(s))) return mb_err_set(err, MB_ERUN, "out of memory");
         snprintf(v->name, sizeof v->name, "%s", name);
         v->is_expr = is_expr;
         v->file = file;
+        v->line = line_no;
         const char *base = strrchr(s->files[file], '/');
         snprintf(v->origin, sizeof v->origin, "%s (variant %s)", base ? base + 1 : s->files[file],
                  name);
     }
     size_t old = v->text ? strlen(v->text) : 0, add = strlen(line);
     char *t = realloc(v->text, old + add + 2);
-    if (!t) return MB_ERUN;
+    if (!t) return mb_err_set(err, MB_ERUN, "out of memory");
     if (old) t[old++] = '\n';
     memcpy(t + old, line, add + 1);
     v->text = t;

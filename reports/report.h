@@ -63,6 +63,7 @@ typedef struct mb_rpt_vardef {
     char *text;                /* owned; NULL: the built-in of that name */
     int file;                  /* index into mb_rpt_set.files, -1: command line */
     char origin[600];          /* for messages: "m.csv (variant silu)", "silu.mb" */
+    int line;                  /* a CSV's text: the line of its first provenance line */
 } mb_rpt_vardef;
 
 /* ---- measurement rows ------------------------------------------------- */
@@ -100,6 +101,8 @@ typedef struct mb_rpt_row {
     int64_t read_bytes, write_bytes;
     int has_dram;              /* 1 when dram_read/write_bytes were measured */
     int64_t dram_read_bytes, dram_write_bytes;
+    int64_t model_dram_read_bytes, model_dram_write_bytes; /* as the harness modelled
+                                  them (-1: no such column or empty) */
     char counters[160];
     char count_check[16];      /* the harness's counted-vs-model verdict (count_check
                                   column): "ok", "off", "below 4x L2" or "" */

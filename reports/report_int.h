@@ -33,9 +33,13 @@ typedef struct rpt_series {
 int rpt_model_series(const mb_rpt_set *defs, rpt_series *out, int max);
 
 /* Appends one line of an embedded variant text (a CSV's "# variant_text
- * NAME: line" or "# variant_expr NAME: line") to the definition of name in
- * file. MB_ERUN when out of memory. */
-int rpt_add_embedded(mb_rpt_set *s, int file, const char *name, int is_expr, const char *line);
+ * NAME: line" or "# variant_expr NAME: line", at line_no of the file) to the
+ * definition of name in file. An expression is one line: a second
+ * variant_expr line for the name, or variant_text and variant_expr lines for
+ * one name, are MB_EINPUT ("file:line: ..." naming both lines). MB_ERUN when
+ * out of memory. */
+int rpt_add_embedded(mb_rpt_set *s, int file, int line_no, const char *name, int is_expr,
+                     const char *line, mb_err *err);
 
 /* A document written as Markdown: rpt_doc_end writes it and its HTML
  * (rendered by cmark, images embedded). Paragraph text is Markdown; every

@@ -31,6 +31,23 @@ printf '%s\nh100-sxm,cpu,copy,eager,f32,4096,1e-6,1\0\n' "$good_header" >nul.csv
 printf '%s\nh100-sxm,cpu,c\xffpy,eager,f32,4096,1e-6,1\n' "$good_header" >badutf8.csv
 printf '%s\nspec:0,cpu,copy,eager,f32,4096,1e-6,1\n' "$good_header" >specdev.csv
 printf 'keep\n' >keep.txt
+# variant texts a CSV carries must match its rows' bytes; one text per variant
+bytes_header=device,backend,variant,plan,dtype,n,time_s_median,read_bytes,write_bytes,verified
+{ printf '# variant_text v: %s\n' 'name v' 'input x, a, b' 'y = x + a + b' 'output y'
+  printf '%s\nh100-sxm,cpu,v,eager,f32,4096,1e-6,16384,16384,1\n' "$bytes_header"; } >text3in.csv
+{ printf '# variant_text v: %s\n' 'name v' 'input x' 'y = x * 2' 'output y'
+  printf '%s\nh100-sxm,cpu,v,eager,f32,4096,1e-6,16384,16384,1\n' "$bytes_header"; } >textok.csv
+{ printf '# variant_expr v: y = x * 2\n# variant_expr v: y = x * 2 + x\n'
+  printf '%s\nh100-sxm,cpu,v,eager,f32,4096,1e-6,16384,16384,1\n' "$bytes_header"; } >text2expr.csv
+{ printf '# variant_text v: %s\n' 'name v' 'input x' 'y = x * 2' 'output y'
+  printf '# variant_expr v: y = x * 2\n'
+  printf '%s\nh100-sxm,cpu,v,eager,f32,4096,1e-6,16384,16384,1\n' "$bytes_header"; } >textexpr.csv
+# the model's DRAM bytes on the CSV's spec (1 MiB cache): an edited one is refused
+{ printf '# device_spec: %s\n' '[device]' 'name = t' 'mem_bandwidth_gbs = 100' 'cache_mb = 1' \
+    'fp32_tflops = 10' 'bf16_tflops = 10' 'launch_overhead_us = 1' 'source = test'
+  printf '# variant_expr v: y = x * 2\n'
+  printf 'device,backend,variant,plan,dtype,n,time_s_median,read_bytes,write_bytes,model_dram_read_bytes,model_dram_write_bytes,verified\n'
+  printf 't,cpu,v,eager,f32,4096,1e-6,16384,16384,16384,99,1\n'; } >textdram.csv
 # spec figures outside their plausible ranges (a denormal bandwidth made every time inf)
 spec_tail='cache_mb = 1\nfp32_tflops = 1\nbf16_tflops = 1\nsource = s\n'
 printf "[device]\nname = t\nmem_bandwidth_gbs = 1e-320\nlaunch_overhead_us = 1\n$spec_tail" >tinybw.ini
@@ -174,6 +191,11 @@ if has report; then
   expect 2 'character device' -- report devzero.csv -o out
   expect 2 'character device|nosuchdev' -- report provzero.csv -o out
   expect 2 "unknown device 'spec:0'" -- report specdev.csv -o out
+  expect 2 "text3in.csv:6: column 'read_bytes' is 16384, but the text of variant 'v' this CSV carries \(line 1\) gives 65536" -- report text3in.csv -o out
+  expect 2 "text2expr.csv:2: a second text of variant 'v'.*line 1" -- report text2expr.csv -o out
+  expect 2 "textexpr.csv:5: a second text of variant 'v'.*line 1" -- report textexpr.csv -o out
+  expect 2 "textdram.csv:11: column 'model_dram_write_bytes' is 99, .* gives 16384" -- report textdram.csv -o out
+  expect 2 "textdram.csv:11: column 'model_dram_write_bytes' is 99" -- report textdram.csv --device h100-sxm -o out
   expect 2 "bigcache.csv \(device_spec\):4: key 'cache_mb': .*got '1e30'" -- report bigcache.csv -o out
   expect 2 'not a directory|exists|directory' -- report ok.csv -o keep.txt
   expect 2 "unknown option" -- figures --bogus
