@@ -167,7 +167,8 @@ int mb_cmd_calibrate(int argc, char **argv)
                    cal.serial_fraction_compiled_q1, cal.serial_fraction_compiled_q3);
         else
             printf("  serial fraction of a compiled kernel: not measured (no compiled kernels: "
-                   "no C compiler?); such kernels take the figure above\n");
+                   "%s); such kernels take the figure above\n",
+                   mb_kern_jit_why_not() ? mb_kern_jit_why_not() : "no C compiler or vector ISA");
         printf("  op rates (1e9 elements/s, L1-resident, all threads):\n");
         for (int op = MB_OP_ADD; op < MB_OP_COUNT; op++)
             printf("    %-10s %8.3f%s", mb_op_name((mb_op)op), cal.op_geps[op],
@@ -178,8 +179,9 @@ int mb_cmd_calibrate(int argc, char **argv)
                    cal.compiled_chains, cal.compiled_ops,
                    cal.sincos_compiled_geps > 0 ? " and the sincos pair's" : "");
         else
-            printf("  compiled probe chains: none built (no C compiler or vector ISA); compiled "
-                   "kernels take the op rates above\n");
+            printf("  compiled probe chains: none built (%s); compiled kernels take the op "
+                   "rates above\n",
+                   mb_kern_jit_why_not() ? mb_kern_jit_why_not() : "no C compiler or vector ISA");
         if (quick) mb_cli_note("--quick: cache-sized arrays, few repetitions; not for the model");
     }
     if (mb_device_write_ini(&d, out_path, &e)) return mb_cli_fail_err(1, &e);

@@ -105,7 +105,23 @@ static struct {
     jit_entry table[JIT_TABLE_MAX];
     int n_table;
     mb_kern_jit_stats stats;
-} jit = {MB_KERN_JIT_AUTO, MB_JIT_CC, "", {{0, NULL, NULL}}, 0, {0, 0, 0}};
+    char why[1200];      /* why the last kernel was not compiled, "" if none failed */
+} jit = {MB_KERN_JIT_AUTO, MB_JIT_CC, "", {{0, NULL, NULL}}, 0, {0, 0, 0}, ""};
+
+static void why_not(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+static void why_not(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(jit.why, sizeof jit.why, fmt, ap);
+    va_end(ap);
+}
+
+const char *mb_kern_jit_why_not(void)
+{
+    return jit.why[0] ? jit.why : NULL;
+}
 
 static void table_clear(void)
 {
@@ -120,6 +136,7 @@ void mb_kern_jit_configure(mb_kern_jit_mode mode, const char *cc, const char *ca
     if (!cache_dir) cache_dir = "";
     if (strcmp(cc, jit.cc) || strcmp(cache_dir, jit.cache_dir)) table_clear();
     memset(&jit.stats, 0, sizeof jit.stats);
+    jit.why[0] = '\0';
     jit.mode = mode;
     snprintf(jit.cc, sizeof jit.cc, "%s", cc);
     snprintf(jit.cache_dir, sizeof jit.cache_dir, "%s", cache_dir);
@@ -140,18 +157,33 @@ static int cache_dir(char *buf, size_t size)
         const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
         if (xdg && xdg[0] == '/') snprintf(buf, size, "%s/membound/jit", xdg);
         else if (home && home[0] == '/') snprintf(buf, size, "%s/.cache/membound/jit", home);
-        else return -1;
+        else {
+            why_not("no folder for the compiled-kernel cache: $HOME and $XDG_CACHE_HOME are "
+                    "unset or not absolute paths");
+            return -1;
+        }
     }
     /* mkdir -p */
     for (char *p = buf + 1; *p; p++) {
         if (*p != '/') continue;
         *p = 0;
         int rc = mkdir(buf, 0700);
+        if (rc && errno != EEXIST) {
+            why_not("cannot create the compiled-kernel cache folder %s: %s", buf, strerror(errno));
+            *p = '/';
+            return -1;
+        }
         *p = '/';
-        if (rc && errno != EEXIST) return -1;
     }
-    if (mkdir(buf, 0700) && errno != EEXIST) return -1;
-    return access(buf, W_OK | X_OK) ? -1 : 0;
+    if (mkdir(buf, 0700) && errno != EEXIST) {
+        why_not("cannot create the compiled-kernel cache folder %s: %s", buf, strerror(errno));
+        return -1;
+    }
+    if (access(buf, W_OK | X_OK)) {
+        why_not("the compiled-kernel cache folder %s is not writable: %s", buf, strerror(errno));
+        return -1;
+    }
+    return 0;
 }
 
 /* ---- code generation ------------------------------------------------------------ */
@@ -400,13 +432,16 @@ static void build(const char *text, jit_entry *e)
     snprintf(tmp_c, sizeof tmp_c, "%s/k%016llx.%ld.c", dir, (unsigned long long)e->hash, (long)getpid());
     snprintf(tmp_so, sizeof tmp_so, "%s/k%016llx.%ld.so", dir, (unsigned long long)e->hash, (long)getpid());
     FILE *f = fopen(tmp_c, "w");
-    if (!f) return;
+    if (!f) { why_not("cannot write %s: %s", tmp_c, strerror(errno)); return; }
     int ok = fputs(text, f) >= 0;
     ok = (fclose(f) == 0) && ok;
     /* built under a private name, renamed into place: a process loading the
      * cache never sees half an object */
-    if (ok && compile(tmp_c, tmp_so) == 0 && rename(tmp_so, so) == 0 && load(so, e) == 0)
-        jit.stats.compiled++;
+    if (!ok) why_not("cannot write %s", tmp_c);
+    else if (compile(tmp_c, tmp_so) != 0) why_not("the C compiler '%s' failed or is not there", jit.cc);
+    else if (rename(tmp_so, so) != 0) why_not("cannot rename into %s: %s", so, strerror(errno));
+    else if (load(so, e) != 0) why_not("cannot load %s: %s", so, dlerror());
+    else jit.stats.compiled++;
     unlink(tmp_c);
     unlink(tmp_so);
 }
@@ -414,7 +449,8 @@ static void build(const char *text, jit_entry *e)
 mb_kern_tile_fn mb_kern_jit_lookup(int n_reads, const mb_kern_pnode *nodes, int n_nodes,
                                    const int *w_val, int n_writes)
 {
-    if (jit.mode != MB_KERN_JIT_AUTO || !jit.cc[0]) return NULL;
+    if (jit.mode != MB_KERN_JIT_AUTO) return NULL;
+    if (!jit.cc[0]) { why_not("no C compiler configured"); return NULL; }
     char *text = generate(n_reads, nodes, n_nodes, w_val, n_writes);
     if (!text) return NULL;
     /* the key: the source, the compiler and its arguments */

@@ -133,6 +133,11 @@ typedef struct mb_kern_jit_stats {
     int compiled, loaded, failed;
 } mb_kern_jit_stats;
 void mb_kern_jit_get_stats(mb_kern_jit_stats *out);
+/* Why the last kernel that failed to compile was interpreted (no cache
+ * folder, no compiler, a failed build), or NULL when none failed since the
+ * last mb_kern_jit_configure. Owned by the library; valid until the next
+ * kernel is looked up. */
+const char *mb_kern_jit_why_not(void);
 
 /* What the blocked executor evaluates per element for kernel k of t's plan:
  * evaluated: ops run (a node equal to an earlier one of the kernel is not

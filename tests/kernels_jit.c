@@ -224,7 +224,27 @@ static void falls_back(const char *dir)
         mb_kern_jit_get_stats(&st);
         CHECK_EQ_I64(st.compiled + st.loaded, 0);
         CHECK(cfg[k].mode == MB_KERN_JIT_OFF ? st.failed == 0 : st.failed > 0);
+        /* the reason, for calibrate to print: never "no C compiler" for a folder */
+        const char *why = mb_kern_jit_why_not();
+        const char *want = k == 0 ? "membound-cc" : k == 1 ? "membound-no-such-dir" : NULL;
+        CHECK(want ? why && strstr(why, want) : why == NULL);
     }
+    /* $HOME and $XDG_CACHE_HOME unset: the reason names them */
+    char *home = getenv("HOME") ? strdup(getenv("HOME")) : NULL;
+    char *xdg = getenv("XDG_CACHE_HOME") ? strdup(getenv("XDG_CACHE_HOME")) : NULL;
+    unsetenv("HOME");
+    unsetenv("XDG_CACHE_HOME");
+    mb_kern_jit_configure(MB_KERN_JIT_AUTO, NULL, NULL);
+    int c = -1;
+    CHECK(run_expr(exprs[0], MB_PLAN_FUSED, N_SMALL, &c) == 1);
+    CHECK_EQ_I64(c, 0);
+    const char *why = mb_kern_jit_why_not();
+    CHECK(why && strstr(why, "$HOME") && !strstr(why, "compiler"));
+    if (why) printf("HOME unset: %s\n", why);
+    if (home) setenv("HOME", home, 1);
+    if (xdg) setenv("XDG_CACHE_HOME", xdg, 1);
+    free(home);
+    free(xdg);
 }
 
 static void remove_dir(const char *dir)
