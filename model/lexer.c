@@ -1,5 +1,6 @@
 /* lexer.c — tokens of the variant language, with line and column.
- * Python's number syntax; '#' comments; newlines are tokens. */
+ * Python's number syntax; '#' comments; newlines are tokens: "\n", "\r\n"
+ * and a lone "\r" (old Mac files) each end a line, as in Python. */
 #include "model_int.h"
 
 #include <ctype.h>
@@ -24,23 +25,31 @@ static void set(mb_lexer *lx, mb_tok_kind k, const char *start, int len)
     lx->tok.col = (int)(start - lx->line_start) + 1;
 }
 
+/* Length of the line end at p ("\n", "\r\n" or a lone "\r"), 0 if none. */
+static int eol_len(const char *p)
+{
+    if (*p == '\n') return 1;
+    if (*p == '\r') return p[1] == '\n' ? 2 : 1;
+    return 0;
+}
+
 void mb_lex_next(mb_lexer *lx)
 {
     const char *p = lx->p;
     for (;;) {
-        while (*p == ' ' || *p == '\t' || *p == '\r') p++;
+        while (*p == ' ' || *p == '\t') p++;
         if (*p == '#') {
-            while (*p && *p != '\n') p++;
+            while (*p && !eol_len(p)) p++;
             continue;
         }
-        if (*p == '\\' && p[1] == '\n') { /* explicit line joining */
-            p += 2;
+        if (*p == '\\' && eol_len(p + 1)) { /* explicit line joining */
+            p += 1 + eol_len(p + 1);
             lx->line++;
             lx->line_start = p;
             continue;
         }
-        if (*p == '\n' && lx->paren_depth > 0) { /* implicit line joining */
-            p++;
+        if (eol_len(p) && lx->paren_depth > 0) { /* implicit line joining */
+            p += eol_len(p);
             lx->line++;
             lx->line_start = p;
             continue;
@@ -49,9 +58,9 @@ void mb_lex_next(mb_lexer *lx)
     }
     const char *s = p;
     if (*p == '\0') { set(lx, TK_EOF, s, 0); lx->p = p; return; }
-    if (*p == '\n') {
+    if (eol_len(p)) {
         set(lx, TK_NEWLINE, s, 1);
-        lx->p = p + 1;
+        lx->p = p + eol_len(p);
         lx->line++;
         lx->line_start = lx->p;
         return;
@@ -115,14 +124,14 @@ const char *mb_tok_desc(const mb_token *t, char *buf, int bufsize)
 void mb_lex_rest_of_line(mb_lexer *lx, char *buf, int bufsize)
 {
     const char *s = lx->tok.start, *p = s;
-    while (*p && *p != '\n' && *p != '#') p++;
+    while (*p && !eol_len(p) && *p != '#') p++;
     const char *e = p;
     while (e > s && isspace((unsigned char)e[-1])) e--;
     int len = (int)(e - s);
     if (len >= bufsize) len = bufsize - 1;
     memcpy(buf, s, (size_t)len);
     buf[len] = '\0';
-    while (*p && *p != '\n') p++;
+    while (*p && !eol_len(p)) p++;
     lx->p = p;
     mb_lex_next(lx);
 }

@@ -110,6 +110,7 @@ typedef struct mb_graph {
     char warning[400];       /* the parse's first warning, "file:line:col: ...",
                                 "" if none (callers print it) */
     int n_warnings;          /* how many there were */
+    int name_line, name_col; /* the 'name' directive's position, 0 if none */
 } mb_graph;
 
 /* Parses a variant text. filename is used in error messages.

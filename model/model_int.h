@@ -19,6 +19,10 @@ mb_dtype mb_dtype_promote(mb_dtype a, mb_dtype b);
  * each string: ranks "did you mean" suggestions (err.c). */
 int mb_edit_distance(const char *a, const char *b);
 
+/* The text of the built-in variant name (malloc'd), or NULL when there is
+ * none of that name. */
+char *mb_variant_builtin_text(const char *name);
+
 /* ---- lexer (lexer.c) ---- */
 typedef enum {
     TK_EOF = 0, TK_NEWLINE, TK_NUM, TK_ID,

@@ -71,6 +71,16 @@ static char *read_file(const char *path, mb_err *err)
     return mb_text_read(path, (size_t)16 << 20, &buf, NULL, err) == MB_OK ? buf : NULL;
 }
 
+char *mb_variant_builtin_text(const char *name)
+{
+    if (!name[0] || strchr(name, '/') || name[0] == '.') return NULL;
+    char path[1100];
+    snprintf(path, sizeof path, "%s/%s.mb", mb_variant_dir(), name);
+    if (access(path, R_OK) != 0) return NULL;
+    mb_err e;
+    return read_file(path, &e);
+}
+
 int mb_variant_load(const char *name_or_path, mb_dtype dtype, mb_graph **out, mb_err *err)
 {
     char path[1100];
@@ -99,6 +109,25 @@ int mb_variant_load(const char *name_or_path, mb_dtype dtype, mb_graph **out, mb
     char *text = read_file(path, err);
     if (!text) return MB_EINPUT;
     int rc = mb_parse_variant(text, is_path ? name_or_path : path, dtype, out, err);
+    /* A file of its own named like a built-in (by 'name' or by its file name)
+     * would stand in for it: report judges the lecture's claims by the name.
+     * Refused; a copy of the built-in's text is the built-in. */
+    char *builtin = rc == MB_OK && is_path ? mb_variant_builtin_text((*out)->name) : NULL;
+    if (builtin && strcmp(builtin, text) != 0) {
+        const mb_graph *g = *out;
+        if (g->name_line)
+            mb_err_set(err, MB_EINPUT, "%s:%d:%d: variant name '%s' is a built-in's: give yours "
+                       "another name (report judges the lecture's claims by name)", name_or_path,
+                       g->name_line, g->name_col, g->name);
+        else
+            mb_err_set(err, MB_EINPUT, "%s: variant name '%s' (from the file name) is a built-in's: "
+                       "add a 'name' line with another name (report judges the lecture's claims "
+                       "by name)", name_or_path, g->name);
+        mb_graph_free(*out);
+        *out = NULL;
+        rc = MB_EINPUT;
+    }
+    free(builtin);
     free(text);
     return rc;
 }

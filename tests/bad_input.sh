@@ -31,6 +31,10 @@ printf '%s\nh100-sxm,cpu,copy,eager,f32,4096,1e-6,1\0\n' "$good_header" >nul.csv
 printf '%s\nh100-sxm,cpu,c\xffpy,eager,f32,4096,1e-6,1\n' "$good_header" >badutf8.csv
 printf '%s\nspec:0,cpu,copy,eager,f32,4096,1e-6,1\n' "$good_header" >specdev.csv
 printf 'keep\n' >keep.txt
+# a variant of its own named like a built-in would stand in for it in report
+printf 'name copy\ninput x\ny = x * 2\noutput y\n' >mycopy.mb
+mkdir -p own && printf 'input x\ny = x * 2\noutput y\n' >own/copy.mb
+printf 'name a\ninput x\nname b\ny = x * 2\noutput y\n' >twoname.mb
 # variant texts a CSV carries must match its rows' bytes; one text per variant
 bytes_header=device,backend,variant,plan,dtype,n,time_s_median,read_bytes,write_bytes,verified
 { printf '# variant_text v: %s\n' 'name v' 'input x, a, b' 'y = x + a + b' 'output y'
@@ -130,6 +134,10 @@ expect 2 'NUL' -- model copy --device nul.ini
 expect 2 'UTF-8' -- model copy --device badutf8.ini
 expect 2 'mem_bandwith_gbs' -- model copy --device badkey.ini
 expect 2 'nosuchvariant' -- model nosuchvariant
+expect 2 "mycopy.mb:1:1: variant name 'copy' is a built-in's" -- model ./mycopy.mb
+expect 2 "own/copy.mb: variant name 'copy' \(from the file name\) is a built-in's" -- model own/copy.mb
+expect 2 "<expr>:1:1: variant name 'copy' is a built-in's" -- model --expr 'name copy; y = x * 2'
+expect 2 "twoname.mb:3:1: a second 'name' directive \(the first is on line 1\)" -- model ./twoname.mb
 expect 2 "tinybw.ini:3: key 'mem_bandwidth_gbs': .*got '1e-320'" -- model copy --device tinybw.ini --json
 expect 2 "hugebw.ini:3: key 'mem_bandwidth_gbs': .*got '1e30'" -- model copy --device hugebw.ini
 expect 2 "hugelaunch.ini:4: key 'launch_overhead_us': .*got '1e30'" -- whatif copy --devices hugelaunch.ini --json
@@ -191,6 +199,8 @@ if has report; then
   expect 2 'character device' -- report devzero.csv -o out
   expect 2 'character device|nosuchdev' -- report provzero.csv -o out
   expect 2 "unknown device 'spec:0'" -- report specdev.csv -o out
+  expect 2 "mycopy.mb:1:1: variant name 'copy' is a built-in's" -- report ok.csv ./mycopy.mb -o out
+  expect 2 "<expr>:1:1: variant name 'copy' is a built-in's" -- report ok.csv --expr 'name copy; y = x * 2' -o out
   expect 2 "text3in.csv:6: column 'read_bytes' is 16384, but the text of variant 'v' this CSV carries \(line 1\) gives 65536" -- report text3in.csv -o out
   expect 2 "text2expr.csv:2: a second text of variant 'v'.*line 1" -- report text2expr.csv -o out
   expect 2 "textexpr.csv:5: a second text of variant 'v'.*line 1" -- report textexpr.csv -o out

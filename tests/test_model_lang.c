@@ -123,6 +123,9 @@ static void check_variant_file_errors(void)
         {"input x\nx = x*2\n", "v.mb:2:1: 'x' is an input and cannot be assigned"},
         {"input x\nsize 0\ny = x*2\n", "v.mb:2:6: size '0': must be at least 1"},
         {"input x\ny = x*2\nbogus\n", "v.mb:3:6: expected '=' after 'bogus'"},
+        {"name a\ninput x\nname b\ny = x*2\n", "v.mb:3:1: a second 'name' directive (the first is on line 1)"},
+        /* a lone CR ends a line, as in Python: the error is on line 2, not "dtype 'y'" */
+        {"name a\rinput x y\ry = x*2\r", "v.mb:2:9: unknown dtype 'y'"},
     };
     for (size_t i = 0; i < sizeof vb / sizeof vb[0]; i++) {
         mb_graph *g = NULL;
@@ -224,9 +227,37 @@ static void check_f32_literals(void)
     }
 }
 
+/* Line ends "\n", "\r\n" and a lone "\r" read alike; a UTF-8 byte order mark
+ * at the start is skipped (columns count from after it). */
+static void check_line_ends(void)
+{
+    static const char *const texts[] = {
+        "name v\ninput x\ny = x*2 # c\noutput y\n",
+        "name v\r\ninput x\r\ny = x*2 # c\r\noutput y\r\n",
+        "name v\rinput x\ry = x*2 # c\routput y\r",
+        "\xEF\xBB\xBFname v\ninput x\ny = (x *\r 2)\noutput y\n",
+    };
+    for (size_t i = 0; i < sizeof texts / sizeof texts[0]; i++) {
+        mb_graph *g = NULL;
+        mb_err e = {{0}};
+        int rc = mb_parse_variant(texts[i], "v.mb", MB_F32, &g, &e);
+        CHECK_EQ_I64(rc, MB_OK);
+        if (rc) { fprintf(stderr, "  text %zu: %s\n", i, e.msg); continue; }
+        CHECK(!strcmp(g->name, "v") && g->n_inputs == 1 && g->n_outputs == 1);
+        mb_graph_free(g);
+    }
+    mb_graph *g = NULL;
+    mb_err e = {{0}};
+    CHECK(mb_parse_variant("\xEF\xBB\xBFname v\ninput x\ny = $x\n", "v.mb", MB_F32, &g, &e) == MB_EINPUT);
+    CHECK(strstr(e.msg, "v.mb:3:5:") != NULL);
+    CHECK(mb_parse_variant("\xEF\xBB\xBF$", "v.mb", MB_F32, &g, &e) == MB_EINPUT);
+    CHECK(strstr(e.msg, "v.mb:1:1:") != NULL && !strstr(e.msg, "\xEF"));
+}
+
 int main(void)
 {
     check_f32_literals();
+    check_line_ends();
     check_limits();
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) check_case((int)i);
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) check_bad((int)i);
