@@ -4,17 +4,33 @@
 
 #include <ctype.h>
 #include <stdarg.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 
+/* A message longer than msg (a path of thousands of characters) keeps its
+ * start and its end, where the reason is ("PATH: cannot write: ..."), and
+ * loses the middle (of the path), marked " [...] ", in a line of about 1000
+ * characters. */
 int mb_err_set(mb_err *err, int code, const char *fmt, ...)
 {
-    if (err) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(err->msg, sizeof err->msg, fmt, ap);
-        va_end(ap);
-    }
+    if (!err) return code;
+    va_list ap;
+    va_start(ap, fmt);
+    int w = vsnprintf(err->msg, sizeof err->msg, fmt, ap);
+    va_end(ap);
+    if (w < 0 || (size_t)w < sizeof err->msg) return code;
+    char *full = malloc((size_t)w + 1);
+    if (!full) return code; /* out of memory: the start only */
+    va_start(ap, fmt);
+    vsnprintf(full, (size_t)w + 1, fmt, ap);
+    va_end(ap);
+    static const char gap[] = " [...] ";
+    size_t head = 240, tail = 760; /* a line of about 1000 characters */
+    memcpy(err->msg, full, head);
+    memcpy(err->msg + head, gap, sizeof gap - 1);
+    memcpy(err->msg + head + sizeof gap - 1, full + (size_t)w - tail, tail + 1);
+    free(full);
     return code;
 }
 

@@ -180,6 +180,9 @@ if has measure; then
   expect 2 'character device' -- measure copy --sizes 2^10 --device /dev/zero
   expect 2 "unknown option '--bogus'" -- measure copy --sizes 2^10 copy --bogus
   expect 2 'directory' -- calibrate -o adir
+  long=$(printf 'a%.0s' $(seq 5000))
+  expect 2 "aaaa \[\.\.\.\] aaaa.*\.ini: path too long$" -- calibrate -o "no/$long.ini"
+  expect 2 "aaaa \[\.\.\.\] aaaa.*\.csv: path too long$" -- measure copy --sizes 2^10 --device h100-sxm -o "no/$long.csv"
   expect 2 'backend' -- calibrate --backend bogus
 fi
 
@@ -199,6 +202,8 @@ if has report; then
   expect 2 'character device' -- report devzero.csv -o out
   expect 2 'character device|nosuchdev' -- report provzero.csv -o out
   expect 2 "unknown device 'spec:0'" -- report specdev.csv -o out
+  long=$(printf 'a%.0s' $(seq 5000))
+  expect 2 "aaaa \[\.\.\.\] aaaa.*: path too long$" -- report ok.csv -o "no/$long"
   expect 2 "mycopy.mb:1:1: variant name 'copy' is a built-in's" -- report ok.csv ./mycopy.mb -o out
   expect 2 "<expr>:1:1: variant name 'copy' is a built-in's" -- report ok.csv --expr 'name copy; y = x * 2' -o out
   expect 2 "text3in.csv:6: column 'read_bytes' is 16384, but the text of variant 'v' this CSV carries \(line 1\) gives 65536" -- report text3in.csv -o out
