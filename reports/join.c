@@ -144,8 +144,9 @@ static const mb_rpt_vardef *own_text(const mb_rpt_set *s, const mb_rpt_row *r)
  * lecture's counts (read_bytes, write_bytes) hold on every device; the
  * cache-aware model_dram_* are compared on the CSV's embedded device spec
  * (the harness's model device), and only where the CSV carries one. The
- * model is deterministic: the counts must be equal. MB_EINPUT naming the
- * row's line. */
+ * model is deterministic: the counts must be equal. A text named like a
+ * built-in must also move the built-in's bytes. MB_EINPUT naming the row's
+ * line. */
 static int check_text_bytes(mb_rpt_set *s, const mb_rpt_row *r, const mb_graph *g,
                             const mb_estimate *est, const char *device_override, mb_err *err)
 {
@@ -183,6 +184,31 @@ static int check_text_bytes(mb_rpt_set *s, const mb_rpt_row *r, const mb_graph *
                               "is not the one measured", r->file, r->line, c[i].col,
                               (long long)c[i].row, r->variant, v->line, (long long)c[i].model,
                               (long long)r->n, r->plan, r->dtype);
+    /* A text named like a built-in stands for it (report judges the lecture's
+     * claims by name): it must move the built-in's bytes. */
+    mb_graph *bg = NULL;
+    mb_err be;
+    mb_dtype dt = g->n_inputs ? g->nodes[g->inputs[0]].dtype : MB_F32;
+    if (!strchr(r->variant, '/') && !strstr(r->variant, ".mb") &&
+        mb_variant_load(r->variant, dt, &bg, &be) == MB_OK) {
+        mb_estimate eb;
+        int rc = estimate_graph(bg, r->plan, r->n, &s->devices[r->dev], &eb, NULL, &be);
+        mb_graph_free(bg);
+        if (rc == MB_OK) {
+            int differ = eb.total.read_bytes != est->total.read_bytes ||
+                         eb.total.write_bytes != est->total.write_bytes;
+            long long br = (long long)eb.total.read_bytes, bw = (long long)eb.total.write_bytes;
+            mb_estimate_free(&eb);
+            if (differ)
+                return mb_err_set(err, MB_EINPUT,
+                                  "%s:%d: the text of variant '%s' this CSV carries (line %d) is "
+                                  "not the built-in '%s' (it moves %lld + %lld bytes at n = %lld, "
+                                  "plan %s; the built-in %lld + %lld): a variant of its own needs "
+                                  "another name", r->file, r->line, r->variant, v->line, r->variant,
+                                  (long long)est->total.read_bytes, (long long)est->total.write_bytes,
+                                  (long long)r->n, r->plan, br, bw);
+        }
+    }
     return MB_OK;
 }
 

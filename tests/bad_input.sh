@@ -46,6 +46,9 @@ bytes_header=device,backend,variant,plan,dtype,n,time_s_median,read_bytes,write_
 { printf '# variant_text v: %s\n' 'name v' 'input x' 'y = x * 2' 'output y'
   printf '# variant_expr v: y = x * 2\n'
   printf '%s\nh100-sxm,cpu,v,eager,f32,4096,1e-6,16384,16384,1\n' "$bytes_header"; } >textexpr.csv
+# a text named like a built-in (measured before such files were refused) must be the built-in
+{ printf '# variant_text copy: %s\n' 'name copy' 'input x, a' 'y = x + a' 'output y'
+  printf '%s\nh100-sxm,cpu,copy,eager,f32,4096,1e-6,32768,16384,1\n' "$bytes_header"; } >textcopy.csv
 # the model's DRAM bytes on the CSV's spec (1 MiB cache): an edited one is refused
 { printf '# device_spec: %s\n' '[device]' 'name = t' 'mem_bandwidth_gbs = 100' 'cache_mb = 1' \
     'fp32_tflops = 10' 'bf16_tflops = 10' 'launch_overhead_us = 1' 'source = test'
@@ -207,6 +210,7 @@ if has report; then
   expect 2 "mycopy.mb:1:1: variant name 'copy' is a built-in's" -- report ok.csv ./mycopy.mb -o out
   expect 2 "<expr>:1:1: variant name 'copy' is a built-in's" -- report ok.csv --expr 'name copy; y = x * 2' -o out
   expect 2 "text3in.csv:6: column 'read_bytes' is 16384, but the text of variant 'v' this CSV carries \(line 1\) gives 65536" -- report text3in.csv -o out
+  expect 2 "textcopy.csv:6: the text of variant 'copy' this CSV carries \(line 1\) is not the built-in 'copy'" -- report textcopy.csv -o out
   expect 2 "text2expr.csv:2: a second text of variant 'v'.*line 1" -- report text2expr.csv -o out
   expect 2 "textexpr.csv:5: a second text of variant 'v'.*line 1" -- report textexpr.csv -o out
   expect 2 "textdram.csv:11: column 'model_dram_write_bytes' is 99, .* gives 16384" -- report textdram.csv -o out
