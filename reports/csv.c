@@ -191,13 +191,18 @@ static int embedded(mb_rpt_set *s, int file, int line_no, const char *q, int *rc
     if (!strncmp(q, spec, sizeof spec - 1)) {
         const char *line = q + sizeof spec - 1;
         if (*line == ' ') line++;
+        /* padded with empty lines so that the spec's line k is the CSV's line
+         * k: an error in it names the CSV's file:line */
         char *old = s->specs[file];
-        size_t ol = old ? strlen(old) : 0, al = strlen(line);
-        char *t = realloc(old, ol + al + 2);
+        size_t ol = old ? strlen(old) : 0, al = strlen(line), have = 0;
+        for (size_t i = 0; i < ol; i++) have += old[i] == '\n';
+        size_t pad = line_no > 0 && (size_t)line_no > have + 1 ? (size_t)line_no - have - 1 : 0;
+        char *t = realloc(old, ol + pad + al + 2);
         if (!t) { *rc = MB_ERUN; return 1; }
-        memcpy(t + ol, line, al);
-        t[ol + al] = '\n';
-        t[ol + al + 1] = '\0';
+        memset(t + ol, '\n', pad);
+        memcpy(t + ol + pad, line, al);
+        t[ol + pad + al] = '\n';
+        t[ol + pad + al + 1] = '\0';
         s->specs[file] = t;
         return 1;
     }

@@ -105,9 +105,7 @@ static int device_index(mb_rpt_set *s, const char *key, const char *csv_path, in
     int rc;
     if (spec_file >= 0) { /* the spec CSV spec_file carries (never chosen by a device column) */
         int fi = spec_file;
-        char name[600];
-        snprintf(name, sizeof name, "%s (device_spec)", s->files[fi]);
-        if (mb_device_load_ini_text(s->specs[fi], name, &d, err)) return -1;
+        if (mb_device_load_ini_text(s->specs[fi], s->files[fi], &d, err)) return -1;
         /* the same spec from several CSVs is one device */
         for (int i = 0; i < s->n_devices; i++)
             if (!strncmp(s->device_keys[i], MB_RPT_SPEC_KEY, strlen(MB_RPT_SPEC_KEY)) &&
@@ -164,9 +162,7 @@ static int check_text_bytes(mb_rpt_set *s, const mb_rpt_row *r, const mb_graph *
         const mb_estimate *e = est;
         if (device_override) { /* r->dev is --device's: model the row on the CSV's spec */
             mb_device d;
-            char name[600];
-            snprintf(name, sizeof name, "%s (device_spec)", s->files[r->file_index]);
-            int rc = mb_device_load_ini_text(s->specs[r->file_index], name, &d, err);
+            int rc = mb_device_load_ini_text(s->specs[r->file_index], s->files[r->file_index], &d, err);
             if (rc == MB_OK) rc = estimate_graph(g, r->plan, r->n, &d, &on_spec, NULL, err);
             if (rc) return rc;
             e = &on_spec;
@@ -227,6 +223,8 @@ int mb_rpt_join(mb_rpt_set *s, const char *device_override, mb_err *err)
         int embedded = !device_override && s->specs[r->file_index];
         const char *key = device_override ? device_override : embedded ? spec_key : r->device;
         r->dev = device_index(s, key, r->file, embedded ? r->file_index : -1, &e);
+        if (r->dev < 0 && embedded)
+            return mb_err_set(err, MB_EINPUT, "%s (the device spec this CSV carries)", e.msg);
         if (r->dev < 0)
             return mb_err_set(err, MB_EINPUT, "%s:%d:%d: column 'device': %s", r->file, r->line,
                               r->device_col, e.msg);

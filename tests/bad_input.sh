@@ -60,7 +60,8 @@ spec_tail='cache_mb = 1\nfp32_tflops = 1\nbf16_tflops = 1\nsource = s\n'
 printf "[device]\nname = t\nmem_bandwidth_gbs = 1e-320\nlaunch_overhead_us = 1\n$spec_tail" >tinybw.ini
 printf "[device]\nname = t\nmem_bandwidth_gbs = 1e30\nlaunch_overhead_us = 1\n$spec_tail" >hugebw.ini
 printf "[device]\nname = t\nmem_bandwidth_gbs = 100\nlaunch_overhead_us = 1e30\n$spec_tail" >hugelaunch.ini
-{ printf '# device_spec: %s\n' '[device]' 'name = t' 'mem_bandwidth_gbs = 100' 'cache_mb = 1e30' \
+{ printf '# membound measurement\n# backend: cpu\n'
+  printf '# device_spec: %s\n' '[device]' 'name = t' 'mem_bandwidth_gbs = 100' 'cache_mb = 1e30' \
     'fp32_tflops = 10' 'bf16_tflops = 10' 'launch_overhead_us = 1' 'source = test'
   printf '%s\nh100-sxm,cpu,copy,eager,f32,4096,1e-6,1\n' "$good_header"; } >bigcache.csv
 ln -s nowhere.csv dangling.csv
@@ -215,7 +216,7 @@ if has report; then
   expect 2 "textexpr.csv:5: a second text of variant 'v'.*line 1" -- report textexpr.csv -o out
   expect 2 "textdram.csv:11: column 'model_dram_write_bytes' is 99, .* gives 16384" -- report textdram.csv -o out
   expect 2 "textdram.csv:11: column 'model_dram_write_bytes' is 99" -- report textdram.csv --device h100-sxm -o out
-  expect 2 "bigcache.csv \(device_spec\):4: key 'cache_mb': .*got '1e30'" -- report bigcache.csv -o out
+  expect 2 "bigcache.csv:6: key 'cache_mb': .*got '1e30' \(the device spec this CSV carries\)" -- report bigcache.csv -o out
   expect 2 'not a directory|exists|directory' -- report ok.csv -o keep.txt
   expect 2 "unknown option" -- figures --bogus
   expect 2 "unknown option" -- demo --bogus
