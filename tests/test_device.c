@@ -234,6 +234,29 @@ static void test_evidence(void)
     CHECK_NEAR(mb_device_cache_bytes(&d), 49.3 * 1048576.0, 1e-6);
     d.cache_resident_mb = 0;
     CHECK_NEAR(mb_device_cache_bytes(&d), 60 * 1048576.0, 1e-6);
+    /* and the traffic model follows it: eager y = sin(x) + x writes t = sin(x),
+     * then streams t, x and y together; at 18 MiB a tensor (54 MiB) t and x
+     * are still in a 60 MiB L2 (DRAM reads x once) but not in the 49.3 MiB
+     * that stays resident while streaming (x, t, x); at 4 MiB in both */
+    mb_graph *g = NULL;
+    mb_plan *p = NULL;
+    CHECK_EQ_I64(mb_parse_expr("y = sin(x) + x", MB_F32, &g, &err), MB_OK);
+    CHECK_EQ_I64(g ? mb_plan_build(g, MB_PLAN_EAGER, &p, &err) : MB_EINPUT, MB_OK);
+    mb_device h200;
+    CHECK_EQ_I64(mb_device_find("h200", &h200, &err), MB_OK);
+    const int64_t sizes[2] = {(int64_t)18 << 18, (int64_t)1 << 20};
+    for (int k = 0; p && k < 2; k++) {
+        mb_estimate resident, nominal;
+        CHECK_EQ_I64(mb_estimate_plan(p, sizes[k], &h200, &resident, &err), MB_OK);
+        CHECK_EQ_I64(mb_estimate_plan(p, sizes[k], &d, &nominal, &err), MB_OK);
+        int64_t x_bytes = sizes[k] * 4;
+        CHECK_EQ_I64(resident.total.dram_read_bytes, (k == 0 ? 3 : 1) * x_bytes);
+        CHECK_EQ_I64(nominal.total.dram_read_bytes, x_bytes);
+        mb_estimate_free(&resident);
+        mb_estimate_free(&nominal);
+    }
+    mb_plan_free(p);
+    mb_graph_free(g);
 }
 
 static void test_find(void)
