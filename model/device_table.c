@@ -283,7 +283,7 @@ static const mb_device device_table[] = {
                "and BW from MI300X-vs-H200 report [S27]; FP32 81.7 non-packed (163.4 packed, "
                "unconfirmed); no SFU rate in the reference; measured BW: [B] "
                "gpu-stream/mi300x.txt scale, 2 GiB f64 arrays, read + write, 100% "
-               "occupancy: 3997 (best 4058 at 94%; FluidX3D 66% [S7]); launch 2.0 us: "
+               "occupancy: 3997 (best 4058 at 87.5%; FluidX3D 66% [S7]); launch 2.0 us: "
                "MI210's in [B], the only AMD figure (unconfirmed for CDNA3)"},
     {.name = "mi325x", .label = "AMD Instinct MI325X", .kind = "gpu",
      .mem_bandwidth_gbs = 6000, .measured_bandwidth_gbs = 0,
