@@ -54,7 +54,8 @@ static const mb_device device_table[] = {
                "80% of peak [S7]; launch: gpu-specs.md sec. 4 default"},
     {.name = "h100-pcie", .label = "NVIDIA H100 PCIe 80GB", .kind = "gpu",
      .mem_bandwidth_gbs = 2000, .measured_bandwidth_gbs = MB_ROUND(0.85 * 2000),
-     .cited_bandwidth_gbs = MB_ROUND(0.85 * 2000), .cache_mb = 50, .cache_resident_mb = 42.5, .fp32_tflops = 51.2, .bf16_tflops = 756,
+     .cited_bandwidth_gbs = MB_ROUND(0.85 * 2000), .cache_mb = 50, .cache_resident_mb = 42.5,
+     .fp32_tflops = 51.2, .bf16_tflops = 756,
      .sfu_tops = 114 * 16 * 1.755e-3, .launch_overhead_us = 3, .mem_gb = 80,
      .source = "NVIDIA H100 PCIe datasheet (hpctech copy) [S1] and product brief "
                "PB-11133 [S5]; 114 SMs, 1755 MHz boost (Chips and Cheese saw 1395 MHz at "
@@ -86,7 +87,8 @@ static const mb_device device_table[] = {
                "knee; launch 2.4 us, graph 1.3: [B] gpu-small-kernels/h200[_graph].txt"},
     {.name = "gh200", .label = "NVIDIA GH200 Grace Hopper, GPU with 96GB HBM3", .kind = "gpu",
      .mem_bandwidth_gbs = 4000, .measured_bandwidth_gbs = MB_ROUND(0.79 * 4000),
-     .cited_bandwidth_gbs = MB_ROUND(0.79 * 4000), .cache_mb = 60, .cache_resident_mb = 49.3, .fp32_tflops = 67, .bf16_tflops = 990,
+     .cited_bandwidth_gbs = MB_ROUND(0.79 * 4000), .cache_mb = 60, .cache_resident_mb = 49.3,
+     .fp32_tflops = 67, .bf16_tflops = 990,
      .sfu_tops = 132 * 16 * 1.83e-3, .launch_overhead_us = 3, .mem_gb = 96,
      .source = "NVIDIA GH200 datasheet [S10] (transcribed in atineoSE/coding-model-seeks-gpu); "
                "L2 60 MiB as stas00 ml-engineering [S8] and [B] gpu-latency/gh200.txt (L2 "
@@ -296,7 +298,8 @@ static const mb_device device_table[] = {
                "figure (unconfirmed for CDNA3)"},
     {.name = "mi250x", .label = "AMD Instinct MI250X (both GCDs; each is a separate device)",
      .kind = "gpu",
-     .mem_bandwidth_gbs = 3277, .measured_bandwidth_gbs = 2 * 1183, .cited_bandwidth_gbs = 2 * 1183,
+     .mem_bandwidth_gbs = 3277, .measured_bandwidth_gbs = 2 * 1183,
+     .cited_bandwidth_gbs = 2 * 1183,
      .cache_mb = 16, .fp32_tflops = 47.9, .bf16_tflops = 383,
      .sfu_tops = 0, .launch_overhead_us = 2, .mem_gb = 128,
      .source = "ROCm gpu-specs.rst [S26] (220 CUs, L2 8 MiB per GCD, no Infinity Cache) and "
@@ -423,6 +426,8 @@ double mb_device_bandwidth_gbs(const mb_device *d, const char **source)
     return d->mem_bandwidth_gbs;
 }
 
+/* Last-level cache bytes the traffic model uses: the resident figure when
+ * the spec has one, else the nominal size. */
 double mb_device_cache_bytes(const mb_device *d)
 {
     double mb = d->cache_resident_mb > 0 ? d->cache_resident_mb : d->cache_mb;
@@ -438,7 +443,6 @@ void mb_device_at_rates(const mb_device *d, double bandwidth_factor, double op_f
     out->cache_bandwidth_gbs *= op_factor;
     if (op_factor > 0) out->launch_overhead_us /= op_factor;
     if (op_factor > 0) out->graph_launch_overhead_us /= op_factor;
-    out->cited_bandwidth_gbs *= bandwidth_factor;
     out->fp32_tflops *= op_factor;
     out->bf16_tflops *= op_factor;
     out->sfu_tops *= op_factor;
