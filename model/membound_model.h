@@ -305,8 +305,8 @@ double mb_device_cache_bytes(const mb_device *d);
 /* d at other rates, into out: the memory bandwidths (datasheet, measured,
  * read) times bandwidth_factor; what the cores do (every op rate, the
  * FLOP/SFU peaks, the cache's bandwidth) times op_factor and the launch
- * overheads (a CPU pass's fork and join; eager and graph) over it; cache size and overlap as
- * they are. What measure models a row at when a shared host ran at those
+ * overheads (a CPU pass's fork and join; eager and graph) over it; cache
+ * size and overlap as they are. What measure models a row at when a shared host ran at those
  * shares of the calibrated figures (MB_MEAS_CSV_HOST_MODEL_COLUMN): sixteen
  * runs on the 2-vCPU guest, 614 of 676 rows within 25% with the cache and
  * launch following the copy ratio and as they were, 617 following the op
