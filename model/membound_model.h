@@ -193,7 +193,13 @@ typedef struct mb_device {
     char label[128];
     char kind[8];                 /* "gpu" or "cpu" */
     double mem_bandwidth_gbs;     /* datasheet peak, 1e9 B/s */
-    double measured_bandwidth_gbs;/* optional: a measured streaming figure */
+    double measured_bandwidth_gbs;/* optional: a measured streaming figure, the
+                                     attainable bandwidth the model uses:
+                                     bytes read + bytes written (no write-
+                                     allocate read) over the kernel's time */
+    double cited_bandwidth_gbs;   /* optional: the figure the row's source cites
+                                     for it, same counting (a test holds the
+                                     measured figure within 5% of it) */
     double read_bandwidth_gbs;    /* optional: measured read-only streaming, one
                                      stream: a kernel's reads take at least
                                      read bytes / this */
@@ -226,11 +232,23 @@ typedef struct mb_device {
                                      used only where has_serial_fraction_compiled */
     int has_serial_fraction_compiled; /* 1: the spec gives the key; 0: such
                                      kernels take serial_fraction */
-    double cache_mb;              /* last-level cache on the memory path */
+    double cache_mb;              /* last-level cache on the memory path: the
+                                     nominal size, as drivers report it */
+    double cache_resident_mb;     /* optional: what of it stays resident while
+                                     streaming (the knee of an L2 sweep, below
+                                     nominal on split-L2 parts); the
+                                     cache-aware traffic model uses it when > 0,
+                                     else cache_mb (mb_device_cache_bytes) */
     double fp32_tflops;
     double bf16_tflops;           /* dense tensor */
     double sfu_tops;              /* optional: special-function ops, 1e12/s */
-    double launch_overhead_us;    /* per kernel (per pass on a CPU) */
+    double launch_overhead_us;    /* per kernel (per pass on a CPU): on a GPU
+                                     the interval of eager back-to-back
+                                     launches from one host thread on one
+                                     stream, as PyTorch eager issues them */
+    double graph_launch_overhead_us; /* optional: the same interval when the
+                                     kernels are replayed as one CUDA/HIP
+                                     graph; informational, no model uses it */
     double mem_gb;                /* device memory, 1e9 B */
     double op_geps[MB_OP_COUNT];  /* optional: measured elements/s of each op,
                                      1e9/s (written by calibrate) */
@@ -280,11 +298,15 @@ int mb_device_load_ini_text(const char *text, const char *name, mb_device *out, 
  * set to "measured" or "datasheet" when non-NULL. */
 double mb_device_bandwidth_gbs(const mb_device *d, const char **source);
 
+/* Bytes of last-level cache the cache-aware traffic model uses:
+ * cache_resident_mb when > 0, else cache_mb, in MiB x 2^20. */
+double mb_device_cache_bytes(const mb_device *d);
+
 /* d at other rates, into out: the memory bandwidths (datasheet, measured,
  * read) times bandwidth_factor; what the cores do (every op rate, the
  * FLOP/SFU peaks, the cache's bandwidth) times op_factor and the launch
- * overhead (a CPU pass's fork and join) over it; cache size and overlap as
- * they are. What measure models a row at when a shared host ran at those
+ * overheads (a CPU pass's fork and join; eager and graph) over it; cache
+ * size and overlap as they are. What measure models a row at when a shared host ran at those
  * shares of the calibrated figures (MB_MEAS_CSV_HOST_MODEL_COLUMN): sixteen
  * runs on the 2-vCPU guest, 614 of 676 rows within 25% with the cache and
  * launch following the copy ratio and as they were, 617 following the op
