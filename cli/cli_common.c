@@ -64,6 +64,11 @@ void mb_cli_note_line(const char *line)
     mb_cli_note("%s", line);
 }
 
+void mb_cli_warn_line(const char *line)
+{
+    mb_cli_warn("%s", line);
+}
+
 static int push_size(int64_t **v, int *n, int64_t x, mb_err *err)
 {
     if (*n >= 4096) return mb_err_set(err, MB_EINPUT, "too many sizes (at most 4096)");

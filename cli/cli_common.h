@@ -32,8 +32,9 @@ void mb_cli_warn(const char *fmt, ...)
 #endif
     ;
 
-/* mb_cli_note for a callback that takes one line. */
+/* mb_cli_note and mb_cli_warn for a callback that takes one line. */
 void mb_cli_note_line(const char *line);
+void mb_cli_warn_line(const char *line);
 
 /* The measurement library's note callback (mb_meas_config.note): prints
  * "membound: <level>: <msg>" to stderr; the library drops notes under

@@ -59,6 +59,7 @@ int mb_cmd_calibrate(int argc, char **argv)
     const char *out_path = "local-cpu.ini";
     mb_meas_backend backend = MB_MEAS_CPU;
     int threads = 0, quick = 0, quiet = 0, cached = 0, c;
+    mb_kern_jit_set_warn(mb_cli_warn_line); /* a refused compiled-kernel cache says so */
     opterr = 0;
     optind = 1;
     while ((c = getopt_long(argc, argv, ":hb:o:T:q", opts, NULL)) != -1) {

@@ -423,6 +423,7 @@ int mb_cmd_measure(int argc, char **argv)
     mb_meas_hostref href = {0}; /* the host reference (CPU rows, calibrated spec) */
     int c, rc;
     int sizes_opt = 0, cold_opt = 0; /* the option that set them, for conflicts */
+    mb_kern_jit_set_warn(mb_cli_warn_line); /* a refused compiled-kernel cache says so */
     opterr = 0;
     optind = 1;
     while ((c = getopt_long(argc, argv, ":hqb:e:p:s:n:t:d:r:WCT:x:o:k:O:", lopts, NULL)) != -1) {
