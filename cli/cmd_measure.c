@@ -526,6 +526,14 @@ int mb_cmd_measure(int argc, char **argv)
                              argv[i]);
             goto out;
         }
+    /* an output that is an input (a variant file, the spec) or the other
+     * output would be lost: refused before any work */
+    const char *out_paths[] = {o.out_path, o.kernel_path};
+    if (mb_outfile_check_distinct(out_paths, 2, (const char *const *)argv + first, argc - first, &e) ||
+        mb_outfile_check_distinct(out_paths, 2, &o.device, 1, &e)) {
+        rc = mb_cli_fail_err(2, &e);
+        goto out;
+    }
 
     /* 1. every graph, plan and size: bad input fails before anything runs */
     int n_jobs = 0, cap_jobs = 16;

@@ -520,6 +520,9 @@ typedef struct mb_outfile {
     char tmp[4200];      /* named temporary while one exists, else "" */
     int anon;            /* 1: unnamed temporary (O_TMPFILE) until commit */
     int direct;          /* 1: a device, written directly */
+    int was_there;       /* path existed at open, as below: a commit replaces only that */
+    unsigned long long was_dev, was_ino, was_size;
+    long long was_mtime_ns;
 } mb_outfile;
 
 /* Opens path for writing as above. Refuses, with MB_EINPUT and before any
@@ -527,12 +530,26 @@ typedef struct mb_outfile {
  * and a folder that cannot be written. */
 int mb_outfile_open(mb_outfile *o, const char *path, mb_err *err);
 /* Flushes, syncs, closes and renames into place; MB_ERUN (nothing replaced,
- * temporary removed) on any write error, a full disk included. */
+ * temporary removed) on any write error, a full disk included, and when
+ * another run wrote path since it was opened (checked under an flock on its
+ * folder, held for the renames only: of two runs writing one output, the
+ * second to finish fails with one line instead of losing the first's rows
+ * unseen). */
 int mb_outfile_commit(mb_outfile *o, mb_err *err);
 /* Commits n files together: every file is flushed, synced and closed before
  * the first rename, so a write error anywhere replaces none of them. */
 int mb_outfile_commit_all(mb_outfile *const *o, int n, mb_err *err);
 void mb_outfile_abort(mb_outfile *o);              /* close and remove temp */
+/* MB_OK when none of the n_out outputs is one of the n_in inputs or another
+ * of the outputs: the same file (device and inode; through a link or another
+ * spelling of its path), or, for an output not there yet, the same folder
+ * and name. Else MB_EINPUT, "OUT: is also the input IN: give another
+ * output" or "OUT: written twice (also as OUT2)". For checking before any
+ * work; an input that is not a file (a built-in name) and a path that
+ * cannot be looked up are passed over (mb_outfile_open reports the latter).
+ * NULL entries are skipped. */
+int mb_outfile_check_distinct(const char *const *outputs, int n_out, const char *const *inputs, int n_in,
+                              mb_err *err);
 /* Installs SIGINT/TERM/HUP/PIPE/QUIT handlers that remove named temporaries
  * and re-raise the signal; a signal that was ignored at start (nohup) stays
  * ignored. Call once from main. */
