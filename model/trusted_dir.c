@@ -82,7 +82,6 @@ int mb_tdir_open(mb_tdir *d, const char *path, int create, mb_err *err)
     struct stat st;
     if (fd < 0 || fstat(fd, &st) != 0)
         rc = mb_err_set(err, MB_ERUN, "%s: cannot open /: %s", path, strerror(errno));
-    else rc = check_ancestor(&st, path, "/", err);
     const char *p = rest;
     while (rc == MB_OK) {
         while (*p == '/') p++;
@@ -97,6 +96,8 @@ int mb_tdir_open(mb_tdir *d, const char *path, int create, mb_err *err)
         name[len] = '\0';
         p += len;
         if (strcmp(name, ".") == 0) continue;
+        /* the folder walked so far is on the way to the one asked for */
+        if ((rc = check_ancestor(&st, path, cur[0] ? cur : "/", err)) != MB_OK) break;
         int nfd = openat(fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
         if (nfd < 0 && errno == ENOENT && create) {
             if (mkdirat(fd, name, 0700) != 0 && errno != EEXIST) {
@@ -145,7 +146,6 @@ int mb_tdir_open(mb_tdir *d, const char *path, int create, mb_err *err)
         fd = nfd;
         step_path(cur, sizeof cur, name);
         if (fstat(fd, &st) != 0) rc = mb_err_set(err, MB_ERUN, "%s: %s", path, strerror(errno));
-        else rc = check_ancestor(&st, path, cur[0] ? cur : "/", err);
     }
     if (rc == MB_OK) rc = check_own(&st, path, err);
     if (rc != MB_OK) {
