@@ -113,22 +113,14 @@ int mb_cmd_calibrate(int argc, char **argv)
         fputs(summary, stdout);
     } else {
         /* this host's cache: read with --cached, written by every full calibration */
-        char cache[1024], cnote[1200];
-        mb_kern_set_threads(threads);
-        int lrc = quick ? MB_ERUN
-                        : mb_meas_cache_locate(getenv("MEMBOUND_CACHE_DIR"), getenv("XDG_CACHE_HOME"),
-                                               getenv("HOME"), mb_kern_threads(), cache, sizeof cache,
-                                               cnote, sizeof cnote, &e);
-        if (lrc == MB_EINPUT) mb_cli_warn("%s", e.msg);
-        if (lrc == MB_OK && cnote[0]) mb_cli_warn("%s", cnote);
         /* one run calibrates this host at a time: another waits for it */
+        char cache[1024];
         mb_tdir lock = {-1, ""};
-        if (lrc == MB_OK &&
-            mb_meas_cache_lock(cache, MB_MEAS_CACHE_WAIT_S, quiet ? NULL : mb_cli_note_line, &lock, &e)) {
-            mb_cli_warn("%s: calibrating without the cache", e.msg);
-            lrc = MB_ERUN;
-        }
-        int have_cache = lrc == MB_OK;
+        mb_kern_set_threads(threads);
+        int have_cache = !quick && mb_meas_cache_claim(getenv("MEMBOUND_CACHE_DIR"), getenv("XDG_CACHE_HOME"),
+                                                       getenv("HOME"), mb_kern_threads(), cache, sizeof cache,
+                                                       mb_cli_warn_line, quiet ? NULL : mb_cli_note_line,
+                                                       &lock) == MB_OK;
         double age_s = 0;
         int rc = have_cache && cached ? mb_meas_cache_load(cache, &d, &age_s, &e) : 1;
         if (rc == MB_OK) {

@@ -35,7 +35,9 @@ static void usage(FILE *fp)
             "                   Default: cpu backend: ./local-cpu.ini when present, else\n"
             "                   this host's cached calibration (per user: $MEMBOUND_CACHE_DIR,\n"
             "                   $XDG_CACHE_HOME/membound or ~/.cache/membound), else a\n"
-            "                   calibration of this CPU, then cached; cuda backend: h100-sxm\n"
+            "                   calibration of this CPU, then cached; cuda backend: h100-sxm.\n"
+            "                   ./local-cpu.ini and the cache are used only when yours and\n"
+            "                   writable by nobody else (a warning says why not)\n"
             "  --recalibrate    calibrate this CPU again and replace the cached calibration\n"
             "  --reps N         at least N timed samples (>= 10, default 10); sampling\n"
             "                   stops when CV <= 2%% or after 10 s\n"
@@ -290,20 +292,13 @@ static int model_device(const opts *o, mb_meas_backend b, mb_device *dev, char *
     if (rc != 1) return rc;
     /* this host's cached calibration, else calibrate once and cache it; one
      * run calibrates at a time (another waits, then reads what it cached) */
-    char cache[1024], cnote[1200];
+    char cache[1024];
+    mb_tdir lock;
     mb_kern_set_threads(o->cfg.threads);
-    int lrc = mb_meas_cache_locate(getenv("MEMBOUND_CACHE_DIR"), getenv("XDG_CACHE_HOME"), getenv("HOME"),
-                                   mb_kern_threads(), cache, sizeof cache, cnote, sizeof cnote, &e);
-    if (lrc == MB_EINPUT) mb_cli_warn("%s", e.msg);
-    else if (lrc != MB_OK && !o->quiet) mb_cli_note("calibration cache: %s", e.msg);
-    if (lrc == MB_OK && cnote[0]) mb_cli_warn("%s", cnote);
-    mb_tdir lock = {-1, ""};
-    if (lrc == MB_OK &&
-        mb_meas_cache_lock(cache, MB_MEAS_CACHE_WAIT_S, o->quiet ? NULL : mb_cli_note_line, &lock, &e)) {
-        mb_cli_warn("%s: calibrating without the cache", e.msg);
-        lrc = MB_ERUN;
-    }
-    rc = cached_or_calibrated(o, lrc == MB_OK ? cache : NULL, dev, desc, descsz);
+    int have_cache = mb_meas_cache_claim(getenv("MEMBOUND_CACHE_DIR"), getenv("XDG_CACHE_HOME"), getenv("HOME"),
+                                         mb_kern_threads(), cache, sizeof cache, mb_cli_warn_line,
+                                         o->quiet ? NULL : mb_cli_note_line, &lock) == MB_OK;
+    rc = cached_or_calibrated(o, have_cache ? cache : NULL, dev, desc, descsz);
     mb_tdir_close(&lock);
     return rc;
 }

@@ -207,3 +207,18 @@ int mb_meas_cache_lock(const char *path, double timeout_s, void (*waiting)(const
     if (rc != MB_OK) mb_tdir_close(held);
     return rc;
 }
+
+int mb_meas_cache_claim(const char *dir_env, const char *xdg_env, const char *home_env, int threads,
+                        char *path, size_t pathsz, void (*warn)(const char *line),
+                        void (*waiting)(const char *line), mb_tdir *held)
+{
+    char note[1200];
+    mb_err e;
+    held->fd = -1;
+    int rc = mb_meas_cache_locate(dir_env, xdg_env, home_env, threads, path, pathsz, note, sizeof note, &e);
+    if (rc == MB_OK && note[0] && warn) warn(note);
+    if (rc == MB_OK && (rc = mb_meas_cache_lock(path, MB_MEAS_CACHE_WAIT_S, waiting, held, &e)) != MB_OK)
+        snprintf(e.msg + strlen(e.msg), sizeof e.msg - strlen(e.msg), ": calibrating without the cache");
+    if (rc != MB_OK && warn) warn(e.msg);
+    return rc;
+}

@@ -545,6 +545,15 @@ int mb_meas_cache_save(const char *path, const mb_device *d, char *moved, size_t
 int mb_meas_cache_lock(const char *path, double timeout_s, void (*waiting)(const char *line),
                        mb_tdir *held, mb_err *err);
 
+/* The cache a calibrating run uses: mb_meas_cache_locate, then
+ * mb_meas_cache_lock for up to MB_MEAS_CACHE_WAIT_S. MB_OK with path and
+ * *held (release with mb_tdir_close); else no cache (*held closed). warn
+ * (may be NULL) gets one line for a folder passed over or refused, none
+ * usable, or a lock waited on too long; waiting as in mb_meas_cache_lock. */
+int mb_meas_cache_claim(const char *dir_env, const char *xdg_env, const char *home_env, int threads,
+                        char *path, size_t pathsz, void (*warn)(const char *line),
+                        void (*waiting)(const char *line), mb_tdir *held);
+
 /* ---- CSV --------------------------------------------------------------------- */
 
 /* Provenance written as leading '#' lines. Strings may be empty. */
