@@ -55,16 +55,91 @@ static int check_own(const struct stat *st, const char *path, mb_err *err)
     return MB_OK;
 }
 
-/* cur + "/" + name, or cur less its last component for "..". */
-static void step_path(char *cur, size_t size, const char *name)
+/* A walk from / to the folder asked for, one component at a time. */
+typedef struct walk {
+    const char *path;         /* as asked, for messages */
+    char rest[2 * PATH_MAX];  /* what is left to walk, from p */
+    const char *p;
+    char cur[2 * PATH_MAX];   /* the folders walked so far ("" is /), for messages */
+    int fd;                   /* the folder walked so far, and its fstat */
+    struct stat st;
+    int links;                /* links followed */
+} walk;
+
+/* Starts (or, after an absolute link, restarts) the walk at /. */
+static int walk_root(walk *w, mb_err *err)
 {
-    if (strcmp(name, "..") == 0) {
-        char *slash = strrchr(cur, '/');
-        if (slash) *slash = '\0';
-        return;
+    if (w->fd >= 0) close(w->fd);
+    w->cur[0] = '\0';
+    w->fd = open("/", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (w->fd < 0 || fstat(w->fd, &w->st) != 0)
+        return mb_err_set(err, MB_ERUN, "%s: cannot open /: %s", w->path, strerror(errno));
+    return MB_OK;
+}
+
+/* The next component of what is left into name ("" at the end). */
+static int walk_next(walk *w, char name[NAME_MAX + 1], mb_err *err)
+{
+    do {
+        while (*w->p == '/') w->p++;
+        size_t len = strcspn(w->p, "/");
+        if (len > NAME_MAX) return mb_err_set(err, MB_ERUN, "%s: a name in it is too long", w->path);
+        memcpy(name, w->p, len);
+        name[len] = '\0';
+        w->p += len;
+    } while (!strcmp(name, "."));
+    return MB_OK;
+}
+
+/* name in the folder walked so far is a link: followed when root or this
+ * user owns it (the rest of the walk checks where it leads). */
+static int walk_link(walk *w, const char *name, mb_err *err)
+{
+    struct stat ls;
+    char at[sizeof w->cur + NAME_MAX + 2], target[PATH_MAX], spliced[sizeof w->rest];
+    snprintf(at, sizeof at, "%s/%s", w->cur, name);
+    if (fstatat(w->fd, name, &ls, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISLNK(ls.st_mode))
+        return mb_err_set(err, MB_EINPUT, "%s not used: %s is not a folder", w->path, at);
+    if (ls.st_uid != geteuid() && ls.st_uid != 0)
+        return mb_err_set(err, MB_EINPUT, "%s not used: %s is a symbolic link owned by uid %u (remove it)",
+                          w->path, at, (unsigned)ls.st_uid);
+    ssize_t n = readlinkat(w->fd, name, target, sizeof target - 1);
+    if (n <= 0 || ++w->links > MB_TDIR_MAX_LINKS)
+        return mb_err_set(err, MB_ERUN, "%s: cannot follow the link %s", w->path, at);
+    target[n] = '\0';
+    snprintf(spliced, sizeof spliced, "%s%s", target, w->p);
+    snprintf(w->rest, sizeof w->rest, "%s", spliced);
+    w->p = w->rest;
+    return target[0] == '/' ? walk_root(w, err) : MB_OK;
+}
+
+/* One step down into name (made 0700 first when missing and create), after
+ * checking the folder it leaves as one on the way. */
+static int walk_step(walk *w, const char *name, int create, mb_err *err)
+{
+    int rc = check_ancestor(&w->st, w->path, w->cur[0] ? w->cur : "/", err);
+    if (rc != MB_OK) return rc;
+    int fd = openat(w->fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0 && errno == ENOENT && create) {
+        if (mkdirat(w->fd, name, 0700) != 0 && errno != EEXIST)
+            return mb_err_set(err, MB_ERUN, "%s: cannot create %s/%s: %s", w->path, w->cur, name,
+                              strerror(errno));
+        fd = openat(w->fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     }
-    size_t len = strlen(cur);
-    snprintf(cur + len, size - len, "/%s", name);
+    if (fd < 0 && (errno == ELOOP || errno == ENOTDIR)) return walk_link(w, name, err);
+    if (fd < 0)
+        return mb_err_set(err, MB_ERUN, "%s: cannot open %s/%s: %s", w->path, w->cur, name, strerror(errno));
+    close(w->fd);
+    w->fd = fd;
+    if (!strcmp(name, "..")) { /* the walk's own parent: checked on the way down */
+        char *slash = strrchr(w->cur, '/');
+        if (slash) *slash = '\0';
+    } else {
+        size_t len = strlen(w->cur);
+        snprintf(w->cur + len, sizeof w->cur - len, "/%s", name);
+    }
+    if (fstat(w->fd, &w->st) != 0) return mb_err_set(err, MB_ERUN, "%s: %s", w->path, strerror(errno));
+    return MB_OK;
 }
 
 int mb_tdir_open(mb_tdir *d, const char *path, int create, mb_err *err)
@@ -72,87 +147,25 @@ int mb_tdir_open(mb_tdir *d, const char *path, int create, mb_err *err)
     d->fd = -1;
     if (!path || !path[0]) return mb_err_set(err, MB_ERUN, "no folder given");
     snprintf(d->path, sizeof d->path, "%s", path);
-    char rest[2 * PATH_MAX], cwd[PATH_MAX];
-    if (path[0] == '/') snprintf(rest, sizeof rest, "%s", path);
-    else if (getcwd(cwd, sizeof cwd)) snprintf(rest, sizeof rest, "%s/%s", cwd, path);
+    walk w; /* 16 KiB of paths, on the stack */
+    char cwd[PATH_MAX];
+    w.path = path;
+    w.fd = -1;
+    w.links = 0;
+    if (path[0] == '/') snprintf(w.rest, sizeof w.rest, "%s", path);
+    else if (getcwd(cwd, sizeof cwd)) snprintf(w.rest, sizeof w.rest, "%s/%s", cwd, path);
     else return mb_err_set(err, MB_ERUN, "%s: no working folder: %s", path, strerror(errno));
-
-    char cur[2 * PATH_MAX] = ""; /* the folders walked so far, for messages ("" is /) */
-    int fd = open("/", O_RDONLY | O_DIRECTORY | O_CLOEXEC), links = 0, rc = MB_OK;
-    struct stat st;
-    if (fd < 0 || fstat(fd, &st) != 0)
-        rc = mb_err_set(err, MB_ERUN, "%s: cannot open /: %s", path, strerror(errno));
-    const char *p = rest;
-    while (rc == MB_OK) {
-        while (*p == '/') p++;
-        if (!*p) break;
-        size_t len = strcspn(p, "/");
-        char name[NAME_MAX + 1];
-        if (len > NAME_MAX) {
-            rc = mb_err_set(err, MB_ERUN, "%s: a name in it is too long", path);
-            break;
-        }
-        memcpy(name, p, len);
-        name[len] = '\0';
-        p += len;
-        if (strcmp(name, ".") == 0) continue;
-        /* the folder walked so far is on the way to the one asked for */
-        if ((rc = check_ancestor(&st, path, cur[0] ? cur : "/", err)) != MB_OK) break;
-        int nfd = openat(fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-        if (nfd < 0 && errno == ENOENT && create) {
-            if (mkdirat(fd, name, 0700) != 0 && errno != EEXIST) {
-                rc = mb_err_set(err, MB_ERUN, "%s: cannot create%s/%s: %s", path, cur, name,
-                                strerror(errno));
-                break;
-            }
-            nfd = openat(fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-        }
-        if (nfd < 0 && (errno == ELOOP || errno == ENOTDIR)) {
-            struct stat ls;
-            char at[sizeof cur];
-            snprintf(at, sizeof at, "%s/%s", cur, name);
-            if (fstatat(fd, name, &ls, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISLNK(ls.st_mode)) {
-                rc = mb_err_set(err, MB_EINPUT, "%s not used: %s is not a folder", path, at);
-                break;
-            }
-            if (ls.st_uid != geteuid() && ls.st_uid != 0) {
-                rc = mb_err_set(err, MB_EINPUT, "%s not used: %s is a symbolic link owned by uid %u "
-                                "(remove it)", path, at, (unsigned)ls.st_uid);
-                break;
-            }
-            char target[PATH_MAX], spliced[sizeof rest];
-            ssize_t n = readlinkat(fd, name, target, sizeof target - 1);
-            if (n <= 0 || ++links > MB_TDIR_MAX_LINKS) {
-                rc = mb_err_set(err, MB_ERUN, "%s: cannot follow the link %s", path, at);
-                break;
-            }
-            target[n] = '\0';
-            snprintf(spliced, sizeof spliced, "%s%s", target, p);
-            snprintf(rest, sizeof rest, "%s", spliced);
-            p = rest;
-            if (target[0] == '/') {
-                close(fd);
-                fd = open("/", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-                cur[0] = '\0';
-                if (fd < 0 || fstat(fd, &st) != 0) rc = mb_err_set(err, MB_ERUN, "%s: cannot open /", path);
-            }
-            continue;
-        }
-        if (nfd < 0) {
-            rc = mb_err_set(err, MB_ERUN, "%s: cannot open%s/%s: %s", path, cur, name, strerror(errno));
-            break;
-        }
-        close(fd);
-        fd = nfd;
-        step_path(cur, sizeof cur, name);
-        if (fstat(fd, &st) != 0) rc = mb_err_set(err, MB_ERUN, "%s: %s", path, strerror(errno));
-    }
-    if (rc == MB_OK) rc = check_own(&st, path, err);
+    w.p = w.rest;
+    char name[NAME_MAX + 1];
+    int rc = walk_root(&w, err);
+    while (rc == MB_OK && (rc = walk_next(&w, name, err)) == MB_OK && name[0])
+        rc = walk_step(&w, name, create, err);
+    if (rc == MB_OK) rc = check_own(&w.st, path, err);
     if (rc != MB_OK) {
-        if (fd >= 0) close(fd);
+        if (w.fd >= 0) close(w.fd);
         return rc;
     }
-    d->fd = fd;
+    d->fd = w.fd;
     return MB_OK;
 }
 

@@ -194,6 +194,10 @@ static int case_folder_rule(void)
     snprintf(link, sizeof link, "%s/own/link", tmp);
     CHECK(symlink(a, link) == 0);
     CHECK(mb_tdir_open(&d, link, 0, &e) == MB_OK);
+    mb_tdir_close(&d);
+    snprintf(link, sizeof link, "%s/own/rel", tmp); /* relative, and through .. */
+    CHECK(symlink("x/../x/y", link) == 0);
+    CHECK(mb_tdir_open(&d, link, 0, &e) == MB_OK);
     int fd = -1;
     snprintf(f, sizeof f, "%s/f", a);
     CHECK(put(f, "x\n", 0600) == 0);
