@@ -20,9 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/file.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
 /* Named temporaries that exist now, for the signal handler (async-signal-safe:
@@ -220,16 +218,11 @@ static int lock_folders(mb_outfile *const *o, int n, folder_locks *l, mb_err *er
         else l->fd[l->n++] = fd;
     }
     qsort(l->fd, (size_t)l->n, sizeof l->fd[0], by_identity);
-    struct timespec nap = {0, 20 * 1000 * 1000};
     for (int i = 0; i < l->n; i++) {
-        int tries = 0;
-        while (flock(l->fd[i], LOCK_EX | LOCK_NB) != 0) {
-            if ((errno != EWOULDBLOCK && errno != EINTR) || ++tries > MB_OUTFILE_LOCK_WAIT_S * 50) {
-                unlock_folders(l);
-                return mb_err_set(err, MB_ERUN, "%s: its folder is held by another membound run "
-                                  "(waited %d s): not replaced", o[0]->path, MB_OUTFILE_LOCK_WAIT_S);
-            }
-            nanosleep(&nap, NULL);
+        mb_tdir held = {l->fd[i], "the folder of an output"};
+        if (mb_tdir_lock(&held, MB_OUTFILE_LOCK_WAIT_S, err) != MB_OK) {
+            unlock_folders(l);
+            return MB_ERUN;
         }
     }
     return MB_OK;
