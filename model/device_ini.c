@@ -405,9 +405,26 @@ int mb_device_load_ini(const char *path, mb_device *out, mb_err *err)
     return rc;
 }
 
+/* 1 when a line of text is a [device] header (leading blanks and a UTF-8
+ * byte-order mark allowed). */
+static int has_device_section(const char *text)
+{
+    if (!strncmp(text, "\xEF\xBB\xBF", 3)) text += 3;
+    for (const char *l = text; l; l = strchr(l, '\n'), l = l ? l + 1 : NULL) {
+        while (*l == ' ' || *l == '\t') l++;
+        if (!strncmp(l, "[device]", 8)) return 1;
+    }
+    return 0;
+}
+
 int mb_device_load_ini_text(const char *text, const char *name, mb_device *out, mb_err *err)
 {
     if (!text[0]) return mb_err_set(err, MB_EINPUT, "%s: empty file: expected a [device] section", name);
+    /* Only a file with a [device] section is read as a spec, and nothing of
+     * another is echoed (a path such as /etc/shadow in a CSV's device column
+     * would otherwise show its first key). */
+    if (!has_device_section(text))
+        return mb_err_set(err, MB_EINPUT, "%s: not a device spec (no [device] section): not read", name);
     int rc = mb_text_check(text, strlen(text), name, err);
     if (rc != MB_OK) return rc;
     FILE *fp = fmemopen((void *)text, strlen(text), "r");

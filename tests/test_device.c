@@ -517,8 +517,8 @@ static void test_malformed(void)
                  NEEDLES(":9: key 'write_allocate': must be 0 or 1"));
     expect_error("neg-cop.ini", GOOD_HEAD "mem_bandwidth_gbs = 100\n" GOOD_TAIL
                  "op_add_compiled_geps = -3\n", NEEDLES(":9:", "op_add_compiled_geps"));
-    expect_error("section.ini", "[gpu]\nname = x\n", NEEDLES("section.ini:1: section [gpu]",
-                                                             "only [device]"));
+    expect_error("section.ini", "[gpu]\n[device]\nname = x\n", NEEDLES("section.ini:1: section [gpu]",
+                                                                       "only [device]"));
     expect_error("section2.ini", GOOD_HEAD "mem_bandwidth_gbs = 100\n" GOOD_TAIL "[extra]\n",
                  NEEDLES("section2.ini:9: section [extra]"));
     expect_error("twice.ini", GOOD_HEAD "mem_bandwidth_gbs = 100\n[device]\n" GOOD_TAIL,
@@ -536,6 +536,17 @@ static void test_malformed(void)
                                                                       "control character"));
     expect_error("empty.ini", "", NEEDLES("empty.ini: empty file"));
     expect_error("comments.ini", "# nothing\n; here\n", NEEDLES("no [device] section"));
+    /* a file that is not a spec (/etc/shadow named as a device): refused
+     * without a word of its text (inih splits keys at ':' too) */
+    expect_error("shadow.ini", "root:$y$j9T$secret:19000:0:99999:7:::\n[x]\n",
+                 NEEDLES("not a device spec (no [device] section)"));
+    {
+        mb_device shadow;
+        mb_err why = {{0}};
+        CHECK(mb_device_load_ini(write_file("shadow.ini", "root:$y$j9T$secret:19000:0:::\n"), &shadow, &why) ==
+              MB_EINPUT);
+        CHECK(strstr(why.msg, "root") == NULL && strstr(why.msg, "secret") == NULL);
+    }
 
     /* a value longer than its field, and a line longer than any spec needs */
     char big[6000];
