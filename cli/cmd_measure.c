@@ -85,34 +85,17 @@ static void usage(FILE *fp)
 
 /* The harness's notes and warnings (measure/ reports through the config;
  * it drops notes itself when quiet). */
-/* MemAvailable from /proc/meminfo in bytes, or -1. */
-static int64_t mem_available_bytes(void)
+/* A /proc/meminfo figure ("MemAvailable", "MemTotal") in bytes, or -1. */
+static int64_t meminfo_bytes(const char *key)
 {
     FILE *f = fopen("/proc/meminfo", "r");
     if (!f) return -1;
     char line[256];
+    size_t kl = strlen(key);
     int64_t v = -1;
     while (fgets(line, sizeof line, f)) {
         long long kb;
-        if (sscanf(line, "MemAvailable: %lld kB", &kb) == 1) {
-            v = (int64_t)kb * 1024;
-            break;
-        }
-    }
-    fclose(f);
-    return v;
-}
-
-/* MemTotal from /proc/meminfo in bytes, or -1. */
-static int64_t mem_total_bytes(void)
-{
-    FILE *f = fopen("/proc/meminfo", "r");
-    if (!f) return -1;
-    char line[256];
-    int64_t v = -1;
-    while (fgets(line, sizeof line, f)) {
-        long long kb;
-        if (sscanf(line, "MemTotal: %lld kB", &kb) == 1) {
+        if (!strncmp(line, key, kl) && line[kl] == ':' && sscanf(line + kl + 1, "%lld kB", &kb) == 1) {
             v = (int64_t)kb * 1024;
             break;
         }
@@ -448,7 +431,7 @@ static int add_partial(char **lines, const char *fmt, ...)
  * little available at the start: more than that is a note, not a refusal). */
 static int admit_jobs(const opts *o, mb_meas_backend backend, const job *jobs, int n_jobs, int64_t avail)
 {
-    int64_t total = mem_total_bytes();
+    int64_t total = meminfo_bytes("MemTotal");
     int noted = 0;
     char nb[32];
     for (int j = 0; j < n_jobs; j++) {
@@ -629,7 +612,7 @@ int mb_cmd_measure(int argc, char **argv)
     int n_all[MB_DTYPE_COUNT] = {0};
     mb_meas_record *rows = NULL;
     if (!jobs) { rc = mb_cli_fail(1, "out of memory"); goto out; }
-    int64_t avail = mem_available_bytes();
+    int64_t avail = meminfo_bytes("MemAvailable");
     int64_t llc = mb_kern_llc_bytes();
     for (int d = 0; d < o.n_dtypes; d++) {
         if ((rc = load_graphs(&o, argc, argv, first, o.dtypes[d], &all_graphs[d], &n_all[d])))
@@ -711,7 +694,7 @@ int mb_cmd_measure(int argc, char **argv)
     mb_meas_provenance_fill(&pv, &o.cfg);
     snprintf(pv.extra, sizeof pv.extra, "backend: %s\nmodel_device: %s\nmemory: %.2f GB available of "
              "%.2f GB (host, at the start)", mb_meas_backend_name(backend), dev_desc, (double)avail / 1e9,
-             (double)mem_total_bytes() / 1e9);
+             (double)meminfo_bytes("MemTotal") / 1e9);
     /* provenance with the spec and variant texts: the CSV reports anywhere, alone */
     for (int f = 0; f < 1 + have_kf; f++) {
         FILE *fp = f ? kf.fp : csv;
