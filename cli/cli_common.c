@@ -19,16 +19,22 @@ static void put_escaped(const char *msg)
     }
 }
 
-int mb_cli_fail(int code, const char *fmt, ...)
+/* "membound: LEVEL: msg" on stderr, control characters escaped. */
+static void put_line(const char *level, const char *fmt, va_list ap)
 {
     char msg[sizeof ((mb_err *)0)->msg + 512];
-    va_list ap;
-    va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
-    fputs("membound: error: ", stderr);
+    fprintf(stderr, "membound: %s: ", level);
     put_escaped(msg);
     fputc('\n', stderr);
+}
+
+int mb_cli_fail(int code, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    put_line("error", fmt, ap);
+    va_end(ap);
     return code;
 }
 
@@ -39,14 +45,28 @@ int mb_cli_fail_err(int code, const mb_err *err)
 
 void mb_cli_note(const char *fmt, ...)
 {
-    char msg[sizeof ((mb_err *)0)->msg + 512];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
+    put_line("note", fmt, ap);
     va_end(ap);
-    fputs("membound: note: ", stderr);
-    put_escaped(msg);
-    fputc('\n', stderr);
+}
+
+void mb_cli_warn(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    put_line("warning", fmt, ap);
+    va_end(ap);
+}
+
+void mb_cli_note_line(const char *line)
+{
+    mb_cli_note("%s", line);
+}
+
+void mb_cli_warn_line(const char *line)
+{
+    mb_cli_warn("%s", line);
 }
 
 void mb_cli_graph_warning(const mb_graph *g)

@@ -27,6 +27,18 @@ void mb_cli_note(const char *fmt, ...)
 /* Prints the parse's warning of g, if any, as one "membound: warning: " line. */
 void mb_cli_graph_warning(const mb_graph *g);
 
+/* Prints "membound: warning: <msg>" to stderr, under --quiet too (a cache
+ * refused, a fallback the user should know of). */
+void mb_cli_warn(const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 1, 2)))
+#endif
+    ;
+
+/* mb_cli_note and mb_cli_warn for a callback that takes one line. */
+void mb_cli_note_line(const char *line);
+void mb_cli_warn_line(const char *line);
+
 /* The measurement library's note callback (mb_meas_config.note): prints
  * "membound: <level>: <msg>" to stderr; the library drops notes under
  * --quiet itself. */

@@ -59,6 +59,7 @@ int mb_cmd_calibrate(int argc, char **argv)
     const char *out_path = "local-cpu.ini";
     mb_meas_backend backend = MB_MEAS_CPU;
     int threads = 0, quick = 0, quiet = 0, cached = 0, c;
+    mb_kern_jit_set_warn(mb_cli_warn_line); /* a refused compiled-kernel cache says so */
     opterr = 0;
     optind = 1;
     while ((c = getopt_long(argc, argv, ":hb:o:T:q", opts, NULL)) != -1) {
@@ -112,26 +113,32 @@ int mb_cmd_calibrate(int argc, char **argv)
         fputs(summary, stdout);
     } else {
         /* this host's cache: read with --cached, written by every full calibration */
-        char cache[1024], cnote[1200];
+        /* one run calibrates this host at a time: another waits for it */
+        char cache[1024];
+        mb_tdir lock = {-1, ""};
         mb_kern_set_threads(threads);
-        int have_cache = !quick && mb_meas_cache_locate(getenv("MEMBOUND_CACHE_DIR"),
-                                                        getenv("XDG_CACHE_HOME"), getenv("HOME"),
-                                                        mb_kern_threads(), cache, sizeof cache,
-                                                        cnote, sizeof cnote, &e) == MB_OK;
-        if (have_cache && cnote[0] && !quiet) mb_cli_note("%s", cnote);
+        int have_cache = !quick && mb_meas_cache_claim(getenv("MEMBOUND_CACHE_DIR"), getenv("XDG_CACHE_HOME"),
+                                                       getenv("HOME"), mb_kern_threads(), cache, sizeof cache,
+                                                       mb_cli_warn_line, quiet ? NULL : mb_cli_note_line,
+                                                       &lock) == MB_OK;
         double age_s = 0;
         int rc = have_cache && cached ? mb_meas_cache_load(cache, &d, &age_s, &e) : 1;
         if (rc == MB_OK) {
+            mb_tdir_close(&lock);
             if (!quiet) mb_cli_note("using the cached calibration %s (%.1f h old)", cache, age_s / 3600.0);
             if (mb_device_write_ini(&d, out_path, &e)) return mb_cli_fail_err(1, &e);
             printf("wrote %s from %s (use: --device %s)\n", out_path, cache, out_path);
             return 0;
         }
-        if (rc != 1 && !quiet) mb_cli_note("ignoring the cached calibration: %s", e.msg);
+        if (rc == MB_EINPUT) mb_cli_warn("%s", e.msg);
+        else if (rc != 1 && !quiet) mb_cli_note("ignoring the cached calibration: %s", e.msg);
         mb_meas_calib cal;
         double t0 = mb_meas_now_s();
         rc = mb_meas_calibrate_cpu(threads, quick, quiet ? NULL : progress, &cal, &e);
-        if (rc) return mb_cli_fail_err(1, &e);
+        if (rc) {
+            mb_tdir_close(&lock);
+            return mb_cli_fail_err(1, &e);
+        }
         mb_meas_calib_to_device(&cal, cmdline, &d);
         if (!quiet) mb_cli_note("calibrated in %.1f s", mb_meas_now_s() - t0);
         if (have_cache) {
@@ -144,6 +151,7 @@ int mb_cmd_calibrate(int argc, char **argv)
                 fprintf(stderr, "membound: warning: %s; figures measured against the one it replaces "
                         "carry up to that much (a shared host drifts: compare several runs)\n", moved);
         }
+        mb_tdir_close(&lock);
         printf("%s: %d threads, LLC %.1f MiB, vector math %s\n", d.label, cal.threads,
                d.cache_mb, mb_kern_vector_isa());
         printf("  last-level cache: %s\n", cal.llc_desc);

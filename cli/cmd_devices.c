@@ -32,6 +32,12 @@ static json_t *device_json(const mb_device *d)
                           "sfu_tops", d->sfu_tops, "launch_overhead_us", d->launch_overhead_us,
                           "mem_gb", d->mem_gb, "source", d->source);
     if (d->measured_at[0]) json_object_set_new(o, "measured_at", json_string(d->measured_at));
+    if (d->cited_bandwidth_gbs > 0)
+        json_object_set_new(o, "cited_bandwidth_gbs", json_real(d->cited_bandwidth_gbs));
+    if (d->cache_resident_mb > 0)
+        json_object_set_new(o, "cache_resident_mb", json_real(d->cache_resident_mb));
+    if (d->graph_launch_overhead_us > 0)
+        json_object_set_new(o, "graph_launch_overhead_us", json_real(d->graph_launch_overhead_us));
     json_t *ops = json_object();
     for (int i = 0; i < MB_OP_COUNT; i++)
         if (d->op_geps[i] > 0) json_object_set_new(ops, mb_op_name((mb_op)i), json_real(d->op_geps[i]));

@@ -36,7 +36,9 @@ static void usage(FILE *fp)
             "                   Default: cpu backend: ./local-cpu.ini when present, else\n"
             "                   this host's cached calibration (per user: $MEMBOUND_CACHE_DIR,\n"
             "                   $XDG_CACHE_HOME/membound or ~/.cache/membound), else a\n"
-            "                   calibration of this CPU, then cached; cuda backend: h100-sxm\n"
+            "                   calibration of this CPU, then cached; cuda backend: h100-sxm.\n"
+            "                   ./local-cpu.ini and the cache are used only when yours and\n"
+            "                   writable by nobody else (a warning says why not)\n"
             "  --recalibrate    calibrate this CPU again and replace the cached calibration\n"
             "  --reps N         at least N timed samples (>= 10, default 10); sampling\n"
             "                   stops when CV <= 2%% or after 10 s\n"
@@ -83,34 +85,17 @@ static void usage(FILE *fp)
 
 /* The harness's notes and warnings (measure/ reports through the config;
  * it drops notes itself when quiet). */
-/* MemAvailable from /proc/meminfo in bytes, or -1. */
-static int64_t mem_available_bytes(void)
+/* A /proc/meminfo figure ("MemAvailable", "MemTotal") in bytes, or -1. */
+static int64_t meminfo_bytes(const char *key)
 {
     FILE *f = fopen("/proc/meminfo", "r");
     if (!f) return -1;
     char line[256];
+    size_t kl = strlen(key);
     int64_t v = -1;
     while (fgets(line, sizeof line, f)) {
         long long kb;
-        if (sscanf(line, "MemAvailable: %lld kB", &kb) == 1) {
-            v = (int64_t)kb * 1024;
-            break;
-        }
-    }
-    fclose(f);
-    return v;
-}
-
-/* MemTotal from /proc/meminfo in bytes, or -1. */
-static int64_t mem_total_bytes(void)
-{
-    FILE *f = fopen("/proc/meminfo", "r");
-    if (!f) return -1;
-    char line[256];
-    int64_t v = -1;
-    while (fgets(line, sizeof line, f)) {
-        long long kb;
-        if (sscanf(line, "MemTotal: %lld kB", &kb) == 1) {
+        if (!strncmp(line, key, kl) && line[kl] == ':' && sscanf(line + kl + 1, "%lld kB", &kb) == 1) {
             v = (int64_t)kb * 1024;
             break;
         }
@@ -222,6 +207,76 @@ static void calib_progress(const char *label)
     mb_cli_note("calibrating this CPU for the model columns: %s", label);
 }
 
+/* The model device from the cached calibration at cache (NULL: no cache),
+ * else calibrated now (and cached). */
+static int cached_or_calibrated(const opts *o, const char *cache, mb_device *dev, char *desc, size_t descsz)
+{
+    mb_err e;
+    double age_s = 0;
+    int rc = cache && !o->recalibrate ? mb_meas_cache_load(cache, dev, &age_s, &e) : 1;
+    if (rc == MB_OK) {
+        snprintf(desc, descsz, "%s (cached calibration %s)", dev->name, cache);
+        if (!o->quiet)
+            mb_cli_note("model columns from the cached calibration %s (%.1f h old; "
+                        "--recalibrate measures again)", cache, age_s / 3600.0);
+        return 0;
+    }
+    if (rc == MB_EINPUT) mb_cli_warn("%s", e.msg);
+    else if (rc != 1 && !o->quiet) mb_cli_note("ignoring the cached calibration: %s", e.msg);
+    if (!o->quiet)
+        mb_cli_note("%s: calibrating this CPU first", o->recalibrate ? "--recalibrate"
+                    : "no --device, no ./local-cpu.ini and no cached calibration");
+    mb_meas_calib cal;
+    if (mb_meas_calibrate_cpu(o->cfg.threads, 0, o->quiet ? NULL : calib_progress, &cal, &e))
+        return mb_cli_fail_err(1, &e);
+    mb_meas_calib_to_device(&cal, "membound measure (in-process calibration)", dev);
+    snprintf(desc, descsz, "local-cpu (calibrated in-process)");
+    if (cache) {
+        char moved[768];
+        if (mb_meas_cache_save(cache, dev, moved, sizeof moved, &e)) {
+            if (!o->quiet) mb_cli_note("calibration not cached: %s", e.msg);
+        } else {
+            snprintf(desc, descsz, "local-cpu (calibrated in-process, cached as %s)", cache);
+            if (!o->quiet) mb_cli_note("calibration cached as %s", cache);
+        }
+        if (moved[0])
+            fprintf(stderr, "membound: warning: %s; the model columns take the new figures (a shared "
+                    "host drifts: compare several runs)\n", moved);
+    }
+    return 0;
+}
+
+/* ./local-cpu.ini, an implicit input, read only when the working folder and
+ * the file pass the trusted-folder rule (model/trusted_dir.c): MB_OK with
+ * *dev; 1 when there is none or it was not used (one warning says why);
+ * else an exit code after one error line (a spec with an error). */
+static int working_folder_spec(mb_device *dev)
+{
+    static const char name[] = "local-cpu.ini";
+    char cwd[4096];
+    mb_tdir here;
+    mb_err e;
+    int fd = -1;
+    int rc = getcwd(cwd, sizeof cwd) ? mb_tdir_open(&here, cwd, 0, &e) : MB_ERUN;
+    if (rc == MB_OK) {
+        rc = mb_tdir_open_file(&here, name, &fd, &e);
+        mb_tdir_close(&here);
+    } else if (access(name, F_OK) != 0) {
+        return 1; /* nothing to say about a folder without one */
+    }
+    if (rc == 1) return 1;
+    if (rc != MB_OK) {
+        mb_cli_warn("./%s not used (%s); --device ./%s uses it anyway", name, e.msg, name);
+        return 1;
+    }
+    char *text = NULL;
+    rc = mb_text_read_fd(fd, "./local-cpu.ini", (size_t)1 << 20, &text, NULL, &e);
+    close(fd);
+    if (rc == MB_OK) rc = mb_device_load_ini_text(text, "./local-cpu.ini", dev, &e);
+    free(text);
+    return rc == MB_OK ? MB_OK : mb_cli_fail_err(2, &e);
+}
+
 /* The model device: --device, or the defaults described in usage. */
 static int model_device(const opts *o, mb_meas_backend b, mb_device *dev, char *desc, size_t descsz)
 {
@@ -236,51 +291,24 @@ static int model_device(const opts *o, mb_meas_backend b, mb_device *dev, char *
         snprintf(desc, descsz, "h100-sxm (default for cuda)");
         return 0;
     }
-    if (!o->recalibrate && access("local-cpu.ini", R_OK) == 0) {
-        if (mb_device_find("./local-cpu.ini", dev, &e)) return mb_cli_fail_err(2, &e);
+    int rc = o->recalibrate ? 1 : working_folder_spec(dev);
+    if (rc == MB_OK) {
         snprintf(desc, descsz, "%s (./local-cpu.ini)", dev->name);
         if (!o->quiet) mb_cli_note("model columns from ./local-cpu.ini");
         return 0;
     }
-    /* this host's cached calibration, else calibrate once and cache it */
-    char cache[1024], cnote[1200];
+    if (rc != 1) return rc;
+    /* this host's cached calibration, else calibrate once and cache it; one
+     * run calibrates at a time (another waits, then reads what it cached) */
+    char cache[1024];
+    mb_tdir lock;
     mb_kern_set_threads(o->cfg.threads);
-    int have_cache = mb_meas_cache_locate(getenv("MEMBOUND_CACHE_DIR"), getenv("XDG_CACHE_HOME"),
-                                          getenv("HOME"), mb_kern_threads(), cache, sizeof cache,
-                                          cnote, sizeof cnote, &e) == MB_OK;
-    if (!have_cache && !o->quiet) mb_cli_note("calibration cache: %s", e.msg);
-    if (have_cache && cnote[0] && !o->quiet) mb_cli_note("%s", cnote);
-    double age_s = 0;
-    int rc = have_cache && !o->recalibrate ? mb_meas_cache_load(cache, dev, &age_s, &e) : 1;
-    if (rc == MB_OK) {
-        snprintf(desc, descsz, "%s (cached calibration %s)", dev->name, cache);
-        if (!o->quiet)
-            mb_cli_note("model columns from the cached calibration %s (%.1f h old; "
-                        "--recalibrate measures again)", cache, age_s / 3600.0);
-        return 0;
-    }
-    if (rc != 1 && !o->quiet) mb_cli_note("ignoring the cached calibration: %s", e.msg);
-    if (!o->quiet)
-        mb_cli_note("%s: calibrating this CPU first", o->recalibrate ? "--recalibrate"
-                    : "no --device, no ./local-cpu.ini and no cached calibration");
-    mb_meas_calib cal;
-    if (mb_meas_calibrate_cpu(o->cfg.threads, 0, o->quiet ? NULL : calib_progress, &cal, &e))
-        return mb_cli_fail_err(1, &e);
-    mb_meas_calib_to_device(&cal, "membound measure (in-process calibration)", dev);
-    snprintf(desc, descsz, "local-cpu (calibrated in-process)");
-    if (have_cache) {
-        char moved[768];
-        if (mb_meas_cache_save(cache, dev, moved, sizeof moved, &e)) {
-            if (!o->quiet) mb_cli_note("calibration not cached: %s", e.msg);
-        } else {
-            snprintf(desc, descsz, "local-cpu (calibrated in-process, cached as %s)", cache);
-            if (!o->quiet) mb_cli_note("calibration cached as %s", cache);
-        }
-        if (moved[0])
-            fprintf(stderr, "membound: warning: %s; the model columns take the new figures (a shared "
-                    "host drifts: compare several runs)\n", moved);
-    }
-    return 0;
+    int have_cache = mb_meas_cache_claim(getenv("MEMBOUND_CACHE_DIR"), getenv("XDG_CACHE_HOME"), getenv("HOME"),
+                                         mb_kern_threads(), cache, sizeof cache, mb_cli_warn_line,
+                                         o->quiet ? NULL : mb_cli_note_line, &lock) == MB_OK;
+    rc = cached_or_calibrated(o, have_cache ? cache : NULL, dev, desc, descsz);
+    mb_tdir_close(&lock);
+    return rc;
 }
 
 static int load_graphs(const opts *o, int argc, char **argv, int first, mb_dtype dt,
@@ -405,7 +433,7 @@ static int add_partial(char **lines, const char *fmt, ...)
  * little available at the start: more than that is a note, not a refusal). */
 static int admit_jobs(const opts *o, mb_meas_backend backend, const job *jobs, int n_jobs, int64_t avail)
 {
-    int64_t total = mem_total_bytes();
+    int64_t total = meminfo_bytes("MemTotal");
     int noted = 0;
     char nb[32];
     for (int j = 0; j < n_jobs; j++) {
@@ -467,6 +495,7 @@ int mb_cmd_measure(int argc, char **argv)
     mb_meas_hostref href = {0}; /* the host reference (CPU rows, calibrated spec) */
     int c, rc;
     int sizes_opt = 0, cold_opt = 0; /* the option that set them, for conflicts */
+    mb_kern_jit_set_warn(mb_cli_warn_line); /* a refused compiled-kernel cache says so */
     opterr = 0;
     optind = 1;
     while ((c = getopt_long(argc, argv, ":hqb:e:p:s:n:t:d:r:WCT:x:o:k:O:", lopts, NULL)) != -1) {
@@ -569,6 +598,14 @@ int mb_cmd_measure(int argc, char **argv)
                              argv[i]);
             goto out;
         }
+    /* an output that is an input (a variant file, the spec) or the other
+     * output would be lost: refused before any work */
+    const char *out_paths[] = {o.out_path, o.kernel_path};
+    if (mb_outfile_check_distinct(out_paths, 2, (const char *const *)argv + first, argc - first, &e) ||
+        mb_outfile_check_distinct(out_paths, 2, &o.device, 1, &e)) {
+        rc = mb_cli_fail_err(2, &e);
+        goto out;
+    }
 
     /* 1. every graph, plan and size: bad input fails before anything runs */
     int n_jobs = 0, cap_jobs = 16;
@@ -577,7 +614,7 @@ int mb_cmd_measure(int argc, char **argv)
     int n_all[MB_DTYPE_COUNT] = {0};
     mb_meas_record *rows = NULL;
     if (!jobs) { rc = mb_cli_fail(1, "out of memory"); goto out; }
-    int64_t avail = mem_available_bytes();
+    int64_t avail = meminfo_bytes("MemAvailable");
     int64_t llc = mb_kern_llc_bytes();
     for (int d = 0; d < o.n_dtypes; d++) {
         if ((rc = load_graphs(&o, argc, argv, first, o.dtypes[d], &all_graphs[d], &n_all[d])))
@@ -659,7 +696,7 @@ int mb_cmd_measure(int argc, char **argv)
     mb_meas_provenance_fill(&pv, &o.cfg);
     snprintf(pv.extra, sizeof pv.extra, "backend: %s\nmodel_device: %s\nmemory: %.2f GB available of "
              "%.2f GB (host, at the start)", mb_meas_backend_name(backend), dev_desc, (double)avail / 1e9,
-             (double)mem_total_bytes() / 1e9);
+             (double)meminfo_bytes("MemTotal") / 1e9);
     /* provenance with the spec and variant texts: the CSV reports anywhere, alone */
     for (int f = 0; f < 1 + have_kf; f++) {
         FILE *fp = f ? kf.fp : csv;

@@ -73,8 +73,11 @@ int mb_cmd_model(int argc, char **argv)
     if (a.fmt == MB_FMT_TABLE) {
         const char *src;
         double bw = mb_device_bandwidth_gbs(&dev, &src);
-        printf("device %s (%s): %.0f GB/s (%s), last-level cache %.1f MiB, launch %.1f us\n\n",
-               dev.name, dev.label, bw, src, dev.cache_mb, dev.launch_overhead_us);
+        char resident[48] = "";
+        if (dev.cache_resident_mb > 0)
+            snprintf(resident, sizeof resident, " (%.1f resident while streaming)", dev.cache_resident_mb);
+        printf("device %s (%s): %.0f GB/s (%s), last-level cache %.1f MiB%s, launch %.1f us\n\n",
+               dev.name, dev.label, bw, src, dev.cache_mb, resident, dev.launch_overhead_us);
         mb_model_table_header(stdout, 0);
     }
     for (int i = 0; i < a.n_graphs && !rc; i++) {

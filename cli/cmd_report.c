@@ -74,6 +74,17 @@ int mb_cmd_report(int argc, char **argv)
     /* the output folder, before any work: unusable, it is bad input */
     int rc = mb_rpt_check_out_dir(dir, &e);
     if (rc) return mb_cli_fail_err(rc, &e);
+    /* and none of its files may be an input (report -o . summary.csv) */
+    char outs[8][4200];
+    const char *out_ptrs[8];
+    int n_outs = 0;
+    for (; mb_rpt_report_files[n_outs] && n_outs < 8; n_outs++) {
+        snprintf(outs[n_outs], sizeof outs[n_outs], "%s/%s", dir, mb_rpt_report_files[n_outs]);
+        out_ptrs[n_outs] = outs[n_outs];
+    }
+    if (mb_outfile_check_distinct(out_ptrs, n_outs, (const char *const *)argv + optind, argc - optind, &e) ||
+        mb_outfile_check_distinct(out_ptrs, n_outs, &device, 1, &e))
+        return mb_cli_fail_err(2, &e);
     mb_rpt_set s;
     mb_rpt_set_init(&s);
     /* variant definitions first: .mb files and --expr */

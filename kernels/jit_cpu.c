@@ -96,6 +96,9 @@ typedef struct jit_entry {
     uint64_t hash;
     mb_kern_tile_fn fn; /* NULL: the build failed, do not retry */
     void *handle;
+    int fd;             /* the object, loaded as /proc/self/fd/N: open while loaded, so
+                           that no later object's descriptor takes its number (dlopen
+                           matches names) */
 } jit_entry;
 
 static struct {
@@ -105,8 +108,11 @@ static struct {
     jit_entry table[JIT_TABLE_MAX];
     int n_table;
     mb_kern_jit_stats stats;
-    char why[1200];      /* why the last kernel was not compiled, "" if none failed */
-} jit = {MB_KERN_JIT_AUTO, MB_JIT_CC, "", {{0, NULL, NULL}}, 0, {0, 0, 0}, ""};
+    void (*warn)(const char *line);
+    char warned[1024]; /* the folder last warned about: one line per folder */
+    char why[sizeof ((mb_err *)0)->msg + 64]; /* why the last kernel was not compiled,
+                                                 "" if none failed */
+} jit = {MB_KERN_JIT_AUTO, MB_JIT_CC, "", {{0, NULL, NULL, -1}}, 0, {0, 0, 0}, NULL, "", ""};
 
 static void why_not(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
@@ -123,10 +129,27 @@ const char *mb_kern_jit_why_not(void)
     return jit.why[0] ? jit.why : NULL;
 }
 
+void mb_kern_jit_set_warn(void (*warn)(const char *line))
+{
+    jit.warn = warn;
+}
+
+/* One warning per folder (every kernel would repeat it). */
+static void warn_once(const char *dir, const char *what, const char *why, const char *then)
+{
+    if (!jit.warn || !strcmp(jit.warned, dir)) return;
+    snprintf(jit.warned, sizeof jit.warned, "%s", dir);
+    char line[sizeof ((mb_err *)0)->msg + 128];
+    snprintf(line, sizeof line, "%s %s; %s", what, why, then);
+    jit.warn(line);
+}
+
 static void table_clear(void)
 {
-    for (int i = 0; i < jit.n_table; i++)
+    for (int i = 0; i < jit.n_table; i++) {
         if (jit.table[i].handle) dlclose(jit.table[i].handle);
+        if (jit.table[i].fd >= 0) close(jit.table[i].fd);
+    }
     jit.n_table = 0;
 }
 
@@ -147,43 +170,52 @@ void mb_kern_jit_get_stats(mb_kern_jit_stats *out)
     *out = jit.stats;
 }
 
-/* The cache directory: configured, else $XDG_CACHE_HOME/membound/jit, else
- * ~/.cache/membound/jit; created (0700) when missing. 0 on success. */
+/* The cache directory's path: configured, else $XDG_CACHE_HOME/membound/jit,
+ * else ~/.cache/membound/jit. 0 on success. */
 static int cache_dir(char *buf, size_t size)
 {
     if (jit.cache_dir[0]) {
         snprintf(buf, size, "%s", jit.cache_dir);
-    } else {
-        const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
-        if (xdg && xdg[0] == '/') snprintf(buf, size, "%s/membound/jit", xdg);
-        else if (home && home[0] == '/') snprintf(buf, size, "%s/.cache/membound/jit", home);
-        else {
-            why_not("no folder for the compiled-kernel cache: $HOME and $XDG_CACHE_HOME are "
-                    "unset or not absolute paths");
-            return -1;
-        }
+        return 0;
     }
-    /* mkdir -p */
-    for (char *p = buf + 1; *p; p++) {
-        if (*p != '/') continue;
-        *p = 0;
-        int rc = mkdir(buf, 0700);
-        if (rc && errno != EEXIST) {
-            why_not("cannot create the compiled-kernel cache folder %s: %s", buf, strerror(errno));
-            *p = '/';
-            return -1;
-        }
-        *p = '/';
-    }
-    if (mkdir(buf, 0700) && errno != EEXIST) {
-        why_not("cannot create the compiled-kernel cache folder %s: %s", buf, strerror(errno));
-        return -1;
-    }
-    if (access(buf, W_OK | X_OK)) {
-        why_not("the compiled-kernel cache folder %s is not writable: %s", buf, strerror(errno));
+    const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
+    if (xdg && xdg[0] == '/') snprintf(buf, size, "%s/membound/jit", xdg);
+    else if (home && home[0] == '/') snprintf(buf, size, "%s/.cache/membound/jit", home);
+    else {
+        why_not("no folder for the compiled-kernel cache: $HOME and $XDG_CACHE_HOME are "
+                "unset or not absolute paths");
         return -1;
     }
     return 0;
+}
+
+/* What -march=native builds for: the first CPU's identity and features in
+ * /proc/cpuinfo (x86 and Arm keys), so a home shared by machines with other
+ * CPUs does not load an object built for another. "" when unreadable. */
+static const char *target_cpu(void)
+{
+    static char id[8192];
+    static int done;
+    if (done) return id;
+    done = 1;
+    static const char *const keys[] = {"vendor_id", "cpu family", "model", "model name", "stepping",
+                                       "flags", "CPU implementer", "CPU architecture", "CPU variant",
+                                       "CPU part", "Features", "isa"};
+    FILE *f = fopen("/proc/cpuinfo", "r");
+    if (!f) return id;
+    char line[4096];
+    size_t used = 0;
+    while (fgets(line, sizeof line, f) && line[0] != '\n') {
+        for (size_t k = 0; k < sizeof keys / sizeof keys[0]; k++) {
+            size_t len = strlen(keys[k]);
+            if (strncmp(line, keys[k], len) || (line[len] != ' ' && line[len] != '\t' && line[len] != ':'))
+                continue;
+            int w = snprintf(id + used, sizeof id - used, "%s", line);
+            if (w > 0 && (size_t)w < sizeof id - used) used += (size_t)w;
+        }
+    }
+    fclose(f);
+    return id;
 }
 
 /* ---- code generation ------------------------------------------------------------ */
@@ -404,10 +436,14 @@ static int compile(const char *src, const char *so)
     return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : -1;
 }
 
-/* Loads so's tile function into e; 0 on success. */
-static int load(const char *so, jit_entry *e)
+/* Loads the object open as fd (at path, for a system without /proc) into
+ * e; 0 on success. Through /proc/self/fd: what is loaded is the file whose
+ * descriptor was checked, not whatever the path names by then. */
+static int load(int fd, const char *path, jit_entry *e)
 {
-    e->handle = dlopen(so, RTLD_NOW | RTLD_LOCAL);
+    char proc[64];
+    snprintf(proc, sizeof proc, "/proc/self/fd/%d", fd);
+    e->handle = dlopen(access(proc, F_OK) == 0 ? proc : path, RTLD_NOW | RTLD_LOCAL);
     if (!e->handle) return -1;
     void *sym = dlsym(e->handle, "mb_jit_tile");
     if (!sym) {
@@ -419,31 +455,104 @@ static int load(const char *so, jit_entry *e)
     return 0;
 }
 
+/* Opens name in dir by the trusted-folder rule and loads it; 0 on success.
+ * A refused object is warned about (once a folder). */
+static int load_checked(const mb_tdir *dir, const char *name, jit_entry *e)
+{
+    int fd = -1;
+    mb_err err;
+    int rc = mb_tdir_open_file(dir, name, &fd, &err);
+    if (rc == MB_EINPUT) warn_once(dir->path, "compiled kernel", err.msg, "compiled again");
+    if (rc != MB_OK) return -1;
+    char path[1200];
+    snprintf(path, sizeof path, "%s/%s", dir->path, name);
+    if (load(fd, path, e) != 0) {
+        close(fd);
+        return -1;
+    }
+    e->fd = fd;
+    return 0;
+}
+
+/* Writes text to dir/name (a new file, never through a link); 0 on success. */
+static int write_source(const mb_tdir *dir, const char *name, const char *text)
+{
+    int fd = openat(dir->fd, name, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (fd < 0) return -1;
+    FILE *f = fdopen(fd, "w");
+    if (!f) {
+        close(fd);
+        return -1;
+    }
+    int ok = fputs(text, f) >= 0;
+    return (fclose(f) == 0) && ok ? 0 : -1;
+}
+
+/* Compiles text in dir into the object name and loads it; 0 on success.
+ * Built under private names and renamed into place: a process loading the
+ * cache never sees half an object, and an object or link planted under name
+ * is replaced, not written through. */
+static int compile_into(const mb_tdir *dir, const char *name, const char *text, jit_entry *e)
+{
+    char tmp_c[96], tmp_so[96], path_c[1200], path_so[1200];
+    snprintf(tmp_c, sizeof tmp_c, "%s.%ld.c", name, (long)getpid());
+    snprintf(tmp_so, sizeof tmp_so, "%s.%ld.so", name, (long)getpid());
+    snprintf(path_c, sizeof path_c, "%s/%s", dir->path, tmp_c);
+    snprintf(path_so, sizeof path_so, "%s/%s", dir->path, tmp_so);
+    int ok = write_source(dir, tmp_c, text) == 0 && compile(path_c, path_so) == 0;
+    if (ok) { /* the compiler's mode follows the umask: nobody else may write it */
+        int fd = openat(dir->fd, tmp_so, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+        ok = fd >= 0 && fchmod(fd, 0700) == 0;
+        if (fd >= 0) close(fd);
+    }
+    ok = ok && renameat(dir->fd, tmp_so, dir->fd, name) == 0 && load_checked(dir, name, e) == 0;
+    unlinkat(dir->fd, tmp_c, 0);
+    unlinkat(dir->fd, tmp_so, 0);
+    return ok ? 0 : -1;
+}
+
+/* Compiles text in a private temporary folder, loads it and removes the
+ * folder (the mapping outlives the file): the fallback when the cache folder
+ * is refused. 0 on success. */
+static int compile_private(const char *name, const char *text, jit_entry *e)
+{
+    char tmp[] = "/tmp/membound-jit-XXXXXX";
+    if (!mkdtemp(tmp)) return -1;
+    mb_tdir dir;
+    mb_err err;
+    int rc = -1;
+    if (mb_tdir_open(&dir, tmp, 0, &err) == MB_OK) {
+        rc = compile_into(&dir, name, text, e);
+        unlinkat(dir.fd, name, 0);
+        mb_tdir_close(&dir);
+    }
+    rmdir(tmp);
+    return rc;
+}
+
 /* Builds (or finds in the disk cache) the object for text and loads it. */
 static void build(const char *text, jit_entry *e)
 {
-    char dir[1024], so[1200], tmp_c[1200], tmp_so[1200];
-    if (cache_dir(dir, sizeof dir)) return;
-    snprintf(so, sizeof so, "%s/k%016llx.so", dir, (unsigned long long)e->hash);
-    if (access(so, R_OK) == 0 && load(so, e) == 0) {
-        jit.stats.loaded++;
+    char path[1024], so[64];
+    snprintf(so, sizeof so, "k%016llx.so", (unsigned long long)e->hash);
+    if (cache_dir(path, sizeof path)) return;
+    mb_tdir dir;
+    mb_err err;
+    int rc = mb_tdir_open(&dir, path, 1, &err);
+    if (rc == MB_OK) {
+        if (load_checked(&dir, so, e) == 0) jit.stats.loaded++;
+        else if (compile_into(&dir, so, text, e) == 0) jit.stats.compiled++;
+        else why_not("the C compiler '%s' failed or is not there", jit.cc);
+        mb_tdir_close(&dir);
         return;
     }
-    snprintf(tmp_c, sizeof tmp_c, "%s/k%016llx.%ld.c", dir, (unsigned long long)e->hash, (long)getpid());
-    snprintf(tmp_so, sizeof tmp_so, "%s/k%016llx.%ld.so", dir, (unsigned long long)e->hash, (long)getpid());
-    FILE *f = fopen(tmp_c, "w");
-    if (!f) { why_not("cannot write %s: %s", tmp_c, strerror(errno)); return; }
-    int ok = fputs(text, f) >= 0;
-    ok = (fclose(f) == 0) && ok;
-    /* built under a private name, renamed into place: a process loading the
-     * cache never sees half an object */
-    if (!ok) why_not("cannot write %s", tmp_c);
-    else if (compile(tmp_c, tmp_so) != 0) why_not("the C compiler '%s' failed or is not there", jit.cc);
-    else if (rename(tmp_so, so) != 0) why_not("cannot rename into %s: %s", so, strerror(errno));
-    else if (load(so, e) != 0) why_not("cannot load %s: %s", so, dlerror());
-    else jit.stats.compiled++;
-    unlink(tmp_c);
-    unlink(tmp_so);
+    if (rc == MB_EINPUT) {
+        warn_once(path, "compiled-kernel cache", err.msg, "kernels compiled for this run only");
+        if (compile_private(so, text, e) == 0) jit.stats.compiled++;
+        else why_not("the C compiler '%s' failed or is not there", jit.cc);
+        return;
+    }
+    why_not("the compiled-kernel cache %s: %s", path, err.msg);
 }
 
 mb_kern_tile_fn mb_kern_jit_lookup(int n_reads, const mb_kern_pnode *nodes, int n_nodes,
@@ -453,16 +562,16 @@ mb_kern_tile_fn mb_kern_jit_lookup(int n_reads, const mb_kern_pnode *nodes, int 
     if (!jit.cc[0]) { why_not("no C compiler configured"); return NULL; }
     char *text = generate(n_reads, nodes, n_nodes, w_val, n_writes);
     if (!text) return NULL;
-    /* the key: the source, the compiler and its arguments */
+    /* the key: the source, the compiler, its arguments and the CPU they target */
     uint64_t h = fnv1a(0xcbf29ce484222325ull, text);
-    h = fnv1a(fnv1a(fnv1a(h, jit.cc), MB_JIT_CFLAGS), MB_JIT_LIBS);
+    h = fnv1a(fnv1a(fnv1a(fnv1a(h, jit.cc), MB_JIT_CFLAGS), MB_JIT_LIBS), target_cpu());
     for (int i = 0; i < jit.n_table; i++)
         if (jit.table[i].hash == h) {
             free(text);
             return jit.table[i].fn;
         }
     if (jit.n_table == JIT_TABLE_MAX) table_clear(); /* no prog outlives its run */
-    jit_entry e = {h, NULL, NULL};
+    jit_entry e = {h, NULL, NULL, -1};
     build(text, &e);
     free(text);
     if (!e.fn) jit.stats.failed++;

@@ -108,8 +108,10 @@ void mb_kern_sincos_apply(const float *a, float *sin_out, float *cos_out, int64_
  * two or more nodes, reads and writes only f32 and uses ops with a vector
  * form (every op but relu, abs, step, sign, and pow other than x**2, x**3)
  * is generated as C and built with a C compiler on first use into a
- * per-user cache, keyed by a hash of its source, compiler and flags; later
- * runs and processes load it from there. Anything else, and every failure
+ * per-user cache, keyed by a hash of its source, compiler, flags and target
+ * CPU; later runs and processes load it from there (only from a folder and
+ * files of this user's that nobody else can write: else it is compiled for
+ * this run alone). Anything else, and every failure
  * (no compiler, no cache directory, a failed build), runs the interpreter.
  *  AUTO: compile when possible (the default);
  *  OFF:  always interpret. */
@@ -126,6 +128,12 @@ typedef enum mb_kern_jit_mode {
  * so far when the compiler or the directory changes. Not thread-safe: call
  * before running kernels. */
 void mb_kern_jit_configure(mb_kern_jit_mode mode, const char *cc, const char *cache_dir);
+
+/* Where the JIT says, in one line, that its cache folder or an object in it
+ * was not used (another user's, writable by others, a link: model/'s
+ * trusted-folder rule) and what it did instead; NULL (the default): says
+ * nothing. Once per folder. */
+void mb_kern_jit_set_warn(void (*warn)(const char *line));
 
 /* Kernels built by the compiler, loaded from the disk cache, and failed
  * (interpreted instead) since the last mb_kern_jit_configure. */

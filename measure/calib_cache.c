@@ -1,36 +1,25 @@
 /* calib_cache.c — one calibration per host, reused: a per-user cache of
  * calibrated CPU specs, one INI file per key (CPU model, thread count,
  * physical memory), so that `measure` and `demo` do not calibrate every time.
+ * The folder and its files go through model/'s trusted-folder rule
+ * (mb_tdir_*): another user's folder or file, one others can write, or a link
+ * is not used; files are written beside and renamed in, never through a link;
+ * one run calibrates at a time (an flock on the folder).
  * Does not read the environment (the CLI passes $MEMBOUND_CACHE_DIR,
  * $XDG_CACHE_HOME and $HOME in) and does not calibrate. */
 #define _GNU_SOURCE
 #include "measure.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <stddef.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
-
-/* mkdir -p dir (0700 for what it creates); 0 when dir is a writable directory. */
-static int make_dir(const char *dir)
-{
-    char tmp[1024];
-    if (snprintf(tmp, sizeof tmp, "%s", dir) >= (int)sizeof tmp || !tmp[0]) return -1;
-    for (char *p = tmp + 1; *p; p++) {
-        if (*p != '/') continue;
-        *p = '\0';
-        if (mkdir(tmp, 0700) != 0 && errno != EEXIST) return -1;
-        *p = '/';
-    }
-    if (mkdir(tmp, 0700) != 0 && errno != EEXIST) return -1;
-    struct stat sb;
-    if (stat(tmp, &sb) != 0 || !S_ISDIR(sb.st_mode)) return -1;
-    return access(tmp, W_OK | X_OK) == 0 ? 0 : -1;
-}
 
 /* FNV-1a, 64 bits: the host key in the file name. */
 static uint64_t fnv1a(const char *s)
@@ -67,30 +56,76 @@ int mb_meas_cache_locate(const char *dir_env, const char *xdg_env, const char *h
     have[3] = 1;
     char key[256];
     mb_meas_cache_key(threads, key, sizeof key);
-    const char *refused = NULL;
+    const char *passed = NULL; /* the first candidate passed over, and why */
+    mb_err passed_why = {{0}};
+    int passed_code = MB_ERUN;
     for (int i = 0; i < 4; i++) {
         if (!have[i]) continue;
         nc++;
-        if (make_dir(cand[i]) != 0) {
-            if (!refused) refused = why[i];
+        mb_tdir d;
+        mb_err e;
+        int rc = mb_tdir_open(&d, cand[i], 1, &e);
+        if (rc == MB_OK && faccessat(d.fd, ".", W_OK | X_OK, AT_EACCESS) != 0)
+            rc = mb_err_set(&e, MB_ERUN, "%s is not a writable directory", cand[i]);
+        mb_tdir_close(&d);
+        if (rc != MB_OK) {
+            if (!passed || (rc == MB_EINPUT && passed_code != MB_EINPUT)) {
+                passed = why[i];
+                passed_why = e;
+                passed_code = rc;
+            }
             continue;
         }
         if (snprintf(path, pathsz, "%s/local-cpu-%016llx.ini", cand[i],
                      (unsigned long long)fnv1a(key)) >= (int)pathsz)
             return mb_err_set(err, MB_ERUN, "calibration cache path too long under %s", cand[i]);
-        if (refused && note && notesz)
-            snprintf(note, notesz, "%s is not a writable directory: calibration cache in %s",
-                     refused, cand[i]);
+        if (passed && note && notesz)
+            snprintf(note, notesz, "calibration cache %s (%s); using %s", passed_why.msg, passed, cand[i]);
         return MB_OK;
     }
+    if (passed) return mb_err_set(err, passed_code, "calibration cache %s (%s)", passed_why.msg, passed);
     return mb_err_set(err, MB_ERUN, "no writable directory for the calibration cache (tried %d)", nc);
+}
+
+/* The cache folder of path, opened by the trusted-folder rule, and the
+ * file's name in it. */
+static int open_dir_of(const char *path, int create, mb_tdir *d, const char **name, mb_err *err)
+{
+    const char *slash = strrchr(path, '/');
+    char dir[1024];
+    if (!slash || (size_t)(slash - path) >= sizeof dir)
+        return mb_err_set(err, MB_ERUN, "%s: not a cache path", path);
+    snprintf(dir, sizeof dir, "%.*s", (int)(slash - path), path);
+    *name = slash + 1;
+    int rc = mb_tdir_open(d, dir[0] ? dir : "/", create, err);
+    if (rc == MB_EINPUT) {
+        mb_err e = *err;
+        mb_err_set(err, rc, "calibration cache %s", e.msg);
+    }
+    return rc;
 }
 
 int mb_meas_cache_load(const char *path, mb_device *d, double *age_s, mb_err *err)
 {
+    mb_tdir dir;
+    const char *name;
+    int rc = open_dir_of(path, 0, &dir, &name, err);
+    if (rc != MB_OK) return rc == MB_ERUN ? 1 : rc; /* no folder yet: no cached calibration */
+    int fd = -1;
+    rc = mb_tdir_open_file(&dir, name, &fd, err);
+    mb_tdir_close(&dir);
+    if (rc == MB_EINPUT) {
+        mb_err e = *err;
+        return mb_err_set(err, rc, "calibration cache %s", e.msg);
+    }
+    if (rc != MB_OK) return rc;
     struct stat sb;
-    if (stat(path, &sb) != 0) return 1;
-    int rc = mb_device_load_ini(path, d, err);
+    char *text = NULL;
+    rc = fstat(fd, &sb) != 0 ? mb_err_set(err, MB_ERUN, "%s: %s", path, strerror(errno))
+                             : mb_text_read_fd(fd, path, (size_t)1 << 20, &text, NULL, err);
+    close(fd);
+    if (rc == MB_OK) rc = mb_device_load_ini_text(text, path, d, err);
+    free(text);
     if (rc) return rc;
     if (strcmp(d->kind, "cpu") != 0)
         return mb_err_set(err, MB_EINPUT, "%s: not a CPU calibration (kind %s)", path, d->kind);
@@ -139,5 +174,51 @@ int mb_meas_cache_save(const char *path, const mb_device *d, char *moved, size_t
             snprintf(moved, movedsz, "this host moved since its calibration of %.0f min before: %s",
                      age_s / 60.0, what);
     }
-    return mb_device_write_ini(d, path, err);
+    char *keys = mb_device_ini_text(d, err);
+    if (!keys) return MB_EINPUT;
+    char *text = NULL;
+    int len = asprintf(&text, "# calibration cache of membound (this host, this user); use with --device FILE\n%s",
+                       keys);
+    free(keys);
+    if (len < 0) return mb_err_set(err, MB_ERUN, "out of memory");
+    mb_tdir dir;
+    const char *name;
+    int rc = open_dir_of(path, 1, &dir, &name, err);
+    if (rc == MB_OK) rc = mb_tdir_write_file(&dir, name, text, (size_t)len, err);
+    mb_tdir_close(&dir);
+    free(text);
+    return rc;
+}
+
+int mb_meas_cache_lock(const char *path, double timeout_s, void (*waiting)(const char *line),
+                       mb_tdir *held, mb_err *err)
+{
+    const char *name;
+    int rc = open_dir_of(path, 1, held, &name, err);
+    if (rc != MB_OK) return rc;
+    if (mb_tdir_lock(held, 0, err) == MB_OK) return MB_OK;
+    if (waiting) {
+        char line[1200];
+        snprintf(line, sizeof line, "waiting for another membound run calibrating this host "
+                 "(calibration cache %s, up to %.0f s)", held->path, timeout_s);
+        waiting(line);
+    }
+    rc = mb_tdir_lock(held, timeout_s, err);
+    if (rc != MB_OK) mb_tdir_close(held);
+    return rc;
+}
+
+int mb_meas_cache_claim(const char *dir_env, const char *xdg_env, const char *home_env, int threads,
+                        char *path, size_t pathsz, void (*warn)(const char *line),
+                        void (*waiting)(const char *line), mb_tdir *held)
+{
+    char note[1200];
+    mb_err e;
+    held->fd = -1;
+    int rc = mb_meas_cache_locate(dir_env, xdg_env, home_env, threads, path, pathsz, note, sizeof note, &e);
+    if (rc == MB_OK && note[0] && warn) warn(note);
+    if (rc == MB_OK && (rc = mb_meas_cache_lock(path, MB_MEAS_CACHE_WAIT_S, waiting, held, &e)) != MB_OK)
+        snprintf(e.msg + strlen(e.msg), sizeof e.msg - strlen(e.msg), ": calibrating without the cache");
+    if (rc != MB_OK && warn) warn(e.msg);
+    return rc;
 }

@@ -511,15 +511,22 @@ void mb_meas_cache_key(int threads, char *key, size_t keysz);
  * first writable directory of dir_env ($MEMBOUND_CACHE_DIR), xdg_env/membound
  * ($XDG_CACHE_HOME), home_env/.cache/membound ($HOME), /tmp/membound-cache-UID
  * (NULL or empty ones skipped; missing ones created 0700), file
- * local-cpu-<hash of the key>.ini. note (may be NULL) says when a directory was
- * passed over. MB_ERUN when none is usable. Never writes the file. */
+ * local-cpu-<hash of the key>.ini. A folder another user owns or can write
+ * (model/'s trusted-folder rule, mb_tdir_open) is passed over, as is one that
+ * cannot be created or written; note (may be NULL) then gets one line for the
+ * user (a warning): "calibration cache DIR not used: why (how to fix it)
+ * ($XDG_CACHE_HOME); using DIR2". When none is usable: MB_EINPUT with that
+ * line when a folder was refused, else MB_ERUN. Never writes the file. */
 int mb_meas_cache_locate(const char *dir_env, const char *xdg_env, const char *home_env,
                          int threads, char *path, size_t pathsz, char *note, size_t notesz,
                          mb_err *err);
 
 /* Loads the cached spec at path into d and its age in seconds (file time).
- * Returns MB_OK, 1 when there is no such file, or an error code (a file that
- * is not a CPU spec: MB_EINPUT). */
+ * The folder and the file are opened by the trusted-folder rule (no link,
+ * this user's, writable by nobody else). Returns MB_OK, 1 when there is no
+ * such file, MB_EINPUT with "calibration cache PATH not used: why (how to
+ * fix it)" for a file or folder refused and for a file that is not a CPU
+ * spec, or MB_ERUN. */
 int mb_meas_cache_load(const char *path, mb_device *d, double *age_s, mb_err *err);
 
 /* How far this host moved between two calibrations of it: the largest
@@ -529,11 +536,36 @@ int mb_meas_cache_load(const char *path, mb_device *d, double *age_s, mb_err *er
  * 71.9, -31%), ...", or is empty. */
 double mb_meas_calib_moved(const mb_device *before, const mb_device *now, char *desc, size_t descsz);
 
-/* Writes d to path atomically (temporary file, rename). moved (may be NULL)
+/* Writes d to path atomically (a temporary in the trusted folder renamed
+ * over the file: a link there is replaced, never written through; mode
+ * 0600). moved (may be NULL)
  * gets one line when the calibration it replaces is of a host that has
  * moved since (mb_meas_calib_moved over MB_MEAS_DRIFT_MAX): "this host moved
  * since its calibration of 12 min before: copy bandwidth ...", else "". */
 int mb_meas_cache_save(const char *path, const mb_device *d, char *moved, size_t movedsz, mb_err *err);
+
+/* How long a run waits for another calibrating this host, s: a full
+ * calibration takes ~8-16 s on the idle 2-vCPU guest here, longer when
+ * loaded. */
+#define MB_MEAS_CACHE_WAIT_S 300.0
+
+/* Takes the lock of path's cache folder (an flock on the folder: nothing is
+ * left behind) into *held, so that one run at a time calibrates this host
+ * and the next one reads what it cached. When another run holds it, calls
+ * waiting (may be NULL) once with one line, then waits up to timeout_s.
+ * MB_OK (release with mb_tdir_close(held)); MB_EINPUT for a refused folder;
+ * MB_ERUN when it waited too long or cannot lock. */
+int mb_meas_cache_lock(const char *path, double timeout_s, void (*waiting)(const char *line),
+                       mb_tdir *held, mb_err *err);
+
+/* The cache a calibrating run uses: mb_meas_cache_locate, then
+ * mb_meas_cache_lock for up to MB_MEAS_CACHE_WAIT_S. MB_OK with path and
+ * *held (release with mb_tdir_close); else no cache (*held closed). warn
+ * (may be NULL) gets one line for a folder passed over or refused, none
+ * usable, or a lock waited on too long; waiting as in mb_meas_cache_lock. */
+int mb_meas_cache_claim(const char *dir_env, const char *xdg_env, const char *home_env, int threads,
+                        char *path, size_t pathsz, void (*warn)(const char *line),
+                        void (*waiting)(const char *line), mb_tdir *held);
 
 /* ---- CSV --------------------------------------------------------------------- */
 

@@ -40,14 +40,15 @@ typedef struct key_spec {
  * that every time the model derives stays finite (an f32 tensor of 2^62
  * elements over 0.1 GB/s is 1.8e11 s; 1e-320 GB/s made times inf and dropped
  * them from JSON):
- * - bandwidths 0.1..1e5 GB/s: a single DRAM channel of an old PC moves ~1 GB/s,
+ * - bandwidths 0.1..1e5 GB/s (optional ones, cited_bandwidth_gbs too, 0: none):
+ *   a single DRAM channel of an old PC moves ~1 GB/s,
  *   an HBM3e GPU 8 TB/s, a last-level cache some 20 TB/s; 100 TB/s is 5x that;
- * - cache_mb 1e-3..1e6 MiB: from a 1 KiB buffer to 1 TiB (the largest
- *   on-package caches are ~1 GiB);
+ * - cache_mb and cache_resident_mb 1e-3..1e6 MiB: from a 1 KiB buffer to
+ *   1 TiB (the largest on-package caches are ~1 GiB); cache_resident_mb 0: none;
  * - fp32_tflops 1e-4..1e5 (100 MFLOP/s, a microcontroller, to 50x a B200),
  *   bf16_tflops and sfu_tops 0 (none) or 1e-4..1e5;
  * - launch_overhead_us 1e-6..1e5: per-pass overheads of a few ns on a CPU to
- *   0.1 s, 20000x a GPU's 5 us;
+ *   0.1 s, 20000x a GPU's 5 us; graph_launch_overhead_us the same, 0: none;
  * - mem_gb 1e-3..1e6 (1 MB to 1 PB), 0: unknown;
  * - op rates 1e-4..1e6 G elements/s (1e5/s, a soft-float core, to 1e15/s,
  *   250x an H100's special-function units), 0: not measured;
@@ -64,6 +65,7 @@ static const key_spec spec_keys[] = {
     {"kind", KEY_STR, KEY_OPTIONAL, STR(kind)},
     {"mem_bandwidth_gbs", KEY_NUM, KEY_REQUIRED, FIELD(mem_bandwidth_gbs), BW, 0},
     {"measured_bandwidth_gbs", KEY_NUM, KEY_OPTIONAL, FIELD(measured_bandwidth_gbs), BW, 1},
+    {"cited_bandwidth_gbs", KEY_NUM, KEY_OPTIONAL, FIELD(cited_bandwidth_gbs), BW, 1},
     {"read_bandwidth_gbs", KEY_NUM, KEY_OPTIONAL, FIELD(read_bandwidth_gbs), BW, 1},
     {"read_stream_penalty", KEY_NUM, KEY_OPTIONAL, FIELD(read_stream_penalty), 0, 100, 0},
     {"read_stream_gain", KEY_NUM, KEY_OPTIONAL, FIELD(read_stream_gain), 0, 100, 0},
@@ -72,10 +74,12 @@ static const key_spec spec_keys[] = {
     {"write_allocate", KEY_NUM, KEY_OPTIONAL, FIELD(write_allocate), 0, 1, 0},
     {"cache_bandwidth_gbs", KEY_NUM, KEY_OPTIONAL, FIELD(cache_bandwidth_gbs), BW, 1},
     {"cache_mb", KEY_NUM, KEY_REQUIRED, FIELD(cache_mb), 1e-3, 1e6, 0},
+    {"cache_resident_mb", KEY_NUM, KEY_OPTIONAL, FIELD(cache_resident_mb), 1e-3, 1e6, 1},
     {"fp32_tflops", KEY_NUM, KEY_REQUIRED, FIELD(fp32_tflops), 1e-4, 1e5, 0},
     {"bf16_tflops", KEY_NUM, KEY_REQUIRED_GPU, FIELD(bf16_tflops), 1e-4, 1e5, 1},
     {"sfu_tops", KEY_NUM, KEY_OPTIONAL, FIELD(sfu_tops), 1e-4, 1e5, 1},
     {"launch_overhead_us", KEY_NUM, KEY_REQUIRED, FIELD(launch_overhead_us), 1e-6, 1e5, 0},
+    {"graph_launch_overhead_us", KEY_NUM, KEY_OPTIONAL, FIELD(graph_launch_overhead_us), 1e-6, 1e5, 1},
     {"mem_gb", KEY_NUM, KEY_OPTIONAL, FIELD(mem_gb), 1e-3, 1e6, 1},
     {"op_sincos_geps", KEY_NUM, KEY_OPTIONAL, FIELD(sincos_geps), RATE, 1},
     {"op_sincos_compiled_geps", KEY_NUM, KEY_OPTIONAL, FIELD(sincos_compiled_geps), RATE, 1},
@@ -432,9 +436,26 @@ int mb_device_load_ini(const char *path, mb_device *out, mb_err *err)
     return rc;
 }
 
+/* 1 when a line of text is a [device] header (leading blanks and a UTF-8
+ * byte-order mark allowed). */
+static int has_device_section(const char *text)
+{
+    if (!strncmp(text, "\xEF\xBB\xBF", 3)) text += 3;
+    for (const char *l = text; l; l = strchr(l, '\n'), l = l ? l + 1 : NULL) {
+        while (*l == ' ' || *l == '\t') l++;
+        if (!strncmp(l, "[device]", 8)) return 1;
+    }
+    return 0;
+}
+
 int mb_device_load_ini_text(const char *text, const char *name, mb_device *out, mb_err *err)
 {
     if (!text[0]) return mb_err_set(err, MB_EINPUT, "%s: empty file: expected a [device] section", name);
+    /* Only a file with a [device] section is read as a spec, and nothing of
+     * another is echoed (a path such as /etc/shadow in a CSV's device column
+     * would otherwise show its first key). */
+    if (!has_device_section(text))
+        return mb_err_set(err, MB_EINPUT, "%s: not a device spec (no [device] section): not read", name);
     int rc = mb_text_check(text, strlen(text), name, err);
     if (rc != MB_OK) return rc;
     FILE *fp = fmemopen((void *)text, strlen(text), "r");

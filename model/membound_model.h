@@ -197,7 +197,13 @@ typedef struct mb_device {
     char label[128];
     char kind[8];                 /* "gpu" or "cpu" */
     double mem_bandwidth_gbs;     /* datasheet peak, 1e9 B/s */
-    double measured_bandwidth_gbs;/* optional: a measured streaming figure */
+    double measured_bandwidth_gbs;/* optional: a measured streaming figure, the
+                                     attainable bandwidth the model uses:
+                                     bytes read + bytes written (no write-
+                                     allocate read) over the kernel's time */
+    double cited_bandwidth_gbs;   /* optional: the figure the row's source cites
+                                     for it, same counting (a test holds the
+                                     measured figure within 5% of it) */
     double read_bandwidth_gbs;    /* optional: measured read-only streaming, one
                                      stream: a kernel's reads take at least
                                      read bytes / this */
@@ -230,11 +236,23 @@ typedef struct mb_device {
                                      used only where has_serial_fraction_compiled */
     int has_serial_fraction_compiled; /* 1: the spec gives the key; 0: such
                                      kernels take serial_fraction */
-    double cache_mb;              /* last-level cache on the memory path */
+    double cache_mb;              /* last-level cache on the memory path: the
+                                     nominal size, as drivers report it */
+    double cache_resident_mb;     /* optional: what of it stays resident while
+                                     streaming (the knee of an L2 sweep, below
+                                     nominal on split-L2 parts); the
+                                     cache-aware traffic model uses it when > 0,
+                                     else cache_mb (mb_device_cache_bytes) */
     double fp32_tflops;
     double bf16_tflops;           /* dense tensor */
     double sfu_tops;              /* optional: special-function ops, 1e12/s */
-    double launch_overhead_us;    /* per kernel (per pass on a CPU) */
+    double launch_overhead_us;    /* per kernel (per pass on a CPU): on a GPU
+                                     the interval of eager back-to-back
+                                     launches from one host thread on one
+                                     stream, as PyTorch eager issues them */
+    double graph_launch_overhead_us; /* optional: the same interval when the
+                                     kernels are replayed as one CUDA/HIP
+                                     graph; informational, no model uses it */
     double mem_gb;                /* device memory, 1e9 B */
     double op_geps[MB_OP_COUNT];  /* optional: measured elements/s of each op,
                                      1e9/s (written by calibrate) */
@@ -284,11 +302,15 @@ int mb_device_load_ini_text(const char *text, const char *name, mb_device *out, 
  * set to "measured" or "datasheet" when non-NULL. */
 double mb_device_bandwidth_gbs(const mb_device *d, const char **source);
 
+/* Bytes of last-level cache the cache-aware traffic model uses:
+ * cache_resident_mb when > 0, else cache_mb, in MiB x 2^20. */
+double mb_device_cache_bytes(const mb_device *d);
+
 /* d at other rates, into out: the memory bandwidths (datasheet, measured,
  * read) times bandwidth_factor; what the cores do (every op rate, the
  * FLOP/SFU peaks, the cache's bandwidth) times op_factor and the launch
- * overhead (a CPU pass's fork and join) over it; cache size and overlap as
- * they are. What measure models a row at when a shared host ran at those
+ * overheads (a CPU pass's fork and join; eager and graph) over it; cache
+ * size and overlap as they are. What measure models a row at when a shared host ran at those
  * shares of the calibrated figures (MB_MEAS_CSV_HOST_MODEL_COLUMN): sixteen
  * runs on the 2-vCPU guest, 614 of 676 rows within 25% with the cache and
  * launch following the copy ratio and as they were, 617 following the op
@@ -474,10 +496,49 @@ int mb_size_parse(const char *s, int64_t *out, mb_err *err);
  * regular file or is larger than max_bytes, or (see mb_text_check) holds a
  * NUL byte or invalid UTF-8. */
 int mb_text_read(const char *path, size_t max_bytes, char **out, size_t *len_out, mb_err *err);
+/* The same from an open descriptor fd (not closed), path naming it in
+ * messages. */
+int mb_text_read_fd(int fd, const char *path, size_t max_bytes, char **out, size_t *len_out, mb_err *err);
 
 /* MB_OK when text[0..len) is valid UTF-8 without NUL bytes; else MB_EINPUT
  * with "name:line:col: ..." at the first bad byte. */
 int mb_text_check(const char *text, size_t len, const char *name, mb_err *err);
+
+/* ---- trusted folders (caches, implicit inputs) -------------------------- */
+
+/* A folder nobody else can change, held open: the rule for every cache and
+ * every implicit input (model/trusted_dir.c). */
+typedef struct mb_tdir {
+    int fd;              /* the folder (O_DIRECTORY), -1 when closed */
+    char path[4096];     /* as given, for messages */
+} mb_tdir;
+
+/* Opens path (relative: to the working folder), walking it from / one
+ * component at a time with O_NOFOLLOW and fstat on each descriptor: every
+ * folder on the way must be root's or this user's and not writable by group
+ * or others unless sticky (/tmp); the folder itself this user's and writable
+ * by nobody else (a folder shared by a group is refused on purpose). A
+ * symbolic link on the way is followed only when root or this user owns it.
+ * With create, missing folders are made 0700. MB_OK; MB_EINPUT (refused)
+ * with one line "PATH not used: why (how to fix it)"; MB_ERUN when it cannot
+ * be opened or created. */
+int mb_tdir_open(mb_tdir *d, const char *path, int create, mb_err *err);
+/* Closes d (and releases its lock); safe on a closed one. */
+void mb_tdir_close(mb_tdir *d);
+/* Opens the file name (no '/') in d for reading (O_NOFOLLOW) into *fd (the
+ * caller closes it): MB_OK when it is this user's regular file writable by
+ * nobody else; 1 when there is no such file; MB_EINPUT with "PATH/name not
+ * used: why (how to fix it)" for a link, another user's file, one others can
+ * write, or one that is not a regular file; MB_ERUN otherwise. */
+int mb_tdir_open_file(const mb_tdir *d, const char *name, int *fd, mb_err *err);
+/* Writes text[0..len) as d/name, mode 0600, whole or not at all: a temporary
+ * in d renamed over name, so a link named name is replaced, never written
+ * through. MB_OK or MB_ERUN (nothing replaced). */
+int mb_tdir_write_file(const mb_tdir *d, const char *name, const char *text, size_t len, mb_err *err);
+/* Takes an exclusive flock on d, waiting up to timeout_s; released by
+ * mb_tdir_close (or the process's end: nothing is left behind). MB_OK, or
+ * MB_ERUN "PATH is held by another membound run (waited N s)". */
+int mb_tdir_lock(mb_tdir *d, double timeout_s, mb_err *err);
 
 /* ---- output files ----------------------------------------------------- */
 
@@ -493,6 +554,9 @@ typedef struct mb_outfile {
     char tmp[4200];      /* named temporary while one exists, else "" */
     int anon;            /* 1: unnamed temporary (O_TMPFILE) until commit */
     int direct;          /* 1: a device, written directly */
+    int was_there;       /* path existed at open, as below: a commit replaces only that */
+    unsigned long long was_dev, was_ino, was_size;
+    long long was_mtime_ns;
 } mb_outfile;
 
 /* Opens path for writing as above. Refuses, with MB_EINPUT and before any
@@ -500,12 +564,26 @@ typedef struct mb_outfile {
  * and a folder that cannot be written. */
 int mb_outfile_open(mb_outfile *o, const char *path, mb_err *err);
 /* Flushes, syncs, closes and renames into place; MB_ERUN (nothing replaced,
- * temporary removed) on any write error, a full disk included. */
+ * temporary removed) on any write error, a full disk included, and when
+ * another run wrote path since it was opened (checked under an flock on its
+ * folder, held for the renames only: of two runs writing one output, the
+ * second to finish fails with one line instead of losing the first's rows
+ * unseen). */
 int mb_outfile_commit(mb_outfile *o, mb_err *err);
 /* Commits n files together: every file is flushed, synced and closed before
  * the first rename, so a write error anywhere replaces none of them. */
 int mb_outfile_commit_all(mb_outfile *const *o, int n, mb_err *err);
 void mb_outfile_abort(mb_outfile *o);              /* close and remove temp */
+/* MB_OK when none of the n_out outputs is one of the n_in inputs or another
+ * of the outputs: the same file (device and inode; through a link or another
+ * spelling of its path), or, for an output not there yet, the same folder
+ * and name. Else MB_EINPUT, "OUT: is also the input IN: give another
+ * output" or "OUT: written twice (also as OUT2)". For checking before any
+ * work; an input that is not a file (a built-in name) and a path that
+ * cannot be looked up are passed over (mb_outfile_open reports the latter).
+ * NULL entries are skipped. */
+int mb_outfile_check_distinct(const char *const *outputs, int n_out, const char *const *inputs, int n_in,
+                              mb_err *err);
 /* Installs SIGINT/TERM/HUP/PIPE/QUIT handlers that remove named temporaries
  * and re-raise the signal; a signal that was ignored at start (nohup) stays
  * ignored. Call once from main. */

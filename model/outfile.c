@@ -5,8 +5,11 @@
  * a symbolic link is written through (its target is replaced, the link
  * stays); a character device (/dev/null, /dev/stdout) is written directly;
  * a directory, FIFO, socket or block device is refused at open, before any
- * work. Named temporaries are removed on the signals that end a process.
- * Does not decide what is written. */
+ * work. The renames happen under an flock on each file's folder, and only
+ * when the file is still the one seen at open (another run writing it
+ * meanwhile fails this one, with one line). Named temporaries are removed on
+ * the signals that end a process. An output that is also an input is found
+ * by mb_outfile_check_distinct. Does not decide what is written. */
 #define _GNU_SOURCE /* O_TMPFILE, linkat */
 #include "membound_model.h"
 
@@ -64,6 +67,16 @@ static int open_anon(const char *dir, mode_t mode)
 #endif
 }
 
+/* The file at open, for the commit's check that nobody replaced it. */
+static void remember(mb_outfile *o, const struct stat *st)
+{
+    o->was_there = 1;
+    o->was_dev = (unsigned long long)st->st_dev;
+    o->was_ino = (unsigned long long)st->st_ino;
+    o->was_size = (unsigned long long)st->st_size;
+    o->was_mtime_ns = (long long)st->st_mtim.tv_sec * 1000000000LL + st->st_mtim.tv_nsec;
+}
+
 int mb_outfile_open(mb_outfile *o, const char *path, mb_err *err)
 {
     memset(o, 0, sizeof *o);
@@ -88,6 +101,7 @@ int mb_outfile_open(mb_outfile *o, const char *path, mb_err *err)
     if (exists && !S_ISREG(st.st_mode) && !S_ISCHR(st.st_mode))
         return mb_err_set(err, MB_EINPUT, "%s: is %s: give a file name", path, kind_of(st.st_mode));
 
+    if (exists && S_ISREG(st.st_mode)) remember(o, &st);
     FILE *fp = NULL;
     if (exists && S_ISCHR(st.st_mode)) {
         /* a device: written directly, errors seen at commit */
@@ -162,6 +176,73 @@ static int close_one(mb_outfile *o, mb_err *err)
     return MB_OK;
 }
 
+/* How long a commit waits for another run's renames in the same folder, s
+ * (they take milliseconds; a run holding it longer is stuck). */
+#define MB_OUTFILE_LOCK_WAIT_S 10
+
+/* The distinct folders of a commit, locked in (device, inode) order so two
+ * runs never wait on each other crosswise. */
+typedef struct folder_locks {
+    int fd[MB_OUTFILE_MAX];
+    int n;
+} folder_locks;
+
+static int by_identity(const void *a, const void *b)
+{
+    struct stat sa, sb;
+    if (fstat(*(const int *)a, &sa) != 0 || fstat(*(const int *)b, &sb) != 0) return 0;
+    if (sa.st_dev != sb.st_dev) return sa.st_dev < sb.st_dev ? -1 : 1;
+    return sa.st_ino < sb.st_ino ? -1 : sa.st_ino > sb.st_ino;
+}
+
+static void unlock_folders(folder_locks *l)
+{
+    for (int i = 0; i < l->n; i++) close(l->fd[i]); /* releases the flock */
+    l->n = 0;
+}
+
+/* Locks the folder of every file of the commit once (a folder that cannot
+ * be opened for reading is passed over: the check below still runs). */
+static int lock_folders(mb_outfile *const *o, int n, folder_locks *l, mb_err *err)
+{
+    l->n = 0;
+    for (int i = 0; i < n && l->n < MB_OUTFILE_MAX; i++) {
+        if (o[i]->direct || !o[i]->tmp[0]) continue;
+        char dir[sizeof o[i]->path];
+        dir_of(o[i]->path, dir, sizeof dir);
+        int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (fd < 0) continue;
+        int dup = 0;
+        for (int j = 0; j < l->n && !dup; j++) dup = by_identity(&fd, &l->fd[j]) == 0;
+        if (dup) close(fd);
+        else l->fd[l->n++] = fd;
+    }
+    qsort(l->fd, (size_t)l->n, sizeof l->fd[0], by_identity);
+    for (int i = 0; i < l->n; i++) {
+        mb_tdir held = {l->fd[i], "the folder of an output"};
+        if (mb_tdir_lock(&held, MB_OUTFILE_LOCK_WAIT_S, err) != MB_OK) {
+            unlock_folders(l);
+            return MB_ERUN;
+        }
+    }
+    return MB_OK;
+}
+
+/* MB_OK when o's path is still what it was at open (or still absent). */
+static int still_as_opened(const mb_outfile *o, mb_err *err)
+{
+    struct stat st;
+    int there = stat(o->path, &st) == 0;
+    long long mtime_ns = there ? (long long)st.st_mtim.tv_sec * 1000000000LL + st.st_mtim.tv_nsec : 0;
+    int same = there == o->was_there &&
+               (!there || ((unsigned long long)st.st_dev == o->was_dev &&
+                           (unsigned long long)st.st_ino == o->was_ino &&
+                           (unsigned long long)st.st_size == o->was_size && mtime_ns == o->was_mtime_ns));
+    if (same) return MB_OK;
+    return mb_err_set(err, MB_ERUN, "%s: written by another run while this one ran: not replaced "
+                      "(give each run its own output)", o->path);
+}
+
 int mb_outfile_commit_all(mb_outfile *const *o, int n, mb_err *err)
 {
     int rc = MB_OK;
@@ -172,7 +253,17 @@ int mb_outfile_commit_all(mb_outfile *const *o, int n, mb_err *err)
         for (int i = 0; i < n; i++) mb_outfile_abort(o[i]);
         return rc;
     }
-    /* every file is complete: the renames are the only step left */
+    /* every file is complete: the renames are the only step left, under the
+     * folders' locks, and only over what each run saw at open */
+    folder_locks locks;
+    rc = lock_folders(o, n, &locks, err);
+    for (int i = 0; i < n && rc == MB_OK; i++)
+        if (!o[i]->direct && o[i]->tmp[0]) rc = still_as_opened(o[i], err);
+    if (rc != MB_OK) {
+        unlock_folders(&locks);
+        for (int i = 0; i < n; i++) mb_outfile_abort(o[i]);
+        return rc;
+    }
     for (int i = 0; i < n; i++) {
         if (o[i]->direct || !o[i]->tmp[0]) continue;
         if (rename(o[i]->tmp, o[i]->path) != 0 && rc == MB_OK)
@@ -181,6 +272,7 @@ int mb_outfile_commit_all(mb_outfile *const *o, int n, mb_err *err)
         track(o[i], 0);
         o[i]->tmp[0] = '\0';
     }
+    unlock_folders(&locks);
     return rc;
 }
 
@@ -200,6 +292,56 @@ void mb_outfile_abort(mb_outfile *o)
         o->tmp[0] = '\0';
     }
     track(o, 0);
+}
+
+/* A file's identity: itself when it exists (through links), else its
+ * folder's and its name. 0 when neither can be looked up. */
+typedef struct file_id {
+    unsigned long long dev, ino;
+    const char *name; /* NULL: the file itself */
+} file_id;
+
+static int identify(const char *path, file_id *id)
+{
+    struct stat st;
+    id->name = NULL;
+    if (stat(path, &st) != 0) {
+        if (errno != ENOENT) return 0;
+        char dir[4096];
+        dir_of(path, dir, sizeof dir);
+        if (stat(dir, &st) != 0) return 0;
+        const char *slash = strrchr(path, '/');
+        id->name = slash ? slash + 1 : path;
+    }
+    id->dev = (unsigned long long)st.st_dev;
+    id->ino = (unsigned long long)st.st_ino;
+    return 1;
+}
+
+static int same_file(const file_id *a, const file_id *b)
+{
+    return a->dev == b->dev && a->ino == b->ino && !a->name == !b->name &&
+           (!a->name || !strcmp(a->name, b->name));
+}
+
+int mb_outfile_check_distinct(const char *const *outputs, int n_out, const char *const *inputs, int n_in,
+                              mb_err *err)
+{
+    for (int i = 0; i < n_out; i++) {
+        file_id out, other;
+        if (!outputs[i] || !identify(outputs[i], &out)) continue;
+        struct stat st;
+        if (!out.name && stat(outputs[i], &st) == 0 && S_ISCHR(st.st_mode)) continue; /* /dev/null */
+        for (int j = 0; j < n_in; j++)
+            if (inputs[j] && identify(inputs[j], &other) && !other.name && same_file(&out, &other))
+                return mb_err_set(err, MB_EINPUT, "%s: is also the input %s: give another output", outputs[i],
+                                  inputs[j]);
+        for (int j = i + 1; j < n_out; j++)
+            if (outputs[j] && identify(outputs[j], &other) && same_file(&out, &other))
+                return mb_err_set(err, MB_EINPUT, "%s: written twice (also as %s): give each output its own "
+                                  "file", outputs[i], outputs[j]);
+    }
+    return MB_OK;
 }
 
 /* The child process a command waits for (demo's runs): it gets the signal

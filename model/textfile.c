@@ -67,28 +67,26 @@ int mb_text_read(const char *path, size_t max_bytes, char **out, size_t *len_out
     /* O_NONBLOCK: opening a FIFO with no writer would block; fstat first */
     int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
     if (fd < 0) return mb_err_set(err, MB_EINPUT, "%s: cannot open: %s", path, strerror(errno));
+    int rc = mb_text_read_fd(fd, path, max_bytes, out, len_out, err);
+    close(fd);
+    return rc;
+}
+
+int mb_text_read_fd(int fd, const char *path, size_t max_bytes, char **out, size_t *len_out, mb_err *err)
+{
+    *out = NULL;
+    if (len_out) *len_out = 0;
     struct stat st;
-    if (fstat(fd, &st) != 0) {
-        int e = errno;
-        close(fd);
-        return mb_err_set(err, MB_EINPUT, "%s: cannot read: %s", path, strerror(e));
-    }
-    if (!S_ISREG(st.st_mode)) {
-        close(fd);
+    if (fstat(fd, &st) != 0) return mb_err_set(err, MB_EINPUT, "%s: cannot read: %s", path, strerror(errno));
+    if (!S_ISREG(st.st_mode))
         return mb_err_set(err, MB_EINPUT, "%s: is %s: expected a regular file", path, kind_of(st.st_mode));
-    }
-    if ((uint64_t)st.st_size > max_bytes) {
-        close(fd);
+    if ((uint64_t)st.st_size > max_bytes)
         return mb_err_set(err, MB_EINPUT, "%s: %lld bytes, more than the %zu this input may have", path,
                           (long long)st.st_size, max_bytes);
-    }
     (void)fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
     size_t cap = (size_t)st.st_size + 1, len = 0;
     char *buf = malloc(cap + 1);
-    if (!buf) {
-        close(fd);
-        return mb_err_set(err, MB_ERUN, "%s: out of memory", path);
-    }
+    if (!buf) return mb_err_set(err, MB_ERUN, "%s: out of memory", path);
     /* read to the end (the file may have grown since fstat, up to the cap) */
     for (;;) {
         ssize_t got = read(fd, buf + len, cap - len);
@@ -96,7 +94,6 @@ int mb_text_read(const char *path, size_t max_bytes, char **out, size_t *len_out
         if (got < 0) {
             int e = errno;
             free(buf);
-            close(fd);
             return mb_err_set(err, MB_EINPUT, "%s: cannot read: %s", path, strerror(e));
         }
         if (got == 0) break;
@@ -104,7 +101,6 @@ int mb_text_read(const char *path, size_t max_bytes, char **out, size_t *len_out
         if (len == cap) {
             if (cap > max_bytes) {
                 free(buf);
-                close(fd);
                 return mb_err_set(err, MB_EINPUT, "%s: more than the %zu bytes this input may have", path,
                                   max_bytes);
             }
@@ -112,14 +108,12 @@ int mb_text_read(const char *path, size_t max_bytes, char **out, size_t *len_out
             char *nb = realloc(buf, ncap + 1);
             if (!nb) {
                 free(buf);
-                close(fd);
                 return mb_err_set(err, MB_ERUN, "%s: out of memory", path);
             }
             buf = nb;
             cap = ncap;
         }
     }
-    close(fd);
     buf[len] = '\0';
     int rc = mb_text_check(buf, len, path, err);
     if (rc != MB_OK) {

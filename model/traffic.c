@@ -310,7 +310,7 @@ int mb_estimate_plan(const mb_plan *p, int64_t n, const mb_device *d, mb_estimat
     }
     for (int i = 0; i < g->n_nodes; i++) last[i] = -1;
     int n_trace = 0, cur_stamp = 0;
-    double cache_bytes = d->cache_mb * 1048576.0;
+    double cache_bytes = mb_device_cache_bytes(d);
     out->n_kernels = p->n_kernels;
     /* kernel that last wrote each tensor with ordinary stores (write-allocate
      * devices: its write-back is still pending), -1 none */

@@ -367,6 +367,11 @@ int mb_rpt_write_model_index(const mb_rpt_set *defs, const mb_device *d,
  * a full disk or an I/O error. */
 int mb_rpt_mkdirs(const char *dir, mb_err *err);
 
+/* The files mb_rpt_write writes into its folder (report.md, report.html,
+ * summary.csv, ...), NULL-terminated: for refusing an input among them
+ * before any work. The pages are named by write.c's "report" stem. */
+extern const char *const mb_rpt_report_files[];
+
 /* Checks, creating nothing, that dir could be made and written: it, or its
  * nearest existing ancestor, is a directory this process may write in.
  * MB_EINPUT naming the obstacle. For checking -o before any work. */

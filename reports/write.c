@@ -227,6 +227,9 @@ static void fit_section(rpt_doc *d, const mb_rpt_set *s)
     }
 }
 
+const char *const mb_rpt_report_files[] = {"report.md", "report.html", "summary.csv", "fits.csv",
+                                           "verdicts.csv", "summary.json", NULL};
+
 /* The files of one report, written whole and then committed together
  * (mb_outfile_commit_all): a failure anywhere replaces none of them. */
 #define RPT_MAX_OUTS 8
@@ -514,7 +517,7 @@ static int write_doc(const mb_rpt_set *s, const mb_rpt_figures *figs, const char
 static int write_csvs(const mb_rpt_set *s, const char *dir, rpt_outs *outs, mb_err *err)
 {
     FILE *fp;
-    int rc = outs_open(outs, dir, "summary.csv", &fp, err);
+    int rc = outs_open(outs, dir, mb_rpt_report_files[2], &fp, err);
     if (rc) return rc;
     fputs("file,line,device,backend,variant,plan,dtype,n,verified,time_s_median,time_s_min,"
           "time_s_p90,time_cv,model_time_s,model_bound,read_bytes,write_bytes,"
@@ -560,7 +563,7 @@ static int write_csvs(const mb_rpt_set *s, const char *dir, rpt_outs *outs, mb_e
         fputc('\n', fp);
     }
 
-    if ((rc = outs_open(outs, dir, "fits.csv", &fp, err))) return rc;
+    if ((rc = outs_open(outs, dir, mb_rpt_report_files[3], &fp, err))) return rc;
     fputs("device,backend,fitted,n_points,n_used,n_rejected,t0_s,t0_ci_s,bandwidth_gbs,"
           "bandwidth_lo_gbs,bandwidth_hi_gbs,r2,impossible,t0_negative,bytes,note\n", fp);
     for (int i = 0; i < s->n_groups; i++) {
@@ -582,7 +585,7 @@ static int write_csvs(const mb_rpt_set *s, const char *dir, rpt_outs *outs, mb_e
         fputc('\n', fp);
     }
 
-    if ((rc = outs_open(outs, dir, "verdicts.csv", &fp, err))) return rc;
+    if ((rc = outs_open(outs, dir, mb_rpt_report_files[4], &fp, err))) return rc;
     fputs("claim,device,backend,n,lecture,lecture_ratio,model_bytes_ratio,model_dram_ratio,"
           "model_time_ratio,measured_time_ratio,measured_bytes_ratio,holds,model_agrees,note\n", fp);
     for (int i = 0; i < s->n_verdicts; i++) {
@@ -730,7 +733,7 @@ static int write_json(const mb_rpt_set *s, const mb_rpt_figures *figs, const cha
     json_object_set_new(root, "rows", rows);
     json_object_set_new(root, "figures", figures);
     FILE *fp;
-    int rc = outs_open(outs, dir, "summary.json", &fp, err);
+    int rc = outs_open(outs, dir, mb_rpt_report_files[5], &fp, err);
     if (rc == MB_OK) {
         if (json_dumpf(root, fp, JSON_INDENT(1) | JSON_PRESERVE_ORDER) != 0)
             rc = mb_err_set(err, MB_ERUN, "%s/summary.json: JSON write failed", dir);

@@ -1,0 +1,12 @@
+# Nobody else's files run as us or change our numbers (tests/trust.c): caches,
+# implicit inputs and outputs, one ctest per case. The cases with another
+# user become an unused uid as root (CI runs as root) and skip (77) elsewhere.
+if(TARGET mb_measure)
+  mb_test(trust_folder_rule SOURCES trust.c LIBS mb_measure ARGS folder_rule)
+  foreach(case jit_cache calib_cache cache_link local_spec csv_device outputs concurrent_calibration)
+    mb_test(trust_${case} TARGET trust_folder_rule ARGS ${case})
+  endforeach()
+  # calibrations (calib_cache, concurrent_calibration) and two runs side by side
+  set_tests_properties(trust_calib_cache trust_concurrent_calibration trust_outputs PROPERTIES
+    TIMEOUT 600 RUN_SERIAL TRUE)
+endif()
