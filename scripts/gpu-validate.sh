@@ -301,7 +301,10 @@ else
     *A100*) spec=a100-sxm-80gb ;;
     *) spec=h100-sxm ;;
   esac
-  "$bin" devices 2>/dev/null | grep -q "^$spec " || spec=h100-sxm
+  # the table read whole first: `devices | grep -q` under pipefail fails
+  # whenever grep's early exit kills devices with SIGPIPE (a race)
+  table=$("$bin" devices 2>/dev/null)
+  grep -q "^$spec " <<<"$table" || spec=h100-sxm
   fail "calibrate failed on '$gpu_name' (nvidia-smi sees it): measuring against the table's '$spec' instead"
   echo "fallback_device: $spec" >>"$out/provenance.txt"
 fi
