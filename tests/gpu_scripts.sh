@@ -15,12 +15,7 @@ src=${MB_SRC:?MB_SRC not set}
 tmp=$(mktemp -d)
 writer=""
 trap '[ -n "$writer" ] && kill "$writer" 2>/dev/null; rm -rf "$tmp"' EXIT
-fails=0
-check() { # check DESCRIPTION CMD...
-  local what=$1
-  shift
-  if "$@"; then echo "ok: $what"; else echo "FAIL: $what"; fails=$((fails + 1)); fi
-}
+. "$src/tests/check_lib.sh"
 pack=$src/scripts/gpu-pack.sh
 
 # ---- 1. the archive -------------------------------------------------------------

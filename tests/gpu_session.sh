@@ -15,12 +15,7 @@ bin=${MB_BIN:?MB_BIN not set}
 build=$(cd "$(dirname "$bin")/.." && pwd)
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-fails=0
-check() { # check DESCRIPTION CMD...
-  local what=$1
-  shift
-  if "$@"; then echo "ok: $what"; else echo "FAIL: $what"; fails=$((fails + 1)); fi
-}
+. "$src/tests/check_lib.sh"
 # the device tool's limits on what comes back from $OUT
 out_shape_ok() {
   local n

@@ -6,6 +6,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include "mb_test.h"
 #include "measure.h"
+#include "mb_test_calib.h"
 
 #include <fcntl.h>
 #include <signal.h>
@@ -66,19 +67,11 @@ static int run(const char *const *args, const char *stop_on)
 static void fake_device(mb_device *d)
 {
     mb_meas_calib c;
-    memset(&c, 0, sizeof c);
-    c.copy_gbs = 12.5;
+    mb_test_calib(&c, 12.5);
     c.copy_plain_gbs = 9.0;
     c.read_gbs = 11.0;
     c.write_gbs = 10.0;
     c.write_plain_gbs = 8.0;
-    c.fp32_tflops = 0.1;
-    for (int op = 0; op < MB_OP_COUNT; op++) c.op_geps[op] = 1.0 + op;
-    c.pass_overhead_us = 3;
-    c.llc_bytes = 8 << 20;
-    c.stream_n = 1 << 24;
-    c.threads = 1;
-    c.mem_gb = 8;
     mb_meas_calib_to_device(&c, "measure_cache test", d);
 }
 

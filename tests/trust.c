@@ -24,6 +24,7 @@
 #include "mb_test.h"
 #include "mb_test_user.h"
 #include "measure.h"
+#include "mb_test_calib.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -114,16 +115,7 @@ static int have_bin(void)
 static void fake_device(mb_device *d, const char *name, double bw_gbs)
 {
     mb_meas_calib c;
-    memset(&c, 0, sizeof c);
-    c.copy_gbs = bw_gbs;
-    c.copy_plain_gbs = c.read_gbs = c.write_gbs = c.write_plain_gbs = bw_gbs;
-    c.fp32_tflops = 0.1;
-    for (int op = 0; op < MB_OP_COUNT; op++) c.op_geps[op] = 1.0 + op;
-    c.pass_overhead_us = 3;
-    c.llc_bytes = 8 << 20;
-    c.stream_n = 1 << 24;
-    c.threads = 1;
-    c.mem_gb = 8;
+    mb_test_calib(&c, bw_gbs);
     mb_meas_calib_to_device(&c, "trust test", d);
     snprintf(d->name, sizeof d->name, "%s", name);
 }
