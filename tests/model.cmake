@@ -18,3 +18,7 @@ endif()
 add_test(NAME test_cli_plan COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/cli_plan.sh)
 set_tests_properties(test_cli_plan PROPERTIES SKIP_RETURN_CODE 77
   ENVIRONMENT "MB_BIN=${CMAKE_BINARY_DIR}/bin/membound;MB_SRC=${CMAKE_SOURCE_DIR}")
+# goldens: the outputs scripts read held byte for byte (tests/golden/)
+add_test(NAME test_golden COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/golden.sh)
+set_tests_properties(test_golden PROPERTIES SKIP_RETURN_CODE 77
+  ENVIRONMENT "MB_BIN=${CMAKE_BINARY_DIR}/bin/membound;MB_SRC=${CMAKE_SOURCE_DIR};MEMBOUND_VARIANTS=${CMAKE_BINARY_DIR}/share/membound/variants")
