@@ -184,9 +184,7 @@ static int needs_positive(const mb_graph *g)
 {
     for (int i = 0; i < g->n_forward; i++) {
         const mb_node *nd = &g->nodes[i];
-        if (nd->op == MB_OP_LOG || nd->op == MB_OP_SQRT || nd->op == MB_OP_RSQRT ||
-            nd->op == MB_OP_DIV || nd->op == MB_OP_RECIPROCAL)
-            return 1;
+        if (mb_op_info_of(nd->op)->flags & MB_OPF_POSITIVE) return 1; /* op_table.h */
         if (nd->op == MB_OP_POW && (nd->arg[1] >= 0 || nd->scalar[1] != (double)(int)nd->scalar[1]))
             return 1;
     }

@@ -2,7 +2,7 @@
  * vector type and SLEEF's functions (V_*), and the composite ops built from
  * them (MB_V_*), for vecmath.c's tile primitives and, as text, for the kernels
  * kernels/jit_cpu.c generates. Header only, no state; the scalar definitions
- * (and every op without a vector form here) stay in mb_ops.h. Self-contained
+ * (and every op without a vector form here) stay in op_math.h. Self-contained
  * (the generated code includes nothing else of membound): keep it so. */
 #ifndef MB_VEC_OPS_H
 #define MB_VEC_OPS_H
@@ -65,8 +65,14 @@ typedef Sleef___m256_2 vf2;
 #endif
 
 #if defined(MB_VW)
-/* 1/sqrt(x), 1/(1+exp(-x)), x Phi(x) and Phi(x) + x phi(x): mb_ops.h's
- * rsqrt, sigmoid, gelu and gelu_grad (Phi through erfc, see there) */
+/* The vector forms op_table.h's vform column names, one per row that has
+ * one (V_ADD ... above for the rest): -x (signed zero and NaN included), x,
+ * 1/x, 1/sqrt(x), 1/(1+exp(-x)), x Phi(x) and Phi(x) + x phi(x): op_math.h's
+ * neg, copy, reciprocal, rsqrt, sigmoid, gelu and gelu_grad (Phi through
+ * erfc, see there) */
+#define MB_V_NEG(x) V_MUL(V_SET(-1.0f), (x))
+#define MB_V_COPY(x) (x)
+#define MB_V_RECIPROCAL(x) V_DIV(V_SET(1.0f), (x))
 #define MB_V_RSQRT(x) V_DIV(V_SET(1.0f), V_SQRT(x))
 #define MB_V_SIGMOID(x) V_DIV(V_SET(1.0f), V_ADD(V_SET(1.0f), V_EXP(V_SUB(V_SET(0.0f), (x)))))
 #define MB_V_GELU(x) V_MUL(V_MUL(V_SET(0.5f), (x)), V_ERFC(V_MUL((x), V_SET(-0.70710678118654752440f))))
@@ -75,5 +81,8 @@ typedef Sleef___m256_2 vf2;
           V_MUL(V_MUL((x), V_SET(0.39894228040143267794f)),                               \
                 V_EXP(V_MUL(V_MUL(V_SET(-0.5f), (x)), (x)))))
 #endif
+
+/* Rows without a vector form (relu, abs, step, sign: NaN rules in scalar code). */
+#define MB_V_NONE(x) (x)
 
 #endif

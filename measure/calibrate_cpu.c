@@ -313,14 +313,20 @@ typedef struct chain_op {
     const char *pre, *post; /* one link: pre <previous> post */
 } chain_op;
 
-static const chain_op chain_ops[] = {
-    {MB_OP_ADD, "(", " + x)"}, {MB_OP_SUB, "(", " - x)"}, {MB_OP_MUL, "(", " * x)"},
-    {MB_OP_DIV, "(", " / x)"}, {MB_OP_NEG, "(-", ")"}, {MB_OP_SIN, "sin(", ")"},
-    {MB_OP_COS, "cos(", ")"}, {MB_OP_TAN, "tan(", ")"}, {MB_OP_TANH, "tanh(", ")"},
-    {MB_OP_EXP, "exp(", ")"}, {MB_OP_LOG, "log(", ")"}, {MB_OP_SQRT, "sqrt(", ")"},
-    {MB_OP_RSQRT, "rsqrt(", ")"}, {MB_OP_SIGMOID, "sigmoid(", ")"}, {MB_OP_GELU, "gelu(", ")"},
-};
-#define N_CHAIN_OPS ((int)(sizeof chain_ops / sizeof chain_ops[0]))
+/* The rows of op_table.h with a chain (probe_pre), in table order. */
+static chain_op chain_ops[MB_OP_COUNT];
+static int n_chain_ops;
+
+static void chain_ops_init(void)
+{
+    n_chain_ops = 0;
+    for (int op = 1; op < MB_OP_COUNT; op++) {
+        const mb_op_info *in = mb_op_info_of((mb_op)op);
+        if (in->probe_pre) chain_ops[n_chain_ops++] = (chain_op){(mb_op)op, in->probe_pre, in->probe_post};
+    }
+}
+#define N_CHAIN_OPS n_chain_ops
+#define MAX_CHAINS (MB_OP_COUNT + 2)
 
 /* "y = " and depth links of op around x, into buf; the sincos chain
  * (op < 0) is depth statements a_k = sin(a_{k-1}) + cos(a_{k-1}). */
@@ -393,7 +399,7 @@ static void compiled_rates(const pass_ctx *chains, int n_chains, const figure *f
     out->sincos_compiled_geps = 0;
     out->compiled_ops = 0;
     if (n_chains < 2 || !chains[0].have_t || !chains[1].have_t) return;
-    double t[N_CHAIN_OPS + 2] = {0};
+    double t[MAX_CHAINS] = {0};
     for (int i = 0, f = 0; i < N_CHAIN_OPS + 2; i++)
         if (chains[i].have_t) t[i] = figure_median_s(&figs[f++]);
     double add_s = (t[1] - t[0]) / (CHAIN_DEEP - CHAIN_SHALLOW) / (double)n; /* per element */
@@ -692,7 +698,8 @@ int mb_meas_calibrate_cpu(int threads, int quick, void (*progress)(const char *l
         return rc;
     }
     /* chains[0]: the shallow adds; 1..N_CHAIN_OPS: each op; then sincos */
-    pass_ctx chains[N_CHAIN_OPS + 2];
+    chain_ops_init();
+    pass_ctx chains[MAX_CHAINS];
     STEP("compiled kernels: %d probe chains (compiled once, then loaded from the kernel cache)",
          N_CHAIN_OPS + 2);
     int n_chains = chains_init(chains, (int64_t)mb_kern_threads() * CHAIN_N);
@@ -712,7 +719,7 @@ int mb_meas_calibrate_cpu(int threads, int quick, void (*progress)(const char *l
     fma_ctx fc = {quick ? 20000 : 200000, 0, 0};
     op_ctx oc[MB_OP_COUNT];
     enum { F_COPY, F_COPY_PLAIN, F_CACHE, F_READ, F_WRITE, F_WRITE_PLAIN, F_FMA, F_PASS, F_OPS };
-    figure figs[F_OPS + MB_OP_COUNT + N_CHAIN_OPS + 2];
+    figure figs[F_OPS + MB_OP_COUNT + MAX_CHAINS];
     memset(figs, 0, sizeof figs);
     figs[F_COPY] = (figure){.name = "copy", .fn = copy_nt, .ctx = &sc, .work = 2 * bytes1};
     figs[F_COPY_PLAIN] = (figure){.name = "plain copy", .fn = copy_plain, .ctx = &sc, .work = 2 * bytes1};
@@ -728,7 +735,7 @@ int mb_meas_calibrate_cpu(int threads, int quick, void (*progress)(const char *l
         figs[nf++] = (figure){.name = mb_op_name((mb_op)op), .fn = op_rate, .ctx = &oc[op], .work = 0};
     }
     const int f_chains = nf;
-    char chain_names[N_CHAIN_OPS + 2][48];
+    char chain_names[MAX_CHAINS][48];
     for (int i = 0; i < N_CHAIN_OPS + 2; i++) {
         if (!chains[i].have_t) continue;
         snprintf(chain_names[i], sizeof chain_names[i], "compiled %s chain", i == 0 ? "short add"

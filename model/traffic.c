@@ -112,18 +112,16 @@ static int evaluated_nodes(const mb_graph *g, const mb_kernel *K, unsigned char 
     return 0;
 }
 
-/* 1 when node a has a form in compiled kernels (kernels/jit_cpu.c). */
+/* 1 when node a has a form in compiled kernels (kernels/jit_cpu.c): op_table.h's
+ * MB_OPF_JIT, and pow by a constant 2 or 3 (mb_op_powf's products). */
 static int op_compiles(const mb_node *a)
 {
     for (int s = 0; s < mb_op_arity(a->op); s++)
         if (a->arg[s] < 0 && !isfinite((float)a->scalar[s])) return 0; /* as the executor holds it */
-    switch (a->op) {
-    case MB_OP_RELU: case MB_OP_ABS: case MB_OP_STEP: case MB_OP_SIGN: return 0;
-    case MB_OP_POW:
+    if (a->op == MB_OP_POW)
         return a->arg[0] >= 0 && a->arg[1] < 0 &&
                ((float)a->scalar[1] == 2.0f || (float)a->scalar[1] == 3.0f);
-    default: return 1;
-    }
+    return (mb_op_info_of(a->op)->flags & MB_OPF_JIT) != 0;
 }
 
 int mb_kernel_compiled(const mb_graph *g, const mb_kernel *K)
