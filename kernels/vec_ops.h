@@ -35,6 +35,7 @@ typedef Sleef___m512_2 vf2;
 #define V_EXP Sleef_expf16_u10
 #define V_LOG Sleef_logf16_u10
 #define V_ERFC Sleef_erfcf16_u15
+#define V_ERF Sleef_erff16_u10
 #define V_POW Sleef_powf16_u10
 #define MB_ISA "sleef-avx512f"
 #elif defined(MB_HAVE_SLEEF) && defined(__AVX2__)
@@ -58,6 +59,7 @@ typedef Sleef___m256_2 vf2;
 #define V_EXP Sleef_expf8_u10
 #define V_LOG Sleef_logf8_u10
 #define V_ERFC Sleef_erfcf8_u15
+#define V_ERF Sleef_erff8_u10
 #define V_POW Sleef_powf8_u10
 #define MB_ISA "sleef-avx2"
 #else
@@ -73,6 +75,9 @@ typedef Sleef___m256_2 vf2;
 #define MB_V_NEG(x) V_MUL(V_SET(-1.0f), (x))
 #define MB_V_COPY(x) (x)
 #define MB_V_RECIPROCAL(x) V_DIV(V_SET(1.0f), (x))
+/* erf(x) and 2 / sqrt(pi) exp(-x^2): op_math.h's erf and erf_grad */
+#define MB_V_ERF(x) V_ERF(x)
+#define MB_V_ERF_GRAD(x) V_MUL(V_SET(1.12837916709551257390f), V_EXP(V_MUL(V_SUB(V_SET(0.0f), (x)), (x))))
 #define MB_V_RSQRT(x) V_DIV(V_SET(1.0f), V_SQRT(x))
 #define MB_V_SIGMOID(x) V_DIV(V_SET(1.0f), V_ADD(V_SET(1.0f), V_EXP(V_SUB(V_SET(0.0f), (x)))))
 #define MB_V_GELU(x) V_MUL(V_MUL(V_SET(0.5f), (x)), V_ERFC(V_MUL((x), V_SET(-0.70710678118654752440f))))

@@ -16,6 +16,7 @@
  *   step(x)      = x > 0 ? 1 : 0 (relu'), NaN stays NaN
  *   sign(x)      = -1 or 1, x itself for 0, -0 and NaN (abs')
  *   pow(x, c)    = x * x ... for integer c in [-4, 4], else powf / pow
+ *   erf(x)       = torch.erf; erf_grad(x) = 2 / sqrt(pi) exp(-x^2)
  * Binary ops take (a, b); unary ops ignore b. MB_OP_INPUT is not an operation:
  * applying it returns a (callers never do). */
 #ifndef MB_OP_MATH_H
@@ -33,6 +34,7 @@
 
 #define MB_OPS_SQRT1_2 0.70710678118654752440   /* 1 / sqrt(2) */
 #define MB_OPS_INV_SQRT_2PI 0.39894228040143267794 /* 1 / sqrt(2 pi) */
+#define MB_OPS_2_SQRTPI 1.12837916709551257390     /* 2 / sqrt(pi) */
 
 /* ---- float32 ------------------------------------------------------------- */
 
@@ -80,6 +82,8 @@ MB_HD static inline float mb_op_apply_f32(mb_op op, float a, float b)
     case MB_OP_GELU_GRAD:
         return 0.5f * erfcf(-a * (float)MB_OPS_SQRT1_2) +
                a * (float)MB_OPS_INV_SQRT_2PI * expf(-0.5f * a * a);
+    case MB_OP_ERF: return erff(a);
+    case MB_OP_ERF_GRAD: return (float)MB_OPS_2_SQRTPI * expf(-a * a);
     case MB_OP_INPUT:
     case MB_OP_COUNT:
         break;
@@ -131,6 +135,8 @@ MB_HD static inline double mb_op_apply_f64(mb_op op, double a, double b)
     case MB_OP_GELU_GRAD:
         return 0.5 * erfc(-a * MB_OPS_SQRT1_2) +
                a * MB_OPS_INV_SQRT_2PI * exp(-0.5 * a * a);
+    case MB_OP_ERF: return erf(a);
+    case MB_OP_ERF_GRAD: return MB_OPS_2_SQRTPI * exp(-a * a);
     case MB_OP_INPUT:
     case MB_OP_COUNT:
         break;

@@ -99,6 +99,9 @@
     /* 1 / x: PyTorch evaluates scalar / tensor as reciprocal then mul; rcp + refinement */            \
     X(RECIPROCAL, "reciprocal", 1, MB_OPK_MAP, MB_SPELL_NONE, 2, 1, MB_COST_SFU, MB_DER_CODE, INPUT,    \
       MB_SAVES_Y, MB_V_RECIPROCAL, MB_OPF_JIT | MB_OPF_POSITIVE, 0, NULL, NULL, MB_MAG_VALUE)           \
+    /* torch.erf; an erf polynomial, an exp in the tails */                                            \
+    X(ERF, "erf", 1, MB_OPK_MAP, MB_SPELL_CALL, 10, 1, MB_COST_SFU, MB_DER_G_OP_X, ERF_GRAD,            \
+      MB_SAVES_X, MB_V_ERF, MB_OPF_VEC | MB_OPF_JIT, 1, "erf(", ")", MB_MAG_VALUE)                      \
     /* autodiff's helpers: 1 where x > 0, else 0 (relu'); -1, 0, 1 (abs') */                           \
     X(STEP, "step", 1, MB_OPK_MAP, MB_SPELL_NONE, 1, 0, MB_COST_ARITH, MB_DER_NONE, INPUT,              \
       MB_SAVES_NONE, MB_V_NONE, 0, 0, NULL, NULL, MB_MAG_VALUE)                                         \
@@ -106,7 +109,10 @@
       MB_SAVES_NONE, MB_V_NONE, 0, 0, NULL, NULL, MB_MAG_VALUE)                                         \
     /* d gelu(x) / dx */                                                                               \
     X(GELU_GRAD, "gelu_grad", 1, MB_OPK_MAP, MB_SPELL_NONE, 16, 2, MB_COST_SFU, MB_DER_NONE, INPUT,     \
-      MB_SAVES_NONE, MB_V_GELU_GRAD, MB_OPF_VEC | MB_OPF_JIT, 2, NULL, NULL, MB_MAG_VALUE)
+      MB_SAVES_NONE, MB_V_GELU_GRAD, MB_OPF_VEC | MB_OPF_JIT, 2, NULL, NULL, MB_MAG_VALUE)              \
+    /* d erf(x) / dx = 2 / sqrt(pi) exp(-x^2) */                                                       \
+    X(ERF_GRAD, "erf_grad", 1, MB_OPK_MAP, MB_SPELL_NONE, 3, 1, MB_COST_SFU, MB_DER_NONE, INPUT,        \
+      MB_SAVES_NONE, MB_V_ERF_GRAD, MB_OPF_VEC | MB_OPF_JIT, 1, NULL, NULL, MB_MAG_VALUE)
 /* clang-format on */
 
 #endif

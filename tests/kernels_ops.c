@@ -153,6 +153,9 @@ static double r_gelu_grad(double a, double b)
     return 0.5 * (1.0 + erf(a / sqrt(2.0))) + a * exp(-0.5 * a * a) / sqrt(2.0 * 3.14159265358979323846);
 }
 
+static double r_erf(double a, double b) { (void)b; return erf(a); }
+static double r_erf_grad(double a, double b) { (void)b; return 2.0 / sqrt(3.14159265358979323846) * exp(-a * a); }
+
 static void ops_vs_libm(void)
 {
     const op_case cases[] = {
@@ -172,6 +175,7 @@ static void ops_vs_libm(void)
         /* gelu_grad crosses zero at -0.75 as the difference of two values near 0.23:
          * an f32 ulp of 0.23 against the 1e-3 floor is 1.5e-5 */
         {MB_OP_GELU_GRAD, -5, 5, 0, r_gelu_grad, 3e-5},
+        {MB_OP_ERF, -4, 4, 0, r_erf, 1e-6}, {MB_OP_ERF_GRAD, -4, 4, 0, r_erf_grad, 1e-6},
     };
     int seen[MB_OP_COUNT] = {0};
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
@@ -209,6 +213,20 @@ static void ops_vs_libm(void)
     CHECK(mb_op_apply_f32(MB_OP_SIGMOID, 200.0f, 0) == 1.0f);
 }
 
+/* PyTorch's semantics at points with known values (torch.erf, F.softplus,
+ * F.silu, in float64 from their definitions). */
+static void torch_values(void)
+{
+    static const struct { mb_op op; double x, want; } pts[] = {
+        {MB_OP_ERF, 0.5, 0.52049987781304654}, {MB_OP_ERF, -1.5, -0.96610514647531073},
+        {MB_OP_ERF, 0.0, 0.0}, {MB_OP_ERF, 6.0, 1.0},
+    };
+    for (size_t i = 0; i < sizeof pts / sizeof pts[0]; i++) {
+        CHECK_NEAR(mb_op_apply_f64(pts[i].op, pts[i].x, 0), pts[i].want, 1e-15);
+        CHECK_NEAR(mb_op_apply_f32(pts[i].op, (float)pts[i].x, 0), pts[i].want, 1e-6);
+    }
+}
+
 int main(void)
 {
     exhaustive_round_trip();
@@ -216,5 +234,6 @@ int main(void)
     ties_and_specials();
     nearest_oracle();
     ops_vs_libm();
+    torch_values();
     return mb_test_done();
 }
