@@ -36,6 +36,9 @@ typedef Sleef___m512_2 vf2;
 #define V_LOG Sleef_logf16_u10
 #define V_ERFC Sleef_erfcf16_u15
 #define V_ERF Sleef_erff16_u10
+#define V_LOG1P Sleef_log1pf16_u10
+/* x > c ? yes : no, lane by lane (NaN: no) */
+#define V_GT_SELECT(x, c, yes, no) _mm512_mask_blend_ps(_mm512_cmp_ps_mask((x), V_SET(c), _CMP_GT_OQ), (no), (yes))
 #define V_POW Sleef_powf16_u10
 #define MB_ISA "sleef-avx512f"
 #elif defined(MB_HAVE_SLEEF) && defined(__AVX2__)
@@ -60,6 +63,8 @@ typedef Sleef___m256_2 vf2;
 #define V_LOG Sleef_logf8_u10
 #define V_ERFC Sleef_erfcf8_u15
 #define V_ERF Sleef_erff8_u10
+#define V_LOG1P Sleef_log1pf8_u10
+#define V_GT_SELECT(x, c, yes, no) _mm256_blendv_ps((no), (yes), _mm256_cmp_ps((x), V_SET(c), _CMP_GT_OQ))
 #define V_POW Sleef_powf8_u10
 #define MB_ISA "sleef-avx2"
 #else
@@ -77,6 +82,8 @@ typedef Sleef___m256_2 vf2;
 #define MB_V_RECIPROCAL(x) V_DIV(V_SET(1.0f), (x))
 /* erf(x) and 2 / sqrt(pi) exp(-x^2): op_math.h's erf and erf_grad */
 #define MB_V_ERF(x) V_ERF(x)
+/* x > 20 ? x : log1p(exp(x)): op_math.h's softplus */
+#define MB_V_SOFTPLUS(x) V_GT_SELECT((x), 20.0f, (x), V_LOG1P(V_EXP(x)))
 #define MB_V_ERF_GRAD(x) V_MUL(V_SET(1.12837916709551257390f), V_EXP(V_MUL(V_SUB(V_SET(0.0f), (x)), (x))))
 #define MB_V_RSQRT(x) V_DIV(V_SET(1.0f), V_SQRT(x))
 #define MB_V_SIGMOID(x) V_DIV(V_SET(1.0f), V_ADD(V_SET(1.0f), V_EXP(V_SUB(V_SET(0.0f), (x)))))

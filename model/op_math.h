@@ -17,6 +17,8 @@
  *   sign(x)      = -1 or 1, x itself for 0, -0 and NaN (abs')
  *   pow(x, c)    = x * x ... for integer c in [-4, 4], else powf / pow
  *   erf(x)       = torch.erf; erf_grad(x) = 2 / sqrt(pi) exp(-x^2)
+ *   softplus(x)  = x > 20 ? x : log1p(exp(x)) (F.softplus, beta 1, threshold 20;
+ *                  its derivative is sigmoid(x), 1 in float32 above 20 as torch's)
  * Binary ops take (a, b); unary ops ignore b. MB_OP_INPUT is not an operation:
  * applying it returns a (callers never do). */
 #ifndef MB_OP_MATH_H
@@ -84,6 +86,7 @@ MB_HD static inline float mb_op_apply_f32(mb_op op, float a, float b)
                a * (float)MB_OPS_INV_SQRT_2PI * expf(-0.5f * a * a);
     case MB_OP_ERF: return erff(a);
     case MB_OP_ERF_GRAD: return (float)MB_OPS_2_SQRTPI * expf(-a * a);
+    case MB_OP_SOFTPLUS: return a > 20.0f ? a : log1pf(expf(a));
     case MB_OP_INPUT:
     case MB_OP_COUNT:
         break;
@@ -137,6 +140,7 @@ MB_HD static inline double mb_op_apply_f64(mb_op op, double a, double b)
                a * MB_OPS_INV_SQRT_2PI * exp(-0.5 * a * a);
     case MB_OP_ERF: return erf(a);
     case MB_OP_ERF_GRAD: return MB_OPS_2_SQRTPI * exp(-a * a);
+    case MB_OP_SOFTPLUS: return a > 20.0 ? a : log1p(exp(a));
     case MB_OP_INPUT:
     case MB_OP_COUNT:
         break;

@@ -102,6 +102,9 @@
     /* torch.erf; an erf polynomial, an exp in the tails */                                            \
     X(ERF, "erf", 1, MB_OPK_MAP, MB_SPELL_CALL, 10, 1, MB_COST_SFU, MB_DER_G_OP_X, ERF_GRAD,            \
       MB_SAVES_X, MB_V_ERF, MB_OPF_VEC | MB_OPF_JIT, 1, "erf(", ")", MB_MAG_VALUE)                      \
+    /* F.softplus (beta 1, threshold 20): ex2, lg2 */                                                  \
+    X(SOFTPLUS, "softplus", 1, MB_OPK_LIBRARY, MB_SPELL_CALL, 4, 2, MB_COST_SFU, MB_DER_G_OP_X, SIGMOID, \
+      MB_SAVES_X, MB_V_SOFTPLUS, MB_OPF_VEC | MB_OPF_JIT, 2, "softplus(", ")", MB_MAG_VALUE)            \
     /* autodiff's helpers: 1 where x > 0, else 0 (relu'); -1, 0, 1 (abs') */                           \
     X(STEP, "step", 1, MB_OPK_MAP, MB_SPELL_NONE, 1, 0, MB_COST_ARITH, MB_DER_NONE, INPUT,              \
       MB_SAVES_NONE, MB_V_NONE, 0, 0, NULL, NULL, MB_MAG_VALUE)                                         \

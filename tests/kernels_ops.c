@@ -156,6 +156,8 @@ static double r_gelu_grad(double a, double b)
 static double r_erf(double a, double b) { (void)b; return erf(a); }
 static double r_erf_grad(double a, double b) { (void)b; return 2.0 / sqrt(3.14159265358979323846) * exp(-a * a); }
 
+static double r_softplus(double a, double b) { (void)b; return a > 20 ? a : log(1.0 + exp(a)); }
+
 static void ops_vs_libm(void)
 {
     const op_case cases[] = {
@@ -176,6 +178,7 @@ static void ops_vs_libm(void)
          * an f32 ulp of 0.23 against the 1e-3 floor is 1.5e-5 */
         {MB_OP_GELU_GRAD, -5, 5, 0, r_gelu_grad, 3e-5},
         {MB_OP_ERF, -4, 4, 0, r_erf, 1e-6}, {MB_OP_ERF_GRAD, -4, 4, 0, r_erf_grad, 1e-6},
+        {MB_OP_SOFTPLUS, -30, 30, 0, r_softplus, 1e-6},
     };
     int seen[MB_OP_COUNT] = {0};
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
@@ -220,6 +223,9 @@ static void torch_values(void)
     static const struct { mb_op op; double x, want; } pts[] = {
         {MB_OP_ERF, 0.5, 0.52049987781304654}, {MB_OP_ERF, -1.5, -0.96610514647531073},
         {MB_OP_ERF, 0.0, 0.0}, {MB_OP_ERF, 6.0, 1.0},
+        /* softplus: log(1 + e), ln 2 at 0, x itself above the threshold 20 */
+        {MB_OP_SOFTPLUS, 1.0, 1.3132616875182228}, {MB_OP_SOFTPLUS, 0.0, 0.69314718055994531},
+        {MB_OP_SOFTPLUS, 25.0, 25.0}, {MB_OP_SOFTPLUS, -5.0, 0.006715348489118068},
     };
     for (size_t i = 0; i < sizeof pts / sizeof pts[0]; i++) {
         CHECK_NEAR(mb_op_apply_f64(pts[i].op, pts[i].x, 0), pts[i].want, 1e-15);
