@@ -92,6 +92,15 @@ typedef Sleef___m256_2 vf2;
     V_ADD(V_MUL(V_SET(0.5f), V_ERFC(V_MUL((x), V_SET(-0.70710678118654752440f)))),        \
           V_MUL(V_MUL((x), V_SET(0.39894228040143267794f)),                               \
                 V_EXP(V_MUL(V_MUL(V_SET(-0.5f), (x)), (x)))))
+/* x / (1 + exp(-x)) and s (1 + x (1 - s)), s = sigmoid(x): op_math.h's silu
+ * and silu_grad */
+#define MB_V_SILU(x) V_DIV((x), V_ADD(V_SET(1.0f), V_EXP(V_SUB(V_SET(0.0f), (x)))))
+static inline vf mb_v_silu_grad(vf x)
+{
+    vf s = MB_V_SIGMOID(x);
+    return V_MUL(s, V_ADD(V_SET(1.0f), V_MUL(x, V_SUB(V_SET(1.0f), s))));
+}
+#define MB_V_SILU_GRAD(x) mb_v_silu_grad(x)
 #endif
 
 /* Rows without a vector form (relu, abs, step, sign: NaN rules in scalar code). */

@@ -19,6 +19,8 @@
  *   erf(x)       = torch.erf; erf_grad(x) = 2 / sqrt(pi) exp(-x^2)
  *   softplus(x)  = x > 20 ? x : log1p(exp(x)) (F.softplus, beta 1, threshold 20;
  *                  its derivative is sigmoid(x), 1 in float32 above 20 as torch's)
+ *   silu(x)      = x / (1 + exp(-x)) = x sigmoid(x) (F.silu);
+ *   silu_grad(x) = s (1 + x (1 - s)), s = sigmoid(x) (torch's silu_backward)
  * Binary ops take (a, b); unary ops ignore b. MB_OP_INPUT is not an operation:
  * applying it returns a (callers never do). */
 #ifndef MB_OP_MATH_H
@@ -87,6 +89,11 @@ MB_HD static inline float mb_op_apply_f32(mb_op op, float a, float b)
     case MB_OP_ERF: return erff(a);
     case MB_OP_ERF_GRAD: return (float)MB_OPS_2_SQRTPI * expf(-a * a);
     case MB_OP_SOFTPLUS: return a > 20.0f ? a : log1pf(expf(a));
+    case MB_OP_SILU: return a / (1.0f + expf(-a));
+    case MB_OP_SILU_GRAD: {
+        float s = 1.0f / (1.0f + expf(-a));
+        return s * (1.0f + a * (1.0f - s));
+    }
     case MB_OP_INPUT:
     case MB_OP_COUNT:
         break;
@@ -141,6 +148,11 @@ MB_HD static inline double mb_op_apply_f64(mb_op op, double a, double b)
     case MB_OP_ERF: return erf(a);
     case MB_OP_ERF_GRAD: return MB_OPS_2_SQRTPI * exp(-a * a);
     case MB_OP_SOFTPLUS: return a > 20.0 ? a : log1p(exp(a));
+    case MB_OP_SILU: return a / (1.0 + exp(-a));
+    case MB_OP_SILU_GRAD: {
+        double s = 1.0 / (1.0 + exp(-a));
+        return s * (1.0 + a * (1.0 - s));
+    }
     case MB_OP_INPUT:
     case MB_OP_COUNT:
         break;

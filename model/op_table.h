@@ -105,6 +105,9 @@
     /* F.softplus (beta 1, threshold 20): ex2, lg2 */                                                  \
     X(SOFTPLUS, "softplus", 1, MB_OPK_LIBRARY, MB_SPELL_CALL, 4, 2, MB_COST_SFU, MB_DER_G_OP_X, SIGMOID, \
       MB_SAVES_X, MB_V_SOFTPLUS, MB_OPF_VEC | MB_OPF_JIT, 2, "softplus(", ")", MB_MAG_VALUE)            \
+    /* F.silu, x sigmoid(x): ex2, rcp, mul */                                                          \
+    X(SILU, "silu", 1, MB_OPK_LIBRARY, MB_SPELL_CALL, 4, 2, MB_COST_SFU, MB_DER_G_OP_X, SILU_GRAD,      \
+      MB_SAVES_X, MB_V_SILU, MB_OPF_VEC | MB_OPF_JIT, 2, "silu(", ")", MB_MAG_VALUE)                    \
     /* autodiff's helpers: 1 where x > 0, else 0 (relu'); -1, 0, 1 (abs') */                           \
     X(STEP, "step", 1, MB_OPK_MAP, MB_SPELL_NONE, 1, 0, MB_COST_ARITH, MB_DER_NONE, INPUT,              \
       MB_SAVES_NONE, MB_V_NONE, 0, 0, NULL, NULL, MB_MAG_VALUE)                                         \
@@ -115,7 +118,10 @@
       MB_SAVES_NONE, MB_V_GELU_GRAD, MB_OPF_VEC | MB_OPF_JIT, 2, NULL, NULL, MB_MAG_VALUE)              \
     /* d erf(x) / dx = 2 / sqrt(pi) exp(-x^2) */                                                       \
     X(ERF_GRAD, "erf_grad", 1, MB_OPK_MAP, MB_SPELL_NONE, 3, 1, MB_COST_SFU, MB_DER_NONE, INPUT,        \
-      MB_SAVES_NONE, MB_V_ERF_GRAD, MB_OPF_VEC | MB_OPF_JIT, 1, NULL, NULL, MB_MAG_VALUE)
+      MB_SAVES_NONE, MB_V_ERF_GRAD, MB_OPF_VEC | MB_OPF_JIT, 1, NULL, NULL, MB_MAG_VALUE)               \
+    /* d silu(x) / dx = s (1 + x (1 - s)), s = sigmoid(x) */                                           \
+    X(SILU_GRAD, "silu_grad", 1, MB_OPK_MAP, MB_SPELL_NONE, 6, 2, MB_COST_SFU, MB_DER_NONE, INPUT,      \
+      MB_SAVES_NONE, MB_V_SILU_GRAD, MB_OPF_VEC | MB_OPF_JIT, 2, NULL, NULL, MB_MAG_VALUE)
 /* clang-format on */
 
 #endif

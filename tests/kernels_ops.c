@@ -158,6 +158,15 @@ static double r_erf_grad(double a, double b) { (void)b; return 2.0 / sqrt(3.1415
 
 static double r_softplus(double a, double b) { (void)b; return a > 20 ? a : log(1.0 + exp(a)); }
 
+static double r_silu(double a, double b) { (void)b; return a * (1.0 / (1.0 + exp(-a))); }
+/* d/dx x s(x) = s + x s (1 - s), written from the product rule */
+static double r_silu_grad(double a, double b)
+{
+    (void)b;
+    double s = 1.0 / (1.0 + exp(-a));
+    return s + a * s * (1.0 - s);
+}
+
 static void ops_vs_libm(void)
 {
     const op_case cases[] = {
@@ -179,6 +188,7 @@ static void ops_vs_libm(void)
         {MB_OP_GELU_GRAD, -5, 5, 0, r_gelu_grad, 3e-5},
         {MB_OP_ERF, -4, 4, 0, r_erf, 1e-6}, {MB_OP_ERF_GRAD, -4, 4, 0, r_erf_grad, 1e-6},
         {MB_OP_SOFTPLUS, -30, 30, 0, r_softplus, 1e-6},
+        {MB_OP_SILU, -10, 10, 0, r_silu, 1e-6}, {MB_OP_SILU_GRAD, -10, 10, 0, r_silu_grad, 3e-5},
     };
     int seen[MB_OP_COUNT] = {0};
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
@@ -226,6 +236,9 @@ static void torch_values(void)
         /* softplus: log(1 + e), ln 2 at 0, x itself above the threshold 20 */
         {MB_OP_SOFTPLUS, 1.0, 1.3132616875182228}, {MB_OP_SOFTPLUS, 0.0, 0.69314718055994531},
         {MB_OP_SOFTPLUS, 25.0, 25.0}, {MB_OP_SOFTPLUS, -5.0, 0.006715348489118068},
+        /* silu: x sigmoid(x) */
+        {MB_OP_SILU, 1.0, 0.7310585786300049}, {MB_OP_SILU, -2.0, -0.2384058440442351},
+        {MB_OP_SILU, 3.0, 2.8577223804673}, {MB_OP_SILU, 0.0, 0.0},
     };
     for (size_t i = 0; i < sizeof pts / sizeof pts[0]; i++) {
         CHECK_NEAR(mb_op_apply_f64(pts[i].op, pts[i].x, 0), pts[i].want, 1e-15);
