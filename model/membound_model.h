@@ -455,6 +455,15 @@ int64_t mb_tensor_bytes(const mb_graph *g, int i, int64_t n);
  * op with a compiled form (not relu, abs, step, sign; pow only as x**2 and
  * x**3; finite scalars). A spec with op_compiled_geps costs such kernels at
  * those rates. */
+/* How an executor lowers nodes[0..n) of g (a kernel's nodes, in order), the
+ * one rule the model counts and kernels/exec_cpu.c runs: evaluated[j] = 0 for
+ * an input, or for a node equal to an earlier one (same op, operands and
+ * scalars: evaluated once; common[j] gets that one's index), 2 for the first
+ * of a sin and a cos of one operand (one sincos gives both), 3 for its partner
+ * (pair[] names each other), else 1. common and pair may be NULL, else -1
+ * where none. Returns -1 when out of memory. */
+int mb_lower_nodes(const mb_graph *g, const int *nodes, int n, int *common, int *pair,
+                   unsigned char *evaluated);
 int mb_kernel_compiled(const mb_graph *g, const mb_kernel *K);
 
 /* ---- the optimal recompute plan and the memory-traffic frontier ---------- */
