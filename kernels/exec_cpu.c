@@ -374,6 +374,47 @@ static int assign_slots(prog *pr)
     return 0;
 }
 
+/* pr's evaluated nodes from nodes[0..n_nodes) (pr's n_reads reads set):
+ * mb_lower_nodes's rule, into node_val (graph node -> value). Returns -1
+ * when out of memory. */
+static int lower_values(prog *pr, const mb_graph *g, const int *nodes, int n_nodes, int *node_val)
+{
+    const int nr = pr->n_reads;
+    int *common = malloc((size_t)(3 * n_nodes + 1) * sizeof(int));
+    unsigned char *ev = malloc((size_t)n_nodes + 1);
+    if (!common || !ev || mb_lower_nodes(g, nodes, n_nodes, common, common + n_nodes, ev)) {
+        free(common);
+        free(ev);
+        return -1;
+    }
+    int *pair = common + n_nodes, *pnode = common + 2 * n_nodes; /* kernel index -> pr node */
+    for (int i = 0; i < g->n_nodes; i++) node_val[i] = -1;
+    for (int r = 0; r < nr; r++) node_val[pr->val_node[r]] = r;
+    pr->n_nodes = 0;
+    for (int j = 0; j < n_nodes; j++) {
+        const mb_node *nd = &g->nodes[nodes[j]];
+        pnode[j] = -1;
+        if (nd->op == MB_OP_INPUT) continue;
+        if (ev[j] == 0) {
+            node_val[nodes[j]] = node_val[nodes[common[j]]];
+            continue;
+        }
+        prog_node pn = {nd->op, -1, -1, (float)nd->scalar[0], (float)nd->scalar[1], -1, ev[j] == 3};
+        int ar = mb_op_arity(nd->op);
+        if (ar >= 1 && nd->arg[0] >= 0) pn.va = node_val[nd->arg[0]];
+        if (ar >= 2 && nd->arg[1] >= 0) pn.vb = node_val[nd->arg[1]];
+        pnode[j] = pr->n_nodes;
+        pr->nodes[pr->n_nodes] = pn;
+        pr->val_node[nr + pr->n_nodes] = nodes[j];
+        node_val[nodes[j]] = nr + pr->n_nodes++;
+    }
+    for (int j = 0; j < n_nodes; j++)
+        if (ev[j] == 2) pr->nodes[pnode[j]].pair = nr + pnode[pair[j]];
+    free(common);
+    free(ev);
+    return 0;
+}
+
 /* Lowers (nodes, writes) into pr; every operand not computed by nodes becomes
  * a read from its storage in t. */
 static int prog_build(const mb_kern_tensors *t, const int *nodes, int n_nodes,
@@ -440,41 +481,12 @@ static int prog_build(const mb_kern_tensors *t, const int *nodes, int n_nodes,
      * y = sin(x)**2 + cos(x)**2 fused at 2^24 went from 18.9 to 13.5 ms
      * interpreted, bench/cpu_fused.c) */
     int *node_val = malloc((size_t)g->n_nodes * sizeof(int));
-    int *common = malloc((size_t)(3 * n_nodes + 1) * sizeof(int));
-    unsigned char *ev = malloc((size_t)n_nodes + 1);
-    if (!node_val || !common || !ev || mb_lower_nodes(g, nodes, n_nodes, common, common + n_nodes, ev)) {
+    if (!node_val || lower_values(pr, g, nodes, n_nodes, node_val)) {
         free(node_val);
-        free(common);
-        free(ev);
         free(comp);
         prog_free(pr);
         return mb_err_set(err, MB_ERUN, "out of memory");
     }
-    int *pair = common + n_nodes, *pnode = common + 2 * n_nodes; /* kernel index -> pr node */
-    for (int i = 0; i < g->n_nodes; i++) node_val[i] = -1;
-    for (int r = 0; r < nr; r++) node_val[pr->val_node[r]] = r;
-    pr->n_nodes = 0;
-    for (int j = 0; j < n_nodes; j++) {
-        const mb_node *nd = &g->nodes[nodes[j]];
-        pnode[j] = -1;
-        if (nd->op == MB_OP_INPUT) continue;
-        if (ev[j] == 0) {
-            node_val[nodes[j]] = node_val[nodes[common[j]]];
-            continue;
-        }
-        prog_node pn = {nd->op, -1, -1, (float)nd->scalar[0], (float)nd->scalar[1], -1, ev[j] == 3};
-        int ar = mb_op_arity(nd->op);
-        if (ar >= 1 && nd->arg[0] >= 0) pn.va = node_val[nd->arg[0]];
-        if (ar >= 2 && nd->arg[1] >= 0) pn.vb = node_val[nd->arg[1]];
-        pnode[j] = pr->n_nodes;
-        pr->nodes[pr->n_nodes] = pn;
-        pr->val_node[nr + pr->n_nodes] = nodes[j];
-        node_val[nodes[j]] = nr + pr->n_nodes++;
-    }
-    for (int j = 0; j < n_nodes; j++)
-        if (ev[j] == 2) pr->nodes[pnode[j]].pair = nr + pnode[pair[j]];
-    free(common);
-    free(ev);
     free(comp);
     for (int w = 0; w < n_writes; w++) {
         int v = node_val[writes[w]];
