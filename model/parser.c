@@ -172,6 +172,8 @@ static int fold_unary(parser *P, mb_op op, double a, double *out, int line, int 
     return MB_OK;
 }
 
+/* Scalars on both sides fold as Python's float arithmetic does (libm pow, not
+ * op_math.h's x*x*x for the tensor op): PyTorch folds them before any kernel. */
 static int fold_binary(parser *P, mb_op op, double a, double b, double *out, int line, int col)
 {
     double r = NAN;
