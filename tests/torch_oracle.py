@@ -48,7 +48,7 @@ NOT_KERNELS = {"detach", "expand", "is_same_size", "view", "_unsafe_view", "alia
                "ones_like", "t"}
 FROM_TORCH = {"rsub": "sub", "clone": "copy", "sgn": "sign"}  # torch's name -> membound's
 FROM_MB = {"add_grad": "add"}
-TOL = {"f32": 1e-4, "bf16": 6e-2}
+TOL = {"f32": 1e-4, "bf16": 6e-2}  # f16: PyTorch 1.13 has no CPU kernels for sin, exp, ... in Half
 DTYPES = {"f32": torch.float32, "bf16": torch.bfloat16}
 # Mismatches allowed in the backward's kernels and saved bytes (forward and
 # values must still match), PyTorch 1.13: its backward of a power with a
@@ -253,6 +253,13 @@ def main():
         if k not in os.environ:
             print(f"torch_oracle: error: {k} is not set")
             return 2
+    # the generator covers every function of the language
+    help_text = subprocess.run([os.environ["MB_BIN"], "--help"], capture_output=True, text=True).stdout
+    listed = re.search(r"functions: ([a-z0-9_ ]+)\.", help_text)
+    if not listed or set(listed.group(1).split()) != set(FUNCS):
+        print(f"torch_oracle: error: membound's functions {listed and listed.group(1)!r} are not "
+              f"this oracle's {sorted(FUNCS)}: add the new op to FUNCS")
+        return 1
     seed = int(os.environ.get("MB_ORACLE_SEED", "31"))
     count = int(os.environ.get("MB_ORACLE_COUNT", "200"))
     torch.manual_seed(seed)
