@@ -2,7 +2,8 @@
  * prints its inputs and results, for tests/torch_oracle.py to feed the same
  * inputs to PyTorch and compare.
  *   oracle_eval DTYPE N EXPR   (EXPR as `membound model --expr` takes it)
- * Prints one line per tensor, "in NAME v0 v1 ..." for every graph input (the
+ * The plan runs as `measure` runs it (the AUTO executor, interpreted: no
+ * compiler is started, one thread). Prints one line per tensor, "in NAME v0 v1 ..." for every graph input (the
  * forward inputs, then the incoming gradients grad_OUT) and "out NAME v0 ..."
  * for every forward output and, with a backward, "grad NAME v0 ..." for the
  * gradient of each forward input, values as %.9g of the stored dtype.
@@ -41,7 +42,9 @@ int main(int argc, char **argv)
         return 2;
     }
     mb_kern_tensors t;
-    if (mb_plan_build(g, MB_PLAN_EAGER, &p, &err) || mb_kern_tensors_alloc(p, n, 0, &t, &err)) {
+    mb_kern_jit_configure(MB_KERN_JIT_OFF, NULL, NULL); /* the interpreter: no compiler runs */
+    mb_kern_set_threads(1);
+    if (mb_plan_build(g, MB_PLAN_EAGER, &p, &err) || mb_kern_tensors_alloc(p, n, 1 << 20, &t, &err)) {
         fprintf(stderr, "oracle_eval: %s\n", err.msg);
         mb_plan_free(p);
         mb_graph_free(g);

@@ -24,7 +24,7 @@ Mismatches allowed on purpose are ALLOWED below (and in the README), for the
 PyTorch version named there; every other mismatch fails the test, printing
 the expression and both kernel lists. Prints every expression tried.
 Environment: MB_BIN, MB_SRC, MB_ORACLE_EVAL; MB_ORACLE_COUNT (random
-expressions, default 200), MB_ORACLE_SEED (default 31)."""
+expressions, default 300), MB_ORACLE_SEED (default 31)."""
 import os
 import json
 import random
@@ -261,7 +261,7 @@ def main():
               f"this oracle's {sorted(FUNCS)}: add the new op to FUNCS")
         return 1
     seed = int(os.environ.get("MB_ORACLE_SEED", "31"))
-    count = int(os.environ.get("MB_ORACLE_COUNT", "200"))
+    count = int(os.environ.get("MB_ORACLE_COUNT", "300"))
     torch.manual_seed(seed)
     print(f"torch_oracle: PyTorch {torch.__version__}, seed {seed}, {count} random expressions, n = {N}")
     exprs = lecture_exprs() + random_exprs(random.Random(seed), count)
