@@ -187,8 +187,10 @@ static void test_custom(const char *tmp, int have_gp)
     CHECK(count_lines(d, "whatif.dat", "\"") == 2);
     CHECK(count_lines(d, "whatif.dat", "\"a100-80gb\"") == 1);
     CHECK(contains(d, "index.md", "gelu\\_tanh") && !contains(d, "index.md", "sigmoid3"));
+    /* one variant, two definitions: refused, naming both */
     CHECK(RUN("'%s' figures --expr '%s' '%s' --devices h100-sxm,'%s' -o '%s/f2'", bin, silu_expr, mb,
-              ini, tmp) == 0);
+              ini, tmp) == 2);
+    CHECK(RUN("'%s' figures '%s' --devices h100-sxm,'%s' -o '%s/f2'", bin, mb, ini, tmp) == 0);
     snprintf(d, sizeof d, "%s/f2", tmp);
     CHECK(count_lines(d, "whatif.dat", "\"my-gpu\"") == 1);
     CHECK(contains(d, "time_vs_n.dat", "silu fused"));
