@@ -33,7 +33,8 @@ static void usage(FILE *fp)
             "  --backend B      auto (default: cuda when a usable GPU is present, else cpu),\n"
             "                   cpu, cuda\n"
             "  --expr EXPR      a Python-syntax expression; repeat it for several\n"
-            "  --plan P         eager | fused | store | recompute | optimal; default: every plan\n"
+            "  --plan LIST      eager | fused | store | recompute | optimal, comma-separated;\n"
+            "                   default: every plan\n"
             "  --sizes LIST     2^20,2^24 or 2^16..2^26[:STEP]; default: each variant's\n"
             "                   lecture size (--n N: one size)\n"
             "  --dtype T[,T]    f32 (default), bf16, f16; several: f32,bf16\n"
@@ -198,7 +199,8 @@ typedef struct opts {
     const char *device, *out_path, *kernel_path;
     mb_meas_backend backend;
     int plan_given;
-    mb_plan_kind plan;
+    mb_plan_kind plans[MB_PLAN_COUNT]; /* --plan's list, in order */
+    int n_plans;
     mb_dtype dtypes[MB_DTYPE_COUNT];
     int n_dtypes;
     int64_t *sizes;
@@ -483,11 +485,7 @@ int mb_cmd_measure(int argc, char **argv)
             if ((rc = mb_cli_inputs_add(&o.inputs, c == 'e', optarg))) goto out;
             break;
         case 'p':
-            if (mb_plan_parse(optarg, &o.plan) != MB_OK) {
-                rc = mb_cli_fail(2, "unknown plan '%s' (plans: eager, fused, store, recompute, optimal)",
-                                 optarg);
-                goto out;
-            }
+            if ((rc = mb_cli_plans(optarg, o.plans, &o.n_plans))) goto out;
             o.plan_given = 1;
             break;
         case 's':
@@ -596,18 +594,20 @@ int mb_cmd_measure(int argc, char **argv)
             goto out_jobs;
         for (int gi = 0; gi < n_all[d]; gi++) {
             mb_graph *g = all_graphs[d][gi];
-            if (o.plan_given && !mb_plan_supported(g, o.plan)) {
-                mb_plan *p = NULL;
-                rc = mb_plan_build(g, o.plan, &p, &e); /* fails, naming the valid plans */
-                rc = mb_cli_fail_err(rc ? rc : 2, &e);
-                goto out_jobs;
-            }
+            for (int k = 0; o.plan_given && k < o.n_plans; k++)
+                if (!mb_plan_supported(g, o.plans[k])) {
+                    mb_plan *p = NULL;
+                    rc = mb_plan_build(g, o.plans[k], &p, &e); /* fails, naming the valid plans */
+                    rc = mb_cli_fail_err(rc ? rc : 2, &e);
+                    goto out_jobs;
+                }
             int64_t one = g->default_n ? g->default_n : ((int64_t)1 << 24);
             const int64_t *sizes = o.sizes ? o.sizes : &one;
             int ns = o.sizes ? o.n_sizes : 1;
-            for (int pk = 0; pk < MB_PLAN_COUNT; pk++) {
-                if (o.plan_given ? pk != (int)o.plan : !mb_plan_supported(g, (mb_plan_kind)pk))
-                    continue;
+            int n_pk = o.plan_given ? o.n_plans : MB_PLAN_COUNT;
+            for (int ki = 0; ki < n_pk; ki++) {
+                int pk = o.plan_given ? (int)o.plans[ki] : ki; /* --plan's order, else the table's */
+                if (!o.plan_given && !mb_plan_supported(g, (mb_plan_kind)pk)) continue;
                 for (int si = 0; si < ns; si++) {
                     /* refuse sizes that cannot fit, with the figure, before allocating */
                     mb_plan *p = NULL;

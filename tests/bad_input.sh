@@ -55,6 +55,7 @@ bytes_header=device,backend,variant,plan,dtype,n,time_s_median,read_bytes,write_
   printf '# variant_expr v: y = x * 2\n'
   printf 'device,backend,variant,plan,dtype,n,time_s_median,read_bytes,write_bytes,model_dram_read_bytes,model_dram_write_bytes,verified\n'
   printf 't,cpu,v,eager,f32,4096,1e-6,16384,16384,16384,99,1\n'; } >textdram.csv
+printf '[device]\nname = c\nkind = cpu\nmem_bandwidth_gbs = 100\ncache_mb = 1\nfp32_tflops = 1\nbf16_tflops = 1\nlaunch_overhead_us = 1\nsource = s\n' >cpuspec.ini
 # spec figures outside their plausible ranges (a denormal bandwidth made every time inf)
 spec_tail='cache_mb = 1\nfp32_tflops = 1\nbf16_tflops = 1\nsource = s\n'
 printf "[device]\nname = t\nmem_bandwidth_gbs = 1e-320\nlaunch_overhead_us = 1\n$spec_tail" >tinybw.ini
@@ -148,8 +149,8 @@ expect 2 "hugelaunch.ini:4: key 'launch_overhead_us': .*got '1e30'" -- whatif co
 expect 2 'character device' -- model /dev/zero
 expect 2 'FIFO' -- model ./fifo
 expect 2 'bad.mb:4:1' -- model ./bad.mb
-expect 2 "variant 'copy' is given twice: by 'copy' (input 1) and by 'copy' (input 2)" -- model copy copy
-expect 2 "variant 'v' is given twice: by --expr 1 ('name v; y = x') (input 1) and by --expr 2" -- whatif --expr 'name v; y = x' --expr 'name v; y = x * 2'
+expect 2 "variant 'copy' is given twice: by 'copy' \(input 1\) and by 'copy' \(input 2\)" -- model copy copy
+expect 2 "variant 'v' is given twice: by --expr 1 \('name v; y = x \* 1.5'\) \(input 1\) and by --expr 2" -- whatif --expr 'name v; y = x * 1.5' --expr 'name v; y = x * 2'
 expect 2 'needs a value' -- model copy --n
 expect 2 "unknown option '--bogus'" -- model --bogus
 expect 2 'empty' -- model copy --sizes 2^20..2^10
@@ -216,7 +217,6 @@ if has report; then
   expect 2 "text2expr.csv:2: a second text of variant 'v'.*line 1" -- report text2expr.csv -o out
   expect 2 "textexpr.csv:5: a second text of variant 'v'.*line 1" -- report textexpr.csv -o out
   expect 2 "textdram.csv:11: column 'model_dram_write_bytes' is 99, .* gives 16384" -- report textdram.csv -o out
-  printf '[device]\nname = c\nkind = cpu\nmem_bandwidth_gbs = 100\ncache_mb = 1\nfp32_tflops = 1\nbf16_tflops = 1\nlaunch_overhead_us = 1\nsource = s\n' >cpuspec.ini
   expect 2 "textdram.csv:11: column 'model_dram_write_bytes' is 99" -- report textdram.csv --device cpuspec.ini -o out
   # a GPU's model for CPU rows: refused, not relabelled
   expect 2 "textdram.csv:11: --device b200 is a GPU but this row was measured on the cpu backend" -- report textdram.csv --device b200 -o out

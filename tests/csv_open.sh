@@ -15,13 +15,13 @@ have_pandas=0; $PY -c 'import pandas' 2>/dev/null && have_pandas=1
 spec=$SRC/reports/data/cpu-amd-epyc-2vcpu/local-cpu.ini
 cd "$tmp" || exit 1
 
-# inputs in order: a built-in, a file, two --expr
+# inputs in order: a built-in, a file, two --expr; plans in --plan's order
 printf 'name mine\ninput x\ny = exp(x)\noutput y\n' >mine.mb
-"$B" measure copy mine.mb --expr 'name a; y = sin(x)' --expr 'name b; y = x * sigmoid(x)' --sizes 2^12 \
+"$B" measure copy mine.mb --expr 'name a; y = sin(x)' --expr 'name b; y = x * sigmoid(x)' --sizes 2^12 --plan fused,eager \
   --device "$spec" --timeout 0.05 -q -o m.csv --per-kernel mk.csv 2>err.txt >/dev/null
 rc=$?; [ "$rc" -le 1 ] && [ -s m.csv ] && ok || bad "measure exited $rc: $(tail -3 err.txt)"
 # interrupted: the rows so far, with a 'partial:' provenance line
-"$B" measure copy --expr 'name s; y = sin(x)' --sizes 2^12,2^26 --reps 1000 --device "$spec" -o int.csv \
+"$B" measure copy --expr 'name s; y = sin(x)' --warm --sizes 2^12,2^24 --reps 1000 --timeout 60 --device "$spec" -o int.csv \
   >int.out 2>int.err &
 pid=$!   # stopped once a row is in (SIGTERM: a background job ignores SIGINT)
 for _ in $(seq 120); do grep -q '^copy ' int.out 2>/dev/null && break; sleep 0.5; done
@@ -84,6 +84,8 @@ for r in rows:
         order.append(r["variant"])
 if order != ["copy", "mine", "a", "b"]:
     bad.append(f"m.csv: variants {order}")
+if [r["plan"] for r in rows if r["variant"] == "copy"] != ["fused", "eager"]:
+    bad.append("m.csv: plans of copy not in --plan's order")
 for r in rows:
     want = {"a": ("", "name a; y = sin(x)"), "b": ("", "name b; y = x * sigmoid(x)"),
             "mine": (r"name mine\ninput x\ny = exp(x)\noutput y\n", "")}.get(r["variant"])
