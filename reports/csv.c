@@ -167,6 +167,7 @@ void mb_rpt_set_free(mb_rpt_set *s)
     free(s->verdicts);
     for (int i = 0; i < s->n_files; i++) free(s->specs ? s->specs[i] : NULL);
     free(s->specs);
+    free(s->spec_lines);
     for (int i = 0; i < s->n_vars; i++) free(s->vars[i].text);
     free(s->vars);
     memset(s, 0, sizeof *s);
@@ -384,6 +385,7 @@ static int row_texts(mb_rpt_set *s, int file, ctx *c, const int *pos, field *f, 
         unescape(fs->s);
         if (!s->specs[file]) {
             if (!(s->specs[file] = strdup(fs->s))) return mb_err_set(c->err, MB_ERUN, "out of memory");
+            s->spec_lines[file] = c->line;
         } else if (strcmp(s->specs[file], fs->s) != 0) {
             return mb_err_set(c->err, MB_EINPUT, "%s:%d:%d: column '%s' differs from an earlier row's: "
                               "one model device per file (split the file by device_spec)", c->path,
@@ -414,11 +416,14 @@ int mb_rpt_read_csv(mb_rpt_set *s, const char *path, mb_err *err)
         void *q = p ? realloc(s->specs, (size_t)(s->n_files + 8) * sizeof *s->specs) : NULL;
         if (p) s->files = p;
         if (q) s->specs = q;
-        if (!p || !q) { free(text); return mb_err_set(err, MB_ERUN, "out of memory"); }
+        void *l = q ? realloc(s->spec_lines, (size_t)(s->n_files + 8) * sizeof *s->spec_lines) : NULL;
+        if (l) s->spec_lines = l;
+        if (!p || !q || !l) { free(text); return mb_err_set(err, MB_ERUN, "out of memory"); }
     }
     int file_index = s->n_files++;
     copy_str(s->files[file_index], sizeof s->files[0], path);
     s->specs[file_index] = NULL;
+    s->spec_lines[file_index] = 0;
 
     ctx c = {path, 0, err};
     int pos[C_COUNT];

@@ -243,6 +243,8 @@ typedef struct mb_rpt_set {
     int n_kernel_rows_skipped;     /* per-kernel rows (a "kernel" column) */
     int n_kernel_files;            /* inputs holding per-kernel rows only */
     char **specs;                  /* per input: its embedded device spec (INI), or NULL */
+    int *spec_lines;               /* per input: the CSV line whose device_spec column
+                                      carried its spec; 0: '#' lines (or none) */
     mb_rpt_vardef *vars;           /* variant definitions, embedded then given */
     int n_vars;
     mb_device devices[MB_RPT_MAX_DEVICES];

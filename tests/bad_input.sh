@@ -65,6 +65,12 @@ printf "[device]\nname = t\nmem_bandwidth_gbs = 100\nlaunch_overhead_us = 1e30\n
   printf '# device_spec: %s\n' '[device]' 'name = t' 'mem_bandwidth_gbs = 100' 'cache_mb = 1e30' \
     'fp32_tflops = 10' 'bf16_tflops = 10' 'launch_overhead_us = 1' 'source = test'
   printf '%s\nh100-sxm,cpu,copy,eager,f32,4096,1e-6,1\n' "$good_header"; } >bigcache.csv
+# the same spec in the device_spec column of the rows (newlines written as \n)
+{ printf '%s,device_spec\n' "$good_header"
+  printf 'h100-sxm,cpu,copy,eager,f32,4096,1e-6,1,"%s"\n' \
+    '[device]\nname = t\nmem_bandwidth_gbs = 100\ncache_mb = 1e30\nfp32_tflops = 10\nbf16_tflops = 10\nlaunch_overhead_us = 1\nsource = test'
+  printf 'h100-sxm,cpu,copy,fused,f32,4096,1e-6,1,"%s"\n' '[device]\nname = u'; } >bigcache2.csv
+head -n 2 bigcache2.csv >bigcache3.csv
 ln -s nowhere.csv dangling.csv
 
 snapshot() { ls -la --time-style=+%s . | awk 'NR > 1 { print $1, $5, $7 }' | sort; }
@@ -221,6 +227,8 @@ if has report; then
   # a GPU's model for CPU rows: refused, not relabelled
   expect 2 "textdram.csv:11: --device b200 is a GPU but this row was measured on the cpu backend" -- report textdram.csv --device b200 -o out
   expect 2 "bigcache.csv:6: key 'cache_mb': .*got '1e30' \(the device spec this CSV carries\)" -- report bigcache.csv -o out
+  expect 2 "bigcache2.csv:3:[0-9]*: column 'device_spec' differs from an earlier row's" -- report bigcache2.csv -o out
+  expect 2 "bigcache3.csv:2: device_spec:4: key 'cache_mb': .*got '1e30' \(the device spec this CSV carries\)" -- report bigcache3.csv -o out
   expect 2 'not a directory|exists|directory' -- report ok.csv -o keep.txt
   expect 2 "unknown option" -- figures --bogus
   expect 2 "unknown option" -- demo --bogus
