@@ -27,6 +27,9 @@ static void usage(FILE *fp)
             "  --device D         device of the per-device figures: table id or .ini spec\n"
             "                     (default: h100-sxm, or the first of --devices)\n"
             "  --devices LIST     the what-if's devices: ids or .ini specs, comma-separated\n"
+            "  --dtype LIST       the series' dtypes, comma-separated (bf16,f32); default: f32,\n"
+            "                     the lecture's own for its variants\n"
+            "  --plan LIST        only these plans, comma-separated (eager,fused)\n"
             "                     (default: every GPU of the table)\n"
             "  --formats LIST     png,svg,pdf (default: png)\n"
             "  --no-render        write data and scripts only\n"
@@ -52,15 +55,19 @@ int mb_cmd_figures(int argc, char **argv)
         {"output", required_argument, 0, 'o'}, {"device", required_argument, 0, 'd'},
         {"devices", required_argument, 0, 'D'}, {"expr", required_argument, 0, 'e'},
         {"formats", required_argument, 0, 'f'}, {"no-render", no_argument, 0, 'N'},
+        {"dtype", required_argument, 0, 't'}, {"plan", required_argument, 0, 'p'},
         {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
     const char *dir = "membound-figures", *device = NULL, *devlist = NULL;
     mb_cli_inputs in = {0};
+    mb_dtype dtypes[MB_DTYPE_COUNT];
+    mb_plan_kind plans[MB_PLAN_COUNT];
+    int n_dtypes = 0, n_plans = 0;
     unsigned formats = MB_RPT_PNG;
     int render = 1, c;
     mb_err e;
     opterr = 0;
     optind = 1;
-    while ((c = getopt_long(argc, argv, "-:ho:e:", opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "-:ho:e:t:p:", opts, NULL)) != -1) {
         switch (c) {
         case 1:
         case 'e':
@@ -73,6 +80,12 @@ int mb_cmd_figures(int argc, char **argv)
             if (mb_rpt_parse_formats(optarg, &formats, &e)) return mb_cli_fail_err(2, &e);
             break;
         case 'N': render = 0; break;
+        case 't':
+        case 'p': {
+            int rc = c == 't' ? mb_cli_dtypes(optarg, dtypes, &n_dtypes) : mb_cli_plans(optarg, plans, &n_plans);
+            if (rc) { mb_cli_inputs_free(&in); return rc; }
+            break;
+        }
         case 'h': usage(stdout); mb_cli_inputs_free(&in); return 0;
         default: mb_cli_inputs_free(&in); return mb_cli_bad_option(c, argv, optind, optopt, "figures");
         }
@@ -81,6 +94,10 @@ int mb_cmd_figures(int argc, char **argv)
     if (rc) { mb_cli_inputs_free(&in); return mb_cli_fail_err(rc, &e); }
     mb_rpt_set defs;
     mb_rpt_set_init(&defs);
+    memcpy(defs.fig_dtypes, dtypes, (size_t)n_dtypes * sizeof *dtypes);
+    defs.n_fig_dtypes = n_dtypes;
+    memcpy(defs.fig_plans, plans, (size_t)n_plans * sizeof *plans);
+    defs.n_fig_plans = n_plans;
     if ((rc = define_inputs(&in, &defs))) { mb_cli_inputs_free(&in); mb_rpt_set_free(&defs); return rc; }
     mb_cli_inputs_free(&in);
 

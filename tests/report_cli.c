@@ -196,6 +196,16 @@ static void test_custom(const char *tmp, int have_gp)
     CHECK(contains(d, "time_vs_n.dat", "silu fused"));
     CHECK(contains(d, "roofline.dat", "silu eager"));
     CHECK(contains(d, "whatif.png", "PNG"));
+    /* --dtype and --plan lists: the given variant at each dtype, only those plans */
+    CHECK(RUN("'%s' figures --expr '%s' --dtype f32,bf16 --plan fused --no-render -o '%s/f3'", bin, silu_expr,
+              tmp) == 0);
+    snprintf(d, sizeof d, "%s/f3", tmp);
+    CHECK(contains(d, "time_vs_n.dat", "\"silu fused\"") && contains(d, "time_vs_n.dat", "\"silu fused bf16\""));
+    CHECK(!contains(d, "time_vs_n.dat", "silu eager"));
+    CHECK(RUN("'%s' figures --plan eager --no-render -o '%s/f4'", bin, tmp) == 0);
+    snprintf(d, sizeof d, "%s/f4", tmp);
+    CHECK(contains(d, "time_vs_n.dat", "eager") && !contains(d, "time_vs_n.dat", "fused"));
+    CHECK(RUN("'%s' figures --dtype f64 -o '%s/f5'", bin, tmp) == 2);
 }
 
 /* The three commands a user runs: measure a custom variant, then report and
