@@ -46,6 +46,8 @@ static void usage(FILE *fp)
             "                     time column; h100-sxm (--devices: the same)\n"
             "  --n N              elements per tensor; default: the variant's lecture size\n"
             "  --dtype LIST       f32 (default), bf16, f16, comma-separated: bf16,f32\n"
+            "  --plan LIST        of store, recompute, optimal (default: the three), in order;\n"
+            "                     eager too\n"
             "  --json | --csv     machine-readable output\n"
             "  -h, --help         this help\n"
             "\n"
@@ -160,11 +162,13 @@ static void print_row(const plan_opts *o, const mb_graph *g, int64_t n, const ro
 static int three_plans(const plan_opts *o, const mb_graph *g, int64_t n, json_t *out)
 {
     mb_err e;
-    for (int k = 0; k < 3; k++) {
+    static const mb_plan_kind three[] = {MB_PLAN_STORE, MB_PLAN_RECOMPUTE, MB_PLAN_OPTIMAL};
+    int np = o->a.plan_given ? o->a.n_plans : 3;
+    for (int k = 0; k < np; k++) { /* --plan's order, else store, recompute, optimal */
+        mb_plan_kind kind = o->a.plan_given ? o->a.plans[k] : three[k];
         mb_plan *p = NULL;
         int rc;
-        if (k == 0) rc = mb_plan_build(g, MB_PLAN_STORE, &p, &e);
-        else if (k == 1) rc = mb_plan_build(g, MB_PLAN_RECOMPUTE, &p, &e);
+        if (kind != MB_PLAN_OPTIMAL) rc = mb_plan_build(g, kind, &p, &e);
         else rc = mb_plan_build_optimal(g, o->obj, n, &o->dev, &p, &e);
         row r = {mb_plan_name(p ? p->kind : MB_PLAN_OPTIMAL), 0, 0, 0, 0, NULL, 0};
         if (!rc) rc = cost(p, n, &o->dev, &r, &e);
@@ -284,17 +288,19 @@ static int parse_opts(plan_opts *o, int argc, char **argv)
         {"frontier", no_argument, 0, 'f'}, {"figure", required_argument, 0, 'F'},
         {"device", required_argument, 0, 'd'}, {"devices", required_argument, 0, 'd'},
         {"n", required_argument, 0, 'n'},
-        {"dtype", required_argument, 0, 't'}, {"json", no_argument, 0, 'J'},
+        {"dtype", required_argument, 0, 't'}, {"plan", required_argument, 0, 'p'},
+        {"json", no_argument, 0, 'J'},
         {"csv", no_argument, 0, 'C'}, {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
     const char *device = "h100-sxm";
     int c, rc;
     opterr = 0;
     optind = 1;
-    while ((c = getopt_long(argc, argv, "-:he:o:fF:d:n:t:JC", opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "-:he:o:fF:d:n:t:p:JC", opts, NULL)) != -1) {
         switch (c) {
         case 1:
         case 'e':
         case 't':
+        case 'p':
             if ((rc = mb_model_args_option(&o->a, c, optarg))) return rc;
             break;
         case 'd': device = optarg; break;
@@ -320,6 +326,8 @@ static int parse_opts(plan_opts *o, int argc, char **argv)
         }
     }
     if (o->figure && !o->frontier) return mb_cli_fail(2, "--figure draws the frontier: add --frontier");
+    if (o->frontier && o->a.plan_given)
+        return mb_cli_fail(2, "--frontier lists the least traffic for each memory budget: --plan does not apply");
     if (o->frontier && o->obj == MB_OBJECTIVE_TIME)
         return mb_cli_fail(2, "--frontier lists traffic for each memory budget: --objective does not apply");
     if ((rc = mb_cli_devices(device, &o->devs, &o->n_devs))) return rc;

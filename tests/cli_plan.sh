@@ -90,6 +90,11 @@ t16=$(awk -F, '$1 == "s2" && $2 == "store" && $3 == "b200" && $5 == "bf16" {prin
 jcheck '.device' null
 jcheck '[.results[].device] | unique | join(",")' b200,h100-sxm
 expect 2 "--dtype: unknown dtype 'f64'" -- plan sigmoid3 --dtype f32,f64
+# --plan: these of the plans, in its order
+"$B" plan sigmoid3 --plan optimal,store --csv >"$tmp/out" || bad "plan --plan failed"
+[ "$(tail -n +2 "$tmp/out" | cut -d, -f2 | paste -sd,)" = optimal,store ] && ok || bad "plan --plan rows: $(cut -d, -f2 "$tmp/out" | paste -sd,)"
+expect 2 "has no plan 'fused'" -- plan sigmoid3 --plan fused
+expect 2 "--plan does not apply" -- plan sigmoid3 --frontier --plan store
 expect 2 "has no plan 'optimal'" -- model copy --plan optimal
 [ ! -e "$tmp/x.dat" ] && ok || bad "a refused --figure left x.dat"
 
