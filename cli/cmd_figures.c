@@ -14,7 +14,7 @@
 static void usage(FILE *fp)
 {
     fprintf(fp,
-            "usage: membound figures [VARIANT|FILE.mb ...] [--expr EXPR] [-o DIR] [options]\n"
+            "usage: membound figures [VARIANT|FILE.mb|--expr EXPR ...] [-o DIR] [options]\n"
             "\n"
             "Figures from the model alone: bytes per element, time against n, the roofline,\n"
             "the what-if across devices and (for sigmoid3) recomputation. Without\n"
@@ -23,14 +23,14 @@ static void usage(FILE *fp)
             "\n"
             "  -o, --output DIR   output directory (default: membound-figures)\n"
             "  --expr EXPR        a variant as an expression; ';' separates statements:\n"
-            "                     'name silu; y = x * sigmoid(1.702 * x)' (repeatable)\n"
+            "                     'name quick_gelu; y = x * sigmoid(1.702 * x)' (repeatable)\n"
             "  --device D         device of the per-device figures: table id or .ini spec\n"
             "                     (default: h100-sxm, or the first of --devices)\n"
             "  --devices LIST     the what-if's devices: ids or .ini specs, comma-separated\n"
+            "                     (default: every GPU of the table)\n"
             "  --dtype LIST       the series' dtypes, comma-separated (bf16,f32); default: f32,\n"
             "                     the lecture's own for its variants\n"
             "  --plan LIST        only these plans, comma-separated (eager,fused)\n"
-            "                     (default: every GPU of the table)\n"
             "  --formats LIST     png,svg,pdf (default: png)\n"
             "  --no-render        write data and scripts only\n"
             "  -h, --help         this help\n");

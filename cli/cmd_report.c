@@ -15,7 +15,7 @@
 static void usage(FILE *fp)
 {
     fprintf(fp,
-            "usage: membound report FILE.csv... [FILE.mb...] [--expr EXPR] [-o DIR] [options]\n"
+            "usage: membound report FILE.csv... [FILE.mb|--expr EXPR ...] [-o DIR] [options]\n"
             "\n"
             "Joins measurement CSVs (from 'membound measure') with the model, fits\n"
             "time = t0 + bytes / bandwidth per device and backend (GSL, 95%% intervals),\n"
@@ -27,10 +27,11 @@ static void usage(FILE *fp)
             "of custom variants need their definition: a FILE.mb or --expr.\n"
             "\n"
             "  --expr EXPR        a variant's definition; ';' separates statements:\n"
-            "                     'name silu; y = x * sigmoid(1.702 * x)' (repeatable)\n"
+            "                     'name quick_gelu; y = x * sigmoid(1.702 * x)' (repeatable)\n"
             "  -o, --output DIR   output directory (default: membound-report)\n"
             "  --device SPEC      model every row on this device (table id or .ini file)\n"
-            "                     instead of the CSV's device column\n"
+            "                     instead of the CSV's device column; a device of another\n"
+            "                     kind than the rows' backend (a GPU for CPU rows) is refused\n"
             "  --formats LIST     figure formats besides png: png,svg,pdf (default: png)\n"
             "  --no-figures       write the figure data and scripts but do not run gnuplot\n"
             "  -h, --help         this help\n"
