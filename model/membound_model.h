@@ -88,6 +88,7 @@ typedef struct mb_op_info {
     int call_weight;
     const char *probe_pre, *probe_post;
     mb_op_mag mag;
+    const char *bwd_kernel; /* PyTorch's fused backward kernel, NULL: composite */
 } mb_op_info;
 
 /* The row of op (MB_OP_INPUT's for INPUT and for an op out of range). */
