@@ -4,6 +4,7 @@
  * cache the process does not get (a KVM guest here reports 508 MiB through
  * sysconf with no sysfs cache entries; its copy bandwidth falls at tens of
  * MiB). Does not decide what the model uses (calibrate_cpu.c does). */
+#include "kernels.h"
 #include "measure.h"
 
 #include <math.h>

@@ -2,6 +2,7 @@
  * on all cores, the FMA peak, each op's throughput through the executors' tile
  * primitive, and the cost of one executor pass. Writes no file (the CLI does). */
 #define _GNU_SOURCE /* gethostname, sysconf(_SC_PHYS_PAGES) */
+#include "kernels.h"
 #include "measure.h"
 
 #include <math.h>

@@ -7,6 +7,7 @@
  * the model columns assume the calibrated figures: the reference says, row
  * by row, how far the host was from them. Compiled with the calibration's
  * flags (vectorised for this CPU). */
+#include "kernels.h"
 #include "measure.h"
 
 #include <stdlib.h>
