@@ -182,6 +182,7 @@ static int parse_opts(cal_opts *o, int argc, char **argv)
 int mb_cmd_calibrate(int argc, char **argv)
 {
     cal_opts o = {.out_path = "local-cpu.ini", .backend = MB_MEAS_CPU};
+    mb_meas_set_env(getenv); /* the libraries read no environment */
     mb_meas_set_jit_warn(mb_cli_warn_line); /* a refused compiled-kernel cache says so */
     int rc = parse_opts(&o, argc, argv);
     if (rc) return rc < 0 ? 0 : rc;

@@ -721,6 +721,7 @@ int mb_cmd_measure(int argc, char **argv)
 {
     static run r; /* large (the model device, the host check): not on the stack */
     memset(&r, 0, sizeof r);
+    mb_meas_set_env(getenv); /* the libraries read no environment */
     mb_meas_set_jit_warn(mb_cli_warn_line); /* a refused compiled-kernel cache says so */
     int rc = parse_opts(&r.o, argc, argv);
     if (!rc && !r.o.help) {

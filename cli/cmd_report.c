@@ -8,6 +8,7 @@
 #include <getopt.h>
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static void usage(FILE *fp)
@@ -83,6 +84,7 @@ int mb_cmd_report(int argc, char **argv)
     unsigned formats = MB_RPT_PNG;
     int render = 1, c;
     mb_err e;
+    mb_rpt_set_env(getenv); /* the library reads no environment */
     opterr = 0;
     optind = 1;
     while ((c = getopt_long(argc, argv, ":ho:e:", opts, NULL)) != -1) {

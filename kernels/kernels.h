@@ -129,6 +129,13 @@ typedef enum mb_kern_jit_mode {
  * before running kernels. */
 void mb_kern_jit_configure(mb_kern_jit_mode mode, const char *cc, const char *cache_dir);
 
+/* The environment the default cache directory comes from: $XDG_CACHE_HOME
+ * and $HOME (NULL or "": unset), copied. The library reads no environment
+ * variable: until this is called both are unset, and without a configured
+ * directory nothing is compiled (mb_kern_jit_why_not says so). Not
+ * thread-safe: call before running kernels. */
+void mb_kern_jit_set_env(const char *xdg_cache_home, const char *home);
+
 /* Where the JIT says, in one line, that its cache folder or an object in it
  * was not used (another user's, writable by others, a link: model/'s
  * trusted-folder rule) and what it did instead; NULL (the default): says

@@ -67,6 +67,11 @@ const char *mb_meas_exec_name(int exec)
     return exec >= 0 && exec < MB_KERN_EXEC_COUNT ? mb_kern_exec_name((mb_kern_exec)exec) : "?";
 }
 
+void mb_meas_set_env(char *(*lookup)(const char *name))
+{
+    mb_kern_jit_set_env(lookup ? lookup("XDG_CACHE_HOME") : NULL, lookup ? lookup("HOME") : NULL);
+}
+
 void mb_meas_set_jit_warn(void (*warn)(const char *line))
 {
     mb_kern_jit_set_warn(warn);

@@ -102,6 +102,11 @@ void mb_meas_config_default(mb_meas_config *c);
 int mb_meas_exec_parse(const char *s, int *exec, mb_err *err);
 const char *mb_meas_exec_name(int exec); /* "auto", ...; "?" out of range */
 
+/* The environment the layers below use, read once through lookup (the CLI
+ * passes getenv; NULL: none set), process-wide: the compiled-kernel cache's
+ * $XDG_CACHE_HOME and $HOME (kernels/ reads no environment variable). */
+void mb_meas_set_env(char *(*lookup)(const char *name));
+
 /* Where a refused compiled-kernel cache (kernels/' run-time compiler) says
  * why, one line per refusal (NULL: nowhere). Process-wide. */
 void mb_meas_set_jit_warn(void (*warn)(const char *line));

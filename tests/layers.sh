@@ -3,7 +3,10 @@
 # includes only its own headers and the public headers of the layers below
 # it, and cli/ reaches kernels/ only through measure/ (model <- kernels <-
 # measure <- reports <- cli; reports/ and measure/ meet only through the
-# CSV). One line per breach, file:line; exit 1 when there is one.
+# CSV). And the libraries read no environment variable: the CLI reads them
+# and passes settings down (mb_meas_config_env, mb_meas_set_env,
+# mb_variant_set_dir, mb_rpt_set_env). One line per breach, file:line; exit 1
+# when there is one.
 set -u
 src=${MB_SRC:-$(cd "$(dirname "$0")/.." && pwd)}
 # each public header's layer
@@ -35,5 +38,12 @@ for h in measure/measure.h reports/report.h; do
         bad=1
     fi
 done
+# no getenv in a library (comments aside)
+while IFS=: read -r file line text; do
+    case "$text" in *'/*'*getenv*|' *'*|*'* '*getenv*) continue ;; esac
+    echo "${file#"$src"/}:$line: a library reads the environment: take it as a setting from the CLI"
+    bad=1
+done < <(grep -Hn '\bgetenv *(' "$src"/model/*.c "$src"/kernels/*.c "$src"/kernels/*.cu "$src"/measure/*.c \
+         "$src"/measure/*.cu "$src"/measure/*.cpp "$src"/reports/*.c 2>/dev/null)
 [ $bad = 0 ] && echo "layers: ok"
 exit $bad

@@ -152,6 +152,7 @@ static void test_cache(const char *cache_path)
 
 int main(void)
 {
+    mb_meas_set_env(getenv); /* as the CLI does: the compiled-kernel cache under $HOME */
     snprintf(cache_dir, sizeof cache_dir, "/tmp/mb-spec-cache-XXXXXX");
     snprintf(work_dir, sizeof work_dir, "/tmp/mb-spec-work-XXXXXX");
     if (!mkdtemp(cache_dir) || !mkdtemp(work_dir)) return 1;
