@@ -45,5 +45,17 @@ while IFS=: read -r file line text; do
     bad=1
 done < <(grep -Hn '\bgetenv *(' "$src"/model/*.c "$src"/kernels/*.c "$src"/kernels/*.cu "$src"/measure/*.c \
          "$src"/measure/*.cu "$src"/measure/*.cpp "$src"/reports/*.c 2>/dev/null)
+# within model/: plan.c (the groupings) calls nothing of the files built on
+# it (plan_optimal.c chooses a saved set and builds it through plan.c;
+# plan_build.c dispatches on the kind): no call circle between them
+for upper in plan_optimal.c plan_build.c; do
+    [ -f "$src/model/$upper" ] || continue
+    for fn in $(sed -n 's/^[a-z][a-z0-9_ ]* \**\(mb_[a-z0-9_]*\)(.*/\1/p' "$src/model/$upper"); do
+        if grep -n "\b$fn *(" "$src/model/plan.c" >/dev/null; then
+            echo "model/plan.c calls $fn (model/$upper): the plan files call one way only"
+            bad=1
+        fi
+    done
+done
 [ $bad = 0 ] && echo "layers: ok"
 exit $bad
