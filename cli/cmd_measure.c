@@ -519,11 +519,7 @@ static int prepare(run *r)
         return mb_cli_fail_err(rc, &e);
     if ((rc = model_device(r))) return rc;
     if (note[0] && !r->o.quiet) mb_cli_note("%s", note);
-    /* a calibrated CPU spec knows the cache this process gets (the measured
-     * knee; a guest may report far more): it sizes the flush between samples */
-    if (r->backend == MB_MEAS_CPU && !strcmp(r->dev.kind, "cpu") && r->o.cfg.llc_bytes <= 0 &&
-        r->dev.cache_mb > 0)
-        r->o.cfg.llc_bytes = (int64_t)(r->dev.cache_mb * 1048576.0);
+    mb_meas_config_for_device(&r->o.cfg, r->backend, &r->dev); /* the flush: a calibrated CPU's cache */
     if (r->o.cfg.llc_bytes > 0) r->llc = r->o.cfg.llc_bytes; /* the notes below name that cache */
 
     mb_meas_provenance pv;

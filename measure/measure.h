@@ -676,6 +676,12 @@ int64_t mb_meas_host_memory_bytes(const char *key);
 /* The CPU's last-level cache as c evicts it: c->llc_bytes, else detected. */
 int64_t mb_meas_llc_bytes(const mb_meas_config *c);
 
+/* The settings a model device gives the run: a calibrated CPU spec (kind
+ * cpu, cache_mb > 0) on the CPU backend knows the cache this process gets
+ * (the measured knee; a guest may report far more), so it sizes the flush
+ * between samples (c->llc_bytes) unless that was set. */
+void mb_meas_config_for_device(mb_meas_config *c, mb_meas_backend b, const mb_device *dev);
+
 /* Host memory a CPU row of plan p at n takes: the executor's peak under
  * c->exec plus the flush buffer (2x the cache). */
 int64_t mb_meas_host_need_bytes(const mb_plan *p, int64_t n, const mb_meas_config *c);

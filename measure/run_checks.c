@@ -84,6 +84,12 @@ int64_t mb_meas_llc_bytes(const mb_meas_config *c)
     return c->llc_bytes > 0 ? c->llc_bytes : mb_kern_llc_bytes();
 }
 
+void mb_meas_config_for_device(mb_meas_config *c, mb_meas_backend b, const mb_device *dev)
+{
+    if (b == MB_MEAS_CPU && !strcmp(dev->kind, "cpu") && c->llc_bytes <= 0 && dev->cache_mb > 0)
+        c->llc_bytes = (int64_t)(dev->cache_mb * 1048576.0);
+}
+
 int64_t mb_meas_host_need_bytes(const mb_plan *p, int64_t n, const mb_meas_config *c)
 {
     return mb_kern_plan_peak_bytes(p, n, (mb_kern_exec)c->exec) + 2 * mb_meas_llc_bytes(c);

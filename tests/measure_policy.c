@@ -118,6 +118,31 @@ static void test_row_warnings(void)
     CHECK(strstr(notes, "n = 2^10 is below 4x the last-level cache (8 MiB)") != NULL);
 }
 
+/* A calibrated CPU spec sizes the flush; a GPU spec, the CUDA backend or a
+ * size already set do not. */
+static void test_config_for_device(void)
+{
+    mb_meas_config c;
+    mb_meas_calib cal;
+    static mb_device cpu, gpu;
+    mb_err e;
+    mb_test_calib(&cal, 10); /* an 8 MiB cache */
+    mb_meas_calib_to_device(&cal, "measure_policy", &cpu);
+    CHECK(mb_device_find("h100-sxm", &gpu, &e) == MB_OK);
+    mb_meas_config_default(&c);
+    mb_meas_config_for_device(&c, MB_MEAS_CPU, &cpu);
+    CHECK_EQ_I64(c.llc_bytes, 8 << 20);
+    CHECK_EQ_I64(mb_meas_llc_bytes(&c), 8 << 20);
+    mb_meas_config_default(&c);
+    mb_meas_config_for_device(&c, MB_MEAS_CUDA, &cpu);
+    CHECK(c.llc_bytes <= 0);
+    mb_meas_config_for_device(&c, MB_MEAS_CPU, &gpu);
+    CHECK(c.llc_bytes <= 0);
+    c.llc_bytes = 3 << 20;
+    mb_meas_config_for_device(&c, MB_MEAS_CPU, &cpu);
+    CHECK_EQ_I64(c.llc_bytes, 3 << 20);
+}
+
 static void test_formats(void)
 {
     char buf[64];
@@ -141,6 +166,7 @@ int main(void)
 {
     test_admission();
     test_row_warnings();
+    test_config_for_device();
     test_formats();
     return mb_test_done();
 }
