@@ -123,7 +123,8 @@ typedef enum mb_kern_jit_mode {
 
 /* Sets the mode, the compiler (NULL: the one that built membound; a name
  * without '/' is looked up in PATH) and the cache directory (NULL:
- * $XDG_CACHE_HOME/membound/jit, else ~/.cache/membound/jit; created 0700).
+ * $XDG_CACHE_HOME/membound/jit, else ~/.cache/membound/jit, both as given to
+ * mb_kern_jit_set_env; created 0700).
  * Copies the strings and zeroes the statistics; forgets the kernels loaded
  * so far when the compiler or the directory changes. Not thread-safe: call
  * before running kernels. */
