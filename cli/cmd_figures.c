@@ -22,7 +22,7 @@ static void usage(FILE *fp)
             "\n"
             "  -o, --output DIR   output directory (default: membound-figures)\n"
             "  --expr EXPR        a variant as an expression; ';' separates statements:\n"
-            "                     'name silu; y = x * sigmoid(1.702 * x)' (repeatable)\n"
+            "                     'name quick_gelu; y = x * sigmoid(1.702 * x)' (repeatable)\n"
             "  --device D         device of the per-device figures: table id or .ini spec\n"
             "                     (default: h100-sxm, or the first of --devices)\n"
             "  --devices LIST     the what-if's devices: ids or .ini specs, comma-separated\n"

@@ -26,7 +26,7 @@ static void usage(FILE *fp)
             "of custom variants need their definition: a FILE.mb or --expr.\n"
             "\n"
             "  --expr EXPR        a variant's definition; ';' separates statements:\n"
-            "                     'name silu; y = x * sigmoid(1.702 * x)' (repeatable)\n"
+            "                     'name quick_gelu; y = x * sigmoid(1.702 * x)' (repeatable)\n"
             "  -o, --output DIR   output directory (default: membound-report)\n"
             "  --device SPEC      model every row on this device (table id or .ini file)\n"
             "                     instead of the CSV's device column\n"

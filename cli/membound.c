@@ -48,6 +48,12 @@ static void usage(FILE *fp)
     for (int i = 0; i < N_COMMANDS; i++)
         fprintf(fp, "  %-10s %s%s\n", commands[i].name, commands[i].summary,
                 commands[i].fn ? "" : " (not in this build)");
+    char fns[512];
+    mb_op_call_list(fns, sizeof fns);
+    fprintf(fp,
+            "\n"
+            "Variant expressions: + - * / ** and unary minus on tensors and numbers;\n"
+            "functions: %s.\n", fns);
     fprintf(fp,
             "\n"
             "Run 'membound COMMAND --help' for a command's options.\n"

@@ -9,13 +9,6 @@
 
 #include <stdio.h>
 
-/* The language's unary and binary ops, and autodiff's helpers. */
-#define MB_UNARY_OPS(X)                                                                       \
-    X(MB_OP_NEG) X(MB_OP_SIN) X(MB_OP_COS) X(MB_OP_TAN) X(MB_OP_TANH) X(MB_OP_EXP) X(MB_OP_LOG) \
-    X(MB_OP_SQRT) X(MB_OP_RSQRT) X(MB_OP_SIGMOID) X(MB_OP_RELU) X(MB_OP_ABS) X(MB_OP_GELU)     \
-    X(MB_OP_COPY) X(MB_OP_RECIPROCAL) X(MB_OP_STEP) X(MB_OP_SIGN) X(MB_OP_GELU_GRAD)
-#define MB_BINARY_OPS(X) X(MB_OP_ADD) X(MB_OP_SUB) X(MB_OP_MUL) X(MB_OP_DIV) X(MB_OP_POW)
-
 /* ---- kernels -------------------------------------------------------------- */
 
 /* y = op(a, b); a == NULL: scalar sa; b == NULL: scalar sb (binary ops). The
@@ -74,7 +67,7 @@ static cudaError_t launch_op(const void *a, float sa, const void *b, float sb, v
 typedef cudaError_t (*op_launcher)(const void *, float, const void *, float, void *, int64_t, int,
                                    cudaStream_t, int *);
 
-/* table[dtype][op], filled once from the op lists above; binary[op] is the
+/* table[dtype][op], filled once from op_table.h's rows; binary[op] is the
  * BINARY argument of op's kernel. */
 static op_launcher table[MB_DTYPE_COUNT][MB_OP_COUNT];
 static unsigned char binary[MB_OP_COUNT];
@@ -82,20 +75,20 @@ static int table_ready;
 
 static void table_init(void)
 {
-#define MB_U(OP)                                                  \
-    table[MB_F32][OP] = launch_op<MB_F32, OP, 0>;                 \
-    table[MB_BF16][OP] = launch_op<MB_BF16, OP, 0>;               \
-    table[MB_F16][OP] = launch_op<MB_F16, OP, 0>;
-#define MB_B(OP)                                                  \
-    binary[OP] = 1;                                               \
-    table[MB_F32][OP] = launch_op<MB_F32, OP, 1>;                 \
-    table[MB_BF16][OP] = launch_op<MB_BF16, OP, 1>;               \
-    table[MB_F16][OP] = launch_op<MB_F16, OP, 1>;
-    MB_UNARY_OPS(MB_U)
-    MB_BINARY_OPS(MB_B)
-#undef MB_U
-#undef MB_B
+#define MB_ROW(E, name, arity, ...)                                        \
+    binary[MB_OP_##E] = (arity) == 2;                                     \
+    table[MB_F32][MB_OP_##E] = launch_op<MB_F32, MB_OP_##E, (arity) == 2>;   \
+    table[MB_BF16][MB_OP_##E] = launch_op<MB_BF16, MB_OP_##E, (arity) == 2>; \
+    table[MB_F16][MB_OP_##E] = launch_op<MB_F16, MB_OP_##E, (arity) == 2>;
+    MB_OP_TABLE(MB_ROW) /* every row of op_table.h, unary or binary by its arity */
+#undef MB_ROW
     table_ready = 1;
+}
+
+extern "C" int mb_kern_cuda_has_op(mb_op op)
+{
+    if (!table_ready) table_init();
+    return (int)op > 0 && op < MB_OP_COUNT && table[MB_F32][op] && table[MB_BF16][op] && table[MB_F16][op];
 }
 
 cudaError_t mb_cuda_op_launch(mb_op op, mb_dtype dt, const void *a, float sa, const void *b, float sb,

@@ -184,9 +184,7 @@ static int needs_positive(const mb_graph *g)
 {
     for (int i = 0; i < g->n_forward; i++) {
         const mb_node *nd = &g->nodes[i];
-        if (nd->op == MB_OP_LOG || nd->op == MB_OP_SQRT || nd->op == MB_OP_RSQRT ||
-            nd->op == MB_OP_DIV || nd->op == MB_OP_RECIPROCAL)
-            return 1;
+        if (mb_op_info_of(nd->op)->flags & MB_OPF_POSITIVE) return 1; /* op_table.h */
         if (nd->op == MB_OP_POW && (nd->arg[1] >= 0 || nd->scalar[1] != (double)(int)nd->scalar[1]))
             return 1;
     }
@@ -329,44 +327,6 @@ static int find_val(const prog *pr, int nv, int node)
     return -1;
 }
 
-static int same_operands(const prog_node *a, const prog_node *b)
-{
-    return a->va == b->va && a->vb == b->vb && (a->va >= 0 || a->sa == b->sa) &&
-           (a->vb >= 0 || a->sb == b->sb || mb_op_arity(a->op) < 2);
-}
-
-/* Index of an earlier node of pr computing exactly what pn computes (same op,
- * operands and scalars), else -1: evaluated once, its value reused. */
-static int find_common(const prog *pr, const prog_node *pn)
-{
-    for (int q = 0; q < pr->n_nodes; q++)
-        if (pr->nodes[q].op == pn->op && same_operands(&pr->nodes[q], pn)) return q;
-    return -1;
-}
-
-/* Pairs every sin with a cos of the same operand (first come first paired):
- * the earlier of the two evaluates both with one sincos, the later is
- * skipped. 2-vCPU Zen 4 guest, SLEEF u10 AVX-512, one thread, L1-resident:
- * sin 2.72 and cos 2.10 Gelem/s against 2.0-2.07 for sincos: the pair takes
- * 1.7x the time apart; y = sin(x)**2 + cos(x)**2 fused at 2^24 went from
- * 18.9 to 13.5 ms interpreted (bench/cpu_fused.c). */
-static void pair_sincos(prog *pr)
-{
-    for (int j = 0; j < pr->n_nodes; j++) pr->nodes[j].pair = -1, pr->nodes[j].skip = 0;
-    for (int j = 0; j < pr->n_nodes; j++) {
-        prog_node *a = &pr->nodes[j];
-        if ((a->op != MB_OP_SIN && a->op != MB_OP_COS) || a->pair >= 0 || a->skip) continue;
-        mb_op other = a->op == MB_OP_SIN ? MB_OP_COS : MB_OP_SIN;
-        for (int k = j + 1; k < pr->n_nodes; k++) {
-            prog_node *b = &pr->nodes[k];
-            if (b->op != other || b->skip || !same_operands(a, b)) continue;
-            a->pair = pr->n_reads + k;
-            b->skip = 1;
-            break;
-        }
-    }
-}
-
 /* Gives every value that needs a tile buffer (16-bit reads, computed values)
  * a slot, reusing the slot of a value after its last use. A node's output
  * never shares a slot with its own operands; written values live to the end
@@ -411,6 +371,47 @@ static int assign_slots(prog *pr)
     pr->n_slots = n_slots;
     free(last);
     free(free_list);
+    return 0;
+}
+
+/* pr's evaluated nodes from nodes[0..n_nodes) (pr's n_reads reads set):
+ * mb_lower_nodes's rule, into node_val (graph node -> value). Returns -1
+ * when out of memory. */
+static int lower_values(prog *pr, const mb_graph *g, const int *nodes, int n_nodes, int *node_val)
+{
+    const int nr = pr->n_reads;
+    int *common = malloc((size_t)(3 * n_nodes + 1) * sizeof(int));
+    unsigned char *ev = malloc((size_t)n_nodes + 1);
+    if (!common || !ev || mb_lower_nodes(g, nodes, n_nodes, common, common + n_nodes, ev)) {
+        free(common);
+        free(ev);
+        return -1;
+    }
+    int *pair = common + n_nodes, *pnode = common + 2 * n_nodes; /* kernel index -> pr node */
+    for (int i = 0; i < g->n_nodes; i++) node_val[i] = -1;
+    for (int r = 0; r < nr; r++) node_val[pr->val_node[r]] = r;
+    pr->n_nodes = 0;
+    for (int j = 0; j < n_nodes; j++) {
+        const mb_node *nd = &g->nodes[nodes[j]];
+        pnode[j] = -1;
+        if (nd->op == MB_OP_INPUT) continue;
+        if (ev[j] == 0) {
+            node_val[nodes[j]] = node_val[nodes[common[j]]];
+            continue;
+        }
+        prog_node pn = {nd->op, -1, -1, (float)nd->scalar[0], (float)nd->scalar[1], -1, ev[j] == 3};
+        int ar = mb_op_arity(nd->op);
+        if (ar >= 1 && nd->arg[0] >= 0) pn.va = node_val[nd->arg[0]];
+        if (ar >= 2 && nd->arg[1] >= 0) pn.vb = node_val[nd->arg[1]];
+        pnode[j] = pr->n_nodes;
+        pr->nodes[pr->n_nodes] = pn;
+        pr->val_node[nr + pr->n_nodes] = nodes[j];
+        node_val[nodes[j]] = nr + pr->n_nodes++;
+    }
+    for (int j = 0; j < n_nodes; j++)
+        if (ev[j] == 2) pr->nodes[pnode[j]].pair = nr + pnode[pair[j]];
+    free(common);
+    free(ev);
     return 0;
 }
 
@@ -471,31 +472,20 @@ static int prog_build(const mb_kern_tensors *t, const int *nodes, int n_nodes,
         }
     }
     pr->n_reads = nr;
-    /* value of each graph node inside the kernel; a node equal to an earlier
-     * one takes its value (common subexpressions are evaluated once) */
+    /* value of each graph node inside the kernel, lowered as the model counts
+     * it (mb_lower_nodes): a node equal to an earlier one takes its value
+     * (common subexpressions are evaluated once), and a sin and a cos of one
+     * operand are one sincos, the earlier evaluating both (2-vCPU Zen 4 guest,
+     * SLEEF u10 AVX-512, one thread, L1-resident: sin 2.72 and cos 2.10 Gelem/s
+     * against 2.0-2.07 for sincos: the pair takes 1.7x the time apart;
+     * y = sin(x)**2 + cos(x)**2 fused at 2^24 went from 18.9 to 13.5 ms
+     * interpreted, bench/cpu_fused.c) */
     int *node_val = malloc((size_t)g->n_nodes * sizeof(int));
-    if (!node_val) {
+    if (!node_val || lower_values(pr, g, nodes, n_nodes, node_val)) {
+        free(node_val);
         free(comp);
         prog_free(pr);
         return mb_err_set(err, MB_ERUN, "out of memory");
-    }
-    for (int i = 0; i < g->n_nodes; i++) node_val[i] = -1;
-    for (int r = 0; r < nr; r++) node_val[pr->val_node[r]] = r;
-    pr->n_nodes = 0;
-    for (int j = 0; j < n_comp; j++) {
-        const mb_node *nd = &g->nodes[comp[j]];
-        prog_node pn = {nd->op, -1, -1, (float)nd->scalar[0], (float)nd->scalar[1], -1, 0};
-        int ar = mb_op_arity(nd->op);
-        if (ar >= 1 && nd->arg[0] >= 0) pn.va = node_val[nd->arg[0]];
-        if (ar >= 2 && nd->arg[1] >= 0) pn.vb = node_val[nd->arg[1]];
-        int q = find_common(pr, &pn);
-        if (q >= 0) {
-            node_val[comp[j]] = nr + q;
-            continue;
-        }
-        pr->nodes[pr->n_nodes] = pn;
-        pr->val_node[nr + pr->n_nodes] = comp[j];
-        node_val[comp[j]] = nr + pr->n_nodes++;
     }
     free(comp);
     for (int w = 0; w < n_writes; w++) {
@@ -514,7 +504,6 @@ static int prog_build(const mb_kern_tensors *t, const int *nodes, int n_nodes,
     }
     free(node_val);
     pr->n_writes = n_writes;
-    pair_sincos(pr);
     int rc = assign_slots(pr);
     if (rc) {
         prog_free(pr);

@@ -16,12 +16,6 @@
  * It does not pick which kernels it runs (cuda_plan.cu does). */
 #include "kernels_cuda_int.cuh"
 
-#define MB_ALL_OPS(X)                                                                           \
-    X(MB_OP_ADD) X(MB_OP_SUB) X(MB_OP_MUL) X(MB_OP_DIV) X(MB_OP_POW) X(MB_OP_NEG) X(MB_OP_SIN)    \
-    X(MB_OP_COS) X(MB_OP_TAN) X(MB_OP_TANH) X(MB_OP_EXP) X(MB_OP_LOG) X(MB_OP_SQRT) X(MB_OP_RSQRT) \
-    X(MB_OP_SIGMOID) X(MB_OP_RELU) X(MB_OP_ABS) X(MB_OP_GELU) X(MB_OP_COPY) X(MB_OP_RECIPROCAL) X(MB_OP_STEP)         \
-    X(MB_OP_SIGN) X(MB_OP_GELU_GRAD)
-
 /* ---- device helpers ------------------------------------------------------- */
 
 /* Four elements from i0 of an array of storage type dt; elements at or past
@@ -73,14 +67,26 @@ __device__ __forceinline__ void eval_store4(void *__restrict__ p, int dt, int64_
 __device__ __forceinline__ float4 eval_apply4(int op, float4 a, float4 b)
 {
     switch (op) {
-#define MB_CASE(OP)                                                                  \
-    case OP:                                                                         \
-        return make_float4(mb_op_apply_f32(OP, a.x, b.x), mb_op_apply_f32(OP, a.y, b.y), \
-                           mb_op_apply_f32(OP, a.z, b.z), mb_op_apply_f32(OP, a.w, b.w));
-        MB_ALL_OPS(MB_CASE)
+#define MB_CASE(E, ...)                                                                        \
+    case MB_OP_##E:                                                                                \
+        return make_float4(mb_op_apply_f32(MB_OP_##E, a.x, b.x), mb_op_apply_f32(MB_OP_##E, a.y, b.y), \
+                           mb_op_apply_f32(MB_OP_##E, a.z, b.z), mb_op_apply_f32(MB_OP_##E, a.w, b.w));
+        MB_OP_TABLE(MB_CASE) /* every row of op_table.h */
 #undef MB_CASE
     default:
         return a;
+    }
+}
+
+/* 1 when eval_apply4 has a case for op (the same walk of op_table.h). */
+extern "C" int mb_kern_cuda_eval_has_op(mb_op op)
+{
+    switch (op) {
+#define MB_CASE(E, ...) case MB_OP_##E: return 1;
+        MB_OP_TABLE(MB_CASE)
+#undef MB_CASE
+    default:
+        return 0;
     }
 }
 

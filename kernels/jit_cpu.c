@@ -55,19 +55,12 @@ extern const char mb_kern_vec_ops_text[];
  * gelu_tanh 1.17, 0.99, 1.08-1.14; sigmoid3 1.96, 0.96-1.41, 1.04. */
 #define MB_KERN_JIT_GROUP 8
 
-/* Weight of an op in a chain: 1 for a SLEEF call, 2 for one followed by a
- * division (tan, tanh, sigmoid) or two calls (gelu_grad) or erfc (gelu),
- * 0 for arithmetic. */
+/* Weight of an op in a chain: op_table.h's weight column (1 for a SLEEF call,
+ * 2 for one followed by a division (tan, tanh, sigmoid) or two calls
+ * (gelu_grad) or erfc (gelu), 0 for arithmetic). */
 static int call_weight(mb_op op)
 {
-    switch (op) {
-    case MB_OP_SIN: case MB_OP_COS: case MB_OP_EXP: case MB_OP_LOG:
-        return 1;
-    case MB_OP_TAN: case MB_OP_TANH: case MB_OP_SIGMOID: case MB_OP_GELU: case MB_OP_GELU_GRAD:
-        return 2;
-    default:
-        return 0;
-    }
+    return mb_op_info_of(op)->call_weight;
 }
 
 /* Vectors per step for a kernel: MB_KERN_JIT_GROUP when a chain of its
@@ -286,44 +279,18 @@ static int emit_node(sbuf *b, const mb_kern_pnode *pn, int v)
                   pn->op == MB_OP_SIN ? 'x' : 'y', pn->pair, pn->op == MB_OP_SIN ? 'y' : 'x');
         return 0;
     }
-    const char *fn = NULL;  /* unary: fn(a) */
-    const char *bin = NULL; /* binary: bin(a, b) */
-    switch (pn->op) {
-    case MB_OP_ADD: bin = "V_ADD"; break;
-    case MB_OP_SUB: bin = "V_SUB"; break;
-    case MB_OP_MUL: bin = "V_MUL"; break;
-    case MB_OP_DIV: bin = "V_DIV"; break;
-    case MB_OP_SIN: fn = "V_SIN"; break;
-    case MB_OP_COS: fn = "V_COS"; break;
-    case MB_OP_TAN: fn = "V_TAN"; break;
-    case MB_OP_TANH: fn = "V_TANH"; break;
-    case MB_OP_EXP: fn = "V_EXP"; break;
-    case MB_OP_LOG: fn = "V_LOG"; break;
-    case MB_OP_SQRT: fn = "V_SQRT"; break;
-    case MB_OP_RSQRT: fn = "MB_V_RSQRT"; break;
-    case MB_OP_SIGMOID: fn = "MB_V_SIGMOID"; break;
-    case MB_OP_GELU: fn = "MB_V_GELU"; break;
-    case MB_OP_GELU_GRAD: fn = "MB_V_GELU_GRAD"; break;
-    case MB_OP_COPY: fn = ""; break;
-    case MB_OP_NEG: /* -a, signed zero and NaN included */
-        sb_printf(b, "    vf v%d[G];\n    for (int u = 0; u < G; u++) v%d[u] = V_MUL(V_SET(-1.0f), ", v, v);
-        operand(b, pn->va, pn->sa);
-        sb_printf(b, ");\n");
-        return 0;
-    case MB_OP_RECIPROCAL:
-        sb_printf(b, "    vf v%d[G];\n    for (int u = 0; u < G; u++) v%d[u] = V_DIV(V_SET(1.0f), ", v, v);
-        operand(b, pn->va, pn->sa);
-        sb_printf(b, ");\n");
-        return 0;
-    case MB_OP_POW: /* mb_op_powf's x*x and x*x*x; other exponents interpret */
+    const mb_op_info *in = mb_op_info_of(pn->op);
+    if (pn->op == MB_OP_POW) { /* mb_op_powf's x*x and x*x*x; other exponents interpret */
         if (pn->vb >= 0 || pn->va < 0 || (pn->sb != 2.0f && pn->sb != 3.0f)) return -1;
         sb_printf(b, "    vf v%d[G];\n    for (int u = 0; u < G; u++) v%d[u] = ", v, v);
         if (pn->sb == 2.0f) sb_printf(b, "V_MUL(v%d[u], v%d[u]);\n", pn->va, pn->va);
         else sb_printf(b, "V_MUL(V_MUL(v%d[u], v%d[u]), v%d[u]);\n", pn->va, pn->va, pn->va);
         return 0;
-    default: /* relu, abs, step, sign (NaN rules), input */
-        return -1;
     }
+    /* op_table.h's vector form (relu, abs, step, sign: NaN rules; input: none) */
+    if (!(in->flags & MB_OPF_JIT)) return -1;
+    const char *fn = in->arity == 1 ? in->vform : NULL; /* unary: fn(a) */
+    const char *bin = in->arity == 2 ? in->vform : NULL; /* binary: bin(a, b) */
     sb_printf(b, "    vf v%d[G];\n    for (int u = 0; u < G; u++) v%d[u] = %s(", v, v, bin ? bin : fn);
     operand(b, pn->va, pn->sa);
     if (bin) {

@@ -161,6 +161,12 @@ int mb_kern_cuda_fma(int iters, float *sink, int sm_count, void *stream, double 
 int mb_kern_cuda_op_rate(mb_op op, int iters, float *sink, int sm_count, void *stream, double *elems,
                          mb_err *err);
 
+/* 1 when op has a per-op kernel in every storage type (elementwise.cu), or a
+ * case in the fused evaluator (fused_eval.cu): both walk op_table.h. Host
+ * only, no device needed. */
+int mb_kern_cuda_has_op(mb_op op);
+int mb_kern_cuda_eval_has_op(mb_op op);
+
 /* An empty kernel (launch overhead). */
 int mb_kern_cuda_empty(void *stream, mb_err *err);
 

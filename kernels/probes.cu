@@ -165,12 +165,6 @@ extern "C" int mb_kern_cuda_fma(int iters, float *sink, int sm_count, void *stre
     return MB_OK;
 }
 
-#define MB_RATE_OPS(X)                                                                          \
-    X(MB_OP_ADD) X(MB_OP_SUB) X(MB_OP_MUL) X(MB_OP_DIV) X(MB_OP_POW) X(MB_OP_NEG) X(MB_OP_SIN)    \
-    X(MB_OP_COS) X(MB_OP_TAN) X(MB_OP_TANH) X(MB_OP_EXP) X(MB_OP_LOG) X(MB_OP_SQRT) X(MB_OP_RSQRT) \
-    X(MB_OP_SIGMOID) X(MB_OP_RELU) X(MB_OP_ABS) X(MB_OP_GELU) X(MB_OP_COPY) X(MB_OP_RECIPROCAL) X(MB_OP_STEP)         \
-    X(MB_OP_SIGN) X(MB_OP_GELU_GRAD)
-
 template <int OP>
 static cudaError_t launch_rate(int iters, float b, float *sink, int sm_count, cudaStream_t s, double *elems)
 {
@@ -191,9 +185,9 @@ extern "C" int mb_kern_cuda_op_rate(mb_op op, int iters, float *sink, int sm_cou
     const float b = op == MB_OP_POW ? 1.7f : 0.75f;
     cudaError_t e = cudaErrorNotSupported;
     switch (op) {
-#define MB_CASE(OP)                                          \
-    case OP: e = launch_rate<OP>(iters, b, sink, sm_count, s, elems); break;
-        MB_RATE_OPS(MB_CASE)
+#define MB_CASE(E, ...)                                      \
+    case MB_OP_##E: e = launch_rate<MB_OP_##E>(iters, b, sink, sm_count, s, elems); break;
+        MB_OP_TABLE(MB_CASE) /* every row of op_table.h */
 #undef MB_CASE
     default: break;
     }

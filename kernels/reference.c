@@ -149,15 +149,12 @@ static void magnitudes(const mb_graph *g, const int *order, int cnt, const doubl
             mb = nd->arg[1] >= 0 ? m[nd->arg[1]] : fabs(nd->scalar[1]);
             b = nd->arg[1] >= 0 ? vals[nd->arg[1]] : nd->scalar[1];
         }
-        switch (nd->op) {
-        case MB_OP_ADD:
-        case MB_OP_SUB: m[i] = ma + mb; break;
-        case MB_OP_MUL: m[i] = ma * mb; break;
-        case MB_OP_DIV: m[i] = b != 0.0 ? ma / fabs(b) : v; break;
-        case MB_OP_NEG:
-        case MB_OP_ABS:
-        case MB_OP_COPY: m[i] = ma; break;
-        default: m[i] = v; break;
+        switch (mb_op_info_of(nd->op)->mag) { /* op_table.h's mag column */
+        case MB_MAG_SUM: m[i] = ma + mb; break;
+        case MB_MAG_PROD: m[i] = ma * mb; break;
+        case MB_MAG_QUOT: m[i] = b != 0.0 ? ma / fabs(b) : v; break;
+        case MB_MAG_PASS: m[i] = ma; break;
+        case MB_MAG_VALUE: m[i] = v; break;
         }
         if (!isfinite(m[i]) || m[i] < v) m[i] = v;
     }

@@ -2,7 +2,7 @@
  * vector type and SLEEF's functions (V_*), and the composite ops built from
  * them (MB_V_*), for vecmath.c's tile primitives and, as text, for the kernels
  * kernels/jit_cpu.c generates. Header only, no state; the scalar definitions
- * (and every op without a vector form here) stay in mb_ops.h. Self-contained
+ * (and every op without a vector form here) stay in op_math.h. Self-contained
  * (the generated code includes nothing else of membound): keep it so. */
 #ifndef MB_VEC_OPS_H
 #define MB_VEC_OPS_H
@@ -35,6 +35,10 @@ typedef Sleef___m512_2 vf2;
 #define V_EXP Sleef_expf16_u10
 #define V_LOG Sleef_logf16_u10
 #define V_ERFC Sleef_erfcf16_u15
+#define V_ERF Sleef_erff16_u10
+#define V_LOG1P Sleef_log1pf16_u10
+/* x > c ? yes : no, lane by lane (NaN: no) */
+#define V_GT_SELECT(x, c, yes, no) _mm512_mask_blend_ps(_mm512_cmp_ps_mask((x), V_SET(c), _CMP_GT_OQ), (no), (yes))
 #define V_POW Sleef_powf16_u10
 #define MB_ISA "sleef-avx512f"
 #elif defined(MB_HAVE_SLEEF) && defined(__AVX2__)
@@ -58,6 +62,9 @@ typedef Sleef___m256_2 vf2;
 #define V_EXP Sleef_expf8_u10
 #define V_LOG Sleef_logf8_u10
 #define V_ERFC Sleef_erfcf8_u15
+#define V_ERF Sleef_erff8_u10
+#define V_LOG1P Sleef_log1pf8_u10
+#define V_GT_SELECT(x, c, yes, no) _mm256_blendv_ps((no), (yes), _mm256_cmp_ps((x), V_SET(c), _CMP_GT_OQ))
 #define V_POW Sleef_powf8_u10
 #define MB_ISA "sleef-avx2"
 #else
@@ -65,8 +72,19 @@ typedef Sleef___m256_2 vf2;
 #endif
 
 #if defined(MB_VW)
-/* 1/sqrt(x), 1/(1+exp(-x)), x Phi(x) and Phi(x) + x phi(x): mb_ops.h's
- * rsqrt, sigmoid, gelu and gelu_grad (Phi through erfc, see there) */
+/* The vector forms op_table.h's vform column names, one per row that has
+ * one (V_ADD ... above for the rest): -x (signed zero and NaN included), x,
+ * 1/x, 1/sqrt(x), 1/(1+exp(-x)), x Phi(x) and Phi(x) + x phi(x): op_math.h's
+ * neg, copy, reciprocal, rsqrt, sigmoid, gelu and gelu_grad (Phi through
+ * erfc, see there) */
+#define MB_V_NEG(x) V_MUL(V_SET(-1.0f), (x))
+#define MB_V_COPY(x) (x)
+#define MB_V_RECIPROCAL(x) V_DIV(V_SET(1.0f), (x))
+/* erf(x) and 2 / sqrt(pi) exp(-x^2): op_math.h's erf and erf_grad */
+#define MB_V_ERF(x) V_ERF(x)
+/* x > 20 ? x : log1p(exp(x)): op_math.h's softplus */
+#define MB_V_SOFTPLUS(x) V_GT_SELECT((x), 20.0f, (x), V_LOG1P(V_EXP(x)))
+#define MB_V_ERF_GRAD(x) V_MUL(V_SET(1.12837916709551257390f), V_EXP(V_MUL(V_SUB(V_SET(0.0f), (x)), (x))))
 #define MB_V_RSQRT(x) V_DIV(V_SET(1.0f), V_SQRT(x))
 #define MB_V_SIGMOID(x) V_DIV(V_SET(1.0f), V_ADD(V_SET(1.0f), V_EXP(V_SUB(V_SET(0.0f), (x)))))
 #define MB_V_GELU(x) V_MUL(V_MUL(V_SET(0.5f), (x)), V_ERFC(V_MUL((x), V_SET(-0.70710678118654752440f))))
@@ -74,6 +92,18 @@ typedef Sleef___m256_2 vf2;
     V_ADD(V_MUL(V_SET(0.5f), V_ERFC(V_MUL((x), V_SET(-0.70710678118654752440f)))),        \
           V_MUL(V_MUL((x), V_SET(0.39894228040143267794f)),                               \
                 V_EXP(V_MUL(V_MUL(V_SET(-0.5f), (x)), (x)))))
+/* x / (1 + exp(-x)) and s (1 + x (1 - s)), s = sigmoid(x): op_math.h's silu
+ * and silu_grad */
+#define MB_V_SILU(x) V_DIV((x), V_ADD(V_SET(1.0f), V_EXP(V_SUB(V_SET(0.0f), (x)))))
+static inline vf mb_v_silu_grad(vf x)
+{
+    vf s = MB_V_SIGMOID(x);
+    return V_MUL(s, V_ADD(V_SET(1.0f), V_MUL(x, V_SUB(V_SET(1.0f), s))));
+}
+#define MB_V_SILU_GRAD(x) mb_v_silu_grad(x)
 #endif
+
+/* Rows without a vector form (relu, abs, step, sign: NaN rules in scalar code). */
+#define MB_V_NONE(x) (x)
 
 #endif

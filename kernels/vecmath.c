@@ -2,7 +2,8 @@
  * tile, dtype widening/narrowing, streaming copies.
  * Transcendentals come from SLEEF's vector functions (u10: <= 1 ulp) when built
  * with it; the arithmetic ops are mb_ops.h's scalar definitions in loops the
- * compiler vectorises. Tails and builds without SLEEF use mb_ops.h directly.
+ * compiler vectorises (op_table.h's MB_OPF_VEC says which). Tails and builds
+ * without SLEEF use op_math.h's scalar definitions directly.
  * Does not thread or tile: exec_cpu.c does. */
 #include "kernels_int.h"
 #include "mb_ops.h"
@@ -71,54 +72,34 @@ static void vec_pow(const float *a, float as, const float *b, float bs, float *o
 }
 #endif
 
+/* One case per row of op_table.h: the vector form where the row says
+ * MB_OPF_VEC, pow's own rules, else the scalar definition in a loop. */
+#if defined(MB_VW)
+#define MB_VCALL_1(F) F(x)
+#define MB_VCALL_2(F) F(x, x)
+#define MB_VEC_CASE(E, name, arity, kind, spell, flops, sfu, cls, der, dop, saves, vform, flags,  \
+                    ...)                                                                          \
+    case MB_OP_##E:                                                                               \
+        if ((flags) & MB_OPF_POW) vec_pow(a, as, b, bs, out, len);                                \
+        else if (((flags) & MB_OPF_VEC) && (arity) == 1) MB_VEC_UNARY(MB_OP_##E, MB_VCALL_##arity(vform)); \
+        else MB_SCALAR_LOOP(MB_OP_##E);                                                           \
+        return;
+#else
+#define MB_VEC_CASE(E, ...) case MB_OP_##E: MB_SCALAR_LOOP(MB_OP_##E); return;
+#endif
+
 void mb_kern_vec_apply(mb_op op, const float *a, float as, const float *b, float bs,
                        float *out, int64_t len)
 {
     switch (op) {
-    case MB_OP_ADD: MB_SCALAR_LOOP(MB_OP_ADD); return;
-    case MB_OP_SUB: MB_SCALAR_LOOP(MB_OP_SUB); return;
-    case MB_OP_MUL: MB_SCALAR_LOOP(MB_OP_MUL); return;
-    case MB_OP_DIV: MB_SCALAR_LOOP(MB_OP_DIV); return;
-    case MB_OP_NEG: MB_SCALAR_LOOP(MB_OP_NEG); return;
-    case MB_OP_RELU: MB_SCALAR_LOOP(MB_OP_RELU); return;
-    case MB_OP_ABS: MB_SCALAR_LOOP(MB_OP_ABS); return;
-    case MB_OP_COPY: MB_SCALAR_LOOP(MB_OP_COPY); return;
-    case MB_OP_RECIPROCAL: MB_SCALAR_LOOP(MB_OP_RECIPROCAL); return;
-    case MB_OP_STEP: MB_SCALAR_LOOP(MB_OP_STEP); return;
-    case MB_OP_SIGN: MB_SCALAR_LOOP(MB_OP_SIGN); return;
-#if defined(MB_VW)
-    case MB_OP_SQRT: MB_VEC_UNARY(MB_OP_SQRT, V_SQRT(x)); return;
-    case MB_OP_RSQRT: MB_VEC_UNARY(MB_OP_RSQRT, MB_V_RSQRT(x)); return;
-    case MB_OP_SIN: MB_VEC_UNARY(MB_OP_SIN, V_SIN(x)); return;
-    case MB_OP_COS: MB_VEC_UNARY(MB_OP_COS, V_COS(x)); return;
-    case MB_OP_TAN: MB_VEC_UNARY(MB_OP_TAN, V_TAN(x)); return;
-    case MB_OP_TANH: MB_VEC_UNARY(MB_OP_TANH, V_TANH(x)); return;
-    case MB_OP_EXP: MB_VEC_UNARY(MB_OP_EXP, V_EXP(x)); return;
-    case MB_OP_LOG: MB_VEC_UNARY(MB_OP_LOG, V_LOG(x)); return;
-    case MB_OP_SIGMOID: MB_VEC_UNARY(MB_OP_SIGMOID, MB_V_SIGMOID(x)); return;
-    case MB_OP_GELU: MB_VEC_UNARY(MB_OP_GELU, MB_V_GELU(x)); return;
-    case MB_OP_GELU_GRAD: MB_VEC_UNARY(MB_OP_GELU_GRAD, MB_V_GELU_GRAD(x)); return;
-    case MB_OP_POW: vec_pow(a, as, b, bs, out, len); return;
-#else
-    case MB_OP_SQRT: MB_SCALAR_LOOP(MB_OP_SQRT); return;
-    case MB_OP_RSQRT: MB_SCALAR_LOOP(MB_OP_RSQRT); return;
-    case MB_OP_SIN: MB_SCALAR_LOOP(MB_OP_SIN); return;
-    case MB_OP_COS: MB_SCALAR_LOOP(MB_OP_COS); return;
-    case MB_OP_TAN: MB_SCALAR_LOOP(MB_OP_TAN); return;
-    case MB_OP_TANH: MB_SCALAR_LOOP(MB_OP_TANH); return;
-    case MB_OP_EXP: MB_SCALAR_LOOP(MB_OP_EXP); return;
-    case MB_OP_LOG: MB_SCALAR_LOOP(MB_OP_LOG); return;
-    case MB_OP_SIGMOID: MB_SCALAR_LOOP(MB_OP_SIGMOID); return;
-    case MB_OP_GELU: MB_SCALAR_LOOP(MB_OP_GELU); return;
-    case MB_OP_GELU_GRAD: MB_SCALAR_LOOP(MB_OP_GELU_GRAD); return;
-    case MB_OP_POW: MB_SCALAR_LOOP(MB_OP_POW); return;
-#endif
+        MB_OP_TABLE(MB_VEC_CASE)
     case MB_OP_INPUT:
     case MB_OP_COUNT:
         break;
     }
     MB_SCALAR_LOOP(MB_OP_COPY);
 }
+#undef MB_VEC_CASE
 
 void mb_kern_vec_sincos(const float *a, float as, float *sin_out, float *cos_out, int64_t len)
 {

@@ -4,8 +4,7 @@
  * cache the process does not get (a KVM guest here reports 508 MiB through
  * sysconf with no sysfs cache entries; its copy bandwidth falls at tens of
  * MiB). Does not decide what the model uses (calibrate_cpu.c does). */
-#include "kernels.h"
-#include "measure.h"
+#include "calib_int.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -53,6 +52,19 @@ static void copy_warm(float *restrict b, const float *restrict a, int64_t n, int
  * each sample repeats the copy for at least 1 ms and is taken again (up to
  * 4 times) while the process does not get its cores; *contended counts the
  * samples kept although contended. */
+typedef struct warm_copy {
+    float *b;
+    const float *a;
+    int64_t n;
+    int inner;
+} warm_copy;
+
+static void warm_copy_once(void *p)
+{
+    warm_copy *w = p;
+    copy_warm(w->b, w->a, w->n, w->inner);
+}
+
 static double warm_copy_gbs(float *b, const float *a, int64_t n, int samples, int *contended)
 {
     double s[9];
@@ -61,22 +73,12 @@ static double warm_copy_gbs(float *b, const float *a, int64_t n, int samples, in
     double t0 = mb_meas_now_s();
     copy_warm(b, a, n, 4);
     double one = (mb_meas_now_s() - t0) / 4;
-    int inner = one >= 1e-3 ? 1 : (int)(1e-3 / (one > 1e-7 ? one : 1e-7)) + 1;
+    warm_copy wc = {b, a, n, one >= 1e-3 ? 1 : (int)(1e-3 / (one > 1e-7 ? one : 1e-7)) + 1};
+    mb_meas_sampler sm = {warm_copy_once, &wc, NULL, NULL, 1, mb_kern_threads(), 4};
     for (int k = 0; k < samples; k++) {
-        for (int att = 0;; att++) {
-            mb_meas_contention cs;
-            mb_meas_contention_begin(&cs);
-            t0 = mb_meas_now_s();
-            copy_warm(b, a, n, inner);
-            double w = mb_meas_now_s() - t0;
-            s[k] = w / inner;
-            int bad = mb_meas_contention_end(&cs, w, mb_kern_threads(), 0);
-            if (!bad) break;
-            if (att == 4) {
-                ++*contended;
-                break;
-            }
-        }
+        int bad = 0;
+        s[k] = mb_meas_sample_s(&sm, &bad, NULL) / wc.inner;
+        *contended += bad;
     }
     mb_meas_stats st;
     mb_meas_stats_compute(s, samples, &st);

@@ -7,8 +7,7 @@
  * the model columns assume the calibrated figures: the reference says, row
  * by row, how far the host was from them. Compiled with the calibration's
  * flags (vectorised for this CPU). */
-#include "kernels.h"
-#include "measure.h"
+#include "calib_int.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -108,36 +107,40 @@ int mb_meas_hostref_init(mb_meas_hostref *h, int64_t n, double calibrated_gbs, m
     return MB_OK;
 }
 
+static void hostref_copy(void *p)
+{
+    mb_meas_hostref *h = p;
+    mb_meas_copy_nt(h->dst, h->src, h->n);
+}
+
 double mb_meas_hostref_copy_gbs(mb_meas_hostref *h)
 {
-    double w = 0;
     /* untimed: it takes the write-backs of what ran before, and the timed
      * copy follows a copy, as the host check's and calibrate's samples follow
      * their own kind (after a read sweep instead: 10-25% slower here) */
     mb_meas_copy_nt(h->dst, h->src, h->n);
-    for (int a = 0;; a++) {
-        mb_meas_contention cs;
-        mb_meas_contention_begin(&cs);
-        double t0 = mb_meas_now_s();
-        mb_meas_copy_nt(h->dst, h->src, h->n);
-        w = mb_meas_now_s() - t0;
-        if (!mb_meas_contention_end(&cs, w, mb_kern_threads(), 0) || a == HOSTREF_RETRIES) break;
-    }
+    mb_meas_sampler sm = {hostref_copy, h, NULL, NULL, 1, mb_kern_threads(), HOSTREF_RETRIES};
+    double w = mb_meas_sample_s(&sm, NULL, NULL);
     return w > 0 ? 2.0 * (double)h->n * sizeof(float) / w / 1e9 : 0;
+}
+
+typedef struct hostref_op {
+    int i;
+    double elements;
+} hostref_op;
+
+static void hostref_op_once(void *p)
+{
+    hostref_op *o = p;
+    o->elements = mb_meas_op_rate_run(mb_meas_hostref_ops[o->i], MB_MEAS_HOSTREF_OP_ROUNDS);
 }
 
 double mb_meas_hostref_op_geps(int i)
 {
-    double w = 0, elements = 0;
-    for (int a = 0;; a++) {
-        mb_meas_contention cs;
-        mb_meas_contention_begin(&cs);
-        double t0 = mb_meas_now_s();
-        elements = mb_meas_op_rate_run(mb_meas_hostref_ops[i], MB_MEAS_HOSTREF_OP_ROUNDS);
-        w = mb_meas_now_s() - t0;
-        if (!mb_meas_contention_end(&cs, w, mb_kern_threads(), 0) || a == HOSTREF_RETRIES) break;
-    }
-    return w > 0 ? elements / w / 1e9 : 0;
+    hostref_op o = {i, 0};
+    mb_meas_sampler sm = {hostref_op_once, &o, NULL, NULL, 1, mb_kern_threads(), HOSTREF_RETRIES};
+    double w = mb_meas_sample_s(&sm, NULL, NULL);
+    return w > 0 ? o.elements / w / 1e9 : 0;
 }
 
 double mb_meas_median_rate(const double *rates, int n)

@@ -512,6 +512,11 @@ double mb_meas_hostref_median_gbs(mb_meas_hostref *h, int reps);
 double mb_meas_hostref_op_geps(int i);
 void mb_meas_hostref_free(mb_meas_hostref *h);
 
+/* calibrate's compiled chain of op (op_table.h's probe_pre and probe_post):
+ * "y = " and depth links around x, into buf. Returns 0 when op has no chain
+ * (or buf is too small). */
+int mb_meas_chain_expr(mb_op op, int depth, char *buf, size_t size);
+
 /* calibrate's op-rate probe: op over an L1-resident tile of MB_KERN_TILE
  * elements, rounds times, on every thread (the executors' per-op code);
  * returns the elements evaluated. */

@@ -1,7 +1,8 @@
 /* autodiff.c — reverse-mode differentiation of an elementwise forward graph.
- * Every op's derivative is one row of the rule table below, written only in
- * terms of the incoming gradient and the tensors the op saves (its inputs or
- * its output, as PyTorch's autograd does). Plans decide what is stored or
+ * Every op's derivative is written only in terms of the incoming gradient and
+ * the tensors the op saves (its inputs or its output, as PyTorch's autograd
+ * does): as data in op_table.h (g * dop(x) and the like), or, for the rows
+ * marked MB_DER_CODE, in rule() below. Plans decide what is stored or
  * recomputed; this file only appends backward nodes. */
 #include "model_int.h"
 
@@ -57,10 +58,29 @@ static int total_grad(ad *A, int i)
     return gsum;
 }
 
-/* The derivative rules: given gradient g of node i, contribute to operands. */
+/* The unary rules op_table.h states as data (its der and dop columns). */
+static int table_rule(ad *A, const mb_node *nd, int i, int g)
+{
+    const mb_op_info *in = mb_op_info_of(nd->op);
+    int a = nd->arg[0];
+    switch (in->der) {
+    case MB_DER_G_OP_X: contribute(A, a, bi(A, MB_OP_MUL, g, un(A, in->dop, a))); return 1;
+    case MB_DER_G_OP_Y: contribute(A, a, bi(A, MB_OP_MUL, g, un(A, in->dop, i))); return 1;
+    case MB_DER_G_Y: contribute(A, a, bi(A, MB_OP_MUL, g, i)); return 1;
+    case MB_DER_G_DIV_X: contribute(A, a, bi(A, MB_OP_DIV, g, a)); return 1;
+    case MB_DER_PASS: contribute(A, a, g); return 1; /* clone's backward passes the gradient on */
+    case MB_DER_NONE: A->failed = 2; return 1; /* autodiff helpers never appear in a forward graph */
+    case MB_DER_CODE: break;
+    }
+    return 0;
+}
+
+/* The derivative rules: given gradient g of node i, contribute to operands
+ * (op_table.h's rows of MB_DER_CODE here, the rest table_rule). */
 static void rule(ad *A, int i, int g)
 {
     const mb_node nd = A->g->nodes[i]; /* copy: the array may move */
+    if (table_rule(A, &nd, i, g)) return;
     int a = nd.arg[0], b = nd.arg[1];
     double s0 = nd.scalar[0], s1 = nd.scalar[1];
     switch (nd.op) {
@@ -99,7 +119,6 @@ static void rule(ad *A, int i, int g)
         }
         break;
     case MB_OP_NEG: contribute(A, a, un(A, MB_OP_NEG, g)); break;
-    case MB_OP_SIN: contribute(A, a, bi(A, MB_OP_MUL, g, un(A, MB_OP_COS, a))); break;
     case MB_OP_COS: contribute(A, a, un(A, MB_OP_NEG, bi(A, MB_OP_MUL, g, un(A, MB_OP_SIN, a)))); break;
     case MB_OP_TAN: /* saves the output: 1 + out^2 */
         contribute(A, a, bi(A, MB_OP_MUL, g, bs(A, MB_OP_ADD, bi(A, MB_OP_MUL, i, i), 1.0)));
@@ -107,8 +126,6 @@ static void rule(ad *A, int i, int g)
     case MB_OP_TANH: /* saves the output: 1 - out^2 */
         contribute(A, a, bi(A, MB_OP_MUL, g, sb(A, MB_OP_SUB, 1.0, bi(A, MB_OP_MUL, i, i))));
         break;
-    case MB_OP_EXP: contribute(A, a, bi(A, MB_OP_MUL, g, i)); break;
-    case MB_OP_LOG: contribute(A, a, bi(A, MB_OP_DIV, g, a)); break;
     case MB_OP_SQRT: /* saves the output: 1 / (2 out) */
         contribute(A, a, bi(A, MB_OP_DIV, bs(A, MB_OP_MUL, g, 0.5), i));
         break;
@@ -118,14 +135,10 @@ static void rule(ad *A, int i, int g)
     case MB_OP_SIGMOID: /* saves the output: out (1 - out) */
         contribute(A, a, bi(A, MB_OP_MUL, g, bi(A, MB_OP_MUL, i, sb(A, MB_OP_SUB, 1.0, i))));
         break;
-    case MB_OP_RELU: contribute(A, a, bi(A, MB_OP_MUL, g, un(A, MB_OP_STEP, i))); break;
-    case MB_OP_ABS: contribute(A, a, bi(A, MB_OP_MUL, g, un(A, MB_OP_SIGN, a))); break;
-    case MB_OP_GELU: contribute(A, a, bi(A, MB_OP_MUL, g, un(A, MB_OP_GELU_GRAD, a))); break;
-    case MB_OP_COPY: contribute(A, a, g); break; /* clone's backward passes the gradient on */
     case MB_OP_RECIPROCAL: /* saves the output: -out^2 */
         contribute(A, a, un(A, MB_OP_NEG, bi(A, MB_OP_MUL, g, bi(A, MB_OP_MUL, i, i))));
         break;
-    default: A->failed = 2; break; /* autodiff helpers never appear in a forward graph */
+    default: A->failed = 2; break; /* a row of MB_DER_CODE without its rule here */
     }
 }
 

@@ -1,6 +1,7 @@
 /* dtype.c — names of element types, ops, plans and bounds. */
-#include "membound_model.h"
+#include "model_int.h"
 
+#include <stdio.h>
 #include <string.h>
 
 static const char *const dtype_names[MB_DTYPE_COUNT] = {"f32", "bf16", "f16"};
@@ -22,26 +23,61 @@ int mb_dtype_parse(const char *s, mb_dtype *out)
     return MB_EINPUT;
 }
 
-static const char *const op_names[MB_OP_COUNT] = {
-    [MB_OP_INPUT] = "input", [MB_OP_ADD] = "add", [MB_OP_SUB] = "sub",
-    [MB_OP_MUL] = "mul", [MB_OP_DIV] = "div", [MB_OP_POW] = "pow",
-    [MB_OP_NEG] = "neg", [MB_OP_SIN] = "sin", [MB_OP_COS] = "cos",
-    [MB_OP_TAN] = "tan", [MB_OP_TANH] = "tanh", [MB_OP_EXP] = "exp",
-    [MB_OP_LOG] = "log", [MB_OP_SQRT] = "sqrt", [MB_OP_RSQRT] = "rsqrt",
-    [MB_OP_SIGMOID] = "sigmoid", [MB_OP_RELU] = "relu", [MB_OP_ABS] = "abs",
-    [MB_OP_GELU] = "gelu", [MB_OP_COPY] = "copy", [MB_OP_RECIPROCAL] = "reciprocal", [MB_OP_STEP] = "step",
-    [MB_OP_SIGN] = "sign", [MB_OP_GELU_GRAD] = "gelu_grad",
+/* One row per op, from op_table.h. */
+#define MB_OP_ROW_(E, name, arity, kind, spell, flops, sfu, cls, der, dop, saves, vform, flags,   \
+                   weight, pre, post, mag)                                                         \
+    [MB_OP_##E] = {name,  arity, kind,      spell,         {flops, sfu}, cls, der, MB_OP_##dop,   \
+                   saves, #vform, (flags), weight, pre, post, mag},
+static const mb_op_info op_rows[MB_OP_COUNT] = {
+    [MB_OP_INPUT] = {"input", 0, MB_OPK_INPUT, MB_SPELL_NONE, {0, 0}, MB_COST_ARITH, MB_DER_NONE,
+                     MB_OP_INPUT, MB_SAVES_NONE, "MB_V_NONE", 0, 0, NULL, NULL, MB_MAG_VALUE},
+    MB_OP_TABLE(MB_OP_ROW_)
 };
+#undef MB_OP_ROW_
 
-const char *mb_op_name(mb_op op) { return op < MB_OP_COUNT ? op_names[op] : "?"; }
-
-int mb_op_arity(mb_op op)
+const mb_op_info *mb_op_info_of(mb_op op)
 {
-    switch (op) {
-    case MB_OP_INPUT: return 0;
-    case MB_OP_ADD: case MB_OP_SUB: case MB_OP_MUL: case MB_OP_DIV: case MB_OP_POW: return 2;
-    default: return 1;
+    return (int)op >= 0 && op < MB_OP_COUNT ? &op_rows[op] : &op_rows[MB_OP_INPUT];
+}
+
+const char *mb_op_name(mb_op op) { return (int)op >= 0 && op < MB_OP_COUNT ? op_rows[op].name : "?"; }
+
+int mb_op_arity(mb_op op) { return mb_op_info_of(op)->arity; }
+
+int mb_op_parse_call(const char *name, mb_op *out)
+{
+    for (int op = 1; op < MB_OP_COUNT; op++)
+        if (op_rows[op].spell == MB_SPELL_CALL && !strcmp(op_rows[op].name, name)) {
+            *out = (mb_op)op;
+            return MB_OK;
+        }
+    return MB_EINPUT;
+}
+
+size_t mb_op_call_list(char *buf, size_t size)
+{
+    size_t len = 0;
+    if (size) buf[0] = '\0';
+    for (int op = 1; op < MB_OP_COUNT; op++) {
+        if (op_rows[op].spell != MB_SPELL_CALL) continue;
+        int w = snprintf(len < size ? buf + len : NULL, len < size ? size - len : 0, "%s%s",
+                         len ? " " : "", op_rows[op].name);
+        if (w > 0) len += (size_t)w;
     }
+    return len;
+}
+
+const char *mb_op_closest_call(const char *name)
+{
+    int best = 3; /* at most two edits away */
+    const char *found = NULL;
+    for (int op = 1; op < MB_OP_COUNT; op++) {
+        if (op_rows[op].spell != MB_SPELL_CALL) continue;
+        int d = mb_edit_distance(name, op_rows[op].name);
+        /* and no more than half the name changed: "foo" is not "log" */
+        if (d < best && 2 * (size_t)d <= strlen(name)) best = d, found = op_rows[op].name;
+    }
+    return found;
 }
 
 static const char *const plan_names[MB_PLAN_COUNT] = {"eager", "fused", "store", "recompute", "optimal"};

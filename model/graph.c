@@ -63,28 +63,11 @@ int64_t mb_tensor_bytes(const mb_graph *g, int i, int64_t n)
     return n * (int64_t)mb_dtype_bytes(g->nodes[i].dtype);
 }
 
-/* Per-element cost of each op. These are the model's assumptions for a GPU:
- * SFU (MUFU) ops for rcp, sqrt, rsqrt, ex2, lg2, sin, cos, tanh, plus the
- * FP32 instructions around them (range reduction, scaling). On a machine
- * calibrated by `membound calibrate`, measured op rates replace them. */
-static const mb_op_cost op_costs[MB_OP_COUNT] = {
-    [MB_OP_INPUT] = {0, 0},
-    [MB_OP_ADD] = {1, 0},  [MB_OP_SUB] = {1, 0}, [MB_OP_MUL] = {1, 0},
-    [MB_OP_DIV] = {2, 1},  /* rcp + 2 FMA refinement */
-    [MB_OP_POW] = {2, 2},  /* general case: lg2, mul, ex2 */
-    [MB_OP_NEG] = {1, 0},
-    [MB_OP_SIN] = {4, 1},  [MB_OP_COS] = {4, 1}, [MB_OP_TAN] = {6, 3},
-    [MB_OP_TANH] = {2, 1}, [MB_OP_EXP] = {2, 1}, [MB_OP_LOG] = {2, 1},
-    [MB_OP_SQRT] = {1, 1}, [MB_OP_RSQRT] = {0, 1},
-    [MB_OP_SIGMOID] = {3, 2}, /* ex2 + rcp */
-    [MB_OP_RELU] = {1, 0}, [MB_OP_ABS] = {1, 0},
-    [MB_OP_GELU] = {12, 1}, /* erf polynomial */
-    [MB_OP_COPY] = {0, 0},
-    [MB_OP_RECIPROCAL] = {2, 1}, /* rcp + refinement, as div */
-    [MB_OP_STEP] = {1, 0}, [MB_OP_SIGN] = {2, 0},
-    [MB_OP_GELU_GRAD] = {16, 2},
-};
-
+/* Per-element cost of each op: op_table.h's flops and sfu columns, the
+ * model's assumptions for a GPU: SFU (MUFU) ops for rcp, sqrt, rsqrt, ex2,
+ * lg2, sin, cos, tanh, plus the FP32 instructions around them (range
+ * reduction, scaling). On a machine calibrated by `membound calibrate`,
+ * measured op rates replace them. */
 mb_op_cost mb_node_cost(const mb_graph *g, int i)
 {
     const mb_node *nd = &g->nodes[i];
@@ -96,5 +79,5 @@ mb_op_cost mb_node_cost(const mb_graph *g, int i)
         if (k == 1.0 || k == 0.0) return (mb_op_cost){0, 0};
         if (k == 0.5 || k == -0.5 || k == -1.0) return (mb_op_cost){0, 1};
     }
-    return op_costs[nd->op];
+    return mb_op_info_of(nd->op)->cost;
 }

@@ -40,28 +40,28 @@ int mb_dtype_parse(const char *s, mb_dtype *out); /* MB_OK or MB_EINPUT */
 
 /* ---- operations ------------------------------------------------------- */
 
-/* Every elementwise operation the graph can hold. The first block is the
- * language's; the second is produced only by autodiff. Binary ops take two
- * operands, the rest one. */
+/* Every elementwise operation the graph can hold: MB_OP_INPUT, then one per
+ * row of op_table.h (the one list of ops; what each column means is there). */
+#include "op_table.h"
+
+#define MB_OP_ENUM_(E, ...) MB_OP_##E,
 typedef enum mb_op {
     MB_OP_INPUT = 0, /* a graph input (forward input or incoming gradient) */
-    MB_OP_ADD, MB_OP_SUB, MB_OP_MUL, MB_OP_DIV, MB_OP_POW,
-    MB_OP_NEG,
-    MB_OP_SIN, MB_OP_COS, MB_OP_TAN, MB_OP_TANH, MB_OP_EXP, MB_OP_LOG,
-    MB_OP_SQRT, MB_OP_RSQRT, MB_OP_SIGMOID, MB_OP_RELU, MB_OP_ABS,
-    MB_OP_GELU, /* exact (erf) GELU, a library op: always one kernel */
-    MB_OP_COPY, /* copy(x): a new tensor equal to x, as torch's clone() */
-    MB_OP_RECIPROCAL, /* 1 / x: PyTorch evaluates scalar / tensor as
-                         tensor.reciprocal() * scalar, two kernels */
-    /* autodiff helpers */
-    MB_OP_STEP,      /* 1 where x > 0, else 0 (relu') */
-    MB_OP_SIGN,      /* -1, 0, 1 (abs') */
-    MB_OP_GELU_GRAD, /* d gelu(x) / dx */
+    MB_OP_TABLE(MB_OP_ENUM_)
     MB_OP_COUNT
 } mb_op;
+#undef MB_OP_ENUM_
 
-const char *mb_op_name(mb_op op);  /* "add", "sin", ... */
-int mb_op_arity(mb_op op);         /* 0 for INPUT, 1 or 2 */
+/* The columns of op_table.h. */
+typedef enum mb_op_kind { MB_OPK_INPUT = 0, MB_OPK_MAP, MB_OPK_LIBRARY, MB_OPK_REDUCTION } mb_op_kind;
+typedef enum mb_op_spell { MB_SPELL_NONE = 0, MB_SPELL_CALL, MB_SPELL_OPERATOR } mb_op_spell;
+typedef enum mb_op_cost_class { MB_COST_ARITH = 0, MB_COST_SFU } mb_op_cost_class;
+typedef enum mb_op_deriv {
+    MB_DER_NONE = 0, MB_DER_CODE, MB_DER_G_OP_X, MB_DER_G_OP_Y, MB_DER_G_Y, MB_DER_G_DIV_X, MB_DER_PASS
+} mb_op_deriv;
+enum { MB_SAVES_NONE = 0, MB_SAVES_X = 1, MB_SAVES_Y = 2, MB_SAVES_XY = 3 };
+enum { MB_OPF_VEC = 1, MB_OPF_JIT = 2, MB_OPF_POSITIVE = 4, MB_OPF_POW = 8 };
+typedef enum mb_op_mag { MB_MAG_VALUE = 0, MB_MAG_SUM, MB_MAG_PROD, MB_MAG_QUOT, MB_MAG_PASS } mb_op_mag;
 
 /* Cost of one element of an op, for the compute side of the roofline:
  * fp32 arithmetic flops and special-function (SFU/MUFU) ops. For POW the
@@ -70,6 +70,42 @@ typedef struct mb_op_cost {
     double flops;
     double sfu_ops;
 } mb_op_cost;
+
+/* One row of op_table.h (vform as text: the name of its vec_ops.h macro,
+ * "MB_V_NONE" for none). */
+typedef struct mb_op_info {
+    const char *name;
+    int arity;
+    mb_op_kind kind;
+    mb_op_spell spell;
+    mb_op_cost cost;
+    mb_op_cost_class cls;
+    mb_op_deriv der;
+    mb_op dop;
+    int saves;
+    const char *vform;
+    unsigned flags;
+    int call_weight;
+    const char *probe_pre, *probe_post;
+    mb_op_mag mag;
+} mb_op_info;
+
+/* The row of op (MB_OP_INPUT's for INPUT and for an op out of range). */
+const mb_op_info *mb_op_info_of(mb_op op);
+const char *mb_op_name(mb_op op);  /* "add", "sin", ...; "?" out of range */
+int mb_op_arity(mb_op op);         /* 0 for INPUT, 1 or 2 */
+
+/* The op spelled name(x) in the language (MB_SPELL_CALL), into *out: MB_OK, or
+ * MB_EINPUT when no function has that name. */
+int mb_op_parse_call(const char *name, mb_op *out);
+
+/* The language's functions, space-separated in table order, into buf (always
+ * terminated); returns the length it needed, as snprintf. */
+size_t mb_op_call_list(char *buf, size_t size);
+
+/* The function spelled closest to name (at most two edits away, at most half
+ * of name changed), or NULL. */
+const char *mb_op_closest_call(const char *name);
 
 /* ---- graphs ----------------------------------------------------------- */
 
@@ -424,6 +460,15 @@ int64_t mb_tensor_bytes(const mb_graph *g, int i, int64_t n);
  * op with a compiled form (not relu, abs, step, sign; pow only as x**2 and
  * x**3; finite scalars). A spec with op_compiled_geps costs such kernels at
  * those rates. */
+/* How an executor lowers nodes[0..n) of g (a kernel's nodes, in order), the
+ * one rule the model counts and kernels/exec_cpu.c runs: evaluated[j] = 0 for
+ * an input, or for a node equal to an earlier one (same op, operands and
+ * scalars: evaluated once; common[j] gets that one's index), 2 for the first
+ * of a sin and a cos of one operand (one sincos gives both), 3 for its partner
+ * (pair[] names each other), else 1. common and pair may be NULL, else -1
+ * where none. Returns -1 when out of memory. */
+int mb_lower_nodes(const mb_graph *g, const int *nodes, int n, int *common, int *pair,
+                   unsigned char *evaluated);
 int mb_kernel_compiled(const mb_graph *g, const mb_kernel *K);
 
 /* ---- the optimal recompute plan and the memory-traffic frontier ---------- */

@@ -4,6 +4,7 @@
  * Builds the forward graph (one node per tensor op, in evaluation order);
  * autodiff.c appends the backward graph. Does not plan or cost anything. */
 #include "model_int.h"
+#include "op_math.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -161,35 +162,18 @@ static void pwarn(parser *P, int line, int col, const char *fmt, ...)
 
 /* ---- scalar folding ---- */
 
-static double gelu_scalar(double x) { return 0.5 * x * (1.0 + erf(x / sqrt(2.0))); }
-
 static int fold_unary(parser *P, mb_op op, double a, double *out, int line, int col)
 {
-    double r;
-    switch (op) {
-    case MB_OP_NEG: r = -a; break;
-    case MB_OP_SIN: r = sin(a); break;
-    case MB_OP_COS: r = cos(a); break;
-    case MB_OP_TAN: r = tan(a); break;
-    case MB_OP_TANH: r = tanh(a); break;
-    case MB_OP_EXP: r = exp(a); break;
-    case MB_OP_LOG: r = log(a); break;
-    case MB_OP_SQRT: r = sqrt(a); break;
-    case MB_OP_RSQRT: r = 1.0 / sqrt(a); break;
-    case MB_OP_SIGMOID: r = 1.0 / (1.0 + exp(-a)); break;
-    case MB_OP_RELU: r = a > 0 ? a : 0; break;
-    case MB_OP_ABS: r = fabs(a); break;
-    case MB_OP_GELU: r = gelu_scalar(a); break;
-    case MB_OP_COPY: r = a; break;
-    case MB_OP_RECIPROCAL: r = 1.0 / a; break;
-    default: r = NAN; break;
-    }
+    /* op_math.h's float64 definition, as the reference evaluates it */
+    double r = mb_op_arity(op) == 1 ? mb_op_apply_f64(op, a, 0.0) : NAN;
     if (!isfinite(r))
         return perr(P, line, col, "%s(%g) is not a finite real number", mb_op_name(op), a);
     *out = r;
     return MB_OK;
 }
 
+/* Scalars on both sides fold as Python's float arithmetic does (libm pow, not
+ * op_math.h's x*x*x for the tensor op): PyTorch folds them before any kernel. */
 static int fold_binary(parser *P, mb_op op, double a, double b, double *out, int line, int col)
 {
     double r = NAN;
@@ -260,13 +244,6 @@ static int mk_binary(parser *P, mb_op op, val a, val b, val *out, int line, int 
 
 /* ---- expressions ---- */
 
-static const struct { const char *name; mb_op op; } functions[] = {
-    {"sin", MB_OP_SIN}, {"cos", MB_OP_COS}, {"tan", MB_OP_TAN}, {"tanh", MB_OP_TANH},
-    {"exp", MB_OP_EXP}, {"log", MB_OP_LOG}, {"sqrt", MB_OP_SQRT}, {"rsqrt", MB_OP_RSQRT},
-    {"sigmoid", MB_OP_SIGMOID}, {"relu", MB_OP_RELU}, {"abs", MB_OP_ABS},
-    {"gelu", MB_OP_GELU}, {"copy", MB_OP_COPY},
-};
-#define N_FUNCTIONS (int)(sizeof functions / sizeof functions[0])
 
 static int parse_expr(parser *P, val *out);
 static int parse_factor(parser *P, val *out);
@@ -277,15 +254,14 @@ static int parse_call(parser *P, val *out)
     mb_token fn = P->lx.tok;
     char name[MB_NAME_MAX];
     tok_copy(&fn, name, sizeof name);
-    int f = -1;
-    for (int i = 0; i < N_FUNCTIONS; i++)
-        if (!strcmp(functions[i].name, name)) f = i;
-    if (f < 0) {
-        char list[256] = "";
-        for (int i = 0; i < N_FUNCTIONS; i++) {
-            strcat(list, functions[i].name);
-            if (i + 1 < N_FUNCTIONS) strcat(list, " ");
-        }
+    mb_op f;
+    if (mb_op_parse_call(name, &f)) {
+        char list[512];
+        mb_op_call_list(list, sizeof list);
+        const char *near = mb_op_closest_call(name);
+        if (near)
+            return perr(P, fn.line, fn.col, "unknown function '%s' (did you mean '%s'?; functions: %s)",
+                        name, near, list);
         return perr(P, fn.line, fn.col, "unknown function '%s' (functions: %s)", name, list);
     }
     mb_lex_next(&P->lx); /* name */
@@ -307,7 +283,7 @@ static int parse_call(parser *P, val *out)
     mb_lex_next(&P->lx);
     if (nargs != 1)
         return perr(P, fn.line, fn.col, "%s() takes 1 argument, got %d", name, nargs);
-    return mk_unary(P, functions[f].op, args[0], out, fn.line, fn.col);
+    return mk_unary(P, f, args[0], out, fn.line, fn.col);
 }
 
 static int parse_name(parser *P, val *out)

@@ -61,14 +61,9 @@ static double sfu_rate(const mb_device *d)
     return d->sfu_tops > 0 ? d->sfu_tops * 1e12 : d->fp32_tflops * 1e12 / 16.0;
 }
 
-/* What an executor evaluates of kernel K (kernels/exec_cpu.c lowers kernels
- * the same way): evaluated[j] = 0 for a node equal to an earlier one of the
- * kernel (same op, operands and scalars: evaluated once), 2 for the first of
- * a sin and a cos of one operand (one sincos gives both), 3 for its partner,
- * else 1. Returns -1 when out of memory (then every node counts). */
-static int evaluated_nodes(const mb_graph *g, const mb_kernel *K, unsigned char *evaluated)
+int mb_lower_nodes(const mb_graph *g, const int *nodes, int nk, int *common, int *pair,
+                   unsigned char *evaluated)
 {
-    int nk = K->n_nodes;
     int *arg = malloc((size_t)(2 * nk + 1) * sizeof(int)); /* operands, common ones merged */
     int *same = malloc((size_t)g->n_nodes * sizeof(int));  /* node -> node evaluated for it */
     if (!arg || !same) {
@@ -78,32 +73,36 @@ static int evaluated_nodes(const mb_graph *g, const mb_kernel *K, unsigned char 
     }
     for (int i = 0; i < g->n_nodes; i++) same[i] = i;
     for (int j = 0; j < nk; j++) {
-        const mb_node *a = &g->nodes[K->nodes[j]];
+        const mb_node *a = &g->nodes[nodes[j]];
         evaluated[j] = a->op != MB_OP_INPUT;
+        if (common) common[j] = -1;
+        if (pair) pair[j] = -1;
         for (int s = 0; s < 2; s++)
             arg[2 * j + s] = s < mb_op_arity(a->op) && a->arg[s] >= 0 ? same[a->arg[s]] : -1;
         for (int q = 0; q < j && evaluated[j]; q++) {
-            const mb_node *b = &g->nodes[K->nodes[q]];
+            const mb_node *b = &g->nodes[nodes[q]];
             if (!evaluated[q] || b->op != a->op || arg[2 * q] != arg[2 * j] ||
                 arg[2 * q + 1] != arg[2 * j + 1] || (arg[2 * j] < 0 && b->scalar[0] != a->scalar[0]) ||
                 (arg[2 * j + 1] < 0 && mb_op_arity(a->op) == 2 && b->scalar[1] != a->scalar[1]))
                 continue;
-            same[K->nodes[j]] = K->nodes[q];
+            same[nodes[j]] = nodes[q];
             evaluated[j] = 0;
+            if (common) common[j] = q;
         }
     }
     /* sin/cos pairs, first come first paired */
     for (int j = 0; j < nk; j++) {
-        mb_op op = g->nodes[K->nodes[j]].op;
+        mb_op op = g->nodes[nodes[j]].op;
         if (evaluated[j] != 1 || (op != MB_OP_SIN && op != MB_OP_COS)) continue;
         mb_op other = op == MB_OP_SIN ? MB_OP_COS : MB_OP_SIN;
         for (int q = j + 1; q < nk; q++) {
-            const mb_node *b = &g->nodes[K->nodes[q]];
+            const mb_node *b = &g->nodes[nodes[q]];
             if (evaluated[q] != 1 || b->op != other || arg[2 * q] != arg[2 * j] ||
-                (arg[2 * j] < 0 && b->scalar[0] != g->nodes[K->nodes[j]].scalar[0]))
+                (arg[2 * j] < 0 && b->scalar[0] != g->nodes[nodes[j]].scalar[0]))
                 continue;
             evaluated[j] = 2;
             evaluated[q] = 3;
+            if (pair) pair[j] = q, pair[q] = j;
             break;
         }
     }
@@ -112,18 +111,21 @@ static int evaluated_nodes(const mb_graph *g, const mb_kernel *K, unsigned char 
     return 0;
 }
 
-/* 1 when node a has a form in compiled kernels (kernels/jit_cpu.c). */
+static int evaluated_nodes(const mb_graph *g, const mb_kernel *K, unsigned char *evaluated)
+{
+    return mb_lower_nodes(g, K->nodes, K->n_nodes, NULL, NULL, evaluated);
+}
+
+/* 1 when node a has a form in compiled kernels (kernels/jit_cpu.c): op_table.h's
+ * MB_OPF_JIT, and pow by a constant 2 or 3 (mb_op_powf's products). */
 static int op_compiles(const mb_node *a)
 {
     for (int s = 0; s < mb_op_arity(a->op); s++)
         if (a->arg[s] < 0 && !isfinite((float)a->scalar[s])) return 0; /* as the executor holds it */
-    switch (a->op) {
-    case MB_OP_RELU: case MB_OP_ABS: case MB_OP_STEP: case MB_OP_SIGN: return 0;
-    case MB_OP_POW:
+    if (a->op == MB_OP_POW)
         return a->arg[0] >= 0 && a->arg[1] < 0 &&
                ((float)a->scalar[1] == 2.0f || (float)a->scalar[1] == 3.0f);
-    default: return 1;
-    }
+    return (mb_op_info_of(a->op)->flags & MB_OPF_JIT) != 0;
 }
 
 int mb_kernel_compiled(const mb_graph *g, const mb_kernel *K)

@@ -275,14 +275,7 @@ static int fittable(const mb_rpt_row *r)
  * costs them). */
 static int cheap_op(int op)
 {
-    switch (op) {
-    case MB_OP_POW:
-    case MB_OP_ADD: case MB_OP_SUB: case MB_OP_MUL: case MB_OP_NEG: case MB_OP_RELU:
-    case MB_OP_ABS: case MB_OP_COPY: case MB_OP_STEP: case MB_OP_SIGN:
-        return 1;
-    default:
-        return 0;
-    }
+    return op > 0 && op < MB_OP_COUNT && mb_op_info_of((mb_op)op)->cls == MB_COST_ARITH; /* op_table.h */
 }
 
 static int ops_fit(mb_rpt_set *s, mb_rpt_group *g, const int *idx, int m, mb_err *err)

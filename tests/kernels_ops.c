@@ -153,6 +153,20 @@ static double r_gelu_grad(double a, double b)
     return 0.5 * (1.0 + erf(a / sqrt(2.0))) + a * exp(-0.5 * a * a) / sqrt(2.0 * 3.14159265358979323846);
 }
 
+static double r_erf(double a, double b) { (void)b; return erf(a); }
+static double r_erf_grad(double a, double b) { (void)b; return 2.0 / sqrt(3.14159265358979323846) * exp(-a * a); }
+
+static double r_softplus(double a, double b) { (void)b; return a > 20 ? a : log(1.0 + exp(a)); }
+
+static double r_silu(double a, double b) { (void)b; return a * (1.0 / (1.0 + exp(-a))); }
+/* d/dx x s(x) = s + x s (1 - s), written from the product rule */
+static double r_silu_grad(double a, double b)
+{
+    (void)b;
+    double s = 1.0 / (1.0 + exp(-a));
+    return s + a * s * (1.0 - s);
+}
+
 static void ops_vs_libm(void)
 {
     const op_case cases[] = {
@@ -172,6 +186,9 @@ static void ops_vs_libm(void)
         /* gelu_grad crosses zero at -0.75 as the difference of two values near 0.23:
          * an f32 ulp of 0.23 against the 1e-3 floor is 1.5e-5 */
         {MB_OP_GELU_GRAD, -5, 5, 0, r_gelu_grad, 3e-5},
+        {MB_OP_ERF, -4, 4, 0, r_erf, 1e-6}, {MB_OP_ERF_GRAD, -4, 4, 0, r_erf_grad, 1e-6},
+        {MB_OP_SOFTPLUS, -30, 30, 0, r_softplus, 1e-6},
+        {MB_OP_SILU, -10, 10, 0, r_silu, 1e-6}, {MB_OP_SILU_GRAD, -10, 10, 0, r_silu_grad, 3e-5},
     };
     int seen[MB_OP_COUNT] = {0};
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
@@ -209,6 +226,26 @@ static void ops_vs_libm(void)
     CHECK(mb_op_apply_f32(MB_OP_SIGMOID, 200.0f, 0) == 1.0f);
 }
 
+/* PyTorch's semantics at points with known values (torch.erf, F.softplus,
+ * F.silu, in float64 from their definitions). */
+static void torch_values(void)
+{
+    static const struct { mb_op op; double x, want; } pts[] = {
+        {MB_OP_ERF, 0.5, 0.52049987781304654}, {MB_OP_ERF, -1.5, -0.96610514647531073},
+        {MB_OP_ERF, 0.0, 0.0}, {MB_OP_ERF, 6.0, 1.0},
+        /* softplus: log(1 + e), ln 2 at 0, x itself above the threshold 20 */
+        {MB_OP_SOFTPLUS, 1.0, 1.3132616875182228}, {MB_OP_SOFTPLUS, 0.0, 0.69314718055994531},
+        {MB_OP_SOFTPLUS, 25.0, 25.0}, {MB_OP_SOFTPLUS, -5.0, 0.006715348489118068},
+        /* silu: x sigmoid(x) */
+        {MB_OP_SILU, 1.0, 0.7310585786300049}, {MB_OP_SILU, -2.0, -0.2384058440442351},
+        {MB_OP_SILU, 3.0, 2.8577223804673}, {MB_OP_SILU, 0.0, 0.0},
+    };
+    for (size_t i = 0; i < sizeof pts / sizeof pts[0]; i++) {
+        CHECK_NEAR(mb_op_apply_f64(pts[i].op, pts[i].x, 0), pts[i].want, 1e-15);
+        CHECK_NEAR(mb_op_apply_f32(pts[i].op, (float)pts[i].x, 0), pts[i].want, 1e-6);
+    }
+}
+
 int main(void)
 {
     exhaustive_round_trip();
@@ -216,5 +253,6 @@ int main(void)
     ties_and_specials();
     nearest_oracle();
     ops_vs_libm();
+    torch_values();
     return mb_test_done();
 }

@@ -4,9 +4,49 @@
  * local-cpu.ini; each case breaks one figure the way a loaded or broken run
  * did: every op rate alike (0.0512 Gelem/s, add, sin and copy, the run
  * issue 10 reports), bandwidths 10x apart, an add slower than a copy from
- * memory, compiled chains that ran without one rate from them. */
+ * memory, compiled chains that ran without one rate from them. And the one
+ * sample timer every probe uses (calib_int.h's mb_meas_sample_s). */
+#include "calib_int.h"
 #include "mb_test.h"
 #include "measure.h"
+
+#include <time.h>
+
+typedef struct counts {
+    int fn, before;
+} counts;
+
+static void count_fn(void *p)
+{
+    counts *c = p;
+    c->fn++;
+    struct timespec ts = {0, 200000}; /* 0.2 ms a call */
+    nanosleep(&ts, NULL);
+}
+
+static void count_before(void *p) { ((counts *)p)->before++; }
+
+/* calls per attempt, the untimed step once before each attempt, attempts
+ * taken again counted, seconds per call (not per sample). */
+static void sample_timer(void)
+{
+    counts c = {0, 0};
+    int contended = -1, retaken = 0;
+    mb_meas_sampler s = {count_fn, &c, count_before, &c, 5, 1, 2};
+    double per_call = mb_meas_sample_s(&s, &contended, &retaken);
+    CHECK(contended == 0 || contended == 1);
+    CHECK(retaken >= 0 && retaken <= 2);
+    CHECK_EQ_I64(c.before, retaken + 1);
+    CHECK_EQ_I64(c.fn, 5 * (retaken + 1));
+    CHECK(per_call >= 1.9e-4 && per_call < 0.1);
+    /* no retries: one attempt, whatever the contention */
+    c = (counts){0, 0};
+    retaken = 0;
+    s.retries = 0;
+    s.before = NULL;
+    (void)mb_meas_sample_s(&s, NULL, &retaken);
+    CHECK(retaken == 0 && c.fn == 5 && c.before == 0);
+}
 
 static mb_meas_calib sane(void)
 {
@@ -75,5 +115,6 @@ int main(void)
     c = sane();
     c.fp32_tflops = 0;
     expect(&c, 0, "a non-positive FMA rate");
+    sample_timer();
     return mb_test_done();
 }

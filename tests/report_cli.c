@@ -54,15 +54,15 @@ static int contains(const char *dir, const char *name, const char *needle)
     return strstr(buf, needle) != NULL;
 }
 
-/* silu, the custom variant of these tests */
-static const char silu_expr[] = "name silu; y = x * sigmoid(1.702 * x)";
+/* quick_gelu, the custom variant of these tests */
+static const char quick_gelu_expr[] = "name quick_gelu; y = x * sigmoid(1.702 * x)";
 
-/* A CSV of silu (eager and fused, n = 2^20..2^26) whose device column says
+/* A CSV of quick_gelu (eager and fused, n = 2^20..2^26) whose device column says
  * a100-80gb and whose times are scale x the model's time + t0_s on a spec
  * named my-gpu (an A100's figures under another name). With embed, the
  * spec and the variant's text are in its provenance, as `measure` writes
  * them; with kernel_rows, every row is a per-kernel row. 0 on success. */
-static int write_silu_csv(const char *path, int embed, double scale, double t0_s, int kernel_rows)
+static int write_quick_gelu_csv(const char *path, int embed, double scale, double t0_s, int kernel_rows)
 {
     mb_device d;
     mb_err e;
@@ -77,13 +77,13 @@ static int write_silu_csv(const char *path, int embed, double scale, double t0_s
         for (char *line = strtok(spec, "\n"); line; line = strtok(NULL, "\n"))
             fprintf(fp, "# %s: %s\n", MB_MEAS_PROV_SPEC, line);
         free(spec);
-        fprintf(fp, "# %s silu: %s\n", MB_MEAS_PROV_EXPR, silu_expr);
+        fprintf(fp, "# %s quick_gelu: %s\n", MB_MEAS_PROV_EXPR, quick_gelu_expr);
     }
 #define COL_NAME(name, required) "," #name
     fprintf(fp, "%s%s\n", &(MB_MEAS_CSV_COLUMNS(COL_NAME))[1], kernel_rows ? ",kernel" : "");
 #undef COL_NAME
     mb_graph *g;
-    if (mb_parse_expr(silu_expr, MB_F32, &g, &e)) { fclose(fp); return -1; }
+    if (mb_parse_expr(quick_gelu_expr, MB_F32, &g, &e)) { fclose(fp); return -1; }
     for (int pk = MB_PLAN_EAGER; pk <= MB_PLAN_FUSED; pk++) {
         mb_plan *p;
         if (mb_plan_build(g, (mb_plan_kind)pk, &p, &e)) { fclose(fp); return -1; }
@@ -91,7 +91,7 @@ static int write_silu_csv(const char *path, int embed, double scale, double t0_s
             mb_estimate est;
             if (mb_estimate_plan(p, (int64_t)1 << lg, &d, &est, &e)) { fclose(fp); return -1; }
             double t = scale * est.total.time_s + t0_s;
-            fprintf(fp, "a100-80gb,cuda,silu,%s,f32,%lld,%d,20,%.9g,%.9g,%.9g,0.01,%.9g,%lld,%lld,"
+            fprintf(fp, "a100-80gb,cuda,quick_gelu,%s,f32,%lld,%d,20,%.9g,%.9g,%.9g,0.01,%.9g,%lld,%lld,"
                         "%lld,%lld,,,none,0,1%s\n",
                     mb_plan_name((mb_plan_kind)pk), 1LL << lg, est.n_kernels, t, 0.99 * t, 1.02 * t,
                     est.total.time_s, (long long)est.total.read_bytes,
@@ -121,15 +121,15 @@ static int count_lines(const char *dir, const char *name, const char *prefix)
 static void test_custom(const char *tmp, int have_gp)
 {
     char csv[1100], bare[1100], kern[1100], mb[1100], ini[1100], d[1100], other[1100];
-    snprintf(csv, sizeof csv, "%s/silu.csv", tmp);
+    snprintf(csv, sizeof csv, "%s/quick_gelu.csv", tmp);
     snprintf(bare, sizeof bare, "%s/bare.csv", tmp);
-    snprintf(kern, sizeof kern, "%s/silu-kernels.csv", tmp);
-    snprintf(mb, sizeof mb, "%s/silu.mb", tmp);
+    snprintf(kern, sizeof kern, "%s/quick_gelu-kernels.csv", tmp);
+    snprintf(mb, sizeof mb, "%s/quick_gelu.mb", tmp);
     snprintf(ini, sizeof ini, "%s/my.ini", tmp);
     snprintf(other, sizeof other, "%s/elsewhere", tmp);
-    CHECK(write_silu_csv(csv, 1, 1.0, 0, 0) == 0);
-    CHECK(write_silu_csv(bare, 0, 1.0, 0, 0) == 0);
-    CHECK(write_silu_csv(kern, 1, 1.0, 0, 1) == 0);
+    CHECK(write_quick_gelu_csv(csv, 1, 1.0, 0, 0) == 0);
+    CHECK(write_quick_gelu_csv(bare, 0, 1.0, 0, 0) == 0);
+    CHECK(write_quick_gelu_csv(kern, 1, 1.0, 0, 1) == 0);
     const char *nr = have_gp ? "" : "--no-figures";
 
     /* embedded: reports from another folder; the spec, not the column, is the device */
@@ -149,17 +149,17 @@ static void test_custom(const char *tmp, int have_gp)
 
     /* without the text: the variant must be given, as --expr or a .mb file */
     CHECK(RUN("'%s' report '%s' -o '%s/never' --no-figures", bin, bare, tmp) == 2);
-    CHECK(strstr(out, "unknown variant 'silu'") != NULL);
-    CHECK(RUN("'%s' report '%s' --expr '%s' -o '%s/rx' --no-figures", bin, bare, silu_expr, tmp) == 0);
+    CHECK(strstr(out, "unknown variant 'quick_gelu'") != NULL);
+    CHECK(RUN("'%s' report '%s' --expr '%s' -o '%s/rx' --no-figures", bin, bare, quick_gelu_expr, tmp) == 0);
     FILE *fp = fopen(mb, "w");
     CHECK(fp != NULL);
-    if (fp) { fputs("name silu\ninput x\ny = x * sigmoid(1.702 * x)\noutput y\n", fp); fclose(fp); }
+    if (fp) { fputs("name quick_gelu\ninput x\ny = x * sigmoid(1.702 * x)\noutput y\n", fp); fclose(fp); }
     CHECK(RUN("'%s' report '%s' '%s' -o '%s/rm' --no-figures", bin, bare, mb, tmp) == 0);
     snprintf(d, sizeof d, "%s/rm", tmp);
     CHECK(contains(d, "report.md", "a100-80gb"));
 
     /* a number that cannot be true is flagged by the fit, in every output */
-    CHECK(write_silu_csv(csv, 1, 0.1, 0, 0) == 0);
+    CHECK(write_quick_gelu_csv(csv, 1, 0.1, 0, 0) == 0);
     CHECK(RUN("'%s' report '%s' -o '%s/ri' --no-figures", bin, csv, tmp) == 0);
     CHECK(strstr(out, "IMPOSSIBLE") != NULL);
     snprintf(d, sizeof d, "%s/ri", tmp);
@@ -168,7 +168,7 @@ static void test_custom(const char *tmp, int have_gp)
     CHECK(contains(d, "report.html", "Impossible number"));
     CHECK(count_lines(d, "fits.csv", "my-gpu,cuda,1,8,") == 1);
     /* a fitted launch time below zero is explained in the fit table itself */
-    CHECK(write_silu_csv(csv, 1, 1.0, -5e-6, 0) == 0);
+    CHECK(write_quick_gelu_csv(csv, 1, 1.0, -5e-6, 0) == 0);
     CHECK(RUN("'%s' report '%s' -o '%s/rt' --no-figures", bin, csv, tmp) == 0);
     CHECK(strstr(out, "below zero") != NULL && strstr(out, "e+0") == NULL);
     snprintf(d, sizeof d, "%s/rt", tmp);
@@ -187,12 +187,12 @@ static void test_custom(const char *tmp, int have_gp)
     CHECK(count_lines(d, "whatif.dat", "\"") == 2);
     CHECK(count_lines(d, "whatif.dat", "\"a100-80gb\"") == 1);
     CHECK(contains(d, "index.md", "gelu\\_tanh") && !contains(d, "index.md", "sigmoid3"));
-    CHECK(RUN("'%s' figures --expr '%s' '%s' --devices h100-sxm,'%s' -o '%s/f2'", bin, silu_expr, mb,
+    CHECK(RUN("'%s' figures --expr '%s' '%s' --devices h100-sxm,'%s' -o '%s/f2'", bin, quick_gelu_expr, mb,
               ini, tmp) == 0);
     snprintf(d, sizeof d, "%s/f2", tmp);
     CHECK(count_lines(d, "whatif.dat", "\"my-gpu\"") == 1);
-    CHECK(contains(d, "time_vs_n.dat", "silu fused"));
-    CHECK(contains(d, "roofline.dat", "silu eager"));
+    CHECK(contains(d, "time_vs_n.dat", "quick-gelu fused"));
+    CHECK(contains(d, "roofline.dat", "quick-gelu eager"));
     CHECK(contains(d, "whatif.png", "PNG"));
 }
 
@@ -204,16 +204,16 @@ static void test_three_commands(const char *tmp, int have_gp)
     snprintf(m, sizeof m, "%s/measured", tmp);
     snprintf(other, sizeof other, "%s/another", tmp);
     CHECK(RUN("mkdir -p '%s' '%s' && cd '%s' && '%s' measure --expr '%s' --device h100-sxm "
-              "--backend cpu --sizes 2^12,2^14,2^16 --timeout 0.05 -q -o silu.csv",
-              m, other, m, bin, silu_expr) == 0);
-    CHECK(RUN("cd '%s' && '%s' report ../measured/silu.csv -o r %s", other, bin,
+              "--backend cpu --sizes 2^12,2^14,2^16 --timeout 0.05 -q -o quick_gelu.csv",
+              m, other, m, bin, quick_gelu_expr) == 0);
+    CHECK(RUN("cd '%s' && '%s' report ../measured/quick_gelu.csv -o r %s", other, bin,
               have_gp ? "" : "--no-figures") == 0);
     char d[1200];
     snprintf(d, sizeof d, "%s/r", other);
-    CHECK(contains(d, "report.md", "| silu | eager |"));
+    CHECK(contains(d, "report.md", "| quick\\_gelu | eager |"));
     CHECK(contains(d, "report.md", "h100-sxm"));
     if (have_gp)
-        CHECK(RUN("cd '%s' && '%s' figures --expr '%s' -o f", other, bin, silu_expr) == 0);
+        CHECK(RUN("cd '%s' && '%s' figures --expr '%s' -o f", other, bin, quick_gelu_expr) == 0);
 }
 
 int main(void)

@@ -16,9 +16,9 @@ pass=0 fail=0
 ok() { pass=$((pass + 1)); }
 bad() { fail=$((fail + 1)); echo "FAIL: $*" >&2; }
 
-# a measurement of the lecture's fusion demo and of silu, small and quick
-(cd "$tmp" && "$B" measure --expr 'name silu; y = x * sigmoid(1.702 * x)' --device h100-sxm \
-   --backend cpu --sizes 2^12,2^14,2^16 --timeout 0.05 -q -o m.csv >/dev/null 2>&1) || bad "measure silu failed"
+# a measurement of the lecture's fusion demo and of quick_gelu, small and quick
+(cd "$tmp" && "$B" measure --expr 'name quick_gelu; y = x * sigmoid(1.702 * x)' --device h100-sxm \
+   --backend cpu --sizes 2^12,2^14,2^16 --timeout 0.05 -q -o m.csv >/dev/null 2>&1) || bad "measure quick_gelu failed"
 (cd "$tmp" && "$B" measure sin2_plus_cos2 --device h100-sxm --backend cpu --sizes 2^12,2^14,2^16 \
    --timeout 0.05 -q -o lect.csv >/dev/null 2>&1) || bad "measure sin2_plus_cos2 failed"
 "$B" report "$tmp/m.csv" "$tmp/lect.csv" -o "$tmp/r" >/dev/null 2>"$tmp/err" || bad "report: $(cat "$tmp/err")"
@@ -44,7 +44,7 @@ text=$(echo "$probe" | sed -e 's/&lt;/</g' -e 's/&gt;/>/g' -e 's/&amp;/\&/g')
 for raw in '**' '`' '^{' '| ---' '|---' '![' '\_' '\*'; do
   if echo "$text" | grep -qF -- "$raw"; then bad "raw Markdown '$raw' in the rendered text"; else ok; fi
 done
-for want in 'Verdict: the lecture' 'Model agrees' 'sin2_plus_cos2' 'silu' 'Fits: time = t0 + bytes / bandwidth' \
+for want in 'Verdict: the lecture' 'Model agrees' 'sin2_plus_cos2' 'quick_gelu' 'Fits: time = t0 + bytes / bandwidth' \
             'Method'; do
   echo "$text" | grep -qF -- "$want" && ok || bad "rendered text lacks '$want'"
 done

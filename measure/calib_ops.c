@@ -1,0 +1,199 @@
+/* calib_ops.c — calibrate's op-rate probes: each op of op_table.h through the
+ * executors' tile primitive, a sin and a cos together through the sincos
+ * primitive, one executor pass of a copy plan, and each op inside compiled
+ * kernels (chains). Each is a probe function calib_sample.c times.
+ * Does not decide what a rate means for the model (the spec does). */
+#include "calib_int.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+void mb_meas_cal_op_rate(void *p)
+{
+    mb_meas_op_ctx *c = p;
+    c->elements = mb_meas_op_rate_run(c->op, c->rounds);
+}
+
+/* ---- sin and cos together --------------------------------------------------- */
+
+typedef struct sincos_ctx {
+    int64_t rounds;
+    double elements;
+    float sum;
+} sincos_ctx;
+
+static void sincos_tiles(void *p)
+{
+    sincos_ctx *c = p;
+    int64_t rounds = c->rounds;
+    double elements = 0.0;
+    float sum = 0.0f;
+#pragma omp parallel reduction(+ : elements, sum)
+    {
+        float a[MB_KERN_TILE] __attribute__((aligned(64)));
+        float so[MB_KERN_TILE] __attribute__((aligned(64)));
+        float co[MB_KERN_TILE] __attribute__((aligned(64)));
+        for (int i = 0; i < MB_KERN_TILE; i++) a[i] = 0.5f + 1.5f * (float)((i * 7919) % 1000) / 1000.0f;
+        for (int64_t k = 0; k < rounds; k++) {
+            mb_kern_sincos_apply(a, so, co, MB_KERN_TILE);
+            sum += so[k & (MB_KERN_TILE - 1)] + co[k & (MB_KERN_TILE - 1)];
+        }
+        elements += (double)rounds * MB_KERN_TILE;
+    }
+    c->elements = elements;
+    c->sum = sum;
+}
+
+double mb_meas_cal_sincos_geps(int quick)
+{
+    enum { REPS = 7 };
+    double s_geps[REPS];
+    int reps = quick ? 3 : REPS;
+    sincos_ctx c = {quick ? 20 : 200, 0, 0};
+    mb_meas_sampler s = {sincos_tiles, &c, NULL, NULL, 1, mb_kern_threads(), CAL_RETRIES};
+    sincos_tiles(&c); /* warm-up */
+    for (int r = 0; r < reps; r++) {
+        double dt = mb_meas_sample_s(&s, NULL, NULL);
+        s_geps[r] = c.sum == c.sum && dt > 0 ? c.elements / dt / 1e9 : 0.0;
+    }
+    mb_meas_stats st;
+    mb_meas_stats_compute(s_geps, reps, &st);
+    return st.median_s;
+}
+
+/* ---- one executor pass -------------------------------------------------------- */
+
+/* One executor pass of a plan: fork/join and per-pass setup (for a copy plan
+ * over one tile per thread: the copy itself, a few ns per KiB in L1/L2). */
+void mb_meas_cal_pass(void *p)
+{
+    mb_meas_pass_ctx *c = p;
+    mb_err e;
+    (void)mb_kern_run_plan(&c->t, MB_KERN_EXEC_AUTO, &e);
+}
+
+void mb_meas_cal_pass_free(mb_meas_pass_ctx *c)
+{
+    if (c->have_t) mb_kern_tensors_free(&c->t);
+    mb_plan_free(c->p);
+    mb_graph_free(c->g);
+    memset(c, 0, sizeof *c);
+}
+
+int mb_meas_cal_pass_init(mb_meas_pass_ctx *c, const char *expr, mb_plan_kind k, int64_t n, mb_err *err)
+{
+    memset(c, 0, sizeof *c);
+    int rc = mb_parse_expr(expr, MB_F32, &c->g, err);
+    if (!rc) rc = mb_plan_build(c->g, k, &c->p, err);
+    if (!rc && (rc = mb_kern_tensors_alloc(c->p, n, 0, &c->t, err)) == MB_OK) c->have_t = 1;
+    if (!rc) rc = mb_kern_run_plan(&c->t, MB_KERN_EXEC_AUTO, err);
+    if (rc) mb_meas_cal_pass_free(c);
+    return rc;
+}
+
+/* ---- op rates inside compiled kernels ----------------------------------------- */
+
+/* A compiled kernel keeps every value in a register: an op costs less than
+ * through the interpreter's tile primitive, which loads and stores a tile
+ * per op. Each op is timed as a chain of CHAIN_DEEP of it in one fused kernel
+ * (every result the next one's operand: nothing in common), against a chain
+ * of CHAIN_SHALLOW adds, which pays the same pass, load and store; L2-resident
+ * (CHAIN_N elements a thread). The ops are op_table.h's rows with a chain
+ * (probe_pre, probe_post). Chains the executor would not compile (no
+ * compiler, no vector ISA) are left out, and the model keeps op_geps. */
+
+int mb_meas_chain_expr(mb_op op, int depth, char *buf, size_t size)
+{
+    const mb_op_info *in = mb_op_info_of(op);
+    if ((int)op <= 0 || op >= MB_OP_COUNT || !in->probe_pre || !size) return 0;
+    size_t len = (size_t)snprintf(buf, size, "y = ");
+    for (int k = 0; k < depth && len < size; k++) len += (size_t)snprintf(buf + len, size - len, "%s", in->probe_pre);
+    if (len < size) len += (size_t)snprintf(buf + len, size - len, "x");
+    for (int k = 0; k < depth && len < size; k++) len += (size_t)snprintf(buf + len, size - len, "%s", in->probe_post);
+    return len < size;
+}
+
+/* depth statements a_k = sin(a_{k-1}) + cos(a_{k-1}), the last one y. */
+static void sincos_chain_expr(int depth, char *buf, size_t size)
+{
+    size_t len = 0;
+    char prev[16] = "x", cur[16];
+    buf[0] = '\0';
+    for (int k = 1; k <= depth && len < size; k++) {
+        if (k == depth) snprintf(cur, sizeof cur, "y");
+        else snprintf(cur, sizeof cur, "a%d", k);
+        len += (size_t)snprintf(buf + len, size - len, "%s = sin(%s) + cos(%s)\n", cur, prev, prev);
+        memcpy(prev, cur, sizeof prev);
+    }
+}
+
+/* chains[i]: built and compiled, with the ops it should evaluate (the parser
+ * folded nothing); else emptied. */
+static int chain_ready(mb_meas_pass_ctx *c, const char *expr, int want_ops, int want_sincos, int64_t n)
+{
+    mb_err e;
+    if (mb_meas_cal_pass_init(c, expr, MB_PLAN_FUSED, n, &e)) return 0;
+    mb_kern_eval_info info;
+    if (c->p->n_kernels != 1 || mb_kern_kernel_info(&c->t, 0, &info, &e) || !info.compiled ||
+        info.evaluated != want_ops || info.sincos != want_sincos) {
+        mb_meas_cal_pass_free(c);
+        return 0;
+    }
+    return 1;
+}
+
+int mb_meas_cal_chains_init(mb_meas_chains *ch, int64_t n)
+{
+    memset(ch, 0, sizeof *ch);
+    ch->op[ch->n++] = MB_OP_ADD; /* the shallow chain */
+    for (int op = 1; op < MB_OP_COUNT; op++)
+        if (mb_op_info_of((mb_op)op)->probe_pre) ch->op[ch->n++] = (mb_op)op;
+    ch->op[ch->n++] = MB_OP_COUNT; /* sincos */
+    for (int i = 0; i < ch->n; i++) {
+        char expr[1024];
+        if (i > 0 && !ch->c[0].have_t) break;
+        int sincos = ch->op[i] == MB_OP_COUNT;
+        int depth = i == 0 ? CHAIN_SHALLOW : CHAIN_DEEP;
+        if (sincos) sincos_chain_expr(depth, expr, sizeof expr);
+        else if (!mb_meas_chain_expr(ch->op[i], depth, expr, sizeof expr)) continue;
+        /* sincos chains add too */
+        ch->ready += chain_ready(&ch->c[i], expr, sincos ? 2 * depth : depth, sincos ? depth : 0, n);
+    }
+    return ch->ready;
+}
+
+void mb_meas_cal_chains_free(mb_meas_chains *ch)
+{
+    for (int i = 0; i < ch->n; i++) mb_meas_cal_pass_free(&ch->c[i]);
+}
+
+/* The add chain less the shallow one gives the add; what every chain pays
+ * besides its ops is the shallow time less its adds; the rest follow. A rate
+ * that does not come out positive and finite stays 0: when the deep add
+ * chain is no slower than the shallow one (timing noise), all do, and
+ * mb_meas_calib_implausible says so. */
+void mb_meas_cal_compiled_rates(const mb_meas_chains *ch, const mb_meas_figure *figs, int64_t n,
+                                mb_meas_calib *out)
+{
+    memset(out->op_compiled_geps, 0, sizeof out->op_compiled_geps);
+    out->sincos_compiled_geps = 0;
+    out->compiled_ops = 0;
+    if (ch->ready < 2 || !ch->c[0].have_t || !ch->c[1].have_t) return;
+    double t[MB_MEAS_MAX_CHAINS] = {0};
+    for (int i = 0, f = 0; i < ch->n; i++)
+        if (ch->c[i].have_t) t[i] = mb_meas_figure_median_s(&figs[f++]);
+    double add_s = (t[1] - t[0]) / (CHAIN_DEEP - CHAIN_SHALLOW) / (double)n; /* per element */
+    if (!(add_s > 0)) return;
+    double base_s = t[0] - CHAIN_SHALLOW * add_s * (double)n;
+    if (base_s < 0) base_s = 0;
+    for (int i = 1; i < ch->n; i++) {
+        if (!ch->c[i].have_t) continue;
+        const int sincos = ch->op[i] == MB_OP_COUNT;
+        double op_s = (t[i] - base_s) / (double)n / CHAIN_DEEP; /* per element and link */
+        if (sincos) op_s -= add_s;                               /* the sincos links add */
+        if (!(op_s > 0) || !isfinite(op_s)) continue;
+        if (sincos) out->sincos_compiled_geps = 1e-9 / op_s;
+        else out->op_compiled_geps[ch->op[i]] = 1e-9 / op_s, out->compiled_ops++;
+    }
+}

@@ -1,0 +1,193 @@
+/* calib_overlap.c — calibrate's overlap probes: cold runs of y = copy(x),
+ * y = sin(x), y = x * sin(x) (compiled) and y = a + b + c + d against the
+ * model's estimate of each, in interleaved rounds, giving serial_fraction (how
+ * much of the shorter of memory and compute does not hide behind the longer)
+ * and the read-stream penalty or gain. Does not measure bandwidth or op rates
+ * (calib_streams.c, calib_ops.c). */
+#include "calib_int.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* A probe kernel: one plan through the executor, cold, with the model's
+ * estimate of it on the calibration so far. */
+typedef struct probe {
+    mb_graph *g;
+    mb_plan *p;
+    mb_kern_tensors t;
+    int have_t;
+    mb_estimate est;
+} probe;
+
+static void probe_free(probe *pb)
+{
+    if (pb->have_t) mb_kern_tensors_free(&pb->t);
+    mb_estimate_free(&pb->est);
+    mb_plan_free(pb->p);
+    mb_graph_free(pb->g);
+    memset(pb, 0, sizeof *pb);
+}
+
+static int probe_init(probe *pb, const char *expr, mb_plan_kind k, int64_t n, const mb_device *d,
+                      mb_err *err)
+{
+    memset(pb, 0, sizeof *pb);
+    int rc = mb_parse_expr(expr, MB_F32, &pb->g, err);
+    if (!rc) rc = mb_plan_build(pb->g, k, &pb->p, err);
+    if (!rc) rc = mb_estimate_plan(pb->p, n, d, &pb->est, err);
+    if (!rc && (rc = mb_kern_tensors_alloc(pb->p, n, 0, &pb->t, err)) == MB_OK) pb->have_t = 1;
+    if (!rc) rc = mb_kern_run_plan(&pb->t, MB_KERN_EXEC_AUTO, err); /* warm-up, page faults */
+    if (rc) probe_free(pb);
+    return rc;
+}
+
+/* One cold run of the probe (the sampler's fn; the cache flush is its before). */
+typedef struct probe_run {
+    probe *pb;
+    int rc;
+    mb_err *err;
+} probe_run;
+
+static void probe_run_once(void *p)
+{
+    probe_run *r = p;
+    if (!r->rc) r->rc = mb_kern_run_plan(&r->pb->t, MB_KERN_EXEC_AUTO, r->err);
+}
+
+static void probe_flush(void *fl) { mb_meas_flush_cpu(fl); }
+
+/* Median of reps cold runs of the probe. */
+static int probe_time(probe *pb, mb_meas_flusher *fl, int reps, double *time_s, mb_err *err)
+{
+    double s[16];
+    if (reps > 16) reps = 16;
+    probe_run run = {pb, MB_OK, err};
+    /* quick runs (one rep) keep what they get: a retry costs a flush */
+    mb_meas_sampler sm = {probe_run_once, &run, probe_flush, fl, 1, mb_kern_threads(),
+                          reps == 1 ? 0 : CAL_RETRIES};
+    for (int r = 0; r < reps; r++) {
+        s[r] = mb_meas_sample_s(&sm, NULL, NULL);
+        if (run.rc) return run.rc;
+    }
+    mb_meas_stats st;
+    mb_meas_stats_compute(s, reps, &st);
+    *time_s = st.median_s;
+    return MB_OK;
+}
+
+static double clamp01(double x) { return x < 0 ? 0 : x > 1 ? 1 : x; }
+
+double mb_meas_overlap_beta(double t_s, double launch_s, double mem_s, double compute_s,
+                            double ref_geps, double now_geps)
+{
+    if (ref_geps > 0 && now_geps > 0) compute_s *= ref_geps / now_geps;
+    double lo = fmin(mem_s, compute_s), hi = fmax(mem_s, compute_s);
+    return lo > 0 ? clamp01((t_s - launch_s - hi) / lo) : 0;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* Rounds of the probes, interleaved so that the machine's drift (shared
+ * hosts swing memory bandwidth by tens of percent over minutes) cancels in
+ * each round's ratios; the figures are the medians over rounds. */
+#define OVERLAP_ROUNDS 9
+/* sin probes (~1 ms each, 4-7% apart from one to the next here) before and
+ * after each round's sin kernel */
+#define OVERLAP_SIN_PROBES 3
+
+int mb_meas_calibrate_overlap(mb_meas_calib *c, int64_t n, int reps, mb_err *err)
+{
+    mb_device d;
+    c->serial_fraction = c->serial_fraction_q1 = c->serial_fraction_q3 = 0;
+    c->serial_fraction_compiled = c->serial_fraction_compiled_q1 = c->serial_fraction_compiled_q3 = 0;
+    c->has_serial_fraction_compiled = 0;
+    c->read_stream_penalty = c->read_stream_gain = 0;
+    mb_meas_calib_to_device(c, NULL, &d);
+    probe copy = {0}, sine = {0}, xsin = {0}, sum4 = {0};
+    mb_meas_flusher fl;
+    /* twice the cache, or twice a probe array when that is smaller (it is
+     * evicted either way; a reported 508 MiB cache would read 1 GiB a sample) */
+    int64_t flush_llc = n * (int64_t)sizeof(float);
+    if (reps > 1 && c->llc_bytes < flush_llc) flush_llc = c->llc_bytes;
+    int rc = mb_meas_flusher_init(&fl, flush_llc, err);
+    if (rc) return rc;
+    /* copy: memory only; sin: one read, one write, compute about as long as
+     * the memory time (interpreted: one op); x * sin(x): the same compiled;
+     * a+b+c+d: four read streams, next to no compute */
+    if (!(rc = probe_init(&copy, "y = copy(x)", MB_PLAN_EAGER, n, &d, err)) &&
+        !(rc = probe_init(&sine, "y = sin(x)", MB_PLAN_EAGER, n, &d, err)) &&
+        !(rc = probe_init(&xsin, "y = x * sin(x)", MB_PLAN_FUSED, n, &d, err)))
+        rc = probe_init(&sum4, "y = a + b + c + d", MB_PLAN_FUSED, n, &d, err);
+    /* the compiled probe counts only when it runs compiled */
+    mb_kern_eval_info info;
+    mb_err e_info;
+    int compiled = !rc && xsin.p->n_kernels == 1 &&
+                   !mb_kern_kernel_info(&xsin.t, 0, &info, &e_info) && info.compiled;
+    double beta[OVERLAP_ROUNDS], beta_c[OVERLAP_ROUNDS], gamma[OVERLAP_ROUNDS], gain[OVERLAP_ROUNDS];
+    int rounds = 0;
+    int n_rounds = reps == 1 ? 3 : OVERLAP_ROUNDS;
+    for (int r = 0; r < n_rounds && !rc; r++) {
+        double t_copy, t_sin, t_xsin = 0, t_sum4, sin_geps[2 * OVERLAP_SIN_PROBES] = {0};
+        if ((rc = probe_time(&copy, &fl, reps, &t_copy, err))) break;
+        for (int i = 0; i < OVERLAP_SIN_PROBES && c->ref_op_geps[0] > 0; i++)
+            sin_geps[i] = mb_meas_hostref_op_geps(0);
+        if ((rc = probe_time(&sine, &fl, reps, &t_sin, err))) break;
+        if (compiled && (rc = probe_time(&xsin, &fl, reps, &t_xsin, err))) break;
+        for (int i = 0; i < OVERLAP_SIN_PROBES && c->ref_op_geps[0] > 0; i++)
+            sin_geps[OVERLAP_SIN_PROBES + i] = mb_meas_hostref_op_geps(0);
+        if ((rc = probe_time(&sum4, &fl, reps, &t_sum4, err))) break;
+        /* this round's streaming rate, from the copy: 8n bytes */
+        double copy_gbs = (double)(copy.est.total.read_bytes + copy.est.total.write_bytes) / t_copy / 1e9;
+        const double now_sin_geps = mb_meas_median_rate(sin_geps, 2 * OVERLAP_SIN_PROBES);
+        const mb_cost *k = &xsin.est.per_kernel[0];
+        double mem_s = (double)(k->read_bytes + k->write_bytes) / (copy_gbs * 1e9);
+        if (compiled)
+            beta_c[rounds] = mb_meas_overlap_beta(t_xsin, k->launch_s, mem_s, k->compute_s,
+                                                  c->ref_op_geps[0], now_sin_geps);
+        k = &sine.est.per_kernel[0];
+        mem_s = (double)(k->read_bytes + k->write_bytes) / (copy_gbs * 1e9);
+        beta[rounds] = mb_meas_overlap_beta(t_sin, k->launch_s, mem_s, k->compute_s, c->ref_op_geps[0],
+                                            now_sin_geps);
+        /* the four-stream kernel's reads against a single read stream, which
+         * calibration found to run at read_gbs / copy_gbs of the copy rate */
+        k = &sum4.est.per_kernel[0];
+        double read1_gbs = copy_gbs * c->read_gbs / c->copy_gbs;
+        double read4_s = t_sum4 - k->launch_s - beta[rounds] * k->compute_s;
+        double read4_gbs = read4_s > 0 ? (double)k->read_bytes / read4_s / 1e9 : read1_gbs;
+        gamma[rounds] = fmax(0, (read1_gbs / read4_gbs - 1) / 3);
+        gain[rounds] = fmax(0, (read4_gbs / read1_gbs - 1) / 3);
+        rounds++;
+    }
+    if (!rc && rounds) {
+        qsort(beta, (size_t)rounds, sizeof beta[0], cmp_double);
+        qsort(gamma, (size_t)rounds, sizeof gamma[0], cmp_double);
+        qsort(gain, (size_t)rounds, sizeof gain[0], cmp_double);
+        c->serial_fraction = beta[rounds / 2];
+        c->serial_fraction_q1 = beta[rounds / 4];
+        c->serial_fraction_q3 = beta[(3 * rounds) / 4];
+        if (compiled) {
+            c->has_serial_fraction_compiled = 1;
+            qsort(beta_c, (size_t)rounds, sizeof beta_c[0], cmp_double);
+            c->serial_fraction_compiled = beta_c[rounds / 2];
+            c->serial_fraction_compiled_q1 = beta_c[rounds / 4];
+            c->serial_fraction_compiled_q3 = beta_c[(3 * rounds) / 4];
+        }
+        c->read_stream_penalty = gamma[rounds / 2];
+        /* one of the two: the median round's direction */
+        c->read_stream_gain = c->read_stream_penalty > 0 ? 0 : gain[rounds / 2];
+    }
+    probe_free(&copy);
+    probe_free(&sine);
+    probe_free(&xsin);
+    probe_free(&sum4);
+    mb_meas_flusher_free(&fl);
+    return rc;
+}
+
+/* Why the probes cannot be trusted, into why; 0 when they can: a probe
+ * with half its samples contended, then mb_meas_calib_implausible. */

@@ -1,0 +1,127 @@
+/* calib_spec.c — what a calibration gives: the rules that refuse figures that
+ * cannot be true, and the device spec written from them. Does not probe
+ * (the other calib_*.c files) or write a file (the CLI does). */
+#include "calib_int.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+int mb_meas_cal_refused(const mb_meas_calib *c, const mb_meas_figure *figs, int nf, int quick,
+                        char *why, size_t whysz)
+{
+    for (int i = 0; i < nf; i++)
+        if (figs[i].contended > 0 && 2 * figs[i].contended >= figs[i].ns) {
+            snprintf(why, whysz, "the process did not get its cores during the %s probe (%d of %d "
+                     "samples contended after %d retries each: other processes or steal)",
+                     figs[i].name, figs[i].contended, figs[i].ns, CAL_RETRIES);
+            return 1;
+        }
+    return mb_meas_calib_implausible(c, quick, why, whysz);
+}
+
+int mb_meas_calib_implausible(const mb_meas_calib *c, int quick, char *why, size_t whysz)
+{
+    const double bw[] = {c->copy_gbs, c->copy_plain_gbs, c->read_gbs, c->write_gbs, c->write_plain_gbs};
+    double bmin = bw[0], bmax = bw[0];
+    for (int i = 1; i < 5; i++) bmin = fmin(bmin, bw[i]), bmax = fmax(bmax, bw[i]);
+    if (!(bmin > 0) || bmax > 10 * bmin) {
+        snprintf(why, whysz, "bandwidths disagree by more than 10x (copy %.3g, plain copy %.3g, read "
+                 "%.3g, write %.3g, plain write %.3g GB/s)", bw[0], bw[1], bw[2], bw[3], bw[4]);
+        return 1;
+    }
+    double omin = INFINITY, omax = 0;
+    for (int op = MB_OP_ADD; op < MB_OP_COUNT; op++)
+        omin = fmin(omin, c->op_geps[op]), omax = fmax(omax, c->op_geps[op]);
+    if (!(omin > 0) || omax < 1.5 * omin) {
+        snprintf(why, whysz, "every op rate within 1.5x of the others (%.3g..%.3g Gelem/s, from add "
+                 "to gelu): that is the timing, not the ops", omin, omax);
+        return 1;
+    }
+    /* a cheap op on L1-resident tiles cannot be slower than a copy from DRAM */
+    static const mb_op cheap[] = {MB_OP_COPY, MB_OP_ADD, MB_OP_MUL};
+    double copy_geps = c->copy_gbs / (2.0 * sizeof(float));
+    for (int i = 0; i < 3 && !quick; i++)
+        if (c->op_geps[cheap[i]] < copy_geps) {
+            snprintf(why, whysz, "op %s at %.3g Gelem/s in L1 is slower than a copy from memory "
+                     "(%.3g Gelem/s)", mb_op_name(cheap[i]), c->op_geps[cheap[i]], copy_geps);
+            return 1;
+        }
+    /* the chains built but gave no rate: their medians did not separate
+     * (the deep add chain no slower than the shallow), and compiled kernels
+     * would be modelled at the interpreter's rates */
+    if (c->compiled_chains >= 2 && c->compiled_ops == 0) {
+        snprintf(why, whysz, "%d compiled probe chains ran, but none gave an op rate (the chain of "
+                 "%d adds no slower than the one of %d: timing noise)", c->compiled_chains,
+                 CHAIN_DEEP, CHAIN_SHALLOW);
+        return 1;
+    }
+    if (!(c->fp32_tflops > 0) || !isfinite(c->copy_gbs)) {
+        snprintf(why, whysz, "a non-positive FMA rate or bandwidth");
+        return 1;
+    }
+    return 0;
+}
+
+void mb_meas_calib_to_device(const mb_meas_calib *c, const char *command_line, mb_device *d)
+{
+    memset(d, 0, sizeof *d);
+    mb_meas_provenance pv;
+    mb_meas_provenance_fill(&pv, NULL);
+    snprintf(d->name, sizeof d->name, "local-cpu");
+    snprintf(d->label, sizeof d->label, "%.100s (%d threads)",
+             pv.cpu_model[0] ? pv.cpu_model : "CPU", c->threads);
+    snprintf(d->kind, sizeof d->kind, "cpu");
+    double best = c->copy_gbs;
+    if (c->read_gbs > best) best = c->read_gbs;
+    if (c->write_gbs > best) best = c->write_gbs;
+    d->mem_bandwidth_gbs = best;
+    d->measured_bandwidth_gbs = c->copy_gbs;
+    d->read_bandwidth_gbs = c->read_gbs;
+    d->read_stream_penalty = c->read_stream_penalty;
+    d->read_stream_gain = c->read_stream_gain;
+    d->serial_fraction = c->serial_fraction;
+    d->has_serial_fraction_compiled = c->has_serial_fraction_compiled;
+    d->serial_fraction_compiled = c->has_serial_fraction_compiled ? c->serial_fraction_compiled : 0;
+    /* x86 caches allocate on ordinary stores: a store to a line not held
+     * reads it first (2-vCPU EPYC guest, one thread, after a 64 MiB flush:
+     * writing 1 MiB took 25.8 us, reading it 25.4 us, writing it again
+     * warm 10.9 us); the executors stream tensors above the cache instead */
+    d->write_allocate = 1;
+    d->cache_bandwidth_gbs = c->cache_gbs;
+    d->cache_mb = (double)c->llc_bytes / 1048576.0;
+    d->fp32_tflops = c->fp32_tflops;
+    d->bf16_tflops = c->fp32_tflops;
+    d->launch_overhead_us = c->pass_overhead_us;
+    d->mem_gb = c->mem_gb;
+    for (int op = 0; op < MB_OP_COUNT; op++) d->op_geps[op] = c->op_geps[op];
+    d->sincos_geps = c->sincos_geps;
+    for (int op = 0; op < MB_OP_COUNT; op++) d->op_compiled_geps[op] = c->op_compiled_geps[op];
+    d->sincos_compiled_geps = c->sincos_compiled_geps;
+    d->host_ref_copy_gbs = c->ref_copy_gbs;
+    d->host_ref_sin_geps = c->ref_op_geps[0];
+    d->host_ref_sigmoid_geps = c->ref_op_geps[1];
+    char llc[96], compiled[96] = "";
+    if (c->has_serial_fraction_compiled)
+        snprintf(compiled, sizeof compiled, ", compiled y = x * sin(x) (%.2f-%.2f)",
+                 c->serial_fraction_compiled_q1, c->serial_fraction_compiled_q3);
+    if (c->llc_from_knee)
+        snprintf(llc, sizeof llc, "LLC %.0f MiB from a measured knee (system reports %.0f MiB)",
+                 (double)c->llc_bytes / 1048576.0, (double)c->llc_reported_bytes / 1048576.0);
+    else
+        snprintf(llc, sizeof llc, "LLC %.0f MiB as the system reports (no knee measured)",
+                 (double)c->llc_bytes / 1048576.0);
+    snprintf(d->source, sizeof d->source,
+             "%.60s; %d threads, %lld-element f32 arrays; %s; bandwidth = medians over "
+             "interleaved rounds (requested bytes, CV <= %.0f%%): copy %.2f GB/s non-temporal "
+             "(%.2f plain), read %.2f, write %.2f non-temporal (%.2f plain); op rates: "
+             "executor tiles in L1 (%s, CV <= %.0f%%), %d in compiled chains (%d chains built); "
+             "overlap from y = sin(x) (rounds' quartiles %.2f-%.2f)%s, stream penalty from "
+             "y = a+b+c+d",
+             command_line ? command_line : "membound calibrate", c->threads,
+             (long long)c->stream_n, llc, 100 * c->bw_spread, c->copy_gbs, c->copy_plain_gbs,
+             c->read_gbs, c->write_gbs, c->write_plain_gbs, mb_kern_vector_isa(),
+             100 * c->op_spread, c->compiled_ops, c->compiled_chains, c->serial_fraction_q1,
+             c->serial_fraction_q3, compiled);
+    snprintf(d->measured_at, sizeof d->measured_at, "%s %s", pv.host, pv.date);
+}
