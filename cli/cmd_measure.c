@@ -7,6 +7,7 @@
 #include "cli_common.h"
 #include "commands.h"
 #include "measure.h"
+#include "variant_inputs.h"
 
 #include <getopt.h>
 #include <math.h>
@@ -19,17 +20,22 @@
 static void usage(FILE *fp)
 {
     fprintf(fp,
-            "usage: membound measure [VARIANT|FILE.mb ...] [--expr EXPR] [options]\n"
+            "usage: membound measure [VARIANT|FILE.mb|--expr EXPR ...] [options]\n"
             "\n"
             "Runs each variant x plan x dtype x size for real, checks every run against a\n"
             "float64 reference (outputs poisoned first; backward plans also pass a\n"
             "finite-difference gradient check), and writes one CSV row each with the\n"
             "model's prediction beside the measured times. With no VARIANT, every built-in.\n"
+            "Variant files, built-in names and --expr mix, in the order given; each name\n"
+            "once. The CSV is plain (header, one row per line, no comment lines): the\n"
+            "device spec, each row's variant text and the run's provenance are in its\n"
+            "variant_text, variant_expr, device_spec and provenance columns.\n"
             "\n"
             "  --backend B      auto (default: cuda when a usable GPU is present, else cpu),\n"
             "                   cpu, cuda\n"
-            "  --expr EXPR      a Python-syntax expression instead of variants\n"
-            "  --plan P         eager | fused | store | recompute | optimal; default: every plan\n"
+            "  --expr EXPR      a Python-syntax expression; repeat it for several\n"
+            "  --plan LIST      eager | fused | store | recompute | optimal, comma-separated;\n"
+            "                   default: every plan\n"
             "  --sizes LIST     2^20,2^24 or 2^16..2^26[:STEP]; default: each variant's\n"
             "                   lecture size (--n N: one size)\n"
             "  --dtype T[,T]    f32 (default), bf16, f16; several: f32,bf16\n"
@@ -50,7 +56,8 @@ static void usage(FILE *fp)
             "  --threads N      CPU threads (default: all cores)\n"
             "  --exec E         CPU executor: auto (default), opwise, blocked\n"
             "  -o FILE.csv      write the CSV there (atomically) and a table on stdout;\n"
-            "                   without -o the CSV goes to stdout\n"
+            "                   without -o the CSV goes to stdout (when the run ends: every\n"
+            "                   row carries provenance known only then)\n"
             "  --per-kernel F   also one row per kernel into F (same columns + kernel)\n"
             "  -q, --quiet      no progress notes (warnings still shown)\n"
             "  -h, --help       this help\n"
@@ -59,8 +66,8 @@ static void usage(FILE *fp)
     fprintf(fp,
             "\n"
             "With a calibrated CPU spec, this host's copy bandwidth is measured again\n"
-            "before and after the rows (~1 s each) and written as a '# host_check:'\n"
-            "line; beside each cold row's samples (every 0.5 s, not timed) that copy\n"
+            "before and after the rows (~1 s each) and written as a 'host_check:'\n"
+            "line of the provenance column; beside each cold row's samples (every 0.5 s, not timed) that copy\n"
             "(~9 ms) and calibrate's sin and sigmoid rate probes (~1 ms each) are\n"
             "timed again into its host_copy_gbs, host_copy_ratio and host_op_ratio\n"
             "columns (the op ratio farther from 1); a warning says\n"
@@ -77,10 +84,10 @@ static void usage(FILE *fp)
             "\n"
             "Exit: 0 all rows verified, 1 a run failed or a check failed (rows kept with\n"
             "verified=0; a row that could not run is left out, the others kept, with a\n"
-            "'# partial: ... failed: <reason>' line for it), 2 bad usage or a size that\n"
+            "'partial: ... failed: <reason>' provenance line for it), 2 bad usage or a size that\n"
             "does not fit in memory (CUDA: the GPU's free memory), 130 / 143\n"
             "interrupted by SIGINT / SIGTERM: the rows measured so far are written, with a\n"
-            "'# partial: ...' line (none measured: no file).\n"
+            "'partial: ...' provenance line (none measured: no file).\n"
             "example: membound measure copy --dtype f32,bf16 --sizes 2^25 --device local-cpu.ini -o copy.csv\n");
 }
 
@@ -148,10 +155,12 @@ static void stop_handlers(int install)
 }
 
 typedef struct opts {
-    const char *expr, *device, *out_path, *kernel_path;
+    mb_cli_inputs inputs; /* variant files, built-in names, --expr, in order */
+    const char *device, *out_path, *kernel_path;
     mb_meas_backend backend;
     int plan_given;
-    mb_plan_kind plan;
+    mb_plan_kind plans[MB_PLAN_COUNT]; /* --plan's list, in order */
+    int n_plans;
     mb_dtype dtypes[MB_DTYPE_COUNT];
     int n_dtypes;
     int64_t *sizes;
@@ -160,7 +169,6 @@ typedef struct opts {
     int quiet;
     int recalibrate; /* 1: calibrate even when a cached calibration exists */
     int help;        /* 1: --help was given (usage printed) */
-    int first;       /* argv index of the first variant */
 } opts;
 
 /* One measure run: its rows, outputs and counts. */
@@ -169,12 +177,15 @@ typedef struct run {
     mb_meas_job *jobs;
     int n_jobs;
     mb_graph **all_graphs[MB_DTYPE_COUNT];
+    const char **all_exprs[MB_DTYPE_COUNT]; /* each graph's --expr string, NULL for a file */
     int n_all[MB_DTYPE_COUNT];
     mb_meas_record *rows;
+    mb_meas_csv_texts texts;             /* provenance columns, written after the rows */
+    mb_meas_csv_rows out_rows, out_kernels;
     mb_outfile of, kf;
     int have_of, have_kf;
     FILE *csv;
-    char *partial; /* '# partial: ...' lines of the rows that failed to run */
+    char *partial; /* 'partial: ...' provenance lines of the rows that failed to run */
     mb_meas_backend backend;
     mb_device dev;
     char dev_desc[1400];
@@ -183,43 +194,9 @@ typedef struct run {
     int failed, noisy, drifted, done_rows, row_errors, not_run;
 } run;
 
-static int load_graphs(const opts *o, int argc, char **argv, int first, mb_dtype dt,
-                       mb_graph ***graphs, int *n_graphs)
+static int load_graphs(const opts *o, mb_dtype dt, mb_graph ***graphs, int *n_graphs, const char ***exprs)
 {
-    mb_err e;
-    *graphs = NULL;
-    *n_graphs = 0;
-    if (o->expr) {
-        if (first < argc)
-            return mb_cli_fail(2, "give either variants or --expr, not both ('%s')", argv[first]);
-        *graphs = calloc(1, sizeof **graphs);
-        if (!*graphs) return mb_cli_fail(1, "out of memory");
-        int rc = mb_parse_expr(o->expr, dt, &(*graphs)[0], &e);
-        if (rc) return mb_cli_fail_err(rc, &e);
-        mb_cli_graph_warning((*graphs)[0]);
-        *n_graphs = 1;
-        return 0;
-    }
-    char (*names)[MB_NAME_MAX] = NULL;
-    int count = 0;
-    int rc = mb_cli_variant_names(argc, argv, first, &names, &count, &e);
-    if (rc) return mb_cli_fail_err(rc, &e);
-    *graphs = calloc((size_t)count + 1, sizeof **graphs);
-    if (!*graphs) {
-        free(names);
-        return mb_cli_fail(1, "out of memory");
-    }
-    for (int i = 0; i < count; i++) {
-        rc = mb_variant_load(names[i], dt, &(*graphs)[i], &e);
-        if (rc) {
-            free(names);
-            return mb_cli_fail_err(rc, &e);
-        }
-        mb_cli_graph_warning((*graphs)[i]);
-        *n_graphs = i + 1;
-    }
-    free(names);
-    return 0;
+    return mb_cli_inputs_load(&o->inputs, dt, graphs, n_graphs, exprs);
 }
 
 static void free_graphs(mb_graph **g, int n)
@@ -264,7 +241,7 @@ static void print_table_row(FILE *fp, const mb_meas_record *r)
             r->verified ? "yes" : "FAILED", cont, host, modes);
 }
 
-/* Appends "# partial: <fmt>\n" to *lines (a malloc'ed text, NULL at first);
+/* Appends "partial: <fmt>\n" to *lines (a malloc'ed text, NULL at first);
  * newlines of the message become spaces (one line each). Returns 1 when
  * memory runs out. */
 static int add_partial(char **lines, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -277,10 +254,10 @@ static int add_partial(char **lines, const char *fmt, ...)
     va_end(ap);
     for (char *c = msg; *c; c++)
         if (*c == '\n' || *c == '\r') *c = ' ';
-    size_t old = *lines ? strlen(*lines) : 0, add = strlen(msg) + sizeof "# partial: \n";
+    size_t old = *lines ? strlen(*lines) : 0, add = strlen(msg) + sizeof "partial: \n";
     char *grown = realloc(*lines, old + add);
     if (!grown) return 1;
-    snprintf(grown + old, add, "# partial: %s\n", msg);
+    snprintf(grown + old, add, "partial: %s\n", msg);
     *lines = grown;
     return 0;
 }
@@ -356,12 +333,13 @@ static int parse_one(opts *o, int c, char **argv, int *sizes_opt, int *cold_opt)
         if (mb_meas_backend_parse(optarg, &o->backend) != MB_OK)
             return mb_cli_fail(2, "unknown backend '%s' (backends: auto, cpu, cuda)", optarg);
         return 0;
-    case 'e': o->expr = optarg; return 0;
-    case 'p':
-        if (mb_plan_parse(optarg, &o->plan) != MB_OK)
-            return mb_cli_fail(2, "unknown plan '%s' (plans: eager, fused, store, recompute, optimal)", optarg);
-        o->plan_given = 1;
-        return 0;
+    case 1:
+    case 'e': return mb_cli_inputs_add(&o->inputs, c == 'e', optarg);
+    case 'p': {
+        int rc = mb_cli_plans(optarg, o->plans, &o->n_plans);
+        if (!rc) o->plan_given = 1;
+        return rc;
+    }
     case 's':
     case 'n': return parse_size_opt(o, c, sizes_opt);
     case 't': return parse_dtypes(optarg, o->dtypes, &o->n_dtypes);
@@ -415,19 +393,19 @@ static int parse_opts(opts *o, int argc, char **argv)
     int c, rc, sizes_opt = 0, cold_opt = 0; /* the option that set them, for conflicts */
     opterr = 0;
     optind = 1;
-    while ((c = getopt_long(argc, argv, ":hqb:e:p:s:n:t:d:r:WCT:x:o:k:O:", lopts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "-:hqb:e:p:s:n:t:d:r:WCT:x:o:k:O:", lopts, NULL)) != -1) {
         if ((rc = parse_one(o, c, argv, &sizes_opt, &cold_opt))) return rc;
         if (o->help) return 0;
     }
-    o->first = optind;
-    for (int i = o->first; i < argc; i++)
-        if (argv[i][0] == '-')
-            return mb_cli_fail(2, "options go before variants: '%s' (see 'membound measure --help')", argv[i]);
     /* an output that is an input (a variant file, the spec) or the other
      * output would be lost: refused before any work */
     const char *out_paths[] = {o->out_path, o->kernel_path};
+    const char *files[64];
+    int n_files = 0;
+    for (int i = 0; i < o->inputs.n && n_files < 64; i++)
+        if (!o->inputs.v[i].is_expr) files[n_files++] = o->inputs.v[i].arg;
     mb_err e;
-    if (mb_outfile_check_distinct(out_paths, 2, (const char *const *)argv + o->first, argc - o->first, &e) ||
+    if (mb_outfile_check_distinct(out_paths, 2, files, n_files, &e) ||
         mb_outfile_check_distinct(out_paths, 2, &o->device, 1, &e))
         return mb_cli_fail_err(2, &e);
     return 0;
@@ -454,16 +432,19 @@ static int add_graph_jobs(run *r, mb_graph *g, int *cap)
     const opts *o = &r->o;
     mb_err e;
     int rc;
-    if (o->plan_given && !mb_plan_supported(g, o->plan)) {
-        mb_plan *p = NULL;
-        rc = mb_plan_build(g, o->plan, &p, &e); /* fails, naming the valid plans */
-        return mb_cli_fail_err(rc ? rc : 2, &e);
-    }
+    for (int k = 0; o->plan_given && k < o->n_plans; k++)
+        if (!mb_plan_supported(g, o->plans[k])) {
+            mb_plan *p = NULL;
+            rc = mb_plan_build(g, o->plans[k], &p, &e); /* fails, naming the valid plans */
+            return mb_cli_fail_err(rc ? rc : 2, &e);
+        }
     int64_t one = g->default_n ? g->default_n : ((int64_t)1 << 24);
     const int64_t *sizes = o->sizes ? o->sizes : &one;
     int ns = o->sizes ? o->n_sizes : 1;
-    for (int pk = 0; pk < MB_PLAN_COUNT; pk++) {
-        if (o->plan_given ? pk != (int)o->plan : !mb_plan_supported(g, (mb_plan_kind)pk)) continue;
+    int n_pk = o->plan_given ? o->n_plans : MB_PLAN_COUNT;
+    for (int ki = 0; ki < n_pk; ki++) {
+        int pk = o->plan_given ? (int)o->plans[ki] : ki; /* --plan's order, else the table's */
+        if (!o->plan_given && !mb_plan_supported(g, (mb_plan_kind)pk)) continue;
         for (int si = 0; si < ns; si++) {
             /* the host memory each row needs, for the admission before any runs */
             mb_plan *p = NULL;
@@ -477,11 +458,11 @@ static int add_graph_jobs(run *r, mb_graph *g, int *cap)
 }
 
 /* 1. every graph, plan and size: bad input fails before anything runs */
-static int build_jobs(run *r, int argc, char **argv)
+static int build_jobs(run *r)
 {
     int cap = 0, rc;
     for (int d = 0; d < r->o.n_dtypes; d++) {
-        if ((rc = load_graphs(&r->o, argc, argv, r->o.first, r->o.dtypes[d], &r->all_graphs[d], &r->n_all[d])))
+        if ((rc = load_graphs(&r->o, r->o.dtypes[d], &r->all_graphs[d], &r->n_all[d], &r->all_exprs[d])))
             return rc;
         for (int gi = 0; gi < r->n_all[d]; gi++)
             if ((rc = add_graph_jobs(r, r->all_graphs[d][gi], &cap))) return rc;
@@ -527,24 +508,14 @@ static int prepare(run *r)
     snprintf(pv.extra, sizeof pv.extra, "backend: %s\nmodel_device: %s\nmemory: %.2f GB available of "
              "%.2f GB (host, at the start)", mb_meas_backend_name(r->backend), r->dev_desc,
              (double)r->avail / 1e9, (double)mb_meas_host_memory_bytes("MemTotal") / 1e9);
-    /* provenance with the spec and variant texts: the CSV reports anywhere, alone */
-    for (int f = 0; f < 1 + r->have_kf; f++) {
-        FILE *fp = f ? r->kf.fp : r->csv;
-        mb_meas_csv_provenance(fp, &pv);
-        if (mb_meas_csv_embed(fp, &r->dev, r->all_graphs[0], r->n_all[0], r->o.expr, &e))
-            return mb_cli_fail_err(1, &e);
-        mb_meas_csv_header(fp, f);
-    }
+    /* provenance with the spec and variant texts, in columns of every row
+     * (written after the rows): the CSV reports anywhere, alone */
+    if (mb_meas_csv_texts_init(&r->texts, &pv, &r->dev, r->all_graphs[0], r->all_exprs[0], r->n_all[0], &e))
+        return mb_cli_fail_err(1, &e);
     if (r->o.out_path) print_table_header(stdout);
     return 0;
 }
 
-/* One line into both files (the per-kernel one when open). */
-static void put_both(run *r, const char *line)
-{
-    fputs(line, r->csv);
-    if (r->have_kf) fputs(line, r->kf.fp);
-}
 
 /* A row that could not run: said, left out, a '# partial:' line for it; when
  * the GPU became unusable, the rows after it are not run (*stop). */
@@ -599,9 +570,13 @@ static int run_row(run *r, int j, int *stop)
     int flags = mb_meas_row_warn(row, &r->dev, r->backend, r->llc, j == 0, &r->o.cfg);
     r->noisy += !!(flags & MB_MEAS_ROW_NOISY);
     r->drifted += !!(flags & MB_MEAS_ROW_DRIFTED);
-    mb_meas_csv_row(r->csv, row, 0);
-    if (r->have_kf)
-        for (int k = 0; k < p->n_kernels; k++) mb_meas_csv_row(r->kf.fp, &pk[k], 1);
+    int orc = mb_meas_csv_rows_add(&r->out_rows, row); /* written after the rows, with the provenance */
+    for (int k = 0; r->have_kf && k < p->n_kernels && !orc; k++) orc = mb_meas_csv_rows_add(&r->out_kernels, &pk[k]);
+    if (orc) {
+        free(pk);
+        mb_plan_free(p);
+        return mb_cli_fail(1, "out of memory");
+    }
     if (r->o.out_path) print_table_row(stdout, row);
     fflush(stdout);
     free(pk);
@@ -638,32 +613,35 @@ static int run_rows(run *r)
     return rc;
 }
 
-/* The trailing '#' lines: the host check, rows that failed or were not run,
- * an interruption, the GPU's clocks and driver (known only after the runs;
- * readers skip '#' lines anywhere). */
-static void write_trailer(run *r)
+/* The provenance known only after the rows (the host check, rows that
+ * failed or were not run, an interruption, the GPU's clocks and driver), as
+ * lines of every row's provenance column. An exit code after one line when
+ * memory runs out. */
+static int add_trailer(run *r)
 {
+    int trc = 0;
     if (!stop_signal && mb_meas_hostcheck_end(&r->hc, &r->o.cfg)) {
         char line[200];
-        snprintf(line, sizeof line, "# host_check: copy %.1f GB/s before the rows, %.1f after, %.1f "
-                 "calibrated\n", r->hc.before_gbs, r->hc.after_gbs, r->hc.calibrated_gbs);
-        put_both(r, line);
+        snprintf(line, sizeof line, "host_check: copy %.1f GB/s before the rows, %.1f after, %.1f "
+                 "calibrated", r->hc.before_gbs, r->hc.after_gbs, r->hc.calibrated_gbs);
+        trc = mb_meas_csv_texts_add(&r->texts, line);
     }
-    if (r->partial) put_both(r, r->partial);
-    if (stop_signal) {
+    for (char *save = NULL, *line = r->partial ? strtok_r(r->partial, "\n", &save) : NULL; line && !trc;
+         line = strtok_r(NULL, "\n", &save))
+        trc = mb_meas_csv_texts_add(&r->texts, line);
+    if (stop_signal && !trc) {
         char line[160];
-        snprintf(line, sizeof line, "# partial: interrupted by %s after %d of %d rows\n",
+        snprintf(line, sizeof line, "partial: interrupted by %s after %d of %d rows",
                  stop_signal == SIGTERM ? "SIGTERM" : "SIGINT", r->done_rows, r->n_jobs);
-        put_both(r, line);
+        trc = mb_meas_csv_texts_add(&r->texts, line);
     }
-    if (r->backend == MB_MEAS_CUDA) {
-        char gpu[2048], line[2100];
+    if (r->backend == MB_MEAS_CUDA && !trc) {
+        char gpu[2048];
         mb_meas_cuda_provenance(gpu, sizeof gpu);
-        for (char *l = strtok(gpu, "\n"); l; l = strtok(NULL, "\n")) {
-            snprintf(line, sizeof line, "# %s\n", l);
-            put_both(r, line);
-        }
+        for (char *save = NULL, *line = strtok_r(gpu, "\n", &save); line && !trc; line = strtok_r(NULL, "\n", &save))
+            trc = mb_meas_csv_texts_add(&r->texts, line);
     }
+    return trc ? mb_cli_fail(1, "out of memory") : 0;
 }
 
 /* Both files or neither (a write error in one replaces none), then the
@@ -671,14 +649,18 @@ static void write_trailer(run *r)
 static int finish(run *r)
 {
     const char *sig = stop_signal == SIGTERM ? "SIGTERM" : "SIGINT";
-    write_trailer(r);
+    int rc = add_trailer(r);
+    if (rc) return rc;
     if (stop_signal && r->done_rows == 0) /* nothing measured: no file */
         return mb_cli_fail(128 + stop_signal, "interrupted by %s before the first row: nothing written", sig);
     if (r->row_errors && r->done_rows == 0) /* every row failed: no file */
         return mb_cli_fail(1, "no row could be measured (%d failed): nothing written", r->row_errors);
+    mb_err e;
+    if (mb_meas_csv_rows_write(&r->out_rows, &r->texts, r->csv, &e) ||
+        (r->have_kf && mb_meas_csv_rows_write(&r->out_kernels, &r->texts, r->kf.fp, &e)))
+        return mb_cli_fail_err(1, &e);
     mb_outfile *outs[2];
     int n_outs = 0;
-    mb_err e;
     if (r->have_of) outs[n_outs++] = &r->of;
     if (r->have_kf) outs[n_outs++] = &r->kf;
     r->have_of = r->have_kf = 0;
@@ -686,7 +668,8 @@ static int finish(run *r)
     const char *out = r->o.out_path;
     if (out && !r->o.quiet && !stop_signal) mb_cli_note("wrote %s (%d rows)", out, r->done_rows);
     if (r->row_errors)
-        mb_cli_fail(1, "%d of %d rows failed to run%s%s (a '# partial:' line for each in the file)", r->row_errors,
+        mb_cli_fail(1, "%d of %d rows failed to run%s%s (a 'partial:' line for each in the file's "
+                    "provenance column)", r->row_errors,
                     r->n_jobs, r->not_run ? " and the rest were not run" : "", out ? ": the others are kept" : "");
     if (r->noisy) mb_cli_warn("%d of %d rows noisy: rerun them on a quieter machine", r->noisy, r->n_jobs);
     if (r->drifted)
@@ -707,23 +690,31 @@ static void run_free(run *r)
     if (r->have_of) mb_outfile_abort(&r->of);
     if (r->have_kf) mb_outfile_abort(&r->kf);
     mb_meas_hostcheck_free(&r->hc);
+    mb_meas_csv_texts_free(&r->texts);
+    mb_meas_csv_rows_free(&r->out_rows);
+    mb_meas_csv_rows_free(&r->out_kernels);
     free(r->rows);
     free(r->jobs);
-    for (int d = 0; d < MB_DTYPE_COUNT; d++) free_graphs(r->all_graphs[d], r->n_all[d]);
+    for (int d = 0; d < MB_DTYPE_COUNT; d++) {
+        free_graphs(r->all_graphs[d], r->n_all[d]);
+        free(r->all_exprs[d]);
+    }
     free(r->o.sizes);
+    mb_cli_inputs_free(&r->o.inputs);
 }
 
 int mb_cmd_measure(int argc, char **argv)
 {
     static run r; /* large (the model device, the host check): not on the stack */
     memset(&r, 0, sizeof r);
+    r.out_kernels.per_kernel = 1;
     mb_meas_set_env(getenv); /* the libraries read no environment */
     mb_meas_set_jit_warn(mb_cli_warn_line); /* a refused compiled-kernel cache says so */
     int rc = parse_opts(&r.o, argc, argv);
     if (!rc && !r.o.help) {
         r.avail = mb_meas_host_memory_bytes("MemAvailable");
         r.llc = mb_meas_llc_bytes(&r.o.cfg);
-        if (!(rc = build_jobs(&r, argc, argv)) && !(rc = open_outputs(&r)) && !(rc = prepare(&r)) &&
+        if (!(rc = build_jobs(&r)) && !(rc = open_outputs(&r)) && !(rc = prepare(&r)) &&
             !(rc = run_rows(&r)))
             rc = finish(&r);
     }
