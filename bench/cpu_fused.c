@@ -283,6 +283,7 @@ static int usage(const char *msg)
 
 int main(int argc, char **argv)
 {
+    mb_kern_jit_set_env(getenv("XDG_CACHE_HOME"), getenv("HOME")); /* as the CLI does */
     int64_t n = (int64_t)1 << 24;
     int reps = 21, threads = 0, raw = 0;
     for (int i = 1; i < argc; i++) {
@@ -328,6 +329,7 @@ int main(int argc, char **argv)
 #else
 int main(void)
 {
+    mb_kern_jit_set_env(getenv("XDG_CACHE_HOME"), getenv("HOME")); /* as the CLI does */
     fprintf(stderr, "cpu_fused_bench: built without AVX2 or AVX-512: no vector loop to compare\n");
     return 1;
 }

@@ -36,6 +36,7 @@ typedef struct {
 
 int main(int argc, char **argv)
 {
+    mb_kern_jit_set_env(getenv("XDG_CACHE_HOME"), getenv("HOME")); /* as the CLI does */
     int64_t n = (int64_t)1 << 25, llc = 32 << 20;
     int rounds = 30, threads = 0;
     for (int i = 1; i < argc; i++) {

@@ -1,7 +1,8 @@
 /* cmd_calibrate.c — `membound calibrate`: measure this machine's bandwidth,
  * op rates and per-pass overhead into a device spec INI that `model`,
  * `whatif` and `measure` accept with --device FILE. Measures nothing itself
- * (measure/calibrate_cpu.c does). */
+ * (measure/calibrate_cpu.c does) and chooses no cache (measure/spec_choice.c
+ * does: the entry point measure shares). */
 #include "cli_common.h"
 #include "commands.h"
 #include "measure.h"
@@ -43,49 +44,148 @@ static void usage(FILE *fp)
             "example: membound calibrate -o local-cpu.ini && membound model --device local-cpu.ini\n");
 }
 
-/* The GPU calibration's notes and warnings (measure/ reports through the config). */
 static void progress(const char *label)
 {
     mb_cli_note("calibrate: %s", label);
 }
 
-int mb_cmd_calibrate(int argc, char **argv)
+/* The CPU calibration's figures, for the user. */
+static void print_cpu_summary(const mb_device *d, const mb_meas_calib *cal)
+{
+    const char *why_not = mb_meas_jit_why_not() ? mb_meas_jit_why_not() : "no C compiler or vector ISA";
+    printf("%s: %d threads, LLC %.1f MiB, vector math %s\n", d->label, cal->threads, d->cache_mb,
+           mb_meas_vector_isa());
+    printf("  last-level cache: %s\n", cal->llc_desc);
+    printf("  medians over interleaved rounds: CV <= %.1f%% (bandwidths), <= %.1f%% (rates); "
+           "%d of %d samples taken again for contention\n", 100 * cal->bw_spread,
+           100 * cal->op_spread, cal->retaken, cal->samples);
+    printf("  copy  %8.2f GB/s (non-temporal stores)   %8.2f GB/s (plain stores)\n",
+           cal->copy_gbs, cal->copy_plain_gbs);
+    printf("  read  %8.2f GB/s\n", cal->read_gbs);
+    printf("  copy in the last-level cache %8.2f GB/s\n", cal->cache_gbs);
+    printf("  write %8.2f GB/s (non-temporal stores)   %8.2f GB/s (plain stores)\n",
+           cal->write_gbs, cal->write_plain_gbs);
+    printf("  fp32 FMA peak %.3f TFLOP/s, per-pass overhead %.2f us\n", cal->fp32_tflops,
+           cal->pass_overhead_us);
+    printf("  serial fraction of memory and compute %.2f (rounds' quartiles %.2f-%.2f), "
+           "read-stream penalty %.3f, gain %.3f\n", cal->serial_fraction, cal->serial_fraction_q1,
+           cal->serial_fraction_q3, cal->read_stream_penalty, cal->read_stream_gain);
+    if (cal->has_serial_fraction_compiled)
+        printf("  serial fraction of a compiled kernel of one read and one write %.2f (rounds' "
+               "quartiles %.2f-%.2f)\n", cal->serial_fraction_compiled,
+               cal->serial_fraction_compiled_q1, cal->serial_fraction_compiled_q3);
+    else
+        printf("  serial fraction of a compiled kernel: not measured (no compiled kernels: "
+               "%s); such kernels take the figure above\n", why_not);
+    printf("  op rates (1e9 elements/s, L1-resident, all threads):\n");
+    for (int op = MB_OP_ADD; op < MB_OP_COUNT; op++)
+        printf("    %-10s %8.3f%s", mb_op_name((mb_op)op), cal->op_geps[op],
+               (op - MB_OP_ADD) % 4 == 3 ? "\n" : "");
+    printf("\n");
+    if (cal->compiled_chains)
+        printf("  compiled probe chains: %d built, %d op rates from them%s\n",
+               cal->compiled_chains, cal->compiled_ops,
+               cal->sincos_compiled_geps > 0 ? " and the sincos pair's" : "");
+    else
+        printf("  compiled probe chains: none built (%s); compiled kernels take the op "
+               "rates above\n", why_not);
+}
+
+typedef struct cal_opts {
+    const char *out_path;
+    mb_meas_backend backend;
+    int threads, quick, quiet, cached;
+} cal_opts;
+
+/* The GPU: measured, its summary printed, the spec into *d. */
+static int calibrate_gpu(const cal_opts *o, mb_device *d)
+{
+    /* the device and the blocking kernel as measure takes them: MB_CUDA_DEVICE, ... */
+    mb_meas_config cfg;
+    mb_err e;
+    mb_meas_config_default(&cfg);
+    cfg.note = mb_cli_meas_note;
+    cfg.quiet = o->quiet;
+    mb_meas_config_env(&cfg, getenv);
+    char summary[2048];
+    if (mb_meas_cuda_calibrate(&cfg, d, summary, sizeof summary, &e)) return mb_cli_fail_err(1, &e);
+    fputs(summary, stdout);
+    return 0;
+}
+
+/* This CPU through measure's entry point (mb_meas_spec_get): the cached
+ * calibration with --cached, else measured now and cached (not --quick).
+ * from (fromsz bytes) gets the cache file when the cached one was taken,
+ * else "". */
+static int calibrate_cpu(const cal_opts *o, const char *cmdline, mb_device *d, char *from, size_t fromsz)
+{
+    mb_meas_spec_req req = {
+        .backend = MB_MEAS_CPU, .cache_read = o->cached && !o->quick, .cache_write = !o->quick,
+        .threads = o->threads, .quick = o->quick, .command_line = cmdline, .lookup = getenv,
+        .progress = progress, .note = mb_cli_meas_note, .quiet = o->quiet};
+    static mb_meas_spec_used used; /* holds the calibration's figures: not on the stack */
+    mb_err e;
+    int rc = mb_meas_spec_get(&req, d, &used, &e);
+    if (rc) return mb_cli_fail_err(rc, &e);
+    from[0] = '\0';
+    if (used.source == MB_MEAS_SPEC_CACHED) {
+        snprintf(from, fromsz, "%s", used.path);
+        if (!o->quiet) mb_cli_note("using the cached calibration %s (%.1f h old)", used.path, used.age_s / 3600.0);
+        return 0;
+    }
+    if (!o->quiet) mb_cli_note("calibrated in %.1f s", used.calib_s);
+    if (used.moved[0])
+        mb_cli_warn("%s; figures measured against the one it replaces carry up to that much (a shared host "
+                    "drifts: compare several runs)", used.moved);
+    print_cpu_summary(d, &used.cal);
+    if (o->quick) mb_cli_note("--quick: cache-sized arrays, few repetitions; not for the model");
+    return 0;
+}
+
+static int parse_opts(cal_opts *o, int argc, char **argv)
 {
     static const struct option opts[] = {
         {"backend", required_argument, 0, 'b'}, {"output", required_argument, 0, 'o'},
         {"threads", required_argument, 0, 'T'}, {"quick", no_argument, 0, 'Q'},
         {"quiet", no_argument, 0, 'q'},
         {"cached", no_argument, 0, 'c'}, {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
-    const char *out_path = "local-cpu.ini";
-    mb_meas_backend backend = MB_MEAS_CPU;
-    int threads = 0, quick = 0, quiet = 0, cached = 0, c;
-    mb_kern_jit_set_warn(mb_cli_warn_line); /* a refused compiled-kernel cache says so */
+    int c;
     opterr = 0;
     optind = 1;
     while ((c = getopt_long(argc, argv, ":hb:o:T:q", opts, NULL)) != -1) {
         switch (c) {
         case 'b':
-            if (mb_meas_backend_parse(optarg, &backend) != MB_OK || backend == MB_MEAS_AUTO)
+            if (mb_meas_backend_parse(optarg, &o->backend) != MB_OK || o->backend == MB_MEAS_AUTO)
                 return mb_cli_fail(2, "unknown backend '%s' (backends: cpu, cuda)", optarg);
             break;
-        case 'o': out_path = optarg; break;
+        case 'o': o->out_path = optarg; break;
         case 'T': {
             char *end = NULL;
             long v = strtol(optarg, &end, 10);
             if (!end || *end || v < 1 || v > 4096)
                 return mb_cli_fail(2, "--threads: expected a count in [1, 4096], got '%s'", optarg);
-            threads = (int)v;
+            o->threads = (int)v;
             break;
         }
-        case 'Q': quick = 1; break;
-        case 'q': quiet = 1; break;
-        case 'c': cached = 1; break;
-        case 'h': usage(stdout); return 0;
+        case 'Q': o->quick = 1; break;
+        case 'q': o->quiet = 1; break;
+        case 'c': o->cached = 1; break;
+        case 'h': usage(stdout); return -1;
         default: return mb_cli_bad_option(c, argv, optind, optopt, "calibrate");
         }
     }
     if (optind < argc)
         return mb_cli_fail(2, "unexpected argument '%s' (see 'membound calibrate --help')", argv[optind]);
+    return 0;
+}
+
+int mb_cmd_calibrate(int argc, char **argv)
+{
+    cal_opts o = {.out_path = "local-cpu.ini", .backend = MB_MEAS_CPU};
+    mb_meas_set_env(getenv); /* the libraries read no environment */
+    mb_meas_set_jit_warn(mb_cli_warn_line); /* a refused compiled-kernel cache says so */
+    int rc = parse_opts(&o, argc, argv);
+    if (rc) return rc < 0 ? 0 : rc;
 
     /* the command line, as provenance in the spec's source */
     char cmdline[256] = "membound";
@@ -94,105 +194,18 @@ int mb_cmd_calibrate(int argc, char **argv)
         snprintf(cmdline + used, sizeof cmdline - used, " %s", argv[i]);
     }
     mb_err e;
-    mb_device d;
+    static mb_device d; /* large: not on the stack */
     /* open the output first: an unwritable path fails before measuring */
     mb_outfile of;
-    int orc = mb_outfile_open(&of, out_path, &e);
+    int orc = mb_outfile_open(&of, o.out_path, &e);
     if (orc) return mb_cli_fail_err(orc, &e);
     mb_outfile_abort(&of);
 
-    if (backend == MB_MEAS_CUDA) {
-        /* the device and the blocking kernel as measure takes them: MB_CUDA_DEVICE, ... */
-        mb_meas_config cfg;
-        mb_meas_config_default(&cfg);
-        cfg.note = mb_cli_meas_note;
-        cfg.quiet = quiet;
-        mb_meas_config_env(&cfg, getenv);
-        char summary[2048];
-        if (mb_meas_cuda_calibrate(&cfg, &d, summary, sizeof summary, &e)) return mb_cli_fail_err(1, &e);
-        fputs(summary, stdout);
-    } else {
-        /* this host's cache: read with --cached, written by every full calibration */
-        /* one run calibrates this host at a time: another waits for it */
-        char cache[1024];
-        mb_tdir lock = {-1, ""};
-        mb_kern_set_threads(threads);
-        int have_cache = !quick && mb_meas_cache_claim(getenv("MEMBOUND_CACHE_DIR"), getenv("XDG_CACHE_HOME"),
-                                                       getenv("HOME"), mb_kern_threads(), cache, sizeof cache,
-                                                       mb_cli_warn_line, quiet ? NULL : mb_cli_note_line,
-                                                       &lock) == MB_OK;
-        double age_s = 0;
-        int rc = have_cache && cached ? mb_meas_cache_load(cache, &d, &age_s, &e) : 1;
-        if (rc == MB_OK) {
-            mb_tdir_close(&lock);
-            if (!quiet) mb_cli_note("using the cached calibration %s (%.1f h old)", cache, age_s / 3600.0);
-            if (mb_device_write_ini(&d, out_path, &e)) return mb_cli_fail_err(1, &e);
-            printf("wrote %s from %s (use: --device %s)\n", out_path, cache, out_path);
-            return 0;
-        }
-        if (rc == MB_EINPUT) mb_cli_warn("%s", e.msg);
-        else if (rc != 1 && !quiet) mb_cli_note("ignoring the cached calibration: %s", e.msg);
-        mb_meas_calib cal;
-        double t0 = mb_meas_now_s();
-        rc = mb_meas_calibrate_cpu(threads, quick, quiet ? NULL : progress, &cal, &e);
-        if (rc) {
-            mb_tdir_close(&lock);
-            return mb_cli_fail_err(1, &e);
-        }
-        mb_meas_calib_to_device(&cal, cmdline, &d);
-        if (!quiet) mb_cli_note("calibrated in %.1f s", mb_meas_now_s() - t0);
-        if (have_cache) {
-            char moved[768];
-            if (mb_meas_cache_save(cache, &d, moved, sizeof moved, &e))
-                mb_cli_note("calibration not cached: %s", e.msg);
-            else if (!quiet)
-                mb_cli_note("cached as %s (measure uses it when given no --device)", cache);
-            if (moved[0])
-                fprintf(stderr, "membound: warning: %s; figures measured against the one it replaces "
-                        "carry up to that much (a shared host drifts: compare several runs)\n", moved);
-        }
-        mb_tdir_close(&lock);
-        printf("%s: %d threads, LLC %.1f MiB, vector math %s\n", d.label, cal.threads,
-               d.cache_mb, mb_kern_vector_isa());
-        printf("  last-level cache: %s\n", cal.llc_desc);
-        printf("  medians over interleaved rounds: CV <= %.1f%% (bandwidths), <= %.1f%% (rates); "
-               "%d of %d samples taken again for contention\n", 100 * cal.bw_spread,
-               100 * cal.op_spread, cal.retaken, cal.samples);
-        printf("  copy  %8.2f GB/s (non-temporal stores)   %8.2f GB/s (plain stores)\n",
-               cal.copy_gbs, cal.copy_plain_gbs);
-        printf("  read  %8.2f GB/s\n", cal.read_gbs);
-        printf("  copy in the last-level cache %8.2f GB/s\n", cal.cache_gbs);
-        printf("  write %8.2f GB/s (non-temporal stores)   %8.2f GB/s (plain stores)\n",
-               cal.write_gbs, cal.write_plain_gbs);
-        printf("  fp32 FMA peak %.3f TFLOP/s, per-pass overhead %.2f us\n", cal.fp32_tflops,
-               cal.pass_overhead_us);
-        printf("  serial fraction of memory and compute %.2f (rounds' quartiles %.2f-%.2f), "
-               "read-stream penalty %.3f, gain %.3f\n", cal.serial_fraction, cal.serial_fraction_q1,
-               cal.serial_fraction_q3, cal.read_stream_penalty, cal.read_stream_gain);
-        if (cal.has_serial_fraction_compiled)
-            printf("  serial fraction of a compiled kernel of one read and one write %.2f (rounds' "
-                   "quartiles %.2f-%.2f)\n", cal.serial_fraction_compiled,
-                   cal.serial_fraction_compiled_q1, cal.serial_fraction_compiled_q3);
-        else
-            printf("  serial fraction of a compiled kernel: not measured (no compiled kernels: "
-                   "%s); such kernels take the figure above\n",
-                   mb_kern_jit_why_not() ? mb_kern_jit_why_not() : "no C compiler or vector ISA");
-        printf("  op rates (1e9 elements/s, L1-resident, all threads):\n");
-        for (int op = MB_OP_ADD; op < MB_OP_COUNT; op++)
-            printf("    %-10s %8.3f%s", mb_op_name((mb_op)op), cal.op_geps[op],
-                   (op - MB_OP_ADD) % 4 == 3 ? "\n" : "");
-        printf("\n");
-        if (cal.compiled_chains)
-            printf("  compiled probe chains: %d built, %d op rates from them%s\n",
-                   cal.compiled_chains, cal.compiled_ops,
-                   cal.sincos_compiled_geps > 0 ? " and the sincos pair's" : "");
-        else
-            printf("  compiled probe chains: none built (%s); compiled kernels take the op "
-                   "rates above\n",
-                   mb_kern_jit_why_not() ? mb_kern_jit_why_not() : "no C compiler or vector ISA");
-        if (quick) mb_cli_note("--quick: cache-sized arrays, few repetitions; not for the model");
-    }
-    if (mb_device_write_ini(&d, out_path, &e)) return mb_cli_fail_err(1, &e);
-    printf("wrote %s (use: --device %s)\n", out_path, out_path);
+    char from[1024] = "";
+    rc = o.backend == MB_MEAS_CUDA ? calibrate_gpu(&o, &d) : calibrate_cpu(&o, cmdline, &d, from, sizeof from);
+    if (rc) return rc;
+    if (mb_device_write_ini(&d, o.out_path, &e)) return mb_cli_fail_err(1, &e);
+    if (from[0]) printf("wrote %s from %s (use: --device %s)\n", o.out_path, from, o.out_path);
+    else printf("wrote %s (use: --device %s)\n", o.out_path, o.out_path);
     return 0;
 }

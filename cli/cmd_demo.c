@@ -83,9 +83,49 @@ static int run_self(const char *exe, char *const *args, const char *log)
     return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
+/* the demo's steps: calibrate, two measures, report */
+#define DEMO_STEPS 4
+
 static void progress(int step, int total, const char *what, double t0)
 {
     fprintf(stderr, "membound demo: [%d/%d] %s (%.0f s elapsed)\n", step, total, what, now_s() - t0);
+}
+
+/* 1. calibrate: the GPU when asked for (or auto and one is there), else the
+ * CPU (through `calibrate`, measure's own entry point to the spec and the
+ * cache). spec gets the spec file, *be the backend. An exit code after one
+ * line. */
+static int calibrate_step(const char *exe, const char *backend, int quick, int recalibrate, const char *dir,
+                          const char *logs, char *spec, size_t specsz, const char **be, double t0)
+{
+    char log[PATH_MAX + 32];
+    int rc = -1;
+    *be = "cpu";
+    if (strcmp(backend, "cpu") != 0 &&
+        (access("/dev/nvidiactl", F_OK) == 0 || !strcmp(backend, "cuda"))) {
+        progress(1, DEMO_STEPS, "calibrating the GPU (cuda backend)", t0);
+        snprintf(spec, specsz, "%s/local-cuda.ini", dir);
+        snprintf(log, sizeof log, "%s/calibrate-cuda.log", logs);
+        char *a[] = {(char *)"calibrate", (char *)"--backend", (char *)"cuda", (char *)"-o", spec,
+                     quick ? (char *)"--quick" : NULL, NULL};
+        rc = run_self(exe, a, log);
+        if (rc == 0) *be = "cuda";
+        else if (!strcmp(backend, "cuda"))
+            return mb_cli_fail(1, "calibrate --backend cuda failed (exit %d); see %s", rc, log);
+        else
+            mb_cli_note("no usable GPU calibration (exit %d, see %s): using the CPU", rc, log);
+    }
+    if (strcmp(*be, "cpu") != 0) return 0;
+    progress(1, DEMO_STEPS, quick ? "calibrating the CPU (quick)"
+                            : recalibrate ? "calibrating the CPU (about 10 s)"
+                            : "calibrating the CPU (or this host's cached calibration)", t0);
+    snprintf(spec, specsz, "%s/local-cpu.ini", dir);
+    snprintf(log, sizeof log, "%s/calibrate-cpu.log", logs);
+    char *a[] = {(char *)"calibrate", (char *)"--backend", (char *)"cpu", (char *)"-o", spec,
+                 quick ? (char *)"--quick" : recalibrate ? NULL : (char *)"--cached", NULL};
+    rc = run_self(exe, a, log);
+    if (rc != 0) return mb_cli_fail(1, "calibrate failed (exit %d); see %s", rc, log);
+    return 0;
 }
 
 int mb_cmd_demo(int argc, char **argv)
@@ -125,37 +165,12 @@ int mb_cmd_demo(int argc, char **argv)
     if (mrc) return mb_cli_fail_err(mrc, &e);
 
     double t0 = now_s();
-    const int steps = 4;
+    const int steps = DEMO_STEPS;
     char spec[PATH_MAX + 32], log[PATH_MAX + 32], csv_copy[PATH_MAX + 32], csv_demo[PATH_MAX + 32];
 
-    /* 1. calibrate: the GPU when asked for (or auto and one is there), else the CPU */
     const char *be = "cpu";
-    int rc = -1;
-    if (strcmp(backend, "cpu") != 0 &&
-        (access("/dev/nvidiactl", F_OK) == 0 || !strcmp(backend, "cuda"))) {
-        progress(1, steps, "calibrating the GPU (cuda backend)", t0);
-        snprintf(spec, sizeof spec, "%s/local-cuda.ini", dir);
-        snprintf(log, sizeof log, "%s/calibrate-cuda.log", logs);
-        char *a[] = {(char *)"calibrate", (char *)"--backend", (char *)"cuda", (char *)"-o", spec,
-                     quick ? (char *)"--quick" : NULL, NULL};
-        rc = run_self(exe, a, log);
-        if (rc == 0) be = "cuda";
-        else if (!strcmp(backend, "cuda"))
-            return mb_cli_fail(1, "calibrate --backend cuda failed (exit %d); see %s", rc, log);
-        else
-            mb_cli_note("no usable GPU calibration (exit %d, see %s): using the CPU", rc, log);
-    }
-    if (strcmp(be, "cpu") == 0) {
-        progress(1, steps, quick ? "calibrating the CPU (quick)"
-                                 : recalibrate ? "calibrating the CPU (about 10 s)"
-                                 : "calibrating the CPU (or this host's cached calibration)", t0);
-        snprintf(spec, sizeof spec, "%s/local-cpu.ini", dir);
-        snprintf(log, sizeof log, "%s/calibrate-cpu.log", logs);
-        char *a[] = {(char *)"calibrate", (char *)"--backend", (char *)"cpu", (char *)"-o", spec,
-                     quick ? (char *)"--quick" : recalibrate ? NULL : (char *)"--cached", NULL};
-        rc = run_self(exe, a, log);
-        if (rc != 0) return mb_cli_fail(1, "calibrate failed (exit %d); see %s", rc, log);
-    }
+    int rc = calibrate_step(exe, backend, quick, recalibrate, dir, logs, spec, sizeof spec, &be, t0);
+    if (rc) return rc;
 
     /* 2. low precision: the lecture's precision demo (its dtypes), three sizes
      * up to the lecture's for the bandwidth fit; 3. every other demo at the

@@ -65,6 +65,7 @@ int mb_cmd_figures(int argc, char **argv)
     unsigned formats = MB_RPT_PNG;
     int render = 1, c;
     mb_err e;
+    mb_rpt_set_env(getenv); /* the library reads no environment */
     opterr = 0;
     optind = 1;
     while ((c = getopt_long(argc, argv, "-:ho:e:t:p:", opts, NULL)) != -1) {

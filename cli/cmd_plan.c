@@ -19,6 +19,8 @@
  * still written. */
 #pragma weak mb_rpt_plots_dir
 #pragma weak mb_rpt_find_gnuplot
+#pragma weak mb_rpt_set_env
+void mb_rpt_set_env(char *(*lookup)(const char *name));
 const char *mb_rpt_plots_dir(void);
 int mb_rpt_find_gnuplot(char *buf, size_t bufsize, mb_err *err);
 
@@ -233,9 +235,10 @@ static int write_dat(const plan_opts *o, const mb_graph *g, int64_t n, const mb_
 
 static int render(const char *dat, const char *figure)
 {
-    if (!mb_rpt_plots_dir || !mb_rpt_find_gnuplot)
+    if (!mb_rpt_plots_dir || !mb_rpt_find_gnuplot || !mb_rpt_set_env)
         return mb_cli_fail(1, "figure data written to %s; drawing it needs the reports module "
                            "(GSL): run gnuplot -c plots/frontier.gp %s %s", dat, dat, figure);
+    mb_rpt_set_env(getenv); /* the library reads no environment */
     const char *dir = mb_rpt_plots_dir();
     char gp[4096], script[4200];
     mb_err e;

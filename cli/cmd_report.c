@@ -106,6 +106,40 @@ static int read_inputs(mb_rpt_set *s, const mb_cli_inputs *in, const char **csvs
     return rc ? mb_cli_fail_err(rc == MB_EINPUT ? 2 : 1, &e) : 0;
 }
 
+/* The verdicts, one line each, and each group's fit. */
+static void print_summary(const mb_rpt_set *s)
+{
+    /* the verdicts, one line each */
+    if (s->n_verdicts)
+        printf("%-66s %-22s %9s %9s %9s  %s\n", "claim", "device (backend)", "lecture", "model",
+               "measured", "verdict");
+    for (int i = 0; i < s->n_verdicts; i++) {
+        const mb_rpt_verdict *v = &s->verdicts[i];
+        char dev[200], m1[24], m2[24], m3[24];
+        snprintf(dev, sizeof dev, "%s (%s)", v->device, v->backend);
+        snprintf(m1, sizeof m1, "%.2fx", v->lecture_ratio);
+        if (isfinite(v->model_time_ratio)) snprintf(m2, sizeof m2, "%.2fx", v->model_time_ratio);
+        else snprintf(m2, sizeof m2, "-");
+        if (isfinite(v->meas_time_ratio)) snprintf(m3, sizeof m3, "%.2fx", v->meas_time_ratio);
+        else snprintf(m3, sizeof m3, "-");
+        printf("%-66.66s %-22.22s %9s %9s %9s  %s\n", v->claim, dev, m1, m2, m3, v->holds);
+    }
+    if (!s->n_verdicts) printf("no lecture variant in these rows: no claim checked\n");
+    for (int g = 0; g < s->n_groups; g++) {
+        const mb_rpt_group *gr = &s->groups[g];
+        char t0[32];
+        if (gr->fitted && isfinite(gr->bandwidth_gbs))
+            printf("fit %s (%s): bandwidth %.4g GB/s [%.4g, %.4g], t0 %s%s, R^2 %.4f, %d of %d "
+                   "rows%s\n", gr->device, gr->backend, gr->bandwidth_gbs, gr->bandwidth_lo_gbs,
+                   gr->bandwidth_hi_gbs, mb_cli_fmt_time(gr->t0_s, t0, sizeof t0),
+                   gr->t0_negative ? " (below zero: not a launch time)" : "", gr->line.r2,
+                   gr->line.n_used, gr->line.n_points,
+                   gr->impossible ? "; IMPOSSIBLE: bandwidth above the datasheet peak" : "");
+        else
+            printf("fit %s (%s): %s\n", gr->device, gr->backend, gr->why[0] ? gr->why : "none");
+    }
+}
+
 int mb_cmd_report(int argc, char **argv)
 {
     static const struct option opts[] = {
@@ -119,6 +153,7 @@ int mb_cmd_report(int argc, char **argv)
     unsigned formats = MB_RPT_PNG;
     int render = 1, c, rc = 0;
     mb_err e;
+    mb_rpt_set_env(getenv); /* the library reads no environment */
     opterr = 0;
     optind = 1;
     mb_rpt_set s;
@@ -173,35 +208,7 @@ free_args:
         mb_rpt_set_free(&s);
         return mb_cli_fail_err(rc, &e);
     }
-    /* the verdicts, one line each */
-    if (s.n_verdicts)
-        printf("%-66s %-22s %9s %9s %9s  %s\n", "claim", "device (backend)", "lecture", "model",
-               "measured", "verdict");
-    for (int i = 0; i < s.n_verdicts; i++) {
-        const mb_rpt_verdict *v = &s.verdicts[i];
-        char dev[200], m1[24], m2[24], m3[24];
-        snprintf(dev, sizeof dev, "%s (%s)", v->device, v->backend);
-        snprintf(m1, sizeof m1, "%.2fx", v->lecture_ratio);
-        if (isfinite(v->model_time_ratio)) snprintf(m2, sizeof m2, "%.2fx", v->model_time_ratio);
-        else snprintf(m2, sizeof m2, "-");
-        if (isfinite(v->meas_time_ratio)) snprintf(m3, sizeof m3, "%.2fx", v->meas_time_ratio);
-        else snprintf(m3, sizeof m3, "-");
-        printf("%-66.66s %-22.22s %9s %9s %9s  %s\n", v->claim, dev, m1, m2, m3, v->holds);
-    }
-    if (!s.n_verdicts) printf("no lecture variant in these rows: no claim checked\n");
-    for (int g = 0; g < s.n_groups; g++) {
-        const mb_rpt_group *gr = &s.groups[g];
-        char t0[32];
-        if (gr->fitted && isfinite(gr->bandwidth_gbs))
-            printf("fit %s (%s): bandwidth %.4g GB/s [%.4g, %.4g], t0 %s%s, R^2 %.4f, %d of %d "
-                   "rows%s\n", gr->device, gr->backend, gr->bandwidth_gbs, gr->bandwidth_lo_gbs,
-                   gr->bandwidth_hi_gbs, mb_cli_fmt_time(gr->t0_s, t0, sizeof t0),
-                   gr->t0_negative ? " (below zero: not a launch time)" : "", gr->line.r2,
-                   gr->line.n_used, gr->line.n_points,
-                   gr->impossible ? "; IMPOSSIBLE: bandwidth above the datasheet peak" : "");
-        else
-            printf("fit %s (%s): %s\n", gr->device, gr->backend, gr->why[0] ? gr->why : "none");
-    }
+    print_summary(&s);
     printf("report: %s/report.html (and report.md, summary.csv, summary.json)\n", dir);
     mb_rpt_set_free(&s);
     if (frc) return mb_cli_fail_err(1, &fe);

@@ -6,6 +6,7 @@
 
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* Weak references: a subcommand whose module is not built is NULL here. */
@@ -73,6 +74,7 @@ int main(int argc, char **argv)
         return 0;
     }
     mb_outfile_install_signal_cleanup();
+    mb_variant_set_dir(getenv("MEMBOUND_VARIANTS")); /* the libraries read no environment */
     for (int i = 0; i < N_COMMANDS; i++) {
         if (strcmp(argv[1], commands[i].name) != 0) continue;
         if (!commands[i].fn)

@@ -163,15 +163,25 @@ void mb_kern_jit_get_stats(mb_kern_jit_stats *out)
     *out = jit.stats;
 }
 
+/* $XDG_CACHE_HOME and $HOME as the caller gave them (mb_kern_jit_set_env):
+ * this library reads no environment variable. "" = unset. */
+static char env_xdg[1024], env_home[1024];
+
+void mb_kern_jit_set_env(const char *xdg_cache_home, const char *home)
+{
+    snprintf(env_xdg, sizeof env_xdg, "%s", xdg_cache_home ? xdg_cache_home : "");
+    snprintf(env_home, sizeof env_home, "%s", home ? home : "");
+}
+
 /* The cache directory's path: configured, else $XDG_CACHE_HOME/membound/jit,
- * else ~/.cache/membound/jit. 0 on success. */
+ * else ~/.cache/membound/jit (as given to mb_kern_jit_set_env). 0 on success. */
 static int cache_dir(char *buf, size_t size)
 {
     if (jit.cache_dir[0]) {
         snprintf(buf, size, "%s", jit.cache_dir);
         return 0;
     }
-    const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
+    const char *xdg = env_xdg, *home = env_home;
     if (xdg && xdg[0] == '/') snprintf(buf, size, "%s/membound/jit", xdg);
     else if (home && home[0] == '/') snprintf(buf, size, "%s/.cache/membound/jit", home);
     else {

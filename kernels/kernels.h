@@ -123,11 +123,19 @@ typedef enum mb_kern_jit_mode {
 
 /* Sets the mode, the compiler (NULL: the one that built membound; a name
  * without '/' is looked up in PATH) and the cache directory (NULL:
- * $XDG_CACHE_HOME/membound/jit, else ~/.cache/membound/jit; created 0700).
+ * $XDG_CACHE_HOME/membound/jit, else ~/.cache/membound/jit, both as given to
+ * mb_kern_jit_set_env; created 0700).
  * Copies the strings and zeroes the statistics; forgets the kernels loaded
  * so far when the compiler or the directory changes. Not thread-safe: call
  * before running kernels. */
 void mb_kern_jit_configure(mb_kern_jit_mode mode, const char *cc, const char *cache_dir);
+
+/* The environment the default cache directory comes from: $XDG_CACHE_HOME
+ * and $HOME (NULL or "": unset), copied. The library reads no environment
+ * variable: until this is called both are unset, and without a configured
+ * directory nothing is compiled (mb_kern_jit_why_not says so). Not
+ * thread-safe: call before running kernels. */
+void mb_kern_jit_set_env(const char *xdg_cache_home, const char *home);
 
 /* Where the JIT says, in one line, that its cache folder or an object in it
  * was not used (another user's, writable by others, a link: model/'s

@@ -190,18 +190,19 @@ int mb_meas_cache_save(const char *path, const mb_device *d, char *moved, size_t
     return rc;
 }
 
-int mb_meas_cache_lock(const char *path, double timeout_s, void (*waiting)(const char *line),
+int mb_meas_cache_lock(const char *path, double timeout_s,
+                       void (*note)(void *ctx, const char *level, const char *msg), void *ctx,
                        mb_tdir *held, mb_err *err)
 {
     const char *name;
     int rc = open_dir_of(path, 1, held, &name, err);
     if (rc != MB_OK) return rc;
     if (mb_tdir_lock(held, 0, err) == MB_OK) return MB_OK;
-    if (waiting) {
+    if (note) {
         char line[1200];
         snprintf(line, sizeof line, "waiting for another membound run calibrating this host "
                  "(calibration cache %s, up to %.0f s)", held->path, timeout_s);
-        waiting(line);
+        note(ctx, "note", line);
     }
     rc = mb_tdir_lock(held, timeout_s, err);
     if (rc != MB_OK) mb_tdir_close(held);
@@ -209,16 +210,17 @@ int mb_meas_cache_lock(const char *path, double timeout_s, void (*waiting)(const
 }
 
 int mb_meas_cache_claim(const char *dir_env, const char *xdg_env, const char *home_env, int threads,
-                        char *path, size_t pathsz, void (*warn)(const char *line),
-                        void (*waiting)(const char *line), mb_tdir *held)
+                        char *path, size_t pathsz,
+                        void (*notef)(void *ctx, const char *level, const char *msg), void *ctx,
+                        mb_tdir *held)
 {
     char note[1200];
     mb_err e;
     held->fd = -1;
     int rc = mb_meas_cache_locate(dir_env, xdg_env, home_env, threads, path, pathsz, note, sizeof note, &e);
-    if (rc == MB_OK && note[0] && warn) warn(note);
-    if (rc == MB_OK && (rc = mb_meas_cache_lock(path, MB_MEAS_CACHE_WAIT_S, waiting, held, &e)) != MB_OK)
+    if (rc == MB_OK && note[0] && notef) notef(ctx, "warning", note);
+    if (rc == MB_OK && (rc = mb_meas_cache_lock(path, MB_MEAS_CACHE_WAIT_S, notef, ctx, held, &e)) != MB_OK)
         snprintf(e.msg + strlen(e.msg), sizeof e.msg - strlen(e.msg), ": calibrating without the cache");
-    if (rc != MB_OK && warn) warn(e.msg);
+    if (rc != MB_OK && notef) notef(ctx, "warning", e.msg);
     return rc;
 }

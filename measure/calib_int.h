@@ -10,6 +10,7 @@
 #ifndef MB_CALIB_INT_H
 #define MB_CALIB_INT_H
 
+#include "kernels.h"
 #include "measure.h"
 
 typedef void (*mb_meas_cal_fn)(void *ctx);

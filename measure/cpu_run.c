@@ -104,7 +104,7 @@ static int cpu_poison(mb_meas_row_run *r, unsigned rep, mb_err *err)
 static int cpu_warm(mb_meas_row_run *r, mb_err *err)
 {
     cpu_state *B = r->be;
-    int rc = timed_pass(B, r->c->exec, err);
+    int rc = timed_pass(B, (mb_kern_exec)r->c->exec, err);
     if (rc == MB_OK && B->first_s == 0) B->first_s = B->stamps[r->p->n_kernels] - B->stamps[0];
     return rc;
 }
@@ -131,7 +131,7 @@ static int cpu_sample(mb_meas_row_run *r, mb_meas_sample *s, mb_err *err)
     mb_meas_contention_begin(&cs);
     double w0 = mb_meas_now_s();
     for (int i = 0; i < B->inner; i++) {
-        int rc = timed_pass(B, c->exec, err);
+        int rc = timed_pass(B, (mb_kern_exec)c->exec, err);
         if (rc) return rc;
         tot += B->stamps[nk] - B->stamps[0];
         for (int k = 0; k < nk; k++) s->kernel_s[k] += (B->stamps[k + 1] - B->stamps[k]) / B->inner;

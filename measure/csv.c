@@ -3,6 +3,7 @@
  * device spec and the variant texts in the text columns of every row
  * (MB_MEAS_CSV_TEXT_COLUMNS). Does not open or commit files (mb_outfile). */
 #define _POSIX_C_SOURCE 200809L
+#include "kernels.h"
 #include "measure.h"
 
 #include <errno.h>
@@ -47,7 +48,7 @@ void mb_meas_settings_str(const mb_meas_config *c, const char *exec_extra, char 
              "min_time_s=%g timeout_s=%g threads=%d exec=%s check=%d tol=%s vector_math=%s%s%s",
              c->cold, (long long)(2 * (c->llc_bytes > 0 ? c->llc_bytes : mb_kern_llc_bytes())),
              c->warmup, c->min_reps, c->max_reps, c->max_cv, c->min_time_s, c->timeout_s,
-             c->threads > 0 ? c->threads : mb_kern_threads(), mb_kern_exec_name(c->exec), c->check,
+             c->threads > 0 ? c->threads : mb_kern_threads(), mb_kern_exec_name((mb_kern_exec)c->exec), c->check,
              c->tol > 0 ? "custom" : "default", mb_kern_vector_isa(), exec_extra ? " " : "",
              exec_extra ? exec_extra : "");
 }

@@ -9,7 +9,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#define S mb_gpu /* the session (cuda_int.h) */
+#define S (*gs) /* the session, through the handle gs in scope (cuda_int.h) */
 
 /* Median seconds of `samples` runs of fn(arg) between events (cold: after
  * the clean flush). fn enqueues at most MB_BLOCK_MAX_LAUNCHES launches: they
@@ -18,7 +18,7 @@
  * turned off (said once) and the sample taken again without it. */
 typedef int (*probe_fn)(void *arg, mb_err *err);
 
-static int time_probe(const mb_meas_config *c, probe_fn fn, void *arg, int samples, int cold, double *median_s,
+static int time_probe(mb_gpu_session *gs, const mb_meas_config *c, probe_fn fn, void *arg, int samples, int cold, double *median_s,
                       mb_err *err)
 {
     cudaEvent_t e0, e1;
@@ -33,7 +33,7 @@ static int time_probe(const mb_meas_config *c, probe_fn fn, void *arg, int sampl
     if (rc == MB_OK) rc = CUDA_CHECK(cudaStreamSynchronize(S.stream));
     int s = 0, tries = 0;
     while (s < samples && rc == MB_OK && tries++ < 4 * samples) {
-        if (cold && (rc = mb_gpu_clean_l2(err)) != MB_OK) break;
+        if (cold && (rc = mb_gpu_clean_l2(gs, err)) != MB_OK) break;
         const int block = S.use_block;
         *S.flag = 0;
         *S.timed_out = 0;
@@ -71,6 +71,7 @@ static int time_probe(const mb_meas_config *c, probe_fn fn, void *arg, int sampl
 }
 
 typedef struct probe_arg {
+    mb_gpu_session *gs;
     void *x, *y;
     int64_t n; /* f32 elements */
     int iters, count;
@@ -81,21 +82,25 @@ typedef struct probe_arg {
 static int probe_copy(void *a, mb_err *err)
 {
     probe_arg *A = (probe_arg *)a;
+    mb_gpu_session *gs = A->gs;
     return mb_kern_cuda_copy(A->x, A->y, MB_F32, A->n, S.dev.sm_count, S.stream, err);
 }
 static int probe_read(void *a, mb_err *err)
 {
     probe_arg *A = (probe_arg *)a;
+    mb_gpu_session *gs = A->gs;
     return mb_kern_cuda_read_sweep(A->x, A->n * 4, S.sink, S.dev.sm_count, S.stream, err);
 }
 static int probe_write(void *a, mb_err *err)
 {
     probe_arg *A = (probe_arg *)a;
+    mb_gpu_session *gs = A->gs;
     return mb_kern_cuda_fill(A->y, MB_F32, 1.25f, A->n, S.dev.sm_count, S.stream, err);
 }
 static int probe_empty(void *a, mb_err *err)
 {
     probe_arg *A = (probe_arg *)a;
+    mb_gpu_session *gs = A->gs;
     for (int i = 0; i < A->count; i++)
         if (mb_kern_cuda_empty(S.stream, err) != MB_OK) return MB_ERUN;
     return MB_OK;
@@ -103,11 +108,13 @@ static int probe_empty(void *a, mb_err *err)
 static int probe_fma(void *a, mb_err *err)
 {
     probe_arg *A = (probe_arg *)a;
+    mb_gpu_session *gs = A->gs;
     return mb_kern_cuda_fma(A->iters, S.sink, S.dev.sm_count, S.stream, &A->work, err);
 }
 static int probe_op(void *a, mb_err *err)
 {
     probe_arg *A = (probe_arg *)a;
+    mb_gpu_session *gs = A->gs;
     return mb_kern_cuda_op_rate(A->op, A->iters, S.sink, S.dev.sm_count, S.stream, &A->work, err);
 }
 
@@ -142,11 +149,13 @@ extern "C" int mb_meas_cuda_calibrate(const mb_meas_config *c, mb_device *out, c
 {
     memset(out, 0, sizeof *out);
     if (summary && summarysz) summary[0] = '\0';
-    if (mb_gpu_open(c, err) != MB_OK) return MB_ERUN;
+    mb_gpu_session *gs = mb_gpu_open(c, err);
+    if (!gs) return MB_ERUN;
     int64_t n = (int64_t)1 << 24;
     while (n * 4 < 8 * S.dev.l2_bytes) n <<= 1;
     probe_arg A;
     memset(&A, 0, sizeof A);
+    A.gs = gs;
     A.n = n;
     CUDA_TRY(cudaMalloc(&A.x, (size_t)n * 4));
     int rc = MB_OK;
@@ -156,24 +165,24 @@ extern "C" int mb_meas_cuda_calibrate(const mb_meas_config *c, mb_device *out, c
     }
     double t_copy = 0, t_read = 0, t_write = 0, t_empty = 0, t_fma = 0;
     if (rc == MB_OK) rc = mb_kern_cuda_fill(A.x, MB_F32, 0.75f, n, S.dev.sm_count, S.stream, err);
-    if (rc == MB_OK) rc = time_probe(c, probe_copy, &A, 10, 1, &t_copy, err);
-    if (rc == MB_OK) rc = time_probe(c, probe_read, &A, 10, 1, &t_read, err);
-    if (rc == MB_OK) rc = time_probe(c, probe_write, &A, 10, 1, &t_write, err);
+    if (rc == MB_OK) rc = time_probe(gs, c, probe_copy, &A, 10, 1, &t_copy, err);
+    if (rc == MB_OK) rc = time_probe(gs, c, probe_read, &A, 10, 1, &t_read, err);
+    if (rc == MB_OK) rc = time_probe(gs, c, probe_write, &A, 10, 1, &t_write, err);
     /* launch overhead: a batch of empty kernels queued behind the block (so
      * the GPU runs them back to back: GPU-side cost per launch), at most
      * MB_BLOCK_MAX_LAUNCHES so the launch queue never fills (a full queue
      * stalls the host until the block times out), median of 20 */
     A.count = MB_BLOCK_MAX_LAUNCHES;
     const int empty_blocked = S.use_block;
-    if (rc == MB_OK) rc = time_probe(c, probe_empty, &A, 20, 0, &t_empty, err);
+    if (rc == MB_OK) rc = time_probe(gs, c, probe_empty, &A, 20, 0, &t_empty, err);
     A.iters = 4096;
-    if (rc == MB_OK) rc = time_probe(c, probe_fma, &A, 5, 0, &t_fma, err);
+    if (rc == MB_OK) rc = time_probe(gs, c, probe_fma, &A, 5, 0, &t_fma, err);
     double fma_flops = A.work;
     for (int op = MB_OP_ADD; rc == MB_OK && op < MB_OP_COUNT; op++) {
         double t_op = 0;
         A.op = (mb_op)op;
         A.iters = 256;
-        rc = time_probe(c, probe_op, &A, 5, 0, &t_op, err);
+        rc = time_probe(gs, c, probe_op, &A, 5, 0, &t_op, err);
         if (rc == MB_OK && t_op > 0) out->op_geps[op] = A.work / t_op / 1e9;
     }
     /* clean-up: a failure can only repeat a sticky error, reported by the next checked call */

@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define S mb_gpu /* the session (cuda_int.h) */
+#define S (*gs) /* the session, through the handle gs in scope (cuda_int.h) */
 
 /* Counted plans must move at least this fraction of the drain (2x L2). */
 #define MB_COUNT_MIN_FRACTION 0.05
@@ -22,6 +22,7 @@
 #define MB_COUNT_PER_KERNEL_MIN_N ((int64_t)1 << 20)
 
 typedef struct count_arg {
+    mb_gpu_session *gs;
     const mb_meas_config *c;
     mb_kern_cuda_plan *cp; /* NULL: no plan kernels (the drain-only range) */
     int nk;
@@ -35,7 +36,7 @@ typedef struct count_arg {
 static int count_prepare(void *a)
 {
     count_arg *A = (count_arg *)a;
-    if (mb_gpu_clean_l2(A->err) == MB_OK) return 0;
+    if (mb_gpu_clean_l2(A->gs, A->err) == MB_OK) return 0;
     mb_meas_note(A->c, MB_MEAS_NOTE, "counters: L2 clean before the range failed: %s", A->err->msg);
     return 1;
 }
@@ -43,6 +44,7 @@ static int count_prepare(void *a)
 static int count_launch(void *a)
 {
     count_arg *A = (count_arg *)a;
+    mb_gpu_session *gs = A->gs;
     mb_err *err = A->err;
     int rc = MB_OK;
     if (A->cp && A->only >= 0) rc = mb_kern_cuda_launch(A->cp, A->only, S.stream, err);
@@ -70,11 +72,11 @@ static int cmp_double(const void *a, const void *b)
  * S.drain_read_bytes / S.drain_write_bytes, the baseline every plan range
  * subtracts. Nominally 2x L2 read, ~0 written; measured, because the plan
  * signal at small n (0.25-4 MB at 2^16..2^20 f32) is a few % of it. */
-static int count_drain(const mb_meas_config *c, mb_err *err)
+static int count_drain(mb_gpu_session *gs, const mb_meas_config *c, mb_err *err)
 {
     double rd[3], wr[3];
     for (int i = 0; i < 3; i++) {
-        count_arg A = {c, NULL, 0, -1, 1, err};
+        count_arg A = {gs, c, NULL, 0, -1, 1, err};
         mb_cupti_work w = {count_prepare, count_launch, &A, 1};
         mb_cupti_range r;
         if (mb_cupti_count_range(S.cupti, "drain", &w, &r, err) != MB_OK) return MB_ERUN;
@@ -93,10 +95,10 @@ static int count_drain(const mb_meas_config *c, mb_err *err)
 
 /* Counts plan cp: one user range over the plan plus the drain (row totals,
  * the measured drain-only range subtracted). */
-static int count_plan(const mb_meas_config *c, mb_kern_cuda_plan *cp, int nk, double *read, double *write,
+static int count_plan(mb_gpu_session *gs, const mb_meas_config *c, mb_kern_cuda_plan *cp, int nk, double *read, double *write,
                       mb_err *err)
 {
-    count_arg A = {c, cp, nk, -1, 1, err};
+    count_arg A = {gs, c, cp, nk, -1, 1, err};
     mb_cupti_work w = {count_prepare, count_launch, &A, nk + 1};
     mb_cupti_range r;
     if (mb_cupti_count_range(S.cupti, "plan", &w, &r, err) != MB_OK) return MB_ERUN;
@@ -112,7 +114,7 @@ static int count_plan(const mb_meas_config *c, mb_kern_cuda_plan *cp, int nk, do
  * per kernel after a clean flush each (the plan's earlier kernels' outputs
  * already in place from the timed runs), as Nsight Compute's
  * --cache-control all does. */
-static int count_kernels(const mb_meas_config *c, mb_kern_cuda_plan *cp, int nk, double *kr, double *kw,
+static int count_kernels(mb_gpu_session *gs, const mb_meas_config *c, mb_kern_cuda_plan *cp, int nk, double *kr, double *kw,
                          mb_err *err)
 {
     mb_cupti_range *kr_ = (mb_cupti_range *)calloc((size_t)nk, sizeof *kr_);
@@ -120,13 +122,13 @@ static int count_kernels(const mb_meas_config *c, mb_kern_cuda_plan *cp, int nk,
     int rc = MB_OK;
     if (c->cupti_kernel_clean) {
         for (int k = 0; k < nk && rc == MB_OK; k++) {
-            count_arg B = {c, cp, nk, k, 0, err};
+            count_arg B = {gs, c, cp, nk, k, 0, err};
             mb_cupti_work wk = {count_prepare, count_launch, &B, 1};
             int got = 0;
             rc = mb_cupti_count_kernels(S.cupti, &wk, &kr_[k], 1, &got, err);
         }
     } else {
-        count_arg B = {c, cp, nk, -1, 0, err};
+        count_arg B = {gs, c, cp, nk, -1, 0, err};
         mb_cupti_work wk = {count_prepare, count_launch, &B, nk};
         int got = 0;
         rc = mb_cupti_count_kernels(S.cupti, &wk, kr_, nk, &got, err);
@@ -152,7 +154,7 @@ static void plan_bytes(const mb_plan *p, int64_t n, double *read, double *write)
 /* A counted row's bytes against its model columns (count_check.c): the plan
  * row with no carry (its range ends with the drain), a kernel row with one
  * L2 (its dirty lines are written back in the next kernel's range). */
-static void judge_count(mb_meas_record *r, double carry_bytes)
+static void judge_count(const mb_gpu_session *gs, mb_meas_record *r, double carry_bytes)
 {
     mb_dtype dt = MB_F32;
     (void)mb_dtype_parse(r->dtype, &dt); /* the row's own dtype name: always parses */
@@ -165,7 +167,7 @@ static void judge_count(mb_meas_record *r, double carry_bytes)
 }
 
 /* Median time of n_samples cold runs of the hand copy kernel, x -> y, n f32. */
-static int time_copy(void *x, void *y, int64_t n, int samples, double *median_s, mb_err *err)
+static int time_copy(mb_gpu_session *gs, void *x, void *y, int64_t n, int samples, double *median_s, mb_err *err)
 {
     cudaEvent_t e0, e1;
     CUDA_TRY(cudaEventCreate(&e0));
@@ -176,7 +178,7 @@ static int time_copy(void *x, void *y, int64_t n, int samples, double *median_s,
     double *t = (double *)malloc(sizeof(double) * (size_t)samples);
     int rc = t ? MB_OK : mb_err_set(err, MB_ERUN, "out of memory");
     for (int s = 0; s < samples && rc == MB_OK; s++) {
-        if ((rc = mb_gpu_clean_l2(err)) != MB_OK) break;
+        if ((rc = mb_gpu_clean_l2(gs, err)) != MB_OK) break;
         float ms = 0;
         rc = CUDA_CHECK(cudaEventRecord(e0, S.stream));
         if (rc == MB_OK) rc = mb_kern_cuda_copy(x, y, MB_F32, n, S.dev.sm_count, S.stream, err);
@@ -201,7 +203,7 @@ static int time_copy(void *x, void *y, int64_t n, int samples, double *median_s,
 /* The sanity gate: the copy plan's counted DRAM bytes at a size >= 8x L2 must
  * be 2 n sizeof(f32) within 2% (read and write each within 2% of n x 4), and
  * its achieved bandwidth must not exceed the driver's peak. */
-static int sanity_gate(const mb_meas_config *c, mb_err *err)
+static int sanity_gate(mb_gpu_session *gs, const mb_meas_config *c, mb_err *err)
 {
     int64_t n = (int64_t)1 << 24;
     while (n * 4 < 8 * S.dev.l2_bytes) n <<= 1;
@@ -223,14 +225,14 @@ static int sanity_gate(const mb_meas_config *c, mb_err *err)
         if (rc == MB_OK) rc = mb_kern_cuda_launch_plan(cp, S.stream, err);
         if (rc == MB_OK) rc = CUDA_CHECK(cudaStreamSynchronize(S.stream));
         double rd = 0, wr = 0, med = 0;
-        if (rc == MB_OK) rc = count_plan(c, cp, 1, &rd, &wr, err);
+        if (rc == MB_OK) rc = count_plan(gs, c, cp, 1, &rd, &wr, err);
         if (rc == MB_OK) {
             /* timing: the same kernel through the generic path */
             void *dx = NULL, *dy = NULL;
             rc = CUDA_CHECK(cudaMalloc(&dx, (size_t)n * 4));
             if (rc == MB_OK) rc = CUDA_CHECK(cudaMalloc(&dy, (size_t)n * 4));
             if (rc == MB_OK) rc = mb_kern_cuda_fill(dx, MB_F32, 1.5f, n, S.dev.sm_count, S.stream, err);
-            if (rc == MB_OK) rc = time_copy(dx, dy, n, 10, &med, err);
+            if (rc == MB_OK) rc = time_copy(gs, dx, dy, n, 10, &med, err);
             /* clean-up (cudaFree(NULL) is a no-op): a failure can only repeat
              * a sticky error, which the next checked call reports */
             (void)cudaFree(dx);
@@ -274,7 +276,7 @@ static int sanity_gate(const mb_meas_config *c, mb_err *err)
 
 /* Opens CUPTI, counts the drain alone and runs the gate, once per process.
  * Failures leave counters unavailable with one note; timing goes on. */
-void mb_gpu_counters_open(const mb_meas_config *c)
+void mb_gpu_counters_open(mb_gpu_session *gs, const mb_meas_config *c)
 {
     if (S.cnt != MB_GPU_CNT_NOT_TRIED) return;
     S.cnt = MB_GPU_CNT_UNAVAILABLE;
@@ -304,7 +306,7 @@ void mb_gpu_counters_open(const mb_meas_config *c)
     }
     S.cnt = MB_GPU_CNT_UNTRUSTED; /* until the gate says otherwise */
     snprintf(S.cnt_text, sizeof S.cnt_text, "untrusted: sanity gate did not run");
-    if (count_drain(c, &e) != MB_OK || sanity_gate(c, &e) != MB_OK) {
+    if (count_drain(gs, c, &e) != MB_OK || sanity_gate(gs, c, &e) != MB_OK) {
         S.cnt = MB_GPU_CNT_UNAVAILABLE;
         snprintf(S.cnt_text, sizeof S.cnt_text, "unavailable: %s", mb_cupti_reason(&e, reason, sizeof reason));
         mb_meas_note(c, MB_MEAS_NOTE,
@@ -319,7 +321,7 @@ void mb_gpu_counters_open(const mb_meas_config *c)
  * L2 of dirty lines a timed sample leaves unwritten, and for one L2 of
  * cached inputs when the samples were warm. Returns 1 when even that floor
  * over time_s exceeds peak x (1 + slack). */
-int mb_gpu_above_peak(const mb_meas_config *c, const char *what, const mb_meas_record *row, double read,
+int mb_gpu_above_peak(mb_gpu_session *gs, const mb_meas_config *c, const char *what, const mb_meas_record *row, double read,
                       double write, int warm, double time_s, double slack)
 {
     double gbs = 0;
@@ -338,7 +340,7 @@ int mb_gpu_above_peak(const mb_meas_config *c, const char *what, const mb_meas_r
  * traffic is under 5% of the subtracted 2x L2 drain is below what the range
  * can resolve: no count, the row says so and its DRAM columns stay empty
  * (the report treats it as uncounted). */
-void mb_gpu_count_row(const mb_meas_config *c, mb_kern_cuda_plan *cp, int nk, mb_meas_record *row,
+void mb_gpu_count_row(mb_gpu_session *gs, const mb_meas_config *c, mb_kern_cuda_plan *cp, int nk, mb_meas_record *row,
                       mb_meas_record *per_kernel)
 {
     if (!c->counters || (S.cnt != MB_GPU_CNT_TRUSTED && S.cnt != MB_GPU_CNT_UNTRUSTED)) return;
@@ -354,7 +356,7 @@ void mb_gpu_count_row(const mb_meas_config *c, mb_kern_cuda_plan *cp, int nk, mb
     double rd = 0, wr = 0;
     mb_err ce;
     const double t_count = mb_meas_now_s();
-    int crc = count_plan(c, cp, nk, &rd, &wr, &ce);
+    int crc = count_plan(gs, c, cp, nk, &rd, &wr, &ce);
     char reason[140];
     if (crc != MB_OK) {
         snprintf(row->counters, sizeof row->counters, "unavailable: %s", mb_cupti_reason(&ce, reason, sizeof reason));
@@ -363,10 +365,10 @@ void mb_gpu_count_row(const mb_meas_config *c, mb_kern_cuda_plan *cp, int nk, mb
     } else {
         row->dram_read_bytes = llround(rd);
         row->dram_write_bytes = llround(wr);
-        if (mb_gpu_above_peak(c, "counted DRAM bytes over the fastest sample:", row, rd, wr, !c->cold,
+        if (mb_gpu_above_peak(gs, c, "counted DRAM bytes over the fastest sample:", row, rd, wr, !c->cold,
                               row->time_s_min, 0.0))
             snprintf(row->counters, sizeof row->counters, "untrusted: counted bytes / time above peak");
-        judge_count(row, 0);
+        judge_count(gs, row, 0);
         if (!strcmp(row->count_check, "off"))
             mb_meas_note(c, MB_MEAS_WARNING,
                          "%s %s %s n=%lld: counted %.4g B, the model %.4g B (%+.1f%%, more than %.0f%% off)",
@@ -385,7 +387,7 @@ void mb_gpu_count_row(const mb_meas_config *c, mb_kern_cuda_plan *cp, int nk, mb
     } else if (per_kernel) {
         double *kr = (double *)calloc((size_t)nk + 1, sizeof(double));
         double *kw = (double *)calloc((size_t)nk + 1, sizeof(double));
-        int krc = kr && kw ? count_kernels(c, cp, nk, kr, kw, &ce) : mb_err_set(&ce, MB_ERUN, "out of memory");
+        int krc = kr && kw ? count_kernels(gs, c, cp, nk, kr, kw, &ce) : mb_err_set(&ce, MB_ERUN, "out of memory");
         if (krc != MB_OK)
             mb_meas_note(c, MB_MEAS_NOTE, "counters: %s %s %s n=%lld, per kernel: %s", row->variant, row->plan,
                          row->dtype, (long long)row->n, ce.msg);
@@ -398,7 +400,7 @@ void mb_gpu_count_row(const mb_meas_config *c, mb_kern_cuda_plan *cp, int nk, mb
             pk->dram_read_bytes = llround(kr[k]);
             pk->dram_write_bytes = llround(kw[k]);
             snprintf(pk->counters, sizeof pk->counters, "%s", crc == MB_OK ? row->counters : S.cnt_text);
-            judge_count(pk, (double)S.dev.l2_bytes);
+            judge_count(gs, pk, (double)S.dev.l2_bytes);
         }
         free(kr);
         free(kw);

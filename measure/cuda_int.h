@@ -27,7 +27,9 @@ typedef struct mb_gpu_clocks {
     const char *source; /* "nvml" or "clock64" (memory clock then: peak attribute) */
 } mb_gpu_clocks;
 
-/* The session: one device per process, opened by the first call. */
+/* The session: one device per process, opened by the first call
+ * (mb_gpu_open), reached through the handle it returns: the backend's
+ * files hold no global of it. */
 typedef struct mb_gpu_session {
     int state; /* 0 not opened, 1 ready, -1 failed (why) */
     char why[512];
@@ -60,35 +62,35 @@ typedef struct mb_gpu_session {
     int rows;
 } mb_gpu_session;
 
-extern mb_gpu_session mb_gpu; /* cuda_session.cu */
-
 /* cuda_session.cu */
 
-/* Opens device c->cuda_device once per process (blocking kernel per
- * c->cuda_block); a failure is kept and reported again by every later call. */
-int mb_gpu_open(const mb_meas_config *c, mb_err *err);
+/* The session of device c->cuda_device, opened once per process (blocking
+ * kernel per c->cuda_block): the handle every other call takes; NULL with
+ * err when it cannot be opened (a failure is kept and reported again by
+ * every later call). */
+mb_gpu_session *mb_gpu_open(const mb_meas_config *c, mb_err *err);
 /* SM and memory clocks now; mb_gpu_clocks_seen widens the session's range. */
-int mb_gpu_clocks_read(mb_gpu_clocks *ck);
-void mb_gpu_clocks_seen(const mb_gpu_clocks *ck);
+int mb_gpu_clocks_read(mb_gpu_session *gs, mb_gpu_clocks *ck);
+void mb_gpu_clocks_seen(mb_gpu_session *gs, const mb_gpu_clocks *ck);
 /* L2 left holding only clean lines of other data (outside any timed region). */
-int mb_gpu_clean_l2(mb_err *err);
+int mb_gpu_clean_l2(mb_gpu_session *gs, mb_err *err);
 /* One timed sample of nk kernels of cp between events ev[0..nk] (behind the
  * blocking kernel when enabled): kernel_s[k] and *total_s in seconds; *valid
  * 0 when the block timed out (the block is then off for the session). */
-int mb_gpu_timed_sample(const mb_meas_config *c, mb_kern_cuda_plan *cp, cudaEvent_t *ev, int nk,
+int mb_gpu_timed_sample(mb_gpu_session *gs, const mb_meas_config *c, mb_kern_cuda_plan *cp, cudaEvent_t *ev, int nk,
                         double *kernel_s, double *total_s, int *valid, mb_err *err);
 
 /* cuda_counters.cu */
 
 /* Opens CUPTI and runs the drain baseline and the sanity gate, once per
  * process; failures leave counters unavailable with one note. */
-void mb_gpu_counters_open(const mb_meas_config *c);
+void mb_gpu_counters_open(mb_gpu_session *gs, const mb_meas_config *c);
 /* After a row's timing: its counted DRAM bytes (and per kernel's when
  * per_kernel asked for them), or why there are none, into row->counters. */
-void mb_gpu_count_row(const mb_meas_config *c, mb_kern_cuda_plan *cp, int nk, mb_meas_record *row,
+void mb_gpu_count_row(mb_gpu_session *gs, const mb_meas_config *c, mb_kern_cuda_plan *cp, int nk, mb_meas_record *row,
                       mb_meas_record *per_kernel);
 /* 1, with a warning, when bytes over time_s exceed the peak (count_check.c). */
-int mb_gpu_above_peak(const mb_meas_config *c, const char *what, const mb_meas_record *row, double read,
+int mb_gpu_above_peak(mb_gpu_session *gs, const mb_meas_config *c, const char *what, const mb_meas_record *row, double read,
                       double write, int warm, double time_s, double slack);
 
 #endif

@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define S mb_gpu /* the session (cuda_int.h) */
+#define S (*gs) /* the session, through the handle gs in scope (cuda_int.h) */
 
 /* Poison reps written on the device before the early check and before the
  * last sample (the host copies hold rep 0 from their allocation). */
@@ -31,6 +31,7 @@
 
 /* The CUDA backend's state for one row. */
 typedef struct cuda_state {
+    mb_gpu_session *gs; /* the device session (mb_gpu_open) */
     mb_kern_cuda_plan *cp;
     mb_kern_tensors t; /* host: inputs uploaded from it, results copied back */
     cudaEvent_t *ev;   /* n_kernels + 1 */
@@ -50,14 +51,15 @@ static int cuda_prepare(mb_meas_row_run *r, mb_err *err)
     const mb_meas_config *c = r->c;
     const mb_plan *p = r->p;
     mb_meas_record *row = r->row;
-    if (mb_gpu_open(c, err) != MB_OK) return MB_ERUN;
+    mb_gpu_session *gs = mb_gpu_open(c, err);
+    if (!gs) return MB_ERUN;
     const int nk = p->n_kernels;
     snprintf(row->device, sizeof row->device, "%.120s", S.dev.name);
     snprintf(row->backend, sizeof row->backend, "cuda");
     row->dram_read_bytes = row->dram_write_bytes = -1;
     r->once = c->cuda_once;
     if (r->once) S.use_block = 0;
-    if (c->counters && !r->once) mb_gpu_counters_open(c);
+    if (c->counters && !r->once) mb_gpu_counters_open(gs, c);
     snprintf(row->counters, sizeof row->counters, "%s",
              r->once ? "unavailable: MB_CUDA_ONCE (external profiler run)"
                      : !c->counters ? "unavailable: not requested" : S.cnt_text);
@@ -74,6 +76,7 @@ static int cuda_prepare(mb_meas_row_run *r, mb_err *err)
     cuda_state *B = (cuda_state *)calloc(1, sizeof *B);
     if (!B) return mb_err_set(err, MB_ERUN, "out of memory");
     r->be = B;
+    B->gs = gs;
     int rc = mb_kern_cuda_plan_new(p, r->n, S.dev.sm_count, kernel_flags(c->cuda_impl), &B->cp, err);
     if (rc == MB_OK) rc = mb_kern_tensors_alloc(p, r->n, 0, &B->t, err);
     if (rc == MB_OK) rc = mb_kern_cuda_upload_inputs(B->cp, &B->t, err);
@@ -82,21 +85,23 @@ static int cuda_prepare(mb_meas_row_run *r, mb_err *err)
     B->ev = (cudaEvent_t *)calloc((size_t)nk + 1, sizeof *B->ev);
     if (!B->ev) return mb_err_set(err, MB_ERUN, "out of memory");
     for (int k = 0; k <= nk; k++) CUDA_TRY(cudaEventCreate(&B->ev[k]));
-    B->have_before = mb_gpu_clocks_read(&B->before) == MB_OK;
-    if (B->have_before) mb_gpu_clocks_seen(&B->before);
+    B->have_before = mb_gpu_clocks_read(gs, &B->before) == MB_OK;
+    if (B->have_before) mb_gpu_clocks_seen(gs, &B->before);
     return MB_OK;
 }
 
 static int cuda_poison(mb_meas_row_run *r, unsigned rep, mb_err *err)
 {
-    return mb_kern_cuda_poison(((cuda_state *)r->be)->cp, rep, S.stream, err);
+    const cuda_state *B = (const cuda_state *)r->be;
+    return mb_kern_cuda_poison(B->cp, rep, B->gs->stream, err);
 }
 
 /* Un-blocked: module loading must not happen behind the blocking kernel. */
 static int cuda_warm(mb_meas_row_run *r, mb_err *err)
 {
-    if (mb_kern_cuda_launch_plan(((cuda_state *)r->be)->cp, S.stream, err) != MB_OK) return MB_ERUN;
-    cudaError_t e = cudaStreamSynchronize(S.stream);
+    const cuda_state *B = (const cuda_state *)r->be;
+    if (mb_kern_cuda_launch_plan(B->cp, B->gs->stream, err) != MB_OK) return MB_ERUN;
+    cudaError_t e = cudaStreamSynchronize(B->gs->stream);
     if (e == cudaSuccess) return MB_OK;
     return mb_err_set(err, MB_ERUN, "warm-up of %s %s: %s (%s)", r->p->g->name, mb_plan_name(r->p->kind),
                       cudaGetErrorName(e), cudaGetErrorString(e));
@@ -104,13 +109,13 @@ static int cuda_warm(mb_meas_row_run *r, mb_err *err)
 
 static int cuda_flush(mb_meas_row_run *r, mb_err *err)
 {
-    return mb_gpu_clean_l2(err);
+    return mb_gpu_clean_l2(((cuda_state *)r->be)->gs, err);
 }
 
 static int cuda_sample(mb_meas_row_run *r, mb_meas_sample *s, mb_err *err)
 {
     cuda_state *B = (cuda_state *)r->be;
-    return mb_gpu_timed_sample(r->c, B->cp, B->ev, r->p->n_kernels, s->kernel_s, &s->total_s, &s->valid, err);
+    return mb_gpu_timed_sample(B->gs, r->c, B->cp, B->ev, r->p->n_kernels, s->kernel_s, &s->total_s, &s->valid, err);
 }
 
 /* Backward plans: the GPU's input gradients against the CPU executor's on the
@@ -209,6 +214,7 @@ static int verify_results(const mb_plan *p, const mb_kern_tensors *t, unsigned r
 static int cuda_check(mb_meas_row_run *r, unsigned rep, mb_kern_check *ck, mb_err *err)
 {
     cuda_state *B = (cuda_state *)r->be;
+    mb_gpu_session *gs = B->gs;
     if (mb_kern_cuda_download_results(B->cp, &B->t, err) != MB_OK) return MB_ERUN;
     int64_t checked = 0;
     if (verify_results(r->p, &B->t, rep, r->c->tol, ck, &checked, err) != MB_OK) return MB_ERUN;
@@ -241,20 +247,21 @@ static int cuda_extra_check(mb_meas_row_run *r, int *ok, char *msg, size_t msgsz
 static int cuda_after_timing(mb_meas_row_run *r, mb_err *err)
 {
     cuda_state *B = (cuda_state *)r->be;
+    mb_gpu_session *gs = B->gs;
     const mb_meas_config *c = r->c;
     mb_meas_record *row = r->row;
     mb_gpu_clocks after;
-    if (mb_gpu_clocks_read(&after) == MB_OK) {
-        mb_gpu_clocks_seen(&after);
+    if (mb_gpu_clocks_read(gs, &after) == MB_OK) {
+        mb_gpu_clocks_seen(gs, &after);
         if (B->have_before && after.sm_mhz < 0.75 * S.sm_max)
             mb_meas_note(c, MB_MEAS_NOTE,
                          "cuda: %s %s %s n=%lld: SM clock %.0f MHz before, %.0f after (max seen %.0f): throttled",
                          row->variant, row->plan, row->dtype, (long long)r->n, B->before.sm_mhz, after.sm_mhz,
                          S.sm_max);
     }
-    mb_gpu_above_peak(c, "model DRAM bytes over the fastest sample:", row, (double)row->model_dram_read_bytes,
+    mb_gpu_above_peak(gs, c, "model DRAM bytes over the fastest sample:", row, (double)row->model_dram_read_bytes,
                       (double)row->model_dram_write_bytes, !c->cold, row->time_s_min, 0.05);
-    if (!r->once) mb_gpu_count_row(c, B->cp, r->p->n_kernels, row, r->per_kernel);
+    if (!r->once) mb_gpu_count_row(gs, c, B->cp, r->p->n_kernels, row, r->per_kernel);
     S.rows++;
     return MB_OK;
 }
@@ -263,6 +270,7 @@ static void cuda_release(mb_meas_row_run *r, int rc)
 {
     cuda_state *B = (cuda_state *)r->be;
     if (!B) return;
+    mb_gpu_session *gs = B->gs;
     if (B->ev)
         for (int k = 0; k <= r->p->n_kernels; k++)
             if (B->ev[k]) (void)cudaEventDestroy(B->ev[k]); /* clean-up: the sticky check below covers it */

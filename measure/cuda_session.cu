@@ -11,8 +11,8 @@
 #include <stdio.h>
 #include <string.h>
 
-mb_gpu_session mb_gpu;
-#define S mb_gpu /* the session (cuda_int.h) */
+static mb_gpu_session session; /* the process's one; others reach it by mb_gpu_open */
+#define S (*gs) /* the session, through the handle gs in scope (cuda_int.h) */
 
 /* ---- clocks: NVML when the driver ships it, else measured / attributes ------- */
 
@@ -41,7 +41,7 @@ static void nvml_open(const char *pci_bus_id)
     nvml.ok = 1;
 }
 
-int mb_gpu_clocks_read(mb_gpu_clocks *c)
+int mb_gpu_clocks_read(mb_gpu_session *gs, mb_gpu_clocks *c)
 {
     memset(c, 0, sizeof *c);
     if (nvml.ok) {
@@ -62,7 +62,7 @@ int mb_gpu_clocks_read(mb_gpu_clocks *c)
     return MB_OK;
 }
 
-void mb_gpu_clocks_seen(const mb_gpu_clocks *c)
+void mb_gpu_clocks_seen(mb_gpu_session *gs, const mb_gpu_clocks *c)
 {
     if (c->sm_mhz <= 0) return;
     if (!S.sm_max) S.sm_min = S.sm_max = c->sm_mhz, S.mem_min = S.mem_max = c->mem_mhz;
@@ -75,7 +75,7 @@ void mb_gpu_clocks_seen(const mb_gpu_clocks *c)
 
 /* ---- the session ------------------------------------------------------------ */
 
-static int session_setup(const mb_meas_config *cfg, mb_err *err)
+static int session_setup(mb_gpu_session *gs, const mb_meas_config *cfg, mb_err *err)
 {
     const int ordinal = cfg->cuda_device;
     if (mb_kern_cuda_open(ordinal, &S.dev, err) != MB_OK) return MB_ERUN;
@@ -100,20 +100,25 @@ static int session_setup(const mb_meas_config *cfg, mb_err *err)
     S.use_block = cfg->cuda_block;
     nvml_open(S.pci);
     mb_gpu_clocks c;
-    if (mb_gpu_clocks_read(&c) == MB_OK) mb_gpu_clocks_seen(&c);
+    if (mb_gpu_clocks_read(gs, &c) == MB_OK) mb_gpu_clocks_seen(gs, &c);
     return MB_OK;
 }
 
-int mb_gpu_open(const mb_meas_config *c, mb_err *err)
+mb_gpu_session *mb_gpu_open(const mb_meas_config *c, mb_err *err)
 {
-    if (S.state == 1) return MB_OK;
-    if (S.state == -1) return mb_err_set(err, MB_ERUN, "%s", S.why);
+    mb_gpu_session *gs = &session;
+    if (S.state == 1) return gs;
+    if (S.state == -1) {
+        mb_err_set(err, MB_ERUN, "%s", S.why);
+        return NULL;
+    }
     S.state = -1;
     mb_err e;
     e.msg[0] = '\0';
-    if (session_setup(c, &e) != MB_OK) {
+    if (session_setup(gs, c, &e) != MB_OK) {
         snprintf(S.why, sizeof S.why, "%s", e.msg);
-        return mb_err_set(err, MB_ERUN, "%s", e.msg);
+        mb_err_set(err, MB_ERUN, "%s", e.msg);
+        return NULL;
     }
     S.state = 1;
     mb_meas_note(c, MB_MEAS_NOTE,
@@ -123,14 +128,14 @@ int mb_gpu_open(const mb_meas_config *c, mb_err *err)
                  S.dev.mem_bytes / 1e9, S.dev.peak_bandwidth_gbs, S.dev.mem_clock_khz / 1000, S.dev.bus_width_bits,
                  S.dev.driver_version / 1000, S.dev.driver_version % 1000 / 10, S.dev.runtime_version / 1000,
                  S.dev.runtime_version % 1000 / 10);
-    return MB_OK;
+    return gs;
 }
 
 /* The dirty half of the flush: a memset of 2x L2 (varying byte, so no write
  * can be elided), then waits. No persisting-L2 reset: no access-policy
  * window is ever set, so no line persists. Leaves ~L2 of
  * dirty lines behind: always followed by mb_gpu_clean_l2's read sweep. */
-static int flush_l2(mb_err *err)
+static int flush_l2(mb_gpu_session *gs, mb_err *err)
 {
     S.flush_seq++;
     CUDA_TRY(cudaMemsetAsync(S.flush, 0x40 + (int)(S.flush_seq & 0x3f), (size_t)S.l2x2_bytes, S.stream));
@@ -145,9 +150,9 @@ static int flush_l2(mb_err *err)
  * ~L2 of dirty lines would be written back inside the next timed kernel
  * (60 MB on an H200: tens of us, the size of a 2^22..2^26 sample). Same
  * protocol as bench/torch_gpu.py's Flusher (write 2x L2, read another 2x L2). */
-int mb_gpu_clean_l2(mb_err *err)
+int mb_gpu_clean_l2(mb_gpu_session *gs, mb_err *err)
 {
-    if (flush_l2(err) != MB_OK) return MB_ERUN;
+    if (flush_l2(gs, err) != MB_OK) return MB_ERUN;
     if (mb_kern_cuda_read_sweep(S.clean, S.l2x2_bytes, S.sink, S.dev.sm_count, S.stream, err) != MB_OK)
         return MB_ERUN;
     CUDA_TRY(cudaStreamSynchronize(S.stream));
@@ -157,7 +162,7 @@ int mb_gpu_clean_l2(mb_err *err)
 /* ---- one timed sample ------------------------------------------------------- */
 
 /* The events and the plan's kernels of one sample, on S.stream. */
-static int timed_enqueue(mb_kern_cuda_plan *cp, cudaEvent_t *ev, int nk, mb_err *err)
+static int timed_enqueue(mb_gpu_session *gs, mb_kern_cuda_plan *cp, cudaEvent_t *ev, int nk, mb_err *err)
 {
     CUDA_TRY(cudaEventRecord(ev[0], S.stream));
     for (int k = 0; k < nk; k++) {
@@ -170,7 +175,7 @@ static int timed_enqueue(mb_kern_cuda_plan *cp, cudaEvent_t *ev, int nk, mb_err 
 /* Enqueues the blocking kernel (when enabled), the events and the plan's
  * kernels, releases the block and waits. *valid is 0 when the block timed
  * out (the sample then holds launch latency and is dropped). */
-int mb_gpu_timed_sample(const mb_meas_config *c, mb_kern_cuda_plan *cp, cudaEvent_t *ev, int nk,
+int mb_gpu_timed_sample(mb_gpu_session *gs, const mb_meas_config *c, mb_kern_cuda_plan *cp, cudaEvent_t *ev, int nk,
                         double *kernel_s, double *total_s, int *valid, mb_err *err)
 {
     *valid = 1;
@@ -181,7 +186,7 @@ int mb_gpu_timed_sample(const mb_meas_config *c, mb_kern_cuda_plan *cp, cudaEven
         __sync_synchronize();
         if (mb_kern_cuda_block(S.flag_dev, 1.0, S.timed_out_dev, S.stream, err) != MB_OK) return MB_ERUN;
     }
-    const int rc = timed_enqueue(cp, ev, nk, err);
+    const int rc = timed_enqueue(gs, cp, ev, nk, err);
     /* released on every path: a block left holding spins to its 1 s time-out */
     __sync_synchronize();
     *S.flag = 1;
@@ -207,6 +212,7 @@ int mb_gpu_timed_sample(const mb_meas_config *c, mb_kern_cuda_plan *cp, cudaEven
 
 extern "C" int mb_meas_cuda_available(char *why, size_t whysz)
 {
+    const mb_gpu_session *gs = &session;
     if (S.state == -1) {
         if (why && whysz) snprintf(why, whysz, "%s", S.why);
         return 0;
@@ -218,7 +224,7 @@ extern "C" int mb_meas_cuda_plan_memory(const mb_meas_config *c, const mb_plan *
                                         int64_t *free_bytes, int64_t *total_bytes, mb_err *err)
 {
     *need_bytes = *free_bytes = *total_bytes = 0;
-    if (mb_gpu_open(c, err) != MB_OK) return MB_ERUN;
+    if (!mb_gpu_open(c, err)) return MB_ERUN;
     size_t free_b = 0, total_b = 0;
     CUDA_TRY(cudaMemGetInfo(&free_b, &total_b));
     *need_bytes = mb_kern_cuda_plan_bytes(p, n);
@@ -233,6 +239,7 @@ extern "C" void mb_meas_cuda_provenance(char *buf, size_t bufsz)
 {
     if (!buf || !bufsz) return;
     buf[0] = '\0';
+    const mb_gpu_session *gs = &session;
     if (S.state != 1) return;
     snprintf(buf, bufsz,
              "gpu: %s (%s) cc %d.%d %d SMs L2 %.1f MiB %.1f GB\n"

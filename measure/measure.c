@@ -48,6 +48,45 @@ void mb_meas_config_default(mb_meas_config *c)
     c->cuda_block = 1;
 }
 
+int mb_meas_exec_parse(const char *s, int *exec, mb_err *err)
+{
+    char names[128] = "";
+    for (int k = 0; k < MB_KERN_EXEC_COUNT; k++) {
+        const char *name = mb_kern_exec_name((mb_kern_exec)k);
+        if (!strcmp(s, name)) {
+            *exec = k;
+            return MB_OK;
+        }
+        snprintf(names + strlen(names), sizeof names - strlen(names), "%s%s", k ? ", " : "", name);
+    }
+    return mb_err_set(err, MB_EINPUT, "unknown executor '%s' (executors: %s)", s, names);
+}
+
+const char *mb_meas_exec_name(int exec)
+{
+    return exec >= 0 && exec < MB_KERN_EXEC_COUNT ? mb_kern_exec_name((mb_kern_exec)exec) : "?";
+}
+
+void mb_meas_set_env(char *(*lookup)(const char *name))
+{
+    mb_kern_jit_set_env(lookup ? lookup("XDG_CACHE_HOME") : NULL, lookup ? lookup("HOME") : NULL);
+}
+
+void mb_meas_set_jit_warn(void (*warn)(const char *line))
+{
+    mb_kern_jit_set_warn(warn);
+}
+
+const char *mb_meas_jit_why_not(void)
+{
+    return mb_kern_jit_why_not();
+}
+
+const char *mb_meas_vector_isa(void)
+{
+    return mb_kern_vector_isa();
+}
+
 /* ---- settings from the environment ----------------------------------------- */
 
 /* "1", "yes", anything but "" and "0" */

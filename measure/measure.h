@@ -5,11 +5,12 @@
  * cpu_run.c, the CUDA backend in cuda_*.cu). Library code reports through the
  * config's note callback and reads no environment variable (the CLI does,
  * mb_meas_config_env). It does not choose variants or sizes (the CLI does)
- * and does not fit or plot (reports/). Builds without GSL and gnuplot. */
+ * and does not fit or plot (reports/). Builds without GSL and gnuplot. The
+ * CLI reaches kernels/ through this header only: it does not include
+ * kernels.h (layers look down one at a time). */
 #ifndef MB_MEASURE_H
 #define MB_MEASURE_H
 
-#include "kernels.h"
 #include "membound_model.h"
 
 #include <signal.h>
@@ -54,7 +55,8 @@ typedef struct mb_meas_config {
     int cold;              /* 1: evict the last-level cache before every sample,
                               outside the timed region (default 1) */
     int64_t llc_bytes;     /* cache size to evict; <= 0: detect (CPU: mb_kern_llc_bytes) */
-    mb_kern_exec exec;     /* CPU executor (default AUTO) */
+    int exec;              /* CPU executor, an mb_kern_exec (mb_meas_exec_parse;
+                              default 0, auto) */
     int threads;           /* CPU threads, <= 0: all cores */
     int check;             /* 1: poison outputs, verify against float64 (default 1) */
     double tol;            /* relative tolerance, <= 0: mb_kern_default_tol */
@@ -94,6 +96,26 @@ typedef struct mb_meas_config {
 } mb_meas_config;
 
 void mb_meas_config_default(mb_meas_config *c);
+
+/* The CPU executor named s ("auto", "opwise", "blocked": kernels/' list) into
+ * *exec (mb_meas_config.exec): MB_OK, or MB_EINPUT with the names in err. */
+int mb_meas_exec_parse(const char *s, int *exec, mb_err *err);
+const char *mb_meas_exec_name(int exec); /* "auto", ...; "?" out of range */
+
+/* The environment the layers below use, read once through lookup (the CLI
+ * passes getenv; NULL: none set), process-wide: the compiled-kernel cache's
+ * $XDG_CACHE_HOME and $HOME (kernels/ reads no environment variable). */
+void mb_meas_set_env(char *(*lookup)(const char *name));
+
+/* Where a refused compiled-kernel cache (kernels/' run-time compiler) says
+ * why, one line per refusal (NULL: nowhere). Process-wide. */
+void mb_meas_set_jit_warn(void (*warn)(const char *line));
+
+/* Why kernels are not compiled at run time on this host (no C compiler, a
+ * refused cache, ...), or NULL when they are; and the vector ISA of the
+ * executors' math ("avx2", "scalar", ...). Static strings. */
+const char *mb_meas_jit_why_not(void);
+const char *mb_meas_vector_isa(void);
 
 /* Sets c's fields from the environment variables the harness documents
  * (MB_CUDA_DEVICE, MB_CUDA_NO_BLOCK, MB_CUDA_ONCE, MB_CUDA_IMPL, MB_CUPTI,
@@ -557,20 +579,178 @@ int mb_meas_cache_save(const char *path, const mb_device *d, char *moved, size_t
 /* Takes the lock of path's cache folder (an flock on the folder: nothing is
  * left behind) into *held, so that one run at a time calibrates this host
  * and the next one reads what it cached. When another run holds it, calls
- * waiting (may be NULL) once with one line, then waits up to timeout_s.
- * MB_OK (release with mb_tdir_close(held)); MB_EINPUT for a refused folder;
- * MB_ERUN when it waited too long or cannot lock. */
-int mb_meas_cache_lock(const char *path, double timeout_s, void (*waiting)(const char *line),
+ * note (may be NULL; level "note", ctx passed back) once with one line, then
+ * waits up to timeout_s. MB_OK (release with mb_tdir_close(held)); MB_EINPUT
+ * for a refused folder; MB_ERUN when it waited too long or cannot lock. */
+int mb_meas_cache_lock(const char *path, double timeout_s,
+                       void (*note)(void *ctx, const char *level, const char *msg), void *ctx,
                        mb_tdir *held, mb_err *err);
 
 /* The cache a calibrating run uses: mb_meas_cache_locate, then
  * mb_meas_cache_lock for up to MB_MEAS_CACHE_WAIT_S. MB_OK with path and
- * *held (release with mb_tdir_close); else no cache (*held closed). warn
- * (may be NULL) gets one line for a folder passed over or refused, none
- * usable, or a lock waited on too long; waiting as in mb_meas_cache_lock. */
+ * *held (release with mb_tdir_close); else no cache (*held closed). note
+ * (may be NULL) gets one "warning" for a folder passed over or refused, none
+ * usable, or a lock waited on too long, and the lock's "note". */
 int mb_meas_cache_claim(const char *dir_env, const char *xdg_env, const char *home_env, int threads,
-                        char *path, size_t pathsz, void (*warn)(const char *line),
-                        void (*waiting)(const char *line), mb_tdir *held);
+                        char *path, size_t pathsz,
+                        void (*note)(void *ctx, const char *level, const char *msg), void *ctx,
+                        mb_tdir *held);
+
+/* ---- the model device: which spec a run uses --------------------------------- */
+
+/* Where mb_meas_spec_get found the spec the model columns use. */
+typedef enum mb_meas_spec_src {
+    MB_MEAS_SPEC_NONE = 0,
+    MB_MEAS_SPEC_GIVEN,      /* req->device: a device table id or an INI file */
+    MB_MEAS_SPEC_GPU_DEFAULT,/* no device, CUDA backend: MB_MEAS_SPEC_GPU_DEFAULT_ID */
+    MB_MEAS_SPEC_WORKDIR,    /* ./local-cpu.ini, passed the trusted-folder rule */
+    MB_MEAS_SPEC_CACHED,     /* this host's cached calibration */
+    MB_MEAS_SPEC_CALIBRATED, /* calibrated in this process */
+    MB_MEAS_SPEC_SRC_COUNT
+} mb_meas_spec_src;
+
+#define MB_MEAS_SPEC_GPU_DEFAULT_ID "h100-sxm"
+#define MB_MEAS_SPEC_WORKDIR_FILE "local-cpu.ini"
+
+/* What a run asks for. Each step is tried in this order until one gives a
+ * spec: device; the CUDA backend's default; ./local-cpu.ini (workdir); the
+ * cached calibration (cache_read); a calibration of this CPU now, saved in
+ * the cache when cache_write. */
+typedef struct mb_meas_spec_req {
+    const char *device;      /* a table id or an INI path; NULL: the steps below */
+    mb_meas_backend backend; /* MB_MEAS_CPU or MB_MEAS_CUDA (resolved, not AUTO) */
+    int workdir;             /* 1: ./local-cpu.ini when it is there and trusted */
+    int cache_read;          /* 1: this host's cached calibration when there is one */
+    int cache_write;         /* 1: a calibration made here is cached */
+    int threads;             /* CPU threads (<= 0: all cores): the calibration's
+                                and the cache key's */
+    int quick;               /* 1: a quick calibration (mb_meas_calibrate_cpu) */
+    const char *command_line;/* the calibrated spec's source line */
+    /* the cache folders' variables ($MEMBOUND_CACHE_DIR, $XDG_CACHE_HOME,
+     * $HOME): lookup(name) gives a value or NULL (the CLI passes getenv;
+     * NULL: none set) */
+    char *(*lookup)(const char *name);
+    void (*progress)(const char *label); /* per calibration step; may be NULL */
+    /* one line per call, as mb_meas_config's note: "note" (dropped when
+     * quiet) or "warning"; may be NULL */
+    void (*note)(void *ctx, const char *level, const char *msg);
+    void *note_ctx;
+    int quiet;
+} mb_meas_spec_req;
+
+/* Which spec was used, for the run's notes and provenance (and a later
+ * "calibration used" line). */
+typedef struct mb_meas_spec_used {
+    mb_meas_spec_src source;
+    char path[1024];   /* GIVEN: req->device; WORKDIR: "./local-cpu.ini";
+                          CACHED: the cache file; CALIBRATED: the cache file
+                          when cached, else "" */
+    double age_s;      /* CACHED: the file's age in seconds; else 0 */
+    int cached;        /* CALIBRATED: 1 when saved at path */
+    double calib_s;    /* CALIBRATED: seconds the calibration took */
+    char moved[768];   /* CALIBRATED and cached: how far the host moved since
+                          the calibration it replaced (mb_meas_cache_save), or "" */
+    mb_meas_calib cal; /* CALIBRATED: the figures */
+} mb_meas_spec_used;
+
+/* The one entry point for the model device of measure, calibrate and demo
+ * (through calibrate): the first step of req that gives a spec, into *dev,
+ * and which into *used. One run at a time calibrates this host (the cache
+ * folder's lock, held while the cache is read and written: another run
+ * waits, then reads what that one cached). Notes and warnings go to
+ * req->note: a folder or file refused (the trusted-folder rule), the lock
+ * waited on, a cache that could not be read or written, "calibrating this
+ * CPU first" when cache_read found none. Returns MB_OK; MB_EINPUT for a
+ * device that is not found or a spec with an error (./local-cpu.ini's
+ * included: "./local-cpu.ini:3:1: ..."); MB_ERUN when the calibration
+ * fails. */
+int mb_meas_spec_get(const mb_meas_spec_req *req, mb_device *dev, mb_meas_spec_used *used,
+                     mb_err *err);
+
+/* One line naming the spec of used for provenance ("local-cpu (cached
+ * calibration PATH)", "h100-sxm (default for cuda)", ...). */
+void mb_meas_spec_describe(const mb_meas_spec_used *used, const mb_device *dev, char *buf,
+                           size_t bufsz);
+
+/* ---- admission, the host check and row warnings ----------------------------- */
+
+/* This host's memory from /proc/meminfo ("MemAvailable", "MemTotal"), bytes;
+ * -1 when unknown. */
+int64_t mb_meas_host_memory_bytes(const char *key);
+
+/* The CPU's last-level cache as c evicts it: c->llc_bytes, else detected. */
+int64_t mb_meas_llc_bytes(const mb_meas_config *c);
+
+/* The settings a model device gives the run: a calibrated CPU spec (kind
+ * cpu, cache_mb > 0) on the CPU backend knows the cache this process gets
+ * (the measured knee; a guest may report far more), so it sizes the flush
+ * between samples (c->llc_bytes) unless that was set. */
+void mb_meas_config_for_device(mb_meas_config *c, mb_meas_backend b, const mb_device *dev);
+
+/* Host memory a CPU row of plan p at n takes: the executor's peak under
+ * c->exec plus the flush buffer (2x the cache). */
+int64_t mb_meas_host_need_bytes(const mb_plan *p, int64_t n, const mb_meas_config *c);
+
+/* One row to run: a variant's graph (borrowed), a plan, a size. */
+typedef struct mb_meas_job {
+    mb_graph *g;
+    mb_plan_kind plan;
+    int64_t n;
+    int64_t host_bytes; /* mb_meas_host_need_bytes */
+} mb_meas_job;
+
+/* Admits every job before any runs. CPU: each row's host_bytes against
+ * avail_bytes (MemAvailable, <= 0: unknown). CUDA: the plan's device tensors
+ * against the GPU's free memory less MB_MEAS_CUDA_MARGIN_BYTES, and against
+ * the host's MemTotal (the checks' host copies); more than MemAvailable is a
+ * note (a VM's memory grows on demand), once. MB_EINPUT naming the first row
+ * that does not fit ("copy eager f32 at n = 2^30 needs 8.59 GB of memory,
+ * ...: use a smaller --sizes"); MB_ERUN when the GPU cannot say. */
+int mb_meas_admit_jobs(mb_meas_backend b, const mb_meas_config *c, const mb_meas_job *jobs,
+                       int n_jobs, int64_t avail_bytes, mb_err *err);
+
+/* The host's copy bandwidth against a calibrated CPU spec's
+ * (host_ref_copy_gbs), before and after the rows: the model columns assume
+ * the calibrated figure. */
+typedef struct mb_meas_hostcheck {
+    mb_meas_hostref href;
+    int on;                 /* 1: the checks run (a CPU spec with a host reference) */
+    double calibrated_gbs;  /* the spec's host_ref_copy_gbs */
+    double before_gbs, after_gbs; /* 0 until measured */
+    double worst_ratio;     /* after: the one farther from 1 of before and after
+                               over calibrated; 1 until then */
+} mb_meas_hostcheck;
+
+/* Before the rows: when b is the CPU and dev a calibrated CPU spec with a
+ * host reference, sets up the reference (arrays for a cache of llc_bytes),
+ * times the copy (before_gbs) and sets c->hostref (the rows time it again
+ * beside their samples). Notes through c->note: no reference in the spec,
+ * the reference could not be set up (the rows still run), the figure. */
+void mb_meas_hostcheck_begin(mb_meas_hostcheck *h, mb_meas_backend b, const mb_device *dev,
+                             mb_meas_config *c, int64_t llc_bytes);
+
+/* After the rows: times the copy again (after_gbs, worst_ratio); warns when
+ * worst_ratio is more than MB_MEAS_DRIFT_MAX off 1, else notes the figure.
+ * 1 when both figures are there (for the CSV's '# host_check:' line), else 0. */
+int mb_meas_hostcheck_end(mb_meas_hostcheck *h, const mb_meas_config *c);
+void mb_meas_hostcheck_free(mb_meas_hostcheck *h);
+
+/* What measure says of one measured row, through c->note: contended samples
+ * (noisy), a host that drifted during it, samples in two modes, an achieved
+ * bandwidth above the calibrated roof (CPU spec, row > 4x the cache), and for
+ * the first row (first != 0) a size below 4x the cache. Returns
+ * MB_MEAS_ROW_NOISY | MB_MEAS_ROW_DRIFTED as they apply. */
+#define MB_MEAS_ROW_NOISY 1
+#define MB_MEAS_ROW_DRIFTED 2
+int mb_meas_row_warn(const mb_meas_record *row, const mb_device *dev, mb_meas_backend b,
+                     int64_t llc_bytes, int first, const mb_meas_config *c);
+
+/* "2^24" when n is a power of two, else the number; buf returned. */
+const char *mb_meas_fmt_n(int64_t n, char *buf, size_t bufsz);
+
+/* "copy 78%, ops 65%": a row's host ratios as percentages of the calibrated
+ * figures (those it has); buf returned. */
+const char *mb_meas_host_ratios(const mb_meas_record *r, char *buf, size_t bufsz);
 
 /* ---- CSV --------------------------------------------------------------------- */
 

@@ -7,6 +7,7 @@
 #ifndef MB_PROTOCOL_INT_H
 #define MB_PROTOCOL_INT_H
 
+#include "kernels.h"
 #include "measure.h"
 
 #include <stdarg.h>

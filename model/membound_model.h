@@ -166,9 +166,14 @@ int mb_parse_expr(const char *expr, mb_dtype dtype, mb_graph **out, mb_err *err)
 int mb_variant_load(const char *name_or_path, mb_dtype dtype, mb_graph **out,
                     mb_err *err);
 
-/* Directory holding the built-in variants: $MEMBOUND_VARIANTS, else the
- * installed share directory, else the source tree's model/variants. */
+/* Directory holding the built-in variants: the one set with
+ * mb_variant_set_dir, else share/membound/variants beside the running
+ * binary's folder, else the installed share directory. */
 const char *mb_variant_dir(void);
+
+/* Sets that directory (copied; NULL or "": the default search). The CLI
+ * passes $MEMBOUND_VARIANTS; the library reads no environment variable. */
+void mb_variant_set_dir(const char *dir);
 
 /* Fills names (sorted) with the built-in variants; returns their count
  * (may exceed max, in which case only max are written). */

@@ -57,4 +57,8 @@ void mb_lex_rest_of_line(mb_lexer *lx, char *buf, int bufsize);
 /* Appends the backward graph to g (forward graph complete). */
 int mb_autodiff(mb_graph *g, mb_err *err);
 
+/* plan.c: one of the fixed groupings (eager, fused, store, recompute) of g,
+ * supported by g (mb_plan_build checks); MB_EINPUT for another kind. */
+int mb_plan_build_fixed(const mb_graph *g, mb_plan_kind k, mb_plan **out, mb_err *err);
+
 #endif

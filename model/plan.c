@@ -2,8 +2,9 @@
  * recompute, or a given saved set) and deriving what each kernel reads and
  * writes by the traffic rule: a kernel reads each distinct tensor it consumes
  * that was produced outside it, once, and writes each tensor it produces that
- * is needed outside it, once. Does not cost anything (traffic.c) nor choose
- * the optimal plan's set (plan_optimal.c). */
+ * is needed outside it, once. Does not cost anything (traffic.c), choose
+ * the optimal plan's set (plan_optimal.c, which builds on this file) nor
+ * dispatch on the plan kind (plan_build.c): it calls neither. */
 #include "model_int.h"
 
 #include <stdio.h>
@@ -33,18 +34,6 @@ static int ivec_has(const ivec *a, int x)
     for (int i = 0; i < a->n; i++)
         if (a->v[i] == x) return 1;
     return 0;
-}
-
-int mb_plan_supported(const mb_graph *g, mb_plan_kind k)
-{
-    switch (k) {
-    case MB_PLAN_EAGER: return 1;
-    case MB_PLAN_FUSED: return !g->has_backward;
-    case MB_PLAN_STORE:
-    case MB_PLAN_RECOMPUTE: return g->has_backward;
-    case MB_PLAN_OPTIMAL: return g->has_backward && mb_plan_optimal_available();
-    default: return 0;
-    }
 }
 
 static int new_kernel(mb_plan *p, const char *name, int is_backward, const ivec *nodes)
@@ -277,23 +266,9 @@ static mb_plan *plan_new(const mb_graph *g, mb_plan_kind k)
     return p;
 }
 
-int mb_plan_build(const mb_graph *g, mb_plan_kind k, mb_plan **out, mb_err *err)
+int mb_plan_build_fixed(const mb_graph *g, mb_plan_kind k, mb_plan **out, mb_err *err)
 {
     *out = NULL;
-    if (k == MB_PLAN_OPTIMAL && g->has_backward && !mb_plan_optimal_available())
-        return mb_err_set(err, MB_EINPUT, "plan 'optimal' needs igraph (libigraph-dev), which this "
-                          "build lacks: install it and rebuild");
-    if (k >= MB_PLAN_COUNT || !mb_plan_supported(g, k)) {
-        char list[128] = "";
-        for (int i = 0; i < MB_PLAN_COUNT; i++)
-            if (mb_plan_supported(g, (mb_plan_kind)i)) {
-                if (list[0]) strcat(list, ", ");
-                strcat(list, mb_plan_name((mb_plan_kind)i));
-            }
-        return mb_err_set(err, MB_EINPUT, "variant '%s' has no plan '%s' (plans: %s)", g->name,
-                          mb_plan_name(k), list);
-    }
-    if (k == MB_PLAN_OPTIMAL) return mb_plan_build_optimal(g, MB_OBJECTIVE_BYTES, 0, NULL, out, err);
     mb_plan *p = plan_new(g, k);
     int rc = p ? 0 : -1;
     if (!rc) {
@@ -305,7 +280,9 @@ int mb_plan_build(const mb_graph *g, mb_plan_kind k, mb_plan **out, mb_err *err)
             if (!rc) rc = group_range(p, "fused_bwd", 1, g->n_forward, g->n_nodes, NULL);
             break;
         case MB_PLAN_RECOMPUTE: rc = group_recompute(p); break;
-        default: rc = -1; break;
+        default:
+            mb_plan_free(p);
+            return mb_err_set(err, MB_EINPUT, "plan '%s' is not a fixed grouping", mb_plan_name(k));
         }
     }
     if (!rc) rc = derive_traffic(p);

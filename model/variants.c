@@ -20,11 +20,19 @@ static int is_dir(const char *p)
     return stat(p, &st) == 0 && S_ISDIR(st.st_mode);
 }
 
+/* The folder the caller set (mb_variant_set_dir; the CLI passes
+ * $MEMBOUND_VARIANTS): this library reads no environment variable. */
+static char set_dir[1024];
+
+void mb_variant_set_dir(const char *dir)
+{
+    snprintf(set_dir, sizeof set_dir, "%s", dir ? dir : "");
+}
+
 const char *mb_variant_dir(void)
 {
     static char dir[1024];
-    const char *env = getenv("MEMBOUND_VARIANTS");
-    if (env && *env) return env;
+    if (set_dir[0]) return set_dir;
     /* next to the binary: <prefix>/bin/membound -> <prefix>/share/membound/variants */
     char exe[900];
     ssize_t len = readlink("/proc/self/exe", exe, sizeof exe - 1);

@@ -64,11 +64,18 @@ static void col(FILE *fp, double v)
     else fputs(" NaN", fp);
 }
 
+/* 1 when variant is the lecture's dtype demo: its series are told apart by dtype. */
+static int by_dtype(const char *variant)
+{
+    const mb_rpt_demo *d = rpt_dtype_demo();
+    return d && !strcmp(variant, d->variant);
+}
+
 static const char *series_label(char *buf, size_t size, const char *variant, const char *plan,
                                 const char *dtype, int show_dtype)
 {
-    if (!strcmp(variant, "copy"))
-        snprintf(buf, size, strcmp(plan, "eager") ? "copy %s (%s)" : "copy %s", dtype, plan);
+    if (by_dtype(variant))
+        snprintf(buf, size, strcmp(plan, "eager") ? "%s %s (%s)" : "%s %s", rpt_display(variant), dtype, plan);
     else if (show_dtype)
         snprintf(buf, size, "%s %s %s", rpt_display(variant), plan, dtype);
     else
@@ -300,10 +307,10 @@ static int fig_bytes(rpt_fig_ctx *fc, const char *name, const mb_rpt_set *s, int
             cnt = cbuf;
         }
         snprintf(clab, sizeof clab, "%s = %.3g B", cnt, lect);
-        /* tick label on three lines: variant, plan (dtype for copy), size */
+        /* tick label on three lines: variant, plan (dtype for the dtype demo), size */
         snprintf(b1, sizeof b1, "%s\\n%s", rpt_display(se[k].variant),
-                 !strcmp(se[k].variant, "copy") ? se[k].dtype : se[k].plan);
-        if (strcmp(se[k].variant, "copy") != 0 && dt != MB_F32) {
+                 by_dtype(se[k].variant) ? se[k].dtype : se[k].plan);
+        if (!by_dtype(se[k].variant) && dt != MB_F32) {
             size_t l = strlen(b1);
             snprintf(b1 + l, sizeof b1 - l, " %s", se[k].dtype);
         }
@@ -729,7 +736,7 @@ static int fig_recompute(rpt_fig_ctx *fc, const char *name, const mb_rpt_set *s,
     mb_outfile of;
     int rc = rpt_fig_open(fc, name, &of, &fp);
     if (rc) return rc;
-    const mb_rpt_demo *dm = mb_rpt_demo_of("sigmoid3");
+    const mb_rpt_demo *dm = rpt_recompute_demo();
     int64_t n = dm->n;
     char title[256], nb[32];
     snprintf(title, sizeof title, "Recomputation: %s forward + backward, n = %s f32", dm->display,
@@ -838,6 +845,112 @@ static int fig_residuals(rpt_fig_ctx *fc, const char *name, const mb_rpt_set *s,
     return rpt_fig_finish(fc, &of, "residuals", name, title);
 }
 
+/* ---- the table of figures ------------------------------------------------- */
+
+/* What a figure is drawn from: the set (measured rows, or variant
+ * definitions for the model's figures: gi and devi -1), a group or device
+ * of it, the series, the what-if devices. */
+typedef struct fig_args {
+    const mb_rpt_set *s;
+    int gi, devi;          /* the group / device drawn; -1: the model's figures */
+    const mb_device *d;    /* the model device */
+    const series *se;      /* the what-if's series */
+    int ns;
+    const mb_device *whatif;
+    int n_whatif;
+} fig_args;
+
+static int draw_bytes(rpt_fig_ctx *fc, const char *name, const fig_args *a)
+{
+    return fig_bytes(fc, name, a->s, a->gi, a->d);
+}
+
+static int draw_time(rpt_fig_ctx *fc, const char *name, const fig_args *a)
+{
+    return fig_time(fc, name, a->s, a->gi, a->d);
+}
+
+static int draw_residuals(rpt_fig_ctx *fc, const char *name, const fig_args *a)
+{
+    return fig_residuals(fc, name, a->s, a->gi);
+}
+
+static int draw_roofline(rpt_fig_ctx *fc, const char *name, const fig_args *a)
+{
+    return fig_roofline(fc, name, a->s, a->devi, a->d);
+}
+
+static int draw_whatif(rpt_fig_ctx *fc, const char *name, const fig_args *a)
+{
+    return fig_whatif(fc, name, a->s, a->se, a->ns, a->whatif, a->n_whatif);
+}
+
+static int draw_recompute(rpt_fig_ctx *fc, const char *name, const fig_args *a)
+{
+    return fig_recompute(fc, name, a->s, a->gi, a->d);
+}
+
+/* The recomputation figure needs its demo's variant: among the model's
+ * series, or among the group's rows. */
+static int wants_recompute(const fig_args *a)
+{
+    const mb_rpt_demo *dm = rpt_recompute_demo();
+    if (!dm) return 0;
+    if (a->gi < 0) {
+        for (int k = 0; k < a->ns; k++)
+            if (!strcmp(a->se[k].variant, dm->variant)) return 1;
+        return 0;
+    }
+    for (int i = 0; i < a->s->n_rows; i++)
+        if (a->s->rows[i].group == a->gi && !strcmp(a->s->rows[i].variant, dm->variant)) return 1;
+    return 0;
+}
+
+typedef enum fig_scope {
+    FIG_PER_GROUP,  /* one per device x backend of the measured rows */
+    FIG_PER_DEVICE, /* one per device, every backend's points on it */
+    FIG_ONCE        /* one for the whole report */
+} fig_scope;
+
+/* One figure: its file stem (and plots/STEM.gp's), how often a report of
+ * measurements draws it, whether the model-only figures have it, when it
+ * is wanted (NULL: always) and what draws it. A report draws the
+ * per-group figures of each group in this order, then the per-device ones,
+ * then the others; the model's figures are drawn in this order. */
+typedef struct fig_kind {
+    const char *stem;
+    fig_scope scope;
+    int in_model;
+    int (*wanted)(const fig_args *a);
+    int (*draw)(rpt_fig_ctx *fc, const char *name, const fig_args *a);
+} fig_kind;
+
+static const fig_kind fig_kinds[] = {
+    {"bytes", FIG_PER_GROUP, 1, NULL, draw_bytes},
+    {"time_vs_n", FIG_PER_GROUP, 1, NULL, draw_time},
+    {"residuals", FIG_PER_GROUP, 0, NULL, draw_residuals},
+    {"roofline", FIG_PER_DEVICE, 1, NULL, draw_roofline},
+    {"whatif", FIG_ONCE, 1, NULL, draw_whatif},
+    {"recompute", FIG_PER_GROUP, 1, wants_recompute, draw_recompute},
+};
+#define N_FIG_KINDS ((int)(sizeof fig_kinds / sizeof fig_kinds[0]))
+
+/* Draws the kinds of scope (in_model: the model's figures, any scope) with
+ * the file stem's suffix suf. */
+static int draw_kinds(rpt_fig_ctx *fc, int model, fig_scope scope, const char *suf, const fig_args *a)
+{
+    int rc = 0;
+    char name[160];
+    for (int k = 0; k < N_FIG_KINDS && !rc; k++) {
+        const fig_kind *f = &fig_kinds[k];
+        if (model ? !f->in_model : f->scope != scope) continue;
+        if (f->wanted && !f->wanted(a)) continue;
+        snprintf(name, sizeof name, "%s%s", f->stem, suf);
+        rc = f->draw(fc, name, a);
+    }
+    return rc;
+}
+
 /* ---- entry points --------------------------------------------------------- */
 
 int mb_rpt_model_figures(const mb_rpt_set *defs, const mb_device *d, const mb_device *whatif,
@@ -848,13 +961,9 @@ int mb_rpt_model_figures(const mb_rpt_set *defs, const mb_device *d, const mb_de
     int rc = rpt_fig_begin(&fc, dir, formats, render, out, err);
     if (rc) return rc;
     series se[MAX_SERIES];
-    int ns = rpt_model_series(defs, se, MAX_SERIES), has_sig = 0;
-    for (int k = 0; k < ns; k++) has_sig |= !strcmp(se[k].variant, "sigmoid3");
-    if (!rc) rc = fig_bytes(&fc, "bytes", defs, -1, d);
-    if (!rc) rc = fig_time(&fc, "time_vs_n", defs, -1, d);
-    if (!rc) rc = fig_roofline(&fc, "roofline", defs, -1, d);
-    if (!rc) rc = fig_whatif(&fc, "whatif", defs, se, ns, whatif, n_whatif);
-    if (!rc && has_sig) rc = fig_recompute(&fc, "recompute", defs, -1, d);
+    int ns = rpt_model_series(defs, se, MAX_SERIES);
+    fig_args a = {defs, -1, -1, d, se, ns, whatif, n_whatif};
+    rc = draw_kinds(&fc, 1, FIG_ONCE, "", &a);
     return rpt_fig_end(&fc, rc);
 }
 
@@ -868,42 +977,40 @@ static void suffix(char *buf, size_t size, const char *a, const char *b)
             *p = '-';
 }
 
+/* One roofline per device (with every backend's points on it), and the
+ * other per-device kinds. */
+static int draw_devices(rpt_fig_ctx *fc, const mb_rpt_set *s)
+{
+    char suf[128];
+    int rc = 0, ndev = 0;
+    for (int k = 0; k < s->n_devices; k++)
+        for (int g = 0; g < s->n_groups; g++) if (s->groups[g].dev == k) { ndev++; break; }
+    for (int di = 0; di < s->n_devices && !rc; di++) {
+        int used = 0;
+        for (int g = 0; g < s->n_groups; g++) if (s->groups[g].dev == di) used = 1;
+        if (!used) continue;
+        if (ndev > 1) suffix(suf, sizeof suf, s->devices[di].name, NULL);
+        else suf[0] = '\0';
+        fig_args a = {s, -1, di, &s->devices[di], NULL, 0, NULL, 0};
+        rc = draw_kinds(fc, 0, FIG_PER_DEVICE, suf, &a);
+    }
+    return rc;
+}
+
 int mb_rpt_set_figures(const mb_rpt_set *s, const char *dir, unsigned formats, int render,
                        mb_rpt_figures *out, mb_err *err)
 {
     rpt_fig_ctx fc;
     int rc = rpt_fig_begin(&fc, dir, formats, render, out, err);
     if (rc) return rc;
-    char name[160], suf[128];
+    char suf[128];
     for (int g = 0; g < s->n_groups && !rc; g++) {
-        const mb_device *d = &s->devices[s->groups[g].dev];
         if (s->n_groups > 1) suffix(suf, sizeof suf, s->groups[g].device, s->groups[g].backend);
         else suf[0] = '\0';
-        snprintf(name, sizeof name, "bytes%s", suf);
-        rc = fig_bytes(&fc, name, s, g, d);
-        snprintf(name, sizeof name, "time_vs_n%s", suf);
-        if (!rc) rc = fig_time(&fc, name, s, g, d);
-        snprintf(name, sizeof name, "residuals%s", suf);
-        if (!rc) rc = fig_residuals(&fc, name, s, g);
-        int has_sig = 0;
-        for (int i = 0; i < s->n_rows; i++)
-            if (s->rows[i].group == g && !strcmp(s->rows[i].variant, "sigmoid3")) has_sig = 1;
-        snprintf(name, sizeof name, "recompute%s", suf);
-        if (!rc && has_sig) rc = fig_recompute(&fc, name, s, g, d);
+        fig_args a = {s, g, s->groups[g].dev, &s->devices[s->groups[g].dev], NULL, 0, NULL, 0};
+        rc = draw_kinds(&fc, 0, FIG_PER_GROUP, suf, &a);
     }
-    /* one roofline per device, with every backend's points on it */
-    for (int di = 0; di < s->n_devices && !rc; di++) {
-        int used = 0;
-        for (int g = 0; g < s->n_groups; g++) if (s->groups[g].dev == di) used = 1;
-        if (!used) continue;
-        int ndev = 0;
-        for (int k = 0; k < s->n_devices; k++)
-            for (int g = 0; g < s->n_groups; g++) if (s->groups[g].dev == k) { ndev++; break; }
-        if (ndev > 1) suffix(suf, sizeof suf, s->devices[di].name, NULL);
-        else suf[0] = '\0';
-        snprintf(name, sizeof name, "roofline%s", suf);
-        rc = fig_roofline(&fc, name, s, di, &s->devices[di]);
-    }
+    if (!rc) rc = draw_devices(&fc, s);
     /* the what-if of every variant measured */
     series se[MAX_SERIES];
     int ns = 0;
@@ -913,6 +1020,7 @@ int mb_rpt_set_figures(const mb_rpt_set *s, const char *dir, unsigned formats, i
         for (int k = 0; k < m; k++)
             ns = push_series(se, ns, MAX_SERIES, sg[k].variant, sg[k].plan, sg[k].dtype, sg[k].n);
     }
-    if (!rc) rc = fig_whatif(&fc, "whatif", s, se, ns, NULL, 0);
+    fig_args a = {s, -1, -1, NULL, se, ns, NULL, 0};
+    if (!rc) rc = draw_kinds(&fc, 0, FIG_ONCE, "", &a);
     return rpt_fig_end(&fc, rc);
 }

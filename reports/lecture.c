@@ -37,6 +37,24 @@ const mb_rpt_demo *mb_rpt_demo_of(const char *variant)
     return NULL;
 }
 
+const mb_rpt_demo *rpt_dtype_demo(void)
+{
+    for (int i = 0; i < MB_RPT_N_DEMOS; i++) {
+        const mb_rpt_demo *d = &mb_rpt_lecture[i];
+        for (int k = 1; k < d->n_series; k++)
+            if (d->series[k].dtype != d->series[0].dtype) return d;
+    }
+    return NULL;
+}
+
+const mb_rpt_demo *rpt_recompute_demo(void)
+{
+    for (int i = 0; i < MB_RPT_N_DEMOS; i++)
+        for (int k = 0; k < mb_rpt_lecture[i].n_series; k++)
+            if (!strcmp(mb_rpt_lecture[i].series[k].plan, "recompute")) return &mb_rpt_lecture[i];
+    return NULL;
+}
+
 const char *rpt_display(const char *variant)
 {
     const mb_rpt_demo *d = mb_rpt_demo_of(variant);

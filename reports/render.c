@@ -32,10 +32,22 @@ static int has_style(const char *dir)
     return access(p, R_OK) == 0;
 }
 
+/* The environment as the caller gave it (mb_rpt_set_env): this library
+ * reads no environment variable. "" = unset. */
+static char env_plots[PATH_MAX], env_gnuplot[PATH_MAX], env_path[16384];
+
+void mb_rpt_set_env(char *(*lookup)(const char *name))
+{
+    const char *v;
+    snprintf(env_plots, sizeof env_plots, "%s", lookup && (v = lookup("MEMBOUND_PLOTS")) ? v : "");
+    snprintf(env_gnuplot, sizeof env_gnuplot, "%s", lookup && (v = lookup("MEMBOUND_GNUPLOT")) ? v : "");
+    snprintf(env_path, sizeof env_path, "%s", lookup && (v = lookup("PATH")) ? v : "");
+}
+
 const char *mb_rpt_plots_dir(void)
 {
     static char found[PATH_MAX];
-    const char *env = getenv("MEMBOUND_PLOTS");
+    const char *env = env_plots;
     if (env && *env) {
         if (has_style(env)) {
             snprintf(found, sizeof found, "%s", env);
@@ -65,7 +77,7 @@ const char *mb_rpt_plots_dir(void)
 
 int mb_rpt_find_gnuplot(char *buf, size_t bufsize, mb_err *err)
 {
-    const char *env = getenv("MEMBOUND_GNUPLOT");
+    const char *env = env_gnuplot;
     if (env && *env) {
         if (access(env, X_OK) == 0) {
             snprintf(buf, bufsize, "%s", env);
@@ -74,8 +86,8 @@ int mb_rpt_find_gnuplot(char *buf, size_t bufsize, mb_err *err)
         return mb_err_set(err, MB_ERUN, "gnuplot not found: MEMBOUND_GNUPLOT=%s is not executable",
                           env);
     }
-    const char *path = getenv("PATH");
-    if (!path || !*path) path = "/usr/bin:/bin";
+    const char *path = env_path;
+    if (!*path) path = "/usr/bin:/bin";
     while (*path) {
         const char *colon = strchr(path, ':');
         size_t len = colon ? (size_t)(colon - path) : strlen(path);

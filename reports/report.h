@@ -313,12 +313,20 @@ enum { MB_RPT_PNG = 1, MB_RPT_SVG = 2, MB_RPT_PDF = 4 };
 /* Parses "png,svg,pdf" into a bit set. MB_EINPUT naming the bad word. */
 int mb_rpt_parse_formats(const char *s, unsigned *out, mb_err *err);
 
-/* Directory of the gnuplot scripts: $MEMBOUND_PLOTS, else
+/* The environment the report's tools come from, read once through lookup
+ * (the CLI passes getenv; NULL: none set) and copied: $MEMBOUND_PLOTS,
+ * $MEMBOUND_GNUPLOT and $PATH for the two below. The library reads no
+ * environment variable: until this is called, none is set (PATH:
+ * /usr/bin:/bin). */
+void mb_rpt_set_env(char *(*lookup)(const char *name));
+
+/* Directory of the gnuplot scripts: $MEMBOUND_PLOTS (mb_rpt_set_env), else
  * <exe>/../share/membound/plots, else the installed share directory, else
  * the source tree's plots/. NULL when none holds style.gp. */
 const char *mb_rpt_plots_dir(void);
 
-/* The gnuplot to run: $MEMBOUND_GNUPLOT, else "gnuplot" on PATH. Writes the
+/* The gnuplot to run: $MEMBOUND_GNUPLOT, else "gnuplot" on PATH (both as
+ * mb_rpt_set_env gave them). Writes the
  * resolved path into buf; MB_ERUN when none can be executed. */
 int mb_rpt_find_gnuplot(char *buf, size_t bufsize, mb_err *err);
 

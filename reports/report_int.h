@@ -9,6 +9,12 @@
 
 /* Display name of a variant: the lecture's ("sin^2+cos^2"), else its name. */
 const char *rpt_display(const char *variant);
+
+/* The lecture's demo whose series differ in dtype (copy f32 vs bf16: its
+ * series are told apart by dtype), and its recomputation demo (a series
+ * with the recompute plan: sigmoid^3); NULL when the table has none. */
+const mb_rpt_demo *rpt_dtype_demo(void);
+const mb_rpt_demo *rpt_recompute_demo(void);
 /* The lecture's count ("11n") of a variant, plan and dtype, or NULL. */
 const char *rpt_lecture_count(const char *variant, const char *plan, mb_dtype dt);
 

@@ -146,8 +146,9 @@ static void check(const mb_rpt_set *s, int gi, const claim *c, mb_rpt_verdict *v
         if (a->pred_bound == MB_BOUND_COMPUTE || b->pred_bound == MB_BOUND_COMPUTE)
         {
             int ca = a->pred_bound == MB_BOUND_COMPUTE, cb = b->pred_bound == MB_BOUND_COMPUTE;
-            const char *na = strcmp(a->variant, "copy") ? a->plan : a->dtype;
-            const char *nb = strcmp(b->variant, "copy") ? b->plan : b->dtype;
+            const mb_rpt_demo *dd = rpt_dtype_demo(); /* its series differ in dtype */
+            const char *na = dd && !strcmp(a->variant, dd->variant) ? a->dtype : a->plan;
+            const char *nb = dd && !strcmp(b->variant, dd->variant) ? b->dtype : b->plan;
             if (ca && cb) wl += (size_t)snprintf(why + wl, sizeof why - wl, "both are compute-bound");
             else wl += (size_t)snprintf(why + wl, sizeof why - wl, "%s is compute-bound", ca ? na : nb);
         }

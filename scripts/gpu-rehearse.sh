@@ -93,7 +93,7 @@ check "the rerun fits in what the first try leaves" [ $((rerun_timeout + 120)) -
 commit=$(git -C "$repo" rev-parse HEAD)
 cat <<EOF
 
-The call to make when a GPU is lent (README, "On a GPU machine"; .gpu-debs/ filled by scripts/gpu-debs.sh):
+The call to make when a GPU is lent (docs/cuda.md, "On a GPU machine"; .gpu-debs/ filled by scripts/gpu-debs.sh):
   device run: command  = MB_GIT_COMMIT=$commit bash scripts/gpu-session.sh --archive "\$OUT" reports/data/h200
               carry    = [".gpu-debs"]
               timeout_s = ${timeout_s}

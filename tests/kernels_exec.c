@@ -355,6 +355,7 @@ static void peak_bytes_cover_temporaries(void)
 
 int main(void)
 {
+    mb_kern_jit_set_env(getenv("XDG_CACHE_HOME"), getenv("HOME")); /* as the CLI does */
     peak_bytes_cover_temporaries();
     mb_kern_jit_configure(MB_KERN_JIT_OFF, NULL, NULL);
     evaluates_once();

@@ -234,11 +234,9 @@ static void falls_back(const char *dir)
         const char *want = k == 0 ? "membound-cc" : k == 1 ? "membound-no-such-dir" : NULL;
         CHECK(want ? why && strstr(why, want) : why == NULL);
     }
-    /* $HOME and $XDG_CACHE_HOME unset: the reason names them */
-    char *home = getenv("HOME") ? strdup(getenv("HOME")) : NULL;
-    char *xdg = getenv("XDG_CACHE_HOME") ? strdup(getenv("XDG_CACHE_HOME")) : NULL;
-    unsetenv("HOME");
-    unsetenv("XDG_CACHE_HOME");
+    /* $HOME and $XDG_CACHE_HOME unset: the reason names them; the library
+     * takes them from its caller only (the environment still has them) */
+    mb_kern_jit_set_env(NULL, NULL);
     mb_kern_jit_configure(MB_KERN_JIT_AUTO, NULL, NULL);
     int c = -1;
     CHECK(run_expr(exprs[0], MB_PLAN_FUSED, N_SMALL, &c) == 1);
@@ -246,10 +244,7 @@ static void falls_back(const char *dir)
     const char *why = mb_kern_jit_why_not();
     CHECK(why && strstr(why, "$HOME") && !strstr(why, "compiler"));
     if (why) printf("HOME unset: %s\n", why);
-    if (home) setenv("HOME", home, 1);
-    if (xdg) setenv("XDG_CACHE_HOME", xdg, 1);
-    free(home);
-    free(xdg);
+    mb_kern_jit_set_env(getenv("XDG_CACHE_HOME"), getenv("HOME"));
 }
 
 static void remove_dir(const char *dir)
@@ -270,6 +265,7 @@ static void remove_dir(const char *dir)
 
 int main(void)
 {
+    mb_kern_jit_set_env(getenv("XDG_CACHE_HOME"), getenv("HOME")); /* as the CLI does */
     if (strncmp(mb_kern_vector_isa(), "sleef-", 6) != 0) {
         printf("built without a SLEEF vector ISA (%s): nothing to compile\n", mb_kern_vector_isa());
         return 77;

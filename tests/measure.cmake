@@ -16,4 +16,9 @@ if(TARGET mb_measure)
   mb_test(measure_calib_check SOURCES measure_calib_check.c LIBS mb_measure)
   # the per-host calibration cache, in its own MEMBOUND_CACHE_DIR
   mb_test(measure_cache SOURCES measure_cache.c LIBS mb_measure)
+  # the one entry point for the model device (mb_meas_spec_get): each source
+  # in its order, which one was used, the cache from the request's lookup
+  mb_test(measure_spec SOURCES measure_spec.c LIBS mb_measure)
+  # admission, the row warnings and their formats, without running a row
+  mb_test(measure_policy SOURCES measure_policy.c LIBS mb_measure)
 endif()

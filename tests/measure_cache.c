@@ -5,6 +5,7 @@
  * copies it. Every run sets its own MEMBOUND_CACHE_DIR. */
 #define _POSIX_C_SOURCE 200809L
 #include "mb_test.h"
+#include "kernels.h"
 #include "measure.h"
 #include "mb_test_calib.h"
 

@@ -181,6 +181,7 @@ static void cli_with_hog(int cpu)
 
 int main(void)
 {
+    mb_meas_set_env(getenv); /* as the CLI does: the compiled-kernel cache under $HOME */
     int cpu = quietest_cpu();
     pin(cpu);
     mb_meas_record clear, busy;

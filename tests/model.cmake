@@ -2,6 +2,8 @@
 mb_test(test_model_lang SOURCES test_model_lang.c LIBS mb_model)
 mb_test(test_model_plans SOURCES test_model_plans.c LIBS mb_model)
 mb_test(test_outfile SOURCES test_outfile.c LIBS mb_model)
+# the variants' folder from the caller, never from the environment
+mb_test(model_settings SOURCES model_settings.c LIBS mb_model)
 add_test(NAME test_cli_model COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/cli_model.sh)
 set_tests_properties(test_cli_model PROPERTIES SKIP_RETURN_CODE 77
   ENVIRONMENT "MB_BIN=${CMAKE_BINARY_DIR}/bin/membound;MB_SRC=${CMAKE_SOURCE_DIR}")

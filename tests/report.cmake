@@ -5,6 +5,8 @@ if(TARGET mb_reports)
   mb_test(report_csv SOURCES report_csv.c report_gen.c LIBS mb_reports)
   mb_test(report_figures SOURCES report_figures.c LIBS mb_reports)
   mb_test(report_cli SOURCES report_cli.c report_gen.c LIBS mb_reports)
+  # gnuplot, the plots folder and PATH from the caller, never from the environment
+  mb_test(report_settings SOURCES report_settings.c LIBS mb_reports)
 endif()
 # report.html rendered by headless Chromium (installed by scripts/test.sh)
 if(TARGET mb_reports)

@@ -259,6 +259,7 @@ int main(void)
     CHECK(mb_test_write_csv(csv, "a100-80gb", "cuda", 0, 0.02) == 0);
     char gp[1024];
     mb_err e;
+    mb_rpt_set_env(getenv); /* as the CLI does: the library reads no environment */
     int have_gp = mb_rpt_find_gnuplot(gp, sizeof gp, &e) == MB_OK;
     if (have_gp) {
         CHECK(RUN("'%s' report '%s' -o '%s' --formats png,svg", bin, csv, dir) == 0);

@@ -32,6 +32,7 @@ int main(void)
 {
     char gp[1024];
     mb_err e;
+    mb_rpt_set_env(getenv); /* as the CLI does: the library reads no environment */
     if (mb_rpt_find_gnuplot(gp, sizeof gp, &e) != MB_OK) {
         printf("skipped: %s\n", e.msg);
         return 77;
@@ -75,6 +76,7 @@ int main(void)
     char tmp2[] = "/tmp/mb_report_nogp_XXXXXX";
     CHECK(mkdtemp(tmp2) != NULL);
     setenv("MEMBOUND_GNUPLOT", "/nonexistent/gnuplot", 1);
+    mb_rpt_set_env(getenv);
     rc = mb_rpt_model_figures(NULL, &d, NULL, 0, tmp2, MB_RPT_PNG, 1, &figs, &e);
     CHECK_EQ_I64(rc, MB_ERUN);
     printf("without gnuplot: %s\n", e.msg);
@@ -87,6 +89,7 @@ int main(void)
     snprintf(p, sizeof p, "%s/time_vs_n.png", tmp2);
     CHECK(access(p, R_OK) != 0);
     unsetenv("MEMBOUND_GNUPLOT");
+    mb_rpt_set_env(getenv);
 
     char cmd[256];
     snprintf(cmd, sizeof cmd, "rm -rf '%s' '%s'", tmp, tmp2);

@@ -422,6 +422,7 @@ static void errors(void)
 
 int main(void)
 {
+    mb_kern_jit_set_env(getenv("XDG_CACHE_HOME"), getenv("HOME")); /* as the CLI does */
     if (!mb_plan_optimal_available()) {
         mb_graph *g = parse("input x\ny = sin(x)\noutput y\nbackward\n");
         mb_plan *p = NULL;

@@ -323,8 +323,7 @@ static int case_jit_cache(void)
     snprintf(file, sizeof file, "%s/%s", c3, name);
     plant p2 = {{home, c1, c2, c3}, 0755, file, NULL, bytes, n};
     if (!as_other(&p2)) return 1;
-    unsetenv("XDG_CACHE_HOME");
-    setenv("HOME", home, 1);
+    mb_kern_jit_set_env(NULL, home); /* as if $XDG_CACHE_HOME unset, $HOME theirs */
     expect_recompiled(NULL, "on its way is owned by uid");
 
     /* 3. our own folder, their object in it */
@@ -728,6 +727,7 @@ int main(int argc, char **argv)
     snprintf(tmp, sizeof tmp, "/tmp/mb_trust_XXXXXX");
     if (!mkdtemp(tmp) || chmod(tmp, 01777) != 0) return 1;
     int rc = 2;
+    mb_kern_jit_set_env(getenv("XDG_CACHE_HOME"), getenv("HOME")); /* as the CLI does */
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
         if (!strcmp(argv[1], cases[i].name)) rc = cases[i].fn();
     if (rc == 2) fprintf(stderr, "unknown case '%s'\n", argv[1]);

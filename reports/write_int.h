@@ -1,0 +1,35 @@
+/* write_int.h — shared by the report's writers (write*.c) and no other file:
+ * the group of files one report commits together, and each writer. */
+#ifndef MB_WRITE_INT_H
+#define MB_WRITE_INT_H
+
+#include "report_int.h"
+
+#include <stdio.h>
+
+/* The files of one report, written whole and then committed together
+ * (mb_outfile_commit_all): a failure anywhere replaces none of them. */
+#define RPT_MAX_OUTS 8
+typedef struct rpt_outs {
+    mb_outfile f[RPT_MAX_OUTS];
+    int n;
+} rpt_outs;
+
+/* Opens dir/name as the group's next file; *fp gets its stream. */
+int rpt_outs_open(rpt_outs *o, const char *dir, const char *name, FILE **fp, mb_err *err);
+
+/* Commits every file of the group when rc is MB_OK, else removes them all;
+ * frees the group. Returns rc, or the commit's error. */
+int rpt_outs_finish(rpt_outs *o, int rc, mb_err *err);
+
+/* Writes dir/STEM.md and dir/STEM.html from d into the group o. */
+int rpt_write_pages(rpt_doc *d, const char *dir, const char *stem, rpt_outs *o, mb_err *err);
+
+/* Each writer adds its files to outs (names from mb_rpt_report_files). */
+int rpt_write_doc(const mb_rpt_set *s, const mb_rpt_figures *figs, const char *dir, rpt_outs *outs,
+                  mb_err *err);
+int rpt_write_csvs(const mb_rpt_set *s, const char *dir, rpt_outs *outs, mb_err *err);
+int rpt_write_json(const mb_rpt_set *s, const mb_rpt_figures *figs, const char *dir, rpt_outs *outs,
+                   mb_err *err);
+
+#endif

@@ -1,0 +1,4 @@
+# the layering rule (style.md: layers look down; cli reaches kernels through
+# measure), read from every module's includes and cli's calls
+add_test(NAME test_layers COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/layers.sh)
+set_tests_properties(test_layers PROPERTIES ENVIRONMENT "MB_SRC=${CMAKE_SOURCE_DIR}")
