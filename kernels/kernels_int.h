@@ -57,6 +57,15 @@ typedef void (*mb_kern_tile_fn)(const float *const *src, float *const *dst, int6
 mb_kern_tile_fn mb_kern_jit_lookup(int n_reads, const mb_kern_pnode *nodes, int n_nodes,
                                    const int *w_val, int n_writes);
 
+/* The C source mb_kern_jit_lookup builds for the same kernel (malloc'ed), or
+ * NULL (an op without a vector form, a non-finite scalar, out of memory);
+ * and the compiler and flags it builds with ("" without SLEEF: no JIT).
+ * For tests and the generator's fuzz target (tests/fuzz/fuzz_jit.c). */
+char *mb_kern_jit_source(int n_reads, const mb_kern_pnode *nodes, int n_nodes, const int *w_val,
+                         int n_writes);
+const char *mb_kern_jit_build_cc(void);
+const char *mb_kern_jit_build_cflags(void);
+
 /* ---- the float32 side of the reference check (ref_f32.c) ------------------ */
 
 /* What correct f32 evaluation of a graph can give at one element: per node,
