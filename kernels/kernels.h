@@ -168,7 +168,8 @@ typedef struct mb_kern_check {
                              the elements f32's range explains left out */
     double tol;           /* tolerance used */
     int64_t bad;          /* elements above tol that no correct f32 evaluation
-                             gives (non-finite mismatches included) */
+                             gives (non-finite mismatches included; past 256
+                             of them on a thread, the rest above tol unjudged) */
     int64_t poisoned;     /* elements still holding the poison */
     int64_t inaccurate;   /* elements above tol that correct f32 evaluation
                              gives: the math, not the kernel (mb_kern_verify) */
