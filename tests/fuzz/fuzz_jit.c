@@ -7,6 +7,7 @@
  * (no JIT) every input is a no-op. */
 #include "kernels_int.h"
 
+#include <errno.h>
 #include <spawn.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -103,7 +104,8 @@ static int syntax_check(const char *path)
     pid_t pid;
     if (posix_spawnp(&pid, argv[0], NULL, NULL, argv, environ)) abort(); /* no compiler: a broken setup */
     int status = 0;
-    if (waitpid(pid, &status, 0) < 0) abort();
+    while (waitpid(pid, &status, 0) < 0)
+        if (errno != EINTR) abort(); /* libFuzzer's timer interrupts the wait */
     return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : -1;
 }
 
