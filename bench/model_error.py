@@ -86,23 +86,58 @@ def size_label(n):
     return f"2^{k}" if n == 1 << k else str(n)
 
 
+def unescape(field):
+    """A text column of membound's CSV (device_spec, variant_text, ...): a
+    newline is written as \\n and a backslash as \\\\."""
+    out, i = [], 0
+    while i < len(field):
+        if field[i] == "\\" and i + 1 < len(field) and field[i + 1] in "n\\":
+            out.append("\n" if field[i + 1] == "n" else "\\")
+            i += 2
+        else:
+            out.append(field[i])
+            i += 1
+    return "".join(out)
+
+
+def column_comments(rows):
+    """The spec and variant texts of a CSV that carries them in columns, as
+    the '#' lines older CSVs carried them (what Remodel reads)."""
+    out, seen = [], set()
+    for r in rows:
+        if r.get("device_spec") and not any(c.startswith("# device_spec: ") for c in out):
+            out += [f"# device_spec: {line}\n" for line in unescape(r["device_spec"]).split("\n")]
+        if r.get("variant_text") and r["variant"] not in seen:
+            seen.add(r["variant"])
+            text = unescape(r["variant_text"])
+            out += [f"# variant_text {r['variant']}: {line}\n" for line in text.rstrip("\n").split("\n")]
+        if r.get("variant_expr") and r["variant"] not in seen:
+            seen.add(r["variant"])
+            out.append(f"# variant_expr {r['variant']}: {unescape(r['variant_expr'])}\n")
+    return out
+
+
 class Remodel:
     """The model's time for rows of one CSV, by `BIN model`, from the spec and
-    variant text embedded in the CSV's '#' lines."""
+    variant text embedded in the CSV's columns (or, in older CSVs, '#' lines)."""
 
     def __init__(self, binary, path, comments, tmp):
         self.binary, self.path, self.cache = binary, path, {}
         self.dir = tempfile.mkdtemp(dir=tmp)
         spec = [c[len("# device_spec: "):] for c in comments if c.startswith("# device_spec: ")]
         if not spec:
-            raise ValueError("no '# device_spec:' lines (written by membound measure)")
+            raise ValueError("no '# device_spec:' lines or device_spec column (written by membound measure)")
         self.spec_lines = spec
         self.spec = os.path.join(self.dir, "spec.ini")
         with open(self.spec, "w") as f:
             f.writelines(spec)
         self.specs_at = {}
         self.variants = {}
+        self.exprs = {}  # --expr strings, by variant name
         for c in comments:
+            if c.startswith("# variant_expr "):
+                name, _, text = c[len("# variant_expr "):].partition(": ")
+                self.exprs[name] = text.rstrip("\n")
             if c.startswith("# variant_text "):
                 name, _, text = c[len("# variant_text "):].partition(": ")
                 self.variants.setdefault(name, []).append(text)
@@ -126,7 +161,8 @@ class Remodel:
         key = (r["variant"], r["plan"], r["n"], r["dtype"], spec)
         if key not in self.cache:
             variant = self.variants.get(r["variant"], r["variant"])
-            cmd = [self.binary, "model", variant, "--plan", r["plan"], "--n", r["n"],
+            given = ["--expr", self.exprs[r["variant"]]] if r["variant"] in self.exprs else [variant]
+            cmd = [self.binary, "model", *given, "--plan", r["plan"], "--n", r["n"],
                    "--dtype", r["dtype"], "--device", spec, "--csv"]
             got = subprocess.run(cmd, capture_output=True, text=True)
             rows = list(csv.DictReader(io.StringIO(got.stdout))) if got.returncode == 0 else []
@@ -207,7 +243,8 @@ def main():
             return 2
         if a.membound:
             try:
-                remodel = Remodel(a.membound, path, [t for t in text if t.startswith("#")], tmp.name)
+                remodel = Remodel(a.membound, path, [t for t in text if t.startswith("#")] + column_comments(got),
+                                  tmp.name)
             except ValueError as e:
                 print(f"model_error.py: error: {path}: {e}", file=sys.stderr)
                 return 2

@@ -15,20 +15,22 @@ Cases (plan names as membound's, backend column says which PyTorch path):
                   Recompute)
 
 A run, in order:
-  1. the CSV is opened and its '#' provenance lines and header are written;
+  1. the CSV is opened and its header is written (its last column,
+     provenance, carries the provenance lines and notes, on every row);
   2. torch.compile: every fused case is compiled and warmed up at every size
      and dtype before anything is timed, the lecture's headline case
      (sin2_plus_cos2 f32) first, the largest size first; static shapes
      (dynamic=False: one compilation per size and dtype, and Triton may assume
      the size divides its block, so its loads are 16 bytes wide, as ours are);
-     the time it took goes into '#' lines. --budget-s counts from the end of
+     the time it took goes into provenance lines. --budget-s counts from the end of
      this step, so the budget is spent on measuring (--compile-budget-s
      bounds this step: what it leaves out is named);
   3. the cases, largest n first, each (n, dtype) group whole (eager beside
-     fused), each in its own try: a case that fails writes a '#' note and the
-     run goes on. Each row is appended and flushed as soon as it is measured,
-     so a run killed mid-way leaves a valid CSV of the rows so far ('#' lines
-     may follow the header: `membound report` keeps them as provenance).
+     fused), each in its own try: a case that fails writes a note and the
+     run goes on. The file is written whole again (a temporary renamed over
+     it) as soon as a row is measured or a note added, so a run killed mid-way
+     leaves a valid CSV of the rows so far, each with every line so far in
+     its provenance column (`membound report` keeps them as provenance).
 
 Protocol, per sample: the same clean L2 flush as membound's CUDA backend
 (write a 2x L2 buffer, then read another 2x L2 buffer, so no dirty line of the
@@ -43,7 +45,7 @@ is dropped and the sleep doubled (200 us .. 20 ms). The launches are a CUDA
 graph replay (torch.cuda.CUDAGraph capture of one call: eager ops, the
 compiled function, forward + backward) where capture works and the replayed
 result passes the check, else the eager calls themselves. The counters
-column says which, per row, and a '#' line counts them:
+column says which, per row, and a provenance line counts them:
   none-torch; protocol=cuda-graph            graph replay behind the sleep
   none-torch; protocol=blocking-sleep        the calls behind the sleep (no graph)
   none-torch; protocol=cuda-graph-unblocked  graph replay, no usable sleep:
@@ -65,7 +67,7 @@ Model columns (kernels stays empty: PyTorch's launches are not counted):
 with --bin MEMBOUND, read_bytes / write_bytes (the lecture's count),
 model_dram_* and model_time_s come from `membound model --json` on --device;
 without it they are empty. dram_* are empty. The device column is PyTorch's
-device name; a '# model_device: ... (--device SPEC)' line names the spec for
+device name; a 'model_device: ... (--device SPEC)' provenance line names the spec for
 `membound report` (SPEC relative to the CSV's folder when it is a file).
 
 Needs PyTorch with CUDA; without it --help, --list and --selftest work.
@@ -588,55 +590,62 @@ def csv_line(values):
 
 
 class CsvWriter:
-    """The measurement CSV, written as the run goes: '#' provenance lines and
-    the header when opened, then each row (and '#' note) appended, flushed and
-    fsynced at once, so a run killed at any point leaves a valid CSV of the
-    rows measured so far. Writes PATH itself, not a temporary file: keeping
-    those rows is the point. Raises OSError when PATH cannot be written."""
+    """The measurement CSV, plain (header, one row per line, no comment
+    lines): the design's columns and provenance, where every row carries the
+    provenance lines and notes so far ("key: value" lines, a newline written
+    as \\n and a backslash as \\\\, as membound measure writes them). The
+    file is written whole again, to a temporary renamed over PATH, after each
+    row and note, so a run killed at any point leaves a valid CSV of the rows
+    measured so far. Raises OSError when PATH cannot be written."""
 
     def __init__(self, path, prov):
         folder = os.path.dirname(os.path.abspath(path))
         os.makedirs(folder, exist_ok=True)
-        self.path, self.rows = path, 0
-        self.fp = open(path, "w", encoding="utf-8", newline="")
-        text = "".join(self._comment_lines(line) for line in prov)
-        self._put(text + csv_line(COLUMNS))
+        self.path, self.rows, self.lines, self.kept = path, 0, [], []
+        for line in prov:
+            self.lines += self._split(line)
+        self._flush()
 
     @staticmethod
-    def _comment_lines(text):
+    def _split(text):
         # report keeps provenance lines of up to 511 bytes with the file's
         # name in front: long text goes on several lines
         out = []
         for line in str(text).splitlines() or [""]:
             while True:
-                out.append("# " + line[:400] + "\n")
+                out.append(line[:400])
                 line = line[400:]
                 if not line:
                     break
-        return "".join(out)
+        return out
 
-    def _put(self, text):
-        self.fp.write(text)
-        self.fp.flush()
-        try:
-            os.fsync(self.fp.fileno())
-        except OSError:
-            pass  # a pipe or a file system without fsync: flushed is enough
+    def _flush(self):
+        prov = "\n".join(self.lines).replace("\\", "\\\\").replace("\n", "\\n")
+        tmp = f"{self.path}.tmp.{os.getpid()}"
+        with open(tmp, "w", encoding="utf-8", newline="") as fp:
+            fp.write(csv_line(COLUMNS + ["provenance"]))
+            for values in self.kept:
+                fp.write(csv_line(values + [prov]))
+            fp.flush()
+            try:
+                os.fsync(fp.fileno())
+            except OSError:
+                pass  # a file system without fsync: flushed is enough
+        os.replace(tmp, self.path)
 
     def comment(self, text):
-        self._put(self._comment_lines(text))
+        self.lines += self._split(text)
+        self._flush()
 
     def row(self, values):
         if len(values) != len(COLUMNS):
             raise ValueError(f"a row of {len(values)} fields, the header has {len(COLUMNS)}")
-        self._put(csv_line(values))
+        self.kept.append(list(values))
         self.rows += 1
+        self._flush()
 
     def close(self):
-        try:
-            self.fp.close()
-        except OSError:
-            pass
+        pass
 
 
 def read_csv(path):
@@ -645,6 +654,8 @@ def read_csv(path):
     with open(path, newline="", encoding="utf-8") as fp:
         lines = [ln for ln in fp if ln.strip() and not ln.lstrip().startswith("#")]
     recs = list(csv.reader(lines))
+    if recs and recs[0] == COLUMNS + ["provenance"]:
+        recs = [r[:-1] for r in recs]
     if not recs or recs[0] != COLUMNS:
         raise ValueError(f"{path}: the header is not the measurement columns: {recs[0] if recs else 'none'}")
     rows = []

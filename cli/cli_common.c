@@ -132,6 +132,61 @@ int mb_cli_parse_sizes(const char *s, int64_t **out, int *count, mb_err *err)
     return rc;
 }
 
+/* Splits a comma list into values parsed by parse (0 = ok), each once. */
+static int parse_list(const char *opt, const char *what, const char *known, const char *s, int max,
+                      int (*parse)(const char *, int *), int *out, int *count)
+{
+    char buf[256];
+    snprintf(buf, sizeof buf, "%s", s);
+    *count = 0;
+    for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+        while (*tok == ' ') tok++;
+        size_t len = strlen(tok);
+        while (len && tok[len - 1] == ' ') tok[--len] = '\0';
+        int v;
+        if (parse(tok, &v) != 0) return mb_cli_fail(2, "%s: unknown %s '%s' (%s)", opt, what, tok, known);
+        for (int i = 0; i < *count; i++)
+            if (out[i] == v) return mb_cli_fail(2, "%s: '%s' given twice in '%s'", opt, tok, s);
+        if (*count >= max) return mb_cli_fail(2, "%s: too many values in '%s'", opt, s);
+        out[(*count)++] = v;
+    }
+    if (!*count) return mb_cli_fail(2, "%s: empty list", opt);
+    return 0;
+}
+
+static int one_dtype(const char *s, int *v)
+{
+    mb_dtype t;
+    if (mb_dtype_parse(s, &t) != MB_OK) return 1;
+    *v = (int)t;
+    return 0;
+}
+
+static int one_plan(const char *s, int *v)
+{
+    mb_plan_kind k;
+    if (mb_plan_parse(s, &k) != MB_OK) return 1;
+    *v = (int)k;
+    return 0;
+}
+
+int mb_cli_dtypes(const char *s, mb_dtype *out, int *count)
+{
+    int v[MB_DTYPE_COUNT];
+    int rc = parse_list("--dtype", "dtype", "dtypes: f32, bf16, f16", s, MB_DTYPE_COUNT, one_dtype, v, count);
+    for (int i = 0; !rc && i < *count; i++) out[i] = (mb_dtype)v[i];
+    return rc;
+}
+
+int mb_cli_plans(const char *s, mb_plan_kind *out, int *count)
+{
+    int v[MB_PLAN_COUNT];
+    int rc = parse_list("--plan", "plan", "plans: eager, fused, store, recompute, optimal", s, MB_PLAN_COUNT,
+                        one_plan, v, count);
+    for (int i = 0; !rc && i < *count; i++) out[i] = (mb_plan_kind)v[i];
+    return rc;
+}
+
 int mb_cli_variant_names(int argc, char **argv, int first, char (**names)[MB_NAME_MAX], int *count,
                          mb_err *err)
 {

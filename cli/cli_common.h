@@ -53,6 +53,12 @@ int mb_cli_bad_option(int c, char **argv, int optind_now, int optopt_now, const 
 int mb_cli_dtype(const char *s, mb_dtype *out);
 int mb_cli_size(const char *s, int64_t *out);
 
+/* Comma-separated lists of dtypes ("bf16,f32") and plans ("eager,fused"),
+ * each value once, into out (at most MB_DTYPE_COUNT / MB_PLAN_COUNT).
+ * Returns 0, or 2 after one error line naming the option. */
+int mb_cli_dtypes(const char *s, mb_dtype *out, int *count);
+int mb_cli_plans(const char *s, mb_plan_kind *out, int *count);
+
 /* A comma-separated list of sizes ("2^16,2^20,16M") or a geometric range
  * "2^16..2^28" (every power of two) or "2^16..2^28:4" (every 4th). Returns
  * MB_OK and a malloc'd array, or MB_EINPUT. */

@@ -2,6 +2,7 @@
  * model alone (no measurement): the lecture's, or any variants' (names, .mb
  * files, --expr), on chosen devices. Drawing is in reports/. */
 #include "cli_common.h"
+#include "variant_inputs.h"
 #include "commands.h"
 #include "report.h"
 
@@ -13,7 +14,7 @@
 static void usage(FILE *fp)
 {
     fprintf(fp,
-            "usage: membound figures [VARIANT|FILE.mb ...] [--expr EXPR] [-o DIR] [options]\n"
+            "usage: membound figures [VARIANT|FILE.mb|--expr EXPR ...] [-o DIR] [options]\n"
             "\n"
             "Figures from the model alone: bytes per element, time against n, the roofline,\n"
             "the what-if across devices and (for sigmoid3) recomputation. Without\n"
@@ -27,9 +28,25 @@ static void usage(FILE *fp)
             "                     (default: h100-sxm, or the first of --devices)\n"
             "  --devices LIST     the what-if's devices: ids or .ini specs, comma-separated\n"
             "                     (default: every GPU of the table)\n"
+            "  --dtype LIST       the series' dtypes, comma-separated (bf16,f32); default: f32,\n"
+            "                     the lecture's own for its variants\n"
+            "  --plan LIST        only these plans, comma-separated (eager,fused)\n"
             "  --formats LIST     png,svg,pdf (default: png)\n"
             "  --no-render        write data and scripts only\n"
             "  -h, --help         this help\n");
+}
+
+/* Defines the inputs in order, a name given twice refused (naming both). */
+static int define_inputs(const mb_cli_inputs *in, mb_rpt_set *defs)
+{
+    if (in->n == 0) return 0;
+    mb_graph **g = NULL;
+    int n = 0, rc = mb_cli_inputs_load(in, MB_F32, &g, &n, NULL);
+    mb_cli_graphs_free(g, n);
+    mb_err e;
+    for (int i = 0; i < in->n && !rc; i++)
+        if (mb_rpt_define_variant(defs, in->v[i].arg, in->v[i].is_expr, &e)) rc = mb_cli_fail_err(2, &e);
+    return rc;
 }
 
 int mb_cmd_figures(int argc, char **argv)
@@ -38,39 +55,51 @@ int mb_cmd_figures(int argc, char **argv)
         {"output", required_argument, 0, 'o'}, {"device", required_argument, 0, 'd'},
         {"devices", required_argument, 0, 'D'}, {"expr", required_argument, 0, 'e'},
         {"formats", required_argument, 0, 'f'}, {"no-render", no_argument, 0, 'N'},
+        {"dtype", required_argument, 0, 't'}, {"plan", required_argument, 0, 'p'},
         {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
     const char *dir = "membound-figures", *device = NULL, *devlist = NULL;
-    const char *exprs[16];
-    int n_exprs = 0;
+    mb_cli_inputs in = {0};
+    mb_dtype dtypes[MB_DTYPE_COUNT];
+    mb_plan_kind plans[MB_PLAN_COUNT];
+    int n_dtypes = 0, n_plans = 0;
     unsigned formats = MB_RPT_PNG;
     int render = 1, c;
     mb_err e;
     opterr = 0;
     optind = 1;
-    while ((c = getopt_long(argc, argv, ":ho:e:", opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "-:ho:e:t:p:", opts, NULL)) != -1) {
         switch (c) {
+        case 1:
+        case 'e':
+            if (mb_cli_inputs_add(&in, c == 'e', optarg)) return 1;
+            break;
         case 'o': dir = optarg; break;
         case 'd': device = optarg; break;
         case 'D': devlist = optarg; break;
-        case 'e':
-            if (n_exprs == 16) return mb_cli_fail(2, "at most 16 --expr");
-            exprs[n_exprs++] = optarg;
-            break;
         case 'f':
             if (mb_rpt_parse_formats(optarg, &formats, &e)) return mb_cli_fail_err(2, &e);
             break;
         case 'N': render = 0; break;
-        case 'h': usage(stdout); return 0;
-        default: return mb_cli_bad_option(c, argv, optind, optopt, "figures");
+        case 't':
+        case 'p': {
+            int rc = c == 't' ? mb_cli_dtypes(optarg, dtypes, &n_dtypes) : mb_cli_plans(optarg, plans, &n_plans);
+            if (rc) { mb_cli_inputs_free(&in); return rc; }
+            break;
+        }
+        case 'h': usage(stdout); mb_cli_inputs_free(&in); return 0;
+        default: mb_cli_inputs_free(&in); return mb_cli_bad_option(c, argv, optind, optopt, "figures");
         }
     }
     int rc = mb_rpt_check_out_dir(dir, &e);
-    if (rc) return mb_cli_fail_err(rc, &e);
+    if (rc) { mb_cli_inputs_free(&in); return mb_cli_fail_err(rc, &e); }
     mb_rpt_set defs;
     mb_rpt_set_init(&defs);
-    for (int i = optind; i < argc && !rc; i++) rc = mb_rpt_define_variant(&defs, argv[i], 0, &e);
-    for (int i = 0; i < n_exprs && !rc; i++) rc = mb_rpt_define_variant(&defs, exprs[i], 1, &e);
-    if (rc) { mb_rpt_set_free(&defs); return mb_cli_fail_err(rc, &e); }
+    memcpy(defs.fig_dtypes, dtypes, (size_t)n_dtypes * sizeof *dtypes);
+    defs.n_fig_dtypes = n_dtypes;
+    memcpy(defs.fig_plans, plans, (size_t)n_plans * sizeof *plans);
+    defs.n_fig_plans = n_plans;
+    if ((rc = define_inputs(&in, &defs))) { mb_cli_inputs_free(&in); mb_rpt_set_free(&defs); return rc; }
+    mb_cli_inputs_free(&in);
 
     /* the per-device figures' device; the what-if's devices */
     mb_device dev, *list = NULL;

@@ -5,6 +5,7 @@
 #include "cli_common.h"
 #include "commands.h"
 #include "measure.h"
+#include "variant_inputs.h"
 
 #include <getopt.h>
 #include <math.h>
@@ -18,17 +19,22 @@
 static void usage(FILE *fp)
 {
     fprintf(fp,
-            "usage: membound measure [VARIANT|FILE.mb ...] [--expr EXPR] [options]\n"
+            "usage: membound measure [VARIANT|FILE.mb|--expr EXPR ...] [options]\n"
             "\n"
             "Runs each variant x plan x dtype x size for real, checks every run against a\n"
             "float64 reference (outputs poisoned first; backward plans also pass a\n"
             "finite-difference gradient check), and writes one CSV row each with the\n"
             "model's prediction beside the measured times. With no VARIANT, every built-in.\n"
+            "Variant files, built-in names and --expr mix, in the order given; each name\n"
+            "once. The CSV is plain (header, one row per line, no comment lines): the\n"
+            "device spec, each row's variant text and the run's provenance are in its\n"
+            "variant_text, variant_expr, device_spec and provenance columns.\n"
             "\n"
             "  --backend B      auto (default: cuda when a usable GPU is present, else cpu),\n"
             "                   cpu, cuda\n"
-            "  --expr EXPR      a Python-syntax expression instead of variants\n"
-            "  --plan P         eager | fused | store | recompute | optimal; default: every plan\n"
+            "  --expr EXPR      a Python-syntax expression; repeat it for several\n"
+            "  --plan LIST      eager | fused | store | recompute | optimal, comma-separated;\n"
+            "                   default: every plan\n"
             "  --sizes LIST     2^20,2^24 or 2^16..2^26[:STEP]; default: each variant's\n"
             "                   lecture size (--n N: one size)\n"
             "  --dtype T[,T]    f32 (default), bf16, f16; several: f32,bf16\n"
@@ -49,7 +55,8 @@ static void usage(FILE *fp)
             "  --threads N      CPU threads (default: all cores)\n"
             "  --exec E         CPU executor: auto (default), opwise, blocked\n"
             "  -o FILE.csv      write the CSV there (atomically) and a table on stdout;\n"
-            "                   without -o the CSV goes to stdout\n"
+            "                   without -o the CSV goes to stdout (when the run ends: every\n"
+            "                   row carries provenance known only then)\n"
             "  --per-kernel F   also one row per kernel into F (same columns + kernel)\n"
             "  -q, --quiet      no progress notes (warnings still shown)\n"
             "  -h, --help       this help\n"
@@ -58,8 +65,8 @@ static void usage(FILE *fp)
     fprintf(fp,
             "\n"
             "With a calibrated CPU spec, this host's copy bandwidth is measured again\n"
-            "before and after the rows (~1 s each) and written as a '# host_check:'\n"
-            "line; beside each cold row's samples (every 0.5 s, not timed) that copy\n"
+            "before and after the rows (~1 s each) and written as a 'host_check:'\n"
+            "line of the provenance column; beside each cold row's samples (every 0.5 s, not timed) that copy\n"
             "(~9 ms) and calibrate's sin and sigmoid rate probes (~1 ms each) are\n"
             "timed again into its host_copy_gbs, host_copy_ratio and host_op_ratio\n"
             "columns (the op ratio farther from 1); a warning says\n"
@@ -76,10 +83,10 @@ static void usage(FILE *fp)
             "\n"
             "Exit: 0 all rows verified, 1 a run failed or a check failed (rows kept with\n"
             "verified=0; a row that could not run is left out, the others kept, with a\n"
-            "'# partial: ... failed: <reason>' line for it), 2 bad usage or a size that\n"
+            "'partial: ... failed: <reason>' provenance line for it), 2 bad usage or a size that\n"
             "does not fit in memory (CUDA: the GPU's free memory), 130 / 143\n"
             "interrupted by SIGINT / SIGTERM: the rows measured so far are written, with a\n"
-            "'# partial: ...' line (none measured: no file).\n"
+            "'partial: ...' provenance line (none measured: no file).\n"
             "example: membound measure copy --dtype f32,bf16 --sizes 2^25 --device local-cpu.ini -o copy.csv\n");
 }
 
@@ -189,10 +196,12 @@ typedef struct job {
 } job;
 
 typedef struct opts {
-    const char *expr, *device, *out_path, *kernel_path;
+    mb_cli_inputs inputs; /* variant files, built-in names, --expr, in order */
+    const char *device, *out_path, *kernel_path;
     mb_meas_backend backend;
     int plan_given;
-    mb_plan_kind plan;
+    mb_plan_kind plans[MB_PLAN_COUNT]; /* --plan's list, in order */
+    int n_plans;
     mb_dtype dtypes[MB_DTYPE_COUNT];
     int n_dtypes;
     int64_t *sizes;
@@ -311,43 +320,9 @@ static int model_device(const opts *o, mb_meas_backend b, mb_device *dev, char *
     return rc;
 }
 
-static int load_graphs(const opts *o, int argc, char **argv, int first, mb_dtype dt,
-                       mb_graph ***graphs, int *n_graphs)
+static int load_graphs(const opts *o, mb_dtype dt, mb_graph ***graphs, int *n_graphs, const char ***exprs)
 {
-    mb_err e;
-    *graphs = NULL;
-    *n_graphs = 0;
-    if (o->expr) {
-        if (first < argc)
-            return mb_cli_fail(2, "give either variants or --expr, not both ('%s')", argv[first]);
-        *graphs = calloc(1, sizeof **graphs);
-        if (!*graphs) return mb_cli_fail(1, "out of memory");
-        int rc = mb_parse_expr(o->expr, dt, &(*graphs)[0], &e);
-        if (rc) return mb_cli_fail_err(rc, &e);
-        mb_cli_graph_warning((*graphs)[0]);
-        *n_graphs = 1;
-        return 0;
-    }
-    char (*names)[MB_NAME_MAX] = NULL;
-    int count = 0;
-    int rc = mb_cli_variant_names(argc, argv, first, &names, &count, &e);
-    if (rc) return mb_cli_fail_err(rc, &e);
-    *graphs = calloc((size_t)count + 1, sizeof **graphs);
-    if (!*graphs) {
-        free(names);
-        return mb_cli_fail(1, "out of memory");
-    }
-    for (int i = 0; i < count; i++) {
-        rc = mb_variant_load(names[i], dt, &(*graphs)[i], &e);
-        if (rc) {
-            free(names);
-            return mb_cli_fail_err(rc, &e);
-        }
-        mb_cli_graph_warning((*graphs)[i]);
-        *n_graphs = i + 1;
-    }
-    free(names);
-    return 0;
+    return mb_cli_inputs_load(&o->inputs, dt, graphs, n_graphs, exprs);
 }
 
 static void free_graphs(mb_graph **g, int n)
@@ -405,7 +380,7 @@ static void print_table_row(FILE *fp, const mb_meas_record *r)
             host, modes);
 }
 
-/* Appends "# partial: <fmt>\n" to *lines (a malloc'ed text, NULL at first);
+/* Appends "partial: <fmt>\n" to *lines (a malloc'ed text, NULL at first);
  * newlines of the message become spaces (one line each). Returns 1 when
  * memory runs out. */
 static int add_partial(char **lines, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -418,10 +393,10 @@ static int add_partial(char **lines, const char *fmt, ...)
     va_end(ap);
     for (char *c = msg; *c; c++)
         if (*c == '\n' || *c == '\r') *c = ' ';
-    size_t old = *lines ? strlen(*lines) : 0, add = strlen(msg) + sizeof "# partial: \n";
+    size_t old = *lines ? strlen(*lines) : 0, add = strlen(msg) + sizeof "partial: \n";
     char *grown = realloc(*lines, old + add);
     if (!grown) return 1;
-    snprintf(grown + old, add, "# partial: %s\n", msg);
+    snprintf(grown + old, add, "partial: %s\n", msg);
     *lines = grown;
     return 0;
 }
@@ -499,7 +474,7 @@ int mb_cmd_measure(int argc, char **argv)
     mb_kern_jit_set_warn(mb_cli_warn_line); /* a refused compiled-kernel cache says so */
     opterr = 0;
     optind = 1;
-    while ((c = getopt_long(argc, argv, ":hqb:e:p:s:n:t:d:r:WCT:x:o:k:O:", lopts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "-:hqb:e:p:s:n:t:d:r:WCT:x:o:k:O:", lopts, NULL)) != -1) {
         switch (c) {
         case 'b':
             if (mb_meas_backend_parse(optarg, &o.backend) != MB_OK) {
@@ -507,13 +482,12 @@ int mb_cmd_measure(int argc, char **argv)
                 goto out;
             }
             break;
-        case 'e': o.expr = optarg; break;
+        case 1:
+        case 'e':
+            if ((rc = mb_cli_inputs_add(&o.inputs, c == 'e', optarg))) goto out;
+            break;
         case 'p':
-            if (mb_plan_parse(optarg, &o.plan) != MB_OK) {
-                rc = mb_cli_fail(2, "unknown plan '%s' (plans: eager, fused, store, recompute, optimal)",
-                                 optarg);
-                goto out;
-            }
+            if ((rc = mb_cli_plans(optarg, o.plans, &o.n_plans))) goto out;
             o.plan_given = 1;
             break;
         case 's':
@@ -592,17 +566,14 @@ int mb_cmd_measure(int argc, char **argv)
             goto out;
         }
     }
-    int first = optind;
-    for (int i = first; i < argc; i++)
-        if (argv[i][0] == '-') {
-            rc = mb_cli_fail(2, "options go before variants: '%s' (see 'membound measure --help')",
-                             argv[i]);
-            goto out;
-        }
     /* an output that is an input (a variant file, the spec) or the other
      * output would be lost: refused before any work */
     const char *out_paths[] = {o.out_path, o.kernel_path};
-    if (mb_outfile_check_distinct(out_paths, 2, (const char *const *)argv + first, argc - first, &e) ||
+    const char *files[64];
+    int n_files = 0;
+    for (int i = 0; i < o.inputs.n && n_files < 64; i++)
+        if (!o.inputs.v[i].is_expr) files[n_files++] = o.inputs.v[i].arg;
+    if (mb_outfile_check_distinct(out_paths, 2, files, n_files, &e) ||
         mb_outfile_check_distinct(out_paths, 2, &o.device, 1, &e)) {
         rc = mb_cli_fail_err(2, &e);
         goto out;
@@ -612,28 +583,33 @@ int mb_cmd_measure(int argc, char **argv)
     int n_jobs = 0, cap_jobs = 16;
     job *jobs = malloc((size_t)cap_jobs * sizeof *jobs);
     mb_graph **all_graphs[MB_DTYPE_COUNT] = {0};
+    const char **all_exprs[MB_DTYPE_COUNT] = {0}; /* each graph's --expr string, NULL for a file */
     int n_all[MB_DTYPE_COUNT] = {0};
+    mb_meas_csv_texts texts = {0};
+    mb_meas_csv_rows out_rows = {0}, out_kernels = {.per_kernel = 1};
     mb_meas_record *rows = NULL;
     if (!jobs) { rc = mb_cli_fail(1, "out of memory"); goto out; }
     int64_t avail = meminfo_bytes("MemAvailable");
     int64_t llc = mb_kern_llc_bytes();
     for (int d = 0; d < o.n_dtypes; d++) {
-        if ((rc = load_graphs(&o, argc, argv, first, o.dtypes[d], &all_graphs[d], &n_all[d])))
+        if ((rc = load_graphs(&o, o.dtypes[d], &all_graphs[d], &n_all[d], &all_exprs[d])))
             goto out_jobs;
         for (int gi = 0; gi < n_all[d]; gi++) {
             mb_graph *g = all_graphs[d][gi];
-            if (o.plan_given && !mb_plan_supported(g, o.plan)) {
-                mb_plan *p = NULL;
-                rc = mb_plan_build(g, o.plan, &p, &e); /* fails, naming the valid plans */
-                rc = mb_cli_fail_err(rc ? rc : 2, &e);
-                goto out_jobs;
-            }
+            for (int k = 0; o.plan_given && k < o.n_plans; k++)
+                if (!mb_plan_supported(g, o.plans[k])) {
+                    mb_plan *p = NULL;
+                    rc = mb_plan_build(g, o.plans[k], &p, &e); /* fails, naming the valid plans */
+                    rc = mb_cli_fail_err(rc ? rc : 2, &e);
+                    goto out_jobs;
+                }
             int64_t one = g->default_n ? g->default_n : ((int64_t)1 << 24);
             const int64_t *sizes = o.sizes ? o.sizes : &one;
             int ns = o.sizes ? o.n_sizes : 1;
-            for (int pk = 0; pk < MB_PLAN_COUNT; pk++) {
-                if (o.plan_given ? pk != (int)o.plan : !mb_plan_supported(g, (mb_plan_kind)pk))
-                    continue;
+            int n_pk = o.plan_given ? o.n_plans : MB_PLAN_COUNT;
+            for (int ki = 0; ki < n_pk; ki++) {
+                int pk = o.plan_given ? (int)o.plans[ki] : ki; /* --plan's order, else the table's */
+                if (!o.plan_given && !mb_plan_supported(g, (mb_plan_kind)pk)) continue;
                 for (int si = 0; si < ns; si++) {
                     /* refuse sizes that cannot fit, with the figure, before allocating */
                     mb_plan *p = NULL;
@@ -659,7 +635,7 @@ int mb_cmd_measure(int argc, char **argv)
      * unusable path fails now (exit 2), and an interrupted run leaves no
      * file (mb_outfile) */
     mb_outfile of = {0}, kf = {0};
-    char *partial = NULL; /* '# partial: ...' lines of the rows that failed to run */
+    char *partial = NULL; /* 'partial: ...' provenance lines of the rows that failed to run */
     int have_of = 0, have_kf = 0;
     FILE *csv = stdout;
     if (o.out_path) {
@@ -698,15 +674,11 @@ int mb_cmd_measure(int argc, char **argv)
     snprintf(pv.extra, sizeof pv.extra, "backend: %s\nmodel_device: %s\nmemory: %.2f GB available of "
              "%.2f GB (host, at the start)", mb_meas_backend_name(backend), dev_desc, (double)avail / 1e9,
              (double)meminfo_bytes("MemTotal") / 1e9);
-    /* provenance with the spec and variant texts: the CSV reports anywhere, alone */
-    for (int f = 0; f < 1 + have_kf; f++) {
-        FILE *fp = f ? kf.fp : csv;
-        mb_meas_csv_provenance(fp, &pv);
-        if (mb_meas_csv_embed(fp, &dev, all_graphs[0], n_all[0], o.expr, &e)) {
-            rc = mb_cli_fail_err(1, &e);
-            goto out_files;
-        }
-        mb_meas_csv_header(fp, f);
+    /* provenance with the spec and variant texts, in columns of every row
+     * (written after the rows): the CSV reports anywhere, alone */
+    if (mb_meas_csv_texts_init(&texts, &pv, &dev, all_graphs[0], all_exprs[0], n_all[0], &e)) {
+        rc = mb_cli_fail_err(1, &e);
+        goto out_files;
     }
     if (o.out_path) print_table_header(stdout);
 
@@ -849,9 +821,15 @@ int mb_cmd_measure(int argc, char **argv)
         if (bytes < 4 * llc && !o.quiet && backend == MB_MEAS_CPU && j == 0)
             mb_cli_note("n = %s is below 4x the last-level cache (%.0f MiB): cache-resident, not a "
                         "cold-memory figure", fmt_n(jb->n, nb, sizeof nb), (double)llc / 1048576.0);
-        mb_meas_csv_row(csv, row, 0);
-        if (have_kf)
-            for (int k = 0; k < p->n_kernels; k++) mb_meas_csv_row(kf.fp, &pk[k], 1);
+        int orc = mb_meas_csv_rows_add(&out_rows, row);
+        for (int k = 0; have_kf && k < p->n_kernels && !orc; k++) orc = mb_meas_csv_rows_add(&out_kernels, &pk[k]);
+        if (orc) {
+            free(pk);
+            mb_plan_free(p);
+            stop_handlers(0);
+            rc = mb_cli_fail(1, "out of memory");
+            goto out_files;
+        }
         if (o.out_path) print_table_row(stdout, row);
         fflush(stdout);
         if (!o.quiet && mb_meas_now_s() - t_start > 1.0) {
@@ -875,10 +853,9 @@ int mb_cmd_measure(int argc, char **argv)
             if (fabs(r - 1) > fabs(worst - 1)) worst = r;
         }
         char line[200];
-        snprintf(line, sizeof line, "# host_check: copy %.1f GB/s before the rows, %.1f after, %.1f "
-                 "calibrated\n", host_gbs[0], host_gbs[1], cal);
-        fputs(line, csv);
-        if (have_kf) fputs(line, kf.fp);
+        snprintf(line, sizeof line, "host_check: copy %.1f GB/s before the rows, %.1f after, %.1f "
+                 "calibrated", host_gbs[0], host_gbs[1], cal);
+        if (mb_meas_csv_texts_add(&texts, line)) { rc = mb_cli_fail(1, "out of memory"); goto out_files; }
         if (fabs(worst - 1) > MB_MEAS_DRIFT_MAX)
             fprintf(stderr, "membound: warning: the host's copy bandwidth was %.1f GB/s before the rows "
                     "and %.1f after, %.0f%% of the calibrated %.1f GB/s the model columns assume (a "
@@ -889,27 +866,25 @@ int mb_cmd_measure(int argc, char **argv)
             mb_cli_note("host check: copy at %.1f GB/s after the rows (calibrated %.1f GB/s)",
                         host_gbs[1], cal);
     }
-    if (partial) {
-        fputs(partial, csv);
-        if (have_kf) fputs(partial, kf.fp);
-    }
-    if (stop_signal) {
+    int trc = 0;
+    for (char *save = NULL, *line = partial ? strtok_r(partial, "\n", &save) : NULL; line && !trc;
+         line = strtok_r(NULL, "\n", &save))
+        trc = mb_meas_csv_texts_add(&texts, line);
+    if (stop_signal && !trc) {
         char line[160];
-        snprintf(line, sizeof line, "# partial: interrupted by %s after %d of %d rows\n",
+        snprintf(line, sizeof line, "partial: interrupted by %s after %d of %d rows",
                  stop_signal == SIGTERM ? "SIGTERM" : "SIGINT", done_rows, n_jobs);
-        fputs(line, csv);
-        if (have_kf) fputs(line, kf.fp);
+        trc = mb_meas_csv_texts_add(&texts, line);
     }
     /* GPU clocks, driver and the counter sanity gate are known only after the
-     * runs: trailing '#' lines (readers skip '#' lines anywhere) */
-    if (backend == MB_MEAS_CUDA) {
+     * runs: the rows are written after them */
+    if (backend == MB_MEAS_CUDA && !trc) {
         char gpu[2048];
         mb_meas_cuda_provenance(gpu, sizeof gpu);
-        for (char *line = strtok(gpu, "\n"); line; line = strtok(NULL, "\n")) {
-            fprintf(csv, "# %s\n", line);
-            if (have_kf) fprintf(kf.fp, "# %s\n", line);
-        }
+        for (char *save = NULL, *line = strtok_r(gpu, "\n", &save); line && !trc; line = strtok_r(NULL, "\n", &save))
+            trc = mb_meas_csv_texts_add(&texts, line);
     }
+    if (trc) { rc = mb_cli_fail(1, "out of memory"); goto out_files; }
     if (stop_signal && done_rows == 0) { /* nothing measured: no file */
         rc = mb_cli_fail(128 + stop_signal, "interrupted by %s before the first row: nothing written",
                          stop_signal == SIGTERM ? "SIGTERM" : "SIGINT");
@@ -917,6 +892,11 @@ int mb_cmd_measure(int argc, char **argv)
     }
     if (row_errors && done_rows == 0) { /* every row failed: no file */
         rc = mb_cli_fail(1, "no row could be measured (%d failed): nothing written", row_errors);
+        goto out_files;
+    }
+    if (mb_meas_csv_rows_write(&out_rows, &texts, csv, &e) ||
+        (have_kf && mb_meas_csv_rows_write(&out_kernels, &texts, kf.fp, &e))) {
+        rc = mb_cli_fail_err(1, &e);
         goto out_files;
     }
     /* both files or neither: a write error in one replaces none */
@@ -928,7 +908,7 @@ int mb_cmd_measure(int argc, char **argv)
     if (n_outs && mb_outfile_commit_all(outs, n_outs, &e)) { rc = mb_cli_fail_err(1, &e); goto out_files; }
     if (o.out_path && !o.quiet && !stop_signal) mb_cli_note("wrote %s (%d rows)", o.out_path, done_rows);
     if (row_errors)
-        mb_cli_fail(1, "%d of %d rows failed to run%s%s (a '# partial:' line for each in the file)", row_errors,
+        mb_cli_fail(1, "%d of %d rows failed to run%s%s (a 'partial:' line for each in the file's provenance column)", row_errors,
                     n_jobs, not_run ? " and the rest were not run" : "", o.out_path ? ": the others are kept" : "");
     if (noisy)
         fprintf(stderr, "membound: warning: %d of %d rows noisy: rerun them on a quieter machine\n",
@@ -948,14 +928,21 @@ int mb_cmd_measure(int argc, char **argv)
 
 out_files:
     free(partial);
+    mb_meas_csv_texts_free(&texts);
+    mb_meas_csv_rows_free(&out_rows);
+    mb_meas_csv_rows_free(&out_kernels);
     if (have_of) mb_outfile_abort(&of);
     if (have_kf) mb_outfile_abort(&kf);
     mb_meas_hostref_free(&href);
 out_jobs:
     free(rows);
     free(jobs);
-    for (int d = 0; d < MB_DTYPE_COUNT; d++) free_graphs(all_graphs[d], n_all[d]);
+    for (int d = 0; d < MB_DTYPE_COUNT; d++) {
+        free_graphs(all_graphs[d], n_all[d]);
+        free(all_exprs[d]);
+    }
 out:
     free(o.sizes);
+    mb_cli_inputs_free(&o.inputs);
     return rc;
 }

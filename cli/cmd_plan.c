@@ -25,24 +25,29 @@ int mb_rpt_find_gnuplot(char *buf, size_t bufsize, mb_err *err);
 static void usage(FILE *fp)
 {
     fprintf(fp,
-            "usage: membound plan [VARIANT|FILE.mb ...] [--expr EXPR] [options]\n"
+            "usage: membound plan [VARIANT|FILE.mb|--expr EXPR ...] [options]\n"
             "\n"
             "For a variant with a backward pass, which forward tensors to save and which\n"
             "to recompute in the backward kernel, chosen as a minimum cut of the joint\n"
             "forward-backward graph: the optimal plan against store and recompute, or\n"
             "with --frontier the least traffic for each budget of saved bytes.\n"
-            "With no VARIANT, every built-in variant that has a backward pass.\n"
+            "With no VARIANT, every built-in variant that has a backward pass. Variant\n"
+            "files, built-in names and --expr mix, in the order given; each name once.\n"
             "\n"
             "  --expr EXPR        an expression; add '\\nbackward' (a newline, then the word)\n"
-            "                     for its backward pass, e.g. $'y = sin(x)\\nbackward'\n"
+            "                     for its backward pass, e.g. $'y = sin(x)\\nbackward';\n"
+            "                     repeat it for several\n"
             "  --objective O      bytes (default): least traffic; time: least roofline time\n"
             "                     on --device (recomputing may cost more than it saves)\n"
             "  --frontier         the memory-traffic frontier instead of the three plans\n"
             "  --figure FILE      with --frontier: the figure (.png, .svg, .pdf) and its data\n"
             "                     beside it (FILE without extension + .dat)\n"
-            "  --device D         a device id or an INI spec, for the time column; h100-sxm\n"
+            "  --device LIST      device ids or INI specs, comma-separated, or 'all', for the\n"
+            "                     time column; h100-sxm (--devices: the same)\n"
             "  --n N              elements per tensor; default: the variant's lecture size\n"
-            "  --dtype T          f32 (default), bf16, f16\n"
+            "  --dtype LIST       f32 (default), bf16, f16, comma-separated: bf16,f32\n"
+            "  --plan LIST        of store, recompute, optimal (default: the three), in order;\n"
+            "                     eager too\n"
             "  --json | --csv     machine-readable output\n"
             "  -h, --help         this help\n"
             "\n"
@@ -54,7 +59,9 @@ typedef struct {
     mb_objective obj;
     int frontier;
     const char *figure;
-    mb_device dev;
+    mb_device dev;       /* the device being written (one of devs) */
+    mb_device *devs;
+    int n_devs;
 } plan_opts;
 
 /* A forward tensor's name for a table: the user's, else op@line:col. */
@@ -133,6 +140,8 @@ static void print_row(const plan_opts *o, const mb_graph *g, int64_t n, const ro
         json_object_set_new(j, "variant", json_string(g->name));
         json_object_set_new(j, "plan", json_string(r->label));
         json_object_set_new(j, "n", json_integer((json_int_t)n));
+        if (o->n_devs > 1) json_object_set_new(j, "device", json_string(o->dev.name));
+        if (o->a.n_dtypes > 1) json_object_set_new(j, "dtype", json_string(mb_dtype_name(o->a.dtype)));
         json_object_set_new(j, "saved", set_json(g, r->saved, r->n_saved));
         json_object_set_new(j, "saved_bytes", json_integer((json_int_t)r->saved_bytes));
         json_object_set_new(j, "traffic_bytes", json_integer((json_int_t)r->traffic_bytes));
@@ -141,7 +150,9 @@ static void print_row(const plan_opts *o, const mb_graph *g, int64_t n, const ro
         json_array_append_new(out, j);
     } else {
         char sb[32], tb[32], ts[32];
-        printf("%-18.18s %-10s %10s %10s %6.3gn %9.4g %10s  %s\n", g->name, r->label,
+        char name[64]; /* several dtypes: the row's after the name */
+        snprintf(name, sizeof name, o->a.n_dtypes > 1 ? "%s (%s)" : "%s", g->name, mb_dtype_name(o->a.dtype));
+        printf("%-18.18s %-10s %10s %10s %6.3gn %9.4g %10s  %s\n", name, r->label,
                mb_cli_fmt_bytes((double)r->saved_bytes, sb, sizeof sb),
                mb_cli_fmt_bytes((double)r->traffic_bytes, tb, sizeof tb), tensors, r->recompute_ops_pe,
                mb_cli_fmt_time(r->time_s, ts, sizeof ts), set);
@@ -151,11 +162,13 @@ static void print_row(const plan_opts *o, const mb_graph *g, int64_t n, const ro
 static int three_plans(const plan_opts *o, const mb_graph *g, int64_t n, json_t *out)
 {
     mb_err e;
-    for (int k = 0; k < 3; k++) {
+    static const mb_plan_kind three[] = {MB_PLAN_STORE, MB_PLAN_RECOMPUTE, MB_PLAN_OPTIMAL};
+    int np = o->a.plan_given ? o->a.n_plans : 3;
+    for (int k = 0; k < np; k++) { /* --plan's order, else store, recompute, optimal */
+        mb_plan_kind kind = o->a.plan_given ? o->a.plans[k] : three[k];
         mb_plan *p = NULL;
         int rc;
-        if (k == 0) rc = mb_plan_build(g, MB_PLAN_STORE, &p, &e);
-        else if (k == 1) rc = mb_plan_build(g, MB_PLAN_RECOMPUTE, &p, &e);
+        if (kind != MB_PLAN_OPTIMAL) rc = mb_plan_build(g, kind, &p, &e);
         else rc = mb_plan_build_optimal(g, o->obj, n, &o->dev, &p, &e);
         row r = {mb_plan_name(p ? p->kind : MB_PLAN_OPTIMAL), 0, 0, 0, 0, NULL, 0};
         if (!rc) rc = cost(p, n, &o->dev, &r, &e);
@@ -268,22 +281,28 @@ static int frontier(const plan_opts *o, const mb_graph *g, int64_t n, json_t *ou
     return rc;
 }
 
-static int parse_opts(plan_opts *o, int argc, char **argv, const char **expr)
+static int parse_opts(plan_opts *o, int argc, char **argv)
 {
     static const struct option opts[] = {
         {"expr", required_argument, 0, 'e'}, {"objective", required_argument, 0, 'o'},
         {"frontier", no_argument, 0, 'f'}, {"figure", required_argument, 0, 'F'},
-        {"device", required_argument, 0, 'd'}, {"n", required_argument, 0, 'n'},
-        {"dtype", required_argument, 0, 't'}, {"json", no_argument, 0, 'J'},
+        {"device", required_argument, 0, 'd'}, {"devices", required_argument, 0, 'd'},
+        {"n", required_argument, 0, 'n'},
+        {"dtype", required_argument, 0, 't'}, {"plan", required_argument, 0, 'p'},
+        {"json", no_argument, 0, 'J'},
         {"csv", no_argument, 0, 'C'}, {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
     const char *device = "h100-sxm";
     int c, rc;
-    mb_err e;
     opterr = 0;
     optind = 1;
-    while ((c = getopt_long(argc, argv, ":he:o:fF:d:n:t:JC", opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "-:he:o:fF:d:n:t:p:JC", opts, NULL)) != -1) {
         switch (c) {
-        case 'e': *expr = optarg; break;
+        case 1:
+        case 'e':
+        case 't':
+        case 'p':
+            if ((rc = mb_model_args_option(&o->a, c, optarg))) return rc;
+            break;
         case 'd': device = optarg; break;
         case 'f': o->frontier = 1; break;
         case 'F': o->figure = optarg; break;
@@ -297,9 +316,6 @@ static int parse_opts(plan_opts *o, int argc, char **argv, const char **expr)
             o->a.n_sizes = 1;
             if ((rc = mb_cli_size(optarg, &o->a.sizes[0]))) return rc;
             break;
-        case 't':
-            if ((rc = mb_cli_dtype(optarg, &o->a.dtype))) return rc;
-            break;
         case 'J':
         case 'C':
             if (o->a.fmt != MB_FMT_TABLE) return mb_cli_fail(2, "give one of --json and --csv");
@@ -310,57 +326,81 @@ static int parse_opts(plan_opts *o, int argc, char **argv, const char **expr)
         }
     }
     if (o->figure && !o->frontier) return mb_cli_fail(2, "--figure draws the frontier: add --frontier");
+    if (o->frontier && o->a.plan_given)
+        return mb_cli_fail(2, "--frontier lists the least traffic for each memory budget: --plan does not apply");
     if (o->frontier && o->obj == MB_OBJECTIVE_TIME)
         return mb_cli_fail(2, "--frontier lists traffic for each memory budget: --objective does not apply");
-    if ((rc = mb_device_find(device, &o->dev, &e))) return mb_cli_fail_err(rc, &e);
+    if ((rc = mb_cli_devices(device, &o->devs, &o->n_devs))) return rc;
+    o->dev = o->devs[0];
     return 0;
+}
+
+/* The header of the table or CSV, once (the table's: per device). */
+static void print_head(const plan_opts *o)
+{
+    if (o->a.fmt == MB_FMT_CSV)
+        printf("variant,plan,device,n,dtype,objective,saved_bytes,traffic_bytes,recompute_ops_per_elem,"
+               "time_s,saved\n");
+    else if (o->a.fmt == MB_FMT_TABLE)
+        printf("device %s, objective %s%s\n\n%-18s %-10s %10s %10s %7s %9s %10s  %s\n", o->dev.name,
+               mb_objective_name(o->obj), o->frontier ? ", frontier: least traffic for each saved budget" : "",
+               "variant", "plan", "saved", "traffic", "count", "recomp/el", "time", "saved set");
+}
+
+static void plan_opts_free(plan_opts *o)
+{
+    free(o->devs);
+    mb_model_args_free(&o->a);
 }
 
 int mb_cmd_plan(int argc, char **argv)
 {
     plan_opts o;
     memset(&o, 0, sizeof o);
-    const char *expr = NULL;
-    int rc = parse_opts(&o, argc, argv, &expr);
-    if (rc) { mb_model_args_free(&o.a); return rc < 0 ? 0 : rc; }
+    int rc = parse_opts(&o, argc, argv);
+    if (rc) { plan_opts_free(&o); return rc < 0 ? 0 : rc; }
     if (!mb_plan_optimal_available()) {
-        mb_model_args_free(&o.a);
+        plan_opts_free(&o);
         return mb_cli_fail(2, "plan: the optimal plan and the frontier need igraph (libigraph-dev), "
                            "which this build lacks: install it and rebuild");
     }
-    int named = optind < argc || expr;
-    if ((rc = mb_model_args_load(&o.a, argc, argv, optind, expr))) { mb_model_args_free(&o.a); return rc; }
+    int named = o.a.inputs.n > 0;
+    if ((rc = mb_model_args_load(&o.a))) { plan_opts_free(&o); return rc; }
     for (int i = 0; i < o.a.n_graphs && named; i++)
         if (!o.a.graphs[i]->has_backward) {
             rc = mb_cli_fail(2, "variant '%s' has no backward pass: nothing to save or recompute "
                              "(add 'backward' to it)", o.a.graphs[i]->name);
-            mb_model_args_free(&o.a);
+            plan_opts_free(&o);
             return rc;
         }
-    if (o.figure && o.a.n_graphs != 1) {
-        mb_model_args_free(&o.a);
-        return mb_cli_fail(2, "--figure draws one variant's frontier: name one variant");
+    if (o.figure && (o.a.n_graphs != 1 || o.n_devs != 1)) {
+        plan_opts_free(&o);
+        return mb_cli_fail(2, "--figure draws one variant's frontier on one device at one dtype: name one "
+                           "variant, one device and one dtype");
     }
+    mb_model_args_warn_memory(&o.a, o.devs, o.n_devs);
     json_t *out = json_array();
-    if (o.a.fmt == MB_FMT_CSV)
-        printf("variant,plan,device,n,dtype,objective,saved_bytes,traffic_bytes,recompute_ops_per_elem,"
-               "time_s,saved\n");
-    else if (o.a.fmt == MB_FMT_TABLE)
-        printf("device %s, objective %s%s\n\n%-18s %-10s %10s %10s %7s %9s %10s  %s\n", o.dev.name,
-               mb_objective_name(o.obj), o.frontier ? ", frontier: least traffic for each saved budget" : "",
-               "variant", "plan", "saved", "traffic", "count", "recomp/el", "time", "saved set");
-    for (int i = 0; i < o.a.n_graphs && !rc; i++) {
-        const mb_graph *g = o.a.graphs[i];
-        if (!g->has_backward) continue;
-        int64_t one;
-        const int64_t *sizes;
-        mb_model_args_sizes(&o.a, g, &sizes, &one);
-        rc = o.frontier ? frontier(&o, g, sizes[0], out) : three_plans(&o, g, sizes[0], out);
+    mb_dtype first_dtype = o.a.dtype;
+    for (int d = 0; d < o.n_devs && !rc; d++) {
+        o.dev = o.devs[d];
+        if (o.a.fmt == MB_FMT_TABLE && d) putchar('\n');
+        if (d == 0 || o.a.fmt == MB_FMT_TABLE) print_head(&o);
+        for (int i = 0; i < o.a.n_graphs && !rc; i++) {
+            const mb_graph *g = o.a.graphs[i];
+            if (!g->has_backward) continue;
+            o.a.dtype = mb_model_args_dtype(&o.a, i); /* the rows' dtype */
+            int64_t one;
+            const int64_t *sizes;
+            mb_model_args_sizes(&o.a, g, &sizes, &one);
+            rc = o.frontier ? frontier(&o, g, sizes[0], out) : three_plans(&o, g, sizes[0], out);
+        }
     }
+    o.a.dtype = first_dtype;
     if (!rc && o.a.fmt == MB_FMT_JSON) {
         json_t *root = json_object();
-        json_object_set_new(root, "device", json_string(o.dev.name));
-        json_object_set_new(root, "dtype", json_string(mb_dtype_name(o.a.dtype)));
+        /* several devices or dtypes: null here, each row has its own */
+        json_object_set_new(root, "device", o.n_devs == 1 ? json_string(o.devs[0].name) : json_null());
+        json_object_set_new(root, "dtype", o.a.n_dtypes == 1 ? json_string(mb_dtype_name(o.a.dtype)) : json_null());
         json_object_set_new(root, "objective", json_string(mb_objective_name(o.obj)));
         json_object_set_new(root, o.frontier ? "frontier" : "results", json_incref(out));
         char *s = json_dumps(root, JSON_INDENT(1) | JSON_REAL_PRECISION(12));
@@ -369,6 +409,6 @@ int mb_cmd_plan(int argc, char **argv)
         json_decref(root);
     }
     json_decref(out);
-    mb_model_args_free(&o.a);
+    plan_opts_free(&o);
     return rc;
 }

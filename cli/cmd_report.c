@@ -2,18 +2,20 @@
  * with the model, fits, draws the figures and writes the report. The work is
  * in reports/; this file parses options and prints the verdict summary. */
 #include "cli_common.h"
+#include "variant_inputs.h"
 #include "commands.h"
 #include "report.h"
 
 #include <getopt.h>
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static void usage(FILE *fp)
 {
     fprintf(fp,
-            "usage: membound report FILE.csv... [FILE.mb...] [--expr EXPR] [-o DIR] [options]\n"
+            "usage: membound report FILE.csv... [FILE.mb|--expr EXPR ...] [-o DIR] [options]\n"
             "\n"
             "Joins measurement CSVs (from 'membound measure') with the model, fits\n"
             "time = t0 + bytes / bandwidth per device and backend (GSL, 95%% intervals),\n"
@@ -28,13 +30,80 @@ static void usage(FILE *fp)
             "                     'name quick_gelu; y = x * sigmoid(1.702 * x)' (repeatable)\n"
             "  -o, --output DIR   output directory (default: membound-report)\n"
             "  --device SPEC      model every row on this device (table id or .ini file)\n"
-            "                     instead of the CSV's device column\n"
+            "                     instead of the CSV's device column; a device of another\n"
+            "                     kind than the rows' backend (a GPU for CPU rows) is refused\n"
             "  --formats LIST     figure formats besides png: png,svg,pdf (default: png)\n"
             "  --no-figures       write the figure data and scripts but do not run gnuplot\n"
             "  -h, --help         this help\n"
             "\n"
             "Without gnuplot (or with MEMBOUND_GNUPLOT not executable) everything else is\n"
             "written, the report says the figures are missing, and the exit status is 1.\n");
+}
+
+/* The output folder is usable and none of its files is an input (report -o
+ * . summary.csv); a --device of another kind than the rows is checked in
+ * read_inputs. 0 or an exit code after one error line. */
+static int check_args(const char *dir, const char *device, const mb_cli_inputs *in, const char **csvs, int n_csv)
+{
+    mb_err e;
+    if (n_csv == 0)
+        return mb_cli_fail(2, in->n ? "no measurement CSV given, only variant definitions"
+                                    : "no measurement CSV given (usage: membound report FILE.csv... -o DIR)");
+    int rc = mb_rpt_check_out_dir(dir, &e);
+    if (rc) return mb_cli_fail_err(rc, &e);
+    char outs[8][4200];
+    const char *out_ptrs[8];
+    int n_outs = 0;
+    for (; mb_rpt_report_files[n_outs] && n_outs < 8; n_outs++) {
+        snprintf(outs[n_outs], sizeof outs[n_outs], "%s/%s", dir, mb_rpt_report_files[n_outs]);
+        out_ptrs[n_outs] = outs[n_outs];
+    }
+    if (mb_outfile_check_distinct(out_ptrs, n_outs, csvs, n_csv, &e) ||
+        mb_outfile_check_distinct(out_ptrs, n_outs, &device, 1, &e))
+        return mb_cli_fail_err(2, &e);
+    return 0;
+}
+
+/* A --device whose kind (cpu or a GPU) is not the rows' backend's: a GPU's
+ * model does not describe a CPU's rows (measured/model would compare a CPU
+ * with a GPU), nor the other way round. MB_EINPUT naming the first such row. */
+static int device_kind_matches(const mb_rpt_set *s, const char *device, mb_err *e)
+{
+    mb_device d;
+    if (!device || mb_device_find(device, &d, e) != MB_OK) return MB_OK; /* join names a bad one */
+    int cpu = !strcmp(d.kind, "cpu");
+    for (int i = 0; i < s->n_rows; i++) {
+        const mb_rpt_row *r = &s->rows[i];
+        if (cpu == !strcmp(r->backend, "cpu")) continue;
+        return mb_err_set(e, MB_EINPUT, "%s:%d: --device %s is a %s but this row was measured on the %s "
+                          "backend: the model of one kind of device does not predict the other's times "
+                          "(no projection between them is made); give a %s spec, or leave --device out",
+                          r->file, r->line, device, cpu ? "CPU" : "GPU", r->backend, cpu ? "GPU" : "CPU");
+    }
+    return MB_OK;
+}
+
+/* Defines the variants (in order, a name given twice refused), reads the
+ * CSVs, joins and fits. 0 or an exit code after one error line. */
+static int read_inputs(mb_rpt_set *s, const mb_cli_inputs *in, const char **csvs, int n_csv, const char *device)
+{
+    mb_err e;
+    int rc = 0;
+    if (in->n) {
+        mb_graph **g = NULL;
+        int n = 0;
+        rc = mb_cli_inputs_load(in, MB_F32, &g, &n, NULL);
+        mb_cli_graphs_free(g, n);
+        if (rc) return rc;
+    }
+    for (int i = 0; i < in->n && !rc; i++) rc = mb_rpt_define_variant(s, in->v[i].arg, in->v[i].is_expr, &e);
+    for (int i = 0; i < n_csv && !rc; i++) rc = mb_rpt_read_csv(s, csvs[i], &e);
+    if (!rc && s->n_rows == 0)
+        rc = mb_err_set(&e, MB_EINPUT, "%s: per-kernel rows only: give the plan CSV too", s->files[0]);
+    if (!rc) rc = device_kind_matches(s, device, &e);
+    if (!rc) rc = mb_rpt_join(s, device, &e);
+    if (!rc) rc = mb_rpt_fit(s, &e);
+    return rc ? mb_cli_fail_err(rc == MB_EINPUT ? 2 : 1, &e) : 0;
 }
 
 int mb_cmd_report(int argc, char **argv)
@@ -44,71 +113,50 @@ int mb_cmd_report(int argc, char **argv)
         {"formats", required_argument, 0, 'f'}, {"no-figures", no_argument, 0, 'N'},
         {"expr", required_argument, 0, 'e'}, {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
     const char *dir = "membound-report", *device = NULL;
-    const char *exprs[16];
-    int n_exprs = 0;
+    mb_cli_inputs in = {0};  /* .mb files and --expr, in order */
+    const char **csvs = calloc((size_t)argc + 1, sizeof *csvs);
+    int n_csv = 0;
     unsigned formats = MB_RPT_PNG;
-    int render = 1, c;
+    int render = 1, c, rc = 0;
     mb_err e;
     opterr = 0;
     optind = 1;
-    while ((c = getopt_long(argc, argv, ":ho:e:", opts, NULL)) != -1) {
+    mb_rpt_set s;
+    mb_rpt_set_init(&s);
+    if (!csvs) return mb_cli_fail(1, "out of memory");
+    while ((c = getopt_long(argc, argv, "-:ho:e:", opts, NULL)) != -1) {
+        size_t len = c == 1 ? strlen(optarg) : 0;
         switch (c) {
+        case 1:
+            if (len > 3 && !strcmp(optarg + len - 3, ".mb")) {
+                if (mb_cli_inputs_add(&in, 0, optarg)) { rc = 1; goto free_args; }
+            } else {
+                csvs[n_csv++] = optarg;
+            }
+            break;
         case 'o': dir = optarg; break;
         case 'd': device = optarg; break;
         case 'f':
-            if (mb_rpt_parse_formats(optarg, &formats, &e)) return mb_cli_fail_err(2, &e);
+            if (mb_rpt_parse_formats(optarg, &formats, &e)) { rc = mb_cli_fail_err(2, &e); goto free_args; }
             formats |= MB_RPT_PNG; /* the report embeds PNGs */
             break;
         case 'N': render = 0; break;
         case 'e':
-            if (n_exprs == 16) return mb_cli_fail(2, "at most 16 --expr");
-            exprs[n_exprs++] = optarg;
+            if (mb_cli_inputs_add(&in, 1, optarg)) { rc = 1; goto free_args; }
             break;
-        case 'h': usage(stdout); return 0;
-        case ':': return mb_cli_fail(2, "option '%s' needs a value (see 'membound report --help')", argv[optind - 1]);
-        default: return mb_cli_fail(2, "unknown option '%s' (see 'membound report --help')", argv[optind - 1]);
+        case 'h': usage(stdout); goto free_args;
+        case ':': rc = mb_cli_fail(2, "option '%s' needs a value (see 'membound report --help')", argv[optind - 1]); goto free_args;
+        default: rc = mb_cli_fail(2, "unknown option '%s' (see 'membound report --help')", argv[optind - 1]); goto free_args;
         }
     }
-    if (optind >= argc) return mb_cli_fail(2, "no measurement CSV given (usage: membound report FILE.csv... -o DIR)");
-
-    /* the output folder, before any work: unusable, it is bad input */
-    int rc = mb_rpt_check_out_dir(dir, &e);
-    if (rc) return mb_cli_fail_err(rc, &e);
-    /* and none of its files may be an input (report -o . summary.csv) */
-    char outs[8][4200];
-    const char *out_ptrs[8];
-    int n_outs = 0;
-    for (; mb_rpt_report_files[n_outs] && n_outs < 8; n_outs++) {
-        snprintf(outs[n_outs], sizeof outs[n_outs], "%s/%s", dir, mb_rpt_report_files[n_outs]);
-        out_ptrs[n_outs] = outs[n_outs];
-    }
-    if (mb_outfile_check_distinct(out_ptrs, n_outs, (const char *const *)argv + optind, argc - optind, &e) ||
-        mb_outfile_check_distinct(out_ptrs, n_outs, &device, 1, &e))
-        return mb_cli_fail_err(2, &e);
-    mb_rpt_set s;
-    mb_rpt_set_init(&s);
-    /* variant definitions first: .mb files and --expr */
-    int n_csv = 0;
-    for (int i = optind; i < argc && !rc; i++) {
-        size_t len = strlen(argv[i]);
-        if (len > 3 && !strcmp(argv[i] + len - 3, ".mb")) rc = mb_rpt_define_variant(&s, argv[i], 0, &e);
-    }
-    for (int i = 0; i < n_exprs && !rc; i++) rc = mb_rpt_define_variant(&s, exprs[i], 1, &e);
-    for (int i = optind; i < argc && !rc; i++) {
-        size_t len = strlen(argv[i]);
-        if (len > 3 && !strcmp(argv[i] + len - 3, ".mb")) continue;
-        rc = mb_rpt_read_csv(&s, argv[i], &e);
-        n_csv++;
-    }
-    if (!rc && !n_csv) rc = mb_err_set(&e, MB_EINPUT, "no measurement CSV given, only variant definitions");
-    if (!rc && s.n_rows == 0)
-        rc = mb_err_set(&e, MB_EINPUT, "%s: per-kernel rows only: give the plan CSV too",
-                        s.files[0]);
-    if (!rc) rc = mb_rpt_join(&s, device, &e);
-    if (!rc) rc = mb_rpt_fit(&s, &e);
-    if (rc) {
+    rc = check_args(dir, device, &in, csvs, n_csv);
+    if (!rc) rc = read_inputs(&s, &in, csvs, n_csv, device);
+free_args:
+    mb_cli_inputs_free(&in);
+    free(csvs);
+    if (rc || c == 'h') {
         mb_rpt_set_free(&s);
-        return mb_cli_fail_err(rc == MB_EINPUT ? 2 : 1, &e);
+        return rc;
     }
     char figdir[2048];
     snprintf(figdir, sizeof figdir, "%s/figures", dir);

@@ -1,9 +1,11 @@
-/* model_args.c — shared option handling of `model` and `whatif`. */
+/* model_args.c — shared option handling of `model`, `whatif` and `plan`. */
 #include "model_args.h"
 
 #include "cli_common.h"
 
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 enum { MB_ARG_PLAN = 1, MB_ARG_SIZES = 2, MB_ARG_DTYPE = 4, MB_ARG_FMT = 8 };
 
@@ -25,6 +27,8 @@ int mb_model_args_option(mb_model_args *a, int c, const char *arg)
 {
     unsigned bit;
     switch (c) {
+    case 1: return mb_cli_inputs_add(&a->inputs, 0, arg);
+    case 'e': return mb_cli_inputs_add(&a->inputs, 1, arg);
     case 'p': bit = MB_ARG_PLAN; break;
     case 'n': case 's': bit = MB_ARG_SIZES; break;
     case 't': bit = MB_ARG_DTYPE; break;
@@ -42,8 +46,7 @@ int mb_model_args_option(mb_model_args *a, int c, const char *arg)
     int rc = 0;
     switch (c) {
     case 'p':
-        if (mb_plan_parse(arg, &a->plan) != MB_OK)
-            return mb_cli_fail(2, "unknown plan '%s' (plans: eager, fused, store, recompute, optimal)", arg);
+        if ((rc = mb_cli_plans(arg, a->plans, &a->n_plans))) return rc;
         a->plan_given = 1;
         return 0;
     case 'n':
@@ -54,46 +57,46 @@ int mb_model_args_option(mb_model_args *a, int c, const char *arg)
     case 's':
         if ((rc = mb_cli_parse_sizes(arg, &a->sizes, &a->n_sizes, &e))) return mb_cli_fail_err(rc, &e);
         return 0;
-    case 't': return mb_cli_dtype(arg, &a->dtype);
+    case 't':
+        if ((rc = mb_cli_dtypes(arg, a->dtypes, &a->n_dtypes))) return rc;
+        a->dtype = a->dtypes[0];
+        return 0;
     case 'J': a->fmt = MB_FMT_JSON; return 0;
     default: a->fmt = MB_FMT_CSV; return 0;
     }
 }
 
-int mb_model_args_load(mb_model_args *a, int argc, char **argv, int first, const char *expr)
+int mb_model_args_load(mb_model_args *a)
 {
     mb_err e;
-    if (expr) {
-        if (first < argc)
-            return mb_cli_fail(2, "give either variants or --expr, not both ('%s')", argv[first]);
-        a->graphs = calloc(1, sizeof *a->graphs);
-        if (!a->graphs) return mb_cli_fail(1, "out of memory");
-        int rc = mb_parse_expr(expr, a->dtype, &a->graphs[0], &e);
-        if (rc) return mb_cli_fail_err(rc, &e);
-        mb_cli_graph_warning(a->graphs[0]);
-        a->n_graphs = 1;
-    } else {
-        char (*names)[MB_NAME_MAX];
-        int count, rc = mb_cli_variant_names(argc, argv, first, &names, &count, &e);
-        if (rc) return mb_cli_fail_err(rc, &e);
-        a->graphs = calloc((size_t)count, sizeof *a->graphs);
-        if (!a->graphs) { free(names); return mb_cli_fail(1, "out of memory"); }
-        for (int i = 0; i < count; i++) {
-            rc = mb_variant_load(names[i], a->dtype, &a->graphs[i], &e);
-            if (rc) { free(names); return mb_cli_fail_err(rc, &e); }
-            mb_cli_graph_warning(a->graphs[i]);
-            a->n_graphs = i + 1;
+    if (a->n_dtypes == 0) a->dtypes[a->n_dtypes++] = a->dtype;
+    mb_graph **per[MB_DTYPE_COUNT] = {0};
+    int cnt[MB_DTYPE_COUNT] = {0}, rc = 0;
+    for (int d = 0; d < a->n_dtypes && !rc; d++)
+        rc = mb_cli_inputs_load(&a->inputs, a->dtypes[d], &per[d], &cnt[d], NULL);
+    int n = cnt[0];
+    if (!rc && !(a->graphs = calloc((size_t)(n * a->n_dtypes) + 1, sizeof *a->graphs)))
+        rc = mb_cli_fail(1, "out of memory");
+    for (int i = 0; !rc && i < n; i++) /* input-major: a variant's dtypes side by side */
+        for (int d = 0; d < a->n_dtypes; d++) {
+            a->graphs[a->n_graphs++] = per[d][i];
+            per[d][i] = NULL;
         }
-        free(names);
-    }
-    if (a->plan_given)
-        for (int i = 0; i < a->n_graphs; i++)
-            if (!mb_plan_supported(a->graphs[i], a->plan)) {
+    for (int d = 0; d < a->n_dtypes; d++) mb_cli_graphs_free(per[d], cnt[d]);
+    if (rc) return rc;
+    for (int i = 0; a->plan_given && i < a->n_graphs; i++)
+        for (int k = 0; k < a->n_plans; k++)
+            if (!mb_plan_supported(a->graphs[i], a->plans[k])) {
                 mb_plan *p;
-                int rc = mb_plan_build(a->graphs[i], a->plan, &p, &e); /* fails: names the valid plans */
+                rc = mb_plan_build(a->graphs[i], a->plans[k], &p, &e); /* fails: names the valid plans */
                 return mb_cli_fail_err(rc ? rc : 2, &e);
             }
     return 0;
+}
+
+mb_dtype mb_model_args_dtype(const mb_model_args *a, int i)
+{
+    return a->dtypes[a->n_dtypes > 0 ? i % a->n_dtypes : 0];
 }
 
 int mb_model_args_sizes(const mb_model_args *a, const mb_graph *g, const int64_t **sizes, int64_t *one)
@@ -106,11 +109,47 @@ int mb_model_args_sizes(const mb_model_args *a, const mb_graph *g, const int64_t
 
 int mb_model_args_plans(const mb_model_args *a, const mb_graph *g, mb_plan_kind plans[MB_PLAN_COUNT])
 {
-    if (a->plan_given) { plans[0] = a->plan; return 1; }
+    if (a->plan_given) {
+        memcpy(plans, a->plans, (size_t)a->n_plans * sizeof *plans);
+        return a->n_plans;
+    }
     int n = 0;
     for (int k = 0; k < MB_PLAN_COUNT; k++)
         if (mb_plan_supported(g, (mb_plan_kind)k)) plans[n++] = (mb_plan_kind)k;
     return n;
+}
+
+void mb_model_args_warn_memory(const mb_model_args *a, const mb_device *devs, int n_devs)
+{
+    for (int i = 0; i < a->n_graphs; i++) {
+        const mb_graph *g = a->graphs[i];
+        int64_t one, n = 0;
+        const int64_t *sizes;
+        int ns = mb_model_args_sizes(a, g, &sizes, &one);
+        for (int s = 0; s < ns; s++)
+            if (sizes[s] > n) n = sizes[s];
+        double bytes = 0; /* what every plan holds: the inputs and the outputs */
+        for (int k = 0; k < g->n_inputs; k++) bytes += (double)mb_tensor_bytes(g, g->inputs[k], n);
+        for (int k = 0; k < g->n_outputs; k++) bytes += (double)mb_tensor_bytes(g, g->outputs[k], n);
+        char list[512] = "", b1[32];
+        int over = 0, last = -1;
+        size_t len = 0;
+        for (int d = 0; d < n_devs; d++) {
+            if (!(devs[d].mem_gb > 0) || bytes <= devs[d].mem_gb * 1e9) continue;
+            if (++over <= 3 && len < sizeof list)
+                len += (size_t)snprintf(list + len, sizeof list - len, "%s%s's %.0f GB", over > 1 ? ", " : "",
+                                        devs[d].name, devs[d].mem_gb);
+            last = d;
+        }
+        if (!over) continue;
+        char where[640];
+        if (n_devs == 1) snprintf(where, sizeof where, "%s's %.0f GB of memory", devs[last].name, devs[last].mem_gb);
+        else snprintf(where, sizeof where, "the memory of %d of %d devices (%s%s)", over, n_devs, list,
+                      over > 3 ? ", ..." : "");
+        mb_cli_warn("%s (%s) at n = %lld: its inputs and outputs alone take %s, more than %s: the figures are "
+                    "for a size %s cannot hold", g->name, mb_dtype_name(mb_model_args_dtype(a, i)), (long long)n,
+                    mb_cli_fmt_bytes(bytes, b1, sizeof b1), where, over > 1 ? "those devices" : "the device");
+    }
 }
 
 void mb_model_args_free(mb_model_args *a)
@@ -118,4 +157,5 @@ void mb_model_args_free(mb_model_args *a)
     for (int i = 0; i < a->n_graphs; i++) mb_graph_free(a->graphs[i]);
     free(a->graphs);
     free(a->sizes);
+    mb_cli_inputs_free(&a->inputs);
 }

@@ -1,19 +1,24 @@
-/* model_args.h — the options `model` and `whatif` share: variants or
- * --expr, plans, dtype, sizes, output format. Parses, loads the graphs and
- * reports bad input; computes nothing. */
+/* model_args.h — the options `model`, `whatif` and `plan` share: variants
+ * and --expr (in any mix, in order), plans, dtypes, sizes, output format.
+ * Parses, loads the graphs and reports bad input; computes nothing. */
 #ifndef MB_CLI_MODEL_ARGS_H
 #define MB_CLI_MODEL_ARGS_H
 
 #include "membound_model.h"
+#include "variant_inputs.h"
 
 typedef enum { MB_FMT_TABLE = 0, MB_FMT_CSV, MB_FMT_JSON } mb_out_format;
 
 typedef struct {
-    mb_graph **graphs;
+    mb_cli_inputs inputs; /* variant files, built-in names, --expr, in order */
+    mb_graph **graphs;    /* each input at each dtype: input-major, dtypes in --dtype's order */
     int n_graphs;
     int plan_given;
-    mb_plan_kind plan;
-    mb_dtype dtype;
+    mb_plan_kind plans[MB_PLAN_COUNT]; /* --plan's list, in order */
+    int n_plans;
+    mb_dtype dtype;       /* the first of dtypes */
+    mb_dtype dtypes[MB_DTYPE_COUNT];
+    int n_dtypes;
     int64_t *sizes;      /* from --n / --sizes; NULL: each variant's own */
     int n_sizes;
     mb_out_format fmt;
@@ -22,22 +27,31 @@ typedef struct {
     int given_as[4];     /* the option code that set each bit, for messages */
 } mb_model_args;
 
-/* Handles one option shared by `model` and `whatif`, by its getopt code:
- * 'p' --plan, 'n' --n, 's' --sizes, 't' --dtype, 'J' --json, 'C' --csv.
- * Returns 0 when handled, -1 when c is none of them, or an exit code after
- * printing one error line: a bad value, an option given twice, or one that
- * conflicts with an earlier one (--n with --sizes, --json with --csv). */
+/* Handles one option shared by `model`, `whatif` and `plan`, by its getopt
+ * code: 1 a variant (getopt's "-" mode: non-options in order), 'e' --expr,
+ * 'p' --plan LIST, 'n' --n, 's' --sizes, 't' --dtype LIST, 'J' --json,
+ * 'C' --csv. Returns 0 when handled, -1 when c is none of them, or an exit
+ * code after printing one error line: a bad value, an option given twice, or
+ * one that conflicts with an earlier one (--n with --sizes, --json with --csv). */
 int mb_model_args_option(mb_model_args *a, int c, const char *arg);
 
-/* Loads the graphs named in argv[first..] (or all built-ins, or expr when
- * non-NULL). Returns 0, or an exit code after printing one error line. */
-int mb_model_args_load(mb_model_args *a, int argc, char **argv, int first, const char *expr);
+/* Loads the graphs of the inputs (or all built-ins when none), at each
+ * dtype. Returns 0, or an exit code after printing one error line. */
+int mb_model_args_load(mb_model_args *a);
 
 /* Sizes to use for graph g: the given ones, or its default (2^24 if none). */
 int mb_model_args_sizes(const mb_model_args *a, const mb_graph *g, const int64_t **sizes, int64_t *one);
 
 /* Plans to run for g, in order; returns their count. */
 int mb_model_args_plans(const mb_model_args *a, const mb_graph *g, mb_plan_kind plans[MB_PLAN_COUNT]);
+
+/* The --dtype graph i was loaded at. */
+mb_dtype mb_model_args_dtype(const mb_model_args *a, int i);
+
+/* Warns, one line per variant and dtype, when the inputs and outputs of a
+ * graph at its largest size exceed the memory (mem_gb > 0) of devices of
+ * devs: the model's figures are then for a size they cannot hold. */
+void mb_model_args_warn_memory(const mb_model_args *a, const mb_device *devs, int n_devs);
 
 void mb_model_args_free(mb_model_args *a);
 

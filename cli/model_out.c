@@ -101,22 +101,39 @@ void mb_model_table_row(FILE *fp, const mb_model_row *r, int with_device, int pe
     }
 }
 
-void mb_model_csv_header(FILE *fp)
+void mb_model_csv_header(FILE *fp, const char *more)
 {
     fprintf(fp, "device,variant,plan,dtype,n,kernels,read_bytes,write_bytes,dram_read_bytes,"
                 "dram_write_bytes,saved_bytes,flops,sfu_ops,time_s,mem_s,compute_s,launch_s,bound,"
-                "bandwidth_gbs,bandwidth_source\n");
+                "bandwidth_gbs,bandwidth_source%s\n", more ? more : "");
 }
 
-void mb_model_csv_row(FILE *fp, const mb_model_row *r)
+/* A name as a CSV field: quoted (RFC 4180) when it holds a comma or quote. */
+static void csv_name(FILE *fp, const char *s)
+{
+    if (!strpbrk(s, ",\"\n\r")) {
+        fputs(s, fp);
+    } else {
+        fputc('"', fp);
+        for (; *s; s++) {
+            if (*s == '"') fputc('"', fp);
+            fputc(*s == '\n' || *s == '\r' ? ' ' : *s, fp);
+        }
+        fputc('"', fp);
+    }
+    fputc(',', fp);
+}
+
+void mb_model_csv_row(FILE *fp, const mb_model_row *r, const char *more)
 {
     const mb_cost *t = &r->est.total;
-    fprintf(fp, "%s,%s,%s,%s,%lld,%d,%lld,%lld,%lld,%lld,%lld,%.17g,%.17g,%.9g,%.9g,%.9g,%.9g,%s,%.6g,%s\n",
-            r->dev->name, r->g->name, mb_plan_name(r->plan->kind), mb_model_row_dtype(r),
+    csv_name(fp, r->dev->name);
+    fprintf(fp, "%s,%s,%s,%lld,%d,%lld,%lld,%lld,%lld,%lld,%.17g,%.17g,%.9g,%.9g,%.9g,%.9g,%s,%.6g,%s%s\n",
+            r->g->name, mb_plan_name(r->plan->kind), mb_model_row_dtype(r),
             (long long)r->n, r->plan->n_kernels, (long long)t->read_bytes, (long long)t->write_bytes,
             (long long)t->dram_read_bytes, (long long)t->dram_write_bytes, (long long)r->est.saved_bytes,
             t->flops, t->sfu_ops, t->time_s, t->mem_s, t->compute_s, t->launch_s,
-            mb_bound_name(t->bound), r->est.bandwidth_gbs, r->est.bandwidth_source);
+            mb_bound_name(t->bound), r->est.bandwidth_gbs, r->est.bandwidth_source, more ? more : "");
 }
 
 static json_t *cost_json(const mb_cost *c)

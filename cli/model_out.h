@@ -33,8 +33,10 @@ double mb_model_row_elements(const mb_model_row *r);
 /* The inputs' dtype, or "mixed" when they differ. */
 const char *mb_model_row_dtype(const mb_model_row *r);
 
-void mb_model_csv_header(FILE *fp);
-void mb_model_csv_row(FILE *fp, const mb_model_row *r);
+/* The model's CSV: header and rows, one line each; more (NULL: none) is
+ * appended to the line: whatif's ",speedup_vs_eager" and its values. */
+void mb_model_csv_header(FILE *fp, const char *more);
+void mb_model_csv_row(FILE *fp, const mb_model_row *r, const char *more);
 
 /* The design's result object; with_device adds "device". New reference, or
  * NULL when a value could not be stored (no memory, or a figure that is not

@@ -271,10 +271,12 @@ static int emit_node(sbuf *b, const mb_kern_pnode *pn, int v)
         return 0;
     }
     const mb_op_info *in = mb_op_info_of(pn->op);
-    if (pn->op == MB_OP_POW) { /* mb_op_powf's x*x and x*x*x; other exponents interpret */
-        if (pn->vb >= 0 || pn->va < 0 || (pn->sb != 2.0f && pn->sb != 3.0f)) return -1;
+    if (pn->op == MB_OP_POW) { /* mb_op_powf's x, x*x and x*x*x; other exponents interpret
+                                  (x**1: PyTorch's backward of x**2 is 2 x.pow(1) grad) */
+        if (pn->vb >= 0 || pn->va < 0 || (pn->sb != 1.0f && pn->sb != 2.0f && pn->sb != 3.0f)) return -1;
         sb_printf(b, "    vf v%d[G];\n    for (int u = 0; u < G; u++) v%d[u] = ", v, v);
-        if (pn->sb == 2.0f) sb_printf(b, "V_MUL(v%d[u], v%d[u]);\n", pn->va, pn->va);
+        if (pn->sb == 1.0f) sb_printf(b, "v%d[u];\n", pn->va);
+        else if (pn->sb == 2.0f) sb_printf(b, "V_MUL(v%d[u], v%d[u]);\n", pn->va, pn->va);
         else sb_printf(b, "V_MUL(V_MUL(v%d[u], v%d[u]), v%d[u]);\n", pn->va, pn->va, pn->va);
         return 0;
     }

@@ -106,7 +106,7 @@ void mb_kern_sincos_apply(const float *a, float *sin_out, float *cos_out, int64_
 
 /* Compiled fused kernels. A kernel of the blocked executor that evaluates
  * two or more nodes, reads and writes only f32 and uses ops with a vector
- * form (every op but relu, abs, step, sign, and pow other than x**2, x**3)
+ * form (every op but relu, abs, step, sign, and pow other than x**1, x**2, x**3)
  * is generated as C and built with a C compiler on first use into a
  * per-user cache, keyed by a hash of its source, compiler, flags and target
  * CPU; later runs and processes load it from there (only from a folder and

@@ -80,11 +80,10 @@ typedef Sleef___m256_2 vf2;
 #define MB_V_NEG(x) V_MUL(V_SET(-1.0f), (x))
 #define MB_V_COPY(x) (x)
 #define MB_V_RECIPROCAL(x) V_DIV(V_SET(1.0f), (x))
-/* erf(x) and 2 / sqrt(pi) exp(-x^2): op_math.h's erf and erf_grad */
+/* erf(x): op_math.h's erf */
 #define MB_V_ERF(x) V_ERF(x)
 /* x > 20 ? x : log1p(exp(x)): op_math.h's softplus */
 #define MB_V_SOFTPLUS(x) V_GT_SELECT((x), 20.0f, (x), V_LOG1P(V_EXP(x)))
-#define MB_V_ERF_GRAD(x) V_MUL(V_SET(1.12837916709551257390f), V_EXP(V_MUL(V_SUB(V_SET(0.0f), (x)), (x))))
 #define MB_V_RSQRT(x) V_DIV(V_SET(1.0f), V_SQRT(x))
 #define MB_V_SIGMOID(x) V_DIV(V_SET(1.0f), V_ADD(V_SET(1.0f), V_EXP(V_SUB(V_SET(0.0f), (x)))))
 #define MB_V_GELU(x) V_MUL(V_MUL(V_SET(0.5f), (x)), V_ERFC(V_MUL((x), V_SET(-0.70710678118654752440f))))

@@ -1,5 +1,7 @@
-/* csv.c — measurement records as CSV (the design's column contract) with
- * leading '#' provenance lines. Does not open or commit files (mb_outfile). */
+/* csv.c — measurement records as CSV (the design's column contract): a
+ * header, then one row per line, no comment lines; the provenance, the
+ * device spec and the variant texts in the text columns of every row
+ * (MB_MEAS_CSV_TEXT_COLUMNS). Does not open or commit files (mb_outfile). */
 #define _POSIX_C_SOURCE 200809L
 #include "measure.h"
 
@@ -70,24 +72,6 @@ void mb_meas_provenance_fill(mb_meas_provenance *pv, const mb_meas_config *c)
     if (c) mb_meas_settings_str(c, NULL, pv->settings, sizeof pv->settings);
 }
 
-void mb_meas_csv_provenance(FILE *fp, const mb_meas_provenance *pv)
-{
-    fprintf(fp, "# membound measurement\n");
-    if (pv->cpu_model[0]) fprintf(fp, "# cpu: %s\n", pv->cpu_model);
-    if (pv->host[0]) fprintf(fp, "# host: %s\n", pv->host);
-    if (pv->compiler[0]) fprintf(fp, "# compiler: %s\n", pv->compiler);
-    fprintf(fp, "# git_commit: %s\n", pv->git_commit[0] ? pv->git_commit : "unknown");
-    if (pv->date[0]) fprintf(fp, "# date: %s\n", pv->date);
-    if (pv->settings[0]) fprintf(fp, "# settings: %s\n", pv->settings);
-    const char *e = pv->extra;
-    while (*e) {
-        const char *nl = strchr(e, '\n');
-        int len = nl ? (int)(nl - e) : (int)strlen(e);
-        if (len > 0) fprintf(fp, "# %.*s\n", len, e);
-        e += len + (nl ? 1 : 0);
-    }
-}
-
 /* The contract's columns, from their one definition (membound_model.h). */
 #define MB_CSV_NAME(name, required) "," #name
 static const char *const columns = &(MB_MEAS_CSV_COLUMNS(MB_CSV_NAME))[1];
@@ -97,24 +81,27 @@ static const char *const columns = &(MB_MEAS_CSV_COLUMNS(MB_CSV_NAME))[1];
  * readers find columns by name, so older readers skip them. */
 static const char *const extra_columns = MB_MEAS_CSV_CONTENDED_COLUMN "," MB_MEAS_CSV_HOST_COLUMNS
                                           "," MB_MEAS_CSV_HOST_MODEL_COLUMN "," MB_MEAS_CSV_MODES_COLUMNS
-                                          "," MB_MEAS_CSV_COUNT_COLUMNS "," MB_MEAS_CSV_ACCURACY_COLUMN;
+                                          "," MB_MEAS_CSV_COUNT_COLUMNS "," MB_MEAS_CSV_ACCURACY_COLUMN
+                                          "," MB_MEAS_CSV_TEXT_COLUMNS;
 
 void mb_meas_csv_header(FILE *fp, int per_kernel)
 {
     fprintf(fp, "%s%s,%s\n", columns, per_kernel ? ",kernel" : "", extra_columns);
 }
 
-/* A text field, quoted (RFC 4180) when it holds a comma, quote or newline. */
+/* A text field, quoted (RFC 4180) when it holds a comma, quote or space at
+ * either end; a newline becomes a space (one row, one line). */
 static void field(FILE *fp, const char *s)
 {
-    if (!strpbrk(s, ",\"\n\r")) {
+    size_t len = strlen(s);
+    if (!strpbrk(s, ",\"\n\r") && !(len && (s[0] == ' ' || s[len - 1] == ' '))) {
         fputs(s, fp);
         return;
     }
     fputc('"', fp);
     for (; *s; s++) {
         if (*s == '"') fputc('"', fp);
-        fputc(*s, fp);
+        fputc(*s == '\n' || *s == '\r' ? ' ' : *s, fp);
     }
     fputc('"', fp);
 }
@@ -125,7 +112,15 @@ static void num(FILE *fp, double v)
     fprintf(fp, "%.9g", v);
 }
 
-void mb_meas_csv_row(FILE *fp, const mb_meas_record *r, int per_kernel)
+/* The text of variant name in t, or "" (is_expr tells which column). */
+static const char *var_text(const mb_meas_csv_texts *t, const char *name, int is_expr)
+{
+    for (int i = 0; t && i < t->n_vars; i++)
+        if (!strcmp(t->vars[i].name, name)) return t->vars[i].is_expr == is_expr ? t->vars[i].text : "";
+    return "";
+}
+
+void mb_meas_csv_row(FILE *fp, const mb_meas_record *r, int per_kernel, const mb_meas_csv_texts *t)
 {
     field(fp, r->device); fputc(',', fp);
     field(fp, r->backend); fputc(',', fp);
@@ -163,49 +158,147 @@ void mb_meas_csv_row(FILE *fp, const mb_meas_record *r, int per_kernel)
     num(fp, r->upper_mode_share); fputc(',', fp);
     num(fp, r->count_err); fputc(',', fp);
     field(fp, r->count_check); fputc(',', fp);
-    field(fp, r->accuracy);
+    field(fp, r->accuracy); fputc(',', fp);
+    field(fp, var_text(t, r->variant, 0)); fputc(',', fp);
+    field(fp, var_text(t, r->variant, 1)); fputc(',', fp);
+    field(fp, t && t->spec ? t->spec : ""); fputc(',', fp);
+    field(fp, t && t->prov ? t->prov : "");
     fputc('\n', fp);
 }
 
-/* Writes text as "# key: line" lines (name, when given, after the key). */
-static void prov_lines(FILE *fp, const char *key, const char *name, const char *text)
+/* Appends text to the escaped string *dst (malloc'ed, NULL at first): a
+ * newline as "\n", a backslash as "\\", carriage returns dropped; sep
+ * ("\n" or "") first when *dst is not empty. Returns MB_ERUN when memory
+ * runs out. */
+static int esc_append(char **dst, const char *sep, const char *text)
 {
-    while (*text) {
-        size_t len = strcspn(text, "\n");
-        int l = len > 0 && text[len - 1] == '\r' ? (int)len - 1 : (int)len;
-        fprintf(fp, "# %s%s%s: %.*s\n", key, name ? " " : "", name ? name : "", l, text);
-        text += len + (text[len] == '\n');
-    }
+    size_t old = *dst ? strlen(*dst) : 0, add = 2 * (strlen(text) + strlen(sep)) + 1;
+    char *t = realloc(*dst, old + add);
+    if (!t) return MB_ERUN;
+    char *w = t + old;
+    const char *src[2] = {old ? sep : "", text};
+    for (int k = 0; k < 2; k++)
+        for (const char *c = src[k]; *c; c++) {
+            if (*c == '\r') continue;
+            if (*c == '\n' || *c == '\\') *w++ = '\\';
+            *w++ = *c == '\n' ? 'n' : *c;
+        }
+    *w = '\0';
+    *dst = t;
+    return MB_OK;
 }
 
-int mb_meas_csv_embed(FILE *fp, const mb_device *dev, mb_graph *const *graphs, int n_graphs,
-                      const char *expr, mb_err *err)
+int mb_meas_csv_texts_add(mb_meas_csv_texts *t, const char *line)
 {
+    char *one = strdup(line);
+    if (!one) return MB_ERUN;
+    for (char *c = one; *c; c++)
+        if (*c == '\n' || *c == '\r') *c = ' ';
+    int rc = esc_append(&t->prov, "\n", one);
+    free(one);
+    return rc;
+}
+
+void mb_meas_csv_texts_free(mb_meas_csv_texts *t)
+{
+    free(t->spec);
+    free(t->prov);
+    for (int i = 0; i < t->n_vars; i++) free(t->vars[i].text);
+    free(t->vars);
+    memset(t, 0, sizeof *t);
+}
+
+/* The provenance lines of pv, in the order the '#' lines had. */
+static int prov_init(mb_meas_csv_texts *t, const mb_meas_provenance *pv)
+{
+    struct { const char *key, *val; } kv[] = {
+        {"cpu", pv->cpu_model}, {"host", pv->host}, {"compiler", pv->compiler},
+        {"git_commit", pv->git_commit[0] ? pv->git_commit : "unknown"}, {"date", pv->date},
+        {"settings", pv->settings}};
+    char line[1200];
+    for (size_t i = 0; i < sizeof kv / sizeof kv[0]; i++) {
+        if (!kv[i].val[0]) continue;
+        snprintf(line, sizeof line, "%s: %s", kv[i].key, kv[i].val);
+        if (mb_meas_csv_texts_add(t, line)) return MB_ERUN;
+    }
+    for (const char *e = pv->extra; *e;) {
+        size_t len = strcspn(e, "\n");
+        if (len > 0) {
+            snprintf(line, sizeof line, "%.*s", (int)len, e);
+            if (mb_meas_csv_texts_add(t, line)) return MB_ERUN;
+        }
+        e += len + (e[len] == '\n');
+    }
+    return MB_OK;
+}
+
+/* A variant file's text, read back: MB_OK and *out (malloc'ed), or MB_ERUN. */
+static int read_back(const char *path, char **out, mb_err *err)
+{
+    FILE *in = fopen(path, "rb");
+    if (!in) return mb_err_set(err, MB_ERUN, "%s: cannot read back: %s", path, strerror(errno));
+    size_t len = 0;
+    FILE *mem = open_memstream(out, &len);
+    char buf[4096];
+    size_t got;
+    while (mem && (got = fread(buf, 1, sizeof buf, in)) > 0) fwrite(buf, 1, got, mem);
+    fclose(in);
+    if (!mem || fclose(mem) != 0) { free(*out); *out = NULL; return mb_err_set(err, MB_ERUN, "out of memory"); }
+    return MB_OK;
+}
+
+int mb_meas_csv_texts_init(mb_meas_csv_texts *t, const mb_meas_provenance *pv, const mb_device *dev,
+                           mb_graph *const *graphs, const char *const *exprs, int n_graphs, mb_err *err)
+{
+    memset(t, 0, sizeof *t);
     char *spec = mb_device_ini_text(dev, err);
     if (!spec) return MB_EINPUT;
-    prov_lines(fp, MB_MEAS_PROV_SPEC, NULL, spec);
+    int rc = esc_append(&t->spec, "", spec);
     free(spec);
+    if (!rc) rc = prov_init(t, pv);
+    if (!rc && n_graphs > 0 && !(t->vars = calloc((size_t)n_graphs, sizeof *t->vars))) rc = MB_ERUN;
+    if (rc) { mb_meas_csv_texts_free(t); return mb_err_set(err, MB_ERUN, "out of memory"); }
     for (int i = 0; i < n_graphs; i++) {
         const mb_graph *g = graphs[i];
         int dup = 0;
-        for (int k = 0; k < i; k++) dup |= !strcmp(graphs[k]->name, g->name);
+        for (int k = 0; k < t->n_vars; k++) dup |= !strcmp(t->vars[k].name, g->name);
         if (dup) continue;
-        if (!strcmp(g->path, "<expr>")) {
-            prov_lines(fp, MB_MEAS_PROV_EXPR, g->name, expr ? expr : "");
-            continue;
-        }
-        FILE *in = fopen(g->path, "rb");
-        if (!in) return mb_err_set(err, MB_ERUN, "%s: cannot read back: %s", g->path, strerror(errno));
+        const char *expr = exprs ? exprs[i] : NULL;
         char *text = NULL;
-        size_t len = 0;
-        FILE *mem = open_memstream(&text, &len);
-        char buf[4096];
-        size_t got;
-        while (mem && (got = fread(buf, 1, sizeof buf, in)) > 0) fwrite(buf, 1, got, mem);
-        fclose(in);
-        if (!mem || fclose(mem) != 0) { free(text); return mb_err_set(err, MB_ERUN, "out of memory"); }
-        prov_lines(fp, MB_MEAS_PROV_VARIANT, g->name, text);
+        if (!expr && (rc = read_back(g->path, &text, err))) { mb_meas_csv_texts_free(t); return rc; }
+        mb_meas_csv_var *v = &t->vars[t->n_vars++];
+        snprintf(v->name, sizeof v->name, "%s", g->name);
+        v->is_expr = expr != NULL;
+        rc = esc_append(&v->text, "", expr ? expr : text);
         free(text);
+        if (rc) { mb_meas_csv_texts_free(t); return mb_err_set(err, MB_ERUN, "out of memory"); }
     }
     return MB_OK;
+}
+
+int mb_meas_csv_rows_add(mb_meas_csv_rows *b, const mb_meas_record *r)
+{
+    if (b->n == b->cap) {
+        int cap = b->cap ? 2 * b->cap : 64;
+        mb_meas_record *p = realloc(b->rows, (size_t)cap * sizeof *p);
+        if (!p) return MB_ERUN;
+        b->rows = p;
+        b->cap = cap;
+    }
+    b->rows[b->n++] = *r;
+    return MB_OK;
+}
+
+int mb_meas_csv_rows_write(const mb_meas_csv_rows *b, const mb_meas_csv_texts *t, FILE *fp, mb_err *err)
+{
+    mb_meas_csv_header(fp, b->per_kernel);
+    for (int i = 0; i < b->n; i++) mb_meas_csv_row(fp, &b->rows[i], b->per_kernel, t);
+    if (ferror(fp)) return mb_err_set(err, MB_ERUN, "writing the CSV: %s", strerror(errno));
+    return MB_OK;
+}
+
+void mb_meas_csv_rows_free(mb_meas_csv_rows *b)
+{
+    free(b->rows);
+    memset(b, 0, sizeof *b);
 }

@@ -5,6 +5,7 @@
 
 #include <ctype.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* Rounds a derived figure (fraction of peak x peak) to whole GB/s, in a
@@ -419,11 +420,38 @@ int mb_device_find(const char *id_or_path, mb_device *out, mb_err *err)
 double mb_device_bandwidth_gbs(const mb_device *d, const char **source)
 {
     if (d->measured_bandwidth_gbs > 0) {
-        if (source) *source = "measured";
+        if (source) *source = d->measured_derived ? "derived" : "measured";
         return d->measured_bandwidth_gbs;
     }
     if (source) *source = "datasheet";
     return d->mem_bandwidth_gbs;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+double mb_device_derive_bandwidth(const mb_device *d, double *fraction, double *lo, double *hi, int *rows)
+{
+    enum { N = sizeof device_table / sizeof device_table[0] };
+    double f[N];
+    int n = 0;
+    for (int i = 0; i < N; i++) {
+        const mb_device *t = &device_table[i];
+        if (!strcmp(t->kind, d->kind) && t->measured_bandwidth_gbs > 0 && t->mem_bandwidth_gbs > 0 &&
+            !t->measured_derived)
+            f[n++] = t->measured_bandwidth_gbs / t->mem_bandwidth_gbs;
+    }
+    if (rows) *rows = n;
+    if (n == 0 || !(d->mem_bandwidth_gbs > 0)) return 0;
+    qsort(f, (size_t)n, sizeof f[0], cmp_double);
+    double med = n % 2 ? f[n / 2] : 0.5 * (f[n / 2 - 1] + f[n / 2]);
+    if (fraction) *fraction = med;
+    if (lo) *lo = f[0];
+    if (hi) *hi = f[n - 1];
+    return med * d->mem_bandwidth_gbs;
 }
 
 /* Last-level cache bytes the traffic model uses: the resident figure when

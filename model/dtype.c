@@ -25,12 +25,12 @@ int mb_dtype_parse(const char *s, mb_dtype *out)
 
 /* One row per op, from op_table.h. */
 #define MB_OP_ROW_(E, name, arity, kind, spell, flops, sfu, cls, der, dop, saves, vform, flags,   \
-                   weight, pre, post, mag)                                                         \
+                   weight, pre, post, mag, bwd)                                                    \
     [MB_OP_##E] = {name,  arity, kind,      spell,         {flops, sfu}, cls, der, MB_OP_##dop,   \
-                   saves, #vform, (flags), weight, pre, post, mag},
+                   saves, #vform, (flags), weight, pre, post, mag, bwd},
 static const mb_op_info op_rows[MB_OP_COUNT] = {
     [MB_OP_INPUT] = {"input", 0, MB_OPK_INPUT, MB_SPELL_NONE, {0, 0}, MB_COST_ARITH, MB_DER_NONE,
-                     MB_OP_INPUT, MB_SAVES_NONE, "MB_V_NONE", 0, 0, NULL, NULL, MB_MAG_VALUE},
+                     MB_OP_INPUT, MB_SAVES_NONE, "MB_V_NONE", 0, 0, NULL, NULL, MB_MAG_VALUE, NULL},
     MB_OP_TABLE(MB_OP_ROW_)
 };
 #undef MB_OP_ROW_

@@ -88,6 +88,7 @@ typedef struct mb_op_info {
     int call_weight;
     const char *probe_pre, *probe_post;
     mb_op_mag mag;
+    const char *bwd_kernel; /* PyTorch's fused backward kernel, NULL: composite */
 } mb_op_info;
 
 /* The row of op (MB_OP_INPUT's for INPUT and for an op out of range). */
@@ -311,6 +312,9 @@ typedef struct mb_device {
                                      do not drift together), 1e9 elements/s */
     char source[768];             /* where the numbers come from */
     char measured_at[256];        /* optional: host and date of calibration */
+    int measured_derived;         /* 1: measured_bandwidth_gbs was derived
+                                     (mb_device_derive_bandwidth), not measured;
+                                     never read from or written to a spec */
 } mb_device;
 
 int mb_device_count(void);
@@ -335,8 +339,18 @@ char *mb_device_ini_text(const mb_device *d, mb_err *err);
 int mb_device_load_ini_text(const char *text, const char *name, mb_device *out, mb_err *err);
 
 /* Bandwidth the model uses: measured when known, else datasheet. *source is
- * set to "measured" or "datasheet" when non-NULL. */
+ * set to "measured", "derived" (measured_derived) or "datasheet" when non-NULL. */
 double mb_device_bandwidth_gbs(const mb_device *d, const char **source);
+
+/* The table's rule for a measured bandwidth, applied to a spec that has
+ * none: the table's measured_bandwidth_gbs is a streaming benchmark's
+ * fraction of the datasheet peak times that peak (device_table.c), so a
+ * device of d's kind without a benchmark gets the median of those fractions
+ * over the table's rows of that kind that have one, times its datasheet
+ * peak. Returns that bandwidth (GB/s), 0 when the table has no such row or d
+ * no datasheet figure; *fraction, *lo, *hi (the fractions' range) and *rows
+ * (how many) when non-NULL. */
+double mb_device_derive_bandwidth(const mb_device *d, double *fraction, double *lo, double *hi, int *rows);
 
 /* Bytes of last-level cache the cache-aware traffic model uses:
  * cache_resident_mb when > 0, else cache_mb, in MiB x 2^20. */
@@ -409,12 +423,24 @@ void mb_device_at_rates(const mb_device *d, double bandwidth_factor, double op_f
 #define MB_MEAS_HOST_DRIFTED(copy_ratio, op_ratio) \
     (MB_MEAS_DRIFTED(copy_ratio) || MB_MEAS_DRIFTED(op_ratio))
 
-/* Provenance lines that make a CSV self-contained, "# KEY: line" and
- * "# KEY NAME: line", one per line of the text: the INI spec of the device
- * the model columns used, a variant file's text, an --expr string. */
+/* Last, the texts that make a CSV self-contained (a CSV moved alone still
+ * reports): on every row, the text of the row's variant (variant_text: a
+ * variant file's; variant_expr: an --expr string; the other one empty), the
+ * INI spec of the device the model columns used (device_spec) and the run's
+ * provenance (provenance: "key: value" lines: cpu, host, compiler,
+ * git_commit, date, settings, backend, model_device, memory; GPU clocks,
+ * driver and counters; host_check; one "partial: ..." per row that failed or
+ * was not run). Each is one CSV field on the row's line: a newline is
+ * written as the two characters \n and a backslash as \\ (carriage
+ * returns dropped), then quoted as RFC 4180 says. Before these columns a
+ * CSV carried the same texts as '#' lines, "# KEY: line" and
+ * "# KEY NAME: line" with the keys below; report reads both forms. */
 #define MB_MEAS_PROV_SPEC "device_spec"
 #define MB_MEAS_PROV_VARIANT "variant_text"
 #define MB_MEAS_PROV_EXPR "variant_expr"
+#define MB_MEAS_PROV_LINES "provenance"
+#define MB_MEAS_CSV_TEXT_COLUMNS \
+    MB_MEAS_PROV_VARIANT "," MB_MEAS_PROV_EXPR "," MB_MEAS_PROV_SPEC "," MB_MEAS_PROV_LINES
 
 /* ---- traffic and time ------------------------------------------------- */
 

@@ -7,7 +7,7 @@
  * It does not define the math (op_math.h) or the enum's users' logic.
  *
  * X(E, name, arity, kind, spell, flops, sfu, cls, der, dop, saves, vform, flags, weight,
- *   probe_pre, probe_post, mag)
+ *   probe_pre, probe_post, mag, bwd)
  *   E        enum suffix: MB_OP_<E>
  *   name     the spelling (language function, CSV, INI key op_<name>_geps)
  *   arity    1 or 2 operands
@@ -45,6 +45,12 @@
  *   mag      magnitude rule of the float64 reference's error bound
  *            (reference.c): MB_MAG_SUM, MB_MAG_PROD, MB_MAG_QUOT, MB_MAG_PASS,
  *            MB_MAG_VALUE
+ *   bwd      the eager backward's kernels, as PyTorch's derivative formula
+ *            for the op launches them (torch 1.13, derivatives.yaml): the
+ *            name of its one fused backward kernel ("sigmoid_backward": the
+ *            op's backward nodes are one kernel), or NULL: composite, every
+ *            backward node its own kernel (cos: sin, neg, mul), in the order
+ *            autodiff.c builds them
  *
  * Order: the enum follows the rows (MB_OP_INPUT = 0 first); a cached spec
  * names ops by spelling, so rows may be inserted anywhere. */
@@ -54,74 +60,71 @@
 /* clang-format off */
 #define MB_OP_TABLE(X)                                                                                 \
     X(ADD, "add", 2, MB_OPK_MAP, MB_SPELL_OPERATOR, 1, 0, MB_COST_ARITH, MB_DER_CODE, INPUT,            \
-      MB_SAVES_NONE, V_ADD, MB_OPF_JIT, 0, "(", " + x)", MB_MAG_SUM)                                    \
+      MB_SAVES_NONE, V_ADD, MB_OPF_JIT, 0, "(", " + x)", MB_MAG_SUM, NULL)                                    \
     X(SUB, "sub", 2, MB_OPK_MAP, MB_SPELL_OPERATOR, 1, 0, MB_COST_ARITH, MB_DER_CODE, INPUT,            \
-      MB_SAVES_NONE, V_SUB, MB_OPF_JIT, 0, "(", " - x)", MB_MAG_SUM)                                    \
+      MB_SAVES_NONE, V_SUB, MB_OPF_JIT, 0, "(", " - x)", MB_MAG_SUM, NULL)                                    \
     X(MUL, "mul", 2, MB_OPK_MAP, MB_SPELL_OPERATOR, 1, 0, MB_COST_ARITH, MB_DER_CODE, INPUT,            \
-      MB_SAVES_X, V_MUL, MB_OPF_JIT, 0, "(", " * x)", MB_MAG_PROD)                                      \
+      MB_SAVES_X, V_MUL, MB_OPF_JIT, 0, "(", " * x)", MB_MAG_PROD, NULL)                                      \
     /* rcp + 2 FMA refinement */                                                                       \
     X(DIV, "div", 2, MB_OPK_MAP, MB_SPELL_OPERATOR, 2, 1, MB_COST_SFU, MB_DER_CODE, INPUT,              \
-      MB_SAVES_X, V_DIV, MB_OPF_JIT | MB_OPF_POSITIVE, 0, "(", " / x)", MB_MAG_QUOT)                    \
+      MB_SAVES_X, V_DIV, MB_OPF_JIT | MB_OPF_POSITIVE, 0, "(", " / x)", MB_MAG_QUOT, NULL)                    \
     /* general case: lg2, mul, ex2 */                                                                  \
     X(POW, "pow", 2, MB_OPK_MAP, MB_SPELL_OPERATOR, 2, 2, MB_COST_ARITH, MB_DER_CODE, INPUT,            \
-      MB_SAVES_XY, V_POW, MB_OPF_POW, 0, NULL, NULL, MB_MAG_VALUE)                                      \
+      MB_SAVES_XY, V_POW, MB_OPF_POW, 0, NULL, NULL, MB_MAG_VALUE, NULL)                                      \
     X(NEG, "neg", 1, MB_OPK_MAP, MB_SPELL_OPERATOR, 1, 0, MB_COST_ARITH, MB_DER_CODE, INPUT,            \
-      MB_SAVES_NONE, MB_V_NEG, MB_OPF_JIT, 0, "(-", ")", MB_MAG_PASS)                                   \
+      MB_SAVES_NONE, MB_V_NEG, MB_OPF_JIT, 0, "(-", ")", MB_MAG_PASS, NULL)                                   \
     X(SIN, "sin", 1, MB_OPK_MAP, MB_SPELL_CALL, 4, 1, MB_COST_SFU, MB_DER_G_OP_X, COS,                  \
-      MB_SAVES_X, V_SIN, MB_OPF_VEC | MB_OPF_JIT, 1, "sin(", ")", MB_MAG_VALUE)                         \
+      MB_SAVES_X, V_SIN, MB_OPF_VEC | MB_OPF_JIT, 1, "sin(", ")", MB_MAG_VALUE, NULL)                         \
     X(COS, "cos", 1, MB_OPK_MAP, MB_SPELL_CALL, 4, 1, MB_COST_SFU, MB_DER_CODE, INPUT,                  \
-      MB_SAVES_X, V_COS, MB_OPF_VEC | MB_OPF_JIT, 1, "cos(", ")", MB_MAG_VALUE)                         \
+      MB_SAVES_X, V_COS, MB_OPF_VEC | MB_OPF_JIT, 1, "cos(", ")", MB_MAG_VALUE, NULL)                         \
     X(TAN, "tan", 1, MB_OPK_MAP, MB_SPELL_CALL, 6, 3, MB_COST_SFU, MB_DER_CODE, INPUT,                  \
-      MB_SAVES_Y, V_TAN, MB_OPF_VEC | MB_OPF_JIT, 2, "tan(", ")", MB_MAG_VALUE)                         \
+      MB_SAVES_Y, V_TAN, MB_OPF_VEC | MB_OPF_JIT, 2, "tan(", ")", MB_MAG_VALUE, NULL)                         \
     X(TANH, "tanh", 1, MB_OPK_MAP, MB_SPELL_CALL, 2, 1, MB_COST_SFU, MB_DER_CODE, INPUT,                \
-      MB_SAVES_Y, V_TANH, MB_OPF_VEC | MB_OPF_JIT, 2, "tanh(", ")", MB_MAG_VALUE)                       \
+      MB_SAVES_Y, V_TANH, MB_OPF_VEC | MB_OPF_JIT, 2, "tanh(", ")", MB_MAG_VALUE, "tanh_backward")                       \
     X(EXP, "exp", 1, MB_OPK_MAP, MB_SPELL_CALL, 2, 1, MB_COST_SFU, MB_DER_G_Y, INPUT,                   \
-      MB_SAVES_Y, V_EXP, MB_OPF_VEC | MB_OPF_JIT, 1, "exp(", ")", MB_MAG_VALUE)                         \
+      MB_SAVES_Y, V_EXP, MB_OPF_VEC | MB_OPF_JIT, 1, "exp(", ")", MB_MAG_VALUE, NULL)                         \
     X(LOG, "log", 1, MB_OPK_MAP, MB_SPELL_CALL, 2, 1, MB_COST_SFU, MB_DER_G_DIV_X, INPUT,               \
-      MB_SAVES_X, V_LOG, MB_OPF_VEC | MB_OPF_JIT | MB_OPF_POSITIVE, 1, "log(", ")", MB_MAG_VALUE)       \
+      MB_SAVES_X, V_LOG, MB_OPF_VEC | MB_OPF_JIT | MB_OPF_POSITIVE, 1, "log(", ")", MB_MAG_VALUE, NULL)       \
     X(SQRT, "sqrt", 1, MB_OPK_MAP, MB_SPELL_CALL, 1, 1, MB_COST_SFU, MB_DER_CODE, INPUT,                \
-      MB_SAVES_Y, V_SQRT, MB_OPF_VEC | MB_OPF_JIT | MB_OPF_POSITIVE, 0, "sqrt(", ")", MB_MAG_VALUE)     \
+      MB_SAVES_Y, V_SQRT, MB_OPF_VEC | MB_OPF_JIT | MB_OPF_POSITIVE, 0, "sqrt(", ")", MB_MAG_VALUE, NULL)     \
     X(RSQRT, "rsqrt", 1, MB_OPK_MAP, MB_SPELL_CALL, 0, 1, MB_COST_SFU, MB_DER_CODE, INPUT,              \
-      MB_SAVES_Y, MB_V_RSQRT, MB_OPF_VEC | MB_OPF_JIT | MB_OPF_POSITIVE, 0, "rsqrt(", ")", MB_MAG_VALUE) \
+      MB_SAVES_Y, MB_V_RSQRT, MB_OPF_VEC | MB_OPF_JIT | MB_OPF_POSITIVE, 0, "rsqrt(", ")", MB_MAG_VALUE, NULL) \
     /* ex2 + rcp */                                                                                    \
     X(SIGMOID, "sigmoid", 1, MB_OPK_MAP, MB_SPELL_CALL, 3, 2, MB_COST_SFU, MB_DER_CODE, INPUT,          \
-      MB_SAVES_Y, MB_V_SIGMOID, MB_OPF_VEC | MB_OPF_JIT, 2, "sigmoid(", ")", MB_MAG_VALUE)              \
+      MB_SAVES_Y, MB_V_SIGMOID, MB_OPF_VEC | MB_OPF_JIT, 2, "sigmoid(", ")", MB_MAG_VALUE, "sigmoid_backward")              \
     X(RELU, "relu", 1, MB_OPK_MAP, MB_SPELL_CALL, 1, 0, MB_COST_ARITH, MB_DER_G_OP_Y, STEP,             \
-      MB_SAVES_Y, MB_V_NONE, 0, 0, NULL, NULL, MB_MAG_VALUE)                                            \
+      MB_SAVES_Y, MB_V_NONE, 0, 0, NULL, NULL, MB_MAG_VALUE, "threshold_backward")                                            \
     X(ABS, "abs", 1, MB_OPK_MAP, MB_SPELL_CALL, 1, 0, MB_COST_ARITH, MB_DER_G_OP_X, SIGN,               \
-      MB_SAVES_X, MB_V_NONE, 0, 0, NULL, NULL, MB_MAG_PASS)                                             \
+      MB_SAVES_X, MB_V_NONE, 0, 0, NULL, NULL, MB_MAG_PASS, NULL)                                             \
     /* exact (erf) GELU; erf polynomial */                                                             \
     X(GELU, "gelu", 1, MB_OPK_LIBRARY, MB_SPELL_CALL, 12, 1, MB_COST_SFU, MB_DER_G_OP_X, GELU_GRAD,     \
-      MB_SAVES_X, MB_V_GELU, MB_OPF_VEC | MB_OPF_JIT, 2, "gelu(", ")", MB_MAG_VALUE)                    \
+      MB_SAVES_X, MB_V_GELU, MB_OPF_VEC | MB_OPF_JIT, 2, "gelu(", ")", MB_MAG_VALUE, "gelu_backward")                    \
     /* copy(x): a new tensor equal to x, as torch's clone() */                                         \
     X(COPY, "copy", 1, MB_OPK_MAP, MB_SPELL_CALL, 0, 0, MB_COST_ARITH, MB_DER_PASS, INPUT,              \
-      MB_SAVES_NONE, MB_V_COPY, MB_OPF_JIT, 0, NULL, NULL, MB_MAG_PASS)                                 \
+      MB_SAVES_NONE, MB_V_COPY, MB_OPF_JIT, 0, NULL, NULL, MB_MAG_PASS, NULL)                                 \
     /* 1 / x: PyTorch evaluates scalar / tensor as reciprocal then mul; rcp + refinement */            \
     X(RECIPROCAL, "reciprocal", 1, MB_OPK_MAP, MB_SPELL_NONE, 2, 1, MB_COST_SFU, MB_DER_CODE, INPUT,    \
-      MB_SAVES_Y, MB_V_RECIPROCAL, MB_OPF_JIT | MB_OPF_POSITIVE, 0, NULL, NULL, MB_MAG_VALUE)           \
+      MB_SAVES_Y, MB_V_RECIPROCAL, MB_OPF_JIT | MB_OPF_POSITIVE, 0, NULL, NULL, MB_MAG_VALUE, NULL)           \
     /* torch.erf; an erf polynomial, an exp in the tails */                                            \
-    X(ERF, "erf", 1, MB_OPK_MAP, MB_SPELL_CALL, 10, 1, MB_COST_SFU, MB_DER_G_OP_X, ERF_GRAD,            \
-      MB_SAVES_X, MB_V_ERF, MB_OPF_VEC | MB_OPF_JIT, 1, "erf(", ")", MB_MAG_VALUE)                      \
+    X(ERF, "erf", 1, MB_OPK_MAP, MB_SPELL_CALL, 10, 1, MB_COST_SFU, MB_DER_CODE, INPUT,            \
+      MB_SAVES_X, MB_V_ERF, MB_OPF_VEC | MB_OPF_JIT, 1, "erf(", ")", MB_MAG_VALUE, NULL)                      \
     /* F.softplus (beta 1, threshold 20): ex2, lg2 */                                                  \
     X(SOFTPLUS, "softplus", 1, MB_OPK_LIBRARY, MB_SPELL_CALL, 4, 2, MB_COST_SFU, MB_DER_G_OP_X, SIGMOID, \
-      MB_SAVES_X, MB_V_SOFTPLUS, MB_OPF_VEC | MB_OPF_JIT, 2, "softplus(", ")", MB_MAG_VALUE)            \
+      MB_SAVES_X, MB_V_SOFTPLUS, MB_OPF_VEC | MB_OPF_JIT, 2, "softplus(", ")", MB_MAG_VALUE, "softplus_backward")            \
     /* F.silu, x sigmoid(x): ex2, rcp, mul */                                                          \
     X(SILU, "silu", 1, MB_OPK_LIBRARY, MB_SPELL_CALL, 4, 2, MB_COST_SFU, MB_DER_G_OP_X, SILU_GRAD,      \
-      MB_SAVES_X, MB_V_SILU, MB_OPF_VEC | MB_OPF_JIT, 2, "silu(", ")", MB_MAG_VALUE)                    \
+      MB_SAVES_X, MB_V_SILU, MB_OPF_VEC | MB_OPF_JIT, 2, "silu(", ")", MB_MAG_VALUE, "silu_backward")                    \
     /* autodiff's helpers: 1 where x > 0, else 0 (relu'); -1, 0, 1 (abs') */                           \
     X(STEP, "step", 1, MB_OPK_MAP, MB_SPELL_NONE, 1, 0, MB_COST_ARITH, MB_DER_NONE, INPUT,              \
-      MB_SAVES_NONE, MB_V_NONE, 0, 0, NULL, NULL, MB_MAG_VALUE)                                         \
+      MB_SAVES_NONE, MB_V_NONE, 0, 0, NULL, NULL, MB_MAG_VALUE, NULL)                                         \
     X(SIGN, "sign", 1, MB_OPK_MAP, MB_SPELL_NONE, 2, 0, MB_COST_ARITH, MB_DER_NONE, INPUT,              \
-      MB_SAVES_NONE, MB_V_NONE, 0, 0, NULL, NULL, MB_MAG_VALUE)                                         \
+      MB_SAVES_NONE, MB_V_NONE, 0, 0, NULL, NULL, MB_MAG_VALUE, NULL)                                         \
     /* d gelu(x) / dx */                                                                               \
     X(GELU_GRAD, "gelu_grad", 1, MB_OPK_MAP, MB_SPELL_NONE, 16, 2, MB_COST_SFU, MB_DER_NONE, INPUT,     \
-      MB_SAVES_NONE, MB_V_GELU_GRAD, MB_OPF_VEC | MB_OPF_JIT, 2, NULL, NULL, MB_MAG_VALUE)              \
-    /* d erf(x) / dx = 2 / sqrt(pi) exp(-x^2) */                                                       \
-    X(ERF_GRAD, "erf_grad", 1, MB_OPK_MAP, MB_SPELL_NONE, 3, 1, MB_COST_SFU, MB_DER_NONE, INPUT,        \
-      MB_SAVES_NONE, MB_V_ERF_GRAD, MB_OPF_VEC | MB_OPF_JIT, 1, NULL, NULL, MB_MAG_VALUE)               \
+      MB_SAVES_NONE, MB_V_GELU_GRAD, MB_OPF_VEC | MB_OPF_JIT, 2, NULL, NULL, MB_MAG_VALUE, NULL)              \
     /* d silu(x) / dx = s (1 + x (1 - s)), s = sigmoid(x) */                                           \
     X(SILU_GRAD, "silu_grad", 1, MB_OPK_MAP, MB_SPELL_NONE, 6, 2, MB_COST_SFU, MB_DER_NONE, INPUT,      \
-      MB_SAVES_NONE, MB_V_SILU_GRAD, MB_OPF_VEC | MB_OPF_JIT, 2, NULL, NULL, MB_MAG_VALUE)
+      MB_SAVES_NONE, MB_V_SILU_GRAD, MB_OPF_VEC | MB_OPF_JIT, 2, NULL, NULL, MB_MAG_VALUE, NULL)
 /* clang-format on */
 
 #endif

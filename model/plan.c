@@ -63,8 +63,10 @@ static int new_kernel(mb_plan *p, const char *name, int is_backward, const ivec 
     return 0;
 }
 
-/* Eager: one kernel per forward op; backward nodes grouped by the forward op
- * they differentiate; each gradient accumulation its own kernel. */
+/* Eager: one kernel per forward op; in the backward, what PyTorch launches:
+ * one kernel for the nodes of an op with a fused backward kernel (op_table.h's
+ * bwd column: sigmoid_backward), else one per node (autodiff.c builds them in
+ * PyTorch's order), and each gradient accumulation its own kernel. */
 static int group_eager(mb_plan *p)
 {
     const mb_graph *g = p->g;
@@ -79,15 +81,14 @@ static int group_eager(mb_plan *p)
     while (i < g->n_nodes && !rc) {
         if (g->nodes[i].op == MB_OP_INPUT) { i++; continue; }
         int origin = g->nodes[i].origin;
+        const char *fused = origin >= 0 ? mb_op_info_of(g->nodes[origin].op)->bwd_kernel : NULL;
         cur.n = 0;
-        char name[MB_NAME_MAX];
-        if (origin < 0) {
-            rc = ivec_push(&cur, i++);
-            snprintf(name, sizeof name, "add_grad");
-        } else {
+        const char *name = origin < 0 ? "add_grad" : fused ? fused : mb_op_name(g->nodes[i].op);
+        if (fused) {
             while (i < g->n_nodes && g->nodes[i].op != MB_OP_INPUT && g->nodes[i].origin == origin && !rc)
                 rc = ivec_push(&cur, i++);
-            snprintf(name, sizeof name, "%s_bwd", mb_op_name(g->nodes[origin].op));
+        } else {
+            rc = ivec_push(&cur, i++);
         }
         if (!rc) rc = new_kernel(p, name, 1, &cur);
     }

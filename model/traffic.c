@@ -117,14 +117,14 @@ static int evaluated_nodes(const mb_graph *g, const mb_kernel *K, unsigned char 
 }
 
 /* 1 when node a has a form in compiled kernels (kernels/jit_cpu.c): op_table.h's
- * MB_OPF_JIT, and pow by a constant 2 or 3 (mb_op_powf's products). */
+ * MB_OPF_JIT, and pow by a constant 1, 2 or 3 (mb_op_powf's x and products). */
 static int op_compiles(const mb_node *a)
 {
     for (int s = 0; s < mb_op_arity(a->op); s++)
         if (a->arg[s] < 0 && !isfinite((float)a->scalar[s])) return 0; /* as the executor holds it */
     if (a->op == MB_OP_POW)
         return a->arg[0] >= 0 && a->arg[1] < 0 &&
-               ((float)a->scalar[1] == 2.0f || (float)a->scalar[1] == 3.0f);
+               ((float)a->scalar[1] == 1.0f || (float)a->scalar[1] == 2.0f || (float)a->scalar[1] == 3.0f);
     return (mb_op_info_of(a->op)->flags & MB_OPF_JIT) != 0;
 }
 

@@ -1,6 +1,8 @@
 /* csv.c — reads measurement CSVs (design.md, "Measurement records") into
- * mb_rpt_row records, keeping "#" provenance lines. Columns are found by
- * name. Does not interpret rows against the model (join.c does). */
+ * mb_rpt_row records, with their provenance, device spec and variant texts:
+ * in the text columns of each row (MB_MEAS_CSV_TEXT_COLUMNS), or, in files
+ * written before them, in "#" lines. Columns are found by name. Does not
+ * interpret rows against the model (join.c does). */
 #include "report_int.h"
 
 #include <ctype.h>
@@ -14,7 +16,7 @@
  * then the per-kernel files' "kernel". Required ones must be in the header. */
 #define MB_COL_ENUM(name, required) C_##name,
 enum { MB_MEAS_CSV_COLUMNS(MB_COL_ENUM) C_KERNEL, C_CONTENDED, C_HOST_GBS, C_HOST_RATIO, C_HOST_OP,
-       C_LO_MODE, C_HI_MODE, C_HI_SHARE, C_COUNT_CHECK, C_COUNT };
+       C_LO_MODE, C_HI_MODE, C_HI_SHARE, C_COUNT_CHECK, C_VTEXT, C_VEXPR, C_SPEC, C_PROV, C_COUNT };
 #undef MB_COL_ENUM
 #define MB_COL_ROW(name, required) {#name, required},
 static const struct {
@@ -27,7 +29,10 @@ static const struct {
                       {"time_s_lower_mode", 0}, {"time_s_upper_mode", 0}, {"upper_mode_share", 0},
                       /* MB_MEAS_CSV_COUNT_COLUMNS: the harness's verdict (count_err is
                          re-derived by join.c as resid_bytes_rel) */
-                      {"count_check", 0}};
+                      {"count_check", 0},
+                      /* MB_MEAS_CSV_TEXT_COLUMNS */
+                      {MB_MEAS_PROV_VARIANT, 0}, {MB_MEAS_PROV_EXPR, 0}, {MB_MEAS_PROV_SPEC, 0},
+                      {MB_MEAS_PROV_LINES, 0}};
 #undef MB_COL_ROW
 /* short names for the parser below */
 enum {
@@ -162,6 +167,7 @@ void mb_rpt_set_free(mb_rpt_set *s)
     free(s->verdicts);
     for (int i = 0; i < s->n_files; i++) free(s->specs ? s->specs[i] : NULL);
     free(s->specs);
+    free(s->spec_lines);
     for (int i = 0; i < s->n_vars; i++) free(s->vars[i].text);
     free(s->vars);
     memset(s, 0, sizeof *s);
@@ -324,6 +330,82 @@ static int parse_row(ctx *c, const int *pos, field *f, int nf, mb_rpt_row *r)
     return MB_OK;
 }
 
+/* Undoes the text columns' escape in place: "\n" a newline, "\\" a
+ * backslash (any other backslash kept as it is). */
+static void unescape(char *t)
+{
+    char *w = t;
+    for (const char *r = t; *r; r++) {
+        if (*r == '\\' && (r[1] == 'n' || r[1] == '\\')) {
+            *w++ = r[1] == 'n' ? '\n' : '\\';
+            r++;
+            continue;
+        }
+        *w++ = *r;
+    }
+    *w = '\0';
+}
+
+/* The variant text a row carries: the first row of a variant in a file
+ * defines it, later rows must carry the same text (or none). */
+static int row_variant_text(mb_rpt_set *s, int file, ctx *c, const char *variant, field *fv, int is_expr)
+{
+    unescape(fv->s);
+    for (int i = 0; i < s->n_vars; i++) {
+        mb_rpt_vardef *v = &s->vars[i];
+        if (v->file != file || strcmp(v->name, variant) != 0) continue;
+        if ((v->is_expr == is_expr && v->text && !strcmp(v->text, fv->s))) return MB_OK;
+        return mb_err_set(c->err, MB_EINPUT, "%s:%d:%d: column '%s': a second text of variant '%s' (the "
+                          "first is on line %d): one text per variant in a file", c->path, c->line, fv->col,
+                          is_expr ? MB_MEAS_PROV_EXPR : MB_MEAS_PROV_VARIANT, variant, v->line);
+    }
+    int rc = MB_OK;
+    for (char *line = fv->s, *nl; line && !rc; line = nl ? nl + 1 : NULL) {
+        nl = strchr(line, '\n');
+        if (nl) *nl = '\0';
+        rc = rpt_add_embedded(s, file, c->line, variant, is_expr, line, c->err);
+    }
+    return rc;
+}
+
+/* The text columns of one row (after parse_row): its variant's text, the
+ * file's device spec (one per file) and provenance lines (kept once per
+ * distinct value: every row repeats them). *last_prov: the provenance field
+ * last kept (owned, freed by the caller). */
+static int row_texts(mb_rpt_set *s, int file, ctx *c, const int *pos, field *f, const char *variant,
+                     char **last_prov)
+{
+    int rc = MB_OK;
+    if (pos[C_VTEXT] >= 0 && f[pos[C_VTEXT]].s[0])
+        rc = row_variant_text(s, file, c, variant, &f[pos[C_VTEXT]], 0);
+    if (!rc && pos[C_VEXPR] >= 0 && f[pos[C_VEXPR]].s[0])
+        rc = row_variant_text(s, file, c, variant, &f[pos[C_VEXPR]], 1);
+    if (!rc && pos[C_SPEC] >= 0 && f[pos[C_SPEC]].s[0]) {
+        field *fs = &f[pos[C_SPEC]];
+        unescape(fs->s);
+        if (!s->specs[file]) {
+            if (!(s->specs[file] = strdup(fs->s))) return mb_err_set(c->err, MB_ERUN, "out of memory");
+            s->spec_lines[file] = c->line;
+        } else if (strcmp(s->specs[file], fs->s) != 0) {
+            return mb_err_set(c->err, MB_EINPUT, "%s:%d:%d: column '%s' differs from an earlier row's: "
+                              "one model device per file (split the file by device_spec)", c->path,
+                              c->line, fs->col, MB_MEAS_PROV_SPEC);
+        }
+    }
+    if (!rc && pos[C_PROV] >= 0 && f[pos[C_PROV]].s[0] && !(*last_prov && !strcmp(*last_prov, f[pos[C_PROV]].s))) {
+        free(*last_prov);
+        if (!(*last_prov = strdup(f[pos[C_PROV]].s))) return mb_err_set(c->err, MB_ERUN, "out of memory");
+        char *t = f[pos[C_PROV]].s;
+        unescape(t);
+        for (char *line = t, *nl; line && !rc; line = nl ? nl + 1 : NULL) {
+            nl = strchr(line, '\n');
+            if (nl) *nl = '\0';
+            if (*line && add_prov(s, c->path, line)) rc = mb_err_set(c->err, MB_ERUN, "out of memory");
+        }
+    }
+    return rc;
+}
+
 int mb_rpt_read_csv(mb_rpt_set *s, const char *path, mb_err *err)
 {
     char *text = NULL;
@@ -334,16 +416,20 @@ int mb_rpt_read_csv(mb_rpt_set *s, const char *path, mb_err *err)
         void *q = p ? realloc(s->specs, (size_t)(s->n_files + 8) * sizeof *s->specs) : NULL;
         if (p) s->files = p;
         if (q) s->specs = q;
-        if (!p || !q) { free(text); return mb_err_set(err, MB_ERUN, "out of memory"); }
+        void *l = q ? realloc(s->spec_lines, (size_t)(s->n_files + 8) * sizeof *s->spec_lines) : NULL;
+        if (l) s->spec_lines = l;
+        if (!p || !q || !l) { free(text); return mb_err_set(err, MB_ERUN, "out of memory"); }
     }
     int file_index = s->n_files++;
     copy_str(s->files[file_index], sizeof s->files[0], path);
     s->specs[file_index] = NULL;
+    s->spec_lines[file_index] = 0;
 
     ctx c = {path, 0, err};
     int pos[C_COUNT];
     for (int i = 0; i < C_COUNT; i++) pos[i] = -1;
     int have_header = 0, header_fields = 0, rows = 0, header_line = 0, kernel_rows = 0;
+    char *last_prov = NULL; /* the provenance column as last kept */
     field f[MAX_FIELDS];
     char *p = text;
     rc = MB_OK;
@@ -431,6 +517,7 @@ int mb_rpt_read_csv(mb_rpt_set *s, const char *path, mb_err *err)
             s->cap_rows = cap;
         }
         if ((rc = parse_row(&c, pos, f, nf, &s->rows[s->n_rows]))) break;
+        if ((rc = row_texts(s, file_index, &c, pos, f, s->rows[s->n_rows].variant, &last_prov))) break;
         s->rows[s->n_rows].file_index = file_index;
         s->n_rows++;
         rows++;
@@ -444,6 +531,7 @@ done:
     else if (rc == MB_OK && rows == 0)
         rc = mb_err_set(err, MB_EINPUT, "%s:%d:1: no measurement rows after the header (line %d)",
                         path, c.line + 1, header_line);
+    free(last_prov);
     free(text);
     return rc;
 }

@@ -139,35 +139,55 @@ static int push_series(series *out, int n, int max, const char *v, const char *p
     return n + 1;
 }
 
+/* 1 when plan / dtype pass the figures' --plan / --dtype lists (none: all). */
+static int wanted(const mb_rpt_set *defs, const char *plan, mb_dtype dt)
+{
+    int p_ok = !defs || defs->n_fig_plans == 0, d_ok = !defs || defs->n_fig_dtypes == 0;
+    for (int k = 0; !p_ok && k < defs->n_fig_plans; k++) p_ok = !strcmp(plan, mb_plan_name(defs->fig_plans[k]));
+    for (int k = 0; !d_ok && k < defs->n_fig_dtypes; k++) d_ok = dt == defs->fig_dtypes[k];
+    return p_ok && d_ok;
+}
+
+/* A lecture demo's series that pass the lists. */
+static int push_demo(const mb_rpt_set *defs, const mb_rpt_demo *d, series *out, int n, int max)
+{
+    for (int k = 0; k < d->n_series; k++)
+        if (wanted(defs, d->series[k].plan, d->series[k].dtype))
+            n = push_series(out, n, max, d->variant, d->series[k].plan, mb_dtype_name(d->series[k].dtype), d->n);
+    return n;
+}
+
 /* The model-only series: the lecture's, or every plan of each variant
- * defined on the command line (a lecture variant: its own series). */
+ * defined on the command line (a lecture variant: its own series), at f32;
+ * with figures' --dtype / --plan lists, only those (a variant of the command
+ * line at each of its dtypes, with each of its plans it supports). */
 int rpt_model_series(const mb_rpt_set *defs, rpt_series *out, int max)
 {
     int n = 0, given = 0;
     for (int i = 0; defs && i < defs->n_vars; i++) given |= defs->vars[i].file < 0;
-    for (int i = 0; i < MB_RPT_N_DEMOS && !given; i++) {
-        const mb_rpt_demo *d = &mb_rpt_lecture[i];
-        for (int k = 0; k < d->n_series; k++)
-            n = push_series(out, n, max, d->variant, d->series[k].plan,
-                            mb_dtype_name(d->series[k].dtype), d->n);
-    }
+    for (int i = 0; i < MB_RPT_N_DEMOS && !given; i++) n = push_demo(defs, &mb_rpt_lecture[i], out, n, max);
+    int nd = defs && defs->n_fig_dtypes ? defs->n_fig_dtypes : 1;
     for (int i = 0; given && i < defs->n_vars; i++) {
         const mb_rpt_vardef *v = &defs->vars[i];
         const mb_rpt_demo *d = mb_rpt_demo_of(v->name);
         if (v->file >= 0) continue;
         if (d && !v->text) {
-            for (int k = 0; k < d->n_series; k++)
-                n = push_series(out, n, max, d->variant, d->series[k].plan,
-                                mb_dtype_name(d->series[k].dtype), d->n);
+            n = push_demo(defs, d, out, n, max);
             continue;
         }
         mb_graph *g = NULL;
         mb_err e;
         if (mb_rpt_load_variant(defs, -1, v->name, MB_F32, &g, &e) != MB_OK) continue;
-        for (int k = 0; k < MB_PLAN_COUNT; k++)
-            if (mb_plan_supported(g, (mb_plan_kind)k))
-                n = push_series(out, n, max, v->name, mb_plan_name((mb_plan_kind)k), "f32",
-                                g->default_n ? g->default_n : ((int64_t)1 << 24));
+        for (int t = 0; t < nd; t++) {
+            mb_dtype dt = defs->n_fig_dtypes ? defs->fig_dtypes[t] : MB_F32;
+            int np = defs->n_fig_plans ? defs->n_fig_plans : MB_PLAN_COUNT;
+            for (int j = 0; j < np; j++) { /* --plan's order, else the table's */
+                mb_plan_kind k = defs->n_fig_plans ? defs->fig_plans[j] : (mb_plan_kind)j;
+                if (mb_plan_supported(g, k))
+                    n = push_series(out, n, max, v->name, mb_plan_name(k), mb_dtype_name(dt),
+                                    g->default_n ? g->default_n : ((int64_t)1 << 24));
+            }
+        }
         mb_graph_free(g);
     }
     order_series(out, n);
@@ -350,7 +370,7 @@ static int fig_time(rpt_fig_ctx *fc, const char *name, const mb_rpt_set *s, int 
         }
         block(fp);
         char b1[160], b2[200];
-        series_label(b1, sizeof b1, se[k].variant, se[k].plan, se[k].dtype, 0);
+        series_label(b1, sizeof b1, se[k].variant, se[k].plan, se[k].dtype, strcmp(se[k].dtype, "f32") != 0);
         fprintf(fp, "%s model_s median_s min_s p90_s panel\n", q(b2, sizeof b2, b1));
         int64_t prev = -1;
         for (int i = 0; i < nn; i++) {

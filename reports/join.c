@@ -93,6 +93,16 @@ static int provenance_spec(const mb_rpt_set *s, const char *csv_path, char *buf,
  * (read as UTF-8 text) is taken for one by accident. */
 #define MB_RPT_SPEC_KEY "\x01spec:"
 
+/* The name errors in CSV fi's embedded spec go by: the CSV itself (its '#'
+ * lines keep the spec's line numbers), or "CSV:LINE: device_spec"
+ * (then the spec's own line). */
+static const char *spec_name(const mb_rpt_set *s, int fi, char *buf, size_t size)
+{
+    if (!s->spec_lines || s->spec_lines[fi] <= 0) return s->files[fi];
+    snprintf(buf, size, "%s:%d: " MB_MEAS_PROV_SPEC, s->files[fi], s->spec_lines[fi]);
+    return buf;
+}
+
 static int device_index(mb_rpt_set *s, const char *key, const char *csv_path, int spec_file, mb_err *err)
 {
     for (int i = 0; i < s->n_devices; i++)
@@ -105,7 +115,8 @@ static int device_index(mb_rpt_set *s, const char *key, const char *csv_path, in
     int rc;
     if (spec_file >= 0) { /* the spec CSV spec_file carries (never chosen by a device column) */
         int fi = spec_file;
-        if (mb_device_load_ini_text(s->specs[fi], s->files[fi], &d, err)) return -1;
+        char name[700];
+        if (mb_device_load_ini_text(s->specs[fi], spec_name(s, fi, name, sizeof name), &d, err)) return -1;
         /* the same spec from several CSVs is one device */
         for (int i = 0; i < s->n_devices; i++)
             if (!strncmp(s->device_keys[i], MB_RPT_SPEC_KEY, strlen(MB_RPT_SPEC_KEY)) &&
@@ -162,7 +173,9 @@ static int check_text_bytes(mb_rpt_set *s, const mb_rpt_row *r, const mb_graph *
         const mb_estimate *e = est;
         if (device_override) { /* r->dev is --device's: model the row on the CSV's spec */
             mb_device d;
-            int rc = mb_device_load_ini_text(s->specs[r->file_index], s->files[r->file_index], &d, err);
+            char name[700];
+            int rc = mb_device_load_ini_text(s->specs[r->file_index],
+                                             spec_name(s, r->file_index, name, sizeof name), &d, err);
             if (rc == MB_OK) rc = estimate_graph(g, r->plan, r->n, &d, &on_spec, NULL, err);
             if (rc) return rc;
             e = &on_spec;

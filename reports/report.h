@@ -243,6 +243,8 @@ typedef struct mb_rpt_set {
     int n_kernel_rows_skipped;     /* per-kernel rows (a "kernel" column) */
     int n_kernel_files;            /* inputs holding per-kernel rows only */
     char **specs;                  /* per input: its embedded device spec (INI), or NULL */
+    int *spec_lines;               /* per input: the CSV line whose device_spec column
+                                      carried its spec; 0: '#' lines (or none) */
     mb_rpt_vardef *vars;           /* variant definitions, embedded then given */
     int n_vars;
     mb_device devices[MB_RPT_MAX_DEVICES];
@@ -252,6 +254,13 @@ typedef struct mb_rpt_set {
     int n_groups;
     mb_rpt_verdict *verdicts;
     int n_verdicts;
+    /* the model-only figures' series (figures --dtype, --plan): only these
+     * dtypes and plans (a variant of the command line: in this order); none
+     * given (0): each variant's own */
+    mb_dtype fig_dtypes[MB_DTYPE_COUNT];
+    int n_fig_dtypes;
+    mb_plan_kind fig_plans[MB_PLAN_COUNT];
+    int n_fig_plans;
 } mb_rpt_set;
 
 void mb_rpt_set_init(mb_rpt_set *s);

@@ -171,7 +171,22 @@ summary() {
   local copy_gbs
   copy_gbs=$(sed -n 's/^measured_bandwidth_gbs *= *\([0-9.eE+-]*\).*/\1/p' "$out/local-gpu.ini" 2>/dev/null | head -n1)
   awk -v copy_gbs="${copy_gbs:-0}" "$summary_awk" "$out/measure.csv" | tee "$out/summary.txt"
-  grep -h "^# partial: " "$out"/measure-run*.csv 2>/dev/null | sort -u | tee -a "$out/summary.txt"
+  partial_lines "$out"/measure-run*.csv | sort -u | tee -a "$out/summary.txt"
+}
+
+# The rows that could not run: "partial: ..." lines of the CSVs' provenance
+# column (and the '# partial:' lines of CSVs written before it).
+partial_lines() {
+  local f
+  for f in "$@"; do
+    [ -s "$f" ] || continue
+    grep -h "^# partial: " "$f" | sed 's/^# //'
+    python3 -c 'import csv, sys
+for r in csv.DictReader(line for line in open(sys.argv[1], newline="") if not line.startswith("#")):
+    for line in r.get("provenance", "").split("\\n"):
+        if line.startswith("partial: "):
+            print(line)' "$f"
+  done
 }
 
 if [ "$summary_only" = 1 ]; then
@@ -355,9 +370,10 @@ while read -r v; do [ -n "$v" ] && runs+=("$v"); done <<<"$(sort -rn <<<"$large"
 [ -n "$small" ] && runs+=("$small")
 n_dtypes=$(tr ',' '\n' <<<"$dtypes" | grep -c .)
 
-# measure.csv / measure-kernels.csv: the first run's '#' lines and header,
-# then every run's rows (written to a temporary file, then renamed); merged
-# after every run, so a step killed mid-sweep keeps every finished run
+# measure.csv / measure-kernels.csv: the first run's header, then every
+# run's rows, each with its own provenance columns (written to a temporary
+# file, then renamed; measure-merge.txt says which runs); merged after every
+# run, so a step killed mid-sweep keeps every finished run
 merge() {
   local dst=$1 suffix=$2 i f first=1
   : >"$dst.tmp"
@@ -366,8 +382,7 @@ merge() {
     [ -s "$f" ] || continue
     if [ $first = 1 ]; then
       {
-        grep '^#' "$f"
-        echo "# gpu-validate: merged from $n_run measure runs (sizes $sizes${skipped:+; skipped $skipped})"
+        grep '^#' "$f"   # a CSV written before the provenance columns
         grep -v '^#' "$f" | head -n1
       } >>"$dst.tmp"
       first=0
@@ -375,6 +390,8 @@ merge() {
     grep -v '^#' "$f" | tail -n +2 >>"$dst.tmp"
   done
   if [ $first = 0 ]; then mv "$dst.tmp" "$dst"; else rm -f "$dst.tmp"; fi
+  echo "gpu-validate: $dst merged from $n_run measure runs (sizes $sizes${skipped:+; skipped $skipped})" \
+    >"$out/measure-merge.txt"
 }
 merge_all() {
   merge "$out/measure.csv" ""

@@ -55,6 +55,7 @@ bytes_header=device,backend,variant,plan,dtype,n,time_s_median,read_bytes,write_
   printf '# variant_expr v: y = x * 2\n'
   printf 'device,backend,variant,plan,dtype,n,time_s_median,read_bytes,write_bytes,model_dram_read_bytes,model_dram_write_bytes,verified\n'
   printf 't,cpu,v,eager,f32,4096,1e-6,16384,16384,16384,99,1\n'; } >textdram.csv
+printf '[device]\nname = c\nkind = cpu\nmem_bandwidth_gbs = 100\ncache_mb = 1\nfp32_tflops = 1\nbf16_tflops = 1\nlaunch_overhead_us = 1\nsource = s\n' >cpuspec.ini
 # spec figures outside their plausible ranges (a denormal bandwidth made every time inf)
 spec_tail='cache_mb = 1\nfp32_tflops = 1\nbf16_tflops = 1\nsource = s\n'
 printf "[device]\nname = t\nmem_bandwidth_gbs = 1e-320\nlaunch_overhead_us = 1\n$spec_tail" >tinybw.ini
@@ -64,6 +65,12 @@ printf "[device]\nname = t\nmem_bandwidth_gbs = 100\nlaunch_overhead_us = 1e30\n
   printf '# device_spec: %s\n' '[device]' 'name = t' 'mem_bandwidth_gbs = 100' 'cache_mb = 1e30' \
     'fp32_tflops = 10' 'bf16_tflops = 10' 'launch_overhead_us = 1' 'source = test'
   printf '%s\nh100-sxm,cpu,copy,eager,f32,4096,1e-6,1\n' "$good_header"; } >bigcache.csv
+# the same spec in the device_spec column of the rows (newlines written as \n)
+{ printf '%s,device_spec\n' "$good_header"
+  printf 'h100-sxm,cpu,copy,eager,f32,4096,1e-6,1,"%s"\n' \
+    '[device]\nname = t\nmem_bandwidth_gbs = 100\ncache_mb = 1e30\nfp32_tflops = 10\nbf16_tflops = 10\nlaunch_overhead_us = 1\nsource = test'
+  printf 'h100-sxm,cpu,copy,fused,f32,4096,1e-6,1,"%s"\n' '[device]\nname = u'; } >bigcache2.csv
+head -n 2 bigcache2.csv >bigcache3.csv
 ln -s nowhere.csv dangling.csv
 
 snapshot() { ls -la --time-style=+%s . | awk 'NR > 1 { print $1, $5, $7 }' | sort; }
@@ -148,7 +155,8 @@ expect 2 "hugelaunch.ini:4: key 'launch_overhead_us': .*got '1e30'" -- whatif co
 expect 2 'character device' -- model /dev/zero
 expect 2 'FIFO' -- model ./fifo
 expect 2 'bad.mb:4:1' -- model ./bad.mb
-expect 2 'not both' -- model copy --expr 'y = x'
+expect 2 "variant 'copy' is given twice: by 'copy' \(input 1\) and by 'copy' \(input 2\)" -- model copy copy
+expect 2 "variant 'v' is given twice: by --expr 1 \('name v; y = x \* 1.5'\) \(input 1\) and by --expr 2" -- whatif --expr 'name v; y = x * 1.5' --expr 'name v; y = x * 2'
 expect 2 'needs a value' -- model copy --n
 expect 2 "unknown option '--bogus'" -- model --bogus
 expect 2 'empty' -- model copy --sizes 2^20..2^10
@@ -215,8 +223,12 @@ if has report; then
   expect 2 "text2expr.csv:2: a second text of variant 'v'.*line 1" -- report text2expr.csv -o out
   expect 2 "textexpr.csv:5: a second text of variant 'v'.*line 1" -- report textexpr.csv -o out
   expect 2 "textdram.csv:11: column 'model_dram_write_bytes' is 99, .* gives 16384" -- report textdram.csv -o out
-  expect 2 "textdram.csv:11: column 'model_dram_write_bytes' is 99" -- report textdram.csv --device h100-sxm -o out
+  expect 2 "textdram.csv:11: column 'model_dram_write_bytes' is 99" -- report textdram.csv --device cpuspec.ini -o out
+  # a GPU's model for CPU rows: refused, not relabelled
+  expect 2 "textdram.csv:11: --device b200 is a GPU but this row was measured on the cpu backend" -- report textdram.csv --device b200 -o out
   expect 2 "bigcache.csv:6: key 'cache_mb': .*got '1e30' \(the device spec this CSV carries\)" -- report bigcache.csv -o out
+  expect 2 "bigcache2.csv:3:[0-9]*: column 'device_spec' differs from an earlier row's" -- report bigcache2.csv -o out
+  expect 2 "bigcache3.csv:2: device_spec:4: key 'cache_mb': .*got '1e30' \(the device spec this CSV carries\)" -- report bigcache3.csv -o out
   expect 2 'not a directory|exists|directory' -- report ok.csv -o keep.txt
   expect 2 "unknown option" -- figures --bogus
   expect 2 "unknown option" -- demo --bogus

@@ -74,6 +74,57 @@ jcheck '.results[0].dtype' mixed
 jcheck '.results[0].traffic_elements' 8   # mul 2r1w, mul 1r1w, add 2r1w
 "$B" model copy gelu_tanh --n 2^20 --json >"$tmp/out" && jcheck '.n' 1048576
 "$B" model copy gelu_tanh --json >"$tmp/out" && jcheck '.n' null   # lecture sizes differ
+# inputs in any mix, in order: two --expr, a built-in and a file; each name once
+printf 'name mine\ninput x\ny = exp(x)\noutput y\n' >"$tmp/mine.mb"
+"$B" model --expr 'name a; y = sin(x)' copy --expr 'name b; y = cos(x)' "$tmp/mine.mb" --plan fused --json \
+  >"$tmp/out" || bad "model with mixed inputs failed"
+jcheck '[.results[].variant] | join(",")' a,copy,b,mine
+expect 2 "variant 'mine' is given twice: by '$tmp/mine.mb' (input 2) and by --expr 1 ('name mine; y = x*2.0') (input 3)" -- \
+  model copy "$tmp/mine.mb" --expr 'name mine; y = x*2.0'
+expect 2 "variant 'a' is given twice" -- whatif --expr 'name a; y = sin(x)' --expr 'name a; y = cos(x)'
+expect 2 "is given twice: by '$tmp/mine.mb' (input 1) and by '$tmp/../$(basename "$tmp")/mine.mb' (input 3)" -- \
+  model "$tmp/mine.mb" --expr 'y = x*2.0' "$tmp/../$(basename "$tmp")/mine.mb"
+# lists: dtypes, plans and devices, in the order given
+"$B" model sin2_plus_cos2 --dtype bf16,f32 --plan fused,eager --devices h100-sxm,rtx-4090 --csv >"$tmp/out" \
+  || bad "model with lists failed"
+[ "$(awk -F, 'NR > 1 {print $1 ":" $3 ":" $4}' "$tmp/out" | paste -sd' ')" = \
+  "h100-sxm:fused:bf16 h100-sxm:eager:bf16 h100-sxm:fused:f32 h100-sxm:eager:f32 rtx-4090:fused:bf16 rtx-4090:eager:bf16 rtx-4090:fused:f32 rtx-4090:eager:f32" ] \
+  && ok || bad "model list rows: $(cut -d, -f1-4 "$tmp/out" | paste -sd' ')"
+"$B" model copy --plan fused --dtype bf16,f32 --device h100-sxm,b200 --json >"$tmp/out" || bad "model --json with lists"
+jcheck '.device' null
+jcheck '.dtype' null
+jcheck '[.results[] | .device + ":" + .dtype] | join(",")' h100-sxm:bf16,h100-sxm:f32,b200:bf16,b200:f32
+expect 2 "--plan: 'eager' given twice" -- model copy --plan eager,eager
+expect 2 "--dtype: unknown dtype 'f8'" -- whatif copy --dtype bf16,f8
+# tensors larger than the card: a warning, the model still printed
+"$B" model copy --n 2^34 --device rtx-4090 >"$tmp/out" 2>"$tmp/err" || bad "model copy --n 2^34 failed"
+grep -q "warning: copy (f32) at n = 17179869184: its inputs and outputs alone take 137.44 GB, more than rtx-4090's 24 GB" "$tmp/err" \
+  && [ "$(wc -l <"$tmp/err")" -eq 1 ] && ok || bad "no memory warning: $(cat "$tmp/err")"
+"$B" whatif copy --n 2^34 --devices h100-sxm,rtx-4090,b200 --csv >"$tmp/out" 2>"$tmp/err" || bad "whatif copy --n 2^34 failed"
+grep -q "warning: copy (f32) at n = 17179869184: its inputs and outputs alone take 137.44 GB, more than the memory of 2 of 3 devices (h100-sxm's 80 GB, rtx-4090's 24 GB)" "$tmp/err" \
+  && [ "$(wc -l <"$tmp/err")" -eq 1 ] && ok || bad "whatif memory warning: $(cat "$tmp/err")"
+"$B" model copy --n 2^30 --device rtx-4090 >"$tmp/out" 2>"$tmp/err" && [ ! -s "$tmp/err" ] && ok || bad "warned at 8.6 GB: $(cat "$tmp/err")"
+
+# whatif: the CSV has every column of the table (speed-up vs eager), dtype lists,
+# and each device's bandwidth named; a spec without a measured figure gets the
+# table's rule
+"$B" whatif sin2_plus_cos2 --devices h100-sxm --n 2^24 >"$tmp/table" || bad "whatif table failed"
+"$B" whatif sin2_plus_cos2 --devices h100-sxm --n 2^24 --csv >"$tmp/out" || bad "whatif --csv failed"
+tab=$(awk '$3 == "fused" {print $NF}' "$tmp/table")
+csvx=$(awk -F, 'NR == 1 {for (i = 1; i <= NF; i++) if ($i == "speedup_vs_eager") c = i} NR > 1 && $3 == "fused" {printf "%.2fx", $c}' "$tmp/out")
+[ -n "$tab" ] && [ "$tab" = "$csvx" ] && ok || bad "whatif vs eager: table '$tab', csv '$csvx'"
+grep -q "^bandwidth of h100-sxm: 2680 GB/s, measured (datasheet 3350 GB/s)" "$tmp/table" && ok || bad "no bandwidth line: $(head -2 "$tmp/table")"
+printf '[device]\nname = my-gpu\nlabel = a GPU without a measured bandwidth\nmem_bandwidth_gbs = 1000\ncache_mb = 40\nfp32_tflops = 50\nbf16_tflops = 400\nlaunch_overhead_us = 3\nmem_gb = 16\nsource = a test\n' >"$tmp/g.ini"
+"$B" whatif copy --devices "$tmp/g.ini" >"$tmp/table" || bad "whatif on a spec file failed"
+line=$(grep "^bandwidth of my-gpu:" "$tmp/table")
+case $line in *"GB/s, derived: the spec has no measured_bandwidth_gbs, so 0."*" x its datasheet 1000 GB/s (the median streaming fraction of the table's "*) ok ;; *) bad "derived line: $line" ;; esac
+# the figure: the median of the table's measured / datasheet ratios (GPUs), times 1000
+want=$("$B" devices --json | jq '[.devices[] | select(.kind == "gpu" and .measured_bandwidth_gbs > 0) | .measured_bandwidth_gbs / .mem_bandwidth_gbs] | sort | (if length % 2 == 1 then .[length/2|floor] else (.[length/2-1] + .[length/2]) / 2 end) * 1000 | round')
+"$B" whatif copy --devices "$tmp/g.ini" --csv >"$tmp/out"
+got=$(awk -F, 'NR == 2 {printf "%.0f:%s", $19, $20}' "$tmp/out")
+[ "$got" = "$want:derived" ] && ok || bad "derived bandwidth $got, want $want:derived"
+"$B" whatif copy --devices h100-sxm --dtype f32,bf16 --plan fused --csv >"$tmp/out"
+[ "$(awk -F, 'NR > 1 {print $4}' "$tmp/out" | paste -sd,)" = f32,bf16 ] && ok || bad "whatif dtypes"
 for c in devices model whatif; do "$B" $c --help >/dev/null && ok || bad "$c --help"; done
 
 # variants are found next to the binary, without the source tree or MEMBOUND_VARIANTS

@@ -71,7 +71,30 @@ expect 2 "unknown objective 'speed'" -- plan sigmoid3 --objective speed
 expect 2 "no backward pass" -- plan copy
 expect 2 "add --frontier" -- plan sigmoid3 --figure "$tmp/x.png"
 expect 2 "--objective does not apply" -- plan sigmoid3 --frontier --objective time
-expect 2 "name one variant" -- plan --frontier --figure "$tmp/x.png" sigmoid3 sigmoid3
+expect 2 "name one variant" -- plan --frontier --figure "$tmp/x.png" sigmoid3 --expr $'name s1; y = sigmoid(x)\nbackward'
+expect 2 "name one variant" -- plan --frontier --figure "$tmp/x.png" sigmoid3 --dtype f32,bf16
+expect 2 "variant 'sigmoid3' is given twice" -- plan sigmoid3 sigmoid3
+
+# lists and mixed inputs, in order: a built-in, an --expr, a file; each device and dtype
+printf 'name s2\ninput x\ny = sigmoid(sigmoid(x))\noutput y\nbackward\n' >"$tmp/s2.mb"
+"$B" plan sigmoid3 --expr $'name s1; y = sigmoid(x)\nbackward' "$tmp/s2.mb" --devices h100-sxm,b200 \
+  --dtype f32,bf16 --csv >"$tmp/out" || bad "plan with mixed inputs and lists failed"
+[ "$(awk -F, 'NR > 1 && $2 == "store" {print $1 ":" $3 ":" $5}' "$tmp/out" | paste -sd' ')" = \
+  "sigmoid3:h100-sxm:f32 sigmoid3:h100-sxm:bf16 s1:h100-sxm:f32 s1:h100-sxm:bf16 s2:h100-sxm:f32 s2:h100-sxm:bf16 sigmoid3:b200:f32 sigmoid3:b200:bf16 s1:b200:f32 s1:b200:bf16 s2:b200:f32 s2:b200:bf16" ] \
+  && ok || bad "plan rows: $(cut -d, -f1-5 "$tmp/out" | paste -sd' ')"
+# bf16 halves the traffic of f32
+t32=$(awk -F, '$1 == "s2" && $2 == "store" && $3 == "b200" && $5 == "f32" {print $8}' "$tmp/out")
+t16=$(awk -F, '$1 == "s2" && $2 == "store" && $3 == "b200" && $5 == "bf16" {print $8}' "$tmp/out")
+[ -n "$t32" ] && [ "$t32" -eq $((2 * t16)) ] && ok || bad "bf16 traffic $t16 not half of f32 $t32"
+"$B" plan sigmoid3 --devices h100-sxm,b200 --json >"$tmp/out" || bad "plan --json, two devices"
+jcheck '.device' null
+jcheck '[.results[].device] | unique | join(",")' b200,h100-sxm
+expect 2 "--dtype: unknown dtype 'f64'" -- plan sigmoid3 --dtype f32,f64
+# --plan: these of the plans, in its order
+"$B" plan sigmoid3 --plan optimal,store --csv >"$tmp/out" || bad "plan --plan failed"
+[ "$(tail -n +2 "$tmp/out" | cut -d, -f2 | paste -sd,)" = optimal,store ] && ok || bad "plan --plan rows: $(cut -d, -f2 "$tmp/out" | paste -sd,)"
+expect 2 "has no plan 'fused'" -- plan sigmoid3 --plan fused
+expect 2 "--plan does not apply" -- plan sigmoid3 --frontier --plan store
 expect 2 "has no plan 'optimal'" -- model copy --plan optimal
 [ ! -e "$tmp/x.dat" ] && ok || bad "a refused --figure left x.dat"
 

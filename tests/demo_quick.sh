@@ -23,6 +23,8 @@ for claim in 'low precision' 'sin^2+cos^2' 'GELU' '9n (store)' '15n (eager)'; do
 done
 grep -q 'data:image/png;base64,' "$tmp/d/report.html" && ok || bad "report.html embeds no figure"
 for f in summary.csv summary.json local-cpu.ini; do [ -s "$tmp/d/$f" ] && ok || bad "no $f"; done
+# its CSVs (measurements, summary, fits, verdicts) are plain: no '#' line
+! grep -l '^#' "$tmp"/d/*.csv && ok || bad "a '#' line in the demo's CSVs"
 grep -q 'report:' "$tmp/out" && ok || bad "demo did not say where the report is"
 # a CPU row's device column is the CPU's name: report finds the spec its
 # model columns came from in the CSV's provenance, without --device

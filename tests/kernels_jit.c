@@ -95,6 +95,11 @@ static void compiled_kernels_verify(void)
     int c = -1;
     CHECK(run_expr("y = relu(x) * x", MB_PLAN_FUSED, N_SMALL, &c) == 1);
     CHECK_EQ_I64(c, 0);
+    /* x**2's backward is PyTorch's 2 x.pow(1) grad: x**1 compiles, so both
+     * kernels of recompute do */
+    c = 0;
+    CHECK(run_expr("y = sin(x)**2 + cos(x)**2\nbackward", MB_PLAN_RECOMPUTE, N_SMALL, &c) == 1);
+    CHECK_EQ_I64(c, 2);
 }
 
 /* The model's rule for compiled kernels (mb_kernel_compiled, which picks the
@@ -178,7 +183,7 @@ static void model_rule_agrees(void)
     CHECK(nv > 0);
     for (int v = 0; v < nv; v++) kernels += rule_agrees_on(names[v], 0);
     const char *edges[] = {
-        "y = relu(x) * x", "y = x**2.5 + x", "y = x**3 + x", "y = x**2", "y = sin(x) + cos(x)",
+        "y = relu(x) * x", "y = x**2.5 + x", "y = x**3 + x", "y = x**2", "y = x**1 * x", "y = sin(x) + cos(x)",
         "y = sin(x) * sin(x)", "y = copy(x) + 1", "y = abs(x) - x", "y = 3.4e38 * x + x",
         "y = exp(x) * w - abs(w)", "y = exp(x) * w - tanh(w)",
     };

@@ -178,8 +178,14 @@ int main(void)
     CHECK_EQ_I64(exit_code(run(0, small)), 0);
     CHECK(strstr(slurp("stderr.txt"), "backend auto: using") != NULL);
     char *csv = slurp("small.csv");
-    CHECK(strstr(csv, "\ndevice,backend,variant,plan,dtype,n,kernels,reps,") != NULL);
-    CHECK(strstr(csv, "# git_commit: ") != NULL);
+    /* plain: the header first, no '#' line; the provenance in its column */
+    static const char head[] = "device,backend,variant,plan,dtype,n,kernels,reps,";
+    CHECK(!strncmp(csv, head, sizeof head - 1));
+    CHECK(strstr(csv, "\n#") == NULL);
+    char prov[4096];
+    CHECK(mb_test_csv_field(csv, 0, "provenance", prov, sizeof prov) && strstr(prov, "\\ngit_commit: ") != NULL);
+    CHECK(mb_test_csv_field(csv, 0, "device_spec", prov, sizeof prov) &&
+          !strncmp(prov, "[device]\\nname = h100-sxm\\n", sizeof "[device]\\nname = h100-sxm\\n" - 1));
     int rows = 0, verified = 0;
     char field[64];
     for (; mb_test_csv_field(csv, rows, "verified", field, sizeof field); rows++) {
@@ -192,7 +198,8 @@ int main(void)
     CHECK(strstr(csv, ",none-cpu,") != NULL);
     CHECK(strstr(slurp("kern.csv"), ",kernel,contended,host_copy_gbs,host_copy_ratio,host_op_ratio,"
                                     "model_host_time_s,time_s_lower_mode,time_s_upper_mode,"
-                                    "upper_mode_share,count_err,count_check,accuracy\n") != NULL);
+                                    "upper_mode_share,count_err,count_check,accuracy,variant_text,variant_expr,"
+                                    "device_spec,provenance\n") != NULL);
     CHECK(stray_files(NULL) == 2); /* small.csv and kern.csv, no temporaries */
 
     /* faithful to f32: an overflow where float64 stays finite and an input
@@ -234,7 +241,7 @@ int main(void)
     CHECK_EQ_I64(exit_code(st), 130);
     CHECK(strstr(slurp("stderr.txt"), "interrupted by SIGINT: 1 of 2 rows") != NULL);
     char *part = slurp("part.csv");
-    CHECK(strstr(part, "# partial: interrupted by SIGINT after 1 of 2 rows\n") != NULL);
+    CHECK(strstr(part, "\\npartial: interrupted by SIGINT after 1 of 2 rows\"\n") != NULL);
     CHECK(strstr(part, ",copy,eager,f32,4096,") != NULL);
     CHECK(strstr(part, ",16777216,") == NULL); /* the row in flight is not kept */
     CHECK(stray_files("kern.csv") == 2); /* small.csv and part.csv */
@@ -242,7 +249,7 @@ int main(void)
     /* one failure costs one row: with 1 GiB of address space the 2^27 copy
      * (two 512 MiB tensors) cannot be allocated; the rows before and after
      * it are measured and kept, the file names the failed row in a
-     * '# partial:' line, the exit is 1. (Not under ASan, whose shadow memory
+     * 'partial:' line of the provenance column, the exit is 1. (Not under ASan, whose shadow memory
      * needs more address space than any such limit.) */
 #if defined(__SANITIZE_ADDRESS__)
     printf("skipped the row-failure case: ASan build\n");
@@ -260,8 +267,8 @@ int main(void)
     CHECK(strstr(oc, ",copy,eager,f32,4096,") != NULL);
     CHECK(strstr(oc, ",copy,eager,f32,16384,") != NULL);
     CHECK(strstr(oc, ",134217728,") == NULL);
-    CHECK(strstr(oc, "# partial: copy eager f32 n = 2^27 failed: ") != NULL);
-    if (!strstr(oc, "# partial: copy eager f32 n = 2^27 failed: ")) fprintf(stderr, "stderr: %s\n", oerr);
+    CHECK(strstr(oc, "\\npartial: copy eager f32 n = 2^27 failed: ") != NULL);
+    if (!strstr(oc, "\\npartial: copy eager f32 n = 2^27 failed: ")) fprintf(stderr, "stderr: %s\n", oerr);
     char oom_path[512];
     snprintf(oom_path, sizeof oom_path, "%s/oom.csv", dir);
     unlink(oom_path);
@@ -344,8 +351,8 @@ int main(void)
                             "hc.csv", "copy", NULL};
         CHECK_EQ_I64(exit_code(run(0, hc)), 0);
         CHECK(strstr(slurp("stderr.txt"), "warning: the host's copy bandwidth was") != NULL);
-        CHECK(strstr(slurp("hc.csv"), "\n# host_check: copy ") != NULL);
-        CHECK(strstr(slurp("hc.csv"), " after, 100000.0 calibrated\n") != NULL);
+        CHECK(strstr(slurp("hc.csv"), "\\nhost_check: copy ") != NULL);
+        CHECK(strstr(slurp("hc.csv"), " after, 100000.0 calibrated\"\n") != NULL);
         /* and row by row: the reference copy beside the samples, its ratio
          * to the calibrated figure in the row, a warning and the table's mark */
         CHECK(strstr(slurp("stderr.txt"), "during the row the host ran at copy 0%, ops ") != NULL);

@@ -128,6 +128,36 @@ static int saved_by(const char *body, mb_op op)
     return saves;
 }
 
+/* The bwd column: the eager backward of "y = body" (op at its root) is one
+ * kernel of that name where the row names PyTorch's fused backward kernel,
+ * else one kernel per backward node. Returns 1 when it holds. */
+static int eager_backward_as_row(const char *body, mb_op op)
+{
+    char text[256];
+    snprintf(text, sizeof text, "y = %s\nbackward", body);
+    const char *fused = mb_op_info_of(op)->bwd_kernel;
+    mb_graph *g = NULL;
+    mb_plan *p = NULL;
+    mb_err err;
+    if (mb_parse_expr(text, MB_F32, &g, &err) || mb_plan_build(g, MB_PLAN_EAGER, &p, &err)) {
+        mb_graph_free(g);
+        return 0;
+    }
+    int ok = 1, backward = 0;
+    for (int k = 0; k < p->n_kernels; k++) {
+        const mb_kernel *K = &p->kernels[k];
+        if (!K->is_backward) continue;
+        backward++;
+        if (fused) ok &= !strcmp(K->name, fused) && K->n_nodes >= 1;
+        else ok &= K->n_nodes == 1 && !strcmp(K->name, mb_op_name(p->g->nodes[K->nodes[0]].op));
+    }
+    if (fused) ok &= backward == 1;
+    if (!ok) fprintf(stderr, "op %s: eager backward of '%s' is not as the bwd column says\n", mb_op_name(op), body);
+    mb_plan_free(p);
+    mb_graph_free(g);
+    return ok;
+}
+
 /* The vector tile primitive against the float64 definition, element by element. */
 static void vector_form(mb_op op)
 {
@@ -179,6 +209,9 @@ static void walk_rows(int have_jit)
             int s = saved_by(body, (mb_op)op);
             if (s != in->saves) fprintf(stderr, "op %s: backward reads %d, row says %d\n", in->name, s, in->saves);
             CHECK(s == in->saves);
+            CHECK(eager_backward_as_row(body, (mb_op)op));
+        } else {
+            CHECK(in->bwd_kernel == NULL); /* a fused backward belongs to a differentiated row */
         }
         /* compiled: fused with one more op (a kernel of one op is not
          * compiled); autodiff's helpers in the recompute plan's backward */

@@ -12,3 +12,9 @@ if(TARGET mb_reports)
   set_tests_properties(report_html PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300
     ENVIRONMENT "MB_BIN=${CMAKE_BINARY_DIR}/bin/membound;MEMBOUND_VARIANTS=${CMAKE_BINARY_DIR}/share/membound/variants")
 endif()
+# every CSV the tool writes opens with default arguments (Python's csv, pandas)
+if(TARGET mb_reports)
+  add_test(NAME test_csv_open COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/csv_open.sh)
+  set_tests_properties(test_csv_open PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300
+    ENVIRONMENT "MB_BIN=${CMAKE_BINARY_DIR}/bin/membound;MB_SRC=${CMAKE_SOURCE_DIR};MEMBOUND_VARIANTS=${CMAKE_BINARY_DIR}/share/membound/variants")
+endif()

@@ -187,13 +187,26 @@ static void test_custom(const char *tmp, int have_gp)
     CHECK(count_lines(d, "whatif.dat", "\"") == 2);
     CHECK(count_lines(d, "whatif.dat", "\"a100-80gb\"") == 1);
     CHECK(contains(d, "index.md", "gelu\\_tanh") && !contains(d, "index.md", "sigmoid3"));
+    /* one variant, two definitions: refused, naming both */
     CHECK(RUN("'%s' figures --expr '%s' '%s' --devices h100-sxm,'%s' -o '%s/f2'", bin, quick_gelu_expr, mb,
-              ini, tmp) == 0);
+              ini, tmp) == 2);
+    CHECK(RUN("'%s' figures '%s' --devices h100-sxm,'%s' -o '%s/f2'", bin, mb, ini, tmp) == 0);
     snprintf(d, sizeof d, "%s/f2", tmp);
     CHECK(count_lines(d, "whatif.dat", "\"my-gpu\"") == 1);
     CHECK(contains(d, "time_vs_n.dat", "quick-gelu fused"));
     CHECK(contains(d, "roofline.dat", "quick-gelu eager"));
     CHECK(contains(d, "whatif.png", "PNG"));
+    /* --dtype and --plan lists: the given variant at each dtype, only those plans */
+    CHECK(RUN("'%s' figures --expr '%s' --dtype f32,bf16 --plan fused --no-render -o '%s/f3'", bin,
+              quick_gelu_expr, tmp) == 0);
+    snprintf(d, sizeof d, "%s/f3", tmp);
+    CHECK(contains(d, "time_vs_n.dat", "\"quick-gelu fused\"") &&
+          contains(d, "time_vs_n.dat", "\"quick-gelu fused bf16\""));
+    CHECK(!contains(d, "time_vs_n.dat", "quick-gelu eager"));
+    CHECK(RUN("'%s' figures --plan eager --no-render -o '%s/f4'", bin, tmp) == 0);
+    snprintf(d, sizeof d, "%s/f4", tmp);
+    CHECK(contains(d, "time_vs_n.dat", "eager") && !contains(d, "time_vs_n.dat", "fused"));
+    CHECK(RUN("'%s' figures --dtype f64 -o '%s/f5'", bin, tmp) == 2);
 }
 
 /* The three commands a user runs: measure a custom variant, then report and

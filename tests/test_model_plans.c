@@ -337,6 +337,53 @@ static void check_backward_structure(void)
     mb_graph_free(g);
 }
 
+/* The eager backward launches what PyTorch 1.13 launches (its kernel-launching
+ * aten calls, as tests/torch_oracle.py records them; add_grad is autograd's
+ * accumulation add): fused *_backward kernels where PyTorch has one, each
+ * step of a composite formula otherwise, one kernel per tensor operand. */
+static void check_eager_backward_kernels(void)
+{
+    static const struct { const char *expr, *kernels; } cases[] = {
+        {"y = sin(x)**2 + cos(x)**2", "pow mul mul sin neg mul pow mul mul cos mul add_grad"},
+        {"y = sigmoid(sigmoid(sigmoid(x)))", "sigmoid_backward sigmoid_backward sigmoid_backward"},
+        {"y = x * sigmoid(x)", "mul mul sigmoid_backward add_grad"},
+        {"y = exp(x) * x", "mul mul mul add_grad"},
+        {"y = x * w", "mul mul"},
+        {"y = x * x", "mul mul add_grad"},
+        {"y = x / w", "div div neg mul div"},
+        {"y = x / 2.0", "div"},
+        {"y = 2.0 / x", "mul mul neg mul"},
+        {"y = 1 - x", "neg"},
+        {"y = x - w", "neg"},
+        {"y = tan(x)", "pow add mul"},
+        {"y = tanh(x) + relu(x) + gelu(x)", "gelu_backward threshold_backward add_grad tanh_backward add_grad"},
+        {"y = sqrt(x) + rsqrt(w)", "pow mul mul mul div"},
+        {"y = erf(x)", "pow neg exp mul mul"},
+        {"y = abs(x) * 3.0", "mul sign mul"},
+        {"y = softplus(x) + silu(w) + log(x)", "div silu_backward softplus_backward add_grad"},
+        {"y = copy(x) + x", "add_grad"},
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        char text[160], got[512] = "";
+        snprintf(text, sizeof text, "%s\nbackward", cases[c].expr);
+        mb_graph *g;
+        mb_plan *p;
+        mb_err e;
+        CHECK(mb_parse_expr(text, MB_F32, &g, &e) == MB_OK);
+        CHECK(mb_plan_build(g, MB_PLAN_EAGER, &p, &e) == MB_OK);
+        for (int k = 0; k < p->n_kernels; k++) {
+            if (!p->kernels[k].is_backward) continue;
+            if (got[0]) strcat(got, " ");
+            strncat(got, p->kernels[k].name, sizeof got - strlen(got) - 1);
+        }
+        if (strcmp(got, cases[c].kernels))
+            fprintf(stderr, "%s: eager backward '%s', PyTorch '%s'\n", cases[c].expr, got, cases[c].kernels);
+        CHECK(strcmp(got, cases[c].kernels) == 0);
+        mb_plan_free(p);
+        mb_graph_free(g);
+    }
+}
+
 int main(void)
 {
     check_lecture_counts();
@@ -344,5 +391,6 @@ int main(void)
     check_time_formula();
     check_write_allocate();
     check_backward_structure();
+    check_eager_backward_kernels();
     return mb_test_done();
 }

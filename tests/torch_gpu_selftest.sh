@@ -27,8 +27,12 @@ COLUMNS = ("device,backend,variant,plan,dtype,n,kernels,reps,time_s_median,time_
            "time_cv,model_time_s,read_bytes,write_bytes,model_dram_read_bytes,model_dram_write_bytes,"
            "dram_read_bytes,dram_write_bytes,counters,max_rel_err,verified").split(",")
 path, want = sys.argv[1], dict(a.split("=", 1) for a in sys.argv[2:])
-lines = [l for l in open(path, newline="") if l.strip() and not l.lstrip().startswith("#")]
+lines = [l for l in open(path, newline="") if l.strip()]
+if any(l.startswith("#") for l in lines):
+    sys.exit(f"{path}: a '#' line: the CSV is plain")
 recs = list(csv.reader(lines))
+if recs and recs[0] == COLUMNS + ["provenance"]:
+    recs = [r[:-1] for r in recs]
 if not recs or recs[0] != COLUMNS:
     sys.exit(f"{path}: header is {recs[0] if recs else 'missing'}")
 rows, protos = [], {}
@@ -69,6 +73,21 @@ print(len(rows))
 EOF
 check() { "$PY" "$tmp/check.py" "$@" >/dev/null 2>"$tmp/check.err" && ok || bad "$(cat "$tmp/check.err")"; }
 rows_of() { grep -vc '^#\|^device,' "$1" 2>/dev/null; }
+# prov FILE: the provenance lines the file's rows carry (the last row's: every
+# row carries the lines so far), one per line
+prov() {
+  "$PY" -c 'import csv, signal, sys
+signal.signal(signal.SIGPIPE, signal.SIG_DFL)  # grep -q stops reading early
+rows = list(csv.DictReader(open(sys.argv[1], newline="")))
+text = rows[-1]["provenance"] if rows else ""
+out, i = [], 0
+while i < len(text):
+    if text[i] == "\\" and text[i + 1:i + 2] in ("n", "\\"):
+        out.append("\n" if text[i + 1] == "n" else "\\"); i += 2
+    else:
+        out.append(text[i]); i += 1
+print("".join(out))' "$1"
+}
 
 # 1. no PyTorch needed: compiles, --help, --list, bad usage
 "$PY" -c 'import py_compile, sys; py_compile.compile(sys.argv[1], cfile=sys.argv[2], doraise=True)' \
@@ -95,15 +114,15 @@ fake --sizes 2^6 --dtype f32,bf16 --timeout 2 -o "$tmp/a.csv" 2>"$tmp/a.err"; r=
 [ $r -eq 0 ] && ok || { bad "fake run exited $r"; tail -5 "$tmp/a.err" >&2; }
 check "$tmp/a.csv" rows=16 verified=1 blocked_max_s=4e-5 proto:copy/eager=cuda-graph \
   proto:sigmoid3/eager=cuda-graph proto:gelu_tanh/fused=cuda-graph
-grep -q '^# torch_compile_s: ' "$tmp/a.csv" && ok || bad "no torch_compile_s line"
-grep -q '^# protocols: cuda-graph' "$tmp/a.csv" && ok || bad "no protocols summary"
+prov "$tmp/a.csv" | grep -q '^torch_compile_s: ' && ok || bad "no torch_compile_s line"
+prov "$tmp/a.csv" | grep -q '^protocols: cuda-graph' && ok || bad "no protocols summary"
 # the headline case compiled first, at its largest size, then the other dtype
 fake --sizes 2^6,2^8 --dtype bf16,f32 --timeout 2 -o "$tmp/o.csv" 2>/dev/null
-[ "$(grep '^# torch_compile: ' "$tmp/o.csv" | head -n2 | cut -d: -f2 | cut -d' ' -f2-4 | tr '\n' ';')" = \
-  "sin2_plus_cos2 bf16 n=256;sin2_plus_cos2 bf16 n=64;" ] && ok || bad "compile order: $(grep '^# torch_compile: ' "$tmp/o.csv" | head -n3)"
-# compile before the header's rows: every torch_compile line precedes the first row
-awk '/^# torch_compile/ { if (rows) bad = 1 } !/^#/ && !/^device,/ { rows++ } END { exit bad }' "$tmp/a.csv" \
-  && ok || bad "a torch_compile line after a row"
+[ "$(prov "$tmp/o.csv" | grep '^torch_compile: ' | head -n2 | cut -d: -f2 | cut -d' ' -f2-4 | tr '\n' ';')" = \
+  "sin2_plus_cos2 bf16 n=256;sin2_plus_cos2 bf16 n=64;" ] && ok || bad "compile order: $(prov "$tmp/o.csv" | grep '^torch_compile: ' | head -n3)"
+# compile before the rows: every torch_compile line precedes the lines written after them
+prov "$tmp/a.csv" | awk '/^protocols: / { after = 1 } /^torch_compile/ { if (after) bad = 1 } END { exit bad }' \
+  && ok || bad "a torch_compile line after the rows"
 
 # failures: capture fails (Function, compiled), a replay that leaves its output
 # stale, a compiler that fails: notes, blocking-sleep rows, no fused s2c2 row
@@ -113,25 +132,25 @@ FAKE_TORCH_CAPTURE_FAIL=ThreeSigmoidsRecompute,gelu_tanh FAKE_TORCH_REPLAY_STALE
 check "$tmp/b.csv" rows=7 verified=1 blocked_max_s=4e-5 absent=sin2_plus_cos2/fused \
   proto:sigmoid3/recompute=blocking-sleep proto:gelu_tanh/fused=blocking-sleep \
   proto:copy/eager=blocking-sleep proto:sigmoid3/store=cuda-graph
-grep -q '^# torch_compile: sin2_plus_cos2 f32 n=64: torch.compile failed' "$tmp/b.csv" && ok \
+prov "$tmp/b.csv" | grep -q '^torch_compile: sin2_plus_cos2 f32 n=64: torch.compile failed' && ok \
   || bad "no compile failure line"
-grep -q '^# failed: sin2_plus_cos2/fused/f32/64' "$tmp/b.csv" && ok || bad "no failed line"
-grep -q '^# note: copy eager f32 n=64: the graph replay.s result failed the check' "$tmp/b.csv" && ok \
+prov "$tmp/b.csv" | grep -q '^failed: sin2_plus_cos2/fused/f32/64' && ok || bad "no failed line"
+prov "$tmp/b.csv" | grep -q '^note: copy eager f32 n=64: the graph replay.s result failed the check' && ok \
   || bad "no stale-replay note"
-grep -q '^# note: sigmoid3 recompute f32 n=64: CUDA graph capture failed' "$tmp/b.csv" && ok || bad "no capture note"
+prov "$tmp/b.csv" | grep -q '^note: sigmoid3 recompute f32 n=64: CUDA graph capture failed' && ok || bad "no capture note"
 
 # no torch.cuda._sleep: graph replay unblocked, calls direct, said so
 FAKE_TORCH_NO_SLEEP=1 FAKE_TORCH_CAPTURE_FAIL=clone fake copy sigmoid3 --sizes 2^6 --dtype f32 --timeout 2 \
   -o "$tmp/c.csv" 2>/dev/null
 check "$tmp/c.csv" rows=4 proto:copy/eager=direct proto:sigmoid3/eager=cuda-graph-unblocked
-grep -q '^# blocking_kernel: none (torch.cuda._sleep is missing)' "$tmp/c.csv" && ok || bad "no blocking_kernel line"
+prov "$tmp/c.csv" | grep -q '^blocking_kernel: none (torch.cuda._sleep is missing)' && ok || bad "no blocking_kernel line"
 
 # --budget-s: counted after compilation; copy takes >= 0.2 s, the cases after it are
 # skipped and named
 fake copy sigmoid3 --sizes 2^6 --dtype f32 --budget-s 0.05 -o "$tmp/d.csv" 2>/dev/null
 [ $? -eq 1 ] && ok || bad "budget run: not exit 1"
 check "$tmp/d.csv" rows=1
-grep -q '^# skipped (budget 0.05 s): sigmoid3/eager/f32/64 sigmoid3/store/f32/64' "$tmp/d.csv" && ok \
+prov "$tmp/d.csv" | grep -q '^skipped (budget 0.05 s): sigmoid3/eager/f32/64 sigmoid3/store/f32/64' && ok \
   || bad "no skipped line"
 
 # stopped (SIGTERM, as timeout(1) does) and killed (SIGKILL) mid-way: the
@@ -147,21 +166,21 @@ for sig in TERM KILL; do
   { wait "$pid"; } 2>/dev/null; r=$?
   if [ "$sig" = TERM ]; then
     [ $r -eq 1 ] && ok || bad "SIGTERM: exit $r, not 1"
-    grep -q '^# stopped (signal 15) after 3 rows' "$f" && ok || bad "SIGTERM: no stopped line"
+    prov "$f" | grep -q '^stopped (signal 15) after 3 rows' && ok || bad "SIGTERM: no stopped line"
   else
     [ $r -eq 137 ] && ok || bad "SIGKILL: exit $r, not 137"
   fi
   check "$f" rows=3
 done
 
-# membound's own reader takes the files ('#' lines between rows, the protocol
+# membound's own reader takes the files (the provenance column, the protocol
 # in counters), where the build has report and gnuplot is installed
 B=${MB_BIN:-}
 if [ -x "$B" ] && command -v gnuplot >/dev/null && "$B" report --help >/dev/null 2>&1; then
   cp "$tmp/b.csv" "$tmp/torch_gpu.csv"
   "$B" report "$tmp/torch_gpu.csv" "$tmp/kill-KILL.csv" -o "$tmp/rep" >/dev/null 2>"$tmp/rep.err" && ok \
     || bad "membound report: $(tail -3 "$tmp/rep.err")"
-  grep -q 'torch_gpu.csv: note: copy eager f32 n=64' "$tmp/rep/report.md" && ok || bad "report lost the '#' notes"
+  grep -q 'torch_gpu.csv: note: copy eager f32 n=64' "$tmp/rep/report.md" && ok || bad "report lost the notes"
 else
   echo "membound report or gnuplot missing: the report check is skipped"
 fi

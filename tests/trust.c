@@ -532,19 +532,43 @@ static int case_local_spec(void)
 
 /* ---- csv_device ------------------------------------------------------------------- */
 
+/* Cuts line after its first ncols fields (commas in quotes kept), ending it
+ * with a newline; ncols < 0: as it is. */
+static void cut_fields(char *line, int ncols)
+{
+    int inq = 0, seen = 0;
+    for (char *c = line; ncols >= 0 && *c; c++) {
+        if (*c == '"') inq = !inq;
+        else if (*c == ',' && !inq && ++seen == ncols) { c[0] = '\n'; c[1] = '\0'; return; }
+    }
+}
+
 /* Writes to dst the CSV src with every data row's device (the first field)
- * set to device, its embedded spec and model device left out. */
+ * set to device, its embedded spec and model device left out: the text
+ * columns (MB_MEAS_CSV_TEXT_COLUMNS, the last ones, device_spec and
+ * provenance among them), or the '#' lines of a CSV written before them. */
 static void with_device(const char *src, const char *dst, const char *device)
 {
     FILE *in = fopen(src, "r"), *out = fopen(dst, "w");
     char line[1 << 14];
-    int header = 0;
+    int header = 0, ncols = -1;
     while (in && out && fgets(line, sizeof line, in)) {
         if (!strncmp(line, "# device_spec", 13) || !strncmp(line, "# model_device", 14)) continue;
-        if (line[0] == '#' || !header++) {
+        if (line[0] == '#') {
             fputs(line, out);
             continue;
         }
+        if (!header++) {
+            const char *t = strstr(line, "," MB_MEAS_PROV_VARIANT ",");
+            if (t) {
+                ncols = 1;
+                for (const char *c = line; c < t; c++) ncols += *c == ',';
+            }
+            cut_fields(line, ncols);
+            fputs(line, out);
+            continue;
+        }
+        cut_fields(line, ncols);
         const char *rest = line;
         if (*rest == '"') rest = strchr(rest + 1, '"') + 1;
         rest = strchr(rest, ',');

@@ -1,0 +1,14 @@
+# PyTorch as the oracle of the eager plan (tests/torch_oracle.py): the kernels
+# PyTorch launches forward and backward, the bytes it saves for backward and
+# its results against membound's, for the lecture's variants and seeded random
+# expressions. Skips (77) only where python3 cannot import torch; scripts/
+# test.sh installs Debian's python3-torch so CI runs it.
+if(TARGET mb_kernels)
+  add_executable(oracle_eval oracle_eval.c)
+  target_compile_options(oracle_eval PRIVATE ${MB_C_WARNINGS})
+  target_link_libraries(oracle_eval PRIVATE mb_kernels)
+  set_target_properties(oracle_eval PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/tests)
+  add_test(NAME torch_oracle COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/torch_oracle.sh)
+  set_tests_properties(torch_oracle PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300
+    ENVIRONMENT "MB_BIN=${CMAKE_BINARY_DIR}/bin/membound;MB_SRC=${CMAKE_SOURCE_DIR};MB_ORACLE_EVAL=${CMAKE_BINARY_DIR}/tests/oracle_eval;MEMBOUND_VARIANTS=${CMAKE_BINARY_DIR}/share/membound/variants")
+endif()
