@@ -237,7 +237,8 @@ static void sb_printf(sbuf *b, const char *fmt, ...)
     for (;;) {
         va_list ap;
         va_start(ap, fmt);
-        int w = vsnprintf(b->p + b->len, b->cap - b->len, fmt, ap);
+        /* an empty buffer is NULL: no offset from it (UB even by 0) */
+        int w = vsnprintf(b->p ? b->p + b->len : NULL, b->cap - b->len, fmt, ap);
         va_end(ap);
         if (w < 0) {
             b->oom = 1;
@@ -532,6 +533,22 @@ static void build(const char *text, jit_entry *e)
         return;
     }
     why_not("the compiled-kernel cache %s: %s", path, err.msg);
+}
+
+char *mb_kern_jit_source(int n_reads, const mb_kern_pnode *nodes, int n_nodes, const int *w_val,
+                         int n_writes)
+{
+    return generate(n_reads, nodes, n_nodes, w_val, n_writes);
+}
+
+const char *mb_kern_jit_build_cc(void)
+{
+    return MB_JIT_CC;
+}
+
+const char *mb_kern_jit_build_cflags(void)
+{
+    return MB_JIT_CFLAGS;
 }
 
 mb_kern_tile_fn mb_kern_jit_lookup(int n_reads, const mb_kern_pnode *nodes, int n_nodes,

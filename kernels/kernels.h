@@ -172,15 +172,39 @@ const char *mb_kern_vector_isa(void);
 
 /* Result of comparing a run with the float64 reference. */
 typedef struct mb_kern_check {
-    double max_rel_err;   /* max over results and elements (see mb_kern_verify) */
+    double max_rel_err;   /* max over results and elements (see mb_kern_verify),
+                             the elements f32's range explains left out */
     double tol;           /* tolerance used */
-    int64_t bad;          /* elements above tol (non-finite mismatches included) */
+    int64_t bad;          /* elements above tol that no correct f32 evaluation
+                             gives (non-finite mismatches included; past 256
+                             of them on a thread, the rest above tol unjudged) */
     int64_t poisoned;     /* elements still holding the poison */
+    int64_t inaccurate;   /* elements above tol that correct f32 evaluation
+                             gives: the math, not the kernel (mb_kern_verify) */
+    int64_t out_of_range; /* of those, the ones f32's range explains */
+    double inaccurate_max_err; /* largest finite error among them (0: none) */
     int64_t first_bad;    /* index of the first bad element, -1 if none */
     int first_bad_node;   /* result node of it, -1 if none */
     double first_got, first_want;
     int passed;           /* bad == 0 && poisoned == 0 */
 } mb_kern_check;
+
+/* Verdict of a check: OK within tol of float64 everywhere; INACCURATE passed,
+ * with elements off float64 as correct f32 evaluation is (the input range
+ * makes the expression ill-conditioned in f32, or f32 overflows where
+ * float64 does not); FAILED a kernel bug or unwritten elements. */
+typedef enum mb_kern_accuracy {
+    MB_KERN_ACC_OK = 0,
+    MB_KERN_ACC_INACCURATE,
+    MB_KERN_ACC_FAILED
+} mb_kern_accuracy;
+mb_kern_accuracy mb_kern_check_accuracy(const mb_kern_check *ck);
+const char *mb_kern_accuracy_name(mb_kern_accuracy a); /* "ok", "inaccurate", "failed" */
+
+/* One line on an INACCURATE check into buf ("" otherwise): "inaccurate: the
+ * input range makes this expression ill-conditioned in f32 (...)" or
+ * "inaccurate: float32 overflows or underflows where float64 does not (...)". */
+void mb_kern_check_note(const mb_kern_check *ck, char *buf, size_t bufsz);
 
 /* Default relative tolerance of a plan's results for storage dtype t:
  * f32 1e-4, f16 1e-2, bf16 6e-2 (eager plans round every intermediate). */
@@ -196,15 +220,20 @@ void mb_kern_reference_elem(const mb_kern_tensors *t, int64_t i, double *vals);
  * the magnitude that went into the element (the reference with every sum
  * over absolute values: a result that is zero in exact arithmetic is judged
  * against the terms that cancelled); NaN/inf count as equal only when the
- * reference gives the same. poison_rep is the rep whose
- * sentinel marks unwritten elements. tol <= 0 uses mb_kern_default_tol. */
+ * reference gives the same. An element above tol is judged against what
+ * correct f32 evaluation gives (kernels_int.h's mb_kern_f32_judge: the graph
+ * evaluated in f32, and a bound carried from every op's rounding through the
+ * graph): inaccurate when that explains it, else bad. poison_rep is the rep
+ * whose sentinel marks unwritten elements. tol <= 0 uses mb_kern_default_tol. */
 int mb_kern_verify(const mb_kern_tensors *t, unsigned poison_rep, double tol,
                    mb_kern_check *out, mb_err *err);
 
 /* Finite-difference gradient check of a backward plan in float64, as
  * torch.autograd.gradcheck: at up to n_points elements, the reference's
  * input gradients against central differences of the forward outputs weighted
- * by the incoming gradients (|num - ana| <= 1e-5 + 1e-3 |ana|).
+ * by the incoming gradients (|num - ana| <= 1e-5 + 1e-3 |ana|), leaving out
+ * elements whose forward outputs lie beyond their dtype's range (float64's
+ * differences of infinities judge nothing an f32 kernel computes).
  * *max_err gets max |num - ana| / (1e-5 + 1e-3 |ana|) (<= 1 passes).
  * MB_OK with *passed set; MB_EINPUT if the plan has no backward. */
 int mb_kern_gradcheck(const mb_kern_tensors *t, int n_points, double *max_err,

@@ -57,4 +57,48 @@ typedef void (*mb_kern_tile_fn)(const float *const *src, float *const *dst, int6
 mb_kern_tile_fn mb_kern_jit_lookup(int n_reads, const mb_kern_pnode *nodes, int n_nodes,
                                    const int *w_val, int n_writes);
 
+/* The C source mb_kern_jit_lookup builds for the same kernel (malloc'ed), or
+ * NULL (an op without a vector form, a non-finite scalar, out of memory);
+ * and the compiler and flags it builds with ("" without SLEEF: no JIT).
+ * For tests and the generator's fuzz target (tests/fuzz/fuzz_jit.c). */
+char *mb_kern_jit_source(int n_reads, const mb_kern_pnode *nodes, int n_nodes, const int *w_val,
+                         int n_writes);
+const char *mb_kern_jit_build_cc(void);
+const char *mb_kern_jit_build_cflags(void);
+
+/* ---- the float32 side of the reference check (ref_f32.c) ------------------ */
+
+/* What correct f32 evaluation of a graph can give at one element: per node,
+ * v32 its value evaluated in f32 from the stored inputs, err a bound on
+ * |f32 value - float64 value| (each op's own rounding carried through the
+ * graph by its float64 math at the operands moved by their bounds: the data's
+ * condition number; infinity where unbounded); out_of_range: 1 when a value
+ * (float64) lies beyond its dtype's finite range or among its subnormals. */
+typedef struct mb_kern_f32_elem {
+    double *err;  /* g->n_nodes entries, the caller's */
+    float *v32;   /* g->n_nodes entries, the caller's */
+    int out_of_range;
+} mb_kern_f32_elem;
+
+/* Fills e at one element from vals, the float64 reference of every node there
+ * (inputs as stored), evaluating the cnt nodes of order (operands first). */
+void mb_kern_f32_bound(const mb_graph *g, const int *order, int cnt, const double *vals,
+                       mb_kern_f32_elem *e);
+
+/* Largest finite value of dtype t (FLT_MAX, 65504, bf16's). */
+double mb_kern_dtype_max(mb_dtype t);
+
+/* Verdicts of mb_kern_f32_judge. */
+enum { MB_KERN_F32_OFF = 0, MB_KERN_F32_COND = 1, MB_KERN_F32_RANGE = 2 };
+
+/* Judges got, result node's value stored as dt, which is off the float64
+ * want by more than tol x den: MB_KERN_F32_OFF when no correct f32
+ * evaluation gives it (a kernel bug); else what explains it:
+ * MB_KERN_F32_RANGE when f32's range does (an overflow, underflow or
+ * non-finite value where float64 has a finite one), MB_KERN_F32_COND when
+ * the condition number does (|got - want| <= tol x den + 2 err, or got
+ * within tol x den of the f32 evaluation). */
+int mb_kern_f32_judge(const mb_kern_f32_elem *e, int node, mb_dtype dt, double got, double want,
+                      double den, double tol);
+
 #endif

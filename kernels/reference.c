@@ -2,10 +2,11 @@
  * definitions, element by element) and the checks built on it: result error
  * against a run, and the finite-difference gradient check of backward plans.
  * Does not run the executors or time anything. */
-#include "kernels.h"
+#include "kernels_int.h"
 #include "mb_ops.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -170,6 +171,135 @@ static double elem_err(double got, double want, double floor_abs)
     return fabs(got - want) / den;
 }
 
+/* One thread's share of a check: what mb_kern_check counts. */
+typedef struct cmp_acc {
+    double max_err, inacc_max;
+    int64_t bad, poisoned, inaccurate, range, first;
+    int node;
+    double got, want;
+} cmp_acc;
+
+/* Per-thread scratch of compare_all. */
+typedef struct cmp_scratch {
+    double *vals, *mags;
+    mb_kern_f32_elem f32;
+    int64_t f32_at; /* element f32 holds, -1: none */
+} cmp_scratch;
+
+/* Bad elements of one thread after which the others are counted bad without
+ * the f32 judgement: the row has failed, and a large failing plan would
+ * spend minutes carrying bounds through every element. */
+#define JUDGE_BAD_MAX 256
+
+/* Judges result r of t's plan at element i (the reference already in
+ * s->vals and s->mags) into acc. */
+static void compare_elem(const mb_kern_tensors *t, const ref_order *ro, const double *scale, float pv,
+                         double tolv, int r, int64_t i, cmp_scratch *s, cmp_acc *acc)
+{
+    const mb_plan *p = t->plan;
+    int node = p->results[r];
+    mb_dtype dt = p->g->nodes[node].dtype;
+    float got = mb_load_f32(t->data[node], i, dt);
+    int is_poison = 0;
+    if (dt == MB_F32) is_poison = got == pv;
+    else if (dt == MB_BF16) is_poison = ((const uint16_t *)t->data[node])[i] == mb_f32_to_bf16(pv);
+    else is_poison = ((const uint16_t *)t->data[node])[i] == mb_f32_to_f16(pv);
+    double want = s->vals[node];
+    double den = fmax(1e-3 * scale[r], s->mags[node]);
+    double e = elem_err((double)got, want, den);
+    if (is_poison && fabs(want - (double)pv) > 1e-3 * fabs((double)pv)) {
+        acc->poisoned++;
+        e = INFINITY;
+    } else if (!(e <= tolv) && acc->bad < JUDGE_BAD_MAX) { /* what correct f32 evaluation gives? */
+        if (s->f32_at != i) {
+            mb_kern_f32_bound(p->g, ro->order, ro->cnt, s->vals, &s->f32);
+            s->f32_at = i;
+        }
+        den = fabs(want) > den ? fabs(want) : den;
+        int v = mb_kern_f32_judge(&s->f32, node, dt, (double)got, want, den, tolv);
+        if (v != MB_KERN_F32_OFF) {
+            acc->inaccurate++;
+            if (v == MB_KERN_F32_RANGE) { /* no finite error: left out of max_rel_err */
+                acc->range++;
+                return;
+            }
+            if (e > acc->inacc_max) acc->inacc_max = e;
+            if (e > acc->max_err) acc->max_err = e;
+            return;
+        }
+    }
+    if (e > acc->max_err) acc->max_err = e;
+    if (!(e <= tolv)) {
+        if (acc->first < 0 || i < acc->first) {
+            acc->first = i;
+            acc->node = node;
+            acc->got = got;
+            acc->want = want;
+        }
+        acc->bad++;
+    }
+}
+
+/* Every element of every result of t's plan against the reference, into
+ * out. MB_ERUN when memory runs out. */
+static int compare_all(const mb_kern_tensors *t, const ref_order *ro, const double *scale,
+                       unsigned poison_rep, mb_kern_check *out)
+{
+    const mb_plan *p = t->plan;
+    const int nn = p->g->n_nodes;
+    const float pv = mb_kern_poison_value(poison_rep);
+    const double tolv = out->tol;
+    cmp_acc all = {0, 0, 0, 0, 0, 0, -1, -1, 0, 0};
+    int fail_alloc = 0;
+#pragma omp parallel
+    {
+        cmp_scratch s = {malloc((size_t)nn * sizeof(double)), malloc((size_t)nn * sizeof(double)),
+                         {malloc((size_t)nn * sizeof(double)), malloc((size_t)nn * sizeof(float)), 0},
+                         -1};
+        int ok = s.vals && s.mags && s.f32.err && s.f32.v32;
+        cmp_acc my = {0, 0, 0, 0, 0, 0, -1, -1, 0, 0};
+#pragma omp for schedule(static)
+        for (int64_t i = 0; i < t->n; i++) {
+            if (!ok) continue;
+            reference_elem(t, ro, i, s.vals);
+            magnitudes(p->g, ro->order, ro->cnt, s.vals, s.mags);
+            for (int r = 0; r < p->n_results; r++) compare_elem(t, ro, scale, pv, tolv, r, i, &s, &my);
+        }
+#pragma omp critical(mb_ref_merge)
+        {
+            if (my.max_err > all.max_err) all.max_err = my.max_err;
+            if (my.inacc_max > all.inacc_max) all.inacc_max = my.inacc_max;
+            all.bad += my.bad;
+            all.poisoned += my.poisoned;
+            all.inaccurate += my.inaccurate;
+            all.range += my.range;
+            if (my.first >= 0 && (all.first < 0 || my.first < all.first)) {
+                all.first = my.first;
+                all.node = my.node;
+                all.got = my.got;
+                all.want = my.want;
+            }
+            if (!ok) fail_alloc = 1;
+        }
+        free(s.vals);
+        free(s.mags);
+        free(s.f32.err);
+        free(s.f32.v32);
+    }
+    if (fail_alloc) return MB_ERUN;
+    out->max_rel_err = all.max_err;
+    out->bad = all.bad;
+    out->poisoned = all.poisoned;
+    out->inaccurate = all.inaccurate;
+    out->out_of_range = all.range;
+    out->inaccurate_max_err = all.inacc_max;
+    out->first_bad = all.first;
+    out->first_bad_node = all.node;
+    out->first_got = all.got;
+    out->first_want = all.want;
+    return MB_OK;
+}
+
 int mb_kern_verify(const mb_kern_tensors *t, unsigned poison_rep, double tol,
                    mb_kern_check *out, mb_err *err)
 {
@@ -186,7 +316,6 @@ int mb_kern_verify(const mb_kern_tensors *t, unsigned poison_rep, double tol,
     }
     out->tol = tol > 0 ? tol : mb_kern_default_tol(worst);
     int64_t n = t->n;
-    float pv = mb_kern_poison_value(poison_rep);
     for (int r = 0; r < p->n_results; r++) {
         int node = p->results[r];
         if (!t->data[node])
@@ -194,7 +323,8 @@ int mb_kern_verify(const mb_kern_tensors *t, unsigned poison_rep, double tol,
     }
     ref_order ro;
     if (ref_order_make(g, &ro)) return mb_err_set(err, MB_ERUN, "out of memory");
-    /* scale of each result from a strided sample: the denominator floor */
+    /* scale of each result from a strided sample: the denominator floor (the
+     * values its dtype can hold: 1e-3 of an exp(700) would hide every error) */
     double *scale = calloc((size_t)p->n_results + 1, sizeof(double));
     if (!scale) {
         free(ro.order);
@@ -215,7 +345,7 @@ int mb_kern_verify(const mb_kern_tensors *t, unsigned poison_rep, double tol,
             reference_elem(t, &ro, i, vals);
             for (int r = 0; r < p->n_results; r++) {
                 double v = fabs(vals[p->results[r]]);
-                if (isfinite(v)) {
+                if (v <= mb_kern_dtype_max(g->nodes[p->results[r]].dtype)) { /* where f32 holds it */
 #pragma omp critical(mb_ref_scale)
                     if (v > scale[r]) scale[r] = v;
                 }
@@ -228,77 +358,57 @@ int mb_kern_verify(const mb_kern_tensors *t, unsigned poison_rep, double tol,
         free(ro.order);
         return mb_err_set(err, MB_ERUN, "out of memory");
     }
-    double max_err = 0.0;
-    int64_t bad = 0, poisoned = 0, first_bad = -1;
-    int first_node = -1;
-    double first_got = 0, first_want = 0;
-    double tolv = out->tol;
-#pragma omp parallel
-    {
-        double *vals = malloc((size_t)nn * sizeof(double));
-        double *mags = malloc((size_t)nn * sizeof(double));
-        double my_max = 0.0;
-        int64_t my_bad = 0, my_poison = 0, my_first = -1;
-        int my_node = -1;
-        double my_got = 0, my_want = 0;
-#pragma omp for schedule(static)
-        for (int64_t i = 0; i < n; i++) {
-            if (!vals || !mags) continue;
-            reference_elem(t, &ro, i, vals);
-            magnitudes(g, ro.order, ro.cnt, vals, mags);
-            for (int r = 0; r < p->n_results; r++) {
-                int node = p->results[r];
-                mb_dtype dt = g->nodes[node].dtype;
-                float got = mb_load_f32(t->data[node], i, dt);
-                int is_poison = 0;
-                if (dt == MB_F32) is_poison = got == pv;
-                else if (dt == MB_BF16) is_poison = ((const uint16_t *)t->data[node])[i] == mb_f32_to_bf16(pv);
-                else is_poison = ((const uint16_t *)t->data[node])[i] == mb_f32_to_f16(pv);
-                double e = elem_err((double)got, vals[node], fmax(1e-3 * scale[r], mags[node]));
-                if (is_poison && fabs(vals[node] - (double)pv) > 1e-3 * fabs((double)pv)) {
-                    my_poison++;
-                    e = INFINITY;
-                }
-                if (e > my_max) my_max = e;
-                if (!(e <= tolv)) {
-                    if (my_first < 0 || i < my_first) {
-                        my_first = i;
-                        my_node = node;
-                        my_got = got;
-                        my_want = vals[node];
-                    }
-                    my_bad++;
-                }
-            }
-        }
-#pragma omp critical(mb_ref_merge)
-        {
-            if (my_max > max_err) max_err = my_max;
-            bad += my_bad;
-            poisoned += my_poison;
-            if (my_first >= 0 && (first_bad < 0 || my_first < first_bad)) {
-                first_bad = my_first;
-                first_node = my_node;
-                first_got = my_got;
-                first_want = my_want;
-            }
-            if (!vals || !mags) fail_alloc = 1;
-        }
-        free(vals);
-        free(mags);
-    }
+    int rc = compare_all(t, &ro, scale, poison_rep, out);
     free(scale);
     free(ro.order);
-    if (fail_alloc) return mb_err_set(err, MB_ERUN, "out of memory");
-    out->max_rel_err = max_err;
-    out->bad = bad;
-    out->poisoned = poisoned;
-    out->first_bad = first_bad;
-    out->first_bad_node = first_node;
-    out->first_got = first_got;
-    out->first_want = first_want;
-    out->passed = bad == 0 && poisoned == 0;
+    if (rc) return mb_err_set(err, MB_ERUN, "out of memory");
+    out->passed = out->bad == 0 && out->poisoned == 0;
     return MB_OK;
+}
+
+mb_kern_accuracy mb_kern_check_accuracy(const mb_kern_check *ck)
+{
+    if (!ck->passed) return MB_KERN_ACC_FAILED;
+    return ck->inaccurate > 0 ? MB_KERN_ACC_INACCURATE : MB_KERN_ACC_OK;
+}
+
+const char *mb_kern_accuracy_name(mb_kern_accuracy a)
+{
+    switch (a) {
+    case MB_KERN_ACC_OK: return "ok";
+    case MB_KERN_ACC_INACCURATE: return "inaccurate";
+    case MB_KERN_ACC_FAILED: break;
+    }
+    return "failed";
+}
+
+void mb_kern_check_note(const mb_kern_check *ck, char *buf, size_t bufsz)
+{
+    if (!bufsz) return;
+    buf[0] = '\0';
+    if (mb_kern_check_accuracy(ck) != MB_KERN_ACC_INACCURATE) return;
+    int64_t cond = ck->inaccurate - ck->out_of_range;
+    if (cond > 0)
+        snprintf(buf, bufsz, "inaccurate: the input range makes this expression ill-conditioned in "
+                 "f32 (%lld elements off float64 by up to %.3g > tol %.3g, as far as the f32 "
+                 "rounding of its ops carried through it allows%s)", (long long)cond,
+                 ck->inaccurate_max_err, ck->tol,
+                 ck->out_of_range ? "; more where f32 overflows or underflows" : "");
+    else
+        snprintf(buf, bufsz, "inaccurate: float32 overflows or underflows where float64 does not "
+                 "(%lld elements; as correct f32 evaluation gives them)", (long long)ck->out_of_range);
+}
+
+/* 1 when every forward output at an element (vals) lies in its dtype's
+ * range: where one overflows f32, float64's finite differences and
+ * gradients (inf - inf) judge nothing an f32 kernel computes. */
+static int forward_in_range(const mb_graph *g, const double *vals)
+{
+    for (int o = 0; o < g->n_outputs; o++) {
+        int v = g->outputs[o];
+        if (!(fabs(vals[v]) <= mb_kern_dtype_max(g->nodes[v].dtype))) return 0;
+    }
+    return 1;
 }
 
 int mb_kern_gradcheck(const mb_kern_tensors *t, int n_points, double *max_err, int *passed,
@@ -326,6 +436,7 @@ int mb_kern_gradcheck(const mb_kern_tensors *t, int n_points, double *max_err, i
     double worst = 0.0;
     for (int64_t i = 0; i < t->n; i += step) {
         reference_elem(t, &ro, i, base);
+        if (!forward_in_range(g, base)) continue;
         for (int j = 0; j < g->n_inputs; j++) {
             int xin = g->inputs[j];
             if (g->grad_inputs[j] < 0) continue;

@@ -82,7 +82,8 @@ static const char *const columns = &(MB_MEAS_CSV_COLUMNS(MB_CSV_NAME))[1];
  * readers find columns by name, so older readers skip them. */
 static const char *const extra_columns = MB_MEAS_CSV_CONTENDED_COLUMN "," MB_MEAS_CSV_HOST_COLUMNS
                                           "," MB_MEAS_CSV_HOST_MODEL_COLUMN "," MB_MEAS_CSV_MODES_COLUMNS
-                                          "," MB_MEAS_CSV_COUNT_COLUMNS "," MB_MEAS_CSV_TEXT_COLUMNS;
+                                          "," MB_MEAS_CSV_COUNT_COLUMNS "," MB_MEAS_CSV_ACCURACY_COLUMN
+                                          "," MB_MEAS_CSV_TEXT_COLUMNS;
 
 void mb_meas_csv_header(FILE *fp, int per_kernel)
 {
@@ -158,6 +159,7 @@ void mb_meas_csv_row(FILE *fp, const mb_meas_record *r, int per_kernel, const mb
     num(fp, r->upper_mode_share); fputc(',', fp);
     num(fp, r->count_err); fputc(',', fp);
     field(fp, r->count_check); fputc(',', fp);
+    field(fp, r->accuracy); fputc(',', fp);
     field(fp, var_text(t, r->variant, 0)); fputc(',', fp);
     field(fp, var_text(t, r->variant, 1)); fputc(',', fp);
     field(fp, t && t->spec ? t->spec : ""); fputc(',', fp);

@@ -175,6 +175,10 @@ typedef struct mb_meas_record {
                                 with counts, MB_MEAS_CSV_COUNT_COLUMNS); NAN = none */
     char count_check[16];    /* mb_meas_count_verdict_name: "ok", "off",
                                 "below 4x L2", "" */
+    char accuracy[12];       /* mb_kern_accuracy_name of the row's checks: "ok",
+                                "inaccurate" (verified, off float64 as correct f32
+                                evaluation is), "failed"; "" unchecked
+                                (MB_MEAS_CSV_ACCURACY_COLUMN) */
 } mb_meas_record;
 
 /* Fills the identity and model columns of row (and of per_kernel[k] for each
@@ -271,7 +275,8 @@ void mb_meas_flusher_free(mb_meas_flusher *f);
  * when non-NULL: each kernel's own time within the same samples). row and
  * per_kernel must come from mb_meas_record_init. A failed check sets
  * verified = 0 and still returns MB_OK (the row is reported, flagged); *why
- * (when non-NULL, whysz bytes) gets the first mismatch. MB_ERUN when memory
+ * (when non-NULL, whysz bytes) gets the first mismatch, or for a verified row
+ * whose accuracy is "inaccurate" the note that says why (mb_kern_check_note). MB_ERUN when memory
  * or threads fail, or "interrupted" when *c->stop was set. */
 int mb_meas_cpu_run(const mb_plan *p, int64_t n, const mb_meas_config *c,
                     mb_meas_record *row, mb_meas_record *per_kernel, char *why, size_t whysz,

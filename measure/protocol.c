@@ -26,6 +26,12 @@ static void note_check(const mb_graph *g, const mb_kern_check *ck, const char *w
                  ck->first_got, ck->first_want, ck->max_rel_err, ck->tol);
 }
 
+/* Keeps the first inaccurate check's note (mb_kern_check_note) in note. */
+static void note_inaccurate(const mb_kern_check *ck, char *note, size_t notesz)
+{
+    if (!note[0]) mb_kern_check_note(ck, note, notesz);
+}
+
 static void set_why(char *why, size_t whysz, const char *msg)
 {
     if (why && whysz && !why[0]) snprintf(why, whysz, "%s", msg);
@@ -67,6 +73,17 @@ static void row_finish(mb_meas_record *row, const double *samples, int ns, int c
     }
 }
 
+/* The accuracy column of row and its kernels (MB_MEAS_CSV_ACCURACY_COLUMN)
+ * after its checks; a passed row's note goes to why. */
+static void row_accuracy(mb_meas_record *row, mb_meas_record *per_kernel, int nk, int checked,
+                         int passed, const char *note, char *why, size_t whysz)
+{
+    mb_kern_accuracy a = !passed ? MB_KERN_ACC_FAILED : note[0] ? MB_KERN_ACC_INACCURATE : MB_KERN_ACC_OK;
+    snprintf(row->accuracy, sizeof row->accuracy, "%s", checked ? mb_kern_accuracy_name(a) : "");
+    for (int k = 0; per_kernel && k < nk; k++) memcpy(per_kernel[k].accuracy, row->accuracy, sizeof row->accuracy);
+    if (checked && passed && note[0]) set_why(why, whysz, note);
+}
+
 /* The host reference's columns: the median of the row's reference copies
  * and op probes, and their ratios to the calibrated figures (NAN: none). */
 static void host_finish(mb_meas_record *row, mb_meas_record *per_kernel, int nk, const double *refs,
@@ -94,7 +111,7 @@ static void host_finish(mb_meas_record *row, mb_meas_record *per_kernel, int nk,
 /* The checks of the last sample: results, then for backward plans the
  * finite-difference gradient check and the backend's own. */
 static int final_checks(const mb_meas_ops *ops, mb_meas_row_run *r, double *max_err, int *passed,
-                        char *why, size_t whysz, mb_err *err)
+                        char *why, size_t whysz, char *note, size_t notesz, mb_err *err)
 {
     const mb_meas_config *c = r->c;
     mb_kern_check ck;
@@ -102,6 +119,7 @@ static int final_checks(const mb_meas_ops *ops, mb_meas_row_run *r, double *max_
     if (rc) return rc;
     if (ck.max_rel_err > *max_err) *max_err = ck.max_rel_err;
     if (!ck.passed) *passed = 0, note_check(r->p->g, &ck, "last sample", why, whysz);
+    note_inaccurate(&ck, note, notesz);
     if (!r->p->g->has_backward) return MB_OK;
     double gerr = 0;
     int ok = 0;
@@ -145,6 +163,7 @@ int mb_meas_protocol_run(const mb_meas_ops *ops, const mb_plan *p, int64_t n, co
     /* warm-up; the first run writes over poison and is checked */
     int passed = 1;
     double max_err = 0.0;
+    char note[256] = ""; /* an inaccurate check's (mb_kern_check_note) */
     const int n_warm = r.once ? 0 : c->warmup > 0 ? c->warmup : 1;
     const int early = c->check && n_warm > 0 && (ops->early_check_max_n <= 0 || n <= ops->early_check_max_n);
     if (early && (rc = ops->poison(&r, ops->early_rep, err))) goto done;
@@ -155,6 +174,7 @@ int mb_meas_protocol_run(const mb_meas_ops *ops, const mb_plan *p, int64_t n, co
             if ((rc = ops->check(&r, ops->early_rep, &ck, err))) goto done;
             max_err = ck.max_rel_err;
             if (!ck.passed) passed = 0, note_check(p->g, &ck, "first run", why, whysz);
+            note_inaccurate(&ck, note, sizeof note);
         }
     }
 
@@ -207,8 +227,10 @@ int mb_meas_protocol_run(const mb_meas_ops *ops, const mb_plan *p, int64_t n, co
         if (s.contended >= 0) watched = 1, contended += s.contended;
         if (last) break;
     }
-    if (c->check && (rc = final_checks(ops, &r, &max_err, &passed, why, whysz, err))) goto done;
+    if (c->check && (rc = final_checks(ops, &r, &max_err, &passed, why, whysz, note, sizeof note, err)))
+        goto done;
     row_finish(row, samples, ns, c->check, max_err, passed, per_kernel, nk, ksamples, stride);
+    row_accuracy(row, per_kernel, nk, c->check, passed, note, why, whysz);
     if (watched) {
         row->contended = contended;
         for (int k = 0; per_kernel && k < nk; k++) per_kernel[k].contended = contended;

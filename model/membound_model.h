@@ -416,6 +416,12 @@ void mb_device_at_rates(const mb_device *d, double bandwidth_factor, double op_f
  * count_err = counted / model - 1, and count_check "ok" (within 3%), "off",
  * or "below 4x L2" (tensors too small to be judged); empty without counts. */
 #define MB_MEAS_CSV_COUNT_COLUMNS "count_err,count_check"
+/* Then the verdict of the row's checks against the float64 reference: "ok"
+ * (within tolerance), "inaccurate" (verified = 1: elements off float64 as
+ * far as correct f32 evaluation is, where the input range makes the
+ * expression ill-conditioned in f32 or f32 overflows where float64 does
+ * not: the math, not the kernel), "failed" (verified = 0), "" unchecked. */
+#define MB_MEAS_CSV_ACCURACY_COLUMN "accuracy"
 #define MB_MEAS_HOST_DRIFT_MAX 0.2
 #define MB_MEAS_DRIFTED(ratio) ((ratio) > 0 && ((ratio) > 1 + MB_MEAS_HOST_DRIFT_MAX || \
                                                 (ratio) < 1 - MB_MEAS_HOST_DRIFT_MAX))

@@ -188,17 +188,41 @@ int main(void)
           !strncmp(prov, "[device]\\nname = h100-sxm\\n", sizeof "[device]\\nname = h100-sxm\\n" - 1));
     int rows = 0, verified = 0;
     char field[64];
-    for (; mb_test_csv_field(csv, rows, "verified", field, sizeof field); rows++)
+    for (; mb_test_csv_field(csv, rows, "verified", field, sizeof field); rows++) {
         verified += !strcmp(field, "1");
+        CHECK(mb_test_csv_field(csv, rows, "accuracy", field, sizeof field) && !strcmp(field, "ok"));
+    }
     /* (sigmoid3: 3 plans, 4 with optimal (igraph) + copy: 2) x 2 dtypes */
     CHECK_EQ_I64(rows, 2 * (3 + mb_plan_optimal_available() + 2));
     CHECK_EQ_I64(verified, rows);
     CHECK(strstr(csv, ",none-cpu,") != NULL);
     CHECK(strstr(slurp("kern.csv"), ",kernel,contended,host_copy_gbs,host_copy_ratio,host_op_ratio,"
                                     "model_host_time_s,time_s_lower_mode,time_s_upper_mode,"
-                                    "upper_mode_share,count_err,count_check,variant_text,variant_expr,"
+                                    "upper_mode_share,count_err,count_check,accuracy,variant_text,variant_expr,"
                                     "device_spec,provenance\n") != NULL);
     CHECK(stray_files(NULL) == 2); /* small.csv and kern.csv, no temporaries */
+
+    /* faithful to f32: an overflow where float64 stays finite and an input
+     * range that makes the expression ill-conditioned in f32 verify (exit 0),
+     * marked inaccurate with a warning that says which */
+    const struct { const char *expr, *says; } f32_cases[] = {
+        {"y = exp(((x + x - 2.041)**3)**2)", "float32 overflows or underflows where float64 does not"},
+        {"y = sin(exp(x**2))", "inaccurate: the input range makes this expression ill-conditioned in f32"},
+    };
+    for (int k = 0; k < 2; k++) {
+        const char *f32run[] = {"measure", "--backend", "cpu", "--threads", "1", "--device", "h100-sxm",
+                                "--plan", "fused", "--sizes", "2^12", "--timeout", "0.2", "--expr",
+                                f32_cases[k].expr, "-o", "f32.csv", NULL};
+        CHECK_EQ_I64(exit_code(run(0, f32run)), 0);
+        CHECK(strstr(slurp("stderr.txt"), f32_cases[k].says) != NULL);
+        char *f32csv = slurp("f32.csv");
+        CHECK(mb_test_csv_field(f32csv, 0, "verified", field, sizeof field) && !strcmp(field, "1"));
+        CHECK(mb_test_csv_field(f32csv, 0, "accuracy", field, sizeof field) && !strcmp(field, "inaccurate"));
+        CHECK(mb_test_csv_field(f32csv, 0, "max_rel_err", field, sizeof field) && isfinite(atof(field)));
+        char f32path[512];
+        snprintf(f32path, sizeof f32path, "%s/f32.csv", dir);
+        CHECK(remove(f32path) == 0);
+    }
 
     /* interrupted before a row finished: exit 130, no CSV and no temporary */
     const char *longrun[] = {"measure", "--backend", "cpu", "--device", "h100-sxm", "--sizes",
