@@ -2,6 +2,7 @@
  * passes in), the note callback, sample statistics and records. Does not run
  * kernels or the protocol (protocol.c and the backends do). */
 #define _POSIX_C_SOURCE 200809L
+#include "note_int.h"
 #include "protocol_int.h"
 
 #include <math.h>
@@ -189,13 +190,18 @@ void mb_meas_env_usage(FILE *fp)
 
 /* ---- notes ------------------------------------------------------------------ */
 
+void mb_meas_note_to(mb_meas_note_cb note, void *ctx, const char *level, const char *fmt, va_list ap)
+{
+    if (!note) return;
+    char msg[1600];
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    note(ctx, level, msg);
+}
+
 void mb_meas_vnote(const mb_meas_config *c, const char *level, const char *fmt, va_list ap)
 {
-    if (!c || !c->note) return;
-    if (c->quiet && !strcmp(level, MB_MEAS_NOTE)) return;
-    char msg[1024];
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    c->note(c->note_ctx, level, msg);
+    if (!c || (c->quiet && !strcmp(level, MB_MEAS_NOTE))) return;
+    mb_meas_note_to(c->note, c->note_ctx, level, fmt, ap);
 }
 
 void mb_meas_note(const mb_meas_config *c, const char *level, const char *fmt, ...)

@@ -6,6 +6,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include "kernels.h"
 #include "measure.h"
+#include "note_int.h"
 
 #include <math.h>
 #include <stdarg.h>
@@ -17,13 +18,11 @@ static void say(const mb_meas_config *c, const char *level, int always, const ch
     __attribute__((format(printf, 4, 5)));
 static void say(const mb_meas_config *c, const char *level, int always, const char *fmt, ...)
 {
-    if (!c->note || (!always && c->quiet && !strcmp(level, "note"))) return;
-    char msg[1600];
+    if (!always && c->quiet && !strcmp(level, "note")) return;
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
+    mb_meas_note_to(c->note, c->note_ctx, level, fmt, ap);
     va_end(ap);
-    c->note(c->note_ctx, level, msg);
 }
 
 const char *mb_meas_fmt_n(int64_t n, char *buf, size_t bufsz)

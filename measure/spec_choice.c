@@ -7,6 +7,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include "kernels.h"
 #include "measure.h"
+#include "note_int.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -19,13 +20,11 @@ static void say(const mb_meas_spec_req *req, const char *level, const char *fmt,
     __attribute__((format(printf, 3, 4)));
 static void say(const mb_meas_spec_req *req, const char *level, const char *fmt, ...)
 {
-    if (!req->note || (req->quiet && !strcmp(level, "note"))) return;
-    char msg[1600];
+    if (req->quiet && !strcmp(level, "note")) return;
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
+    mb_meas_note_to(req->note, req->note_ctx, level, fmt, ap);
     va_end(ap);
-    req->note(req->note_ctx, level, msg);
 }
 
 /* The cache's callback (claim, lock) into say. */
