@@ -43,7 +43,9 @@ const char *mb_kern_exec_name(mb_kern_exec e); /* "auto", "opwise", "blocked" */
  * a kernel. The struct owns its arrays; the plan is borrowed and must outlive it. */
 typedef struct mb_kern_tensors {
     const mb_plan *plan;
-    int64_t n;
+    int64_t n;            /* elements of a full tensor: rows x cols */
+    mb_shape shape;       /* rank 1 ([n]) or 2: row statistics hold rows
+                             elements, weights cols (mb_tensor_elems_at) */
     void **data;          /* plan->g->n_nodes entries */
     void **alloc_base;    /* what was allocated for each (data is staggered in it) */
     size_t alloc_bytes;   /* bytes held now (grows when OPWISE adds temporaries) */
@@ -69,6 +71,12 @@ int64_t mb_kern_plan_peak_bytes(const mb_plan *p, int64_t n, mb_kern_exec e);
  * 52.8 GB/s streaming vs 37.0 GB/s plain stores). MB_ERUN when memory runs out. */
 int mb_kern_tensors_alloc(const mb_plan *p, int64_t n, int64_t llc_bytes,
                           mb_kern_tensors *t, mb_err *err);
+/* The same at a shape (each tensor sized by its shape class). A plan with row
+ * operations runs on the row executor (kernels/rows_cpu.c): by rows, each
+ * kernel making the passes over a row model/passes.c derives; its results
+ * are verified against a float64 reference evaluated row by row. */
+int mb_kern_tensors_alloc_shape(const mb_plan *p, mb_shape shape, int64_t llc_bytes,
+                                mb_kern_tensors *t, mb_err *err);
 void mb_kern_tensors_free(mb_kern_tensors *t);
 
 /* Fills every graph input (forward inputs and incoming gradients) with

@@ -272,6 +272,13 @@ typedef struct mb_kernel {
     int passes;
     int *read_passes;          /* n_reads entries */
     double live_bytes_per_col;
+    /* What the row executor runs in each pass (kernels/rows_cpu.c), per
+     * node of nodes[]: eval_mask, the passes its per-element value is
+     * evaluated in (bit p: pass p); stat_pass, the pass a reduction
+     * accumulates in or a library row op's first statistics pass (-1: an
+     * elementwise node); online, 1 for a sum folded beside its amax. */
+    int *eval_mask, *stat_pass;
+    unsigned char *online;
 } mb_kernel;
 
 /* A plan owns a copy of the graph: recompute appends clones of forward
@@ -556,6 +563,12 @@ void mb_estimate_free(mb_estimate *e);
  * its row once per pass (the lecture's count counts each); a re-read hits
  * the cache when rows in flight (sm_count) x the row bytes it streams fit. */
 int mb_estimate_plan_shape(const mb_plan *p, mb_shape s, const mb_device *d, mb_estimate *out, mb_err *err);
+
+/* Sets K->passes, read_passes, live_bytes_per_col, eval_mask, stat_pass
+ * and online from K's nodes, reads and writes (model/passes.c; online:
+ * softmax's max and sum in one pass); plans call it, and the row executor
+ * for a node run alone. -1 when out of memory (K's arrays owned by K). */
+int mb_kernel_derive_passes(const mb_graph *g, mb_kernel *K, int online);
 
 /* Longest row (columns) kernel K keeps on chip in one pass on d: on-chip
  * bytes / live bytes per column; INT64_MAX when K has one pass anyway, 0

@@ -60,12 +60,6 @@ void mb_lex_rest_of_line(mb_lexer *lx, char *buf, int bufsize);
  * not broadcast or reduces another dimension. Sets g->rank. */
 int mb_graph_derive_shapes(mb_graph *g, int rank, mb_err *err);
 
-/* ---- passes over rows (passes.c) ---- */
-/* Sets K->passes, K->read_passes and K->live_bytes_per_col from K's nodes,
- * reads and writes (online: softmax's max and sum in one pass). -1 when out
- * of memory. */
-int mb_kernel_derive_passes(const mb_graph *g, mb_kernel *K, int online);
-
 /* ---- autodiff (autodiff.c) ---- */
 /* Appends the backward graph to g (forward graph complete). */
 int mb_autodiff(mb_graph *g, mb_err *err);

@@ -79,8 +79,15 @@ int mb_kernel_derive_passes(const mb_graph *g, mb_kernel *K, int online)
     K->passes = 1;
     K->live_bytes_per_col = 0;
     free(K->read_passes);
+    free(K->eval_mask);
+    free(K->stat_pass);
+    free(K->online);
     K->read_passes = calloc((size_t)K->n_reads + 1, sizeof(int));
-    if (!K->read_passes) return -1;
+    K->eval_mask = calloc((size_t)K->n_nodes + 1, sizeof(int));
+    K->stat_pass = malloc(((size_t)K->n_nodes + 1) * sizeof(int));
+    K->online = calloc((size_t)K->n_nodes + 1, 1);
+    if (!K->read_passes || !K->eval_mask || !K->stat_pass || !K->online) return -1;
+    for (int j = 0; j < K->n_nodes; j++) K->stat_pass[j] = -1, K->eval_mask[j] = 1;
     int has_row = 0;
     for (int j = 0; j < K->n_nodes; j++) has_row |= MB_OP_IS_ROW(g->nodes[K->nodes[j]].op);
     if (!has_row) {
@@ -108,13 +115,17 @@ int mb_kernel_derive_passes(const mb_graph *g, mb_kernel *K, int online)
             if (online && online_sum(g, in_k, v)) {
                 int x = g->nodes[g->nodes[nd->arg[0]].arg[0]].arg[0];
                 at = in_k[x] ? w.avail[x] : 0;
+                K->online[j] = 1;
             }
+            K->stat_pass[j] = at;
             w.avail[v] = at + 1;
             if (at > w.maxpass) w.maxpass = at;
             demand(&w, online && online_sum(g, in_k, v) ? g->nodes[g->nodes[nd->arg[0]].arg[0]].arg[0]
                                                         : nd->arg[0], at);
         } else if (MB_OP_IS_ROW(nd->op)) {
             int k = stat_passes(nd->op, online);
+            K->stat_pass[j] = a;
+            K->online[j] = (unsigned char)(online && k == 1 && stat_passes(nd->op, 0) == 2);
             for (int p = 0; p < k; p++) demand(&w, nd->arg[0], a + p);
             w.avail[v] = a + k;
         } else {
@@ -127,6 +138,9 @@ int mb_kernel_derive_passes(const mb_graph *g, mb_kernel *K, int online)
         if (mb_op_info_of(g->nodes[v].op)->kind != MB_OPK_REDUCTION) demand(&w, v, w.avail[v]);
     }
     K->passes = w.maxpass + 1;
+    /* a value is evaluated in the passes that demand it; a reduction's or an
+     * online sum's operand in its accumulation pass (demand above) */
+    for (int j = 0; j < K->n_nodes; j++) K->eval_mask[j] = w.demanded[K->nodes[j]];
     for (int r = 0; r < K->n_reads; r++) {
         int c = 0;
         for (int p = 0; p < MAX_PASSES; p++) c += w.read_mask[r] >> p & 1;

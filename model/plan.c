@@ -338,6 +338,9 @@ void mb_plan_free(mb_plan *p)
         free(p->kernels[k].reads);
         free(p->kernels[k].writes);
         free(p->kernels[k].read_passes);
+        free(p->kernels[k].eval_mask);
+        free(p->kernels[k].stat_pass);
+        free(p->kernels[k].online);
     }
     free(p->kernels);
     free(p->saved);

@@ -130,6 +130,8 @@ static int op_compiles(const mb_node *a)
 
 int mb_kernel_compiled(const mb_graph *g, const mb_kernel *K)
 {
+    for (int j = 0; j < K->n_nodes; j++)
+        if (MB_OP_IS_ROW(g->nodes[K->nodes[j]].op)) return 0; /* the row executor interprets */
     if (K->n_reads > MB_COMPILED_IO_MAX || K->n_writes > MB_COMPILED_IO_MAX) return 0;
     for (int r = 0; r < K->n_reads; r++)
         if (g->nodes[K->reads[r]].dtype != MB_F32) return 0;
