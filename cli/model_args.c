@@ -91,6 +91,15 @@ int mb_model_args_load(mb_model_args *a)
         }
     for (int d = 0; d < a->n_dtypes; d++) mb_cli_graphs_free(per[d], cnt[d]);
     if (rc) return rc;
+    /* every built-in at 1-D sizes: the 2-D ones (softmax, ...) are left out */
+    if (a->sizes && a->sizes[0].rank == 1 && a->inputs.n == 0) {
+        int kept = 0;
+        for (int i = 0; i < a->n_graphs; i++) {
+            if (a->graphs[i]->rank_declared && a->graphs[i]->rank == 2) mb_graph_free(a->graphs[i]);
+            else a->graphs[kept++] = a->graphs[i];
+        }
+        a->n_graphs = kept;
+    }
     /* the given sizes fix the rank: a 1-D variant at ROWSxCOLS reduces rows */
     for (int i = 0; a->sizes && i < a->n_graphs; i++)
         if ((rc = mb_graph_set_rank(a->graphs[i], a->sizes[0].rank, &e))) return mb_cli_fail_err(rc, &e);

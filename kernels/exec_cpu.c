@@ -88,6 +88,21 @@ int64_t mb_kern_llc_bytes(void)
     return (int64_t)32 << 20;
 }
 
+int64_t mb_kern_core_cache_bytes(void)
+{
+    /* sysfs: level 2 (Zen 4: 1 MiB a core), else the largest level below 3 */
+    int64_t best = 0, best_level = 0;
+    for (int i = 0; i < 8; i++) {
+        char path[128];
+        snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu0/cache/index%d/level", i);
+        int64_t level = read_sysfs_size(path);
+        snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu0/cache/index%d/size", i);
+        int64_t v = read_sysfs_size(path);
+        if (v > 0 && level <= 2 && level >= best_level) best_level = level, best = v;
+    }
+    return best > 0 ? best : (int64_t)1 << 20;
+}
+
 /* ---- storage ------------------------------------------------------------- */
 
 /* 1 for every node the plan keeps in memory. */

@@ -101,6 +101,10 @@ void mb_kern_set_threads(int n);
 
 /* Size of the last-level cache in bytes (sysconf, else sysfs, else 32 MiB). */
 int64_t mb_kern_llc_bytes(void);
+/* A core's own cache (sysfs level 2, else the largest below the LLC; 1 MiB
+ * if none): where the row executor's one-pass rows stay between passes
+ * (a CPU spec's onchip_kib). */
+int64_t mb_kern_core_cache_bytes(void);
 
 /* The executors' tile primitive, for calibration: out[i] = op(a[i], b[i]) for
  * i < len in f32; a == NULL means the scalar as, b == NULL the scalar bs. */

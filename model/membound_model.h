@@ -232,6 +232,8 @@ void mb_variant_set_dir(const char *dir);
 int mb_variant_list(char names[][MB_NAME_MAX], int max);
 
 void mb_graph_free(mb_graph *g);
+/* A copy of g (caller frees with mb_graph_free), NULL when out of memory. */
+mb_graph *mb_graph_clone(const mb_graph *g);
 
 /* Per-element cost of node i (POW depends on its exponent). */
 mb_op_cost mb_node_cost(const mb_graph *g, int i);
@@ -521,6 +523,9 @@ void mb_device_at_rates(const mb_device *d, double bandwidth_factor, double op_f
 #define MB_MEAS_PROV_LINES "provenance"
 #define MB_MEAS_CSV_TEXT_COLUMNS \
     MB_MEAS_PROV_VARIANT "," MB_MEAS_PROV_EXPR "," MB_MEAS_PROV_SPEC "," MB_MEAS_PROV_LINES
+/* At the very end: the row's shape, "ROWSxCOLS" for a 2-D row ("" for 1-D);
+ * n stays the element count (rows x cols). */
+#define MB_MEAS_CSV_SHAPE_COLUMN "shape"
 
 /* ---- traffic and time ------------------------------------------------- */
 

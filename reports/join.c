@@ -9,16 +9,27 @@
 #include <string.h>
 #include <unistd.h>
 
-static int estimate_graph(const mb_graph *g, const char *plan, int64_t n, const mb_device *d,
-                          mb_estimate *out, double op_per_elem[MB_OP_COUNT], mb_err *err)
+/* n elements, or rows x cols when cols > 0 (a 2-D row: its graph is set to
+ * rank 2 first, as measure did). */
+static int estimate_graph_shape(const mb_graph *g, const char *plan, int64_t n, int64_t cols, const mb_device *d,
+                                mb_estimate *out, double op_per_elem[MB_OP_COUNT], mb_err *err)
 {
     mb_plan_kind k;
     if (mb_plan_parse(plan, &k) != MB_OK)
         return mb_err_set(err, MB_EINPUT, "unknown plan '%s' (eager, fused, store, recompute)", plan);
     mb_plan *p = NULL;
+    mb_graph *g2 = NULL;
+    if (cols > 0 && g->rank != 2) { /* a 1-D variant measured at ROWSxCOLS */
+        if (!(g2 = mb_graph_clone(g))) return mb_err_set(err, MB_ERUN, "out of memory");
+        int rc = mb_graph_set_rank(g2, 2, err);
+        if (rc) { mb_graph_free(g2); return rc; }
+        g = g2;
+    }
     int rc = mb_plan_build(g, k, &p, err);
+    mb_graph_free(g2);
     if (rc) return rc;
-    rc = mb_estimate_plan(p, n, d, out, err);
+    rc = cols > 0 ? mb_estimate_plan_shape(p, (mb_shape){2, n / cols, cols}, d, out, err)
+                  : mb_estimate_plan(p, n, d, out, err);
     if (rc == MB_OK && op_per_elem) {
         for (int i = 0; i < MB_OP_COUNT; i++) op_per_elem[i] = 0;
         for (int k2 = 0; k2 < p->n_kernels; k2++) {
@@ -31,6 +42,12 @@ static int estimate_graph(const mb_graph *g, const char *plan, int64_t n, const 
     }
     mb_plan_free(p);
     return rc;
+}
+
+static int estimate_graph(const mb_graph *g, const char *plan, int64_t n, const mb_device *d,
+                          mb_estimate *out, double op_per_elem[MB_OP_COUNT], mb_err *err)
+{
+    return estimate_graph_shape(g, plan, n, 0, d, out, op_per_elem, err);
 }
 
 int rpt_estimate(const mb_rpt_set *defs, const char *variant, const char *plan, mb_dtype dt,
@@ -176,7 +193,7 @@ static int check_text_bytes(mb_rpt_set *s, const mb_rpt_row *r, const mb_graph *
             char name[700];
             int rc = mb_device_load_ini_text(s->specs[r->file_index],
                                              spec_name(s, r->file_index, name, sizeof name), &d, err);
-            if (rc == MB_OK) rc = estimate_graph(g, r->plan, r->n, &d, &on_spec, NULL, err);
+            if (rc == MB_OK) rc = estimate_graph_shape(g, r->plan, r->n, r->cols, &d, &on_spec, NULL, err);
             if (rc) return rc;
             e = &on_spec;
         }
@@ -201,7 +218,7 @@ static int check_text_bytes(mb_rpt_set *s, const mb_rpt_row *r, const mb_graph *
     if (!strchr(r->variant, '/') && !strstr(r->variant, ".mb") &&
         mb_variant_load(r->variant, dt, &bg, &be) == MB_OK) {
         mb_estimate eb;
-        int rc = estimate_graph(bg, r->plan, r->n, &s->devices[r->dev], &eb, NULL, &be);
+        int rc = estimate_graph_shape(bg, r->plan, r->n, r->cols, &s->devices[r->dev], &eb, NULL, &be);
         mb_graph_free(bg);
         if (rc == MB_OK) {
             int differ = eb.total.read_bytes != est->total.read_bytes ||
@@ -256,7 +273,7 @@ int mb_rpt_join(mb_rpt_set *s, const char *device_override, mb_err *err)
                               r->col_of[1], e.msg);
         mb_estimate est;
         double ops[MB_OP_COUNT];
-        int rc = estimate_graph(g, r->plan, r->n, &s->devices[r->dev], &est, ops, &e);
+        int rc = estimate_graph_shape(g, r->plan, r->n, r->cols, &s->devices[r->dev], &est, ops, &e);
         /* the same model at the rates the host had during the row */
         r->pred_host_time_s = NAN;
         if (!rc && r->host_copy_ratio > 0 && r->host_op_ratio > 0 && isfinite(r->host_copy_ratio) &&
@@ -264,7 +281,7 @@ int mb_rpt_join(mb_rpt_set *s, const char *device_override, mb_err *err)
             mb_device at_host;
             mb_estimate est_host;
             mb_device_at_rates(&s->devices[r->dev], r->host_copy_ratio, r->host_op_ratio, &at_host);
-            rc = estimate_graph(g, r->plan, r->n, &at_host, &est_host, NULL, &e);
+            rc = estimate_graph_shape(g, r->plan, r->n, r->cols, &at_host, &est_host, NULL, &e);
             if (rc) {
                 mb_estimate_free(&est);
             } else {

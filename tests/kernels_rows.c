@@ -76,6 +76,27 @@ int main(void)
     /* 1-D: one row of n */
     CHECK(run_one("input x\ny = x - x.mean(-1)", MB_PLAN_FUSED, MB_KERN_EXEC_BLOCKED, mb_shape_1d(3000), MB_F32, 0) == 1);
     CHECK(run_one("input x\ny = softmax(x, 0)", MB_PLAN_EAGER, MB_KERN_EXEC_AUTO, mb_shape_1d(70000), MB_F32, 0) == 1);
+    /* the built-in row variants, every plan, at a shape of their kind */
+    static const char *const builtins[] = {"softmax", "softmax_op", "layernorm", "rmsnorm"};
+    for (size_t v = 0; v < sizeof builtins / sizeof builtins[0]; v++) {
+        mb_graph *g = NULL;
+        mb_err err;
+        CHECK(mb_variant_load(builtins[v], MB_F32, &g, &err) == MB_OK);
+        CHECK(g && g->rank == 2 && g->default_shape.rank == 2 && g->has_row_ops);
+        mb_graph_free(g);
+        char path[600];
+        snprintf(path, sizeof path, "%s/%s.mb", mb_variant_dir(), builtins[v]);
+        FILE *fp = fopen(path, "r");
+        char text[4096] = "";
+        size_t got = fp ? fread(text, 1, sizeof text - 1, fp) : 0;
+        text[got] = '\0';
+        if (fp) fclose(fp);
+        CHECK(got > 0);
+        for (size_t k = 0; k < 3; k++) {
+            int r = run_one(text, plans[k], MB_KERN_EXEC_AUTO, shapes[0], MB_F32, 0);
+            if (r >= 0) CHECK(r == 1);
+        }
+    }
     /* the check can fail: a wrong element, and outputs never written */
     CHECK(run_one(texts[3], MB_PLAN_FUSED, MB_KERN_EXEC_BLOCKED, shapes[0], MB_F32, 1) == 0);
     CHECK(run_one(texts[7], MB_PLAN_ONLINE, MB_KERN_EXEC_BLOCKED, shapes[0], MB_F32, 2) == 0);
