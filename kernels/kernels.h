@@ -105,6 +105,11 @@ int64_t mb_kern_llc_bytes(void);
  * if none): where the row executor's one-pass rows stay between passes
  * (a CPU spec's onchip_kib). */
 int64_t mb_kern_core_cache_bytes(void);
+/* 1 when the row executor runs kernel K (of a plan with row ops) at rows of
+ * cols in one pass (whole rows kept, each node evaluated once): K makes
+ * several passes and cols x K->live_bytes_per_col fits the core's cache; 0:
+ * it makes K->passes tiled passes, recomputing what each needs. */
+int mb_kern_rows_onepass(const mb_kernel *K, int64_t cols);
 
 /* The executors' tile primitive, for calibration: out[i] = op(a[i], b[i]) for
  * i < len in f32; a == NULL means the scalar as, b == NULL the scalar bs. */

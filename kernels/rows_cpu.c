@@ -2,7 +2,9 @@
  * amax, softmax, log_softmax, layer_norm, rms_norm over the last dimension)
  * and their float64 reference.
  *
- * Blocked by rows: each thread takes whole rows; a kernel makes the passes
+ * Blocked by rows: each thread takes whole rows. A kernel whose row (of what
+ * it reads in several passes) fits the core's cache keeps the whole row in
+ * row-long buffers and evaluates each node once (one pass); else it makes the passes
  * over a row that model/passes.c derives (mb_kernel.passes, eval_mask,
  * stat_pass), each pass streaming the row in tiles of MB_KERN_TILE columns
  * and recomputing the elementwise values that pass needs from the kernel's
@@ -271,18 +273,76 @@ static void row_pass(rowstate *S, int64_t r, int p, float *tmp)
     }
 }
 
+/* One pass over row r with every value of the row kept (row-long buffers,
+ * S->buf[v] of cols floats): the nodes in order, each once, a reduction
+ * over its operand's whole row as soon as that is complete. What a kernel
+ * does when its row fits the core's cache (the model's one pass). */
+static void row_onepass(rowstate *S, int64_t r, float *tmp)
+{
+    const mb_kernel *K = S->K;
+    const mb_graph *g = S->g;
+    const int len = (int)S->cols;
+    for (int q = 0; q < K->n_reads; q++) {
+        int v = K->reads[q];
+        if (!is_rowval(&g->nodes[v])) load_tile(S, v, r, 0, len);
+    }
+    for (int j = 0; j < K->n_nodes; j++) {
+        int v = K->nodes[j];
+        const mb_node *nd = &g->nodes[v];
+        if (MB_OP_IS_ROW(nd->op)) {
+            int sp = K->stat_pass[j];
+            begin_stats(S, v);
+            if (nd->op == MB_OP_SUM && K->online[j]) { /* its amax is complete: no rescaling */
+                int m = g->nodes[g->nodes[nd->arg[0]].arg[0]].arg[1];
+                S->mprev[m] = S->mx[m];
+            }
+            stats_tile(S, j, sp, len, tmp);
+            if ((nd->op == MB_OP_SOFTMAX || nd->op == MB_OP_LOG_SOFTMAX) && !K->online[j])
+                stats_tile(S, j, sp + 1, len, tmp);
+            if (mb_op_info_of(nd->op)->kind == MB_OPK_REDUCTION) finish_stats(S, j);
+            else library_tile(S, v, len, tmp);
+            continue;
+        }
+        float as = (float)nd->scalar[0], bs = (float)nd->scalar[1];
+        const float *a = nd->arg[0] >= 0 ? operand(S, nd->arg[0], &as) : NULL;
+        const float *b = mb_op_arity(nd->op) == 2 && nd->arg[1] >= 0 ? operand(S, nd->arg[1], &bs) : NULL;
+        if (is_rowval(nd)) mb_kern_op_apply(nd->op, NULL, as, NULL, bs, &S->scal[v], 1);
+        else mb_kern_op_apply(nd->op, a, as, b, bs, S->buf[v], len);
+    }
+    for (int q = 0; q < K->n_writes; q++) {
+        int v = K->writes[q];
+        const mb_node *nd = &g->nodes[v];
+        if (is_rowval(nd)) {
+            mb_store_f32(S->t->data[v], nd->shape == MB_SHC_SCALAR ? 0 : r, nd->dtype, S->scal[v]);
+            continue;
+        }
+        int64_t base = nd->shape == MB_SHC_COL ? 0 : r * S->cols;
+        if (nd->dtype == MB_F32) memcpy((float *)S->t->data[v] + base, S->buf[v], (size_t)len * sizeof(float));
+        else
+            for (int i = 0; i < len; i++) mb_store_f32(S->t->data[v], base + i, nd->dtype, S->buf[v][i]);
+    }
+}
+
+int mb_kern_rows_onepass(const mb_kernel *K, int64_t cols)
+{
+    return K->passes > 1 && (double)cols * K->live_bytes_per_col <= (double)mb_kern_core_cache_bytes();
+}
+
 /* Runs kernel K over every row of t, rows split among the threads. */
 static int run_rows(mb_kern_tensors *t, const mb_kernel *K, mb_err *err)
 {
     const mb_graph *g = t->plan->g;
     const int nn = g->n_nodes;
     const int64_t rows = t->shape.rows;
+    const int onepass = mb_kern_rows_onepass(K, t->shape.cols);
     int failed = 0;
 #pragma omp parallel
     {
         rowstate S = {g, K, t, t->shape.cols, NULL, NULL, NULL, NULL, NULL, NULL, NULL};
-        float *slab = malloc(((size_t)nn + 1) * TILE * sizeof(float));
-        float *tmp = malloc(TILE * sizeof(float));
+        /* one pass keeps whole rows: buffers of cols floats */
+        const size_t width = onepass ? (size_t)t->shape.cols : TILE;
+        float *slab = malloc(((size_t)nn + 1) * width * sizeof(float));
+        float *tmp = malloc(width * sizeof(float));
         S.buf = malloc((size_t)nn * sizeof(float *));
         S.scal = calloc((size_t)nn, sizeof(float));
         S.acc = calloc((size_t)nn, sizeof(double));
@@ -294,7 +354,7 @@ static int run_rows(mb_kern_tensors *t, const mb_kernel *K, mb_err *err)
 #pragma omp atomic write
             failed = 1;
         }
-        for (int i = 0; ok && i < nn; i++) S.buf[i] = slab + (size_t)i * TILE;
+        for (int i = 0; ok && i < nn; i++) S.buf[i] = slab + (size_t)i * width;
 #pragma omp for schedule(static)
         for (int64_t r = 0; r < rows; r++) {
             if (!ok) continue;
@@ -304,7 +364,9 @@ static int run_rows(mb_kern_tensors *t, const mb_kernel *K, mb_err *err)
                 if (is_rowval(nd))
                     S.scal[v] = mb_load_f32(t->data[v], nd->shape == MB_SHC_SCALAR ? 0 : r, nd->dtype);
             }
-            for (int p = 0; p < K->passes; p++) row_pass(&S, r, p, tmp);
+            if (onepass) row_onepass(&S, r, tmp);
+            else
+                for (int p = 0; p < K->passes; p++) row_pass(&S, r, p, tmp);
         }
         free(slab); free(tmp); free(S.buf); free(S.scal); free(S.acc); free(S.acc2); free(S.mx); free(S.mprev);
     }

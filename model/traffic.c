@@ -203,7 +203,16 @@ static void compute_time(const mb_plan *p, const mb_kernel *K, mb_shape sh, cons
         int id = K->nodes[j];
         mb_op op = p->g->nodes[id].op;
         mb_op_cost oc = mb_node_cost(p->g, id);
-        const double n = node_elems(p->g, id, sh);
+        /* a kernel making several passes over a row recomputes a value in each
+         * pass that needs it (Inductor's looped reductions; the CPU's row
+         * executor beyond its core cache): eval_mask counts them */
+        int evals = 1;
+        if (K->passes > 1 && K->eval_mask && mb_kernel_onepass_max_cols(K, d) < sh.cols && !MB_OP_IS_ROW(op)) {
+            evals = 0;
+            for (int m = K->eval_mask[j]; m; m >>= 1) evals += m & 1;
+            if (evals < 1) evals = 1;
+        }
+        const double n = node_elems(p->g, id, sh) * evals;
         if (evaluated && evaluated[j] == 0) continue;
         /* a sin/cos pair at the measured sincos rate when the spec has one
          * (a calibrated CPU); else both ops are costed (a GPU's SFU runs both) */

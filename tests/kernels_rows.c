@@ -26,7 +26,9 @@ static const char *const texts[] = {
     X_ "s = x.sum(-1)\nt = x.amax(-1)\ny = s * t",                   /* [rows] results */
     XW "y = x.sum(-1, keepdim=True) * w",                             /* outer [rows, 1] x [cols] */
 };
-static const mb_shape shapes[] = {{2, 37, 1000}, {2, 3, 5000}, {2, 64, 512}, {2, 5, 1}};
+/* rows that fit a core cache (one pass) and one that does not (2 x 300000 f32:
+ * 1.2 MB a row, the tiled passes) */
+static const mb_shape shapes[] = {{2, 37, 1000}, {2, 3, 5000}, {2, 64, 512}, {2, 5, 1}, {2, 2, 300000}};
 
 static int run_one(const char *text, mb_plan_kind k, mb_kern_exec e, mb_shape s, mb_dtype dt, int mutate)
 {
@@ -96,6 +98,22 @@ int main(void)
             int r = run_one(text, plans[k], MB_KERN_EXEC_AUTO, shapes[0], MB_F32, 0);
             if (r >= 0) CHECK(r == 1);
         }
+    }
+    /* which executor runs: the one-pass buffers below the core cache, tiled passes beyond */
+    {
+        mb_graph *g = NULL;
+        mb_plan *p = NULL;
+        mb_err err;
+        CHECK(mb_parse_variant(texts[7], "s.mb", MB_F32, &g, &err) == MB_OK);
+        CHECK(g && mb_plan_build(g, MB_PLAN_FUSED, &p, &err) == MB_OK);
+        if (p) {
+            int64_t fits = mb_kern_core_cache_bytes() / 4;
+            CHECK(mb_kern_rows_onepass(&p->kernels[0], fits) == 1);
+            CHECK(mb_kern_rows_onepass(&p->kernels[0], fits + 1) == 0);
+            CHECK(mb_kern_rows_onepass(&p->kernels[0], 300000) == (300000 <= fits));
+        }
+        mb_plan_free(p);
+        mb_graph_free(g);
     }
     /* the check can fail: a wrong element, and outputs never written */
     CHECK(run_one(texts[3], MB_PLAN_FUSED, MB_KERN_EXEC_BLOCKED, shapes[0], MB_F32, 1) == 0);
