@@ -498,7 +498,7 @@ static int same_kernels(const mb_plan *p, const mb_plan *q)
 }
 
 /* r->same_as: each job whose kernels an earlier job of the same graph and
- * size runs; one note per graph that has such plans. */
+ * size runs (shared_row says so when it writes the first of them). */
 static int find_shared(run *r)
 {
     mb_err e;
@@ -520,9 +520,6 @@ static int find_shared(run *r)
             mb_plan_free(q);
             if (rc) return mb_cli_fail_err(rc, &e);
         }
-        if (r->same_as[j] >= 0 && !r->o.quiet && (j == 0 || r->jobs[j - 1].g != jb->g || r->same_as[j - 1] < 0))
-            mb_cli_note("%s: plans %s and %s are the same kernels: measured once, reported under both",
-                        jb->g->name, mb_plan_name(r->jobs[r->same_as[j]].plan), mb_plan_name(jb->plan));
     }
     return 0;
 }
@@ -615,6 +612,10 @@ static int row_failed(run *r, int j, const char *dtype, const mb_err *e, int *st
  * line when memory runs out. */
 static int shared_row(run *r, int j, int i)
 {
+    const mb_meas_job *jb = &r->jobs[j];
+    if (!r->o.quiet && (j == 0 || r->jobs[j - 1].g != jb->g || r->same_as[j - 1] < 0))
+        mb_cli_note("%s: plans %s and %s are the same kernels: measured once, reported under both",
+                    jb->g->name, mb_plan_name(r->jobs[i].plan), mb_plan_name(jb->plan));
     mb_meas_record row = r->out_rows.rows[r->out_at[i]];
     snprintf(row.plan, sizeof row.plan, "%s", mb_plan_name(r->jobs[j].plan));
     r->rows[j] = row;

@@ -155,7 +155,7 @@ static void verdict_note(const mb_rpt_row *a, const mb_rpt_row *b, const claim *
     else if (!counted)
         note_add(v, "bytes: modelled, not counted on this backend. ");
     if (v->reason[0] && !within(v->model_time_ratio, c->ratio, MB_RPT_TOL_TIME))
-        note_add(v, "the lecture's %.2fx is a memory-bound figure; the model expects %.2fx on this device: %s. ",
+        note_add(v, "the lecture's %.2fx is a memory-bound GPU's figure; the model expects %.2fx on this device: %s. ",
                  c->ratio, v->model_time_ratio, v->reason);
     else if (!within(v->model_time_ratio, c->ratio, MB_RPT_TOL_TIME) && isfinite(v->model_time_ratio))
         note_add(v, "the model expects %.2fx on this device: not purely memory-bound. ", v->model_time_ratio);
