@@ -621,13 +621,18 @@ static int shared_row(run *r, int j, int i)
     r->rows[j] = row;
     r->out_at[j] = r->out_rows.n;
     int orc = mb_meas_csv_rows_add(&r->out_rows, &row);
-    if (!orc && r->kernel_first[i] >= 0) {
+    mb_plan *p = NULL;
+    mb_err e;
+    if (!orc && r->kernel_first[i] >= 0) { /* the kernels as this plan names them */
+        if (mb_plan_build(jb->g, jb->plan, &p, &e)) return mb_cli_fail_err(1, &e);
         r->kernel_first[j] = r->out_kernels.n;
-        for (int k = 0; k < row.kernels && !orc; k++) {
+        for (int k = 0; k < row.kernels && k < p->n_kernels && !orc; k++) {
             mb_meas_record kr = r->out_kernels.rows[r->kernel_first[i] + k];
             snprintf(kr.plan, sizeof kr.plan, "%s", row.plan);
+            snprintf(kr.kernel, sizeof kr.kernel, "%s", p->kernels[k].name);
             orc = mb_meas_csv_rows_add(&r->out_kernels, &kr);
         }
+        mb_plan_free(p);
     }
     if (orc) return mb_cli_fail(1, "out of memory");
     r->shared++;

@@ -696,7 +696,7 @@ const char *mb_meas_calibration_mark(const mb_meas_spec_used *used, const mb_dev
                                      double now_epoch_s, double *age_s);
 
 /* One line saying which calibration a run uses, whose file and how old:
- * "calibration: full, this host's cached /x/local-cpu-1a.ini (owner alice,
+ * "calibration: full, this host's cached calibration /x/local-cpu-1a.ini (owner alice,
  * measured on vm 2026-12-01T09:47:10Z, 2.3 h old)", "calibration: none (the
  * built-in h100-sxm: datasheet figures)", ... */
 void mb_meas_spec_line(const mb_meas_spec_used *used, const mb_device *dev, char *buf, size_t bufsz);

@@ -308,7 +308,7 @@ void mb_meas_spec_line(const mb_meas_spec_used *used, const mb_device *dev, char
                  used->cached ? used->path : "");
         return;
     case MB_MEAS_SPEC_CACHED:
-        snprintf(buf, bufsz, "calibration: %s, this host's cached %s (%smeasured on %s, %s)", kind, used->path,
+        snprintf(buf, bufsz, "calibration: %s, this host's cached calibration %s (%smeasured on %s, %s)", kind, used->path,
                  owner, dev->measured_at[0] ? dev->measured_at : "?", fmt_age(age, agebuf, sizeof agebuf));
         return;
     default:

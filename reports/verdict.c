@@ -139,10 +139,13 @@ static int judge_time(const mb_rpt_row *a, const mb_rpt_row *b, mb_rpt_verdict *
 static void verdict_note(const mb_rpt_row *a, const mb_rpt_row *b, const claim *c, int time_in, int counted,
                          int bytes_ok, mb_rpt_verdict *v)
 {
-    if (!strcmp(v->statistic, "min"))
+    if (!strcmp(v->statistic, "min") && isfinite(v->meas_range_lo))
         note_add(v, "decided on the minimum times (ratio %.2fx; median %.2fx beside it, range %.2f-%.2fx over "
                  "the rows' min-to-p90). ", v->meas_min_ratio, v->meas_time_ratio, v->meas_range_lo,
                  v->meas_range_hi);
+    else if (!strcmp(v->statistic, "min"))
+        note_add(v, "decided on the minimum times (ratio %.2fx; median %.2fx beside it; no p90 for a range). ",
+                 v->meas_min_ratio, v->meas_time_ratio);
     else
         note_add(v, "decided on the median times (the rows carry no minimum). ");
     if (time_in < 0)
@@ -160,8 +163,10 @@ static void verdict_note(const mb_rpt_row *a, const mb_rpt_row *b, const claim *
     else if (!within(v->model_time_ratio, c->ratio, MB_RPT_TOL_TIME) && isfinite(v->model_time_ratio))
         note_add(v, "the model expects %.2fx on this device: not purely memory-bound. ", v->model_time_ratio);
     if (a->noisy || b->noisy)
-        note_add(v, "NOISY: %s measured while the machine was busy (contended samples): the minimum still "
-                 "decides, the median is slowed. ", a->noisy && b->noisy ? "both rows" : "one row");
+        note_add(v, "NOISY: %s measured while the machine was busy (contended samples): %s. ",
+                 a->noisy && b->noisy ? "both rows" : "one row", strcmp(v->statistic, "min")
+                 ? "the medians decided, and a busy machine slows them: measure again"
+                 : "the minimum still decides, the median is slowed");
     if (a->drifted || b->drifted)
         note_add(v, "DRIFTED: the host's copy bandwidth or op rate was more than 20%% off its calibration "
                  "during %s (the rows table gives the shares): the model's side may be off by as much. ",
@@ -170,8 +175,9 @@ static void verdict_note(const mb_rpt_row *a, const mb_rpt_row *b, const claim *
         note_add(v, "SMOKE TEST: %s: the figures say nothing about this machine. ",
                  strstr(v->calibration, "quick") ? "measured against a quick calibration" : "small sizes, short runs");
     if (strstr(v->calibration, "fallback"))
-        note_add(v, "FALLBACK: the model columns come from a quick calibration taken after full ones were "
-                 "refused for contention: the expected ratio is rough. ");
+        note_add(v, "FALLBACK: the model columns come from a fallback calibration (a quick one taken after "
+                 "full ones were refused for contention, or the cached one after quick ones were): the "
+                 "expected ratio is rough. ");
     if (strstr(v->calibration, "stale"))
         note_add(v, "STALE: the calibration is old: the host may have moved since (calibrate again). ");
 }

@@ -21,7 +21,7 @@ cd "$tmp" || exit 1
 
 # copy: one kernel whatever the plan, measured once and reported under both
 "$B" measure copy --backend cpu --threads 1 --device h100-sxm --plan eager,fused --sizes 2^12,2^14 \
-  --timeout 0.2 -o once.csv >out 2>err || bad "measure copy exited $?"
+  --timeout 0.2 -o once.csv --per-kernel oncek.csv >out 2>err || bad "measure copy exited $?"
 has err "copy: plans eager and fused are the same kernels: measured once, reported under both"
 has err "calibration: none (the spec h100-sxm"
 [ "$(col once.csv plan)" = "['eager', 'eager', 'fused', 'fused']" ] && ok || bad "plans $(col once.csv plan)"
@@ -31,7 +31,12 @@ r = list(csv.DictReader(open(sys.argv[1])))
 same = ("reps", "time_s_median", "time_s_min", "time_s_p90", "time_cv", "contended")
 sys.exit(0 if all(r[i][k] == r[i + 2][k] and r[i]["n"] == r[i + 2]["n"] for i in (0, 1) for k in same) else 1)
 EOF
-[ "$(grep -c '^\[' err)" -le 2 ] && ok || bad "more progress lines than rows measured"
+[ "$(col oncek.csv plan)" = "['eager', 'eager', 'fused', 'fused']" ] && ok || bad "kernel rows $(col oncek.csv plan)"
+python3 - oncek.csv <<'EOF' && ok || bad "fused's kernel rows are not eager's, each named"
+import csv, sys
+k = list(csv.DictReader(open(sys.argv[1])))
+sys.exit(0 if all(k[i]["time_s_median"] == k[i + 2]["time_s_median"] for i in (0, 1)) and all(r["kernel"] for r in k) else 1)
+EOF
 
 # a host far off its spec (host_ref_copy_gbs 100000): one summary line, the
 # row's own warning only with --verbose
@@ -71,7 +76,7 @@ grep -q '^calibration = fallback$' fb.ini && ok || bad "fb.ini is not marked fal
 has err "calibration: fallback"
 [ "$(col fb.csv calibration)" = "['fallback', 'fallback']" ] && ok || bad "calibration column $(col fb.csv calibration)"
 "$B" report fb.csv -o rep --no-figures >rout 2>rerr; [ $? -le 1 ] && ok || bad "report exited >1: $(cat rerr)"
-has rep/verdicts.csv "FALLBACK: the model columns come from a quick calibration"
+has rep/verdicts.csv "FALLBACK: the model columns come from a fallback calibration"
 has rout "calibration: fallback"
 # every calibration refused, quick ones too, no cache: exit 1 naming the refusals
 MEMBOUND_TEST_CALIB_REFUSE=9 "$B" calibrate --quick --threads 1 -o no.ini >out 2>err
