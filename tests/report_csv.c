@@ -412,6 +412,8 @@ int main(void)
     expect_read_error("report_missing_column.csv", "report_missing_column.csv:3:", "missing column 'time_s_median'");
     expect_read_error("report_wrong_type.csv", "report_wrong_type.csv:4:30:", "column 'n'");
     expect_read_error("report_no_rows.csv", "report_no_rows.csv:3:1:", "no measurement rows");
+    expect_read_error("report_bad_calibration.csv", "report_bad_calibration.csv:4:127:",
+                      "column 'calibration'");
     expect_read_error("report_unknown_device.csv", "report_unknown_device.csv:4:1:", "warp-drive-9000");
     /* a file that is not there is a clear error too */
     mb_rpt_set s;
