@@ -199,7 +199,7 @@ int main(void)
     CHECK(strstr(slurp("kern.csv"), ",kernel,contended,host_copy_gbs,host_copy_ratio,host_op_ratio,"
                                     "model_host_time_s,time_s_lower_mode,time_s_upper_mode,"
                                     "upper_mode_share,count_err,count_check,accuracy,variant_text,variant_expr,"
-                                    "device_spec,provenance,calibration\n") != NULL);
+                                    "device_spec,provenance,calibration,shape\n") != NULL);
     CHECK(stray_files(NULL) == 2); /* small.csv and kern.csv, no temporaries */
 
     /* faithful to f32: an overflow where float64 stays finite and an input
