@@ -223,7 +223,8 @@ static void set_identity(const run *r, mb_meas_record *row, const char *kernel)
     int ncu = r->o->format == MB_IMP_NCU;
     snprintf(row->device, sizeof row->device, "%s", r->dev.name);
     snprintf(row->backend, sizeof row->backend, "%s", ncu ? "cuda-ncu" : "cuda-torch");
-    snprintf(row->counters, sizeof row->counters, "%s", ncu ? "ncu" : "torch-profiler");
+    snprintf(row->counters, sizeof row->counters, "%s",
+             !ncu ? MB_MEAS_COUNTERS_TORCH : r->o->cache_all ? MB_MEAS_COUNTERS_NCU : MB_MEAS_COUNTERS_NCU_WARM);
     snprintf(row->kernel, sizeof row->kernel, "%s", kernel);
     row->verified = 1; /* the launches matched the plan; outputs unchecked (provenance says so) */
     row->accuracy[0] = '\0';
@@ -231,18 +232,19 @@ static void set_identity(const run *r, mb_meas_record *row, const char *kernel)
     row->contended = -1;
     row->host_copy_gbs = row->host_copy_ratio = row->host_op_ratio = row->model_host_time_s = NAN;
     row->count_err = NAN;
-    if (ncu && r->o->cache_all) { /* each kernel from a flushed cache: its cold count */
-        row->model_dram_read_bytes = row->read_bytes;
-        row->model_dram_write_bytes = row->write_bytes;
-    }
+    /* each kernel from a flushed cache: its cold count, the lecture's */
+    int cold = ncu && r->o->cache_all;
+    double model_r = (double)(cold ? row->read_bytes : row->model_dram_read_bytes);
+    double model_w = (double)(cold ? row->write_bytes : row->model_dram_write_bytes);
     if (row->dram_read_bytes >= 0 && row->dram_write_bytes >= 0) {
         mb_dtype t = MB_F32;
         mb_dtype_parse(row->dtype, &t);
         double tensor = (double)row->n * (double)mb_dtype_bytes(t);
+        /* flushed before each kernel, a tensor of any size is judged */
+        double cache = cold ? tensor / (2 * MB_COUNT_JUDGED_L2X) : mb_device_cache_bytes(&r->dev);
         mb_count_verdict v = mb_meas_count_vs_model((double)row->dram_read_bytes, (double)row->dram_write_bytes,
-                                                    (double)row->model_dram_read_bytes,
-                                                    (double)row->model_dram_write_bytes, tensor,
-                                                    mb_device_cache_bytes(&r->dev), 0, MB_COUNT_TOL, &row->count_err);
+                                                    model_r, model_w, tensor, cache, 0, MB_COUNT_TOL,
+                                                    &row->count_err);
         snprintf(row->count_check, sizeof row->count_check, "%s", mb_meas_count_verdict_name(v));
     }
 }
@@ -281,10 +283,6 @@ static int group_rows(run *r, const group *gr, const mb_plan *p, const int *kept
         set_times(&row, samples, ns);
         row.dram_read_bytes = tot_r;
         row.dram_write_bytes = tot_w;
-        if (r->o->format == MB_IMP_NCU && r->o->cache_all) {
-            row.read_bytes = row.write_bytes = 0;
-            for (int k = 0; k < K; k++) row.read_bytes += pk[k].read_bytes, row.write_bytes += pk[k].write_bytes;
-        }
         set_identity(r, &row, "");
         rc = mb_meas_csv_rows_add(&r->out->rows, &row) ? mb_err_set(err, MB_ERUN, "out of memory") : MB_OK;
         r->out->n_matched += nk;
@@ -433,7 +431,8 @@ static int provenance(run *r, mb_err *err)
              gpu[0] ? gpu : "unknown", r->dev.name,
              ncu ? "the sum of each repetition's kernel durations (gpu__time_duration), not event times"
                  : "the sum of each repetition's kernel durations, not event times",
-             ncu && r->o->cache_all ? "model_dram: each kernel's cold count (ncu flushes before every kernel)\n" : "",
+             ncu && r->o->cache_all ? "count_check: against each kernel's cold count, read_bytes and write_bytes "
+                                      "(ncu flushes the caches before every kernel)\n" : "",
              "");
     int rc = mb_meas_csv_texts_init(&r->out->texts, &pv, &r->dev, r->graphs, r->exprs, r->n_graphs, err);
     return rc;

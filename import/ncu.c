@@ -7,7 +7,11 @@
  * carry thousands separators; "n/a" is no value; units in both spellings
  * (byte/Kbyte/Mbyte/Gbyte, nsecond/usecond/msecond and ns/us/ms). Metrics
  * read: dram__bytes_read.sum, dram__bytes_write.sum, gpu__time_duration.sum
- * (the SpeedOfLight section's "Duration" as well). The tokenizer is the
+ * (the SpeedOfLight section's "Duration" as well). A launch's mark is a
+ * "membound:..." NVTX range in a column named NVTX, or its kernel name
+ * when ncu renamed it (--nvtx --print-nvtx-rename kernel: the range's name
+ * replaces the kernel's, so such launches match by sequence, count and grid
+ * only). The tokenizer is the
  * project's one CSV reader (mb_csv_read). Does not match launches. */
 #include "import_int.h"
 
@@ -22,16 +26,18 @@ enum { M_READ = 0, M_WRITE, M_TIME, M_COUNT };
 static const char *const metric_names[M_COUNT] = {"dram__bytes_read.sum", "dram__bytes_write.sum",
                                                   "gpu__time_duration.sum"};
 
-/* One unit's scale to bytes or seconds, and whether it is the base unit. */
+/* Each unit's scale to bytes or seconds, and whether it is ncu's base unit
+ * (--print-units base: byte and nsecond, whole numbers at full precision;
+ * the others are auto-scaled, "4.19" Mbyte, 3 to 5 digits). */
 static const struct {
     const char *unit;
     double scale;
-    int is_time;
+    int is_time, base;
 } units[] = {
-    {"byte", 1, 0}, {"Kbyte", 1e3, 0}, {"Mbyte", 1e6, 0}, {"Gbyte", 1e9, 0}, {"Tbyte", 1e12, 0},
-    {"KB", 1e3, 0}, {"MB", 1e6, 0}, {"GB", 1e9, 0}, {"B", 1, 0},
-    {"nsecond", 1e-9, 1}, {"usecond", 1e-6, 1}, {"msecond", 1e-3, 1}, {"second", 1, 1},
-    {"ns", 1e-9, 1}, {"us", 1e-6, 1}, {"ms", 1e-3, 1}, {"s", 1, 1},
+    {"byte", 1, 0, 1}, {"Kbyte", 1e3, 0, 0}, {"Mbyte", 1e6, 0, 0}, {"Gbyte", 1e9, 0, 0}, {"Tbyte", 1e12, 0, 0},
+    {"KB", 1e3, 0, 0}, {"MB", 1e6, 0, 0}, {"GB", 1e9, 0, 0}, {"B", 1, 0, 1},
+    {"nsecond", 1e-9, 1, 1}, {"usecond", 1e-6, 1, 0}, {"msecond", 1e-3, 1, 0}, {"second", 1, 1, 0},
+    {"ns", 1e-9, 1, 1}, {"us", 1e-6, 1, 0}, {"ms", 1e-3, 1, 0}, {"s", 1, 1, 0},
 };
 
 typedef struct ncu_read {
@@ -65,7 +71,7 @@ static int unit_scale(ncu_read *r, const mb_csv_field *f, int is_time, double *s
     for (size_t i = 0; i < sizeof units / sizeof units[0]; i++) {
         if (strcmp(units[i].unit, f->s) != 0 || units[i].is_time != is_time) continue;
         *scale = units[i].scale;
-        if (units[i].scale != 1 && !strstr(r->scaled, f->s) && strlen(r->scaled) + strlen(f->s) + 3 < sizeof r->scaled)
+        if (!units[i].base && !strstr(r->scaled, f->s) && strlen(r->scaled) + strlen(f->s) + 3 < sizeof r->scaled)
             snprintf(r->scaled + strlen(r->scaled), sizeof r->scaled - strlen(r->scaled), "%s%s",
                      r->scaled[0] ? ", " : "", f->s);
         return MB_OK;
@@ -164,6 +170,7 @@ static int new_launch(ncu_read *r, const mb_csv_record *rec, imp_launch **out, m
     if (r->c_device >= 0 && strpbrk(rec->f[r->c_device].s, "ABCDEFGHIJKLMNOPQRSTUVWXYZ"))
         snprintf(x->gpu, sizeof x->gpu, "%s", rec->f[r->c_device].s);
     if (r->c_nvtx >= 0) nvtx_label(rec->f[r->c_nvtx].s, x->label, sizeof x->label);
+    if (!x->label[0]) nvtx_label(x->name, x->label, sizeof x->label); /* --print-nvtx-rename kernel */
     *out = x;
     return MB_OK;
 }

@@ -2,7 +2,8 @@
  * (torch.profiler export_chrome_trace; Kineto's libkineto/src/
  * output_json.cpp): events with "cat": "kernel", "name" (cxxabi-demangled),
  * "ts" and "dur" in microseconds, "args": {"grid": [x,y,z], "block": [x,y,z],
- * "correlation": id}. Times only (no bytes). A launch's mark is the
+ * "correlation": id}, and "gpu_memcpy" "Memcpy DtoD" events (a contiguous
+ * clone). Times only (no bytes). A launch's mark is the
  * innermost "membound:..." record_function around it: its
  * "gpu_user_annotation" span on the GPU timeline, else the "user_annotation"
  * span (CPU) around the "cuda_runtime" launch with the kernel's correlation
@@ -91,8 +92,10 @@ static int kernels(const char *path, json_t *events, const spans *gpu, const spa
     json_t *e;
     json_array_foreach(events, i, e) {
         const char *cat = json_string_value(json_object_get(e, "cat"));
-        if (!cat || strcmp(cat, "kernel") != 0) continue;
         const char *name = json_string_value(json_object_get(e, "name"));
+        /* a contiguous clone is a device-to-device copy, not a kernel */
+        int memcpy_dtod = cat && !strcmp(cat, "gpu_memcpy") && name && strstr(name, "DtoD");
+        if (!cat || (strcmp(cat, "kernel") != 0 && !memcpy_dtod)) continue;
         double ts = num(e, "ts"), dur = num(e, "dur");
         if (!name || !isfinite(ts) || !(dur > 0))
             return mb_err_set(err, MB_EINPUT, "%s: traceEvents[%zu]: a kernel event needs \"name\", \"ts\" and "

@@ -138,7 +138,7 @@ static int read_lines(reader *r, struct csv_parser *p, const char *text, size_t 
     }
     int open_line = r->field_line, open_col = r->field_col, was_open = r->in_record;
     if (csv_fini(p, on_field, on_record, r) != 0 || (was_open && csv_error(p) == CSV_EPARSE))
-        return mb_err_set(r->err, MB_EINPUT, "%s:%d:%d: unterminated quoted field at the end of the file",
+        return mb_err_set(r->err, MB_EINPUT, "%s:%d:%d: unterminated quoted field at the end of the file (a truncated file?)",
                           r->path, open_line, open_col);
     return r->rc;
 }

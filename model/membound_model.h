@@ -422,6 +422,18 @@ void mb_device_at_rates(const mb_device *d, double bandwidth_factor, double op_f
  * expression ill-conditioned in f32 or f32 overflows where float64 does
  * not: the math, not the kernel), "failed" (verified = 0), "" unchecked. */
 #define MB_MEAS_CSV_ACCURACY_COLUMN "accuracy"
+/* The counters column of rows imported from other tools (import/): ncu's
+ * counts, each kernel from a flushed cache (ncu --cache-control all, its
+ * default: compare them with each kernel's cold count, the traffic rule's),
+ * or from the cache as the run left it (--cache-control none); or the
+ * PyTorch profiler's kernel times without counts. Their verified = 1 says
+ * only that the launches matched the plan: membound checked no output. */
+#define MB_MEAS_COUNTERS_NCU "ncu"
+#define MB_MEAS_COUNTERS_NCU_WARM "ncu cache-control=none"
+#define MB_MEAS_COUNTERS_TORCH "torch-profiler"
+#define MB_MEAS_IMPORTED(counters) \
+    (!strcmp((counters), MB_MEAS_COUNTERS_NCU) || !strcmp((counters), MB_MEAS_COUNTERS_NCU_WARM) || \
+     !strcmp((counters), MB_MEAS_COUNTERS_TORCH))
 #define MB_MEAS_HOST_DRIFT_MAX 0.2
 #define MB_MEAS_DRIFTED(ratio) ((ratio) > 0 && ((ratio) > 1 + MB_MEAS_HOST_DRIFT_MAX || \
                                                 (ratio) < 1 - MB_MEAS_HOST_DRIFT_MAX))
