@@ -115,7 +115,8 @@ const char *mb_imp_device_id(const char *gpu_name)
 {
     char gw[12][32], lw[16][32];
     int ng = words(gpu_name, gw, 12);
-    int first = ng > 0 && !strcmp(gw[0], "nvidia") ? 1 : 0;
+    int first = 0; /* the vendor and old family words are no product */
+    while (first < ng && (!strcmp(gw[first], "nvidia") || !strcmp(gw[first], "tesla"))) first++;
     if (ng <= first) return NULL;
     const char *best = NULL;
     int best_score = -1;
