@@ -4,3 +4,8 @@
 if(TARGET mb_import)
   mb_test(import_files SOURCES import_files.c LIBS mb_import)
 endif()
+if(TARGET mb_import AND TARGET mb_reports)
+  add_test(NAME import_cli COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/import_cli.sh)
+  set_tests_properties(import_cli PROPERTIES TIMEOUT 300
+    ENVIRONMENT "MB_BIN=${CMAKE_BINARY_DIR}/bin/membound;MB_SRC=${CMAKE_SOURCE_DIR};MEMBOUND_VARIANTS=${CMAKE_BINARY_DIR}/share/membound/variants")
+endif()

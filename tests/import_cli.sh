@@ -1,0 +1,75 @@
+#!/usr/bin/env bash
+# import_cli.sh — the guide's commands (docs/import.md) end to end on the
+# fixtures of tests/data/import/: membound import ncu and torch-trace, then
+# membound report on the imported CSVs alone and with a measure run's CSV;
+# each bad fixture exits 2 with one error line and leaves no output file.
+# Needs MB_BIN and MB_SRC.
+set -u
+B=${MB_BIN:?} D=${MB_SRC:?}/tests/data/import
+pass=0 fail=0
+ok() { pass=$((pass + 1)); }
+bad() { fail=$((fail + 1)); echo "FAIL: $*" >&2; }
+tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+cd "$tmp" || exit 1
+
+# run CODE -- ARGS...: exit code; stderr in err
+run() {
+  local code=$1; shift 2
+  "$B" "$@" >out 2>err; local rc=$?
+  [ "$rc" -eq "$code" ] && ok || bad "membound $* exited $rc, expected $code: $(cat err)"
+}
+has() { grep -qF -- "$2" "$1" && ok || bad "$1 lacks '$2': $(head -c 600 "$1")"; }
+# a column of a CSV row, by header name (the CSVs quote only text columns,
+# which come after the ones read here)
+col() { awk -F, -v c="$2" -v row="$3" 'NR == 1 { for (i = 1; i <= NF; i++) h[$i] = i; next } NR == row + 1 { print $h[c] }' "$1"; }
+
+# ---- the guide: ncu (details and raw pages), then the trace, then report ------
+run 0 -- import ncu "$D/ncu_details_sin2_eager.csv" --variant sin2_plus_cos2 --plan eager --n 2^20 \
+  --device h200 -o ncu-eager.csv --per-kernel ncu-eager-kernels.csv
+has err "1 launch of 'FillFunctor'"
+has err "have a grid that cannot cover n: left out"
+has err "auto-scaled units (Mbyte, usecond) keep 3-5 significant digits: profile with --print-units base"
+[ "$(col ncu-eager.csv counters 1)" = ncu ] && ok || bad "counters: $(col ncu-eager.csv counters 1)"
+[ "$(col ncu-eager.csv dram_read_bytes 1),$(col ncu-eager.csv dram_write_bytes 1)" = 25200000,20950000 ] && ok ||
+  bad "ncu-eager.csv bytes: $(col ncu-eager.csv dram_read_bytes 1),$(col ncu-eager.csv dram_write_bytes 1)"
+[ "$(col ncu-eager.csv time_s_median 1)" = 1.845e-05 ] && ok || bad "time: $(col ncu-eager.csv time_s_median 1)"
+[ "$(awk 'END { print NR }' ncu-eager-kernels.csv)" = 6 ] && ok || bad "per-kernel rows: $(wc -l <ncu-eager-kernels.csv)"
+has ncu-eager.csv "outputs were not checked by membound"
+run 0 -- import ncu "$D/ncu_details_sin2_fused.csv" --variant sin2_plus_cos2 --plan fused --n 2^20 --device h200 -o ncu-fused.csv
+run 0 -- import ncu "$D/ncu_raw_gelu_eager.csv" --variant gelu_tanh --plan eager --n 2^20 --device h200 -o ncu-gelu.csv
+run 0 -- import ncu "$D/ncu_raw_sigmoid3_nvtx.csv" --device h200 -o ncu-sigmoid3.csv
+run 0 -- import torch-trace "$D/torch_trace_lecture.json" -o torch.csv
+has err "GPU 'NVIDIA H200': the device table's h200"
+[ "$(awk 'END { print NR }' torch.csv)" = 5 ] && ok || bad "torch.csv rows: $(wc -l <torch.csv)"
+
+run 0 -- report ncu-eager.csv ncu-fused.csv ncu-gelu.csv ncu-sigmoid3.csv torch.csv -o rep --no-figures
+has out "fit h200 (cuda-ncu)"
+has out "fit h200 (cuda-torch)"
+has out "fusion: sin^2+cos^2 fused moves 2n instead of 11n                  h200 (cuda-ncu)"
+has rep/report.md "imported (outputs unchecked)"
+has rep/report.md "each kernel's cold count"
+# with a measure run's CSV: its own group, the imported rows apart from it
+run 0 -- report torch.csv "$MB_SRC/reports/data/cpu-amd-epyc-2vcpu/copy-2p25.csv" -o rep2 --no-figures
+has out "(cpu)"
+has out "fit h200 (cuda-torch)"
+
+# ---- the bad fixtures: exit 2, one error line, nothing written ---------------
+bad_case() { # FRAGMENT -- ARGS...
+  local frag=$1; shift 2
+  rm -f bad.csv
+  run 2 -- "$@" -o bad.csv
+  [ "$(grep -c '^membound: error:' err)" = 1 ] && ok || bad "membound $*: not one error line: $(cat err)"
+  has err "$frag"
+  [ ! -e bad.csv ] && ok || bad "membound $*: left bad.csv behind"
+}
+bad_case "too few kernels for the plan" -- import ncu "$D/ncu_too_few.csv" --variant sin2_plus_cos2 --plan eager --n 2^20
+bad_case "ncu_truncated.csv:14:38: unterminated quoted field at the end of the file" -- \
+  import ncu "$D/ncu_truncated.csv" --variant sin2_plus_cos2 --plan eager --n 2^20
+bad_case "too many kernels for the plan" -- import ncu "$D/ncu_details_sin2_fused.csv" --variant sigmoid3 --plan store --n 2^20
+bad_case "no membound: marks" -- import ncu "$D/ncu_details_sin2_eager.csv"
+bad_case "not JSON" -- import torch-trace "$D/ncu_too_few.csv"
+bad_case "unknown format 'nsys'" -- import nsys "$D/ncu_too_few.csv"
+bad_case "--cache-control: expected all or none" -- import ncu "$D/ncu_too_few.csv" --cache-control some
+
+echo "import_cli: $pass passed, $fail failed"
+[ "$fail" -eq 0 ]
