@@ -152,6 +152,24 @@ static int write_all(const opts *o, const mb_imp_result *res)
     return rc ? mb_cli_fail_err(1, &e) : 0;
 }
 
+/* One line per imported row: what matched, its time and bytes against the
+ * model's (count_err: ncu's flushed counts against each kernel's cold one). */
+static void print_rows(const mb_imp_result *res)
+{
+    printf("%-16s %-10s %-5s %10s %7s %5s %12s %12s %12s %9s  %s\n", "variant", "plan", "dtype", "n", "kernels",
+           "reps", "time_median", "dram_read", "dram_write", "vs model", "check");
+    for (int i = 0; i < res->rows.n; i++) {
+        const mb_meas_record *r = &res->rows.rows[i];
+        char t[32], br[24] = "-", bw[24] = "-", ce[24] = "-";
+        if (r->dram_read_bytes >= 0) snprintf(br, sizeof br, "%lld", (long long)r->dram_read_bytes);
+        if (r->dram_write_bytes >= 0) snprintf(bw, sizeof bw, "%lld", (long long)r->dram_write_bytes);
+        if (r->count_err == r->count_err) snprintf(ce, sizeof ce, "%+.2f%%", 100 * r->count_err);
+        printf("%-16s %-10s %-5s %10lld %7d %5d %12s %12s %12s %9s  %s\n", r->variant, r->plan, r->dtype,
+               (long long)r->n, r->kernels, r->reps, mb_cli_fmt_time(r->time_s_median, t, sizeof t), br, bw, ce,
+               r->count_check[0] ? r->count_check : "-");
+    }
+}
+
 int mb_cmd_import(int argc, char **argv)
 {
     opts o = {0};
@@ -170,6 +188,7 @@ int mb_cmd_import(int argc, char **argv)
     free(o.sizes);
     if (rc) return mb_cli_fail_err(rc == MB_EINPUT ? 2 : 1, &e);
     rc = write_all(&o, &res);
+    if (!rc) print_rows(&res);
     if (!rc && !o.quiet)
         fprintf(stderr, "membound: note: %s: %d launches, %d matched, %d left out: %d row%s to %s%s%s\n", file,
                 res.n_launches, res.n_matched, res.n_left_out, res.rows.n, res.rows.n == 1 ? "" : "s", o.out,

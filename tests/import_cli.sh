@@ -71,5 +71,23 @@ bad_case "not JSON" -- import torch-trace "$D/ncu_too_few.csv"
 bad_case "unknown format 'nsys'" -- import nsys "$D/ncu_too_few.csv"
 bad_case "--cache-control: expected all or none" -- import ncu "$D/ncu_too_few.csv" --cache-control some
 
+# ---- scripts/gpu-ncu.sh on the same path: its import and report step on a fixture
+# standing in for ncu's CSV; without ncu it profiles nothing and exits 3 ----------
+build=$(dirname "$(dirname "$B")")
+mkdir -p gn
+cp "$D/ncu_raw_sigmoid3_nvtx.csv" gn/lecture-ncu.csv
+bash "$MB_SRC/scripts/gpu-ncu.sh" --build "$build" --device h200 --import-only gn >gn.log 2>&1
+r=$?
+[ "$r" -eq 0 ] && ok || bad "gpu-ncu.sh --import-only exited $r: $(cat gn.log)"
+has gn/ncu-summary.txt "sigmoid3         eager      f32      1048576       6     2     21.00 us     37754880     25165824    +0.01%  ok"
+[ -s gn/ncu.csv ] && [ -s gn/ncu-kernels.csv ] && ok || bad "gpu-ncu.sh --import-only: no ncu.csv, ncu-kernels.csv"
+PATH=/usr/bin:/bin bash "$MB_SRC/scripts/gpu-ncu.sh" --build "$build" gn2 >gn2.log 2>&1
+r=$?
+if command -v ncu >/dev/null 2>&1 || [ -x /usr/local/cuda/bin/ncu ] || compgen -G "/opt/nvidia/nsight-compute/*/ncu" >/dev/null; then
+  ok # an ncu here: the no-ncu path is not reachable
+else
+  [ "$r" -eq 3 ] && ok || bad "gpu-ncu.sh without ncu exited $r, expected 3: $(cat gn2.log)"
+fi
+
 echo "import_cli: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]
