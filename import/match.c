@@ -308,11 +308,19 @@ static int filtered(const run *r, const group *gr, const mb_graph *g)
            ((o->variant || o->expr) && g && strcmp(g->name, gr->variant) != 0);
 }
 
+/* err's message prefixed with "path: GROUP: " (the model's errors name no file). */
+static int in_group(const run *r, const group *gr, int rc, mb_err *err)
+{
+    char msg[sizeof err->msg];
+    snprintf(msg, sizeof msg, "%s", err->msg);
+    return mb_err_set(err, rc, "%s: %s: %s", r->path, gr->label, msg);
+}
+
 static int match_group(run *r, group *gr, mb_err *err)
 {
     mb_graph *g = NULL;
     int rc = graph_of(r, gr, &g, err);
-    if (rc) return rc;
+    if (rc) return in_group(r, gr, rc, err);
     if (filtered(r, gr, g)) {
         note(r, "note", "%s: %s: %d launches left out (not the variant, plan, size or dtype asked for)", r->path,
              gr->label, gr->n_idx);
@@ -321,7 +329,7 @@ static int match_group(run *r, group *gr, mb_err *err)
     }
     snprintf(gr->variant, sizeof gr->variant, "%s", g->name);
     mb_plan *p = NULL;
-    if ((rc = mb_plan_build(g, gr->plan, &p, err))) return rc;
+    if ((rc = mb_plan_build(g, gr->plan, &p, err))) return in_group(r, gr, rc, err);
     int *kept = NULL, nk = 0;
     rc = keep_launches(r, gr, p, &kept, &nk, err);
     if (!rc) rc = check_sequence(r, gr, p, kept, nk, err);
@@ -370,7 +378,14 @@ static int make_groups(run *r, group **out, int *n_out, mb_err *err)
         snprintf(g->label, sizeof g->label, "%s", L->v[i].label);
         g->marked = 1;
         int rc = parse_label(g->label, g, err);
-        if (rc) { free(G); free(idx); return rc; }
+        if (rc) {
+            char at[600], msg[sizeof err->msg];
+            snprintf(msg, sizeof msg, "%s", err->msg);
+            mb_err_set(err, rc, "%s: %s", where(r, &L->v[i], at, sizeof at), msg);
+            free(G);
+            free(idx);
+            return rc;
+        }
         g->idx = idx + pos;
         for (int j = i; j < L->n; j++)
             if (!strcmp(L->v[j].label, g->label)) g->idx[g->n_idx++] = j, pos++;

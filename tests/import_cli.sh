@@ -68,6 +68,10 @@ bad_case "ncu_truncated.csv:14:38: unterminated quoted field at the end of the f
 bad_case "too many kernels for the plan" -- import ncu "$D/ncu_details_sin2_fused.csv" --variant sigmoid3 --plan store --n 2^20
 bad_case "no membound: marks" -- import ncu "$D/ncu_details_sin2_eager.csv"
 bad_case "not JSON" -- import torch-trace "$D/ncu_too_few.csv"
+sed 's/membound:copy:eager:n=2097152:f32/membound:copy:eager/' "$D/torch_trace_lecture.json" >badmark.json
+bad_case "trace event 32: mark 'membound:copy:eager': expected membound:VARIANT:PLAN:n=N:DTYPE" -- import torch-trace badmark.json
+sed 's/membound:copy:eager:n=2097152:f32/membound:copy:store:n=2097152:f32/' "$D/torch_trace_lecture.json" >badplan.json
+bad_case "badplan.json: membound:copy:store:n=2097152:f32: variant 'copy' has no plan 'store'" -- import torch-trace badplan.json
 bad_case "unknown format 'nsys'" -- import nsys "$D/ncu_too_few.csv"
 bad_case "--cache-control: expected all or none" -- import ncu "$D/ncu_too_few.csv" --cache-control some
 
