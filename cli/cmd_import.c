@@ -46,13 +46,19 @@ typedef struct opts {
     const char *out, *kernels;
     int64_t *sizes;
     int quiet;
+    FILE *held;      /* the notes, printed after a successful import */
+    char *held_text;
+    size_t held_len;
 } opts;
 
+/* Notes and warnings are held until the import succeeds: a failed one
+ * prints its one error line alone. */
 static void note(void *ctx, const char *level, const char *msg)
 {
-    const opts *o = ctx;
+    opts *o = ctx;
     if (o->quiet && !strcmp(level, "note")) return;
-    fprintf(stderr, "membound: %s: %s\n", level, msg);
+    if (!o->held) return;
+    fprintf(o->held, "membound: %s: %s\n", level, msg);
 }
 
 static int set_opt(opts *o, int c, const char *arg, int *n_sizes)
@@ -184,8 +190,12 @@ int mb_cmd_import(int argc, char **argv)
     const char *ins[2] = {file, o.imp.device};
     if (mb_outfile_check_distinct(outs, 2, ins, 2, &e)) { free(o.sizes); return mb_cli_fail_err(2, &e); }
     mb_imp_result res;
+    o.held = open_memstream(&o.held_text, &o.held_len);
     rc = mb_imp_run(file, &o.imp, &res, &e);
     free(o.sizes);
+    if (o.held) fclose(o.held);
+    if (!rc && o.held_text) fputs(o.held_text, stderr);
+    free(o.held_text);
     if (rc) return mb_cli_fail_err(rc == MB_EINPUT ? 2 : 1, &e);
     rc = write_all(&o, &res);
     if (!rc) print_rows(&res);

@@ -163,17 +163,20 @@ static int keep_launches(run *r, const group *gr, const mb_plan *p, int **kept, 
  * saying what is missing or extra. */
 static int check_sequence(run *r, const group *gr, const mb_plan *p, const int *kept, int nk, mb_err *err)
 {
-    int K = p->n_kernels;
-    char list[512], at[600], sn[96];
+    int K = p->n_kernels, out = gr->n_idx - nk;
+    char list[512], at[600], sn[96], left[96] = "";
     kernel_list(p, list, sizeof list);
+    if (out)
+        snprintf(left, sizeof left, " (%d other launch%s of the group left out: not the plan's ops, or a grid "
+                 "for another n)", out, out == 1 ? "" : "es");
     if (nk < K)
         return mb_err_set(err, MB_EINPUT, "%s: %s: %d launch%s match the plan, which has %d kernels (%s): too few "
-                          "kernels for the plan", r->path, gr->label, nk, nk == 1 ? "" : "es", K, list);
+                          "kernels for the plan%s", r->path, gr->label, nk, nk == 1 ? "" : "es", K, list, left);
     if (nk % K)
         return mb_err_set(err, MB_EINPUT, "%s: %s: %d launches are not whole repetitions of the plan's %d kernels "
                           "(%s): %d repetition%s and %d kernel%s more: too many kernels for the plan (or some "
-                          "missing)", r->path, gr->label, nk, K, list, nk / K, nk / K == 1 ? "" : "s", nk % K,
-                          nk % K == 1 ? "" : "s");
+                          "missing)%s", r->path, gr->label, nk, K, list, nk / K, nk / K == 1 ? "" : "s", nk % K,
+                          nk % K == 1 ? "" : "s", left);
     for (int i = 0; i < nk; i++) {
         const imp_launch *x = &r->L->v[kept[i]];
         const mb_kernel *k = &p->kernels[i % K];

@@ -58,7 +58,7 @@ bad_case() { # FRAGMENT -- ARGS...
   local frag=$1; shift 2
   rm -f bad.csv
   run 2 -- "$@" -o bad.csv
-  [ "$(grep -c '^membound: error:' err)" = 1 ] && ok || bad "membound $*: not one error line: $(cat err)"
+  [ "$(grep -c '^membound: error:' err)" = 1 ] && [ "$(wc -l <err)" = 1 ] && ok || bad "membound $*: not one error line: $(cat err)"
   has err "$frag"
   [ ! -e bad.csv ] && ok || bad "membound $*: left bad.csv behind"
 }
