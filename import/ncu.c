@@ -182,6 +182,13 @@ static double *slot(imp_launch *x, int m)
 
 static int raw_row(ncu_read *r, const mb_csv_record *rec, mb_err *err)
 {
+    if (!r->units_seen && r->c_id >= 0 && rec->f[r->c_id].s[0]) {
+        /* no units row (a file written without one): ncu's base units */
+        r->units_seen = 1;
+        snprintf(r->unit[M_READ], sizeof r->unit[M_READ], "byte");
+        snprintf(r->unit[M_WRITE], sizeof r->unit[M_WRITE], "byte");
+        snprintf(r->unit[M_TIME], sizeof r->unit[M_TIME], "nsecond");
+    }
     if (!r->units_seen) { /* the units row: "" under the ID columns */
         r->units_seen = 1;
         for (int m = 0; m < M_COUNT; m++) {

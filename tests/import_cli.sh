@@ -38,6 +38,10 @@ has ncu-eager.csv "outputs were not checked by membound"
 run 0 -- import ncu "$D/ncu_details_sin2_fused.csv" --variant sin2_plus_cos2 --plan fused --n 2^20 --device h200 -o ncu-fused.csv
 run 0 -- import ncu "$D/ncu_raw_gelu_eager.csv" --variant gelu_tanh --plan eager --n 2^20 --device h200 -o ncu-gelu.csv
 run 0 -- import ncu "$D/ncu_raw_sigmoid3_nvtx.csv" --device h200 -o ncu-sigmoid3.csv
+# a raw page without its units row: ncu's base units
+grep -v '^"",' "$D/ncu_raw_sigmoid3_nvtx.csv" >nounits.csv
+run 0 -- import ncu nounits.csv --device h200 -o nounits-out.csv
+has out "21.00 us     37754880     25165824"
 run 0 -- import torch-trace "$D/torch_trace_lecture.json" -o torch.csv
 has err "GPU 'NVIDIA H200': the device table's h200"
 [ "$(awk 'END { print NR }' torch.csv)" = 5 ] && ok || bad "torch.csv rows: $(wc -l <torch.csv)"
