@@ -37,6 +37,11 @@ typedef struct run {
 } run;
 
 static void note(const run *r, const char *level, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
+static void note(const run *r, const char *level, const char *fmt, ...)
 {
     if (!r->o->note) return;
     char msg[1024];
