@@ -85,6 +85,12 @@ import_and_report() {
   fi
   echo "== ncu's launches, imported (each kernel's counted bytes against its cold model count)" |
     tee -a "$out/ncu-summary.txt"
+  if "$bin" import --help 2>&1 | grep -q "not in this build"; then
+    echo "gpu-ncu: error: this build has no import (libcsv-dev missing: scripts/gpu-debs.sh fetches it); where it has: membound import ncu lecture-ncu.csv -o ncu.csv" |
+      tee -a "$out/ncu-summary.txt"
+    status=1
+    return 1
+  fi
   # sigmoid3's store and recompute in the script are the lecture's autograd.Functions,
   # run eagerly: not membound's fused plans of those names, so only eager and fused
   "$bin" import ncu "$out/lecture-ncu.csv" --plan eager,fused "${dev_args[@]}" -o "$out/ncu.csv" \
