@@ -5,6 +5,10 @@
 
 #include "import.h"
 
+/* The largest grid or block dimension a launch can have (CUDA's grid x,
+ * 2^31 - 1); a larger one in a file is read as unknown (0). */
+#define MB_IMP_DIM_MAX 2147483647LL
+
 /* One kernel launch in a profiler's file, in file order. */
 typedef struct imp_launch {
     char *name;            /* the kernel's name as the tool demangled it (owned) */

@@ -107,6 +107,7 @@ static void dims(const char *s, long long d[3])
         while (*s && !isdigit((unsigned char)*s)) s++;
         if (!*s) break;
         d[k] = strtoll(s, (char **)&s, 10);
+        if (d[k] < 0 || d[k] > MB_IMP_DIM_MAX) d[k] = 0; /* not a CUDA launch's: unknown */
     }
     if (d[0] && !d[1]) d[1] = d[2] = 1;
 }

@@ -62,6 +62,7 @@ static void dims3(json_t *a, long long d[3])
     for (int k = 0; k < 3; k++) {
         json_t *v = json_is_array(a) ? json_array_get(a, (size_t)k) : NULL;
         d[k] = json_is_integer(v) ? (long long)json_integer_value(v) : 0;
+        if (d[k] < 0 || d[k] > MB_IMP_DIM_MAX) d[k] = 0; /* not a CUDA launch's: unknown */
     }
 }
 
