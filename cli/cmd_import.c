@@ -136,24 +136,30 @@ static int parse(opts *o, int argc, char **argv, const char **file)
     return 0;
 }
 
-/* Writes the rows (and the per-kernel rows) whole, or nothing. */
-static int write_all(const opts *o, const mb_imp_result *res)
+/* The output files, opened before any work (a directory or FIFO where a
+ * file belongs is refused first): 0 or an exit code after one error line. */
+static int open_outs(const opts *o, mb_outfile *of, mb_outfile *kf)
 {
     mb_err e;
-    mb_outfile of, kf;
-    int rc = mb_outfile_open(&of, o->out, &e);
-    if (rc) return mb_cli_fail_err(2, &e);
-    if (o->kernels && (rc = mb_outfile_open(&kf, o->kernels, &e))) {
-        mb_outfile_abort(&of);
+    if (mb_outfile_open(of, o->out, &e)) return mb_cli_fail_err(2, &e);
+    if (o->kernels && mb_outfile_open(kf, o->kernels, &e)) {
+        mb_outfile_abort(of);
         return mb_cli_fail_err(2, &e);
     }
-    rc = mb_meas_csv_rows_write(&res->rows, &res->texts, of.fp, &e);
-    if (!rc && o->kernels) rc = mb_meas_csv_rows_write(&res->kernel_rows, &res->texts, kf.fp, &e);
-    mb_outfile *outs[2] = {&of, &kf};
+    return 0;
+}
+
+/* Writes the rows (and the per-kernel rows) whole, or nothing. */
+static int write_all(const opts *o, const mb_imp_result *res, mb_outfile *of, mb_outfile *kf)
+{
+    mb_err e;
+    int rc = mb_meas_csv_rows_write(&res->rows, &res->texts, of->fp, &e);
+    if (!rc && o->kernels) rc = mb_meas_csv_rows_write(&res->kernel_rows, &res->texts, kf->fp, &e);
+    mb_outfile *outs[2] = {of, kf};
     if (!rc) rc = mb_outfile_commit_all(outs, o->kernels ? 2 : 1, &e);
     else {
-        mb_outfile_abort(&of);
-        if (o->kernels) mb_outfile_abort(&kf);
+        mb_outfile_abort(of);
+        if (o->kernels) mb_outfile_abort(kf);
     }
     return rc ? mb_cli_fail_err(1, &e) : 0;
 }
@@ -189,6 +195,8 @@ int mb_cmd_import(int argc, char **argv)
     const char *outs[2] = {o.out, o.kernels};
     const char *ins[2] = {file, o.imp.device};
     if (mb_outfile_check_distinct(outs, 2, ins, 2, &e)) { free(o.sizes); return mb_cli_fail_err(2, &e); }
+    mb_outfile of, kf;
+    if ((rc = open_outs(&o, &of, &kf))) { free(o.sizes); return rc; }
     mb_imp_result res;
     o.held = open_memstream(&o.held_text, &o.held_len);
     rc = mb_imp_run(file, &o.imp, &res, &e);
@@ -196,8 +204,12 @@ int mb_cmd_import(int argc, char **argv)
     if (o.held) fclose(o.held);
     if (!rc && o.held_text) fputs(o.held_text, stderr);
     free(o.held_text);
-    if (rc) return mb_cli_fail_err(rc == MB_EINPUT ? 2 : 1, &e);
-    rc = write_all(&o, &res);
+    if (rc) {
+        mb_outfile_abort(&of);
+        if (o.kernels) mb_outfile_abort(&kf);
+        return mb_cli_fail_err(rc == MB_EINPUT ? 2 : 1, &e);
+    }
+    rc = write_all(&o, &res, &of, &kf);
     if (!rc) print_rows(&res);
     if (!rc && !o.quiet)
         fprintf(stderr, "membound: note: %s: %d launches, %d matched, %d left out: %d row%s to %s%s%s\n", file,
