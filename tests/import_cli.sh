@@ -38,6 +38,12 @@ has ncu-eager.csv "outputs were not checked by membound"
 run 0 -- import ncu "$D/ncu_details_sin2_fused.csv" --variant sin2_plus_cos2 --plan fused --n 2^20 --device h200 -o ncu-fused.csv
 run 0 -- import ncu "$D/ncu_raw_gelu_eager.csv" --variant gelu_tanh --plan eager --n 2^20 --device h200 -o ncu-gelu.csv
 run 0 -- import ncu "$D/ncu_raw_sigmoid3_nvtx.csv" --device h200 -o ncu-sigmoid3.csv
+# the variant as an expression, its text carried to report
+run 0 -- import ncu "$D/ncu_details_sin2_eager.csv" --expr 'name my_sc; y = sin(x)**2 + cos(x)**2' --plan eager \
+  --n 2^20 --device h200 -o expr.csv
+has out "my_sc            eager      f32      1048576       5     2     18.45 us     25200000     20950000    +0.03%  ok"
+run 0 -- report expr.csv -o rep-expr --no-figures
+has out "fit h200 (cuda-ncu)"
 # a raw page without its units row: ncu's base units
 grep -v '^"",' "$D/ncu_raw_sigmoid3_nvtx.csv" >nounits.csv
 run 0 -- import ncu nounits.csv --device h200 -o nounits-out.csv
