@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # csv_open.sh — every CSV membound writes (measure's and its per-kernel file,
 # an interrupted measure's, model/whatif/plan --csv, report's summary, fits and
-# verdicts, import's rows and per-kernel rows) opens with default arguments in Python's csv module and in pandas
-# (Debian's python3-pandas), import's too: header first, one row per line, no comment lines.
+# verdicts, import's rows and per-kernel rows) opens with default arguments in
+# Python's csv module and in pandas (Debian's python3-pandas): header first, one
+# row per line, no comment lines.
 # The measure CSV stays self-contained: report reads it moved alone, with its
 # custom variants; an old-format CSV from reports/data/ ('#' lines) still reports.
 set -u
