@@ -73,24 +73,52 @@ static int by_ts(const void *a, const void *b)
     return x->event - y->event;
 }
 
-/* The correlation id's launch time on the CPU (cuda_runtime events), NAN when none. */
-static double runtime_ts(json_t *events, double corr)
+/* The CPU launch times of the trace's runtime calls ("cuda_runtime" events)
+ * by correlation id, sorted for lookup. */
+typedef struct launch_ts {
+    double corr, ts;
+} launch_ts;
+
+static int by_corr(const void *a, const void *b)
 {
-    size_t i;
+    const launch_ts *x = a, *y = b;
+    return x->corr < y->corr ? -1 : x->corr > y->corr;
+}
+
+static int runtime_index(json_t *events, launch_ts **out, size_t *n_out)
+{
+    size_t i, n = 0;
     json_t *e;
+    launch_ts *v = malloc((json_array_size(events) + 1) * sizeof *v);
+    if (!v) return MB_ERUN;
     json_array_foreach(events, i, e) {
         const char *cat = json_string_value(json_object_get(e, "cat"));
         if (!cat || strcmp(cat, "cuda_runtime") != 0) continue;
-        if (num(json_object_get(e, "args"), "correlation") == corr) return num(e, "ts");
+        double corr = num(json_object_get(e, "args"), "correlation"), ts = num(e, "ts");
+        if (isfinite(corr) && isfinite(ts)) v[n++] = (launch_ts){corr, ts};
     }
-    return NAN;
+    qsort(v, n, sizeof *v, by_corr);
+    *out = v;
+    *n_out = n;
+    return MB_OK;
+}
+
+/* The launch time of correlation id corr, NAN when none. */
+static double runtime_ts(const launch_ts *v, size_t n, double corr)
+{
+    launch_ts key = {corr, 0};
+    const launch_ts *hit = bsearch(&key, v, n, sizeof *v, by_corr);
+    return hit ? hit->ts : NAN;
 }
 
 static int kernels(const char *path, json_t *events, const spans *gpu, const spans *cpu, const char *gpu_name,
                    imp_launches *L, mb_err *err)
 {
-    size_t i;
+    size_t i, n_rt = 0;
     json_t *e;
+    launch_ts *rt = NULL;
+    int rc = MB_OK;
+    if (cpu->n && !gpu->n && runtime_index(events, &rt, &n_rt)) return mb_err_set(err, MB_ERUN, "out of memory");
     json_array_foreach(events, i, e) {
         const char *cat = json_string_value(json_object_get(e, "cat"));
         const char *name = json_string_value(json_object_get(e, "name"));
@@ -98,11 +126,13 @@ static int kernels(const char *path, json_t *events, const spans *gpu, const spa
         int memcpy_dtod = cat && !strcmp(cat, "gpu_memcpy") && name && strstr(name, "DtoD");
         if (!cat || (strcmp(cat, "kernel") != 0 && !memcpy_dtod)) continue;
         double ts = num(e, "ts"), dur = num(e, "dur");
-        if (!name || !isfinite(ts) || !(dur > 0))
-            return mb_err_set(err, MB_EINPUT, "%s: traceEvents[%zu]: a kernel event needs \"name\", \"ts\" and "
-                              "\"dur\" > 0", path, i);
+        if (!name || !isfinite(ts) || !(dur > 0)) {
+            rc = mb_err_set(err, MB_EINPUT, "%s: traceEvents[%zu]: a kernel event needs \"name\", \"ts\" and "
+                            "\"dur\" > 0", path, i);
+            break;
+        }
         imp_launch *x = imp_launch_add(L);
-        if (!x || !(x->name = strdup(name))) return mb_err_set(err, MB_ERUN, "out of memory");
+        if (!x || !(x->name = strdup(name))) { rc = mb_err_set(err, MB_ERUN, "out of memory"); break; }
         x->event = (int)i + 1;
         x->ts_us = ts;
         x->time_s = dur * 1e-6;
@@ -113,13 +143,14 @@ static int kernels(const char *path, json_t *events, const spans *gpu, const spa
         const char *mark = innermost(gpu, ts);
         if (!mark && cpu->n) {
             double corr = num(args, "correlation");
-            double t = isfinite(corr) ? runtime_ts(events, corr) : NAN;
+            double t = isfinite(corr) && rt ? runtime_ts(rt, n_rt, corr) : NAN;
             if (isfinite(t)) mark = innermost(cpu, t);
         }
         if (mark) snprintf(x->label, sizeof x->label, "%s", mark);
     }
-    qsort(L->v, (size_t)L->n, sizeof *L->v, by_ts);
-    return MB_OK;
+    free(rt);
+    if (!rc) qsort(L->v, (size_t)L->n, sizeof *L->v, by_ts);
+    return rc;
 }
 
 int imp_read_torch_trace(const char *text, size_t len, const char *path, imp_launches *L, mb_err *err)

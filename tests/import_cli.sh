@@ -56,6 +56,13 @@ run 0 -- import torch-trace "$D/torch_trace_lecture.json" -o torch.csv
 has err "GPU 'NVIDIA H200': the device table's h200"
 [ "$(awk 'END { print NR }' torch.csv)" = 5 ] && ok || bad "torch.csv rows: $(wc -l <torch.csv)"
 
+# the same trace without its GPU-side spans: marks from the CPU spans around each launch call
+if command -v jq >/dev/null; then
+  jq 'del(.traceEvents[] | select(.cat == "gpu_user_annotation"))' "$D/torch_trace_lecture.json" >cpuspans.json
+  run 0 -- import torch-trace cpuspans.json -o cpuspans.csv
+  has err "27 launches, 26 matched, 1 left out: 4 rows"
+  has out "sigmoid3         eager      f32      1048576       6     2     22.20 us"
+fi
 run 0 -- report ncu-eager.csv ncu-fused.csv ncu-gelu.csv ncu-sigmoid3.csv torch.csv -o rep --no-figures
 has out "fit h200 (cuda-ncu)"
 has out "fit h200 (cuda-torch)"
