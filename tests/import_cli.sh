@@ -48,6 +48,11 @@ has out "fit h200 (cuda-ncu)"
 sed '/^"1",.*"dram__bytes_write.sum"/s/"Mbyte","4.19"/"Mbyte","n\/a"/' "$D/ncu_details_sin2_eager.csv" >na.csv
 run 0 -- import ncu na.csv --variant sin2_plus_cos2 --plan eager --n 2^20 --device h200 -o na-out.csv
 has out "sin2_plus_cos2   eager      f32      1048576       5     2     18.45 us            -            -         -  -"
+# marks in a column whose header names NVTX (no --variant needed)
+sed -e '/^"ID"/s/$/,"NVTX Push\/Pop Ranges"/' -e '/^"[0-9]/s/$/,"default:membound:sin2_plus_cos2:fused:n=1048576:f32"/' \
+  "$D/ncu_details_sin2_fused.csv" >nvtxcol.csv
+run 0 -- import ncu nvtxcol.csv --device h200 -o nvtxcol-out.csv
+has out "sin2_plus_cos2   fused      f32      1048576       1     3      2.51 us      4198400      4194304    +0.05%  ok"
 # a raw page without its units row: ncu's base units
 grep -v '^"",' "$D/ncu_raw_sigmoid3_nvtx.csv" >nounits.csv
 run 0 -- import ncu nounits.csv --device h200 -o nounits-out.csv
