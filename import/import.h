@@ -67,6 +67,11 @@ void mb_imp_result_free(mb_imp_result *r);
  * "NVIDIA H100 80GB HBM3"), or NULL when none fits. */
 const char *mb_imp_device_id(const char *gpu_name);
 
+/* The first part of a PyTorch kernel name that launches plan kernel
+ * plan_kernel (an op's name, "sigmoid_backward", ...), e.g. "sin_kernel_cuda";
+ * NULL when PyTorch has none (a fused kernel: Inductor's triton_*). */
+const char *mb_imp_kernel_pattern(const char *plan_kernel);
+
 /* The format named s ("ncu", "torch-trace"): MB_OK, or MB_EINPUT. */
 int mb_imp_format_parse(const char *s, mb_imp_format *out);
 

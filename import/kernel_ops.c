@@ -15,7 +15,10 @@
 #include <string.h>
 
 /* One row per plan kernel name (an op's name, or a backward kernel's): the
- * substrings of PyTorch's kernel names that launch it. sub is add with
+ * substrings of PyTorch's kernel names that launch it; every op a variant can
+ * call and every fused backward kernel of the op table has one (tests/
+ * import_files.c). membound's internal ops (step, gelu_grad, silu_grad) have
+ * no PyTorch kernel of their own. sub is add with
  * alpha = -1 in PyTorch (one add functor); x**k with a number k is
  * pow_tensor_scalar. */
 static const struct {
@@ -42,11 +45,25 @@ static const struct {
     {"abs", {"abs_kernel_cuda", NULL}},
     {"gelu", {"GeluCUDAKernelImpl", "gelu_kernel", NULL}},
     {"copy", {"direct_copy_kernel_cuda", "Memcpy DtoD", NULL}},
+    {"reciprocal", {"reciprocal_kernel_cuda", NULL}},
+    {"erf", {"erf_kernel_cuda", NULL}},
+    {"softplus", {"softplus_kernel", NULL}},
+    {"silu", {"silu_kernel", NULL}},
+    {"sign", {"sign_kernel_cuda", "sgn_kernel_cuda", NULL}},
+    {"silu_backward", {"silu_backward_kernel", NULL}},
+    {"softplus_backward", {"softplus_backward_kernel", NULL}},
     {"sigmoid_backward", {"sigmoid_backward", NULL}},
     {"tanh_backward", {"tanh_backward", NULL}},
     {"gelu_backward", {"GeluBackwardCUDAKernelImpl", "gelu_backward", NULL}},
     {"threshold_backward", {"threshold_kernel", NULL}},
 };
+
+const char *mb_imp_kernel_pattern(const char *plan_kernel)
+{
+    for (size_t i = 0; i < sizeof patterns / sizeof patterns[0]; i++)
+        if (!strcmp(patterns[i].kernel, plan_kernel)) return patterns[i].pat[0];
+    return NULL;
+}
 
 /* pat occurs in name where the character before it is not a letter, digit
  * or '_' (sin_kernel_cuda is not asin_kernel_cuda). */

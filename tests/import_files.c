@@ -175,6 +175,17 @@ int main(void)
     snprintf(dir, sizeof dir, "%s/tests/data/import", src ? src : ".");
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) run_case(&cases[i], dir);
     per_kernel(dir);
+    /* every op a variant can call, and every fused backward kernel, has PyTorch's kernel name */
+    for (int op = 0; op < MB_OP_COUNT; op++) {
+        const mb_op_info *info = mb_op_info_of((mb_op)op);
+        if (info->spell == MB_SPELL_NONE || info->kind == MB_OPK_INPUT) continue;
+        CHECK(mb_imp_kernel_pattern(info->name) != NULL);
+        if (!mb_imp_kernel_pattern(info->name)) fprintf(stderr, "  op '%s': no PyTorch kernel name\n", info->name);
+        if (info->bwd_kernel && !mb_imp_kernel_pattern(info->bwd_kernel))
+            fprintf(stderr, "  backward kernel '%s': no PyTorch kernel name\n", info->bwd_kernel);
+        CHECK(!info->bwd_kernel || mb_imp_kernel_pattern(info->bwd_kernel) != NULL);
+    }
+    CHECK(mb_imp_kernel_pattern("add_grad") != NULL);
     /* GPU names as tools print them, to the table's ids */
     CHECK(mb_imp_device_id("NVIDIA H200") && !strcmp(mb_imp_device_id("NVIDIA H200"), "h200"));
     CHECK(mb_imp_device_id("NVIDIA H100 80GB HBM3") && !strcmp(mb_imp_device_id("NVIDIA H100 80GB HBM3"), "h100-sxm"));
