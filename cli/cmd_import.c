@@ -46,6 +46,7 @@ typedef struct opts {
     const char *out, *kernels;
     int64_t *sizes;
     int quiet;
+    char seen[128];  /* options given, by getopt's code */
     FILE *held;      /* the notes, printed after a successful import */
     char *held_text;
     size_t held_len;
@@ -61,9 +62,29 @@ static void note(void *ctx, const char *level, const char *msg)
     fprintf(o->held, "membound: %s: %s\n", level, msg);
 }
 
+/* The long spelling of option c, for messages. */
+static const char *spelling(int c)
+{
+    static const struct { int c; const char *name; } names[] = {
+        {'o', "-o/--output"}, {'k', "-k/--per-kernel"}, {'V', "--variant"}, {'E', "--expr"}, {'P', "--plan"},
+        {'N', "--n"}, {'S', "--sizes"}, {'T', "--dtype"}, {'D', "--device"}, {'W', "--warmup"},
+        {'C', "--cache-control"}, {'K', "--clock-control"}};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        if (names[i].c == c) return names[i].name;
+    return "an option";
+}
+
 static int set_opt(opts *o, int c, const char *arg, int *n_sizes)
 {
     mb_err e;
+    if (c != 'q' && c >= 0 && c < 128) {
+        if (o->seen[c]) return mb_cli_fail(2, "%s given twice: give it once", spelling(c));
+        o->seen[c] = 1;
+        if ((c == 'N' && o->seen['S']) || (c == 'S' && o->seen['N']))
+            return mb_cli_fail(2, "--n and --sizes cannot be combined: give one");
+        if ((c == 'V' && o->seen['E']) || (c == 'E' && o->seen['V']))
+            return mb_cli_fail(2, "import: --variant or --expr, not both");
+    }
     switch (c) {
     case 'o': o->out = arg; return 0;
     case 'k': o->kernels = arg; return 0;
@@ -72,8 +93,6 @@ static int set_opt(opts *o, int c, const char *arg, int *n_sizes)
     case 'P': return mb_cli_plans(arg, o->imp.plans, &o->imp.n_plans);
     case 'N':
     case 'S':
-        free(o->sizes);
-        o->sizes = NULL;
         if (mb_cli_parse_sizes(arg, &o->sizes, n_sizes, &e)) return mb_cli_fail_err(2, &e);
         return 0;
     case 'T': o->imp.has_dtype = 1; return mb_cli_dtype(arg, &o->imp.dtype);
@@ -128,7 +147,6 @@ static int parse(opts *o, int argc, char **argv, const char **file)
     if (n_pos < 2) return mb_cli_fail(2, "usage: membound import ncu|torch-trace FILE -o OUT.csv (see --help)");
     if (mb_imp_format_parse(pos[0], &o->imp.format))
         return mb_cli_fail(2, "import: unknown format '%s' (expected ncu or torch-trace)", pos[0]);
-    if (o->imp.variant && o->imp.expr) return mb_cli_fail(2, "import: --variant or --expr, not both");
     if (!o->out) return mb_cli_fail(2, "import: no -o OUT.csv given");
     o->imp.sizes = o->sizes;
     o->imp.n_sizes = n_sizes;

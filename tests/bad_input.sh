@@ -254,6 +254,9 @@ if has import; then
   expect 2 "unknown option" -- import ncu ok.csv --bogus
   expect 2 "warmup: expected a count" -- import ncu ok.csv --warmup -1 -o out.csv
   expect 2 'not a directory|exists|directory' -- import ncu ok.csv -o adir
+  expect 2 "--n and --sizes cannot be combined" -- import ncu ok.csv --n 2^20 --sizes 2^20 -o out.csv
+  expect 2 "--dtype given twice" -- import ncu ok.csv --dtype f32 --dtype bf16 -o out.csv
+  expect 2 "--variant or --expr, not both" -- import ncu ok.csv --variant copy --expr 'y = x' -o out.csv
 fi
 
 # a report whose one file cannot be written writes none of the others
