@@ -82,7 +82,9 @@ static int is_inductor(const char *name)
 int imp_kernel_matches(const mb_graph *g, const mb_kernel *K, int fused_ok, const char *name)
 {
     (void)g;
-    if (!strncmp(name, "membound:", 9)) return 1; /* renamed by its NVTX range: no op to check */
+    /* renamed by its NVTX range (--print-nvtx-rename kernel: "membound:...",
+       perhaps behind a domain): no function name, so no op to check */
+    if (strstr(name, "membound:") && !strpbrk(name, "(<")) return 1;
     if (fused_ok && is_inductor(name)) return 1;
     for (size_t i = 0; i < sizeof patterns / sizeof patterns[0]; i++) {
         if (strcmp(patterns[i].kernel, K->name) != 0) continue;

@@ -48,6 +48,10 @@ has out "fit h200 (cuda-ncu)"
 sed '/^"1",.*"dram__bytes_write.sum"/s/"Mbyte","4.19"/"Mbyte","n\/a"/' "$D/ncu_details_sin2_eager.csv" >na.csv
 run 0 -- import ncu na.csv --variant sin2_plus_cos2 --plan eager --n 2^20 --device h200 -o na-out.csv
 has out "sin2_plus_cos2   eager      f32      1048576       5     2     18.45 us            -            -         -  -"
+# a renamed kernel whose range carries its domain
+sed 's/"membound:sigmoid3/"default@membound:sigmoid3/' "$D/ncu_raw_sigmoid3_nvtx.csv" >domain.csv
+run 0 -- import ncu domain.csv --device h200 -o domain-out.csv
+has out "sigmoid3         eager      f32      1048576       6     2     21.00 us     37754880     25165824    +0.01%  ok"
 # marks in a column whose header names NVTX (no --variant needed)
 sed -e '/^"ID"/s/$/,"NVTX Push\/Pop Ranges"/' -e '/^"[0-9]/s/$/,"default:membound:sin2_plus_cos2:fused:n=1048576:f32"/' \
   "$D/ncu_details_sin2_fused.csv" >nvtxcol.csv
