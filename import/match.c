@@ -87,7 +87,8 @@ static int graph_of(run *r, const group *gr, mb_graph **out, mb_err *err)
 {
     const mb_imp_options *o = r->o;
     for (int i = 0; i < r->n_graphs; i++)
-        if (!strcmp(r->graphs[i]->name, gr->variant) && r->graphs[i]->nodes[r->graphs[i]->inputs[0]].dtype == gr->dtype) {
+        if (!strcmp(r->graphs[i]->name, gr->variant) && r->graphs[i]->n_inputs > 0 &&
+            r->graphs[i]->nodes[r->graphs[i]->inputs[0]].dtype == gr->dtype) {
             *out = r->graphs[i];
             return MB_OK;
         }
