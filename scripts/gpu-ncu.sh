@@ -109,7 +109,7 @@ import_and_report() {
     echo "gpu-ncu: error: membound report exited $rc (see report.txt)" | tee -a "$out/ncu-summary.txt"
     status=1
   else
-    { echo "== report (ncu's rows apart from ours: backends cuda-ncu and cuda)"; grep -E "^fit |fusion|recomputation" "$out/report.txt"; } |
+    { echo "== report (ncu's rows apart from ours: backends cuda-ncu and cuda)"; grep -E "^fit |^low precision|^fusion|^recomputation" "$out/report.txt"; } |
       tee -a "$out/ncu-summary.txt"
   fi
 }
