@@ -315,7 +315,8 @@ int mb_rpt_parse_formats(const char *s, unsigned *out, mb_err *err);
 
 /* The environment the report's tools come from, read once through lookup
  * (the CLI passes getenv; NULL: none set) and copied: $MEMBOUND_PLOTS,
- * $MEMBOUND_GNUPLOT and $PATH for the two below. The library reads no
+ * $MEMBOUND_GNUPLOT, $MEMBOUND_GNUPLOT_TIMEOUT_S and $PATH for the three
+ * below. The library reads no
  * environment variable: until this is called, none is set (PATH:
  * /usr/bin:/bin). */
 void mb_rpt_set_env(char *(*lookup)(const char *name));
@@ -329,6 +330,10 @@ const char *mb_rpt_plots_dir(void);
  * mb_rpt_set_env gave them). Writes the
  * resolved path into buf; MB_ERUN when none can be executed. */
 int mb_rpt_find_gnuplot(char *buf, size_t bufsize, mb_err *err);
+/* gnuplot's deadline per figure in wall seconds: $MEMBOUND_GNUPLOT_TIMEOUT_S
+ * as mb_rpt_set_env gave it, else 60. Past it gnuplot is killed with its
+ * process group (mb_child_run) and no later figure is drawn. */
+double mb_rpt_gnuplot_timeout_s(void);
 
 typedef struct mb_rpt_figure {
     char name[64];                 /* file stem: "time_vs_n", ... */
