@@ -190,6 +190,11 @@ void mb_meas_env_usage(FILE *fp)
         }
         fputc('\n', fp);
     }
+    fprintf(fp, "and for the cpu backend's compiled kernels:\n"
+                "  MEMBOUND_JIT_CC=CC      the C compiler they are built with (default: the one\n"
+                "                          that built membound)\n"
+                "  MEMBOUND_JIT_TIMEOUT_S=S  its deadline (default 60): past it, or on SIGINT/TERM,\n"
+                "                          it is killed and the kernels are interpreted\n");
 }
 
 /* ---- notes ------------------------------------------------------------------ */

@@ -119,6 +119,15 @@ static int ended(pid_t pid)
     return si.si_pid == pid;
 }
 
+/* 1 when pid (ended, not reaped) was ended by a signal. */
+static int killed(pid_t pid)
+{
+    siginfo_t si;
+    memset(&si, 0, sizeof si);
+    if (waitid(P_PID, (id_t)pid, &si, WEXITED | WNOHANG | WNOWAIT) < 0) return 0;
+    return si.si_pid == pid && (si.si_code == CLD_KILLED || si.si_code == CLD_DUMPED);
+}
+
 /* SIGTERM to the group, SIGKILL after the grace (to what is left of it:
  * grandchildren too, even when the leader went first). */
 static void stop_group(pid_t pid)
@@ -167,6 +176,8 @@ int mb_child_run(const mb_child_spec *sp, mb_child_result *res, mb_err *err)
         if (why != MB_CHILD_EXITED) break;
         sleep_s(nap);
     }
+    if (why == MB_CHILD_EXITED && mb_intr_pending() && killed(pid))
+        why = MB_CHILD_INTERRUPTED; /* by the signal mb_intr_note passed on: ours */
     if (why != MB_CHILD_EXITED) stop_group(pid);
     int status = 0, rc = MB_OK;
     while (waitpid(pid, &status, 0) < 0) {
@@ -185,8 +196,6 @@ int mb_child_run(const mb_child_spec *sp, mb_child_result *res, mb_err *err)
     } else if (why == MB_CHILD_EXITED) {
         res->status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
     }
-    /* a signal we noted ended the child through its group: ours, not its */
-    if (res->outcome == MB_CHILD_SIGNALED && mb_intr_pending()) res->outcome = MB_CHILD_INTERRUPTED;
     return rc;
 }
 
