@@ -378,6 +378,38 @@ int mb_rpt_set_figures(const mb_rpt_set *s, const char *dir, unsigned formats, i
 int mb_rpt_write(const mb_rpt_set *s, const mb_rpt_figures *figs, const char *dir,
                  mb_err *err);
 
+/* A report built in a staging folder and put in place whole (stage.c):
+ * beside the target (PARENT/.NAME.staging.PID) and renamed into place, or,
+ * where the target exists, swapped with it (its other entries, a demo's
+ * CSVs and logs/, carried over as hard links) and the old one removed; so a
+ * reader of the target sees the old report or the new one, never a mix.
+ * Where the target is the working folder (or holds it), is a link, or its
+ * other entries cannot be linked, the staging folder is inside it and the
+ * report's entries are put in place one by one: figures/ swapped, then the
+ * files, report.html last. Until commit or abort, a signal that ends the
+ * process removes the staging folder (mb_outfile_remove_dir_on_signal). */
+typedef struct mb_rpt_stage {
+    char target[4096];
+    char dir[4200];            /* the staging folder: build the report here */
+    int in_place;              /* 1: entries put in place one by one */
+    int done;                  /* committed or aborted */
+} mb_rpt_stage;
+
+/* Creates the staging folder for target (and target's parent folders).
+ * MB_EINPUT for a target that is not a folder, MB_ERUN when the folder
+ * cannot be created. Call after the inputs are accepted: nothing is
+ * written before. */
+int mb_rpt_stage_begin(const char *target, mb_rpt_stage *st, mb_err *err);
+/* Puts the staging folder's report in place as above and removes what is
+ * left (the old report). MB_ERUN when a rename fails (the target keeps the
+ * old report, or, in place, the entries not yet moved). */
+int mb_rpt_stage_commit(mb_rpt_stage *st, mb_err *err);
+/* Removes the staging folder; the target is untouched. */
+void mb_rpt_stage_abort(mb_rpt_stage *st);
+/* msg with the staging folder's path replaced by the target's (a message
+ * written while building names files by where they end up), in place. */
+void mb_rpt_stage_msg(const mb_rpt_stage *st, char *msg, size_t size);
+
 /* Writes dir/index.md and dir/index.html listing the model-only figures of
  * device d, with the model's table of the variants of defs (the lecture's
  * when it defines none). */
