@@ -327,6 +327,78 @@ static int fig_bytes(rpt_fig_ctx *fc, const char *name, const mb_rpt_set *s, int
 
 /* ---- time against n ----------------------------------------------------- */
 
+/* A row of a series and where it is in the set (file order breaks ties). */
+typedef struct size_ref {
+    int64_t n;
+    int i;
+} size_ref;
+
+static int by_n_then_index(const void *a, const void *b)
+{
+    const size_ref *x = a, *y = b;
+    if (x->n != y->n) return x->n < y->n ? -1 : 1;
+    return (x->i > y->i) - (x->i < y->i);
+}
+
+/* One series' block of the time-against-n data: every power of two
+ * 2^10..2^28 and every measured size, the model at each (its plan built
+ * once) and the last verified row of that size. Sorted once: n log n in
+ * the series' rows (was a scan of every row for each of 256 sizes, and
+ * sizes past the 256th dropped). MB_ERUN when out of memory. */
+static int time_series(FILE *fp, const mb_rpt_set *s, int gi, const series *se, const mb_device *d)
+{
+    mb_dtype dt = (mb_dtype)dtype_of(se->dtype);
+    size_t m = 19, cap = 19 + 64;
+    size_ref *sz = malloc(cap * sizeof *sz);
+    if (!sz) return MB_ERUN;
+    for (int lg = 10; lg <= 28; lg++) sz[lg - 10] = (size_ref){(int64_t)1 << lg, -1};
+    for (int i = 0; gi >= 0 && i < s->n_rows; i++) {
+        if (!row_is(&s->rows[i], gi, se)) continue;
+        if (m == cap) {
+            void *p = realloc(sz, 2 * cap * sizeof *sz);
+            if (!p) { free(sz); return MB_ERUN; }
+            sz = p;
+            cap *= 2;
+        }
+        sz[m++] = (size_ref){s->rows[i].n, i};
+    }
+    qsort(sz, m, sizeof *sz, by_n_then_index);
+    block(fp);
+    char b1[160], b2[200];
+    series_label(b1, sizeof b1, se->variant, se->plan, se->dtype, strcmp(se->dtype, "f32") != 0);
+    fprintf(fp, "%s model_s median_s min_s p90_s panel\n", q(b2, sizeof b2, b1));
+    mb_graph *g = NULL;
+    mb_plan *p = NULL;
+    mb_plan_kind pk;
+    mb_err err;
+    if (mb_rpt_load_variant(s, -1, se->variant, dt, &g, &err) != MB_OK ||
+        mb_plan_parse(se->plan, &pk) != MB_OK || mb_plan_build(g, pk, &p, &err) != MB_OK)
+        p = NULL;
+    for (size_t a = 0; a < m;) {
+        size_t b = a;
+        const mb_rpt_row *r = NULL; /* the last verified row of this size */
+        for (; b < m && sz[b].n == sz[a].n; b++)
+            if (sz[b].i >= 0 && s->rows[sz[b].i].verified) r = &s->rows[sz[b].i];
+        mb_estimate e;
+        double model = NAN;
+        if (p && mb_estimate_plan(p, sz[a].n, d, &e, &err) == MB_OK) {
+            model = e.total.time_s;
+            mb_estimate_free(&e);
+        }
+        fprintf(fp, "%lld", (long long)sz[a].n);
+        col(fp, model);
+        col(fp, r ? r->time_s_median : NAN);
+        col(fp, r ? (isfinite(r->time_s_min) ? r->time_s_min : r->time_s_median) : NAN);
+        col(fp, r ? (isfinite(r->time_s_p90) ? r->time_s_p90 : r->time_s_median) : NAN);
+        fprintf(fp, " %d\n", se->panel);
+        a = b;
+    }
+    mb_plan_free(p);
+    mb_graph_free(g);
+    free(sz);
+    return MB_OK;
+}
+
 static int fig_time(rpt_fig_ctx *fc, const char *name, const mb_rpt_set *s, int gi,
                     const mb_device *d)
 {
@@ -361,46 +433,11 @@ static int fig_time(rpt_fig_ctx *fc, const char *name, const mb_rpt_set *s, int 
         meta_s(fp, key, ptitle);
     }
     meta_d(fp, "panels", np);
-    for (int k = 0; k < ns; k++) {
-        mb_dtype dt = (mb_dtype)dtype_of(se[k].dtype);
-        /* sizes: every power of two 2^10..2^28, plus the measured ones */
-        int64_t sizes[256];
-        int nn = 0;
-        for (int lg = 10; lg <= 28; lg++) sizes[nn++] = (int64_t)1 << lg;
-        for (int i = 0; gi >= 0 && i < s->n_rows && nn < 256; i++)
-            if (row_is(&s->rows[i], gi, &se[k])) sizes[nn++] = s->rows[i].n;
-        for (int i = 1; i < nn; i++) { /* sort, unique */
-            int64_t t = sizes[i];
-            int j = i;
-            while (j > 0 && sizes[j - 1] > t) { sizes[j] = sizes[j - 1]; j--; }
-            sizes[j] = t;
-        }
-        block(fp);
-        char b1[160], b2[200];
-        series_label(b1, sizeof b1, se[k].variant, se[k].plan, se[k].dtype, strcmp(se[k].dtype, "f32") != 0);
-        fprintf(fp, "%s model_s median_s min_s p90_s panel\n", q(b2, sizeof b2, b1));
-        int64_t prev = -1;
-        for (int i = 0; i < nn; i++) {
-            if (sizes[i] == prev) continue;
-            prev = sizes[i];
-            mb_estimate e;
-            mb_err err;
-            double model = NAN;
-            if (rpt_estimate(s, se[k].variant, se[k].plan, dt, sizes[i], d, &e, NULL, &err) == MB_OK) {
-                model = e.total.time_s;
-                mb_estimate_free(&e);
-            }
-            const mb_rpt_row *r = NULL;
-            for (int j = 0; gi >= 0 && j < s->n_rows; j++)
-                if (row_is(&s->rows[j], gi, &se[k]) && s->rows[j].n == sizes[i] && s->rows[j].verified)
-                    r = &s->rows[j];
-            fprintf(fp, "%lld", (long long)sizes[i]);
-            col(fp, model);
-            col(fp, r ? r->time_s_median : NAN);
-            col(fp, r ? (isfinite(r->time_s_min) ? r->time_s_min : r->time_s_median) : NAN);
-            col(fp, r ? (isfinite(r->time_s_p90) ? r->time_s_p90 : r->time_s_median) : NAN);
-            fprintf(fp, " %d\n", se[k].panel);
-        }
+    rc = MB_OK;
+    for (int k = 0; k < ns && !rc; k++) rc = time_series(fp, s, gi, &se[k], d);
+    if (rc) {
+        mb_outfile_abort(&of);
+        return mb_err_set(fc->err, rc, "out of memory");
     }
     return rpt_fig_finish(fc, &of, "time_vs_n", name, title);
 }

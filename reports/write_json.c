@@ -5,6 +5,7 @@
 
 #include <jansson.h>
 #include <math.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -112,17 +113,76 @@ static json_t *row_json(const mb_rpt_set *s, const mb_rpt_row *r)
     return o;
 }
 
+/* summary.json without the rows in memory at once (a million rows were
+ * gigabytes as one jansson tree): the document is dumped with a mark where
+ * the rows go, and each row is dumped on its own in its place, indented as
+ * json_dumpf would have at that depth (strings hold no raw newline: their
+ * newlines are escaped). Byte for byte json_dumpf's text. */
+#define ROWS_MARK "\x01rows\x01"
+#define JSON_FLAGS (JSON_INDENT(1) | JSON_PRESERVE_ORDER)
+
+static int write_streamed(const mb_rpt_set *s, const json_t *root, FILE *fp)
+{
+    char *text = json_dumps(root, JSON_FLAGS);
+    if (!text) return -1;
+    const char *mark = strstr(text, "\"\\u0001rows\\u0001\"");
+    if (!mark) {
+        free(text);
+        return -1;
+    }
+    fwrite(text, 1, (size_t)(mark - text), fp);
+    if (s->n_rows == 0) fputs("[]", fp);
+    else fputc('[', fp);
+    for (int i = 0; i < s->n_rows; i++) {
+        json_t *o = row_json(s, &s->rows[i]);
+        char *rt = o ? json_dumps(o, JSON_FLAGS) : NULL;
+        json_decref(o);
+        if (!rt) {
+            free(text);
+            return -1;
+        }
+        /* the row's text with two more spaces after each newline, one write */
+        size_t len = strlen(rt), nl = 0;
+        for (size_t k = 0; k < len; k++) nl += rt[k] == '\n';
+        char *buf = malloc(len + 2 * nl + 4);
+        if (!buf) {
+            free(rt);
+            free(text);
+            return -1;
+        }
+        size_t w = 0;
+        buf[w++] = i ? ',' : '\n';
+        if (i) buf[w++] = '\n';
+        buf[w++] = ' ';
+        buf[w++] = ' ';
+        for (size_t k = 0; k < len; k++) {
+            buf[w++] = rt[k];
+            if (rt[k] == '\n') {
+                buf[w++] = ' ';
+                buf[w++] = ' ';
+            }
+        }
+        fwrite(buf, 1, w, fp);
+        free(buf);
+        free(rt);
+    }
+    if (s->n_rows) fputs("\n ]", fp);
+    fputs(mark + strlen("\"\\u0001rows\\u0001\""), fp);
+    fputc('\n', fp);
+    free(text);
+    return ferror(fp) ? -1 : 0;
+}
+
 int rpt_write_json(const mb_rpt_set *s, const mb_rpt_figures *figs, const char *dir, rpt_outs *outs,
                       mb_err *err)
 {
     json_t *root = json_object();
     json_t *inputs = json_array(), *prov = json_array(), *verdicts = json_array();
-    json_t *fits = json_array(), *rows = json_array(), *figures = json_array();
+    json_t *fits = json_array(), *figures = json_array();
     for (int i = 0; i < s->n_files; i++) json_array_append_new(inputs, json_string(s->files[i]));
     for (int i = 0; i < s->n_prov; i++) json_array_append_new(prov, json_string(s->prov[i]));
     for (int i = 0; i < s->n_verdicts; i++) json_array_append_new(verdicts, verdict_json(&s->verdicts[i]));
     for (int i = 0; i < s->n_groups; i++) json_array_append_new(fits, fit_json(&s->groups[i]));
-    for (int i = 0; i < s->n_rows; i++) json_array_append_new(rows, row_json(s, &s->rows[i]));
     if (figs)
         for (int i = 0; i < figs->n; i++) {
             json_t *o = json_object();
@@ -139,17 +199,12 @@ int rpt_write_json(const mb_rpt_set *s, const mb_rpt_figures *figs, const char *
     json_object_set_new(root, "tolerances", tol);
     json_object_set_new(root, "verdicts", verdicts);
     json_object_set_new(root, "fits", fits);
-    json_object_set_new(root, "rows", rows);
+    json_object_set_new(root, "rows", json_string(ROWS_MARK)); /* written row by row below */
     json_object_set_new(root, "figures", figures);
     FILE *fp;
     int rc = rpt_outs_open(outs, dir, mb_rpt_report_files[5], &fp, err);
-    if (rc == MB_OK) {
-        if (json_dumpf(root, fp, JSON_INDENT(1) | JSON_PRESERVE_ORDER) != 0)
-            rc = mb_err_set(err, MB_ERUN, "%s/summary.json: JSON write failed", dir);
-        else
-            fputc('\n', fp);
-    }
+    if (rc == MB_OK && write_streamed(s, root, fp) != 0)
+        rc = mb_err_set(err, MB_ERUN, "%s/summary.json: JSON write failed", dir);
     json_decref(root);
     return rc;
 }
-
