@@ -73,16 +73,19 @@ typedef struct mb_rpt_vardef {
  * (filled by mb_rpt_fit). Numbers absent from the file are NaN (doubles)
  * or -1 (byte counts). */
 typedef struct mb_rpt_row {
-    /* where the row came from */
-    char file[512];
+    /* where the row came from. The strings of a row are interned in its set
+     * (one copy of each distinct value, owned by the set, never NULL, valid
+     * until mb_rpt_set_free): a row is ~0.7 KB whatever its file's path or
+     * its text columns (1.7 KB when each held its own arrays) */
+    const char *file;
     int line;
     /* as read */
-    char device[256];          /* table id or spec-file path, as written */
+    const char *device;        /* table id or spec-file path, as written */
     int device_col;            /* character column of the device field */
-    char backend[32];
-    char variant[MB_NAME_MAX];
-    char plan[16];
-    char dtype[8];
+    const char *backend;
+    const char *variant;       /* at most MB_NAME_MAX - 1 bytes */
+    const char *plan;          /* at most 15 bytes */
+    const char *dtype;         /* at most 7 bytes */
     int64_t n;
     int kernels, reps;         /* -1 when absent */
     int contended;             /* contended samples (-1: no such column) */
@@ -103,8 +106,8 @@ typedef struct mb_rpt_row {
     int64_t dram_read_bytes, dram_write_bytes;
     int64_t model_dram_read_bytes, model_dram_write_bytes; /* as the harness modelled
                                   them (-1: no such column or empty) */
-    char counters[160];
-    char count_check[16];      /* the harness's counted-vs-model verdict (count_check
+    const char *counters;      /* as written ("" when absent) */
+    const char *count_check;   /* the harness's counted-vs-model verdict (count_check
                                   column): "ok", "off", "below 4x L2" or "" */
     int file_index;            /* index into mb_rpt_set.files */
     double max_rel_err;
@@ -254,6 +257,7 @@ typedef struct mb_rpt_set {
     int n_groups;
     mb_rpt_verdict *verdicts;
     int n_verdicts;
+    struct rpt_strings *strings;   /* the rows' interned strings (csv.c), owned */
     /* the model-only figures' series (figures --dtype, --plan): only these
      * dtypes and plans (a variant of the command line: in this order); none
      * given (0): each variant's own */
@@ -265,6 +269,14 @@ typedef struct mb_rpt_set {
 
 void mb_rpt_set_init(mb_rpt_set *s);
 void mb_rpt_set_free(mb_rpt_set *s);
+
+/* What report reads: at most MB_RPT_MAX_ROWS rows in all (a row is ~0.7 KB
+ * once read; the join, the fits and the figures add ~0.3 KB) and at most
+ * MB_RPT_MAX_CSV_BYTES per CSV (read whole, freed once its rows are kept):
+ * peak memory is about the largest file plus 1 KB a row, 3 GiB at the
+ * limits. Beyond either the input is refused with one line (MB_EINPUT). */
+#define MB_RPT_MAX_ROWS 2000000
+#define MB_RPT_MAX_CSV_BYTES ((size_t)1 << 30)
 
 /* Appends the rows of one measurement CSV to s. Columns are found by header
  * name (any order; extra columns ignored). Required: device, backend,
