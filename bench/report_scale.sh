@@ -36,7 +36,7 @@ PY
     [ "$fig" = with ] || args=(--no-figures)
     /usr/bin/time -f '%e %U %S %M' -o "$tmp/t" "$bin" report "$tmp/in.csv" ${args[@]+"${args[@]}"} -o "$tmp/out" \
       >/dev/null 2>"$tmp/err" || { echo "report_scale: report failed at $rows rows: $(tail -1 "$tmp/err")" >&2; }
-    read -r wall user sys kb <"$tmp/t"
+    read -r wall user sys kb < <(tail -1 "$tmp/t")
     printf '%9d %-12s %9.2f %9.2f %12.1f %9.1f\n' "$rows" "$fig" "$wall" "$(awk -v u="$user" -v s="$sys" 'BEGIN { print u + s }')" \
       "$(awk -v k="$kb" 'BEGIN { print k / 1024 }')" "$(awk -v b="$(stat -c %s "$tmp/in.csv")" 'BEGIN { print b / 1048576 }')"
     rm -rf "$tmp/out"

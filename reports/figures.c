@@ -834,6 +834,8 @@ static int fig_recompute(rpt_fig_ctx *fc, const char *name, const mb_rpt_set *s,
 
 /* ---- residuals ------------------------------------------------------------ */
 
+#define MAX_RESID_POINTS 20000
+
 static int fig_residuals(rpt_fig_ctx *fc, const char *name, const mb_rpt_set *s, int gi)
 {
     series se[MAX_SERIES];
@@ -867,9 +869,18 @@ static int fig_residuals(rpt_fig_ctx *fc, const char *name, const mb_rpt_set *s,
         fprintf(fp, "%s time_resid_pct model_resid_pct bytes_resid_pct outlier used\n",
                 q(b2, sizeof b2, b1));
         int any = 0;
+        /* past MAX_RESID_POINTS rows a series shows every stride-th (and
+         * every outlier): gnuplot drew 10^6 points in over a minute, and no
+         * reader tells them apart */
+        int64_t m = 0, seen = 0;
+        for (int i = 0; i < s->n_rows; i++) m += row_is(&s->rows[i], gi, &se[k]) && s->rows[i].verified;
+        const int64_t stride = m > MAX_RESID_POINTS ? (m + MAX_RESID_POINTS - 1) / MAX_RESID_POINTS : 1;
+        if (stride > 1)
+            fprintf(fp, "# every %lldth of %lld rows, and every outlier\n", (long long)stride, (long long)m);
         for (int i = 0; i < s->n_rows; i++) {
             const mb_rpt_row *r = &s->rows[i];
             if (!row_is(r, gi, &se[k]) || !r->verified) continue;
+            if (seen++ % stride != 0 && !r->outlier) continue;
             fprintf(fp, "%lld", (long long)r->n);
             col(fp, 100.0 * r->resid_time_rel);
             col(fp, 100.0 * r->resid_model_rel);
