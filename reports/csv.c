@@ -243,6 +243,8 @@ void mb_rpt_set_free(mb_rpt_set *s)
     for (int i = 0; i < s->n_vars; i++) free(s->vars[i].text);
     free(s->vars);
     strings_free(s->strings);
+    for (int i = 0; i < s->n_op_tables; i++) free(s->op_tables[i]);
+    free(s->op_tables);
     memset(s, 0, sizeof *s);
 }
 
@@ -305,7 +307,7 @@ _Static_assert(MB_RPT_MAX_ROWS == 2000000 && MB_RPT_MAX_CSV_BYTES == (size_t)1 <
 static int read_all(const char *path, char **out, mb_err *err)
 {
     int rc = mb_text_read(path, MB_RPT_MAX_CSV_BYTES, out, NULL, err);
-    if (rc == MB_EINPUT && strstr(err->msg, "bytes this input may have")) {
+    if (rc == MB_EINPUT && strstr(err->msg, "this input may have")) {
         size_t l = strlen(err->msg);
         snprintf(err->msg + l, sizeof err->msg - l, " (" LIMITS_TEXT ": split the file)");
     }

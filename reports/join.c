@@ -61,6 +61,7 @@ typedef struct join_plan {
     mb_graph *g;
     mb_plan *p;
     double ops[MB_OP_COUNT];   /* op evaluations per element */
+    const double *ops_kept;    /* the same, owned by the set (rows point at it) */
 } join_plan;
 
 typedef struct join_est {
@@ -157,7 +158,7 @@ static uint64_t est_hash_at(const join_cache *c, size_t i)
  * built-in of that name) in plan at dt, built on first use. Its index, or
  * with err set and the code in *rc: -2 when the variant does not load, -1
  * when its plan cannot be built. */
-static int plan_of(join_cache *c, const mb_rpt_set *s, int kind, int file, const char *variant,
+static int plan_of(join_cache *c, mb_rpt_set *s, int kind, int file, const char *variant,
                    const char *plan, mb_dtype dt, int *rc, mb_err *err)
 {
     if (kind) file = -1;
@@ -195,6 +196,19 @@ static int plan_of(join_cache *c, const mb_rpt_set *s, int kind, int file, const
             if (op != MB_OP_INPUT && (int)op < MB_OP_COUNT) jp.ops[op] += 1.0;
         }
     }
+    /* the rows keep pointing at the ops after the join: the set owns a copy */
+    double **tabs = realloc(s->op_tables, (size_t)(s->n_op_tables + 1) * sizeof *tabs);
+    double *kept = tabs ? malloc(sizeof jp.ops) : NULL;
+    if (tabs) s->op_tables = tabs;
+    if (!kept) {
+        mb_plan_free(jp.p);
+        mb_graph_free(jp.g);
+        *rc = mb_err_set(err, MB_ERUN, "out of memory");
+        return -1;
+    }
+    memcpy(kept, jp.ops, sizeof jp.ops);
+    s->op_tables[s->n_op_tables++] = kept;
+    jp.ops_kept = kept;
     if (c->n_plans == c->cap_plans) {
         int cap = c->cap_plans ? 2 * c->cap_plans : 16;
         void *np = realloc(c->plans, (size_t)cap * sizeof *c->plans);
@@ -508,7 +522,7 @@ static int join_row(mb_rpt_set *s, join_cache *c, mb_rpt_row *r, const char *dev
     r->pred_sfu_ops = est->total.sfu_ops;
     r->pred_kernels = est->n_kernels;
     r->pred_bound = est->total.bound;
-    for (int k = 0; k < MB_OP_COUNT; k++) r->op_evals[k] = c->plans[pi].ops[k] * (double)r->n;
+    r->op_per_elem = c->plans[pi].ops_kept;
     r->resid_model_rel = r->verified ? r->time_s_median / r->pred_time_s - 1.0 : NAN;
     r->resid_bytes_rel = NAN;
     if (r->has_dram) {

@@ -75,7 +75,7 @@ typedef struct mb_rpt_vardef {
 typedef struct mb_rpt_row {
     /* where the row came from. The strings of a row are interned in its set
      * (one copy of each distinct value, owned by the set, never NULL, valid
-     * until mb_rpt_set_free): a row is ~0.7 KB whatever its file's path or
+     * until mb_rpt_set_free): a row is ~0.5 KB whatever its file's path or
      * its text columns (1.7 KB when each held its own arrays) */
     const char *file;
     int line;
@@ -126,7 +126,9 @@ typedef struct mb_rpt_row {
     double pred_flops, pred_sfu_ops;
     int pred_kernels;
     mb_bound pred_bound;
-    double op_evals[MB_OP_COUNT]; /* element evaluations of each op (n per node) */
+    const double *op_per_elem; /* MB_OP_COUNT evaluations of each op per element
+                                  (owned by the set; NULL before the join): the row
+                                  evaluates op k op_per_elem[k] * n times */
 
     /* filled by mb_rpt_fit */
     int group;                 /* index into mb_rpt_set.groups, -1 if none */
@@ -258,6 +260,8 @@ typedef struct mb_rpt_set {
     mb_rpt_verdict *verdicts;
     int n_verdicts;
     struct rpt_strings *strings;   /* the rows' interned strings (csv.c), owned */
+    double **op_tables;            /* the rows' op_per_elem arrays (join.c), owned */
+    int n_op_tables;
     /* the model-only figures' series (figures --dtype, --plan): only these
      * dtypes and plans (a variant of the command line: in this order); none
      * given (0): each variant's own */
@@ -270,10 +274,10 @@ typedef struct mb_rpt_set {
 void mb_rpt_set_init(mb_rpt_set *s);
 void mb_rpt_set_free(mb_rpt_set *s);
 
-/* What report reads: at most MB_RPT_MAX_ROWS rows in all (a row is ~0.7 KB
+/* What report reads: at most MB_RPT_MAX_ROWS rows in all (a row is ~0.5 KB
  * once read; the join, the fits and the figures add ~0.3 KB) and at most
  * MB_RPT_MAX_CSV_BYTES per CSV (read whole, freed once its rows are kept):
- * peak memory is about the largest file plus 1 KB a row, 3 GiB at the
+ * peak memory is about the largest file plus 0.8 KB a row, 2.6 GiB at the
  * limits. Beyond either the input is refused with one line (MB_EINPUT). */
 #define MB_RPT_MAX_ROWS 2000000
 #define MB_RPT_MAX_CSV_BYTES ((size_t)1 << 30)
