@@ -33,6 +33,14 @@ under $((600 * 1024)) "$B" report "$tmp/100k.csv" --no-figures -o "$tmp/rep" >/d
 [ "$rc" = 0 ] || bad "10^5 rows under ulimit -v 600 MiB: exit $rc: $(tail -2 "$tmp/err")"
 n=$(python3 -c 'import csv,sys; print(sum(1 for _ in csv.DictReader(open(sys.argv[1]))))' "$tmp/rep/summary.csv" 2>/dev/null)
 [ "$n" = 100000 ] || bad "10^5 rows: summary.csv has ${n:-no} rows"
+# summary.json, written row by row, is one JSON document with every row
+python3 - "$tmp/rep/summary.json" <<'PY' || bad "10^5 rows: summary.json does not parse or lacks rows"
+import json, sys
+d = json.load(open(sys.argv[1]))
+rows = d["rows"]
+assert len(rows) == 100000 and all(r["device"] == "h100-sxm" and r["n"] >= 65536 for r in rows)
+assert isinstance(rows[0]["model_time_s"], float) and rows[0]["count_check"] is None
+PY
 
 gen 2000001 "$tmp/2m.csv"
 under $((2048 * 1024)) "$B" report "$tmp/2m.csv" --no-figures -o "$tmp/big" >/dev/null 2>"$tmp/err"; rc=$?
