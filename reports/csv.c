@@ -225,6 +225,16 @@ static const char *intern(mb_rpt_set *s, const char *p, size_t max)
     return q;
 }
 
+const char *rpt_interned(const mb_rpt_set *s, const char *str)
+{
+    const struct rpt_strings *t = s->strings;
+    if (!t || !t->n_slots) return NULL;
+    size_t len = strlen(str);
+    for (size_t j = str_hash(str, len) & (t->n_slots - 1); t->slot[j]; j = (j + 1) & (t->n_slots - 1))
+        if (!strcmp(t->slot[j], str)) return t->slot[j];
+    return NULL;
+}
+
 void mb_rpt_set_init(mb_rpt_set *s)
 {
     memset(s, 0, sizeof *s);
