@@ -205,35 +205,35 @@ int rpt_model_series(const mb_rpt_set *defs, rpt_series *out, int max)
  * with its lecture size when measured there, else its largest size. */
 static int row_series(const mb_rpt_set *s, int gi, int devi, series *out, int max)
 {
-    int n = 0;
-    const char *seen[MAX_SERIES][3]; /* the rows' pointers of each series so far */
+    /* one pass: each row's series found by its strings' pointers (interned),
+     * the last series found tried first (rows come in runs) */
+    int n = 0, last = 0;
+    const char *seen[MAX_SERIES][3];
+    int64_t best[MAX_SERIES], lect[MAX_SERIES];
     if (max > MAX_SERIES) max = MAX_SERIES;
     for (int i = 0; i < s->n_rows; i++) {
         const mb_rpt_row *r = &s->rows[i];
         if (gi >= 0 ? r->group != gi : r->dev != devi) continue;
-        int k = 0;
-        while (k < n && !(seen[k][0] == r->variant && seen[k][1] == r->plan && seen[k][2] == r->dtype)) k++;
-        if (k < n) continue;
-        int was = n;
-        n = push_series(out, n, max, r->variant, r->plan, r->dtype, 0);
-        if (n > was) {
-            seen[was][0] = r->variant;
-            seen[was][1] = r->plan;
-            seen[was][2] = r->dtype;
+#define SAME(k) (seen[k][0] == r->variant && seen[k][1] == r->plan && seen[k][2] == r->dtype)
+        int k = last;
+        if (!(k < n && SAME(k)))
+            for (k = 0; k < n && !SAME(k); k++) {}
+#undef SAME
+        if (k == n) {
+            int was = n;
+            n = push_series(out, n, max, r->variant, r->plan, r->dtype, 0);
+            if (n == was) continue; /* full */
+            seen[k][0] = r->variant;
+            seen[k][1] = r->plan;
+            seen[k][2] = r->dtype;
+            const mb_rpt_demo *d = mb_rpt_demo_of(r->variant);
+            best[k] = 0;
+            lect[k] = d ? d->n : -1;
         }
+        last = k;
+        if (r->verified && best[k] != lect[k] && (r->n == lect[k] || r->n > best[k])) best[k] = r->n;
     }
-    for (int k = 0; k < n; k++) {
-        const mb_rpt_demo *d = mb_rpt_demo_of(out[k].variant);
-        int64_t best = 0, lect = d ? d->n : -1;
-        for (int i = 0; i < s->n_rows; i++) {
-            const mb_rpt_row *r = &s->rows[i];
-            if ((gi >= 0 ? r->group != gi : r->dev != devi) || !r->verified || r->variant != seen[k][0] ||
-                r->plan != seen[k][1] || r->dtype != seen[k][2])
-                continue;
-            if (best != lect && (r->n == lect || r->n > best)) best = r->n;
-        }
-        out[k].n = best > 0 ? best : lect > 0 ? lect : ((int64_t)1 << 24);
-    }
+    for (int k = 0; k < n; k++) out[k].n = best[k] > 0 ? best[k] : lect[k] > 0 ? lect[k] : ((int64_t)1 << 24);
     order_series(out, n);
     return n;
 }
