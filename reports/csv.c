@@ -227,7 +227,7 @@ static const char *intern(mb_rpt_set *s, const char *p, size_t max)
 
 const char *rpt_interned(const mb_rpt_set *s, const char *str)
 {
-    const struct rpt_strings *t = s->strings;
+    const struct rpt_strings *t = s ? s->strings : NULL; /* s NULL: the model's figures */
     if (!t || !t->n_slots) return NULL;
     size_t len = strlen(str);
     for (size_t j = str_hash(str, len) & (t->n_slots - 1); t->slot[j]; j = (j + 1) & (t->n_slots - 1))

@@ -123,7 +123,15 @@ int mb_rpt_stage_begin(const char *target, mb_rpt_stage *st, mb_err *err)
             return mb_err_set(err, MB_EINPUT, "%s: path too long", target);
     }
     remove_tree(st->dir); /* a folder of a dead run of ours with our pid */
-    if (mkdir(st->dir, 0777) != 0)
+    int made = mkdir(st->dir, 0777) == 0;
+    if (!made && !st->in_place && exists && (errno == EACCES || errno == EROFS || errno == EPERM)) {
+        /* a folder we may write in under a parent we may not: staged inside */
+        st->in_place = 1;
+        snprintf(st->dir, sizeof st->dir, "%s/.report-staging.%ld", target, (long)getpid());
+        remove_tree(st->dir);
+        made = mkdir(st->dir, 0777) == 0;
+    }
+    if (!made)
         return mb_err_set(err, MB_ERUN, "%s: cannot create the staging folder: %s", st->dir, strerror(errno));
     mb_outfile_remove_dir_on_signal(st->dir);
     return MB_OK;
