@@ -33,3 +33,7 @@ if(TARGET mb_reports AND TARGET mb_measure)
   set_tests_properties(test_child_deadline PROPERTIES TIMEOUT 120
     ENVIRONMENT "MB_BIN=${CMAKE_BINARY_DIR}/bin/membound;MEMBOUND_VARIANTS=${CMAKE_BINARY_DIR}/share/membound/variants")
 endif()
+# the one CSV reader (libcsv): quoting, positions, errors
+if(TARGET mb_csv)
+  mb_test(csv_read SOURCES csv_read.c LIBS mb_csv)
+endif()
