@@ -37,7 +37,7 @@ static const tcase cases[] = {
     {"median in a slow mode (9x), min on the model's 3x", 3.0, 9.0, 9.5, 1.0, 1.0, 1.1, 0, 0, "", "holds",
      "median 9.00x"},
     {"min 2% inside the lower edge, ranges straddling it", 2.295, 3.0, 4.0, 1.0, 1.3, 1.6, 0, 0, "",
-     "inconclusive", "rerun with `membound measure sin2_plus_cos2 --plan eager,fused"},
+     "inconclusive", "rerun: membound measure sin2_plus_cos2 --plan eager,fused"},
     {"min 2% inside the lower edge, ranges inside the band", 2.295, 2.3, 2.4, 1.0, 1.0, 1.0, 0, 0, "",
      "holds", NULL},
     {"min 11% below the lower edge, ranges straddling it", 2.0, 3.0, 4.0, 1.0, 1.3, 1.6, 0, 0, "",
@@ -224,7 +224,7 @@ static void test_busy(const char *src)
                 fprintf(stderr, "busy: '%s' inconclusive, but its minima (%.3f) decide against %.3f\n",
                         v->claim, r, E);
             CHECK(near < MB_RPT_DECIDE_MARGIN);
-            CHECK(strstr(v->note, "rerun with `membound measure ") != NULL);
+            CHECK(strstr(v->note, "rerun: membound measure ") != NULL);
         } else {
             firm++;
             CHECK(!strcmp(v->holds, within(r, E) ? "holds" : "does not hold")); /* never against the minima */
