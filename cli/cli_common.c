@@ -88,6 +88,41 @@ static int push_size(int64_t **v, int *n, int64_t x, mb_err *err)
     return MB_OK;
 }
 
+int mb_cli_parse_shapes(const char *s, mb_shape **out, int *count, mb_err *err)
+{
+    *out = NULL;
+    *count = 0;
+    char *copy = strdup(s);
+    if (!copy) return mb_err_set(err, MB_ERUN, "out of memory");
+    int rc = MB_OK, rank = 0;
+    char *save = NULL;
+    for (char *item = strtok_r(copy, ",", &save); item && rc == MB_OK; item = strtok_r(NULL, ",", &save)) {
+        mb_shape one[1], *many = one;
+        int n = 1;
+        int64_t *ns = NULL;
+        if (strchr(item, 'x')) rc = mb_shape_parse(item, &one[0], err);
+        else if ((rc = mb_cli_parse_sizes(item, &ns, &n, err)) == MB_OK && !(many = malloc((size_t)n * sizeof *many)))
+            rc = mb_err_set(err, MB_ERUN, "out of memory");
+        for (int k = 0; rc == MB_OK && ns && k < n; k++) many[k] = mb_shape_1d(ns[k]);
+        free(ns);
+        if (rc == MB_OK && rank && many[0].rank != rank)
+            rc = mb_err_set(err, MB_EINPUT, "sizes '%s' mix 1-D sizes and ROWSxCOLS shapes: give one kind", s);
+        if (rc == MB_OK) rank = many[0].rank;
+        mb_shape *grown = rc == MB_OK ? realloc(*out, (size_t)(*count + n) * sizeof **out) : NULL;
+        if (rc == MB_OK && !grown) rc = mb_err_set(err, MB_ERUN, "out of memory");
+        if (rc == MB_OK) {
+            memcpy(grown + *count, many, (size_t)n * sizeof *many);
+            *out = grown;
+            *count += n;
+        }
+        if (many != one) free(many);
+    }
+    free(copy);
+    if (rc == MB_OK && *count == 0) rc = mb_err_set(err, MB_EINPUT, "no sizes in '%s'", s);
+    if (rc != MB_OK) { free(*out); *out = NULL; *count = 0; }
+    return rc;
+}
+
 int mb_cli_parse_sizes(const char *s, int64_t **out, int *count, mb_err *err)
 {
     *out = NULL;
@@ -181,7 +216,7 @@ int mb_cli_dtypes(const char *s, mb_dtype *out, int *count)
 int mb_cli_plans(const char *s, mb_plan_kind *out, int *count)
 {
     int v[MB_PLAN_COUNT];
-    int rc = parse_list("--plan", "plan", "plans: eager, fused, store, recompute, optimal", s, MB_PLAN_COUNT,
+    int rc = parse_list("--plan", "plan", "plans: eager, fused, store, recompute, optimal, online", s, MB_PLAN_COUNT,
                         one_plan, v, count);
     for (int i = 0; !rc && i < *count; i++) out[i] = (mb_plan_kind)v[i];
     return rc;

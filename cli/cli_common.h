@@ -70,6 +70,9 @@ int mb_cli_plans(const char *s, mb_plan_kind *out, int *count);
  * "2^16..2^28" (every power of two) or "2^16..2^28:4" (every 4th). Returns
  * MB_OK and a malloc'd array, or MB_EINPUT. */
 int mb_cli_parse_sizes(const char *s, int64_t **out, int *count, mb_err *err);
+/* The same list where items may also be ROWSxCOLS shapes (4096x1024,
+ * 2^12x2^12), into *out (malloc'd): all 1-D or all 2-D, else MB_EINPUT. */
+int mb_cli_parse_shapes(const char *s, mb_shape **out, int *count, mb_err *err);
 
 /* The variants named on the command line, or every built-in when none. */
 int mb_cli_variant_names(int argc, char **argv, int first, char (**names)[MB_NAME_MAX],

@@ -38,7 +38,10 @@ static void usage(FILE *fp)
             "  --expr EXPR      a Python-syntax expression; repeat it for several\n"
             "  --plan LIST      eager | fused | store | recompute | optimal, comma-separated;\n"
             "                   default: every plan\n"
-            "  --sizes LIST     2^20,2^24 or 2^16..2^26[:STEP]; default: each variant's\n"
+            "  --sizes LIST     2^20,2^24 or 2^16..2^26[:STEP], or shapes 2^12x2^12,2^14x2^10\n"
+            "  --shape LIST     2-D sizes ROWSxCOLS (reductions over the last dim); default\n"
+            "                   a variant's 'shape' line\n"
+            "                   (--sizes) default: each variant's\n"
             "                   lecture size (--n N: one size)\n"
             "  --dtype T[,T]    f32 (default), bf16, f16; several: f32,bf16\n"
             "  --device SPEC    device for the model columns: a table id or an INI spec.\n"
@@ -175,7 +178,7 @@ typedef struct opts {
     int n_plans;
     mb_dtype dtypes[MB_DTYPE_COUNT];
     int n_dtypes;
-    int64_t *sizes;
+    mb_shape *sizes;     /* --n, --sizes or --shape: all 1-D or all 2-D */
     int n_sizes;
     mb_meas_config cfg;
     int quiet;
@@ -321,15 +324,20 @@ static int parse_size_opt(opts *o, int c, int *sizes_opt)
 {
     mb_err e;
     if (*sizes_opt)
-        return *sizes_opt == c ? mb_cli_fail(2, "--%s given twice: give it once", c == 'n' ? "n" : "sizes")
-                               : mb_cli_fail(2, "--n and --sizes cannot be combined: give one");
+        return *sizes_opt == c ? mb_cli_fail(2, "--%s given twice: give it once", c == 'n' ? "n" : c == 'S' ? "shape" : "sizes")
+                               : mb_cli_fail(2, "--n, --sizes and --shape cannot be combined: give one");
     *sizes_opt = c;
-    if (c == 's') return mb_cli_parse_sizes(optarg, &o->sizes, &o->n_sizes, &e) ? mb_cli_fail_err(2, &e) : 0;
+    if (c == 's' || c == 'S') {
+        if (mb_cli_parse_shapes(optarg, &o->sizes, &o->n_sizes, &e)) return mb_cli_fail_err(2, &e);
+        if (c == 'S' && o->sizes[0].rank != 2)
+            return mb_cli_fail(2, "--shape '%s': expected ROWSxCOLS, e.g. 4096x1024 (1-D sizes: --n)", optarg);
+        return 0;
+    }
     int64_t n1;
     if (mb_cli_size(optarg, &n1)) return 2;
     o->sizes = malloc(sizeof *o->sizes);
     if (!o->sizes) return mb_cli_fail(1, "out of memory");
-    o->sizes[0] = n1;
+    o->sizes[0] = mb_shape_1d(n1);
     o->n_sizes = 1;
     return 0;
 }
@@ -363,6 +371,7 @@ static int parse_one(opts *o, int c, char **argv, int *sizes_opt, int *cold_opt)
         return rc;
     }
     case 's':
+    case 'S':
     case 'n': return parse_size_opt(o, c, sizes_opt);
     case 't': return parse_dtypes(optarg, o->dtypes, &o->n_dtypes);
     case 'd': o->device = optarg; return 0;
@@ -399,6 +408,7 @@ static int parse_opts(opts *o, int argc, char **argv)
     static const struct option lopts[] = {
         {"backend", required_argument, 0, 'b'}, {"expr", required_argument, 0, 'e'},
         {"plan", required_argument, 0, 'p'}, {"sizes", required_argument, 0, 's'},
+        {"shape", required_argument, 0, 'S'},
         {"n", required_argument, 0, 'n'}, {"dtype", required_argument, 0, 't'},
         {"device", required_argument, 0, 'd'}, {"reps", required_argument, 0, 'r'},
         {"timeout", required_argument, 0, 'O'}, {"warm", no_argument, 0, 'W'}, {"cold", no_argument, 0, 'C'},
@@ -417,7 +427,7 @@ static int parse_opts(opts *o, int argc, char **argv)
     int c, rc, sizes_opt = 0, cold_opt = 0; /* the option that set them, for conflicts */
     opterr = 0;
     optind = 1;
-    while ((c = getopt_long(argc, argv, "-:hqvb:e:p:s:n:t:d:r:WCT:x:o:k:O:", lopts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "-:hqvb:e:p:s:S:n:t:d:r:WCT:x:o:k:O:", lopts, NULL)) != -1) {
         if ((rc = parse_one(o, c, argv, &sizes_opt, &cold_opt))) return rc;
         if (o->help) return 0;
     }
@@ -462,9 +472,14 @@ static int add_graph_jobs(run *r, mb_graph *g, int *cap)
             rc = mb_plan_build(g, o->plans[k], &p, &e); /* fails, naming the valid plans */
             return mb_cli_fail_err(rc ? rc : 2, &e);
         }
-    int64_t one = g->default_n ? g->default_n : ((int64_t)1 << 24);
-    const int64_t *sizes = o->sizes ? o->sizes : &one;
+    mb_shape one = g->default_shape.rank == 2 ? g->default_shape
+                                              : mb_shape_1d(g->default_n ? g->default_n : ((int64_t)1 << 24));
+    const mb_shape *sizes = o->sizes ? o->sizes : &one;
     int ns = o->sizes ? o->n_sizes : 1;
+    /* every built-in at 1-D sizes: the 2-D ones (softmax, ...) are left out */
+    if (o->sizes && sizes[0].rank == 1 && o->inputs.n == 0 && g->rank_declared && g->rank == 2) return 0;
+    /* the sizes fix the rank: a 1-D variant at ROWSxCOLS reduces rows */
+    if ((rc = mb_graph_set_rank(g, sizes[0].rank, &e))) return mb_cli_fail_err(rc, &e);
     int n_pk = o->plan_given ? o->n_plans : MB_PLAN_COUNT;
     for (int ki = 0; ki < n_pk; ki++) {
         int pk = o->plan_given ? (int)o->plans[ki] : ki; /* --plan's order, else the table's */
@@ -473,9 +488,11 @@ static int add_graph_jobs(run *r, mb_graph *g, int *cap)
             /* the host memory each row needs, for the admission before any runs */
             mb_plan *p = NULL;
             if ((rc = mb_plan_build(g, (mb_plan_kind)pk, &p, &e))) return mb_cli_fail_err(rc, &e);
-            int64_t need = mb_meas_host_need_bytes(p, sizes[si], &o->cfg);
+            int64_t n = mb_shape_elems(sizes[si]);
+            int64_t need = mb_meas_host_need_bytes(p, n, &o->cfg);
             mb_plan_free(p);
-            if ((rc = add_job(r, cap, (mb_meas_job){g, (mb_plan_kind)pk, sizes[si], need}))) return rc;
+            int64_t cols = sizes[si].rank == 2 ? sizes[si].cols : 0;
+            if ((rc = add_job(r, cap, (mb_meas_job){g, (mb_plan_kind)pk, n, need, cols}))) return rc;
         }
     }
     return 0;
@@ -658,7 +675,8 @@ static int run_row(run *r, int j, int *stop)
     mb_meas_record *row = &r->rows[j];
     char why[512] = "", nb[32];
     if (r->have_kf && !pk) { mb_plan_free(p); return mb_cli_fail(1, "out of memory"); }
-    rc = mb_meas_record_init(row, pk, jb->g->name, p, jb->n, &r->dev, &e);
+    mb_shape shape = jb->cols ? (mb_shape){2, jb->n / jb->cols, jb->cols} : mb_shape_1d(jb->n);
+    rc = mb_meas_record_init_shape(row, pk, jb->g->name, p, shape, &r->dev, &e);
     if (!rc) rc = mb_meas_run(r->backend, p, jb->n, &r->o.cfg, row, pk, why, sizeof why, &e);
     if (!rc) rc = mb_meas_record_host_model(row, pk, p, jb->n, &r->dev, &e);
     for (int k = 0; !rc && k <= (pk ? p->n_kernels : 0); k++)

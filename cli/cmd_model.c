@@ -23,14 +23,18 @@ static void usage(FILE *fp)
             "  --expr EXPR      a Python-syntax expression, e.g. 'y = sin(x)**2 + cos(x)**2';\n"
             "                   free names are inputs, the last assignment is the output;\n"
             "                   repeat it for several\n"
-            "  --plan LIST      eager | fused (forward), eager | store | recompute | optimal\n"
+            "  --plan LIST      eager | fused | online (forward; online: softmax), eager |\n"
+            "                   store | recompute | optimal\n"
             "                   (backward; optimal: see membound plan), comma-separated;\n"
             "                   default: every plan the variant supports\n"
             "  --device LIST    device ids (membound devices) or INI specs, comma-separated,\n"
             "                   or 'all'; default h100-sxm (--devices: the same)\n"
             "  --n N            elements per tensor: 16777216, 2^24 or 16M; default: the\n"
             "                   variant's lecture size (2^24 when it has none)\n"
-            "  --sizes LIST     several sizes: 2^20,2^24 or a range 2^16..2^28[:STEP]\n"
+            "  --sizes LIST     several sizes: 2^20,2^24 or a range 2^16..2^28[:STEP], or\n"
+            "                   shapes: 4096x1024,64x2^22\n"
+            "  --shape LIST     2-D sizes ROWSxCOLS: 4096x1024 or 2^12x2^12 (reductions run\n"
+            "                   over the last dimension); default: the variant's 'shape'\n"
             "  --dtype LIST     f32 (default), bf16, f16, comma-separated: bf16,f32\n"
             "  --per-kernel     one line per kernel under each result (table output)\n"
             "  --json | --csv   machine-readable output (see the design's JSON contract)\n"
@@ -59,6 +63,7 @@ int mb_cmd_model(int argc, char **argv)
         {"device", required_argument, 0, 'd'}, {"devices", required_argument, 0, 'd'},
         {"n", required_argument, 0, 'n'},
         {"sizes", required_argument, 0, 's'}, {"dtype", required_argument, 0, 't'},
+        {"shape", required_argument, 0, 'S'},
         {"json", no_argument, 0, 'J'}, {"csv", no_argument, 0, 'C'},
         {"per-kernel", no_argument, 0, 'k'}, {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
     mb_model_args a = {0};
@@ -67,7 +72,7 @@ int mb_cmd_model(int argc, char **argv)
     mb_err e;
     opterr = 0;
     optind = 1;
-    while ((c = getopt_long(argc, argv, "-:he:p:d:n:s:t:JCk", opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "-:he:p:d:n:s:S:t:JCk", opts, NULL)) != -1) {
         switch (c) {
         case 'd': device = optarg; break;
         case 'k': a.per_kernel = 1; break;
@@ -97,8 +102,8 @@ int mb_cmd_model(int argc, char **argv)
         for (int i = 0; i < a.n_graphs && !rc; i++) {
             mb_plan_kind plans[MB_PLAN_COUNT];
             int np = mb_model_args_plans(&a, a.graphs[i], plans);
-            int64_t one;
-            const int64_t *sizes;
+            mb_shape one;
+            const mb_shape *sizes;
             int ns = mb_model_args_sizes(&a, a.graphs[i], &sizes, &one);
             for (int s = 0; s < ns && !rc; s++)
                 for (int k = 0; k < np && !rc; k++) {
@@ -108,12 +113,15 @@ int mb_cmd_model(int argc, char **argv)
                         mb_cli_fail_err(rc, &e);
                         break;
                     }
-                    if (a.fmt == MB_FMT_TABLE) mb_model_table_row(stdout, &row, 0, a.per_kernel);
+                    if (a.fmt == MB_FMT_TABLE) {
+                        mb_model_table_row(stdout, &row, 0, a.per_kernel);
+                        mb_model_knee_lines(stdout, &row);
+                    }
                     else if (a.fmt == MB_FMT_CSV) mb_model_csv_row(stdout, &row, NULL);
                     else if (json_array_append_new(results, mb_model_row_json(&row, ndev > 1)) != 0)
                         rc = mb_cli_fail(1, "model %s, plan %s: the JSON result could not be built",
                                          a.graphs[i]->name, mb_plan_name(plans[k]));
-                    common_n = common_n < 0 || common_n == sizes[s] ? sizes[s] : 0;
+                    common_n = common_n < 0 || common_n == mb_shape_elems(sizes[s]) ? mb_shape_elems(sizes[s]) : 0;
                     mb_model_row_free(&row);
                 }
         }

@@ -322,12 +322,15 @@ static int parse_opts(plan_opts *o, int argc, char **argv)
             if (mb_objective_parse(optarg, &o->obj))
                 return mb_cli_fail(2, "unknown objective '%s' (objectives: bytes, time)", optarg);
             break;
-        case 'n':
+        case 'n': {
+            int64_t n;
+            if ((rc = mb_cli_size(optarg, &n))) return rc;
             free(o->a.sizes);
             if (!(o->a.sizes = malloc(sizeof *o->a.sizes))) return mb_cli_fail(1, "out of memory");
             o->a.n_sizes = 1;
-            if ((rc = mb_cli_size(optarg, &o->a.sizes[0]))) return rc;
+            o->a.sizes[0] = mb_shape_1d(n); /* backward plans are elementwise: 1-D */
             break;
+        }
         case 'J':
         case 'C':
             if (o->a.fmt != MB_FMT_TABLE) return mb_cli_fail(2, "give one of --json and --csv");
@@ -401,10 +404,11 @@ int mb_cmd_plan(int argc, char **argv)
             const mb_graph *g = o.a.graphs[i];
             if (!g->has_backward) continue;
             o.a.dtype = mb_model_args_dtype(&o.a, i); /* the rows' dtype */
-            int64_t one;
-            const int64_t *sizes;
+            mb_shape one;
+            const mb_shape *sizes;
             mb_model_args_sizes(&o.a, g, &sizes, &one);
-            rc = o.frontier ? frontier(&o, g, sizes[0], out) : three_plans(&o, g, sizes[0], out);
+            int64_t n = mb_shape_elems(sizes[0]);
+            rc = o.frontier ? frontier(&o, g, n, out) : three_plans(&o, g, n, out);
         }
     }
     o.a.dtype = first_dtype;

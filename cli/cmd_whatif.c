@@ -27,7 +27,8 @@ static void usage(FILE *fp)
             "  --expr EXPR      a Python-syntax expression; repeat it for several\n"
             "  --plan LIST      only these plans, comma-separated: eager,fused\n"
             "  --n N            elements per tensor (default: each variant's lecture size)\n"
-            "  --sizes LIST     several sizes: 2^20,2^24 or 2^16..2^28[:STEP]\n"
+            "  --sizes LIST     several sizes: 2^20,2^24 or 2^16..2^28[:STEP], or shapes\n"
+            "  --shape LIST     2-D sizes ROWSxCOLS: 4096x1024 or 2^12x2^12\n"
             "  --dtype LIST     f32 (default), bf16, f16, comma-separated: bf16,f32\n"
             "  --json | --csv   machine-readable output ({\"results\": [...]}, each with \"device\";\n"
             "                   the CSV's speedup_vs_eager is the table's \"vs eager\")\n"
@@ -82,6 +83,7 @@ int mb_cmd_whatif(int argc, char **argv)
         {"expr", required_argument, 0, 'e'},
         {"plan", required_argument, 0, 'p'}, {"n", required_argument, 0, 'n'},
         {"sizes", required_argument, 0, 's'}, {"dtype", required_argument, 0, 't'},
+        {"shape", required_argument, 0, 'S'},
         {"json", no_argument, 0, 'J'}, {"csv", no_argument, 0, 'C'},
         {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
     mb_model_args a = {0};
@@ -90,7 +92,7 @@ int mb_cmd_whatif(int argc, char **argv)
     mb_err e;
     opterr = 0;
     optind = 1;
-    while ((c = getopt_long(argc, argv, "-:hD:e:p:n:s:t:JC", opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "-:hD:e:p:n:s:S:t:JC", opts, NULL)) != -1) {
         switch (c) {
         case 'D': devlist = optarg; break;
         case 'h': usage(stdout); mb_model_args_free(&a); return 0;
@@ -119,8 +121,8 @@ int mb_cmd_whatif(int argc, char **argv)
     for (int i = 0; i < a.n_graphs && !rc; i++) {
         mb_plan_kind plans[MB_PLAN_COUNT];
         int np = mb_model_args_plans(&a, a.graphs[i], plans);
-        int64_t one;
-        const int64_t *sizes;
+        mb_shape one;
+        const mb_shape *sizes;
         int ns = mb_model_args_sizes(&a, a.graphs[i], &sizes, &one);
         for (int d = 0; d < ndev && !rc; d++)
             for (int s = 0; s < ns && !rc; s++) {
@@ -144,7 +146,7 @@ int mb_cmd_whatif(int argc, char **argv)
                         const mb_cost *t = &row.est.total;
                         char tm[32];
                         printf("%-16s %-16s %-10s %-5s %11lld %7d %12.3f %12s %-8s %8.2fx\n", devs[d].name,
-                               a.graphs[i]->name, mb_plan_name(plans[k]), mb_model_row_dtype(&row), (long long)sizes[s],
+                               a.graphs[i]->name, mb_plan_name(plans[k]), mb_model_row_dtype(&row), (long long)mb_shape_elems(sizes[s]),
                                row.plan->n_kernels, (t->dram_read_bytes + t->dram_write_bytes) / 1e6,
                                mb_cli_fmt_time(t->time_s, tm, sizeof tm), mb_bound_name(t->bound),
                                eager_s / t->time_s);

@@ -16,6 +16,7 @@ static const char *spelling(int c)
     case 'p': return "--plan";
     case 'n': return "--n";
     case 's': return "--sizes";
+    case 'S': return "--shape";
     case 't': return "--dtype";
     case 'J': return "--json";
     case 'C': return "--csv";
@@ -30,7 +31,7 @@ int mb_model_args_option(mb_model_args *a, int c, const char *arg)
     case 1: return mb_cli_inputs_add(&a->inputs, 0, arg);
     case 'e': return mb_cli_inputs_add(&a->inputs, 1, arg);
     case 'p': bit = MB_ARG_PLAN; break;
-    case 'n': case 's': bit = MB_ARG_SIZES; break;
+    case 'n': case 's': case 'S': bit = MB_ARG_SIZES; break;
     case 't': bit = MB_ARG_DTYPE; break;
     case 'J': case 'C': bit = MB_ARG_FMT; break;
     default: return -1;
@@ -49,13 +50,19 @@ int mb_model_args_option(mb_model_args *a, int c, const char *arg)
         if ((rc = mb_cli_plans(arg, a->plans, &a->n_plans))) return rc;
         a->plan_given = 1;
         return 0;
-    case 'n':
-        a->sizes = malloc(sizeof *a->sizes);
-        if (!a->sizes) return mb_cli_fail(1, "out of memory");
+    case 'n': {
+        int64_t n;
+        if ((rc = mb_cli_size(arg, &n))) return rc;
+        if (!(a->sizes = malloc(sizeof *a->sizes))) return mb_cli_fail(1, "out of memory");
+        a->sizes[0] = mb_shape_1d(n);
         a->n_sizes = 1;
-        return mb_cli_size(arg, &a->sizes[0]);
+        return 0;
+    }
+    case 'S':
     case 's':
-        if ((rc = mb_cli_parse_sizes(arg, &a->sizes, &a->n_sizes, &e))) return mb_cli_fail_err(rc, &e);
+        if ((rc = mb_cli_parse_shapes(arg, &a->sizes, &a->n_sizes, &e))) return mb_cli_fail_err(rc, &e);
+        if (c == 'S' && a->sizes[0].rank != 2)
+            return mb_cli_fail(2, "--shape '%s': expected ROWSxCOLS, e.g. 4096x1024 (1-D sizes: --n)", arg);
         return 0;
     case 't':
         if ((rc = mb_cli_dtypes(arg, a->dtypes, &a->n_dtypes))) return rc;
@@ -84,6 +91,18 @@ int mb_model_args_load(mb_model_args *a)
         }
     for (int d = 0; d < a->n_dtypes; d++) mb_cli_graphs_free(per[d], cnt[d]);
     if (rc) return rc;
+    /* every built-in at 1-D sizes: the 2-D ones (softmax, ...) are left out */
+    if (a->sizes && a->sizes[0].rank == 1 && a->inputs.n == 0) {
+        int kept = 0;
+        for (int i = 0; i < a->n_graphs; i++) {
+            if (a->graphs[i]->rank_declared && a->graphs[i]->rank == 2) mb_graph_free(a->graphs[i]);
+            else a->graphs[kept++] = a->graphs[i];
+        }
+        a->n_graphs = kept;
+    }
+    /* the given sizes fix the rank: a 1-D variant at ROWSxCOLS reduces rows */
+    for (int i = 0; a->sizes && i < a->n_graphs; i++)
+        if ((rc = mb_graph_set_rank(a->graphs[i], a->sizes[0].rank, &e))) return mb_cli_fail_err(rc, &e);
     for (int i = 0; a->plan_given && i < a->n_graphs; i++)
         for (int k = 0; k < a->n_plans; k++)
             if (!mb_plan_supported(a->graphs[i], a->plans[k])) {
@@ -99,10 +118,11 @@ mb_dtype mb_model_args_dtype(const mb_model_args *a, int i)
     return a->dtypes[a->n_dtypes > 0 ? i % a->n_dtypes : 0];
 }
 
-int mb_model_args_sizes(const mb_model_args *a, const mb_graph *g, const int64_t **sizes, int64_t *one)
+int mb_model_args_sizes(const mb_model_args *a, const mb_graph *g, const mb_shape **sizes, mb_shape *one)
 {
     if (a->sizes) { *sizes = a->sizes; return a->n_sizes; }
-    *one = g->default_n ? g->default_n : ((int64_t)1 << 24);
+    if (g->default_shape.rank == 2) *one = g->default_shape;
+    else *one = mb_shape_1d(g->default_n ? g->default_n : ((int64_t)1 << 24));
     *sizes = one;
     return 1;
 }
@@ -123,14 +143,19 @@ void mb_model_args_warn_memory(const mb_model_args *a, const mb_device *devs, in
 {
     for (int i = 0; i < a->n_graphs; i++) {
         const mb_graph *g = a->graphs[i];
-        int64_t one, n = 0;
-        const int64_t *sizes;
+        mb_shape one, big = {0, 0, 0};
+        const mb_shape *sizes;
         int ns = mb_model_args_sizes(a, g, &sizes, &one);
         for (int s = 0; s < ns; s++)
-            if (sizes[s] > n) n = sizes[s];
+            if (mb_shape_elems(sizes[s]) > mb_shape_elems(big)) big = sizes[s];
+        int64_t n = mb_shape_elems(big);
         double bytes = 0; /* what every plan holds: the inputs and the outputs */
-        for (int k = 0; k < g->n_inputs; k++) bytes += (double)mb_tensor_bytes(g, g->inputs[k], n);
-        for (int k = 0; k < g->n_outputs; k++) bytes += (double)mb_tensor_bytes(g, g->outputs[k], n);
+        for (int k = 0; k < g->n_inputs; k++)
+            bytes += (double)(mb_tensor_elems_at(g, g->inputs[k], big) *
+                              (int64_t)mb_dtype_bytes(g->nodes[g->inputs[k]].dtype));
+        for (int k = 0; k < g->n_outputs; k++)
+            bytes += (double)(mb_tensor_elems_at(g, g->outputs[k], big) *
+                              (int64_t)mb_dtype_bytes(g->nodes[g->outputs[k]].dtype));
         char list[512] = "", b1[32];
         int over = 0, last = -1;
         size_t len = 0;

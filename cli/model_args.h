@@ -19,7 +19,7 @@ typedef struct {
     mb_dtype dtype;       /* the first of dtypes */
     mb_dtype dtypes[MB_DTYPE_COUNT];
     int n_dtypes;
-    int64_t *sizes;      /* from --n / --sizes; NULL: each variant's own */
+    mb_shape *sizes;     /* from --n / --sizes / --shape; NULL: each variant's own */
     int n_sizes;
     mb_out_format fmt;
     int per_kernel;
@@ -29,7 +29,7 @@ typedef struct {
 
 /* Handles one option shared by `model`, `whatif` and `plan`, by its getopt
  * code: 1 a variant (getopt's "-" mode: non-options in order), 'e' --expr,
- * 'p' --plan LIST, 'n' --n, 's' --sizes, 't' --dtype LIST, 'J' --json,
+ * 'p' --plan LIST, 'n' --n, 's' --sizes, 'S' --shape LIST, 't' --dtype LIST, 'J' --json,
  * 'C' --csv. Returns 0 when handled, -1 when c is none of them, or an exit
  * code after printing one error line: a bad value, an option given twice, or
  * one that conflicts with an earlier one (--n with --sizes, --json with --csv). */
@@ -39,8 +39,9 @@ int mb_model_args_option(mb_model_args *a, int c, const char *arg);
  * dtype. Returns 0, or an exit code after printing one error line. */
 int mb_model_args_load(mb_model_args *a);
 
-/* Sizes to use for graph g: the given ones, or its default (2^24 if none). */
-int mb_model_args_sizes(const mb_model_args *a, const mb_graph *g, const int64_t **sizes, int64_t *one);
+/* Sizes to use for graph g: the given ones, or its default (its 'shape'
+ * line, its 'size' line, else 2^24). */
+int mb_model_args_sizes(const mb_model_args *a, const mb_graph *g, const mb_shape **sizes, mb_shape *one);
 
 /* Plans to run for g, in order; returns their count. */
 int mb_model_args_plans(const mb_model_args *a, const mb_graph *g, mb_plan_kind plans[MB_PLAN_COUNT]);

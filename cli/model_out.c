@@ -7,14 +7,15 @@
 #include <stdlib.h>
 #include <string.h>
 
-int mb_model_row_make(mb_model_row *row, const mb_graph *g, mb_plan_kind k, int64_t n,
+int mb_model_row_make(mb_model_row *row, const mb_graph *g, mb_plan_kind k, mb_shape shape,
                       const mb_device *dev, mb_dtype dtype, mb_err *err)
 {
+    const int64_t n = mb_shape_elems(shape);
     memset(row, 0, sizeof *row);
     mb_plan *p;
     int rc = mb_plan_build(g, k, &p, err);
     if (rc) return rc;
-    rc = mb_estimate_plan(p, n, dev, &row->est, err);
+    rc = mb_estimate_plan_shape(p, shape, dev, &row->est, err);
     if (rc) { mb_plan_free(p); return rc; }
     /* A figure that is not finite is refused here, before any rendering:
      * JSON cannot hold inf or NaN (jansson refuses them, and a key went
@@ -44,6 +45,7 @@ int mb_model_row_make(mb_model_row *row, const mb_graph *g, mb_plan_kind k, int6
     row->dev = dev;
     row->dtype = dtype;
     row->n = n;
+    row->shape = shape;
     return MB_OK;
 }
 
@@ -56,10 +58,35 @@ void mb_model_row_free(mb_model_row *row)
 
 double mb_model_row_elements(const mb_model_row *r)
 {
-    int tensors = 0;
-    for (int k = 0; k < r->plan->n_kernels; k++)
-        tensors += r->plan->kernels[k].n_reads + r->plan->kernels[k].n_writes;
-    return (double)tensors;
+    const mb_graph *g = r->plan->g;
+    double elems = 0, n = (double)mb_shape_elems(r->shape);
+    for (int k = 0; k < r->plan->n_kernels; k++) {
+        const mb_kernel *K = &r->plan->kernels[k];
+        int multi = r->est.per_kernel && r->est.per_kernel[k].passes > 1;
+        for (int t = 0; t < K->n_reads; t++)
+            elems += (double)mb_tensor_elems_at(g, K->reads[t], r->shape) * (multi ? K->read_passes[t] : 1);
+        for (int t = 0; t < K->n_writes; t++) elems += (double)mb_tensor_elems_at(g, K->writes[t], r->shape);
+    }
+    return n > 0 ? elems / n : 0;
+}
+
+void mb_model_knee_lines(FILE *fp, const mb_model_row *r)
+{
+    for (int k = 0; k < r->plan->n_kernels; k++) {
+        const mb_kernel *K = &r->plan->kernels[k];
+        if (K->passes <= 1) continue;
+        int64_t cols = mb_kernel_onepass_max_cols(K, r->dev);
+        char shape[48];
+        mb_shape_format(r->shape, shape, sizeof shape);
+        if (cols == 0)
+            fprintf(fp, "  %s %s, kernel %s: %s gives no on-chip size: %d passes over every row\n",
+                    r->g->name, mb_plan_name(r->plan->kind), K->name, r->dev->name, K->passes);
+        else
+            fprintf(fp, "  %s %s, kernel %s: one pass up to rows of %lld elements on %s (%.0f KiB on chip, "
+                    "%.0f B per column), %d passes beyond; at %s: %s\n", r->g->name, mb_plan_name(r->plan->kind),
+                    K->name, (long long)cols, r->dev->name, r->dev->onchip_kib, K->live_bytes_per_col, K->passes,
+                    shape, r->est.per_kernel[k].passes > 1 ? "multi-pass" : "one pass");
+    }
 }
 
 const char *mb_model_row_dtype(const mb_model_row *r)
@@ -82,10 +109,11 @@ void mb_model_table_row(FILE *fp, const mb_model_row *r, int with_device, int pe
 {
     const mb_cost *t = &r->est.total;
     if (with_device) fprintf(fp, "%-16s ", r->dev->name);
-    char traffic[32], tm[32];
+    char traffic[32], tm[32], size[48];
     snprintf(traffic, sizeof traffic, "%.2fn", mb_model_row_elements(r));
-    fprintf(fp, "%-16s %-10s %-5s %11lld %7d %11.3f %11.3f %8s %11.3f %11.3f %10.3f %11s %-8s\n",
-            r->g->name, mb_plan_name(r->plan->kind), mb_model_row_dtype(r), (long long)r->n,
+    mb_shape_format(r->shape, size, sizeof size);
+    fprintf(fp, "%-16s %-10s %-5s %11s %7d %11.3f %11.3f %8s %11.3f %11.3f %10.3f %11s %-8s\n",
+            r->g->name, mb_plan_name(r->plan->kind), mb_model_row_dtype(r), size,
             r->plan->n_kernels, t->read_bytes / 1e6, t->write_bytes / 1e6, traffic,
             t->dram_read_bytes / 1e6, t->dram_write_bytes / 1e6, r->est.saved_bytes / 1e6,
             mb_cli_fmt_time(t->time_s, tm, sizeof tm), mb_bound_name(t->bound));
@@ -105,7 +133,7 @@ void mb_model_csv_header(FILE *fp, const char *more)
 {
     fprintf(fp, "device,variant,plan,dtype,n,kernels,read_bytes,write_bytes,dram_read_bytes,"
                 "dram_write_bytes,saved_bytes,flops,sfu_ops,time_s,mem_s,compute_s,launch_s,bound,"
-                "bandwidth_gbs,bandwidth_source%s\n", more ? more : "");
+                "bandwidth_gbs,bandwidth_source,shape%s\n", more ? more : "");
 }
 
 /* A name as a CSV field: quoted (RFC 4180) when it holds a comma or quote. */
@@ -128,12 +156,14 @@ void mb_model_csv_row(FILE *fp, const mb_model_row *r, const char *more)
 {
     const mb_cost *t = &r->est.total;
     csv_name(fp, r->dev->name);
-    fprintf(fp, "%s,%s,%s,%lld,%d,%lld,%lld,%lld,%lld,%lld,%.17g,%.17g,%.9g,%.9g,%.9g,%.9g,%s,%.6g,%s%s\n",
+    char shape[48] = "";
+    if (r->shape.rank == 2) mb_shape_format(r->shape, shape, sizeof shape);
+    fprintf(fp, "%s,%s,%s,%lld,%d,%lld,%lld,%lld,%lld,%lld,%.17g,%.17g,%.9g,%.9g,%.9g,%.9g,%s,%.6g,%s,%s%s\n",
             r->g->name, mb_plan_name(r->plan->kind), mb_model_row_dtype(r),
             (long long)r->n, r->plan->n_kernels, (long long)t->read_bytes, (long long)t->write_bytes,
             (long long)t->dram_read_bytes, (long long)t->dram_write_bytes, (long long)r->est.saved_bytes,
             t->flops, t->sfu_ops, t->time_s, t->mem_s, t->compute_s, t->launch_s,
-            mb_bound_name(t->bound), r->est.bandwidth_gbs, r->est.bandwidth_source, more ? more : "");
+            mb_bound_name(t->bound), r->est.bandwidth_gbs, r->est.bandwidth_source, shape, more ? more : "");
 }
 
 static json_t *cost_json(const mb_cost *c)
@@ -171,6 +201,13 @@ json_t *mb_model_row_json(const mb_model_row *r, int with_device)
     set_checked(o, "traffic_elements", json_real(mb_model_row_elements(r)), &ok);
     set_checked(o, "bandwidth_gbs", json_real(r->est.bandwidth_gbs), &ok);
     set_checked(o, "bandwidth_source", json_string(r->est.bandwidth_source), &ok);
+    if (r->shape.rank == 2) { /* 2-D results only: 1-D objects stay as they were */
+        char shape[48];
+        mb_shape_format(r->shape, shape, sizeof shape);
+        set_checked(o, "shape", json_string(shape), &ok);
+        set_checked(o, "rows", json_integer((json_int_t)r->shape.rows), &ok);
+        set_checked(o, "cols", json_integer((json_int_t)r->shape.cols), &ok);
+    }
     json_t *pk = json_array();
     for (int k = 0; pk && k < r->plan->n_kernels; k++) {
         const mb_kernel *K = &r->plan->kernels[k];
@@ -179,6 +216,12 @@ json_t *mb_model_row_json(const mb_model_row *r, int with_device)
         set_checked(ko, "name", json_string(K->name), &ok);
         set_checked(ko, "backward", json_boolean(K->is_backward), &ok);
         set_checked(ko, "ops", json_integer(K->n_nodes), &ok);
+        if (K->passes > 1) { /* row kernels: the passes made here and the one-pass limit */
+            int64_t cols = mb_kernel_onepass_max_cols(K, r->dev);
+            set_checked(ko, "passes", json_integer(r->est.per_kernel[k].passes), &ok);
+            set_checked(ko, "passes_multi", json_integer(K->passes), &ok);
+            set_checked(ko, "onepass_max_cols", json_integer((json_int_t)cols), &ok);
+        }
         if (json_array_append_new(pk, ko) != 0) ok = 0;
     }
     set_checked(o, "per_kernel", pk, &ok);

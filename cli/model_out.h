@@ -14,21 +14,29 @@ typedef struct {
     const mb_plan *plan;
     const mb_device *dev;
     mb_dtype dtype;
-    int64_t n;
+    int64_t n;          /* elements: rows x cols */
+    mb_shape shape;     /* rank 1 (n) or 2 (rows x cols) */
     mb_estimate est;
 } mb_model_row;
 
 /* Builds plan k of g and estimates it at n on dev into row (row->plan is
  * owned: free with mb_model_row_free). */
-int mb_model_row_make(mb_model_row *row, const mb_graph *g, mb_plan_kind k, int64_t n,
+int mb_model_row_make(mb_model_row *row, const mb_graph *g, mb_plan_kind k, mb_shape shape,
                       const mb_device *dev, mb_dtype dtype, mb_err *err);
+
+/* One line per kernel of r's plan that makes several passes over a row
+ * when the row does not fit on chip: the longest row it keeps on chip on
+ * r's device, and what it makes beyond it. Nothing for other plans. */
+void mb_model_knee_lines(FILE *fp, const mb_model_row *r);
 void mb_model_row_free(mb_model_row *row);
 
 /* Table: header then rows. with_device adds a device column. */
 void mb_model_table_header(FILE *fp, int with_device);
 void mb_model_table_row(FILE *fp, const mb_model_row *r, int with_device, int per_kernel);
 /* Traffic in elements of n: tensors read plus tensors written, over all
- * kernels (the lecture's "11n"), whatever their dtypes. */
+ * kernels (the lecture's "11n"), whatever their dtypes; a tensor of another
+ * shape counts its own elements over n ([rows, 1] is rows / n), a row
+ * kernel's re-read once per pass it makes. */
 double mb_model_row_elements(const mb_model_row *r);
 /* The inputs' dtype, or "mixed" when they differ. */
 const char *mb_model_row_dtype(const mb_model_row *r);

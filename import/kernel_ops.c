@@ -56,6 +56,17 @@ static const struct {
     {"tanh_backward", {"tanh_backward", NULL}},
     {"gelu_backward", {"GeluBackwardCUDAKernelImpl", "gelu_backward", NULL}},
     {"threshold_backward", {"threshold_kernel", NULL}},
+    /* row operations (shared/reference/ncu-and-normalization.md section 2):
+     * MeanOps is in a real trace (LlamaRMSNorm on an A10G); the others are
+     * PyTorch's source names (SoftMax.cu, layer_norm_kernel.cu, ReduceOps),
+     * not yet seen in an imported profile */
+    {"sum", {"sum_functor", "SumOps", NULL}},
+    {"mean", {"MeanOps", NULL}},
+    {"amax", {"MaxNanFunctor", "MaxOps", NULL}},
+    {"softmax", {"softmax_warp_forward", "cunn_SoftMaxForward", NULL}},
+    {"log_softmax", {"LogSoftMaxForwardEpilogue", "softmax_warp_forward", NULL}},
+    {"layer_norm", {"vectorized_layer_norm_kernel", "LayerNormForwardCUDAKernel", NULL}},
+    {"rms_norm", {"vectorized_layer_norm_kernel", NULL}},
 };
 
 const char *mb_imp_kernel_pattern(const char *plan_kernel)

@@ -75,12 +75,16 @@ static int table_ready;
 
 static void table_init(void)
 {
-#define MB_ROW(E, name, arity, ...)                                        \
+#define MB_ROW(E, name, arity, kind, spell, flops, sfu, cls, der, dop, saves, vform, flags, ...) \
     binary[MB_OP_##E] = (arity) == 2;                                     \
-    table[MB_F32][MB_OP_##E] = launch_op<MB_F32, MB_OP_##E, (arity) == 2>;   \
-    table[MB_BF16][MB_OP_##E] = launch_op<MB_BF16, MB_OP_##E, (arity) == 2>; \
-    table[MB_F16][MB_OP_##E] = launch_op<MB_F16, MB_OP_##E, (arity) == 2>;
-    MB_OP_TABLE(MB_ROW) /* every row of op_table.h, unary or binary by its arity */
+    if (!((flags) & MB_OPF_ROW)) {                                        \
+        table[MB_F32][MB_OP_##E] = launch_op<MB_F32, MB_OP_##E, (arity) == 2>;   \
+        table[MB_BF16][MB_OP_##E] = launch_op<MB_BF16, MB_OP_##E, (arity) == 2>; \
+        table[MB_F16][MB_OP_##E] = launch_op<MB_F16, MB_OP_##E, (arity) == 2>;   \
+    }
+    /* every elementwise row of op_table.h, unary or binary by its arity; row
+     * operations (reductions, softmax, the norms) have no CUDA kernel yet */
+    MB_OP_TABLE(MB_ROW)
 #undef MB_ROW
     table_ready = 1;
 }

@@ -89,6 +89,21 @@ int64_t mb_kern_llc_bytes(void)
     return (int64_t)32 << 20;
 }
 
+int64_t mb_kern_core_cache_bytes(void)
+{
+    /* sysfs: level 2 (Zen 4: 1 MiB a core), else the largest level below 3 */
+    int64_t best = 0, best_level = 0;
+    for (int i = 0; i < 8; i++) {
+        char path[128];
+        snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu0/cache/index%d/level", i);
+        int64_t level = read_sysfs_size(path);
+        snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu0/cache/index%d/size", i);
+        int64_t v = read_sysfs_size(path);
+        if (v > 0 && level <= 2 && level >= best_level) best_level = level, best = v;
+    }
+    return best > 0 ? best : (int64_t)1 << 20;
+}
+
 /* ---- storage ------------------------------------------------------------- */
 
 /* 1 for every node the plan keeps in memory. */
@@ -192,6 +207,12 @@ static int needs_positive(const mb_graph *g)
     return 0;
 }
 
+/* Elements of node i's tensor at t's shape. */
+static int64_t node_elems(const mb_kern_tensors *t, int i)
+{
+    return mb_tensor_elems_at(t->plan->g, i, t->shape);
+}
+
 /* Fills and poisons go in blocks of 2^20 elements, each block first asking
  * whether the process was interrupted (mb_intr_pending): a block is ~1 ms
  * of one core, so SIGINT/TERM acts within milliseconds at any n (2^28 f32
@@ -221,7 +242,7 @@ void mb_kern_fill_inputs(mb_kern_tensors *t, uint64_t seed)
         else if (positive) lo = 0.5, hi = 2.0;
         mb_dtype dt = g->nodes[i].dtype;
         void *d = t->data[i];
-        int64_t n = t->n;
+        int64_t n = node_elems(t, i);
         uint64_t base = splitmix64(seed * 0x100000001b3ull + (uint64_t)i);
         const int64_t nb = (n + FILL_BLOCK - 1) / FILL_BLOCK;
 #pragma omp parallel for schedule(static)
@@ -250,19 +271,31 @@ void mb_kern_poison(mb_kern_tensors *t, unsigned rep)
     float pv = mb_kern_poison_value(rep);
     for (int i = 0; i < g->n_nodes; i++) {
         if (g->nodes[i].op == MB_OP_INPUT || !t->data[i]) continue;
-        fill_value(t->data[i], t->n, g->nodes[i].dtype, pv);
+        fill_value(t->data[i], node_elems(t, i), g->nodes[i].dtype, pv);
     }
 }
 
 int mb_kern_tensors_alloc(const mb_plan *p, int64_t n, int64_t llc_bytes,
                           mb_kern_tensors *t, mb_err *err)
 {
+    return mb_kern_tensors_alloc_shape(p, mb_shape_1d(n), llc_bytes, t, err);
+}
+
+int mb_kern_tensors_alloc_shape(const mb_plan *p, mb_shape shape, int64_t llc_bytes,
+                                mb_kern_tensors *t, mb_err *err)
+{
     memset(t, 0, sizeof *t);
-    if (n < 1 || n > MB_N_MAX)
-        return mb_err_set(err, MB_EINPUT, "n = %lld is out of range", (long long)n);
+    int64_t n = shape.rows * shape.cols;
+    if (shape.rows < 1 || shape.cols < 1 || shape.rows > MB_N_MAX / shape.cols)
+        return mb_err_set(err, MB_EINPUT, "n = %lld x %lld is out of range", (long long)shape.rows,
+                          (long long)shape.cols);
+    if (p->g->has_row_ops && p->g->rank != shape.rank)
+        return mb_err_set(err, MB_EINPUT, "variant '%s' is %d-D: give a %s", p->g->name, p->g->rank,
+                          p->g->rank == 2 ? "ROWSxCOLS shape" : "1-D size");
     int nn = p->g->n_nodes;
     t->plan = p;
     t->n = n;
+    t->shape = shape;
     t->data = calloc((size_t)nn + 1, sizeof(void *));
     t->alloc_base = calloc((size_t)nn + 1, sizeof(void *));
     unsigned char *st = malloc((size_t)nn + 1);
@@ -276,7 +309,7 @@ int mb_kern_tensors_alloc(const mb_plan *p, int64_t n, int64_t llc_bytes,
     for (int i = 0; i < nn; i++) {
         if (!st[i]) continue;
         size_t b = 0;
-        t->data[i] = alloc_tensor(n, p->g->nodes[i].dtype, slot++, &t->alloc_base[i], &b);
+        t->data[i] = alloc_tensor(node_elems(t, i), p->g->nodes[i].dtype, slot++, &t->alloc_base[i], &b);
         if (!t->data[i]) {
             free(st);
             int64_t need = mb_kern_plan_bytes(p, n);
@@ -657,6 +690,10 @@ int mb_kern_kernel_info(const mb_kern_tensors *t, int k, mb_kern_eval_info *out,
     if (k < 0 || k >= p->n_kernels)
         return mb_err_set(err, MB_EINPUT, "kernel %d out of range (plan has %d)", k, p->n_kernels);
     const mb_kernel *kn = &p->kernels[k];
+    if (p->g->has_row_ops) { /* the row executor interprets every node */
+        out->evaluated = kn->n_nodes;
+        return MB_OK;
+    }
     prog pr;
     int rc = prog_build(t, kn->nodes, kn->n_nodes, kn->writes, kn->n_writes, kn->name, &pr, err);
     if (rc) return rc;
@@ -684,14 +721,14 @@ static int run_nodes(mb_kern_tensors *t, const int *nodes, int n_nodes, const in
 
 /* Gives node i storage if it has none (a temporary of op-at-a-time), first
  * touched with the threads' static partition. */
-static int ensure_storage(mb_kern_tensors *t, int i, mb_err *err)
+int mb_kern_ensure_storage(mb_kern_tensors *t, int i, mb_err *err)
 {
     if (t->data[i]) return MB_OK;
     size_t b = 0;
     mb_dtype dt = t->plan->g->nodes[i].dtype;
-    void *d = alloc_tensor(t->n, dt, i, &t->alloc_base[i], &b);
+    void *d = alloc_tensor(node_elems(t, i), dt, i, &t->alloc_base[i], &b);
     if (!d) return mb_err_set(err, MB_ERUN, "cannot allocate a temporary of %zu bytes", b);
-    fill_value(d, t->n, dt, mb_kern_poison_value(0));
+    fill_value(d, node_elems(t, i), dt, mb_kern_poison_value(0));
     t->data[i] = d;
     t->alloc_bytes += b;
     return MB_OK;
@@ -703,13 +740,14 @@ int mb_kern_run_kernel(mb_kern_tensors *t, int k, mb_kern_exec e, mb_err *err)
     if (k < 0 || k >= p->n_kernels)
         return mb_err_set(err, MB_EINPUT, "kernel %d out of range (plan has %d)", k, p->n_kernels);
     const mb_kernel *kn = &p->kernels[k];
+    if (p->g->has_row_ops) return mb_kern_rows_run_kernel(t, k, e, err);
     if (e != MB_KERN_EXEC_OPWISE || kn->n_nodes <= 1)
         return run_nodes(t, kn->nodes, kn->n_nodes, kn->writes, kn->n_writes, kn->name, err);
     /* op-at-a-time inside a multi-node kernel: one whole-array pass per node */
     for (int j = 0; j < kn->n_nodes; j++) {
         int node = kn->nodes[j];
         if (p->g->nodes[node].op == MB_OP_INPUT) continue;
-        int rc = ensure_storage(t, node, err);
+        int rc = mb_kern_ensure_storage(t, node, err);
         if (rc) return rc;
         rc = run_nodes(t, &node, 1, &node, 1, kn->name, err);
         if (rc) return rc;

@@ -81,6 +81,7 @@ __device__ __forceinline__ float4 eval_apply4(int op, float4 a, float4 b)
 /* 1 when eval_apply4 has a case for op (the same walk of op_table.h). */
 extern "C" int mb_kern_cuda_eval_has_op(mb_op op)
 {
+    if (MB_OP_IS_ROW(op)) return 0; /* no row operations in the evaluator */
     switch (op) {
 #define MB_CASE(E, ...) case MB_OP_##E: return 1;
         MB_OP_TABLE(MB_CASE)

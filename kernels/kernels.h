@@ -43,7 +43,9 @@ const char *mb_kern_exec_name(mb_kern_exec e); /* "auto", "opwise", "blocked" */
  * a kernel. The struct owns its arrays; the plan is borrowed and must outlive it. */
 typedef struct mb_kern_tensors {
     const mb_plan *plan;
-    int64_t n;
+    int64_t n;            /* elements of a full tensor: rows x cols */
+    mb_shape shape;       /* rank 1 ([n]) or 2: row statistics hold rows
+                             elements, weights cols (mb_tensor_elems_at) */
     void **data;          /* plan->g->n_nodes entries */
     void **alloc_base;    /* what was allocated for each (data is staggered in it) */
     size_t alloc_bytes;   /* bytes held now (grows when OPWISE adds temporaries) */
@@ -69,6 +71,12 @@ int64_t mb_kern_plan_peak_bytes(const mb_plan *p, int64_t n, mb_kern_exec e);
  * 52.8 GB/s streaming vs 37.0 GB/s plain stores). MB_ERUN when memory runs out. */
 int mb_kern_tensors_alloc(const mb_plan *p, int64_t n, int64_t llc_bytes,
                           mb_kern_tensors *t, mb_err *err);
+/* The same at a shape (each tensor sized by its shape class). A plan with row
+ * operations runs on the row executor (kernels/rows_cpu.c): by rows, each
+ * kernel making the passes over a row model/passes.c derives; its results
+ * are verified against a float64 reference evaluated row by row. */
+int mb_kern_tensors_alloc_shape(const mb_plan *p, mb_shape shape, int64_t llc_bytes,
+                                mb_kern_tensors *t, mb_err *err);
 void mb_kern_tensors_free(mb_kern_tensors *t);
 
 /* Fills every graph input (forward inputs and incoming gradients) with
@@ -93,6 +101,15 @@ void mb_kern_set_threads(int n);
 
 /* Size of the last-level cache in bytes (sysconf, else sysfs, else 32 MiB). */
 int64_t mb_kern_llc_bytes(void);
+/* A core's own cache (sysfs level 2, else the largest below the LLC; 1 MiB
+ * if none): where the row executor's one-pass rows stay between passes
+ * (a CPU spec's onchip_kib). */
+int64_t mb_kern_core_cache_bytes(void);
+/* 1 when the row executor runs kernel K (of a plan with row ops) at rows of
+ * cols in one pass (whole rows kept, each node evaluated once): K makes
+ * several passes and cols x K->live_bytes_per_col fits the core's cache; 0:
+ * it makes K->passes tiled passes, recomputing what each needs. */
+int mb_kern_rows_onepass(const mb_kernel *K, int64_t cols);
 
 /* The executors' tile primitive, for calibration: out[i] = op(a[i], b[i]) for
  * i < len in f32; a == NULL means the scalar as, b == NULL the scalar bs. */

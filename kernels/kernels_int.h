@@ -101,4 +101,14 @@ enum { MB_KERN_F32_OFF = 0, MB_KERN_F32_COND = 1, MB_KERN_F32_RANGE = 2 };
 int mb_kern_f32_judge(const mb_kern_f32_elem *e, int node, mb_dtype dt, double got, double want,
                       double den, double tol);
 
+/* ---- row operations (rows_cpu.c) ---- */
+/* Kernel k of t's plan (a plan with row operations) by rows; OPWISE runs
+ * each node alone over whole arrays. */
+int mb_kern_rows_run_kernel(mb_kern_tensors *t, int k, mb_kern_exec e, mb_err *err);
+/* mb_kern_verify for such plans: every result element against float64. */
+int mb_kern_rows_verify(const mb_kern_tensors *t, unsigned poison_rep, double tol, mb_kern_check *out,
+                        mb_err *err);
+/* Gives node i storage (its shape's elements) if it has none, poisoned. */
+int mb_kern_ensure_storage(mb_kern_tensors *t, int i, mb_err *err);
+
 #endif

@@ -313,6 +313,7 @@ int mb_kern_verify(const mb_kern_tensors *t, unsigned poison_rep, double tol,
 {
     const mb_plan *p = t->plan;
     const mb_graph *g = p->g;
+    if (g->has_row_ops) return mb_kern_rows_verify(t, poison_rep, tol, out, err);
     int nn = g->n_nodes;
     memset(out, 0, sizeof *out);
     out->first_bad = -1;

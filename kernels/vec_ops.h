@@ -104,5 +104,7 @@ static inline vf mb_v_silu_grad(vf x)
 
 /* Rows without a vector form (relu, abs, step, sign: NaN rules in scalar code). */
 #define MB_V_NONE(x) (x)
+/* Binary row operations (layer_norm, rms_norm): none either. */
+#define MB_V_NONE2(x, y) (x)
 
 #endif

@@ -90,6 +90,9 @@ void mb_meas_calib_to_device(const mb_meas_calib *c, const char *command_line, m
     d->write_allocate = 1;
     d->cache_bandwidth_gbs = c->cache_gbs;
     d->cache_mb = (double)c->llc_bytes / 1048576.0;
+    /* rows in flight: one per thread, each in its core's own cache */
+    d->onchip_kib = (double)mb_kern_core_cache_bytes() / 1024.0;
+    d->sm_count = c->threads;
     d->fp32_tflops = c->fp32_tflops;
     d->bf16_tflops = c->fp32_tflops;
     d->launch_overhead_us = c->pass_overhead_us;

@@ -92,7 +92,7 @@ static int cpu_prepare(mb_meas_row_run *r, mb_err *err)
     cpu_state *B = calloc(1, sizeof *B);
     if (!B) return mb_err_set(err, MB_ERUN, "out of memory");
     r->be = B;
-    int rc = mb_kern_tensors_alloc(r->p, r->n, c->llc_bytes, &B->t, err);
+    int rc = mb_kern_tensors_alloc_shape(r->p, mb_meas_record_shape(r->row), c->llc_bytes, &B->t, err);
     if (rc) return rc;
     B->fresh = 1;
     r->host = &B->t;

@@ -323,7 +323,21 @@ static void fill_model(mb_meas_record *r, const mb_cost *c)
 int mb_meas_record_init(mb_meas_record *row, mb_meas_record *per_kernel, const char *variant,
                         const mb_plan *p, int64_t n, const mb_device *dev, mb_err *err)
 {
+    return mb_meas_record_init_shape(row, per_kernel, variant, p, mb_shape_1d(n), dev, err);
+}
+
+mb_shape mb_meas_record_shape(const mb_meas_record *r)
+{
+    if (r->rows > 0 && r->cols > 0) return (mb_shape){2, r->rows, r->cols};
+    return mb_shape_1d(r->n);
+}
+
+int mb_meas_record_init_shape(mb_meas_record *row, mb_meas_record *per_kernel, const char *variant,
+                              const mb_plan *p, mb_shape shape, const mb_device *dev, mb_err *err)
+{
+    int64_t n = mb_shape_elems(shape);
     memset(row, 0, sizeof *row);
+    if (shape.rank == 2) row->rows = shape.rows, row->cols = shape.cols;
     copy_str(row->variant, sizeof row->variant, variant);
     copy_str(row->plan, sizeof row->plan, mb_plan_name(p->kind));
     mb_dtype dt = MB_F32;
@@ -340,7 +354,7 @@ int mb_meas_record_init(mb_meas_record *row, mb_meas_record *per_kernel, const c
     row->time_s_upper_mode = row->upper_mode_share = row->time_s_lower_mode = NAN;
     row->count_err = NAN;
     mb_estimate e;
-    int rc = mb_estimate_plan(p, n, dev, &e, err);
+    int rc = mb_estimate_plan_shape(p, shape, dev, &e, err);
     if (rc) return rc;
     fill_model(row, &e.total);
     if (per_kernel) {
@@ -364,7 +378,8 @@ int mb_meas_record_host_model(mb_meas_record *row, mb_meas_record *per_kernel, c
     mb_device at_host;
     mb_device_at_rates(dev, bw, op, &at_host);
     mb_estimate e;
-    int rc = mb_estimate_plan(p, n, &at_host, &e, err);
+    mb_shape s = mb_meas_record_shape(row);
+    int rc = s.rank == 2 ? mb_estimate_plan_shape(p, s, &at_host, &e, err) : mb_estimate_plan(p, n, &at_host, &e, err);
     if (rc) return rc;
     row->model_host_time_s = e.total.time_s;
     for (int k = 0; per_kernel && k < p->n_kernels; k++)

@@ -181,6 +181,8 @@ typedef struct mb_meas_record {
                                 with counts, MB_MEAS_CSV_COUNT_COLUMNS); NAN = none */
     char count_check[16];    /* mb_meas_count_verdict_name: "ok", "off",
                                 "below 4x L2", "" */
+    int64_t rows, cols;      /* 2-D rows: the shape (n = rows x cols); 0, 0 for
+                                1-D (MB_MEAS_CSV_SHAPE_COLUMN) */
     char accuracy[12];       /* mb_kern_accuracy_name of the row's checks: "ok",
                                 "inaccurate" (verified, off float64 as correct f32
                                 evaluation is), "failed"; "" unchecked
@@ -195,6 +197,12 @@ typedef struct mb_meas_record {
  * on model device dev; timing columns zeroed, dram -1, verified 0. */
 int mb_meas_record_init(mb_meas_record *row, mb_meas_record *per_kernel, const char *variant,
                         const mb_plan *p, int64_t n, const mb_device *dev, mb_err *err);
+/* The same at a shape: a rank-2 shape sets rows and cols, and the run
+ * (mb_meas_run) sizes its tensors by it. */
+int mb_meas_record_init_shape(mb_meas_record *row, mb_meas_record *per_kernel, const char *variant,
+                              const mb_plan *p, mb_shape shape, const mb_device *dev, mb_err *err);
+/* The shape of a record: rank 2 when it has rows and cols, else 1-D n. */
+mb_shape mb_meas_record_shape(const mb_meas_record *r);
 
 /* Fills model_host_time_s of row (and of per_kernel[k], as above) after the
  * row was measured: the model of plan p at n on dev at row's host_copy_ratio
@@ -748,6 +756,7 @@ typedef struct mb_meas_job {
     mb_plan_kind plan;
     int64_t n;
     int64_t host_bytes; /* mb_meas_host_need_bytes */
+    int64_t cols;       /* 2-D jobs: the row length (rows = n / cols); 0 for 1-D */
 } mb_meas_job;
 
 /* Admits every job before any runs. CPU: each row's host_bytes against

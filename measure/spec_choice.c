@@ -221,6 +221,9 @@ int mb_meas_spec_get(const mb_meas_spec_req *req, mb_device *dev, mb_meas_spec_u
     if (rc != MB_OK)
         rc = calibrated_spec(req, have_cache && req->cache_write ? cache : NULL,
                              have_cache && req->quick ? cache : NULL, dev, used, err);
+    /* a spec cached before the row keys: this host's core cache and threads */
+    if (rc == MB_OK && !(dev->onchip_kib > 0)) dev->onchip_kib = (double)mb_kern_core_cache_bytes() / 1024.0;
+    if (rc == MB_OK && !(dev->sm_count >= 1)) dev->sm_count = mb_kern_threads();
     mb_tdir_close(&lock);
     return rc;
 }

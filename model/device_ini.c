@@ -75,6 +75,8 @@ static const key_spec spec_keys[] = {
     {"cache_bandwidth_gbs", KEY_NUM, KEY_OPTIONAL, FIELD(cache_bandwidth_gbs), BW, 1},
     {"cache_mb", KEY_NUM, KEY_REQUIRED, FIELD(cache_mb), 1e-3, 1e6, 0},
     {"cache_resident_mb", KEY_NUM, KEY_OPTIONAL, FIELD(cache_resident_mb), 1e-3, 1e6, 1},
+    {"onchip_kib", KEY_NUM, KEY_OPTIONAL, FIELD(onchip_kib), 1e-3, 1e9, 1},
+    {"sm_count", KEY_NUM, KEY_OPTIONAL, FIELD(sm_count), 1, 1e6, 1},
     {"fp32_tflops", KEY_NUM, KEY_REQUIRED, FIELD(fp32_tflops), 1e-4, 1e5, 0},
     {"bf16_tflops", KEY_NUM, KEY_REQUIRED_GPU, FIELD(bf16_tflops), 1e-4, 1e5, 1},
     {"sfu_tops", KEY_NUM, KEY_OPTIONAL, FIELD(sfu_tops), 1e-4, 1e5, 1},

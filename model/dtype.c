@@ -80,7 +80,8 @@ const char *mb_op_closest_call(const char *name)
     return found;
 }
 
-static const char *const plan_names[MB_PLAN_COUNT] = {"eager", "fused", "store", "recompute", "optimal"};
+static const char *const plan_names[MB_PLAN_COUNT] = {"eager", "fused", "store", "recompute", "optimal",
+                                                               "online"};
 
 const char *mb_plan_name(mb_plan_kind k) { return k < MB_PLAN_COUNT ? plan_names[k] : "?"; }
 

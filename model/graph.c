@@ -46,6 +46,8 @@ mb_graph *mb_graph_copy(const mb_graph *g)
     return c;
 }
 
+mb_graph *mb_graph_clone(const mb_graph *g) { return mb_graph_copy(g); }
+
 void mb_graph_free(mb_graph *g)
 {
     if (!g) return;

@@ -60,7 +60,9 @@ typedef enum mb_op_deriv {
     MB_DER_NONE = 0, MB_DER_CODE, MB_DER_G_OP_X, MB_DER_G_OP_Y, MB_DER_G_Y, MB_DER_G_DIV_X, MB_DER_PASS
 } mb_op_deriv;
 enum { MB_SAVES_NONE = 0, MB_SAVES_X = 1, MB_SAVES_Y = 2, MB_SAVES_XY = 3 };
-enum { MB_OPF_VEC = 1, MB_OPF_JIT = 2, MB_OPF_POSITIVE = 4, MB_OPF_POW = 8 };
+enum { MB_OPF_VEC = 1, MB_OPF_JIT = 2, MB_OPF_POSITIVE = 4, MB_OPF_POW = 8, MB_OPF_ROW = 16 };
+/* 1 when op is a row operation (op_table.h's MB_OPF_ROW). */
+#define MB_OP_IS_ROW(op) ((mb_op_info_of(op)->flags & MB_OPF_ROW) != 0)
 typedef enum mb_op_mag { MB_MAG_VALUE = 0, MB_MAG_SUM, MB_MAG_PROD, MB_MAG_QUOT, MB_MAG_PASS } mb_op_mag;
 
 /* Cost of one element of an op, for the compute side of the roofline:
@@ -130,7 +132,42 @@ typedef struct mb_node {
                            recomputed clones: the node they copy; else -1 */
     int line, col;      /* source position (forward nodes), 0 if none */
     char name[MB_NAME_MAX]; /* user's name, "grad_y", ... or "" */
+    unsigned char shape; /* mb_shape_class of the tensor (mb_graph_set_rank) */
+    unsigned char decl;  /* inputs: 1 + the mb_shape_class declared, 0 none
+                            (the graph's full shape) */
+    signed char dim;     /* reductions, softmax: the dimension written (-1, 1, 0) */
+    unsigned char keepdim; /* reductions: 1 keeps the reduced dimension */
+    unsigned char joins; /* 1: evaluated in the eager kernel of the node before
+                            it (layer_norm's bias add, as F.layer_norm's kernel) */
+    double eps;          /* layer_norm, rms_norm: added to the variance */
 } mb_node;
+
+/* The shape of a tensor, relative to the graph's shape: FULL is [n] (1-D)
+ * or [rows, cols] (2-D); ROW [rows, 1] (a reduction with keepdim=True; [1]
+ * in 1-D); ROWV [rows] (keepdim=False in 2-D); COL [cols] (a weight);
+ * SCALAR a 0-d tensor (a 1-D reduction with keepdim=False). */
+typedef enum mb_shape_class {
+    MB_SHC_FULL = 0, MB_SHC_ROW, MB_SHC_ROWV, MB_SHC_COL, MB_SHC_SCALAR, MB_SHC_COUNT
+} mb_shape_class;
+
+/* A size: rank 1, n = cols elements (rows = 1); or rank 2, rows x cols. */
+typedef struct mb_shape {
+    int rank;
+    int64_t rows, cols;
+} mb_shape;
+
+/* Parses "16777216", "2^24", "16M" (rank 1) or "ROWSxCOLS" with each side
+ * in that syntax ("4096x1024", "2^12x2^12"; rank 2). rows x cols must be in
+ * [1, MB_N_MAX]. MB_EINPUT with the reason otherwise. */
+int mb_shape_parse(const char *s, mb_shape *out, mb_err *err);
+/* "4096x1024" (rank 2) or "16777216" (rank 1) into buf. */
+void mb_shape_format(mb_shape s, char *buf, size_t size);
+/* Elements of the shape: rows x cols. */
+int64_t mb_shape_elems(mb_shape s);
+/* The rank-1 shape of n elements. */
+mb_shape mb_shape_1d(int64_t n);
+/* "[rows, cols]", "[rows, 1]", "[rows]", "[cols]", "[]" or "[n]" for rank. */
+const char *mb_shape_class_text(mb_shape_class c, int rank);
 
 typedef struct mb_graph {
     char name[MB_NAME_MAX];
@@ -148,7 +185,22 @@ typedef struct mb_graph {
                                 "" if none (callers print it) */
     int n_warnings;          /* how many there were */
     int name_line, name_col; /* the 'name' directive's position, 0 if none */
+    int rank;                /* 1 (every tensor [n]) or 2 ([rows, cols]) */
+    int rank_declared;       /* 1: an input's [..] or a 'shape' line fixed it */
+    mb_shape default_shape;  /* "shape" directive (rank 2), rank 0 if none */
+    int has_row_ops;         /* 1: a reduction or a row library op is in it */
 } mb_graph;
+
+/* Re-derives g's tensor shapes for rank 1 or 2 (a 1-D variant measured at
+ * ROWSxCOLS: its reductions then run over rows). MB_EINPUT with
+ * "file:line:col: ..." when a tensor does not broadcast at that rank, or
+ * when g declares 2-D inputs and rank is 1 ("give --shape ROWSxCOLS"). */
+int mb_graph_set_rank(mb_graph *g, int rank, mb_err *err);
+
+/* Elements of tensor node i of g at shape s (a row statistic has rows, a
+ * weight cols, a scalar 1). */
+int64_t mb_tensor_elems_at(const mb_graph *g, int i, mb_shape s);
+
 
 /* Parses a variant text. filename is used in error messages.
  * default_dtype types inputs written without one. On success *out is a new
@@ -180,6 +232,8 @@ void mb_variant_set_dir(const char *dir);
 int mb_variant_list(char names[][MB_NAME_MAX], int max);
 
 void mb_graph_free(mb_graph *g);
+/* A copy of g (caller frees with mb_graph_free), NULL when out of memory. */
+mb_graph *mb_graph_clone(const mb_graph *g);
 
 /* Per-element cost of node i (POW depends on its exponent). */
 mb_op_cost mb_node_cost(const mb_graph *g, int i);
@@ -193,6 +247,8 @@ typedef enum mb_plan_kind {
     MB_PLAN_RECOMPUTE, /* backward: fused forward saving inputs only */
     MB_PLAN_OPTIMAL,   /* backward: fused forward saving the set of least
                           traffic, found as a minimum cut (needs igraph) */
+    MB_PLAN_ONLINE,    /* fused, with softmax's max and sum in one pass
+                          (online softmax, Milakov & Gimelshein 2018) */
     MB_PLAN_COUNT
 } mb_plan_kind;
 
@@ -211,6 +267,20 @@ typedef struct mb_kernel {
     int *writes, n_writes;  /* node ids, each distinct */
     int is_backward;
     double flops_per_elem, sfu_per_elem;
+    /* Row operations (model/passes.c): a kernel whose row does not fit on
+     * chip makes passes passes over each row (1 without row ops), and reads
+     * reads[r] in read_passes[r] of them; one that fits keeps
+     * live_bytes_per_col x cols bytes of each row on chip and reads once. */
+    int passes;
+    int *read_passes;          /* n_reads entries */
+    double live_bytes_per_col;
+    /* What the row executor runs in each pass (kernels/rows_cpu.c), per
+     * node of nodes[]: eval_mask, the passes its per-element value is
+     * evaluated in (bit p: pass p); stat_pass, the pass a reduction
+     * accumulates in or a library row op's first statistics pass (-1: an
+     * elementwise node); online, 1 for a sum folded beside its amax. */
+    int *eval_mask, *stat_pass;
+    unsigned char *online;
 } mb_kernel;
 
 /* A plan owns a copy of the graph: recompute appends clones of forward
@@ -278,6 +348,13 @@ typedef struct mb_device {
                                      used only where has_serial_fraction_compiled */
     int has_serial_fraction_compiled; /* 1: the spec gives the key; 0: such
                                      kernels take serial_fraction */
+    double onchip_kib;            /* optional: on-chip storage one SM (GPU:
+                                     shared memory plus registers) or one core
+                                     (CPU: its private cache level) holds a
+                                     row in, KiB; 0: unknown (row kernels then
+                                     always make every pass) */
+    double sm_count;              /* optional: SMs / CUs (GPU) or cores the
+                                     executors use (CPU): rows in flight */
     double cache_mb;              /* last-level cache on the memory path: the
                                      nominal size, as drivers report it */
     double cache_resident_mb;     /* optional: what of it stays resident while
@@ -470,6 +547,9 @@ void mb_device_at_rates(const mb_device *d, double bandwidth_factor, double op_f
  * marks the verdicts of fallback, stale and quick rows. */
 #define MB_MEAS_CSV_CALIBRATION_COLUMN "calibration"
 #define MB_MEAS_CALIBRATION_MARKS {"full", "quick", "fallback", "stale"}
+/* At the very end, after the calibration column: the row's shape, "ROWSxCOLS" for a 2-D row ("" for 1-D);
+ * n stays the element count (rows x cols). */
+#define MB_MEAS_CSV_SHAPE_COLUMN "shape"
 
 /* ---- traffic and time ------------------------------------------------- */
 
@@ -483,6 +563,9 @@ typedef struct mb_cost {
     double mem_s, compute_s, launch_s, time_s;  /* time_s = launch + max(mem, compute)
                                                    + serial_fraction x min(mem, compute) */
     mb_bound bound;
+    int passes;      /* passes over each row the kernel makes on this device
+                        (1: one pass; row kernels whose row does not fit on
+                        chip: mb_kernel.passes); 0 in a plan's total */
 } mb_cost;
 
 typedef struct mb_estimate {
@@ -502,6 +585,24 @@ typedef struct mb_estimate {
 int mb_estimate_plan(const mb_plan *p, int64_t n, const mb_device *d,
                      mb_estimate *out, mb_err *err);
 void mb_estimate_free(mb_estimate *e);
+
+/* The same at a shape (rank 2: rows x cols; mb_estimate_plan is rank 1).
+ * A kernel with row operations is one pass when a row of what it keeps live
+ * fits the device's on-chip storage (mb_device_onchip_bytes), else it reads
+ * its row once per pass (the lecture's count counts each); a re-read hits
+ * the cache when rows in flight (sm_count) x the row bytes it streams fit. */
+int mb_estimate_plan_shape(const mb_plan *p, mb_shape s, const mb_device *d, mb_estimate *out, mb_err *err);
+
+/* Sets K->passes, read_passes, live_bytes_per_col, eval_mask, stat_pass
+ * and online from K's nodes, reads and writes (model/passes.c; online:
+ * softmax's max and sum in one pass); plans call it, and the row executor
+ * for a node run alone. -1 when out of memory (K's arrays owned by K). */
+int mb_kernel_derive_passes(const mb_graph *g, mb_kernel *K, int online);
+
+/* Longest row (columns) kernel K keeps on chip in one pass on d: on-chip
+ * bytes / live bytes per column; INT64_MAX when K has one pass anyway, 0
+ * when d gives no on-chip size. */
+int64_t mb_kernel_onepass_max_cols(const mb_kernel *K, const mb_device *d);
 
 /* Bytes of tensor node i at n elements. */
 int64_t mb_tensor_bytes(const mb_graph *g, int i, int64_t n);

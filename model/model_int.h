@@ -27,7 +27,7 @@ char *mb_variant_builtin_text(const char *name);
 typedef enum {
     TK_EOF = 0, TK_NEWLINE, TK_NUM, TK_ID,
     TK_PLUS, TK_MINUS, TK_STAR, TK_SLASH, TK_POW, TK_LPAREN, TK_RPAREN,
-    TK_ASSIGN, TK_COMMA, TK_SEMI, TK_BAD
+    TK_ASSIGN, TK_COMMA, TK_SEMI, TK_LBRACK, TK_RBRACK, TK_DOT, TK_BAD
 } mb_tok_kind;
 
 typedef struct {
@@ -52,6 +52,13 @@ const char *mb_tok_desc(const mb_token *t, char *buf, int bufsize);
 /* Returns the raw rest of the current line (after the current token's
  * start), without its comment, trimmed; advances to the line's end. */
 void mb_lex_rest_of_line(mb_lexer *lx, char *buf, int bufsize);
+
+/* ---- shapes (shape.c) ---- */
+/* Derives every forward node's shape class for rank (1 or 2) from the
+ * inputs' declared shapes, the reductions' dim and keepdim and NumPy
+ * broadcasting; MB_EINPUT "file:line:col: ..." at the first node that does
+ * not broadcast or reduces another dimension. Sets g->rank. */
+int mb_graph_derive_shapes(mb_graph *g, int rank, mb_err *err);
 
 /* ---- autodiff (autodiff.c) ---- */
 /* Appends the backward graph to g (forward graph complete). */

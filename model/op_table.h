@@ -12,8 +12,9 @@
  *   name     the spelling (language function, CSV, INI key op_<name>_geps)
  *   arity    1 or 2 operands
  *   kind     MB_OPK_MAP (elementwise primitive), MB_OPK_LIBRARY (a library op,
- *            as F.gelu: one kernel of its own in eager), MB_OPK_REDUCTION (none
- *            yet: reductions add rows of this kind)
+ *            as F.gelu or F.softmax: one kernel of its own in eager),
+ *            MB_OPK_REDUCTION (sum, mean, amax over the last dimension: a
+ *            [rows, 1] or [rows] result)
  *   spell    MB_SPELL_CALL (`name(x)` in the language), MB_SPELL_OPERATOR
  *            (+ - * / ** and unary minus), MB_SPELL_NONE (made by the parser or
  *            by autodiff only)
@@ -36,7 +37,12 @@
  *   flags    MB_OPF_VEC: the interpreter's tile primitive uses vform (else a
  *            scalar loop the compiler vectorises); MB_OPF_JIT: compiled
  *            kernels use vform; MB_OPF_POSITIVE: needs positive operands
- *            (test inputs); MB_OPF_POW: pow's exponent rules, in code
+ *            (test inputs); MB_OPF_POW: pow's exponent rules, in code;
+ *            MB_OPF_ROW: a row operation over the last dimension (the
+ *            reductions, softmax, log_softmax, layer_norm, rms_norm): no
+ *            per-element form, the row executor (kernels/rows_cpu.c) and the
+ *            traffic rule's passes (model/passes.c) handle it; its flops and
+ *            sfu are per element of the row it reads
  *   weight   weight in a compiled kernel's dependent chain (jit_cpu.c): 1 per
  *            SLEEF call, 2 for a call and a division or two calls, 0 arithmetic
  *   probe_pre, probe_post  calibration's compiled chain, one link
@@ -124,7 +130,28 @@
       MB_SAVES_NONE, MB_V_GELU_GRAD, MB_OPF_VEC | MB_OPF_JIT, 2, NULL, NULL, MB_MAG_VALUE, NULL)              \
     /* d silu(x) / dx = s (1 + x (1 - s)), s = sigmoid(x) */                                           \
     X(SILU_GRAD, "silu_grad", 1, MB_OPK_MAP, MB_SPELL_NONE, 6, 2, MB_COST_SFU, MB_DER_NONE, INPUT,      \
-      MB_SAVES_NONE, MB_V_SILU_GRAD, MB_OPF_VEC | MB_OPF_JIT, 2, NULL, NULL, MB_MAG_VALUE, NULL)
+      MB_SAVES_NONE, MB_V_SILU_GRAD, MB_OPF_VEC | MB_OPF_JIT, 2, NULL, NULL, MB_MAG_VALUE, NULL)              \
+    /* row operations over the last dimension (MB_OPF_ROW); the reductions:   */                      \
+    /* torch.sum / mean / amax (x, -1, keepdim); one add or max per element   */                      \
+    X(SUM, "sum", 1, MB_OPK_REDUCTION, MB_SPELL_CALL, 1, 0, MB_COST_ARITH, MB_DER_NONE, INPUT,          \
+      MB_SAVES_NONE, MB_V_NONE, MB_OPF_ROW, 0, NULL, NULL, MB_MAG_SUM, NULL)                                  \
+    X(MEAN, "mean", 1, MB_OPK_REDUCTION, MB_SPELL_CALL, 1, 0, MB_COST_ARITH, MB_DER_NONE, INPUT,        \
+      MB_SAVES_NONE, MB_V_NONE, MB_OPF_ROW, 0, NULL, NULL, MB_MAG_SUM, NULL)                                  \
+    X(AMAX, "amax", 1, MB_OPK_REDUCTION, MB_SPELL_CALL, 1, 0, MB_COST_ARITH, MB_DER_NONE, INPUT,        \
+      MB_SAVES_NONE, MB_V_NONE, MB_OPF_ROW, 0, NULL, NULL, MB_MAG_PASS, NULL)                                 \
+    /* F.softmax(x, -1): max, exp(x - max) (ex2 + mul), sum, one division   */                      \
+    X(SOFTMAX, "softmax", 1, MB_OPK_LIBRARY, MB_SPELL_CALL, 6, 2, MB_COST_SFU, MB_DER_NONE, INPUT,      \
+      MB_SAVES_NONE, MB_V_NONE, MB_OPF_ROW, 0, NULL, NULL, MB_MAG_VALUE, NULL)                                \
+    /* F.log_softmax(x, -1): max, exp, sum, x - max - log(sum)             */                      \
+    X(LOG_SOFTMAX, "log_softmax", 1, MB_OPK_LIBRARY, MB_SPELL_CALL, 5, 1, MB_COST_SFU, MB_DER_NONE,      \
+      INPUT, MB_SAVES_NONE, MB_V_NONE, MB_OPF_ROW, 0, NULL, NULL, MB_MAG_VALUE, NULL)                         \
+    /* F.layer_norm(x, [cols], w) (the bias is an add in its kernel): mean,  */                      \
+    /* variance (Welford), (x - mean) rstd w                                */                      \
+    X(LAYER_NORM, "layer_norm", 2, MB_OPK_LIBRARY, MB_SPELL_CALL, 8, 0, MB_COST_ARITH, MB_DER_NONE,      \
+      INPUT, MB_SAVES_NONE, MB_V_NONE2, MB_OPF_ROW, 0, NULL, NULL, MB_MAG_VALUE, NULL)                         \
+    /* F.rms_norm(x, [cols], w): mean of squares, x rstd w                  */                      \
+    X(RMS_NORM, "rms_norm", 2, MB_OPK_LIBRARY, MB_SPELL_CALL, 4, 0, MB_COST_ARITH, MB_DER_NONE,          \
+      INPUT, MB_SAVES_NONE, MB_V_NONE2, MB_OPF_ROW, 0, NULL, NULL, MB_MAG_VALUE, NULL)
 /* clang-format on */
 
 #endif

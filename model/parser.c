@@ -42,6 +42,7 @@ typedef struct {
     int n_outs;
     int depth;            /* recursion depth: deep nesting is an error, not a crash */
     int name_line;        /* line of the 'name' directive, 0 if none */
+    int rank_line;        /* line that fixed the rank, 0 if none */
 } parser;
 
 /* Deepest nesting of parentheses, calls, unary signs and powers accepted
@@ -249,41 +250,261 @@ static int parse_expr(parser *P, val *out);
 static int parse_factor(parser *P, val *out);
 static int too_deep(parser *P);
 
+/* One argument of a call: a value, or True/False, positional or name=. */
+typedef struct {
+    val v;
+    int is_bool, b;
+    char kw[16]; /* "" positional */
+    int line, col;
+} call_arg;
+
+#define MAX_CALL_ARGS 6
+
+/* Parses "(args)" after the callee (the '(' is the current token); receiver,
+ * when not NULL, is the first positional argument (a method call). */
+static int parse_args(parser *P, const val *receiver, call_arg *args, int *nargs)
+{
+    int n = 0;
+    if (receiver) args[n++] = (call_arg){*receiver, 0, 0, "", 0, 0};
+    mb_lex_next(&P->lx); /* ( */
+    while (P->lx.tok.kind != TK_RPAREN) {
+        mb_token t = P->lx.tok;
+        call_arg a = {{-1, 0}, 0, 0, "", t.line, t.col};
+        mb_lexer save = P->lx;
+        mb_lex_next(&P->lx);
+        if (t.kind == TK_ID && P->lx.tok.kind == TK_ASSIGN) { /* name=value */
+            tok_copy(&t, a.kw, sizeof a.kw);
+            mb_lex_next(&P->lx);
+            t = P->lx.tok;
+            save = P->lx;
+            mb_lex_next(&P->lx);
+        }
+        int ends = P->lx.tok.kind == TK_COMMA || P->lx.tok.kind == TK_RPAREN;
+        if (ends && (tok_is(&t, "True") || tok_is(&t, "False"))) {
+            a.is_bool = 1;
+            a.b = tok_is(&t, "True");
+        } else {
+            P->lx = save;
+            int rc = parse_expr(P, &a.v);
+            if (rc) return rc;
+        }
+        if (n == MAX_CALL_ARGS) return perr(P, t.line, t.col, "too many arguments (at most %d)", MAX_CALL_ARGS);
+        args[n++] = a;
+        if (P->lx.tok.kind != TK_COMMA) break;
+        mb_lex_next(&P->lx);
+    }
+    if (P->lx.tok.kind != TK_RPAREN) return perr_tok(P, "',' or ')'");
+    mb_lex_next(&P->lx);
+    *nargs = n;
+    return MB_OK;
+}
+
+/* The argument named kw, else positional number pos (-1: none), else NULL;
+ * a keyword given twice, or also positionally, is an error (*rc). */
+static const call_arg *arg_of(parser *P, const char *fn, const call_arg *args, int n, int pos, const char *kw,
+                              int *rc)
+{
+    const call_arg *found = NULL;
+    int k = 0;
+    for (int i = 0; i < n; i++) {
+        int hit = args[i].kw[0] ? !strcmp(args[i].kw, kw) : (k++ == pos);
+        if (!hit) continue;
+        if (found) {
+            *rc = perr(P, args[i].line, args[i].col, "%s() got multiple values for argument '%s'", fn, kw);
+            return NULL;
+        }
+        found = &args[i];
+    }
+    return found;
+}
+
+static int bad_kwargs(parser *P, const char *fn, const call_arg *args, int n, const char *const *known,
+                      int max_pos, const char *usage)
+{
+    int pos = 0;
+    for (int i = 0; i < n; i++) {
+        if (!args[i].kw[0]) {
+            if (++pos > max_pos)
+                return perr(P, args[i].line, args[i].col, "%s() takes at most %d positional arguments (%s)",
+                            fn, max_pos, usage);
+            continue;
+        }
+        int ok = 0;
+        for (int k = 0; known[k]; k++) ok |= !strcmp(known[k], args[i].kw);
+        if (!ok)
+            return perr(P, args[i].line, args[i].col, "%s() got an unexpected keyword argument '%s' (%s)", fn,
+                        args[i].kw, usage);
+    }
+    return MB_OK;
+}
+
+/* A tensor argument (not a scalar or a bool). */
+static int want_tensor(parser *P, const char *fn, const call_arg *a, const char *what)
+{
+    if (a->is_bool || a->v.node < 0)
+        return perr(P, a->line, a->col, "%s(): %s must be a tensor", fn, what);
+    return MB_OK;
+}
+
+static int want_int(parser *P, const char *fn, const call_arg *a, const char *what, int *out)
+{
+    if (a->is_bool || a->v.node >= 0 || a->v.s != (double)(int)a->v.s)
+        return perr(P, a->line, a->col, "%s(): %s must be an integer", fn, what);
+    *out = (int)a->v.s;
+    return MB_OK;
+}
+
+static int mk_row_node(parser *P, mb_op op, int x, int w, double ws, int line, int col, mb_node **out)
+{
+    if (P->g->n_nodes >= MAX_OPS) return too_many(P, line, col);
+    mb_dtype t = P->g->nodes[x].dtype;
+    if (w >= 0) t = mb_dtype_promote(t, P->g->nodes[w].dtype);
+    int id = mb_graph_add(P->g, op, x, 0, w, w < 0 ? ws : 0, t, 0, -1);
+    if (id < 0) return perr(P, line, col, "out of memory");
+    mb_node *nd = &P->g->nodes[id];
+    nd->line = line;
+    nd->col = col;
+    nd->dim = -1;
+    P->g->has_row_ops = 1;
+    *out = nd;
+    return MB_OK;
+}
+
+/* sum / mean / amax (x, dim, keepdim=False), softmax / log_softmax (x, dim). */
+static int mk_reduction(parser *P, mb_op f, const char *fn, const call_arg *args, int n, val *out, int line,
+                        int col)
+{
+    int red = mb_op_info_of(f)->kind == MB_OPK_REDUCTION;
+    static const char *const kw_red[] = {"input", "dim", "keepdim", NULL};
+    static const char *const kw_soft[] = {"input", "dim", NULL};
+    const char *usage = red ? "write sum(x, -1, keepdim=True) or x.sum(-1)" : "write softmax(x, -1)";
+    int rc = bad_kwargs(P, fn, args, n, red ? kw_red : kw_soft, red ? 3 : 2, usage);
+    if (rc) return rc;
+    const call_arg *x = arg_of(P, fn, args, n, 0, "input", &rc);
+    const call_arg *dim = rc ? NULL : arg_of(P, fn, args, n, 1, "dim", &rc);
+    const call_arg *keep = rc || !red ? NULL : arg_of(P, fn, args, n, 2, "keepdim", &rc);
+    if (rc) return rc;
+    if (!x) return perr(P, line, col, "%s() needs a tensor (%s)", fn, usage);
+    if ((rc = want_tensor(P, fn, x, "input"))) return rc;
+    if (!dim)
+        return perr(P, line, col, "%s() without dim %s: only reductions over the last dimension are "
+                    "supported (%s)", fn, red ? "reduces every element" : "picks the dimension implicitly", usage);
+    int d = -1;
+    if ((rc = want_int(P, fn, dim, "dim", &d))) return rc;
+    if (keep && !keep->is_bool) return perr(P, keep->line, keep->col, "%s(): keepdim must be True or False", fn);
+    mb_node *nd;
+    if ((rc = mk_row_node(P, f, x->v.node, -1, 0, line, col, &nd))) return rc;
+    nd->dim = (signed char)(d < -100 ? -100 : d > 100 ? 100 : d);
+    nd->keepdim = keep ? (unsigned char)keep->b : 0; /* PyTorch's default: keepdim=False */
+    *out = (val){(int)(nd - P->g->nodes), 0};
+    return MB_OK;
+}
+
+/* layer_norm(x, w, b, eps=1e-5), rms_norm(x, w, eps=None): normalized over
+ * the last dimension (F.layer_norm's normalized_shape is x's last dim). */
+static int mk_norm(parser *P, mb_op f, const char *fn, const call_arg *args, int n, val *out, int line, int col)
+{
+    int ln = f == MB_OP_LAYER_NORM;
+    static const char *const kw_ln[] = {"input", "weight", "bias", "eps", NULL};
+    static const char *const kw_rms[] = {"input", "weight", "eps", NULL};
+    const char *usage = ln ? "write layer_norm(x, w, b, eps=1e-5)" : "write rms_norm(x, w, eps=1e-6)";
+    int rc = bad_kwargs(P, fn, args, n, ln ? kw_ln : kw_rms, ln ? 4 : 3, usage);
+    if (rc) return rc;
+    const call_arg *x = arg_of(P, fn, args, n, 0, "input", &rc);
+    const call_arg *w = rc ? NULL : arg_of(P, fn, args, n, 1, "weight", &rc);
+    const call_arg *b = rc || !ln ? NULL : arg_of(P, fn, args, n, 2, "bias", &rc);
+    const call_arg *eps = rc ? NULL : arg_of(P, fn, args, n, ln ? 3 : 2, "eps", &rc);
+    if (rc) return rc;
+    if (!x) return perr(P, line, col, "%s() needs a tensor (%s)", fn, usage);
+    if ((rc = want_tensor(P, fn, x, "input"))) return rc;
+    if (w && (rc = want_tensor(P, fn, w, "weight"))) return rc;
+    if (b && (rc = want_tensor(P, fn, b, "bias"))) return rc;
+    /* F.layer_norm's default eps; F.rms_norm's is the dtype's epsilon */
+    double e = ln ? 1e-5 : 1.1920928955078125e-07;
+    if (eps && (eps->is_bool || eps->v.node >= 0 || !(eps->v.s >= 0)))
+        return perr(P, eps->line, eps->col, "%s(): eps must be a number >= 0", fn);
+    if (eps) e = eps->v.s;
+    mb_node *nd;
+    if ((rc = mk_row_node(P, f, x->v.node, w ? w->v.node : -1, 1.0, line, col, &nd))) return rc;
+    nd->eps = e;
+    int id = (int)(nd - P->g->nodes);
+    if (b) { /* the bias add runs in layer_norm's kernel */
+        mb_dtype t = mb_dtype_promote(nd->dtype, P->g->nodes[b->v.node].dtype);
+        int a = mb_graph_add(P->g, MB_OP_ADD, id, 0, b->v.node, 0, t, 0, -1);
+        if (a < 0) return perr(P, line, col, "out of memory");
+        P->g->nodes[a].line = line;
+        P->g->nodes[a].col = col;
+        P->g->nodes[a].joins = 1;
+        id = a;
+    }
+    *out = (val){id, 0};
+    return MB_OK;
+}
+
+static int call_op(parser *P, mb_op f, const char *name, const call_arg *args, int nargs, val *out, int line,
+                   int col)
+{
+    if (f == MB_OP_LAYER_NORM || f == MB_OP_RMS_NORM) return mk_norm(P, f, name, args, nargs, out, line, col);
+    if (MB_OP_IS_ROW(f)) return mk_reduction(P, f, name, args, nargs, out, line, col);
+    for (int i = 0; i < nargs; i++)
+        if (args[i].kw[0])
+            return perr(P, args[i].line, args[i].col, "%s() takes no keyword arguments", name);
+    if (nargs != 1)
+        return perr(P, line, col, "%s() takes 1 argument, got %d", name, nargs);
+    if (args[0].is_bool) return perr(P, args[0].line, args[0].col, "%s(): expected a number or a tensor", name);
+    return mk_unary(P, f, args[0].v, out, line, col);
+}
+
+static int unknown_function(parser *P, const mb_token *fn, const char *name)
+{
+    char list[512];
+    mb_op_call_list(list, sizeof list);
+    const char *near = mb_op_closest_call(name);
+    if (near)
+        return perr(P, fn->line, fn->col, "unknown function '%s' (did you mean '%s'?; functions: %s)",
+                    name, near, list);
+    return perr(P, fn->line, fn->col, "unknown function '%s' (functions: %s)", name, list);
+}
+
 static int parse_call(parser *P, val *out)
 {
     mb_token fn = P->lx.tok;
     char name[MB_NAME_MAX];
     tok_copy(&fn, name, sizeof name);
     mb_op f;
-    if (mb_op_parse_call(name, &f)) {
-        char list[512];
-        mb_op_call_list(list, sizeof list);
-        const char *near = mb_op_closest_call(name);
-        if (near)
-            return perr(P, fn.line, fn.col, "unknown function '%s' (did you mean '%s'?; functions: %s)",
-                        name, near, list);
-        return perr(P, fn.line, fn.col, "unknown function '%s' (functions: %s)", name, list);
-    }
+    if (mb_op_parse_call(name, &f)) return unknown_function(P, &fn, name);
     mb_lex_next(&P->lx); /* name */
-    mb_lex_next(&P->lx); /* ( */
-    val args[4];
+    call_arg args[MAX_CALL_ARGS];
     int nargs = 0;
-    if (P->lx.tok.kind != TK_RPAREN) {
-        for (;;) {
-            val v;
-            int rc = parse_expr(P, &v);
-            if (rc) return rc;
-            if (nargs < 4) args[nargs] = v;
-            nargs++;
-            if (P->lx.tok.kind != TK_COMMA) break;
-            mb_lex_next(&P->lx);
-        }
-    }
-    if (P->lx.tok.kind != TK_RPAREN) return perr_tok(P, "',' or ')'");
+    int rc = parse_args(P, NULL, args, &nargs);
+    if (rc) return rc;
+    return call_op(P, f, name, args, nargs, out, fn.line, fn.col);
+}
+
+/* x.method(args): every function as a method of its first operand, as
+ * PyTorch's Tensor methods (x.sum(-1, keepdim=True), x.exp()), and x.pow(k). */
+static int parse_method(parser *P, val recv, val *out)
+{
+    mb_lex_next(&P->lx); /* . */
+    mb_token fn = P->lx.tok;
+    if (fn.kind != TK_ID) return perr_tok(P, "a method name");
+    char name[MB_NAME_MAX];
+    tok_copy(&fn, name, sizeof name);
     mb_lex_next(&P->lx);
-    if (nargs != 1)
-        return perr(P, fn.line, fn.col, "%s() takes 1 argument, got %d", name, nargs);
-    return mk_unary(P, f, args[0], out, fn.line, fn.col);
+    if (P->lx.tok.kind != TK_LPAREN) return perr_tok(P, "'(' (a method call)");
+    if (recv.node < 0) return perr(P, fn.line, fn.col, "a number has no method '%s'", name);
+    call_arg args[MAX_CALL_ARGS];
+    int nargs = 0;
+    int rc = parse_args(P, &recv, args, &nargs);
+    if (rc) return rc;
+    if (!strcmp(name, "pow")) {
+        if (nargs != 2 || args[1].kw[0] || args[1].is_bool)
+            return perr(P, fn.line, fn.col, "pow() takes 1 argument (write x.pow(2))");
+        return mk_binary(P, MB_OP_POW, recv, args[1].v, out, fn.line, fn.col);
+    }
+    mb_op f;
+    if (mb_op_parse_call(name, &f)) return unknown_function(P, &fn, name);
+    return call_op(P, f, name, args, nargs, out, fn.line, fn.col);
 }
 
 static int parse_name(parser *P, val *out)
@@ -306,7 +527,7 @@ static int parse_name(parser *P, val *out)
     return MB_OK;
 }
 
-static int parse_primary(parser *P, val *out)
+static int parse_atom(parser *P, val *out)
 {
     mb_token t = P->lx.tok;
     switch (t.kind) {
@@ -321,6 +542,17 @@ static int parse_primary(parser *P, val *out)
         mb_lex_next(&P->lx);
         return MB_OK;
     case TK_ID: {
+        /* torch.f(...) and F.f(...) are f(...) */
+        if ((tok_is(&t, "torch") || tok_is(&t, "F")) && !lookup(P, tok_is(&t, "F") ? "F" : "torch")) {
+            mb_lexer save = P->lx;
+            mb_lex_next(&P->lx);
+            if (P->lx.tok.kind == TK_DOT) {
+                mb_lex_next(&P->lx);
+                if (P->lx.tok.kind != TK_ID) return perr_tok(P, "a function name");
+            } else {
+                P->lx = save;
+            }
+        }
         /* look ahead for '(' without consuming */
         mb_lexer save = P->lx;
         mb_lex_next(&P->lx);
@@ -341,6 +573,14 @@ static int parse_primary(parser *P, val *out)
     default:
         return perr_tok(P, "an expression");
     }
+}
+
+/* primary := atom ('.' method '(' args ')')* */
+static int parse_primary(parser *P, val *out)
+{
+    int rc = parse_atom(P, out);
+    while (!rc && P->lx.tok.kind == TK_DOT) rc = parse_method(P, *out, out);
+    return rc;
 }
 
 /* power := primary ['**' factor]   (right-associative, binds tighter than unary minus) */
@@ -446,6 +686,51 @@ static int expect_id(parser *P, char *buf, const char *what)
     return MB_OK;
 }
 
+/* Fixes the graph's rank from a declaration at line:col. */
+static int declare_rank(parser *P, int rank, int line, int col)
+{
+    if (P->g->rank_declared && P->g->rank != rank)
+        return perr(P, line, col, "a %d-D declaration in a %d-D variant (declared on line %d): tensors are "
+                    "[n] or [rows, cols], [rows, 1], [rows], [cols]", rank, P->g->rank, P->rank_line);
+    if (!P->g->rank_declared) P->rank_line = line;
+    P->g->rank = rank;
+    P->g->rank_declared = 1;
+    return MB_OK;
+}
+
+/* dims := '[' dim (',' dim)? ']', dim := rows | cols | n | 1; into *decl
+ * (1 + the shape class). */
+static int parse_dims(parser *P, int *decl)
+{
+    mb_token open = P->lx.tok;
+    mb_lex_next(&P->lx);
+    char d[2][8] = {"", ""};
+    int nd = 0;
+    while (P->lx.tok.kind != TK_RBRACK) {
+        mb_token t = P->lx.tok;
+        if (nd == 2) return perr(P, t.line, t.col, "at most 2 dimensions ([rows, cols])");
+        if (tok_is(&t, "rows") || tok_is(&t, "cols") || tok_is(&t, "n")) tok_copy(&t, d[nd], sizeof d[nd]);
+        else if (t.kind == TK_NUM && t.num == 1) snprintf(d[nd], sizeof d[nd], "1");
+        else return perr_tok(P, "a dimension: rows, cols, n or 1");
+        nd++;
+        mb_lex_next(&P->lx);
+        if (P->lx.tok.kind == TK_COMMA) mb_lex_next(&P->lx);
+        else if (P->lx.tok.kind != TK_RBRACK) return perr_tok(P, "',' or ']'");
+    }
+    mb_lex_next(&P->lx);
+    static const struct { const char *a, *b; int rank, shc; } forms[] = {
+        {"rows", "cols", 2, MB_SHC_FULL}, {"rows", "1", 2, MB_SHC_ROW}, {"rows", "", 2, MB_SHC_ROWV},
+        {"cols", "", 2, MB_SHC_COL}, {"n", "", 1, MB_SHC_FULL},
+    };
+    for (size_t i = 0; i < sizeof forms / sizeof forms[0]; i++)
+        if (!strcmp(d[0], forms[i].a) && !strcmp(d[1], forms[i].b)) {
+            *decl = 1 + forms[i].shc;
+            return declare_rank(P, forms[i].rank, open.line, open.col);
+        }
+    return perr(P, open.line, open.col, "unsupported shape [%s%s%s]: inputs are [n], [rows, cols], "
+                "[rows, 1], [rows] or [cols]", d[0], nd > 1 ? ", " : "", d[1]);
+}
+
 static int parse_input_directive(parser *P)
 {
     for (;;) {
@@ -456,15 +741,21 @@ static int parse_input_directive(parser *P)
         if (lookup(P, name))
             return perr(P, t.line, t.col, "'%s' is already defined", name);
         mb_dtype dt = P->dtype;
-        if (P->lx.tok.kind == TK_ID) {
-            char tname[MB_NAME_MAX];
-            tok_copy(&P->lx.tok, tname, sizeof tname);
-            if (mb_dtype_parse(tname, &dt) != MB_OK)
-                return perr(P, P->lx.tok.line, P->lx.tok.col,
-                            "unknown dtype '%s' (dtypes: f32 bf16 f16)", tname);
-            mb_lex_next(&P->lx);
+        int decl = 0;
+        for (int part = 0; part < 2; part++) { /* a dtype and dims, either order */
+            if (P->lx.tok.kind == TK_LBRACK && !decl) {
+                if ((rc = parse_dims(P, &decl))) return rc;
+            } else if (P->lx.tok.kind == TK_ID) {
+                char tname[MB_NAME_MAX];
+                tok_copy(&P->lx.tok, tname, sizeof tname);
+                if (mb_dtype_parse(tname, &dt) != MB_OK)
+                    return perr(P, P->lx.tok.line, P->lx.tok.col,
+                                "unknown dtype '%s' (dtypes: f32 bf16 f16)", tname);
+                mb_lex_next(&P->lx);
+            }
         }
         if ((rc = add_input(P, name, dt, t.line, t.col))) return rc;
+        P->g->nodes[P->g->inputs[P->g->n_inputs - 1]].decl = (unsigned char)decl;
         if (P->lx.tok.kind != TK_COMMA) return MB_OK;
         mb_lex_next(&P->lx);
     }
@@ -543,13 +834,25 @@ static int parse_statement(parser *P)
         mb_err e;
         if (mb_size_parse(text, &P->g->default_n, &e) != MB_OK)
             return perr(P, st.line, st.col, "%s", e.msg);
+    } else if (tok_is(&t, "shape")) {
+        mb_lex_next(&P->lx);
+        char text[64];
+        mb_token st = P->lx.tok;
+        mb_lex_rest_of_line(&P->lx, text, sizeof text);
+        mb_err e;
+        if (mb_shape_parse(text, &P->g->default_shape, &e) != MB_OK)
+            return perr(P, st.line, st.col, "%s", e.msg);
+        if (P->g->default_shape.rank != 2)
+            return perr(P, st.line, st.col, "shape '%s': expected ROWSxCOLS, e.g. 4096x1024 (a 1-D size is "
+                        "'size N')", text);
+        if ((rc = declare_rank(P, 2, t.line, t.col))) return rc;
     } else {
         char name[MB_NAME_MAX], d[64];
         tok_copy(&t, name, sizeof name);
         mb_lex_next(&P->lx);
         return perr(P, P->lx.tok.line, P->lx.tok.col,
                     "expected '=' after '%s', got %s (statements: name = expression; "
-                    "directives: name, input, output, backward, size)",
+                    "directives: name, input, output, backward, size, shape)",
                     name, mb_tok_desc(&P->lx.tok, d, sizeof d));
     }
     return end_of_statement(P);
@@ -606,6 +909,13 @@ static int finish(parser *P)
     }
     g->n_forward = g->n_nodes;
     default_name(P);
+    if (!g->rank) g->rank = 1;
+    int rc = mb_graph_derive_shapes(g, g->rank, P->err);
+    if (rc) return rc;
+    for (int i = 0; i < g->n_nodes && g->has_backward; i++)
+        if (MB_OP_IS_ROW(g->nodes[i].op))
+            return perr(P, g->nodes[i].line, g->nodes[i].col, "backward of %s() is not modelled: the "
+                        "normalization family is forward only (remove 'backward')", mb_op_name(g->nodes[i].op));
     if (g->has_backward) return mb_autodiff(g, P->err);
     return MB_OK;
 }

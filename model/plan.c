@@ -64,7 +64,10 @@ static int group_eager(mb_plan *p)
     for (int i = 0; i < g->n_forward && !rc; i++) {
         if (g->nodes[i].op == MB_OP_INPUT) continue;
         cur.n = 0;
-        rc = ivec_push(&cur, i) || new_kernel(p, mb_op_name(g->nodes[i].op), 0, &cur);
+        rc = ivec_push(&cur, i);
+        /* nodes that run in this op's library kernel (layer_norm's bias) */
+        while (!rc && i + 1 < g->n_forward && g->nodes[i + 1].joins) rc = ivec_push(&cur, ++i);
+        if (!rc) rc = new_kernel(p, mb_op_name(g->nodes[cur.v[0]].op), 0, &cur);
     }
     int i = g->n_forward;
     while (i < g->n_nodes && !rc) {
@@ -246,6 +249,7 @@ static int derive_traffic(mb_plan *p)
         K->n_writes = writes.n;
         if (!K->reads) K->reads = calloc(1, sizeof(int));
         if (!K->writes) K->writes = calloc(1, sizeof(int));
+        if (!rc) rc = mb_kernel_derive_passes(g, K, p->kind == MB_PLAN_ONLINE);
     }
     p->results = results.v;
     p->n_results = results.n;
@@ -275,6 +279,7 @@ int mb_plan_build_fixed(const mb_graph *g, mb_plan_kind k, mb_plan **out, mb_err
         switch (k) {
         case MB_PLAN_EAGER: rc = group_eager(p); break;
         case MB_PLAN_FUSED: rc = group_range(p, "fused", 0, 0, g->n_forward, NULL); break;
+        case MB_PLAN_ONLINE: rc = group_range(p, "online", 0, 0, g->n_forward, NULL); break;
         case MB_PLAN_STORE:
             rc = group_range(p, "fused_fwd", 0, 0, g->n_forward, NULL);
             if (!rc) rc = group_range(p, "fused_bwd", 1, g->n_forward, g->n_nodes, NULL);
@@ -332,6 +337,10 @@ void mb_plan_free(mb_plan *p)
         free(p->kernels[k].nodes);
         free(p->kernels[k].reads);
         free(p->kernels[k].writes);
+        free(p->kernels[k].read_passes);
+        free(p->kernels[k].eval_mask);
+        free(p->kernels[k].stat_pass);
+        free(p->kernels[k].online);
     }
     free(p->kernels);
     free(p->saved);

@@ -7,6 +7,22 @@
 #include <stdio.h>
 #include <string.h>
 
+/* 1 when g has a softmax, as the library op or written out as
+ * sum(exp(a - amax(a))): what the online plan changes. */
+static int has_softmax(const mb_graph *g)
+{
+    for (int i = 0; i < g->n_forward; i++) {
+        const mb_node *s = &g->nodes[i];
+        if (s->op == MB_OP_SOFTMAX || s->op == MB_OP_LOG_SOFTMAX) return 1;
+        if (s->op != MB_OP_SUM || s->arg[0] < 0 || g->nodes[s->arg[0]].op != MB_OP_EXP) continue;
+        int d = g->nodes[s->arg[0]].arg[0];
+        if (d < 0 || g->nodes[d].op != MB_OP_SUB || g->nodes[d].arg[1] < 0) continue;
+        const mb_node *m = &g->nodes[g->nodes[d].arg[1]];
+        if (m->op == MB_OP_AMAX && m->arg[0] == g->nodes[d].arg[0]) return 1;
+    }
+    return 0;
+}
+
 int mb_plan_supported(const mb_graph *g, mb_plan_kind k)
 {
     switch (k) {
@@ -15,6 +31,7 @@ int mb_plan_supported(const mb_graph *g, mb_plan_kind k)
     case MB_PLAN_STORE:
     case MB_PLAN_RECOMPUTE: return g->has_backward;
     case MB_PLAN_OPTIMAL: return g->has_backward && mb_plan_optimal_available();
+    case MB_PLAN_ONLINE: return !g->has_backward && has_softmax(g);
     default: return 0;
     }
 }

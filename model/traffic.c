@@ -130,6 +130,8 @@ static int op_compiles(const mb_node *a)
 
 int mb_kernel_compiled(const mb_graph *g, const mb_kernel *K)
 {
+    for (int j = 0; j < K->n_nodes; j++)
+        if (MB_OP_IS_ROW(g->nodes[K->nodes[j]].op)) return 0; /* the row executor interprets */
     if (K->n_reads > MB_COMPILED_IO_MAX || K->n_writes > MB_COMPILED_IO_MAX) return 0;
     for (int r = 0; r < K->n_reads; r++)
         if (g->nodes[K->reads[r]].dtype != MB_F32) return 0;
@@ -171,7 +173,16 @@ static int has_compiled_rates(const mb_device *d)
     return 0;
 }
 
-static void compute_time(const mb_plan *p, const mb_kernel *K, int64_t n, const mb_device *d,
+/* Elements op node id works through at shape s: a row op its operand's, an
+ * elementwise op its result's. */
+static double node_elems(const mb_graph *g, int id, mb_shape s)
+{
+    const mb_node *nd = &g->nodes[id];
+    if (MB_OP_IS_ROW(nd->op) && nd->arg[0] >= 0) return (double)mb_tensor_elems_at(g, nd->arg[0], s);
+    return (double)mb_tensor_elems_at(g, id, s);
+}
+
+static void compute_time(const mb_plan *p, const mb_kernel *K, mb_shape sh, const mb_device *d,
                          mb_cost *c)
 {
     double rated_s = 0, flops = 0, sfu = 0;
@@ -192,6 +203,16 @@ static void compute_time(const mb_plan *p, const mb_kernel *K, int64_t n, const 
         int id = K->nodes[j];
         mb_op op = p->g->nodes[id].op;
         mb_op_cost oc = mb_node_cost(p->g, id);
+        /* a kernel making several passes over a row recomputes a value in each
+         * pass that needs it (Inductor's looped reductions; the CPU's row
+         * executor beyond its core cache): eval_mask counts them */
+        int evals = 1;
+        if (K->passes > 1 && K->eval_mask && mb_kernel_onepass_max_cols(K, d) < sh.cols && !MB_OP_IS_ROW(op)) {
+            evals = 0;
+            for (int m = K->eval_mask[j]; m; m >>= 1) evals += m & 1;
+            if (evals < 1) evals = 1;
+        }
+        const double n = node_elems(p->g, id, sh) * evals;
         if (evaluated && evaluated[j] == 0) continue;
         /* a sin/cos pair at the measured sincos rate when the spec has one
          * (a calibrated CPU); else both ops are costed (a GPU's SFU runs both) */
@@ -211,6 +232,7 @@ static void compute_time(const mb_plan *p, const mb_kernel *K, int64_t n, const 
         if ((compiled || is_raw_copy) && op == MB_OP_COPY) continue;
         double rate = (compiled && d->op_compiled_geps[op] > 0 ? d->op_compiled_geps[op]
                                                                : d->op_geps[op]) * 1e9;
+        if (MB_OP_IS_ROW(op)) rate = 0; /* no measured rate: costed at the peaks */
         if (rate > 0) {
             rated_s += times * (double)n / rate;
         } else {
@@ -224,9 +246,11 @@ static void compute_time(const mb_plan *p, const mb_kernel *K, int64_t n, const 
      * measured copy rate. A kernel that is one copy into its own dtype is that
      * copy alone (costed above). */
     if (!compiled && d->op_geps[MB_OP_COPY] > 0 && !is_raw_copy) {
-        int passes = K->n_writes;
-        for (int r = 0; r < K->n_reads; r++) passes += p->g->nodes[K->reads[r]].dtype != MB_F32;
-        rated_s += passes * (double)n / (d->op_geps[MB_OP_COPY] * 1e9);
+        double elems = 0;
+        for (int w = 0; w < K->n_writes; w++) elems += (double)mb_tensor_elems_at(p->g, K->writes[w], sh);
+        for (int r = 0; r < K->n_reads; r++)
+            if (p->g->nodes[K->reads[r]].dtype != MB_F32) elems += (double)mb_tensor_elems_at(p->g, K->reads[r], sh);
+        rated_s += elems / (d->op_geps[MB_OP_COPY] * 1e9);
     }
     free(evaluated);
     /* The ops' flops are single FP32 instructions (add, mul: no FMA to pair
@@ -266,7 +290,12 @@ static mb_bound bound_of(double launch_s, double mem_s, double compute_s)
 /* 1 when tensor t (size bytes) is still in a cache of cache_bytes: it was
  * touched before (trace[last[t]]), and the distinct bytes touched since, plus
  * those kernel K (when not NULL) streams beside it, plus its own, fit. */
-static int resident(const mb_graph *g, const mb_kernel *K, int t, int64_t size, int64_t n,
+static int64_t tbytes(const mb_graph *g, int t, mb_shape s)
+{
+    return mb_tensor_elems_at(g, t, s) * (int64_t)mb_dtype_bytes(g->nodes[t].dtype);
+}
+
+static int resident(const mb_graph *g, const mb_kernel *K, int t, int64_t size, mb_shape n,
                     const int *last, const int *trace, int n_trace, int *stamp, int *cur_stamp,
                     double cache_bytes)
 {
@@ -277,13 +306,13 @@ static int resident(const mb_graph *g, const mb_kernel *K, int t, int64_t size, 
     for (int e = last[t] + 1; e < n_trace && dist + (double)size <= cache_bytes; e++)
         if (stamp[trace[e]] != *cur_stamp) {
             stamp[trace[e]] = *cur_stamp;
-            dist += (double)mb_tensor_bytes(g, trace[e], n);
+            dist += (double)tbytes(g, trace[e], n);
         }
     for (int o = 0; K && o < K->n_reads + K->n_writes; o++) {
         int u = o < K->n_reads ? K->reads[o] : K->writes[o - K->n_reads];
         if (stamp[u] != *cur_stamp) {
             stamp[u] = *cur_stamp;
-            dist += (double)mb_tensor_bytes(g, u, n);
+            dist += (double)tbytes(g, u, n);
         }
     }
     return dist + (double)size <= cache_bytes;
@@ -291,10 +320,43 @@ static int resident(const mb_graph *g, const mb_kernel *K, int t, int64_t size, 
 
 int mb_estimate_plan(const mb_plan *p, int64_t n, const mb_device *d, mb_estimate *out, mb_err *err)
 {
+    return mb_estimate_plan_shape(p, mb_shape_1d(n), d, out, err);
+}
+
+/* The extra passes of a row kernel K that does not fit on chip: each re-read
+ * counts in the lecture's bytes; it reaches DRAM unless the rows in flight
+ * (one per SM or core, at most rows) of everything K streams fit the cache. */
+static void extra_passes(const mb_graph *g, const mb_kernel *K, mb_shape s, const mb_device *d, double cache_bytes,
+                         mb_cost *c)
+{
+    c->passes = 1;
+    if (K->passes <= 1 || mb_kernel_onepass_max_cols(K, d) >= s.cols) return;
+    c->passes = K->passes;
+    double row_bytes = 0;
+    for (int o = 0; o < K->n_reads + K->n_writes; o++) {
+        int u = o < K->n_reads ? K->reads[o] : K->writes[o - K->n_reads];
+        if (g->nodes[u].shape == MB_SHC_FULL) row_bytes += (double)s.cols * (double)mb_dtype_bytes(g->nodes[u].dtype);
+    }
+    double in_flight = d->sm_count >= 1 ? d->sm_count : 1;
+    if (in_flight > (double)s.rows) in_flight = (double)s.rows;
+    int hits = in_flight * row_bytes <= cache_bytes;
+    for (int r = 0; r < K->n_reads; r++) {
+        int64_t again = (int64_t)(K->read_passes[r] - 1) * tbytes(g, K->reads[r], s);
+        c->read_bytes += again;
+        if (!hits && g->nodes[K->reads[r]].shape == MB_SHC_FULL) c->dram_read_bytes += again;
+    }
+}
+
+int mb_estimate_plan_shape(const mb_plan *p, mb_shape n, const mb_device *d, mb_estimate *out, mb_err *err)
+{
     memset(out, 0, sizeof *out);
-    if (n < 1 || n > MB_N_MAX)
-        return mb_err_set(err, MB_EINPUT, "n = %lld is out of range [1, 2^44]", (long long)n);
+    if (n.rows < 1 || n.cols < 1 || n.rows > MB_N_MAX / n.cols)
+        return mb_err_set(err, MB_EINPUT, "n = %lld x %lld is out of range [1, 2^44]", (long long)n.rows,
+                          (long long)n.cols);
     const mb_graph *g = p->g;
+    if (g->rank != (n.rank == 2 ? 2 : 1) && g->has_row_ops)
+        return mb_err_set(err, MB_EINPUT, "variant '%s' is %d-D: give %s", g->name, g->rank,
+                          g->rank == 2 ? "a shape, --shape ROWSxCOLS" : "--n");
     out->bandwidth_gbs = mb_device_bandwidth_gbs(d, &out->bandwidth_source);
     if (!(out->bandwidth_gbs > 0))
         return mb_err_set(err, MB_EINPUT, "device '%s' has no bandwidth", d->name);
@@ -331,22 +393,23 @@ int mb_estimate_plan(const mb_plan *p, int64_t n, const mb_device *d, mb_estimat
     for (int k = 0; k < p->n_kernels; k++) {
         const mb_kernel *K = &p->kernels[k];
         mb_cost *c = &out->per_kernel[k];
-        for (int r = 0; r < K->n_reads; r++) c->read_bytes += mb_tensor_bytes(g, K->reads[r], n);
-        for (int w = 0; w < K->n_writes; w++) c->write_bytes += mb_tensor_bytes(g, K->writes[w], n);
+        for (int r = 0; r < K->n_reads; r++) c->read_bytes += tbytes(g, K->reads[r], n);
+        for (int w = 0; w < K->n_writes; w++) c->write_bytes += tbytes(g, K->writes[w], n);
         c->dram_write_bytes = c->write_bytes;
         for (int r = 0; r < K->n_reads; r++) {
             int t = K->reads[r];
-            int64_t size = mb_tensor_bytes(g, t, n);
+            int64_t size = tbytes(g, t, n);
             if (!resident(g, K, t, size, n, last, trace, n_trace, stamp, &cur_stamp, cache_bytes))
                 c->dram_read_bytes += size;
         }
+        extra_passes(g, K, n, d, cache_bytes, c);
         /* A write-allocate cache (a CPU's, under ordinary stores) reads each
          * line before the store owns it: a tensor the cache does not hold is
          * read from DRAM first. Tensors larger than the cache are written
          * with non-temporal stores by the CPU executors (no read). */
         for (int w = 0; w < K->n_writes && write_allocate; w++) {
             int t = K->writes[w];
-            int64_t size = mb_tensor_bytes(g, t, n);
+            int64_t size = tbytes(g, t, n);
             if ((double)size > cache_bytes) continue;
             if (!resident(g, K, t, size, n, last, trace, n_trace, stamp, &cur_stamp, cache_bytes))
                 c->dram_read_bytes += size, rfo[k] += size;
@@ -360,7 +423,7 @@ int mb_estimate_plan(const mb_plan *p, int64_t n, const mb_device *d, mb_estimat
      * after it (by the next sample's flush on a CPU), not within its time. */
     for (int t = 0; t < g->n_nodes && write_allocate; t++) {
         if (dirty_by[t] != p->n_kernels - 1) continue;
-        int64_t size = mb_tensor_bytes(g, t, n);
+        int64_t size = tbytes(g, t, n);
         if (resident(g, NULL, t, size, n, last, trace, n_trace, stamp, &cur_stamp, cache_bytes))
             out->per_kernel[dirty_by[t]].dram_write_bytes -= size;
     }
@@ -408,7 +471,7 @@ int mb_estimate_plan(const mb_plan *p, int64_t n, const mb_device *d, mb_estimat
     free(rfo);
     /* the plan is bound by whichever term contributes most of its time */
     out->total.bound = bound_of(launch_total_s, mem_bound_s, compute_bound_s);
-    for (int s = 0; s < p->n_saved; s++) out->saved_bytes += mb_tensor_bytes(g, p->saved[s], n);
+    for (int s = 0; s < p->n_saved; s++) out->saved_bytes += tbytes(g, p->saved[s], n);
     free(trace);
     free(last);
     free(stamp);

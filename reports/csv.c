@@ -17,7 +17,7 @@
 #define MB_COL_ENUM(name, required) C_##name,
 enum { MB_MEAS_CSV_COLUMNS(MB_COL_ENUM) C_KERNEL, C_CONTENDED, C_HOST_GBS, C_HOST_RATIO, C_HOST_OP,
        C_LO_MODE, C_HI_MODE, C_HI_SHARE, C_COUNT_CHECK, C_VTEXT, C_VEXPR, C_SPEC, C_PROV,
-       C_CALIBRATION, C_COUNT };
+       C_CALIBRATION, C_SHAPE, C_COUNT };
 #undef MB_COL_ENUM
 #define MB_COL_ROW(name, required) {#name, required},
 static const struct {
@@ -34,7 +34,7 @@ static const struct {
                       /* MB_MEAS_CSV_TEXT_COLUMNS */
                       {MB_MEAS_PROV_VARIANT, 0}, {MB_MEAS_PROV_EXPR, 0}, {MB_MEAS_PROV_SPEC, 0},
                       {MB_MEAS_PROV_LINES, 0},
-                      {MB_MEAS_CSV_CALIBRATION_COLUMN, 0}};
+                      {MB_MEAS_CSV_CALIBRATION_COLUMN, 0}, {MB_MEAS_CSV_SHAPE_COLUMN, 0}};
 #undef MB_COL_ROW
 /* short names for the parser below */
 enum {
@@ -380,6 +380,15 @@ static int parse_row(mb_rpt_set *s, ctx *c, const int *pos, field *f, int nf, mb
         for (size_t i = 0; i < sizeof marks / sizeof marks[0] && !known; i++) known = !strcmp(x->s, marks[i]);
         if (!known) return bad(c, x, C_CALIBRATION, "full, quick, fallback, stale or empty");
         if (!(r->calibration = intern(s, x->s, 16))) return mb_err_set(c->err, MB_ERUN, "out of memory");
+    }
+    r->rows = r->cols = 0; /* 2-D rows: "ROWSxCOLS", rows x cols = n */
+    if (pos[C_SHAPE] >= 0 && f[pos[C_SHAPE]].s[0]) {
+        mb_shape sh;
+        mb_err e;
+        if (mb_shape_parse(f[pos[C_SHAPE]].s, &sh, &e) || sh.rank != 2 || sh.rows * sh.cols != r->n)
+            return bad(c, &f[pos[C_SHAPE]], C_SHAPE, "ROWSxCOLS with rows x cols = n, or empty");
+        r->rows = sh.rows;
+        r->cols = sh.cols;
     }
     /* counts the CUDA backend's sanity gate rejected are kept in the file
      * for inspection, never used as measurements */

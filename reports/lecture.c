@@ -30,6 +30,24 @@ const mb_rpt_demo mb_rpt_lecture[MB_RPT_N_DEMOS] = {
        2, 3.0}}},
 };
 
+const mb_rpt_row_claim mb_rpt_row_claims[MB_RPT_N_ROW_CLAIMS] = {
+    {"softmax", "eager", "fused", "4096x1024", (int64_t)4096 * 1024,
+     "normalization: fusing a hand-written softmax moves 2n instead of 8n", "8n / 2n = 4x", 4.0,
+     "lecture count"},
+    {"softmax", "fused", "online", "64x4194304", (int64_t)64 << 22,
+     "normalization: online softmax moves 3n instead of 4n when a row does not fit on chip", "4n / 3n = 1.33x",
+     4.0 / 3.0, "DRAM count"},
+    {"softmax_op", "eager", "online", "64x4194304", (int64_t)64 << 22,
+     "normalization: F.softmax's three passes (4n) against online softmax (3n) on long rows", "4n / 3n = 1.33x",
+     4.0 / 3.0, "DRAM count"},
+    {"rmsnorm", "eager", "fused", "4096x1024", (int64_t)4096 * 1024,
+     "normalization: fusing Hugging Face's RMSNorm moves 2n instead of 7n", "7n / 2n = 3.5x", 3.5,
+     "lecture count"},
+    {"layernorm", "eager", "fused", "4096x1024", (int64_t)4096 * 1024,
+     "normalization: fusing a hand-written LayerNorm moves 2n instead of 12n", "12n / 2n = 6x", 6.0,
+     "lecture count"},
+};
+
 const mb_rpt_demo *mb_rpt_demo_of(const char *variant)
 {
     for (int i = 0; i < MB_RPT_N_DEMOS; i++)

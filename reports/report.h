@@ -49,6 +49,22 @@ typedef struct mb_rpt_demo {
 #define MB_RPT_N_DEMOS 4
 extern const mb_rpt_demo mb_rpt_lecture[MB_RPT_N_DEMOS];
 
+/* The normalization family's claims (issue 33): a slow and a fast plan of
+ * one built-in at n elements (its shape's rows x cols), the ratio of the
+ * count that judges it: the lecture's count (read + write bytes) where a
+ * row fits on chip, the cache-aware DRAM count where re-reads must leave
+ * the L2 (the online claim, at rows of 16 MiB). */
+typedef struct mb_rpt_row_claim {
+    const char *variant, *slow, *fast;
+    const char *shape;         /* "4096x1024": the size the claim is made at */
+    int64_t n;                 /* its elements */
+    const char *text, *lecture;
+    double ratio;
+    const char *judged_by;     /* "lecture count" or "DRAM count" */
+} mb_rpt_row_claim;
+#define MB_RPT_N_ROW_CLAIMS 5
+extern const mb_rpt_row_claim mb_rpt_row_claims[MB_RPT_N_ROW_CLAIMS];
+
 /* The demo of a variant name, or NULL for any other variant. */
 const mb_rpt_demo *mb_rpt_demo_of(const char *variant);
 
@@ -87,6 +103,7 @@ typedef struct mb_rpt_row {
     const char *plan;          /* at most 15 bytes */
     const char *dtype;         /* at most 7 bytes */
     int64_t n;
+    int64_t rows, cols;        /* 2-D rows (the 'shape' column): rows x cols = n; 0, 0 for 1-D */
     int kernels, reps;         /* -1 when absent */
     int contended;             /* contended samples (-1: no such column) */
     int noisy;                 /* more than a fifth contended: shown, never fitted */

@@ -270,7 +270,7 @@ int mb_rpt_verdicts(mb_rpt_set *s, mb_err *err)
     s->verdicts = NULL;
     s->n_verdicts = 0;
     if (!s->n_groups) return MB_OK;
-    s->verdicts = calloc((size_t)(s->n_groups * 2 * MB_RPT_N_DEMOS), sizeof *s->verdicts);
+    s->verdicts = calloc((size_t)(s->n_groups * (2 * MB_RPT_N_DEMOS + MB_RPT_N_ROW_CLAIMS)), sizeof *s->verdicts);
     if (!s->verdicts) return mb_err_set(err, MB_ERUN, "out of memory");
     for (int d = 0; d < MB_RPT_N_DEMOS; d++) {
         const mb_rpt_demo *demo = &mb_rpt_lecture[d];
@@ -283,6 +283,20 @@ int mb_rpt_verdicts(mb_rpt_set *s, mb_err *err)
                     ran = s->rows[i].group == g && !strcmp(s->rows[i].variant, demo->variant);
                 if (ran) check(s, g, &k, &s->verdicts[s->n_verdicts++]);
             }
+        }
+    }
+    for (int c = 0; c < MB_RPT_N_ROW_CLAIMS; c++) { /* the normalization family's */
+        const mb_rpt_row_claim *rc = &mb_rpt_row_claims[c];
+        claim k = {rc->text, rc->lecture, rc->variant, rc->slow, MB_F32, rc->variant, rc->fast, MB_F32,
+                   rc->ratio, rc->n};
+        for (int g = 0; g < s->n_groups; g++) {
+            int ran = 0;
+            for (int i = 0; i < s->n_rows && !ran; i++)
+                ran = s->rows[i].group == g && !strcmp(s->rows[i].variant, rc->variant);
+            if (!ran) continue;
+            mb_rpt_verdict *v = &s->verdicts[s->n_verdicts++];
+            check(s, g, &k, v);
+            note_add(v, " Judged by the %s at %s.", rc->judged_by, rc->shape);
         }
     }
     return MB_OK;

@@ -45,7 +45,7 @@ rows=$(($(wc -l <"$tmp/out") - 1))
 jcheck '[.results[].device] | unique | join(",")' a100-80gb,h100-sxm
 
 # bad input: one line, exit 2
-expect 2 "unknown variant 'sin3' (variants: copy, gelu_tanh, sigmoid3, sin2_plus_cos2" -- model sin3
+expect 2 "unknown variant 'sin3' (variants: copy, gelu_tanh, layernorm, rmsnorm, sigmoid3, sin2_plus_cos2, softmax, softmax_op" -- model sin3
 expect 2 "did you mean h100-sxm" -- model copy --device h10-sxm
 expect 2 "<expr>:1:10: expected ',' or ')'" -- model --expr 'y = sin(x'
 expect 2 "<expr>:1:5: unknown function 'sinh'" -- model --expr 'y = sinh(x)'
@@ -134,6 +134,31 @@ cp "$B" "$tmp/prefix/bin/" && cp -r "$share" "$tmp/prefix/share/membound/"
 (cd / && env -u MEMBOUND_VARIANTS "$tmp/prefix/bin/membound" model gelu_tanh --json) >"$tmp/out" 2>"$tmp/err" \
   && ok || bad "relocated binary: $(cat "$tmp/err")"
 jcheck '.results[0].variant' gelu_tanh
+
+# shapes and row reductions: the built-in softmax at a shape, its JSON fields,
+# the one-pass limit per device, the CSV's shape column, shape errors in one line
+"$B" model softmax --shape 64x2^22 --json >"$tmp/out" || bad "model softmax --shape failed"
+n=$((64 * 4194304))
+jcheck '.results[] | select(.plan=="eager") | .kernels' 5
+jcheck '.results[] | select(.plan=="eager") | .read_bytes' $((5 * 4 * n + 2 * 4 * 64))
+jcheck '.results[] | select(.plan=="fused") | .read_bytes' $((3 * 4 * n))
+jcheck '.results[] | select(.plan=="online") | .read_bytes' $((2 * 4 * n))
+jcheck '.results[] | select(.plan=="online") | .shape' 64x4194304
+jcheck '.results[] | select(.plan=="fused") | .per_kernel[0].onepass_max_cols' 123904
+jcheck '.results[] | select(.plan=="fused") | .per_kernel[0].passes' 3
+"$B" model softmax --shape 4096x1024 --devices h100-sxm,a100-80gb >"$tmp/out" || bad "model softmax table failed"
+grep -q "one pass up to rows of 107520 elements on a100-80gb" "$tmp/out" && ok || bad "a100 one-pass limit: $(grep a100 "$tmp/out")"
+"$B" whatif softmax_op --sizes 2^12x2^12,2^14x2^10 --devices h100-sxm --csv >"$tmp/out" || bad "whatif shapes failed"
+[ "$(head -1 "$tmp/out" | tr , '\n' | grep -n '^shape$' | cut -d: -f1)" -gt 19 ] && ok || bad "csv shape column"
+grep -q ',2^14x2^10\|,16384x1024,' "$tmp/out" && ok || bad "csv shape value: $(tail -1 "$tmp/out")"
+"$B" model --expr 'y = x / x.sum(-1)' --shape 4096x1024 --json >/dev/null 2>"$tmp/err"
+[ $? -eq 2 ] && grep -q '<expr>:1:7: shapes \[rows, cols\] and \[rows\] do not broadcast' "$tmp/err" && ok || bad "shape error: $(cat "$tmp/err")"
+expect 2 "sum() over dim 0 is not supported" -- model --expr 'y = x * sum(x, 0)' --shape 64x64
+expect 2 "is 2-D (its inputs are [rows, cols]): give a shape" -- model softmax --n 2^20
+expect 2 "expected ROWSxCOLS" -- model softmax --shape 2^20
+expect 2 "mix 1-D sizes and ROWSxCOLS shapes" -- model softmax --sizes 2^20,64x64
+"$B" model --expr 'y = x / sum(x, -1)' --n 2^20 --json >"$tmp/out" || bad "1-D reduction failed"
+jcheck '.results[] | select(.plan=="eager") | .kernels' 2
 
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

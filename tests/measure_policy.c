@@ -35,7 +35,7 @@ static void test_admission(void)
     /* at least the input and the output, and the flush (2x the cache) */
     CHECK(need >= 2 * 4 * n + 2 * mb_meas_llc_bytes(&c));
     mb_plan_free(p);
-    mb_meas_job jobs[2] = {{g, MB_PLAN_EAGER, n, need}, {g, MB_PLAN_EAGER, n << 4, 16 * need}};
+    mb_meas_job jobs[2] = {{g, MB_PLAN_EAGER, n, need, 0}, {g, MB_PLAN_EAGER, n << 4, 16 * need, 0}};
     CHECK(mb_meas_admit_jobs(MB_MEAS_CPU, &c, jobs, 2, 64 * need, &e) == MB_OK);
     CHECK(mb_meas_admit_jobs(MB_MEAS_CPU, &c, jobs, 2, 0, &e) == MB_OK); /* unknown: admitted */
     CHECK(mb_meas_admit_jobs(MB_MEAS_CPU, &c, jobs, 2, 4 * need, &e) == MB_EINPUT);

@@ -806,7 +806,7 @@ static int run_traffic(const opts *o)
                 fprintf(stderr, "ptx_traffic: error: %s\n", err.msg);
                 return 2;
             }
-            for (int pk = 0; pk < MB_PLAN_COUNT && bad >= 0; pk++) {
+            for (int pk = 0; pk < MB_PLAN_COUNT && bad >= 0 && !g->has_row_ops; pk++) { /* no CUDA row kernels yet */
                 if (!mb_plan_supported(g, (mb_plan_kind)pk)) continue;
                 mb_plan *p = NULL;
                 if (mb_plan_build(g, (mb_plan_kind)pk, &p, &err) != MB_OK) {

@@ -1,0 +1,202 @@
+/* shape.c — tensor shapes: sizes written ROWSxCOLS, NumPy broadcasting of a
+ * graph's tensors ([rows, cols], [rows, 1], [rows], [cols], scalars) and
+ * what a reduction over the last dimension gives, as PyTorch does.
+ * Does not parse the language (parser.c) nor count bytes (traffic.c). */
+#include "model_int.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+int mb_shape_parse(const char *s, mb_shape *out, mb_err *err)
+{
+    const char *x = strchr(s, 'x');
+    if (!x) {
+        int64_t n;
+        int rc = mb_size_parse(s, &n, err);
+        if (rc) return rc;
+        *out = mb_shape_1d(n);
+        return MB_OK;
+    }
+    char left[64];
+    size_t len = (size_t)(x - s);
+    if (len == 0 || len >= sizeof left || !x[1] || strchr(x + 1, 'x'))
+        return mb_err_set(err, MB_EINPUT, "shape '%s': expected ROWSxCOLS, e.g. 4096x1024 or 2^12x2^12", s);
+    memcpy(left, s, len);
+    left[len] = '\0';
+    int64_t rows, cols;
+    mb_err e;
+    if (mb_size_parse(left, &rows, &e) || mb_size_parse(x + 1, &cols, &e))
+        return mb_err_set(err, MB_EINPUT, "shape '%s': %s", s, e.msg);
+    if (rows > MB_N_MAX / cols)
+        return mb_err_set(err, MB_EINPUT, "shape '%s': too large to count (at most 2^44 elements)", s);
+    *out = (mb_shape){2, rows, cols};
+    return MB_OK;
+}
+
+void mb_shape_format(mb_shape s, char *buf, size_t size)
+{
+    if (s.rank == 2) snprintf(buf, size, "%lldx%lld", (long long)s.rows, (long long)s.cols);
+    else snprintf(buf, size, "%lld", (long long)s.cols);
+}
+
+int64_t mb_shape_elems(mb_shape s) { return s.rows * s.cols; }
+
+mb_shape mb_shape_1d(int64_t n) { return (mb_shape){1, 1, n}; }
+
+int64_t mb_tensor_elems_at(const mb_graph *g, int i, mb_shape s)
+{
+    switch ((mb_shape_class)g->nodes[i].shape) {
+    case MB_SHC_ROW:
+    case MB_SHC_ROWV: return s.rows;
+    case MB_SHC_COL: return s.cols;
+    case MB_SHC_SCALAR: return 1;
+    default: return s.rows * s.cols;
+    }
+}
+
+const char *mb_shape_class_text(mb_shape_class c, int rank)
+{
+    switch (c) {
+    case MB_SHC_ROW: return rank == 2 ? "[rows, 1]" : "[1]";
+    case MB_SHC_ROWV: return "[rows]";
+    case MB_SHC_COL: return "[cols]";
+    case MB_SHC_SCALAR: return "[]";
+    default: return rank == 2 ? "[rows, cols]" : "[n]";
+    }
+}
+
+/* A shape class as dimensions, right-aligned: 'R' rows, 'C' cols (or n at
+ * rank 1), '1'. Returns the count. */
+static int dims_of(mb_shape_class c, int rank, char d[2])
+{
+    switch (c) {
+    case MB_SHC_FULL:
+        if (rank == 1) { d[0] = 'C'; return 1; }
+        d[0] = 'R', d[1] = 'C';
+        return 2;
+    case MB_SHC_ROW:
+        if (rank == 1) { d[0] = '1'; return 1; }
+        d[0] = 'R', d[1] = '1';
+        return 2;
+    case MB_SHC_ROWV: d[0] = 'R'; return 1;
+    case MB_SHC_COL: d[0] = 'C'; return 1;
+    default: return 0;
+    }
+}
+
+/* NumPy broadcasting of two classes: 0 and *out, or -1 when the dimensions
+ * do not match (or give a shape no class names, such as [rows, rows]). */
+static int broadcast(mb_shape_class a, mb_shape_class b, int rank, mb_shape_class *out)
+{
+    char da[2], db[2], r[2];
+    int na = dims_of(a, rank, da), nb = dims_of(b, rank, db);
+    int nr = na > nb ? na : nb;
+    for (int k = 0; k < nr; k++) { /* k-th dimension from the right */
+        char x = k < na ? da[na - 1 - k] : '1', y = k < nb ? db[nb - 1 - k] : '1';
+        if (x == y || y == '1') r[nr - 1 - k] = x;
+        else if (x == '1') r[nr - 1 - k] = y;
+        else return -1;
+    }
+    for (int c = 0; c < MB_SHC_COUNT; c++) {
+        char dc[2];
+        int nc = dims_of((mb_shape_class)c, rank, dc);
+        if (nc == nr && (nr == 0 || (dc[0] == r[0] && (nr < 2 || dc[1] == r[1])))) {
+            *out = (mb_shape_class)c;
+            return 0;
+        }
+    }
+    return -1;
+}
+
+/* "file:line:col: shapes A and B do not broadcast ..." at node nd. */
+static int broadcast_err(const mb_graph *g, const mb_node *nd, mb_err *err, const char *a, const char *b)
+{
+    return mb_err_set(err, MB_EINPUT, "%s:%d:%d: shapes %s and %s do not broadcast (a reduction with "
+                      "keepdim=False drops the reduced dimension: keepdim=True keeps it as [rows, 1])",
+                      g->path, nd->line, nd->col, a, b);
+}
+
+/* The dimension a row op reduces must be the last one: -1, or rank - 1. */
+static int check_dim(const mb_graph *g, const mb_node *nd, int rank, mb_err *err)
+{
+    int d = nd->dim;
+    if (d < -rank || d >= rank)
+        return mb_err_set(err, MB_EINPUT, "%s:%d:%d: %s(): dim %d is out of range for a %d-D tensor "
+                          "(expected in [%d, %d])", g->path, nd->line, nd->col, mb_op_name(nd->op), d, rank,
+                          -rank, rank - 1);
+    if (d != -1 && d != rank - 1)
+        return mb_err_set(err, MB_EINPUT, "%s:%d:%d: %s() over dim %d is not supported: only the last "
+                          "dimension is (dim=-1%s)", g->path, nd->line, nd->col, mb_op_name(nd->op), d,
+                          rank == 2 ? " or dim=1" : " or dim=0");
+    return MB_OK;
+}
+
+static int row_op_shape(const mb_graph *g, mb_node *nd, int rank, mb_err *err)
+{
+    const mb_node *x = nd->arg[0] >= 0 ? &g->nodes[nd->arg[0]] : NULL;
+    const char *rk = rank == 2 ? "[rows, cols]" : "[n]";
+    if (!x || x->shape != MB_SHC_FULL)
+        return mb_err_set(err, MB_EINPUT, "%s:%d:%d: %s() of a %s tensor: only whole rows are reduced "
+                          "(a %s tensor)", g->path, nd->line, nd->col, mb_op_name(nd->op),
+                          nd->arg[0] < 0 ? "scalar" : mb_shape_class_text((mb_shape_class)x->shape, rank), rk);
+    if (nd->op == MB_OP_LAYER_NORM || nd->op == MB_OP_RMS_NORM) {
+        mb_shape_class want = rank == 2 ? MB_SHC_COL : MB_SHC_FULL;
+        if (nd->arg[1] >= 0 && g->nodes[nd->arg[1]].shape != want)
+            return mb_err_set(err, MB_EINPUT, "%s:%d:%d: %s(): the weight is %s, expected %s (normalized_shape "
+                              "is the last dimension)", g->path, nd->line, nd->col, mb_op_name(nd->op),
+                              mb_shape_class_text((mb_shape_class)g->nodes[nd->arg[1]].shape, rank),
+                              mb_shape_class_text(want, rank));
+        nd->shape = MB_SHC_FULL;
+        return MB_OK;
+    }
+    int rc = check_dim(g, nd, rank, err);
+    if (rc) return rc;
+    if (mb_op_info_of(nd->op)->kind != MB_OPK_REDUCTION) nd->shape = MB_SHC_FULL;
+    else if (nd->keepdim) nd->shape = MB_SHC_ROW;
+    else nd->shape = rank == 2 ? MB_SHC_ROWV : MB_SHC_SCALAR;
+    return MB_OK;
+}
+
+int mb_graph_derive_shapes(mb_graph *g, int rank, mb_err *err)
+{
+    for (int i = 0; i < g->n_forward; i++) {
+        mb_node *nd = &g->nodes[i];
+        if (nd->op == MB_OP_INPUT) {
+            nd->shape = nd->decl ? (unsigned char)(nd->decl - 1) : MB_SHC_FULL;
+            continue;
+        }
+        if (MB_OP_IS_ROW(nd->op)) {
+            int rc = row_op_shape(g, nd, rank, err);
+            if (rc) return rc;
+            continue;
+        }
+        mb_shape_class a = nd->arg[0] >= 0 ? (mb_shape_class)g->nodes[nd->arg[0]].shape : MB_SHC_SCALAR;
+        mb_shape_class b = mb_op_arity(nd->op) == 2 && nd->arg[1] >= 0
+                               ? (mb_shape_class)g->nodes[nd->arg[1]].shape : MB_SHC_SCALAR;
+        mb_shape_class r;
+        if (broadcast(a, b, rank, &r))
+            return broadcast_err(g, nd, err, mb_shape_class_text(a, rank), mb_shape_class_text(b, rank));
+        nd->shape = (unsigned char)r;
+    }
+    /* backward nodes (elementwise graphs only) have the full shape */
+    for (int i = g->n_forward; i < g->n_nodes; i++) g->nodes[i].shape = MB_SHC_FULL;
+    g->rank = rank;
+    return MB_OK;
+}
+
+int mb_graph_set_rank(mb_graph *g, int rank, mb_err *err)
+{
+    if (g->rank == rank) return MB_OK;
+    if (g->rank_declared && g->rank == 2)
+        return mb_err_set(err, MB_EINPUT, "variant '%s' is 2-D (its inputs are [rows, cols]): give a "
+                          "shape, --shape ROWSxCOLS, not --n", g->name);
+    if (!g->has_row_ops) {
+        g->rank = rank;
+        return MB_OK;
+    }
+    if (g->rank_declared)
+        return mb_err_set(err, MB_EINPUT, "variant '%s' is 1-D (its inputs are [n]): give --n, not a "
+                          "ROWSxCOLS shape", g->name);
+    return mb_graph_derive_shapes(g, rank, err);
+}

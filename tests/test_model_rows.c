@@ -1,0 +1,226 @@
+/* test_model_rows.c — shapes, reductions and the normalization family in the
+ * model: PyTorch-eager kernel counts and traffic (counts derived by hand from
+ * one kernel per op and PyTorch's softmax/layer_norm dispatch), the fused
+ * plan's one pass and passes, the online plan, broadcasting and line:column
+ * shape errors. Table-driven: one row per expression, plan and shape. */
+#include "membound_model.h"
+#include "mb_test.h"
+
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#define X_ "input x [rows, cols]\n"
+#define XW X_ "input w [cols]\n"
+#define HEAD XW "input b [cols]\n"
+#define SOFTMAX X_ "m = x.amax(-1, keepdim=True)\ne = exp(x - m)\ny = e / e.sum(-1, keepdim=True)\n"
+#define RMS_HF XW "y = x * rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6) * w\n"
+
+/* reads = rn n + rr rows + rc cols elements, writes = wn n + wr rows (f32) */
+static const struct {
+    const char *text, *shape;
+    mb_plan_kind plan;
+    int kernels, rn, rr, rc, wn, wr;
+} cases[] = {
+    /* amax (r n, w R), sub (n + R, n), exp (n, n), sum (n, R), div (n + R, n) = 5n + 3n */
+    {SOFTMAX "output y", "4096x1024", MB_PLAN_EAGER, 5, 5, 2, 0, 3, 2},
+    {SOFTMAX "output y", "4096x1024", MB_PLAN_FUSED, 1, 1, 0, 0, 1, 0},    /* a row fits: one pass */
+    {SOFTMAX "output y", "64x2^22", MB_PLAN_FUSED, 1, 3, 0, 0, 1, 0},      /* max, sum, write: 3 reads */
+    {SOFTMAX "output y", "64x2^22", MB_PLAN_ONLINE, 1, 2, 0, 0, 1, 0},     /* online: 2 reads */
+    {SOFTMAX "output y", "4096x1024", MB_PLAN_ONLINE, 1, 1, 0, 0, 1, 0},
+    {XW "y = softmax(x, -1)\nz = y + w", "4096x1024", MB_PLAN_EAGER, 2, 2, 0, 1, 2, 0},
+    {XW "y = softmax(x, dim=-1)\nz = y + w", "64x2^22", MB_PLAN_EAGER, 2, 4, 0, 1, 2, 0},
+    {XW "y = softmax(x, -1)\nz = y + w", "64x2^22", MB_PLAN_ONLINE, 1, 2, 0, 1, 1, 0},
+    {XW "y = log_softmax(x, 1)\nz = y * w", "64x2^22", MB_PLAN_EAGER, 2, 4, 0, 1, 2, 0},
+    /* HF RMSNorm: pow (n, n), mean (n, R), add (R, R), rsqrt (R, R), mul (n + R, n), mul (n + C, n) */
+    {RMS_HF, "4096x1024", MB_PLAN_EAGER, 6, 4, 3, 1, 3, 3},
+    {RMS_HF, "4096x1024", MB_PLAN_FUSED, 1, 1, 0, 1, 1, 0},
+    {RMS_HF, "64x2^22", MB_PLAN_FUSED, 1, 2, 0, 1, 1, 0},                  /* mean of squares, then write */
+    {HEAD "y = rms_norm(x, w, eps=1e-6)\nz = y + b", "64x2^22", MB_PLAN_EAGER, 2, 3, 0, 2, 2, 0},
+    /* F.layer_norm: one kernel, bias inside; Welford then normalize: 2 reads beyond on-chip */
+    {HEAD "y = layer_norm(x, w, b)", "4096x1024", MB_PLAN_EAGER, 1, 1, 0, 2, 1, 0},
+    {HEAD "y = layer_norm(x, w, b, eps=1e-5)", "64x2^22", MB_PLAN_EAGER, 1, 2, 0, 2, 1, 0},
+    /* written out: mean, centre, variance of the centred rows: 3 passes */
+    {HEAD "m = x.mean(-1, keepdim=True)\nd = x - m\nv = (d*d).mean(-1, keepdim=True)\n"
+          "y = d * rsqrt(v + 1e-5) * w + b", "64x2^22", MB_PLAN_FUSED, 1, 3, 0, 2, 1, 0},
+    /* keepdim=False: a [rows] result, the default */
+    {X_ "y = x.sum(-1)", "4096x1024", MB_PLAN_EAGER, 1, 1, 0, 0, 0, 1},
+    {X_ "y = torch.amax(x, dim=1, keepdim=False)", "4096x1024", MB_PLAN_FUSED, 1, 1, 0, 0, 0, 1},
+    /* a [rows, 1] statistic broadcast against [cols]: the outer [rows, cols] */
+    {XW "s = x.sum(-1, keepdim=True)\ny = s * w", "4096x1024", MB_PLAN_EAGER, 2, 1, 1, 1, 1, 1},
+    /* 1-D: the reduction is a scalar ([] with keepdim=False), broadcast as PyTorch does */
+    {"input x\ny = x / sum(x, -1)", "2^20", MB_PLAN_EAGER, 2, 2, 1, 0, 1, 1},
+    /* 1-D is one row: 2^15 f32 (128 KiB) fits on chip, 2^20 (4 MiB) does not */
+    {"input x [n]\ny = x - x.mean(0)", "2^15", MB_PLAN_FUSED, 1, 1, 0, 0, 1, 0},
+    {"input x [n]\ny = x - x.mean(0)", "2^20", MB_PLAN_FUSED, 1, 2, 0, 0, 1, 0},
+};
+
+static void check_case(int i, const mb_device *d)
+{
+    mb_graph *g = NULL;
+    mb_plan *p = NULL;
+    mb_err e;
+    mb_shape s;
+    mb_estimate est;
+    memset(&est, 0, sizeof est);
+    char name[32];
+    snprintf(name, sizeof name, "case%d.mb", i);
+    int rc = mb_shape_parse(cases[i].shape, &s, &e);
+    if (!rc) rc = mb_parse_variant(cases[i].text, name, MB_F32, &g, &e);
+    if (!rc) rc = mb_graph_set_rank(g, s.rank, &e);
+    if (!rc) rc = mb_plan_build(g, cases[i].plan, &p, &e);
+    if (!rc) rc = mb_estimate_plan_shape(p, s, d, &est, &e);
+    if (rc) fprintf(stderr, "case %d: %s\n", i, e.msg);
+    CHECK(rc == MB_OK);
+    if (!rc) {
+        int64_t n = s.rows * s.cols;
+        int64_t want_r = 4 * (cases[i].rn * n + cases[i].rr * s.rows + cases[i].rc * s.cols);
+        int64_t want_w = 4 * (cases[i].wn * n + cases[i].wr * s.rows);
+        if (p->n_kernels != cases[i].kernels || est.total.read_bytes != want_r || est.total.write_bytes != want_w)
+            fprintf(stderr, "case %d (%s, %s): %d kernels, read %lld, write %lld; want %d, %lld, %lld\n", i,
+                    mb_plan_name(cases[i].plan), cases[i].shape, p->n_kernels, (long long)est.total.read_bytes,
+                    (long long)est.total.write_bytes, cases[i].kernels, (long long)want_r, (long long)want_w);
+        CHECK_EQ_I64(p->n_kernels, cases[i].kernels);
+        CHECK_EQ_I64(est.total.read_bytes, want_r);
+        CHECK_EQ_I64(est.total.write_bytes, want_w);
+    }
+    mb_estimate_free(&est);
+    mb_plan_free(p);
+    mb_graph_free(g);
+}
+
+/* rows of 16 MiB: 132 SMs x the row's 32 MiB (read + written) leave the 50 MB
+ * L2, so every pass reaches DRAM and both counts agree; at 4096x1024 the
+ * eager kernels' re-reads of a 16 MiB x hit the L2 */
+static void check_dram(const mb_device *d)
+{
+    static const struct { const char *shape; mb_plan_kind plan; int agree; } rows[] = {
+        {"64x2^22", MB_PLAN_FUSED, 1}, {"64x2^22", MB_PLAN_ONLINE, 1}, {"4096x1024", MB_PLAN_EAGER, 0},
+    };
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+        mb_graph *g = NULL;
+        mb_plan *p = NULL;
+        mb_err e;
+        mb_shape s;
+        mb_estimate est;
+        memset(&est, 0, sizeof est);
+        int rc = mb_shape_parse(rows[i].shape, &s, &e) || mb_parse_variant(SOFTMAX, "s.mb", MB_F32, &g, &e) ||
+                 mb_plan_build(g, rows[i].plan, &p, &e) || mb_estimate_plan_shape(p, s, d, &est, &e);
+        CHECK(rc == 0);
+        if (!rc) {
+            CHECK((est.total.dram_read_bytes == est.total.read_bytes) == rows[i].agree);
+            CHECK(est.total.dram_write_bytes == est.total.write_bytes);
+        }
+        mb_estimate_free(&est);
+        mb_plan_free(p);
+        mb_graph_free(g);
+    }
+    /* a device without an on-chip size makes every pass even for short rows */
+    mb_device none = *d;
+    none.onchip_kib = 0;
+    mb_graph *g = NULL;
+    mb_plan *p = NULL;
+    mb_err e;
+    mb_estimate est;
+    memset(&est, 0, sizeof est);
+    mb_shape s = {2, 4096, 1024};
+    int rc = mb_parse_variant(SOFTMAX, "s.mb", MB_F32, &g, &e) || mb_plan_build(g, MB_PLAN_FUSED, &p, &e) ||
+             mb_estimate_plan_shape(p, s, &none, &est, &e);
+    CHECK(rc == 0);
+    if (!rc) {
+        CHECK_EQ_I64(est.total.read_bytes, 3 * 4 * s.rows * s.cols);
+        CHECK_EQ_I64(mb_kernel_onepass_max_cols(&p->kernels[0], d), (int64_t)(484 * 1024 / 4));
+        CHECK_EQ_I64(mb_kernel_onepass_max_cols(&p->kernels[0], &none), 0);
+    }
+    mb_estimate_free(&est);
+    mb_plan_free(p);
+    mb_graph_free(g);
+}
+
+/* text, rank to set (0: as parsed), the error's "file:line:col: ..." start */
+static const struct {
+    const char *text;
+    int rank;
+    const char *want;
+} bad[] = {
+    {X_ "y = x / x.sum(-1)", 0, "e.mb:2:7: shapes [rows, cols] and [rows] do not broadcast"},
+    {X_ "y = x.sum(-1) / x", 0, "e.mb:2:15: shapes [rows] and [rows, cols]"},
+    {X_ "y = sum(x, 0, keepdim=True)", 0, "e.mb:2:5: sum() over dim 0 is not supported: only the last"},
+    {X_ "y = x.amax(-2)", 0, "e.mb:2:7: amax() over dim -2 is not supported"},
+    {X_ "y = x.mean(dim=3)", 0, "e.mb:2:7: mean(): dim 3 is out of range"},
+    {X_ "y = x.sum()", 0, "e.mb:2:7: sum() without dim reduces every element"},
+    {X_ "y = sum(x, -1, keepdim=1)", 0, "e.mb:2:16: sum(): keepdim must be True or False"},
+    {X_ "y = sum(x, -1, keep=True)", 0, "e.mb:2:16: sum() got an unexpected keyword argument 'keep'"},
+    {X_ "y = sum(x, -1, dim=-1)", 0, "e.mb:2:16: sum() got multiple values for argument 'dim'"},
+    {X_ "y = softmax(x)", 0, "e.mb:2:5: softmax() without dim"},
+    {X_ "y = layer_norm(x, x)", 0, "e.mb:2:5: layer_norm(): the weight is [rows, cols], expected [cols]"},
+    {X_ "y = sum(x.sum(-1, keepdim=True), -1)", 0, "e.mb:2:5: sum() of a [rows, 1] tensor"},
+    {"input x [rows, cols]\ninput v [rows]\ny = x * v", 0, "e.mb:3:7: shapes [rows, cols] and [rows]"},
+    {"input x [rows, cols]\ninput v [n]\ny = x * v", 0, "e.mb:2:9: a 1-D declaration in a 2-D variant"},
+    {"input x [rows, 2]\ny = x", 0, "e.mb:1:16: expected a dimension"},
+    {"input x [cols, rows]\ny = x * 2", 0, "e.mb:1:9: unsupported shape [cols, rows]"},
+    {"shape 4096\ninput x\ny = x * 2", 0, "e.mb:1:7: shape '4096': expected ROWSxCOLS"},
+    {"input x\ny = x.sum(-1)\nbackward", 0, "e.mb:2:7: backward of sum() is not modelled"},
+    {"input x\ny = x.nope(-1)", 0, "e.mb:2:7: unknown function 'nope'"},
+    {"input x\ny = x / x.sum(-1)", 2, "e.mb:2:7: shapes [rows, cols] and [rows] do not broadcast"},
+    {XW "y = x * w", 1, "variant 'e' is 2-D (its inputs are [rows, cols]): give a shape"},
+};
+
+static void check_bad(int i)
+{
+    mb_graph *g = NULL;
+    mb_err e = {""};
+    int rc = mb_parse_variant(bad[i].text, "e.mb", MB_F32, &g, &e);
+    if (!rc && bad[i].rank) rc = mb_graph_set_rank(g, bad[i].rank, &e);
+    if (rc != MB_EINPUT || strncmp(e.msg, bad[i].want, strlen(bad[i].want)))
+        fprintf(stderr, "bad %d: rc %d, '%s'\n  want '%s'\n", i, rc, e.msg, bad[i].want);
+    CHECK(rc == MB_EINPUT);
+    CHECK(strncmp(e.msg, bad[i].want, strlen(bad[i].want)) == 0);
+    mb_graph_free(g);
+}
+
+static void check_shapes(void)
+{
+    mb_shape s;
+    mb_err e;
+    CHECK(mb_shape_parse("2^12x2^12", &s, &e) == MB_OK && s.rank == 2 && s.rows == 4096 && s.cols == 4096);
+    CHECK(mb_shape_parse("64x4M", &s, &e) == MB_OK && s.rows == 64 && s.cols == ((int64_t)4 << 20));
+    CHECK(mb_shape_parse("16777216", &s, &e) == MB_OK && s.rank == 1 && s.cols == 16777216 && s.rows == 1);
+    CHECK(mb_shape_parse("4096x", &s, &e) == MB_EINPUT);
+    CHECK(mb_shape_parse("0x4", &s, &e) == MB_EINPUT);
+    CHECK(mb_shape_parse("2^30x2^30", &s, &e) == MB_EINPUT);
+    char buf[32];
+    mb_shape_format((mb_shape){2, 64, 4194304}, buf, sizeof buf);
+    CHECK(!strcmp(buf, "64x4194304"));
+    /* a variant's shape line */
+    mb_graph *g = NULL;
+    CHECK(mb_parse_variant("shape 2^10x2^14\ninput x\ny = softmax(x, -1)", "v.mb", MB_F32, &g, &e) == MB_OK);
+    if (g) {
+        CHECK(g->rank == 2 && g->default_shape.rows == 1024 && g->default_shape.cols == 16384);
+        CHECK(mb_plan_supported(g, MB_PLAN_ONLINE) && mb_plan_supported(g, MB_PLAN_FUSED));
+    }
+    mb_graph_free(g);
+    /* an elementwise 1-D variant is unchanged at a 2-D shape: n = rows x cols */
+    g = NULL;
+    CHECK(mb_parse_variant("input x\ny = sin(x)**2 + cos(x)**2", "v.mb", MB_F32, &g, &e) == MB_OK);
+    if (g) {
+        CHECK(!mb_plan_supported(g, MB_PLAN_ONLINE));
+        CHECK(mb_graph_set_rank(g, 2, &e) == MB_OK);
+    }
+    mb_graph_free(g);
+}
+
+int main(void)
+{
+    mb_device d;
+    mb_err e;
+    if (mb_device_find("h100-sxm", &d, &e)) {
+        fprintf(stderr, "%s\n", e.msg);
+        return 1;
+    }
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) check_case((int)i, &d);
+    check_dram(&d);
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) check_bad((int)i);
+    check_shapes();
+    return mb_test_done();
+}
