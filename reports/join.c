@@ -46,6 +46,15 @@ int rpt_estimate(const mb_rpt_set *defs, const char *variant, const char *plan, 
     return rc;
 }
 
+/* Plan p's estimate at n elements, or at rows x cols when cols > 0 (a 2-D
+ * row, the 'shape' column). */
+static int estimate_at(const mb_plan *p, int64_t n, int64_t cols, const mb_device *d,
+                       mb_estimate *out, mb_err *err)
+{
+    if (cols > 0) return mb_estimate_plan_shape(p, (mb_shape){2, n / cols, cols}, d, out, err);
+    return mb_estimate_plan(p, n, d, out, err);
+}
+
 /* ---- one model evaluation per distinct key ------------------------------
  * A million rows name a few hundred (variant, plan, dtype, n, device)
  * combinations: loading a variant and building its plan took ~200 us a row
@@ -56,6 +65,7 @@ int rpt_estimate(const mb_rpt_set *defs, const char *variant, const char *plan, 
 typedef struct join_plan {
     int kind;                  /* 0: the row's definition (mb_rpt_load_variant), 1: the built-in */
     int file;
+    int rank;                  /* 2: built for 2-D rows (ROWSxCOLS), 1 otherwise */
     char variant[MB_NAME_MAX], plan[16];
     mb_dtype dt;
     mb_graph *g;
@@ -66,7 +76,7 @@ typedef struct join_plan {
 
 typedef struct join_est {
     int plan, dev;             /* index into the plans; the device */
-    int64_t n;
+    int64_t n, cols;           /* cols > 0: a 2-D row's rows x cols = n */
     mb_cost total;
     int64_t saved_bytes;
     int n_kernels;
@@ -127,9 +137,10 @@ static int rehash(size_t **slot, size_t *slots, size_t need,
     return MB_OK;
 }
 
-static uint64_t plan_hash(int kind, int file, const char *variant, const char *plan, mb_dtype dt)
+static uint64_t plan_hash(int kind, int file, int rank, const char *variant, const char *plan, mb_dtype dt)
 {
     uint64_t h = mix(0xcbf29ce484222325ull, &kind, sizeof kind);
+    h = mix(h, &rank, sizeof rank);
     h = mix(h, &file, sizeof file);
     h = mix(h, variant, strlen(variant) + 1);
     h = mix(h, plan, strlen(plan) + 1);
@@ -139,34 +150,36 @@ static uint64_t plan_hash(int kind, int file, const char *variant, const char *p
 static uint64_t plan_hash_at(const join_cache *c, size_t i)
 {
     const join_plan *p = &c->plans[i];
-    return plan_hash(p->kind, p->file, p->variant, p->plan, p->dt);
+    return plan_hash(p->kind, p->file, p->rank, p->variant, p->plan, p->dt);
 }
 
-static uint64_t est_hash(int plan, int64_t n, int dev)
+static uint64_t est_hash(int plan, int64_t n, int64_t cols, int dev)
 {
     uint64_t h = mix(0xcbf29ce484222325ull, &plan, sizeof plan);
     h = mix(h, &n, sizeof n);
+    h = mix(h, &cols, sizeof cols);
     return mix(h, &dev, sizeof dev);
 }
 
 static uint64_t est_hash_at(const join_cache *c, size_t i)
 {
-    return est_hash(c->ests[i].plan, c->ests[i].n, c->ests[i].dev);
+    return est_hash(c->ests[i].plan, c->ests[i].n, c->ests[i].cols, c->ests[i].dev);
 }
 
 /* The plan of variant (kind 0: as the row's file defines it, 1: the
  * built-in of that name) in plan at dt, built on first use. Its index, or
  * with err set and the code in *rc: -2 when the variant does not load, -1
  * when its plan cannot be built. */
-static int plan_of(join_cache *c, mb_rpt_set *s, int kind, int file, const char *variant,
+static int plan_of(join_cache *c, mb_rpt_set *s, int kind, int file, int rank, const char *variant,
                    const char *plan, mb_dtype dt, int *rc, mb_err *err)
 {
     if (kind) file = -1;
-    uint64_t h = plan_hash(kind, file, variant, plan, dt);
+    uint64_t h = plan_hash(kind, file, rank, variant, plan, dt);
     for (size_t j = c->plan_slots ? h & (c->plan_slots - 1) : 0; c->plan_slots && c->plan_slot[j];
          j = (j + 1) & (c->plan_slots - 1)) {
         const join_plan *q = &c->plans[c->plan_slot[j] - 1];
-        if (q->kind == kind && q->file == file && q->dt == dt && !strcmp(q->variant, variant) &&
+        if (q->kind == kind && q->file == file && q->rank == rank && q->dt == dt &&
+            !strcmp(q->variant, variant) &&
             !strcmp(q->plan, plan))
             return (int)c->plan_slot[j] - 1;
     }
@@ -174,6 +187,7 @@ static int plan_of(join_cache *c, mb_rpt_set *s, int kind, int file, const char 
     memset(&jp, 0, sizeof jp);
     jp.kind = kind;
     jp.file = file;
+    jp.rank = rank;
     jp.dt = dt;
     snprintf(jp.variant, sizeof jp.variant, "%s", variant);
     snprintf(jp.plan, sizeof jp.plan, "%s", plan);
@@ -181,6 +195,12 @@ static int plan_of(join_cache *c, mb_rpt_set *s, int kind, int file, const char 
     *rc = kind ? mb_variant_load(variant, dt, &jp.g, err)
                : mb_rpt_load_variant(s, file, variant, dt, &jp.g, err);
     if (*rc) return -2;
+    /* a 2-D row's graph at rank 2 first, as measure set it (an elementwise
+     * variant measured at ROWSxCOLS too); a 1-D row of a 2-D variant is refused */
+    if ((*rc = mb_graph_set_rank(jp.g, rank, err))) {
+        mb_graph_free(jp.g);
+        return -2;
+    }
     if (mb_plan_parse(plan, &pk) != MB_OK)
         *rc = mb_err_set(err, MB_EINPUT, "unknown plan '%s' (eager, fused, store, recompute)", plan);
     else
@@ -236,16 +256,17 @@ static int plan_of(join_cache *c, mb_rpt_set *s, int kind, int file, const char 
 
 /* The estimate of plan pi at n on device dev, made on first use. Its
  * index, or -1 with err set and *rc. */
-static long est_of(join_cache *c, const mb_rpt_set *s, int pi, int64_t n, int dev, int *rc, mb_err *err)
+static long est_of(join_cache *c, const mb_rpt_set *s, int pi, int64_t n, int64_t cols, int dev, int *rc,
+                   mb_err *err)
 {
-    uint64_t h = est_hash(pi, n, dev);
+    uint64_t h = est_hash(pi, n, cols, dev);
     for (size_t j = c->est_slots ? h & (c->est_slots - 1) : 0; c->est_slots && c->est_slot[j];
          j = (j + 1) & (c->est_slots - 1)) {
         const join_est *q = &c->ests[c->est_slot[j] - 1];
-        if (q->plan == pi && q->n == n && q->dev == dev) return (long)c->est_slot[j] - 1;
+        if (q->plan == pi && q->n == n && q->cols == cols && q->dev == dev) return (long)c->est_slot[j] - 1;
     }
     mb_estimate est;
-    if ((*rc = mb_estimate_plan(c->plans[pi].p, n, &s->devices[dev], &est, err))) return -1;
+    if ((*rc = estimate_at(c->plans[pi].p, n, cols, &s->devices[dev], &est, err))) return -1;
     if (c->n_ests == c->cap_ests) {
         size_t cap = c->cap_ests ? 2 * c->cap_ests : 64;
         void *np = realloc(c->ests, cap * sizeof *c->ests);
@@ -261,6 +282,7 @@ static long est_of(join_cache *c, const mb_rpt_set *s, int pi, int64_t n, int de
     memset(e, 0, sizeof *e);
     e->plan = pi;
     e->n = n;
+    e->cols = cols;
     e->dev = dev;
     e->total = est.total;
     e->saved_bytes = est.saved_bytes;
@@ -412,7 +434,7 @@ static int check_text_bytes(mb_rpt_set *s, join_cache *c, const mb_rpt_row *r, i
                 char name[700];
                 rc = mb_device_load_ini_text(s->specs[r->file_index],
                                              spec_name(s, r->file_index, name, sizeof name), &d, err);
-                if (rc == MB_OK) rc = mb_estimate_plan(c->plans[pi].p, r->n, &d, &on_spec, err);
+                if (rc == MB_OK) rc = estimate_at(c->plans[pi].p, r->n, r->cols, &d, &on_spec, err);
                 if (rc) return rc;
                 e->spec_dram_read_bytes = on_spec.total.dram_read_bytes;
                 e->spec_dram_write_bytes = on_spec.total.dram_write_bytes;
@@ -439,8 +461,8 @@ static int check_text_bytes(mb_rpt_set *s, join_cache *c, const mb_rpt_row *r, i
     if (!strchr(r->variant, '/') && !strstr(r->variant, ".mb")) {
         mb_err be;
         int brc;
-        int bi = plan_of(c, s, 1, -1, r->variant, r->plan, dt, &brc, &be);
-        long bei = bi >= 0 ? est_of(c, s, bi, r->n, r->dev, &brc, &be) : -1;
+        int bi = plan_of(c, s, 1, -1, r->cols > 0 ? 2 : 1, r->variant, r->plan, dt, &brc, &be);
+        long bei = bi >= 0 ? est_of(c, s, bi, r->n, r->cols, r->dev, &brc, &be) : -1;
         e = &c->ests[ei]; /* est_of may have moved the table */
         if (bei >= 0) {
             const join_est *b = &c->ests[bei];
@@ -485,11 +507,11 @@ static int join_row(mb_rpt_set *s, join_cache *c, mb_rpt_row *r, const char *dev
                           "(eager, fused, store, recompute)", r->file, r->line,
                           r->col_of[2], r->plan);
     int rc = MB_OK;
-    int pi = plan_of(c, s, 0, r->file_index, r->variant, r->plan, dt, &rc, &e);
+    int pi = plan_of(c, s, 0, r->file_index, r->cols > 0 ? 2 : 1, r->variant, r->plan, dt, &rc, &e);
     if (pi == -2)
         return mb_err_set(err, MB_EINPUT, "%s:%d:%d: column 'variant': %s", r->file, r->line,
                           r->col_of[1], e.msg);
-    long ei = pi >= 0 ? est_of(c, s, pi, r->n, r->dev, &rc, &e) : -1;
+    long ei = pi >= 0 ? est_of(c, s, pi, r->n, r->cols, r->dev, &rc, &e) : -1;
     /* the same model at the rates the host had during the row */
     r->pred_host_time_s = NAN;
     if (ei >= 0 && r->host_copy_ratio > 0 && r->host_op_ratio > 0 && isfinite(r->host_copy_ratio) &&
@@ -497,7 +519,7 @@ static int join_row(mb_rpt_set *s, join_cache *c, mb_rpt_row *r, const char *dev
         mb_device at_host;
         mb_estimate est_host;
         mb_device_at_rates(&s->devices[r->dev], r->host_copy_ratio, r->host_op_ratio, &at_host);
-        rc = mb_estimate_plan(c->plans[pi].p, r->n, &at_host, &est_host, &e);
+        rc = estimate_at(c->plans[pi].p, r->n, r->cols, &at_host, &est_host, &e);
         if (!rc) {
             r->pred_host_time_s = est_host.total.time_s;
             mb_estimate_free(&est_host);

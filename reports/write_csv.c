@@ -43,7 +43,7 @@ int rpt_write_csvs(const mb_rpt_set *s, const char *dir, rpt_outs *outs, mb_err 
           "model_dram_read_bytes,model_dram_write_bytes,saved_bytes,dram_read_bytes,"
           "dram_write_bytes,fit_time_s,resid_time_rel,resid_model_rel,resid_bytes_rel,"
           "stud_resid,fit,host_copy_ratio,host_op_ratio,model_host_time_s,time_s_lower_mode,"
-          "time_s_upper_mode,upper_mode_share,count_check,calibration\n", fp);
+          "time_s_upper_mode,upper_mode_share,count_check,calibration,shape\n", fp);
     for (int i = 0; i < s->n_rows; i++) {
         const mb_rpt_row *r = &s->rows[i];
         csv_str(fp, r->file);
@@ -80,7 +80,8 @@ int rpt_write_csvs(const mb_rpt_set *s, const char *dir, rpt_outs *outs, mb_err 
         csv_num(fp, r->upper_mode_share);
         fputc(',', fp); csv_str(fp, r->count_check);
         fputc(',', fp); csv_str(fp, r->calibration);
-        fputc('\n', fp);
+        if (r->cols > 0) fprintf(fp, ",%lldx%lld\n", (long long)(r->n / r->cols), (long long)r->cols);
+        else fputs(",\n", fp);
     }
 
     if ((rc = rpt_outs_open(outs, dir, mb_rpt_report_files[3], &fp, err))) return rc;

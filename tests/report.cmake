@@ -37,3 +37,9 @@ if(TARGET mb_reports)
   set_tests_properties(report_limits PROPERTIES TIMEOUT 300
     ENVIRONMENT "MB_BIN=${CMAKE_BINARY_DIR}/bin/membound;MEMBOUND_VARIANTS=${CMAKE_BINARY_DIR}/share/membound/variants")
 endif()
+# 2-D rows (the 'shape' column) modelled at their own shape, as measure did
+if(TARGET mb_reports)
+  add_test(NAME report_rows COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/report_rows.sh)
+  set_tests_properties(report_rows PROPERTIES TIMEOUT 120
+    ENVIRONMENT "MB_BIN=${CMAKE_BINARY_DIR}/bin/membound;MB_SRC=${CMAKE_SOURCE_DIR};MEMBOUND_VARIANTS=${CMAKE_BINARY_DIR}/share/membound/variants")
+endif()

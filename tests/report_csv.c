@@ -202,7 +202,7 @@ static void test_count_check(const char *tmp)
         CHECK(file_has(out, "report.md", "+5.0% OFF (over 3%)"));
         CHECK(file_has(out, "report.md", "(below 4x L2: not judged)"));
         CHECK(file_has(out, "report.md", "1 of 2 counted rows at tensors of 4x the L2"));
-        CHECK(file_has(out, "summary.csv", ",off,\n")); /* then an empty calibration */
+        CHECK(file_has(out, "summary.csv", ",off,,\n")); /* then an empty calibration */
         CHECK(file_has(out, "summary.json", "\"count_check\": \"off\""));
     }
     mb_rpt_set_free(&s);
@@ -261,7 +261,7 @@ static void test_noisy(const char *tmp)
         char out[600];
         snprintf(out, sizeof out, "%s/noisy-report", tmp);
         CHECK(mb_rpt_write(&s, NULL, out, &e) == MB_OK);
-        CHECK(file_has(out, "summary.csv", ",noisy,,,,,,,,\n")); /* no host reference, one mode, no count: empty */
+        CHECK(file_has(out, "summary.csv", ",noisy,,,,,,,,,\n")); /* no host reference, one mode, no count: empty */
         CHECK(file_has(out, "summary.json", "\"noisy\": true"));
         CHECK(file_has(out, "report.md", "skipped (noisy"));
     }
@@ -397,8 +397,8 @@ static void test_two_modes(const char *tmp)
         }
         CHECK(file_has(out, "report.md", want));
         CHECK(file_has(out, "report.md", "1 row's samples fell in two modes"));
-        CHECK(file_has(out, "summary.csv", "time_s_upper_mode,upper_mode_share,count_check,calibration\n"));
-        CHECK(file_has(out, "summary.csv", ",0.25,,\n"));
+        CHECK(file_has(out, "summary.csv", "time_s_upper_mode,upper_mode_share,count_check,calibration,shape\n"));
+        CHECK(file_has(out, "summary.csv", ",0.25,,,\n"));
         CHECK(file_has(out, "summary.json", "\"upper_mode_share\": 0.25"));
         CHECK(file_has(out, "summary.json", "\"upper_mode_share\": null"));
     }
