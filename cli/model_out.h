@@ -15,6 +15,7 @@ typedef struct {
     const mb_device *dev;
     mb_dtype dtype;
     int64_t n;
+    mb_framework fw;   /* whose allocations the time includes (MB_FW_NONE: none) */
     mb_estimate est;
 } mb_model_row;
 
@@ -22,6 +23,10 @@ typedef struct {
  * owned: free with mb_model_row_free). */
 int mb_model_row_make(mb_model_row *row, const mb_graph *g, mb_plan_kind k, int64_t n,
                       const mb_device *dev, mb_dtype dtype, mb_err *err);
+/* The same with framework fw's allocations in the time (mb_estimate_plan_fw);
+ * the JSON object then says "framework" and each cost its "alloc_s". */
+int mb_model_row_make_fw(mb_model_row *row, const mb_graph *g, mb_plan_kind k, int64_t n,
+                         const mb_device *dev, mb_dtype dtype, mb_framework fw, mb_err *err);
 void mb_model_row_free(mb_model_row *row);
 
 /* Table: header then rows. with_device adds a device column. */

@@ -1,6 +1,8 @@
 # tests of model/ and of the model commands
 mb_test(test_model_lang SOURCES test_model_lang.c LIBS mb_model)
 mb_test(test_model_plans SOURCES test_model_plans.c LIBS mb_model)
+# a framework's allocations (--framework pytorch): first touch above the mmap threshold
+mb_test(test_model_framework SOURCES test_model_framework.c LIBS mb_model)
 mb_test(test_outfile SOURCES test_outfile.c LIBS mb_model)
 # the variants' folder from the caller, never from the environment
 mb_test(model_settings SOURCES model_settings.c LIBS mb_model)
