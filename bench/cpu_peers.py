@@ -3,7 +3,10 @@
 run: the same threads and sizes, rounds alternating between the peers.
 
 Cases per variant (the lecture's functions from lecture_demos.py; f32):
-  torch eager      the function op by op (sigmoid3: forward + backward, autograd)
+  torch eager      the function op by op (sigmoid3: forward + backward, autograd),
+                   allocating as it does (alloc), and the same ops each into a
+                   buffer allocated once (prealloc: out=), so alloc - prealloc
+                   is what its allocations cost
   torch.compile    Inductor's CPU backend, compiled and warmed up before any
                    round; as it runs by default it allocates its output on
                    every call (alloc), and written into a preallocated out
@@ -12,8 +15,10 @@ Cases per variant (the lecture's functions from lecture_demos.py; f32):
   F.gelu           gelu_tanh only: PyTorch's library kernel, alloc and
                    prealloc (aten gelu.out)
   numexpr          the same formula, alloc and prealloc (out=)
-  membound eager / fused   `membound measure --backend cpu --warm`: the
-                   executors write into preallocated buffers (their default)
+  membound eager / fused   `membound measure --backend cpu --warm --timeout 1`
+                   (at least --reps samples, as the peers' --reps calls; then
+                   until the CV is 2% or 1 s): the executors write into
+                   preallocated buffers (their default)
 A round runs every case once (its own warm-up call, then --reps timed calls,
 the median; membound's measure does the same in its own process), in an
 order that rotates by one each round; a case's figure is the median of its
@@ -27,7 +32,7 @@ measured PyTorch times: eager against torch eager, fused against
 torch.compile as it runs by default.
 
 usage: bench/cpu_peers.py [--bin build/bin/membound] [--n 2^24] [--threads 2] [--rounds 5]
-       [--reps 10] [--spec FILE.ini] [--variants LIST] [--json FILE]
+       [--reps 10] [--spec FILE.ini] [--variants LIST] [--inductor vector|as-installed] [--json FILE]
 Runs under bench/torch_env.py's venv (made on first use). Byte counts and
 model times come from membound; nothing here counts them. Prints the load
 average before and after (the machine is shared). Writes no file but --json.
@@ -75,6 +80,22 @@ def timed_median(fn, reps):
     return statistics.median(ts)
 
 
+def inductor_vectorize(torch):
+    """Lets Inductor's CPU backend emit its vector code (at::vec, SLEEF) here.
+    torch 2.15.0 from PyPI decides it cannot: its ISA probe builds a kernel
+    calling Sleef_expf16_u10 and dlopens it in a child process that has not
+    loaded libtorch_cpu.so globally, so the symbol is missing and the probe
+    says no vector ISA (pick_vec_isa() -> INVALID_VEC_ISA on this AVX-512
+    guest): every kernel is a scalar loop of std::sin and the like. Forcing
+    the ISA (config.cpp.vec_isa_ok) alone fails the same way in this process
+    (undefined symbol Sleef_sinf16_u35 loading the kernel), so
+    libtorch_cpu.so, which exports SLEEF, is loaded RTLD_GLOBAL first."""
+    import ctypes
+    import torch._inductor.config as cfg
+    ctypes.CDLL(os.path.join(os.path.dirname(torch.__file__), "lib", "libtorch_cpu.so"), mode=ctypes.RTLD_GLOBAL)
+    cfg.cpp.vec_isa_ok = True
+
+
 def python_cases(torch, ne, variants, n, threads):
     """{(variant, peer, mode): zero-argument call}, everything compiled and
     warmed up; inputs uniform in [-2, 2] (seeded), as membound's."""
@@ -83,6 +104,7 @@ def python_cases(torch, ne, variants, n, threads):
     x = torch.rand(n, generator=gen) * 4 - 2
     g = torch.rand(n, generator=gen) * 2 - 1
     out = torch.empty_like(x)
+    bufs = [torch.empty_like(x) for _ in range(8)]
     xn, outn = x.numpy(), out.numpy()
     cases = {}
     for v in variants:
@@ -94,6 +116,9 @@ def python_cases(torch, ne, variants, n, threads):
         cases[(v, "torch eager", "alloc")] = lambda f=f: f(x)
         if v == "copy":
             cases[(v, "torch eager", "prealloc")] = lambda: out.copy_(x)
+        else:  # the same ops, each into a buffer allocated once: eager less its allocations
+            ef = lecture_demos.eager_into(torch, "sigmoid3_eager" if v == "sigmoid3_fwd" else v)
+            cases[(v, "torch eager", "prealloc")] = lambda ef=ef: ef(x, bufs)
         cf = torch.compile(f, dynamic=False)
         ci = torch.compile(lecture_demos.into(f), dynamic=False)
         cases[(v, "torch.compile", "alloc")] = lambda cf=cf: cf(x)
@@ -108,11 +133,12 @@ def python_cases(torch, ne, variants, n, threads):
     t0 = time.monotonic()
     for key, fn in cases.items():  # compiles the torch.compile cases (first call)
         r = fn()
-        if key[1] == "torch.compile" and key[0] != "copy":
+        checked = key[1] == "torch.compile" or (key[1] == "torch eager" and key[2] == "prealloc")
+        if checked and key[0] not in ("copy", "sigmoid3"):
             ref = fns["sigmoid3_eager" if key[0] == "sigmoid3_fwd" else key[0]](x)
-            got = out if key[2] == "prealloc" else r
+            got = out if key[1] == "torch.compile" and key[2] == "prealloc" else r
             if not torch.allclose(ref, got, atol=1e-5):
-                raise RuntimeError(f"{key}: torch.compile's result differs from eager")
+                raise RuntimeError(f"{key}: the result differs from eager's")
     print(f"compiled and checked {len(cases)} cases in {time.monotonic() - t0:.1f} s", file=sys.stderr)
     return cases
 
@@ -129,7 +155,8 @@ def membound_round(binary, variants, n, threads, reps):
                 continue
             path = os.path.join(d, "m.csv")
             cmd = [binary, "measure", "--backend", "cpu", "--device", "h100-sxm", "--sizes", str(n),
-                   "--threads", str(threads), "--reps", str(reps), "--warm", "-q", "-o", path, "--plan", plans]
+                   "--threads", str(threads), "--reps", str(reps), "--timeout", "1", "--warm", "-q", "-o", path,
+                   "--plan", plans]
             for v in vs:
                 cmd += ["--expr", MB_EXPR[v]] if v in MB_EXPR else [v]
             subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
@@ -172,8 +199,8 @@ def run_rounds(a, torch, ne, cases):
 def report(a, got, torch, ne, load0):
     med = {k: statistics.median(ts) for k, ts in got.items()}
     print(f"\nn = {a.n} f32, {a.threads} threads, {a.rounds} alternating rounds of {a.reps} calls, medians "
-          f"(torch {torch.__version__}, numexpr {ne.__version__}); load average {load0} before, "
-          f"{loadavg()} after")
+          f"(torch {torch.__version__}, Inductor code: {a.inductor}, numexpr {ne.__version__}); load average "
+          f"{load0} before, {loadavg()} after")
     print("ratio = membound fused / peer (< 1: membound faster); 'same' = both write preallocated "
           "outputs, 'default' = the peer allocating as it runs by default")
     print(f"{'variant':15s} {'peer':14s} {'prealloc ms':>12s} {'alloc ms':>10s} {'ratio same':>11s} "
@@ -196,8 +223,10 @@ def report(a, got, torch, ne, load0):
     if a.spec:
         print(f"\nmembound model --framework pytorch --device {a.spec} against PyTorch (error = model / "
               f"measured - 1)")
-        print(f"{'variant':15s} {'plan':6s} {'vs':14s} {'measured ms':>12s} {'model ms':>9s} {'first touch ms':>15s} "
-              f"{'error':>7s}")
+        print("first touch: the model's (alloc_s), and PyTorch's own (torch eager allocating - the same ops "
+              "into preallocated buffers)")
+        print(f"{'variant':15s} {'plan':6s} {'vs':14s} {'measured ms':>12s} {'model ms':>9s} {'error':>7s} "
+              f"{'touch model ms':>15s} {'touch torch ms':>15s}")
         for v in a.variants:
             pairs = [("eager", "torch eager")] + ([] if v in ("sigmoid3", "copy") else [("fused", "torch.compile")])
             for plan, peer in pairs:
@@ -206,12 +235,15 @@ def report(a, got, torch, ne, load0):
                     continue
                 t, alloc = model_fw(a.bin, a.spec, v, plan, a.n)
                 err = t / meas - 1
-                print(f"{v:15s} {plan:6s} {peer:14s} {meas * 1e3:12.2f} {t * 1e3:9.2f} {alloc * 1e3:15.2f} "
-                      f"{100 * err:+6.0f}%")
+                pre = med.get((v, peer, "prealloc")) if plan == "eager" else None
+                touch = meas - pre if pre else None
+                ts = f"{touch * 1e3:15.2f}" if touch is not None else f"{'-':>15s}"
+                print(f"{v:15s} {plan:6s} {peer:14s} {meas * 1e3:12.2f} {t * 1e3:9.2f} {100 * err:+6.0f}% "
+                      f"{alloc * 1e3:15.2f} {ts}")
                 preds.append({"variant": v, "plan": plan, "peer": peer, "measured_s": meas, "model_s": t,
-                              "alloc_s": alloc, "error": err})
+                              "alloc_s": alloc, "error": err, "torch_touch_s": touch})
     if a.json:
-        doc = {"n": a.n, "threads": a.threads, "rounds": a.rounds, "reps": a.reps, "torch": torch.__version__,
+        doc = {"n": a.n, "threads": a.threads, "inductor": a.inductor, "rounds": a.rounds, "reps": a.reps, "torch": torch.__version__,
                "numexpr": ne.__version__, "load_before": load0, "load_after": loadavg(),
                "rounds_s": {" / ".join(k): ts for k, ts in got.items()}, "table": rows, "model": preds}
         with open(a.json + ".tmp", "w") as f:
@@ -231,6 +263,9 @@ def main(argv=None):
     ap.add_argument("--spec", default="", help="calibrated CPU spec for the --framework pytorch model")
     ap.add_argument("--variants", default=",".join(VARIANTS))
     ap.add_argument("--json", default="", help="also write every figure to this file")
+    ap.add_argument("--inductor", choices=("vector", "as-installed"), default="vector",
+                    help="vector (default): Inductor's vector code, which torch 2.15's own ISA probe "
+                         "turns off here (see inductor_vectorize); as-installed: what its probe decides")
     a = ap.parse_args(argv)
     a.variants = [v for v in a.variants.split(",") if v]
     for v in a.variants:
@@ -254,6 +289,8 @@ def main(argv=None):
     torch.set_num_threads(a.threads)
     ne.set_num_threads(a.threads)
     load0 = loadavg()
+    if a.inductor == "vector":
+        inductor_vectorize(torch)
     cases = python_cases(torch, ne, a.variants, a.n, a.threads)
     got = run_rounds(a, torch, ne, cases)
     report(a, got, torch, ne, load0)

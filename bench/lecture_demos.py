@@ -113,6 +113,29 @@ def functions(torch):
             "ThreeSigmoidsStore": ThreeSigmoidsStore, "ThreeSigmoidsRecompute": ThreeSigmoidsRecompute}
 
 
+def eager_into(torch, name):
+    """The eager function name (sin2_plus_cos2, gelu_tanh, sigmoid3_eager)
+    as the same torch ops one by one, each into a buffer of bufs (a list of
+    at least 8 tensors like x, allocated once): PyTorch eager without its
+    allocations, for the first touch they cost (cpu_peers.py)."""
+    def sin2_plus_cos2(x, b):
+        torch.sin(x, out=b[0]); torch.pow(b[0], 2, out=b[1])
+        torch.cos(x, out=b[2]); torch.pow(b[2], 2, out=b[3])
+        return torch.add(b[1], b[3], out=b[4])
+
+    def gelu_tanh(x, b):  # 0.5*x*(1.0+tanh(0.7978845608*(x+0.044715*x**3))), left to right
+        torch.mul(x, 0.5, out=b[0]); torch.pow(x, 3, out=b[1]); torch.mul(b[1], 0.044715, out=b[2])
+        torch.add(x, b[2], out=b[3]); torch.mul(b[3], 0.7978845608, out=b[4]); torch.tanh(b[4], out=b[5])
+        torch.add(b[5], 1.0, out=b[6])
+        return torch.mul(b[0], b[6], out=b[7])
+
+    def sigmoid3_eager(x, b):
+        torch.sigmoid(x, out=b[0]); torch.sigmoid(b[0], out=b[1])
+        return torch.sigmoid(b[1], out=b[2])
+
+    return {"sin2_plus_cos2": sin2_plus_cos2, "gelu_tanh": gelu_tanh, "sigmoid3_eager": sigmoid3_eager}[name]
+
+
 def into(fn):
     """fn writing into a preallocated out (out.copy_(fn(x))): compiled by
     torch.compile, Inductor stores the fused result straight into out (no
@@ -281,13 +304,13 @@ def run_profile(torch, args):
     try:
         for variant in args.variants:
             plans = [p for p in args.plans if p in PLANS[variant]]
-            for p in args.plans:
-                if p not in PLANS[variant]:
-                    print(f"lecture_demos: {variant} has no plan {p} here: skipped", file=sys.stderr)
+            missing = [p for p in args.plans if p not in PLANS[variant]]
+            if missing:
+                print(f"lecture_demos: {variant} has no plan {', '.join(missing)} here: skipped", file=sys.stderr)
             for dname in args.dtypes:
                 for n in args.sizes or [LECTURE_N[variant]]:
                     x = (torch.rand(n, device=args.device, generator=gen) * 4 - 2).to(torch_dtype(torch, dname))
-                    g = torch.ones_like(x)
+                    g = torch.ones(n, dtype=x.dtype, device=args.device)
                     for plan in plans:
                         call = case_call(torch, fns, compiled, variant, plan, x, g)
                         for _ in range(args.warmup):
