@@ -226,13 +226,18 @@ def ensure(script, argv, required=True, build=None):
     """Re-executes script with argv under the venv's python (made on first
     use) unless this interpreter already is it or MB_TORCH_SYSTEM=1 (tests
     with a stand-in torch; a machine that carries its own). When the venv
-    cannot be had: exit 3 if required, else one line and return (the script
-    goes on with this interpreter's torch)."""
+    cannot be had: exit 3 if required. Not required: an existing venv only,
+    never a new one (a GPU machine may have no PyPI, and pip's retries would
+    spend its time); without one, one line and return (the script goes on
+    with this interpreter's torch)."""
     if os.environ.get("MB_TORCH_SYSTEM") == "1":
         return
     build = build or default_build()
     d = venv_dir(build)
     if os.path.realpath(sys.prefix) == os.path.realpath(d):
+        return
+    if not required and not read_stamp(build):
+        say(f"no {d} (bench/torch_env.py makes it): going on with {sys.executable}'s torch")
         return
     try:
         py = make(build, os.environ.get("MB_TORCH_ROUTE", "auto"))

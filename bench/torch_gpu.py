@@ -71,8 +71,8 @@ device name; a 'model_device: ... (--device SPEC)' provenance line names the spe
 `membound report` (SPEC relative to the CSV's folder when it is a file).
 
 Needs PyTorch with CUDA: a run re-executes itself under bench/torch_env.py's
-venv (build/bench-venv, made on first use where PyPI is reachable), else goes
-on with the running python's torch (MB_TORCH_SYSTEM=1: always that one). The
+venv (build/bench-venv) when it has been made, else goes on with the running
+python's torch (MB_TORCH_SYSTEM=1: always that one). The
 lecture's functions come from lecture_demos.py. Without PyTorch --help,
 --list and --selftest work.
 --selftest [FILE] writes a CSV (FILE, else -o) through the same writer with
@@ -806,8 +806,8 @@ def measure_all(torch, ctx, jobs, args, writer, state):
 
 
 def run(args):
-    # the bench venv when it can be had (PyPI reachable or made before), else
-    # this interpreter's torch: a GPU machine may carry its own
+    # the bench venv when it was made (bench/torch_env.py), else this
+    # interpreter's torch: a GPU machine may carry its own
     torch_env.ensure(__file__, args.argv, required=False)
     try:
         import torch

@@ -69,6 +69,12 @@ assert t.venv_dir("/x/build") == "/x/build/bench-venv"
 t.ensure("/nonexistent.py", [])  # MB_TORCH_SYSTEM=1: returns, makes nothing
 EOF
 
+# not required (torch_gpu.py): without a venv it goes on, and makes none
+env -u MB_TORCH_SYSTEM MB_BUILD="$tmp/b" "$PY" -c "import sys; sys.path.insert(0, '$SRC/bench'); import torch_env; \
+torch_env.ensure('/nonexistent.py', [], required=False); print('returned')" >"$tmp/out" 2>"$tmp/err"
+grep -qx returned "$tmp/out" && grep -q "going on with" "$tmp/err" && [ ! -e "$tmp/b" ] && ok \
+  || bad "ensure(required=False) without a venv: $(cat "$tmp/out" "$tmp/err" | tail -3)"
+
 # cpu_peers.py: bad arguments exit 2 before any PyTorch is needed
 P=$SRC/bench/cpu_peers.py
 "$PY" "$P" --help >/dev/null && ok || bad "cpu_peers --help"
