@@ -17,8 +17,8 @@
 /* sin, cos and the sincos pair in SLEEF's 3.5-ulp forms, as PyTorch's at::vec
  * (and so Inductor's vector code) calls them; the rest 1 ulp (u10) as its.
  * ref_f32.c allows library functions 8 ulps. Xeon 2-vCPU guest, one thread,
- * L1-resident (bench/sleef_rates.c): sincos + squares 0.70 ns/element in u35
- * against 1.08-1.39 in u10; Inductor's sin + cos (u35) 0.99: with u10,
+ * L1-resident (bench/sleef_rates.c): sincos + squares 0.46-0.70 ns/element in
+ * u35 against 1.08-1.39 in u10; Inductor's sin + cos (u35) 0.76-0.99: with u10,
  * sin^2+cos^2 fused at 2^24 took 1.27-1.29x Inductor's time on one thread. */
 #if defined(MB_HAVE_SLEEF) && defined(__AVX512F__)
 #define MB_VW 16
