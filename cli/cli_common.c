@@ -290,3 +290,13 @@ int mb_cli_devices(const char *list, mb_device **out, int *count)
     if (*count == 0) return mb_cli_fail(2, "--devices is empty");
     return 0;
 }
+
+void mb_cli_calib_test_hook(int *refuse_first, double *backoff_s)
+{
+    const char *v = getenv("MEMBOUND_TEST_CALIB_REFUSE");
+    char *end = NULL;
+    long n = v ? strtol(v, &end, 10) : 0;
+    if (!v || !end || *end || n < 1 || n > 100) return;
+    *refuse_first = (int)n;
+    *backoff_s = 0.05;
+}

@@ -44,6 +44,13 @@ void mb_cli_warn_line(const char *line);
  * --quiet itself. */
 void mb_cli_meas_note(void *ctx, const char *level, const char *msg);
 
+/* The test hook of calibration refusals, from the environment (the CLI reads
+ * it, the libraries do not): MEMBOUND_TEST_CALIB_REFUSE=N takes the first N
+ * calibrations of the run as refused for contention, with 0.05 s backoffs
+ * (mb_meas_spec_req's refuse_first and backoff_s). Sets *refuse_first and
+ * *backoff_s when it is set to a count. */
+void mb_cli_calib_test_hook(int *refuse_first, double *backoff_s);
+
 /* For getopt_long's '?' / ':' returns (opterr = 0): one error line naming
  * the option ("unknown option '--foo'", "option '--n' needs a value"),
  * returns 2. */

@@ -129,22 +129,27 @@ static int calibrate_cpu(const cal_opts *o, const char *cmdline, mb_device *d, c
         .backend = MB_MEAS_CPU, .cache_read = o->cached && !o->quick, .cache_write = !o->quick,
         .threads = o->threads, .quick = o->quick, .command_line = cmdline, .lookup = getenv,
         .progress = progress, .note = mb_cli_meas_note, .quiet = o->quiet};
+    mb_cli_calib_test_hook(&req.refuse_first, &req.backoff_s);
     static mb_meas_spec_used used; /* holds the calibration's figures: not on the stack */
     mb_err e;
     int rc = mb_meas_spec_get(&req, d, &used, &e);
     if (rc) return mb_cli_fail_err(rc, &e);
     from[0] = '\0';
+    char line[1600];
+    mb_meas_spec_line(&used, d, line, sizeof line);
+    mb_cli_note("%s", line);
     if (used.source == MB_MEAS_SPEC_CACHED) {
         snprintf(from, fromsz, "%s", used.path);
-        if (!o->quiet) mb_cli_note("using the cached calibration %s (%.1f h old)", used.path, used.age_s / 3600.0);
         return 0;
     }
-    if (!o->quiet) mb_cli_note("calibrated in %.1f s", used.calib_s);
     if (used.moved[0])
         mb_cli_warn("%s; figures measured against the one it replaces carry up to that much (a shared host "
                     "drifts: compare several runs)", used.moved);
     print_cpu_summary(d, &used.cal);
     if (o->quick) mb_cli_note("--quick: cache-sized arrays, few repetitions; not for the model");
+    if (used.fallback)
+        mb_cli_warn("a fallback: full calibrations were refused for contention (%d times), so this is a quick "
+                    "one; rows measured against it are marked 'fallback'", used.refused);
     return 0;
 }
 

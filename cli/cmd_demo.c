@@ -5,6 +5,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include "cli_common.h"
 #include "commands.h"
+#include "measure.h"
 #include "report.h"
 
 #include <errno.h>
@@ -128,6 +129,25 @@ static int calibrate_step(const char *exe, const char *backend, int quick, int r
     return 0;
 }
 
+/* One line: which calibration the demo's measurements use (the spec file
+ * calibrate wrote), whose file and how old. */
+static void say_calibration(const char *spec, int quick)
+{
+    static mb_meas_spec_used used; /* large: not on the stack */
+    static mb_device d;
+    mb_err e;
+    memset(&used, 0, sizeof used);
+    used.source = MB_MEAS_SPEC_GIVEN;
+    snprintf(used.path, sizeof used.path, "%s", spec);
+    if (mb_device_find(spec, &d, &e) != MB_OK) return; /* measure names the problem */
+    char line[1600];
+    mb_meas_spec_line(&used, &d, line, sizeof line);
+    fprintf(stderr, "membound demo: %s\n", line);
+    if (quick)
+        fprintf(stderr, "membound demo: --quick: a SMOKE TEST at small sizes: its verdicts check that the "
+                "tool runs, and say nothing about this machine\n");
+}
+
 int mb_cmd_demo(int argc, char **argv)
 {
     static const struct option opts[] = {
@@ -171,6 +191,7 @@ int mb_cmd_demo(int argc, char **argv)
     const char *be = "cpu";
     int rc = calibrate_step(exe, backend, quick, recalibrate, dir, logs, spec, sizeof spec, &be, t0);
     if (rc) return rc;
+    say_calibration(spec, quick);
 
     /* 2. low precision: the lecture's precision demo (its dtypes), three sizes
      * up to the lecture's for the bandwidth fit; 3. every other demo at the
@@ -222,7 +243,7 @@ int mb_cmd_demo(int argc, char **argv)
     /* 4. report, on the calibrated device */
     progress(4, steps, "fitting and writing the report", t0);
     char *a4[] = {(char *)"report", csv_copy, csv_demo, (char *)"--device", spec, (char *)"-o",
-                  (char *)dir, NULL};
+                  (char *)dir, quick ? (char *)"--smoke-test" : NULL, NULL};
     rc = run_self(exe, a4, NULL);
     fprintf(stderr, "membound demo: done in %.0f s: %s/report.html\n", now_s() - t0, dir);
     if (rc != 0) return rc > 0 ? rc : 1;

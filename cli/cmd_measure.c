@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 static void usage(FILE *fp)
 {
@@ -60,6 +61,8 @@ static void usage(FILE *fp)
             "                   row carries provenance known only then)\n"
             "  --per-kernel F   also one row per kernel into F (same columns + kernel)\n"
             "  -q, --quiet      no progress notes (warnings still shown)\n"
+            "  -v, --verbose    each row's warnings in full (default: one summary line per\n"
+            "                   kind after the rows; the CSV's columns hold the details)\n"
             "  -h, --help       this help\n"
             "\n");
     mb_meas_env_usage(fp);
@@ -78,6 +81,13 @@ static void usage(FILE *fp)
             "the model at the rates the host had during the row. A row whose samples\n"
             "fall in two modes (each with a fifth of them at least, 20%% apart) is warned\n"
             "and marked: time_s_lower_mode, time_s_upper_mode, upper_mode_share.\n"
+            "\n"
+            "The err%% column, like report's measured/model, is measured / model - 1:\n"
+            "positive when a row ran slower than the model says. Plans that are the same\n"
+            "kernels (copy's eager and fused) are measured once and reported under each.\n"
+            "The 'calibration' column says what the model columns were calibrated with:\n"
+            "full, quick, fallback (quick, full ones refused for contention) or stale\n"
+            "(a full one more than a day old); report marks such verdicts.\n"
             "\n"
             "GPU rows with counted DRAM bytes get count_err (counted / model - 1) and\n"
             "count_check: ok within 3%%, off beyond, 'below 4x L2' not judged.\n"
@@ -168,6 +178,7 @@ typedef struct opts {
     mb_meas_config cfg;
     int quiet;
     int recalibrate; /* 1: calibrate even when a cached calibration exists */
+    int verbose;     /* 1: each row's warnings in full */
     int help;        /* 1: --help was given (usage printed) */
 } opts;
 
@@ -191,7 +202,12 @@ typedef struct run {
     char dev_desc[1400];
     int64_t avail, llc;
     mb_meas_hostcheck hc;
-    int failed, noisy, drifted, done_rows, row_errors, not_run;
+    char calib_mark[16]; /* every row's calibration column (mb_meas_calibration_mark) */
+    int *same_as;        /* per job: an earlier job of the same kernels (measured once), or -1 */
+    int *out_at;         /* per job: its row in out_rows, -1 none (yet) */
+    int *kernel_first;   /* per job: its first row in out_kernels, -1 none */
+    int failed, noisy, drifted, two_modes, above_roof, inaccurate, shared;
+    int done_rows, row_errors, not_run;
 } run;
 
 static int load_graphs(const opts *o, mb_dtype dt, mb_graph ***graphs, int *n_graphs, const char ***exprs)
@@ -215,7 +231,8 @@ static void print_table_header(FILE *fp)
 static void print_table_row(FILE *fp, const mb_meas_record *r)
 {
     char nb[32], t1[32], t2[32], t3[32];
-    double err_pct = 100.0 * (r->model_time_s - r->time_s_median) / r->time_s_median;
+    /* one sign everywhere, report's too: measured / model - 1 (positive: slower than modelled) */
+    double err_pct = 100.0 * (r->time_s_median / r->model_time_s - 1.0);
     double gbs = (double)(r->read_bytes + r->write_bytes) / r->time_s_median / 1e9;
     char cont[48] = "";
     if (r->contended > 0)
@@ -224,7 +241,7 @@ static void print_table_row(FILE *fp, const mb_meas_record *r)
     char host[128] = "", ratios[64], at_host[48] = "";
     if (isfinite(r->model_host_time_s))
         snprintf(at_host, sizeof at_host, "; at those rates err %+.1f%%",
-                 100.0 * (r->model_host_time_s - r->time_s_median) / r->time_s_median);
+                 100.0 * (r->time_s_median / r->model_host_time_s - 1.0));
     if (MB_MEAS_HOST_DRIFTED(r->host_copy_ratio, r->host_op_ratio))
         snprintf(host, sizeof host, " [host %s of calibrated%s]", mb_meas_host_ratios(r, ratios, sizeof ratios),
                  at_host);
@@ -278,17 +295,19 @@ static int model_device(run *r)
         .cache_read = !o->recalibrate, .cache_write = 1, .threads = o->cfg.threads,
         .command_line = "membound measure (in-process calibration)", .lookup = getenv,
         .progress = calib_progress, .note = mb_cli_meas_note, .quiet = o->quiet};
-    mb_meas_spec_used used;
+    mb_cli_calib_test_hook(&req.refuse_first, &req.backoff_s);
+    static mb_meas_spec_used used; /* holds the calibration's figures: not on the stack */
     mb_err e;
     if (o->recalibrate && !o->device && r->backend == MB_MEAS_CPU && !o->quiet)
         mb_cli_note("--recalibrate: calibrating this CPU first");
     int rc = mb_meas_spec_get(&req, &r->dev, &used, &e);
     if (rc) return mb_cli_fail_err(rc, &e);
     mb_meas_spec_describe(&used, &r->dev, r->dev_desc, sizeof r->dev_desc);
-    if (used.source == MB_MEAS_SPEC_WORKDIR && !o->quiet) mb_cli_note("model columns from %s", used.path);
-    if (used.source == MB_MEAS_SPEC_CACHED && !o->quiet)
-        mb_cli_note("model columns from the cached calibration %s (%.1f h old; --recalibrate measures "
-                    "again)", used.path, used.age_s / 3600.0);
+    snprintf(r->calib_mark, sizeof r->calib_mark, "%s",
+             mb_meas_calibration_mark(&used, &r->dev, (double)time(NULL), NULL));
+    char line[1600];
+    mb_meas_spec_line(&used, &r->dev, line, sizeof line);
+    mb_cli_note("%s%s", line, used.source == MB_MEAS_SPEC_CACHED ? " (--recalibrate measures again)" : "");
     if (used.moved[0])
         mb_cli_warn("%s; the model columns take the new figures (a shared host drifts: compare several runs)",
                     used.moved);
@@ -362,6 +381,7 @@ static int parse_one(opts *o, int c, char **argv, int *sizes_opt, int *cold_opt)
     case 'o': o->out_path = optarg; return 0;
     case 'k': o->kernel_path = optarg; return 0;
     case 'q': o->quiet = o->cfg.quiet = 1; return 0;
+    case 'v': o->verbose = o->cfg.row_details = 1; return 0;
     case 'R': o->recalibrate = 1; return 0;
     case 'h':
         usage(stdout);
@@ -382,7 +402,7 @@ static int parse_opts(opts *o, int argc, char **argv)
         {"timeout", required_argument, 0, 'O'}, {"warm", no_argument, 0, 'W'}, {"cold", no_argument, 0, 'C'},
         {"threads", required_argument, 0, 'T'}, {"exec", required_argument, 0, 'x'},
         {"output", required_argument, 0, 'o'}, {"per-kernel", required_argument, 0, 'k'},
-        {"quiet", no_argument, 0, 'q'}, {"help", no_argument, 0, 'h'},
+        {"quiet", no_argument, 0, 'q'}, {"verbose", no_argument, 0, 'v'}, {"help", no_argument, 0, 'h'},
         {"recalibrate", no_argument, 0, 'R'}, {0, 0, 0, 0}};
     memset(o, 0, sizeof *o);
     o->backend = MB_MEAS_AUTO;
@@ -391,10 +411,11 @@ static int parse_opts(opts *o, int argc, char **argv)
     mb_meas_config_default(&o->cfg);
     o->cfg.note = mb_cli_meas_note;
     mb_meas_config_env(&o->cfg, getenv);
+    o->cfg.row_details = 0; /* one summary line per kind (finish), --verbose for each row's */
     int c, rc, sizes_opt = 0, cold_opt = 0; /* the option that set them, for conflicts */
     opterr = 0;
     optind = 1;
-    while ((c = getopt_long(argc, argv, "-:hqb:e:p:s:n:t:d:r:WCT:x:o:k:O:", lopts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "-:hqvb:e:p:s:n:t:d:r:WCT:x:o:k:O:", lopts, NULL)) != -1) {
         if ((rc = parse_one(o, c, argv, &sizes_opt, &cold_opt))) return rc;
         if (o->help) return 0;
     }
@@ -458,6 +479,51 @@ static int add_graph_jobs(run *r, mb_graph *g, int *cap)
     return 0;
 }
 
+/* 1 when plans p and q of one graph are the same kernels (copy's eager and
+ * fused: one kernel either way): the executors run a kernel list, not a
+ * plan's name, so one measurement stands for both. */
+static int same_kernels(const mb_plan *p, const mb_plan *q)
+{
+    if (p->n_kernels != q->n_kernels || p->n_saved != q->n_saved) return 0;
+    for (int k = 0; k < p->n_kernels; k++) {
+        const mb_kernel *a = &p->kernels[k], *b = &q->kernels[k];
+        if (a->n_nodes != b->n_nodes || a->n_reads != b->n_reads || a->n_writes != b->n_writes ||
+            a->is_backward != b->is_backward ||
+            memcmp(a->nodes, b->nodes, (size_t)a->n_nodes * sizeof *a->nodes) ||
+            memcmp(a->reads, b->reads, (size_t)a->n_reads * sizeof *a->reads) ||
+            memcmp(a->writes, b->writes, (size_t)a->n_writes * sizeof *a->writes))
+            return 0;
+    }
+    return 1;
+}
+
+/* r->same_as: each job whose kernels an earlier job of the same graph and
+ * size runs (shared_row says so when it writes the first of them). */
+static int find_shared(run *r)
+{
+    mb_err e;
+    r->same_as = malloc((size_t)(r->n_jobs + 1) * sizeof *r->same_as);
+    r->kernel_first = malloc((size_t)(r->n_jobs + 1) * sizeof *r->kernel_first);
+    r->out_at = malloc((size_t)(r->n_jobs + 1) * sizeof *r->out_at);
+    if (!r->same_as || !r->kernel_first || !r->out_at) return mb_cli_fail(1, "out of memory");
+    for (int j = 0; j < r->n_jobs; j++) {
+        r->same_as[j] = r->kernel_first[j] = r->out_at[j] = -1;
+        const mb_meas_job *jb = &r->jobs[j];
+        for (int i = 0; i < j && r->same_as[j] < 0; i++) {
+            const mb_meas_job *ib = &r->jobs[i];
+            if (ib->g != jb->g || ib->n != jb->n || r->same_as[i] >= 0) continue;
+            mb_plan *p = NULL, *q = NULL;
+            int rc = mb_plan_build(jb->g, jb->plan, &p, &e);
+            if (!rc) rc = mb_plan_build(ib->g, ib->plan, &q, &e);
+            if (!rc && same_kernels(p, q)) r->same_as[j] = i;
+            mb_plan_free(p);
+            mb_plan_free(q);
+            if (rc) return mb_cli_fail_err(rc, &e);
+        }
+    }
+    return 0;
+}
+
 /* 1. every graph, plan and size: bad input fails before anything runs */
 static int build_jobs(run *r)
 {
@@ -468,7 +534,7 @@ static int build_jobs(run *r)
         for (int gi = 0; gi < r->n_all[d]; gi++)
             if ((rc = add_graph_jobs(r, r->all_graphs[d][gi], &cap))) return rc;
     }
-    return 0;
+    return find_shared(r);
 }
 
 /* 2. outputs open before anything runs (calibration included): an unusable
@@ -541,11 +607,47 @@ static int row_failed(run *r, int j, const char *dtype, const mb_err *e, int *st
     return 0;
 }
 
+/* Row j as the row of job i, whose kernels it runs (r->same_as), under its
+ * own plan's name: its row and its kernel rows again. An exit code after one
+ * line when memory runs out. */
+static int shared_row(run *r, int j, int i)
+{
+    const mb_meas_job *jb = &r->jobs[j];
+    if (!r->o.quiet && (j == 0 || r->jobs[j - 1].g != jb->g || r->same_as[j - 1] < 0))
+        mb_cli_note("%s: plans %s and %s are the same kernels: measured once, reported under both",
+                    jb->g->name, mb_plan_name(r->jobs[i].plan), mb_plan_name(jb->plan));
+    mb_meas_record row = r->out_rows.rows[r->out_at[i]];
+    snprintf(row.plan, sizeof row.plan, "%s", mb_plan_name(r->jobs[j].plan));
+    r->rows[j] = row;
+    r->out_at[j] = r->out_rows.n;
+    int orc = mb_meas_csv_rows_add(&r->out_rows, &row);
+    mb_plan *p = NULL;
+    mb_err e;
+    if (!orc && r->kernel_first[i] >= 0) { /* the kernels as this plan names them */
+        if (mb_plan_build(jb->g, jb->plan, &p, &e)) return mb_cli_fail_err(1, &e);
+        r->kernel_first[j] = r->out_kernels.n;
+        for (int k = 0; k < row.kernels && k < p->n_kernels && !orc; k++) {
+            mb_meas_record kr = r->out_kernels.rows[r->kernel_first[i] + k];
+            snprintf(kr.plan, sizeof kr.plan, "%s", row.plan);
+            snprintf(kr.kernel, sizeof kr.kernel, "%s", p->kernels[k].name);
+            orc = mb_meas_csv_rows_add(&r->out_kernels, &kr);
+        }
+        mb_plan_free(p);
+    }
+    if (orc) return mb_cli_fail(1, "out of memory");
+    r->shared++;
+    r->failed += !row.verified;
+    if (r->o.out_path) print_table_row(stdout, &row);
+    r->done_rows++;
+    return 0;
+}
+
 /* Row j, measured and written; *stop when the rows after it are not run. An
  * exit code after one line for a failure that ends the run. */
 static int run_row(run *r, int j, int *stop)
 {
     const mb_meas_job *jb = &r->jobs[j];
+    if (r->same_as[j] >= 0 && r->out_at[r->same_as[j]] >= 0) return shared_row(r, j, r->same_as[j]);
     mb_plan *p = NULL;
     mb_err e;
     int rc;
@@ -557,6 +659,8 @@ static int run_row(run *r, int j, int *stop)
     rc = mb_meas_record_init(row, pk, jb->g->name, p, jb->n, &r->dev, &e);
     if (!rc) rc = mb_meas_run(r->backend, p, jb->n, &r->o.cfg, row, pk, why, sizeof why, &e);
     if (!rc) rc = mb_meas_record_host_model(row, pk, p, jb->n, &r->dev, &e);
+    for (int k = 0; !rc && k <= (pk ? p->n_kernels : 0); k++)
+        snprintf(k ? pk[k - 1].calibration : row->calibration, sizeof row->calibration, "%s", r->calib_mark);
     if (rc) { /* one failure costs one row: the others are kept, the file says which */
         free(pk);
         mb_plan_free(p);
@@ -567,8 +671,9 @@ static int run_row(run *r, int j, int *stop)
         r->failed++;
         mb_cli_fail(1, "%s %s %s n = %s failed its check: %s", row->variant, row->plan, row->dtype,
                     mb_meas_fmt_n(jb->n, nb, sizeof nb), why[0] ? why : "not verified");
-    } else if (!strcmp(row->accuracy, "inaccurate")) {
-        /* the math, not the kernel: verified, marked in the 'accuracy' column */
+    } else if (!strcmp(row->accuracy, "inaccurate") && ++r->inaccurate && r->o.verbose) {
+        /* the math, not the kernel: verified, marked in the 'accuracy' column (counted
+         * for the summary line; said of the row with --verbose) */
         fprintf(stderr, "membound: warning: %s %s %s n = %s: %s; the row is verified and marked "
                 "in the 'accuracy' column\n", row->variant, row->plan, row->dtype,
                 mb_meas_fmt_n(jb->n, nb, sizeof nb), why);
@@ -576,6 +681,10 @@ static int run_row(run *r, int j, int *stop)
     int flags = mb_meas_row_warn(row, &r->dev, r->backend, r->llc, j == 0, &r->o.cfg);
     r->noisy += !!(flags & MB_MEAS_ROW_NOISY);
     r->drifted += !!(flags & MB_MEAS_ROW_DRIFTED);
+    r->two_modes += !!(flags & MB_MEAS_ROW_TWO_MODES);
+    r->above_roof += !!(flags & MB_MEAS_ROW_ABOVE_ROOF);
+    r->out_at[j] = r->out_rows.n;
+    if (r->have_kf) r->kernel_first[j] = r->out_kernels.n;
     int orc = mb_meas_csv_rows_add(&r->out_rows, row); /* written after the rows, with the provenance */
     for (int k = 0; r->have_kf && k < p->n_kernels && !orc; k++) orc = mb_meas_csv_rows_add(&r->out_kernels, &pk[k]);
     if (orc) {
@@ -609,10 +718,14 @@ static int run_rows(run *r)
         if (!rc && r->done_rows > before && !r->o.quiet && mb_meas_now_s() - t_start > 1.0) {
             const mb_meas_record *row = &r->rows[j];
             char t1[32], t2[32], nb[32];
-            mb_cli_note("[%d/%d] %s %s %s n = %s: %s (model %s)%s", j + 1, r->n_jobs, row->variant, row->plan,
+            /* past ten seconds, the time left at the pace so far */
+            double spent = mb_meas_now_s() - t_start, left = spent / (j + 1) * (r->n_jobs - j - 1);
+            char eta[48] = "";
+            if (spent > 10 && j + 1 < r->n_jobs) snprintf(eta, sizeof eta, "; about %.0f s to go", left);
+            mb_cli_note("[%d/%d] %s %s %s n = %s: %s (model %s)%s%s", j + 1, r->n_jobs, row->variant, row->plan,
                         row->dtype, mb_meas_fmt_n(row->n, nb, sizeof nb),
                         mb_cli_fmt_time(row->time_s_median, t1, sizeof t1),
-                        mb_cli_fmt_time(row->model_time_s, t2, sizeof t2), row->verified ? "" : " FAILED");
+                        mb_cli_fmt_time(row->model_time_s, t2, sizeof t2), row->verified ? "" : " FAILED", eta);
         }
     }
     stop_handlers(0);
@@ -650,6 +763,31 @@ static int add_trailer(run *r)
     return trc ? mb_cli_fail(1, "out of memory") : 0;
 }
 
+/* What was found of the rows, one line per kind (each row's in full with
+ * --verbose; the CSV's columns hold the details). */
+static void print_warning_summary(const run *r)
+{
+    const char *more = r->o.verbose ? "" : "; --verbose for each row";
+    if (r->noisy)
+        mb_cli_warn("%d of %d rows noisy (samples contended: other processes or steal): their minimum times "
+                    "still tell, their medians are slowed; column 'contended'%s; rerun on a quieter machine",
+                    r->noisy, r->n_jobs, more);
+    if (r->drifted)
+        mb_cli_warn("%d of %d rows measured while the host's copy bandwidth or op rate was more than %.0f%% off "
+                    "the calibrated figure: their model errors say as much about the host as about the model; "
+                    "columns 'host_copy_ratio', 'host_op_ratio', 'model_host_time_s'%s",
+                    r->drifted, r->n_jobs, 100 * MB_MEAS_DRIFT_MAX, more);
+    if (r->two_modes)
+        mb_cli_warn("%d of %d rows' samples fall in two modes (the median is one of them); columns "
+                    "'time_s_lower_mode', 'time_s_upper_mode', 'upper_mode_share'%s", r->two_modes, r->n_jobs, more);
+    if (r->above_roof)
+        mb_cli_note("%d of %d rows ran above the calibrated bandwidth: check the byte count or the "
+                    "calibration%s", r->above_roof, r->n_jobs, more);
+    if (r->inaccurate)
+        mb_cli_warn("%d of %d rows verified but inaccurate (off float64 as correct f32 evaluation is: the math, "
+                    "not the kernel); column 'accuracy'%s", r->inaccurate, r->n_jobs, more);
+}
+
 /* Both files or neither (a write error in one replaces none), then the
  * summary lines; the exit code. */
 static int finish(run *r)
@@ -677,11 +815,7 @@ static int finish(run *r)
         mb_cli_fail(1, "%d of %d rows failed to run%s%s (a 'partial:' line for each in the file's "
                     "provenance column)", r->row_errors,
                     r->n_jobs, r->not_run ? " and the rest were not run" : "", out ? ": the others are kept" : "");
-    if (r->noisy) mb_cli_warn("%d of %d rows noisy: rerun them on a quieter machine", r->noisy, r->n_jobs);
-    if (r->drifted)
-        mb_cli_warn("%d of %d rows measured while the host's copy bandwidth or op rate was more than %.0f%% off "
-                    "the calibrated figure: their model errors say as much about the host as about the model",
-                    r->drifted, r->n_jobs, 100 * MB_MEAS_DRIFT_MAX);
+    print_warning_summary(r);
     if (stop_signal) {
         mb_cli_fail(128 + stop_signal, "interrupted by %s: %d of %d rows measured%s%s", sig, r->done_rows,
                     r->n_jobs, out ? " and written to " : "", out ? out : "");
@@ -701,6 +835,9 @@ static void run_free(run *r)
     mb_meas_csv_rows_free(&r->out_kernels);
     free(r->rows);
     free(r->jobs);
+    free(r->same_as);
+    free(r->out_at);
+    free(r->kernel_first);
     for (int d = 0; d < MB_DTYPE_COUNT; d++) {
         free_graphs(r->all_graphs[d], r->n_all[d]);
         free(r->all_exprs[d]);

@@ -34,6 +34,8 @@ static void usage(FILE *fp)
             "                     kind than the rows' backend (a GPU for CPU rows) is refused\n"
             "  --formats LIST     figure formats besides png: png,svg,pdf (default: png)\n"
             "  --no-figures       write the figure data and scripts but do not run gnuplot\n"
+            "  --smoke-test       label every verdict a smoke test's (demo --quick: small\n"
+            "                     sizes, figures that say nothing about the machine)\n"
             "  -h, --help         this help\n"
             "\n"
             "Without gnuplot (or with MEMBOUND_GNUPLOT not executable) everything else is\n"
@@ -106,23 +108,41 @@ static int read_inputs(mb_rpt_set *s, const mb_cli_inputs *in, const char **csvs
     return rc ? mb_cli_fail_err(rc == MB_EINPUT ? 2 : 1, &e) : 0;
 }
 
-/* The verdicts, one line each, and each group's fit. */
+static const char *ratio_cell(char *buf, size_t size, double v)
+{
+    if (isfinite(v)) snprintf(buf, size, "%.2fx", v);
+    else snprintf(buf, size, "-");
+    return buf;
+}
+
+/* The verdicts, one line each (a claim's text never cut: the column is as
+ * wide as the longest), what decided them, then each group's fit. */
 static void print_summary(const mb_rpt_set *s)
 {
-    /* the verdicts, one line each */
+    int cw = 5, smoke = 0;
+    for (int i = 0; i < s->n_verdicts; i++) {
+        int len = (int)strlen(s->verdicts[i].claim);
+        if (len > cw) cw = len;
+        smoke |= s->verdicts[i].smoke_test;
+    }
+    if (smoke)
+        printf("SMOKE TEST: rows measured against a quick calibration at small sizes; these verdicts "
+               "say nothing about this machine\n");
     if (s->n_verdicts)
-        printf("%-66s %-22s %9s %9s %9s  %s\n", "claim", "device (backend)", "lecture", "model",
-               "measured", "verdict");
+        printf("%-*s  %-22s %8s %8s %8s %8s  %-13s %-13s %s\n", cw, "claim", "device (backend)", "lecture",
+               "expected", "min", "median", "verdict", "model agrees?", "decided on");
     for (int i = 0; i < s->n_verdicts; i++) {
         const mb_rpt_verdict *v = &s->verdicts[i];
-        char dev[200], m1[24], m2[24], m3[24];
+        char dev[200], m1[24], m2[24], m3[24], m4[24], how[96];
         snprintf(dev, sizeof dev, "%s (%s)", v->device, v->backend);
-        snprintf(m1, sizeof m1, "%.2fx", v->lecture_ratio);
-        if (isfinite(v->model_time_ratio)) snprintf(m2, sizeof m2, "%.2fx", v->model_time_ratio);
-        else snprintf(m2, sizeof m2, "-");
-        if (isfinite(v->meas_time_ratio)) snprintf(m3, sizeof m3, "%.2fx", v->meas_time_ratio);
-        else snprintf(m3, sizeof m3, "-");
-        printf("%-66.66s %-22.22s %9s %9s %9s  %s\n", v->claim, dev, m1, m2, m3, v->holds);
+        snprintf(how, sizeof how, "%s%s%s", v->statistic && v->statistic[0] ? v->statistic : "-",
+                 v->calibration[0] ? "; calibration: " : "", v->calibration);
+        printf("%-*s  %-22.22s %8s %8s %8s %8s  %-13s %-13s %s\n", cw, v->claim, dev,
+               ratio_cell(m1, sizeof m1, v->lecture_ratio), ratio_cell(m2, sizeof m2, v->expected_ratio),
+               ratio_cell(m3, sizeof m3, v->meas_min_ratio), ratio_cell(m4, sizeof m4, v->meas_time_ratio),
+               v->holds, v->model_agrees, how);
+        if (v->reason[0]) printf("    %s\n", v->reason);
+        if (v->rerun[0]) printf("    inconclusive: rerun with: %s\n", v->rerun);
     }
     if (!s->n_verdicts) printf("no lecture variant in these rows: no claim checked\n");
     for (int g = 0; g < s->n_groups; g++) {
@@ -145,6 +165,7 @@ int mb_cmd_report(int argc, char **argv)
     static const struct option opts[] = {
         {"output", required_argument, 0, 'o'}, {"device", required_argument, 0, 'd'},
         {"formats", required_argument, 0, 'f'}, {"no-figures", no_argument, 0, 'N'},
+        {"smoke-test", no_argument, 0, 'S'},
         {"expr", required_argument, 0, 'e'}, {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
     const char *dir = "membound-report", *device = NULL;
     mb_cli_inputs in = {0};  /* .mb files and --expr, in order */
@@ -176,6 +197,7 @@ int mb_cmd_report(int argc, char **argv)
             formats |= MB_RPT_PNG; /* the report embeds PNGs */
             break;
         case 'N': render = 0; break;
+        case 'S': s.smoke_test = 1; break;
         case 'e':
             if (mb_cli_inputs_add(&in, 1, optarg)) { rc = 1; goto free_args; }
             break;

@@ -83,7 +83,7 @@ static const char *const columns = &(MB_MEAS_CSV_COLUMNS(MB_CSV_NAME))[1];
 static const char *const extra_columns = MB_MEAS_CSV_CONTENDED_COLUMN "," MB_MEAS_CSV_HOST_COLUMNS
                                           "," MB_MEAS_CSV_HOST_MODEL_COLUMN "," MB_MEAS_CSV_MODES_COLUMNS
                                           "," MB_MEAS_CSV_COUNT_COLUMNS "," MB_MEAS_CSV_ACCURACY_COLUMN
-                                          "," MB_MEAS_CSV_TEXT_COLUMNS;
+                                          "," MB_MEAS_CSV_TEXT_COLUMNS "," MB_MEAS_CSV_CALIBRATION_COLUMN;
 
 void mb_meas_csv_header(FILE *fp, int per_kernel)
 {
@@ -164,6 +164,8 @@ void mb_meas_csv_row(FILE *fp, const mb_meas_record *r, int per_kernel, const mb
     field(fp, var_text(t, r->variant, 1)); fputc(',', fp);
     field(fp, t && t->spec ? t->spec : ""); fputc(',', fp);
     field(fp, t && t->prov ? t->prov : "");
+    fputc(',', fp);
+    field(fp, r->calibration);
     fputc('\n', fp);
 }
 

@@ -47,6 +47,7 @@ void mb_meas_config_default(mb_meas_config *c)
     c->gradcheck_points = 64;
     c->counters = 1;
     c->cuda_block = 1;
+    c->row_details = 1;
 }
 
 int mb_meas_exec_parse(const char *s, int *exec, mb_err *err)

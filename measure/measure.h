@@ -63,6 +63,9 @@ typedef struct mb_meas_config {
     int gradcheck_points;  /* finite-difference points for backward plans (default 64) */
     int counters;          /* CUDA: 1 to collect CUPTI DRAM bytes in a separate run */
     int quiet;             /* 1: notes are dropped (warnings still reach note) */
+    int row_details;       /* 1 (default): mb_meas_row_warn says what it finds of
+                              each row; 0: it only returns the flags (the caller
+                              prints one summary line per kind) */
     double contention_frac;/* a sample is contended when its threads waited for a
                               CPU (or were stolen) longer than this share of its
                               wall time; <= 0: MB_MEAS_CONTENTION_FRAC */
@@ -179,6 +182,9 @@ typedef struct mb_meas_record {
                                 "inaccurate" (verified, off float64 as correct f32
                                 evaluation is), "failed"; "" unchecked
                                 (MB_MEAS_CSV_ACCURACY_COLUMN) */
+    char calibration[16];    /* mb_meas_calibration_mark of the model device:
+                                "full", "quick", "fallback", "stale", ""
+                                (MB_MEAS_CSV_CALIBRATION_COLUMN) */
 } mb_meas_record;
 
 /* Fills the identity and model columns of row (and of per_kernel[k] for each
@@ -648,7 +654,25 @@ typedef struct mb_meas_spec_req {
     void (*note)(void *ctx, const char *level, const char *msg);
     void *note_ctx;
     int quiet;
+    /* A calibration refused for contention (its figures cannot be true, or
+     * one is out of a spec file's range) is taken again after backoff_s,
+     * then twice that, MB_MEAS_CALIB_TRIES in all; then a full one falls
+     * back to a quick one (said; not cached), and a quick one to this host's
+     * cached calibration when there is one. backoff_s <= 0:
+     * MB_MEAS_CALIB_BACKOFF_S. refuse_first: a test hook, the first that
+     * many calibrations are taken as refused (0 in use). */
+    double backoff_s;
+    int refuse_first;
 } mb_meas_spec_req;
+
+#define MB_MEAS_CALIB_TRIES 3
+/* 2 s, then 4 s: a contending build step on the 2-vCPU guest here lasts
+ * seconds; a longer wait only delays a run the fallback can serve */
+#define MB_MEAS_CALIB_BACKOFF_S 2.0
+/* A full calibration older than this is marked stale in the rows measured
+ * against it (MB_MEAS_CSV_CALIBRATION_COLUMN): the guest here moved by up to
+ * 60-90% between calibrations taken minutes apart, and by more over days. */
+#define MB_MEAS_CALIB_STALE_S (24 * 3600.0)
 
 /* Which spec was used, for the run's notes and provenance (and a later
  * "calibration used" line). */
@@ -663,7 +687,26 @@ typedef struct mb_meas_spec_used {
     char moved[768];   /* CALIBRATED and cached: how far the host moved since
                           the calibration it replaced (mb_meas_cache_save), or "" */
     mb_meas_calib cal; /* CALIBRATED: the figures */
+    int refused;       /* CALIBRATED: calibrations refused before this one */
+    int fallback;      /* 1: a quick calibration after full ones were refused,
+                          or the cached one after quick ones were */
 } mb_meas_spec_used;
+
+/* The calibration mark of rows measured against dev as used found it
+ * (MB_MEAS_CSV_CALIBRATION_COLUMN): "" for a spec no calibration wrote (a
+ * table id, a hand-written file); else the spec's calibration ("full" when
+ * unsaid), "stale" for a full one older than MB_MEAS_CALIB_STALE_S at
+ * now_epoch_s (its measured_at date, else the cached file's age), and
+ * "fallback" when used->fallback. *age_s (may be NULL) gets its age, -1
+ * when unknown. */
+const char *mb_meas_calibration_mark(const mb_meas_spec_used *used, const mb_device *dev,
+                                     double now_epoch_s, double *age_s);
+
+/* One line saying which calibration a run uses, whose file and how old:
+ * "calibration: full, this host's cached calibration /x/local-cpu-1a.ini (owner alice,
+ * measured on vm 2026-12-01T09:47:10Z, 2.3 h old)", "calibration: none (the
+ * built-in h100-sxm: datasheet figures)", ... */
+void mb_meas_spec_line(const mb_meas_spec_used *used, const mb_device *dev, char *buf, size_t bufsz);
 
 /* The one entry point for the model device of measure, calibrate and demo
  * (through calibrate): the first step of req that gives a spec, into *dev,
@@ -751,9 +794,12 @@ void mb_meas_hostcheck_free(mb_meas_hostcheck *h);
  * (noisy), a host that drifted during it, samples in two modes, an achieved
  * bandwidth above the calibrated roof (CPU spec, row > 4x the cache), and for
  * the first row (first != 0) a size below 4x the cache. Returns
- * MB_MEAS_ROW_NOISY | MB_MEAS_ROW_DRIFTED as they apply. */
+ * the MB_MEAS_ROW_* flags that apply; with c->row_details 0 it says nothing
+ * of them (the caller sums them up), only the cache-resident note. */
 #define MB_MEAS_ROW_NOISY 1
 #define MB_MEAS_ROW_DRIFTED 2
+#define MB_MEAS_ROW_TWO_MODES 4
+#define MB_MEAS_ROW_ABOVE_ROOF 8
 int mb_meas_row_warn(const mb_meas_record *row, const mb_device *dev, mb_meas_backend b,
                      int64_t llc_bytes, int first, const mb_meas_config *c);
 

@@ -204,8 +204,8 @@ static void warn_drifted(const mb_meas_record *row, const mb_device *dev, const 
 {
     char ratios[64], at_host[96] = "";
     if (isfinite(row->model_host_time_s))
-        snprintf(at_host, sizeof at_host, " (at those rates the model is %+.0f%% off, column "
-                 "'model_host_time_s')", 100.0 * (row->model_host_time_s - row->time_s_median) / row->time_s_median);
+        snprintf(at_host, sizeof at_host, " (at those rates measured / model - 1 is %+.0f%%, column "
+                 "'model_host_time_s')", 100.0 * (row->time_s_median / row->model_host_time_s - 1.0));
     say(c, "warning", 1, "%s: during the row the host ran at %s of the calibrated copy bandwidth (%.1f GB/s) "
         "and op rate the model column assumes (a shared host drifts): its model error is off by up to as "
         "much%s; the row is kept and marked in 'host_copy_ratio' and 'host_op_ratio'",
@@ -219,19 +219,21 @@ int mb_meas_row_warn(const mb_meas_record *row, const mb_device *dev, mb_meas_ba
     int flags = 0;
     snprintf(id, sizeof id, "%s %s %s n = %s", row->variant, row->plan, row->dtype,
              mb_meas_fmt_n(row->n, nb, sizeof nb));
+    const int tell = c->row_details;
     if (mb_meas_row_noisy(row)) {
         flags |= MB_MEAS_ROW_NOISY;
-        say(c, "warning", 1, "%s: %d of %d samples contended (the process waited for its cores: other "
+        if (tell) say(c, "warning", 1, "%s: %d of %d samples contended (the process waited for its cores: other "
             "processes or steal); the row is kept and marked in the 'contended' column", id, row->contended,
             row->reps);
     }
     if (MB_MEAS_HOST_DRIFTED(row->host_copy_ratio, row->host_op_ratio)) {
         flags |= MB_MEAS_ROW_DRIFTED;
-        warn_drifted(row, dev, id, c);
+        if (tell) warn_drifted(row, dev, id, c);
     }
     if (isfinite(row->upper_mode_share)) {
         char lo[32], hi[32], med[32];
-        say(c, "warning", 1, "%s: its samples fall in two modes, %s and %s (%.0f%% of them): the median (%s) "
+        flags |= MB_MEAS_ROW_TWO_MODES;
+        if (tell) say(c, "warning", 1, "%s: its samples fall in two modes, %s and %s (%.0f%% of them): the median (%s) "
             "is one of them, and so is its model error; the row is kept and marked in 'time_s_lower_mode', "
             "'time_s_upper_mode' and 'upper_mode_share'", id, fmt_time(row->time_s_lower_mode, lo, sizeof lo),
             fmt_time(row->time_s_upper_mode, hi, sizeof hi), 100 * row->upper_mode_share,
@@ -246,7 +248,8 @@ int mb_meas_row_warn(const mb_meas_record *row, const mb_device *dev, mb_meas_ba
     double gbs = (double)bytes / row->time_s_min / 1e9;
     double roof = dev->mem_bandwidth_gbs > dev->measured_bandwidth_gbs ? dev->mem_bandwidth_gbs
                                                                        : dev->measured_bandwidth_gbs;
-    if (!strcmp(dev->kind, "cpu") && b == MB_MEAS_CPU && bytes > 4 * llc && gbs > 1.25 * roof)
+    if (!strcmp(dev->kind, "cpu") && b == MB_MEAS_CPU && bytes > 4 * llc && gbs > 1.25 * roof &&
+        (flags |= MB_MEAS_ROW_ABOVE_ROOF) && tell)
         say(c, "note", 1, "%s: %.1f GB/s is above the calibrated %.1f GB/s: check the byte count or the "
             "calibration", id, gbs, roof);
     if (bytes < 4 * llc && b == MB_MEAS_CPU && first)

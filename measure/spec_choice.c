@@ -4,15 +4,19 @@
  * cached) — one entry point for measure, calibrate and demo. Does not
  * measure (calibrate_cpu.c does), does not print (notes go to the caller's
  * callback) and does not parse options (the CLI does). */
-#define _POSIX_C_SOURCE 200809L
+#define _GNU_SOURCE /* strptime, timegm */
 #include "kernels.h"
 #include "measure.h"
 #include "note_int.h"
 
+#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <pwd.h>
 #include <unistd.h>
 
 /* One line to req->note; a "note" is dropped when req->quiet. */
@@ -86,20 +90,90 @@ static int cached_spec(const mb_meas_spec_req *req, const char *cache, mb_device
     return 1;
 }
 
-/* Calibrates this CPU into *dev (and the cache at cache, when not NULL). */
-static int calibrated_spec(const mb_meas_spec_req *req, const char *cache, mb_device *dev,
+/* One calibration of this CPU, quick or full, into *dev, checked as a spec
+ * file would be: MB_OK; 1 when refused (its figures cannot be true, a
+ * probe contended, a figure out of a spec's range: why in err); MB_ERUN for
+ * another failure. */
+static int calibrate_once(const mb_meas_spec_req *req, int quick, int force_refusal, mb_device *dev,
+                          mb_meas_spec_used *used, mb_err *err)
+{
+    if (force_refusal)
+        return mb_err_set(err, MB_ERUN, "calibration refused, nothing written: refused by the test hook"), 1;
+    if (mb_meas_calibrate_cpu(req->threads, quick, req->quiet ? NULL : req->progress, &used->cal, err))
+        return strstr(err->msg, "calibration refused") ? 1 : MB_ERUN;
+    mb_meas_calib_to_device(&used->cal, req->command_line ? req->command_line : "membound", dev);
+    snprintf(dev->calibration, sizeof dev->calibration, "%s", quick ? "quick" : "full");
+    mb_err e;
+    char *text = mb_device_ini_text(dev, &e); /* what a spec file refuses */
+    if (!text) return mb_err_set(err, MB_ERUN, "calibration refused, nothing written: %s", e.msg), 1;
+    free(text);
+    return MB_OK;
+}
+
+/* Calibrations of one kind (quick or full), MB_MEAS_CALIB_TRIES at most,
+ * with a backoff between refusals (*wait_s, doubled each time). MB_OK; 1
+ * when every one was refused; MB_ERUN. */
+static int calibrate_tries(const mb_meas_spec_req *req, int quick, double *wait_s, mb_device *dev,
                            mb_meas_spec_used *used, mb_err *err)
+{
+    for (int t = 0; t < MB_MEAS_CALIB_TRIES; t++) {
+        int rc = calibrate_once(req, quick, used->refused < req->refuse_first, dev, used, err);
+        if (rc != 1) return rc;
+        used->refused++;
+        if (t + 1 == MB_MEAS_CALIB_TRIES) {
+            say(req, "warning", "%s calibration refused %d times (last: %s)", quick ? "the quick" : "a full",
+                MB_MEAS_CALIB_TRIES, err->msg);
+            return 1;
+        }
+        say(req, "warning", "%s calibration refused (%s): taken again in %.1f s (try %d of %d)",
+            quick ? "the quick" : "the", err->msg, *wait_s, t + 2, MB_MEAS_CALIB_TRIES);
+        struct timespec ts = {(time_t)*wait_s, (long)((*wait_s - (double)(time_t)*wait_s) * 1e9)};
+        while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {} /* a signal: the rest of the wait */
+        *wait_s *= 2;
+    }
+    return 1;
+}
+
+/* Calibrates this CPU into *dev (and the cache at cache, when not NULL):
+ * full (or quick when asked), taken again when refused; a full one refused
+ * every time falls back to a quick one, a quick one to the cached
+ * calibration at fallback_cache (when not NULL). */
+static int calibrated_spec(const mb_meas_spec_req *req, const char *cache, const char *fallback_cache,
+                           mb_device *dev, mb_meas_spec_used *used, mb_err *err)
 {
     if (req->cache_read)
         say(req, "note", "%s: calibrating this CPU first", req->workdir
             ? "no --device, no ./" MB_MEAS_SPEC_WORKDIR_FILE " and no cached calibration"
             : "no cached calibration");
-    double t0 = mb_meas_now_s();
-    if (mb_meas_calibrate_cpu(req->threads, req->quick, req->quiet ? NULL : req->progress, &used->cal, err))
-        return MB_ERUN;
+    double t0 = mb_meas_now_s(), wait_s = req->backoff_s > 0 ? req->backoff_s : MB_MEAS_CALIB_BACKOFF_S;
+    int rc = calibrate_tries(req, req->quick, &wait_s, dev, used, err);
+    if (rc == 1 && !req->quick) {
+        say(req, "warning", "falling back to a quick calibration: the machine is too busy for a full one "
+            "(its figures are rough; rows measured against it are marked 'fallback' in the CSV's "
+            "calibration column, and not cached)");
+        rc = calibrate_tries(req, 1, &wait_s, dev, used, err);
+        if (rc == MB_OK) {
+            used->fallback = 1;
+            snprintf(dev->calibration, sizeof dev->calibration, "fallback");
+            cache = NULL; /* a rough calibration does not become this host's */
+        }
+    }
+    if (rc == 1 && fallback_cache && mb_meas_cache_load(fallback_cache, dev, &used->age_s, &(mb_err){0}) == MB_OK) {
+        say(req, "warning", "falling back to this host's cached calibration %s (%.1f h old): every "
+            "calibration now was refused", fallback_cache, used->age_s / 3600.0);
+        used->source = MB_MEAS_SPEC_CACHED;
+        used->fallback = 1;
+        snprintf(dev->calibration, sizeof dev->calibration, "fallback"); /* not the one asked for */
+        snprintf(used->path, sizeof used->path, "%s", fallback_cache);
+        return MB_OK;
+    }
+    if (rc == 1)
+        return mb_err_set(err, MB_ERUN, "every calibration was refused (%d tries%s): the machine is too busy; "
+                          "run again when it is quieter, or give --device SPEC", used->refused,
+                          req->quick ? "" : ", full then quick");
+    if (rc) return rc;
     used->calib_s = mb_meas_now_s() - t0;
     used->source = MB_MEAS_SPEC_CALIBRATED;
-    mb_meas_calib_to_device(&used->cal, req->command_line ? req->command_line : "membound", dev);
     if (!cache) return MB_OK;
     mb_err e;
     if (mb_meas_cache_save(cache, dev, used->moved, sizeof used->moved, &e)) {
@@ -139,13 +213,14 @@ int mb_meas_spec_get(const mb_meas_spec_req *req, mb_device *dev, mb_meas_spec_u
     char cache[1024];
     mb_tdir lock = {-1, ""};
     mb_kern_set_threads(req->threads);
-    int have_cache = (req->cache_read || req->cache_write) &&
+    int have_cache = (req->cache_read || req->cache_write || req->quick) &&
                      mb_meas_cache_claim(lookup(req, "MEMBOUND_CACHE_DIR"), lookup(req, "XDG_CACHE_HOME"),
                                          lookup(req, "HOME"), mb_kern_threads(), cache, sizeof cache, relay,
                                          (void *)req, &lock) == MB_OK;
     rc = cached_spec(req, have_cache ? cache : NULL, dev, used);
     if (rc != MB_OK)
-        rc = calibrated_spec(req, have_cache && req->cache_write ? cache : NULL, dev, used, err);
+        rc = calibrated_spec(req, have_cache && req->cache_write ? cache : NULL,
+                             have_cache && req->quick ? cache : NULL, dev, used, err);
     mb_tdir_close(&lock);
     return rc;
 }
@@ -166,4 +241,78 @@ void mb_meas_spec_describe(const mb_meas_spec_used *used, const mb_device *dev, 
     case MB_MEAS_SPEC_SRC_COUNT: break;
     }
     snprintf(buf, bufsz, "%s", dev->name);
+}
+
+/* Seconds since the epoch of a spec's measured_at ("host 2026-12-01T09:47:10Z"),
+ * or -1. */
+static double measured_epoch_s(const mb_device *dev)
+{
+    const char *date = strrchr(dev->measured_at, ' ');
+    date = date ? date + 1 : dev->measured_at;
+    struct tm tmv;
+    memset(&tmv, 0, sizeof tmv);
+    const char *end = strptime(date, "%Y-%m-%dT%H:%M:%SZ", &tmv);
+    if (!end || *end) return -1;
+    return (double)timegm(&tmv);
+}
+
+const char *mb_meas_calibration_mark(const mb_meas_spec_used *used, const mb_device *dev,
+                                     double now_epoch_s, double *age_s)
+{
+    double age = -1;
+    if (used->source == MB_MEAS_SPEC_CALIBRATED) age = 0;
+    else if (used->source == MB_MEAS_SPEC_CACHED) age = used->age_s;
+    double at = measured_epoch_s(dev);
+    if (age < 0 && at > 0 && now_epoch_s >= at) age = now_epoch_s - at;
+    if (age_s) *age_s = age;
+    /* a spec no calibration wrote: the table's, or one written by hand */
+    if (strcmp(dev->kind, "cpu") != 0 || (!dev->measured_at[0] && !dev->calibration[0])) return "";
+    if (used->fallback || !strcmp(dev->calibration, "fallback")) return "fallback";
+    if (!strcmp(dev->calibration, "quick")) return "quick";
+    return age > MB_MEAS_CALIB_STALE_S ? "stale" : "full";
+}
+
+static const char *fmt_age(double s, char *buf, size_t size)
+{
+    if (s < 0) snprintf(buf, size, "age unknown");
+    else if (s < 120) snprintf(buf, size, "%.0f s old", s);
+    else if (s < 7200) snprintf(buf, size, "%.0f min old", s / 60);
+    else if (s < 3 * 86400.0) snprintf(buf, size, "%.1f h old", s / 3600);
+    else snprintf(buf, size, "%.0f days old", s / 86400);
+    return buf;
+}
+
+void mb_meas_spec_line(const mb_meas_spec_used *used, const mb_device *dev, char *buf, size_t bufsz)
+{
+    double age;
+    const char *mark = mb_meas_calibration_mark(used, dev, (double)time(NULL), &age);
+    char agebuf[48], owner[96] = "";
+    struct stat st;
+    if (used->path[0] && stat(used->path, &st) == 0) {
+        struct passwd *pw = getpwuid(st.st_uid);
+        if (pw) snprintf(owner, sizeof owner, "owner %s, ", pw->pw_name);
+        else snprintf(owner, sizeof owner, "owner uid %ld, ", (long)st.st_uid);
+    }
+    if (!mark[0]) {
+        snprintf(buf, bufsz, "calibration: none (the spec %s%s: %s figures)", dev->name,
+                 used->source == MB_MEAS_SPEC_GPU_DEFAULT ? ", the cuda backend's default" : "",
+                 strcmp(dev->kind, "cpu") ? "its source's" : "hand-written");
+        return;
+    }
+    const char *kind = !strcmp(mark, "fallback") ? "fallback (quick, full ones refused for contention)"
+                       : !strcmp(mark, "stale") ? "full but stale (older than a day)" : mark;
+    switch (used->source) {
+    case MB_MEAS_SPEC_CALIBRATED:
+        snprintf(buf, bufsz, "calibration: %s, measured now in %.1f s%s%s%s", kind, used->calib_s,
+                 used->refused ? " after refusals" : "", used->cached ? ", cached as " : "",
+                 used->cached ? used->path : "");
+        return;
+    case MB_MEAS_SPEC_CACHED:
+        snprintf(buf, bufsz, "calibration: %s, this host's cached calibration %s (%smeasured on %s, %s)", kind, used->path,
+                 owner, dev->measured_at[0] ? dev->measured_at : "?", fmt_age(age, agebuf, sizeof agebuf));
+        return;
+    default:
+        snprintf(buf, bufsz, "calibration: %s, from %s (%smeasured on %s, %s)", kind, used->path, owner,
+                 dev->measured_at[0] ? dev->measured_at : "?", fmt_age(age, agebuf, sizeof agebuf));
+    }
 }

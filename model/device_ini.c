@@ -91,6 +91,8 @@ static const key_spec spec_keys[] = {
     {"alloc_mmap_threshold_mb", KEY_NUM, KEY_OPTIONAL, FIELD(alloc_mmap_threshold_mb), 1e-3, 1e6, 1},
     {"source", KEY_STR, KEY_REQUIRED, STR(source)},
     {"measured_at", KEY_STR, KEY_OPTIONAL, STR(measured_at)},
+    /* written only when set: specs without it read and write as before */
+    {"calibration", KEY_STR, KEY_OPTIONAL, STR(calibration)},
 };
 
 /* The range of op_<name>_geps and op_<name>_compiled_geps (0: not measured). */
@@ -303,6 +305,10 @@ static int set_string(ini_state *st, const key_spec *k, const char *value)
     if (!strcmp(k->key, "kind") && strcmp(value, "gpu") && strcmp(value, "cpu"))
         return fail(st, MB_EINPUT, "%s:%d: key 'kind': expected 'gpu' or 'cpu', got '%s'",
                     st->path, st->line, value);
+    if (!strcmp(k->key, "calibration") && strcmp(value, "full") && strcmp(value, "quick") &&
+        strcmp(value, "fallback"))
+        return fail(st, MB_EINPUT, "%s:%d: key 'calibration': expected 'full', 'quick' or 'fallback', "
+                    "got '%s'", st->path, st->line, value);
     memcpy(dst, value, len + 1);
     return 1;
 }
@@ -570,6 +576,7 @@ static void write_keys(const mb_device *d, FILE *fp)
         const char *p = (const char *)d + k->offset;
         if (k->type == KEY_STR) {
             if (!strcmp(k->key, "kind") && !p[0]) p = "gpu";
+            if (!strcmp(k->key, "calibration") && !p[0]) continue;
             fprintf(fp, p[0] ? "%s = %s\n" : "%s =\n", k->key, p);
         } else {
             /* an optional figure that stands for another when absent */

@@ -329,6 +329,9 @@ typedef struct mb_device {
                                      32 MiB on 64-bit (MB_ALLOC_MMAP_MAX_MB) */
     char source[768];             /* where the numbers come from */
     char measured_at[256];        /* optional: host and date of calibration */
+    char calibration[16];         /* optional: how calibrate measured it: "full",
+                                     "quick" (a smoke test's), "fallback" (quick,
+                                     after full ones were refused); "" unsaid */
     int measured_derived;         /* 1: measured_bandwidth_gbs was derived
                                      (mb_device_derive_bandwidth), not measured;
                                      never read from or written to a spec */
@@ -458,6 +461,15 @@ void mb_device_at_rates(const mb_device *d, double bandwidth_factor, double op_f
 #define MB_MEAS_PROV_LINES "provenance"
 #define MB_MEAS_CSV_TEXT_COLUMNS \
     MB_MEAS_PROV_VARIANT "," MB_MEAS_PROV_EXPR "," MB_MEAS_PROV_SPEC "," MB_MEAS_PROV_LINES
+/* After the texts: which calibration the row's model columns used (CPU rows
+ * against a calibrated spec; empty otherwise): "full" (a calibration that
+ * passed every check), "quick" (a smoke test's short one: figures not for
+ * the model), "fallback" (not the calibration asked for: a quick one taken
+ * after full ones were refused for contention, or the cached one after
+ * quick ones were), "stale" (a full one older than MB_MEAS_CALIB_STALE_S). report
+ * marks the verdicts of fallback, stale and quick rows. */
+#define MB_MEAS_CSV_CALIBRATION_COLUMN "calibration"
+#define MB_MEAS_CALIBRATION_MARKS {"full", "quick", "fallback", "stale"}
 
 /* ---- traffic and time ------------------------------------------------- */
 

@@ -16,7 +16,8 @@
  * then the per-kernel files' "kernel". Required ones must be in the header. */
 #define MB_COL_ENUM(name, required) C_##name,
 enum { MB_MEAS_CSV_COLUMNS(MB_COL_ENUM) C_KERNEL, C_CONTENDED, C_HOST_GBS, C_HOST_RATIO, C_HOST_OP,
-       C_LO_MODE, C_HI_MODE, C_HI_SHARE, C_COUNT_CHECK, C_VTEXT, C_VEXPR, C_SPEC, C_PROV, C_COUNT };
+       C_LO_MODE, C_HI_MODE, C_HI_SHARE, C_COUNT_CHECK, C_VTEXT, C_VEXPR, C_SPEC, C_PROV,
+       C_CALIBRATION, C_COUNT };
 #undef MB_COL_ENUM
 #define MB_COL_ROW(name, required) {#name, required},
 static const struct {
@@ -32,7 +33,8 @@ static const struct {
                       {"count_check", 0},
                       /* MB_MEAS_CSV_TEXT_COLUMNS */
                       {MB_MEAS_PROV_VARIANT, 0}, {MB_MEAS_PROV_EXPR, 0}, {MB_MEAS_PROV_SPEC, 0},
-                      {MB_MEAS_PROV_LINES, 0}};
+                      {MB_MEAS_PROV_LINES, 0},
+                      {MB_MEAS_CSV_CALIBRATION_COLUMN, 0}};
 #undef MB_COL_ROW
 /* short names for the parser below */
 enum {
@@ -322,6 +324,14 @@ static int parse_row(ctx *c, const int *pos, field *f, int nf, mb_rpt_row *r)
         if (x->s[0] && strcmp(x->s, "ok") && strcmp(x->s, "off") && strcmp(x->s, "below 4x L2"))
             return bad(c, x, C_COUNT_CHECK, "ok, off, below 4x L2 or empty");
         copy_str(r->count_check, sizeof r->count_check, x->s);
+    }
+    if (pos[C_CALIBRATION] >= 0) {
+        const field *x = &f[pos[C_CALIBRATION]];
+        static const char *const marks[] = MB_MEAS_CALIBRATION_MARKS;
+        int known = !x->s[0];
+        for (size_t i = 0; i < sizeof marks / sizeof marks[0] && !known; i++) known = !strcmp(x->s, marks[i]);
+        if (!known) return bad(c, x, C_CALIBRATION, "full, quick, fallback, stale or empty");
+        copy_str(r->calibration, sizeof r->calibration, x->s);
     }
     /* counts the CUDA backend's sanity gate rejected are kept in the file
      * for inspection, never used as measurements */

@@ -109,6 +109,9 @@ typedef struct mb_rpt_row {
     int file_index;            /* index into mb_rpt_set.files */
     double max_rel_err;
     int verified;              /* 1 passed, 0 failed (never fitted) */
+    char calibration[16];      /* the calibration its model columns used
+                                  (MB_MEAS_CSV_CALIBRATION_COLUMN): "full",
+                                  "quick", "fallback", "stale", "" (none said) */
     int col_of[8];             /* character columns of variant, plan, dtype, n
                                   (for join errors) */
 
@@ -218,16 +221,43 @@ typedef struct mb_rpt_verdict {
     double model_bytes_ratio;      /* the model's lecture-count bytes ratio */
     double model_dram_ratio;       /* the model's cache-aware DRAM ratio at n */
     double model_time_ratio;       /* the model's time ratio on this device */
-    double meas_time_ratio;        /* measured median time ratio */
+    double meas_time_ratio;        /* measured median time ratio (beside the deciding one) */
     double meas_bytes_ratio;       /* measured DRAM bytes ratio (counters) */
-    const char *holds;             /* "holds", "does not hold", "no data" */
-    const char *model_agrees;      /* "yes", "no", "no data" */
-    char note[512];
+    const char *holds;             /* "holds", "does not hold", "inconclusive", "no data" */
+    const char *model_agrees;      /* "yes", "no", "inconclusive", "no data" */
+    char note[1024];
+    /* how it was decided (verdicts.csv's columns after note) */
+    double meas_min_ratio;         /* slow row's minimum / fast row's minimum: the
+                                      statistic that decides (a shared machine adds
+                                      time, never takes it away: STREAM's best rate) */
+    double meas_range_lo, meas_range_hi; /* the ratio over the rows' min-to-p90
+                                      ranges: slow min / fast p90 .. slow p90 / fast min */
+    double expected_ratio;         /* what the time is judged against: the model's
+                                      time ratio on this device (the lecture's ratio
+                                      when the model gives none) */
+    const char *statistic;         /* "min" (the median beside it), "median" (the rows
+                                      carry no minimum), "" (no data) */
+    const char *bytes;             /* "counted: holds", "counted: does not hold",
+                                      "modelled, not counted on this backend", "" */
+    char reason[200];              /* the device-level reason the expectation differs
+                                      from the lecture's figure ("compute-bound here:
+                                      eager"), or "" */
+    char calibration[64];          /* "" or the rows' marks: "fallback", "stale",
+                                      "quick" (a smoke test) */
+    char rerun[256];               /* inconclusive: the command that measures again */
+    int smoke_test;                /* 1: a smoke test's (mb_rpt_set.smoke_test, or rows
+                                      measured against a quick calibration) */
 } mb_rpt_verdict;
 
 /* Tolerances of the verdict table (relative). */
 #define MB_RPT_TOL_BYTES 0.10  /* counters vs a byte-count claim */
 #define MB_RPT_TOL_TIME 0.25   /* measured time ratio vs a claimed/modelled ratio */
+/* A verdict is inconclusive when the rows' min-to-p90 ranges straddle an edge
+ * of the tolerance band and the minimum ratio itself lies within this of
+ * that edge: the minima of two rows of 10-200 samples on the 2-vCPU guest
+ * moved by up to ~4% between runs taken minutes apart (the committed
+ * rounds), so a minimum ratio nearer than 5% to an edge decides nothing. */
+#define MB_RPT_DECIDE_MARGIN 0.05
 
 /* ---- the set ---------------------------------------------------------- */
 
@@ -261,6 +291,8 @@ typedef struct mb_rpt_set {
     int n_fig_dtypes;
     mb_plan_kind fig_plans[MB_PLAN_COUNT];
     int n_fig_plans;
+    int smoke_test;                /* 1: every verdict is a smoke test's (report
+                                      --smoke-test, as demo --quick runs it) */
 } mb_rpt_set;
 
 void mb_rpt_set_init(mb_rpt_set *s);

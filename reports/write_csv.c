@@ -43,7 +43,7 @@ int rpt_write_csvs(const mb_rpt_set *s, const char *dir, rpt_outs *outs, mb_err 
           "model_dram_read_bytes,model_dram_write_bytes,saved_bytes,dram_read_bytes,"
           "dram_write_bytes,fit_time_s,resid_time_rel,resid_model_rel,resid_bytes_rel,"
           "stud_resid,fit,host_copy_ratio,host_op_ratio,model_host_time_s,time_s_lower_mode,"
-          "time_s_upper_mode,upper_mode_share,count_check\n", fp);
+          "time_s_upper_mode,upper_mode_share,count_check,calibration\n", fp);
     for (int i = 0; i < s->n_rows; i++) {
         const mb_rpt_row *r = &s->rows[i];
         csv_str(fp, r->file);
@@ -79,6 +79,7 @@ int rpt_write_csvs(const mb_rpt_set *s, const char *dir, rpt_outs *outs, mb_err 
         csv_num(fp, r->time_s_upper_mode);
         csv_num(fp, r->upper_mode_share);
         fputc(',', fp); csv_str(fp, r->count_check);
+        fputc(',', fp); csv_str(fp, r->calibration);
         fputc('\n', fp);
     }
 
@@ -106,7 +107,9 @@ int rpt_write_csvs(const mb_rpt_set *s, const char *dir, rpt_outs *outs, mb_err 
 
     if ((rc = rpt_outs_open(outs, dir, mb_rpt_report_files[4], &fp, err))) return rc;
     fputs("claim,device,backend,n,lecture,lecture_ratio,model_bytes_ratio,model_dram_ratio,"
-          "model_time_ratio,measured_time_ratio,measured_bytes_ratio,holds,model_agrees,note\n", fp);
+          "model_time_ratio,measured_time_ratio,measured_bytes_ratio,holds,model_agrees,note,"
+          "measured_min_ratio,measured_range_lo,measured_range_hi,expected_ratio,statistic,bytes,"
+          "reason,calibration,rerun,smoke_test\n", fp);
     for (int i = 0; i < s->n_verdicts; i++) {
         const mb_rpt_verdict *v = &s->verdicts[i];
         csv_str(fp, v->claim);
@@ -125,7 +128,16 @@ int rpt_write_csvs(const mb_rpt_set *s, const char *dir, rpt_outs *outs, mb_err 
         csv_num(fp, v->meas_bytes_ratio);
         fprintf(fp, ",%s,%s,", v->holds, v->model_agrees);
         csv_str(fp, v->note);
-        fputc('\n', fp);
+        csv_num(fp, v->meas_min_ratio);
+        csv_num(fp, v->meas_range_lo);
+        csv_num(fp, v->meas_range_hi);
+        csv_num(fp, v->expected_ratio);
+        const char *texts[] = {v->statistic, v->bytes, v->reason, v->calibration, v->rerun};
+        for (size_t k = 0; k < sizeof texts / sizeof texts[0]; k++) {
+            fputc(',', fp);
+            csv_str(fp, texts[k] ? texts[k] : "");
+        }
+        fprintf(fp, ",%d\n", v->smoke_test);
     }
     return MB_OK;
 }

@@ -29,6 +29,16 @@ static json_t *verdict_json(const mb_rpt_verdict *v)
     json_object_set_new(o, "holds", json_string(v->holds));
     json_object_set_new(o, "model_agrees", json_string(v->model_agrees));
     json_object_set_new(o, "note", json_string(v->note));
+    json_object_set_new(o, "measured_min_ratio", jnum(v->meas_min_ratio));
+    json_object_set_new(o, "measured_range_lo", jnum(v->meas_range_lo));
+    json_object_set_new(o, "measured_range_hi", jnum(v->meas_range_hi));
+    json_object_set_new(o, "expected_ratio", jnum(v->expected_ratio));
+    json_object_set_new(o, "statistic", json_string(v->statistic ? v->statistic : ""));
+    json_object_set_new(o, "bytes", json_string(v->bytes ? v->bytes : ""));
+    json_object_set_new(o, "reason", json_string(v->reason));
+    json_object_set_new(o, "calibration", json_string(v->calibration));
+    json_object_set_new(o, "rerun", json_string(v->rerun));
+    json_object_set_new(o, "smoke_test", json_boolean(v->smoke_test));
     return o;
 }
 
@@ -94,6 +104,7 @@ static json_t *row_json(const mb_rpt_set *s, const mb_rpt_row *r)
     json_object_set_new(o, "time_s_upper_mode", jnum(r->time_s_upper_mode));
     json_object_set_new(o, "upper_mode_share", jnum(r->upper_mode_share));
     json_object_set_new(o, "count_check", r->count_check[0] ? json_string(r->count_check) : json_null());
+    json_object_set_new(o, "calibration", r->calibration[0] ? json_string(r->calibration) : json_null());
     json_object_set_new(o, "time_s_median", jnum(r->time_s_median));
     json_object_set_new(o, "model_time_s", jnum(r->pred_time_s));
     json_object_set_new(o, "model_bound", json_string(mb_bound_name(r->pred_bound)));

@@ -61,6 +61,7 @@ spec_tail='cache_mb = 1\nfp32_tflops = 1\nbf16_tflops = 1\nsource = s\n'
 printf "[device]\nname = t\nmem_bandwidth_gbs = 1e-320\nlaunch_overhead_us = 1\n$spec_tail" >tinybw.ini
 printf "[device]\nname = t\nmem_bandwidth_gbs = 1e30\nlaunch_overhead_us = 1\n$spec_tail" >hugebw.ini
 printf "[device]\nname = t\nmem_bandwidth_gbs = 100\nlaunch_overhead_us = 1e30\n$spec_tail" >hugelaunch.ini
+printf '[device]\nname = c\nkind = cpu\nmem_bandwidth_gbs = 100\ncache_mb = 1\nfp32_tflops = 1\nlaunch_overhead_us = 1\nsource = s\ncalibration = guessed\n' >badcal.ini
 { printf '# membound measurement\n# backend: cpu\n'
   printf '# device_spec: %s\n' '[device]' 'name = t' 'mem_bandwidth_gbs = 100' 'cache_mb = 1e30' \
     'fp32_tflops = 10' 'bf16_tflops = 10' 'launch_overhead_us = 1' 'source = test'
@@ -152,6 +153,7 @@ expect 2 "twoname.mb:3:1: a second 'name' directive \(the first is on line 1\)" 
 expect 2 "tinybw.ini:3: key 'mem_bandwidth_gbs': .*got '1e-320'" -- model copy --device tinybw.ini --json
 expect 2 "hugebw.ini:3: key 'mem_bandwidth_gbs': .*got '1e30'" -- model copy --device hugebw.ini
 expect 2 "hugelaunch.ini:4: key 'launch_overhead_us': .*got '1e30'" -- whatif copy --devices hugelaunch.ini --json
+expect 2 "badcal.ini:9: key 'calibration': expected 'full', 'quick' or 'fallback', got 'guessed'" -- model copy --device badcal.ini
 expect 2 'character device' -- model /dev/zero
 expect 2 'FIFO' -- model ./fifo
 expect 2 'bad.mb:4:1' -- model ./bad.mb

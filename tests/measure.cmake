@@ -22,3 +22,8 @@ if(TARGET mb_measure)
   # admission, the row warnings and their formats, without running a row
   mb_test(measure_policy SOURCES measure_policy.c LIBS mb_measure)
 endif()
+# what a run says: the calibration line, copy measured once, the warning
+# summary, the calibration fallback (the CLI's test hook), the err% sign
+add_test(NAME measure_runs COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/measure_runs.sh)
+set_tests_properties(measure_runs PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 600
+  ENVIRONMENT "MB_BIN=${CMAKE_BINARY_DIR}/bin/membound;MB_SRC=${CMAKE_SOURCE_DIR};MEMBOUND_VARIANTS=${CMAKE_BINARY_DIR}/share/membound/variants")

@@ -150,6 +150,84 @@ static void test_cache(const char *cache_path)
     CHECK(mb_meas_spec_get(&r, &d, &u, &e) == MB_OK && notes[0] == '\0');
 }
 
+/* Refused calibrations (the test hook refuse_first): taken again with a
+ * backoff, then a full one falls back to a quick one (said, marked
+ * 'fallback', not cached), a quick one to the cached calibration, and with
+ * none every refusal is an error. */
+static void test_refusals(const char *cache_path, const mb_device *fake)
+{
+    static mb_device d;
+    static mb_meas_spec_used u;
+    mb_err e;
+    char line[1600];
+    CHECK(chdir(work_dir) == 0);
+    unlink(cache_path);
+    mb_meas_spec_req r = cpu_req();
+    r.quick = 0;
+    r.cache_read = 0;
+    r.refuse_first = MB_MEAS_CALIB_TRIES; /* every full one: never run */
+    r.backoff_s = 0.01;
+    CHECK(mb_meas_spec_get(&r, &d, &u, &e) == MB_OK);
+    CHECK(u.source == MB_MEAS_SPEC_CALIBRATED && u.fallback && u.refused == MB_MEAS_CALIB_TRIES);
+    CHECK(!strcmp(d.calibration, "fallback") && !u.cached && access(cache_path, F_OK) != 0);
+    CHECK(strstr(notes, "taken again in 0.0 s (try 2 of 3)") && strstr(notes, "taken again in 0.0 s (try 3 of 3)"));
+    CHECK(strstr(notes, "warning: falling back to a quick calibration") != NULL);
+    CHECK(!strcmp(mb_meas_calibration_mark(&u, &d, 0, NULL), "fallback"));
+    mb_meas_spec_line(&u, &d, line, sizeof line);
+    CHECK(strstr(line, "calibration: fallback (quick, full ones refused for contention), measured now") == line);
+
+    /* quick ones refused: the cached calibration instead */
+    CHECK(mb_meas_cache_save(cache_path, fake, NULL, 0, &e) == MB_OK);
+    r = cpu_req();
+    r.cache_read = 0;
+    r.refuse_first = MB_MEAS_CALIB_TRIES;
+    r.backoff_s = 0.01;
+    CHECK(mb_meas_spec_get(&r, &d, &u, &e) == MB_OK);
+    CHECK(u.source == MB_MEAS_SPEC_CACHED && u.fallback && d.measured_bandwidth_gbs == 1000);
+    CHECK(strstr(notes, "falling back to this host's cached calibration") != NULL);
+    CHECK(!strcmp(mb_meas_calibration_mark(&u, &d, 0, NULL), "fallback"));
+
+    /* and with no cache: an error naming the refusals, nothing else */
+    unlink(cache_path);
+    r.refuse_first = 2 * MB_MEAS_CALIB_TRIES;
+    CHECK(mb_meas_spec_get(&r, &d, &u, &e) == MB_ERUN);
+    CHECK(strstr(e.msg, "every calibration was refused (3 tries)") != NULL);
+}
+
+/* The marks rows get: by the spec's calibration and age. */
+static void test_marks(void)
+{
+    static mb_device d;
+    static mb_meas_spec_used u;
+    memset(&u, 0, sizeof u);
+    CHECK(mb_device_find("h100-sxm", &d, &(mb_err){0}) == MB_OK);
+    u.source = MB_MEAS_SPEC_GIVEN;
+    CHECK(!strcmp(mb_meas_calibration_mark(&u, &d, 0, NULL), "")); /* the table's: none */
+    mb_meas_calib c;
+    mb_test_calib(&c, 50);
+    mb_meas_calib_to_device(&c, "marks", &d);
+    snprintf(d.measured_at, sizeof d.measured_at, "vm 2026-01-01T00:00:00Z");
+    const double at = 1767225600.0; /* 2026-01-01T00:00:00Z */
+    double age = 0;
+    CHECK(!strcmp(mb_meas_calibration_mark(&u, &d, at + 3600, &age), "full") && age == 3600);
+    CHECK(!strcmp(mb_meas_calibration_mark(&u, &d, at + 2 * 86400.0, NULL), "stale"));
+    snprintf(d.calibration, sizeof d.calibration, "quick");
+    CHECK(!strcmp(mb_meas_calibration_mark(&u, &d, at + 2 * 86400.0, NULL), "quick"));
+    snprintf(d.calibration, sizeof d.calibration, "fallback");
+    CHECK(!strcmp(mb_meas_calibration_mark(&u, &d, at, NULL), "fallback"));
+    /* the key reads back from a spec file */
+    char *text = mb_device_ini_text(&d, &(mb_err){0});
+    CHECK(text && strstr(text, "\ncalibration = fallback\n"));
+    static mb_device back;
+    CHECK(text && mb_device_load_ini_text(text, "marks.ini", &back, &(mb_err){0}) == MB_OK &&
+          !strcmp(back.calibration, "fallback"));
+    free(text);
+    d.calibration[0] = '\0';
+    text = mb_device_ini_text(&d, &(mb_err){0});
+    CHECK(text && !strstr(text, "calibration =")); /* unsaid: not written */
+    free(text);
+}
+
 int main(void)
 {
     mb_meas_set_env(getenv); /* as the CLI does: the compiled-kernel cache under $HOME */
@@ -173,6 +251,8 @@ int main(void)
     test_named_and_gpu_default();
     test_workdir(&fake);
     test_cache(path);
+    test_refusals(path, &fake);
+    test_marks();
 
     CHECK(chdir("/") == 0);
     char cmd[600];

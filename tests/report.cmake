@@ -3,6 +3,8 @@
 if(TARGET mb_reports)
   mb_test(report_fit SOURCES report_fit.c LIBS mb_reports)
   mb_test(report_csv SOURCES report_csv.c report_gen.c LIBS mb_reports)
+  # the verdicts: the statistic that decides, the claim judged, the committed quiet and busy runs
+  mb_test(report_verdict SOURCES report_verdict.c LIBS mb_reports)
   mb_test(report_figures SOURCES report_figures.c LIBS mb_reports)
   mb_test(report_cli SOURCES report_cli.c report_gen.c LIBS mb_reports)
   # gnuplot, the plots folder and PATH from the caller, never from the environment

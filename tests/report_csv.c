@@ -202,7 +202,7 @@ static void test_count_check(const char *tmp)
         CHECK(file_has(out, "report.md", "+5.0% OFF (over 3%)"));
         CHECK(file_has(out, "report.md", "(below 4x L2: not judged)"));
         CHECK(file_has(out, "report.md", "1 of 2 counted rows at tensors of 4x the L2"));
-        CHECK(file_has(out, "summary.csv", ",off\n"));
+        CHECK(file_has(out, "summary.csv", ",off,\n")); /* then an empty calibration */
         CHECK(file_has(out, "summary.json", "\"count_check\": \"off\""));
     }
     mb_rpt_set_free(&s);
@@ -261,7 +261,7 @@ static void test_noisy(const char *tmp)
         char out[600];
         snprintf(out, sizeof out, "%s/noisy-report", tmp);
         CHECK(mb_rpt_write(&s, NULL, out, &e) == MB_OK);
-        CHECK(file_has(out, "summary.csv", ",noisy,,,,,,,\n")); /* no host reference, one mode, no count: empty */
+        CHECK(file_has(out, "summary.csv", ",noisy,,,,,,,,\n")); /* no host reference, one mode, no count: empty */
         CHECK(file_has(out, "summary.json", "\"noisy\": true"));
         CHECK(file_has(out, "report.md", "skipped (noisy"));
     }
@@ -397,8 +397,8 @@ static void test_two_modes(const char *tmp)
         }
         CHECK(file_has(out, "report.md", want));
         CHECK(file_has(out, "report.md", "1 row's samples fell in two modes"));
-        CHECK(file_has(out, "summary.csv", "time_s_upper_mode,upper_mode_share,count_check\n"));
-        CHECK(file_has(out, "summary.csv", ",0.25,\n"));
+        CHECK(file_has(out, "summary.csv", "time_s_upper_mode,upper_mode_share,count_check,calibration\n"));
+        CHECK(file_has(out, "summary.csv", ",0.25,,\n"));
         CHECK(file_has(out, "summary.json", "\"upper_mode_share\": 0.25"));
         CHECK(file_has(out, "summary.json", "\"upper_mode_share\": null"));
     }
@@ -412,6 +412,8 @@ int main(void)
     expect_read_error("report_missing_column.csv", "report_missing_column.csv:3:", "missing column 'time_s_median'");
     expect_read_error("report_wrong_type.csv", "report_wrong_type.csv:4:30:", "column 'n'");
     expect_read_error("report_no_rows.csv", "report_no_rows.csv:3:1:", "no measurement rows");
+    expect_read_error("report_bad_calibration.csv", "report_bad_calibration.csv:4:127:",
+                      "column 'calibration'");
     expect_read_error("report_unknown_device.csv", "report_unknown_device.csv:4:1:", "warp-drive-9000");
     /* a file that is not there is a clear error too */
     mb_rpt_set s;
