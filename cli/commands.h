@@ -13,5 +13,6 @@ int mb_cmd_measure(int argc, char **argv);
 int mb_cmd_report(int argc, char **argv);
 int mb_cmd_figures(int argc, char **argv);
 int mb_cmd_demo(int argc, char **argv);
+int mb_cmd_import(int argc, char **argv);
 
 #endif

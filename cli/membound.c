@@ -15,6 +15,7 @@
 #pragma weak mb_cmd_report
 #pragma weak mb_cmd_figures
 #pragma weak mb_cmd_demo
+#pragma weak mb_cmd_import
 
 typedef struct {
     const char *name;
@@ -33,6 +34,7 @@ static const command commands[] = {
     {"report", mb_cmd_report, "fit the model to measurements, write report and figures", "GSL (reports module)"},
     {"figures", mb_cmd_figures, "the model-only lecture figures", "GSL (reports module)"},
     {"demo", mb_cmd_demo, "the lecture's demos end to end on this machine", "GSL (reports module)"},
+    {"import", mb_cmd_import, "Nsight Compute CSVs or PyTorch profiler traces as measurement rows", "libcsv (import module)"},
 };
 #define N_COMMANDS (int)(sizeof commands / sizeof commands[0])
 

@@ -138,7 +138,7 @@ void mb_meas_env_usage(FILE *fp);
  * "cupti", "none-cpu" or "unavailable: <reason>". */
 typedef struct mb_meas_record {
     char device[128];        /* what ran it: CPU model or GPU name */
-    char backend[8];         /* "cpu" or "cuda" */
+    char backend[16];        /* "cpu" or "cuda"; imported rows "cuda-ncu", "cuda-torch" */
     char variant[MB_NAME_MAX];
     char plan[16];
     char dtype[8];

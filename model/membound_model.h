@@ -437,6 +437,18 @@ void mb_device_at_rates(const mb_device *d, double bandwidth_factor, double op_f
  * expression ill-conditioned in f32 or f32 overflows where float64 does
  * not: the math, not the kernel), "failed" (verified = 0), "" unchecked. */
 #define MB_MEAS_CSV_ACCURACY_COLUMN "accuracy"
+/* The counters column of rows imported from other tools (import/): ncu's
+ * counts, each kernel from a flushed cache (ncu --cache-control all, its
+ * default: compare them with each kernel's cold count, the traffic rule's),
+ * or from the cache as the run left it (--cache-control none); or the
+ * PyTorch profiler's kernel times without counts. Their verified = 1 says
+ * only that the launches matched the plan: membound checked no output. */
+#define MB_MEAS_COUNTERS_NCU "ncu"
+#define MB_MEAS_COUNTERS_NCU_WARM "ncu cache-control=none"
+#define MB_MEAS_COUNTERS_TORCH "torch-profiler"
+#define MB_MEAS_IMPORTED(counters) \
+    (!strcmp((counters), MB_MEAS_COUNTERS_NCU) || !strcmp((counters), MB_MEAS_COUNTERS_NCU_WARM) || \
+     !strcmp((counters), MB_MEAS_COUNTERS_TORCH))
 #define MB_MEAS_HOST_DRIFT_MAX 0.2
 #define MB_MEAS_DRIFTED(ratio) ((ratio) > 0 && ((ratio) > 1 + MB_MEAS_HOST_DRIFT_MAX || \
                                                 (ratio) < 1 - MB_MEAS_HOST_DRIFT_MAX))
@@ -632,6 +644,40 @@ int mb_text_read_fd(int fd, const char *path, size_t max_bytes, char **out, size
 /* MB_OK when text[0..len) is valid UTF-8 without NUL bytes; else MB_EINPUT
  * with "name:line:col: ..." at the first bad byte. */
 int mb_text_check(const char *text, size_t len, const char *name, mb_err *err);
+
+/* ---- CSV reading (model/csvread.c, libcsv: the library mb_csv) --------- */
+
+/* One field of a record: its text (unquoted, NUL-terminated, modifiable
+ * until the record callback returns), its length and where it starts. */
+typedef struct mb_csv_field {
+    char *s;
+    size_t len;
+    int line, col;  /* 1-based; col counts bytes */
+} mb_csv_field;
+typedef struct mb_csv_record {
+    mb_csv_field *f;
+    int n;          /* fields, >= 1 */
+    int line;       /* where the record starts */
+    int end_col;    /* the column just after its last byte (before the newline) */
+} mb_csv_record;
+/* raw_line (may be NULL) sees each line that starts a record before the
+ * tokenizer does (without its newline, not NUL-terminated) and sets *taken
+ * to 1 to keep it out of the CSV ('#' lines, a profiler's own output);
+ * record gets each record. Both return MB_OK, or a status (err set) that
+ * stops the read. */
+typedef struct mb_csv_ops {
+    int (*raw_line)(void *ctx, const char *line, size_t len, int line_no, int *taken, mb_err *err);
+    int (*record)(void *ctx, mb_csv_record *rec, mb_err *err);
+} mb_csv_ops;
+
+/* Reads text[0..len) as CSV (RFC 4180 quoting, strict: a stray quote is an
+ * error; spaces around unquoted fields trimmed; blank lines skipped; CR LF
+ * or LF line ends; a leading UTF-8 byte order mark skipped), calling ops on
+ * ctx. path names the text in messages. Returns MB_OK; MB_EINPUT with
+ * "path:line:col: ..." for a malformed or unterminated quoted field; or the
+ * first status a callback returned; MB_ERUN when memory runs out. */
+int mb_csv_read(const char *text, size_t len, const char *path, const mb_csv_ops *ops, void *ctx,
+                mb_err *err);
 
 /* ---- trusted folders (caches, implicit inputs) -------------------------- */
 

@@ -46,58 +46,9 @@ enum {
     C_MAXERR = C_max_rel_err, C_VERIFIED = C_verified
 };
 
-#define MAX_FIELDS 64
-
-typedef struct field {
-    char *s;   /* unquoted, NUL-terminated (points into the line scratch) */
-    int col;   /* 1-based character column of its first character */
-} field;
-
-/* Splits one line (NUL-terminated, modified in place) into fields. Quoted
- * fields ("a, b" with "" for a quote) are unquoted in place. Returns the
- * field count, or -1 with *bad_col set for an unterminated quote. */
-static int split(char *line, field *f, int max, int *bad_col)
-{
-    int n = 0;
-    char *p = line;
-    for (;;) {
-        if (n == max) return n;
-        int col = (int)(p - line) + 1;
-        while (*p == ' ' || *p == '\t') p++;
-        if (*p == '"') {
-            char *w = p, *r = p + 1;
-            for (;;) {
-                if (*r == '\0') { *bad_col = col; return -1; }
-                if (*r == '"') {
-                    if (r[1] == '"') { *w++ = '"'; r += 2; continue; }
-                    r++;
-                    break;
-                }
-                *w++ = *r++;
-            }
-            char *end_of_value = w;
-            while (*r == ' ' || *r == '\t') r++;
-            f[n].s = p;
-            f[n].col = col;
-            n++;
-            if (*r == ',') { *end_of_value = '\0'; p = r + 1; continue; }
-            if (*r != '\0') { *bad_col = (int)(r - line) + 1; return -1; }
-            *end_of_value = '\0';
-            return n;
-        }
-        char *start = p;
-        while (*p && *p != ',') p++;
-        char *e = p;
-        while (e > start && (e[-1] == ' ' || e[-1] == '\t')) e--;
-        int last = (*p == '\0');
-        *e = '\0';
-        f[n].s = start;
-        f[n].col = col;
-        n++;
-        if (last) return n;
-        p++;
-    }
-}
+/* A field as the one CSV reader (mb_csv_read) gives it: unquoted text, its
+ * 1-based column. */
+typedef mb_csv_field field;
 
 typedef struct ctx {
     const char *path;
@@ -108,7 +59,7 @@ typedef struct ctx {
 static int bad(ctx *c, const field *f, int colid, const char *what)
 {
     return mb_err_set(c->err, MB_EINPUT, "%s:%d:%d: column '%s': expected %s, got '%s'", c->path,
-                      c->line, f->col, columns[colid].name, what, f->s);
+                      f->line, f->col, columns[colid].name, what, f->s);
 }
 
 /* A double; empty gives NaN when allow_empty, else an error. */
@@ -226,11 +177,6 @@ static int embedded(mb_rpt_set *s, int file, int line_no, const char *q, int *rc
     if (*line == ' ') line++;
     *rc = rpt_add_embedded(s, file, line_no, nm, is_expr, line, err);
     return 1;
-}
-
-static int read_all(const char *path, char **out, mb_err *err)
-{
-    return mb_text_read(path, (size_t)1 << 30, out, NULL, err);
 }
 
 static int parse_row(ctx *c, const int *pos, field *f, int nf, mb_rpt_row *r)
@@ -416,10 +362,109 @@ static int row_texts(mb_rpt_set *s, int file, ctx *c, const int *pos, field *f, 
     return rc;
 }
 
+/* One file's read: the set, the file, where its header is. */
+typedef struct file_read {
+    mb_rpt_set *s;
+    int file_index;
+    ctx c;
+    int pos[C_COUNT];
+    int have_header, header_fields, header_line, rows, kernel_rows;
+    char *last_prov; /* the provenance column as last kept */
+} file_read;
+
+/* A '#' line: provenance, or an embedded text (files written before the
+ * text columns). */
+static int raw_line(void *vctx, const char *line, size_t len, int line_no, int *taken, mb_err *err)
+{
+    file_read *fr = vctx;
+    size_t i = 0;
+    while (i < len && (line[i] == ' ' || line[i] == '\t')) i++;
+    if (i == len || line[i] != '#') return MB_OK;
+    *taken = 1;
+    for (i++; i < len && line[i] == ' '; i++) {}
+    char *q = strndup(line + i, len - i);
+    if (!q) return mb_err_set(err, MB_ERUN, "out of memory");
+    int erc = MB_OK;
+    if (!embedded(fr->s, fr->file_index, line_no, q, &erc, err)) erc = add_prov(fr->s, fr->c.path, q);
+    free(q);
+    if (erc == MB_EINPUT) return erc;
+    if (erc) return mb_err_set(err, MB_ERUN, "out of memory");
+    return MB_OK;
+}
+
+static int header(file_read *fr, const mb_csv_record *rec, mb_err *err)
+{
+    const char *path = fr->c.path;
+    const field *f = rec->f;
+    fr->have_header = 1;
+    fr->header_fields = rec->n;
+    fr->header_line = rec->line;
+    int *pos = fr->pos;
+    for (int i = 0; i < rec->n; i++) {
+        for (int k = 0; k < C_COUNT; k++) {
+            if (strcmp(f[i].s, columns[k].name) != 0) continue;
+            if (pos[k] >= 0)
+                return mb_err_set(err, MB_EINPUT, "%s:%d:%d: column '%s' appears twice", path, f[i].line,
+                                  f[i].col, f[i].s);
+            pos[k] = i;
+        }
+    }
+    for (int k = 0; k < C_COUNT; k++) {
+        if (columns[k].required && pos[k] < 0)
+            return mb_err_set(err, MB_EINPUT,
+                              "%s:%d:%d: missing column '%s' (the header must name "
+                              "device, backend, variant, plan, dtype, n, time_s_median "
+                              "and verified)",
+                              path, rec->line, rec->end_col, columns[k].name);
+    }
+    if ((pos[C_DRAM_R] < 0) != (pos[C_DRAM_W] < 0))
+        return mb_err_set(err, MB_EINPUT,
+                          "%s:%d:%d: column '%s' without '%s': counted bytes need both, or neither",
+                          path, rec->line, f[pos[C_DRAM_R] >= 0 ? pos[C_DRAM_R] : pos[C_DRAM_W]].col,
+                          columns[pos[C_DRAM_R] >= 0 ? C_DRAM_R : C_DRAM_W].name,
+                          columns[pos[C_DRAM_R] >= 0 ? C_DRAM_W : C_DRAM_R].name);
+    return MB_OK;
+}
+
+static int record(void *vctx, mb_csv_record *rec, mb_err *err)
+{
+    file_read *fr = vctx;
+    mb_rpt_set *s = fr->s;
+    field *f = rec->f;
+    int nf = rec->n;
+    fr->c.line = rec->line;
+    if (!fr->have_header) return header(fr, rec, err);
+    if (nf != fr->header_fields) {
+        int col = nf > fr->header_fields ? f[fr->header_fields].col : rec->end_col;
+        return mb_err_set(err, MB_EINPUT, "%s:%d:%d: %d fields, but the header (line %d) has %d",
+                          fr->c.path, rec->line, col, nf, fr->header_line, fr->header_fields);
+    }
+    if (fr->pos[C_KERNEL] >= 0 && f[fr->pos[C_KERNEL]].s[0]) {
+        s->n_kernel_rows_skipped++; /* per-kernel rows: the totals file carries the claims */
+        fr->kernel_rows++;
+        return MB_OK;
+    }
+    if (s->n_rows == s->cap_rows) {
+        int cap = s->cap_rows ? 2 * s->cap_rows : 64;
+        void *np = realloc(s->rows, (size_t)cap * sizeof *s->rows);
+        if (!np) return mb_err_set(err, MB_ERUN, "out of memory");
+        s->rows = np;
+        s->cap_rows = cap;
+    }
+    int rc = parse_row(&fr->c, fr->pos, f, nf, &s->rows[s->n_rows]);
+    if (!rc) rc = row_texts(s, fr->file_index, &fr->c, fr->pos, f, s->rows[s->n_rows].variant, &fr->last_prov);
+    if (rc) return rc;
+    s->rows[s->n_rows].file_index = fr->file_index;
+    s->n_rows++;
+    fr->rows++;
+    return MB_OK;
+}
+
 int mb_rpt_read_csv(mb_rpt_set *s, const char *path, mb_err *err)
 {
     char *text = NULL;
-    int rc = read_all(path, &text, err);
+    size_t len = 0;
+    int rc = mb_text_read(path, (size_t)1 << 30, &text, &len, err);
     if (rc) return rc;
     if (s->n_files % 8 == 0) {
         void *p = realloc(s->files, (size_t)(s->n_files + 8) * sizeof *s->files);
@@ -435,113 +480,22 @@ int mb_rpt_read_csv(mb_rpt_set *s, const char *path, mb_err *err)
     s->specs[file_index] = NULL;
     s->spec_lines[file_index] = 0;
 
-    ctx c = {path, 0, err};
-    int pos[C_COUNT];
-    for (int i = 0; i < C_COUNT; i++) pos[i] = -1;
-    int have_header = 0, header_fields = 0, rows = 0, header_line = 0, kernel_rows = 0;
-    char *last_prov = NULL; /* the provenance column as last kept */
-    field f[MAX_FIELDS];
-    char *p = text;
-    rc = MB_OK;
-    while (*p) {
-        char *line = p;
-        char *nl = strchr(p, '\n');
-        if (nl) { *nl = '\0'; p = nl + 1; } else p += strlen(p);
-        c.line++;
-        size_t len = strlen(line);
-        if (len && line[len - 1] == '\r') line[--len] = '\0';
-        if (c.line == 1 && (unsigned char)line[0] == 0xEF && (unsigned char)line[1] == 0xBB &&
-            (unsigned char)line[2] == 0xBF)
-            line += 3; /* UTF-8 byte order mark */
-        const char *q = line;
-        while (*q == ' ' || *q == '\t') q++;
-        if (*q == '\0') continue;
-        if (*q == '#') {
-            q++;
-            while (*q == ' ') q++;
-            int erc = MB_OK;
-            if (!embedded(s, file_index, c.line, q, &erc, err)) erc = add_prov(s, path, q);
-            if (erc == MB_EINPUT) { rc = erc; break; }
-            if (erc) { rc = mb_err_set(err, MB_ERUN, "out of memory"); break; }
-            continue;
-        }
-        int bad_col = 0;
-        int nf = split(line, f, MAX_FIELDS, &bad_col);
-        if (nf < 0) {
-            rc = mb_err_set(err, MB_EINPUT, "%s:%d:%d: unterminated or malformed quoted field",
-                            path, c.line, bad_col);
-            break;
-        }
-        if (!have_header) {
-            have_header = 1;
-            header_fields = nf;
-            header_line = c.line;
-            for (int i = 0; i < nf; i++) {
-                for (int k = 0; k < C_COUNT; k++) {
-                    if (strcmp(f[i].s, columns[k].name) != 0) continue;
-                    if (pos[k] >= 0) {
-                        rc = mb_err_set(err, MB_EINPUT, "%s:%d:%d: column '%s' appears twice",
-                                        path, c.line, f[i].col, f[i].s);
-                        goto done;
-                    }
-                    pos[k] = i;
-                }
-            }
-            for (int k = 0; k < C_COUNT; k++) {
-                if (columns[k].required && pos[k] < 0) {
-                    int endcol = (int)strlen(line) + 1;
-                    rc = mb_err_set(err, MB_EINPUT,
-                                    "%s:%d:%d: missing column '%s' (the header must name "
-                                    "device, backend, variant, plan, dtype, n, time_s_median "
-                                    "and verified)",
-                                    path, c.line, endcol, columns[k].name);
-                    goto done;
-                }
-            }
-            if ((pos[C_DRAM_R] < 0) != (pos[C_DRAM_W] < 0)) {
-                rc = mb_err_set(err, MB_EINPUT,
-                                "%s:%d:%d: column '%s' without '%s': counted bytes need both, or neither",
-                                path, c.line, f[pos[C_DRAM_R] >= 0 ? pos[C_DRAM_R] : pos[C_DRAM_W]].col,
-                                columns[pos[C_DRAM_R] >= 0 ? C_DRAM_R : C_DRAM_W].name,
-                                columns[pos[C_DRAM_R] >= 0 ? C_DRAM_W : C_DRAM_R].name);
-                goto done;
-            }
-            continue;
-        }
-        if (nf != header_fields) {
-            int col = nf > header_fields ? f[header_fields].col : (int)strlen(line) + 1;
-            rc = mb_err_set(err, MB_EINPUT, "%s:%d:%d: %d fields, but the header (line %d) has %d",
-                            path, c.line, col, nf, header_line, header_fields);
-            break;
-        }
-        if (pos[C_KERNEL] >= 0 && f[pos[C_KERNEL]].s[0]) {
-            s->n_kernel_rows_skipped++; /* per-kernel rows: the totals file carries the claims */
-            kernel_rows++;
-            continue;
-        }
-        if (s->n_rows == s->cap_rows) {
-            int cap = s->cap_rows ? 2 * s->cap_rows : 64;
-            void *np = realloc(s->rows, (size_t)cap * sizeof *s->rows);
-            if (!np) { rc = mb_err_set(err, MB_ERUN, "out of memory"); break; }
-            s->rows = np;
-            s->cap_rows = cap;
-        }
-        if ((rc = parse_row(&c, pos, f, nf, &s->rows[s->n_rows]))) break;
-        if ((rc = row_texts(s, file_index, &c, pos, f, s->rows[s->n_rows].variant, &last_prov))) break;
-        s->rows[s->n_rows].file_index = file_index;
-        s->n_rows++;
-        rows++;
-    }
-done:
-    if (rc == MB_OK && !have_header)
-        rc = mb_err_set(err, MB_EINPUT, "%s:%d:1: no header row (expected device,backend,...)",
-                        path, c.line + 1);
-    else if (rc == MB_OK && rows == 0 && kernel_rows > 0)
+    file_read fr = {.s = s, .file_index = file_index, .c = {path, 0, err}};
+    for (int i = 0; i < C_COUNT; i++) fr.pos[i] = -1;
+    static const mb_csv_ops ops = {raw_line, record};
+    rc = mb_csv_read(text, len, path, &ops, &fr, err);
+    int lines = 1;
+    for (size_t i = 0; i < len; i++) lines += text[i] == '\n';
+    if (len && text[len - 1] == '\n') lines--;
+    if (rc == MB_OK && !fr.have_header)
+        rc = mb_err_set(err, MB_EINPUT, "%s:%d:1: no header row (expected device,backend,...)", path,
+                        lines + 1);
+    else if (rc == MB_OK && fr.rows == 0 && fr.kernel_rows > 0)
         s->n_kernel_files++; /* a per-kernel file: noted in the report, not an error */
-    else if (rc == MB_OK && rows == 0)
+    else if (rc == MB_OK && fr.rows == 0)
         rc = mb_err_set(err, MB_EINPUT, "%s:%d:1: no measurement rows after the header (line %d)",
-                        path, c.line + 1, header_line);
-    free(last_prov);
+                        path, lines + 1, fr.header_line);
+    free(fr.last_prov);
     free(text);
     return rc;
 }

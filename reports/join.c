@@ -299,7 +299,10 @@ int mb_rpt_join(mb_rpt_set *s, const char *device_override, mb_err *err)
         r->resid_model_rel = r->verified ? r->time_s_median / r->pred_time_s - 1.0 : NAN;
         r->resid_bytes_rel = NAN;
         if (r->has_dram) {
-            double model = (double)(r->pred_dram_read_bytes + r->pred_dram_write_bytes);
+            /* ncu's flushed counts: every kernel cold, the lecture's count */
+            double model = !strcmp(r->counters, MB_MEAS_COUNTERS_NCU)
+                               ? (double)(r->pred_read_bytes + r->pred_write_bytes)
+                               : (double)(r->pred_dram_read_bytes + r->pred_dram_write_bytes);
             if (model > 0)
                 r->resid_bytes_rel =
                     (double)(r->dram_read_bytes + r->dram_write_bytes) / model - 1.0;

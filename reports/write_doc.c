@@ -268,7 +268,10 @@ static void rows_section(rpt_doc *d, const mb_rpt_set *s)
                  "residual compares counted DRAM bytes with the model's cache-aware DRAM bytes, "
                  "with the harness's verdict: ok within 3%%, OFF beyond (a kernel's own row is "
                  "allowed one L2 more, the write-back it leaves to the next kernel), not judged "
-                 "where a tensor is under 4x the L2.");
+                 "where a tensor is under 4x the L2. Rows imported from ncu or the PyTorch "
+                 "profiler are verified only in that their launches matched the plan: membound "
+                 "checked none of their outputs; ncu's counts (each kernel from a flushed cache) "
+                 "are compared with each kernel's cold count, the lecture's.");
     static const char *head[] = {"device", "backend", "variant", "plan", "dtype", "n", "verified",
                                  "median time", "model time", "bound (model)", "measured/model",
                                  "fit residual", "bytes residual", "fit"};
@@ -279,7 +282,7 @@ static void rows_section(rpt_doc *d, const mb_rpt_set *s)
         const char *dev = r->dev >= 0 ? s->devices[r->dev].name : r->device;
         const char *cells[] = {
             dev, r->backend, r->variant, r->plan, r->dtype, pow2(n, sizeof n, r->n),
-            r->verified ? "yes" : "FAILED", rpt_time(t, sizeof t, r->time_s_median),
+            !r->verified ? "FAILED" : MB_MEAS_IMPORTED(r->counters) ? "imported (outputs unchecked)" : "yes", rpt_time(t, sizeof t, r->time_s_median),
             rpt_time(mt, sizeof mt, r->pred_time_s), mb_bound_name(r->pred_bound),
             model_cell(mm, sizeof mm, r),
             isfinite(r->resid_time_rel) ? rpt_fmt(fr, sizeof fr, "%+.1f%%", 100 * r->resid_time_rel) : "—",

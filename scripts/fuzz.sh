@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # fuzz.sh — runs the libFuzzer targets: the variant parser (fuzz_parser), the
 # device spec loader (fuzz_spec) and the measurement CSV path of `report`
-# (fuzz_csv: read, join, fit, verdicts, writers), and the JIT's C generator
+# (fuzz_csv: read, join, fit, verdicts, writers), the import of ncu CSVs and
+# PyTorch traces (fuzz_import: read, match, rows), and the JIT's C generator
 # (fuzz_jit: random kernels, their source through the compiler with
 # -fsyntax-only; a compiler run per input, so ask it for fewer runs, e.g.
 # scripts/fuzz.sh 20000 jit). Address and undefined-
 # behaviour sanitizers are on and any UB is fatal (a finding). Prints each
 # target's executions and findings, then a summary table.
-# usage: scripts/fuzz.sh [RUNS] [TARGET...]   (default 3000000 runs; parser, spec, csv)
+# usage: scripts/fuzz.sh [RUNS] [TARGET...]   (default 3000000 runs; parser, spec, csv, import)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/deps.sh
@@ -15,14 +16,19 @@ MB_EXTRA_DEPS="clang libclang-rt-14-dev" mb_install_deps
 runs=${1:-3000000}
 shift || true
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(parser spec csv) # jit: only when named
+[ ${#targets[@]} -gt 0 ] || targets=(parser spec csv import) # jit: only when named
 cmake -S . -B build-fuzz -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ -DMB_FUZZ=ON \
   -DMB_ENABLE_CUDA=OFF -DBUILD_TESTING=OFF -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 build_targets=()
 for t in "${targets[@]}"; do build_targets+=("fuzz_$t"); done
 cmake --build build-fuzz -j"$(mb_jobs)" --target "${build_targets[@]}" >/dev/null
 corpus=build-fuzz/corpus
-mkdir -p "$corpus/parser" "$corpus/spec" "$corpus/csv" "$corpus/jit"
+mkdir -p "$corpus/parser" "$corpus/spec" "$corpus/csv" "$corpus/jit" "$corpus/import"
+# the import's fixtures, each behind the byte that chooses its format and options
+for f in tests/data/import/*; do
+  case "$f" in *.json) b='\001' ;; *) b='\002' ;; esac
+  { printf "$b"; head -c 4000 "$f"; } >"$corpus/import/$(basename "$f")"
+done
 printf '\002\006\007\000\010\021\002\002\001' >"$corpus/jit/seed.bin"
 cp model/variants/*.mb "$corpus/parser/"
 printf '[device]\nname = x\nmem_bandwidth_gbs = 100\ncache_mb = 1\nfp32_tflops = 1\nbf16_tflops = 1\nlaunch_overhead_us = 1\nmem_gb = 1\nsource = s\n' \

@@ -25,7 +25,7 @@
 #   --sizes LIST    membound --sizes syntax: N, 2^E, NK/NM/NG, LO..HI[:STEP]
 #                   (default 2^16..2^28:2, every second power of two)
 #   --dtypes LIST   default f32,bf16
-#   --debs DIR      unpack the .deb files in DIR (libinih-dev, libjansson-dev,
+#   --debs DIR      unpack the .deb files in DIR (libinih-dev, libjansson-dev, libcsv-dev,
 #                   pkgconf ... fetched elsewhere with apt-get download) into a
 #                   private prefix and build against it, for machines without
 #                   those packages and without network
@@ -227,7 +227,9 @@ if [ -n "$debs" ]; then
   chmod +x "$prefix/pkg-config"
   export PKG_CONFIG_SYSROOT_DIR=$prefix
   export PKG_CONFIG_LIBDIR=$deb_libdir/pkgconfig:$prefix/usr/share/pkgconfig
-  deb_cmake=(-DPKG_CONFIG_EXECUTABLE="$prefix/pkg-config" -DCMAKE_BUILD_RPATH="$deb_libdir")
+  # libcsv ships no .pc file: cmake/FindLibCSV.cmake finds it under the prefix
+  deb_cmake=(-DPKG_CONFIG_EXECUTABLE="$prefix/pkg-config" -DCMAKE_BUILD_RPATH="$deb_libdir"
+             -DCMAKE_PREFIX_PATH="$prefix/usr")
 fi
 
 bin=$build/bin/membound

@@ -73,6 +73,10 @@ printf '[device]\nname = c\nkind = cpu\nmem_bandwidth_gbs = 100\ncache_mb = 1\nf
   printf 'h100-sxm,cpu,copy,fused,f32,4096,1e-6,1,"%s"\n' '[device]\nname = u'; } >bigcache2.csv
 head -n 2 bigcache2.csv >bigcache3.csv
 ln -s nowhere.csv dangling.csv
+# profilers' files for import: cut inside a quoted field, an unknown unit, a kernel without dur
+printf '"ID","Kernel Name","gpu__time_duration.sum"\n"","","nsecond"\n"0","k","1' >cut.ncu.csv
+printf '"ID","Kernel Name","gpu__time_duration.sum"\n"","","furlong"\n' >unit.ncu.csv
+printf '{"traceEvents": [{"cat": "kernel", "name": "k", "ts": 1}]}' >nodur.json
 
 snapshot() { ls -la --time-style=+%s . | awk 'NR > 1 { print $1, $5, $7 }' | sort; }
 before=$(snapshot)
@@ -234,6 +238,27 @@ if has report; then
   expect 2 'not a directory|exists|directory' -- report ok.csv -o keep.txt
   expect 2 "unknown option" -- figures --bogus
   expect 2 "unknown option" -- demo --bogus
+fi
+
+# ---- import: profilers' files ------------------------------------------------------
+if has import; then
+  expect 2 'missing.csv: cannot open' -- import ncu missing.csv -o out.csv
+  expect 2 'directory' -- import ncu adir -o out.csv
+  expect 2 'FIFO' -- import ncu fifo -o out.csv
+  expect 2 'character device' -- import torch-trace /dev/zero -o out.csv
+  expect 2 'NUL' -- import ncu nul.csv -o out.csv
+  expect 2 "cut.ncu.csv:3:9: unterminated quoted field" -- import ncu cut.ncu.csv -o out.csv
+  expect 2 "unit.ncu.csv:2:7: unit 'furlong': expected a time unit" -- import ncu unit.ncu.csv -o out.csv
+  expect 2 'traceEvents\[0\]: a kernel event needs "name", "ts" and "dur"' -- import torch-trace nodur.json -o out.csv
+  expect 2 "unknown format 'nvprof'" -- import nvprof ok.csv -o out.csv
+  expect 2 "no -o OUT.csv" -- import ncu ok.csv
+  expect 2 "is also the input" -- import ncu ok.csv -o ok.csv
+  expect 2 "unknown option" -- import ncu ok.csv --bogus
+  expect 2 "warmup: expected a count" -- import ncu ok.csv --warmup -1 -o out.csv
+  expect 2 'not a directory|exists|directory' -- import ncu ok.csv -o adir
+  expect 2 "--n and --sizes cannot be combined" -- import ncu ok.csv --n 2^20 --sizes 2^20 -o out.csv
+  expect 2 "--dtype given twice" -- import ncu ok.csv --dtype f32 --dtype bf16 -o out.csv
+  expect 2 "--variant or --expr, not both" -- import ncu ok.csv --variant copy --expr 'y = x' -o out.csv
 fi
 
 # a report whose one file cannot be written writes none of the others

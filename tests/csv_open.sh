@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # csv_open.sh — every CSV membound writes (measure's and its per-kernel file,
 # an interrupted measure's, model/whatif/plan --csv, report's summary, fits and
-# verdicts) opens with default arguments in Python's csv module and in pandas
-# (Debian's python3-pandas): header first, one row per line, no comment lines.
+# verdicts, import's rows and per-kernel rows) opens with default arguments in
+# Python's csv module and in pandas (Debian's python3-pandas): header first, one
+# row per line, no comment lines.
 # The measure CSV stays self-contained: report reads it moved alone, with its
 # custom variants; an old-format CSV from reports/data/ ('#' lines) still reports.
 set -u
@@ -45,8 +46,15 @@ mkdir oldfmt && cp "$old" oldfmt/ && (cd oldfmt && "$B" report all-copy.csv -o r
   || bad "old-format rows: $(wc -l <oldfmt/rep/summary.csv) summary lines"
 grep -q "all-copy.csv: model_device: local-cpu" oldfmt/rep/report.md && ok || bad "old-format provenance lost"
 
+# what import writes from a profiler's file (the import's fixtures)
+imports=""
+if "$B" import --help >/dev/null 2>&1; then
+  "$B" import torch-trace "$SRC/tests/data/import/torch_trace_lecture.json" -q -o imp.csv --per-kernel impk.csv \
+    >/dev/null 2>imp.err && ok || bad "import: $(cat imp.err)"
+  imports="imp.csv impk.csv"
+fi
 files="m.csv mk.csv int.csv model.csv whatif.csv plan.csv frontier.csv alone/rep/summary.csv alone/rep/fits.csv
-       alone/rep/verdicts.csv oldfmt/rep/summary.csv oldfmt/rep/fits.csv oldfmt/rep/verdicts.csv"
+       alone/rep/verdicts.csv oldfmt/rep/summary.csv oldfmt/rep/fits.csv oldfmt/rep/verdicts.csv $imports"
 # shellcheck disable=SC2086
 out=$($PY - $have_pandas $files <<'PYEOF' 2>&1
 import csv, sys

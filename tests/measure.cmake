@@ -5,13 +5,17 @@ if(TARGET mb_measure)
   # the protocol over a fake backend (measure/protocol_int.h): warm-up, stop
   # rule, poison and checks, dropped samples, stop flag, notes
   mb_test(measure_protocol SOURCES measure_protocol.c LIBS mb_measure)
-  mb_test(measure_cli SOURCES measure_cli.c LIBS mb_model)
+  if(TARGET mb_csv) # its CSVs read with the one CSV reader (mb_test_csv.h)
+    mb_test(measure_cli SOURCES measure_cli.c LIBS mb_csv)
+  endif()
   # the above-peak rule for a GPU row's counted bytes (no GPU needed)
   mb_test(measure_count_check SOURCES measure_count_check.c LIBS mb_measure)
   # a CPU hog beside a measurement, and the same without it: alone on the
   # machine's cores, so ctest -j does not add contention of its own
-  mb_test(measure_contention SOURCES measure_contention.c LIBS mb_measure)
-  set_tests_properties(measure_contention PROPERTIES RUN_SERIAL TRUE)
+  if(TARGET mb_csv)
+    mb_test(measure_contention SOURCES measure_contention.c LIBS mb_measure mb_csv)
+    set_tests_properties(measure_contention PROPERTIES RUN_SERIAL TRUE)
+  endif()
   # the rules that refuse a calibration whose figures cannot be true
   mb_test(measure_calib_check SOURCES measure_calib_check.c LIBS mb_measure)
   # the per-host calibration cache, in its own MEMBOUND_CACHE_DIR

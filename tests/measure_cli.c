@@ -6,6 +6,7 @@
  * accepts. */
 #define _POSIX_C_SOURCE 200809L
 #include "mb_test.h"
+#include "mb_test_csv.h"
 #include "membound_model.h"
 
 #include <dirent.h>

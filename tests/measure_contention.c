@@ -7,6 +7,7 @@
  * skipped (exit 77) with the figure, never passed. */
 #define _GNU_SOURCE
 #include "mb_test.h"
+#include "mb_test_csv.h"
 #include "measure.h"
 
 #include <fcntl.h>

@@ -26,3 +26,7 @@ set_tests_properties(test_cli_plan PROPERTIES SKIP_RETURN_CODE 77
 add_test(NAME test_golden COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/golden.sh)
 set_tests_properties(test_golden PROPERTIES SKIP_RETURN_CODE 77
   ENVIRONMENT "MB_BIN=${CMAKE_BINARY_DIR}/bin/membound;MB_SRC=${CMAKE_SOURCE_DIR};MEMBOUND_VARIANTS=${CMAKE_BINARY_DIR}/share/membound/variants")
+# the one CSV reader (libcsv): quoting, positions, errors
+if(TARGET mb_csv)
+  mb_test(csv_read SOURCES csv_read.c LIBS mb_csv)
+endif()

@@ -1,0 +1,50 @@
+/* import_int.h — shared by import/'s files only: one launch as a reader
+ * found it, and the readers' entry points. */
+#ifndef MB_IMPORT_INT_H
+#define MB_IMPORT_INT_H
+
+#include "import.h"
+
+/* The largest grid or block dimension a launch can have (CUDA's grid x,
+ * 2^31 - 1); a larger one in a file is read as unknown (0). */
+#define MB_IMP_DIM_MAX 2147483647LL
+
+/* One kernel launch in a profiler's file, in file order. */
+typedef struct imp_launch {
+    char *name;            /* the kernel's name as the tool demangled it (owned) */
+    char label[160];       /* the enclosing "membound:..." mark, "" none */
+    int line;              /* the CSV line where it is (0 for a trace) */
+    int event;             /* a trace: its index in traceEvents, from 1 (0 for a CSV) */
+    double ts_us;          /* a trace: its start on the GPU timeline */
+    long long grid[3], block[3]; /* 0: unknown */
+    double time_s;         /* the kernel's duration; NAN: none */
+    double dram_read_bytes, dram_write_bytes; /* NAN: none */
+    char gpu[128];         /* the GPU's name as the file gives it, "" none */
+} imp_launch;
+
+typedef struct imp_launches {
+    imp_launch *v;
+    int n, cap;
+    char note[512];        /* the reader's one remark for the provenance ("" none) */
+} imp_launches;
+
+/* Appends a zeroed launch (NAN times and bytes) and returns it, or NULL
+ * when memory runs out. */
+imp_launch *imp_launch_add(imp_launches *L);
+void imp_launches_free(imp_launches *L);
+
+/* The readers: text (NUL-terminated, len bytes) of path into L. MB_OK, or
+ * MB_EINPUT with "path:line:col: ..." (MB_ERUN: memory). */
+int imp_read_ncu(const char *text, size_t len, const char *path, imp_launches *L, mb_err *err);
+int imp_read_torch_trace(const char *text, size_t len, const char *path, imp_launches *L, mb_err *err);
+
+/* 1 when a launch named name can be plan kernel K of g (PyTorch's eager
+ * kernel names by op, Inductor's triton_* names for fused kernels when
+ * fused_ok). */
+int imp_kernel_matches(const mb_graph *g, const mb_kernel *K, int fused_ok, const char *name);
+
+/* A short form of a demangled name for messages: "sin_kernel_cuda",
+ * "triton_poi_fused_add_cos_pow_sin_0", "MulFunctor" (into buf). */
+const char *imp_short_name(const char *name, char *buf, size_t size);
+
+#endif

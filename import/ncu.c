@@ -1,0 +1,276 @@
+/* ncu.c — launches from what `ncu --csv` writes, both pages: details (the
+ * default: one row per launch and metric, "ID",...,"Metric Name","Metric
+ * Unit","Metric Value", newer versions append rule columns whose metric
+ * cells are empty) and raw (one row per launch, metric names as columns,
+ * then a second row of units). Lines before the header (==PROF==, the
+ * program's own output) and "==" lines after it are passed over; values may
+ * carry thousands separators; "n/a" is no value; units in both spellings
+ * (byte/Kbyte/Mbyte/Gbyte, nsecond/usecond/msecond and ns/us/ms). Metrics
+ * read: dram__bytes_read.sum, dram__bytes_write.sum, gpu__time_duration.sum
+ * (the SpeedOfLight section's "Duration" as well). A launch's mark is a
+ * "membound:..." NVTX range in a column named NVTX, or its kernel name
+ * when ncu renamed it (--nvtx --print-nvtx-rename kernel: the range's name
+ * replaces the kernel's, so such launches match by sequence, count and grid
+ * only). The tokenizer is the
+ * project's one CSV reader (mb_csv_read). Does not match launches. */
+#include "import_int.h"
+
+#include <ctype.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+enum { M_READ = 0, M_WRITE, M_TIME, M_COUNT };
+static const char *const metric_names[M_COUNT] = {"dram__bytes_read.sum", "dram__bytes_write.sum",
+                                                  "gpu__time_duration.sum"};
+
+/* Each unit's scale to bytes or seconds, and whether it is ncu's base unit
+ * (--print-units base: byte and nsecond, whole numbers at full precision;
+ * the others are auto-scaled, "4.19" Mbyte, 3 to 5 digits). */
+static const struct {
+    const char *unit;
+    double scale;
+    int is_time, base;
+} units[] = {
+    {"byte", 1, 0, 1}, {"Kbyte", 1e3, 0, 0}, {"Mbyte", 1e6, 0, 0}, {"Gbyte", 1e9, 0, 0}, {"Tbyte", 1e12, 0, 0},
+    {"KB", 1e3, 0, 0}, {"MB", 1e6, 0, 0}, {"GB", 1e9, 0, 0}, {"B", 1, 0, 1},
+    {"nsecond", 1e-9, 1, 1}, {"usecond", 1e-6, 1, 0}, {"msecond", 1e-3, 1, 0}, {"second", 1, 1, 0},
+    {"ns", 1e-9, 1, 1}, {"us", 1e-6, 1, 0}, {"ms", 1e-3, 1, 0}, {"s", 1, 1, 0},
+};
+
+typedef struct ncu_read {
+    const char *path;
+    imp_launches *L;
+    int header_seen, raw, units_seen;
+    int c_id, c_name, c_grid, c_block, c_device, c_nvtx, c_mname, c_munit, c_mval;
+    int c_metric[M_COUNT];
+    char unit[M_COUNT][32];   /* raw page: each metric column's unit */
+    int header_fields;
+    char last_id[64];         /* details: the launch being filled */
+    char scaled[128];         /* the auto-scaled units seen */
+    int have_metric[M_COUNT];
+} ncu_read;
+
+static int raw_line(void *vctx, const char *line, size_t len, int line_no, int *taken, mb_err *err)
+{
+    ncu_read *r = vctx;
+    size_t i = 0;
+    while (i < len && (line[i] == ' ' || line[i] == '\t')) i++;
+    if (!r->header_seen) *taken = !(len - i >= 4 && !strncmp(line + i, "\"ID\"", 4));
+    else *taken = len - i >= 2 && line[i] == '=' && line[i + 1] == '=';
+    (void)line_no, (void)err;
+    return MB_OK;
+}
+
+/* The scale of unit u to bytes or seconds (is_time says which is wanted);
+ * MB_EINPUT naming the column when it is neither. Auto-scaled ones noted. */
+static int unit_scale(ncu_read *r, const mb_csv_field *f, int is_time, double *scale, mb_err *err)
+{
+    for (size_t i = 0; i < sizeof units / sizeof units[0]; i++) {
+        if (strcmp(units[i].unit, f->s) != 0 || units[i].is_time != is_time) continue;
+        *scale = units[i].scale;
+        if (!units[i].base && !strstr(r->scaled, f->s) && strlen(r->scaled) + strlen(f->s) + 3 < sizeof r->scaled)
+            snprintf(r->scaled + strlen(r->scaled), sizeof r->scaled - strlen(r->scaled), "%s%s",
+                     r->scaled[0] ? ", " : "", f->s);
+        return MB_OK;
+    }
+    return mb_err_set(err, MB_EINPUT, "%s:%d:%d: unit '%s': expected %s", r->path, f->line, f->col, f->s,
+                      is_time ? "a time unit (nsecond, usecond, msecond, second or ns, us, ms, s)"
+                              : "a byte unit (byte, Kbyte, Mbyte, Gbyte)");
+}
+
+/* A metric value: thousands separators dropped; "n/a" or empty gives NAN. */
+static int value(ncu_read *r, const mb_csv_field *f, double *out, mb_err *err)
+{
+    char buf[64];
+    size_t k = 0;
+    if (!f->s[0] || !strcasecmp(f->s, "n/a")) { *out = NAN; return MB_OK; }
+    for (const char *s = f->s; *s && k + 1 < sizeof buf; s++)
+        if (*s != ',' && *s != ' ') buf[k++] = *s;
+    buf[k] = '\0';
+    char *end;
+    double v = strtod(buf, &end);
+    if (end == buf || *end || !isfinite(v) || v < 0)
+        return mb_err_set(err, MB_EINPUT, "%s:%d:%d: metric value '%s': expected a number >= 0 (or n/a)",
+                          r->path, f->line, f->col, f->s);
+    *out = v;
+    return MB_OK;
+}
+
+/* "(32768, 1, 1)", "32768 1 1" or "32768" into d[3]. */
+static void dims(const char *s, long long d[3])
+{
+    d[0] = d[1] = d[2] = 0;
+    for (int k = 0; k < 3 && *s; k++) {
+        while (*s && !isdigit((unsigned char)*s)) s++;
+        if (!*s) break;
+        d[k] = strtoll(s, (char **)&s, 10);
+        if (d[k] < 0 || d[k] > MB_IMP_DIM_MAX) d[k] = 0; /* not a CUDA launch's: unknown */
+    }
+    if (d[0] && !d[1]) d[1] = d[2] = 1;
+}
+
+static void nvtx_label(const char *s, char *label, size_t size)
+{
+    const char *p = strstr(s, "membound:");
+    if (!p) return;
+    size_t n = strspn(p, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_:=.-^");
+    snprintf(label, size, "%.*s", (int)n, p);
+}
+
+/* 1 when h names NVTX ranges ("NVTX", "nvtx__...", any case). */
+static int nvtx_column(const char *h)
+{
+    for (; *h; h++)
+        if (!strncasecmp(h, "nvtx", 4)) return 1;
+    return 0;
+}
+
+static int header(ncu_read *r, const mb_csv_record *rec, mb_err *err)
+{
+    r->header_seen = 1;
+    r->header_fields = rec->n;
+    int *cols[] = {&r->c_id, &r->c_name, &r->c_grid, &r->c_block, &r->c_device, &r->c_mname, &r->c_munit,
+                   &r->c_mval};
+    static const char *const names[] = {"ID", "Kernel Name", "Grid Size", "Block Size", "Device",
+                                        "Metric Name", "Metric Unit", "Metric Value"};
+    for (int k = 0; k < 8; k++) *cols[k] = -1;
+    r->c_nvtx = -1;
+    for (int m = 0; m < M_COUNT; m++) r->c_metric[m] = -1;
+    for (int i = 0; i < rec->n; i++) {
+        const char *h = rec->f[i].s;
+        for (int k = 0; k < 8; k++)
+            if (!strcmp(h, names[k]) && *cols[k] < 0) *cols[k] = i;
+        for (int m = 0; m < M_COUNT; m++)
+            if (!strcmp(h, metric_names[m])) r->c_metric[m] = i;
+        if (nvtx_column(h) && r->c_nvtx < 0) r->c_nvtx = i;
+    }
+    if (r->c_name < 0)
+        return mb_err_set(err, MB_EINPUT, "%s:%d:1: no 'Kernel Name' column: not a CSV of ncu --csv", r->path,
+                          rec->line);
+    r->raw = r->c_mname < 0;
+    if (!r->raw && (r->c_munit < 0 || r->c_mval < 0 || r->c_id < 0))
+        return mb_err_set(err, MB_EINPUT, "%s:%d:%d: 'Metric Name' without 'ID', 'Metric Unit' and 'Metric "
+                          "Value': not ncu's details page", r->path, rec->line, rec->end_col);
+    if (r->raw && r->c_metric[M_TIME] < 0)
+        return mb_err_set(err, MB_EINPUT, "%s:%d:%d: no column 'gpu__time_duration.sum': profile with "
+                          "--metrics gpu__time_duration.sum,dram__bytes_read.sum,dram__bytes_write.sum",
+                          r->path, rec->line, rec->end_col);
+    return MB_OK;
+}
+
+static int new_launch(ncu_read *r, const mb_csv_record *rec, imp_launch **out, mb_err *err)
+{
+    imp_launch *x = imp_launch_add(r->L);
+    if (!x || !(x->name = strdup(rec->f[r->c_name].s))) return mb_err_set(err, MB_ERUN, "out of memory");
+    x->line = rec->line;
+    if (r->c_grid >= 0) dims(rec->f[r->c_grid].s, x->grid);
+    if (r->c_block >= 0) dims(rec->f[r->c_block].s, x->block);
+    if (r->c_device >= 0 && strpbrk(rec->f[r->c_device].s, "ABCDEFGHIJKLMNOPQRSTUVWXYZ"))
+        snprintf(x->gpu, sizeof x->gpu, "%s", rec->f[r->c_device].s);
+    if (r->c_nvtx >= 0) nvtx_label(rec->f[r->c_nvtx].s, x->label, sizeof x->label);
+    if (!x->label[0]) nvtx_label(x->name, x->label, sizeof x->label); /* --print-nvtx-rename kernel */
+    *out = x;
+    return MB_OK;
+}
+
+static double *slot(imp_launch *x, int m)
+{
+    return m == M_READ ? &x->dram_read_bytes : m == M_WRITE ? &x->dram_write_bytes : &x->time_s;
+}
+
+static int raw_row(ncu_read *r, const mb_csv_record *rec, mb_err *err)
+{
+    if (!r->units_seen && r->c_id >= 0 && rec->f[r->c_id].s[0]) {
+        /* no units row (a file written without one): ncu's base units */
+        r->units_seen = 1;
+        snprintf(r->unit[M_READ], sizeof r->unit[M_READ], "byte");
+        snprintf(r->unit[M_WRITE], sizeof r->unit[M_WRITE], "byte");
+        snprintf(r->unit[M_TIME], sizeof r->unit[M_TIME], "nsecond");
+    }
+    if (!r->units_seen) { /* the units row: "" under the ID columns */
+        r->units_seen = 1;
+        for (int m = 0; m < M_COUNT; m++) {
+            if (r->c_metric[m] < 0) continue;
+            double scale;
+            int rc = unit_scale(r, &rec->f[r->c_metric[m]], m == M_TIME, &scale, err);
+            if (rc) return rc;
+            snprintf(r->unit[m], sizeof r->unit[m], "%s", rec->f[r->c_metric[m]].s);
+        }
+        return MB_OK;
+    }
+    imp_launch *x;
+    int rc = new_launch(r, rec, &x, err);
+    for (int m = 0; m < M_COUNT && !rc; m++) {
+        if (r->c_metric[m] < 0) continue;
+        double v, scale = 1;
+        mb_csv_field u = {r->unit[m], strlen(r->unit[m]), rec->line, 1};
+        rc = value(r, &rec->f[r->c_metric[m]], &v, err);
+        if (!rc) rc = unit_scale(r, &u, m == M_TIME, &scale, err);
+        if (!rc) *slot(x, m) = v * scale;
+    }
+    return rc;
+}
+
+static int details_row(ncu_read *r, const mb_csv_record *rec, mb_err *err)
+{
+    const mb_csv_field *f = rec->f;
+    if (!f[r->c_mname].s[0]) return MB_OK; /* a rule row */
+    imp_launch *x = r->L->n ? &r->L->v[r->L->n - 1] : NULL;
+    if (!x || strcmp(r->last_id, f[r->c_id].s) != 0) {
+        int rc = new_launch(r, rec, &x, err);
+        if (rc) return rc;
+        snprintf(r->last_id, sizeof r->last_id, "%s", f[r->c_id].s);
+    }
+    const char *mn = f[r->c_mname].s;
+    int m = -1;
+    for (int k = 0; k < M_COUNT; k++)
+        if (!strcmp(mn, metric_names[k])) m = k;
+    if (m < 0 && !strcmp(mn, "Duration")) m = M_TIME;
+    if (m < 0) return MB_OK;
+    double v, scale;
+    int rc = value(r, &f[r->c_mval], &v, err);
+    if (!rc) rc = unit_scale(r, &f[r->c_munit], m == M_TIME, &scale, err);
+    if (rc) return rc;
+    *slot(x, m) = v * scale;
+    r->have_metric[m] = 1;
+    return MB_OK;
+}
+
+static int record(void *vctx, mb_csv_record *rec, mb_err *err)
+{
+    ncu_read *r = vctx;
+    if (!r->header_seen) return header(r, rec, err);
+    int n = rec->n;
+    if (n == r->header_fields + 1 && !rec->f[n - 1].s[0]) n--; /* a trailing comma */
+    if (n != r->header_fields)
+        return mb_err_set(err, MB_EINPUT, "%s:%d:%d: %d fields, but the header has %d (a truncated or "
+                          "mixed file?)", r->path, rec->line, rec->end_col, n, r->header_fields);
+    return r->raw ? raw_row(r, rec, err) : details_row(r, rec, err);
+}
+
+int imp_read_ncu(const char *text, size_t len, const char *path, imp_launches *L, mb_err *err)
+{
+    ncu_read r = {.path = path, .L = L};
+    static const mb_csv_ops ops = {raw_line, record};
+    int rc = mb_csv_read(text, len, path, &ops, &r, err);
+    if (rc) return rc;
+    if (!r.header_seen)
+        return mb_err_set(err, MB_EINPUT, "%s: no ncu CSV header (a line starting \"ID\",...): write it with "
+                          "ncu --csv --log-file FILE", path);
+    if (L->n == 0)
+        return mb_err_set(err, MB_EINPUT, "%s: no launches after the header: ncu profiled no kernel", path);
+    if (!r.raw && !r.have_metric[M_TIME])
+        return mb_err_set(err, MB_EINPUT, "%s: no gpu__time_duration.sum (or Duration) metric: profile with "
+                          "--metrics gpu__time_duration.sum,dram__bytes_read.sum,dram__bytes_write.sum", path);
+    for (int i = 0; i < L->n; i++)
+        if (!(L->v[i].time_s > 0))
+            return mb_err_set(err, MB_EINPUT, "%s:%d: launch '%s' has no duration (n/a or 0): a truncated "
+                              "file or a failed replay", path, L->v[i].line, L->v[i].name);
+    snprintf(L->note, sizeof L->note, "ncu page %s%s%s%s", r.raw ? "raw" : "details",
+             r.scaled[0] ? "; auto-scaled units (" : "", r.scaled,
+             r.scaled[0] ? ") keep 3-5 significant digits: profile with --print-units base" : "");
+    return MB_OK;
+}
