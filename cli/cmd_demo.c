@@ -5,22 +5,18 @@
 #define _POSIX_C_SOURCE 200809L
 #include "cli_common.h"
 #include "commands.h"
+#include "mb_child.h"
 #include "measure.h"
 #include "report.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <getopt.h>
 #include <limits.h>
-#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
-
-extern char **environ;
 
 static void usage(FILE *fp)
 {
@@ -51,9 +47,16 @@ static double now_s(void)
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-/* Runs this executable with args (NULL-terminated, args[0] the subcommand).
- * stdout goes to log (when not NULL), stderr is inherited. Returns the exit
- * status, or -1 when it could not start. */
+/* A step's deadline: the whole demo takes 1-3 minutes on the 2-vCPU test
+ * host; a step still running after 30 is stuck (it is killed, the demo
+ * stops with one line). */
+#define DEMO_STEP_TIMEOUT_S 1800.0
+
+/* Runs this executable with args (NULL-terminated, args[0] the subcommand)
+ * through mb_child_run (its own process group: a signal that ends the demo
+ * ends the step it runs too). stdout goes to log (when not NULL), stderr is
+ * inherited. Returns the exit status, or -1 when it could not start, was
+ * killed or timed out (said in one line). */
 static int run_self(const char *exe, char *const *args, const char *log)
 {
     char *argv[32];
@@ -61,27 +64,17 @@ static int run_self(const char *exe, char *const *args, const char *log)
     argv[n++] = (char *)exe;
     for (int i = 0; args[i] && n < 31; i++) argv[n++] = args[i];
     argv[n] = NULL;
-    posix_spawn_file_actions_t fa;
-    posix_spawn_file_actions_init(&fa);
-    if (log) posix_spawn_file_actions_addopen(&fa, 1, log, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    pid_t pid;
-    int st = posix_spawn(&pid, exe, &fa, NULL, argv, environ);
-    posix_spawn_file_actions_destroy(&fa);
-    if (st != 0) {
-        mb_cli_note("cannot run %s: %s", exe, strerror(st));
+    mb_child_spec spec = {argv, "", log ? log : "", "", DEMO_STEP_TIMEOUT_S, {NULL}};
+    mb_child_result res;
+    mb_err e;
+    if (mb_child_run(&spec, &res, &e) != MB_OK) {
+        mb_cli_note("%s", e.msg);
         return -1;
     }
-    /* a signal that ends the demo ends the step it runs too */
-    mb_outfile_forward_signals_to((long)pid);
-    int status;
-    while (waitpid(pid, &status, 0) < 0) {
-        if (errno != EINTR) {
-            mb_outfile_forward_signals_to(0);
-            return -1;
-        }
-    }
-    mb_outfile_forward_signals_to(0);
-    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    if (res.outcome == MB_CHILD_EXITED) return res.status;
+    char how[160];
+    mb_cli_note("membound %s: %s", args[0], mb_child_describe(&res, DEMO_STEP_TIMEOUT_S, how, sizeof how));
+    return -1;
 }
 
 /* the demo's steps: calibrate, two measures, report */

@@ -6,6 +6,7 @@
  * writes. */
 #include "cli_common.h"
 #include "commands.h"
+#include "mb_child.h"
 #include "measure.h"
 #include "variant_inputs.h"
 
@@ -143,6 +144,7 @@ static void on_stop(int sig)
         return;
     }
     stop_signal = sig;
+    mb_intr_note(sig); /* for the long loops below the protocol; ends a compiler we wait for */
 }
 
 /* install = 1: catch SIGINT and SIGTERM (unless ignored); 0: restore. */

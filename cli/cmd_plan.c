@@ -4,6 +4,7 @@
  * Does not choose anything itself (model/plan_optimal.c, model/frontier.c). */
 #include "cli_common.h"
 #include "commands.h"
+#include "mb_child.h"
 #include "model_args.h"
 
 #include <getopt.h>
@@ -11,7 +12,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 /* From the reports module when it is built (it needs GSL): where the plot
@@ -20,7 +20,9 @@
 #pragma weak mb_rpt_plots_dir
 #pragma weak mb_rpt_find_gnuplot
 #pragma weak mb_rpt_set_env
+#pragma weak mb_rpt_gnuplot_timeout_s
 void mb_rpt_set_env(char *(*lookup)(const char *name));
+double mb_rpt_gnuplot_timeout_s(void);
 const char *mb_rpt_plots_dir(void);
 int mb_rpt_find_gnuplot(char *buf, size_t bufsize, mb_err *err);
 
@@ -245,15 +247,22 @@ static int render(const char *dat, const char *figure)
     if (!dir) return mb_cli_fail(1, "plot scripts not found (set MEMBOUND_PLOTS); data in %s", dat);
     if (mb_rpt_find_gnuplot(gp, sizeof gp, &e)) return mb_cli_fail(1, "%s; data in %s", e.msg, dat);
     snprintf(script, sizeof script, "%s/frontier.gp", dir);
-    pid_t pid = fork();
-    if (pid < 0) return mb_cli_fail(1, "cannot start gnuplot");
-    if (pid == 0) {
-        execl(gp, "gnuplot", "-c", script, dat, figure, (char *)NULL);
-        _exit(127);
+    /* drawn under a temporary name beside the figure, renamed when whole */
+    char tmp[4200];
+    const char *slash = strrchr(figure, '/'), *dot = strrchr(figure, '.');
+    const char *ext = dot && (!slash || dot > slash) ? dot : "";
+    snprintf(tmp, sizeof tmp, "%s.tmp%ld%s", figure, (long)getpid(), ext);
+    char *argv[] = {gp, (char *)"-c", script, (char *)dat, tmp, NULL};
+    double timeout_s = mb_rpt_gnuplot_timeout_s ? mb_rpt_gnuplot_timeout_s() : 60;
+    mb_child_spec spec = {argv, NULL, NULL, "", timeout_s, {tmp, NULL}};
+    mb_child_result res;
+    char how[160];
+    if (mb_child_run(&spec, &res, &e)) return mb_cli_fail(1, "%s", e.msg);
+    if (res.outcome != MB_CHILD_EXITED || res.status != 0 || rename(tmp, figure) != 0) {
+        unlink(tmp);
+        return mb_cli_fail(1, "gnuplot failed drawing %s from %s (%s)", figure, dat,
+                           mb_child_describe(&res, timeout_s, how, sizeof how));
     }
-    int status = 0;
-    if (waitpid(pid, &status, 0) < 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0)
-        return mb_cli_fail(1, "gnuplot failed drawing %s from %s", figure, dat);
     return 0;
 }
 

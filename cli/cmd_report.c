@@ -215,17 +215,29 @@ free_args:
         mb_rpt_set_free(&s);
         return rc;
     }
-    char figdir[2048];
-    snprintf(figdir, sizeof figdir, "%s/figures", dir);
+    /* built in a staging folder, put in place whole (mb_rpt_stage_*): a
+     * reader sees the old report or the new one; a failure leaves the old */
+    static mb_rpt_stage st;
+    if ((rc = mb_rpt_stage_begin(dir, &st, &e))) {
+        mb_rpt_set_free(&s);
+        return mb_cli_fail_err(rc, &e);
+    }
+    char figdir[sizeof st.dir + 16];
+    snprintf(figdir, sizeof figdir, "%s/figures", st.dir);
     static mb_rpt_figures figs;
     mb_err fe;
     fe.msg[0] = '\0';
     int frc = mb_rpt_set_figures(&s, figdir, formats, render, &figs, &fe);
+    mb_rpt_stage_msg(&st, fe.msg, sizeof fe.msg);
     if (frc && !figs.n) { /* nothing at all written: a real failure */
+        mb_rpt_stage_abort(&st);
         mb_rpt_set_free(&s);
         return mb_cli_fail_err(1, &fe);
     }
-    rc = mb_rpt_write(&s, &figs, dir, &e);
+    rc = mb_rpt_write(&s, &figs, st.dir, &e);
+    if (!rc) rc = mb_rpt_stage_commit(&st, &e);
+    else mb_rpt_stage_abort(&st);
+    mb_rpt_stage_msg(&st, e.msg, sizeof e.msg);
     if (rc) {
         mb_rpt_set_free(&s);
         return mb_cli_fail_err(rc, &e);

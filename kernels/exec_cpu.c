@@ -8,6 +8,7 @@
  * Does not time or verify (reference.c). */
 #define _GNU_SOURCE /* sysconf(_SC_LEVEL3_CACHE_SIZE) */
 #include "kernels_int.h"
+#include "mb_child.h"
 #include "mb_ops.h"
 
 #include <stdio.h>
@@ -191,6 +192,24 @@ static int needs_positive(const mb_graph *g)
     return 0;
 }
 
+/* Fills and poisons go in blocks of 2^20 elements, each block first asking
+ * whether the process was interrupted (mb_intr_pending): a block is ~1 ms
+ * of one core, so SIGINT/TERM acts within milliseconds at any n (2^28 f32
+ * was 6-9 s to a stop, 2^31 never). */
+#define FILL_BLOCK ((int64_t)1 << 20)
+
+/* Stores pv into elements [0, n) of d, by blocks as above. */
+static void fill_value(void *d, int64_t n, mb_dtype dt, float pv)
+{
+    const int64_t nb = (n + FILL_BLOCK - 1) / FILL_BLOCK;
+#pragma omp parallel for schedule(static)
+    for (int64_t b = 0; b < nb; b++) {
+        if (mb_intr_pending()) continue;
+        const int64_t end = (b + 1) * FILL_BLOCK < n ? (b + 1) * FILL_BLOCK : n;
+        for (int64_t e = b * FILL_BLOCK; e < end; e++) mb_store_f32(d, e, dt, pv);
+    }
+}
+
 void mb_kern_fill_inputs(mb_kern_tensors *t, uint64_t seed)
 {
     const mb_graph *g = t->plan->g;
@@ -204,12 +223,17 @@ void mb_kern_fill_inputs(mb_kern_tensors *t, uint64_t seed)
         void *d = t->data[i];
         int64_t n = t->n;
         uint64_t base = splitmix64(seed * 0x100000001b3ull + (uint64_t)i);
+        const int64_t nb = (n + FILL_BLOCK - 1) / FILL_BLOCK;
 #pragma omp parallel for schedule(static)
-        for (int64_t e = 0; e < n; e++) {
-            double u = (double)(splitmix64(base + (uint64_t)e) >> 11) * 0x1.0p-53;
-            float v = (float)(lo + (hi - lo) * u);
-            if (v == 0.0f) v = 0.25f;
-            mb_store_f32(d, e, dt, v);
+        for (int64_t b = 0; b < nb; b++) {
+            if (mb_intr_pending()) continue; /* interrupted: the caller says so */
+            const int64_t end = (b + 1) * FILL_BLOCK < n ? (b + 1) * FILL_BLOCK : n;
+            for (int64_t e = b * FILL_BLOCK; e < end; e++) {
+                double u = (double)(splitmix64(base + (uint64_t)e) >> 11) * 0x1.0p-53;
+                float v = (float)(lo + (hi - lo) * u);
+                if (v == 0.0f) v = 0.25f;
+                mb_store_f32(d, e, dt, v);
+            }
         }
     }
 }
@@ -226,11 +250,7 @@ void mb_kern_poison(mb_kern_tensors *t, unsigned rep)
     float pv = mb_kern_poison_value(rep);
     for (int i = 0; i < g->n_nodes; i++) {
         if (g->nodes[i].op == MB_OP_INPUT || !t->data[i]) continue;
-        mb_dtype dt = g->nodes[i].dtype;
-        void *d = t->data[i];
-        int64_t n = t->n;
-#pragma omp parallel for schedule(static)
-        for (int64_t e = 0; e < n; e++) mb_store_f32(d, e, dt, pv);
+        fill_value(t->data[i], t->n, g->nodes[i].dtype, pv);
     }
 }
 
@@ -536,6 +556,7 @@ static void prog_run(const prog *pr, int64_t n)
         {
 #pragma omp for schedule(static)
             for (int64_t tile = 0; tile < n_tiles; tile++) {
+                if (mb_intr_pending()) continue; /* run_nodes says so */
                 int64_t start = tile * MB_KERN_TILE;
                 int64_t len = n - start < MB_KERN_TILE ? n - start : MB_KERN_TILE;
                 mb_kern_vec_copy(s + (size_t)start * esz, d + (size_t)start * esz, pr->src_dt[0],
@@ -552,6 +573,7 @@ static void prog_run(const prog *pr, int64_t n)
             float *dst[MB_KERN_JIT_IO_MAX];
 #pragma omp for schedule(static)
             for (int64_t tile = 0; tile < n_tiles; tile++) {
+                if (mb_intr_pending()) continue;
                 int64_t start = tile * MB_KERN_TILE;
                 int64_t len = n - start < MB_KERN_TILE ? n - start : MB_KERN_TILE;
                 for (int r = 0; r < pr->n_reads; r++) src[r] = (const float *)pr->src[r] + start;
@@ -569,6 +591,7 @@ static void prog_run(const prog *pr, int64_t n)
         if (buf && ptr) {
 #pragma omp for schedule(static)
             for (int64_t tile = 0; tile < n_tiles; tile++) {
+                if (mb_intr_pending()) continue;
                 int64_t start = tile * MB_KERN_TILE;
                 int64_t len = n - start < MB_KERN_TILE ? n - start : MB_KERN_TILE;
                 /* Prefetch the next tile's reads: the loads then overlap this
@@ -654,6 +677,8 @@ static int run_nodes(mb_kern_tensors *t, const int *nodes, int n_nodes, const in
     if (rc) return rc;
     prog_run(&pr, t->n);
     prog_free(&pr);
+    /* a pass cut short by an interrupt (prog_run skips the tiles left) */
+    if (mb_intr_pending()) return mb_err_set(err, MB_ERUN, "interrupted");
     return MB_OK;
 }
 
@@ -666,10 +691,7 @@ static int ensure_storage(mb_kern_tensors *t, int i, mb_err *err)
     mb_dtype dt = t->plan->g->nodes[i].dtype;
     void *d = alloc_tensor(t->n, dt, i, &t->alloc_base[i], &b);
     if (!d) return mb_err_set(err, MB_ERUN, "cannot allocate a temporary of %zu bytes", b);
-    int64_t n = t->n;
-    float pv = mb_kern_poison_value(0);
-#pragma omp parallel for schedule(static)
-    for (int64_t e = 0; e < n; e++) mb_store_f32(d, e, dt, pv);
+    fill_value(d, t->n, dt, mb_kern_poison_value(0));
     t->data[i] = d;
     t->alloc_bytes += b;
     return MB_OK;

@@ -10,21 +10,18 @@
  * gelu_tanh 30.4 vs 22.0 (bench/cpu_fused.c).
  * Does not tile, thread or choose which kernels to compile: exec_cpu.c does. */
 #include "kernels_int.h"
+#include "mb_child.h"
 
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
-#include <spawn.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
-
-extern char **environ;
 
 /* vec_ops.h's text (generated at build time from the header itself). */
 extern const char mb_kern_vec_ops_text[];
@@ -42,6 +39,10 @@ extern const char mb_kern_vec_ops_text[];
 /* ---- configuration and the in-process table ---------------------------------- */
 
 #define JIT_TABLE_MAX 256
+
+/* The compiler's deadline: one kernel builds in 0.1-0.5 s on the 2-vCPU
+ * test host (2 s with four builds beside it); a minute means it hangs. */
+#define MB_KERN_JIT_TIMEOUT_S 60.0
 
 /* Vectors evaluated together, each step of the kernel across all of them
  * before the next, for kernels whose longest chain of calls weighs 2 or more
@@ -105,7 +106,11 @@ static struct {
     char warned[1024]; /* the folder last warned about: one line per folder */
     char why[sizeof ((mb_err *)0)->msg + 64]; /* why the last kernel was not compiled,
                                                  "" if none failed */
-} jit = {MB_KERN_JIT_AUTO, MB_JIT_CC, "", {{0, NULL, NULL, -1}}, 0, {0, 0, 0}, NULL, "", ""};
+    double timeout_s;  /* the compiler's deadline */
+    int cc_hung;       /* 1: the compiler timed out or was interrupted once: nothing
+                          more is compiled until the next mb_kern_jit_configure */
+} jit = {MB_KERN_JIT_AUTO, MB_JIT_CC, "", {{0, NULL, NULL, -1}}, 0, {0, 0, 0}, NULL, "", "",
+         MB_KERN_JIT_TIMEOUT_S, 0};
 
 static void why_not(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
@@ -153,9 +158,15 @@ void mb_kern_jit_configure(mb_kern_jit_mode mode, const char *cc, const char *ca
     if (strcmp(cc, jit.cc) || strcmp(cache_dir, jit.cache_dir)) table_clear();
     memset(&jit.stats, 0, sizeof jit.stats);
     jit.why[0] = '\0';
+    jit.cc_hung = 0;
     jit.mode = mode;
     snprintf(jit.cc, sizeof jit.cc, "%s", cc);
     snprintf(jit.cache_dir, sizeof jit.cache_dir, "%s", cache_dir);
+}
+
+void mb_kern_jit_set_timeout(double timeout_s)
+{
+    jit.timeout_s = timeout_s > 0 ? timeout_s : MB_KERN_JIT_TIMEOUT_S;
 }
 
 void mb_kern_jit_get_stats(mb_kern_jit_stats *out)
@@ -386,8 +397,11 @@ static int split_args(const char *s, char *store, size_t size, char **argv, int 
     return n;
 }
 
-/* Runs the compiler: MB_JIT_CFLAGS -o so src MB_JIT_LIBS, output silenced.
- * 0 when it succeeded; -1 when it failed or could not be started. */
+/* Runs the compiler: MB_JIT_CFLAGS -o so src MB_JIT_LIBS, output silenced,
+ * under the deadline (mb_child_run: src and so removed if it is killed).
+ * 0 when it succeeded; -1 when it failed, could not be started, timed out
+ * or was interrupted (the last two said once through the warning callback,
+ * and no later kernel is compiled: each would wait as long). */
 static int compile(const char *src, const char *so)
 {
     char cflags[sizeof MB_JIT_CFLAGS + 1], libs[sizeof MB_JIT_LIBS + 1];
@@ -401,19 +415,19 @@ static int compile(const char *src, const char *so)
     argv[n++] = (char *)src;
     n = split_args(MB_JIT_LIBS, libs, sizeof libs, argv, n, 94);
     argv[n] = NULL;
-    posix_spawn_file_actions_t fa;
-    if (posix_spawn_file_actions_init(&fa)) return -1;
-    posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
-    posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
-    pid_t pid;
-    int rc = strchr(jit.cc, '/') ? posix_spawn(&pid, jit.cc, &fa, NULL, argv, environ)
-                                 : posix_spawnp(&pid, jit.cc, &fa, NULL, argv, environ);
-    posix_spawn_file_actions_destroy(&fa);
-    if (rc) return -1;
-    int status = 0;
-    while (waitpid(pid, &status, 0) < 0)
-        if (errno != EINTR) return -1;
-    return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : -1;
+    mb_child_spec sp = {argv, NULL, NULL, NULL, jit.timeout_s, {src, so, NULL}};
+    mb_child_result res;
+    mb_err err;
+    if (mb_child_run(&sp, &res, &err) != MB_OK) return -1;
+    if (res.outcome == MB_CHILD_EXITED) return res.status == 0 ? 0 : -1;
+    if (res.outcome == MB_CHILD_TIMED_OUT || res.outcome == MB_CHILD_INTERRUPTED) {
+        char how[128], line[1200];
+        jit.cc_hung = 1;
+        why_not("the C compiler '%s' %s", jit.cc, mb_child_describe(&res, jit.timeout_s, how, sizeof how));
+        snprintf(line, sizeof line, "%s: kernels interpreted from here on", jit.why);
+        if (jit.warn) jit.warn(line);
+    }
+    return -1;
 }
 
 /* Loads the object open as fd (at path, for a system without /proc) into
@@ -522,14 +536,14 @@ static void build(const char *text, jit_entry *e)
     if (rc == MB_OK) {
         if (load_checked(&dir, so, e) == 0) jit.stats.loaded++;
         else if (compile_into(&dir, so, text, e) == 0) jit.stats.compiled++;
-        else why_not("the C compiler '%s' failed or is not there", jit.cc);
+        else if (!jit.cc_hung) why_not("the C compiler '%s' failed or is not there", jit.cc);
         mb_tdir_close(&dir);
         return;
     }
     if (rc == MB_EINPUT) {
         warn_once(path, "compiled-kernel cache", err.msg, "kernels compiled for this run only");
         if (compile_private(so, text, e) == 0) jit.stats.compiled++;
-        else why_not("the C compiler '%s' failed or is not there", jit.cc);
+        else if (!jit.cc_hung) why_not("the C compiler '%s' failed or is not there", jit.cc);
         return;
     }
     why_not("the compiled-kernel cache %s: %s", path, err.msg);
@@ -556,6 +570,7 @@ mb_kern_tile_fn mb_kern_jit_lookup(int n_reads, const mb_kern_pnode *nodes, int 
 {
     if (jit.mode != MB_KERN_JIT_AUTO) return NULL;
     if (!jit.cc[0]) { why_not("no C compiler configured"); return NULL; }
+    if (jit.cc_hung) return NULL; /* jit.why says why, the warning said so once */
     char *text = generate(n_reads, nodes, n_nodes, w_val, n_writes);
     if (!text) return NULL;
     /* the key: the source, the compiler, its arguments and the CPU they target */

@@ -129,6 +129,12 @@ typedef enum mb_kern_jit_mode {
  * so far when the compiler or the directory changes. Not thread-safe: call
  * before running kernels. */
 void mb_kern_jit_configure(mb_kern_jit_mode mode, const char *cc, const char *cache_dir);
+/* The compiler's deadline in wall seconds (<= 0: the default, 60 s). A
+ * compiler past it, or one running when the process is interrupted
+ * (mb_intr_note), is killed with its process group, its files removed; the
+ * kernel is interpreted, the warning callback says so once, and nothing
+ * more is compiled until the next mb_kern_jit_configure. Process-wide. */
+void mb_kern_jit_set_timeout(double timeout_s);
 
 /* The environment the default cache directory comes from: $XDG_CACHE_HOME
  * and $HOME (NULL or "": unset), copied. The library reads no environment

@@ -3,6 +3,7 @@
  * against a run, and the finite-difference gradient check of backward plans.
  * Does not run the executors or time anything. */
 #include "kernels_int.h"
+#include "mb_child.h"
 #include "mb_ops.h"
 
 #include <math.h>
@@ -242,6 +243,9 @@ static void compare_elem(const mb_kern_tensors *t, const ref_order *ro, const do
 
 /* Every element of every result of t's plan against the reference, into
  * out. MB_ERUN when memory runs out. */
+/* compare_all's code for a check cut short by an interrupt */
+#define MB_EINTR_CHECK (-2)
+
 static int compare_all(const mb_kern_tensors *t, const ref_order *ro, const double *scale,
                        unsigned poison_rep, mb_kern_check *out)
 {
@@ -258,9 +262,12 @@ static int compare_all(const mb_kern_tensors *t, const ref_order *ro, const doub
                          -1};
         int ok = s.vals && s.mags && s.f32.err && s.f32.v32;
         cmp_acc my = {0, 0, 0, 0, 0, 0, -1, -1, 0, 0};
+        int stop = 0;
 #pragma omp for schedule(static)
         for (int64_t i = 0; i < t->n; i++) {
-            if (!ok) continue;
+            /* every 2^14 elements (~1-5 ms of one core) asks whether the
+             * process was interrupted: then the rest is skipped */
+            if (!ok || stop || ((i & 0x3fff) == 0 && (stop = mb_intr_pending() != 0))) continue;
             reference_elem(t, ro, i, s.vals);
             magnitudes(p->g, ro->order, ro->cnt, s.vals, s.mags);
             for (int r = 0; r < p->n_results; r++) compare_elem(t, ro, scale, pv, tolv, r, i, &s, &my);
@@ -287,6 +294,7 @@ static int compare_all(const mb_kern_tensors *t, const ref_order *ro, const doub
         free(s.f32.v32);
     }
     if (fail_alloc) return MB_ERUN;
+    if (mb_intr_pending()) return MB_EINTR_CHECK;
     out->max_rel_err = all.max_err;
     out->bad = all.bad;
     out->poisoned = all.poisoned;
@@ -361,6 +369,7 @@ int mb_kern_verify(const mb_kern_tensors *t, unsigned poison_rep, double tol,
     int rc = compare_all(t, &ro, scale, poison_rep, out);
     free(scale);
     free(ro.order);
+    if (rc == MB_EINTR_CHECK) return mb_err_set(err, MB_ERUN, "interrupted");
     if (rc) return mb_err_set(err, MB_ERUN, "out of memory");
     out->passed = out->bad == 0 && out->poisoned == 0;
     return MB_OK;

@@ -72,6 +72,10 @@ const char *mb_meas_exec_name(int exec)
 void mb_meas_set_env(char *(*lookup)(const char *name))
 {
     mb_kern_jit_set_env(lookup ? lookup("XDG_CACHE_HOME") : NULL, lookup ? lookup("HOME") : NULL);
+    const char *cc = lookup ? lookup("MEMBOUND_JIT_CC") : NULL;
+    if (cc && cc[0]) mb_kern_jit_configure(MB_KERN_JIT_AUTO, cc, NULL);
+    const char *t = lookup ? lookup("MEMBOUND_JIT_TIMEOUT_S") : NULL;
+    mb_kern_jit_set_timeout(t ? strtod(t, NULL) : 0);
 }
 
 void mb_meas_set_jit_warn(void (*warn)(const char *line))
@@ -187,6 +191,11 @@ void mb_meas_env_usage(FILE *fp)
         }
         fputc('\n', fp);
     }
+    fprintf(fp, "and for the cpu backend's compiled kernels:\n"
+                "  MEMBOUND_JIT_CC=CC      the C compiler they are built with (default: the one\n"
+                "                          that built membound)\n"
+                "  MEMBOUND_JIT_TIMEOUT_S=S  its deadline (default 60): past it, or on SIGINT/TERM,\n"
+                "                          it is killed and the kernels are interpreted\n");
 }
 
 /* ---- notes ------------------------------------------------------------------ */

@@ -107,7 +107,10 @@ const char *mb_meas_exec_name(int exec); /* "auto", ...; "?" out of range */
 
 /* The environment the layers below use, read once through lookup (the CLI
  * passes getenv; NULL: none set), process-wide: the compiled-kernel cache's
- * $XDG_CACHE_HOME and $HOME (kernels/ reads no environment variable). */
+ * $XDG_CACHE_HOME and $HOME, the compiler it runs ($MEMBOUND_JIT_CC, a path
+ * or a name on $PATH; default the one that built membound) and that
+ * compiler's deadline ($MEMBOUND_JIT_TIMEOUT_S, default 60) (kernels/ reads
+ * no environment variable). */
 void mb_meas_set_env(char *(*lookup)(const char *name));
 
 /* Where a refused compiled-kernel cache (kernels/' run-time compiler) says

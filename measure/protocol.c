@@ -159,6 +159,10 @@ int mb_meas_protocol_run(const mb_meas_ops *ops, const mb_plan *p, int64_t n, co
     }
     int rc = ops->prepare(&r, err);
     if (rc) goto done;
+#define STOPPED() (c->stop && *c->stop ? (rc = mb_err_set(err, MB_ERUN, "interrupted")) : 0)
+    /* an interrupt is acted on between every two steps (each long fill, pass
+     * and check inside kernels/ also stops early, within milliseconds) */
+    if (STOPPED()) goto done;
 
     /* warm-up; the first run writes over poison and is checked */
     int passed = 1;
@@ -168,7 +172,7 @@ int mb_meas_protocol_run(const mb_meas_ops *ops, const mb_plan *p, int64_t n, co
     const int early = c->check && n_warm > 0 && (ops->early_check_max_n <= 0 || n <= ops->early_check_max_n);
     if (early && (rc = ops->poison(&r, ops->early_rep, err))) goto done;
     for (int w = 0; w < n_warm; w++) {
-        if ((rc = ops->warm(&r, err))) goto done;
+        if (STOPPED() || (rc = ops->warm(&r, err))) goto done;
         if (w == 0 && early) {
             mb_kern_check ck;
             if ((rc = ops->check(&r, ops->early_rep, &ck, err))) goto done;
@@ -191,10 +195,7 @@ int mb_meas_protocol_run(const mb_meas_ops *ops, const mb_plan *p, int64_t n, co
     mb_meas_sample s;
     const double t_begin = mb_meas_now_s();
     for (;;) {
-        if (c->stop && *c->stop) {
-            rc = mb_err_set(err, MB_ERUN, "interrupted");
-            goto done;
-        }
+        if (STOPPED()) goto done;
         const int last = r.once || mb_meas_should_stop(c, samples, ns, mb_meas_now_s() - t_begin) ||
                          ns >= cap;
         if (hr && mb_meas_hostref_due(ns, last, mb_meas_now_s() - t_ref, hr->interval_s)) {
@@ -209,6 +210,7 @@ int mb_meas_protocol_run(const mb_meas_ops *ops, const mb_plan *p, int64_t n, co
         }
         if (last && c->check && (rc = ops->poison(&r, ops->final_rep, err))) goto done;
         if (c->cold && (rc = ops->flush(&r, err))) goto done;
+        if (STOPPED()) goto done;
         memset(kernel_s, 0, ((size_t)nk + 1) * sizeof(double));
         s = (mb_meas_sample){0.0, kernel_s, 1, -1};
         if ((rc = ops->sample(&r, &s, err))) goto done;
@@ -227,8 +229,10 @@ int mb_meas_protocol_run(const mb_meas_ops *ops, const mb_plan *p, int64_t n, co
         if (s.contended >= 0) watched = 1, contended += s.contended;
         if (last) break;
     }
-    if (c->check && (rc = final_checks(ops, &r, &max_err, &passed, why, whysz, note, sizeof note, err)))
+    if (STOPPED() ||
+        (c->check && (rc = final_checks(ops, &r, &max_err, &passed, why, whysz, note, sizeof note, err))))
         goto done;
+    if (STOPPED()) goto done; /* a check cut short judges nothing */
     row_finish(row, samples, ns, c->check, max_err, passed, per_kernel, nk, ksamples, stride);
     row_accuracy(row, per_kernel, nk, c->check, passed, note, why, whysz);
     if (watched) {
@@ -237,6 +241,7 @@ int mb_meas_protocol_run(const mb_meas_ops *ops, const mb_plan *p, int64_t n, co
     }
     if (n_ref) host_finish(row, per_kernel, nk, refs, n_ref, hr, ops_geps, n_op);
     if (ops->after_timing) rc = ops->after_timing(&r, err);
+#undef STOPPED
 done:
     ops->release(&r, rc);
     free(samples);

@@ -763,10 +763,12 @@ int mb_outfile_check_distinct(const char *const *outputs, int n_out, const char 
  * and re-raise the signal; a signal that was ignored at start (nohup) stays
  * ignored. Call once from main. */
 void mb_outfile_install_signal_cleanup(void);
-/* While pid > 0, those handlers first pass the signal on to process pid (a
- * child being waited for; SIGPIPE as SIGTERM), so an interrupted command
- * leaves no child running. 0 stops it. */
-void mb_outfile_forward_signals_to(long pid);
+/* Those handlers also note the signal (mb_intr_note, mb_child.h), end the
+ * child being waited for (mb_child_run) with its group and remove its
+ * temporaries, so an interrupted command leaves no child running. And while
+ * path is set (not NULL or ""), they remove that folder with what is in it,
+ * two levels down (a report's staging folder). NULL stops it. */
+void mb_outfile_remove_dir_on_signal(const char *path);
 
 #ifdef __cplusplus
 }

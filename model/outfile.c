@@ -12,6 +12,7 @@
  * by mb_outfile_check_distinct. Does not decide what is written. */
 #define _GNU_SOURCE /* O_TMPFILE, linkat */
 #include "membound_model.h"
+#include "mb_child.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -21,6 +22,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
+#include <dirent.h>
 #include <unistd.h>
 
 /* Named temporaries that exist now, for the signal handler (async-signal-safe:
@@ -344,13 +347,50 @@ int mb_outfile_check_distinct(const char *const *outputs, int n_out, const char 
     return MB_OK;
 }
 
-/* The child process a command waits for (demo's runs): it gets the signal
- * that ends us, so an interrupted parent leaves nothing running. */
-static volatile pid_t child_pid;
+/* A folder being built (report's staging folder), removed with what is in
+ * it (two levels down) by the handlers: by raw getdents64 and unlinkat,
+ * which are async-signal-safe where opendir (malloc) is not. */
+static char signal_dir[4096];
 
-void mb_outfile_forward_signals_to(long pid)
+struct mb_dirent64 {
+    unsigned long long d_ino;
+    long long d_off;
+    unsigned short d_reclen;
+    unsigned char d_type;
+    char d_name[];
+};
+
+static void remove_tree_at(int parent, const char *name, int depth)
 {
-    child_pid = (pid_t)pid;
+    int fd = openat(parent, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd >= 0) {
+        char buf[4096];
+        for (;;) {
+            long n = syscall(SYS_getdents64, fd, buf, sizeof buf);
+            if (n <= 0) break;
+            for (long off = 0; off < n;) {
+                struct mb_dirent64 *d = (struct mb_dirent64 *)(void *)(buf + off);
+                off += d->d_reclen;
+                const char *e = d->d_name;
+                if (!strcmp(e, ".") || !strcmp(e, "..")) continue;
+                if (d->d_type == DT_DIR && depth > 0) remove_tree_at(fd, e, depth - 1);
+                else unlinkat(fd, e, 0);
+            }
+        }
+        close(fd);
+    }
+    unlinkat(parent, name, AT_REMOVEDIR);
+}
+
+static void remove_dir_on_signal(const char *path)
+{
+    remove_tree_at(AT_FDCWD, path, 2);
+}
+
+void mb_outfile_remove_dir_on_signal(const char *path)
+{
+    signal_dir[0] = '\0';
+    if (path && strlen(path) < sizeof signal_dir) memcpy(signal_dir, path, strlen(path) + 1);
 }
 
 static void on_signal(int sig)
@@ -359,7 +399,9 @@ static void on_signal(int sig)
         mb_outfile *o = live[i];
         if (o && o->tmp[0]) unlink(o->tmp);
     }
-    if (child_pid > 0) kill(child_pid, sig == SIGPIPE ? SIGTERM : sig);
+    mb_intr_note(sig);
+    mb_child_kill_on_signal(sig); /* the child we wait for (mb_child_run) ends with us */
+    if (signal_dir[0]) remove_dir_on_signal(signal_dir);
     signal(sig, SIG_DFL);
     raise(sig);
 }

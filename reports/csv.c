@@ -101,9 +101,91 @@ static int get_i64(ctx *c, const field *f, int colid, int allow_empty, int64_t *
     return MB_OK;
 }
 
-static void copy_str(char *dst, size_t size, const char *s)
+/* ---- row storage: interned strings ------------------------------------
+ * A row's strings repeat across rows (a million rows name one file, one
+ * device, a few variants): each distinct value is kept once, in blocks that
+ * never move, found by hash; rows hold pointers. */
+
+#define RPT_STR_BLOCK ((size_t)1 << 16)
+
+struct rpt_strings {
+    char **blocks;
+    size_t n_blocks, used;          /* bytes used in the last block */
+    const char **slot;              /* open addressing, NULL empty */
+    size_t n_slots, n;
+};
+
+static uint64_t str_hash(const char *p, size_t len)
 {
-    snprintf(dst, size, "%s", s);
+    uint64_t h = 0xcbf29ce484222325ull;
+    for (size_t i = 0; i < len; i++) h = (h ^ (unsigned char)p[i]) * 0x100000001b3ull;
+    return h;
+}
+
+static void strings_free(struct rpt_strings *t)
+{
+    if (!t) return;
+    for (size_t i = 0; i < t->n_blocks; i++) free(t->blocks[i]);
+    free(t->blocks);
+    free(t->slot);
+    free(t);
+}
+
+static int strings_grow(struct rpt_strings *t)
+{
+    size_t ns = t->n_slots ? 2 * t->n_slots : 256;
+    const char **sl = calloc(ns, sizeof *sl);
+    if (!sl) return MB_ERUN;
+    for (size_t i = 0; i < t->n_slots; i++) {
+        if (!t->slot[i]) continue;
+        size_t j = str_hash(t->slot[i], strlen(t->slot[i])) & (ns - 1);
+        while (sl[j]) j = (j + 1) & (ns - 1);
+        sl[j] = t->slot[i];
+    }
+    free(t->slot);
+    t->slot = sl;
+    t->n_slots = ns;
+    return MB_OK;
+}
+
+/* The set's one copy of the first len bytes of p (cut at max - 1 bytes, as
+ * the fixed fields were), or NULL when out of memory. */
+static const char *intern(mb_rpt_set *s, const char *p, size_t max)
+{
+    size_t len = strlen(p);
+    if (len > max - 1) len = max - 1;
+    struct rpt_strings *t = s->strings;
+    if (!t && !(t = s->strings = calloc(1, sizeof *t))) return NULL;
+    if (2 * (t->n + 1) > t->n_slots && strings_grow(t)) return NULL;
+    size_t j = str_hash(p, len) & (t->n_slots - 1);
+    for (; t->slot[j]; j = (j + 1) & (t->n_slots - 1))
+        if (!strncmp(t->slot[j], p, len) && t->slot[j][len] == '\0') return t->slot[j];
+    if (!t->n_blocks || t->used + len + 1 > RPT_STR_BLOCK) {
+        size_t size = len + 1 > RPT_STR_BLOCK ? len + 1 : RPT_STR_BLOCK;
+        char **nb = realloc(t->blocks, (t->n_blocks + 1) * sizeof *nb);
+        if (!nb) return NULL;
+        t->blocks = nb;
+        if (!(t->blocks[t->n_blocks] = malloc(size))) return NULL;
+        t->n_blocks++;
+        t->used = 0;
+    }
+    char *q = t->blocks[t->n_blocks - 1] + t->used;
+    memcpy(q, p, len);
+    q[len] = '\0';
+    t->used += len + 1;
+    t->slot[j] = q;
+    t->n++;
+    return q;
+}
+
+const char *rpt_interned(const mb_rpt_set *s, const char *str)
+{
+    const struct rpt_strings *t = s ? s->strings : NULL; /* s NULL: the model's figures */
+    if (!t || !t->n_slots) return NULL;
+    size_t len = strlen(str);
+    for (size_t j = str_hash(str, len) & (t->n_slots - 1); t->slot[j]; j = (j + 1) & (t->n_slots - 1))
+        if (!strcmp(t->slot[j], str)) return t->slot[j];
+    return NULL;
 }
 
 void mb_rpt_set_init(mb_rpt_set *s)
@@ -123,6 +205,9 @@ void mb_rpt_set_free(mb_rpt_set *s)
     free(s->spec_lines);
     for (int i = 0; i < s->n_vars; i++) free(s->vars[i].text);
     free(s->vars);
+    strings_free(s->strings);
+    for (int i = 0; i < s->n_op_tables; i++) free(s->op_tables[i]);
+    free(s->op_tables);
     memset(s, 0, sizeof *s);
 }
 
@@ -179,27 +264,43 @@ static int embedded(mb_rpt_set *s, int file, int line_no, const char *q, int *rc
     return 1;
 }
 
-static int parse_row(ctx *c, const int *pos, field *f, int nf, mb_rpt_row *r)
+#define LIMITS_TEXT "report reads at most 2000000 rows in all and 1 GiB per CSV"
+_Static_assert(MB_RPT_MAX_ROWS == 2000000 && MB_RPT_MAX_CSV_BYTES == (size_t)1 << 30, "LIMITS_TEXT");
+
+static int read_all(const char *path, char **out, size_t *len, mb_err *err)
+{
+    int rc = mb_text_read(path, MB_RPT_MAX_CSV_BYTES, out, len, err);
+    if (rc == MB_EINPUT && strstr(err->msg, "this input may have")) {
+        size_t l = strlen(err->msg);
+        snprintf(err->msg + l, sizeof err->msg - l, " (" LIMITS_TEXT ": split the file)");
+    }
+    return rc;
+}
+
+static int parse_row(mb_rpt_set *s, ctx *c, const int *pos, field *f, int nf, mb_rpt_row *r)
 {
     int rc;
     memset(r, 0, sizeof *r);
-    copy_str(r->file, sizeof r->file, c->path);
+    const char *empty = intern(s, "", 1);
+    r->file = intern(s, c->path, 512);
+    r->counters = r->count_check = r->calibration = empty;
+    if (!empty || !r->file) return mb_err_set(c->err, MB_ERUN, "out of memory");
     r->line = c->line;
     r->group = -1;
     r->dev = -1;
     /* strings */
     const field *fd = &f[pos[C_DEVICE]];
     if (!fd->s[0]) return bad(c, fd, C_DEVICE, "a device id or spec file");
-    copy_str(r->device, sizeof r->device, fd->s);
+    if (!(r->device = intern(s, fd->s, 256))) return mb_err_set(c->err, MB_ERUN, "out of memory");
     r->device_col = fd->col;
     static const int strcols[] = {C_BACKEND, C_VARIANT, C_PLAN, C_DTYPE};
-    char *dst[] = {r->backend, r->variant, r->plan, r->dtype};
-    size_t sz[] = {sizeof r->backend, sizeof r->variant, sizeof r->plan, sizeof r->dtype};
+    const char **dst[] = {&r->backend, &r->variant, &r->plan, &r->dtype};
+    static const size_t sz[] = {32, MB_NAME_MAX, 16, 8};
     for (int i = 0; i < 4; i++) {
         const field *x = &f[pos[strcols[i]]];
         if (!x->s[0]) return bad(c, x, strcols[i], "a name");
         if (strlen(x->s) >= sz[i]) return bad(c, x, strcols[i], "a shorter name");
-        copy_str(dst[i], sz[i], x->s);
+        if (!(*dst[i] = intern(s, x->s, sz[i]))) return mb_err_set(c->err, MB_ERUN, "out of memory");
         r->col_of[i] = x->col;
     }
     r->col_of[4] = f[pos[C_N]].col;
@@ -264,12 +365,13 @@ static int parse_row(ctx *c, const int *pos, field *f, int nf, mb_rpt_row *r)
     r->noisy = MB_MEAS_NOISY(r->contended, r->reps);
     r->drifted = MB_MEAS_HOST_DRIFTED(r->host_copy_ratio, r->host_op_ratio);
     r->two_modes = r->time_s_lower_mode > 0 && r->time_s_upper_mode > 0 && r->upper_mode_share > 0;
-    if (pos[C_COUNTERS] >= 0) copy_str(r->counters, sizeof r->counters, f[pos[C_COUNTERS]].s);
+    if (pos[C_COUNTERS] >= 0 && !(r->counters = intern(s, f[pos[C_COUNTERS]].s, 160)))
+        return mb_err_set(c->err, MB_ERUN, "out of memory");
     if (pos[C_COUNT_CHECK] >= 0) {
         const field *x = &f[pos[C_COUNT_CHECK]];
         if (x->s[0] && strcmp(x->s, "ok") && strcmp(x->s, "off") && strcmp(x->s, "below 4x L2"))
             return bad(c, x, C_COUNT_CHECK, "ok, off, below 4x L2 or empty");
-        copy_str(r->count_check, sizeof r->count_check, x->s);
+        if (!(r->count_check = intern(s, x->s, 16))) return mb_err_set(c->err, MB_ERUN, "out of memory");
     }
     if (pos[C_CALIBRATION] >= 0) {
         const field *x = &f[pos[C_CALIBRATION]];
@@ -277,7 +379,7 @@ static int parse_row(ctx *c, const int *pos, field *f, int nf, mb_rpt_row *r)
         int known = !x->s[0];
         for (size_t i = 0; i < sizeof marks / sizeof marks[0] && !known; i++) known = !strcmp(x->s, marks[i]);
         if (!known) return bad(c, x, C_CALIBRATION, "full, quick, fallback, stale or empty");
-        copy_str(r->calibration, sizeof r->calibration, x->s);
+        if (!(r->calibration = intern(s, x->s, 16))) return mb_err_set(c->err, MB_ERUN, "out of memory");
     }
     /* counts the CUDA backend's sanity gate rejected are kept in the file
      * for inspection, never used as measurements */
@@ -444,14 +546,19 @@ static int record(void *vctx, mb_csv_record *rec, mb_err *err)
         fr->kernel_rows++;
         return MB_OK;
     }
+    if (s->n_rows == MB_RPT_MAX_ROWS)
+        return mb_err_set(err, MB_EINPUT, "%s:%d:1: more than %d measurement rows (" LIMITS_TEXT
+                          "): split the input, or report fewer rows at once", fr->c.path, rec->line,
+                          MB_RPT_MAX_ROWS);
     if (s->n_rows == s->cap_rows) {
         int cap = s->cap_rows ? 2 * s->cap_rows : 64;
+        if (cap > MB_RPT_MAX_ROWS) cap = MB_RPT_MAX_ROWS;
         void *np = realloc(s->rows, (size_t)cap * sizeof *s->rows);
         if (!np) return mb_err_set(err, MB_ERUN, "out of memory");
         s->rows = np;
         s->cap_rows = cap;
     }
-    int rc = parse_row(&fr->c, fr->pos, f, nf, &s->rows[s->n_rows]);
+    int rc = parse_row(s, &fr->c, fr->pos, f, nf, &s->rows[s->n_rows]);
     if (!rc) rc = row_texts(s, fr->file_index, &fr->c, fr->pos, f, s->rows[s->n_rows].variant, &fr->last_prov);
     if (rc) return rc;
     s->rows[s->n_rows].file_index = fr->file_index;
@@ -464,7 +571,7 @@ int mb_rpt_read_csv(mb_rpt_set *s, const char *path, mb_err *err)
 {
     char *text = NULL;
     size_t len = 0;
-    int rc = mb_text_read(path, (size_t)1 << 30, &text, &len, err);
+    int rc = read_all(path, &text, &len, err);
     if (rc) return rc;
     if (s->n_files % 8 == 0) {
         void *p = realloc(s->files, (size_t)(s->n_files + 8) * sizeof *s->files);
@@ -476,7 +583,7 @@ int mb_rpt_read_csv(mb_rpt_set *s, const char *path, mb_err *err)
         if (!p || !q || !l) { free(text); return mb_err_set(err, MB_ERUN, "out of memory"); }
     }
     int file_index = s->n_files++;
-    copy_str(s->files[file_index], sizeof s->files[0], path);
+    snprintf(s->files[file_index], sizeof s->files[0], "%s", path);
     s->specs[file_index] = NULL;
     s->spec_lines[file_index] = 0;
 

@@ -205,32 +205,48 @@ int rpt_model_series(const mb_rpt_set *defs, rpt_series *out, int max)
  * with its lecture size when measured there, else its largest size. */
 static int row_series(const mb_rpt_set *s, int gi, int devi, series *out, int max)
 {
-    int n = 0;
+    /* one pass: each row's series found by its strings' pointers (interned),
+     * the last series found tried first (rows come in runs) */
+    int n = 0, last = 0;
+    const char *seen[MAX_SERIES][3];
+    int64_t best[MAX_SERIES], lect[MAX_SERIES];
+    if (max > MAX_SERIES) max = MAX_SERIES;
     for (int i = 0; i < s->n_rows; i++) {
         const mb_rpt_row *r = &s->rows[i];
         if (gi >= 0 ? r->group != gi : r->dev != devi) continue;
-        n = push_series(out, n, max, r->variant, r->plan, r->dtype, 0);
-    }
-    for (int k = 0; k < n; k++) {
-        const mb_rpt_demo *d = mb_rpt_demo_of(out[k].variant);
-        int64_t best = 0, lect = d ? d->n : -1;
-        for (int i = 0; i < s->n_rows; i++) {
-            const mb_rpt_row *r = &s->rows[i];
-            if ((gi >= 0 ? r->group != gi : r->dev != devi) || !r->verified ||
-                strcmp(r->variant, out[k].variant) || strcmp(r->plan, out[k].plan) ||
-                strcmp(r->dtype, out[k].dtype))
-                continue;
-            if (best != lect && (r->n == lect || r->n > best)) best = r->n;
+#define SAME(k) (seen[k][0] == r->variant && seen[k][1] == r->plan && seen[k][2] == r->dtype)
+        int k = last;
+        if (!(k < n && SAME(k)))
+            for (k = 0; k < n && !SAME(k); k++) {}
+#undef SAME
+        if (k == n) {
+            int was = n;
+            n = push_series(out, n, max, r->variant, r->plan, r->dtype, 0);
+            if (n == was) continue; /* full */
+            seen[k][0] = r->variant;
+            seen[k][1] = r->plan;
+            seen[k][2] = r->dtype;
+            const mb_rpt_demo *d = mb_rpt_demo_of(r->variant);
+            best[k] = 0;
+            lect[k] = d ? d->n : -1;
         }
-        out[k].n = best > 0 ? best : lect > 0 ? lect : ((int64_t)1 << 24);
+        last = k;
+        if (r->verified && best[k] != lect[k] && (r->n == lect[k] || r->n > best[k])) best[k] = r->n;
     }
+    for (int k = 0; k < n; k++) out[k].n = best[k] > 0 ? best[k] : lect[k] > 0 ? lect[k] : ((int64_t)1 << 24);
     order_series(out, n);
     return n;
 }
 
 static int collect_series(const mb_rpt_set *s, int gi, series *out, int max)
 {
-    return gi < 0 ? rpt_model_series(s, out, max) : row_series(s, gi, -1, out, max);
+    int n = gi < 0 ? rpt_model_series(s, out, max) : row_series(s, gi, -1, out, max);
+    for (int k = 0; k < n; k++) {
+        out[k].iv = rpt_interned(s, out[k].variant);
+        out[k].ip = rpt_interned(s, out[k].plan);
+        out[k].idt = rpt_interned(s, out[k].dtype);
+    }
+    return n;
 }
 
 /* 1 when any series is one of the lecture's demos. */
@@ -241,10 +257,12 @@ static int any_lecture(const series *se, int ns)
     return 0;
 }
 
+/* By pointer: rows hold interned strings, and collect_series gives each
+ * series the set's pointers (strcmp here was a third of report's time at
+ * 10^6 rows). */
 static int row_is(const mb_rpt_row *r, int gi, const series *se)
 {
-    return r->group == gi && !strcmp(r->variant, se->variant) && !strcmp(r->plan, se->plan) &&
-           !strcmp(r->dtype, se->dtype);
+    return r->group == gi && r->variant == se->iv && r->plan == se->ip && r->dtype == se->idt;
 }
 
 /* 1 when group gi of s has a verified row (with counted DRAM bytes when
@@ -327,6 +345,78 @@ static int fig_bytes(rpt_fig_ctx *fc, const char *name, const mb_rpt_set *s, int
 
 /* ---- time against n ----------------------------------------------------- */
 
+/* A row of a series and where it is in the set (file order breaks ties). */
+typedef struct size_ref {
+    int64_t n;
+    int i;
+} size_ref;
+
+static int by_n_then_index(const void *a, const void *b)
+{
+    const size_ref *x = a, *y = b;
+    if (x->n != y->n) return x->n < y->n ? -1 : 1;
+    return (x->i > y->i) - (x->i < y->i);
+}
+
+/* One series' block of the time-against-n data: every power of two
+ * 2^10..2^28 and every measured size, the model at each (its plan built
+ * once) and the last verified row of that size. Sorted once: n log n in
+ * the series' rows (was a scan of every row for each of 256 sizes, and
+ * sizes past the 256th dropped). MB_ERUN when out of memory. */
+static int time_series(FILE *fp, const mb_rpt_set *s, int gi, const series *se, const mb_device *d)
+{
+    mb_dtype dt = (mb_dtype)dtype_of(se->dtype);
+    size_t m = 19, cap = 19 + 64;
+    size_ref *sz = malloc(cap * sizeof *sz);
+    if (!sz) return MB_ERUN;
+    for (int lg = 10; lg <= 28; lg++) sz[lg - 10] = (size_ref){(int64_t)1 << lg, -1};
+    for (int i = 0; gi >= 0 && i < s->n_rows; i++) {
+        if (!row_is(&s->rows[i], gi, se)) continue;
+        if (m == cap) {
+            void *p = realloc(sz, 2 * cap * sizeof *sz);
+            if (!p) { free(sz); return MB_ERUN; }
+            sz = p;
+            cap *= 2;
+        }
+        sz[m++] = (size_ref){s->rows[i].n, i};
+    }
+    qsort(sz, m, sizeof *sz, by_n_then_index);
+    block(fp);
+    char b1[160], b2[200];
+    series_label(b1, sizeof b1, se->variant, se->plan, se->dtype, strcmp(se->dtype, "f32") != 0);
+    fprintf(fp, "%s model_s median_s min_s p90_s panel\n", q(b2, sizeof b2, b1));
+    mb_graph *g = NULL;
+    mb_plan *p = NULL;
+    mb_plan_kind pk;
+    mb_err err;
+    if (mb_rpt_load_variant(s, -1, se->variant, dt, &g, &err) != MB_OK ||
+        mb_plan_parse(se->plan, &pk) != MB_OK || mb_plan_build(g, pk, &p, &err) != MB_OK)
+        p = NULL;
+    for (size_t a = 0; a < m;) {
+        size_t b = a;
+        const mb_rpt_row *r = NULL; /* the last verified row of this size */
+        for (; b < m && sz[b].n == sz[a].n; b++)
+            if (sz[b].i >= 0 && s->rows[sz[b].i].verified) r = &s->rows[sz[b].i];
+        mb_estimate e;
+        double model = NAN;
+        if (p && mb_estimate_plan(p, sz[a].n, d, &e, &err) == MB_OK) {
+            model = e.total.time_s;
+            mb_estimate_free(&e);
+        }
+        fprintf(fp, "%lld", (long long)sz[a].n);
+        col(fp, model);
+        col(fp, r ? r->time_s_median : NAN);
+        col(fp, r ? (isfinite(r->time_s_min) ? r->time_s_min : r->time_s_median) : NAN);
+        col(fp, r ? (isfinite(r->time_s_p90) ? r->time_s_p90 : r->time_s_median) : NAN);
+        fprintf(fp, " %d\n", se->panel);
+        a = b;
+    }
+    mb_plan_free(p);
+    mb_graph_free(g);
+    free(sz);
+    return MB_OK;
+}
+
 static int fig_time(rpt_fig_ctx *fc, const char *name, const mb_rpt_set *s, int gi,
                     const mb_device *d)
 {
@@ -361,46 +451,11 @@ static int fig_time(rpt_fig_ctx *fc, const char *name, const mb_rpt_set *s, int 
         meta_s(fp, key, ptitle);
     }
     meta_d(fp, "panels", np);
-    for (int k = 0; k < ns; k++) {
-        mb_dtype dt = (mb_dtype)dtype_of(se[k].dtype);
-        /* sizes: every power of two 2^10..2^28, plus the measured ones */
-        int64_t sizes[256];
-        int nn = 0;
-        for (int lg = 10; lg <= 28; lg++) sizes[nn++] = (int64_t)1 << lg;
-        for (int i = 0; gi >= 0 && i < s->n_rows && nn < 256; i++)
-            if (row_is(&s->rows[i], gi, &se[k])) sizes[nn++] = s->rows[i].n;
-        for (int i = 1; i < nn; i++) { /* sort, unique */
-            int64_t t = sizes[i];
-            int j = i;
-            while (j > 0 && sizes[j - 1] > t) { sizes[j] = sizes[j - 1]; j--; }
-            sizes[j] = t;
-        }
-        block(fp);
-        char b1[160], b2[200];
-        series_label(b1, sizeof b1, se[k].variant, se[k].plan, se[k].dtype, strcmp(se[k].dtype, "f32") != 0);
-        fprintf(fp, "%s model_s median_s min_s p90_s panel\n", q(b2, sizeof b2, b1));
-        int64_t prev = -1;
-        for (int i = 0; i < nn; i++) {
-            if (sizes[i] == prev) continue;
-            prev = sizes[i];
-            mb_estimate e;
-            mb_err err;
-            double model = NAN;
-            if (rpt_estimate(s, se[k].variant, se[k].plan, dt, sizes[i], d, &e, NULL, &err) == MB_OK) {
-                model = e.total.time_s;
-                mb_estimate_free(&e);
-            }
-            const mb_rpt_row *r = NULL;
-            for (int j = 0; gi >= 0 && j < s->n_rows; j++)
-                if (row_is(&s->rows[j], gi, &se[k]) && s->rows[j].n == sizes[i] && s->rows[j].verified)
-                    r = &s->rows[j];
-            fprintf(fp, "%lld", (long long)sizes[i]);
-            col(fp, model);
-            col(fp, r ? r->time_s_median : NAN);
-            col(fp, r ? (isfinite(r->time_s_min) ? r->time_s_min : r->time_s_median) : NAN);
-            col(fp, r ? (isfinite(r->time_s_p90) ? r->time_s_p90 : r->time_s_median) : NAN);
-            fprintf(fp, " %d\n", se[k].panel);
-        }
+    rc = MB_OK;
+    for (int k = 0; k < ns && !rc; k++) rc = time_series(fp, s, gi, &se[k], d);
+    if (rc) {
+        mb_outfile_abort(&of);
+        return mb_err_set(fc->err, rc, "out of memory");
     }
     return rpt_fig_finish(fc, &of, "time_vs_n", name, title);
 }
@@ -504,10 +559,11 @@ typedef struct row_ref {
 static int by_series_largest_n(const void *a, const void *b)
 {
     const mb_rpt_row *x = ((const row_ref *)a)->r, *y = ((const row_ref *)b)->r;
-    int c = strcmp(x->variant, y->variant);
-    if (!c) c = strcmp(x->plan, y->plan);
-    if (!c) c = strcmp(x->dtype, y->dtype);
-    if (!c) c = strcmp(x->backend, y->backend);
+    /* interned: equal strings are one pointer */
+    int c = x->variant == y->variant ? 0 : strcmp(x->variant, y->variant);
+    if (!c) c = x->plan == y->plan ? 0 : strcmp(x->plan, y->plan);
+    if (!c) c = x->dtype == y->dtype ? 0 : strcmp(x->dtype, y->dtype);
+    if (!c) c = x->backend == y->backend ? 0 : strcmp(x->backend, y->backend);
     if (c) return c;
     if (x->n != y->n) return x->n > y->n ? -1 : 1;
     return (((const row_ref *)a)->i > ((const row_ref *)b)->i) - (((const row_ref *)a)->i < ((const row_ref *)b)->i);
@@ -515,8 +571,7 @@ static int by_series_largest_n(const void *a, const void *b)
 
 static int same_series(const mb_rpt_row *x, const mb_rpt_row *y)
 {
-    return !strcmp(x->variant, y->variant) && !strcmp(x->plan, y->plan) && !strcmp(x->dtype, y->dtype) &&
-           !strcmp(x->backend, y->backend);
+    return x->variant == y->variant && x->plan == y->plan && x->dtype == y->dtype && x->backend == y->backend;
 }
 
 static int roof_measured(const mb_rpt_set *s, int devi, FILE *fp, int write)
@@ -797,6 +852,8 @@ static int fig_recompute(rpt_fig_ctx *fc, const char *name, const mb_rpt_set *s,
 
 /* ---- residuals ------------------------------------------------------------ */
 
+#define MAX_RESID_POINTS 20000
+
 static int fig_residuals(rpt_fig_ctx *fc, const char *name, const mb_rpt_set *s, int gi)
 {
     series se[MAX_SERIES];
@@ -830,9 +887,18 @@ static int fig_residuals(rpt_fig_ctx *fc, const char *name, const mb_rpt_set *s,
         fprintf(fp, "%s time_resid_pct model_resid_pct bytes_resid_pct outlier used\n",
                 q(b2, sizeof b2, b1));
         int any = 0;
+        /* past MAX_RESID_POINTS rows a series shows every stride-th (and
+         * every outlier): gnuplot drew 10^6 points in over a minute, and no
+         * reader tells them apart */
+        int64_t m = 0, seen = 0;
+        for (int i = 0; i < s->n_rows; i++) m += row_is(&s->rows[i], gi, &se[k]) && s->rows[i].verified;
+        const int64_t stride = m > MAX_RESID_POINTS ? (m + MAX_RESID_POINTS - 1) / MAX_RESID_POINTS : 1;
+        if (stride > 1)
+            fprintf(fp, "# every %lldth of %lld rows, and every outlier\n", (long long)stride, (long long)m);
         for (int i = 0; i < s->n_rows; i++) {
             const mb_rpt_row *r = &s->rows[i];
             if (!row_is(r, gi, &se[k]) || !r->verified) continue;
+            if (seen++ % stride != 0 && !r->outlier) continue;
             fprintf(fp, "%lld", (long long)r->n);
             col(fp, 100.0 * r->resid_time_rel);
             col(fp, 100.0 * r->resid_model_rel);

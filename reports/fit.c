@@ -278,6 +278,12 @@ static int cheap_op(int op)
     return op > 0 && op < MB_OP_COUNT && mb_op_info_of((mb_op)op)->cls == MB_COST_ARITH; /* op_table.h */
 }
 
+/* Element evaluations of op k in row r. */
+static double op_evals(const mb_rpt_row *r, int k)
+{
+    return r->op_per_elem ? r->op_per_elem[k] * (double)r->n : 0.0;
+}
+
 static int ops_fit(mb_rpt_set *s, mb_rpt_group *g, const int *idx, int m, mb_err *err)
 {
     /* candidate columns: 1, bytes, arith, then each costly op present */
@@ -296,7 +302,7 @@ static int ops_fit(mb_rpt_set *s, mb_rpt_group *g, const int *idx, int m, mb_err
         cols[0 * m + i] = 1.0;
         cols[1 * m + i] = row_bytes(r);
         double a = 0;
-        for (int k = 0; k < MB_OP_COUNT; k++) if (cheap_op(k)) a += r->op_evals[k];
+        for (int k = 0; k < MB_OP_COUNT; k++) if (cheap_op(k)) a += op_evals(r, k);
         cols[2 * m + i] = a;
     }
     snprintf(names[0], sizeof names[0], "t0_s");
@@ -306,9 +312,9 @@ static int ops_fit(mb_rpt_set *s, mb_rpt_group *g, const int *idx, int m, mb_err
     for (int k = 1; k < MB_OP_COUNT && nc < MAXC; k++) {
         if (cheap_op(k)) continue;
         double any = 0;
-        for (int i = 0; i < m; i++) any += s->rows[idx[i]].op_evals[k];
+        for (int i = 0; i < m; i++) any += op_evals(&s->rows[idx[i]], k);
         if (any <= 0) continue;
-        for (int i = 0; i < m; i++) cols[nc * m + i] = s->rows[idx[i]].op_evals[k];
+        for (int i = 0; i < m; i++) cols[nc * m + i] = op_evals(&s->rows[idx[i]], k);
         snprintf(names[nc], sizeof names[0], "%s", mb_op_name((mb_op)k));
         nc++;
     }

@@ -4,19 +4,16 @@
  * figure shows (figures.c and the plots/ scripts do). */
 #define _POSIX_C_SOURCE 200809L
 #include "render_int.h"
+#include "mb_child.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
-#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
-
-extern char **environ;
 
 #ifndef MB_PLOTS_INSTALL_DIR
 #define MB_PLOTS_INSTALL_DIR "/usr/local/share/membound/plots"
@@ -36,12 +33,25 @@ static int has_style(const char *dir)
  * reads no environment variable. "" = unset. */
 static char env_plots[PATH_MAX], env_gnuplot[PATH_MAX], env_path[16384];
 
+/* gnuplot's deadline per figure: the report's largest figure draws in under
+ * 0.5 s on the 2-vCPU test host; a minute means it hangs (waits on a
+ * terminal, a font server, a pipe). */
+#define MB_RPT_GNUPLOT_TIMEOUT_S 60.0
+static double gnuplot_timeout_s = MB_RPT_GNUPLOT_TIMEOUT_S;
+
 void mb_rpt_set_env(char *(*lookup)(const char *name))
 {
     const char *v;
     snprintf(env_plots, sizeof env_plots, "%s", lookup && (v = lookup("MEMBOUND_PLOTS")) ? v : "");
     snprintf(env_gnuplot, sizeof env_gnuplot, "%s", lookup && (v = lookup("MEMBOUND_GNUPLOT")) ? v : "");
     snprintf(env_path, sizeof env_path, "%s", lookup && (v = lookup("PATH")) ? v : "");
+    double t = lookup && (v = lookup("MEMBOUND_GNUPLOT_TIMEOUT_S")) ? strtod(v, NULL) : 0;
+    gnuplot_timeout_s = t > 0 ? t : MB_RPT_GNUPLOT_TIMEOUT_S;
+}
+
+double mb_rpt_gnuplot_timeout_s(void)
+{
+    return gnuplot_timeout_s;
 }
 
 const char *mb_rpt_plots_dir(void)
@@ -261,23 +271,24 @@ static int run_gnuplot(rpt_fig_ctx *fc, const char *script, const char *name, co
     snprintf(op, sizeof op, "%s/%s.%s", fc->dir, name, ext);
     snprintf(tp, sizeof tp, "%s/.%s.tmp%ld.%s", fc->dir, name, (long)getpid(), ext);
     snprintf(lp, sizeof lp, "%s/.%s.log%ld", fc->dir, name, (long)getpid());
-    posix_spawn_file_actions_t fa;
-    posix_spawn_file_actions_init(&fa);
-    posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-    posix_spawn_file_actions_addopen(&fa, 1, lp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    posix_spawn_file_actions_adddup2(&fa, 1, 2);
     char *argv[] = {fc->gnuplot, (char *)"-c", sp, dp, tp, NULL};
-    pid_t pid;
-    int st = posix_spawn(&pid, fc->gnuplot, &fa, NULL, argv, environ);
-    posix_spawn_file_actions_destroy(&fa);
-    if (st != 0) {
-        snprintf(msg, msgsize, "cannot run %s: %s", fc->gnuplot, strerror(st));
+    mb_child_spec spec = {argv, NULL, lp, "=", gnuplot_timeout_s, {tp, lp, NULL}};
+    mb_child_result res;
+    mb_err e;
+    if (mb_child_run(&spec, &res, &e) != MB_OK) {
+        snprintf(msg, msgsize, "%s", e.msg);
         return MB_ERUN;
     }
-    int status = 0;
-    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {}
+    char how[160];
+    if (res.outcome != MB_CHILD_EXITED && res.outcome != MB_CHILD_SIGNALED) {
+        /* a gnuplot that hangs would hang on every figure: none is run again */
+        fc->hung = 1;
+        snprintf(msg, msgsize, "gnuplot on %s.gp with %s.dat: %s", script, name,
+                 mb_child_describe(&res, gnuplot_timeout_s, how, sizeof how));
+        return MB_ERUN;
+    }
     struct stat sb;
-    int ok = WIFEXITED(status) && WEXITSTATUS(status) == 0 && stat(tp, &sb) == 0 && sb.st_size > 0;
+    int ok = res.outcome == MB_CHILD_EXITED && res.status == 0 && stat(tp, &sb) == 0 && sb.st_size > 0;
     if (!ok) {
         /* the first error line gnuplot printed */
         char line[400] = "", first[400] = "";
@@ -289,7 +300,7 @@ static int run_gnuplot(rpt_fig_ctx *fc, const char *script, const char *name, co
         }
         if (lf) fclose(lf);
         snprintf(msg, msgsize, "gnuplot failed on %s.gp with %s.dat (%s): %s", script, name,
-                 WIFEXITED(status) ? "exit status" : "killed", first[0] ? first : "no output file");
+                 mb_child_describe(&res, gnuplot_timeout_s, how, sizeof how), first[0] ? first : "no output file");
         unlink(tp);
         unlink(lp);
         return MB_ERUN;
@@ -326,6 +337,7 @@ int rpt_fig_finish(rpt_fig_ctx *fc, mb_outfile *of, const char *script, const ch
     int all = 1;
     for (int i = 0; i < 3; i++) {
         if (!(fc->formats & fmts[i].bit)) continue;
+        if (fc->hung) { all = 0; continue; }
         char msg[512];
         if (run_gnuplot(fc, script, name, fmts[i].ext, msg, sizeof msg) != MB_OK) {
             all = 0;

@@ -21,6 +21,7 @@ typedef struct rpt_fig_ctx {
     char cmds[MB_RPT_MAX_FIGURES][160]; /* "bytes.gp bytes" for render.sh */
     int n_cmds;
     int failed;                 /* a rendering failed (message in out->render_error) */
+    int hung;                   /* gnuplot timed out or was interrupted: no more runs */
 } rpt_fig_ctx;
 
 int rpt_fig_begin(rpt_fig_ctx *fc, const char *dir, unsigned formats, int render,

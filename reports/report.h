@@ -73,16 +73,19 @@ typedef struct mb_rpt_vardef {
  * (filled by mb_rpt_fit). Numbers absent from the file are NaN (doubles)
  * or -1 (byte counts). */
 typedef struct mb_rpt_row {
-    /* where the row came from */
-    char file[512];
+    /* where the row came from. The strings of a row are interned in its set
+     * (one copy of each distinct value, owned by the set, never NULL, valid
+     * until mb_rpt_set_free): a row is ~0.5 KB whatever its file's path or
+     * its text columns (1.7 KB when each held its own arrays) */
+    const char *file;
     int line;
     /* as read */
-    char device[256];          /* table id or spec-file path, as written */
+    const char *device;        /* table id or spec-file path, as written */
     int device_col;            /* character column of the device field */
-    char backend[32];
-    char variant[MB_NAME_MAX];
-    char plan[16];
-    char dtype[8];
+    const char *backend;
+    const char *variant;       /* at most MB_NAME_MAX - 1 bytes */
+    const char *plan;          /* at most 15 bytes */
+    const char *dtype;         /* at most 7 bytes */
     int64_t n;
     int kernels, reps;         /* -1 when absent */
     int contended;             /* contended samples (-1: no such column) */
@@ -103,13 +106,13 @@ typedef struct mb_rpt_row {
     int64_t dram_read_bytes, dram_write_bytes;
     int64_t model_dram_read_bytes, model_dram_write_bytes; /* as the harness modelled
                                   them (-1: no such column or empty) */
-    char counters[160];
-    char count_check[16];      /* the harness's counted-vs-model verdict (count_check
+    const char *counters;      /* as written ("" when absent) */
+    const char *count_check;   /* the harness's counted-vs-model verdict (count_check
                                   column): "ok", "off", "below 4x L2" or "" */
     int file_index;            /* index into mb_rpt_set.files */
     double max_rel_err;
     int verified;              /* 1 passed, 0 failed (never fitted) */
-    char calibration[16];      /* the calibration its model columns used
+    const char *calibration;   /* the calibration its model columns used
                                   (MB_MEAS_CSV_CALIBRATION_COLUMN): "full",
                                   "quick", "fallback", "stale", "" (none said) */
     int col_of[8];             /* character columns of variant, plan, dtype, n
@@ -126,7 +129,9 @@ typedef struct mb_rpt_row {
     double pred_flops, pred_sfu_ops;
     int pred_kernels;
     mb_bound pred_bound;
-    double op_evals[MB_OP_COUNT]; /* element evaluations of each op (n per node) */
+    const double *op_per_elem; /* MB_OP_COUNT evaluations of each op per element
+                                  (owned by the set; NULL before the join): the row
+                                  evaluates op k op_per_elem[k] * n times */
 
     /* filled by mb_rpt_fit */
     int group;                 /* index into mb_rpt_set.groups, -1 if none */
@@ -284,6 +289,9 @@ typedef struct mb_rpt_set {
     int n_groups;
     mb_rpt_verdict *verdicts;
     int n_verdicts;
+    struct rpt_strings *strings;   /* the rows' interned strings (csv.c), owned */
+    double **op_tables;            /* the rows' op_per_elem arrays (join.c), owned */
+    int n_op_tables;
     /* the model-only figures' series (figures --dtype, --plan): only these
      * dtypes and plans (a variant of the command line: in this order); none
      * given (0): each variant's own */
@@ -297,6 +305,14 @@ typedef struct mb_rpt_set {
 
 void mb_rpt_set_init(mb_rpt_set *s);
 void mb_rpt_set_free(mb_rpt_set *s);
+
+/* What report reads: at most MB_RPT_MAX_ROWS rows in all (a row is ~0.5 KB
+ * once read; the join, the fits and the figures add ~0.3 KB) and at most
+ * MB_RPT_MAX_CSV_BYTES per CSV (read whole, freed once its rows are kept):
+ * peak memory is about the largest file plus 0.8 KB a row, 2.6 GiB at the
+ * limits. Beyond either the input is refused with one line (MB_EINPUT). */
+#define MB_RPT_MAX_ROWS 2000000
+#define MB_RPT_MAX_CSV_BYTES ((size_t)1 << 30)
 
 /* Appends the rows of one measurement CSV to s. Columns are found by header
  * name (any order; extra columns ignored). Required: device, backend,
@@ -347,7 +363,8 @@ int mb_rpt_parse_formats(const char *s, unsigned *out, mb_err *err);
 
 /* The environment the report's tools come from, read once through lookup
  * (the CLI passes getenv; NULL: none set) and copied: $MEMBOUND_PLOTS,
- * $MEMBOUND_GNUPLOT and $PATH for the two below. The library reads no
+ * $MEMBOUND_GNUPLOT, $MEMBOUND_GNUPLOT_TIMEOUT_S and $PATH for the three
+ * below. The library reads no
  * environment variable: until this is called, none is set (PATH:
  * /usr/bin:/bin). */
 void mb_rpt_set_env(char *(*lookup)(const char *name));
@@ -361,6 +378,10 @@ const char *mb_rpt_plots_dir(void);
  * mb_rpt_set_env gave them). Writes the
  * resolved path into buf; MB_ERUN when none can be executed. */
 int mb_rpt_find_gnuplot(char *buf, size_t bufsize, mb_err *err);
+/* gnuplot's deadline per figure in wall seconds: $MEMBOUND_GNUPLOT_TIMEOUT_S
+ * as mb_rpt_set_env gave it, else 60. Past it gnuplot is killed with its
+ * process group (mb_child_run) and no later figure is drawn. */
+double mb_rpt_gnuplot_timeout_s(void);
 
 typedef struct mb_rpt_figure {
     char name[64];                 /* file stem: "time_vs_n", ... */
@@ -404,6 +425,38 @@ int mb_rpt_set_figures(const mb_rpt_set *s, const char *dir, unsigned formats, i
  * whole or not at all. figs may be NULL (no figures section). */
 int mb_rpt_write(const mb_rpt_set *s, const mb_rpt_figures *figs, const char *dir,
                  mb_err *err);
+
+/* A report built in a staging folder and put in place whole (stage.c):
+ * beside the target (PARENT/.NAME.staging.PID) and renamed into place, or,
+ * where the target exists, swapped with it (its other entries, a demo's
+ * CSVs and logs/, carried over as hard links) and the old one removed; so a
+ * reader of the target sees the old report or the new one, never a mix.
+ * Where the target is the working folder (or holds it), is a link, or its
+ * other entries cannot be linked, the staging folder is inside it and the
+ * report's entries are put in place one by one: figures/ swapped, then the
+ * files, report.html last. Until commit or abort, a signal that ends the
+ * process removes the staging folder (mb_outfile_remove_dir_on_signal). */
+typedef struct mb_rpt_stage {
+    char target[4096];
+    char dir[4200];            /* the staging folder: build the report here */
+    int in_place;              /* 1: entries put in place one by one */
+    int done;                  /* committed or aborted */
+} mb_rpt_stage;
+
+/* Creates the staging folder for target (and target's parent folders).
+ * MB_EINPUT for a target that is not a folder, MB_ERUN when the folder
+ * cannot be created. Call after the inputs are accepted: nothing is
+ * written before. */
+int mb_rpt_stage_begin(const char *target, mb_rpt_stage *st, mb_err *err);
+/* Puts the staging folder's report in place as above and removes what is
+ * left (the old report). MB_ERUN when a rename fails (the target keeps the
+ * old report, or, in place, the entries not yet moved). */
+int mb_rpt_stage_commit(mb_rpt_stage *st, mb_err *err);
+/* Removes the staging folder; the target is untouched. */
+void mb_rpt_stage_abort(mb_rpt_stage *st);
+/* msg with the staging folder's path replaced by the target's (a message
+ * written while building names files by where they end up), in place. */
+void mb_rpt_stage_msg(const mb_rpt_stage *st, char *msg, size_t size);
 
 /* Writes dir/index.md and dir/index.html listing the model-only figures of
  * device d, with the model's table of the variants of defs (the lecture's

@@ -31,12 +31,20 @@ typedef struct rpt_series {
     char variant[MB_NAME_MAX], plan[16], dtype[8];
     int panel;                 /* index into the figure's panels */
     int64_t n;                 /* size for one-size figures (the lecture's, or the variant's) */
+    const char *iv, *ip, *idt; /* variant, plan, dtype as the set's rows hold them
+                                  (rpt_interned; NULL: no row has it), for rows
+                                  matched by pointer */
 } rpt_series;
 
 /* The model-only series: the lecture's, or every plan (f32) of each
  * variant defined on the command line in defs (a lecture variant: its own
  * series). Returns their count (at most max). */
 int rpt_model_series(const mb_rpt_set *defs, rpt_series *out, int max);
+
+/* The set's interned copy of str (a row's strings are one pointer per
+ * distinct value, csv.c), or NULL when no row holds that string: rows match
+ * a string by pointer. */
+const char *rpt_interned(const mb_rpt_set *s, const char *str);
 
 /* Appends one line of an embedded variant text (a CSV's "# variant_text
  * NAME: line" or "# variant_expr NAME: line", at line_no of the file) to the

@@ -150,7 +150,7 @@ static void verdict_note(const mb_rpt_row *a, const mb_rpt_row *b, const claim *
         note_add(v, "decided on the median times (the rows carry no minimum). ");
     if (time_in < 0)
         note_add(v, "INCONCLUSIVE: the minimum ratio lies within %.0f%% of an edge of the band %.2f-%.2fx "
-                 "(the expected %.2fx +-%.0f%%) and the rows' ranges straddle it: rerun with `%s`. ",
+                 "(the expected %.2fx +-%.0f%%) and the rows' ranges straddle it (rerun: %s). ",
                  100 * MB_RPT_DECIDE_MARGIN, v->expected_ratio * (1 - MB_RPT_TOL_TIME),
                  v->expected_ratio * (1 + MB_RPT_TOL_TIME), v->expected_ratio, 100 * MB_RPT_TOL_TIME, v->rerun);
     if (counted && !bytes_ok)

@@ -10,6 +10,8 @@
 #include "mb_test.h"
 
 #include <dirent.h>
+#include <sys/stat.h>
+#include <time.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -247,6 +249,96 @@ static void falls_back(const char *dir)
     mb_kern_jit_set_env(getenv("XDG_CACHE_HOME"), getenv("HOME"));
 }
 
+static int n_warned;
+static char warned[1024];
+
+static void count_warn(const char *line)
+{
+    n_warned++;
+    snprintf(warned, sizeof warned, "%s", line);
+}
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* Files in dir whose name ends in suffix. */
+static int count_suffix(const char *dir, const char *suffix)
+{
+    int n = 0;
+    DIR *d = opendir(dir);
+    struct dirent *ent;
+    size_t ls = strlen(suffix);
+    while (d && (ent = readdir(d))) {
+        size_t l = strlen(ent->d_name);
+        n += l > ls && !strcmp(ent->d_name + l - ls, suffix);
+    }
+    if (d) closedir(d);
+    return n;
+}
+
+/* A compiler that never returns (a stand-in shell script whose child
+ * sleeps): killed with its group at the deadline, its source and object
+ * removed from the cache, the kernel interpreted, said once; the next
+ * kernel does not wait again. */
+static void hung_compiler(const char *dir)
+{
+    char cc[4200], pidf[4200];
+    snprintf(cc, sizeof cc, "%s/hang-cc", dir);
+    snprintf(pidf, sizeof pidf, "%s/sleep.pid", dir);
+    FILE *f = fopen(cc, "w");
+    CHECK(f != NULL);
+    if (!f) return;
+    fprintf(f, "#!/bin/sh\nsleep 30 &\necho $! > %s\nwait\n", pidf);
+    fclose(f);
+    chmod(cc, 0755);
+    mb_kern_jit_set_warn(count_warn);
+    mb_kern_jit_set_timeout(0.5);
+    mb_kern_jit_configure(MB_KERN_JIT_AUTO, cc, dir);
+    n_warned = 0;
+    double t0 = now_s();
+    int c = -1, ran = 0;
+    for (size_t e = 0; e < sizeof exprs / sizeof exprs[0]; e++) {
+        ran += run_expr(exprs[e], MB_PLAN_FUSED, N_SMALL, &c);
+        CHECK_EQ_I64(c, 0);
+    }
+    double took = now_s() - t0;
+    CHECK(ran >= 2);
+    CHECK(took < 0.5 + 2.0); /* one deadline, not one per kernel */
+    CHECK_EQ_I64(n_warned, 1);
+    CHECK(strstr(warned, "timed out after 0.5 s") && strstr(warned, "interpreted"));
+    printf("hung compiler: %s (%.2f s for %d expressions)\n", warned, took, ran);
+    CHECK_EQ_I64(count_suffix(dir, ".c"), 0);
+    CHECK_EQ_I64(count_suffix(dir, ".so"), 0);
+    f = fopen(pidf, "r");
+    long pid = 0;
+    CHECK(f && fscanf(f, "%ld", &pid) == 1 && pid > 0);
+    if (f) fclose(f);
+    char proc[64];
+    snprintf(proc, sizeof proc, "/proc/%ld", pid);
+    int alive = 1;
+    for (int i = 0; i < 100 && alive; i++) {
+        char st[64], buf[256] = {0};
+        snprintf(st, sizeof st, "%s/stat", proc);
+        FILE *sf = fopen(st, "r");
+        if (!sf) { alive = 0; break; }
+        size_t nr = fread(buf, 1, sizeof buf - 1, sf);
+        fclose(sf);
+        buf[nr] = '\0';
+        const char *rp = strrchr(buf, ')');
+        if (rp && rp[1] == ' ' && (rp[2] == 'Z' || rp[2] == 'X')) alive = 0;
+        else usleep(10000);
+    }
+    CHECK(!alive); /* the compiler's own child died with it */
+    unlink(cc);
+    unlink(pidf);
+    mb_kern_jit_set_timeout(0);
+    mb_kern_jit_set_warn(NULL);
+}
+
 static void remove_dir(const char *dir)
 {
     DIR *d = opendir(dir);
@@ -280,6 +372,7 @@ int main(void)
     model_rule_agrees();
     disk_cache_reused(dir, other);
     falls_back(other);
+    hung_compiler(other);
     mb_kern_jit_configure(MB_KERN_JIT_OFF, NULL, NULL);
     remove_dir(dir);
     remove_dir(other);

@@ -10,7 +10,7 @@
 set -u
 src=${MB_SRC:-$(cd "$(dirname "$0")/.." && pwd)}
 # each public header's layer
-declare -A layer_of=([membound_model.h]=model [kernels.h]=kernels [kernels_cuda.h]=kernels
+declare -A layer_of=([membound_model.h]=model [mb_child.h]=model [kernels.h]=kernels [kernels_cuda.h]=kernels
                      [mb_ops.h]=kernels [vec_ops.h]=kernels [measure.h]=measure [report.h]=reports
                      [import.h]=import)
 # the other modules' public headers each module may include

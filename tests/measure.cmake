@@ -26,6 +26,13 @@ if(TARGET mb_measure)
   # admission, the row warnings and their formats, without running a row
   mb_test(measure_policy SOURCES measure_policy.c LIBS mb_measure)
 endif()
+# SIGTERM / SIGINT at random moments of a run at 2^25-2^26: acted on within
+# a second, nothing half-written (about 15 s; alone, so the latency is ours)
+if(TARGET mb_measure)
+  add_test(NAME measure_interrupt COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/measure_interrupt.sh)
+  set_tests_properties(measure_interrupt PROPERTIES RUN_SERIAL TRUE TIMEOUT 180
+    ENVIRONMENT "MB_BIN=${CMAKE_BINARY_DIR}/bin/membound;MEMBOUND_VARIANTS=${CMAKE_BINARY_DIR}/share/membound/variants")
+endif()
 # what a run says: the calibration line, copy measured once, the warning
 # summary, the calibration fallback (the CLI's test hook), the err% sign
 add_test(NAME measure_runs COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/measure_runs.sh)

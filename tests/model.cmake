@@ -4,6 +4,8 @@ mb_test(test_model_plans SOURCES test_model_plans.c LIBS mb_model)
 # a framework's allocations (--framework pytorch): first touch above the mmap threshold
 mb_test(test_model_framework SOURCES test_model_framework.c LIBS mb_model)
 mb_test(test_outfile SOURCES test_outfile.c LIBS mb_model)
+# the child-process runner: deadlines, process groups, interrupts, temporaries
+mb_test(child_run SOURCES child_run.c LIBS mb_model)
 # the variants' folder from the caller, never from the environment
 mb_test(model_settings SOURCES model_settings.c LIBS mb_model)
 add_test(NAME test_cli_model COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/cli_model.sh)
@@ -26,6 +28,13 @@ set_tests_properties(test_cli_plan PROPERTIES SKIP_RETURN_CODE 77
 add_test(NAME test_golden COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/golden.sh)
 set_tests_properties(test_golden PROPERTIES SKIP_RETURN_CODE 77
   ENVIRONMENT "MB_BIN=${CMAKE_BINARY_DIR}/bin/membound;MB_SRC=${CMAKE_SOURCE_DIR};MEMBOUND_VARIANTS=${CMAKE_BINARY_DIR}/share/membound/variants")
+# no child hangs a command: a stand-in gnuplot and C compiler that never
+# return, at their deadline and under SIGTERM (about 5 s)
+if(TARGET mb_reports AND TARGET mb_measure)
+  add_test(NAME test_child_deadline COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/child_deadline.sh)
+  set_tests_properties(test_child_deadline PROPERTIES TIMEOUT 120
+    ENVIRONMENT "MB_BIN=${CMAKE_BINARY_DIR}/bin/membound;MEMBOUND_VARIANTS=${CMAKE_BINARY_DIR}/share/membound/variants")
+endif()
 # the one CSV reader (libcsv): quoting, positions, errors
 if(TARGET mb_csv)
   mb_test(csv_read SOURCES csv_read.c LIBS mb_csv)

@@ -22,3 +22,17 @@ if(TARGET mb_reports)
   set_tests_properties(test_csv_open PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300
     ENVIRONMENT "MB_BIN=${CMAKE_BINARY_DIR}/bin/membound;MB_SRC=${CMAKE_SOURCE_DIR};MEMBOUND_VARIANTS=${CMAKE_BINARY_DIR}/share/membound/variants")
 endif()
+# report's folder put in place whole: SIGTERM at random moments, a hanging
+# gnuplot, a refused input (about 15 s)
+if(TARGET mb_reports)
+  add_test(NAME report_stage COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/report_stage.sh)
+  set_tests_properties(report_stage PROPERTIES TIMEOUT 120
+    ENVIRONMENT "MB_BIN=${CMAKE_BINARY_DIR}/bin/membound;MB_SRC=${CMAKE_SOURCE_DIR};MEMBOUND_VARIANTS=${CMAKE_BINARY_DIR}/share/membound/variants")
+endif()
+# memory by rows, the input limit in rows and bytes: generated CSVs under
+# ulimit -v (about 20 s)
+if(TARGET mb_reports)
+  add_test(NAME report_limits COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/report_limits.sh)
+  set_tests_properties(report_limits PROPERTIES TIMEOUT 300
+    ENVIRONMENT "MB_BIN=${CMAKE_BINARY_DIR}/bin/membound;MEMBOUND_VARIANTS=${CMAKE_BINARY_DIR}/share/membound/variants")
+endif()

@@ -7,6 +7,7 @@
 #define _GNU_SOURCE
 #include "mb_test.h"
 #include "membound_model.h"
+#include "mb_child.h"
 
 #include <dirent.h>
 #include <signal.h>
@@ -151,26 +152,28 @@ int main(void)
     waitpid(pid, &status, 0);
     CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
 
-    /* a child being waited for gets the signal that ends its parent */
+    /* a child being waited for (mb_child_run) ends with its parent, and
+     * its whole process group with it: here the shell's own child, which
+     * signals the parent and then sleeps */
     int pfd[2];
     CHECK(pipe(pfd) == 0);
     pid = fork();
     if (pid == 0) {
         close(pfd[0]);
         mb_outfile_install_signal_cleanup();
-        pid_t kid = fork();
-        if (kid == 0) {
-            execlp("sleep", "sleep", "30", (char *)NULL);
-            _exit(127);
-        }
-        if (write(pfd[1], &kid, sizeof kid) != (ssize_t)sizeof kid) _exit(2);
-        mb_outfile_forward_signals_to(kid);
-        raise(SIGTERM);
+        char cmd[128];
+        snprintf(cmd, sizeof cmd, "sleep 30 & echo $! >&%d; kill -TERM $PPID; wait", pfd[1]);
+        char *argv[] = {(char *)"sh", (char *)"-c", cmd, NULL};
+        mb_child_spec sp = {argv, NULL, NULL, NULL, 20, {NULL}};
+        mb_child_result res;
+        mb_child_run(&sp, &res, &e);
         _exit(3);
     }
     close(pfd[1]);
     pid_t kid = 0;
-    CHECK(read(pfd[0], &kid, sizeof kid) == (ssize_t)sizeof kid);
+    char kbuf[32] = {0};
+    CHECK(read(pfd[0], kbuf, sizeof kbuf - 1) > 0);
+    kid = (pid_t)atoi(kbuf);
     close(pfd[0]);
     waitpid(pid, &status, 0);
     CHECK(WIFSIGNALED(status) && WTERMSIG(status) == SIGTERM);
