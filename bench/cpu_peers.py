@@ -1,174 +1,301 @@
 #!/usr/bin/python3
-"""cpu_peers.py — our CPU executors against numexpr and PyTorch eager on the CPU.
+"""cpu_peers.py — membound's CPU executors beside PyTorch 2.x and numexpr, in one
+run: the same threads and sizes, rounds alternating between the peers.
 
-Runs the lecture's expressions at one size (default n = 2^24, f32) with the same
-thread count everywhere, and prints medians and time ratios:
-  fused (ours, blocked)   vs numexpr        (both evaluate in cache-sized blocks)
-  eager (ours, op-at-a-time) vs torch eager (one pass per op, autograd for sigmoid3)
-Byte counts are never written here: they come from `membound model --json`.
-Our times come from `membound measure` (same protocol as the CSVs: warm-up,
->= 10 samples, median; --warm, as the Python loops below are warm too).
+Cases per variant (the lecture's functions from lecture_demos.py; f32):
+  torch eager      the function op by op (sigmoid3: forward + backward, autograd),
+                   allocating as it does (alloc), and the same ops each into a
+                   buffer allocated once (prealloc: out=), so alloc - prealloc
+                   is what its allocations cost
+  torch.compile    Inductor's CPU backend, compiled and warmed up before any
+                   round; as it runs by default it allocates its output on
+                   every call (alloc), and written into a preallocated out
+                   (prealloc: out.copy_(f(x)) compiled, which Inductor stores
+                   straight into out)
+  F.gelu           gelu_tanh only: PyTorch's library kernel, alloc and
+                   prealloc (aten gelu.out)
+  numexpr          the same formula, alloc and prealloc (out=)
+  membound eager / fused   `membound measure --backend cpu --warm --timeout 1`
+                   (at least --reps samples, as the peers' --reps calls; then
+                   until the CV is 2% or 1 s): the executors write into
+                   preallocated buffers (their default)
+A round runs every case once (its own warm-up call, then --reps timed calls,
+the median; membound's measure does the same in its own process), in an
+order that rotates by one each round; a case's figure is the median of its
+round medians. Two ratios, membound fused over the peer (< 1: membound is
+faster): with allocation counted the same (both preallocated) and as each
+runs by default (the peer allocating, membound preallocated).
 
-usage: bench/cpu_peers.py [--bin build/bin/membound] [--n 2^24] [--threads N] [--reps 10]
-Needs: python3-numpy, python3-numexpr; python3-torch optional (skipped if absent).
-Does not write files other than a temporary CSV.
+With --spec FILE (a calibrated CPU spec with first_touch_gbs, from
+`membound calibrate`), also `membound model --framework pytorch` beside the
+measured PyTorch times: eager against torch eager, fused against
+torch.compile as it runs by default.
+
+usage: bench/cpu_peers.py [--bin build/bin/membound] [--n 2^24] [--threads 2] [--rounds 5]
+       [--reps 10] [--spec FILE.ini] [--variants LIST] [--inductor vector|as-installed] [--json FILE]
+Runs under bench/torch_env.py's venv (made on first use). Byte counts and
+model times come from membound; nothing here counts them. Prints the load
+average before and after (the machine is shared). Writes no file but --json.
 """
 import argparse
 import csv
-import io
 import json
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
 import time
 
-# The lecture's expressions, as each peer writes them. sigmoid3 runs forward
-# and backward (torch autograd; numexpr has no autograd: forward only).
-EXPRS = {
-    "sin2_plus_cos2": "sin(x)**2 + cos(x)**2",
-    "gelu_tanh": "0.5*x*(1.0+tanh(0.7978845608*(x+0.044715*x**3)))",
-    "copy": None,
-    "sigmoid3": None,
-}
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import lecture_demos  # noqa: E402
+import torch_env  # noqa: E402
+
+VARIANTS = ("sin2_plus_cos2", "gelu_tanh", "sigmoid3_fwd", "copy", "sigmoid3")
+# membound's names of the variants above; sigmoid3_fwd is the forward alone
+MB_EXPR = {"sigmoid3_fwd": "name sigmoid3_fwd; y = sigmoid(sigmoid(sigmoid(x)))"}
+NE_EXPR = {"sin2_plus_cos2": lecture_demos.EXPR["sin2_plus_cos2"], "gelu_tanh": lecture_demos.EXPR["gelu_tanh"],
+           "sigmoid3_fwd": "1/(1+exp(-(1/(1+exp(-(1/(1+exp(-x))))))))", "copy": "x"}
 
 
 def parse_n(s):
-    s = s.strip()
-    if "^" in s:
-        b, e = s.split("^")
-        return int(b) ** int(e)
-    mult = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
-    if s[-1] in mult:
-        return int(s[:-1]) * mult[s[-1]]
-    return int(s)
+    return lecture_demos.parse_size(s)
 
 
-def median(xs):
-    xs = sorted(xs)
-    m = len(xs) // 2
-    return xs[m] if len(xs) % 2 else 0.5 * (xs[m - 1] + xs[m])
+def loadavg():
+    try:
+        return " ".join(open("/proc/loadavg").read().split()[:3])
+    except OSError:
+        return "?"
 
 
-def bench(fn, reps):
-    fn()  # warm-up
-    fn()
+def timed_median(fn, reps):
+    fn()  # the round's warm-up call
     ts = []
     for _ in range(reps):
         t0 = time.perf_counter()
         fn()
         ts.append(time.perf_counter() - t0)
-    return median(ts)
+    return statistics.median(ts)
 
 
-def model_bytes(binary, variant, n):
-    out = subprocess.run([binary, "model", variant, "--n", str(n), "--json"],
-                         check=True, capture_output=True, text=True).stdout
-    res = json.loads(out)["results"]
-    return {r["plan"]: r["read_bytes"] + r["write_bytes"] for r in res}
+def inductor_vectorize(torch):
+    """Lets Inductor's CPU backend emit its vector code (at::vec, SLEEF) here.
+    torch 2.15.0 from PyPI decides it cannot: its ISA probe builds a kernel
+    calling Sleef_expf16_u10 and dlopens it in a child process that has not
+    loaded libtorch_cpu.so globally, so the symbol is missing and the probe
+    says no vector ISA (pick_vec_isa() -> INVALID_VEC_ISA on this AVX-512
+    guest): every kernel is a scalar loop of std::sin and the like. Forcing
+    the ISA (config.cpp.vec_isa_ok) alone fails the same way in this process
+    (undefined symbol Sleef_sinf16_u35 loading the kernel), so
+    libtorch_cpu.so, which exports SLEEF, is loaded RTLD_GLOBAL first."""
+    import ctypes
+    import torch._inductor.config as cfg
+    ctypes.CDLL(os.path.join(os.path.dirname(torch.__file__), "lib", "libtorch_cpu.so"), mode=ctypes.RTLD_GLOBAL)
+    cfg.cpp.vec_isa_ok = True
 
 
-def ours(binary, variants, n, threads, reps):
-    with tempfile.TemporaryDirectory() as d:
-        path = os.path.join(d, "ours.csv")
-        cmd = [binary, "measure", "--backend", "cpu", "--device", "h100-sxm", "--sizes", str(n),
-               "--threads", str(threads), "--reps", str(reps), "--warm", "-q", "-o", path] + variants
-        return run_ours(cmd, path)
+def python_cases(torch, ne, variants, n, threads):
+    """{(variant, peer, mode): zero-argument call}, everything compiled and
+    warmed up; inputs uniform in [-2, 2] (seeded), as membound's."""
+    fns = lecture_demos.functions(torch)
+    gen = torch.Generator().manual_seed(1)
+    x = torch.rand(n, generator=gen) * 4 - 2
+    g = torch.rand(n, generator=gen) * 2 - 1
+    out = torch.empty_like(x)
+    bufs = [torch.empty_like(x) for _ in range(8)]
+    xn, outn = x.numpy(), out.numpy()
+    cases = {}
+    for v in variants:
+        if v == "sigmoid3":
+            step = lecture_demos.forward_backward(torch, fns["sigmoid3_eager"])
+            cases[(v, "torch eager", "alloc")] = lambda s=step: s(x, g)
+            continue
+        f = fns["sigmoid3_eager" if v == "sigmoid3_fwd" else v]
+        cases[(v, "torch eager", "alloc")] = lambda f=f: f(x)
+        if v == "copy":
+            cases[(v, "torch eager", "prealloc")] = lambda: out.copy_(x)
+        else:  # the same ops, each into a buffer allocated once: eager less its allocations
+            ef = lecture_demos.eager_into(torch, "sigmoid3_eager" if v == "sigmoid3_fwd" else v)
+            cases[(v, "torch eager", "prealloc")] = lambda ef=ef: ef(x, bufs)
+        cf = torch.compile(f, dynamic=False)
+        ci = torch.compile(lecture_demos.into(f), dynamic=False)
+        cases[(v, "torch.compile", "alloc")] = lambda cf=cf: cf(x)
+        cases[(v, "torch.compile", "prealloc")] = lambda ci=ci: ci(x, out)
+        if v == "gelu_tanh":
+            F = torch.nn.functional
+            cases[(v, "F.gelu", "alloc")] = lambda: F.gelu(x, approximate="tanh")
+            cases[(v, "F.gelu", "prealloc")] = lambda: torch.ops.aten.gelu.out(x, approximate="tanh", out=out)
+        e = NE_EXPR[v]
+        cases[(v, "numexpr", "alloc")] = lambda e=e: ne.evaluate(e, local_dict={"x": xn})
+        cases[(v, "numexpr", "prealloc")] = lambda e=e: ne.evaluate(e, local_dict={"x": xn}, out=outn)
+    t0 = time.monotonic()
+    for key, fn in cases.items():  # compiles the torch.compile cases (first call)
+        r = fn()
+        checked = key[1] == "torch.compile" or (key[1] == "torch eager" and key[2] == "prealloc")
+        if checked and key[0] not in ("copy", "sigmoid3"):
+            ref = fns["sigmoid3_eager" if key[0] == "sigmoid3_fwd" else key[0]](x)
+            got = out if key[1] == "torch.compile" and key[2] == "prealloc" else r
+            if not torch.allclose(ref, got, atol=1e-5):
+                raise RuntimeError(f"{key}: the result differs from eager's")
+    print(f"compiled and checked {len(cases)} cases in {time.monotonic() - t0:.1f} s", file=sys.stderr)
+    return cases
 
 
-def ours_expr(binary, expr, plan, n, threads, reps):
-    """Our time for one --expr and plan (forward-only sigmoid3 for numexpr)."""
-    with tempfile.TemporaryDirectory() as d:
-        path = os.path.join(d, "ours.csv")
-        cmd = [binary, "measure", "--backend", "cpu", "--device", "h100-sxm", "--sizes", str(n),
-               "--threads", str(threads), "--reps", str(reps), "--warm", "-q", "-o", path,
-               "--expr", expr, "--plan", plan]
-        return run_ours(cmd, path)[("expr", plan)]
-
-
-def run_ours(cmd, path):
-    if True:
-        subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
-        with open(path) as f:
-            rows = [r for r in csv.DictReader(l for l in f if not l.startswith("#"))]
+def membound_round(binary, variants, n, threads, reps):
+    """One `membound measure` per plan list (forward variants: eager and
+    fused; sigmoid3 with its backward: eager): {(variant, plan): median s}."""
+    fwd = [v for v in variants if v != "sigmoid3"]
+    groups = [(fwd, "eager,fused")] + ([(["sigmoid3"], "eager")] if "sigmoid3" in variants else [])
     times = {}
-    for r in rows:
-        if r["verified"] != "1":
-            print(f"warning: {r['variant']} {r['plan']} failed its check", file=sys.stderr)
-        times[(r["variant"], r["plan"])] = float(r["time_s_median"])
+    with tempfile.TemporaryDirectory() as d:
+        for vs, plans in groups:
+            if not vs:
+                continue
+            path = os.path.join(d, "m.csv")
+            cmd = [binary, "measure", "--backend", "cpu", "--device", "h100-sxm", "--sizes", str(n),
+                   "--threads", str(threads), "--reps", str(reps), "--timeout", "1", "--warm", "-q", "-o", path,
+                   "--plan", plans]
+            for v in vs:
+                cmd += ["--expr", MB_EXPR[v]] if v in MB_EXPR else [v]
+            subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
+            with open(path, newline="") as f:
+                for r in csv.DictReader(f):
+                    if r["verified"] != "1":
+                        print(f"warning: membound {r['variant']} {r['plan']} failed its check", file=sys.stderr)
+                    times[(r["variant"], r["plan"])] = float(r["time_s_median"])
     return times
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    here = os.path.dirname(os.path.abspath(__file__))
-    ap.add_argument("--bin", default=os.path.join(here, "..", "build", "bin", "membound"))
+def model_fw(binary, spec, variant, plan, n):
+    """membound model --framework pytorch: time_s and alloc_s."""
+    src = ["--expr", MB_EXPR[variant]] if variant in MB_EXPR else [variant]
+    out = subprocess.run([binary, "model", *src, "--plan", plan, "--n", str(n), "--device", spec,
+                          "--framework", "pytorch", "--json"], check=True, capture_output=True, text=True).stdout
+    r = json.loads(out)["results"][0]
+    return r["time_s"], r["alloc_s"]
+
+
+def run_rounds(a, torch, ne, cases):
+    """Every case once per round, in rotating order; returns {key: [round medians]}."""
+    keys = list(cases) + ["membound"]
+    got = {k: [] for k in cases}
+    mb = {}
+    for r in range(a.rounds):
+        order = keys[r % len(keys):] + keys[:r % len(keys)]
+        for k in order:
+            if k == "membound":
+                for mk, t in membound_round(a.bin, a.variants, a.n, a.threads, a.reps).items():
+                    mb.setdefault(mk, []).append(t)
+            else:
+                got[k].append(timed_median(cases[k], a.reps))
+        print(f"round {r + 1}/{a.rounds} done (load {loadavg()})", file=sys.stderr)
+    for (v, p), ts in mb.items():
+        got[(v, "membound " + p, "prealloc")] = ts
+    return got
+
+
+def report(a, got, torch, ne, load0):
+    med = {k: statistics.median(ts) for k, ts in got.items()}
+    print(f"\nn = {a.n} f32, {a.threads} threads, {a.rounds} alternating rounds of {a.reps} calls, medians "
+          f"(torch {torch.__version__}, Inductor code: {a.inductor}, numexpr {ne.__version__}); load average "
+          f"{load0} before, {loadavg()} after")
+    print("ratio = membound fused / peer (< 1: membound faster); 'same' = both write preallocated "
+          "outputs, 'default' = the peer allocating as it runs by default")
+    print(f"{'variant':15s} {'peer':14s} {'prealloc ms':>12s} {'alloc ms':>10s} {'ratio same':>11s} "
+          f"{'ratio default':>14s}")
+    rows = []
+    for v in a.variants:
+        fused = med.get((v, "membound fused", "prealloc"))
+        for peer in ("membound eager", "membound fused", "torch eager", "torch.compile", "F.gelu", "numexpr"):
+            pre, alloc = med.get((v, peer, "prealloc")), med.get((v, peer, "alloc"))
+            if pre is None and alloc is None:
+                continue
+            r_same = fused / pre if fused and pre and not peer.startswith("membound") else None
+            r_def = fused / alloc if fused and alloc else None
+            f = lambda t: f"{t * 1e3:.2f}" if t else "-"
+            g = lambda r: f"{r:.2f}x" if r else "-"
+            print(f"{v:15s} {peer:14s} {f(pre):>12s} {f(alloc):>10s} {g(r_same):>11s} {g(r_def):>14s}")
+            rows.append({"variant": v, "peer": peer, "prealloc_s": pre, "alloc_s": alloc,
+                         "ratio_same": r_same, "ratio_default": r_def})
+    preds = []
+    if a.spec:
+        print(f"\nmembound model --framework pytorch --device {a.spec} against PyTorch (error = model / "
+              f"measured - 1)")
+        print("first touch: the model's (alloc_s), and PyTorch's own (torch eager allocating - the same ops "
+              "into preallocated buffers)")
+        print(f"{'variant':15s} {'plan':6s} {'vs':14s} {'measured ms':>12s} {'model ms':>9s} {'error':>7s} "
+              f"{'touch model ms':>15s} {'touch torch ms':>15s}")
+        for v in a.variants:
+            pairs = [("eager", "torch eager")] + ([] if v in ("sigmoid3", "copy") else [("fused", "torch.compile")])
+            for plan, peer in pairs:
+                meas = med.get((v, peer, "alloc"))
+                if not meas:
+                    continue
+                t, alloc = model_fw(a.bin, a.spec, v, plan, a.n)
+                err = t / meas - 1
+                pre = med.get((v, peer, "prealloc")) if plan == "eager" else None
+                touch = meas - pre if pre else None
+                ts = f"{touch * 1e3:15.2f}" if touch is not None else f"{'-':>15s}"
+                print(f"{v:15s} {plan:6s} {peer:14s} {meas * 1e3:12.2f} {t * 1e3:9.2f} {100 * err:+6.0f}% "
+                      f"{alloc * 1e3:15.2f} {ts}")
+                preds.append({"variant": v, "plan": plan, "peer": peer, "measured_s": meas, "model_s": t,
+                              "alloc_s": alloc, "error": err, "torch_touch_s": touch})
+    if a.json:
+        doc = {"n": a.n, "threads": a.threads, "inductor": a.inductor, "rounds": a.rounds, "reps": a.reps, "torch": torch.__version__,
+               "numexpr": ne.__version__, "load_before": load0, "load_after": loadavg(),
+               "rounds_s": {" / ".join(k): ts for k, ts in got.items()}, "table": rows, "model": preds}
+        with open(a.json + ".tmp", "w") as f:
+            json.dump(doc, f, indent=1)
+        os.replace(a.json + ".tmp", a.json)
+
+
+def main(argv=None):
+    argv = sys.argv[1:] if argv is None else argv
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                 formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
+    ap.add_argument("--bin", default=os.path.join(torch_env.default_build(), "bin", "membound"))
     ap.add_argument("--n", default="2^24")
-    ap.add_argument("--threads", type=int, default=os.cpu_count())
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--reps", type=int, default=10)
-    a = ap.parse_args()
-    n = parse_n(a.n)
-
-    import numpy as np
-    import numexpr as ne
-    ne.set_num_threads(a.threads)
+    ap.add_argument("--spec", default="", help="calibrated CPU spec for the --framework pytorch model")
+    ap.add_argument("--variants", default=",".join(VARIANTS))
+    ap.add_argument("--json", default="", help="also write every figure to this file")
+    ap.add_argument("--inductor", choices=("vector", "as-installed"), default="vector",
+                    help="vector (default): Inductor's vector code, which torch 2.15's own ISA probe "
+                         "turns off here (see inductor_vectorize); as-installed: what its probe decides")
+    a = ap.parse_args(argv)
+    a.variants = [v for v in a.variants.split(",") if v]
+    for v in a.variants:
+        if v not in VARIANTS:
+            ap.error(f"unknown variant '{v}' ({', '.join(VARIANTS)})")
     try:
-        import torch
-        torch.set_num_threads(a.threads)
-    except ImportError:
-        torch = None
-        print("note: PyTorch not installed (apt-get install python3-torch): torch columns skipped",
-              file=sys.stderr)
-
-    variants = list(EXPRS)
-    mine = ours(a.bin, variants, n, a.threads, a.reps)
-    sig3_fwd = ours_expr(a.bin, "y = sigmoid(sigmoid(sigmoid(x)))", "fused", n, a.threads, a.reps)
-    rng = np.random.default_rng(1)
-    x = rng.uniform(-2, 2, n).astype(np.float32)
-    g = rng.uniform(-1, 1, n).astype(np.float32)
-
-    peer = {}
-    peer[("sin2_plus_cos2", "numexpr")] = bench(lambda: ne.evaluate(EXPRS["sin2_plus_cos2"], local_dict={"x": x}), a.reps)
-    peer[("gelu_tanh", "numexpr")] = bench(lambda: ne.evaluate(EXPRS["gelu_tanh"], local_dict={"x": x}), a.reps)
-    peer[("copy", "numexpr")] = bench(lambda: ne.evaluate("x", local_dict={"x": x}), a.reps)
-    peer[("sigmoid3", "numexpr")] = bench(
-        lambda: ne.evaluate("1/(1+exp(-(1/(1+exp(-(1/(1+exp(-x))))))))", local_dict={"x": x}), a.reps)
-    if torch is not None:
-        tx = torch.from_numpy(x)
-        tg = torch.from_numpy(g)
-        peer[("sin2_plus_cos2", "torch")] = bench(lambda: torch.sin(tx) ** 2 + torch.cos(tx) ** 2, a.reps)
-        peer[("gelu_tanh", "torch")] = bench(
-            lambda: 0.5 * tx * (1.0 + torch.tanh(0.7978845608 * (tx + 0.044715 * tx ** 3))), a.reps)
-        peer[("copy", "torch")] = bench(lambda: tx.clone(), a.reps)
-
-        def sig3():
-            xr = tx.detach().requires_grad_(True)
-            y = torch.sigmoid(torch.sigmoid(torch.sigmoid(xr)))
-            y.backward(tg)
-            return xr.grad
-        peer[("sigmoid3", "torch")] = bench(sig3, a.reps)
-
-    print(f"n = {n}, f32, {a.threads} threads, medians of {a.reps} (numexpr {ne.__version__}"
-          + (f", torch {torch.__version__}" if torch is not None else "") + ")")
-    print(f"{'variant':16s} {'ours eager':>11s} {'ours fused':>11s} {'numexpr':>11s} {'torch':>11s}"
-          f" {'numexpr/fused':>14s} {'torch/eager':>12s} {'eager GB/s':>11s}")
-    for v in variants:
-        eager = mine.get((v, "eager"))
-        fused = mine.get((v, "fused")) or mine.get((v, "recompute"))
-        nx = peer.get((v, "numexpr"))
-        tt = peer.get((v, "torch"))
-        b = model_bytes(a.bin, v, n).get("eager")
-        f = lambda t: f"{t * 1e3:9.2f}ms" if t else f"{'-':>11s}"
-        r1 = f"{nx / fused:13.2f}x" if nx and fused else f"{'-':>14s}"
-        r2 = f"{tt / eager:11.2f}x" if tt and eager else f"{'-':>12s}"
-        gbs = f"{b / eager / 1e9:11.2f}" if b and eager else f"{'-':>11s}"
-        print(f"{v:16s} {f(eager)} {f(fused)} {f(nx)} {f(tt)} {r1} {r2} {gbs}")
-    nx = peer[("sigmoid3", "numexpr")]
-    print(f"{'sigmoid3 fwd':16s} {'-':>11s} {sig3_fwd * 1e3:9.2f}ms {nx * 1e3:9.2f}ms {'-':>11s}"
-          f" {nx / sig3_fwd:13.2f}x {'-':>12s} {'-':>11s}")
-    print("ratios > 1: ours is faster. sigmoid3: forward + backward (ours fused column = recompute "
-          "plan; torch = autograd); sigmoid3 fwd: the forward alone, fused, against numexpr.")
+        a.n = parse_n(a.n)
+    except ValueError:
+        ap.error(f"--n: cannot read '{a.n}'")
+    if a.n < 1 or a.threads < 1 or a.rounds < 1:
+        ap.error("--n, --threads and --rounds must be >= 1")
+    if a.reps < 10:
+        ap.error("--reps must be >= 10 (membound measure takes at least 10 samples)")
+    if not os.access(a.bin, os.X_OK):
+        ap.error(f"--bin: '{a.bin}' is not an executable (build first)")
+    if a.spec and not os.path.isfile(a.spec):
+        ap.error(f"--spec: '{a.spec}' is not a file")
+    torch_env.ensure(__file__, argv)
+    import numexpr as ne
+    import torch
+    torch.set_num_threads(a.threads)
+    ne.set_num_threads(a.threads)
+    load0 = loadavg()
+    if a.inductor == "vector":
+        inductor_vectorize(torch)
+    cases = python_cases(torch, ne, a.variants, a.n, a.threads)
+    got = run_rounds(a, torch, ne, cases)
+    report(a, got, torch, ne, load0)
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

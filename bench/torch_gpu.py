@@ -70,7 +70,11 @@ without it they are empty. dram_* are empty. The device column is PyTorch's
 device name; a 'model_device: ... (--device SPEC)' provenance line names the spec for
 `membound report` (SPEC relative to the CSV's folder when it is a file).
 
-Needs PyTorch with CUDA; without it --help, --list and --selftest work.
+Needs PyTorch with CUDA: a run re-executes itself under bench/torch_env.py's
+venv (build/bench-venv) when it has been made, else goes on with the running
+python's torch (MB_TORCH_SYSTEM=1: always that one). The
+lecture's functions come from lecture_demos.py. Without PyTorch --help,
+--list and --selftest work.
 --selftest [FILE] writes a CSV (FILE, else -o) through the same writer with
 mocked timings (no PyTorch, no GPU), re-reading it after every row. Exit
 codes: 0 all cases measured and verified; 1 a case failed, was skipped, was
@@ -90,6 +94,10 @@ import sys
 import time
 import traceback
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import lecture_demos  # noqa: E402  (the lecture's functions, written once)
+import torch_env  # noqa: E402  (the bench venv)
+
 COLUMNS = ["device", "backend", "variant", "plan", "dtype", "n", "kernels", "reps", "time_s_median",
            "time_s_min", "time_s_p90", "time_cv", "model_time_s", "read_bytes", "write_bytes",
            "model_dram_read_bytes", "model_dram_write_bytes", "dram_read_bytes", "dram_write_bytes",
@@ -106,7 +114,7 @@ CASES = [
     ("sigmoid3", "store"),
     ("sigmoid3", "recompute"),
 ]
-LECTURE_N = {"copy": 1 << 25, "sin2_plus_cos2": 1 << 24, "gelu_tanh": 1 << 24, "sigmoid3": 1 << 20}
+LECTURE_N = lecture_demos.LECTURE_N
 DTYPES = ("f32", "bf16", "f16")
 # membound's mb_kern_default_tol (kernels/reference.c)
 TOL = {"f32": 1e-4, "f16": 1e-2, "bf16": 6e-2}
@@ -224,56 +232,8 @@ def git_commit():
 
 
 def build_functions(torch):
-    """The lecture's functions (seed code, lecture 5), PyTorch side."""
-
-    def sin2_plus_cos2(x):
-        return torch.sin(x) ** 2 + torch.cos(x) ** 2
-
-    def gelu_tanh(x):
-        return 0.5 * x * (1.0 + torch.tanh(0.7978845608 * (x + 0.044715 * x ** 3)))
-
-    class ThreeSigmoidsStore(torch.autograd.Function):
-        @staticmethod
-        def forward(ctx, x):
-            s1 = torch.sigmoid(x)
-            s2 = torch.sigmoid(s1)
-            s3 = torch.sigmoid(s2)
-            ctx.save_for_backward(s1, s2, s3)
-            return s3
-
-        @staticmethod
-        def backward(ctx, grad_out):
-            s1, s2, s3 = ctx.saved_tensors
-            g = grad_out * s3 * (1 - s3)
-            g = g * s2 * (1 - s2)
-            return g * s1 * (1 - s1)
-
-    class ThreeSigmoidsRecompute(torch.autograd.Function):
-        @staticmethod
-        def forward(ctx, x):
-            ctx.save_for_backward(x)
-            return torch.sigmoid(torch.sigmoid(torch.sigmoid(x)))
-
-        @staticmethod
-        def backward(ctx, grad_out):
-            (x,) = ctx.saved_tensors
-            s1 = torch.sigmoid(x)
-            s2 = torch.sigmoid(s1)
-            s3 = torch.sigmoid(s2)
-            g = grad_out * s3 * (1 - s3)
-            g = g * s2 * (1 - s2)
-            return g * s1 * (1 - s1)
-
-    def sigmoid3_eager(x):
-        return torch.sigmoid(torch.sigmoid(torch.sigmoid(x)))
-
-    return {
-        "sin2_plus_cos2": sin2_plus_cos2,
-        "gelu_tanh": gelu_tanh,
-        "sigmoid3_eager": sigmoid3_eager,
-        "sigmoid3_store": ThreeSigmoidsStore.apply,
-        "sigmoid3_recompute": ThreeSigmoidsRecompute.apply,
-    }
+    """The lecture's functions, from the one shared script (lecture_demos.py)."""
+    return lecture_demos.functions(torch)
 
 
 class Flusher:
@@ -846,6 +806,9 @@ def measure_all(torch, ctx, jobs, args, writer, state):
 
 
 def run(args):
+    # the bench venv when it was made (bench/torch_env.py), else this
+    # interpreter's torch: a GPU machine may carry its own
+    torch_env.ensure(__file__, args.argv, required=False)
     try:
         import torch
     except Exception as e:  # ImportError, or a broken install (OSError from a missing library)
@@ -949,6 +912,7 @@ def main(argv=None):
                     help="write the CSV (to FILE, else -o) with mocked timings, re-reading it after every "
                          "row (no PyTorch, no GPU), and exit")
     args = ap.parse_args(argv)
+    args.argv = sys.argv[1:] if argv is None else list(argv)
     for v in args.variants:
         if v not in LECTURE_N:
             ap.error(f"unknown variant '{v}' (variants: {', '.join(sorted(LECTURE_N))})")

@@ -77,6 +77,12 @@ static void print_cpu_summary(const mb_device *d, const mb_meas_calib *cal)
     else
         printf("  serial fraction of a compiled kernel: not measured (no compiled kernels: "
                "%s); such kernels take the figure above\n", why_not);
+    printf("  first touch of a fresh allocation over a preallocated write (ms per GB):");
+    for (int i = 0; i < MB_MEAS_TOUCH_SIZES; i++)
+        printf(" %.0f MiB %.1f%s", cal->touch_mib[i], cal->touch_s_per_gb[i] * 1e3,
+               i + 1 < MB_MEAS_TOUCH_SIZES ? "," : "\n");
+    printf("    -> first_touch_gbs %.2f above the mmap threshold, %.3g MiB (--framework pytorch)\n",
+           cal->first_touch_gbs, cal->alloc_mmap_threshold_mb);
     printf("  op rates (1e9 elements/s, L1-resident, all threads):\n");
     for (int op = MB_OP_ADD; op < MB_OP_COUNT; op++)
         printf("    %-10s %8.3f%s", mb_op_name((mb_op)op), cal->op_geps[op],

@@ -37,6 +37,10 @@ static void usage(FILE *fp)
             "                   over the last dimension); default: the variant's 'shape'\n"
             "  --dtype LIST     f32 (default), bf16, f16, comma-separated: bf16,f32\n"
             "  --per-kernel     one line per kernel under each result (table output)\n"
+            "  --framework F    none (default: the executors' preallocated buffers) or\n"
+            "                   pytorch: every kernel's output a fresh allocation, whose\n"
+            "                   first touch above the mmap threshold costs bytes /\n"
+            "                   first_touch_gbs (a calibrated CPU spec: membound calibrate)\n"
             "  --json | --csv   machine-readable output (see the design's JSON contract)\n"
             "  -h, --help       this help\n"
             "\n"
@@ -65,14 +69,15 @@ int mb_cmd_model(int argc, char **argv)
         {"sizes", required_argument, 0, 's'}, {"dtype", required_argument, 0, 't'},
         {"shape", required_argument, 0, 'S'},
         {"json", no_argument, 0, 'J'}, {"csv", no_argument, 0, 'C'},
-        {"per-kernel", no_argument, 0, 'k'}, {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
+        {"per-kernel", no_argument, 0, 'k'}, {"framework", required_argument, 0, 'F'},
+        {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
     mb_model_args a = {0};
     const char *device = "h100-sxm";
     int c, rc = 0;
     mb_err e;
     opterr = 0;
     optind = 1;
-    while ((c = getopt_long(argc, argv, "-:he:p:d:n:s:S:t:JCk", opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "-:he:p:d:n:s:S:t:JCkF:", opts, NULL)) != -1) {
         switch (c) {
         case 'd': device = optarg; break;
         case 'k': a.per_kernel = 1; break;
@@ -108,8 +113,8 @@ int mb_cmd_model(int argc, char **argv)
             for (int s = 0; s < ns && !rc; s++)
                 for (int k = 0; k < np && !rc; k++) {
                     mb_model_row row;
-                    if ((rc = mb_model_row_make(&row, a.graphs[i], plans[k], sizes[s], dev,
-                                                mb_model_args_dtype(&a, i), &e))) {
+                    if ((rc = mb_model_row_make_fw(&row, a.graphs[i], plans[k], sizes[s], dev,
+                                                   mb_model_args_dtype(&a, i), a.framework, &e))) {
                         mb_cli_fail_err(rc, &e);
                         break;
                     }

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { MB_ARG_PLAN = 1, MB_ARG_SIZES = 2, MB_ARG_DTYPE = 4, MB_ARG_FMT = 8 };
+enum { MB_ARG_PLAN = 1, MB_ARG_SIZES = 2, MB_ARG_DTYPE = 4, MB_ARG_FMT = 8, MB_ARG_FW = 16 };
 
 /* The option's spelling, for messages. */
 static const char *spelling(int c)
@@ -20,6 +20,7 @@ static const char *spelling(int c)
     case 't': return "--dtype";
     case 'J': return "--json";
     case 'C': return "--csv";
+    case 'F': return "--framework";
     default: return "?";
     }
 }
@@ -34,9 +35,11 @@ int mb_model_args_option(mb_model_args *a, int c, const char *arg)
     case 'n': case 's': case 'S': bit = MB_ARG_SIZES; break;
     case 't': bit = MB_ARG_DTYPE; break;
     case 'J': case 'C': bit = MB_ARG_FMT; break;
+    case 'F': bit = MB_ARG_FW; break;
     default: return -1;
     }
-    int slot = bit == MB_ARG_PLAN ? 0 : bit == MB_ARG_SIZES ? 1 : bit == MB_ARG_DTYPE ? 2 : 3;
+    int slot = bit == MB_ARG_PLAN ? 0 : bit == MB_ARG_SIZES ? 1 : bit == MB_ARG_DTYPE ? 2 :
+               bit == MB_ARG_FMT ? 3 : 4;
     if (a->given & bit) {
         if (a->given_as[slot] == c) return mb_cli_fail(2, "%s given twice: give it once", spelling(c));
         return mb_cli_fail(2, "%s and %s cannot be combined: give one", spelling(a->given_as[slot]), spelling(c));
@@ -69,6 +72,10 @@ int mb_model_args_option(mb_model_args *a, int c, const char *arg)
         a->dtype = a->dtypes[0];
         return 0;
     case 'J': a->fmt = MB_FMT_JSON; return 0;
+    case 'F':
+        if (mb_framework_parse(arg, &a->framework) != MB_OK)
+            return mb_cli_fail(2, "--framework '%s': expected none or pytorch", arg);
+        return 0;
     default: a->fmt = MB_FMT_CSV; return 0;
     }
 }

@@ -10,12 +10,23 @@
 int mb_model_row_make(mb_model_row *row, const mb_graph *g, mb_plan_kind k, mb_shape shape,
                       const mb_device *dev, mb_dtype dtype, mb_err *err)
 {
+    return mb_model_row_make_fw(row, g, k, shape, dev, dtype, MB_FW_NONE, err);
+}
+
+int mb_model_row_make_fw(mb_model_row *row, const mb_graph *g, mb_plan_kind k, mb_shape shape,
+                         const mb_device *dev, mb_dtype dtype, mb_framework fw, mb_err *err)
+{
     const int64_t n = mb_shape_elems(shape);
+    if (fw != MB_FW_NONE && shape.rank == 2)
+        return mb_err_set(err, MB_EINPUT, "--framework %s models 1-D sizes only, not a ROWSxCOLS shape",
+                          mb_framework_name(fw));
     memset(row, 0, sizeof *row);
     mb_plan *p;
     int rc = mb_plan_build(g, k, &p, err);
     if (rc) return rc;
-    rc = mb_estimate_plan_shape(p, shape, dev, &row->est, err);
+    row->fw = fw;
+    rc = fw == MB_FW_NONE ? mb_estimate_plan_shape(p, shape, dev, &row->est, err)
+                          : mb_estimate_plan_fw(p, n, dev, fw, &row->est, err);
     if (rc) { mb_plan_free(p); return rc; }
     /* A figure that is not finite is refused here, before any rendering:
      * JSON cannot hold inf or NaN (jansson refuses them, and a key went
@@ -27,7 +38,8 @@ int mb_model_row_make(mb_model_row *row, const mb_graph *g, mb_plan_kind k, mb_s
         const mb_cost *c = j < 0 ? &row->est.total : &row->est.per_kernel[j];
         const struct { const char *name; double v; } f[] = {
             {"time_s", c->time_s}, {"mem_s", c->mem_s}, {"compute_s", c->compute_s},
-            {"launch_s", c->launch_s}, {"flops", c->flops}, {"sfu_ops", c->sfu_ops}};
+            {"launch_s", c->launch_s}, {"flops", c->flops}, {"sfu_ops", c->sfu_ops},
+            {"alloc_s", c->alloc_s}};
         for (size_t i = 0; i < sizeof f / sizeof f[0] && !bad; i++)
             if (!isfinite(f[i].v)) bad = f[i].name, v = f[i].v;
     }
@@ -166,14 +178,20 @@ void mb_model_csv_row(FILE *fp, const mb_model_row *r, const char *more)
             mb_bound_name(t->bound), r->est.bandwidth_gbs, r->est.bandwidth_source, shape, more ? more : "");
 }
 
-static json_t *cost_json(const mb_cost *c)
+/* A cost's keys; with a framework also its "alloc_s" (first touch). */
+static json_t *cost_json(const mb_cost *c, mb_framework fw)
 {
-    return json_pack("{s:I, s:I, s:I, s:I, s:f, s:f, s:f, s:f, s:f, s:f, s:s}",
-                     "read_bytes", (json_int_t)c->read_bytes, "write_bytes", (json_int_t)c->write_bytes,
-                     "dram_read_bytes", (json_int_t)c->dram_read_bytes, "dram_write_bytes",
-                     (json_int_t)c->dram_write_bytes, "flops", c->flops, "sfu_ops", c->sfu_ops,
-                     "time_s", c->time_s, "mem_s", c->mem_s, "compute_s", c->compute_s, "launch_s",
-                     c->launch_s, "bound", mb_bound_name(c->bound));
+    json_t *o = json_pack("{s:I, s:I, s:I, s:I, s:f, s:f, s:f, s:f, s:f, s:f, s:s}",
+                          "read_bytes", (json_int_t)c->read_bytes, "write_bytes", (json_int_t)c->write_bytes,
+                          "dram_read_bytes", (json_int_t)c->dram_read_bytes, "dram_write_bytes",
+                          (json_int_t)c->dram_write_bytes, "flops", c->flops, "sfu_ops", c->sfu_ops,
+                          "time_s", c->time_s, "mem_s", c->mem_s, "compute_s", c->compute_s, "launch_s",
+                          c->launch_s, "bound", mb_bound_name(c->bound));
+    if (o && fw != MB_FW_NONE && json_object_set_new(o, "alloc_s", json_real(c->alloc_s)) != 0) {
+        json_decref(o);
+        return NULL;
+    }
+    return o;
 }
 
 /* json_object_set_new that remembers a value jansson refused (NULL: a
@@ -194,7 +212,8 @@ json_t *mb_model_row_json(const mb_model_row *r, int with_device)
     set_checked(o, "dtype", json_string(mb_model_row_dtype(r)), &ok);
     set_checked(o, "n", json_integer((json_int_t)r->n), &ok);
     set_checked(o, "kernels", json_integer(r->plan->n_kernels), &ok);
-    json_t *tot = cost_json(&r->est.total);
+    if (r->fw != MB_FW_NONE) set_checked(o, "framework", json_string(mb_framework_name(r->fw)), &ok);
+    json_t *tot = cost_json(&r->est.total, r->fw);
     if (!tot || json_object_update(o, tot) != 0) ok = 0;
     json_decref(tot);
     set_checked(o, "saved_bytes", json_integer((json_int_t)r->est.saved_bytes), &ok);
@@ -211,7 +230,7 @@ json_t *mb_model_row_json(const mb_model_row *r, int with_device)
     json_t *pk = json_array();
     for (int k = 0; pk && k < r->plan->n_kernels; k++) {
         const mb_kernel *K = &r->plan->kernels[k];
-        json_t *ko = cost_json(&r->est.per_kernel[k]);
+        json_t *ko = cost_json(&r->est.per_kernel[k], r->fw);
         if (!ko) { ok = 0; break; }
         set_checked(ko, "name", json_string(K->name), &ok);
         set_checked(ko, "backward", json_boolean(K->is_backward), &ok);

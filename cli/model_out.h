@@ -16,6 +16,7 @@ typedef struct {
     mb_dtype dtype;
     int64_t n;          /* elements: rows x cols */
     mb_shape shape;     /* rank 1 (n) or 2 (rows x cols) */
+    mb_framework fw;    /* whose allocations the time includes (MB_FW_NONE: none) */
     mb_estimate est;
 } mb_model_row;
 
@@ -28,6 +29,12 @@ int mb_model_row_make(mb_model_row *row, const mb_graph *g, mb_plan_kind k, mb_s
  * when the row does not fit on chip: the longest row it keeps on chip on
  * r's device, and what it makes beyond it. Nothing for other plans. */
 void mb_model_knee_lines(FILE *fp, const mb_model_row *r);
+
+/* The same with framework fw's allocations in the time (mb_estimate_plan_fw;
+ * 1-D shapes only); the JSON object then says "framework" and each cost its
+ * "alloc_s". */
+int mb_model_row_make_fw(mb_model_row *row, const mb_graph *g, mb_plan_kind k, mb_shape shape,
+                         const mb_device *dev, mb_dtype dtype, mb_framework fw, mb_err *err);
 void mb_model_row_free(mb_model_row *row);
 
 /* Table: header then rows. with_device adds a device column. */

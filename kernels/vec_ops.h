@@ -14,6 +14,12 @@
 #include <sleef.h>
 #endif
 
+/* sin, cos and the sincos pair in SLEEF's 3.5-ulp forms, as PyTorch's at::vec
+ * (and so Inductor's vector code) calls them; the rest 1 ulp (u10) as its.
+ * ref_f32.c allows library functions 8 ulps. Xeon 2-vCPU guest, one thread,
+ * L1-resident (bench/sleef_rates.c): sincos + squares 0.46-0.70 ns/element in
+ * u35 against 1.08-1.39 in u10; Inductor's sin + cos (u35) 0.76-0.99: with u10,
+ * sin^2+cos^2 fused at 2^24 took 1.27-1.29x Inductor's time on one thread. */
 #if defined(MB_HAVE_SLEEF) && defined(__AVX512F__)
 #define MB_VW 16
 typedef __m512 vf;
@@ -27,9 +33,9 @@ typedef Sleef___m512_2 vf2;
 #define V_MUL _mm512_mul_ps
 #define V_DIV _mm512_div_ps
 #define V_SQRT _mm512_sqrt_ps
-#define V_SIN Sleef_sinf16_u10
-#define V_COS Sleef_cosf16_u10
-#define V_SINCOS Sleef_sincosf16_u10 /* .x sin, .y cos */
+#define V_SIN Sleef_sinf16_u35
+#define V_COS Sleef_cosf16_u35
+#define V_SINCOS Sleef_sincosf16_u35 /* .x sin, .y cos */
 #define V_TAN Sleef_tanf16_u10
 #define V_TANH Sleef_tanhf16_u10
 #define V_EXP Sleef_expf16_u10
@@ -54,9 +60,9 @@ typedef Sleef___m256_2 vf2;
 #define V_MUL _mm256_mul_ps
 #define V_DIV _mm256_div_ps
 #define V_SQRT _mm256_sqrt_ps
-#define V_SIN Sleef_sinf8_u10
-#define V_COS Sleef_cosf8_u10
-#define V_SINCOS Sleef_sincosf8_u10
+#define V_SIN Sleef_sinf8_u35
+#define V_COS Sleef_cosf8_u35
+#define V_SINCOS Sleef_sincosf8_u35
 #define V_TAN Sleef_tanf8_u10
 #define V_TANH Sleef_tanhf8_u10
 #define V_EXP Sleef_expf8_u10

@@ -5,6 +5,7 @@
  *   calib_streams.c   bandwidth (copy, read, write) and FMA-peak probes
  *   calib_ops.c       op rates: tile primitive, sincos, executor pass, compiled chains
  *   calib_overlap.c   overlap of memory and compute, read streams
+ *   calib_touch.c     first touch of fresh allocations (a framework's eager outputs)
  *   calib_spec.c      the spec a calibration gives, the rules that refuse one
  *   calibrate_cpu.c   the sequence (mb_meas_calibrate_cpu) */
 #ifndef MB_CALIB_INT_H
@@ -135,6 +136,11 @@ void mb_meas_cal_chains_free(mb_meas_chains *ch);
  * chain, in order), n elements per pass. */
 void mb_meas_cal_compiled_rates(const mb_meas_chains *ch, const mb_meas_figure *figs, int64_t n,
                                 mb_meas_calib *out);
+
+/* ---- calib_touch.c ---- */
+/* The first-touch figures of out (touch_*, first_touch_gbs,
+ * alloc_mmap_threshold_mb), all threads. MB_ERUN when memory runs out. */
+int mb_meas_cal_first_touch(mb_meas_calib *out, int quick, mb_err *err);
 
 /* ---- calib_spec.c ---- */
 /* Why the figures cannot be trusted, into why; 0 when they can: a figure with

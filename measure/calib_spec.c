@@ -104,6 +104,8 @@ void mb_meas_calib_to_device(const mb_meas_calib *c, const char *command_line, m
     d->host_ref_copy_gbs = c->ref_copy_gbs;
     d->host_ref_sin_geps = c->ref_op_geps[0];
     d->host_ref_sigmoid_geps = c->ref_op_geps[1];
+    d->first_touch_gbs = c->first_touch_gbs;
+    d->alloc_mmap_threshold_mb = c->alloc_mmap_threshold_mb;
     char llc[96], compiled[96] = "";
     if (c->has_serial_fraction_compiled)
         snprintf(compiled, sizeof compiled, ", compiled y = x * sin(x) (%.2f-%.2f)",

@@ -240,6 +240,8 @@ int mb_meas_calibrate_cpu(int threads, int quick, void (*progress)(const char *l
      * four-stream probe holds five of them */
     int64_t n_probe = n < ((int64_t)1 << 25) ? n : (int64_t)1 << 25;
     if ((rc = mb_meas_calibrate_overlap(out, n_probe, quick ? 1 : 3, err))) return rc;
+    step(&lg, "first touch of fresh allocations, 8-128 MiB");
+    if ((rc = mb_meas_cal_first_touch(out, quick, err))) return rc;
     step(&lg, "done");
     return MB_OK;
 }

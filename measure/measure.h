@@ -411,6 +411,13 @@ typedef struct mb_meas_calib {
     int64_t stream_n;       /* f32 elements per array */
     int threads;
     double mem_gb;          /* physical memory, 1e9 B */
+    /* the first-touch probe (calib_touch.c): writing a fresh allocation over
+     * writing preallocated memory, per size */
+#define MB_MEAS_TOUCH_SIZES 6
+    double touch_mib[MB_MEAS_TOUCH_SIZES];      /* the sizes, MiB */
+    double touch_s_per_gb[MB_MEAS_TOUCH_SIZES]; /* extra seconds per 1e9 bytes */
+    double first_touch_gbs;         /* 1e9 B/s of the sizes above the threshold */
+    double alloc_mmap_threshold_mb; /* served from the heap below this */
 } mb_meas_calib;
 
 /* Measures the CPU with threads threads (<= 0: all cores). quick != 0 uses

@@ -45,6 +45,7 @@ typedef struct key_spec {
  *   an HBM3e GPU 8 TB/s, a last-level cache some 20 TB/s; 100 TB/s is 5x that;
  * - cache_mb and cache_resident_mb 1e-3..1e6 MiB: from a 1 KiB buffer to
  *   1 TiB (the largest on-package caches are ~1 GiB); cache_resident_mb 0: none;
+ *   alloc_mmap_threshold_mb the same range, 0: glibc's 32 MiB;
  * - fp32_tflops 1e-4..1e5 (100 MFLOP/s, a microcontroller, to 50x a B200),
  *   bf16_tflops and sfu_tops 0 (none) or 1e-4..1e5;
  * - launch_overhead_us 1e-6..1e5: per-pass overheads of a few ns on a CPU to
@@ -88,6 +89,8 @@ static const key_spec spec_keys[] = {
     {"host_ref_copy_gbs", KEY_NUM, KEY_OPTIONAL, FIELD(host_ref_copy_gbs), BW, 1},
     {"host_ref_sin_geps", KEY_NUM, KEY_OPTIONAL, FIELD(host_ref_sin_geps), RATE, 1},
     {"host_ref_sigmoid_geps", KEY_NUM, KEY_OPTIONAL, FIELD(host_ref_sigmoid_geps), RATE, 1},
+    {"first_touch_gbs", KEY_NUM, KEY_OPTIONAL, FIELD(first_touch_gbs), BW, 1},
+    {"alloc_mmap_threshold_mb", KEY_NUM, KEY_OPTIONAL, FIELD(alloc_mmap_threshold_mb), 1e-3, 1e6, 1},
     {"source", KEY_STR, KEY_REQUIRED, STR(source)},
     {"measured_at", KEY_STR, KEY_OPTIONAL, STR(measured_at)},
     /* written only when set: specs without it read and write as before */
@@ -580,6 +583,10 @@ static void write_keys(const mb_device *d, FILE *fp)
         } else {
             /* an optional figure that stands for another when absent */
             if (!strcmp(k->key, "serial_fraction_compiled") && !d->has_serial_fraction_compiled)
+                continue;
+            /* a framework's allocation figures: only where measured */
+            if ((!strcmp(k->key, "first_touch_gbs") || !strcmp(k->key, "alloc_mmap_threshold_mb")) &&
+                *(const double *)p == 0)
                 continue;
             format_number(*(const double *)p, num, sizeof num);
             fprintf(fp, "%s = %s\n", k->key, num);

@@ -392,6 +392,18 @@ typedef struct mb_device {
     double host_ref_sin_geps;     /* optional: the same for its op probes, sin */
     double host_ref_sigmoid_geps; /* and sigmoid over L1-resident tiles (op rates
                                      do not drift together), 1e9 elements/s */
+    double first_touch_gbs;       /* optional: bytes/s at which a fresh
+                                     allocation's pages are faulted in (zeroed
+                                     and mapped) by the first write, over what
+                                     writing preallocated memory takes, the
+                                     free (munmap) included; 1e9 B/s. Used only
+                                     with a framework's allocation behaviour
+                                     (mb_estimate_plan_fw); 0: unknown */
+    double alloc_mmap_threshold_mb; /* optional: allocations of this size
+                                     (MiB) or more are fresh mappings every
+                                     time; smaller ones reuse freed heap memory. 0:
+                                     glibc's ceiling for its dynamic threshold,
+                                     32 MiB on 64-bit (MB_ALLOC_MMAP_MAX_MB) */
     char source[768];             /* where the numbers come from */
     char measured_at[256];        /* optional: host and date of calibration */
     char calibration[16];         /* optional: how calibrate measured it: "full",
@@ -561,7 +573,10 @@ typedef struct mb_cost {
     int64_t dram_read_bytes, dram_write_bytes;  /* cache-aware, cold start */
     double flops, sfu_ops;
     double mem_s, compute_s, launch_s, time_s;  /* time_s = launch + max(mem, compute)
-                                                   + serial_fraction x min(mem, compute) */
+                                                   + serial_fraction x min(mem, compute)
+                                                   + alloc_s */
+    double alloc_s;          /* first touch of freshly allocated outputs
+                                (mb_estimate_plan_fw); 0 without a framework */
     mb_bound bound;
     int passes;      /* passes over each row the kernel makes on this device
                         (1: one pass; row kernels whose row does not fit on
@@ -603,6 +618,26 @@ int mb_kernel_derive_passes(const mb_graph *g, mb_kernel *K, int online);
  * bytes / live bytes per column; INT64_MAX when K has one pass anyway, 0
  * when d gives no on-chip size. */
 int64_t mb_kernel_onepass_max_cols(const mb_kernel *K, const mb_device *d);
+
+/* Whose allocation behaviour the time model adds: none (the executors'
+ * preallocated buffers, the default) or PyTorch's (every op's output a new
+ * tensor from the CPU allocator, malloc; torch.compile's too). */
+typedef enum mb_framework { MB_FW_NONE = 0, MB_FW_PYTORCH, MB_FW_COUNT } mb_framework;
+const char *mb_framework_name(mb_framework f);          /* "none", "pytorch" */
+int mb_framework_parse(const char *s, mb_framework *out); /* MB_OK or MB_EINPUT */
+
+/* glibc's ceiling for its dynamic mmap threshold on 64-bit (malloc.c,
+ * DEFAULT_MMAP_THRESHOLD_MAX = 4 x 1 MiB x sizeof(long)). */
+#define MB_ALLOC_MMAP_MAX_MB 32.0
+
+/* mb_estimate_plan with framework fw's allocations: with MB_FW_PYTORCH each
+ * tensor a kernel writes is a fresh allocation, and one of d's
+ * alloc_mmap_threshold_mb or more is a fresh mapping whose first touch costs
+ * bytes / first_touch_gbs (alloc_s, added to the kernel's time_s). A device
+ * without first_touch_gbs is an error (MB_EINPUT: calibrate measures it);
+ * MB_FW_NONE is mb_estimate_plan. */
+int mb_estimate_plan_fw(const mb_plan *p, int64_t n, const mb_device *d, mb_framework fw,
+                        mb_estimate *out, mb_err *err);
 
 /* Bytes of tensor node i at n elements. */
 int64_t mb_tensor_bytes(const mb_graph *g, int i, int64_t n);

@@ -46,7 +46,11 @@
  * cores issue the loads and do the math, and fewer read streams keep the
  * prefetchers busy: `membound calibrate` measures both from probe kernels
  * (2-vCPU EPYC guest, n = 2^25 f32: serial_fraction ~0.4, penalty ~0.12;
- * with max() alone the lecture's kernels came out 13-34% fast). */
+ * with max() alone the lecture's kernels came out 13-34% fast).
+ *
+ * With a framework's allocations (mb_estimate_plan_fw, --framework pytorch)
+ * each kernel adds the first touch of the fresh pages of its outputs above
+ * the mmap threshold (alloc_time_s has the rule and the figures). */
 #include "model_int.h"
 
 #include <math.h>
@@ -318,9 +322,51 @@ static int resident(const mb_graph *g, const mb_kernel *K, int t, int64_t size, 
     return dist + (double)size <= cache_bytes;
 }
 
+const char *mb_framework_name(mb_framework f)
+{
+    return f == MB_FW_PYTORCH ? "pytorch" : "none";
+}
+
+int mb_framework_parse(const char *s, mb_framework *out)
+{
+    if (s && !strcmp(s, "none")) { *out = MB_FW_NONE; return MB_OK; }
+    if (s && !strcmp(s, "pytorch")) { *out = MB_FW_PYTORCH; return MB_OK; }
+    return MB_EINPUT;
+}
+
+/* Seconds framework fw spends making the pages of kernel K's outputs: with
+ * PyTorch every output is a new tensor from malloc (c10's CPU allocator,
+ * posix_memalign: no cache of its own), and glibc serves a request of its
+ * mmap threshold or more with a fresh mapping every time, whose pages fault
+ * in, zeroed, on the first write, and are unmapped at free. Smaller requests
+ * reuse the heap memory the previous call freed: nothing to fault. glibc's
+ * threshold moves up to the size of any mapped chunk freed, up to 32 MiB:
+ * in a loop every request below that comes from the heap; one of exactly
+ * 32 MiB is mapped (its chunk header puts it over: 2^23 f32 cloned took 68
+ * ms against 24 ms into a preallocated buffer, 2^22 20 ms both). Debian's
+ * torch 1.13, 2 threads on the 2-vCPU guest: x.clone() at 2^25 f32 moved 6.5
+ * GB/s against ~36 GB/s into a preallocated buffer; eager sin^2+cos^2 at 2^24
+ * took 124 ms against 27 ms for the executors' same 5 kernels. */
+static double alloc_time_s(const mb_plan *p, const mb_kernel *K, int64_t n, const mb_device *d,
+                           mb_framework fw)
+{
+    if (fw != MB_FW_PYTORCH) return 0;
+    double threshold = (d->alloc_mmap_threshold_mb > 0 ? d->alloc_mmap_threshold_mb : MB_ALLOC_MMAP_MAX_MB) *
+                       1048576.0;
+    double bytes = 0;
+    for (int w = 0; w < K->n_writes; w++) {
+        double b = (double)mb_tensor_bytes(p->g, K->writes[w], n);
+        if (b >= threshold) bytes += b;
+    }
+    return bytes / (d->first_touch_gbs * 1e9);
+}
+
+static int estimate(const mb_plan *p, mb_shape n, const mb_device *d, mb_framework fw, mb_estimate *out,
+                    mb_err *err);
+
 int mb_estimate_plan(const mb_plan *p, int64_t n, const mb_device *d, mb_estimate *out, mb_err *err)
 {
-    return mb_estimate_plan_shape(p, mb_shape_1d(n), d, out, err);
+    return estimate(p, mb_shape_1d(n), d, MB_FW_NONE, out, err);
 }
 
 /* The extra passes of a row kernel K that does not fit on chip: each re-read
@@ -347,12 +393,29 @@ static void extra_passes(const mb_graph *g, const mb_kernel *K, mb_shape s, cons
     }
 }
 
-int mb_estimate_plan_shape(const mb_plan *p, mb_shape n, const mb_device *d, mb_estimate *out, mb_err *err)
+int mb_estimate_plan_shape(const mb_plan *p, mb_shape s, const mb_device *d, mb_estimate *out, mb_err *err)
+{
+    return estimate(p, s, d, MB_FW_NONE, out, err);
+}
+
+int mb_estimate_plan_fw(const mb_plan *p, int64_t n, const mb_device *d, mb_framework fw,
+                        mb_estimate *out, mb_err *err)
+{
+    return estimate(p, mb_shape_1d(n), d, fw, out, err);
+}
+
+/* The estimate of plan p at size n (rank 1 or 2) on d, with framework fw's
+ * allocations in the time (MB_FW_NONE: none). */
+static int estimate(const mb_plan *p, mb_shape n, const mb_device *d, mb_framework fw, mb_estimate *out,
+                    mb_err *err)
 {
     memset(out, 0, sizeof *out);
     if (n.rows < 1 || n.cols < 1 || n.rows > MB_N_MAX / n.cols)
         return mb_err_set(err, MB_EINPUT, "n = %lld x %lld is out of range [1, 2^44]", (long long)n.rows,
                           (long long)n.cols);
+    if (fw == MB_FW_PYTORCH && !(d->first_touch_gbs > 0))
+        return mb_err_set(err, MB_EINPUT, "device '%s' has no first_touch_gbs: the framework's "
+                          "allocations cannot be modelled (membound calibrate measures it)", d->name);
     const mb_graph *g = p->g;
     if (g->rank != (n.rank == 2 ? 2 : 1) && g->has_row_ops)
         return mb_err_set(err, MB_EINPUT, "variant '%s' is %d-D: give %s", g->name, g->rank,
@@ -449,8 +512,9 @@ int mb_estimate_plan_shape(const mb_plan *p, mb_shape n, const mb_device *d, mb_
             c->mem_s = fmax(c->mem_s, (double)(c->dram_read_bytes - rfo[k]) / (read_gbs * 1e9));
         }
         c->launch_s = d->launch_overhead_us * 1e-6;
+        c->alloc_s = alloc_time_s(p, K, mb_shape_elems(n), d, fw);
         c->time_s = c->launch_s + fmax(c->mem_s, c->compute_s) +
-                    serial_fraction_of(p, K, d) * fmin(c->mem_s, c->compute_s);
+                    serial_fraction_of(p, K, d) * fmin(c->mem_s, c->compute_s) + c->alloc_s;
         c->bound = bound_of(c->launch_s, c->mem_s, c->compute_s);
 
         mb_cost *t = &out->total;
@@ -463,6 +527,7 @@ int mb_estimate_plan_shape(const mb_plan *p, mb_shape n, const mb_device *d, mb_
         t->mem_s += c->mem_s;
         t->compute_s += c->compute_s;
         t->launch_s += c->launch_s;
+        t->alloc_s += c->alloc_s;
         t->time_s += c->time_s;
         launch_total_s += c->launch_s;
         if (c->compute_s > c->mem_s) compute_bound_s += c->compute_s;

@@ -8,3 +8,9 @@ set_tests_properties(test_torch_gpu_selftest PROPERTIES SKIP_RETURN_CODE 77 TIME
 add_test(NAME test_model_error_table COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/model_error_selftest.sh)
 set_tests_properties(test_model_error_table PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 60
   ENVIRONMENT "MB_SRC=${CMAKE_SOURCE_DIR};MB_BIN=${CMAKE_BINARY_DIR}/bin/membound")
+# bench/lecture_demos.py's profile mode (the range names another tool reads),
+# bench/torch_env.py's wheel choice and cpu_peers.py's arguments, against
+# tests/torch_fake: no PyTorch, nothing downloaded.
+add_test(NAME test_lecture_demos_selftest COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/lecture_demos_selftest.sh)
+set_tests_properties(test_lecture_demos_selftest PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 120
+  ENVIRONMENT "MB_SRC=${CMAKE_SOURCE_DIR};MB_BIN=${CMAKE_BINARY_DIR}/bin/membound")

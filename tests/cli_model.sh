@@ -159,6 +159,20 @@ expect 2 "expected ROWSxCOLS" -- model softmax --shape 2^20
 expect 2 "mix 1-D sizes and ROWSxCOLS shapes" -- model softmax --sizes 2^20,64x64
 "$B" model --expr 'y = x / sum(x, -1)' --n 2^20 --json >"$tmp/out" || bad "1-D reduction failed"
 jcheck '.results[] | select(.plan=="eager") | .kernels' 2
+# --framework pytorch: every output a fresh allocation; at 2^24 f32 each of
+# sin2_plus_cos2 eager's 5 outputs (64 MiB) is mapped: alloc_s = 5 x 64 MiB / first_touch_gbs
+printf '[device]\nname = fw-cpu\nkind = cpu\nmem_bandwidth_gbs = 40\ncache_mb = 32\nfp32_tflops = 1\nlaunch_overhead_us = 5\nsource = test\nfirst_touch_gbs = 4\n' >"$tmp/fw.ini"
+expect 2 "models 1-D sizes only" -- model softmax --shape 64x64 --device "$tmp/fw.ini" --framework pytorch
+"$B" model sin2_plus_cos2 --n 2^24 --device "$tmp/fw.ini" --framework pytorch --json >"$tmp/out" || bad "--framework pytorch failed"
+jcheck '.results[] | select(.plan=="eager") | .framework' pytorch
+jcheck '.results[] | select(.plan=="eager") | .alloc_s * 1e9 | round' "$(( 5 * 64 * 1048576 / 4 ))"
+jcheck '.results[] | select(.plan=="fused") | .per_kernel[0].alloc_s * 1e9 | round' "$(( 64 * 1048576 / 4 ))"
+"$B" model sin2_plus_cos2 --n 2^24 --device "$tmp/fw.ini" --json >"$tmp/out" || bad "model failed"
+jcheck '[.results[] | has("alloc_s")] | any' false
+"$B" model copy --device h100-sxm --framework pytorch >/dev/null 2>"$tmp/err"; rc=$?
+[ $rc -eq 2 ] && grep -q "first_touch_gbs" "$tmp/err" && ok || bad "--framework without first_touch_gbs: rc $rc $(cat "$tmp/err")"
+"$B" model copy --framework jax >/dev/null 2>"$tmp/err"; rc=$?
+[ $rc -eq 2 ] && [ "$(wc -l <"$tmp/err")" -eq 1 ] && grep -q "expected none or pytorch" "$tmp/err" && ok || bad "--framework jax: rc $rc"
 
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

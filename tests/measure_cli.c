@@ -322,6 +322,20 @@ int main(void)
     const char *model[] = {"model", "copy", "--device", "cpu.ini", "--json", NULL};
     CHECK_EQ_I64(exit_code(run(0, model)), 0);
     CHECK(strstr(slurp("stdout.txt"), "\"local-cpu\"") != NULL);
+    /* the first-touch probe: its figures in the spec (a threshold glibc can
+     * have: its 128 KiB start, a probed size, its 32 MiB ceiling), one line
+     * per size in the summary, and the model takes them with --framework */
+    ini = slurp("cpu.ini");
+    double ft = 0, thr = 0;
+    const char *ftl = strstr(ini, "\nfirst_touch_gbs = "), *thl = strstr(ini, "\nalloc_mmap_threshold_mb = ");
+    CHECK(ftl && sscanf(ftl, "\nfirst_touch_gbs = %lf", &ft) == 1 && ft >= 0.1 && ft <= 1e5);
+    CHECK(thl && sscanf(thl, "\nalloc_mmap_threshold_mb = %lf", &thr) == 1 &&
+          (thr == 0.125 || thr == 8 || thr == 16 || thr == 24 || thr == 32));
+    const char *fwm[] = {"model", "sin2_plus_cos2", "--n", "2^24", "--device", "cpu.ini", "--framework",
+                         "pytorch", "--json", NULL};
+    CHECK_EQ_I64(exit_code(run(0, fwm)), 0);
+    CHECK(strstr(slurp("stdout.txt"), "\"framework\": \"pytorch\"") != NULL);
+    CHECK(strstr(slurp("stdout.txt"), "\"alloc_s\": ") != NULL);
 
     /* the host check: a CPU spec's rows are framed by the host reference copy
      * now, against the calibrated one; 1e5 GB/s calibrated is far off:

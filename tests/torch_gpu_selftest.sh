@@ -13,6 +13,7 @@ command -v "$PY" >/dev/null || { echo "python3 missing: skipped"; exit 77; }
 S=$SRC/bench/torch_gpu.py
 FAKE=$SRC/tests/torch_fake
 export PYTHONDONTWRITEBYTECODE=1  # no __pycache__ in the source tree
+export MB_TORCH_SYSTEM=1          # the stand-in torch, never the bench venv (nothing downloaded)
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 pass=0 fail=0
 ok() { pass=$((pass + 1)); }

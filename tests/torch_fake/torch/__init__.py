@@ -479,6 +479,30 @@ class _Cuda:
         pass
 
 
+class _Nvtx:
+    """torch.cuda.nvtx: the ranges pushed, one name a line into
+    $FAKE_TORCH_NVTX_LOG when set (lecture_demos' profile mode)."""
+
+    depth = 0
+
+    @staticmethod
+    def range_push(name):
+        _Nvtx.depth += 1
+        log = os.environ.get("FAKE_TORCH_NVTX_LOG")
+        if log:
+            with open(log, "a") as f:
+                f.write(f"push {name}\n")
+
+    @staticmethod
+    def range_pop():
+        _Nvtx.depth -= 1
+        log = os.environ.get("FAKE_TORCH_NVTX_LOG")
+        if log:
+            with open(log, "a") as f:
+                f.write("pop\n")
+
+
+_Cuda.nvtx = _Nvtx
 cuda = _Cuda()
 if os.environ.get("FAKE_TORCH_NO_SLEEP") != "1":
     def _sleep(cycles):
