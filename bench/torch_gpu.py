@@ -163,16 +163,7 @@ def counters_of(protocol):
     return f"none-torch; protocol={protocol}"
 
 
-def parse_size(s):
-    """'16777216', '2^24', '16M' (binary K/M/G)."""
-    s = s.strip()
-    if "^" in s:
-        b, e = s.split("^", 1)
-        return int(b) ** int(e)
-    mult = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
-    if s and s[-1].upper() in mult:
-        return int(s[:-1]) * mult[s[-1].upper()]
-    return int(s)
+parse_size = lecture_demos.parse_size  # one size syntax for every bench
 
 
 def parse_sizes(s):
