@@ -49,6 +49,10 @@ rows = d["rows"]
 assert len(rows) == 100000 and all(r["device"] == "h100-sxm" and r["n"] >= 65536 for r in rows)
 assert isinstance(rows[0]["model_time_s"], float) and rows[0]["count_check"] is None
 PY
+# the residuals figure draws at most 20,000 points in all, besides outliers
+# (every row of its 16 series was 10^5 points: gnuplot took seconds a 10^5)
+pts=$(awk 'NF == 6 && $1 ~ /^[0-9]+$/ && $5 == 0 { n++ } END { print n + 0 }' "$tmp/rep/figures/residuals.dat" 2>/dev/null)
+[ "${pts:-0}" -gt 1000 ] && [ "$pts" -le 20000 ] || bad "10^5 rows: residuals.dat holds ${pts:-no} points besides outliers, expected 1000..20000"
 
 # 500 rows, each padded with 256 KiB of spaces (trimmed around a field)
 awk 'BEGIN { pad = "        "; while (length(pad) < 262144) pad = pad pad
