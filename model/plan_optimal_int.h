@@ -13,12 +13,17 @@
  * it directly. */
 typedef struct mb_cut_problem {
     const mb_graph *g;
+    mb_shape shape;     /* the costs are per element of this shape: a row
+                           statistic [rows, 1] costs 1 / cols of a full tensor */
     int nf;
     double *traffic_pe, *mem_pe, *flops_pe;
     char *needed;
 } mb_cut_problem;
 
-int mb_cut_problem_init(mb_cut_problem *cp, const mb_graph *g, mb_err *err);
+int mb_cut_problem_init(mb_cut_problem *cp, const mb_graph *g, mb_shape s, mb_err *err);
+/* The shape a call that gives only n plans g at: [n] at rank 1; at rank 2
+ * g's own 'shape' when it has n elements, else n rows of 1. */
+mb_shape mb_plan_shape_of_n(const mb_graph *g, int64_t n);
 void mb_cut_problem_free(mb_cut_problem *cp);
 
 /* A minimum s-t cut of the joint graph where saving v costs
@@ -28,9 +33,9 @@ void mb_cut_problem_free(mb_cut_problem *cp);
 int mb_cut_solve(const mb_cut_problem *cp, double w_traffic, double w_mem, const double *recompute,
                  int **saved, int *n_saved, mb_err *err);
 
-/* Read + write bytes of all of p's kernels at n elements (the lecture's
+/* Read + write bytes of all of p's kernels at shape s (the lecture's
  * count), and the bytes of the tensors p keeps from forward to backward. */
-int64_t mb_plan_traffic_bytes(const mb_plan *p, int64_t n);
-int64_t mb_plan_saved_bytes(const mb_plan *p, int64_t n);
+int64_t mb_plan_traffic_bytes(const mb_plan *p, mb_shape s);
+int64_t mb_plan_saved_bytes(const mb_plan *p, mb_shape s);
 
 #endif
