@@ -48,6 +48,16 @@ int mb_objective_parse(const char *s, mb_objective *out)
     return MB_EINPUT;
 }
 
+static int64_t gcd64(int64_t a, int64_t b)
+{
+    while (b) {
+        int64_t t = a % b;
+        a = b;
+        b = t;
+    }
+    return a;
+}
+
 mb_shape mb_plan_shape_of_n(const mb_graph *g, int64_t n)
 {
     if (g->rank != 2) return mb_shape_1d(n > 0 ? n : 1);
@@ -71,6 +81,12 @@ int mb_cut_problem_init(mb_cut_problem *cp, const mb_graph *g, mb_shape s, mb_er
     cp->mem_pe = calloc((size_t)nf + 1, sizeof(double));
     cp->flops_pe = calloc((size_t)nf + 1, sizeof(double));
     cp->needed = calloc((size_t)nf + 1, 1);
+    /* the unit: gcd of the tensors' sizes (n at rank 1; gcd(rows, cols) with
+     * row statistics or weights), so that every cost is a whole number of
+     * bytes and the cut's lexicographic weights stay exact */
+    cp->unit_elems = mb_shape_elems(s);
+    for (int v = 0; v < nf; v++) cp->unit_elems = gcd64(cp->unit_elems, mb_tensor_elems_at(g, v, s));
+    if (cp->unit_elems < 1) cp->unit_elems = 1;
     if (!cp->traffic_pe || !cp->mem_pe || !cp->flops_pe || !cp->needed) {
         mb_cut_problem_free(cp);
         return mb_err_set(err, MB_ERUN, "out of memory");
@@ -80,8 +96,7 @@ int mb_cut_problem_init(mb_cut_problem *cp, const mb_graph *g, mb_shape s, mb_er
     for (int k = 0; k < g->n_inputs; k++) written[g->inputs[k]] = 1;
     for (int k = 0; k < g->n_outputs; k++) written[g->outputs[k]] = 1;
     for (int v = 0; v < nf; v++) {
-        double b = (double)(mb_tensor_elems_at(g, v, s) * (int64_t)mb_dtype_bytes(g->nodes[v].dtype)) /
-                   (double)mb_shape_elems(s);
+        double b = (double)(mb_tensor_elems_at(g, v, s) / cp->unit_elems * (int64_t)mb_dtype_bytes(g->nodes[v].dtype));
         mb_op_cost c = mb_node_cost(g, v);
         cp->mem_pe[v] = b;
         cp->traffic_pe[v] = written[v] ? b : 2 * b;
@@ -283,7 +298,8 @@ static int build_time(const mb_graph *g, const mb_cut_problem *cp, const mb_devi
             rc = cut_bytes(cp, &set, &n_set, err);
         } else {
             for (int v = 0; v < cp->nf; v++)
-                recompute[v] = g->nodes[v].op == MB_OP_INPUT ? 0 : weights[w] * node_compute_s(g, v, d) * bw;
+                recompute[v] = g->nodes[v].op == MB_OP_INPUT ? 0 : weights[w] * node_compute_s(g, v, d) * bw *
+                               (double)(mb_shape_elems(cp->shape) / cp->unit_elems);
             rc = mb_cut_solve(cp, 1, 0, recompute, &set, &n_set, err);
         }
         mb_plan *p = NULL;

@@ -6,15 +6,18 @@
 
 #include "model_int.h"
 
-/* Per forward node v, per element: traffic_pe[v] bytes if v is saved (the
+/* Per forward node v, per unit (below): traffic_pe[v] bytes if v is saved (the
  * backward reads it; the forward writes it unless it is an input or an
  * output, written anyway), mem_pe[v] bytes it keeps alive, flops_pe[v]
  * flops + SFU ops to recompute it, needed[v] = 1 when a backward node reads
  * it directly. */
 typedef struct mb_cut_problem {
     const mb_graph *g;
-    mb_shape shape;     /* the costs are per element of this shape: a row
-                           statistic [rows, 1] costs 1 / cols of a full tensor */
+    mb_shape shape;     /* the shape the costs are at: a row
+                           statistic [rows, 1] costs rows, a full tensor rows x cols */
+    int64_t unit_elems; /* traffic_pe and mem_pe are bytes per unit_elems
+                           elements of each tensor (the gcd of their sizes:
+                           1 at rank 1), flops_pe per element */
     int nf;
     double *traffic_pe, *mem_pe, *flops_pe;
     char *needed;
