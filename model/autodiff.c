@@ -349,8 +349,8 @@ int mb_autodiff(mb_graph *g, mb_err *err)
         if (gi < 0) continue; /* does not reach an output */
         A.origin = i;
         rule(&A, i, gi);
+        flush(&A); /* a sum_to of a contribution is the rule's own kernel */
         A.origin = -1;
-        flush(&A);
     }
     for (int k = 0; k < g->n_inputs && !A.failed; k++) {
         int in = g->inputs[k];
