@@ -152,10 +152,10 @@
       MB_SAVES_XY, MB_V_NONE, MB_OPF_ROW, 0, NULL, NULL, MB_MAG_PASS, NULL)                                 \
     /* F.softmax(x, -1): max, exp(x - max) (ex2 + mul), sum, one division   */                      \
     X(SOFTMAX, "softmax", 1, MB_OPK_LIBRARY, MB_SPELL_CALL, 6, 2, MB_COST_SFU, MB_DER_CODE, INPUT,      \
-      MB_SAVES_Y, MB_V_NONE, MB_OPF_ROW, 0, NULL, NULL, MB_MAG_VALUE, "softmax_backward_data")                                \
+      MB_SAVES_Y, MB_V_NONE, MB_OPF_ROW, 0, NULL, NULL, MB_MAG_VALUE, "_softmax_backward_data")                                \
     /* F.log_softmax(x, -1): max, exp, sum, x - max - log(sum)             */                      \
     X(LOG_SOFTMAX, "log_softmax", 1, MB_OPK_LIBRARY, MB_SPELL_CALL, 5, 1, MB_COST_SFU, MB_DER_CODE,      \
-      INPUT, MB_SAVES_Y, MB_V_NONE, MB_OPF_ROW, 0, NULL, NULL, MB_MAG_VALUE, "log_softmax_backward_data")                         \
+      INPUT, MB_SAVES_Y, MB_V_NONE, MB_OPF_ROW, 0, NULL, NULL, MB_MAG_VALUE, "_log_softmax_backward_data")                         \
     /* F.layer_norm(x, [cols], w) (the bias is an add in its kernel): mean,  */                      \
     /* variance (Welford), (x - mean) rstd w                                */                      \
     X(LAYER_NORM, "layer_norm", 2, MB_OPK_LIBRARY, MB_SPELL_CALL, 8, 0, MB_COST_ARITH, MB_DER_CODE,      \

@@ -50,8 +50,8 @@ static void eager_kernels(void)
         {X_ "y = x.sum(-1)\n" BWD, "copy"},
         {X_ "y = x.mean(-1, keepdim=True)\n" BWD, "div"},
         {X_ "y = x.amax(-1, keepdim=True)\n" BWD, "eq sum div mul"},
-        {X_ "y = softmax(x, -1)\n" BWD, "softmax_backward_data"},
-        {X_ "y = log_softmax(x, -1)\n" BWD, "log_softmax_backward_data"},
+        {X_ "y = softmax(x, -1)\n" BWD, "_softmax_backward_data"},
+        {X_ "y = log_softmax(x, -1)\n" BWD, "_log_softmax_backward_data"},
         {X_ "y = layer_norm(x)\n" BWD, "native_layer_norm_backward"},
         {X_ "y = rms_norm(x, eps=1e-6)\n" BWD, "rms_norm_backward"},
         /* x minus its row mean: sub's gradient of the [rows, 1] operand is neg, then
