@@ -1,4 +1,7 @@
-/* autodiff.c — reverse-mode differentiation of an elementwise forward graph.
+/* autodiff.c — reverse-mode differentiation of a forward graph (elementwise
+ * ops and row operations over the last dimension; each backward node gets its
+ * shape, and a gradient of a broadcast [rows, 1] operand is summed over the
+ * row, as autograd's sum_to does).
  * Every op's derivative is written only in terms of the incoming gradient and
  * the tensors the op saves (its inputs or its output, as PyTorch's autograd
  * does): as data in op_table.h (g * dop(x) and the like), or, for the rows
