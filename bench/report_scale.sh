@@ -4,18 +4,21 @@
 # series at random sizes 2^16..2^28, times on a 3 TB/s line), then `report`
 # with figures and with --no-figures, each timed by /usr/bin/time: wall
 # seconds, CPU seconds (user + system: less moved by other work on a shared
-# host) and peak resident memory. Prints one line per run. A benchmark, not
+# host), peak resident memory and the 1-minute load average after the run.
+# Prints one line per run. A benchmark, not
 # a test: the machine's load moves the times; compare the growth with rows.
 # usage: bench/report_scale.sh [--bin PATH] [ROWS...]   (default 1000 10000 100000 1000000)
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 bin=$repo/build/bin/membound
 if [ "${1:-}" = --bin ]; then bin=$2; shift 2; fi
+# the lecture's variants from this tree (a binary copied elsewhere finds none)
+export MEMBOUND_VARIANTS=${MEMBOUND_VARIANTS:-$repo/model/variants}
 [ $# -gt 0 ] || set -- 1000 10000 100000 1000000
 [ -x /usr/bin/time ] || { echo "report_scale: /usr/bin/time not found (apt-get install time)" >&2; exit 2; }
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-printf '%9s %-12s %9s %9s %12s %9s\n' rows figures wall_s cpu_s peak_mib csv_mib
+printf '%9s %-12s %9s %9s %12s %9s %6s\n' rows figures wall_s cpu_s peak_mib csv_mib load1
 for rows in "$@"; do
   python3 - "$rows" "$tmp/in.csv" <<'PY'
 import random, sys
@@ -37,8 +40,9 @@ PY
     /usr/bin/time -f '%e %U %S %M' -o "$tmp/t" "$bin" report "$tmp/in.csv" ${args[@]+"${args[@]}"} -o "$tmp/out" \
       >/dev/null 2>"$tmp/err" || { echo "report_scale: report failed at $rows rows: $(tail -1 "$tmp/err")" >&2; }
     read -r wall user sys kb < <(tail -1 "$tmp/t")
-    printf '%9d %-12s %9.2f %9.2f %12.1f %9.1f\n' "$rows" "$fig" "$wall" "$(awk -v u="$user" -v s="$sys" 'BEGIN { print u + s }')" \
-      "$(awk -v k="$kb" 'BEGIN { print k / 1024 }')" "$(awk -v b="$(stat -c %s "$tmp/in.csv")" 'BEGIN { print b / 1048576 }')"
+    printf '%9d %-12s %9.2f %9.2f %12.1f %9.1f %6s\n' "$rows" "$fig" "$wall" "$(awk -v u="$user" -v s="$sys" 'BEGIN { print u + s }')" \
+      "$(awk -v k="$kb" 'BEGIN { print k / 1024 }')" "$(awk -v b="$(stat -c %s "$tmp/in.csv")" 'BEGIN { print b / 1048576 }')" \
+      "$(cut -d' ' -f1 /proc/loadavg)"
     rm -rf "$tmp/out"
   done
 done

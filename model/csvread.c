@@ -3,11 +3,15 @@
  * does not give: each field's line and column, lines taken whole before they
  * reach the tokenizer ('#' provenance, a profiler's own output), a byte order
  * mark. Does not interpret fields (reports/csv.c, import/ do). */
+#define _GNU_SOURCE /* memrchr */
 #include "membound_model.h"
 
 #include <csv.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 typedef struct reader {
     const mb_csv_ops *ops;
@@ -114,10 +118,13 @@ static int blank(const char *s, size_t n)
     return 1;
 }
 
-static int read_lines(reader *r, struct csv_parser *p, const char *text, size_t len)
+/* Feeds the whole lines of text[0..len) (the last one may lack its '\n'
+ * only at the end of the input); first: the input's first bytes (a byte
+ * order mark skipped). */
+static int read_lines(reader *r, struct csv_parser *p, const char *text, size_t len, int first)
 {
     const char *t = text, *end = text + len;
-    if (len >= 3 && !memcmp(t, "\xEF\xBB\xBF", 3)) t += 3; /* UTF-8 byte order mark */
+    if (first && len >= 3 && !memcmp(t, "\xEF\xBB\xBF", 3)) t += 3; /* UTF-8 byte order mark */
     while (t < end) {
         const char *nl = memchr(t, '\n', (size_t)(end - t));
         size_t n = nl ? (size_t)(nl - t) + 1 : (size_t)(end - t);
@@ -136,11 +143,25 @@ static int read_lines(reader *r, struct csv_parser *p, const char *text, size_t 
         if (rc) return rc;
         t += n;
     }
+    return MB_OK;
+}
+
+/* The end of the input: the last record closed, an open quote reported. */
+static int finish(reader *r, struct csv_parser *p)
+{
     int open_line = r->field_line, open_col = r->field_col, was_open = r->in_record;
     if (csv_fini(p, on_field, on_record, r) != 0 || (was_open && csv_error(p) == CSV_EPARSE))
         return mb_err_set(r->err, MB_EINPUT, "%s:%d:%d: unterminated quoted field at the end of the file (a truncated file?)",
                           r->path, open_line, open_col);
     return r->rc;
+}
+
+static void reader_free(reader *r, struct csv_parser *p)
+{
+    csv_free(p);
+    free(r->buf);
+    free(r->pos);
+    free(r->fields);
 }
 
 int mb_csv_read(const char *text, size_t len, const char *path, const mb_csv_ops *ops, void *ctx,
@@ -150,10 +171,90 @@ int mb_csv_read(const char *text, size_t len, const char *path, const mb_csv_ops
     if (csv_init(&p, CSV_STRICT | CSV_STRICT_FINI | CSV_APPEND_NULL) != 0)
         return mb_err_set(err, MB_ERUN, "out of memory");
     reader r = {.ops = ops, .ctx = ctx, .path = path, .err = err, .field_line = 1, .field_col = 1};
-    int rc = read_lines(&r, &p, text, len);
-    csv_free(&p);
-    free(r.buf);
-    free(r.pos);
-    free(r.fields);
+    int rc = read_lines(&r, &p, text, len, 1);
+    if (!rc) rc = finish(&r, &p);
+    reader_free(&r, &p);
+    return rc;
+}
+
+/* ---- a file read in pieces ----------------------------------------------
+ * 1 MiB at a time: the whole lines of each piece are checked as text
+ * (mb_text_check_at) and fed; a partial last line waits for the next piece
+ * (the piece grows for a longer line). Memory: the piece and one record. */
+
+#define PIECE ((size_t)1 << 20)
+
+typedef struct piece {
+    char *buf;
+    size_t cap, have;    /* bytes held (a partial line at the start) */
+    size_t total;        /* bytes read so far */
+    size_t newlines;
+    int line;            /* lines checked so far */
+    char last;           /* the file's last byte */
+} piece;
+
+/* Checks and feeds buf[0..n) (whole lines, or the end of the file). */
+static int take(reader *r, struct csv_parser *p, piece *pc, size_t n, int first)
+{
+    int rc = mb_text_check_at(pc->buf, n, r->path, pc->line + 1, r->err);
+    if (!rc) rc = read_lines(r, p, pc->buf, n, first);
+    pc->line = r->line;
+    return rc;
+}
+
+static int read_pieces(reader *r, struct csv_parser *p, int fd, size_t max_bytes, piece *pc)
+{
+    int first = 1;
+    for (;;) {
+        if (pc->have == pc->cap) {
+            size_t cap = pc->cap ? 2 * pc->cap : PIECE;
+            char *nb = realloc(pc->buf, cap);
+            if (!nb) return mb_err_set(r->err, MB_ERUN, "%s: out of memory", r->path);
+            pc->buf = nb;
+            pc->cap = cap;
+        }
+        ssize_t got = read(fd, pc->buf + pc->have, pc->cap - pc->have);
+        if (got < 0 && errno == EINTR) continue;
+        if (got < 0) return mb_err_set(r->err, MB_EINPUT, "%s: cannot read: %s", r->path, strerror(errno));
+        if (got == 0) break;
+        pc->total += (size_t)got;
+        if (pc->total > max_bytes)
+            return mb_err_set(r->err, MB_EINPUT, "%s: more than the %zu bytes this input may have", r->path,
+                              max_bytes);
+        for (ssize_t i = 0; i < got; i++) pc->newlines += pc->buf[pc->have + (size_t)i] == '\n';
+        pc->last = pc->buf[pc->have + (size_t)got - 1];
+        pc->have += (size_t)got;
+        const char *nl = memrchr(pc->buf, '\n', pc->have);
+        if (!nl) continue; /* a line longer than the piece: read more */
+        size_t whole = (size_t)(nl - pc->buf) + 1;
+        int rc = take(r, p, pc, whole, first);
+        if (rc) return rc;
+        first = 0;
+        memmove(pc->buf, pc->buf + whole, pc->have - whole);
+        pc->have -= whole;
+    }
+    return pc->have ? take(r, p, pc, pc->have, first) : MB_OK;
+}
+
+int mb_csv_read_file(const char *path, size_t max_bytes, const mb_csv_ops *ops, void *ctx, int *lines,
+                     mb_err *err)
+{
+    if (lines) *lines = 1;
+    int fd;
+    int rc = mb_text_open(path, max_bytes, &fd, err);
+    if (rc) return rc;
+    struct csv_parser p;
+    if (csv_init(&p, CSV_STRICT | CSV_STRICT_FINI | CSV_APPEND_NULL) != 0) {
+        close(fd);
+        return mb_err_set(err, MB_ERUN, "out of memory");
+    }
+    reader r = {.ops = ops, .ctx = ctx, .path = path, .err = err, .field_line = 1, .field_col = 1};
+    piece pc = {0};
+    rc = read_pieces(&r, &p, fd, max_bytes, &pc);
+    if (!rc) rc = finish(&r, &p);
+    if (lines) *lines = (int)pc.newlines + (pc.total == 0 || pc.last != '\n');
+    free(pc.buf);
+    reader_free(&r, &p);
+    close(fd);
     return rc;
 }

@@ -755,6 +755,13 @@ int mb_text_read_fd(int fd, const char *path, size_t max_bytes, char **out, size
 /* MB_OK when text[0..len) is valid UTF-8 without NUL bytes; else MB_EINPUT
  * with "name:line:col: ..." at the first bad byte. */
 int mb_text_check(const char *text, size_t len, const char *name, mb_err *err);
+/* The same for a piece of a file that starts at line first_line (whole
+ * lines: a piece cut after a '\n' splits no UTF-8 sequence). */
+int mb_text_check_at(const char *text, size_t len, const char *name, int first_line, mb_err *err);
+/* Opens path for reading (*fd_out, to be closed by the caller) with the
+ * checks of mb_text_read that need no read: a regular file of at most
+ * max_bytes; the same messages. */
+int mb_text_open(const char *path, size_t max_bytes, int *fd_out, mb_err *err);
 
 /* ---- CSV reading (model/csvread.c, libcsv: the library mb_csv) --------- */
 
@@ -789,6 +796,14 @@ typedef struct mb_csv_ops {
  * first status a callback returned; MB_ERUN when memory runs out. */
 int mb_csv_read(const char *text, size_t len, const char *path, const mb_csv_ops *ops, void *ctx,
                 mb_err *err);
+/* The same for the file at path, read in 1 MiB pieces (memory: a piece, the
+ * longest line and one record, whatever the file's size): refused as
+ * mb_text_read refuses (not a regular file, more than max_bytes, a NUL byte
+ * or invalid UTF-8 at path:line:col: checked piece by piece, so the records
+ * before a bad byte have been handed to ops). *lines (may be NULL) gets the
+ * file's lines (a last line without its newline counted; 1 when empty). */
+int mb_csv_read_file(const char *path, size_t max_bytes, const mb_csv_ops *ops, void *ctx, int *lines,
+                     mb_err *err);
 
 /* ---- trusted folders (caches, implicit inputs) -------------------------- */
 

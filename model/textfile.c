@@ -45,19 +45,53 @@ static int utf8_len(const unsigned char *s, size_t left)
 
 int mb_text_check(const char *text, size_t len, const char *name, mb_err *err)
 {
+    return mb_text_check_at(text, len, name, 1, err);
+}
+
+int mb_text_check_at(const char *text, size_t len, const char *name, int first_line, mb_err *err)
+{
     const unsigned char *s = (const unsigned char *)text;
-    int line = 1, col = 1;
+    int line = first_line, col = 1;
     for (size_t i = 0; i < len;) {
         if (s[i] == '\0')
             return mb_err_set(err, MB_EINPUT, "%s:%d:%d: a NUL byte: not a text file", name, line, col);
+        if (s[i] < 0x80) { /* ASCII: most of a CSV */
+            if (s[i] == '\n') line++, col = 1;
+            else col++;
+            i++;
+            continue;
+        }
         int n = utf8_len(s + i, len - i);
         if (n == 0)
             return mb_err_set(err, MB_EINPUT, "%s:%d:%d: invalid UTF-8 (byte 0x%02x)", name, line, col, s[i]);
-        if (s[i] == '\n') line++, col = 1;
-        else col++;
+        col++;
         i += (size_t)n;
     }
     return MB_OK;
+}
+
+static int check_fd(int fd, const char *path, size_t max_bytes, mb_err *err);
+
+/* Opens path for reading when it is a regular file of at most max_bytes
+ * (refused before any read otherwise). */
+static int open_checked(const char *path, size_t max_bytes, int *fd_out, mb_err *err)
+{
+    /* O_NONBLOCK: opening a FIFO with no writer would block; fstat first */
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0) return mb_err_set(err, MB_EINPUT, "%s: cannot open: %s", path, strerror(errno));
+    int rc = check_fd(fd, path, max_bytes, err);
+    if (rc) {
+        close(fd);
+        return rc;
+    }
+    *fd_out = fd;
+    return MB_OK;
+}
+
+int mb_text_open(const char *path, size_t max_bytes, int *fd_out, mb_err *err)
+{
+    *fd_out = -1;
+    return open_checked(path, max_bytes, fd_out, err);
 }
 
 int mb_text_read(const char *path, size_t max_bytes, char **out, size_t *len_out, mb_err *err)
@@ -72,10 +106,9 @@ int mb_text_read(const char *path, size_t max_bytes, char **out, size_t *len_out
     return rc;
 }
 
-int mb_text_read_fd(int fd, const char *path, size_t max_bytes, char **out, size_t *len_out, mb_err *err)
+/* A regular file of at most max_bytes, made blocking again. */
+static int check_fd(int fd, const char *path, size_t max_bytes, mb_err *err)
 {
-    *out = NULL;
-    if (len_out) *len_out = 0;
     struct stat st;
     if (fstat(fd, &st) != 0) return mb_err_set(err, MB_EINPUT, "%s: cannot read: %s", path, strerror(errno));
     if (!S_ISREG(st.st_mode))
@@ -84,6 +117,17 @@ int mb_text_read_fd(int fd, const char *path, size_t max_bytes, char **out, size
         return mb_err_set(err, MB_EINPUT, "%s: %lld bytes, more than the %zu this input may have", path,
                           (long long)st.st_size, max_bytes);
     (void)fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+    return MB_OK;
+}
+
+int mb_text_read_fd(int fd, const char *path, size_t max_bytes, char **out, size_t *len_out, mb_err *err)
+{
+    *out = NULL;
+    if (len_out) *len_out = 0;
+    int crc = check_fd(fd, path, max_bytes, err);
+    if (crc) return crc;
+    struct stat st;
+    if (fstat(fd, &st) != 0) return mb_err_set(err, MB_EINPUT, "%s: cannot read: %s", path, strerror(errno));
     size_t cap = (size_t)st.st_size + 1, len = 0;
     char *buf = malloc(cap + 1);
     if (!buf) return mb_err_set(err, MB_ERUN, "%s: out of memory", path);

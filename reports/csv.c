@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /* Columns of the contract (their one definition is MB_MEAS_CSV_COLUMNS),
  * then the per-kernel files' "kernel". Required ones must be in the header. */
@@ -223,7 +224,6 @@ static int add_prov(mb_rpt_set *s, const char *path, const char *text)
     return MB_OK;
 }
 
-/* A measurement CSV: a regular text file of at most 1 GiB (mb_text_read). */
 /* A provenance line that carries a text (measure's mb_meas_csv_embed):
  * "device_spec: LINE", "variant_text NAME: LINE", "variant_expr NAME: LINE",
  * at line_no. Returns 1 when it was one (*rc: MB_ERUN when out of memory,
@@ -267,10 +267,10 @@ static int embedded(mb_rpt_set *s, int file, int line_no, const char *q, int *rc
 #define LIMITS_TEXT "report reads at most 2000000 rows in all and 1 GiB per CSV"
 _Static_assert(MB_RPT_MAX_ROWS == 2000000 && MB_RPT_MAX_CSV_BYTES == (size_t)1 << 30, "LIMITS_TEXT");
 
-static int read_all(const char *path, char **out, size_t *len, mb_err *err)
+/* The limits' wording added to mb_text_open's or the reader's refusal. */
+static int limits_said(int rc, mb_err *err)
 {
-    int rc = mb_text_read(path, MB_RPT_MAX_CSV_BYTES, out, len, err);
-    if (rc == MB_EINPUT && strstr(err->msg, "this input may have")) {
+    if (rc == MB_EINPUT && strstr(err->msg, "this input may have") && !strstr(err->msg, LIMITS_TEXT)) {
         size_t l = strlen(err->msg);
         snprintf(err->msg + l, sizeof err->msg - l, " (" LIMITS_TEXT ": split the file)");
     }
@@ -578,10 +578,11 @@ static int record(void *vctx, mb_csv_record *rec, mb_err *err)
 
 int mb_rpt_read_csv(mb_rpt_set *s, const char *path, mb_err *err)
 {
-    char *text = NULL;
-    size_t len = 0;
-    int rc = read_all(path, &text, &len, err);
+    /* refused before anything is kept when it is no regular file or too big */
+    int fd;
+    int rc = limits_said(mb_text_open(path, MB_RPT_MAX_CSV_BYTES, &fd, err), err);
     if (rc) return rc;
+    close(fd);
     if (s->n_files % 8 == 0) {
         void *p = realloc(s->files, (size_t)(s->n_files + 8) * sizeof *s->files);
         void *q = p ? realloc(s->specs, (size_t)(s->n_files + 8) * sizeof *s->specs) : NULL;
@@ -589,7 +590,7 @@ int mb_rpt_read_csv(mb_rpt_set *s, const char *path, mb_err *err)
         if (q) s->specs = q;
         void *l = q ? realloc(s->spec_lines, (size_t)(s->n_files + 8) * sizeof *s->spec_lines) : NULL;
         if (l) s->spec_lines = l;
-        if (!p || !q || !l) { free(text); return mb_err_set(err, MB_ERUN, "out of memory"); }
+        if (!p || !q || !l) return mb_err_set(err, MB_ERUN, "out of memory");
     }
     int file_index = s->n_files++;
     snprintf(s->files[file_index], sizeof s->files[0], "%s", path);
@@ -599,10 +600,9 @@ int mb_rpt_read_csv(mb_rpt_set *s, const char *path, mb_err *err)
     file_read fr = {.s = s, .file_index = file_index, .c = {path, 0, err}};
     for (int i = 0; i < C_COUNT; i++) fr.pos[i] = -1;
     static const mb_csv_ops ops = {raw_line, record};
-    rc = mb_csv_read(text, len, path, &ops, &fr, err);
     int lines = 1;
-    for (size_t i = 0; i < len; i++) lines += text[i] == '\n';
-    if (len && text[len - 1] == '\n') lines--;
+    /* streamed: memory is the rows kept, not the file */
+    rc = limits_said(mb_csv_read_file(path, MB_RPT_MAX_CSV_BYTES, &ops, &fr, &lines, err), err);
     if (rc == MB_OK && !fr.have_header)
         rc = mb_err_set(err, MB_EINPUT, "%s:%d:1: no header row (expected device,backend,...)", path,
                         lines + 1);
@@ -612,6 +612,5 @@ int mb_rpt_read_csv(mb_rpt_set *s, const char *path, mb_err *err)
         rc = mb_err_set(err, MB_EINPUT, "%s:%d:1: no measurement rows after the header (line %d)",
                         path, lines + 1, fr.header_line);
     free(fr.last_prov);
-    free(text);
     return rc;
 }

@@ -574,6 +574,36 @@ static int same_series(const mb_rpt_row *x, const mb_rpt_row *y)
     return x->variant == y->variant && x->plan == y->plan && x->dtype == y->dtype && x->backend == y->backend;
 }
 
+/* Each series' row of largest n (the first in file order among equals)
+ * among the device's verified rows, into refs (n_rows entries); returns
+ * their count. Linear: one pass, the series found by a hash of their
+ * interned strings (a sort of every row was a tenth of report at 10^6). */
+static int series_largest(const mb_rpt_set *s, int devi, row_ref *refs)
+{
+    size_t cap = 64;
+    while (cap < 2 * (size_t)s->n_rows + 2 && cap < ((size_t)1 << 22)) cap *= 2;
+    int *slot = malloc(cap * sizeof *slot), nr = 0;
+    if (!slot) return 0;
+    memset(slot, 0xff, cap * sizeof *slot); /* -1: empty */
+    for (int i = 0; i < s->n_rows; i++) {
+        const mb_rpt_row *r = &s->rows[i];
+        if (r->dev != devi || !r->verified) continue;
+        uintptr_t h = (uintptr_t)r->variant * 31 ^ (uintptr_t)r->plan * 131 ^ (uintptr_t)r->dtype * 1031 ^
+                      (uintptr_t)r->backend * 10007;
+        size_t j = (size_t)(h ^ h >> 17) & (cap - 1);
+        for (; slot[j] >= 0 && !same_series(refs[slot[j]].r, r); j = (j + 1) & (cap - 1)) {}
+        if (slot[j] < 0) {
+            if ((size_t)nr * 2 + 2 > cap) break; /* more series than slots: the rest unseen */
+            slot[j] = nr;
+            refs[nr++] = (row_ref){r, i};
+        } else if (r->n > refs[slot[j]].r->n) {
+            refs[slot[j]] = (row_ref){r, i};
+        }
+    }
+    free(slot);
+    return nr;
+}
+
 static int roof_measured(const mb_rpt_set *s, int devi, FILE *fp, int write)
 {
     int nmeas = 0;
@@ -586,12 +616,7 @@ static int roof_measured(const mb_rpt_set *s, int devi, FILE *fp, int write)
         free(refs);
         return 0;
     }
-    /* the device's verified rows sorted by series, largest n first: the
-     * first of each series is its point (n log n; a 10^5-row CSV was
-     * minutes with a pairwise search) */
-    int nr = 0;
-    for (int i = 0; i < s->n_rows; i++)
-        if (s->rows[i].dev == devi && s->rows[i].verified) refs[nr++] = (row_ref){&s->rows[i], i};
+    int nr = series_largest(s, devi, refs);
     qsort(refs, (size_t)nr, sizeof *refs, by_series_largest_n);
     for (int k = 0; k < nr; k++) {
         const mb_rpt_row *r = refs[k].r;
@@ -887,12 +912,13 @@ static int fig_residuals(rpt_fig_ctx *fc, const char *name, const mb_rpt_set *s,
         fprintf(fp, "%s time_resid_pct model_resid_pct bytes_resid_pct outlier used\n",
                 q(b2, sizeof b2, b1));
         int any = 0;
-        /* past MAX_RESID_POINTS rows a series shows every stride-th (and
-         * every outlier): gnuplot drew 10^6 points in over a minute, and no
-         * reader tells them apart */
-        int64_t m = 0, seen = 0;
+        /* past its share of MAX_RESID_POINTS (the figure's, over its series)
+         * a series shows every stride-th row (and every outlier): gnuplot
+         * drew 10^6 points in over a minute, 250,000 in 10 s, and no reader
+         * tells them apart */
+        int64_t m = 0, seen = 0, share = MAX_RESID_POINTS / ns;
         for (int i = 0; i < s->n_rows; i++) m += row_is(&s->rows[i], gi, &se[k]) && s->rows[i].verified;
-        const int64_t stride = m > MAX_RESID_POINTS ? (m + MAX_RESID_POINTS - 1) / MAX_RESID_POINTS : 1;
+        const int64_t stride = m > share ? (m + share - 1) / share : 1;
         if (stride > 1)
             fprintf(fp, "# every %lldth of %lld rows, and every outlier\n", (long long)stride, (long long)m);
         for (int i = 0; i < s->n_rows; i++) {

@@ -290,11 +290,12 @@ static int ops_fit(mb_rpt_set *s, mb_rpt_group *g, const int *idx, int m, mb_err
     enum { MAXC = MB_RPT_MAX_PARAMS };
     char names[MAXC][48];
     int nc = 0;
-    double *cols = calloc((size_t)m * MAXC, sizeof *cols); /* column-major: cols[j*m+i] */
-    double *X = calloc((size_t)m * MAXC, sizeof *X);
+    /* column-major: cols[j*m+i]; calloc'd, so the columns never filled take
+     * no memory (a page is resident once written) */
+    double *cols = calloc((size_t)m * MAXC, sizeof *cols);
     double *y = malloc((size_t)m * sizeof *y), *w = malloc((size_t)m * sizeof *w);
     int rc = MB_OK;
-    if (!cols || !X || !y || !w) { rc = mb_err_set(err, MB_ERUN, "out of memory"); goto out; }
+    if (!cols || !y || !w) { rc = mb_err_set(err, MB_ERUN, "out of memory"); goto out; }
     for (int i = 0; i < m; i++) {
         const mb_rpt_row *r = &s->rows[idx[i]];
         y[i] = r->time_s_median;
@@ -354,18 +355,18 @@ static int ops_fit(mb_rpt_set *s, mb_rpt_group *g, const int *idx, int m, mb_err
         }
     }
     for (int attempt = 0; attempt < 2; attempt++) {
-        int p = 0;
+        int p = 0, kept[MAXC];
         const char *pn[MAXC];
         for (int j = 0; j < nc; j++) {
             if (!keep[j]) continue;
-            for (int i = 0; i < m; i++) X[(size_t)i * MAXC + (size_t)p] = cols[j * m + i];
+            kept[p] = j;
             pn[p++] = names[j];
         }
-        /* pack rows to p columns */
+        /* the kept columns as rows of p (no m x MAXC copy: 128 bytes a row) */
         double *Xp = malloc((size_t)m * (size_t)p * sizeof *Xp);
         if (!Xp) { rc = mb_err_set(err, MB_ERUN, "out of memory"); goto out; }
         for (int i = 0; i < m; i++)
-            for (int j = 0; j < p; j++) Xp[(size_t)i * (size_t)p + (size_t)j] = X[(size_t)i * MAXC + (size_t)j];
+            for (int j = 0; j < p; j++) Xp[(size_t)i * (size_t)p + (size_t)j] = cols[(size_t)kept[j] * (size_t)m + (size_t)i];
         rc = mb_rpt_fit_multi(Xp, y, w, (size_t)m, p, pn, &g->ops, err);
         free(Xp);
         if (rc) goto out;
@@ -384,7 +385,6 @@ static int ops_fit(mb_rpt_set *s, mb_rpt_group *g, const int *idx, int m, mb_err
     g->has_ops = 1;
 out:
     free(cols);
-    free(X);
     free(y);
     free(w);
     return rc;

@@ -325,9 +325,10 @@ void mb_rpt_set_free(mb_rpt_set *s);
 
 /* What report reads: at most MB_RPT_MAX_ROWS rows in all (a row is ~0.5 KB
  * once read; the join, the fits and the figures add ~0.3 KB) and at most
- * MB_RPT_MAX_CSV_BYTES per CSV (read whole, freed once its rows are kept):
- * peak memory is about the largest file plus 0.8 KB a row, 2.6 GiB at the
- * limits. Beyond either the input is refused with one line (MB_EINPUT). */
+ * MB_RPT_MAX_CSV_BYTES per CSV (streamed in 1 MiB pieces, mb_csv_read_file:
+ * a file's size costs no memory): peak memory is about 0.8 KB a row (783 MiB
+ * at 10^6 rows), 1.6 GiB at the limit. Beyond either the input is refused
+ * with one line (MB_EINPUT). */
 #define MB_RPT_MAX_ROWS 2000000
 #define MB_RPT_MAX_CSV_BYTES ((size_t)1 << 30)
 

@@ -5,6 +5,7 @@
 
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static void csv_str(FILE *fp, const char *s)
@@ -33,6 +34,115 @@ static void csv_i64(FILE *fp, int64_t v)
     else fputs(",", fp);
 }
 
+/* ---- summary.csv: a million rows, built in memory and written in 1 MiB
+ * pieces (a stdio call per field, each taking the stream's lock, and
+ * printf's numbers were most of its time); the same bytes as the stdio
+ * helpers above. */
+
+typedef struct cbuf {
+    char *p;
+    size_t n, cap;
+    int oom;
+} cbuf;
+
+static void cput(cbuf *b, const char *s, size_t len)
+{
+    if (b->oom) return;
+    if (b->n + len > b->cap) {
+        size_t cap = b->cap ? b->cap : (size_t)1 << 21;
+        while (b->n + len > cap) cap *= 2;
+        char *np = realloc(b->p, cap);
+        if (!np) { b->oom = 1; return; }
+        b->p = np;
+        b->cap = cap;
+    }
+    memcpy(b->p + b->n, s, len);
+    b->n += len;
+}
+
+static void cputs(cbuf *b, const char *s) { cput(b, s, strlen(s)); }
+
+/* ",TEXT" as csv_str writes TEXT (comma first when comma). */
+static void cstr(cbuf *b, const char *s, int comma)
+{
+    if (comma) cput(b, ",", 1);
+    if (!strpbrk(s, ",\"\n")) { cputs(b, s); return; }
+    cput(b, "\"", 1);
+    for (; *s; s++) {
+        if (*s == '"') cput(b, "\"", 1);
+        cput(b, *s == '\n' ? " " : s, 1);
+    }
+    cput(b, "\"", 1);
+}
+
+/* ",%.9g" or "," for a non-finite value (csv_num). */
+static void cnum(cbuf *b, double v)
+{
+    char t[40];
+    t[0] = ',';
+    cput(b, t, isfinite(v) ? 1 + (size_t)rpt_fmt_g(t + 1, sizeof t - 1, v, 9) : 1);
+}
+
+/* ",%lld" or "," for a negative value (csv_i64). */
+static void ci64(cbuf *b, int64_t v)
+{
+    char t[32];
+    t[0] = ',';
+    cput(b, t, v >= 0 ? 1 + (size_t)rpt_fmt_int(t + 1, (long long)v) : 1);
+}
+
+static void summary_row(cbuf *b, const mb_rpt_set *s, const mb_rpt_row *r)
+{
+    char t[32];
+    cstr(b, r->file, 0);
+    cput(b, ",", 1);
+    cput(b, t, (size_t)rpt_fmt_int(t, r->line));
+    cstr(b, r->dev >= 0 ? s->devices[r->dev].name : r->device, 1);
+    cstr(b, r->backend, 1);
+    cstr(b, r->variant, 1);
+    cput(b, ",", 1), cputs(b, r->plan);
+    cput(b, ",", 1), cputs(b, r->dtype);
+    ci64(b, r->n); /* n >= 1 */
+    cputs(b, r->verified ? ",1" : ",0");
+    cnum(b, r->time_s_median);
+    cnum(b, r->time_s_min);
+    cnum(b, r->time_s_p90);
+    cnum(b, r->time_cv);
+    cnum(b, r->pred_time_s);
+    cput(b, ",", 1), cputs(b, mb_bound_name(r->pred_bound));
+    ci64(b, r->pred_read_bytes);
+    ci64(b, r->pred_write_bytes);
+    ci64(b, r->pred_dram_read_bytes);
+    ci64(b, r->pred_dram_write_bytes);
+    ci64(b, r->pred_saved_bytes);
+    ci64(b, r->has_dram ? r->dram_read_bytes : -1);
+    ci64(b, r->has_dram ? r->dram_write_bytes : -1);
+    cnum(b, r->fit_time_s);
+    cnum(b, r->resid_time_rel);
+    cnum(b, r->resid_model_rel);
+    cnum(b, r->resid_bytes_rel);
+    cnum(b, r->stud_resid);
+    cput(b, ",", 1);
+    cputs(b, !r->verified ? "failed" : r->noisy ? "noisy" : r->outlier ? "outlier" : r->used ? "used" : "unused");
+    cnum(b, r->host_copy_ratio);
+    cnum(b, r->host_op_ratio);
+    cnum(b, r->pred_host_time_s);
+    cnum(b, r->time_s_lower_mode);
+    cnum(b, r->time_s_upper_mode);
+    cnum(b, r->upper_mode_share);
+    cstr(b, r->count_check, 1);
+    cstr(b, r->calibration, 1);
+    if (r->cols > 0) {
+        cput(b, ",", 1);
+        cput(b, t, (size_t)rpt_fmt_int(t, (long long)(r->n / r->cols)));
+        cput(b, "x", 1);
+        cput(b, t, (size_t)rpt_fmt_int(t, (long long)r->cols));
+    } else {
+        cput(b, ",", 1);
+    }
+    cput(b, "\n", 1);
+}
+
 int rpt_write_csvs(const mb_rpt_set *s, const char *dir, rpt_outs *outs, mb_err *err)
 {
     FILE *fp;
@@ -44,45 +154,16 @@ int rpt_write_csvs(const mb_rpt_set *s, const char *dir, rpt_outs *outs, mb_err 
           "dram_write_bytes,fit_time_s,resid_time_rel,resid_model_rel,resid_bytes_rel,"
           "stud_resid,fit,host_copy_ratio,host_op_ratio,model_host_time_s,time_s_lower_mode,"
           "time_s_upper_mode,upper_mode_share,count_check,calibration,shape\n", fp);
-    for (int i = 0; i < s->n_rows; i++) {
-        const mb_rpt_row *r = &s->rows[i];
-        csv_str(fp, r->file);
-        fprintf(fp, ",%d,", r->line);
-        csv_str(fp, r->dev >= 0 ? s->devices[r->dev].name : r->device);
-        fputc(',', fp); csv_str(fp, r->backend);
-        fputc(',', fp); csv_str(fp, r->variant);
-        fprintf(fp, ",%s,%s,%lld,%d", r->plan, r->dtype, (long long)r->n, r->verified);
-        csv_num(fp, r->time_s_median);
-        csv_num(fp, r->time_s_min);
-        csv_num(fp, r->time_s_p90);
-        csv_num(fp, r->time_cv);
-        csv_num(fp, r->pred_time_s);
-        fprintf(fp, ",%s", mb_bound_name(r->pred_bound));
-        csv_i64(fp, r->pred_read_bytes);
-        csv_i64(fp, r->pred_write_bytes);
-        csv_i64(fp, r->pred_dram_read_bytes);
-        csv_i64(fp, r->pred_dram_write_bytes);
-        csv_i64(fp, r->pred_saved_bytes);
-        csv_i64(fp, r->has_dram ? r->dram_read_bytes : -1);
-        csv_i64(fp, r->has_dram ? r->dram_write_bytes : -1);
-        csv_num(fp, r->fit_time_s);
-        csv_num(fp, r->resid_time_rel);
-        csv_num(fp, r->resid_model_rel);
-        csv_num(fp, r->resid_bytes_rel);
-        csv_num(fp, r->stud_resid);
-        fprintf(fp, ",%s", !r->verified ? "failed" : r->noisy ? "noisy" : r->outlier ? "outlier"
-                             : r->used ? "used" : "unused");
-        csv_num(fp, r->host_copy_ratio);
-        csv_num(fp, r->host_op_ratio);
-        csv_num(fp, r->pred_host_time_s);
-        csv_num(fp, r->time_s_lower_mode);
-        csv_num(fp, r->time_s_upper_mode);
-        csv_num(fp, r->upper_mode_share);
-        fputc(',', fp); csv_str(fp, r->count_check);
-        fputc(',', fp); csv_str(fp, r->calibration);
-        if (r->cols > 0) fprintf(fp, ",%lldx%lld\n", (long long)(r->n / r->cols), (long long)r->cols);
-        else fputs(",\n", fp);
+    cbuf b = {0};
+    for (int i = 0; i < s->n_rows && !b.oom; i++) {
+        summary_row(&b, s, &s->rows[i]);
+        if (b.n > ((size_t)1 << 20) || i + 1 == s->n_rows) {
+            if (!b.oom) fwrite(b.p, 1, b.n, fp);
+            b.n = 0;
+        }
     }
+    free(b.p);
+    if (b.oom) return mb_err_set(err, MB_ERUN, "%s/%s: out of memory", dir, mb_rpt_report_files[2]);
 
     if ((rc = rpt_outs_open(outs, dir, mb_rpt_report_files[3], &fp, err))) return rc;
     fputs("device,backend,fitted,n_points,n_used,n_rejected,t0_s,t0_ci_s,bandwidth_gbs,"

@@ -32,4 +32,10 @@ int rpt_write_csvs(const mb_rpt_set *s, const char *dir, rpt_outs *outs, mb_err 
 int rpt_write_json(const mb_rpt_set *s, const mb_rpt_figures *figs, const char *dir, rpt_outs *outs,
                    mb_err *err);
 
+/* v as snprintf(buf, size, "%.*g", prec, v) writes it, byte for byte (and
+ * faster, numfmt.c); returns its length. size >= 32 for the fast path. */
+int rpt_fmt_g(char *buf, size_t size, double v, int prec);
+/* v as "%lld" writes it into buf (at least 21 bytes); returns its length. */
+int rpt_fmt_int(char *buf, long long v);
+
 #endif

@@ -162,8 +162,8 @@ static void jint(jbuf *b, const char *key, long long v, int is_null)
 {
     char t[32];
     if (is_null) { jraw(b, key, "null"); return; }
-    snprintf(t, sizeof t, "%lld", v);
-    jraw(b, key, t);
+    jkey(b, key);
+    jput(b, t, (size_t)rpt_fmt_int(t, v));
 }
 
 /* A real as jansson's dtostr writes it: %.17g, ".0" when it has neither a
@@ -173,7 +173,7 @@ static void jreal(jbuf *b, const char *key, double v)
 {
     if (!isfinite(v)) { jraw(b, key, "null"); return; }
     char t[48];
-    int len = snprintf(t, sizeof t - 3, "%.17g", v);
+    int len = rpt_fmt_g(t, sizeof t - 3, v, 17); /* snprintf's "%.17g", faster */
     if (!strchr(t, '.') && !strchr(t, 'e')) { t[len++] = '.'; t[len++] = '0'; t[len] = '\0'; }
     char *start = strchr(t, 'e');
     if (start) {

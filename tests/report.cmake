@@ -2,6 +2,8 @@
 # report files, figures rendered headless, the report/figures commands.
 if(TARGET mb_reports)
   mb_test(report_fit SOURCES report_fit.c LIBS mb_reports)
+  # the writers' number forms, byte for byte snprintf's
+  mb_test(report_numfmt SOURCES report_numfmt.c LIBS mb_reports)
   mb_test(report_row_claims SOURCES report_row_claims.c LIBS mb_reports)
   mb_test(report_csv SOURCES report_csv.c report_gen.c LIBS mb_reports)
   # the verdicts: the statistic that decides, the claim judged, the committed quiet and busy runs

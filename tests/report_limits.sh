@@ -1,7 +1,9 @@
 #!/bin/bash
 # report_limits.sh — report's memory follows its rows, not the file, and its
 # input limit holds: a generated CSV of 10^5 rows reports under a virtual
-# memory limit of 600 MiB (1.7 KB rows took 560 MiB resident); one of
+# memory limit of 600 MiB (1.7 KB rows took 560 MiB resident); a CSV of 500
+# rows padded to 131 MB reports under 128 MiB (the CSV is streamed: read
+# whole, it was "out of memory"); one of
 # 2,000,001 rows (the limit is 2,000,000) is refused with one line and exit
 # 2 under 2 GiB, before anything is written; a CSV over 1 GiB (sparse) is
 # refused the same way.
@@ -47,6 +49,21 @@ rows = d["rows"]
 assert len(rows) == 100000 and all(r["device"] == "h100-sxm" and r["n"] >= 65536 for r in rows)
 assert isinstance(rows[0]["model_time_s"], float) and rows[0]["count_check"] is None
 PY
+# the residuals figure draws at most 20,000 points in all, besides outliers
+# (every row of its 16 series was 10^5 points: gnuplot took seconds a 10^5)
+pts=$(awk 'NF == 6 && $1 ~ /^[0-9]+$/ && $5 == 0 { n++ } END { print n + 0 }' "$tmp/rep/figures/residuals.dat" 2>/dev/null)
+[ "${pts:-0}" -gt 1000 ] && [ "$pts" -le 20000 ] || bad "10^5 rows: residuals.dat holds ${pts:-no} points besides outliers, expected 1000..20000"
+
+# 500 rows, each padded with 256 KiB of spaces (trimmed around a field)
+awk 'BEGIN { pad = "        "; while (length(pad) < 262144) pad = pad pad
+  print "device,backend,variant,plan,dtype,n,time_s_median,verified"
+  for (i = 0; i < 500; i++)
+    printf "h100-sxm,cuda,copy,eager,f32,%d,%.6g,1%s\n", 2 ^ (16 + i % 13), 2 ^ (16 + i % 13) * 8 / 3e12 + 5e-6, pad
+}' >"$tmp/pad.csv"
+under $((128 * 1024)) "$B" report "$tmp/pad.csv" --no-figures -o "$tmp/pad" >/dev/null 2>"$tmp/err"; rc=$?
+[ "$rc" = 0 ] || bad "500 rows in $(($(stat -c %s "$tmp/pad.csv") >> 20)) MiB under ulimit -v 128 MiB: exit $rc: $(tail -2 "$tmp/err")"
+[ "$(($(wc -l <"$tmp/pad/summary.csv" 2>/dev/null || echo 0)))" = 501 ] || bad "the padded CSV: summary.csv lacks rows"
+rm -f "$tmp/pad.csv"
 
 gen 2000001 "$tmp/2m.csv"
 under $((2048 * 1024)) "$B" report "$tmp/2m.csv" --no-figures -o "$tmp/big" >/dev/null 2>"$tmp/err"; rc=$?
