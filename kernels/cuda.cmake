@@ -6,6 +6,7 @@ set(MB_CUDA_KERNEL_SOURCES
   ${CMAKE_CURRENT_SOURCE_DIR}/fused_eval.cu
   ${CMAKE_CURRENT_SOURCE_DIR}/fused_lecture.cu
   ${CMAKE_CURRENT_SOURCE_DIR}/rows_eval.cu
+  ${CMAKE_CURRENT_SOURCE_DIR}/rows_op.cu
   ${CMAKE_CURRENT_SOURCE_DIR}/cuda_plan.cu
   ${CMAKE_CURRENT_SOURCE_DIR}/probes.cu)
 

@@ -287,6 +287,8 @@ typedef struct kernel_rec {
     mb_eval_prog *prog;
     /* MB_KERN_CUDA_ROW */
     mb_row_prog *rprog;
+    /* MB_KERN_CUDA_ROW_OP */
+    mb_rowop_args rowop;
     int grid; /* of the last launch */
     char desc[200];
 } kernel_rec;
@@ -310,6 +312,7 @@ extern "C" const char *mb_kern_cuda_impl_name(mb_kern_cuda_impl i)
     case MB_KERN_CUDA_HAND: return "hand";
     case MB_KERN_CUDA_EVAL: return "eval";
     case MB_KERN_CUDA_ROW: return "row";
+    case MB_KERN_CUDA_ROW_OP: return "rowop";
     default: return "?";
     }
 }
@@ -475,6 +478,24 @@ static int uniform_dtype(const mb_graph *g, const mb_kernel *K, mb_dtype dt)
     return 1;
 }
 
+static mb_op nd0_op(const mb_graph *g, const mb_kernel *K) { return g->nodes[K->nodes[0]].op; }
+
+/* 1 when kernel K is one row op a hand-written row kernel runs: its
+ * operand a full-row read, a norm's weight a [cols] read or a scalar, its
+ * result its one write, rows of whole 16-byte vectors. */
+static int rowop_fits(const mb_graph *g, const mb_kernel *K, mb_shape s)
+{
+    if (K->n_nodes != 1 || K->n_writes != 1 || K->writes[0] != K->nodes[0] || !K->online) return 0;
+    const mb_node *nd = &g->nodes[K->nodes[0]];
+    if (!mb_cuda_rowop_has(nd->op) || nd->arg[0] < 0 || g->nodes[nd->arg[0]].shape != MB_SHC_FULL) return 0;
+    if (index_of(K->reads, K->n_reads, nd->arg[0]) < 0) return 0;
+    if (mb_op_arity(nd->op) > 1 && nd->arg[1] >= 0 &&
+        (g->nodes[nd->arg[1]].shape != MB_SHC_COL || index_of(K->reads, K->n_reads, nd->arg[1]) < 0))
+        return 0;
+    const int v = 16 / mb_dtype_bytes(nd->dtype);
+    return s.cols % v == 0 && s.cols >= v;
+}
+
 /* The choice of mb_kern_cuda_choose; *hand_out gets the hand-written
  * kernel's entry (MB_KERN_CUDA_HAND), else NULL. Reads the plan only. */
 static int choose(const mb_plan *p, int k, mb_shape shape, const mb_device *spec, int flags,
@@ -494,6 +515,14 @@ static int choose(const mb_plan *p, int k, mb_shape shape, const mb_device *spec
         c->passes = K->passes > 0 ? K->passes : 1;
         c->onepass = K->passes > 1 && spec && mb_kernel_onepass_max_cols(K, spec) >= shape.cols;
         c->warp = shape.cols <= MB_ROW_WARP_MAX_COLS;
+        if (!(flags & (MB_KERN_CUDA_NO_HAND | MB_KERN_CUDA_ALL_EVAL)) && uniform && rowop_fits(g, K, shape) &&
+            mb_cuda_rowop_symbol(nd0_op(g, K), c->dt, c->warp, c->onepass, K->online[0], c->symbol,
+                                 sizeof c->symbol) == 0) {
+            c->impl = MB_KERN_CUDA_ROW_OP;
+            c->op = nd0_op(g, K);
+            c->smem_bytes = (int64_t)mb_cuda_rowop_smem(c->op, c->dt, c->warp, c->onepass, shape.cols);
+            return MB_OK;
+        }
         snprintf(c->symbol, sizeof c->symbol, "row_eval_kernel<%d>", c->warp);
         mb_row_prog *P = (mb_row_prog *)malloc(sizeof *P);
         if (!P) return mb_err_set(err, MB_ERUN, "out of memory");
@@ -557,12 +586,24 @@ static int lower_kernel(mb_kern_cuda_plan *cp, int k, int flags, mb_err *err)
     const hand_entry *h;
     if (choose(p, k, cp->shape, cp->spec, flags, &c, &h, err) != MB_OK) return MB_EINPUT;
     R->dt = c.dt;
-    if (c.impl == MB_KERN_CUDA_ROW) {
-        R->impl = MB_KERN_CUDA_ROW;
-        R->rprog = (mb_row_prog *)malloc(sizeof *R->rprog);
-        if (!R->rprog) return mb_err_set(err, MB_ERUN, "out of memory");
-        int rc = mb_cuda_row_lower(p, k, cp->shape, c.onepass, cp->dev, R->rprog, err);
-        if (rc != MB_OK) return rc;
+    if (c.impl == MB_KERN_CUDA_ROW_OP) {
+        const mb_node *nd = &g->nodes[K->nodes[0]];
+        R->impl = MB_KERN_CUDA_ROW_OP;
+        mb_rowop_args *a = &R->rowop;
+        a->op = nd->op;
+        a->dt = c.dt;
+        a->warp = c.warp;
+        a->onepass = c.onepass;
+        a->online = K->online[0];
+        a->x = cp->dev[nd->arg[0]];
+        a->w = mb_op_arity(nd->op) > 1 && nd->arg[1] >= 0 ? cp->dev[nd->arg[1]] : NULL;
+        a->ws = mb_op_arity(nd->op) > 1 && nd->arg[1] < 0 ? (float)nd->scalar[1] : 1.0f;
+        a->y = cp->dev[K->nodes[0]];
+        a->rows = cp->shape.rows;
+        a->cols = cp->shape.cols;
+        a->eps = (float)nd->eps;
+    }
+    if (c.impl == MB_KERN_CUDA_ROW || c.impl == MB_KERN_CUDA_ROW_OP) {
         int optin = 0, ordinal = 0;
         CUDA_TRY(cudaGetDevice(&ordinal));
         CUDA_TRY(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, ordinal));
@@ -571,6 +612,20 @@ static int lower_kernel(mb_kern_cuda_plan *cp, int k, int flags, mb_err *err)
                               "(%s), this GPU gives a block %d B: the model keeps the row on chip (one pass), the "
                               "kernel cannot", K->name, (long long)cp->shape.cols, c.symbol, (long long)c.smem_bytes,
                               c.onepass ? "the row kept on chip" : "slots and statistics", optin);
+    }
+    if (c.impl == MB_KERN_CUDA_ROW_OP) {
+        snprintf(R->desc, sizeof R->desc, "rowop:%s %s %s %d pass%s%s%s", mb_op_name(R->rowop.op),
+                 c.warp ? "warp" : "block", mb_dtype_name(R->dt), c.onepass ? 1 : c.passes,
+                 (c.onepass ? 1 : c.passes) == 1 ? "" : "es", c.onepass ? " on chip" : "",
+                 R->rowop.online ? " online" : "");
+        return MB_OK;
+    }
+    if (c.impl == MB_KERN_CUDA_ROW) {
+        R->impl = MB_KERN_CUDA_ROW;
+        R->rprog = (mb_row_prog *)malloc(sizeof *R->rprog);
+        if (!R->rprog) return mb_err_set(err, MB_ERUN, "out of memory");
+        int rc = mb_cuda_row_lower(p, k, cp->shape, c.onepass, cp->dev, R->rprog, err);
+        if (rc != MB_OK) return rc;
         snprintf(R->desc, sizeof R->desc, "row:%s %s %d pass%s%s %d ins %d slots %lld B smem", c.warp ? "warp" : "block",
                  mb_dtype_name(R->dt), c.passes, c.passes == 1 ? "" : "es", c.onepass ? " on chip" : "",
                  R->rprog->n_ins, R->rprog->n_slots, (long long)c.smem_bytes);
@@ -771,6 +826,7 @@ extern "C" int mb_kern_cuda_launch(mb_kern_cuda_plan *cp, int k, void *stream, m
         break;
     case MB_KERN_CUDA_EVAL: e = mb_cuda_eval_launch(R->prog, cp->n, cp->sm_count, s, &R->grid); break;
     case MB_KERN_CUDA_ROW: e = mb_cuda_row_launch(R->rprog, cp->sm_count, s, &R->grid); break;
+    case MB_KERN_CUDA_ROW_OP: e = mb_cuda_rowop_launch(&R->rowop, cp->sm_count, s, &R->grid); break;
     default: break;
     }
     if (e != cudaSuccess) {

@@ -344,7 +344,7 @@ extern "C" int mb_kern_cuda_row_traffic(const mb_plan *p, int k, mb_shape s, con
 {
     memset(out, 0, sizeof *out);
     mb_kern_cuda_choice c;
-    int rc = mb_kern_cuda_choose_shape(p, k, s, dev, 0, &c, err);
+    int rc = mb_kern_cuda_choose_shape(p, k, s, dev, MB_KERN_CUDA_NO_HAND, &c, err); /* the evaluator's program */
     if (rc != MB_OK) return rc;
     if (c.impl != MB_KERN_CUDA_ROW) return mb_err_set(err, MB_EINPUT, "kernel %d is not a row kernel", k);
     mb_row_prog *P = (mb_row_prog *)malloc(sizeof *P);

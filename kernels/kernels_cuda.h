@@ -52,10 +52,11 @@ typedef enum mb_kern_cuda_impl {
     MB_KERN_CUDA_HAND,   /* hand-written fused kernel of a lecture variant */
     MB_KERN_CUDA_EVAL,   /* the fused-kernel evaluator over the node list */
     MB_KERN_CUDA_ROW,    /* the row evaluator (plans with row operations) */
+    MB_KERN_CUDA_ROW_OP, /* a hand-written per-op row kernel (rows_op.cu) */
     MB_KERN_CUDA_IMPL_COUNT
 } mb_kern_cuda_impl;
 
-const char *mb_kern_cuda_impl_name(mb_kern_cuda_impl i); /* "op", "hand", "eval", "row" */
+const char *mb_kern_cuda_impl_name(mb_kern_cuda_impl i); /* "op", "hand", "eval", "row", "rowop" */
 
 /* What one SM holds a row in, as the model's onchip_kib counts it (device
  * table, model/device_table.c): shared memory + registers per SM, KiB. */
@@ -84,7 +85,7 @@ typedef struct mb_kern_cuda_choice {
     /* bit i: the kernel's parameter i is passed NULL at every launch (an
      * op_kernel operand that is a scalar), so accesses through it never run */
     unsigned null_params;
-    /* MB_KERN_CUDA_ROW: 1 when the row is kept on chip (the model's one pass
+    /* MB_KERN_CUDA_ROW, MB_KERN_CUDA_ROW_OP: 1 when the row is kept on chip (the model's one pass
      * on the device: mb_kernel_onepass_max_cols >= cols), the passes the
      * kernel makes over a row, a row per warp (1) or per block (0), and the
      * dynamic shared memory a block takes */
@@ -105,7 +106,9 @@ int mb_kern_cuda_choose_shape(const mb_plan *p, int k, mb_shape s, const mb_devi
                               mb_kern_cuda_choice *c, mb_err *err);
 
 /* Global memory traffic of the row kernel kernel k of plan p runs at shape s
- * on dev (mb_kern_cuda_choose_shape's choice), per element of a full
+ * on dev on the row evaluator (the passes and one-pass choice of
+ * mb_kern_cuda_choose_shape; a hand-written row-op kernel makes the same
+ * passes, which tests/ptx_traffic.c reads from its PTX), per element of a full
  * [rows, cols] tensor, from its lowered program (host only, no GPU):
  * read_pe, full-row reads x the passes that load them from memory (a row
  * kept on chip: once); write_pe, full-row writes; col_pe, [cols] operands,
@@ -120,7 +123,8 @@ int mb_kern_cuda_row_traffic(const mb_plan *p, int k, mb_shape s, const mb_devic
                              mb_kern_cuda_row_bytes *out, mb_err *err);
 
 /* Runs every kernel of t's plan (a plan with row operations) on the host
- * with the row programs the GPU would run at t->shape on dev: the same
+ * with the row evaluator's programs at t->shape on dev (the GPU runs them
+ * where no hand-written row-op kernel is chosen): the same
  * lowering, the same per-lane code of rows_eval.cu over host memory, lanes
  * taken in turn and statistics merged in the kernel's shuffle order. For
  * checking the CUDA row kernels' logic without a GPU (against

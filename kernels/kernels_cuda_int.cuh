@@ -241,6 +241,29 @@ int mb_cuda_row_lower(const mb_plan *p, int k, mb_shape s, int onepass, void *co
 size_t mb_cuda_row_smem(const mb_row_prog *prog, int warp);
 cudaError_t mb_cuda_row_launch(const mb_row_prog *prog, int sm_count, cudaStream_t s, int *grid_out);
 
+/* rows_op.cu: the hand-written per-op row kernels (one row op over rows of
+ * whole 16-byte vectors). x [rows, cols]; w: the norms' [cols] weight, or
+ * NULL for the scalar ws; y: [rows, cols], or [rows, 1] for the reductions. */
+typedef struct mb_rowop_args {
+    mb_op op;
+    mb_dtype dt;
+    int warp, onepass, online;
+    const void *x, *w;
+    void *y;
+    int64_t rows, cols;
+    float eps, ws;
+} mb_rowop_args;
+
+/* 1 when op has a hand-written row kernel. */
+int mb_cuda_rowop_has(mb_op op);
+/* The demangled name of the instantiated form, or -1 when there is none
+ * (a warp row of a multi-pass op is instantiated on chip only, online for
+ * the softmaxes only). */
+int mb_cuda_rowop_symbol(mb_op op, mb_dtype dt, int warp, int onepass, int online, char *buf, size_t size);
+/* Dynamic shared memory of a launch: the staged rows of a one-pass form. */
+size_t mb_cuda_rowop_smem(mb_op op, mb_dtype dt, int warp, int onepass, int64_t cols);
+cudaError_t mb_cuda_rowop_launch(const mb_rowop_args *a, int sm_count, cudaStream_t s, int *grid_out);
+
 /* fused_lecture.cu: hand-written kernels. Pointers in the order of each
  * kernel's roles (see mb_cuda_hand_roles in cuda_plan.cu). */
 typedef enum mb_hand_id {

@@ -21,6 +21,7 @@
  * CPU row executor (rows_cpu.c, mb_ops.h). It does not choose kernels
  * (cuda_plan.cu does) nor lower programs (cuda_rows.cu). */
 #include "kernels_cuda_int.cuh"
+#include "rows_math.cuh"
 
 #include <math.h>
 
@@ -116,79 +117,6 @@ MB_HD static inline float4 row_apply4(int op, float4 a, float4 b)
 {
     return make_float4(row_apply(op, a.x, b.x), row_apply(op, a.y, b.y), row_apply(op, a.z, b.z),
                        row_apply(op, a.w, b.w));
-}
-
-MB_HD static inline float row_exp(float x) { return mb_op_apply_f32(MB_OP_EXP, x, 0.0f); }
-
-/* Partial statistics: three floats a thread (sum | max | (max, sum) |
- * (count, mean, M2)), merged pairwise. */
-struct row_part {
-    float a, b, c;
-};
-
-MB_HD static inline row_part part_init(int kind)
-{
-    row_part q = {0.0f, 0.0f, 0.0f};
-    if (kind == MB_ROWS_MAX || kind == MB_ROWS_ONLINE) q.a = -INFINITY;
-    return q;
-}
-
-MB_HD static inline void part_add(int kind, row_part &q, float x, float m)
-{
-    switch (kind) {
-    case MB_ROWS_SUM: q.a += x; break;
-    case MB_ROWS_SUMSQ: q.a += x * x; break;
-    case MB_ROWS_MAX: q.a = x > q.a ? x : q.a; break;
-    case MB_ROWS_SUMEXP: q.a += row_exp(x - m); break;
-    case MB_ROWS_ONLINE:
-        if (x > q.a) {
-            q.b = q.b * row_exp(q.a - x) + 1.0f; /* exp(-inf) = 0 on the first */
-            q.a = x;
-        } else {
-            q.b += row_exp(x - q.a);
-        }
-        break;
-    case MB_ROWS_WELFORD: {
-        q.a += 1.0f;
-        const float d = x - q.b;
-        q.b += d / q.a;
-        q.c += d * (x - q.b);
-        break;
-    }
-    default: break;
-    }
-}
-
-MB_HD static inline row_part part_merge(int kind, row_part p, row_part q)
-{
-    switch (kind) {
-    case MB_ROWS_SUM:
-    case MB_ROWS_SUMSQ:
-    case MB_ROWS_SUMEXP: p.a += q.a; return p;
-    case MB_ROWS_MAX: p.a = q.a > p.a ? q.a : p.a; return p;
-    case MB_ROWS_ONLINE: {
-        const float m = q.a > p.a ? q.a : p.a;
-        if (m == -INFINITY) return p;
-        row_part r = {m, (p.a == -INFINITY ? 0.0f : p.b * row_exp(p.a - m)) +
-                             (q.a == -INFINITY ? 0.0f : q.b * row_exp(q.a - m)), 0.0f};
-        return r;
-    }
-    case MB_ROWS_WELFORD: {
-        const float n = p.a + q.a;
-        if (n == 0.0f) return p;
-        const float d = q.b - p.b;
-        row_part r = {n, p.b + d * (q.a / n), p.c + q.c + d * d * (p.a * q.a / n)};
-        return r;
-    }
-    default: return p;
-    }
-}
-
-__device__ __forceinline__ row_part part_shfl(row_part q, int off)
-{
-    row_part r = {__shfl_xor_sync(0xffffffffu, q.a, off), __shfl_xor_sync(0xffffffffu, q.b, off),
-                  __shfl_xor_sync(0xffffffffu, q.c, off)};
-    return r;
 }
 
 /* ---- shared memory layout ------------------------------------------------------ */
@@ -544,7 +472,7 @@ extern "C" int mb_kern_cuda_row_emulate(mb_kern_tensors *t, const mb_device *dev
     int rc = MB_OK;
     for (int k = 0; k < p->n_kernels && rc == MB_OK; k++) {
         mb_kern_cuda_choice c;
-        rc = mb_kern_cuda_choose_shape(p, k, t->shape, dev, 0, &c, err);
+        rc = mb_kern_cuda_choose_shape(p, k, t->shape, dev, MB_KERN_CUDA_NO_HAND, &c, err); /* the evaluator's program */
         if (rc == MB_OK) rc = mb_cuda_row_lower(p, k, t->shape, c.onepass, t->data, P, err);
         if (rc == MB_OK && row_emulate(P, c.warp ? 32 : MB_CUDA_THREADS) != 0)
             rc = mb_err_set(err, MB_ERUN, "out of memory");

@@ -125,16 +125,22 @@ static void check_variant(const char *v, mb_dtype dt)
  * columns), against the float64 reference; outputs poisoned first. */
 static void check_rows(const mb_device *spec)
 {
-    const char *vs[] = {"softmax", "softmax_op", "layernorm", "rmsnorm"};
+    /* the built-in row variants, then the library ops none of them spells
+     * (hand-written row-op kernels too) */
+    const char *vs[] = {"softmax", "softmax_op", "layernorm", "rmsnorm", "log_softmax", "layer_norm", "rms_norm"};
+    const char *texts[] = {"name log_softmax\ninput x [rows, cols]\ny = log_softmax(x, -1)\noutput y\n",
+                           "name layer_norm\ninput x [rows, cols]\ninput w [cols]\ny = layer_norm(x, w)\noutput y\n",
+                           "name rms_norm\ninput x [rows, cols]\ninput w [cols]\ny = rms_norm(x, w)\noutput y\n"};
     const mb_dtype dts[] = {MB_F32, MB_BF16, MB_F16};
     const mb_shape shapes[] = {{2, 24, 1024}, {2, 9, 37}, {2, 5, 4100}, {2, 3, 3001}, {2, 130, 16384}};
     mb_device tiny = *spec;
     tiny.onchip_kib = 4;
-    for (int v = 0; v < 4; v++)
+    for (int v = 0; v < 7; v++)
         for (int d = 0; d < 3; d++) {
             mb_graph *g = NULL;
             mb_err e;
-            if (mb_variant_load(vs[v], dts[d], &g, &e) != MB_OK) {
+            if ((v < 4 ? mb_variant_load(vs[v], dts[d], &g, &e) : mb_parse_variant(texts[v - 4], "<test>", dts[d], &g, &e))
+                != MB_OK) {
                 CHECK(0);
                 continue;
             }

@@ -62,7 +62,7 @@ static void agree(const mb_plan *p, mb_shape s, const mb_device *dev, const char
             fprintf(stderr, "%s kernel %s: CUDA makes %d passes, the model %d\n", what, p->kernels[k].name, made,
                     est.per_kernel[k].passes);
         CHECK(made == est.per_kernel[k].passes);
-        CHECK(c.impl == MB_KERN_CUDA_ROW && b.onepass == c.onepass);
+        CHECK((c.impl == MB_KERN_CUDA_ROW || c.impl == MB_KERN_CUDA_ROW_OP) && b.onepass == c.onepass);
         /* full-row tensors the model counts per element, in passes: its
          * reads of [rows, cols] tensors at this shape (one pass: once) */
         const mb_kernel *K = &p->kernels[k];

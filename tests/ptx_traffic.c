@@ -68,6 +68,8 @@ typedef struct access {
     int line, is_store, bytes;
     acc_kind kind;
     int param;                 /* ACC_TENSOR: the kernel parameter it goes through */
+    int inner;                 /* the innermost loop inside the main loop holding it (its
+                                  header block), -1: in the main loop's own blocks */
 } access;
 
 typedef struct entry {
@@ -626,6 +628,15 @@ static void analyse(entry *e)
     e->loop_first = e->loop_last = e->ins[G.first[main_h]].line;
     for (int b = 0; b < G.n; b++) {
         if (!BIT(body, b)) continue;
+        /* the smallest loop nested in the main loop that holds block b */
+        int inner = -1, inner_n = G.n + 1;
+        for (int h = 0; h < G.n; h++) {
+            const uint64_t *lh = loops + (size_t)h * words;
+            if (h == main_h || !BIT(lh, h) || !BIT(lh, b) || !BIT(body, h)) continue;
+            int cnt = 0;
+            for (int q = 0; q < G.n; q++) cnt += (int)BIT(lh, q);
+            if (cnt < inner_n) inner = h, inner_n = cnt;
+        }
         for (int i = G.first[b]; i <= G.last[b]; i++) {
             const ins *in = &e->ins[i];
             int st = 0;
@@ -644,6 +655,7 @@ static void analyse(entry *e)
             a->is_store = st;
             a->bytes = access_bytes(in->op);
             a->kind = classify(e, &T, in, st, &a->param);
+            a->inner = inner;
         }
     }
     e->bad = 0;
@@ -840,18 +852,54 @@ static int check_row_plan(const mb_plan *p, mb_shape s, const mb_device *dev, in
             return -1;
         }
         if (model_row_pe(p, k, s, dev, &r_pe, &w_pe) != 0) return -1;
-        used[c.warp ? 1 : 0] = 1;
+        int from_ptx = 0;
+        if (c.impl == MB_KERN_CUDA_ROW_OP) { /* hand-written: its bytes from its PTX */
+            entry *e = find_entry(c.symbol);
+            if (!e) {
+                fprintf(stderr, "ptx_traffic: error: kernel %s (%s %s) is in none of the PTX files\n", c.symbol,
+                        p->g->name, K->name);
+                return -1;
+            }
+            e->launched = 1;
+            analyse(e);
+            if (e->bad) {
+                printf("ptx_traffic: FAIL %s: %s (%s)\n", c.symbol, e->why, e->file->path);
+                bad++;
+                continue;
+            }
+            /* x is parameter 0, w 1, y 2; each access of a column loop moves
+             * one 16-byte vector of 16 / element size elements an iteration */
+            const double per_iter = 16.0 / (double)mb_dtype_bytes(c.dt);
+            b.read_pe = b.write_pe = b.col_pe = 0;
+            for (int i = 0; i < e->n_acc; i++) {
+                const access *a = &e->acc[i];
+                if (a->kind == ACC_TABLE || a->inner < 0) continue; /* per row: statistics */
+                if (a->kind == ACC_UNKNOWN) {
+                    printf("ptx_traffic: FAIL %s: the load or store at %s:%d goes through no single parameter\n",
+                           c.symbol, e->file->path, a->line);
+                    bad++;
+                    continue;
+                }
+                double pe = (double)a->bytes / per_iter;
+                if (a->param == 1) b.col_pe += pe;
+                else if (a->is_store) b.write_pe += pe;
+                else b.read_pe += pe;
+            }
+            from_ptx = 1;
+        }
+        used[c.warp ? 1 : 0] |= !from_ptx;
         char shape[64], passes[32];
         snprintf(shape, sizeof shape, "%lldx%lld", (long long)s.rows, (long long)s.cols);
         snprintf(passes, sizeof passes, "%d%s", c.onepass ? 1 : c.passes, c.onepass ? " chip" : "");
-        printf("%-11s %-7s %-5s %-12s %-13s %-19s %-7s %5.2f+%-5.2f   %5.2f+%-5.2f", p->g->name,
+        printf("%-11s %-7s %-5s %-12s %-13s %-34s %-7s %5.2f+%-5.2f   %5.2f+%-5.2f", p->g->name,
                mb_plan_name(p->kind), mb_dtype_name(c.dt), shape, K->name, c.symbol, passes, r_pe, w_pe, b.read_pe,
                b.write_pe);
         if (b.col_pe > 0) printf(" (+%.0f [cols])", b.col_pe);
+        printf(" %s", from_ptx ? "PTX" : "program");
         if (fabs(b.read_pe - r_pe) > 1e-6 || fabs(b.write_pe - w_pe) > 1e-6) {
-            printf("\nptx_traffic: MISMATCH %s (%s %s %s %s kernel %s): model %.2f+%.2f B/elem, program %.2f+%.2f\n",
+            printf("\nptx_traffic: MISMATCH %s (%s %s %s %s kernel %s): model %.2f+%.2f B/elem, %s %.2f+%.2f\n",
                    c.symbol, p->g->name, mb_plan_name(p->kind), mb_dtype_name(c.dt), shape, K->name, r_pe, w_pe,
-                   b.read_pe, b.write_pe);
+                   from_ptx ? "PTX (column loops)" : "program", b.read_pe, b.write_pe);
             bad++;
         } else {
             printf("   ok\n");
@@ -859,6 +907,14 @@ static int check_row_plan(const mb_plan *p, mb_shape s, const mb_device *dev, in
     }
     return bad;
 }
+
+/* The library row ops no built-in variant spells, so that every
+ * hand-written row kernel is reached by some plan. */
+static const char *const row_texts[] = {
+    "name log_softmax_op\ninput x [rows, cols]\ny = log_softmax(x, -1)\noutput y\n",
+    "name layer_norm_op\ninput x [rows, cols]\ninput w [cols]\ny = layer_norm(x, w)\noutput y\n",
+    "name rms_norm_op\ninput x [rows, cols]\ninput w [cols]\ny = rms_norm(x, w)\noutput y\n",
+};
 
 /* Every row variant x plan x dtype at the three shapes. */
 static int run_rows(const opts *o, char names[][MB_NAME_MAX], int nv, int *checked, int used[2])
@@ -871,12 +927,17 @@ static int run_rows(const opts *o, char names[][MB_NAME_MAX], int nv, int *check
     }
     const mb_shape shapes[] = {{2, 4096, 1024}, {2, 1024, 16384}, {2, 64, (int64_t)1 << 20}};
     int bad = 0, header = 0;
-    for (int v = 0; v < nv && bad >= 0; v++) {
-        if (o->variant && strcmp(o->variant, names[v])) continue;
+    const int nt = (int)(sizeof row_texts / sizeof row_texts[0]);
+    for (int v = 0; v < nv + nt && bad >= 0; v++) {
+        if (o->variant && (v >= nv || strcmp(o->variant, names[v]))) continue;
         for (int dt = 0; dt < MB_DTYPE_COUNT && bad >= 0; dt++) {
             if (o->dtype >= 0 && dt != o->dtype) continue;
             mb_graph *g = NULL;
-            if (mb_variant_load(names[v], (mb_dtype)dt, &g, &err) != MB_OK) return -1;
+            if (v < nv ? mb_variant_load(names[v], (mb_dtype)dt, &g, &err)
+                       : mb_parse_variant(row_texts[v - nv], "<ptx_traffic>", (mb_dtype)dt, &g, &err)) {
+                fprintf(stderr, "ptx_traffic: error: %s\n", err.msg);
+                return -1;
+            }
             for (int pk = 0; pk < MB_PLAN_COUNT && bad >= 0 && g->has_row_ops; pk++) {
                 if (!mb_plan_supported(g, (mb_plan_kind)pk)) continue;
                 mb_plan *p = NULL;
@@ -886,8 +947,8 @@ static int run_rows(const opts *o, char names[][MB_NAME_MAX], int nv, int *check
                     break;
                 }
                 if (!header++)
-                    printf("\n%-11s %-7s %-5s %-12s %-13s %-19s %-7s %-13s   %s\n", "variant", "plan", "dtype", "shape",
-                           "kernel", "CUDA kernel", "passes", "model B/elem", "program B/elem (h200)");
+                    printf("\n%-11s %-7s %-5s %-12s %-13s %-34s %-7s %-13s   %s\n", "variant", "plan", "dtype", "shape",
+                           "kernel", "CUDA kernel", "passes", "model B/elem", "kernel B/elem (h200): from");
                 for (size_t si = 0; si < sizeof shapes / sizeof shapes[0] && bad >= 0; si++) {
                     int b = check_row_plan(p, shapes[si], &dev, used);
                     bad = b < 0 ? -1 : bad + b;
@@ -955,7 +1016,8 @@ static int run_traffic(const opts *o)
      * kernels would run on the evaluator, and this check would not see them) */
     for (int i = 0; !o->variant && o->dtype < 0 && i < n_entries; i++) {
         const char *nm = entries[i].name;
-        if ((!strncmp(nm, "hand_kernel<", 12) || !strncmp(nm, "copy_kernel<", 12)) && !entries[i].launched) {
+        if ((!strncmp(nm, "hand_kernel<", 12) || !strncmp(nm, "copy_kernel<", 12) ||
+             !strncmp(nm, "row_op_kernel<", 14)) && !entries[i].launched) {
             printf("ptx_traffic: FAIL %s: hand-written, but no plan of the built-in variants launches it\n", nm);
             bad++;
         }
