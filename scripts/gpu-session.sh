@@ -20,8 +20,10 @@
 # device tool brings back from $OUT (<= 8 files, <= 16 MiB each).
 #
 # Budget (--budget-s, default 330 s): validate 195 s, ncu 60 s, torch 70 s.
-# The row variants' run (20 rows, about 30 s on an H200: estimate, not yet
-# timed there) comes after 2^28 and 2^26 and before the small sizes.
+# The row variants' run (20 rows of 2^26 and 2^27 elements, 30-60 s on an
+# H200: an estimate from the 1-D rows' cost per row and per element, not yet
+# timed there) comes after 2^28 and 2^26 and before the small sizes, which a
+# short budget drops first.
 # Each step runs under `timeout` with its share, cut to what is left of the
 # total; a step that would start with less than its minimum is skipped, saying
 # so. validate gets an internal budget (its share less 10 s) so it drops sizes
@@ -53,7 +55,7 @@ skip=","
 sizes=""
 work=""
 
-usage() { sed -n '2,44s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"; }
+usage() { sed -n '2,46s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"; }
 die_usage() { echo "gpu-session: error: $*" >&2; exit 2; }
 
 while [ $# -gt 0 ]; do

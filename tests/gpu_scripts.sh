@@ -110,7 +110,7 @@ FAKE_LOG=$tmp/sizes.log PATH=$tmp/fakesmi:$PATH bash "$src/scripts/gpu-validate.
 check "sweep: 2^28, then 2^26 first" \
   bash -c "[ \"\$(head -n2 '$tmp/sizes.log' | tr '\n' ' ')\" = '268435456 67108864 ' ]"
 check "sweep: the small sizes skipped by the estimate, named" \
-  grep -q "skipped sizes 65536,262144,1048576,4194304,16777216" "$tmp/v.log"
+  grep -Eq "skipped sizes (rows,)?65536,262144,1048576,4194304,16777216" "$tmp/v.log"
 check "sweep: measure.csv merges the runs it made" \
   bash -c "[ \"\$(grep -c ',cuda,copy,' '$tmp/v/measure.csv')\" -eq 8 ]"
 : >"$tmp/sizes.log"

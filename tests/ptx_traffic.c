@@ -730,6 +730,8 @@ static int check_eval(entry *e)
 typedef struct opts {
     const char *variant;       /* NULL: every built-in */
     int dtype;                 /* -1: every dtype */
+    int plan;                  /* row variants: -1 every plan */
+    mb_shape shape;            /* row variants: rank 0 the three shapes */
 } opts;
 
 /* Checks every kernel of plan p; sets *eval_used when one runs on the
@@ -939,7 +941,7 @@ static int run_rows(const opts *o, char names[][MB_NAME_MAX], int nv, int *check
                 return -1;
             }
             for (int pk = 0; pk < MB_PLAN_COUNT && bad >= 0 && g->has_row_ops; pk++) {
-                if (!mb_plan_supported(g, (mb_plan_kind)pk)) continue;
+                if (!mb_plan_supported(g, (mb_plan_kind)pk) || (o->plan >= 0 && pk != o->plan)) continue;
                 mb_plan *p = NULL;
                 if (mb_plan_build(g, (mb_plan_kind)pk, &p, &err) != MB_OK) {
                     fprintf(stderr, "ptx_traffic: error: %s: %s\n", names[v], err.msg);
@@ -950,7 +952,8 @@ static int run_rows(const opts *o, char names[][MB_NAME_MAX], int nv, int *check
                     printf("\n%-11s %-7s %-5s %-12s %-13s %-34s %-7s %-13s   %s\n", "variant", "plan", "dtype", "shape",
                            "kernel", "CUDA kernel", "passes", "model B/elem", "kernel B/elem (h200): from");
                 for (size_t si = 0; si < sizeof shapes / sizeof shapes[0] && bad >= 0; si++) {
-                    int b = check_row_plan(p, shapes[si], &dev, used);
+                    if (o->shape.rank == 2 && si > 0) break; /* --shape: that one only */
+                    int b = check_row_plan(p, o->shape.rank == 2 ? o->shape : shapes[si], &dev, used);
                     bad = b < 0 ? -1 : bad + b;
                 }
                 (*checked)++;
@@ -1014,7 +1017,7 @@ static int run_traffic(const opts *o)
     /* every hand-written kernel is for some built-in variant's plan: one no
      * plan reaches means cuda_plan.cu's matching no longer finds it (its
      * kernels would run on the evaluator, and this check would not see them) */
-    for (int i = 0; !o->variant && o->dtype < 0 && i < n_entries; i++) {
+    for (int i = 0; !o->variant && o->dtype < 0 && o->plan < 0 && o->shape.rank != 2 && i < n_entries; i++) {
         const char *nm = entries[i].name;
         if ((!strncmp(nm, "hand_kernel<", 12) || !strncmp(nm, "copy_kernel<", 12) ||
              !strncmp(nm, "row_op_kernel<", 14)) && !entries[i].launched) {
@@ -1096,7 +1099,7 @@ static int run_spills(char **logs, int n_logs)
 
 static int usage(void)
 {
-    fprintf(stderr, "usage: ptx_traffic [--variant V] [--dtype f32|bf16|f16] PTX...\n"
+    fprintf(stderr, "usage: ptx_traffic [--variant V] [--dtype f32|bf16|f16] [--plan P] [--shape RxC] PTX...\n"
                     "       ptx_traffic --spills PTXAS_LOG...\n");
     return 2;
 }
@@ -1104,7 +1107,7 @@ static int usage(void)
 int main(int argc, char **argv)
 {
     if (argc > 1 && !strcmp(argv[1], "--spills")) return argc > 2 ? run_spills(argv + 2, argc - 2) : usage();
-    opts o = {NULL, -1};
+    opts o = {NULL, -1, -1, {0, 0, 0}};
     int i = 1;
     for (; i < argc && !strncmp(argv[i], "--", 2); i++) {
         if (!strcmp(argv[i], "--variant") && i + 1 < argc) {
@@ -1113,6 +1116,13 @@ int main(int argc, char **argv)
             mb_dtype t;
             if (mb_dtype_parse(argv[++i], &t) != MB_OK) return usage();
             o.dtype = (int)t;
+        } else if (!strcmp(argv[i], "--plan") && i + 1 < argc) {
+            mb_plan_kind k;
+            if (mb_plan_parse(argv[++i], &k) != MB_OK) return usage();
+            o.plan = (int)k;
+        } else if (!strcmp(argv[i], "--shape") && i + 1 < argc) {
+            mb_err err;
+            if (mb_shape_parse(argv[++i], &o.shape, &err) != MB_OK || o.shape.rank != 2) return usage();
         } else {
             return usage();
         }
