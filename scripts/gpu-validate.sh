@@ -86,6 +86,12 @@ while [ $# -gt 0 ]; do
     *) [ -z "$out" ] || { echo "gpu-validate: error: one OUTDIR only ('$out', '$1')" >&2; exit 2; }; out=$1; shift ;;
   esac
 done
+if [ "$row_shapes" != none ]; then
+  for sh in ${row_shapes//,/ }; do
+    [[ $sh =~ ^[0-9^]+x[0-9^]+$ ]] ||
+      { echo "gpu-validate: error: --row-shapes '$row_shapes': expected ROWSxCOLS,... or none" >&2; exit 2; }
+  done
+fi
 [ -n "$out" ] || { echo "gpu-validate: error: no OUTDIR (usage: scripts/gpu-validate.sh [options] OUTDIR)" >&2; exit 2; }
 if ! mkdir -p "$out" 2>/dev/null || [ ! -w "$out" ]; then
   echo "gpu-validate: error: cannot write to '$out'" >&2
@@ -388,9 +394,6 @@ while read -r v; do [ -n "$v" ] && runs+=("$v"); done <<<"$(sort -rn <<<"$large"
 # the row variants (2-D shapes) after the cold-memory sizes, before the small ones
 row_run=0
 if [ "$row_shapes" != none ]; then
-  for sh in ${row_shapes//,/ }; do
-    [[ $sh =~ ^[0-9^]+x[0-9^]+$ ]] || { echo "gpu-validate: error: --row-shapes '$row_shapes': expected ROWSxCOLS,..."; exit 2; }
-  done
   runs+=(rows)
   row_run=1
 fi
