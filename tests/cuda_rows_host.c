@@ -14,7 +14,9 @@
 #include <stdio.h>
 #include <string.h>
 
-static const char *const row_variants[] = {"softmax", "softmax_op", "layernorm", "rmsnorm"};
+/* softmax_bwd: its backward kernels through the same evaluator (layernorm_bwd
+ * and rmsnorm_bwd do not match the float64 reference there yet: left out) */
+static const char *const row_variants[] = {"softmax", "softmax_op", "layernorm", "rmsnorm", "softmax_bwd"};
 
 /* Runs plan p at shape s on dev through the emulator and verifies it. */
 static void run_one(const mb_plan *p, mb_shape s, const mb_device *dev, const char *what)
@@ -152,6 +154,6 @@ int main(void)
         }
     }
     printf("%d emulated runs\n", runs);
-    CHECK(runs >= 4 * 2 * 2 * 4 * 2);
+    CHECK(runs >= 5 * 2 * 2 * 4 * 2);
     return mb_test_done();
 }
