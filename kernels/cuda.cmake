@@ -5,10 +5,15 @@ set(MB_CUDA_KERNEL_SOURCES
   ${CMAKE_CURRENT_SOURCE_DIR}/elementwise.cu
   ${CMAKE_CURRENT_SOURCE_DIR}/fused_eval.cu
   ${CMAKE_CURRENT_SOURCE_DIR}/fused_lecture.cu
+  ${CMAKE_CURRENT_SOURCE_DIR}/rows_eval.cu
+  ${CMAKE_CURRENT_SOURCE_DIR}/rows_op.cu
   ${CMAKE_CURRENT_SOURCE_DIR}/cuda_plan.cu
   ${CMAKE_CURRENT_SOURCE_DIR}/probes.cu)
 
-add_library(mb_kernels_cuda STATIC ${MB_CUDA_KERNEL_SOURCES})
+# host code only (no kernels, so no PTX of its own): the row evaluator's lowering
+set(MB_CUDA_HOST_SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/cuda_rows.cu)
+
+add_library(mb_kernels_cuda STATIC ${MB_CUDA_KERNEL_SOURCES} ${MB_CUDA_HOST_SOURCES})
 target_include_directories(mb_kernels_cuda PUBLIC ${CMAKE_CURRENT_SOURCE_DIR})
 set_target_properties(mb_kernels_cuda PROPERTIES
   CUDA_STANDARD 17 CUDA_STANDARD_REQUIRED ON CUDA_RUNTIME_LIBRARY Static)

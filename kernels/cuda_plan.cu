@@ -99,6 +99,12 @@ extern "C" int mb_kern_cuda_open(int ordinal, mb_kern_cuda_device *dev, mb_err *
     dev->l2_bytes = v;
     CUDA_TRY(cudaDeviceGetAttribute(&v, cudaDevAttrMaxPersistingL2CacheSize, ordinal));
     dev->persisting_l2_max_bytes = v;
+    CUDA_TRY(cudaDeviceGetAttribute(&v, cudaDevAttrMaxSharedMemoryPerMultiprocessor, ordinal));
+    dev->smem_per_sm_bytes = v;
+    CUDA_TRY(cudaDeviceGetAttribute(&v, cudaDevAttrMaxSharedMemoryPerBlockOptin, ordinal));
+    dev->smem_optin_bytes = v;
+    CUDA_TRY(cudaDeviceGetAttribute(&v, cudaDevAttrMaxRegistersPerMultiprocessor, ordinal));
+    dev->regs_per_sm = v;
     CUDA_TRY(cudaDeviceGetAttribute(&v, cudaDevAttrMemoryClockRate, ordinal));
     dev->mem_clock_khz = v;
     CUDA_TRY(cudaDeviceGetAttribute(&v, cudaDevAttrGlobalMemoryBusWidth, ordinal));
@@ -111,6 +117,11 @@ extern "C" int mb_kern_cuda_open(int ordinal, mb_kern_cuda_device *dev, mb_err *
     CUDA_TRY(cudaDriverGetVersion(&dev->driver_version));
     CUDA_TRY(cudaRuntimeGetVersion(&dev->runtime_version));
     return MB_OK;
+}
+
+extern "C" double mb_kern_cuda_onchip_kib(const mb_kern_cuda_device *dev)
+{
+    return ((double)dev->smem_per_sm_bytes + 4.0 * (double)dev->regs_per_sm) / 1024.0;
 }
 
 /* ---- hand-written kernel matching ---------------------------------------- */
@@ -274,6 +285,10 @@ typedef struct kernel_rec {
     void *out[4];
     /* MB_KERN_CUDA_EVAL */
     mb_eval_prog *prog;
+    /* MB_KERN_CUDA_ROW */
+    mb_row_prog *rprog;
+    /* MB_KERN_CUDA_ROW_OP */
+    mb_rowop_args rowop;
     int grid; /* of the last launch */
     char desc[200];
 } kernel_rec;
@@ -281,6 +296,9 @@ typedef struct kernel_rec {
 struct mb_kern_cuda_plan {
     const mb_plan *p;
     int64_t n;
+    mb_shape shape;
+    int64_t *elems; /* per node: elements at shape (mb_tensor_elems_at) */
+    const mb_device *spec; /* the model's device of the one-pass choice, or NULL */
     int sm_count;
     void **dev;     /* per node: device buffer or NULL */
     kernel_rec *k;
@@ -293,6 +311,8 @@ extern "C" const char *mb_kern_cuda_impl_name(mb_kern_cuda_impl i)
     case MB_KERN_CUDA_OP: return "op";
     case MB_KERN_CUDA_HAND: return "hand";
     case MB_KERN_CUDA_EVAL: return "eval";
+    case MB_KERN_CUDA_ROW: return "row";
+    case MB_KERN_CUDA_ROW_OP: return "rowop";
     default: return "?";
     }
 }
@@ -308,16 +328,21 @@ static void stored_nodes(const mb_plan *p, unsigned char *st)
     }
 }
 
-extern "C" int64_t mb_kern_cuda_plan_bytes(const mb_plan *p, int64_t n)
+extern "C" int64_t mb_kern_cuda_plan_bytes_shape(const mb_plan *p, mb_shape s)
 {
     unsigned char *st = (unsigned char *)malloc((size_t)p->g->n_nodes + 1);
     if (!st) return -1;
     stored_nodes(p, st);
     int64_t total = 0;
     for (int i = 0; i < p->g->n_nodes; i++)
-        if (st[i]) total += n * (int64_t)mb_dtype_bytes(p->g->nodes[i].dtype);
+        if (st[i]) total += mb_tensor_elems_at(p->g, i, s) * (int64_t)mb_dtype_bytes(p->g->nodes[i].dtype);
     free(st);
     return total;
+}
+
+extern "C" int64_t mb_kern_cuda_plan_bytes(const mb_plan *p, int64_t n)
+{
+    return mb_kern_cuda_plan_bytes_shape(p, mb_shape_1d(n));
 }
 
 /* A free slot (marked busy), or -1 when all are taken. */
@@ -453,10 +478,28 @@ static int uniform_dtype(const mb_graph *g, const mb_kernel *K, mb_dtype dt)
     return 1;
 }
 
+static mb_op nd0_op(const mb_graph *g, const mb_kernel *K) { return g->nodes[K->nodes[0]].op; }
+
+/* 1 when kernel K is one row op a hand-written row kernel runs: its
+ * operand a full-row read, a norm's weight a [cols] read or a scalar, its
+ * result its one write, rows of whole 16-byte vectors. */
+static int rowop_fits(const mb_graph *g, const mb_kernel *K, mb_shape s)
+{
+    if (K->n_nodes != 1 || K->n_writes != 1 || K->writes[0] != K->nodes[0] || !K->online) return 0;
+    const mb_node *nd = &g->nodes[K->nodes[0]];
+    if (!mb_cuda_rowop_has(nd->op) || nd->arg[0] < 0 || g->nodes[nd->arg[0]].shape != MB_SHC_FULL) return 0;
+    if (index_of(K->reads, K->n_reads, nd->arg[0]) < 0) return 0;
+    if (mb_op_arity(nd->op) > 1 && nd->arg[1] >= 0 &&
+        (g->nodes[nd->arg[1]].shape != MB_SHC_COL || index_of(K->reads, K->n_reads, nd->arg[1]) < 0))
+        return 0;
+    const int v = 16 / mb_dtype_bytes(nd->dtype);
+    return s.cols % v == 0 && s.cols >= v;
+}
+
 /* The choice of mb_kern_cuda_choose; *hand_out gets the hand-written
  * kernel's entry (MB_KERN_CUDA_HAND), else NULL. Reads the plan only. */
-static int choose(const mb_plan *p, int k, int flags, mb_kern_cuda_choice *c, const hand_entry **hand_out,
-                  mb_err *err)
+static int choose(const mb_plan *p, int k, mb_shape shape, const mb_device *spec, int flags,
+                  mb_kern_cuda_choice *c, const hand_entry **hand_out, mb_err *err)
 {
     memset(c, 0, sizeof *c);
     *hand_out = NULL;
@@ -467,6 +510,27 @@ static int choose(const mb_plan *p, int k, int flags, mb_kern_cuda_choice *c, co
         return mb_err_set(err, MB_EINPUT, "kernel %s computes or writes nothing", K->name);
     c->dt = g->nodes[K->nodes[K->n_nodes - 1]].dtype;
     int uniform = uniform_dtype(g, K, c->dt);
+    if (g->has_row_ops) { /* reductions, broadcasting: the row evaluator, passes as the model's */
+        c->impl = MB_KERN_CUDA_ROW;
+        c->passes = K->passes > 0 ? K->passes : 1;
+        c->onepass = K->passes > 1 && spec && mb_kernel_onepass_max_cols(K, spec) >= shape.cols;
+        c->warp = shape.cols <= MB_ROW_WARP_MAX_COLS;
+        if (!(flags & (MB_KERN_CUDA_NO_HAND | MB_KERN_CUDA_ALL_EVAL)) && uniform && rowop_fits(g, K, shape) &&
+            mb_cuda_rowop_symbol(nd0_op(g, K), c->dt, c->warp, c->onepass, K->online[0], c->symbol,
+                                 sizeof c->symbol) == 0) {
+            c->impl = MB_KERN_CUDA_ROW_OP;
+            c->op = nd0_op(g, K);
+            c->smem_bytes = (int64_t)mb_cuda_rowop_smem(c->op, c->dt, c->warp, c->onepass, shape.cols);
+            return MB_OK;
+        }
+        snprintf(c->symbol, sizeof c->symbol, "row_eval_kernel<%d>", c->warp);
+        mb_row_prog *P = (mb_row_prog *)malloc(sizeof *P);
+        if (!P) return mb_err_set(err, MB_ERUN, "out of memory");
+        int rc = mb_cuda_row_lower(p, k, shape, c->onepass, NULL, P, err);
+        if (rc == MB_OK) c->smem_bytes = (int64_t)mb_cuda_row_smem(P, c->warp);
+        free(P);
+        return rc;
+    }
 
     if (!(flags & (MB_KERN_CUDA_NO_HAND | MB_KERN_CUDA_ALL_EVAL)) && uniform) {
         const hand_entry *h = hand_match(p, K);
@@ -498,10 +562,18 @@ static int choose(const mb_plan *p, int k, int flags, mb_kern_cuda_choice *c, co
     return MB_OK;
 }
 
+extern "C" int mb_kern_cuda_choose_shape(const mb_plan *p, int k, mb_shape s, const mb_device *dev, int flags,
+                                         mb_kern_cuda_choice *c, mb_err *err)
+{
+    const hand_entry *h;
+    return choose(p, k, s, dev, flags, c, &h, err);
+}
+
 extern "C" int mb_kern_cuda_choose(const mb_plan *p, int k, int flags, mb_kern_cuda_choice *c, mb_err *err)
 {
     const hand_entry *h;
-    return choose(p, k, flags, c, &h, err);
+    mb_shape s = p->g->default_shape.rank == 2 ? p->g->default_shape : mb_shape_1d((int64_t)1 << 20);
+    return choose(p, k, s, NULL, flags, c, &h, err);
 }
 
 static int lower_kernel(mb_kern_cuda_plan *cp, int k, int flags, mb_err *err)
@@ -512,8 +584,53 @@ static int lower_kernel(mb_kern_cuda_plan *cp, int k, int flags, mb_err *err)
     kernel_rec *R = &cp->k[k];
     mb_kern_cuda_choice c;
     const hand_entry *h;
-    if (choose(p, k, flags, &c, &h, err) != MB_OK) return MB_EINPUT;
+    if (choose(p, k, cp->shape, cp->spec, flags, &c, &h, err) != MB_OK) return MB_EINPUT;
     R->dt = c.dt;
+    if (c.impl == MB_KERN_CUDA_ROW_OP) {
+        const mb_node *nd = &g->nodes[K->nodes[0]];
+        R->impl = MB_KERN_CUDA_ROW_OP;
+        mb_rowop_args *a = &R->rowop;
+        a->op = nd->op;
+        a->dt = c.dt;
+        a->warp = c.warp;
+        a->onepass = c.onepass;
+        a->online = K->online[0];
+        a->x = cp->dev[nd->arg[0]];
+        a->w = mb_op_arity(nd->op) > 1 && nd->arg[1] >= 0 ? cp->dev[nd->arg[1]] : NULL;
+        a->ws = mb_op_arity(nd->op) > 1 && nd->arg[1] < 0 ? (float)nd->scalar[1] : 1.0f;
+        a->y = cp->dev[K->nodes[0]];
+        a->rows = cp->shape.rows;
+        a->cols = cp->shape.cols;
+        a->eps = (float)nd->eps;
+    }
+    if (c.impl == MB_KERN_CUDA_ROW || c.impl == MB_KERN_CUDA_ROW_OP) {
+        int optin = 0, ordinal = 0;
+        CUDA_TRY(cudaGetDevice(&ordinal));
+        CUDA_TRY(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, ordinal));
+        if (c.smem_bytes > optin)
+            return mb_err_set(err, MB_EINPUT, "kernel %s at %lld columns: %s needs %lld B of shared memory a block "
+                              "(%s), this GPU gives a block %d B: the model keeps the row on chip (one pass), the "
+                              "kernel cannot", K->name, (long long)cp->shape.cols, c.symbol, (long long)c.smem_bytes,
+                              c.onepass ? "the row kept on chip" : "slots and statistics", optin);
+    }
+    if (c.impl == MB_KERN_CUDA_ROW_OP) {
+        snprintf(R->desc, sizeof R->desc, "rowop:%s %s %s %d pass%s%s%s", mb_op_name(R->rowop.op),
+                 c.warp ? "warp" : "block", mb_dtype_name(R->dt), c.onepass ? 1 : c.passes,
+                 (c.onepass ? 1 : c.passes) == 1 ? "" : "es", c.onepass ? " on chip" : "",
+                 R->rowop.online ? " online" : "");
+        return MB_OK;
+    }
+    if (c.impl == MB_KERN_CUDA_ROW) {
+        R->impl = MB_KERN_CUDA_ROW;
+        R->rprog = (mb_row_prog *)malloc(sizeof *R->rprog);
+        if (!R->rprog) return mb_err_set(err, MB_ERUN, "out of memory");
+        int rc = mb_cuda_row_lower(p, k, cp->shape, c.onepass, cp->dev, R->rprog, err);
+        if (rc != MB_OK) return rc;
+        snprintf(R->desc, sizeof R->desc, "row:%s %s %d pass%s%s %d ins %d slots %lld B smem", c.warp ? "warp" : "block",
+                 mb_dtype_name(R->dt), c.passes, c.passes == 1 ? "" : "es", c.onepass ? " on chip" : "",
+                 R->rprog->n_ins, R->rprog->n_slots, (long long)c.smem_bytes);
+        return MB_OK;
+    }
     if (c.impl == MB_KERN_CUDA_HAND) {
         R->impl = MB_KERN_CUDA_HAND;
         R->hand = h;
@@ -558,8 +675,9 @@ extern "C" void mb_kern_cuda_plan_free(mb_kern_cuda_plan *cp)
         for (int i = 0; i < cp->p->g->n_nodes; i++)
             if (cp->dev[i]) (void)cudaFree(cp->dev[i]);
     if (cp->k)
-        for (int k = 0; k < cp->nk; k++) free(cp->k[k].prog);
+        for (int k = 0; k < cp->nk; k++) free(cp->k[k].prog), free(cp->k[k].rprog);
     free(cp->dev);
+    free(cp->elems);
     free(cp->k);
     free(cp);
 }
@@ -567,19 +685,29 @@ extern "C" void mb_kern_cuda_plan_free(mb_kern_cuda_plan *cp)
 extern "C" int mb_kern_cuda_plan_new(const mb_plan *p, int64_t n, int sm_count, int flags,
                                      mb_kern_cuda_plan **out, mb_err *err)
 {
+    return mb_kern_cuda_plan_new_shape(p, mb_shape_1d(n), NULL, sm_count, flags, out, err);
+}
+
+extern "C" int mb_kern_cuda_plan_new_shape(const mb_plan *p, mb_shape shape, const mb_device *spec, int sm_count,
+                                           int flags, mb_kern_cuda_plan **out, mb_err *err)
+{
     *out = NULL;
+    const int64_t n = mb_shape_elems(shape);
     if (n < 1 || n > MB_N_MAX) return mb_err_set(err, MB_EINPUT, "n = %lld is out of range", (long long)n);
     mb_kern_cuda_plan *cp = (mb_kern_cuda_plan *)calloc(1, sizeof *cp);
     if (!cp) return mb_err_set(err, MB_ERUN, "out of memory");
     int nn = p->g->n_nodes;
     cp->p = p;
     cp->n = n;
+    cp->shape = shape;
+    cp->spec = spec;
     cp->sm_count = sm_count > 0 ? sm_count : 1;
     cp->nk = p->n_kernels;
     cp->dev = (void **)calloc((size_t)nn + 1, sizeof(void *));
     cp->k = (kernel_rec *)calloc((size_t)p->n_kernels + 1, sizeof(kernel_rec));
+    cp->elems = (int64_t *)calloc((size_t)nn + 1, sizeof(int64_t));
     unsigned char *st = (unsigned char *)malloc((size_t)nn + 1);
-    if (!cp->dev || !cp->k || !st) {
+    if (!cp->dev || !cp->k || !st || !cp->elems) {
         free(st);
         mb_kern_cuda_plan_free(cp);
         return mb_err_set(err, MB_ERUN, "out of memory");
@@ -587,8 +715,9 @@ extern "C" int mb_kern_cuda_plan_new(const mb_plan *p, int64_t n, int sm_count, 
     stored_nodes(p, st);
     int rc = MB_OK;
     for (int i = 0; i < nn && rc == MB_OK; i++) {
+        cp->elems[i] = mb_tensor_elems_at(p->g, i, shape);
         if (!st[i]) continue;
-        size_t bytes = (size_t)n * mb_dtype_bytes(p->g->nodes[i].dtype);
+        size_t bytes = (size_t)cp->elems[i] * mb_dtype_bytes(p->g->nodes[i].dtype);
         cudaError_t e = cudaMalloc(&cp->dev[i], bytes);
         if (e != cudaSuccess) {
             (void)cudaGetLastError(); /* out of memory is not sticky: clear it */
@@ -632,7 +761,7 @@ extern "C" int mb_kern_cuda_upload_inputs(mb_kern_cuda_plan *cp, const mb_kern_t
     for (int i = 0; i < g->n_nodes; i++) {
         if (!cp->dev[i] || g->nodes[i].op != MB_OP_INPUT) continue;
         if (!t->data[i]) return mb_err_set(err, MB_EINPUT, "input node %d has no host data", i);
-        CUDA_TRY(cudaMemcpy(cp->dev[i], t->data[i], (size_t)cp->n * mb_dtype_bytes(g->nodes[i].dtype),
+        CUDA_TRY(cudaMemcpy(cp->dev[i], t->data[i], (size_t)cp->elems[i] * mb_dtype_bytes(g->nodes[i].dtype),
                             cudaMemcpyHostToDevice));
     }
     /* cudaMemcpy from pageable memory returns once the data is staged, not
@@ -649,7 +778,7 @@ extern "C" int mb_kern_cuda_poison(mb_kern_cuda_plan *cp, unsigned rep, void *st
     float v = mb_kern_poison_value(rep);
     for (int i = 0; i < g->n_nodes; i++) {
         if (!cp->dev[i] || g->nodes[i].op == MB_OP_INPUT) continue;
-        CUDA_TRY(mb_cuda_fill_launch(cp->dev[i], g->nodes[i].dtype, v, cp->n, cp->sm_count,
+        CUDA_TRY(mb_cuda_fill_launch(cp->dev[i], g->nodes[i].dtype, v, cp->elems[i], cp->sm_count,
                                      (cudaStream_t)stream));
     }
     return MB_OK;
@@ -660,7 +789,7 @@ static int download_node(const mb_kern_cuda_plan *cp, mb_kern_tensors *t, int i,
     const mb_graph *g = cp->p->g;
     if (!cp->dev[i] || g->nodes[i].op == MB_OP_INPUT) return MB_OK;
     if (!t->data[i]) return mb_err_set(err, MB_EINPUT, "node %d has no host storage", i);
-    CUDA_TRY(cudaMemcpy(t->data[i], cp->dev[i], (size_t)cp->n * mb_dtype_bytes(g->nodes[i].dtype),
+    CUDA_TRY(cudaMemcpy(t->data[i], cp->dev[i], (size_t)cp->elems[i] * mb_dtype_bytes(g->nodes[i].dtype),
                         cudaMemcpyDeviceToHost));
     return MB_OK;
 }
@@ -696,6 +825,8 @@ extern "C" int mb_kern_cuda_launch(mb_kern_cuda_plan *cp, int k, void *stream, m
         e = mb_cuda_hand_launch(R->hand->id, R->dt, R->in, R->out, cp->n, cp->sm_count, s, &R->grid);
         break;
     case MB_KERN_CUDA_EVAL: e = mb_cuda_eval_launch(R->prog, cp->n, cp->sm_count, s, &R->grid); break;
+    case MB_KERN_CUDA_ROW: e = mb_cuda_row_launch(R->rprog, cp->sm_count, s, &R->grid); break;
+    case MB_KERN_CUDA_ROW_OP: e = mb_cuda_rowop_launch(&R->rowop, cp->sm_count, s, &R->grid); break;
     default: break;
     }
     if (e != cudaSuccess) {

@@ -25,6 +25,9 @@ typedef struct mb_kern_cuda_device {
     int sm_count;
     int64_t l2_bytes;          /* cudaDevAttrL2CacheSize */
     int64_t persisting_l2_max_bytes;
+    int64_t smem_per_sm_bytes;     /* cudaDevAttrMaxSharedMemoryPerMultiprocessor */
+    int64_t smem_optin_bytes;      /* cudaDevAttrMaxSharedMemoryPerBlockOptin: what one block may take */
+    int64_t regs_per_sm;           /* cudaDevAttrMaxRegistersPerMultiprocessor (32-bit) */
     int64_t mem_bytes;         /* total global memory */
     int mem_clock_khz;         /* peak memory clock (cudaDevAttrMemoryClockRate) */
     int bus_width_bits;        /* cudaDevAttrGlobalMemoryBusWidth */
@@ -48,10 +51,16 @@ typedef enum mb_kern_cuda_impl {
     MB_KERN_CUDA_OP = 0, /* one node, generic per-op kernel (16-byte vectors) */
     MB_KERN_CUDA_HAND,   /* hand-written fused kernel of a lecture variant */
     MB_KERN_CUDA_EVAL,   /* the fused-kernel evaluator over the node list */
+    MB_KERN_CUDA_ROW,    /* the row evaluator (plans with row operations) */
+    MB_KERN_CUDA_ROW_OP, /* a hand-written per-op row kernel (rows_op.cu) */
     MB_KERN_CUDA_IMPL_COUNT
 } mb_kern_cuda_impl;
 
-const char *mb_kern_cuda_impl_name(mb_kern_cuda_impl i); /* "op", "hand", "eval" */
+const char *mb_kern_cuda_impl_name(mb_kern_cuda_impl i); /* "op", "hand", "eval", "row", "rowop" */
+
+/* What one SM holds a row in, as the model's onchip_kib counts it (device
+ * table, model/device_table.c): shared memory + registers per SM, KiB. */
+double mb_kern_cuda_onchip_kib(const mb_kern_cuda_device *dev);
 
 /* Flags of mb_kern_cuda_plan_new. */
 enum {
@@ -76,6 +85,12 @@ typedef struct mb_kern_cuda_choice {
     /* bit i: the kernel's parameter i is passed NULL at every launch (an
      * op_kernel operand that is a scalar), so accesses through it never run */
     unsigned null_params;
+    /* MB_KERN_CUDA_ROW, MB_KERN_CUDA_ROW_OP: 1 when the row is kept on chip (the model's one pass
+     * on the device: mb_kernel_onepass_max_cols >= cols), the passes the
+     * kernel makes over a row, a row per warp (1) or per block (0), and the
+     * dynamic shared memory a block takes */
+    int onepass, passes, warp;
+    int64_t smem_bytes;
 } mb_kern_cuda_choice;
 
 /* The evaluator's __global__ function (fused_eval.cu), as symbol names it. */
@@ -85,6 +100,36 @@ typedef struct mb_kern_cuda_choice {
  * (MB_KERN_CUDA_NO_HAND, MB_KERN_CUDA_ALL_EVAL). MB_EINPUT when kernel k
  * does not exist or computes or writes nothing. */
 int mb_kern_cuda_choose(const mb_plan *p, int k, int flags, mb_kern_cuda_choice *c, mb_err *err);
+/* The same at shape s on device dev (a plan with row operations: one pass
+ * exactly where the model makes one on dev; dev NULL: multi-pass). */
+int mb_kern_cuda_choose_shape(const mb_plan *p, int k, mb_shape s, const mb_device *dev, int flags,
+                              mb_kern_cuda_choice *c, mb_err *err);
+
+/* Global memory traffic of the row kernel kernel k of plan p runs at shape s
+ * on dev on the row evaluator (the passes and one-pass choice of
+ * mb_kern_cuda_choose_shape; a hand-written row-op kernel makes the same
+ * passes, which tests/ptx_traffic.c reads from its PTX), per element of a full
+ * [rows, cols] tensor, from its lowered program (host only, no GPU):
+ * read_pe, full-row reads x the passes that load them from memory (a row
+ * kept on chip: once); write_pe, full-row writes; col_pe, [cols] operands,
+ * which every row loads again (from L1 or L2: the model counts them once).
+ * MB_EINPUT when kernel k is not a row kernel or cannot be lowered. */
+typedef struct mb_kern_cuda_row_bytes {
+    double read_pe, write_pe, col_pe;
+    int full_loads;   /* loads of full-row tensors per element */
+    int passes, onepass;
+} mb_kern_cuda_row_bytes;
+int mb_kern_cuda_row_traffic(const mb_plan *p, int k, mb_shape s, const mb_device *dev,
+                             mb_kern_cuda_row_bytes *out, mb_err *err);
+
+/* Runs every kernel of t's plan (a plan with row operations) on the host
+ * with the row evaluator's programs at t->shape on dev (the GPU runs them
+ * where no hand-written row-op kernel is chosen): the same
+ * lowering, the same per-lane code of rows_eval.cu over host memory, lanes
+ * taken in turn and statistics merged in the kernel's shuffle order. For
+ * checking the CUDA row kernels' logic without a GPU (against
+ * mb_kern_verify); not a CPU backend (it is slow and single-threaded). */
+int mb_kern_cuda_row_emulate(mb_kern_tensors *t, const mb_device *dev, mb_err *err);
 
 /* A plan's tensors in device memory and one launch recipe per kernel.
  * cudaMalloc'd buffers (256-byte aligned) for every tensor some kernel reads
@@ -93,6 +138,8 @@ typedef struct mb_kern_cuda_plan mb_kern_cuda_plan;
 
 /* Device bytes mb_kern_cuda_plan_new would allocate for p at n elements. */
 int64_t mb_kern_cuda_plan_bytes(const mb_plan *p, int64_t n);
+/* The same at a shape (each tensor sized by its shape class). */
+int64_t mb_kern_cuda_plan_bytes_shape(const mb_plan *p, mb_shape s);
 
 /* Prepares plan p (borrowed: must outlive the result) at n elements on the
  * current device: allocates its tensors and lowers every kernel. sm_count
@@ -101,6 +148,12 @@ int64_t mb_kern_cuda_plan_bytes(const mb_plan *p, int64_t n);
  * cannot be lowered (the message names it). */
 int mb_kern_cuda_plan_new(const mb_plan *p, int64_t n, int sm_count, int flags,
                           mb_kern_cuda_plan **out, mb_err *err);
+/* The same at shape s: tensors sized by their shape class; kernels of a plan
+ * with row operations run on the row evaluator, one pass where the model
+ * makes one on dev (NULL: multi-pass). MB_EINPUT when the model keeps a row
+ * on chip that the kernel's block cannot hold (shared memory opt-in). */
+int mb_kern_cuda_plan_new_shape(const mb_plan *p, mb_shape s, const mb_device *dev, int sm_count, int flags,
+                                mb_kern_cuda_plan **out, mb_err *err);
 void mb_kern_cuda_plan_free(mb_kern_cuda_plan *cp);
 
 int mb_kern_cuda_plan_kernels(const mb_kern_cuda_plan *cp);

@@ -158,6 +158,112 @@ typedef struct mb_eval_prog {
 cudaError_t mb_cuda_eval_launch(const mb_eval_prog *prog, int64_t n, int sm_count, cudaStream_t s,
                                 int *grid_out);
 
+/* rows_eval.cu: the row evaluator's program, for every kernel of a plan with
+ * row operations (cuda_rows.cu lowers one from the model's kernel). A group
+ * of threads (a warp for rows up to MB_ROW_WARP_MAX_COLS columns, the whole
+ * block above) takes a row and makes the kernel's passes over it; in each
+ * pass the instructions run in order over the row, 4 columns per thread per
+ * iteration. Operands: a per-element slot (< MB_ROW_MAX_SLOTS), a row value
+ * (MB_ROW_RV | k: per row, e.g. a reduction's result), or the immediate. */
+#define MB_ROW_MAX_INS 64
+#define MB_ROW_MAX_IO 8
+#define MB_ROW_MAX_SLOTS 16
+#define MB_ROW_MAX_STATS 8
+#define MB_ROW_MAX_RV 32
+#define MB_ROW_RV 0x80
+#define MB_ROW_IMM 255
+#define MB_ROW_WARP_MAX_COLS 1024
+
+typedef enum mb_row_ins_kind {
+    MB_ROWI_ELEM = 0, /* slot[dst] = op(a, b) per element */
+    MB_ROWI_RV,       /* rv[dst] = op(a, b) once per row (first thread), at the pass start */
+    MB_ROWI_STAT,     /* statistic `stat` accumulates operand a */
+    MB_ROWI_LIB       /* slot[dst] = library op's output from its finished statistics */
+} mb_row_ins_kind;
+
+typedef enum mb_row_stat_kind {
+    MB_ROWS_SUM = 0, /* res0 = sum x (mean: / cols) */
+    MB_ROWS_MAX,     /* res0 = max x */
+    MB_ROWS_SUMEXP,  /* res0 = sum exp(x - res0 of statistic dep) */
+    MB_ROWS_ONLINE,  /* res0 = max x, res1 = sum exp(x - res0), one pass */
+    MB_ROWS_WELFORD, /* res0 = mean, res1 = variance (biased), Welford / Chan */
+    MB_ROWS_SUMSQ    /* res0 = sum x*x */
+} mb_row_stat_kind;
+
+typedef struct mb_row_ins {
+    uint8_t kind, op, dst, a, b;
+    uint8_t stat, stat2;  /* MB_ROWI_STAT: its statistic; MB_ROWI_LIB: the first (and second) */
+    uint8_t pad;
+    uint32_t mask;        /* bit p: runs in pass p */
+    float imm_a, imm_b, eps;
+} mb_row_ins;
+
+typedef struct mb_row_stat {
+    uint8_t kind, pass, dep;
+    uint8_t rv;           /* row value set from it when it finishes, MB_ROW_IMM: none */
+    uint8_t which;        /* the result that goes to rv: 0 res0, 1 res1 */
+    uint8_t mean;         /* MB_ROWS_SUM: divide by cols */
+} mb_row_stat;
+
+/* Shapes of reads and writes. */
+enum { MB_ROWT_FULL = 0, MB_ROWT_COL, MB_ROWT_ROW, MB_ROWT_SCALAR };
+
+typedef struct mb_row_io {
+    const void *p;
+    uint8_t dt, shape;
+    uint8_t at;           /* slot (FULL, COL) or row value (ROW, SCALAR) */
+    uint8_t staged;       /* one pass: 1 when kept in shared memory after its first pass */
+    uint32_t mask;        /* reads: passes it is loaded in; writes: the pass it is stored in */
+    uint32_t stage_off;   /* staged: its bytes' offset in the group's staged row */
+} mb_row_io;
+
+typedef struct mb_row_prog {
+    int n_ins, n_stats, n_reads, n_writes, n_slots, n_rv, passes;
+    int onepass;          /* 1: staged reads are loaded from memory in their first pass only */
+    int64_t stage_bytes;  /* one pass: a group's staged row, every staged read's
+                             cols (rounded up to 4) x its element size */
+    int has_cols;         /* 0: every value is a row value (no column loop) */
+    int64_t rows, cols;
+    mb_row_io reads[MB_ROW_MAX_IO], writes[MB_ROW_MAX_IO];
+    mb_row_stat stats[MB_ROW_MAX_STATS];
+    mb_row_ins ins[MB_ROW_MAX_INS];
+} mb_row_prog;
+
+/* cuda_rows.cu: kernel k of plan p (a plan with row operations) at shape s
+ * as a row program over the device buffers dev (per node; NULL: none, for
+ * host-only checks). onepass: keep the reads of several passes on chip.
+ * MB_EINPUT (one line) when the kernel exceeds the program's limits. */
+int mb_cuda_row_lower(const mb_plan *p, int k, mb_shape s, int onepass, void *const *dev, mb_row_prog *P,
+                      mb_err *err);
+
+/* Dynamic shared memory a launch of prog takes (slots, partial statistics,
+ * row values, the staged row) with `warp` groups (1) or one row a block (0). */
+size_t mb_cuda_row_smem(const mb_row_prog *prog, int warp);
+cudaError_t mb_cuda_row_launch(const mb_row_prog *prog, int sm_count, cudaStream_t s, int *grid_out);
+
+/* rows_op.cu: the hand-written per-op row kernels (one row op over rows of
+ * whole 16-byte vectors). x [rows, cols]; w: the norms' [cols] weight, or
+ * NULL for the scalar ws; y: [rows, cols], or [rows, 1] for the reductions. */
+typedef struct mb_rowop_args {
+    mb_op op;
+    mb_dtype dt;
+    int warp, onepass, online;
+    const void *x, *w;
+    void *y;
+    int64_t rows, cols;
+    float eps, ws;
+} mb_rowop_args;
+
+/* 1 when op has a hand-written row kernel. */
+int mb_cuda_rowop_has(mb_op op);
+/* The demangled name of the instantiated form, or -1 when there is none
+ * (a warp row of a multi-pass op is instantiated on chip only, online for
+ * the softmaxes only). */
+int mb_cuda_rowop_symbol(mb_op op, mb_dtype dt, int warp, int onepass, int online, char *buf, size_t size);
+/* Dynamic shared memory of a launch: the staged rows of a one-pass form. */
+size_t mb_cuda_rowop_smem(mb_op op, mb_dtype dt, int warp, int onepass, int64_t cols);
+cudaError_t mb_cuda_rowop_launch(const mb_rowop_args *a, int sm_count, cudaStream_t s, int *grid_out);
+
 /* fused_lecture.cu: hand-written kernels. Pointers in the order of each
  * kernel's roles (see mb_cuda_hand_roles in cuda_plan.cu). */
 typedef enum mb_hand_id {

@@ -202,6 +202,10 @@ extern "C" int mb_meas_cuda_calibrate(const mb_meas_config *c, mb_device *out, c
     out->mem_bandwidth_gbs = S.dev.peak_bandwidth_gbs > 0 ? S.dev.peak_bandwidth_gbs : copy_gbs;
     out->measured_bandwidth_gbs = copy_gbs;
     out->cache_mb = S.dev.l2_bytes / 1048576.0;
+    /* what one SM holds a row in (the model's one pass against multi-pass,
+     * as the device table counts it): shared memory + registers per SM */
+    out->onchip_kib = mb_kern_cuda_onchip_kib(&S.dev);
+    out->sm_count = S.dev.sm_count;
     out->fp32_tflops = fma_flops / t_fma / 1e12;
     out->bf16_tflops = tab ? tab->bf16_tflops : out->fp32_tflops;
     out->sfu_tops = tab ? tab->sfu_tops : 0;

@@ -1,7 +1,9 @@
 /* cuda_counters.cu — the CUDA backend's DRAM byte counts: CUPTI opened once
  * per process, the L2 drain's own traffic counted once and subtracted, the
  * sanity gate (the copy kernel's counted bytes and bandwidth) that decides
- * whether counts are trusted, and each row's counted runs after its timing,
+ * whether counts are trusted, the row gate (a one-pass softmax row kernel's
+ * counted bytes) that decides it for 2-D rows, and each row's counted runs
+ * after its timing,
  * with the above-peak rule (count_check.c). Host code only; it does not time
  * rows (cuda_session.cu, cuda_ops.cu) or talk to CUPTI directly
  * (cupti_ranges.cpp behind mb_cupti.h). */
@@ -200,6 +202,58 @@ static int time_copy(mb_gpu_session *gs, void *x, void *y, int64_t n, int sample
     return rc;
 }
 
+/* The row gate, after the copy gate: softmax_op fused f32 at (n / 1024) x
+ * 1024 (4 KiB rows, one pass on any GPU: the row kept on chip) must count
+ * n x 4 bytes read and n x 4 written, each within 2%, as the model says. A
+ * row kernel that re-read its row, or a count that missed the stage, would
+ * be off by 100% and more. Off: every 2-D row's counts are untrusted. Its
+ * result is appended to S.gate. */
+static int row_gate(mb_gpu_session *gs, const mb_meas_config *c, int64_t n, mb_err *err)
+{
+    const mb_shape sh = {2, n / 1024, 1024};
+    mb_graph *g = NULL;
+    mb_plan *p = NULL;
+    mb_kern_cuda_plan *cp = NULL;
+    mb_device spec;
+    memset(&spec, 0, sizeof spec);
+    spec.onchip_kib = mb_kern_cuda_onchip_kib(&S.dev);
+    spec.sm_count = S.dev.sm_count;
+    int rc = mb_parse_variant("name softmax_op\ninput x [rows, cols]\ny = softmax(x, -1)\noutput y\n", "<row gate>",
+                              MB_F32, &g, err);
+    if (rc == MB_OK) rc = mb_plan_build(g, MB_PLAN_FUSED, &p, err);
+    if (rc == MB_OK) rc = mb_kern_cuda_plan_new_shape(p, sh, &spec, S.dev.sm_count, 0, &cp, err);
+    mb_kern_tensors t;
+    memset(&t, 0, sizeof t);
+    if (rc == MB_OK) rc = mb_kern_tensors_alloc_shape(p, sh, 0, &t, err);
+    if (rc == MB_OK) rc = mb_kern_cuda_upload_inputs(cp, &t, err);
+    double rd = 0, wr = 0;
+    if (rc == MB_OK) rc = count_plan(gs, c, cp, 1, &rd, &wr, err);
+    if (rc == MB_OK) {
+        const double want = (double)sh.rows * (double)sh.cols * 4, l2 = (double)S.dev.l2_bytes;
+        double er = 0, ew = 0;
+        int ok = mb_meas_count_vs_model(rd, 0, want, 0, want, l2, 0, MB_COUNT_GATE_TOL, &er) == MB_COUNT_OK &&
+                 mb_meas_count_vs_model(0, wr, 0, want, want, l2, 0, MB_COUNT_GATE_TOL, &ew) == MB_COUNT_OK;
+        S.row_gate = ok ? 1 : -1;
+        size_t used = strlen(S.gate);
+        snprintf(S.gate + used, sizeof S.gate - used,
+                 "; rows: softmax_op fused f32 %lldx%lld (%s): counted read %.4g B (%+.2f%%), write %.4g B (%+.2f%%), "
+                 "model %.4g B each: %s",
+                 (long long)sh.rows, (long long)sh.cols, mb_kern_cuda_plan_desc(cp, 0), rd, 100 * er, wr, 100 * ew,
+                 want, ok ? "trusted" : "UNTRUSTED");
+        if (!ok)
+            snprintf(S.row_gate_why, sizeof S.row_gate_why, "untrusted: row gate (softmax_op one pass) off by more "
+                                                            "than 2%%");
+        mb_meas_note(c, ok ? MB_MEAS_NOTE : MB_MEAS_WARNING, "counters: row gate: softmax_op fused %lldx%lld: read "
+                     "%+.2f%%, write %+.2f%% against the model: %s", (long long)sh.rows, (long long)sh.cols, 100 * er,
+                     100 * ew, ok ? "trusted" : "2-D rows' counts UNTRUSTED");
+    }
+    mb_kern_tensors_free(&t);
+    mb_kern_cuda_plan_free(cp);
+    mb_plan_free(p);
+    mb_graph_free(g);
+    return rc;
+}
+
 /* The sanity gate: the copy plan's counted DRAM bytes at a size >= 8x L2 must
  * be 2 n sizeof(f32) within 2% (read and write each within 2% of n x 4), and
  * its achieved bandwidth must not exceed the driver's peak. */
@@ -265,6 +319,14 @@ static int sanity_gate(mb_gpu_session *gs, const mb_meas_config *c, mb_err *err)
             }
             mb_meas_note(c, ok_bytes && ok_bw ? MB_MEAS_NOTE : MB_MEAS_WARNING, "counters: sanity gate: %s",
                          S.gate);
+            if (ok_bytes && ok_bw) {
+                mb_err re;
+                if (row_gate(gs, c, n, &re) != MB_OK) { /* 2-D rows' counts stay unjudged, said so */
+                    S.row_gate = -1;
+                    snprintf(S.row_gate_why, sizeof S.row_gate_why, "untrusted: row gate did not run");
+                    mb_meas_note(c, MB_MEAS_WARNING, "counters: row gate did not run: %s", re.msg);
+                }
+            }
         }
     }
     mb_kern_tensors_free(&t);
@@ -368,6 +430,8 @@ void mb_gpu_count_row(mb_gpu_session *gs, const mb_meas_config *c, mb_kern_cuda_
         if (mb_gpu_above_peak(gs, c, "counted DRAM bytes over the fastest sample:", row, rd, wr, !c->cold,
                               row->time_s_min, 0.0))
             snprintf(row->counters, sizeof row->counters, "untrusted: counted bytes / time above peak");
+        if (row->cols > 0 && S.row_gate < 0) /* a 2-D row after a failed row gate */
+            snprintf(row->counters, sizeof row->counters, "%s", S.row_gate_why);
         judge_count(gs, row, 0);
         if (!strcmp(row->count_check, "off"))
             mb_meas_note(c, MB_MEAS_WARNING,

@@ -52,7 +52,9 @@ typedef struct mb_gpu_session {
     /* counters */
     int cnt;            /* MB_GPU_CNT_* */
     char cnt_text[160]; /* the CSV's counters column for trusted/untrusted/unavailable */
-    char gate[320];     /* the sanity gate's result, for provenance */
+    char gate[640];     /* the sanity gate's result, for provenance */
+    int row_gate;       /* the row gate (cuda_counters.cu): 0 not run, 1 ok, -1 off */
+    char row_gate_why[120]; /* off: the counters column of 2-D rows */
     mb_cupti *cupti;
     double count_s;     /* wall time spent in counted runs (CUPTI overhead included) */
     int count_rows;

@@ -37,6 +37,7 @@ typedef struct cuda_state {
     cudaEvent_t *ev;   /* n_kernels + 1 */
     mb_gpu_clocks before;
     int have_before;
+    mb_device spec; /* the running GPU's on-chip size and SMs: the one-pass choice of row kernels */
 } cuda_state;
 
 static int kernel_flags(mb_meas_cuda_impl impl)
@@ -65,7 +66,8 @@ static int cuda_prepare(mb_meas_row_run *r, mb_err *err)
                      : !c->counters ? "unavailable: not requested" : S.cnt_text);
 
     /* room on the device: the plan's tensors plus a margin */
-    int64_t need = mb_kern_cuda_plan_bytes(p, r->n);
+    const mb_shape shape = mb_meas_record_shape(row);
+    int64_t need = mb_kern_cuda_plan_bytes_shape(p, shape);
     size_t free_b = 0, total_b = 0;
     CUDA_TRY(cudaMemGetInfo(&free_b, &total_b));
     if (need < 0 || (double)need > (double)free_b - (double)MB_MEAS_CUDA_MARGIN_BYTES)
@@ -77,8 +79,14 @@ static int cuda_prepare(mb_meas_row_run *r, mb_err *err)
     if (!B) return mb_err_set(err, MB_ERUN, "out of memory");
     r->be = B;
     B->gs = gs;
-    int rc = mb_kern_cuda_plan_new(p, r->n, S.dev.sm_count, kernel_flags(c->cuda_impl), &B->cp, err);
-    if (rc == MB_OK) rc = mb_kern_tensors_alloc(p, r->n, 0, &B->t, err);
+    /* row kernels keep a row on chip where the model does on this GPU: its
+     * shared memory and registers per SM (the device table's onchip_kib) */
+    snprintf(B->spec.name, sizeof B->spec.name, "local-gpu");
+    B->spec.onchip_kib = mb_kern_cuda_onchip_kib(&S.dev);
+    B->spec.sm_count = S.dev.sm_count;
+    int rc = mb_kern_cuda_plan_new_shape(p, shape, &B->spec, S.dev.sm_count, kernel_flags(c->cuda_impl), &B->cp,
+                                         err);
+    if (rc == MB_OK) rc = mb_kern_tensors_alloc_shape(p, shape, 0, &B->t, err);
     if (rc == MB_OK) rc = mb_kern_cuda_upload_inputs(B->cp, &B->t, err);
     if (rc != MB_OK) return rc;
     r->host = &B->t;
@@ -176,10 +184,50 @@ static int compare_cpu_grads(const mb_plan *p, mb_kern_tensors *t, double tol, d
 /* mb_kern_verify over t, or over the sample above when t->n is larger than
  * MB_VERIFY_FULL_MAX (ck->first_bad is then an index of t). *checked gets
  * the number of elements compared. */
+/* Row plans above MB_VERIFY_FULL_MAX: whole rows, evenly spaced from the
+ * first to the last (a row's statistics need all of it), about
+ * MB_VERIFY_FULL_MAX elements in all, at least one row. */
+static int verify_rows_sampled(const mb_plan *p, const mb_kern_tensors *t, unsigned rep, double tol,
+                               mb_kern_check *ck, int64_t *checked, mb_err *err)
+{
+    const mb_graph *g = p->g;
+    const int64_t R = t->shape.rows, C = t->shape.cols;
+    int64_t k = MB_VERIFY_FULL_MAX / C;
+    if (k < 1) k = 1;
+    if (k > R) k = R;
+    mb_kern_tensors sub;
+    memset(&sub, 0, sizeof sub);
+    mb_shape ss = {2, k, C};
+    int rc = mb_kern_tensors_alloc_shape(p, ss, 0, &sub, err);
+    for (int i = 0; rc == MB_OK && i < g->n_nodes; i++) {
+        if (!sub.data[i] || !t->data[i]) continue;
+        const mb_node *nd = &g->nodes[i];
+        const size_t eb = (size_t)mb_dtype_bytes(nd->dtype);
+        if (nd->shape == MB_SHC_COL || nd->shape == MB_SHC_SCALAR) {
+            memcpy(sub.data[i], t->data[i], eb * (size_t)mb_tensor_elems_at(g, i, ss));
+            continue;
+        }
+        const int full = nd->shape == MB_SHC_FULL;
+        for (int64_t j = 0; j < k; j++) {
+            const int64_t r = k > 1 ? j * (R - 1) / (k - 1) : 0;
+            const size_t len = full ? (size_t)C : 1;
+            memcpy((char *)sub.data[i] + (size_t)j * len * eb, (const char *)t->data[i] + (size_t)r * len * eb,
+                   len * eb);
+        }
+    }
+    if (rc == MB_OK) rc = mb_kern_verify(&sub, rep, tol, ck, err);
+    if (rc == MB_OK && ck->first_bad >= 0 && k > 1) /* an index of t */
+        ck->first_bad = (ck->first_bad / C) * (R - 1) / (k - 1) * C + ck->first_bad % C;
+    mb_kern_tensors_free(&sub);
+    *checked = k * C;
+    return rc;
+}
+
 static int verify_results(const mb_plan *p, const mb_kern_tensors *t, unsigned rep, double tol, mb_kern_check *ck,
                           int64_t *checked, mb_err *err)
 {
     const int64_t n = t->n;
+    if (p->g->has_row_ops && n > MB_VERIFY_FULL_MAX) return verify_rows_sampled(p, t, rep, tol, ck, checked, err);
     if (n <= MB_VERIFY_FULL_MAX) {
         *checked = n;
         return mb_kern_verify(t, rep, tol, ck, err);
@@ -221,8 +269,12 @@ static int cuda_check(mb_meas_row_run *r, unsigned rep, mb_kern_check *ck, mb_er
     if (checked < r->n && !S.sampled_noted) {
         S.sampled_noted = 1;
         mb_meas_note(r->c, MB_MEAS_NOTE,
-                     "cuda: above n = 2^24 the check compares %lld sampled elements per result (head, tail and "
-                     "one per stride), not every element", (long long)checked);
+                     r->p->g->has_row_ops
+                         ? "cuda: above n = 2^24 the check compares %lld elements per result (whole rows, evenly "
+                           "spaced), not every element"
+                         : "cuda: above n = 2^24 the check compares %lld sampled elements per result (head, tail and "
+                           "one per stride), not every element",
+                     (long long)checked);
     }
     return MB_OK;
 }

@@ -268,9 +268,6 @@ int mb_meas_run(mb_meas_backend b, const mb_plan *p, int64_t n, const mb_meas_co
                 mb_meas_record *row, mb_meas_record *per_kernel, char *why, size_t whysz,
                 mb_err *err)
 {
-    if (b == MB_MEAS_CUDA && p->g->has_row_ops)
-        return mb_err_set(err, MB_EINPUT, "%s: reductions and row ops (softmax, layer_norm, ...) have no CUDA "
-                          "kernels yet: measure them with --backend cpu", p->g->name);
     if (b == MB_MEAS_CUDA) return mb_meas_cuda_run(p, n, c, row, per_kernel, why, whysz, err);
     if (b == MB_MEAS_CPU) return mb_meas_cpu_run(p, n, c, row, per_kernel, why, whysz, err);
     return mb_err_set(err, MB_EINPUT, "backend must be resolved before running");

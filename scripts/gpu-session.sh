@@ -4,8 +4,9 @@
 #   0. environment: where nvidia-smi, libcupti, libnvperf_host, ncu, nvcc,
 #      cmake and python3/torch are (environment.txt);
 #   1. scripts/gpu-validate.sh: build, GPU tests, calibration, the sweep
-#      (2^16, 2^18, ..., 2^28, f32 and bf16) with CUPTI counters and event
-#      timing;
+#      (2^16, 2^18, ..., 2^28, f32 and bf16; softmax, softmax_op, layernorm,
+#      rmsnorm at 65536x1024, rows kept on chip, and 512x262144, rows
+#      re-read each pass, f32) with CUPTI counters and event timing;
 #   2. scripts/gpu-ncu.sh: our counted bytes against Nsight Compute's at
 #      n = 2^26, with both collection wall times;
 #   3. bench/torch_gpu.py: PyTorch eager and torch.compile on the same GPU,
@@ -18,7 +19,11 @@
 # steps' wall times and exits, then each step's summary). That is what the
 # device tool brings back from $OUT (<= 8 files, <= 16 MiB each).
 #
-# Budget (--budget-s, default 300 s): validate 165 s, ncu 60 s, torch 70 s.
+# Budget (--budget-s, default 330 s): validate 195 s, ncu 60 s, torch 70 s.
+# The row variants' run (20 rows of 2^26 and 2^27 elements, 30-60 s on an
+# H200: an estimate from the 1-D rows' cost per row and per element, not yet
+# timed there) comes after 2^28 and 2^26 and before the small sizes, which a
+# short budget drops first.
 # Each step runs under `timeout` with its share, cut to what is left of the
 # total; a step that would start with less than its minimum is skipped, saying
 # so. validate gets an internal budget (its share less 10 s) so it drops sizes
@@ -27,7 +32,7 @@
 #
 # usage: scripts/gpu-session.sh [options] WORKDIR
 #   --archive DIR   keep gpu.tgz, session.log and summary.txt in DIR
-#   --budget-s S    whole seconds for the three steps (default 300)
+#   --budget-s S    whole seconds for the three steps (default 330)
 #   --build DIR     build folder (default: $MB_BUILD_DIR or <repo>/build-gpu)
 #   --no-build      use DIR/bin/membound as it is
 #   --skip LIST     steps to leave out: validate,ncu,torch (for rehearsals,
@@ -43,14 +48,14 @@ set -uo pipefail
 
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 archive=""
-total_s=300
+total_s=330
 build=${MB_BUILD_DIR:-$repo/build-gpu}
 build_args=()
 skip=","
 sizes=""
 work=""
 
-usage() { sed -n '2,41s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"; }
+usage() { sed -n '2,46s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"; }
 die_usage() { echo "gpu-session: error: $*" >&2; exit 2; }
 
 while [ $# -gt 0 ]; do
@@ -244,8 +249,8 @@ debs=()
 [ -d "$repo/.gpu-debs" ] && debs=(--debs "$repo/.gpu-debs")
 size_args=()
 [ -n "$sizes" ] && size_args=(--sizes "$sizes")
-run_step validate 165 90 "$repo/scripts/gpu-validate.sh" ${debs[@]+"${debs[@]}"} "${build_args[@]}" \
-  ${size_args[@]+"${size_args[@]}"} --budget-s $((165 - 10)) "$work"
+run_step validate 195 90 "$repo/scripts/gpu-validate.sh" ${debs[@]+"${debs[@]}"} "${build_args[@]}" \
+  ${size_args[@]+"${size_args[@]}"} --budget-s $((195 - 10)) "$work"
 r=$?
 if [ "$r" -eq 3 ]; then
   echo "gpu-session: no usable GPU: stopping"

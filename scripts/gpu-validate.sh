@@ -3,11 +3,14 @@
 # machine with an NVIDIA GPU: build (or reuse a build), GPU tests, calibration
 # into a spec INI, then every built-in variant and plan at 2^16, 2^18, ...,
 # 2^28 in f32 and bf16 with CUPTI DRAM counters (after the copy sanity gate)
-# and event timing. Writes CSVs, the spec, provenance and a log into OUTDIR
+# and event timing; then the row variants (softmax, softmax_op, layernorm,
+# rmsnorm: every plan) at two shapes, one whose rows fit on chip (one pass)
+# and one whose rows do not (multi-pass), in f32. Writes CSVs, the spec, provenance and a log into OUTDIR
 # and prints a summary table last. Needs no network, GSL or gnuplot.
 # The sweep runs the cold-memory sizes first, one measure run per size above
 # 2^24, largest first (2^28, then 2^26: every row the >= 4x L2 bytes
-# criterion judges), then one run of all sizes up to 2^24; each run's CSV is
+# criterion judges), then the row variants' run (--row-shapes), then one run
+# of all sizes up to 2^24; each run's CSV is
 # kept and measure.csv merges them, so a time budget (--budget-s) drops the
 # small sizes, not the large ones. Each run after the first is estimated from
 # its rows x samples x size (the per-row cost of the runs so far, split into
@@ -25,6 +28,11 @@
 #   --sizes LIST    membound --sizes syntax: N, 2^E, NK/NM/NG, LO..HI[:STEP]
 #                   (default 2^16..2^28:2, every second power of two)
 #   --dtypes LIST   default f32,bf16
+#   --row-shapes L  the row variants' shapes, ROWSxCOLS,... (default
+#                   65536x1024,512x262144: 4 KiB rows kept on chip, 1 MiB rows
+#                   re-read each pass; tensors of 256 and 512 MiB, >= 4x L2);
+#                   "none" leaves the row variants out
+#   --row-dtypes L  their dtypes (default f32)
 #   --debs DIR      unpack the .deb files in DIR (libinih-dev, libjansson-dev, libcsv-dev,
 #                   pkgconf ... fetched elsewhere with apt-get download) into a
 #                   private prefix and build against it, for machines without
@@ -34,7 +42,8 @@
 #                   the script started; skipped sizes are named (default: none)
 #   --summary-only  only print the summary of the files already in OUTDIR
 #   -h, --help      this text
-# Environment: MB_SIZES, MB_DTYPES (defaults of --sizes, --dtypes),
+# Environment: MB_SIZES, MB_DTYPES, MB_ROW_SHAPES, MB_ROW_DTYPES (defaults of
+# --sizes, --dtypes, --row-shapes, --row-dtypes),
 # MB_BUILD_DIR, MB_CMAKE_ARGS (more arguments for cmake's configure step)
 # Exit: 0 all passed; 1 a step failed or a row failed its check; 2 bad usage;
 # 3 no usable GPU (nothing measured).
@@ -45,13 +54,16 @@ build=${MB_BUILD_DIR:-$repo/build-gpu}
 sizes=${MB_SIZES:-2^16..2^28:2}
 budget_s=0
 dtypes=${MB_DTYPES:-f32,bf16}
+row_shapes=${MB_ROW_SHAPES:-65536x1024,512x262144}
+row_dtypes=${MB_ROW_DTYPES:-f32}
+row_variants=(softmax softmax_op layernorm rmsnorm)
 debs=""
 deb_cmake=()
 do_build=1
 summary_only=0
 out=""
 
-usage() { sed -n '2,40s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"; }
+usage() { sed -n '2,49s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"; }
 
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -61,6 +73,8 @@ while [ $# -gt 0 ]; do
     --summary-only) summary_only=1; shift ;;
     --sizes) [ $# -ge 2 ] || { echo "gpu-validate: error: --sizes needs a list" >&2; exit 2; }; sizes=$2; shift 2 ;;
     --dtypes) [ $# -ge 2 ] || { echo "gpu-validate: error: --dtypes needs a list" >&2; exit 2; }; dtypes=$2; shift 2 ;;
+    --row-shapes) [ $# -ge 2 ] || { echo "gpu-validate: error: --row-shapes needs a list" >&2; exit 2; }; row_shapes=$2; shift 2 ;;
+    --row-dtypes) [ $# -ge 2 ] || { echo "gpu-validate: error: --row-dtypes needs a list" >&2; exit 2; }; row_dtypes=$2; shift 2 ;;
     --debs) [ $# -ge 2 ] || { echo "gpu-validate: error: --debs needs a folder" >&2; exit 2; }; debs=$2; shift 2 ;;
     --budget-s)
       if [ $# -lt 2 ] || ! [[ $2 =~ ^[0-9]+$ ]]; then
@@ -72,6 +86,12 @@ while [ $# -gt 0 ]; do
     *) [ -z "$out" ] || { echo "gpu-validate: error: one OUTDIR only ('$out', '$1')" >&2; exit 2; }; out=$1; shift ;;
   esac
 done
+if [ "$row_shapes" != none ]; then
+  for sh in ${row_shapes//,/ }; do
+    [[ $sh =~ ^[0-9^]+x[0-9^]+$ ]] ||
+      { echo "gpu-validate: error: --row-shapes '$row_shapes': expected ROWSxCOLS,... or none" >&2; exit 2; }
+  done
+fi
 [ -n "$out" ] || { echo "gpu-validate: error: no OUTDIR (usage: scripts/gpu-validate.sh [options] OUTDIR)" >&2; exit 2; }
 if ! mkdir -p "$out" 2>/dev/null || [ ! -w "$out" ]; then
   echo "gpu-validate: error: cannot write to '$out'" >&2
@@ -122,7 +142,8 @@ function log2(x) { return log(x) / log(2) }
 !hdr { hdr = 1; n = split_csv($0, h); for (i = 1; i <= n; i++) col[h[i]] = i; next }
 {
   split_csv($0, f)
-  key = f[col["variant"]] SUBSEP f[col["plan"]] SUBSEP f[col["dtype"]]
+  shp = ("shape" in col) ? f[col["shape"]] : ""
+  key = f[col["variant"]] SUBSEP f[col["plan"]] SUBSEP f[col["dtype"]] SUBSEP shp
   nn = f[col["n"]] + 0
   if (!(key in best) || nn > best[key]) { best[key] = nn; row[key] = $0 }
   if (f[col["verified"]] != "1") bad++
@@ -136,7 +157,7 @@ function log2(x) { return log(x) / log(2) }
   rows++
 }
 END {
-  printf "%-15s %-9s %-5s %5s %12s %12s %8s %11s %9s\n", "variant", "plan", "dtype", "n", "model_B", "counted_B", "err%", "time", "GB/s"
+  printf "%-15s %-9s %-5s %-10s %12s %12s %8s %11s %9s\n", "variant", "plan", "dtype", "n", "model_B", "counted_B", "err%", "time", "GB/s"
   for (k in row) keys[++nk] = k
   for (i = 2; i <= nk; i++) { v = keys[i]; for (j = i - 1; j >= 1 && keys[j] > v; j--) keys[j + 1] = keys[j]; keys[j + 1] = v }
   for (i = 1; i <= nk; i++) {
@@ -148,7 +169,8 @@ END {
     bytes = (cb == "" ? mb : cb)
     gbs = (t > 0 ? bytes / t / 1e9 : 0)
     err = (cb == "" || mb == 0 ? "-" : sprintf("%+.2f", 100 * (cb - mb) / mb))
-    printf "%-15s %-9s %-5s 2^%-3d %12.4g %12s %8s %9.4g s %9.1f%s\n", f[col["variant"]], f[col["plan"]], f[col["dtype"]], log2(best[k]), mb, (cb == "" ? "-" : sprintf("%.4g", cb)), err, t, gbs, (f[col["verified"]] == "1" ? "" : "  NOT VERIFIED")
+    size = ("shape" in col && f[col["shape"]] != "") ? f[col["shape"]] : sprintf("2^%d", log2(best[k]))
+    printf "%-15s %-9s %-5s %-10s %12.4g %12s %8s %9.4g s %9.1f%s\n", f[col["variant"]], f[col["plan"]], f[col["dtype"]], size, mb, (cb == "" ? "-" : sprintf("%.4g", cb)), err, t, gbs, (f[col["verified"]] == "1" ? "" : "  NOT VERIFIED")
     if (f[col["variant"]] == "sin2_plus_cos2") { s2[f[col["plan"]] SUBSEP f[col["dtype"]]] = bytes; s2t[f[col["plan"]] SUBSEP f[col["dtype"]]] = t }
     if (f[col["plan"]] == "fused" && f[col["variant"]] != "copy" && copy_gbs > 0) fused[f[col["variant"]] " " f[col["dtype"]]] = gbs / copy_gbs
   }
@@ -369,7 +391,28 @@ while read -r v; do
 done <<<"$size_list"
 runs=()
 while read -r v; do [ -n "$v" ] && runs+=("$v"); done <<<"$(sort -rn <<<"$large")"
+# the row variants (2-D shapes) after the cold-memory sizes, before the small ones
+row_run=0
+if [ "$row_shapes" != none ]; then
+  runs+=(rows)
+  row_run=1
+fi
 [ -n "$small" ] && runs+=("$small")
+# The row run's size for the estimate: its rows (variant x plan x dtype x
+# shape, as `model` lists them) and the mean elements of its shapes.
+row_rows=0
+row_elems=0
+if [ "$row_run" = 1 ]; then
+  nsh=0
+  for sh in ${row_shapes//,/ }; do
+    r0=${sh%%x*} c0=${sh#*x}
+    row_elems=$((row_elems + $(size_value "$r0") * $(size_value "$c0")))
+    nsh=$((nsh + 1))
+  done
+  row_elems=$((row_elems / nsh))
+  row_rows=$("$bin" model "${row_variants[@]}" --shape "$row_shapes" --csv 2>/dev/null | tail -n +2 | grep -c .)
+  row_rows=$((row_rows * $(tr ',' '\n' <<<"$row_dtypes" | grep -c .)))
+fi
 n_dtypes=$(tr ',' '\n' <<<"$dtypes" | grep -c .)
 
 # measure.csv / measure-kernels.csv: the first run's header, then every
@@ -413,8 +456,8 @@ row_fixed_s=0.4
 per_elem_s=0
 rows_per_size=0
 data_rows() { grep -v '^#' "$1" 2>/dev/null | tail -n +2 | grep -c .; }
-estimate_s() { # estimate_s SIZES: whole seconds
-  awk -v list="$1" -v rows="$rows_per_size" -v fixed="$row_fixed_s" -v pe="$per_elem_s" \
+estimate_s() { # estimate_s SIZES [ROWS]: whole seconds (ROWS rows of each size; default rows_per_size)
+  awk -v list="$1" -v rows="${2:-$rows_per_size}" -v fixed="$row_fixed_s" -v pe="$per_elem_s" \
     'BEGIN { n = split(list, s, ","); t = 0; for (i = 1; i <= n; i++) t += rows * (fixed + pe * s[i]); printf "%d", t + 1 }'
 }
 n_run=0
@@ -423,7 +466,7 @@ for r in "${runs[@]}"; do
   now=$(date +%s)
   left=$((budget_s > 0 ? budget_s - (now - t0) : 0))
   if [ "$budget_s" -gt 0 ] && [ "$n_run" -gt 0 ] && [ "$rows_per_size" -gt 0 ]; then
-    est=$(estimate_s "$r")
+    if [ "$r" = rows ]; then est=$(estimate_s "$row_elems" "$row_rows"); else est=$(estimate_s "$r"); fi
     if [ "$est" -gt "$left" ]; then
       echo "gpu-validate: sizes $r: estimated $est s, $left s left: skipped"
       skipped=${skipped:+$skipped,}$r
@@ -436,13 +479,20 @@ for r in "${runs[@]}"; do
     continue
   fi
   n_run=$((n_run + 1))
-  step "measure run $n_run: every variant and plan, sizes $r, dtypes $dtypes (counters + timing)"
   # under a timeout of what is left: measure's SIGTERM path writes the rows so far
   limit=()
   [ "$budget_s" -gt 0 ] && limit=(timeout -s TERM --kill-after=10 "$left")
-  (cd "$out" && ${limit[@]+"${limit[@]}"} "$bin" measure --backend cuda --dtype "$dtypes" --sizes "$r" \
-    --device "$spec" --timeout 2 -o "measure-run$n_run.csv" --per-kernel "measure-run$n_run-kernels.csv") \
-    2>"$out/measure-run$n_run.stderr"
+  if [ "$r" = rows ]; then
+    step "measure run $n_run: ${row_variants[*]}, every plan, shapes $row_shapes, dtypes $row_dtypes (counters + timing)"
+    (cd "$out" && ${limit[@]+"${limit[@]}"} "$bin" measure "${row_variants[@]}" --backend cuda --dtype "$row_dtypes" \
+      --shape "$row_shapes" --device "$spec" --timeout 2 -o "measure-run$n_run.csv" \
+      --per-kernel "measure-run$n_run-kernels.csv") 2>"$out/measure-run$n_run.stderr"
+  else
+    step "measure run $n_run: every variant and plan, sizes $r, dtypes $dtypes (counters + timing)"
+    (cd "$out" && ${limit[@]+"${limit[@]}"} "$bin" measure --backend cuda --dtype "$dtypes" --sizes "$r" \
+      --device "$spec" --timeout 2 -o "measure-run$n_run.csv" --per-kernel "measure-run$n_run-kernels.csv") \
+      2>"$out/measure-run$n_run.stderr"
+  fi
   rc=$?
   # the notes after the run, not through a pipe: the summary greps this file
   cat "$out/measure-run$n_run.stderr"
@@ -454,6 +504,11 @@ for r in "${runs[@]}"; do
   esac
   wall=$(( $(date +%s) - now ))
   rows=$(data_rows "$out/measure-run$n_run.csv")
+  if [ "$r" = rows ]; then # the per-element model is the 1-D runs'; this run only reports
+    echo "gpu-validate: run $n_run: $rows rows in $wall s (estimated $(estimate_s "$row_elems" "$row_rows") s for $row_rows rows)"
+    merge_all
+    continue
+  fi
   if [ "$rows_per_size" -eq 0 ] && [ "$rows" -gt 0 ]; then
     rows_per_size=$(( rows / $(tr ',' '\n' <<<"$r" | grep -c .) ))
     [ "$rows_per_size" -lt 1 ] && rows_per_size=1

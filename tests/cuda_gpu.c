@@ -4,7 +4,11 @@
  * reference (outputs poisoned first); hand-written kernels against the
  * evaluator bit for bit; which implementation each lecture kernel gets; one
  * full mb_meas_cuda_run (timing, check, counters when permitted) and one
- * in cuda_once mode (one checked sample, no counters).
+ * in cuda_once mode (one checked sample, no counters); the row variants'
+ * plans (the row evaluator: warp and block rows, one pass and multi-pass,
+ * vector and odd row lengths) against the float64 reference, the one-pass
+ * row the model keeps on chip but a block cannot hold refused in one line,
+ * and one counted softmax row at 2^26 elements.
  * Exits 77 (skipped) without a GPU. */
 #include "kernels_cuda.h"
 #include "mb_cupti.h"
@@ -116,6 +120,84 @@ static void check_variant(const char *v, mb_dtype dt)
     mb_graph_free(g);
 }
 
+/* Every plan of the row variants at shapes taking each path, on the GPU's
+ * own on-chip size (spec) and on a 4 KiB chip (multi-pass beyond 1024 f32
+ * columns), against the float64 reference; outputs poisoned first. */
+static void check_rows(const mb_device *spec)
+{
+    /* the built-in row variants, then the library ops none of them spells
+     * (hand-written row-op kernels too) */
+    const char *vs[] = {"softmax", "softmax_op", "layernorm", "rmsnorm", "log_softmax", "layer_norm", "rms_norm"};
+    const char *texts[] = {"name log_softmax\ninput x [rows, cols]\ny = log_softmax(x, -1)\noutput y\n",
+                           "name layer_norm\ninput x [rows, cols]\ninput w [cols]\ny = layer_norm(x, w)\noutput y\n",
+                           "name rms_norm\ninput x [rows, cols]\ninput w [cols]\ny = rms_norm(x, w)\noutput y\n"};
+    const mb_dtype dts[] = {MB_F32, MB_BF16, MB_F16};
+    const mb_shape shapes[] = {{2, 24, 1024}, {2, 9, 37}, {2, 5, 4100}, {2, 3, 3001}, {2, 130, 16384}};
+    mb_device tiny = *spec;
+    tiny.onchip_kib = 4;
+    for (int v = 0; v < 7; v++)
+        for (int d = 0; d < 3; d++) {
+            mb_graph *g = NULL;
+            mb_err e;
+            if ((v < 4 ? mb_variant_load(vs[v], dts[d], &g, &e) : mb_parse_variant(texts[v - 4], "<test>", dts[d], &g, &e))
+                != MB_OK) {
+                CHECK(0);
+                continue;
+            }
+            for (int pk = 0; pk < MB_PLAN_COUNT; pk++) {
+                mb_plan *p = NULL;
+                if (!mb_plan_supported(g, (mb_plan_kind)pk) || mb_plan_build(g, (mb_plan_kind)pk, &p, &e)) continue;
+                for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++)
+                    for (int t = 0; t < 2; t++) {
+                        mb_kern_cuda_plan *cp = NULL;
+                        mb_kern_tensors ht;
+                        int rc = mb_kern_cuda_plan_new_shape(p, shapes[si], t ? &tiny : spec, sm_count, 0, &cp, &e);
+                        if (rc) fprintf(stderr, "%s %s: %s\n", vs[v], mb_plan_name(p->kind), e.msg);
+                        CHECK_EQ_I64(rc, MB_OK);
+                        if (rc) continue;
+                        rc = mb_kern_tensors_alloc_shape(p, shapes[si], 0, &ht, &e);
+                        CHECK_EQ_I64(rc, MB_OK);
+                        mb_kern_check ck;
+                        memset(&ck, 0, sizeof ck);
+                        if (!rc) {
+                            CHECK_EQ_I64(mb_kern_cuda_upload_inputs(cp, &ht, &e), MB_OK);
+                            CHECK_EQ_I64(mb_kern_cuda_poison(cp, 7, NULL, &e), MB_OK);
+                            CHECK_EQ_I64(mb_kern_cuda_launch_plan(cp, NULL, &e), MB_OK);
+                            CHECK_EQ_I64(mb_kern_cuda_download_results(cp, &ht, &e), MB_OK);
+                            CHECK_EQ_I64(mb_kern_verify(&ht, 7, 0, &ck, &e), MB_OK);
+                            CHECK(ck.passed);
+                            if (!ck.passed)
+                                fprintf(stderr, "rows %s %s %s %lldx%lld%s (%s): %lld bad, %lld poisoned, max rel err %g\n",
+                                        vs[v], mb_plan_name(p->kind), mb_dtype_name(dts[d]), (long long)shapes[si].rows,
+                                        (long long)shapes[si].cols, t ? " 4 KiB chip" : "", mb_kern_cuda_plan_desc(cp, 0),
+                                        (long long)ck.bad, (long long)ck.poisoned, ck.max_rel_err);
+                            mb_kern_tensors_free(&ht);
+                        }
+                        mb_kern_cuda_plan_free(cp);
+                    }
+                mb_plan_free(p);
+            }
+            mb_graph_free(g);
+        }
+    /* the model keeps 123,904 f32 columns of softmax_op on chip on a
+     * 484 KiB SM; a block's shared memory holds less: refused in one line */
+    mb_graph *g = NULL;
+    mb_plan *p = NULL;
+    mb_err e;
+    if (mb_variant_load("softmax_op", MB_F32, &g, &e) == MB_OK && mb_plan_build(g, MB_PLAN_FUSED, &p, &e) == MB_OK) {
+        const int64_t edge = mb_kernel_onepass_max_cols(&p->kernels[0], spec);
+        mb_shape s = {2, 2, edge};
+        mb_kern_cuda_plan *cp = NULL;
+        int rc = mb_kern_cuda_plan_new_shape(p, s, spec, sm_count, 0, &cp, &e);
+        printf("softmax_op at %lld columns (the model's one-pass edge): %s\n", (long long)edge,
+               rc ? e.msg : mb_kern_cuda_plan_desc(cp, 0));
+        CHECK(rc == MB_OK || (rc == MB_EINPUT && strstr(e.msg, "cannot") != NULL));
+        mb_kern_cuda_plan_free(cp);
+    }
+    mb_plan_free(p);
+    mb_graph_free(g);
+}
+
 /* The implementation kernel k of variant v's plan gets. */
 static mb_kern_cuda_impl impl_of(const char *v, mb_plan_kind kind, int k)
 {
@@ -193,6 +275,17 @@ int main(void)
         mb_graph_free(g);
     }
 
+    /* the row variants, on this GPU's on-chip size */
+    mb_device spec;
+    memset(&spec, 0, sizeof spec);
+    spec.onchip_kib = mb_kern_cuda_onchip_kib(&dev);
+    spec.sm_count = dev.sm_count;
+    printf("on chip: %.0f KiB per SM (shared %lld B, registers %lld), a block up to %lld B of shared memory\n",
+           spec.onchip_kib, (long long)dev.smem_per_sm_bytes, (long long)dev.regs_per_sm,
+           (long long)dev.smem_optin_bytes);
+    CHECK(spec.onchip_kib > 64 && dev.smem_optin_bytes > 0);
+    check_rows(&spec);
+
     /* one full measurement through the backend */
     mb_graph *g = NULL;
     mb_plan *p = NULL;
@@ -244,6 +337,28 @@ int main(void)
         mb_meas_cuda_provenance(prov, sizeof prov);
         printf("%s", prov);
         CHECK(strstr(prov, "gpu:") != NULL);
+
+        /* a row plan through the backend: softmax fused at 16384x4096 (2^26
+         * elements, one pass): counted bytes within 3% of the model's */
+        mb_graph *gs = NULL;
+        mb_plan *ps = NULL;
+        if (mb_variant_load("softmax", MB_F32, &gs, &e) == MB_OK && mb_plan_build(gs, MB_PLAN_FUSED, &ps, &e) == MB_OK) {
+            mb_meas_record srow, spk[1];
+            const mb_shape sh = {2, 16384, 4096};
+            CHECK_EQ_I64(mb_meas_record_init_shape(&srow, spk, "softmax", ps, sh, model, &e), MB_OK);
+            rc = mb_meas_cuda_run(ps, mb_shape_elems(sh), &c, &srow, spk, w2, sizeof w2, &e);
+            CHECK_EQ_I64(rc, MB_OK);
+            if (rc) fprintf(stderr, "softmax run: %s\n", e.msg);
+            CHECK(srow.verified);
+            printf("softmax fused 16384x4096: median %.3g s, counters %s, dram %lld / %lld B (model %lld / %lld): %s\n",
+                   srow.time_s_median, srow.counters, (long long)srow.dram_read_bytes, (long long)srow.dram_write_bytes,
+                   (long long)srow.model_dram_read_bytes, (long long)srow.model_dram_write_bytes, srow.count_check);
+            if (!strcmp(srow.counters, "cupti")) CHECK(!strcmp(srow.count_check, "ok"));
+        } else {
+            CHECK(0);
+        }
+        mb_plan_free(ps);
+        mb_graph_free(gs);
 
         /* once (for external profilers): one checked sample, no counters;
          * last, since it turns the blocking kernel off for the process */

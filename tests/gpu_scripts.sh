@@ -6,8 +6,10 @@
 #      out and named, a pack stopped by SIGTERM (its tar stops too, no
 #      temporary file stays);
 #   2. scripts/gpu-validate.sh's sweep against a stand-in membound: 2^28
-#      first, then 2^26, then the small sizes together; with a short budget
-#      the small sizes are the ones skipped, estimated from rows x size;
+#      first, then 2^26, then the row variants at their two shapes, then the
+#      small sizes together; with a short budget the small sizes are the
+#      ones skipped, estimated from rows x size; --row-shapes none and a bad
+#      shape;
 #   3. its summary judges counted bytes by measure's count_check column.
 # Needs no GPU.
 set -uo pipefail
@@ -65,28 +67,35 @@ mkdir -p "$tmp/fake/bin"
 cat >"$tmp/fake/bin/membound" <<'EOF'
 #!/bin/bash
 # stand-in: calibrate fails (so the table's spec is used), devices lists h200,
-# measure writes two rows per size and dtype and logs its sizes, taking 1 s
+# model lists 10 rows, measure writes two rows per size (or shape) and dtype
+# and logs its sizes ("shape S" for --shape), taking 1 s
 case "$1" in
   --version) echo "membound stand-in" ;;
   devices) echo "h200 NVIDIA H200" ;;
   calibrate) exit 1 ;;
+  model) echo "variant,plan"; for i in 1 2 3 4 5 6 7 8 9 10; do echo "softmax,fused"; done ;;
   measure)
     shift
+    sizes="" shape=""
     while [ $# -gt 0 ]; do
       case "$1" in
         --sizes) sizes=$2; shift ;;
+        --shape) shape=$2; shift ;;
         --dtype) dtypes=$2; shift ;;
         -o) out=$2; shift ;;
         --per-kernel) kout=$2; shift ;;
       esac
       shift
     done
-    echo "$sizes" >>"$FAKE_LOG"
+    if [ -n "$shape" ]; then echo "shape $shape" >>"$FAKE_LOG"; else echo "$sizes" >>"$FAKE_LOG"; fi
     sleep 1
     {
-      echo "device,backend,variant,plan,dtype,n,verified"
+      echo "device,backend,variant,plan,dtype,n,verified,shape"
       for n in ${sizes//,/ }; do for d in ${dtypes//,/ }; do
-        echo "h200,cuda,copy,eager,$d,$n,1"; echo "h200,cuda,copy,fused,$d,$n,1"
+        echo "h200,cuda,copy,eager,$d,$n,1,"; echo "h200,cuda,copy,fused,$d,$n,1,"
+      done; done
+      for sh in ${shape//,/ }; do for d in ${dtypes//,/ }; do
+        echo "h200,cuda,softmax,eager,$d,$(( ${sh%%x*} * ${sh#*x} )),1,$sh"; echo "h200,cuda,softmax,fused,$d,$(( ${sh%%x*} * ${sh#*x} )),1,$sh"
       done; done
     } >"$out"
     cp "$out" "$kout" ;;
@@ -101,7 +110,7 @@ FAKE_LOG=$tmp/sizes.log PATH=$tmp/fakesmi:$PATH bash "$src/scripts/gpu-validate.
 check "sweep: 2^28, then 2^26 first" \
   bash -c "[ \"\$(head -n2 '$tmp/sizes.log' | tr '\n' ' ')\" = '268435456 67108864 ' ]"
 check "sweep: the small sizes skipped by the estimate, named" \
-  grep -q "skipped sizes 65536,262144,1048576,4194304,16777216" "$tmp/v.log"
+  grep -Eq "skipped sizes (rows,)?65536,262144,1048576,4194304,16777216" "$tmp/v.log"
 check "sweep: measure.csv merges the runs it made" \
   bash -c "[ \"\$(grep -c ',cuda,copy,' '$tmp/v/measure.csv')\" -eq 8 ]"
 : >"$tmp/sizes.log"
@@ -109,6 +118,21 @@ FAKE_LOG=$tmp/sizes.log PATH=$tmp/fakesmi:$PATH bash "$src/scripts/gpu-validate.
   --sizes 2^16..2^28:2 --budget-s 60 "$tmp/v2" >"$tmp/v2.log" 2>&1
 check "sweep, enough budget: the small sizes last, in one run" \
   bash -c "[ \"\$(tail -n1 '$tmp/sizes.log')\" = '65536,262144,1048576,4194304,16777216' ]"
+check "sweep: the row variants after 2^26, at both shapes, before the small sizes" \
+  bash -c "[ \"\$(sed -n 3p '$tmp/sizes.log')\" = 'shape 65536x1024,512x262144' ]"
+check "sweep: measure.csv holds the row variants' rows (2 plans x 2 shapes)" \
+  bash -c "[ \"\$(grep -c ',cuda,softmax,' '$tmp/v2/measure.csv')\" -eq 4 ]"
+check "sweep: the summary names each shape" \
+  bash -c "grep -q '^softmax  *fused  *f32  *512x262144 ' '$tmp/v2/summary.txt' && grep -q '^softmax  *fused  *f32  *65536x1024 ' '$tmp/v2/summary.txt'"
+: >"$tmp/sizes.log"
+FAKE_LOG=$tmp/sizes.log PATH=$tmp/fakesmi:$PATH bash "$src/scripts/gpu-validate.sh" --no-build --build "$tmp/fake" \
+  --sizes 2^26 --row-shapes none "$tmp/v3" >"$tmp/v3.log" 2>&1
+check "sweep, --row-shapes none: no row run" bash -c "! grep -q '^shape' '$tmp/sizes.log'"
+FAKE_LOG=$tmp/sizes.log PATH=$tmp/fakesmi:$PATH bash "$src/scripts/gpu-validate.sh" --no-build --build "$tmp/fake" \
+  --sizes 2^26 --row-shapes 4096 "$tmp/v4" >"$tmp/v4.log" 2>&1
+r=$?
+check "sweep, --row-shapes 4096: exit 2 (got $r), one line" \
+  bash -c "[ $r -eq 2 ] && grep -q \"error: --row-shapes '4096'\" '$tmp/v4.log'"
 
 # ---- 3. the summary: count_check decides, not the script --------------------------
 mkdir -p "$tmp/s"

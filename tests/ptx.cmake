@@ -16,6 +16,16 @@ if(TARGET mb_kernels_cuda)
     PASS_REGULAR_EXPRESSION "MISMATCH copy_kernel<0> [^\n]*model 4\\+4 B/elem, PTX 8\\.00\\+4\\.00 B/elem"
     FAIL_REGULAR_EXPRESSION "error:"
     ENVIRONMENT "MEMBOUND_VARIANTS=${CMAKE_BINARY_DIR}/share/membound/variants")
+  # and a row kernel whose column loop loads once more than the model's passes:
+  # softmax f32 multi-pass (a row a block) with a second load of x in its
+  # sum-of-exp loop
+  add_test(NAME ptx_fixture_rowop_extra_load
+    COMMAND ptx_traffic --variant softmax_op --dtype f32 --plan fused --shape 64x1048576
+            ${CMAKE_CURRENT_SOURCE_DIR}/data/ptx_rowop_extra_load.ptx)
+  set_tests_properties(ptx_fixture_rowop_extra_load PROPERTIES
+    PASS_REGULAR_EXPRESSION "MISMATCH row_op_kernel<0, [0-9]+, 0, 0, 0> [^\n]*model 12\\.00\\+4\\.00 B/elem, PTX \\(column loops\\) 16\\.00\\+4\\.00"
+    FAIL_REGULAR_EXPRESSION "error:"
+    ENVIRONMENT "MEMBOUND_VARIANTS=${CMAKE_BINARY_DIR}/share/membound/variants")
   if(MB_PTXAS_LOGS)
     # no kernel spills (ptxas -v of each PTX file, made with the PTX)
     add_test(NAME ptx_spills COMMAND ptx_traffic --spills ${MB_PTXAS_LOGS})

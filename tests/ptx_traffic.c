@@ -15,6 +15,18 @@
  *       hand-written kernel in the PTX must be launched by some plan. The
  *       evaluator is an interpreter (its traffic is its program's): its main
  *       loop must load and store 16-byte vectors.
+ *       Row variants (softmax, layernorm, ...: plans with row operations)
+ *       run on the row evaluator, at three shapes on the h200 (4096x1024: a
+ *       row per warp, kept on chip; 1024x16384: a row per block, on chip;
+ *       64x2^20: multi-pass). Its traffic is its program's too: the bytes
+ *       per element of full [rows, cols] tensors the lowered program loads
+ *       and stores (mb_kern_cuda_row_traffic: each read once per pass that
+ *       loads it from memory, once when kept on chip) must be the model's
+ *       lecture count per element at that shape (the R x C coefficient of
+ *       the model's bytes, from four shapes around it, so the O(rows) and
+ *       O(cols) terms cancel); [cols] weights, which every row loads again
+ *       from L1 or L2, are printed beside it. row_eval_kernel<1> and <0>
+ *       must then load and store 16-byte vectors in their main loop.
  *   ptx_traffic --spills LOG...
  *       `ptxas -v` logs: no function has spill stores or spill loads.
  * Exit 0 when all agree, 1 when one disagrees (a line says which and by how
@@ -27,6 +39,7 @@
 #include "membound_model.h"
 
 #include <ctype.h>
+#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -55,6 +68,8 @@ typedef struct access {
     int line, is_store, bytes;
     acc_kind kind;
     int param;                 /* ACC_TENSOR: the kernel parameter it goes through */
+    int inner;                 /* the innermost loop inside the main loop holding it (its
+                                  header block), -1: in the main loop's own blocks */
 } access;
 
 typedef struct entry {
@@ -613,6 +628,15 @@ static void analyse(entry *e)
     e->loop_first = e->loop_last = e->ins[G.first[main_h]].line;
     for (int b = 0; b < G.n; b++) {
         if (!BIT(body, b)) continue;
+        /* the smallest loop nested in the main loop that holds block b */
+        int inner = -1, inner_n = G.n + 1;
+        for (int h = 0; h < G.n; h++) {
+            const uint64_t *lh = loops + (size_t)h * words;
+            if (h == main_h || !BIT(lh, h) || !BIT(lh, b) || !BIT(body, h)) continue;
+            int cnt = 0;
+            for (int q = 0; q < G.n; q++) cnt += (int)BIT(lh, q);
+            if (cnt < inner_n) inner = h, inner_n = cnt;
+        }
         for (int i = G.first[b]; i <= G.last[b]; i++) {
             const ins *in = &e->ins[i];
             int st = 0;
@@ -631,6 +655,7 @@ static void analyse(entry *e)
             a->is_store = st;
             a->bytes = access_bytes(in->op);
             a->kind = classify(e, &T, in, st, &a->param);
+            a->inner = inner;
         }
     }
     e->bad = 0;
@@ -705,6 +730,8 @@ static int check_eval(entry *e)
 typedef struct opts {
     const char *variant;       /* NULL: every built-in */
     int dtype;                 /* -1: every dtype */
+    int plan;                  /* row variants: -1 every plan */
+    mb_shape shape;            /* row variants: rank 0 the three shapes */
 } opts;
 
 /* Checks every kernel of plan p; sets *eval_used when one runs on the
@@ -784,6 +811,160 @@ static int check_plan(const mb_plan *p, const mb_device *dev, int *eval_used)
     return bad;
 }
 
+/* The model's lecture-count bytes per element of plan p's kernel k at
+ * shape s: the rows x cols coefficient of its read and write bytes, from s
+ * and the shapes with twice the rows, the columns, and both (the passes do
+ * not change between them at the shapes used here). -1 on error. */
+static int model_row_pe(const mb_plan *p, int k, mb_shape s, const mb_device *dev, double *r_pe, double *w_pe)
+{
+    double rd[4], wr[4];
+    for (int i = 0; i < 4; i++) {
+        mb_shape t = {2, s.rows * (i & 1 ? 2 : 1), s.cols * (i & 2 ? 2 : 1)};
+        mb_estimate est;
+        mb_err err;
+        if (mb_estimate_plan_shape(p, t, dev, &est, &err) != MB_OK) {
+            fprintf(stderr, "ptx_traffic: error: %s: %s\n", p->g->name, err.msg);
+            return -1;
+        }
+        rd[i] = (double)est.per_kernel[k].read_bytes;
+        wr[i] = (double)est.per_kernel[k].write_bytes;
+        mb_estimate_free(&est);
+    }
+    const double rc = (double)s.rows * (double)s.cols;
+    *r_pe = (rd[3] - rd[1] - rd[2] + rd[0]) / rc;
+    *w_pe = (wr[3] - wr[1] - wr[2] + wr[0]) / rc;
+    return 0;
+}
+
+/* Checks every kernel of a plan with row operations at shape s on dev: the
+ * row program's bytes per element against the model's. Marks the row
+ * evaluators used in used[warp]. Returns the number that disagree, or -1. */
+static int check_row_plan(const mb_plan *p, mb_shape s, const mb_device *dev, int used[2])
+{
+    int bad = 0;
+    for (int k = 0; k < p->n_kernels; k++) {
+        const mb_kernel *K = &p->kernels[k];
+        mb_kern_cuda_choice c;
+        mb_kern_cuda_row_bytes b;
+        mb_err err;
+        double r_pe = 0, w_pe = 0;
+        if (mb_kern_cuda_choose_shape(p, k, s, dev, 0, &c, &err) != MB_OK ||
+            mb_kern_cuda_row_traffic(p, k, s, dev, &b, &err) != MB_OK) {
+            fprintf(stderr, "ptx_traffic: error: %s kernel %s: %s\n", p->g->name, K->name, err.msg);
+            return -1;
+        }
+        if (model_row_pe(p, k, s, dev, &r_pe, &w_pe) != 0) return -1;
+        int from_ptx = 0;
+        if (c.impl == MB_KERN_CUDA_ROW_OP) { /* hand-written: its bytes from its PTX */
+            entry *e = find_entry(c.symbol);
+            if (!e) {
+                fprintf(stderr, "ptx_traffic: error: kernel %s (%s %s) is in none of the PTX files\n", c.symbol,
+                        p->g->name, K->name);
+                return -1;
+            }
+            e->launched = 1;
+            analyse(e);
+            if (e->bad) {
+                printf("ptx_traffic: FAIL %s: %s (%s)\n", c.symbol, e->why, e->file->path);
+                bad++;
+                continue;
+            }
+            /* x is parameter 0, w 1, y 2; each access of a column loop moves
+             * one 16-byte vector of 16 / element size elements an iteration */
+            const double per_iter = 16.0 / (double)mb_dtype_bytes(c.dt);
+            b.read_pe = b.write_pe = b.col_pe = 0;
+            for (int i = 0; i < e->n_acc; i++) {
+                const access *a = &e->acc[i];
+                if (a->kind == ACC_TABLE || a->inner < 0) continue; /* per row: statistics */
+                if (a->kind == ACC_UNKNOWN) {
+                    printf("ptx_traffic: FAIL %s: the load or store at %s:%d goes through no single parameter\n",
+                           c.symbol, e->file->path, a->line);
+                    bad++;
+                    continue;
+                }
+                double pe = (double)a->bytes / per_iter;
+                if (a->param == 1) b.col_pe += pe;
+                else if (a->is_store) b.write_pe += pe;
+                else b.read_pe += pe;
+            }
+            from_ptx = 1;
+        }
+        used[c.warp ? 1 : 0] |= !from_ptx;
+        char shape[64], passes[32];
+        snprintf(shape, sizeof shape, "%lldx%lld", (long long)s.rows, (long long)s.cols);
+        snprintf(passes, sizeof passes, "%d%s", c.onepass ? 1 : c.passes, c.onepass ? " chip" : "");
+        printf("%-11s %-7s %-5s %-12s %-13s %-34s %-7s %5.2f+%-5.2f   %5.2f+%-5.2f", p->g->name,
+               mb_plan_name(p->kind), mb_dtype_name(c.dt), shape, K->name, c.symbol, passes, r_pe, w_pe, b.read_pe,
+               b.write_pe);
+        if (b.col_pe > 0) printf(" (+%.0f [cols])", b.col_pe);
+        printf(" %s", from_ptx ? "PTX" : "program");
+        if (fabs(b.read_pe - r_pe) > 1e-6 || fabs(b.write_pe - w_pe) > 1e-6) {
+            printf("\nptx_traffic: MISMATCH %s (%s %s %s %s kernel %s): model %.2f+%.2f B/elem, %s %.2f+%.2f\n",
+                   c.symbol, p->g->name, mb_plan_name(p->kind), mb_dtype_name(c.dt), shape, K->name, r_pe, w_pe,
+                   from_ptx ? "PTX (column loops)" : "program", b.read_pe, b.write_pe);
+            bad++;
+        } else {
+            printf("   ok\n");
+        }
+    }
+    return bad;
+}
+
+/* The library row ops no built-in variant spells, so that every
+ * hand-written row kernel is reached by some plan. */
+static const char *const row_texts[] = {
+    "name log_softmax_op\ninput x [rows, cols]\ny = log_softmax(x, -1)\noutput y\n",
+    "name layer_norm_op\ninput x [rows, cols]\ninput w [cols]\ny = layer_norm(x, w)\noutput y\n",
+    "name rms_norm_op\ninput x [rows, cols]\ninput w [cols]\ny = rms_norm(x, w)\noutput y\n",
+};
+
+/* Every row variant x plan x dtype at the three shapes. */
+static int run_rows(const opts *o, char names[][MB_NAME_MAX], int nv, int *checked, int used[2])
+{
+    mb_device dev;
+    mb_err err;
+    if (mb_device_find("h200", &dev, &err) != MB_OK) {
+        fprintf(stderr, "ptx_traffic: error: %s\n", err.msg);
+        return -1;
+    }
+    const mb_shape shapes[] = {{2, 4096, 1024}, {2, 1024, 16384}, {2, 64, (int64_t)1 << 20}};
+    int bad = 0, header = 0;
+    const int nt = (int)(sizeof row_texts / sizeof row_texts[0]);
+    for (int v = 0; v < nv + nt && bad >= 0; v++) {
+        if (o->variant && (v >= nv || strcmp(o->variant, names[v]))) continue;
+        for (int dt = 0; dt < MB_DTYPE_COUNT && bad >= 0; dt++) {
+            if (o->dtype >= 0 && dt != o->dtype) continue;
+            mb_graph *g = NULL;
+            if (v < nv ? mb_variant_load(names[v], (mb_dtype)dt, &g, &err)
+                       : mb_parse_variant(row_texts[v - nv], "<ptx_traffic>", (mb_dtype)dt, &g, &err)) {
+                fprintf(stderr, "ptx_traffic: error: %s\n", err.msg);
+                return -1;
+            }
+            for (int pk = 0; pk < MB_PLAN_COUNT && bad >= 0 && g->has_row_ops; pk++) {
+                if (!mb_plan_supported(g, (mb_plan_kind)pk) || (o->plan >= 0 && pk != o->plan)) continue;
+                mb_plan *p = NULL;
+                if (mb_plan_build(g, (mb_plan_kind)pk, &p, &err) != MB_OK) {
+                    fprintf(stderr, "ptx_traffic: error: %s: %s\n", names[v], err.msg);
+                    bad = -1;
+                    break;
+                }
+                if (!header++)
+                    printf("\n%-11s %-7s %-5s %-12s %-13s %-34s %-7s %-13s   %s\n", "variant", "plan", "dtype", "shape",
+                           "kernel", "CUDA kernel", "passes", "model B/elem", "kernel B/elem (h200): from");
+                for (size_t si = 0; si < sizeof shapes / sizeof shapes[0] && bad >= 0; si++) {
+                    if (o->shape.rank == 2 && si > 0) break; /* --shape: that one only */
+                    int b = check_row_plan(p, o->shape.rank == 2 ? o->shape : shapes[si], &dev, used);
+                    bad = b < 0 ? -1 : bad + b;
+                }
+                (*checked)++;
+                mb_plan_free(p);
+            }
+            mb_graph_free(g);
+        }
+    }
+    return bad;
+}
+
 static int run_traffic(const opts *o)
 {
     char names[32][MB_NAME_MAX];
@@ -806,7 +987,7 @@ static int run_traffic(const opts *o)
                 fprintf(stderr, "ptx_traffic: error: %s\n", err.msg);
                 return 2;
             }
-            for (int pk = 0; pk < MB_PLAN_COUNT && bad >= 0 && !g->has_row_ops; pk++) { /* no CUDA row kernels yet */
+            for (int pk = 0; pk < MB_PLAN_COUNT && bad >= 0 && !g->has_row_ops; pk++) { /* rows: run_rows */
                 if (!mb_plan_supported(g, (mb_plan_kind)pk)) continue;
                 mb_plan *p = NULL;
                 if (mb_plan_build(g, (mb_plan_kind)pk, &p, &err) != MB_OK) {
@@ -823,6 +1004,11 @@ static int run_traffic(const opts *o)
             mb_graph_free(g);
         }
     }
+    int row_used[2] = {0, 0};
+    if (bad >= 0) {
+        int b = run_rows(o, names, nv, &checked, row_used);
+        bad = b < 0 ? -1 : bad + b;
+    }
     if (bad < 0) return 2;
     if (checked == 0) {
         fprintf(stderr, "ptx_traffic: error: no plan matched the options\n");
@@ -831,9 +1017,10 @@ static int run_traffic(const opts *o)
     /* every hand-written kernel is for some built-in variant's plan: one no
      * plan reaches means cuda_plan.cu's matching no longer finds it (its
      * kernels would run on the evaluator, and this check would not see them) */
-    for (int i = 0; !o->variant && o->dtype < 0 && i < n_entries; i++) {
+    for (int i = 0; !o->variant && o->dtype < 0 && o->plan < 0 && o->shape.rank != 2 && i < n_entries; i++) {
         const char *nm = entries[i].name;
-        if ((!strncmp(nm, "hand_kernel<", 12) || !strncmp(nm, "copy_kernel<", 12)) && !entries[i].launched) {
+        if ((!strncmp(nm, "hand_kernel<", 12) || !strncmp(nm, "copy_kernel<", 12) ||
+             !strncmp(nm, "row_op_kernel<", 14)) && !entries[i].launched) {
             printf("ptx_traffic: FAIL %s: hand-written, but no plan of the built-in variants launches it\n", nm);
             bad++;
         }
@@ -845,6 +1032,17 @@ static int run_traffic(const opts *o)
         return 2;
     }
     if (ev) bad += check_eval(ev);
+    for (int w = 0; w < 2; w++) {
+        if (!row_used[w]) continue;
+        char sym[64];
+        snprintf(sym, sizeof sym, "row_eval_kernel<%d>", w);
+        entry *re = find_entry(sym);
+        if (!re) {
+            fprintf(stderr, "ptx_traffic: error: the row plans launch %s, which is in none of the PTX files\n", sym);
+            return 2;
+        }
+        bad += check_eval(re);
+    }
     printf("ptx_traffic: %d plans checked, %d kernel%s disagree\n", checked, bad, bad == 1 ? "" : "s");
     return bad ? 1 : 0;
 }
@@ -901,7 +1099,7 @@ static int run_spills(char **logs, int n_logs)
 
 static int usage(void)
 {
-    fprintf(stderr, "usage: ptx_traffic [--variant V] [--dtype f32|bf16|f16] PTX...\n"
+    fprintf(stderr, "usage: ptx_traffic [--variant V] [--dtype f32|bf16|f16] [--plan P] [--shape RxC] PTX...\n"
                     "       ptx_traffic --spills PTXAS_LOG...\n");
     return 2;
 }
@@ -909,7 +1107,7 @@ static int usage(void)
 int main(int argc, char **argv)
 {
     if (argc > 1 && !strcmp(argv[1], "--spills")) return argc > 2 ? run_spills(argv + 2, argc - 2) : usage();
-    opts o = {NULL, -1};
+    opts o = {NULL, -1, -1, {0, 0, 0}};
     int i = 1;
     for (; i < argc && !strncmp(argv[i], "--", 2); i++) {
         if (!strcmp(argv[i], "--variant") && i + 1 < argc) {
@@ -918,6 +1116,13 @@ int main(int argc, char **argv)
             mb_dtype t;
             if (mb_dtype_parse(argv[++i], &t) != MB_OK) return usage();
             o.dtype = (int)t;
+        } else if (!strcmp(argv[i], "--plan") && i + 1 < argc) {
+            mb_plan_kind k;
+            if (mb_plan_parse(argv[++i], &k) != MB_OK) return usage();
+            o.plan = (int)k;
+        } else if (!strcmp(argv[i], "--shape") && i + 1 < argc) {
+            mb_err err;
+            if (mb_shape_parse(argv[++i], &o.shape, &err) != MB_OK || o.shape.rank != 2) return usage();
         } else {
             return usage();
         }
