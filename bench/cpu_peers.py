@@ -296,14 +296,15 @@ def report_model(a, got, med):
                 meas, mid = lo.get((v, peer, "alloc")), med.get((v, peer, "alloc"))
                 if not meas:
                     continue
-                t_spec, _ = model_fw(a.bin, a.spec, v, plan, a.n)
+                t_spec = model_fw(a.bin, a.spec, v, plan, a.n)[0] if cal_gbs else None
                 t_run, alloc = model_fw(a.bin, run_spec, v, plan, a.n)
                 pre = lo.get((v, peer, "prealloc")) if plan == "eager" else None
                 touch = meas - pre if pre else None
                 ts = f"{touch * 1e3:12.2f}" if touch is not None else f"{'-':>12s}"
-                e_spec, e_run = t_spec / meas - 1, t_run / meas - 1
-                print(f"{v:15s} {plan:6s} {peer:14s} {meas * 1e3:9.2f} {mid * 1e3:10.2f} {t_spec * 1e3:12.2f} "
-                      f"{100 * e_spec:+6.0f}% {t_run * 1e3:11.2f} {100 * e_run:+6.0f}% {alloc * 1e3:12.2f} {ts}"
+                e_spec, e_run = (t_spec / meas - 1 if t_spec else None), t_run / meas - 1
+                sp = f"{t_spec * 1e3:12.2f} {100 * e_spec:+6.0f}%" if t_spec else f"{'-':>12s} {'-':>7s}"
+                print(f"{v:15s} {plan:6s} {peer:14s} {meas * 1e3:9.2f} {mid * 1e3:10.2f} {sp} "
+                      f"{t_run * 1e3:11.2f} {100 * e_run:+6.0f}% {alloc * 1e3:12.2f} {ts}"
                       + ("  drifted" if drifted else ""))
                 preds.append({"variant": v, "plan": plan, "peer": peer, "measured_s": meas, "median_s": mid,
                               "model_s": t_spec, "error": e_spec, "model_run_s": t_run, "error_run": e_run,
