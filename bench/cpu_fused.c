@@ -44,8 +44,8 @@ typedef __m512 vf;
 #define SUB _mm512_sub_ps
 #define MUL _mm512_mul_ps
 #define DIV _mm512_div_ps
-#define FSINCOS Sleef_sincosf16_u10
-#define FTANH Sleef_tanhf16_u10
+#define FSINCOS Sleef_sincosf16_u35 /* kernels/vec_ops.h's forms */
+#define FTANH Sleef_tanhf16_u35
 #define FEXP Sleef_expf16_u10
 typedef Sleef___m512_2 vf2;
 #elif defined(__AVX2__)
@@ -59,8 +59,8 @@ typedef __m256 vf;
 #define SUB _mm256_sub_ps
 #define MUL _mm256_mul_ps
 #define DIV _mm256_div_ps
-#define FSINCOS Sleef_sincosf8_u10
-#define FTANH Sleef_tanhf8_u10
+#define FSINCOS Sleef_sincosf8_u35 /* kernels/vec_ops.h's forms */
+#define FTANH Sleef_tanhf8_u35
 #define FEXP Sleef_expf8_u10
 typedef Sleef___m256_2 vf2;
 #endif

@@ -29,7 +29,15 @@ runs by default (the peer allocating, membound preallocated).
 With --spec FILE (a calibrated CPU spec with first_touch_gbs, from
 `membound calibrate`), also `membound model --framework pytorch` beside the
 measured PyTorch times: eager against torch eager, fused against
-torch.compile as it runs by default.
+torch.compile as it runs by default. The first touch moves with a shared
+host's state, so each round also runs membound's first-touch probe
+(`membound calibrate --first-touch`, minima of its 7 rounds) as one more
+case in the rotation: the model is given with the spec's first_touch_gbs and
+with this run's probe (the fastest of the rounds' figures, as PyTorch's is the
+quietest round), and a row whose spec figure is more than 25% off this run's
+probe is flagged 'drifted'. Errors are against PyTorch's quietest round (its
+minimum over rounds; the model predicts an uncontended machine), its median
+beside it.
 
 usage: bench/cpu_peers.py [--bin build/bin/membound] [--n 2^24] [--threads 2] [--rounds 5]
        [--reps 10] [--spec FILE.ini] [--variants LIST] [--inductor vector|as-installed] [--json FILE]
@@ -168,6 +176,35 @@ def membound_round(binary, variants, n, threads, reps):
     return times
 
 
+DRIFT = 0.25  # a spec's first_touch_gbs this far from the run's probe: its rows are flagged
+
+
+def touch_probe(binary, threads):
+    """membound's first-touch probe now: first_touch_gbs (1e9 B/s)."""
+    out = subprocess.run([binary, "calibrate", "--first-touch", "--threads", str(threads), "-q"],
+                         check=True, capture_output=True, text=True).stdout
+    for line in out.splitlines():
+        if "first_touch_gbs" in line:
+            return float(line.split("first_touch_gbs")[1].split()[0])
+    raise RuntimeError("membound calibrate --first-touch printed no first_touch_gbs")
+
+
+def spec_with_touch(spec, gbs, path):
+    """A copy of spec at path with first_touch_gbs = gbs."""
+    lines = [l for l in open(spec).read().splitlines() if not l.startswith("first_touch_gbs")]
+    at = next((i + 1 for i, l in enumerate(lines) if l.strip() == "[device]"), len(lines))
+    lines.insert(at, f"first_touch_gbs = {gbs:.4g}")
+    with open(path, "w") as f:
+        f.write("\n".join(lines) + "\n")
+
+
+def spec_touch(spec):
+    for l in open(spec).read().splitlines():
+        if l.startswith("first_touch_gbs"):
+            return float(l.split("=")[1])
+    return None
+
+
 def model_fw(binary, spec, variant, plan, n):
     """membound model --framework pytorch: time_s and alloc_s."""
     src = ["--expr", MB_EXPR[variant]] if variant in MB_EXPR else [variant]
@@ -179,7 +216,7 @@ def model_fw(binary, spec, variant, plan, n):
 
 def run_rounds(a, torch, ne, cases):
     """Every case once per round, in rotating order; returns {key: [round medians]}."""
-    keys = list(cases) + ["membound"]
+    keys = list(cases) + ["membound"] + (["touch"] if a.spec else [])
     got = {k: [] for k in cases}
     mb = {}
     for r in range(a.rounds):
@@ -188,6 +225,8 @@ def run_rounds(a, torch, ne, cases):
             if k == "membound":
                 for mk, t in membound_round(a.bin, a.variants, a.n, a.threads, a.reps).items():
                     mb.setdefault(mk, []).append(t)
+            elif k == "touch":
+                got.setdefault(("touch", "membound probe", "gbs"), []).append(touch_probe(a.bin, a.threads))
             else:
                 got[k].append(timed_median(cases[k], a.reps))
         print(f"round {r + 1}/{a.rounds} done (load {loadavg()})", file=sys.stderr)
@@ -219,29 +258,7 @@ def report(a, got, torch, ne, load0):
             print(f"{v:15s} {peer:14s} {f(pre):>12s} {f(alloc):>10s} {g(r_same):>11s} {g(r_def):>14s}")
             rows.append({"variant": v, "peer": peer, "prealloc_s": pre, "alloc_s": alloc,
                          "ratio_same": r_same, "ratio_default": r_def})
-    preds = []
-    if a.spec:
-        print(f"\nmembound model --framework pytorch --device {a.spec} against PyTorch (error = model / "
-              f"measured - 1)")
-        print("first touch: the model's (alloc_s), and PyTorch's own (torch eager allocating - the same ops "
-              "into preallocated buffers)")
-        print(f"{'variant':15s} {'plan':6s} {'vs':14s} {'measured ms':>12s} {'model ms':>9s} {'error':>7s} "
-              f"{'touch model ms':>15s} {'touch torch ms':>15s}")
-        for v in a.variants:
-            pairs = [("eager", "torch eager")] + ([] if v in ("sigmoid3", "copy") else [("fused", "torch.compile")])
-            for plan, peer in pairs:
-                meas = med.get((v, peer, "alloc"))
-                if not meas:
-                    continue
-                t, alloc = model_fw(a.bin, a.spec, v, plan, a.n)
-                err = t / meas - 1
-                pre = med.get((v, peer, "prealloc")) if plan == "eager" else None
-                touch = meas - pre if pre else None
-                ts = f"{touch * 1e3:15.2f}" if touch is not None else f"{'-':>15s}"
-                print(f"{v:15s} {plan:6s} {peer:14s} {meas * 1e3:12.2f} {t * 1e3:9.2f} {100 * err:+6.0f}% "
-                      f"{alloc * 1e3:15.2f} {ts}")
-                preds.append({"variant": v, "plan": plan, "peer": peer, "measured_s": meas, "model_s": t,
-                              "alloc_s": alloc, "error": err, "torch_touch_s": touch})
+    preds = report_model(a, got, med) if a.spec else []
     if a.json:
         doc = {"n": a.n, "threads": a.threads, "inductor": a.inductor, "rounds": a.rounds, "reps": a.reps, "torch": torch.__version__,
                "numexpr": ne.__version__, "load_before": load0, "load_after": loadavg(),
@@ -249,6 +266,51 @@ def report(a, got, torch, ne, load0):
         with open(a.json + ".tmp", "w") as f:
             json.dump(doc, f, indent=1)
         os.replace(a.json + ".tmp", a.json)
+
+
+def report_model(a, got, med):
+    """The --framework pytorch model against PyTorch: with the spec's first
+    touch and with this run's probe; rows flagged when the two disagree."""
+    lo = {k: min(ts) for k, ts in got.items() if ts}
+    probes = got.get(("touch", "membound probe", "gbs"), [])
+    run_gbs, cal_gbs = max(probes), spec_touch(a.spec)
+    drift = cal_gbs / run_gbs - 1 if cal_gbs else None
+    drifted = drift is None or abs(drift) > DRIFT
+    print(f"\nfirst touch: spec {a.spec} first_touch_gbs {cal_gbs}; this run's probe "
+          f"{', '.join(f'{g:.3g}' for g in probes)} GB/s (rounds), fastest {run_gbs:.3g}: the spec "
+          + (f"{100 * drift:+.0f}% off" if drift is not None else "has none")
+          + (" -> rows 'drifted' (more than 25%: the spec's first touch is not this run's)" if drifted else ""))
+    print("membound model --framework pytorch against PyTorch (error = model / measured - 1; measured = "
+          "PyTorch's quietest round, its median over rounds beside it); model (spec) with the spec's "
+          "first_touch_gbs, model (run) with this run's probe; touch = first touch: the model's with "
+          "the probe, PyTorch's own (torch eager allocating - the same ops preallocated, quietest rounds)")
+    print(f"{'variant':15s} {'plan':6s} {'vs':14s} {'min ms':>9s} {'median ms':>10s} {'model(spec)':>12s} "
+          f"{'error':>7s} {'model(run)':>11s} {'error':>7s} {'touch model':>12s} {'touch torch':>12s}")
+    preds = []
+    with tempfile.TemporaryDirectory() as d:
+        run_spec = os.path.join(d, "run.ini")
+        spec_with_touch(a.spec, run_gbs, run_spec)
+        for v in a.variants:
+            pairs = [("eager", "torch eager")] + ([] if v in ("sigmoid3", "copy") else [("fused", "torch.compile")])
+            for plan, peer in pairs:
+                meas, mid = lo.get((v, peer, "alloc")), med.get((v, peer, "alloc"))
+                if not meas:
+                    continue
+                t_spec = model_fw(a.bin, a.spec, v, plan, a.n)[0] if cal_gbs else None
+                t_run, alloc = model_fw(a.bin, run_spec, v, plan, a.n)
+                pre = lo.get((v, peer, "prealloc")) if plan == "eager" else None
+                touch = meas - pre if pre else None
+                ts = f"{touch * 1e3:12.2f}" if touch is not None else f"{'-':>12s}"
+                e_spec, e_run = (t_spec / meas - 1 if t_spec else None), t_run / meas - 1
+                sp = f"{t_spec * 1e3:12.2f} {100 * e_spec:+6.0f}%" if t_spec else f"{'-':>12s} {'-':>7s}"
+                print(f"{v:15s} {plan:6s} {peer:14s} {meas * 1e3:9.2f} {mid * 1e3:10.2f} {sp} "
+                      f"{t_run * 1e3:11.2f} {100 * e_run:+6.0f}% {alloc * 1e3:12.2f} {ts}"
+                      + ("  drifted" if drifted else ""))
+                preds.append({"variant": v, "plan": plan, "peer": peer, "measured_s": meas, "median_s": mid,
+                              "model_s": t_spec, "error": e_spec, "model_run_s": t_run, "error_run": e_run,
+                              "alloc_s": alloc, "torch_touch_s": touch, "drifted": drifted,
+                              "spec_touch_gbs": cal_gbs, "run_touch_gbs": run_gbs, "run_touch_rounds": probes})
+    return preds
 
 
 def main(argv=None):

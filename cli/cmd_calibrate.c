@@ -39,6 +39,9 @@ static void usage(FILE *fp)
             "  -q, --quiet   no progress notes (warnings still shown)\n"
             "  --cached      use this host's cached calibration when there is one (as\n"
             "                'measure' does) instead of measuring again\n"
+            "  --first-touch only the first-touch probe (--framework pytorch's figure, a\n"
+            "                few seconds): prints it, writes no spec; to see whether a\n"
+            "                spec's first_touch_gbs still holds on a shared host\n"
             "  -h, --help    this help\n"
             "\n"
             "example: membound calibrate -o local-cpu.ini && membound model --device local-cpu.ini\n");
@@ -47,6 +50,21 @@ static void usage(FILE *fp)
 static void progress(const char *label)
 {
     mb_cli_note("calibrate: %s", label);
+}
+
+/* The first-touch probe's figures (calibrate's summary, --first-touch). */
+static void print_touch(const mb_meas_calib *cal)
+{
+    printf("  first touch of a fresh allocation over a preallocated write (ms per GB, minima of "
+           "rounds):");
+    for (int i = 0; i < MB_MEAS_TOUCH_SIZES; i++)
+        printf(" %.0f MiB %.1f%s", cal->touch_mib[i], cal->touch_s_per_gb[i] * 1e3,
+               i + 1 < MB_MEAS_TOUCH_SIZES ? "," : "\n");
+    printf("    -> first_touch_gbs %.2f above the mmap threshold, %.3g MiB (--framework pytorch); "
+           "%.2f us per %d KiB page (transparent huge pages: %s); %d of %d samples contended\n",
+           cal->first_touch_gbs, cal->alloc_mmap_threshold_mb, cal->touch_us_per_page,
+           cal->touch_page_kib, cal->touch_thp[0] ? cal->touch_thp : "unknown", cal->touch_contended,
+           cal->touch_samples);
 }
 
 /* The CPU calibration's figures, for the user. */
@@ -77,12 +95,7 @@ static void print_cpu_summary(const mb_device *d, const mb_meas_calib *cal)
     else
         printf("  serial fraction of a compiled kernel: not measured (no compiled kernels: "
                "%s); such kernels take the figure above\n", why_not);
-    printf("  first touch of a fresh allocation over a preallocated write (ms per GB):");
-    for (int i = 0; i < MB_MEAS_TOUCH_SIZES; i++)
-        printf(" %.0f MiB %.1f%s", cal->touch_mib[i], cal->touch_s_per_gb[i] * 1e3,
-               i + 1 < MB_MEAS_TOUCH_SIZES ? "," : "\n");
-    printf("    -> first_touch_gbs %.2f above the mmap threshold, %.3g MiB (--framework pytorch)\n",
-           cal->first_touch_gbs, cal->alloc_mmap_threshold_mb);
+    print_touch(cal);
     printf("  op rates (1e9 elements/s, L1-resident, all threads):\n");
     for (int op = MB_OP_ADD; op < MB_OP_COUNT; op++)
         printf("    %-10s %8.3f%s", mb_op_name((mb_op)op), cal->op_geps[op],
@@ -100,7 +113,7 @@ static void print_cpu_summary(const mb_device *d, const mb_meas_calib *cal)
 typedef struct cal_opts {
     const char *out_path;
     mb_meas_backend backend;
-    int threads, quick, quiet, cached;
+    int threads, quick, quiet, cached, touch_only, out_given;
 } cal_opts;
 
 /* The GPU: measured, its summary printed, the spec into *d. */
@@ -159,7 +172,8 @@ static int parse_opts(cal_opts *o, int argc, char **argv)
         {"backend", required_argument, 0, 'b'}, {"output", required_argument, 0, 'o'},
         {"threads", required_argument, 0, 'T'}, {"quick", no_argument, 0, 'Q'},
         {"quiet", no_argument, 0, 'q'},
-        {"cached", no_argument, 0, 'c'}, {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
+        {"cached", no_argument, 0, 'c'}, {"first-touch", no_argument, 0, 't'},
+        {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
     int c;
     opterr = 0;
     optind = 1;
@@ -169,7 +183,7 @@ static int parse_opts(cal_opts *o, int argc, char **argv)
             if (mb_meas_backend_parse(optarg, &o->backend) != MB_OK || o->backend == MB_MEAS_AUTO)
                 return mb_cli_fail(2, "unknown backend '%s' (backends: cpu, cuda)", optarg);
             break;
-        case 'o': o->out_path = optarg; break;
+        case 'o': o->out_path = optarg; o->out_given = 1; break;
         case 'T': {
             char *end = NULL;
             long v = strtol(optarg, &end, 10);
@@ -181,12 +195,29 @@ static int parse_opts(cal_opts *o, int argc, char **argv)
         case 'Q': o->quick = 1; break;
         case 'q': o->quiet = 1; break;
         case 'c': o->cached = 1; break;
+        case 't': o->touch_only = 1; break;
         case 'h': usage(stdout); return -1;
         default: return mb_cli_bad_option(c, argv, optind, optopt, "calibrate");
         }
     }
     if (optind < argc)
         return mb_cli_fail(2, "unexpected argument '%s' (see 'membound calibrate --help')", argv[optind]);
+    return 0;
+}
+
+/* --first-touch: the probe alone, printed; no spec, no cache. */
+static int touch_only(const cal_opts *o)
+{
+    if (o->backend != MB_MEAS_CPU)
+        return mb_cli_fail(2, "--first-touch: the probe is the CPU's (no --backend cuda)");
+    if (o->cached) return mb_cli_fail(2, "--first-touch measures now: no --cached");
+    if (o->out_given) return mb_cli_fail(2, "--first-touch writes no spec: no -o");
+    static mb_meas_calib cal; /* large: not on the stack */
+    mb_err e;
+    if (!o->quiet) progress("first touch of fresh allocations, 8-128 MiB");
+    if (mb_meas_first_touch_probe(o->threads, o->quick, &cal, &e)) return mb_cli_fail_err(1, &e);
+    printf("first touch, %d threads:\n", cal.threads);
+    print_touch(&cal);
     return 0;
 }
 
@@ -197,6 +228,8 @@ int mb_cmd_calibrate(int argc, char **argv)
     mb_meas_set_jit_warn(mb_cli_warn_line); /* a refused compiled-kernel cache says so */
     int rc = parse_opts(&o, argc, argv);
     if (rc) return rc < 0 ? 0 : rc;
+
+    if (o.touch_only) return touch_only(&o);
 
     /* the command line, as provenance in the spec's source */
     char cmdline[256] = "membound";

@@ -15,11 +15,17 @@
 #endif
 
 /* sin, cos and the sincos pair in SLEEF's 3.5-ulp forms, as PyTorch's at::vec
- * (and so Inductor's vector code) calls them; the rest 1 ulp (u10) as its.
+ * (and so Inductor's vector code) calls them; tanh in its 3.5-ulp form too
+ * (at::vec calls u10 there); the rest 1 ulp (u10) as at::vec's.
  * ref_f32.c allows library functions 8 ulps. Xeon 2-vCPU guest, one thread,
  * L1-resident (bench/sleef_rates.c): sincos + squares 0.46-0.70 ns/element in
  * u35 against 1.08-1.39 in u10; Inductor's sin + cos (u35) 0.76-0.99: with u10,
- * sin^2+cos^2 fused at 2^24 took 1.27-1.29x Inductor's time on one thread. */
+ * sin^2+cos^2 fused at 2^24 took 1.27-1.29x Inductor's time on one thread.
+ * tanh 0.62-1.23 ns/element in u35 against 1.96-3.19 in u10 (PyTorch's u10
+ * 1.91-3.41), 2.7 ulps at most (every 97th f32 in [0, 12], both signs): the
+ * tanh-GELU is one tanh and seven arithmetic ops, and u10's tanh was ~85% of
+ * its time (as Inductor's kernel orders it: 0.78-1.69 ns/element with u35,
+ * 2.08-3.62 in Inductor's with PyTorch's u10; four passes, load 8). */
 #if defined(MB_HAVE_SLEEF) && defined(__AVX512F__)
 #define MB_VW 16
 typedef __m512 vf;
@@ -37,7 +43,7 @@ typedef Sleef___m512_2 vf2;
 #define V_COS Sleef_cosf16_u35
 #define V_SINCOS Sleef_sincosf16_u35 /* .x sin, .y cos */
 #define V_TAN Sleef_tanf16_u10
-#define V_TANH Sleef_tanhf16_u10
+#define V_TANH Sleef_tanhf16_u35
 #define V_EXP Sleef_expf16_u10
 #define V_LOG Sleef_logf16_u10
 #define V_ERFC Sleef_erfcf16_u15
@@ -64,7 +70,7 @@ typedef Sleef___m256_2 vf2;
 #define V_COS Sleef_cosf8_u35
 #define V_SINCOS Sleef_sincosf8_u35
 #define V_TAN Sleef_tanf8_u10
-#define V_TANH Sleef_tanhf8_u10
+#define V_TANH Sleef_tanhf8_u35
 #define V_EXP Sleef_expf8_u10
 #define V_LOG Sleef_logf8_u10
 #define V_ERFC Sleef_erfcf8_u15

@@ -1,6 +1,7 @@
 /* vecmath.c — vectorised tile primitives of the CPU executors: one op over a
  * tile, dtype widening/narrowing, streaming copies.
- * Transcendentals come from SLEEF's vector functions (u10: <= 1 ulp) when built
+ * Transcendentals come from SLEEF's vector functions (vec_ops.h: u10, <= 1 ulp;
+ * sin, cos, sincos and tanh u35, <= 3.5 ulps) when built
  * with it; the arithmetic ops are mb_ops.h's scalar definitions in loops the
  * compiler vectorises (op_table.h's MB_OPF_VEC says which). Tails and builds
  * without SLEEF use op_math.h's scalar definitions directly.
@@ -107,7 +108,7 @@ void mb_kern_vec_sincos(const float *a, float as, float *sin_out, float *cos_out
 #if defined(MB_VW)
     if (a)
         for (; i + MB_VW <= len; i += MB_VW) {
-            /* one range reduction for both: SLEEF's sincos (u10, <= 1 ulp each) */
+            /* one range reduction for both: SLEEF's sincos (u35, <= 3.5 ulps each) */
             vf2 sc = V_SINCOS(V_LD(a + i));
             V_ST(sin_out + i, sc.x);
             V_ST(cos_out + i, sc.y);

@@ -418,6 +418,10 @@ typedef struct mb_meas_calib {
     double touch_s_per_gb[MB_MEAS_TOUCH_SIZES]; /* extra seconds per 1e9 bytes */
     double first_touch_gbs;         /* 1e9 B/s of the sizes above the threshold */
     double alloc_mmap_threshold_mb; /* served from the heap below this */
+    double touch_us_per_page;       /* the same cost per page faulted in, microseconds */
+    int touch_page_kib;             /* that page: the base page, 2048 with THP 'always' */
+    char touch_thp[16];             /* transparent_hugepage/enabled's choice, "" unread */
+    int touch_samples, touch_contended; /* fresh-allocation samples; kept though contended */
 } mb_meas_calib;
 
 /* Measures the CPU with threads threads (<= 0: all cores). quick != 0 uses
@@ -426,6 +430,12 @@ typedef struct mb_meas_calib {
  * MB_ERUN when memory runs out. */
 int mb_meas_calibrate_cpu(int threads, int quick, void (*progress)(const char *label),
                           mb_meas_calib *out, mb_err *err);
+
+/* The first-touch probe alone (calibrate --first-touch): out's touch_*,
+ * first_touch_gbs and alloc_mmap_threshold_mb (the rest zero), threads
+ * threads (<= 0: all cores), as mb_meas_calibrate_cpu measures them.
+ * MB_ERUN when memory runs out. */
+int mb_meas_first_touch_probe(int threads, int quick, mb_meas_calib *out, mb_err *err);
 
 /* Why c's figures cannot be true, into why (one line); 0 when they can:
  * bandwidths that disagree by more than 10x, every op rate within 1.5x of

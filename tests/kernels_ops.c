@@ -1,5 +1,7 @@
 /* kernels_ops.c — mb_ops.h: 16-bit conversions (exhaustive round trips, ties,
- * nearest-value oracle, specials) and every op against libm in float64. */
+ * nearest-value oracle, specials), every op against libm in float64, and the
+ * tile primitive's 3.5-ulp SLEEF forms (tanh, sin, cos) in ulps. */
+#include "kernels.h"
 #include "mb_ops.h"
 #include "mb_test.h"
 
@@ -231,6 +233,51 @@ static void ops_vs_libm(void)
     CHECK(mb_op_apply_f32(MB_OP_SIGMOID, 200.0f, 0) == 1.0f);
 }
 
+/* The tile primitive's tanh, sin and cos (SLEEF's 3.5-ulp forms, vec_ops.h)
+ * within 4 ulps of float64 at every 61st f32 of [2^-30, 12] and its
+ * negation, near zero too (relative: a tanh from exp(2x) cancels there);
+ * ref_f32.c allows library functions 8. */
+static double ulps_off(float got, double want)
+{
+    float w = (float)want;
+    double u = fabs((double)nextafterf(fabsf(w), INFINITY) - (double)fabsf(w));
+    return fabs((double)got - want) / u;
+}
+
+static void tile_ulps(void)
+{
+    enum { N = 4096 + 13 }; /* a tail past the vectors */
+    static float a[N], out[N];
+    const struct { mb_op op; double (*ref)(double, double); float hi; } fns[] = {
+        {MB_OP_TANH, r_tanh, 12.0f}, {MB_OP_SIN, r_sin, 12.0f}, {MB_OP_COS, r_cos, 12.0f},
+    };
+    uint32_t lo_bits, hi_bits;
+    float lo = 0x1p-30f;
+    memcpy(&lo_bits, &lo, sizeof lo);
+    for (size_t f = 0; f < sizeof fns / sizeof fns[0]; f++) {
+        memcpy(&hi_bits, &fns[f].hi, sizeof hi_bits);
+        double worst = 0;
+        float worst_x = 0;
+        uint32_t b = lo_bits;
+        while (b <= hi_bits) {
+            int m = 0;
+            for (; m < N && b <= hi_bits; m++, b += 61) {
+                float x;
+                memcpy(&x, &b, sizeof x);
+                a[m] = (m & 1) ? -x : x;
+            }
+            mb_kern_op_apply(fns[f].op, a, 0, NULL, 0, out, m);
+            for (int i = 0; i < m; i++) {
+                double e = ulps_off(out[i], fns[f].ref((double)a[i], 0));
+                if (!(e <= worst)) { worst = e; worst_x = a[i]; }
+            }
+        }
+        if (!(worst <= 4.0))
+            fprintf(stderr, "op %s: tile primitive %.2f ulps at %a\n", mb_op_name(fns[f].op), worst, (double)worst_x);
+        CHECK(worst <= 4.0);
+    }
+}
+
 /* PyTorch's semantics at points with known values (torch.erf, F.softplus,
  * F.silu, in float64 from their definitions). */
 static void torch_values(void)
@@ -259,5 +306,6 @@ int main(void)
     nearest_oracle();
     ops_vs_libm();
     torch_values();
+    tile_ulps();
     return mb_test_done();
 }

@@ -336,6 +336,24 @@ int main(void)
     CHECK_EQ_I64(exit_code(run(0, fwm)), 0);
     CHECK(strstr(slurp("stdout.txt"), "\"framework\": \"pytorch\"") != NULL);
     CHECK(strstr(slurp("stdout.txt"), "\"alloc_s\": ") != NULL);
+    /* the probe alone (calibrate --first-touch): its figure per byte and per
+     * page, the page and the THP mode printed, no spec written; it measures
+     * now and writes nothing, so --cached and -o are refused */
+    const char *ft1[] = {"calibrate", "--first-touch", "--quick", "--threads", "1", NULL};
+    CHECK(!exists("local-cpu.ini"));
+    CHECK_EQ_I64(exit_code(run(0, ft1)), 0);
+    const char *ftp = strstr(slurp("stdout.txt"), "-> first_touch_gbs ");
+    double ftg = 0, upp = 0;
+    int kib = 0;
+    CHECK(ftp && sscanf(ftp, "-> first_touch_gbs %lf above the mmap threshold, %*s MiB (--framework pytorch); "
+                             "%lf us per %d KiB page (transparent huge pages: ", &ftg, &upp, &kib) == 3);
+    CHECK(ftg > 0 && upp >= 0 && (kib == 2048 || kib == (int)(sysconf(_SC_PAGESIZE) / 1024)));
+    CHECK(!exists("local-cpu.ini"));
+    const char *ft2[] = {"calibrate", "--first-touch", "--cached", NULL};
+    CHECK_EQ_I64(exit_code(run(0, ft2)), 2);
+    const char *ft3[] = {"calibrate", "--first-touch", "-o", "t.ini", NULL};
+    CHECK_EQ_I64(exit_code(run(0, ft3)), 2);
+    CHECK(strstr(slurp("stderr.txt"), "--first-touch writes no spec") != NULL && !exists("t.ini"));
 
     /* the host check: a CPU spec's rows are framed by the host reference copy
      * now, against the calibrated one; 1e5 GB/s calibrated is far off:
