@@ -479,6 +479,12 @@ static void row_onepass(rowstate *S, int64_t r, float *tmp)
             vexp_scale(NULL, 0.0f, 1.0f / (float)S->acc[v], S->buf[v], len);
             continue;
         }
+        if (nd->op == MB_OP_SUM && K->online[j] && !is_rowval(&g->nodes[nd->arg[0]])) {
+            /* a sum of exp(a - m) beside its amax: exp(a - m) is in its buffer already */
+            S->acc[v] = vsum(S->buf[nd->arg[0]], len);
+            finish_stats(S, j);
+            continue;
+        }
         if (MB_OP_IS_ROW(nd->op)) {
             int sp = K->stat_pass[j];
             begin_stats(S, v);
