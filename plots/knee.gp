@@ -42,7 +42,7 @@ set ylabel 'time' font ',13'
 set logscale y 10
 set format y '%.0s %cs'
 set yrange [*:*]
-set key bottom right
+set key at graph 1, graph 0.62 right top
 if (mb_meas) {
     plot for [b = 1:mb_last:mb_np] mb_data index b using 1:4:6 with lines lc variable title columnhead(1), \
          for [b = mb_on:mb_last:2] mb_data index b using 1:4:6 with lines lc variable dt 4 title columnhead(1), \
