@@ -38,11 +38,11 @@ static void usage(FILE *fp)
             "  --expr EXPR      a Python-syntax expression; repeat it for several\n"
             "  --plan LIST      eager | fused | store | recompute | optimal, comma-separated;\n"
             "                   default: every plan\n"
-            "  --sizes LIST     2^20,2^24 or 2^16..2^26[:STEP], or shapes 2^12x2^12,2^14x2^10\n"
-            "  --shape LIST     2-D sizes ROWSxCOLS (reductions over the last dim); default\n"
-            "                   a variant's 'shape' line\n"
-            "                   (--sizes) default: each variant's\n"
-            "                   lecture size (--n N: one size)\n"
+            "  --sizes LIST     2^20,2^24 or 2^16..2^26[:STEP], or shapes 2^12x2^12,2^14x2^10;\n"
+            "                   default: each variant's lecture size (its 'shape' line\n"
+            "                   for a 2-D variant)\n"
+            "  --shape LIST     2-D sizes only, ROWSxCOLS (reductions over the last dim)\n"
+            "  --n N            one size\n"
             "  --dtype T[,T]    f32 (default), bf16, f16; several: f32,bf16\n"
             "  --device SPEC    device for the model columns: a table id or an INI spec.\n"
             "                   Default: cpu backend: ./local-cpu.ini when present, else\n"
@@ -88,7 +88,7 @@ static void usage(FILE *fp)
             "\n"
             "The err%% column, like report's measured/model, is measured / model - 1:\n"
             "positive when a row ran slower than the model says. Plans that are the same\n"
-            "kernels (copy's eager and fused) are measured once and reported under each.\n"
+            "kernels at one size (copy's eager and fused) are measured once, reported under each.\n"
             "The 'calibration' column says what the model columns were calibrated with:\n"
             "full, quick, fallback (quick, full ones refused for contention) or stale\n"
             "(a full one more than a day old); report marks such verdicts.\n"
@@ -228,8 +228,8 @@ static void free_graphs(mb_graph **g, int n)
 
 static void print_table_header(FILE *fp)
 {
-    fprintf(fp, "%-16s %-10s %-5s %6s %4s %11s %11s %7s %11s %7s %9s %8s %s\n", "variant", "plan",
-            "dtype", "n", "reps", "median", "min", "cv", "model", "err%", "GB/s", "max_err",
+    fprintf(fp, "%-16s %-10s %-5s %9s %4s %11s %11s %7s %11s %7s %9s %8s %s\n", "variant", "plan",
+            "dtype", "size", "reps", "median", "min", "cv", "model", "err%", "GB/s", "max_err",
             "verified [contended samples] [host drift] [two modes]");
 }
 
@@ -255,8 +255,8 @@ static void print_table_row(FILE *fp, const mb_meas_record *r)
         snprintf(modes, sizeof modes, " [two modes: %s, %s (%.0f%%)]",
                  mb_cli_fmt_time(r->time_s_lower_mode, t1, sizeof t1),
                  mb_cli_fmt_time(r->time_s_upper_mode, t2, sizeof t2), 100 * r->upper_mode_share);
-    fprintf(fp, "%-16s %-10s %-5s %6s %4d %11s %11s %6.1f%% %11s %+6.1f%% %9.2f %8.2g %s%s%s%s\n",
-            r->variant, r->plan, r->dtype, mb_meas_fmt_n(r->n, nb, sizeof nb), r->reps,
+    fprintf(fp, "%-16s %-10s %-5s %9s %4d %11s %11s %6.1f%% %11s %+6.1f%% %9.2f %8.2g %s%s%s%s\n",
+            r->variant, r->plan, r->dtype, mb_meas_fmt_size(r->n, r->cols, nb, sizeof nb), r->reps,
             mb_cli_fmt_time(r->time_s_median, t1, sizeof t1),
             mb_cli_fmt_time(r->time_s_min, t2, sizeof t2), 100.0 * r->time_cv,
             mb_cli_fmt_time(r->model_time_s, t3, sizeof t3), err_pct, gbs, r->max_rel_err,
@@ -498,26 +498,42 @@ static int add_graph_jobs(run *r, mb_graph *g, int *cap)
     return 0;
 }
 
+/* 1 when arrays a and b of count entries of size sz hold the same (both
+ * absent counts as the same). */
+static int same_array(const void *a, const void *b, int count, size_t sz)
+{
+    if (!a || !b) return a == b;
+    return !memcmp(a, b, (size_t)count * sz);
+}
+
 /* 1 when plans p and q of one graph are the same kernels (copy's eager and
- * fused: one kernel either way): the executors run a kernel list, not a
- * plan's name, so one measurement stands for both. */
+ * fused: one kernel either way): the same nodes, reads and writes, and the
+ * same row passes (model/passes.c: online sums, what each pass evaluates and
+ * reads), for the executors run that, not a plan's name, so one measurement
+ * stands for both. Only at one size: the caller compares shapes. */
 static int same_kernels(const mb_plan *p, const mb_plan *q)
 {
     if (p->n_kernels != q->n_kernels || p->n_saved != q->n_saved) return 0;
     for (int k = 0; k < p->n_kernels; k++) {
         const mb_kernel *a = &p->kernels[k], *b = &q->kernels[k];
         if (a->n_nodes != b->n_nodes || a->n_reads != b->n_reads || a->n_writes != b->n_writes ||
-            a->is_backward != b->is_backward ||
+            a->is_backward != b->is_backward || a->passes != b->passes ||
+            a->live_bytes_per_col != b->live_bytes_per_col ||
             memcmp(a->nodes, b->nodes, (size_t)a->n_nodes * sizeof *a->nodes) ||
             memcmp(a->reads, b->reads, (size_t)a->n_reads * sizeof *a->reads) ||
-            memcmp(a->writes, b->writes, (size_t)a->n_writes * sizeof *a->writes))
+            memcmp(a->writes, b->writes, (size_t)a->n_writes * sizeof *a->writes) ||
+            !same_array(a->read_passes, b->read_passes, a->n_reads, sizeof *a->read_passes) ||
+            !same_array(a->eval_mask, b->eval_mask, a->n_nodes, sizeof *a->eval_mask) ||
+            !same_array(a->stat_pass, b->stat_pass, a->n_nodes, sizeof *a->stat_pass) ||
+            !same_array(a->online, b->online, a->n_nodes, sizeof *a->online))
             return 0;
     }
     return 1;
 }
 
 /* r->same_as: each job whose kernels an earlier job of the same graph and
- * size runs (shared_row says so when it writes the first of them). */
+ * size (n and, for a 2-D row, its shape) runs (shared_row says so when it
+ * writes the first of them). */
 static int find_shared(run *r)
 {
     mb_err e;
@@ -530,7 +546,7 @@ static int find_shared(run *r)
         const mb_meas_job *jb = &r->jobs[j];
         for (int i = 0; i < j && r->same_as[j] < 0; i++) {
             const mb_meas_job *ib = &r->jobs[i];
-            if (ib->g != jb->g || ib->n != jb->n || r->same_as[i] >= 0) continue;
+            if (ib->g != jb->g || ib->n != jb->n || ib->cols != jb->cols || r->same_as[i] >= 0) continue;
             mb_plan *p = NULL, *q = NULL;
             int rc = mb_plan_build(jb->g, jb->plan, &p, &e);
             if (!rc) rc = mb_plan_build(ib->g, ib->plan, &q, &e);
@@ -608,10 +624,10 @@ static int prepare(run *r)
 static int row_failed(run *r, int j, const char *dtype, const mb_err *e, int *stop)
 {
     const mb_meas_job *jb = &r->jobs[j];
-    char nb[32];
-    mb_cli_fail(1, "%s %s %s n = %s: %s: the row is left out", jb->g->name, mb_plan_name(jb->plan), dtype,
-                mb_meas_fmt_n(jb->n, nb, sizeof nb), e->msg);
-    if (add_partial(&r->partial, "%s %s %s n = %s failed: %s", jb->g->name, mb_plan_name(jb->plan), dtype, nb,
+    char nb[96];
+    mb_cli_fail(1, "%s %s %s %s: %s: the row is left out", jb->g->name, mb_plan_name(jb->plan), dtype,
+                mb_meas_fmt_at(jb->n, jb->cols, nb, sizeof nb), e->msg);
+    if (add_partial(&r->partial, "%s %s %s %s failed: %s", jb->g->name, mb_plan_name(jb->plan), dtype, nb,
                     e->msg))
         return mb_cli_fail(1, "out of memory");
     r->row_errors++;
@@ -626,15 +642,43 @@ static int row_failed(run *r, int j, const char *dtype, const mb_err *e, int *st
     return 0;
 }
 
+/* 1 when job k is a copy (r->same_as) of a job of plan `of` that, like job j,
+ * is of j's graph and plan. */
+static int same_pair(const run *r, int k, int j, mb_plan_kind of)
+{
+    return r->same_as[k] >= 0 && r->jobs[k].g == r->jobs[j].g && r->jobs[k].plan == r->jobs[j].plan &&
+           r->jobs[r->same_as[k]].plan == of;
+}
+
+/* The note on the first copy of each pair of plans: the sizes at which the
+ * plan of job j runs the kernels of job i's (a size's kernels differ from
+ * another's, so each size is a row of its own). */
+static void shared_note(const run *r, int j, int i)
+{
+    const mb_plan_kind of = r->jobs[i].plan;
+    for (int k = 0; k < j; k++)
+        if (same_pair(r, k, j, of)) return; /* said already */
+    char sizes[512] = "", sb[72];
+    size_t at = 0;
+    for (int k = j; k < r->n_jobs && at + 8 < sizeof sizes; k++) {
+        if (!same_pair(r, k, j, of)) continue;
+        const mb_meas_job *kb = &r->jobs[k];
+        int w = snprintf(sizes + at, sizeof sizes - at, "%s%s", at ? ", " : "",
+                         at ? mb_meas_fmt_size(kb->n, kb->cols, sb, sizeof sb)
+                            : mb_meas_fmt_at(kb->n, kb->cols, sb, sizeof sb));
+        at = w > 0 && (size_t)w < sizeof sizes - at ? at + (size_t)w : sizeof sizes;
+    }
+    mb_cli_note("%s: plans %s and %s are the same kernels: measured once, reported under both (%s)",
+                r->jobs[j].g->name, mb_plan_name(of), mb_plan_name(r->jobs[j].plan), sizes);
+}
+
 /* Row j as the row of job i, whose kernels it runs (r->same_as), under its
  * own plan's name: its row and its kernel rows again. An exit code after one
  * line when memory runs out. */
 static int shared_row(run *r, int j, int i)
 {
     const mb_meas_job *jb = &r->jobs[j];
-    if (!r->o.quiet && (j == 0 || r->jobs[j - 1].g != jb->g || r->same_as[j - 1] < 0))
-        mb_cli_note("%s: plans %s and %s are the same kernels: measured once, reported under both",
-                    jb->g->name, mb_plan_name(r->jobs[i].plan), mb_plan_name(jb->plan));
+    if (!r->o.quiet) shared_note(r, j, i);
     mb_meas_record row = r->out_rows.rows[r->out_at[i]];
     snprintf(row.plan, sizeof row.plan, "%s", mb_plan_name(r->jobs[j].plan));
     r->rows[j] = row;
@@ -673,7 +717,7 @@ static int run_row(run *r, int j, int *stop)
     if ((rc = mb_plan_build(jb->g, jb->plan, &p, &e))) return mb_cli_fail_err(rc, &e);
     mb_meas_record *pk = r->have_kf ? calloc((size_t)p->n_kernels + 1, sizeof *pk) : NULL;
     mb_meas_record *row = &r->rows[j];
-    char why[512] = "", nb[32];
+    char why[512] = "", nb[96];
     if (r->have_kf && !pk) { mb_plan_free(p); return mb_cli_fail(1, "out of memory"); }
     mb_shape shape = jb->cols ? (mb_shape){2, jb->n / jb->cols, jb->cols} : mb_shape_1d(jb->n);
     rc = mb_meas_record_init_shape(row, pk, jb->g->name, p, shape, &r->dev, &e);
@@ -689,14 +733,14 @@ static int run_row(run *r, int j, int *stop)
     }
     if (!row->verified) {
         r->failed++;
-        mb_cli_fail(1, "%s %s %s n = %s failed its check: %s", row->variant, row->plan, row->dtype,
-                    mb_meas_fmt_n(jb->n, nb, sizeof nb), why[0] ? why : "not verified");
+        mb_cli_fail(1, "%s %s %s %s failed its check: %s", row->variant, row->plan, row->dtype,
+                    mb_meas_fmt_at(jb->n, jb->cols, nb, sizeof nb), why[0] ? why : "not verified");
     } else if (!strcmp(row->accuracy, "inaccurate") && ++r->inaccurate && r->o.verbose) {
         /* the math, not the kernel: verified, marked in the 'accuracy' column (counted
          * for the summary line; said of the row with --verbose) */
-        fprintf(stderr, "membound: warning: %s %s %s n = %s: %s; the row is verified and marked "
+        fprintf(stderr, "membound: warning: %s %s %s %s: %s; the row is verified and marked "
                 "in the 'accuracy' column\n", row->variant, row->plan, row->dtype,
-                mb_meas_fmt_n(jb->n, nb, sizeof nb), why);
+                mb_meas_fmt_at(jb->n, jb->cols, nb, sizeof nb), why);
     }
     int flags = mb_meas_row_warn(row, &r->dev, r->backend, r->llc, j == 0, &r->o.cfg);
     r->noisy += !!(flags & MB_MEAS_ROW_NOISY);
@@ -737,13 +781,13 @@ static int run_rows(run *r)
         rc = run_row(r, j, &stop);
         if (!rc && r->done_rows > before && !r->o.quiet && mb_meas_now_s() - t_start > 1.0) {
             const mb_meas_record *row = &r->rows[j];
-            char t1[32], t2[32], nb[32];
+            char t1[32], t2[32], nb[96];
             /* past ten seconds, the time left at the pace so far */
             double spent = mb_meas_now_s() - t_start, left = spent / (j + 1) * (r->n_jobs - j - 1);
             char eta[48] = "";
             if (spent > 10 && j + 1 < r->n_jobs) snprintf(eta, sizeof eta, "; about %.0f s to go", left);
-            mb_cli_note("[%d/%d] %s %s %s n = %s: %s (model %s)%s%s", j + 1, r->n_jobs, row->variant, row->plan,
-                        row->dtype, mb_meas_fmt_n(row->n, nb, sizeof nb),
+            mb_cli_note("[%d/%d] %s %s %s %s: %s (model %s)%s%s", j + 1, r->n_jobs, row->variant, row->plan,
+                        row->dtype, mb_meas_fmt_at(row->n, row->cols, nb, sizeof nb),
                         mb_cli_fmt_time(row->time_s_median, t1, sizeof t1),
                         mb_cli_fmt_time(row->model_time_s, t2, sizeof t2), row->verified ? "" : " FAILED", eta);
         }

@@ -16,7 +16,13 @@
  * an operand by its shape class: [rows, cols] by element, [rows, 1] and
  * [rows] by row, [cols] by column, a scalar once.
  * Sums accumulate a tile in f32 (bf16 and f16 inputs widen to f32, as
- * PyTorch's CPU kernels accumulate) and the tiles' partial sums in double.
+ * PyTorch's CPU kernels accumulate) in vector lanes, four vectors of them,
+ * added pairwise at the end (each lane sums cols / 64 elements of a row), and
+ * the tiles' partial sums in double; LayerNorm's mean and variance are
+ * shifted by the row's first element (sums of x - x0 and its square), so
+ * that a row far from 0 does not cancel in f32. f32 reads are used where
+ * they lie (no copy); f32 and 16-bit writes of tensors larger than
+ * t->nt_min_bytes go out with non-temporal stores, as exec_cpu.c's do.
  * Does not time anything (measure/), nor run elementwise plans (exec_cpu.c). */
 #include "kernels_int.h"
 #include "mb_ops.h"
@@ -26,7 +32,179 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "vec_ops.h"
+
 #define TILE MB_KERN_TILE
+
+#if defined(MB_VW) && MB_VW == 16
+#define ROW_VMAX _mm512_max_ps
+#elif defined(MB_VW) && MB_VW == 8
+#define ROW_VMAX _mm256_max_ps
+#endif
+
+/* ---- vector row primitives (f32 lanes, 4 vector accumulators) ------------- */
+
+#if defined(MB_VW)
+static float lanes_sum(vf v)
+{
+    float l[MB_VW], s = 0;
+    V_ST(l, v);
+    for (int w = MB_VW; w > 1; w /= 2) /* pairwise */
+        for (int i = 0; i < w / 2; i++) l[i] += l[i + w / 2];
+    s = l[0];
+    return s;
+}
+
+static float lanes_max(vf v)
+{
+    float l[MB_VW], m;
+    V_ST(l, v);
+    m = l[0];
+    for (int i = 1; i < MB_VW; i++) m = l[i] > m ? l[i] : m;
+    return m;
+}
+#endif
+
+/* sum of x[0..len) */
+static float vsum(const float *x, int64_t len)
+{
+    int64_t i = 0;
+    float s = 0;
+#if defined(MB_VW)
+    vf a0 = V_SET(0), a1 = a0, a2 = a0, a3 = a0;
+    for (; i + 4 * MB_VW <= len; i += 4 * MB_VW) {
+        a0 = V_ADD(a0, V_LD(x + i));
+        a1 = V_ADD(a1, V_LD(x + i + MB_VW));
+        a2 = V_ADD(a2, V_LD(x + i + 2 * MB_VW));
+        a3 = V_ADD(a3, V_LD(x + i + 3 * MB_VW));
+    }
+    for (; i + MB_VW <= len; i += MB_VW) a0 = V_ADD(a0, V_LD(x + i));
+    s = lanes_sum(V_ADD(V_ADD(a0, a1), V_ADD(a2, a3)));
+#endif
+    for (; i < len; i++) s += x[i];
+    return s;
+}
+
+/* sum of x[i]^2 */
+static float vsum_sq(const float *x, int64_t len)
+{
+    int64_t i = 0;
+    float s = 0;
+#if defined(MB_VW)
+    vf a0 = V_SET(0), a1 = a0, a2 = a0, a3 = a0;
+    for (; i + 4 * MB_VW <= len; i += 4 * MB_VW) {
+        vf x0 = V_LD(x + i), x1 = V_LD(x + i + MB_VW), x2 = V_LD(x + i + 2 * MB_VW), x3 = V_LD(x + i + 3 * MB_VW);
+        a0 = V_ADD(a0, V_MUL(x0, x0));
+        a1 = V_ADD(a1, V_MUL(x1, x1));
+        a2 = V_ADD(a2, V_MUL(x2, x2));
+        a3 = V_ADD(a3, V_MUL(x3, x3));
+    }
+    for (; i + MB_VW <= len; i += MB_VW) {
+        vf x0 = V_LD(x + i);
+        a0 = V_ADD(a0, V_MUL(x0, x0));
+    }
+    s = lanes_sum(V_ADD(V_ADD(a0, a1), V_ADD(a2, a3)));
+#endif
+    for (; i < len; i++) s += x[i] * x[i];
+    return s;
+}
+
+/* *s1 = sum of x[i] - k, *s2 = sum of (x[i] - k)^2 */
+static void vsum_shifted(const float *x, float k, int64_t len, float *s1, float *s2)
+{
+    int64_t i = 0;
+    float a = 0, b = 0;
+#if defined(MB_VW)
+    const vf kv = V_SET(k);
+    vf a0 = V_SET(0), a1 = a0, b0 = a0, b1 = a0;
+    for (; i + 2 * MB_VW <= len; i += 2 * MB_VW) {
+        vf d0 = V_SUB(V_LD(x + i), kv), d1 = V_SUB(V_LD(x + i + MB_VW), kv);
+        a0 = V_ADD(a0, d0);
+        a1 = V_ADD(a1, d1);
+        b0 = V_ADD(b0, V_MUL(d0, d0));
+        b1 = V_ADD(b1, V_MUL(d1, d1));
+    }
+    a = lanes_sum(V_ADD(a0, a1));
+    b = lanes_sum(V_ADD(b0, b1));
+#endif
+    for (; i < len; i++) {
+        float d = x[i] - k;
+        a += d;
+        b += d * d;
+    }
+    *s1 = a;
+    *s2 = b;
+}
+
+/* max of x[i] (a NaN element is passed over, as before: x > m ? x : m) */
+static float vmax(const float *x, int64_t len)
+{
+    int64_t i = 0;
+    float m = -INFINITY;
+#if defined(MB_VW)
+    vf a0 = V_SET(-INFINITY), a1 = a0;
+    for (; i + 2 * MB_VW <= len; i += 2 * MB_VW) {
+        a0 = ROW_VMAX(V_LD(x + i), a0);
+        a1 = ROW_VMAX(V_LD(x + i + MB_VW), a1);
+    }
+    m = lanes_max(ROW_VMAX(a0, a1));
+#endif
+    for (; i < len; i++) m = x[i] > m ? x[i] : m;
+    return m;
+}
+
+/* sum of exp(x[i] - m); with y, also y[i] = exp(x[i] - m) */
+static float vsum_exp(const float *x, float m, float *y, int64_t len)
+{
+    int64_t i = 0;
+    float s = 0;
+#if defined(MB_VW)
+    const vf mv = V_SET(m);
+    vf a0 = V_SET(0), a1 = a0;
+    for (; i + 2 * MB_VW <= len; i += 2 * MB_VW) {
+        vf e0 = V_EXP(V_SUB(V_LD(x + i), mv)), e1 = V_EXP(V_SUB(V_LD(x + i + MB_VW), mv));
+        if (y) {
+            V_ST(y + i, e0);
+            V_ST(y + i + MB_VW, e1);
+        }
+        a0 = V_ADD(a0, e0);
+        a1 = V_ADD(a1, e1);
+    }
+    s = lanes_sum(V_ADD(a0, a1));
+#endif
+    for (; i < len; i++) {
+        float e = mb_op_apply_f32(MB_OP_EXP, x[i] - m, 0.0f);
+        if (y) y[i] = e;
+        s += e;
+    }
+    return s;
+}
+
+/* y[i] = exp(x[i] - m) * c (x == y allowed: y[i] *= c when x is NULL) */
+static void vexp_scale(const float *x, float m, float c, float *y, int64_t len)
+{
+    int64_t i = 0;
+#if defined(MB_VW)
+    const vf mv = V_SET(m), cv = V_SET(c);
+    if (x)
+        for (; i + MB_VW <= len; i += MB_VW) V_ST(y + i, V_MUL(V_EXP(V_SUB(V_LD(x + i), mv)), cv));
+    else
+        for (; i + MB_VW <= len; i += MB_VW) V_ST(y + i, V_MUL(V_LD(y + i), cv));
+#endif
+    for (; i < len; i++) y[i] = (x ? mb_op_apply_f32(MB_OP_EXP, x[i] - m, 0.0f) : y[i]) * c;
+}
+
+/* y[i] = (x[i] - k) * c * w[i] (w NULL: the scalar ws) */
+static void vnorm(const float *x, float k, float c, const float *w, float ws, float *y, int64_t len)
+{
+    int64_t i = 0;
+#if defined(MB_VW)
+    const vf kv = V_SET(k), cv = V_SET(c), wv = V_SET(ws);
+    for (; i + MB_VW <= len; i += MB_VW)
+        V_ST(y + i, V_MUL(V_MUL(V_SUB(V_LD(x + i), kv), cv), w ? V_LD(w + i) : wv));
+#endif
+    for (; i < len; i++) y[i] = (x[i] - k) * c * (w ? w[i] : ws);
+}
 
 static int is_rowval(const mb_node *nd)
 {
@@ -39,7 +217,9 @@ typedef struct {
     const mb_kernel *K;
     const mb_kern_tensors *t;
     int64_t cols;
-    float **buf;     /* per graph node: TILE floats (full and [cols] values) */
+    float **buf;     /* per graph node: its values now (full and [cols] values):
+                        own[v], or an f32 read where it lies */
+    float **own;     /* per graph node: TILE (or cols) floats of this thread's */
     float *scal;     /* per graph node: its value for this row (row values) */
     double *acc, *acc2; /* reductions and library statistics */
     float *mx;       /* running max (amax, softmax) */
@@ -54,39 +234,48 @@ static const float *operand(rowstate *S, int v, float *sv)
     return S->buf[v];
 }
 
-/* Loads read v's tile [c0, c0 + len) of row r (full or [cols]). */
+/* Read v's tile [c0, c0 + len) of row r (full or [cols]): an f32 one where
+ * it lies (S->buf[v] points there; reads are never written), others widened
+ * into S->own[v]. */
 static void load_tile(rowstate *S, int v, int64_t r, int64_t c0, int len)
 {
     const mb_node *nd = &S->g->nodes[v];
     const void *src = S->t->data[v];
     int64_t base = nd->shape == MB_SHC_COL ? c0 : r * S->cols + c0;
-    float *b = S->buf[v];
-    if (nd->dtype == MB_F32) memcpy(b, (const float *)src + base, (size_t)len * sizeof(float));
-    else
-        for (int i = 0; i < len; i++) b[i] = mb_load_f32(src, base + i, nd->dtype);
+    if (nd->dtype == MB_F32) {
+        S->buf[v] = (float *)src + base;
+        return;
+    }
+    S->buf[v] = S->own[v];
+    mb_kern_vec_load((const char *)src + base * (int64_t)mb_dtype_bytes(nd->dtype), nd->dtype, S->buf[v], len);
+}
+
+/* Node v's tile [c0, c0 + len) of row r out to its tensor. */
+static void store_tile(rowstate *S, int v, int64_t r, int64_t c0, int len)
+{
+    const mb_node *nd = &S->g->nodes[v];
+    int64_t base = nd->shape == MB_SHC_COL ? c0 : r * S->cols + c0;
+    int nt = nd->shape == MB_SHC_FULL && S->t->n * (int64_t)mb_dtype_bytes(nd->dtype) > S->t->nt_min_bytes;
+    mb_kern_vec_store(S->buf[v], (char *)S->t->data[v] + base * (int64_t)mb_dtype_bytes(nd->dtype), nd->dtype,
+                      len, nt);
 }
 
 static float tile_sum(const float *x, float xs, int len)
 {
-    float s = 0;
     if (!x) return xs * (float)len;
-    for (int i = 0; i < len; i++) s += x[i];
-    return s;
+    return vsum(x, len);
 }
 
 static float tile_max(const float *x, float xs, int len)
 {
-    float m = x ? -INFINITY : xs;
-    for (int i = 0; x && i < len; i++) m = x[i] > m ? x[i] : m;
-    return m;
+    return x ? vmax(x, len) : xs;
 }
 
 /* sum over the tile of exp(x - m) (f32, vector exp) */
-static float tile_sum_exp(const float *x, float xs, float m, int len, float *tmp)
+static float tile_sum_exp(const float *x, float xs, float m, int len)
 {
-    for (int i = 0; i < len; i++) tmp[i] = (x ? x[i] : xs) - m;
-    mb_kern_op_apply(MB_OP_EXP, tmp, 0, NULL, 0, tmp, len);
-    return tile_sum(tmp, 0, len);
+    if (!x) return mb_op_apply_f32(MB_OP_EXP, xs - m, 0.0f) * (float)len;
+    return vsum_exp(x, m, NULL, len);
 }
 
 static void begin_stats(rowstate *S, int v)
@@ -96,7 +285,7 @@ static void begin_stats(rowstate *S, int v)
 }
 
 /* A row op's statistics from one tile, in pass p (its stat_pass is sp). */
-static void stats_tile(rowstate *S, int j, int p, int len, float *tmp)
+static void stats_tile(rowstate *S, int j, int p, int len)
 {
     const mb_node *nd = &S->g->nodes[S->K->nodes[j]];
     int v = S->K->nodes[j], sp = S->K->stat_pass[j];
@@ -109,7 +298,7 @@ static void stats_tile(rowstate *S, int j, int p, int len, float *tmp)
             int m = S->g->nodes[S->g->nodes[nd->arg[0]].arg[0]].arg[1];
             float mo = S->mprev[m], mn = S->mx[m];
             if (mo != mn && S->acc[v] != 0) S->acc[v] *= exp((double)mo - (double)mn);
-            S->acc[v] += tile_sum_exp(x, xs, mn, len, tmp);
+            S->acc[v] += tile_sum_exp(x, xs, mn, len);
         } else {
             S->acc[v] += tile_sum(x, xs, len);
         }
@@ -129,27 +318,26 @@ static void stats_tile(rowstate *S, int j, int p, int len, float *tmp)
                 if (S->acc[v] != 0) S->acc[v] *= exp((double)mo - (double)m);
                 S->mx[v] = m;
             }
-            S->acc[v] += tile_sum_exp(x, xs, S->mx[v], len, tmp);
+            S->acc[v] += tile_sum_exp(x, xs, S->mx[v], len);
         } else if (p == sp) {
             float m = tile_max(x, xs, len);
             if (m > S->mx[v]) S->mx[v] = m;
         } else {
-            S->acc[v] += tile_sum_exp(x, xs, S->mx[v], len, tmp);
+            S->acc[v] += tile_sum_exp(x, xs, S->mx[v], len);
         }
         break;
-    case MB_OP_LAYER_NORM: /* sums in double across tiles: mean and variance */
-        for (int i = 0; i < len; i++) {
-            float e = x ? x[i] : xs;
-            S->acc[v] += e;
-            S->acc2[v] += (double)e * e;
-        }
-        break;
-    case MB_OP_RMS_NORM: {
-        float s = 0;
-        for (int i = 0; i < len; i++) s += (x ? x[i] : xs) * (x ? x[i] : xs);
-        S->acc[v] += s;
+    case MB_OP_LAYER_NORM: { /* sums of x - x0 and its square, in double across tiles */
+        if (S->mx[v] == -INFINITY) S->mx[v] = x ? x[0] : xs; /* the row's shift x0 */
+        float s1 = 0, s2 = 0;
+        if (x) vsum_shifted(x, S->mx[v], len, &s1, &s2);
+        else s1 = (xs - S->mx[v]) * (float)len, s2 = s1 * (xs - S->mx[v]);
+        S->acc[v] += s1;
+        S->acc2[v] += s2;
         break;
     }
+    case MB_OP_RMS_NORM:
+        S->acc[v] += x ? vsum_sq(x, len) : (double)xs * xs * len;
+        break;
     default: break;
     }
 }
@@ -166,7 +354,8 @@ static void finish_stats(rowstate *S, int j)
     }
 }
 
-/* A library row op's output tile. */
+/* A library row op's output tile (x, when it is a row value: its tile of
+ * copies in tmp first). */
 static void library_tile(rowstate *S, int v, int len, float *tmp)
 {
     const mb_node *nd = &S->g->nodes[v];
@@ -174,30 +363,26 @@ static void library_tile(rowstate *S, int v, int len, float *tmp)
     const float *x = operand(S, nd->arg[0], &xs);
     const float *w = nd->arg[1] >= 0 ? operand(S, nd->arg[1], &ws) : NULL;
     float *y = S->buf[v];
+    if (!x) {
+        for (int i = 0; i < len; i++) tmp[i] = xs;
+        x = tmp;
+    }
     switch (nd->op) {
     case MB_OP_SOFTMAX:
-    case MB_OP_LOG_SOFTMAX: {
-        float m = S->mx[v], s = (float)S->acc[v];
-        if (nd->op == MB_OP_LOG_SOFTMAX) {
-            float ls = logf(s);
-            for (int i = 0; i < len; i++) y[i] = (x ? x[i] : xs) - m - ls;
-            break;
-        }
-        for (int i = 0; i < len; i++) tmp[i] = (x ? x[i] : xs) - m;
-        mb_kern_op_apply(MB_OP_EXP, tmp, 0, NULL, 0, y, len);
-        float inv = 1.0f / s;
-        for (int i = 0; i < len; i++) y[i] *= inv;
+        vexp_scale(x, S->mx[v], 1.0f / (float)S->acc[v], y, len);
         break;
-    }
-    case MB_OP_LAYER_NORM: {
-        double mean = S->acc[v] / (double)S->cols, var = S->acc2[v] / (double)S->cols - mean * mean;
-        float mu = (float)mean, rstd = (float)(1.0 / sqrt((var > 0 ? var : 0) + nd->eps));
-        for (int i = 0; i < len; i++) y[i] = ((x ? x[i] : xs) - mu) * rstd * (w ? w[i] : ws);
+    case MB_OP_LOG_SOFTMAX:
+        vnorm(x, S->mx[v] + logf((float)S->acc[v]), 1.0f, NULL, 1.0f, y, len);
+        break;
+    case MB_OP_LAYER_NORM: { /* acc, acc2: sums of x - x0, (x - x0)^2 (x0 in mx) */
+        double d = S->acc[v] / (double)S->cols, var = S->acc2[v] / (double)S->cols - d * d;
+        float mu = (float)(S->mx[v] + d), rstd = (float)(1.0 / sqrt((var > 0 ? var : 0) + nd->eps));
+        vnorm(x, mu, rstd, w, ws, y, len);
         break;
     }
     case MB_OP_RMS_NORM: {
         float rstd = (float)(1.0 / sqrt(S->acc[v] / (double)S->cols + nd->eps));
-        for (int i = 0; i < len; i++) y[i] = (x ? x[i] : xs) * rstd * (w ? w[i] : ws);
+        vnorm(x, 0.0f, rstd, w, ws, y, len);
         break;
     }
     default: break;
@@ -232,7 +417,7 @@ static void row_pass(rowstate *S, int64_t r, int p, float *tmp)
             if (sp >= 0) {
                 int last_stat = sp + (mb_op_info_of(nd->op)->kind == MB_OPK_REDUCTION || K->online[j] ||
                                       nd->op == MB_OP_LAYER_NORM || nd->op == MB_OP_RMS_NORM ? 0 : 1);
-                if (p >= sp && p <= last_stat) stats_tile(S, j, p, len, tmp);
+                if (p >= sp && p <= last_stat) stats_tile(S, j, p, len);
                 if (MB_OP_IS_ROW(nd->op) && mb_op_info_of(nd->op)->kind != MB_OPK_REDUCTION &&
                     (K->eval_mask[j] >> p & 1))
                     library_tile(S, v, len, tmp);
@@ -253,10 +438,7 @@ static void row_pass(rowstate *S, int64_t r, int p, float *tmp)
             while (K->nodes[j] != v) j++;
             const mb_node *nd = &g->nodes[v];
             if (is_rowval(nd) || lowest_bit(K->eval_mask[j]) != p) continue;
-            int64_t base = nd->shape == MB_SHC_COL ? c0 : r * S->cols + c0;
-            if (nd->dtype == MB_F32) memcpy((float *)S->t->data[v] + base, S->buf[v], (size_t)len * sizeof(float));
-            else
-                for (int i = 0; i < len; i++) mb_store_f32(S->t->data[v], base + i, nd->dtype, S->buf[v][i]);
+            store_tile(S, v, r, c0, len);
         }
     }
     for (int j = 0; j < K->n_nodes; j++)
@@ -289,6 +471,20 @@ static void row_onepass(rowstate *S, int64_t r, float *tmp)
     for (int j = 0; j < K->n_nodes; j++) {
         int v = K->nodes[j];
         const mb_node *nd = &g->nodes[v];
+        if (nd->op == MB_OP_SOFTMAX && !is_rowval(&g->nodes[nd->arg[0]])) {
+            /* max, then exp(x - max) kept and summed, then scaled: one exp an element */
+            const float *x = S->buf[nd->arg[0]];
+            S->mx[v] = vmax(x, len);
+            S->acc[v] = vsum_exp(x, S->mx[v], S->buf[v], len);
+            vexp_scale(NULL, 0.0f, 1.0f / (float)S->acc[v], S->buf[v], len);
+            continue;
+        }
+        if (nd->op == MB_OP_SUM && K->online[j] && !is_rowval(&g->nodes[nd->arg[0]])) {
+            /* a sum of exp(a - m) beside its amax: exp(a - m) is in its buffer already */
+            S->acc[v] = vsum(S->buf[nd->arg[0]], len);
+            finish_stats(S, j);
+            continue;
+        }
         if (MB_OP_IS_ROW(nd->op)) {
             int sp = K->stat_pass[j];
             begin_stats(S, v);
@@ -296,9 +492,9 @@ static void row_onepass(rowstate *S, int64_t r, float *tmp)
                 int m = g->nodes[g->nodes[nd->arg[0]].arg[0]].arg[1];
                 S->mprev[m] = S->mx[m];
             }
-            stats_tile(S, j, sp, len, tmp);
+            stats_tile(S, j, sp, len);
             if ((nd->op == MB_OP_SOFTMAX || nd->op == MB_OP_LOG_SOFTMAX) && !K->online[j])
-                stats_tile(S, j, sp + 1, len, tmp);
+                stats_tile(S, j, sp + 1, len);
             if (mb_op_info_of(nd->op)->kind == MB_OPK_REDUCTION) finish_stats(S, j);
             else library_tile(S, v, len, tmp);
             continue;
@@ -316,10 +512,7 @@ static void row_onepass(rowstate *S, int64_t r, float *tmp)
             mb_store_f32(S->t->data[v], nd->shape == MB_SHC_SCALAR ? 0 : r, nd->dtype, S->scal[v]);
             continue;
         }
-        int64_t base = nd->shape == MB_SHC_COL ? 0 : r * S->cols;
-        if (nd->dtype == MB_F32) memcpy((float *)S->t->data[v] + base, S->buf[v], (size_t)len * sizeof(float));
-        else
-            for (int i = 0; i < len; i++) mb_store_f32(S->t->data[v], base + i, nd->dtype, S->buf[v][i]);
+        store_tile(S, v, r, 0, len);
     }
 }
 
@@ -338,12 +531,13 @@ static int run_rows(mb_kern_tensors *t, const mb_kernel *K, mb_err *err)
     int failed = 0;
 #pragma omp parallel
     {
-        rowstate S = {g, K, t, t->shape.cols, NULL, NULL, NULL, NULL, NULL, NULL, NULL};
+        rowstate S = {g, K, t, t->shape.cols, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL};
         /* one pass keeps whole rows: buffers of cols floats */
         const size_t width = onepass ? (size_t)t->shape.cols : TILE;
         float *slab = malloc(((size_t)nn + 1) * width * sizeof(float));
         float *tmp = malloc(width * sizeof(float));
-        S.buf = malloc((size_t)nn * sizeof(float *));
+        S.buf = malloc(2 * (size_t)nn * sizeof(float *));
+        S.own = S.buf ? S.buf + nn : NULL;
         S.scal = calloc((size_t)nn, sizeof(float));
         S.acc = calloc((size_t)nn, sizeof(double));
         S.acc2 = calloc((size_t)nn, sizeof(double));
@@ -354,7 +548,7 @@ static int run_rows(mb_kern_tensors *t, const mb_kernel *K, mb_err *err)
 #pragma omp atomic write
             failed = 1;
         }
-        for (int i = 0; ok && i < nn; i++) S.buf[i] = slab + (size_t)i * width;
+        for (int i = 0; ok && i < nn; i++) S.buf[i] = S.own[i] = slab + (size_t)i * width;
 #pragma omp for schedule(static)
         for (int64_t r = 0; r < rows; r++) {
             if (!ok) continue;
@@ -368,6 +562,7 @@ static int run_rows(mb_kern_tensors *t, const mb_kernel *K, mb_err *err)
             else
                 for (int p = 0; p < K->passes; p++) row_pass(&S, r, p, tmp);
         }
+        mb_kern_vec_sfence(); /* this thread's non-temporal stores, before the kernel ends */
         free(slab); free(tmp); free(S.buf); free(S.scal); free(S.acc); free(S.acc2); free(S.mx); free(S.mprev);
     }
     if (failed) return mb_err_set(err, MB_ERUN, "out of memory");

@@ -89,6 +89,14 @@ static void vec_pow(const float *a, float as, const float *b, float bs, float *o
 #define MB_VEC_CASE(E, ...) case MB_OP_##E: MB_SCALAR_LOOP(MB_OP_##E); return;
 #endif
 
+/* flatten: every case's scalar definition inlined into its loop. Without it
+ * the compiler kept mb_op_apply_f32 out of line in 74 of the loops (the
+ * switch is too large for its inlining budget), among them every binary op
+ * against a scalar or a row value (x - m, e / s): a call per element,
+ * 4-5 ns/element against 0.04-0.07 inlined and vectorised. */
+#if defined(__GNUC__)
+__attribute__((flatten))
+#endif
 void mb_kern_vec_apply(mb_op op, const float *a, float as, const float *b, float bs,
                        float *out, int64_t len)
 {

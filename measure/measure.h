@@ -827,6 +827,11 @@ int mb_meas_row_warn(const mb_meas_record *row, const mb_device *dev, mb_meas_ba
 
 /* "2^24" when n is a power of two, else the number; buf returned. */
 const char *mb_meas_fmt_n(int64_t n, char *buf, size_t bufsz);
+/* A row's size: "2^12x2^10" (each side as mb_meas_fmt_n) for a 2-D row of
+ * cols > 0 columns, else mb_meas_fmt_n(n); buf returned. */
+const char *mb_meas_fmt_size(int64_t n, int64_t cols, char *buf, size_t bufsz);
+/* The same as a label: "n = 2^24" (1-D), "shape 2^12x2^10" (2-D); buf returned. */
+const char *mb_meas_fmt_at(int64_t n, int64_t cols, char *buf, size_t bufsz);
 
 /* "copy 78%, ops 65%": a row's host ratios as percentages of the calibrated
  * figures (those it has); buf returned. */

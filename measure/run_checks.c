@@ -37,6 +37,21 @@ const char *mb_meas_fmt_n(int64_t n, char *buf, size_t bufsz)
     return buf;
 }
 
+const char *mb_meas_fmt_size(int64_t n, int64_t cols, char *buf, size_t bufsz)
+{
+    if (cols <= 0 || n % cols) return mb_meas_fmt_n(n, buf, bufsz);
+    char rb[32], cb[32];
+    snprintf(buf, bufsz, "%sx%s", mb_meas_fmt_n(n / cols, rb, sizeof rb), mb_meas_fmt_n(cols, cb, sizeof cb));
+    return buf;
+}
+
+const char *mb_meas_fmt_at(int64_t n, int64_t cols, char *buf, size_t bufsz)
+{
+    char sb[72];
+    snprintf(buf, bufsz, "%s %s", cols > 0 ? "shape" : "n =", mb_meas_fmt_size(n, cols, sb, sizeof sb));
+    return buf;
+}
+
 /* "1.23 ms": s in the unit that fits. */
 static const char *fmt_time(double s, char *buf, size_t bufsz)
 {
@@ -127,9 +142,9 @@ int mb_meas_admit_jobs(mb_meas_backend b, const mb_meas_config *c, const mb_meas
     int noted = 0;
     for (int j = 0; j < n_jobs; j++) {
         const mb_meas_job *jb = &jobs[j];
-        char what[MB_NAME_MAX + 96], nb[32];
-        snprintf(what, sizeof what, "%s %s %s at n = %s", jb->g->name, mb_plan_name(jb->plan),
-                 mb_dtype_name(jb->g->nodes[jb->g->inputs[0]].dtype), mb_meas_fmt_n(jb->n, nb, sizeof nb));
+        char what[MB_NAME_MAX + 160], nb[96];
+        snprintf(what, sizeof what, "%s %s %s at %s", jb->g->name, mb_plan_name(jb->plan),
+                 mb_dtype_name(jb->g->nodes[jb->g->inputs[0]].dtype), mb_meas_fmt_at(jb->n, jb->cols, nb, sizeof nb));
         if (b == MB_MEAS_CUDA) {
             int rc = admit_cuda(c, jb, what, avail, total, &noted, err);
             if (rc) return rc;
@@ -215,10 +230,10 @@ static void warn_drifted(const mb_meas_record *row, const mb_device *dev, const 
 int mb_meas_row_warn(const mb_meas_record *row, const mb_device *dev, mb_meas_backend b,
                      int64_t llc, int first, const mb_meas_config *c)
 {
-    char id[MB_NAME_MAX + 96], nb[32];
+    char id[MB_NAME_MAX + 160], nb[96];
     int flags = 0;
-    snprintf(id, sizeof id, "%s %s %s n = %s", row->variant, row->plan, row->dtype,
-             mb_meas_fmt_n(row->n, nb, sizeof nb));
+    snprintf(id, sizeof id, "%s %s %s %s", row->variant, row->plan, row->dtype,
+             mb_meas_fmt_at(row->n, row->cols, nb, sizeof nb));
     const int tell = c->row_details;
     if (mb_meas_row_noisy(row)) {
         flags |= MB_MEAS_ROW_NOISY;
@@ -253,7 +268,7 @@ int mb_meas_row_warn(const mb_meas_record *row, const mb_device *dev, mb_meas_ba
         say(c, "note", 1, "%s: %.1f GB/s is above the calibrated %.1f GB/s: check the byte count or the "
             "calibration", id, gbs, roof);
     if (bytes < 4 * llc && b == MB_MEAS_CPU && first)
-        say(c, "note", 0, "n = %s is below 4x the last-level cache (%.0f MiB): cache-resident, not a "
+        say(c, "note", 0, "%s is below 4x the last-level cache (%.0f MiB): cache-resident, not a "
             "cold-memory figure", nb, (double)llc / 1048576.0);
     return flags;
 }

@@ -109,12 +109,19 @@ static int broadcast(mb_shape_class a, mb_shape_class b, int rank, mb_shape_clas
     return -1;
 }
 
-/* "file:line:col: shapes A and B do not broadcast ..." at node nd. */
-static int broadcast_err(const mb_graph *g, const mb_node *nd, mb_err *err, const char *a, const char *b)
+/* "file:line:col: shapes A and B do not broadcast ..." at node nd; rowv
+ * when one of them is [rows] against a last dimension of cols, which
+ * PyTorch aligns as [1, rows]: a match only when rows = cols, and then a
+ * value per column, not per row. */
+static int broadcast_err(const mb_graph *g, const mb_node *nd, mb_err *err, const char *a, const char *b,
+                         int rowv)
 {
     return mb_err_set(err, MB_EINPUT, "%s:%d:%d: shapes %s and %s do not broadcast (a reduction with "
-                      "keepdim=False drops the reduced dimension: keepdim=True keeps it as [rows, 1])",
-                      g->path, nd->line, nd->col, a, b);
+                      "keepdim=False drops the reduced dimension: keepdim=True keeps it as [rows, 1])%s",
+                      g->path, nd->line, nd->col, a, b,
+                      rowv ? "; PyTorch aligns a [rows] tensor with the last dimension, as [1, rows]: it "
+                             "broadcasts only when rows = cols, and then element [i, j] takes its value j, "
+                             "not row i's: membound does not run that form" : "");
 }
 
 /* The dimension a row op reduces must be the last one: -1, or rank - 1. */
@@ -176,7 +183,9 @@ int mb_graph_derive_shapes(mb_graph *g, int rank, mb_err *err)
                                ? (mb_shape_class)g->nodes[nd->arg[1]].shape : MB_SHC_SCALAR;
         mb_shape_class r;
         if (broadcast(a, b, rank, &r))
-            return broadcast_err(g, nd, err, mb_shape_class_text(a, rank), mb_shape_class_text(b, rank));
+            return broadcast_err(g, nd, err, mb_shape_class_text(a, rank), mb_shape_class_text(b, rank),
+                                 rank == 2 && (a == MB_SHC_ROWV) != (b == MB_SHC_ROWV) &&
+                                     (a == MB_SHC_FULL || b == MB_SHC_FULL || a == MB_SHC_COL || b == MB_SHC_COL));
         nd->shape = (unsigned char)r;
     }
     g->rank = rank;

@@ -4,6 +4,7 @@
  * of every figure lives in plots/NAME.gp. */
 #include "report_int.h"
 #include "render_int.h"
+#include "fig_knee.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -998,6 +999,14 @@ static int wants_recompute(const fig_args *a)
     return 0;
 }
 
+/* The knee figure (fig_knee.c): wanted when a variant with row operations is drawn. */
+static int wants_knee(const fig_args *a) { return rpt_knee_variant(a->s, a->se, a->ns) != NULL; }
+
+static int draw_knee(rpt_fig_ctx *fc, const char *name, const fig_args *a)
+{
+    return rpt_fig_knee(fc, name, a->s, rpt_knee_variant(a->s, a->se, a->ns), a->d);
+}
+
 typedef enum fig_scope {
     FIG_PER_GROUP,  /* one per device x backend of the measured rows */
     FIG_PER_DEVICE, /* one per device, every backend's points on it */
@@ -1024,6 +1033,7 @@ static const fig_kind fig_kinds[] = {
     {"roofline", FIG_PER_DEVICE, 1, NULL, draw_roofline},
     {"whatif", FIG_ONCE, 1, NULL, draw_whatif},
     {"recompute", FIG_PER_GROUP, 1, wants_recompute, draw_recompute},
+    {"knee", FIG_ONCE, 1, wants_knee, draw_knee},
 };
 #define N_FIG_KINDS ((int)(sizeof fig_kinds / sizeof fig_kinds[0]))
 

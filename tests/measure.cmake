@@ -38,3 +38,7 @@ endif()
 add_test(NAME measure_runs COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/measure_runs.sh)
 set_tests_properties(measure_runs PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 600
   ENVIRONMENT "MB_BIN=${CMAKE_BINARY_DIR}/bin/membound;MB_SRC=${CMAKE_SOURCE_DIR};MEMBOUND_VARIANTS=${CMAKE_BINARY_DIR}/share/membound/variants")
+# 2-D rows of one n at different shapes: measured each, the note and the table name the shapes
+add_test(NAME measure_shapes COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/measure_shapes.sh)
+set_tests_properties(measure_shapes PROPERTIES TIMEOUT 300
+  ENVIRONMENT "MB_BIN=${CMAKE_BINARY_DIR}/bin/membound;MEMBOUND_VARIANTS=${CMAKE_BINARY_DIR}/share/membound/variants")

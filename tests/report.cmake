@@ -45,3 +45,9 @@ if(TARGET mb_reports)
   set_tests_properties(report_rows PROPERTIES TIMEOUT 120
     ENVIRONMENT "MB_BIN=${CMAKE_BINARY_DIR}/bin/membound;MB_SRC=${CMAKE_SOURCE_DIR};MEMBOUND_VARIANTS=${CMAKE_BINARY_DIR}/share/membound/variants")
 endif()
+# the one-pass -> multi-pass knee figure: figures of a row variant, report of 2-D CPU rows
+if(TARGET mb_reports)
+  add_test(NAME figures_knee COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/figures_knee.sh)
+  set_tests_properties(figures_knee PROPERTIES TIMEOUT 120
+    ENVIRONMENT "MB_BIN=${CMAKE_BINARY_DIR}/bin/membound;MB_SRC=${CMAKE_SOURCE_DIR};MEMBOUND_VARIANTS=${CMAKE_BINARY_DIR}/share/membound/variants")
+endif()

@@ -180,6 +180,32 @@ static void check_bad(int i)
     mb_graph_free(g);
 }
 
+/* [rows] against a last dimension of cols: the error says what PyTorch does
+ * with it ([1, rows]: rows = cols only, a value per column), and only there */
+static void check_rowv_note(void)
+{
+    static const struct {
+        const char *text;
+        int note;
+    } rowv_cases[] = {
+        {X_ "y = x / x.sum(-1)", 1},
+        {"input x [rows, cols]\ninput v [rows]\ninput w [cols]\ny = x.sum(-1, keepdim=True) * w + v", 1},
+        {"input x [rows, cols]\ninput w [cols]\ny = x.sum(-1) * w", 1},
+        {"input x [rows, cols]\ny = x.sum(-1) * x.sum(-1, keepdim=True)", 0}, /* [rows] x [rows, 1] */
+    };
+    for (size_t i = 0; i < sizeof rowv_cases / sizeof rowv_cases[0]; i++) {
+        mb_graph *g = NULL;
+        mb_err e = {""};
+        int rc = mb_parse_variant(rowv_cases[i].text, "e.mb", MB_F32, &g, &e);
+        CHECK(rc == MB_EINPUT && strstr(e.msg, "do not broadcast"));
+        const char *note = strstr(e.msg, "PyTorch aligns a [rows] tensor with the last dimension, as [1, rows]: it "
+                                         "broadcasts only when rows = cols, and then element [i, j] takes its value j");
+        if (!note != !rowv_cases[i].note) fprintf(stderr, "rowv note %zu: '%s'\n", i, e.msg);
+        CHECK(!note == !rowv_cases[i].note);
+        mb_graph_free(g);
+    }
+}
+
 static void check_shapes(void)
 {
     mb_shape s;
@@ -223,5 +249,6 @@ int main(void)
     check_dram(&d);
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) check_bad((int)i);
     check_shapes();
+    check_rowv_note();
     return mb_test_done();
 }
