@@ -10,12 +10,12 @@ mb_argc = ARGC; mb_data = ARG1; mb_out = ARG2
 mb_dir = ''; do for [i = 1:strlen(ARG0)] { if (ARG0[i:i] eq '/') { mb_dir = ARG0[1:i] } }
 load mb_dir . 'style.gp'
 
-set title mb_title(meta('title'), meta('device') . ';  n = elements per tensor')
+set title mb_title(meta('title'), meta('device') . ';  n = elements per tensor') tc rgb mb_tc(0)
 set style data histograms
 set style histogram clustered gap 1.2
-set style fill solid 0.85 border rgb '#333333'
+set style fill solid 0.85 border rgb mb_ink(mb_dark ? '#cccccc' : '#333333')
 set boxwidth 0.95
-set ylabel 'bytes per element'
+set ylabel 'bytes per element' tc rgb mb_tc(0)
 unset xlabel
 set grid noxtics
 stats mb_data index 1 using 0 nooutput
@@ -26,19 +26,21 @@ set xrange [-0.6 : mb_nx - 0.4]
 # room above the tallest bar for its count label and for the legend
 stats mb_data index 1 using 2 nooutput
 set yrange [0:STATS_max * 1.45]
-set key top right vertical font ',13' nobox opaque
+set key top right vertical font ',13'
 set bmargin 5.5
 mb_measured = metan('measured')
 mb_mt = meta('measured_title')
 mb_ct = meta('count_title')
 if (mb_measured > 0) {
+    @mb_plotkey
     plot mb_data index 1 using 3:xtic(1) title 'model: DRAM bytes (cache-aware, cold)' lt 1, \
          '' index 1 using 4 title mb_mt lt 2, \
          '' index 1 using 0:2:(0.42) with xerrorbars lt 7 lw 3 pt -1 title mb_ct, \
-         '' index 1 using 0:2:5 with labels offset 0, 0.9 font ',12' notitle
+         '' index 1 using 0:2:5:(mb_tcv(0)) with labels offset 0, 0.9 font ',12' tc rgb variable notitle
 } else {
-    if (mb_mt ne '') { set label 1 mb_mt at graph 0.01, graph 0.96 left font ',12' tc rgb mb_grey }
+    if (mb_mt ne '') { set label 1 mb_mt at graph 0.01, graph 0.96 left font ',12' tc rgb mb_tcg(0) }
+    @mb_plotkey
     plot mb_data index 1 using 3:xtic(1) title 'model: DRAM bytes (cache-aware, cold)' lt 1, \
          '' index 1 using 0:2:(0.42) with xerrorbars lt 7 lw 3 pt -1 title mb_ct, \
-         '' index 1 using 0:2:5 with labels offset 0, 0.9 font ',12' notitle
+         '' index 1 using 0:2:5:(mb_tcv(0)) with labels offset 0, 0.9 font ',12' tc rgb variable notitle
 }

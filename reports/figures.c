@@ -363,7 +363,20 @@ static int by_n_then_index(const void *a, const void *b)
  * once) and the last verified row of that size. Sorted once: n log n in
  * the series' rows (was a scan of every row for each of 256 sizes, and
  * sizes past the 256th dropped). MB_ERUN when out of memory. */
-static int time_series(FILE *fp, const mb_rpt_set *s, int gi, const series *se, const mb_device *d)
+/* A series' name in time against n: in a panel of its own variant (the
+ * panel's title names it) its plan, or its dtype in the dtype demo's. */
+static void time_label(char *b1, size_t size, const series *se, int shared)
+{
+    if (shared)
+        series_label(b1, size, se->variant, se->plan, se->dtype, strcmp(se->dtype, "f32") != 0);
+    else if (by_dtype(se->variant))
+        snprintf(b1, size, strcmp(se->plan, "eager") ? "%s (%s)" : "%s", se->dtype, se->plan);
+    else
+        snprintf(b1, size, strcmp(se->dtype, "f32") ? "%s %s" : "%s", se->plan, se->dtype);
+}
+
+static int time_series(FILE *fp, const mb_rpt_set *s, int gi, const series *se, const mb_device *d,
+                       int shared)
 {
     mb_dtype dt = (mb_dtype)dtype_of(se->dtype);
     size_t m = 19, cap = 19 + 64;
@@ -383,7 +396,7 @@ static int time_series(FILE *fp, const mb_rpt_set *s, int gi, const series *se, 
     qsort(sz, m, sizeof *sz, by_n_then_index);
     block(fp);
     char b1[160], b2[200];
-    series_label(b1, sizeof b1, se->variant, se->plan, se->dtype, strcmp(se->dtype, "f32") != 0);
+    time_label(b1, sizeof b1, se, shared);
     fprintf(fp, "%s model_s median_s min_s p90_s panel\n", q(b2, sizeof b2, b1));
     mb_graph *g = NULL;
     mb_plan *p = NULL;
@@ -435,9 +448,10 @@ static int fig_time(rpt_fig_ctx *fc, const char *name, const mb_rpt_set *s, int 
     double cache_bytes = d->cache_mb * 1048576.0;
     meta_d(fp, "cache_bytes", cache_bytes);
     meta_d(fp, "knee_n", cache_bytes / 4.0); /* one f32 tensor fills the cache */
+    meta_d(fp, "cache_mib", d->cache_mb);
     meta_d(fp, "launch_s", d->launch_overhead_us * 1e-6);
     meta_d(fp, "measured", any_meas);
-    int np = 0;
+    int np = 0, shared_panel[MAX_PANELS] = {0};
     char key[32], ptitle[160];
     for (int k = 0; k < ns; k++) {
         if (se[k].panel < np) continue;
@@ -447,12 +461,18 @@ static int fig_time(rpt_fig_ctx *fc, const char *name, const mb_rpt_set *s, int 
             shared |= se[j].panel == se[k].panel && strcmp(se[j].variant, se[k].variant);
         snprintf(ptitle, sizeof ptitle, "%s",
                  shared ? "other variants" : dm ? dm->title : se[k].variant);
+        shared_panel[np] = shared;
         snprintf(key, sizeof key, "panel%d", np++);
         meta_s(fp, key, ptitle);
     }
     meta_d(fp, "panels", np);
+    for (int k = 0; k < ns; k++) { /* the legend's names, by block */
+        time_label(ptitle, sizeof ptitle, &se[k], shared_panel[se[k].panel]);
+        snprintf(key, sizeof key, "series%d", k + 1);
+        meta_s(fp, key, ptitle);
+    }
     rc = MB_OK;
-    for (int k = 0; k < ns && !rc; k++) rc = time_series(fp, s, gi, &se[k], d);
+    for (int k = 0; k < ns && !rc; k++) rc = time_series(fp, s, gi, &se[k], d, shared_panel[se[k].panel]);
     if (rc) {
         mb_outfile_abort(&of);
         return mb_err_set(fc->err, rc, "out of memory");
@@ -467,16 +487,96 @@ typedef struct roof_op {
     mb_dtype dt;
 } roof_op;
 
+/* The lecture's operations at 2^24; the copy demo does no arithmetic (no
+ * place on a log axis) and stands here as a copy with one op per element. */
 static const roof_op roof_ops[] = {
-    {"ReLU f32", "expr:y = relu(x)", "fused", MB_F32},
-    {"ReLU bf16", "expr:y = relu(x)", "fused", MB_BF16},
-    {"sin^2+cos^2 eager", "sin2_plus_cos2", "eager", MB_F32},
-    {"sin^2+cos^2 fused", "sin2_plus_cos2", "fused", MB_F32},
-    {"GELU eager", "gelu_tanh", "eager", MB_F32},
-    {"GELU fused", "gelu_tanh", "fused", MB_F32},
+    {"copy (as ReLU)", "expr:y = relu(x)", "eager", MB_F32},
+    {"copy (as ReLU)", "expr:y = relu(x)", "eager", MB_BF16},
+    {NULL, "sin2_plus_cos2", "eager", MB_F32},
+    {NULL, "sin2_plus_cos2", "fused", MB_F32},
+    {NULL, "gelu_tanh", "eager", MB_F32},
+    {NULL, "gelu_tanh", "fused", MB_F32},
 };
 
-static int roof_measured(const mb_rpt_set *s, int devi, FILE *fp, int write);
+/* A figure's legend by colour and by marker: each variant one colour, each
+ * plan (with its dtype when not f32) one marker, so the legend names the
+ * variants and the plans once each instead of every pair. */
+typedef struct fig_keys {
+    char var[12][MB_NAME_MAX];
+    char shape[10][MB_NAME_MAX];
+    int nv, nsh;
+} fig_keys;
+
+/* 1-based index of s in list (added when new; the last when full). */
+static int key_index(char (*list)[MB_NAME_MAX], int *n, int max, const char *s)
+{
+    for (int i = 0; i < *n; i++)
+        if (!strcmp(list[i], s)) return i + 1;
+    if (*n >= max) return max;
+    snprintf(list[*n], MB_NAME_MAX, "%s", s);
+    return ++*n;
+}
+
+static void keys_of(fig_keys *k, const char *variant, const char *plan, const char *dtype, int *vi,
+                    int *pi)
+{
+    char sh[MB_NAME_MAX];
+    snprintf(sh, sizeof sh, strcmp(dtype, "f32") ? "%s %s" : "%s", plan, dtype);
+    *vi = key_index(k->var, &k->nv, 12, variant);
+    *pi = key_index(k->shape, &k->nsh, 10, sh);
+}
+
+static void keys_meta(FILE *fp, const fig_keys *k)
+{
+    char key[32];
+    meta_d(fp, "n_variants", k->nv);
+    meta_d(fp, "n_shapes", k->nsh);
+    for (int i = 0; i < k->nv; i++) {
+        snprintf(key, sizeof key, "variant%d", i + 1);
+        meta_s(fp, key, k->var[i]);
+    }
+    for (int i = 0; i < k->nsh; i++) {
+        snprintf(key, sizeof key, "shape%d", i + 1);
+        meta_s(fp, key, k->shape[i]);
+    }
+}
+
+static int roof_measured(const mb_rpt_set *s, int devi, FILE *fp, int write, fig_keys *k);
+
+/* The model's points of the roofline (block 1): label, flop/byte, TFLOP/s,
+ * colour, marker. */
+static void roof_model_points(FILE *fp, const mb_rpt_set *s, const series *se, int ns, int lecture,
+                              const mb_device *d, fig_keys *k)
+{
+    char b[200], lab[160];
+    int nops = lecture ? (int)(sizeof roof_ops / sizeof roof_ops[0]) : 0;
+    for (int i = 0; i < nops + ns; i++) {
+        const roof_op *o = i < nops ? &roof_ops[i] : NULL;
+        const series *x = o ? NULL : &se[i - nops];
+        if (x && mb_rpt_demo_of(x->variant)) continue;
+        mb_dtype dt = o ? o->dt : (mb_dtype)dtype_of(x->dtype);
+        const char *var = o ? (o->label ? o->label : rpt_display(o->variant)) : rpt_display(x->variant);
+        const char *plan = o ? o->plan : x->plan;
+        snprintf(lab, sizeof lab, "%s %s %s", var, plan, mb_dtype_name(dt));
+        mb_estimate e;
+        mb_err err;
+        int64_t n = o ? (int64_t)1 << 24 : x->n;
+        if (rpt_estimate(s, o ? o->variant : x->variant, plan, dt, n, d, &e, NULL, &err) != MB_OK)
+            continue;
+        double ops = e.total.flops + e.total.sfu_ops;
+        double bytes = (double)(e.total.dram_read_bytes + e.total.dram_write_bytes);
+        if (bytes <= 0) bytes = (double)(e.total.read_bytes + e.total.write_bytes);
+        if (ops > 0 && bytes > 0) { /* a copy does no arithmetic: not on a log axis */
+            int vi, pi;
+            keys_of(k, var, plan, mb_dtype_name(dt), &vi, &pi);
+            fprintf(fp, "%s", q(b, sizeof b, lab));
+            col(fp, ops / bytes);
+            col(fp, ops / e.total.time_s / 1e12);
+            fprintf(fp, " %d %d\n", vi, pi);
+        }
+        mb_estimate_free(&e);
+    }
+}
 
 static int fig_roofline(rpt_fig_ctx *fc, const char *name, const mb_rpt_set *s, int devi,
                         const mb_device *d)
@@ -485,7 +585,7 @@ static int fig_roofline(rpt_fig_ctx *fc, const char *name, const mb_rpt_set *s, 
     mb_outfile of;
     int rc = rpt_fig_open(fc, name, &of, &fp);
     if (rc) return rc;
-    series se[MAX_SERIES];
+    static series se[MAX_SERIES];
     int ns = devi < 0 ? rpt_model_series(s, se, MAX_SERIES) : row_series(s, -1, devi, se, MAX_SERIES);
     int lecture = any_lecture(se, ns);
     const char *bws;
@@ -493,6 +593,24 @@ static int fig_roofline(rpt_fig_ctx *fc, const char *name, const mb_rpt_set *s, 
     char title[256];
     snprintf(title, sizeof title, "Roofline of %s with %s", d->label,
              lecture ? "the lecture's operations" : "the modelled operations");
+    /* the points first (in memory): the legend's keys go in block 0 */
+    char *pts = NULL, *mpts = NULL;
+    size_t npts = 0, nmpts = 0;
+    FILE *pf = open_memstream(&pts, &npts), *mf = open_memstream(&mpts, &nmpts);
+    if (!pf || !mf) {
+        if (pf) fclose(pf);
+        if (mf) fclose(mf);
+        free(pts);
+        free(mpts);
+        mb_outfile_abort(&of);
+        return mb_err_set(fc->err, MB_ERUN, "out of memory");
+    }
+    fig_keys k;
+    memset(&k, 0, sizeof k);
+    roof_model_points(pf, s, se, ns, lecture, d, &k);
+    int nmeas = roof_measured(s, devi, mf, 1, &k);
+    fclose(pf);
+    fclose(mf);
     meta_begin(fp, "roofline");
     meta_s(fp, "title", title);
     meta_s(fp, "device", d->label);
@@ -500,39 +618,16 @@ static int fig_roofline(rpt_fig_ctx *fc, const char *name, const mb_rpt_set *s, 
     meta_s(fp, "bw_source", bws);
     meta_d(fp, "fp32_tflops", d->fp32_tflops);
     meta_d(fp, "bf16_tflops", d->bf16_tflops);
-    meta_d(fp, "measured_points", roof_measured(s, devi, NULL, 0));
+    meta_d(fp, "measured_points", nmeas);
+    keys_meta(fp, &k);
     block(fp);
-    fputs("# label intensity_flop_per_byte tflops\n", fp);
-    char b[200], lab[160];
-    /* the lecture's operations (ReLU for precision), then every other series */
-    int nops = lecture ? (int)(sizeof roof_ops / sizeof roof_ops[0]) : 0;
-    for (int i = 0; i < nops + ns; i++) {
-        const roof_op *o = i < nops ? &roof_ops[i] : NULL;
-        const series *x = o ? NULL : &se[i - nops];
-        if (x && mb_rpt_demo_of(x->variant)) continue;
-        mb_dtype dt = o ? o->dt : (mb_dtype)dtype_of(x->dtype);
-        if (!o) series_label(lab, sizeof lab, x->variant, x->plan, x->dtype, dt != MB_F32);
-        mb_estimate e;
-        mb_err err;
-        int64_t n = o ? (int64_t)1 << 24 : x->n;
-        if (rpt_estimate(s, o ? o->variant : x->variant, o ? o->plan : x->plan, dt, n, d, &e, NULL,
-                         &err) != MB_OK)
-            continue;
-        double ops = e.total.flops + e.total.sfu_ops;
-        double bytes = (double)(e.total.dram_read_bytes + e.total.dram_write_bytes);
-        if (bytes <= 0) bytes = (double)(e.total.read_bytes + e.total.write_bytes);
-        if (ops > 0 && bytes > 0) { /* a copy does no arithmetic: not on a log axis */
-            fprintf(fp, "%s", q(b, sizeof b, o ? o->label : lab));
-            col(fp, ops / bytes);
-            col(fp, ops / e.total.time_s / 1e12);
-            fputc('\n', fp);
-        }
-        mb_estimate_free(&e);
-    }
+    fputs("# label intensity_flop_per_byte tflops colour marker\n", fp);
+    fputs(npts ? pts : "\"none\" NaN NaN 1 1\n", fp);
     block(fp);
-    fputs("# label intensity_flop_per_byte tflops\n", fp);
-    int nmeas = roof_measured(s, devi, fp, 1);
-    if (!nmeas) fputs("\"none\" NaN NaN\n", fp);
+    fputs("# label intensity_flop_per_byte tflops colour marker\n", fp);
+    fputs(nmeas ? mpts : "\"none\" NaN NaN 1 1\n", fp);
+    free(pts);
+    free(mpts);
     return rpt_fig_finish(fc, &of, "roofline", name, title);
 }
 
@@ -541,6 +636,7 @@ static int fig_roofline(rpt_fig_ctx *fc, const char *name, const mb_rpt_set *s, 
 typedef struct roof_pt {
     char label[200];
     double ai, tflops;
+    int vi, pi;
 } roof_pt;
 
 static int by_ai(const void *a, const void *b)
@@ -574,7 +670,7 @@ static int same_series(const mb_rpt_row *x, const mb_rpt_row *y)
     return x->variant == y->variant && x->plan == y->plan && x->dtype == y->dtype && x->backend == y->backend;
 }
 
-static int roof_measured(const mb_rpt_set *s, int devi, FILE *fp, int write)
+static int roof_measured(const mb_rpt_set *s, int devi, FILE *fp, int write, fig_keys *keys)
 {
     int nmeas = 0;
     char b[200];
@@ -608,6 +704,7 @@ static int roof_measured(const mb_rpt_set *s, int devi, FILE *fp, int write)
             snprintf(pts[nmeas].label, sizeof pts[nmeas].label, "%s", lab);
             pts[nmeas].ai = ops / bytes;
             pts[nmeas].tflops = ops / r->time_s_median / 1e12;
+            keys_of(keys, rpt_display(r->variant), r->plan, r->dtype, &pts[nmeas].vi, &pts[nmeas].pi);
             nmeas++;
         }
     }
@@ -618,7 +715,7 @@ static int roof_measured(const mb_rpt_set *s, int devi, FILE *fp, int write)
             fprintf(fp, "%s", q(b, sizeof b, pts[i].label));
             col(fp, pts[i].ai);
             col(fp, pts[i].tflops);
-            fputc('\n', fp);
+            fprintf(fp, " %d %d\n", pts[i].vi, pts[i].pi);
         }
     }
     free(pts);
@@ -1024,7 +1121,7 @@ int mb_rpt_model_figures(const mb_rpt_set *defs, const mb_device *d, const mb_de
                          mb_rpt_figures *out, mb_err *err)
 {
     rpt_fig_ctx fc;
-    int rc = rpt_fig_begin(&fc, dir, formats, render, out, err);
+    int rc = rpt_fig_begin(&fc, dir, formats, render, defs ? &defs->look : NULL, out, err);
     if (rc) return rc;
     series se[MAX_SERIES];
     int ns = rpt_model_series(defs, se, MAX_SERIES);
@@ -1067,7 +1164,7 @@ int mb_rpt_set_figures(const mb_rpt_set *s, const char *dir, unsigned formats, i
                        mb_rpt_figures *out, mb_err *err)
 {
     rpt_fig_ctx fc;
-    int rc = rpt_fig_begin(&fc, dir, formats, render, out, err);
+    int rc = rpt_fig_begin(&fc, dir, formats, render, &s->look, out, err);
     if (rc) return rc;
     char suf[128];
     for (int g = 0; g < s->n_groups && !rc; g++) {
