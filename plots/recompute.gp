@@ -1,10 +1,11 @@
-# recompute.gp — sigmoid^3 forward + backward under eager, store and
-# recompute plans: bytes moved (lecture's count, model DRAM, measured DRAM),
-# bytes saved for backward, and time (model, measured).
+# recompute.gp — sigmoid3 forward + backward under eager, store, recompute
+# and optimal plans: bytes moved (lecture's count, model DRAM, measured DRAM),
+# bytes saved for backward, and time (model; measured median with its
+# min–p90 bar).
 # Data (membound's recompute.dat): block 0 time_unit ("µs" or "ms");
 # block 1, one plan per line: plan, traffic-rule MB, model DRAM MB,
 # measured DRAM MB, saved MB, model time, measured time (in time_unit),
-# the lecture's count.
+# the count, measured min, measured p90.
 # Usage: gnuplot -c recompute.gp recompute.dat recompute.png|svg|pdf
 mb_argc = ARGC; mb_data = ARG1; mb_out = ARG2
 mb_dir = ''; do for [i = 1:strlen(ARG0)] { if (ARG0[i:i] eq '/') { mb_dir = ARG0[1:i] } }
@@ -12,40 +13,51 @@ load mb_dir . 'style.gp'
 
 set style data histograms
 set style histogram clustered gap 1
-set style fill solid 0.85 border rgb '#333333'
+set style fill solid 0.85 border rgb mb_ink(mb_dark ? '#cccccc' : '#333333')
 set boxwidth 0.95
 set grid noxtics
 set xtics scale 0
 set yrange [0:*]
-set offsets 0, 0, graph 0.18, 0
-set key top right font ',11' noopaque
+# room above the bars for their labels and the legend
+set offsets 0, 0, graph 0.35, 0
+set key top right font ',11'
 mb_meas_bytes = metan('measured_bytes')
 mb_meas_time = metan('measured_time')
 set tics font ',12'
-set multiplot layout 1, 3 title mb_title(meta('title'), meta('device')) font ',15'
-set title 'bytes moved (forward + backward)' font ',13'
-set ylabel 'MB (10^6 bytes)'
+# plan names under narrow clusters: smaller, and slanted on a 4:3 page
+set xtics font ',11'
+if (mb_width * 1.0 / mb_height < 1.5) { set xtics rotate by 25 right }
+set multiplot layout 1, 3 title mb_title(meta('title'), meta('device')) font ',15' textcolor rgb mb_tc(0)
+set title 'bytes moved (forward + backward)' font ',13' tc rgb mb_tc(0)
+set ylabel 'MB (10^6 bytes)' tc rgb mb_tc(0)
+# a box's centre in a cluster of c columns (gap 1): the i-th of c
+mb_at(i, c) = (i - (c + 1) / 2.0) / (c + 1.0)
+@mb_plotkey
 if (mb_meas_bytes > 0) {
     plot mb_data index 1 using 2:xtic(1) title "lecture's count" lt 8, \
          '' index 1 using 3 title 'model DRAM' lt 1, '' index 1 using 4 title 'measured DRAM' lt 2, \
-         '' index 1 using ($0 - 0.27):2:8 with labels offset 0, 0.8 font ',13' notitle
+         '' index 1 using ($0 + mb_at(1, 3)):2:8:(mb_tcv(0)) with labels offset 0, 0.8 font ',12' tc rgb variable notitle
 } else {
     plot mb_data index 1 using 2:xtic(1) title "lecture's count" lt 8, \
          '' index 1 using 3 title 'model DRAM (cache-aware)' lt 1, \
-         '' index 1 using ($0 - 0.2):2:8 with labels offset 0, 0.8 font ',13' notitle
+         '' index 1 using ($0 + mb_at(1, 2)):2:8:(mb_tcv(0)) with labels offset 0, 0.8 font ',12' tc rgb variable notitle
 }
-set title 'saved for backward' font ',13'
-set ylabel 'MB (10^6 bytes)'
+set title 'saved for backward' font ',13' tc rgb mb_tc(0)
+set ylabel 'MB (10^6 bytes)' tc rgb mb_tc(0)
 unset key
+set offsets 0, 0, graph 0.15, 0
 plot mb_data index 1 using 5:xtic(1) lt 3 notitle, \
-     '' index 1 using 0:5:(sprintf('%.3g MB', $5)) with labels offset 0, 0.8 font ',11' notitle
-set title 'time' font ',13'
+     '' index 1 using 0:5:(sprintf('%.3g', $5)):(mb_tcv(0)) with labels offset 0, 0.8 font ',11' tc rgb variable notitle
+set title 'time' font ',13' tc rgb mb_tc(0)
 # a linear axis in the data's own unit: no "0 s" under µs ticks
-set ylabel 'time (' . meta('time_unit') . ')'
+set ylabel 'time (' . meta('time_unit') . ')' tc rgb mb_tc(0)
 set format y '%g'
 set key top right
+set offsets 0, 0, graph 0.35, 0
+@mb_plotkey
 if (mb_meas_time > 0) {
-    plot mb_data index 1 using 6:xtic(1) title 'model' lt 1, '' index 1 using 7 title 'measured median' lt 2
+    plot mb_data index 1 using 6:xtic(1) title 'model' lt 1, '' index 1 using 7 title 'measured median' lt 2, \
+         '' index 1 using ($0 + mb_at(2, 2)):7:9:10 with yerrorbars lc rgb mb_ink(mb_fg) pt -1 lw 2 title 'measured min to p90'
 } else {
     plot mb_data index 1 using 6:xtic(1) title 'model' lt 1
 }

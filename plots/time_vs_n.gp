@@ -53,7 +53,7 @@ do for [p = 1:mb_np] {
     mb_hi = 0
     do for [j = 1:words(L)] {
         do for [c = 2:5] {
-            stats mb_data index (word(L, j) + 0) using c nooutput
+            stats mb_data index (word(L, j) + 0) using (valid(c) ? column(c) : column(2)) nooutput
             if (STATS_records > 0 && STATS_min < mb_lo) { mb_lo = STATS_min }
             if (STATS_records > 0 && STATS_max > mb_hi) { mb_hi = STATS_max }
         }

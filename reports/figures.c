@@ -798,23 +798,25 @@ static int fig_whatif(rpt_fig_ctx *fc, const char *name, const mb_rpt_set *s, co
     int rc = rpt_fig_open(fc, name, &of, &fp);
     if (rc) return rc;
     const mb_device *list[64];
-    int nd = 0;
+    int nd = 0, own = 0;
     if (n_devs > 0) {
         for (int i = 0; i < n_devs && nd < 64; i++) list[nd++] = &devs[i];
     } else {
         for (int i = 0; i < mb_device_count() && nd < 64; i++)
             if (!strcmp(mb_device_at(i)->kind, "gpu")) list[nd++] = mb_device_at(i);
+        /* the set's own GPUs that the table lacks; a CPU is not a GPU (and
+         * its milliseconds squeezed every GPU into the axis' bottom) */
         for (int i = 0; s && i < s->n_devices && nd < 64; i++) {
             int in_table = 0;
             for (int k = 0; k < mb_device_count(); k++)
                 in_table |= !strcmp(mb_device_at(k)->name, s->devices[i].name);
-            if (!in_table) list[nd++] = &s->devices[i];
+            if (!in_table && !strcmp(s->devices[i].kind, "gpu")) { list[nd++] = &s->devices[i]; own++; }
         }
     }
     char title[200];
     snprintf(title, sizeof title, "What if: %s on %s (model)",
              any_lecture(se, ns) ? "the lecture's remedies" : "fusion", n_devs > 0 ? "chosen devices"
-                                                                 : "every GPU of the table");
+             : own ? "every GPU of the table and the measured GPUs" : "every GPU of the table");
     meta_begin(fp, "what-if");
     meta_s(fp, "title", title);
     meta_d(fp, "remedies", nr);
@@ -839,39 +841,18 @@ static int fig_whatif(rpt_fig_ctx *fc, const char *name, const mb_rpt_set *s, co
                     mb_estimate_free(&e);
                 }
             }
-    /* fast versions that move the same bytes take the same time everywhere:
-     * one line, named for all of them, instead of lines hidden under it */
-    int same_as[8];
-    for (int r = 0; r < nr; r++) {
-        same_as[r] = -1;
-        for (int j = 0; j < r && same_as[r] < 0; j++) {
-            int same = same_as[j] < 0;
-            for (int i = 0; i < nd && same; i++)
-                same = fabs(t[i][r][1] / t[i][j][1] - 1) < 0.005;
-            if (same) {
-                same_as[r] = j;
-                /* j < r: distinct entries, copied through a buffer all the same
-                 * (gcc's -Wrestrict cannot tell at -O0) */
-                char other[sizeof rm[r].fast_title];
-                memcpy(other, rm[r].fast_title, sizeof other);
-                size_t l = strlen(rm[j].fast_title);
-                snprintf(rm[j].fast_title + l, sizeof rm[j].fast_title - l, "\\n= %s", other);
-            }
-        }
-    }
     for (int r = 0; r < nr; r++) {
         snprintf(key, sizeof key, "fast%d", r + 1);
-        meta_s(fp, key, same_as[r] < 0 ? rm[r].fast_title : "");
+        meta_s(fp, key, rm[r].fast_title);
     }
     block(fp);
-    fputs("# device then, per remedy: speed-up (slow / fast), fast time (s; NaN: drawn by an "
-          "equal one)\n", fp);
+    fputs("# device then, per remedy: speed-up (slow / fast), fast time (s)\n", fp);
     for (int i = 0; i < nd; i++) {
         char b[200];
         fprintf(fp, "%s", q(b, sizeof b, list[i]->name));
         for (int r = 0; r < nr; r++) {
             col(fp, t[i][r][0] / t[i][r][1]);
-            col(fp, same_as[r] < 0 ? t[i][r][1] : NAN);
+            col(fp, t[i][r][1]);
         }
         fputc('\n', fp);
     }
@@ -880,6 +861,28 @@ static int fig_whatif(rpt_fig_ctx *fc, const char *name, const mb_rpt_set *s, co
 }
 
 /* ---- recomputation -------------------------------------------------------- */
+
+/* The recomputation figure's plans: the demo's, then optimal (the least
+ * traffic, which the lecture does not name) where the variant has it. */
+static int recompute_plans(const mb_rpt_set *s, const mb_rpt_demo *dm, const char **plans,
+                           const char **counts)
+{
+    int np = 0;
+    for (int k = 0; k < dm->n_series && np < 7; k++) {
+        plans[np] = dm->series[k].plan;
+        counts[np++] = dm->series[k].count;
+    }
+    mb_graph *g = NULL;
+    mb_err e;
+    if (mb_rpt_load_variant(s, -1, dm->variant, MB_F32, &g, &e) == MB_OK) {
+        if (mb_plan_supported(g, MB_PLAN_OPTIMAL)) {
+            plans[np] = mb_plan_name(MB_PLAN_OPTIMAL);
+            counts[np++] = NULL;
+        }
+        mb_graph_free(g);
+    }
+    return np;
+}
 
 static int fig_recompute(rpt_fig_ctx *fc, const char *name, const mb_rpt_set *s, int gi,
                          const mb_device *d)
@@ -890,6 +893,8 @@ static int fig_recompute(rpt_fig_ctx *fc, const char *name, const mb_rpt_set *s,
     if (rc) return rc;
     const mb_rpt_demo *dm = rpt_recompute_demo();
     int64_t n = dm->n;
+    const char *plans[8], *counts[8];
+    int np = recompute_plans(s, dm, plans, counts);
     char title[256], nb[32];
     snprintf(title, sizeof title, "Recomputation: %s forward + backward, n = %s f32", dm->display,
              pow2_label(nb, sizeof nb, n));
@@ -898,50 +903,51 @@ static int fig_recompute(rpt_fig_ctx *fc, const char *name, const mb_rpt_set *s,
     meta_s(fp, "device", d->label);
     meta_d(fp, "n", (double)n);
     int mb_bytes = 0, mb_time = 0;
-    for (int i = 0; gi >= 0 && i < s->n_rows; i++) {
-        const mb_rpt_row *x = &s->rows[i];
-        if (x->group == gi && x->verified && x->n == n && !strcmp(x->variant, dm->variant) &&
-            !strcmp(x->dtype, "f32")) {
-            mb_time = 1;
-            if (x->has_dram) mb_bytes = 1;
-        }
-    }
-    meta_d(fp, "measured_bytes", mb_bytes);
-    meta_d(fp, "measured_time", mb_time);
     /* times in us, or ms when the slowest is a millisecond or more */
-    double t[3] = {0, 0, 0}, tmax = 0;
-    const mb_rpt_row *rw[3] = {NULL, NULL, NULL};
-    mb_estimate e[3];
-    int ok[3];
-    for (int k = 0; k < dm->n_series; k++) {
+    double tmax = 0;
+    const mb_rpt_row *rw[8] = {NULL};
+    mb_estimate e[8];
+    int ok[8];
+    for (int k = 0; k < np; k++) {
         mb_err err;
-        ok[k] = rpt_estimate(s, dm->variant, dm->series[k].plan, MB_F32, n, d, &e[k], NULL, &err) == MB_OK;
+        ok[k] = rpt_estimate(s, dm->variant, plans[k], MB_F32, n, d, &e[k], NULL, &err) == MB_OK;
         for (int i = 0; gi >= 0 && i < s->n_rows; i++) {
             const mb_rpt_row *x = &s->rows[i];
             if (x->group == gi && x->verified && x->n == n && !strcmp(x->variant, dm->variant) &&
-                !strcmp(x->plan, dm->series[k].plan) && !strcmp(x->dtype, "f32"))
+                !strcmp(x->plan, plans[k]) && !strcmp(x->dtype, "f32"))
                 rw[k] = x;
         }
-        t[k] = ok[k] ? e[k].total.time_s : 0;
-        if (t[k] > tmax) tmax = t[k];
+        if (rw[k]) mb_time = 1;
+        if (rw[k] && rw[k]->has_dram) mb_bytes = 1;
+        if (ok[k] && e[k].total.time_s > tmax) tmax = e[k].total.time_s;
         if (rw[k] && rw[k]->time_s_median > tmax) tmax = rw[k]->time_s_median;
+        if (rw[k] && isfinite(rw[k]->time_s_p90) && rw[k]->time_s_p90 > tmax) tmax = rw[k]->time_s_p90;
     }
+    meta_d(fp, "measured_bytes", mb_bytes);
+    meta_d(fp, "measured_time", mb_time);
+    meta_d(fp, "plans", np);
     double unit = tmax >= 1e-3 ? 1e-3 : 1e-6;
     meta_s(fp, "time_unit", unit == 1e-3 ? "ms" : "µs");
     block(fp);
-    fputs("# plan count_mb model_dram_mb measured_dram_mb saved_mb model_time measured_time count\n", fp);
-    for (int k = 0; k < dm->n_series; k++) {
+    fputs("# plan count_mb model_dram_mb measured_dram_mb saved_mb model_time measured_time count "
+          "measured_min measured_p90\n", fp);
+    for (int k = 0; k < np; k++) {
         if (!ok[k]) continue;
         const mb_rpt_row *r = rw[k];
-        char b[64];
-        fprintf(fp, "%s", dm->series[k].plan);
-        col(fp, (double)(e[k].total.read_bytes + e[k].total.write_bytes) / 1e6);
+        char b[64], cb[32];
+        double lect = (double)(e[k].total.read_bytes + e[k].total.write_bytes);
+        if (!counts[k]) snprintf(cb, sizeof cb, "%.3gn", lect / (double)n / 4.0);
+        fprintf(fp, "%s", plans[k]);
+        col(fp, lect / 1e6);
         col(fp, (double)(e[k].total.dram_read_bytes + e[k].total.dram_write_bytes) / 1e6);
         col(fp, r && r->has_dram ? (double)(r->dram_read_bytes + r->dram_write_bytes) / 1e6 : NAN);
         col(fp, (double)e[k].saved_bytes / 1e6);
         col(fp, e[k].total.time_s / unit);
         col(fp, r ? r->time_s_median / unit : NAN);
-        fprintf(fp, " %s\n", q(b, sizeof b, dm->series[k].count));
+        fprintf(fp, " %s", q(b, sizeof b, counts[k] ? counts[k] : cb));
+        col(fp, r ? (isfinite(r->time_s_min) ? r->time_s_min : r->time_s_median) / unit : NAN);
+        col(fp, r ? (isfinite(r->time_s_p90) ? r->time_s_p90 : r->time_s_median) / unit : NAN);
+        fputc('\n', fp);
         mb_estimate_free(&e[k]);
     }
     return rpt_fig_finish(fc, &of, "recompute", name, title);
@@ -970,13 +976,33 @@ static int fig_residuals(rpt_fig_ctx *fc, const char *name, const mb_rpt_set *s,
     meta_d(fp, "fitted", g->fitted);
     meta_s(fp, "fit", g->fitted && isfinite(g->bandwidth_gbs)
                           ? "" : g->why[0] ? g->why : "no fit");
-    char fitline[200], t0[32];
-    if (g->fitted && isfinite(g->bandwidth_gbs))
+    char fitline[300], t0[32];
+    int line = g->fitted && isfinite(g->bandwidth_gbs);
+    if (line && (g->t0_s < 0 || g->t0_negative))
+        /* a negative intercept is no launch time: the sizes do not pin it */
+        snprintf(fitline, sizeof fitline, "fit: bandwidth = %.4g GB/s, R^2 = %.4f; t0 below zero (not a "
+                 "launch time: the sizes do not pin the intercept)", g->bandwidth_gbs, g->line.r2);
+    else if (line)
         snprintf(fitline, sizeof fitline, "fit: t0 = %s, bandwidth = %.4g GB/s, R^2 = %.4f",
                  rpt_time(t0, sizeof t0, g->t0_s), g->bandwidth_gbs, g->line.r2);
     else
-        snprintf(fitline, sizeof fitline, "no bandwidth fit");
+        snprintf(fitline, sizeof fitline, "no bandwidth fit (%s): measured against the model only",
+                 g->why[0] ? g->why : "too few rows");
     meta_s(fp, "fitline", fitline);
+    meta_d(fp, "line", line);
+    /* colour by variant, marker by plan */
+    fig_keys keys;
+    memset(&keys, 0, sizeof keys);
+    char key[32];
+    for (int k = 0; k < ns; k++) {
+        int vi, pi;
+        keys_of(&keys, rpt_display(se[k].variant), se[k].plan, se[k].dtype, &vi, &pi);
+        snprintf(key, sizeof key, "colour%d", k + 1);
+        meta_d(fp, key, vi);
+        snprintf(key, sizeof key, "marker%d", k + 1);
+        meta_d(fp, key, pi);
+    }
+    keys_meta(fp, &keys);
     for (int k = 0; k < ns; k++) {
         block(fp);
         char b1[160], b2[200];
