@@ -201,6 +201,15 @@ int rpt_model_series(const mb_rpt_set *defs, rpt_series *out, int max)
     return n;
 }
 
+/* 1 when a row's variant and plan pass report's --variants / --plan. */
+static int row_wanted(const mb_rpt_set *s, const mb_rpt_row *r)
+{
+    int v_ok = s->n_fig_variants == 0, p_ok = s->n_fig_plans == 0;
+    for (int k = 0; !v_ok && k < s->n_fig_variants; k++) v_ok = !strcmp(r->variant, s->fig_variants[k]);
+    for (int k = 0; !p_ok && k < s->n_fig_plans; k++) p_ok = !strcmp(r->plan, mb_plan_name(s->fig_plans[k]));
+    return v_ok && p_ok;
+}
+
 /* The series of group gi's rows (gi < 0: every row of device devi), each
  * with its lecture size when measured there, else its largest size. */
 static int row_series(const mb_rpt_set *s, int gi, int devi, series *out, int max)
@@ -214,6 +223,7 @@ static int row_series(const mb_rpt_set *s, int gi, int devi, series *out, int ma
     for (int i = 0; i < s->n_rows; i++) {
         const mb_rpt_row *r = &s->rows[i];
         if (gi >= 0 ? r->group != gi : r->dev != devi) continue;
+        if (!row_wanted(s, r)) continue;
 #define SAME(k) (seen[k][0] == r->variant && seen[k][1] == r->plan && seen[k][2] == r->dtype)
         int k = last;
         if (!(k < n && SAME(k)))
@@ -687,7 +697,8 @@ static int roof_measured(const mb_rpt_set *s, int devi, FILE *fp, int write, fig
      * minutes with a pairwise search) */
     int nr = 0;
     for (int i = 0; i < s->n_rows; i++)
-        if (s->rows[i].dev == devi && s->rows[i].verified) refs[nr++] = (row_ref){&s->rows[i], i};
+        if (s->rows[i].dev == devi && s->rows[i].verified && row_wanted(s, &s->rows[i]))
+            refs[nr++] = (row_ref){&s->rows[i], i};
     qsort(refs, (size_t)nr, sizeof *refs, by_series_largest_n);
     for (int k = 0; k < nr; k++) {
         const mb_rpt_row *r = refs[k].r;
@@ -1091,7 +1102,9 @@ static int wants_recompute(const fig_args *a)
         return 0;
     }
     for (int i = 0; i < a->s->n_rows; i++)
-        if (a->s->rows[i].group == a->gi && !strcmp(a->s->rows[i].variant, dm->variant)) return 1;
+        if (a->s->rows[i].group == a->gi && !strcmp(a->s->rows[i].variant, dm->variant) &&
+            row_wanted(a->s, &a->s->rows[i]))
+            return 1;
     return 0;
 }
 
