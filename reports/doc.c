@@ -234,11 +234,11 @@ static const char css[] =
     "*{box-sizing:border-box}\n"
     "body{font-family:system-ui,-apple-system,'Segoe UI',sans-serif;max-width:1280px;"
     "margin:2em auto;padding:0 1em;color:#222;line-height:1.45;overflow-wrap:break-word}\n"
-    /* a wide table scrolls inside itself, never the page (1280 px wide or less) */
-    "table{border-collapse:collapse;margin:1em 0;font-size:0.88em;display:block;max-width:100%;"
-    "overflow-x:auto}\n"
-    "th,td{border:1px solid #ccc;padding:0.3em 0.5em;text-align:left;vertical-align:top;"
-    "min-width:4em}\n"
+    /* a table no wider than the page (1280 px or less): its cells wrap,
+     * a long word or command broken where it must be; headers at spaces */
+    "table{border-collapse:collapse;margin:1em 0;font-size:0.88em;width:100%}\n"
+    "th,td{border:1px solid #ccc;padding:0.3em 0.5em;text-align:left;vertical-align:top}\n"
+    "td{overflow-wrap:anywhere;min-width:3.5em}\n"
     "th{background:#f2f2f2}\ntr:nth-child(even) td{background:#fafafa}\n"
     "td.holds{color:#176f2c;font-weight:600}td.fails{color:#b3261e;font-weight:600}\n"
     "img{width:100%;max-width:100%;height:auto;border:1px solid #ddd;margin:0.5em 0}\n"
