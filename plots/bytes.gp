@@ -36,11 +36,11 @@ if (mb_measured > 0) {
     plot mb_data index 1 using 3:xtic(1) title 'model: DRAM bytes (cache-aware, cold)' lt 1, \
          '' index 1 using 4 title mb_mt lt 2, \
          '' index 1 using 0:2:(0.42) with xerrorbars lt 7 lw 3 pt -1 title mb_ct, \
-         '' index 1 using 0:2:5:(mb_tcv(0)) with labels offset 0, 0.9 font ',12' tc rgb variable notitle
+         '' index 1 using 0:2:(mb_txt(strcol(5))) with labels offset 0, 0.9 font ',12' tc rgb mb_fg notitle
 } else {
     if (mb_mt ne '') { set label 1 mb_mt at graph 0.01, graph 0.96 left font ',12' tc rgb mb_tcg(0) }
     @mb_plotkey
     plot mb_data index 1 using 3:xtic(1) title 'model: DRAM bytes (cache-aware, cold)' lt 1, \
          '' index 1 using 0:2:(0.42) with xerrorbars lt 7 lw 3 pt -1 title mb_ct, \
-         '' index 1 using 0:2:5:(mb_tcv(0)) with labels offset 0, 0.9 font ',12' tc rgb variable notitle
+         '' index 1 using 0:2:(mb_txt(strcol(5))) with labels offset 0, 0.9 font ',12' tc rgb mb_fg notitle
 }

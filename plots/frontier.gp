@@ -22,6 +22,6 @@ set key bottom left
 @mb_plotkey
 plot mb_data index 3 using 1:2 with steps lt 1 title 'least traffic within the budget', \
      '' index 1 using 1:2 with points lt 1 pt 7 ps 1.8 title 'frontier point (minimum cut): what it saves', \
-     '' index 1 using 1:2:(sprintf('saves %s: %.3g B/elem moved', strcol(5), $3)):(mb_tcv(0)) with labels left offset 1, 1 font ',12' tc rgb variable notitle, \
+     '' index 1 using 1:2:(mb_txt(sprintf('saves %s: %.3g B/elem moved', strcol(5), $3))) with labels left offset 1, 1 font ',12' tc rgb mb_fg notitle, \
      '' index 2 using 2:3 with points lt 2 pt 4 ps 3 title 'store and recompute plans', \
-     '' index 2 using 2:3:1:(mb_tcv(0)) with labels right offset -1.5, -1.2 font ',12' tc rgb variable noenhanced notitle
+     '' index 2 using 2:3:(mb_txt(strcol(1))) with labels right offset -1.5, -1.2 font ',12' tc rgb mb_fg noenhanced notitle

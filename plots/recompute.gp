@@ -25,8 +25,7 @@ mb_meas_bytes = metan('measured_bytes')
 mb_meas_time = metan('measured_time')
 set tics font ',12'
 # plan names under narrow clusters: smaller, and slanted on a 4:3 page
-set xtics font ',11'
-if (mb_width * 1.0 / mb_height < 1.5) { set xtics rotate by 25 right }
+set xtics font ',11' rotate by 25 right
 set multiplot layout 1, 3 title mb_title(meta('title'), meta('device')) font ',15' textcolor rgb mb_tc(0)
 set title 'bytes moved (forward + backward)' font ',13' tc rgb mb_tc(0)
 set ylabel 'MB (10^6 bytes)' tc rgb mb_tc(0)
@@ -36,18 +35,18 @@ mb_at(i, c) = (i - (c + 1) / 2.0) / (c + 1.0)
 if (mb_meas_bytes > 0) {
     plot mb_data index 1 using 2:xtic(1) title "lecture's count" lt 8, \
          '' index 1 using 3 title 'model DRAM' lt 1, '' index 1 using 4 title 'measured DRAM' lt 2, \
-         '' index 1 using ($0 + mb_at(1, 3)):2:8:(mb_tcv(0)) with labels offset 0, 0.8 font ',12' tc rgb variable notitle
+         '' index 1 using ($0 + mb_at(1, 3)):2:(mb_txt(strcol(8))) with labels offset 0, 0.8 font ',12' tc rgb mb_fg notitle
 } else {
     plot mb_data index 1 using 2:xtic(1) title "lecture's count" lt 8, \
          '' index 1 using 3 title 'model DRAM (cache-aware)' lt 1, \
-         '' index 1 using ($0 + mb_at(1, 2)):2:8:(mb_tcv(0)) with labels offset 0, 0.8 font ',12' tc rgb variable notitle
+         '' index 1 using ($0 + mb_at(1, 2)):2:(mb_txt(strcol(8))) with labels offset 0, 0.8 font ',12' tc rgb mb_fg notitle
 }
 set title 'saved for backward' font ',13' tc rgb mb_tc(0)
 set ylabel 'MB (10^6 bytes)' tc rgb mb_tc(0)
 unset key
 set offsets 0, 0, graph 0.15, 0
 plot mb_data index 1 using 5:xtic(1) lt 3 notitle, \
-     '' index 1 using 0:5:(sprintf('%.3g', $5)):(mb_tcv(0)) with labels offset 0, 0.8 font ',11' tc rgb variable notitle
+     '' index 1 using 0:5:(mb_txt(sprintf('%.3g', $5))) with labels offset 0, 0.8 font ',11' tc rgb mb_fg notitle
 set title 'time' font ',13' tc rgb mb_tc(0)
 # a linear axis in the data's own unit: no "0 s" under µs ticks
 set ylabel 'time (' . meta('time_unit') . ')' tc rgb mb_tc(0)
@@ -57,7 +56,7 @@ set offsets 0, 0, graph 0.35, 0
 @mb_plotkey
 if (mb_meas_time > 0) {
     plot mb_data index 1 using 6:xtic(1) title 'model' lt 1, '' index 1 using 7 title 'measured median' lt 2, \
-         '' index 1 using ($0 + mb_at(2, 2)):7:9:10 with yerrorbars lc rgb mb_ink(mb_fg) pt -1 lw 2 title 'measured min to p90'
+         '' index 1 using ($0 + mb_at(2, 2)):9:(0):($10 - $9) with vectors nohead lc rgb mb_ink(mb_fg) lw 2.5 title 'measured min to p90'
 } else {
     plot mb_data index 1 using 6:xtic(1) title 'model' lt 1
 }

@@ -80,7 +80,7 @@ set xrange [0:1]
 set yrange [0:1]
 mb_nv = int(metan('n_variants'))
 mb_ns = int(metan('n_shapes'))
-set key center left font ',11' samplen 1 spacing 1.2 nobox
+set key at screen 0.98, screen 0.45 right center font ',11' samplen 1 spacing 1.2 nobox
 @mb_plotkey
 plot for [i = 1:mb_nv] mb_data index 1 using (NaN):(NaN) with points pt 7 lt i title meta('variant' . i), \
      for [i = 1:mb_ns] mb_data index 1 using (NaN):(NaN) with points pt mb_pt[(i - 1) % 6 + 1] lc rgb mb_dgrey title meta('shape' . i), \

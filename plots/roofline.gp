@@ -63,7 +63,7 @@ mb_t32 = sprintf('FP32 %.3g %s, ridge %.3g flop/B', mb_f32, mb_un, mb_r32)
 mb_t16 = sprintf('BF16 tensor %.3g %s, ridge %.3g flop/B', mb_bf16, mb_un, mb_r16)
 # the legend: below the slope, right of the points (the low-intensity
 # operations sit at the slope's left end)
-set key bottom right font ',12' spacing 1.1 samplen 2 box lc rgb mb_frame width 1
+set key top left font ",12" spacing 1.1 samplen 2 box lc rgb mb_frame width 1
 @mb_plotkey
 plot keyentry with lines lw 3 lc rgb mb_roof title mb_mem, \
      keyentry with lines lw 3 lc rgb mb_roof dt mb_fdt title (mb_f32 > 0 ? mb_t32 : ''), \

@@ -20,8 +20,8 @@
 # a filled box) and with mb_layer='data' only data (lines, points, bars);
 # axes and grid are drawn in neither, at the same place. mb_only=K (text
 # layer) draws only the K-th text unit. Every text of a script therefore
-# takes its colour from mb_tc(0) / mb_tcg(0) (strings) or mb_tcv(0) (with
-# labels ... tc rgb variable), every data colour from mb_ink('#rrggbb'), and
+# takes its colour from mb_tc(0) / mb_tcg(0), a plot 'with labels' its text
+# from mb_txt(text) (one unit a label), every data colour from mb_ink('#rrggbb'), and
 # a script says @mb_plotkey before each plot.
 
 if (!exists("mb_argc") || mb_argc < 2) {
@@ -44,7 +44,6 @@ mb_fg = mb_dark ? '#e8e8e8' : '#000000'
 mb_grey = mb_dark ? '#a8a8a8' : '#666666'
 mb_gridc = mb_dark ? '#3a3d44' : '#e4e4e4'
 mb_none = '#FF000000'
-mb_fg_int = mb_dark ? 0xe8e8e8 : 0x000000
 
 # 1280x720: a 16:9 slide; fonts sized to be read from the back of a room.
 mb_bgopt = mb_layer eq 'all' ? sprintf("background rgb '%s'", mb_bg) : 'transparent'
@@ -72,7 +71,7 @@ mb_unit = 0
 mb_show(u) = mb_layer ne 'data' && (mb_only == 0 || mb_only == u)
 mb_tc(x) = (mb_unit = mb_unit + 1, mb_show(mb_unit) ? mb_fg : mb_none)
 mb_tcg(x) = (mb_unit = mb_unit + 1, mb_show(mb_unit) ? mb_grey : mb_none)
-mb_tcv(x) = (mb_unit = mb_unit + 1, mb_show(mb_unit) ? mb_fg_int : int(0xFF000000))
+mb_txt(s) = (mb_unit = mb_unit + 1, mb_show(mb_unit) ? s : '')
 mb_ink(c) = mb_layer eq 'text' ? mb_none : c
 mb_frame = mb_layer eq 'all' ? mb_fg : mb_none
 mb_gridl = mb_layer eq 'all' ? mb_gridc : mb_none

@@ -285,6 +285,49 @@ static int group_has_rows(const mb_rpt_set *s, int gi, int need_dram)
     return 0;
 }
 
+/* A figure's legend by colour and by marker: each variant one colour, each
+ * plan (with its dtype when not f32) one marker, so the legend names the
+ * variants and the plans once each instead of every pair. */
+typedef struct fig_keys {
+    char var[12][MB_NAME_MAX];
+    char shape[10][MB_NAME_MAX];
+    int nv, nsh;
+} fig_keys;
+
+/* 1-based index of s in list (added when new; the last when full). */
+static int key_index(char (*list)[MB_NAME_MAX], int *n, int max, const char *s)
+{
+    for (int i = 0; i < *n; i++)
+        if (!strcmp(list[i], s)) return i + 1;
+    if (*n >= max) return max;
+    snprintf(list[*n], MB_NAME_MAX, "%s", s);
+    return ++*n;
+}
+
+static void keys_of(fig_keys *k, const char *variant, const char *plan, const char *dtype, int *vi,
+                    int *pi)
+{
+    char sh[MB_NAME_MAX];
+    snprintf(sh, sizeof sh, strcmp(dtype, "f32") ? "%s %s" : "%s", plan, dtype);
+    *vi = key_index(k->var, &k->nv, 12, variant);
+    *pi = key_index(k->shape, &k->nsh, 10, sh);
+}
+
+static void keys_meta(FILE *fp, const fig_keys *k)
+{
+    char key[32];
+    meta_d(fp, "n_variants", k->nv);
+    meta_d(fp, "n_shapes", k->nsh);
+    for (int i = 0; i < k->nv; i++) {
+        snprintf(key, sizeof key, "variant%d", i + 1);
+        meta_s(fp, key, k->var[i]);
+    }
+    for (int i = 0; i < k->nsh; i++) {
+        snprintf(key, sizeof key, "shape%d", i + 1);
+        meta_s(fp, key, k->shape[i]);
+    }
+}
+
 /* ---- bytes per element -------------------------------------------------- */
 
 static int fig_bytes(rpt_fig_ctx *fc, const char *name, const mb_rpt_set *s, int gi,
@@ -476,10 +519,27 @@ static int fig_time(rpt_fig_ctx *fc, const char *name, const mb_rpt_set *s, int 
         meta_s(fp, key, ptitle);
     }
     meta_d(fp, "panels", np);
-    for (int k = 0; k < ns; k++) { /* the legend's names, by block */
+    /* one legend for every panel: a series' colour and dash by its name
+     * (its plan, or dtype), the same in each panel */
+    fig_keys names;
+    memset(&names, 0, sizeof names);
+    for (int j = 0; j < MB_PLAN_COUNT; j++) /* the plans first, in the table's order */
+        for (int k = 0; k < ns; k++) {
+            time_label(ptitle, sizeof ptitle, &se[k], shared_panel[se[k].panel]);
+            int vi, pi;
+            if (!strcmp(ptitle, mb_plan_name((mb_plan_kind)j))) keys_of(&names, ptitle, "", "f32", &vi, &pi);
+        }
+    for (int k = 0; k < ns; k++) {
         time_label(ptitle, sizeof ptitle, &se[k], shared_panel[se[k].panel]);
-        snprintf(key, sizeof key, "series%d", k + 1);
-        meta_s(fp, key, ptitle);
+        int vi, pi;
+        keys_of(&names, ptitle, "", "f32", &vi, &pi);
+        snprintf(key, sizeof key, "cat%d", k + 1);
+        meta_d(fp, key, vi);
+    }
+    meta_d(fp, "n_cats", names.nv);
+    for (int i = 0; i < names.nv; i++) {
+        snprintf(key, sizeof key, "catname%d", i + 1);
+        meta_s(fp, key, names.var[i]);
     }
     rc = MB_OK;
     for (int k = 0; k < ns && !rc; k++) rc = time_series(fp, s, gi, &se[k], d, shared_panel[se[k].panel]);
@@ -507,49 +567,6 @@ static const roof_op roof_ops[] = {
     {NULL, "gelu_tanh", "eager", MB_F32},
     {NULL, "gelu_tanh", "fused", MB_F32},
 };
-
-/* A figure's legend by colour and by marker: each variant one colour, each
- * plan (with its dtype when not f32) one marker, so the legend names the
- * variants and the plans once each instead of every pair. */
-typedef struct fig_keys {
-    char var[12][MB_NAME_MAX];
-    char shape[10][MB_NAME_MAX];
-    int nv, nsh;
-} fig_keys;
-
-/* 1-based index of s in list (added when new; the last when full). */
-static int key_index(char (*list)[MB_NAME_MAX], int *n, int max, const char *s)
-{
-    for (int i = 0; i < *n; i++)
-        if (!strcmp(list[i], s)) return i + 1;
-    if (*n >= max) return max;
-    snprintf(list[*n], MB_NAME_MAX, "%s", s);
-    return ++*n;
-}
-
-static void keys_of(fig_keys *k, const char *variant, const char *plan, const char *dtype, int *vi,
-                    int *pi)
-{
-    char sh[MB_NAME_MAX];
-    snprintf(sh, sizeof sh, strcmp(dtype, "f32") ? "%s %s" : "%s", plan, dtype);
-    *vi = key_index(k->var, &k->nv, 12, variant);
-    *pi = key_index(k->shape, &k->nsh, 10, sh);
-}
-
-static void keys_meta(FILE *fp, const fig_keys *k)
-{
-    char key[32];
-    meta_d(fp, "n_variants", k->nv);
-    meta_d(fp, "n_shapes", k->nsh);
-    for (int i = 0; i < k->nv; i++) {
-        snprintf(key, sizeof key, "variant%d", i + 1);
-        meta_s(fp, key, k->var[i]);
-    }
-    for (int i = 0; i < k->nsh; i++) {
-        snprintf(key, sizeof key, "shape%d", i + 1);
-        meta_s(fp, key, k->shape[i]);
-    }
-}
 
 static int roof_measured(const mb_rpt_set *s, int devi, FILE *fp, int write, fig_keys *k);
 
