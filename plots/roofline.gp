@@ -32,7 +32,8 @@ mb_xmin = 0.01
 mb_ytop = (mb_top > 0 ? mb_top : 100 * mb_bw) * 4
 set logscale xy
 set xrange [mb_xmin:mb_xmax]
-set yrange [mb_xmin * mb_bw / 3 : mb_ytop]
+# room under the slope's left end for the legend
+set yrange [mb_xmin * mb_bw / 30 : mb_ytop]
 set format x '10^{%L}'
 set format y '10^{%L}'
 set xlabel 'arithmetic intensity (flop per DRAM byte)' tc rgb mb_tc(0)
@@ -45,11 +46,9 @@ mb_fdt = mb_bf16 > 0 ? 2 : 1
 set arrow 10 from mb_xmin, mb_xmin * mb_bw to mb_rtop, mb_rtop * mb_bw nohead lw 3 lc rgb mb_roof front
 if (mb_f32 > 0) {
     set arrow 11 from mb_r32, mb_f32 to mb_xmax, mb_f32 nohead lw 3 lc rgb mb_roof dt mb_fdt front
-    set arrow 13 from mb_r32, graph 0 to mb_r32, mb_f32 nohead dt 3 lw 1.5 lc rgb mb_roof
 }
 if (mb_bf16 > 0) {
     set arrow 12 from mb_r16, mb_bf16 to mb_xmax, mb_bf16 nohead lw 3 lc rgb mb_roof front
-    set arrow 14 from mb_r16, graph 0 to mb_r16, mb_bf16 nohead dt 3 lw 1.5 lc rgb mb_roof
 }
 mb_nv = int(metan('n_variants'))
 mb_ns = int(metan('n_shapes'))
@@ -61,9 +60,10 @@ mb_open(i) = mb_po[(int(i) - 1) % 6 + 1]
 mb_mem = sprintf('memory %.4g GB/s (%s)', metan('bw_gbs'), meta('bw_source'))
 mb_t32 = sprintf('FP32 %.3g %s, ridge %.3g flop/B', mb_f32, mb_un, mb_r32)
 mb_t16 = sprintf('BF16 tensor %.3g %s, ridge %.3g flop/B', mb_bf16, mb_un, mb_r16)
-# the legend: below the slope, right of the points (the low-intensity
-# operations sit at the slope's left end)
-set key top left font ",12" spacing 1.1 samplen 2 box lc rgb mb_frame width 1
+# the legend: under the ceilings, right of the slope (the operations sit on
+# or under the slope's left part; the ridges are in the legend)
+mb_kf = mb_width / mb_fscale >= 1100 ? ",12" : ",10"
+set key bottom right font mb_kf spacing 1.1 samplen 2 box lc rgb mb_frame width 1
 @mb_plotkey
 plot keyentry with lines lw 3 lc rgb mb_roof title mb_mem, \
      keyentry with lines lw 3 lc rgb mb_roof dt mb_fdt title (mb_f32 > 0 ? mb_t32 : ''), \
