@@ -24,6 +24,7 @@ mb_nx = int(STATS_records)
 # axes whichever is drawn); smaller where the bars are narrow
 mb_barpx = mb_width * 0.85 / mb_nx / mb_fscale
 mb_xfont = mb_barpx > 140 ? ',13' : mb_barpx > 110 ? ',11' : mb_barpx > 85 ? ',10' : ',8'
+mb_cfont = mb_barpx > 110 ? ',12' : mb_barpx > 85 ? ',10' : ',8'
 set xtics scale 0 font mb_xfont
 set xrange [-0.6 : mb_nx - 0.4]
 # room above the tallest bar for its count label and for the legend
@@ -39,11 +40,11 @@ if (mb_measured > 0) {
     plot mb_data index 1 using 3:xtic(mb_txt(strcol(1))) title 'model: DRAM bytes (cache-aware, cold)' lt 1, \
          '' index 1 using 4 title mb_mt lt 2, \
          '' index 1 using 0:2:(0.42) with xerrorbars lt 7 lw 3 pt -1 title mb_ct, \
-         '' index 1 using 0:2:(mb_txt(strcol(5))) with labels offset 0, 0.9 font ',12' tc rgb mb_fg notitle
+         '' index 1 using 0:2:(mb_txt(strcol(5))) with labels offset 0, 0.9 font mb_cfont tc rgb mb_fg notitle
 } else {
     if (mb_mt ne '') { set label 1 mb_mt at graph 0.01, graph 0.96 left font ',12' tc rgb mb_tcg(0) }
     @mb_plotkey
     plot mb_data index 1 using 3:xtic(mb_txt(strcol(1))) title 'model: DRAM bytes (cache-aware, cold)' lt 1, \
          '' index 1 using 0:2:(0.42) with xerrorbars lt 7 lw 3 pt -1 title mb_ct, \
-         '' index 1 using 0:2:(mb_txt(strcol(5))) with labels offset 0, 0.9 font ',12' tc rgb mb_fg notitle
+         '' index 1 using 0:2:(mb_txt(strcol(5))) with labels offset 0, 0.9 font mb_cfont tc rgb mb_fg notitle
 }

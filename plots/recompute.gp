@@ -22,7 +22,7 @@ set yrange [0:*]
 set offsets 0, 0, graph 0.35, 0
 mb_narrow = mb_width / mb_fscale < 1100
 mb_kf = mb_narrow ? ',9' : ',11'
-set key top right font mb_kf
+set key top right font mb_kf samplen 1.5
 mb_meas_bytes = metan('measured_bytes')
 mb_meas_time = metan('measured_time')
 set tics font ',12'
@@ -45,7 +45,7 @@ if (mb_meas_bytes > 0) {
          '' index 1 using 3 title 'model DRAM' lt 1, '' index 1 using 4 title 'measured DRAM' lt 2, \
          '' index 1 using ($0 + mb_at(1, 3)):2:(mb_txt(strcol(8))) with labels offset 0, 0.8 font ',12' tc rgb mb_fg notitle
 } else {
-    plot mb_data index 1 using 2:xtic(mb_txt(strcol(1))) title "lecture's count" lt 8, \
+    plot mb_data index 1 using 2:xtic(mb_txt(strcol(1))) title (mb_narrow ? 'count' : "lecture's count") lt 8, \
          '' index 1 using 3 title 'model DRAM' lt 1, \
          '' index 1 using ($0 + mb_at(1, 2)):2:(mb_txt(strcol(8))) with labels offset 0, 0.8 font ',12' tc rgb mb_fg notitle
 }

@@ -36,7 +36,7 @@ set xrange [2**10:2**28]
 set xlabel 'n (elements per tensor)' font ',13' offset 0, 0.4 tc rgb mb_tc(0)
 set ylabel 'time per run' font ',13' tc rgb mb_tc(0)
 set tics font ',12'
-set rmargin 3
+set rmargin 5
 # one legend above the panels: a series' colour and dash by its name (its
 # plan, or dtype), the same in every panel; the panels below it at fixed
 # margins (the same axes in every layer)
