@@ -49,13 +49,16 @@ static void usage(FILE *fp)
             "  --device LIST      device ids or INI specs, comma-separated, or 'all', for the\n"
             "                     time column; h100-sxm (--devices: the same)\n"
             "  --n N              elements per tensor; default: the variant's lecture size\n"
+            "  --shape LIST       ROWSxCOLS shapes of a 2-D variant (4096x1024,64x2^22); a\n"
+            "                     [rows, 1] row statistic is rows elements; default its 'shape'\n"
             "  --dtype LIST       f32 (default), bf16, f16, comma-separated: bf16,f32\n"
             "  --plan LIST        of store, recompute, optimal (default: the three), in order;\n"
             "                     eager too\n"
             "  --json | --csv     machine-readable output\n"
             "  -h, --help         this help\n"
             "\n"
-            "example: membound plan sigmoid3 --frontier --figure frontier.png\n");
+            "example: membound plan sigmoid3 --frontier --figure frontier.png\n"
+            "         membound plan softmax_bwd --shape 4096x1024\n");
 }
 
 typedef struct {
@@ -117,10 +120,11 @@ typedef struct {
     int n_saved;
 } row;
 
-static int cost(const mb_plan *p, int64_t n, const mb_device *d, row *r, mb_err *e)
+static int cost(const mb_plan *p, mb_shape sh, const mb_device *d, row *r, mb_err *e)
 {
     mb_estimate est;
-    int rc = mb_estimate_plan(p, n, d, &est, e);
+    int rc = sh.rank == 2 ? mb_estimate_plan_shape(p, sh, d, &est, e)
+                          : mb_estimate_plan(p, mb_shape_elems(sh), d, &est, e);
     if (rc) return rc;
     r->saved_bytes = est.saved_bytes;
     r->traffic_bytes = est.total.read_bytes + est.total.write_bytes;
@@ -129,8 +133,12 @@ static int cost(const mb_plan *p, int64_t n, const mb_device *d, row *r, mb_err 
     return MB_OK;
 }
 
-static void print_row(const plan_opts *o, const mb_graph *g, int64_t n, const row *r, json_t *out)
+static void print_row(const plan_opts *o, const mb_graph *g, mb_shape sh, const row *r, json_t *out)
 {
+    int64_t n = mb_shape_elems(sh);
+    char shape[48];
+    mb_shape_format(sh, shape, sizeof shape);
+    (void)shape;
     double per_elem = (double)r->traffic_bytes / (double)n;
     double tensors = per_elem / (double)mb_dtype_bytes(o->a.dtype);
     char set[1024];
@@ -144,6 +152,7 @@ static void print_row(const plan_opts *o, const mb_graph *g, int64_t n, const ro
         json_object_set_new(j, "variant", json_string(g->name));
         json_object_set_new(j, "plan", json_string(r->label));
         json_object_set_new(j, "n", json_integer((json_int_t)n));
+        if (sh.rank == 2) json_object_set_new(j, "shape", json_string(shape));
         if (o->n_devs > 1) json_object_set_new(j, "device", json_string(o->dev.name));
         if (o->a.n_dtypes > 1) json_object_set_new(j, "dtype", json_string(mb_dtype_name(o->a.dtype)));
         json_object_set_new(j, "saved", set_json(g, r->saved, r->n_saved));
@@ -163,8 +172,17 @@ static void print_row(const plan_opts *o, const mb_graph *g, int64_t n, const ro
     }
 }
 
-static int three_plans(const plan_opts *o, const mb_graph *g, int64_t n, json_t *out)
+/* The table's line above a 2-D variant's rows: its shape. */
+static void print_shape(const plan_opts *o, const mb_graph *g, mb_shape sh)
 {
+    char shape[48];
+    mb_shape_format(sh, shape, sizeof shape);
+    if (o->a.fmt == MB_FMT_TABLE && sh.rank == 2) printf("%s at %s:\n", g->name, shape);
+}
+
+static int three_plans(const plan_opts *o, const mb_graph *g, mb_shape n, json_t *out)
+{
+    print_shape(o, g, n);
     mb_err e;
     static const mb_plan_kind three[] = {MB_PLAN_STORE, MB_PLAN_RECOMPUTE, MB_PLAN_OPTIMAL};
     int np = o->a.plan_given ? o->a.n_plans : 3;
@@ -173,7 +191,7 @@ static int three_plans(const plan_opts *o, const mb_graph *g, int64_t n, json_t 
         mb_plan *p = NULL;
         int rc;
         if (kind != MB_PLAN_OPTIMAL) rc = mb_plan_build(g, kind, &p, &e);
-        else rc = mb_plan_build_optimal(g, o->obj, n, &o->dev, &p, &e);
+        else rc = mb_plan_build_optimal_shape(g, o->obj, n, &o->dev, &p, &e);
         row r = {mb_plan_name(p ? p->kind : MB_PLAN_OPTIMAL), 0, 0, 0, 0, NULL, 0};
         if (!rc) rc = cost(p, n, &o->dev, &r, &e);
         if (rc) { mb_plan_free(p); return mb_cli_fail_err(rc, &e); }
@@ -224,16 +242,65 @@ static const char *fig_n(char *buf, size_t size, int64_t n)
 
 /* The figure's data: block 0 metadata, block 1 the frontier (saved MB,
  * traffic MB, traffic per element, time ms, saved set), block 2 the store and
- * recompute plans (label, saved MB, traffic MB). */
-static int write_dat(const plan_opts *o, const mb_graph *g, int64_t n, const mb_frontier *f,
+ * recompute plans (label, saved MB, traffic MB), and at a 2-D shape the time
+ * objective's plan where it moves less than every frontier point (a row that
+ * does not fit on chip makes recomputing a row statistic cost passes, which
+ * the cut does not count). Every plan is costed alike (cost(): passes
+ * included), so the blocks compare. */
+static int dat_points(FILE *fp, const plan_opts *o, const mb_graph *g, mb_shape sh, const mb_frontier *f,
+                      int64_t *traffic, mb_err *e)
+{
+    int rc = MB_OK;
+    for (int i = 0; i < f->n_points && !rc; i++) {
+        mb_plan *p = NULL;
+        row r = {"frontier", 0, 0, 0, 0, NULL, 0};
+        rc = mb_plan_build_saving(g, f->points[i].saved, f->points[i].n_saved, &p, e);
+        if (!rc) rc = cost(p, sh, &o->dev, &r, e);
+        mb_plan_free(p);
+        char set[1024];
+        fig_set_text(g, f->points[i].saved, f->points[i].n_saved, set, sizeof set);
+        traffic[i] = r.traffic_bytes;
+        if (!rc)
+            fprintf(fp, "%.6g %.6g %.6g %.6g \"%s\"\n", (double)f->points[i].saved_bytes / 1e6,
+                    (double)r.traffic_bytes / 1e6, (double)r.traffic_bytes / (double)mb_shape_elems(sh),
+                    r.time_s * 1e3, set);
+    }
+    return rc;
+}
+
+static int dat_plans(FILE *fp, const plan_opts *o, const mb_graph *g, mb_shape sh, int64_t least,
+                     int64_t *right, mb_err *e)
+{
+    int rc = MB_OK;
+    for (int k = 0; k < 3 && !rc; k++) {
+        if (k == 2 && sh.rank != 2) break;
+        mb_plan *p = NULL;
+        row r = {"", 0, 0, 0, 0, NULL, 0};
+        if (k < 2) rc = mb_plan_build(g, k ? MB_PLAN_RECOMPUTE : MB_PLAN_STORE, &p, e);
+        else rc = mb_plan_build_optimal_shape(g, MB_OBJECTIVE_TIME, sh, &o->dev, &p, e);
+        if (!rc) rc = cost(p, sh, &o->dev, &r, e);
+        if (!rc && (k < 2 || r.traffic_bytes < least))
+            fprintf(fp, "%s %.6g %.6g\n", k < 2 ? mb_plan_name(p->kind) : "optimal(time)",
+                    (double)r.saved_bytes / 1e6, (double)r.traffic_bytes / 1e6);
+        if (k < 2 && r.saved_bytes > *right) *right = r.saved_bytes;
+        mb_plan_free(p);
+    }
+    return rc;
+}
+
+static int write_dat(const plan_opts *o, const mb_graph *g, mb_shape sh, const mb_frontier *f,
                      const char *path)
 {
+    char shape[48];
+    mb_shape_format(sh, shape, sizeof shape);
     mb_outfile of;
     mb_err e;
+    int64_t *traffic = calloc((size_t)f->n_points + 1, sizeof *traffic);
+    if (!traffic) return mb_cli_fail(1, "out of memory");
     int rc = mb_outfile_open(&of, path, &e);
-    if (rc) return mb_cli_fail_err(rc, &e);
+    if (rc) { free(traffic); return mb_cli_fail_err(rc, &e); }
     FILE *fp = of.fp;
-    /* an unnamed --expr is named by its text, not "expr" */
+    /* an unnamed --expr is named by its text, not "expr"; n as 2^k */
     char who[200], nb[32];
     snprintf(who, sizeof who, "%s", g->name);
     for (int i = 0; i < o->a.inputs.n; i++)
@@ -242,39 +309,24 @@ static int write_dat(const plan_opts *o, const mb_graph *g, int64_t n, const mb_
     who[strcspn(who, "\n")] = '\0'; /* the expression, not its "backward" line */
     for (char *c = who; *c; c++)
         if (*c == '"' || *c == '_' || *c == '@' || *c == '&' || *c == '~' || *c == '{' || *c == '}') *c = ' ';
-    fprintf(fp, "title \"%s: activation memory against traffic (n = %s, %s)\"\ndevice \"%s\"\n\n\n", who,
-            fig_n(nb, sizeof nb, n), mb_dtype_name(o->a.dtype), o->dev.label);
-    for (int i = 0; i < f->n_points && !rc; i++) {
-        mb_plan *p = NULL;
-        row r = {"frontier", 0, 0, 0, 0, NULL, 0};
-        rc = mb_plan_build_saving(g, f->points[i].saved, f->points[i].n_saved, &p, &e);
-        if (!rc) rc = cost(p, n, &o->dev, &r, &e);
-        mb_plan_free(p);
-        char set[1024];
-        fig_set_text(g, f->points[i].saved, f->points[i].n_saved, set, sizeof set);
-        if (!rc)
-            fprintf(fp, "%.6g %.6g %.6g %.6g \"%s\"\n", (double)f->points[i].saved_bytes / 1e6,
-                    (double)f->points[i].traffic_bytes / 1e6, (double)f->points[i].traffic_bytes / (double)n,
-                    r.time_s * 1e3, set);
-    }
+    if (sh.rank == 2)
+        fprintf(fp, "title \"%s: activation memory against traffic (%s, %s)\"\ndevice \"%s\"\n\n\n", who, shape,
+                mb_dtype_name(o->a.dtype), o->dev.label);
+    else
+        fprintf(fp, "title \"%s: activation memory against traffic (n = %s, %s)\"\ndevice \"%s\"\n\n\n", who,
+                fig_n(nb, sizeof nb, mb_shape_elems(sh)), mb_dtype_name(o->a.dtype), o->dev.label);
+    rc = dat_points(fp, o, g, sh, f, traffic, &e);
     fprintf(fp, "\n\n");
-    int64_t right = f->points[f->n_points - 1].saved_bytes;
-    for (int k = 0; k < 2 && !rc; k++) {
-        mb_plan *p = NULL;
-        row r = {"", 0, 0, 0, 0, NULL, 0};
-        rc = mb_plan_build(g, k ? MB_PLAN_RECOMPUTE : MB_PLAN_STORE, &p, &e);
-        if (!rc) rc = cost(p, n, &o->dev, &r, &e);
-        if (!rc) fprintf(fp, "%s %.6g %.6g\n", mb_plan_name(p->kind), (double)r.saved_bytes / 1e6,
-                         (double)r.traffic_bytes / 1e6);
-        if (r.saved_bytes > right) right = r.saved_bytes;
-        mb_plan_free(p);
-    }
+    int64_t right = f->points[f->n_points - 1].saved_bytes, least = INT64_MAX;
+    for (int i = 0; i < f->n_points; i++) least = traffic[i] < least ? traffic[i] : least;
+    if (!rc) rc = dat_plans(fp, o, g, sh, least, &right, &e);
     /* the step line runs on to the largest plan's memory: more budget than
      * the last point buys nothing */
     fprintf(fp, "\n\n");
     for (int i = 0; i < f->n_points; i++)
-        fprintf(fp, "%.6g %.6g\n", (double)f->points[i].saved_bytes / 1e6, (double)f->points[i].traffic_bytes / 1e6);
-    fprintf(fp, "%.6g %.6g\n", (double)right / 1e6, (double)f->points[f->n_points - 1].traffic_bytes / 1e6);
+        fprintf(fp, "%.6g %.6g\n", (double)f->points[i].saved_bytes / 1e6, (double)traffic[i] / 1e6);
+    fprintf(fp, "%.6g %.6g\n", (double)right / 1e6, (double)traffic[f->n_points - 1] / 1e6);
+    free(traffic);
     if (rc) { mb_outfile_abort(&of); return mb_cli_fail_err(rc, &e); }
     if ((rc = mb_outfile_commit(&of, &e))) return mb_cli_fail_err(rc, &e);
     return 0;
@@ -311,12 +363,13 @@ static int render(const char *dat, const char *figure)
     return 0;
 }
 
-static int frontier(const plan_opts *o, const mb_graph *g, int64_t n, json_t *out)
+static int frontier(const plan_opts *o, const mb_graph *g, mb_shape n, json_t *out)
 {
     mb_frontier f;
     mb_err e;
-    int rc = mb_frontier_build(g, n, &f, &e);
+    int rc = mb_frontier_build_shape(g, n, &f, &e);
     if (rc) return mb_cli_fail_err(rc, &e);
+    print_shape(o, g, n);
     for (int i = 0; i < f.n_points && !rc; i++) {
         mb_plan *p = NULL;
         row r = {"frontier", 0, 0, f.points[i].recompute_ops_pe, 0, f.points[i].saved, f.points[i].n_saved};
@@ -344,7 +397,7 @@ static int parse_opts(plan_opts *o, int argc, char **argv)
         {"expr", required_argument, 0, 'e'}, {"objective", required_argument, 0, 'o'},
         {"frontier", no_argument, 0, 'f'}, {"figure", required_argument, 0, 'F'},
         {"device", required_argument, 0, 'd'}, {"devices", required_argument, 0, 'd'},
-        {"n", required_argument, 0, 'n'},
+        {"n", required_argument, 0, 'n'}, {"shape", required_argument, 0, 'S'},
         {"dtype", required_argument, 0, 't'}, {"plan", required_argument, 0, 'p'},
         {"json", no_argument, 0, 'J'},
         {"csv", no_argument, 0, 'C'}, {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
@@ -352,12 +405,13 @@ static int parse_opts(plan_opts *o, int argc, char **argv)
     int c, rc;
     opterr = 0;
     optind = 1;
-    while ((c = getopt_long(argc, argv, "-:he:o:fF:d:n:t:p:JC", opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "-:he:o:fF:d:n:S:t:p:JC", opts, NULL)) != -1) {
         switch (c) {
         case 1:
         case 'e':
         case 't':
         case 'p':
+        case 'S':
             if ((rc = mb_model_args_option(&o->a, c, optarg))) return rc;
             break;
         case 'd': device = optarg; break;
@@ -451,9 +505,10 @@ int mb_cmd_plan(int argc, char **argv)
             o.a.dtype = mb_model_args_dtype(&o.a, i); /* the rows' dtype */
             mb_shape one;
             const mb_shape *sizes;
-            mb_model_args_sizes(&o.a, g, &sizes, &one);
-            int64_t n = mb_shape_elems(sizes[0]);
-            rc = o.frontier ? frontier(&o, g, n, out) : three_plans(&o, g, n, out);
+            int ns = mb_model_args_sizes(&o.a, g, &sizes, &one);
+            if (o.figure) ns = 1; /* one figure: the first shape */
+            for (int s = 0; s < ns && !rc; s++)
+                rc = o.frontier ? frontier(&o, g, sizes[s], out) : three_plans(&o, g, sizes[s], out);
         }
     }
     o.a.dtype = first_dtype;

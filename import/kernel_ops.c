@@ -67,6 +67,13 @@ static const struct {
     {"log_softmax", {"LogSoftMaxForwardEpilogue", "softmax_warp_forward", NULL}},
     {"layer_norm", {"vectorized_layer_norm_kernel", "LayerNormForwardCUDAKernel", NULL}},
     {"rms_norm", {"vectorized_layer_norm_kernel", NULL}},
+    /* their backward kernels (PyTorch's source names, SoftMax.cu and
+     * layer_norm_kernel.cu; not yet seen in an imported profile) and amax's mask */
+    {"_softmax_backward_data", {"softmax_warp_backward", "cunn_SoftMaxBackward", NULL}},
+    {"_log_softmax_backward_data", {"softmax_warp_backward", "cunn_SoftMaxBackward", NULL}},
+    {"native_layer_norm_backward", {"layer_norm_grad_input_kernel", "ComputeInternalGradientsCUDAKernel", NULL}},
+    {"rms_norm_backward", {"layer_norm_grad_input_kernel", NULL}},
+    {"eq", {"CompareEqFunctor", "eq_kernel", NULL}},
 };
 
 const char *mb_imp_kernel_pattern(const char *plan_kernel)

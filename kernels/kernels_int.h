@@ -106,6 +106,16 @@ int mb_kern_f32_judge(const mb_kern_f32_elem *e, int node, mb_dtype dt, double g
  * each node alone over whole arrays. */
 int mb_kern_rows_run_kernel(mb_kern_tensors *t, int k, mb_kern_exec e, mb_err *err);
 /* mb_kern_verify for such plans: every result element against float64. */
+/* Row r of nodes order[0..cnt) in float64 (rows_cpu.c): full and [cols]
+ * values into val[node][0..cols), row values into val[node][0], magnitudes
+ * into mag the same way; inputs are loaded from t. */
+void mb_kern_rows_reference_row(const mb_kern_tensors *t, int64_t r, double **val, double **mag,
+                                const int *order, int cnt);
+/* Every node of g in an order that evaluates each after its operands: the
+ * forward nodes first, in their own order (rows_bwd_cpu.c). Returns the count. */
+int mb_kern_rows_order(const mb_graph *g, int *order);
+/* mb_kern_gradcheck for graphs with row operations (rows_bwd_cpu.c). */
+int mb_kern_rows_gradcheck(const mb_kern_tensors *t, int n_points, double *max_err, int *passed, mb_err *err);
 int mb_kern_rows_verify(const mb_kern_tensors *t, unsigned poison_rep, double tol, mb_kern_check *out,
                         mb_err *err);
 /* Gives node i storage (its shape's elements) if it has none, poisoned. */

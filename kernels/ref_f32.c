@@ -40,7 +40,7 @@ static double op_ulps(mb_op op)
 {
     switch (op) {
     case MB_OP_NEG: case MB_OP_ABS: case MB_OP_COPY: case MB_OP_RELU: case MB_OP_STEP:
-    case MB_OP_SIGN:
+    case MB_OP_SIGN: case MB_OP_EQ:
         return 0.0;
     default: break;
     }

@@ -427,6 +427,7 @@ int mb_kern_gradcheck(const mb_kern_tensors *t, int n_points, double *max_err, i
     const mb_graph *g = t->plan->g;
     if (!g->has_backward)
         return mb_err_set(err, MB_EINPUT, "%s has no backward pass to check", g->name);
+    if (g->has_row_ops) return mb_kern_rows_gradcheck(t, n_points, max_err, passed, err);
     int nn = g->n_nodes;
     double *base = malloc((size_t)nn * sizeof(double));
     double *pert = malloc((size_t)nn * sizeof(double));

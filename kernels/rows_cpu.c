@@ -239,7 +239,7 @@ static void row_pass(rowstate *S, int64_t r, int p, float *tmp)
                 continue;
             }
             if (!(K->eval_mask[j] >> p & 1)) continue;
-            float as = (float)nd->scalar[0], bs = (float)nd->scalar[1];
+            float as = (float)nd->scalar[0], bs = nd->scalar_cols ? (float)S->cols : (float)nd->scalar[1];
             const float *a = nd->arg[0] >= 0 ? operand(S, nd->arg[0], &as) : NULL;
             const float *b = mb_op_arity(nd->op) == 2 && nd->arg[1] >= 0 ? operand(S, nd->arg[1], &bs) : NULL;
             if (is_rowval(nd)) {
@@ -303,7 +303,7 @@ static void row_onepass(rowstate *S, int64_t r, float *tmp)
             else library_tile(S, v, len, tmp);
             continue;
         }
-        float as = (float)nd->scalar[0], bs = (float)nd->scalar[1];
+        float as = (float)nd->scalar[0], bs = nd->scalar_cols ? (float)S->cols : (float)nd->scalar[1];
         const float *a = nd->arg[0] >= 0 ? operand(S, nd->arg[0], &as) : NULL;
         const float *b = mb_op_arity(nd->op) == 2 && nd->arg[1] >= 0 ? operand(S, nd->arg[1], &bs) : NULL;
         if (is_rowval(nd)) mb_kern_op_apply(nd->op, NULL, as, NULL, bs, &S->scal[v], 1);
@@ -431,14 +431,16 @@ static double mag_of(mb_op op, double v, double ma, double mb, double b)
     }
 }
 
-/* Row r of every forward node in float64: full and [cols] nodes into
- * val[node][0..cols), row values into val[node][0]; their magnitudes into
- * mag[][] the same way. */
-static void reference_row(const mb_kern_tensors *t, int64_t r, double **val, double **mag)
+/* Row r of the nodes order[0..cnt) in float64, in that order: full and
+ * [cols] nodes into val[node][0..cols), row values into val[node][0]; their
+ * magnitudes into mag[][] the same way. */
+void mb_kern_rows_reference_row(const mb_kern_tensors *t, int64_t r, double **val, double **mag,
+                                const int *order, int cnt)
 {
     const mb_graph *g = t->plan->g;
     const int64_t C = t->shape.cols;
-    for (int v = 0; v < g->n_forward; v++) {
+    for (int k = 0; k < cnt; k++) {
+        int v = order[k];
         const mb_node *nd = &g->nodes[v];
         double *y = val[v];
         int rv = is_rowval(nd);
@@ -457,7 +459,7 @@ static void reference_row(const mb_kern_tensors *t, int64_t r, double **val, dou
         const double *b = mb_op_arity(nd->op) == 2 && nd->arg[1] >= 0 ? val[nd->arg[1]] : NULL;
         int br = b && is_rowval(&g->nodes[nd->arg[1]]);
 #define XI(i) (x ? x[xr ? 0 : (i)] : nd->scalar[0])
-#define BI(i) (b ? b[br ? 0 : (i)] : nd->scalar[1])
+#define BI(i) (b ? b[br ? 0 : (i)] : nd->scalar_cols ? (double)C : nd->scalar[1])
 #define MXI(i) (mx ? mx[xr ? 0 : (i)] : fabs(nd->scalar[0]))
 #define MBI(i) (mbv ? mbv[br ? 0 : (i)] : fabs(nd->scalar[1]))
         double s = 0, s2 = 0, m = -INFINITY, ms = 0;
@@ -534,14 +536,18 @@ int mb_kern_rows_verify(const mb_kern_tensors *t, unsigned poison_rep, double to
     int64_t bad = 0, poisoned = 0, first = -1;
     int first_node = -1;
     double first_got = 0, first_want = 0;
+    /* every node, backward ones after what they read (mb_kern_rows_order) */
+    const int nv = g->n_nodes;
+    int *order = malloc(((size_t)nv + 1) * sizeof *order);
+    int n_order = order ? mb_kern_rows_order(g, order) : 0;
     /* long rows: one row at a time (a row of 2^22 doubles per node is 32 MiB) */
     int par = C <= ((int64_t)1 << 16);
 #pragma omp parallel if (par)
     {
-        double **val = malloc(2 * (size_t)g->n_forward * sizeof *val), **mag = val ? val + g->n_forward : NULL;
-        double *slab = malloc(2 * (size_t)g->n_forward * (size_t)C * sizeof(double));
-        int ok = val && slab;
-        for (int v = 0; ok && v < 2 * g->n_forward; v++) val[v] = slab + (size_t)v * (size_t)C;
+        double **val = malloc(2 * (size_t)nv * sizeof *val), **mag = val ? val + nv : NULL;
+        double *slab = malloc(2 * (size_t)nv * (size_t)C * sizeof(double));
+        int ok = val && slab && order;
+        for (int v = 0; ok && v < 2 * nv; v++) val[v] = slab + (size_t)v * (size_t)C;
         if (!ok) {
 #pragma omp atomic write
             failed = 1;
@@ -549,7 +555,7 @@ int mb_kern_rows_verify(const mb_kern_tensors *t, unsigned poison_rep, double to
 #pragma omp for schedule(static) reduction(max : max_err) reduction(+ : bad, poisoned)
         for (int64_t r = 0; r < R; r++) {
             if (!ok) continue;
-            reference_row(t, r, val, mag);
+            mb_kern_rows_reference_row(t, r, val, mag, order, n_order);
             for (int q = 0; q < p->n_results; q++) {
                 int v = p->results[q];
                 const mb_node *nd = &g->nodes[v];
@@ -580,6 +586,7 @@ int mb_kern_rows_verify(const mb_kern_tensors *t, unsigned poison_rep, double to
         free(val);
         free(slab);
     }
+    free(order);
     if (failed) return mb_err_set(err, MB_ERUN, "out of memory for the float64 reference");
     out->max_rel_err = max_err;
     out->bad = bad;

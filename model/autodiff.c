@@ -1,4 +1,7 @@
-/* autodiff.c — reverse-mode differentiation of an elementwise forward graph.
+/* autodiff.c — reverse-mode differentiation of a forward graph (elementwise
+ * ops and row operations over the last dimension; each backward node gets its
+ * shape, and a gradient of a broadcast [rows, 1] operand is summed over the
+ * row, as autograd's sum_to does).
  * Every op's derivative is written only in terms of the incoming gradient and
  * the tensors the op saves (its inputs or its output, as PyTorch's autograd
  * does): as data in op_table.h (g * dop(x) and the like), or, for the rows
@@ -17,9 +20,28 @@ typedef struct {
     mb_graph *g;
     int origin;       /* forward node being differentiated (-1: accumulation) */
     int *grad;        /* per forward node: its gradient so far, -1 none */
-    int pend_node[2], pend_grad[2], n_pend; /* the contributions of one rule */
+    int pend_node[2], pend_grad[2], pend_sem[2], n_pend; /* the contributions of one rule */
+    int sem;          /* the shape class a rule's contributions have (its output's; -1: its operand's) */
     int failed;
+    int bad_node;     /* failed == 4: the node whose gradient is a sum over rows */
 } ad;
+
+/* Row values: one per row ([rows, 1], [rows]) or one in all ([] at rank 1). */
+static int rowval(int c) { return c == MB_SHC_ROW || c == MB_SHC_ROWV || c == MB_SHC_SCALAR; }
+
+/* The shape of a backward node from its operands' (-1: a scalar operand).
+ * A gradient may be held as a row value where its tensor is full (the
+ * expand of sum's backward, a view in PyTorch): it broadcasts as [rows, 1]
+ * does, so [rows] meets [rows, cols] here as [rows, 1]. */
+static unsigned char join_shape(int a, int b)
+{
+    if (a < 0) return (unsigned char)(b < 0 ? MB_SHC_SCALAR : b);
+    if (b < 0 || a == b) return (unsigned char)a;
+    if (a == MB_SHC_FULL || b == MB_SHC_FULL) return MB_SHC_FULL;
+    if (a == MB_SHC_COL || b == MB_SHC_COL) return rowval(a) && rowval(b) ? MB_SHC_COL : MB_SHC_FULL;
+    if (a == MB_SHC_ROW || b == MB_SHC_ROW) return MB_SHC_ROW;
+    return MB_SHC_ROWV;
+}
 
 /* Operand helpers: a "ref" is a node id, or a scalar when id < 0. */
 static int mk(ad *A, mb_op op, int a, double sa, int b, double sb)
@@ -29,13 +51,34 @@ static int mk(ad *A, mb_op op, int a, double sa, int b, double sb)
     if (a >= 0 && b >= 0) t = mb_dtype_promote(A->g->nodes[a].dtype, A->g->nodes[b].dtype);
     else t = A->g->nodes[a >= 0 ? a : b].dtype;
     int id = mb_graph_add(A->g, op, a, sa, b, sb, t, 1, A->origin);
-    if (id < 0) A->failed = 1;
+    if (id < 0) { A->failed = 1; return -1; }
+    mb_node *nd = &A->g->nodes[id];
+    if (mb_op_info_of(op)->kind == MB_OPK_REDUCTION) { /* over the last dimension, keepdim=True */
+        nd->dim = -1;
+        nd->keepdim = 1;
+        nd->shape = MB_SHC_ROW;
+    } else {
+        nd->shape = join_shape(a >= 0 ? A->g->nodes[a].shape : -1,
+                               mb_op_arity(op) == 2 && b >= 0 ? A->g->nodes[b].shape : -1);
+    }
     return id;
 }
 static int un(ad *A, mb_op op, int a) { return mk(A, op, a, 0, -1, 0); }
 static int bi(ad *A, mb_op op, int a, int b) { return mk(A, op, a, 0, b, 0); }
 static int bs(ad *A, mb_op op, int a, double s) { return mk(A, op, a, 0, -1, s); }
 static int sb(ad *A, mb_op op, double s, int b) { return mk(A, op, -1, s, b, 0); }
+
+/* g broadcast to the full shape, materialised (an expand, a view in PyTorch:
+ * the eager plan runs it in its consumer's kernel). */
+static int expand(ad *A, int g)
+{
+    int id = un(A, MB_OP_COPY, g);
+    if (id >= 0) A->g->nodes[id].shape = MB_SHC_FULL;
+    return id;
+}
+
+/* A reduction over the last dimension of a, keepdim=True. */
+static int red(ad *A, mb_op op, int a) { return un(A, op, a); }
 
 /* A rule's gradient for an operand, held until the rule is done (a rule
  * contributes at most once per operand). */
@@ -44,7 +87,30 @@ static void contribute(ad *A, int node, int grad)
     if (A->failed || grad < 0) return;
     if (A->n_pend == 2) { A->failed = 2; return; }
     A->pend_node[A->n_pend] = node;
+    A->pend_sem[A->n_pend] = A->sem;
     A->pend_grad[A->n_pend++] = grad;
+}
+
+/* A contribution of shape class sem (held as grad's shape or a row value
+ * within it) brought to node's shape, as autograd's sum_to does: a full
+ * gradient of a row value is summed over the row; a column reduction (a
+ * [cols] tensor's gradient) is not modelled (failed 4). */
+static int fit(ad *A, int node, int grad, int sem)
+{
+    int ns = A->g->nodes[node].shape;
+    if (sem < 0 || sem == ns || ns == MB_SHC_FULL || (rowval(sem) && rowval(ns))) return grad;
+    if (ns == MB_SHC_COL || sem == MB_SHC_COL) {
+        A->failed = 4;
+        A->bad_node = node;
+        return -1;
+    }
+    int full = A->g->nodes[grad].shape == MB_SHC_FULL ? grad : expand(A, grad);
+    int r = red(A, MB_OP_SUM, full);
+    if (r >= 0 && ns != MB_SHC_ROW) {
+        A->g->nodes[r].keepdim = 0;
+        A->g->nodes[r].shape = (unsigned char)ns;
+    }
+    return r;
 }
 
 /* Adds a gradient to a node's as autograd's engine does once a backward
@@ -62,7 +128,8 @@ static void accumulate(ad *A, int node, int grad)
 
 static void flush(ad *A)
 {
-    for (int k = 0; k < A->n_pend; k++) accumulate(A, A->pend_node[k], A->pend_grad[k]);
+    for (int k = 0; k < A->n_pend; k++)
+        accumulate(A, A->pend_node[k], fit(A, A->pend_node[k], A->pend_grad[k], A->pend_sem[k]));
     A->n_pend = 0;
 }
 
@@ -106,6 +173,40 @@ static void div_rule(ad *A, int a, double s0, int b, double s1, int g)
     contribute(A, b, bi(A, MB_OP_DIV, m, b));
 }
 
+/* layer_norm(x, w) and rms_norm(x, w), as native_layer_norm_backward:
+ * x_hat = (x - mean) rstd, gw = g w,
+ * dx = rstd (gw - mean(gw) - x_hat mean(gw x_hat)) (layer_norm),
+ * dx = rstd gw - x rstd^3 mean(gw x) (rms_norm): one kernel. PyTorch saves
+ * x, w and the row statistics mean and rstd; here the backward kernel
+ * recomputes the statistics from x (2 row values fewer read, the same full
+ * tensors). A weight tensor's gradient is a sum over rows: fit() refuses it. */
+static void norm_rule(ad *A, const mb_node *nd, int g)
+{
+    int x = nd->arg[0], w = nd->arg[1], ln = nd->op == MB_OP_LAYER_NORM;
+    A->sem = -1;
+    int d = x, gw = g;
+    if (w >= 0) gw = bi(A, MB_OP_MUL, g, w);
+    else if (nd->scalar[1] != 1.0) gw = bs(A, MB_OP_MUL, g, nd->scalar[1]);
+    if (ln) d = bi(A, MB_OP_SUB, x, red(A, MB_OP_MEAN, x));
+    int r = un(A, MB_OP_RSQRT, bs(A, MB_OP_ADD, red(A, MB_OP_MEAN, bi(A, MB_OP_MUL, d, d)), nd->eps));
+    int gx;
+    if (ln) {
+        int xh = bi(A, MB_OP_MUL, d, r);
+        int t = bi(A, MB_OP_SUB, gw, red(A, MB_OP_MEAN, gw));
+        t = bi(A, MB_OP_SUB, t, bi(A, MB_OP_MUL, xh, red(A, MB_OP_MEAN, bi(A, MB_OP_MUL, gw, xh))));
+        gx = bi(A, MB_OP_MUL, t, r);
+    } else {
+        int r3 = bs(A, MB_OP_POW, r, 3.0);
+        int m = red(A, MB_OP_MEAN, bi(A, MB_OP_MUL, gw, x));
+        gx = bi(A, MB_OP_SUB, bi(A, MB_OP_MUL, gw, r), bi(A, MB_OP_MUL, x, bi(A, MB_OP_MUL, m, r3)));
+    }
+    contribute(A, x, gx);
+    if (w >= 0) { /* y = x_hat w: the weight's gradient sum over rows of g x_hat */
+        A->sem = MB_SHC_FULL;
+        contribute(A, w, g);
+    }
+}
+
 /* The derivative rules: given gradient g of node i, contribute to operands
  * (op_table.h's rows of MB_DER_CODE here, the rest table_rule). Each rule is
  * PyTorch's formula (torch 1.13's derivatives.yaml and FunctionsManual.cpp)
@@ -115,6 +216,7 @@ static void div_rule(ad *A, int a, double s0, int b, double s1, int g)
 static void rule(ad *A, int i, int g)
 {
     const mb_node nd = A->g->nodes[i]; /* copy: the array may move */
+    A->sem = nd.shape; /* an elementwise op's contributions have its output's shape */
     if (table_rule(A, &nd, i, g)) return;
     int a = nd.arg[0], b = nd.arg[1];
     double s0 = nd.scalar[0], s1 = nd.scalar[1];
@@ -187,6 +289,39 @@ static void rule(ad *A, int i, int g)
         t = bs(A, MB_OP_MUL, t, 1.12837916709551257390); /* 2 / sqrt(pi) */
         contribute(A, a, bi(A, MB_OP_MUL, t, g));
         break;
+    case MB_OP_SUM: /* an expand of the gradient: a view, no kernel */
+        A->sem = -1;
+        contribute(A, a, g);
+        break;
+    case MB_OP_MEAN: /* expand, then one div by the row length */
+        A->sem = -1;
+        t = bs(A, MB_OP_DIV, expand(A, g), 1.0);
+        if (t >= 0) A->g->nodes[t].scalar_cols = 1;
+        contribute(A, a, t);
+        break;
+    case MB_OP_AMAX: /* scale_grad_by_count: (grad / mask.sum()) * mask, mask = (out == x): */
+        A->sem = -1;  /* tied maxima share the gradient evenly: eq, sum, div, mul */
+        t = bi(A, MB_OP_EQ, a, i);
+        u = red(A, MB_OP_SUM, t);
+        u = bi(A, MB_OP_DIV, g, u);
+        contribute(A, a, bi(A, MB_OP_MUL, u, t));
+        break;
+    case MB_OP_SOFTMAX: /* saves the output: g y - y sum(g y), one _softmax_backward_data */
+        A->sem = -1;
+        t = bi(A, MB_OP_MUL, g, i);
+        u = red(A, MB_OP_SUM, t);
+        u = bi(A, MB_OP_MUL, i, u);
+        contribute(A, a, bi(A, MB_OP_SUB, t, u));
+        break;
+    case MB_OP_LOG_SOFTMAX: /* saves the output: g - exp(y) sum(g), one _log_softmax_backward_data */
+        A->sem = -1;
+        u = red(A, MB_OP_SUM, g);
+        t = un(A, MB_OP_EXP, i);
+        t = bi(A, MB_OP_MUL, t, u);
+        contribute(A, a, bi(A, MB_OP_SUB, g, t));
+        break;
+    case MB_OP_LAYER_NORM:
+    case MB_OP_RMS_NORM: norm_rule(A, &nd, g); break;
     default: A->failed = 2; break; /* a row of MB_DER_CODE without its rule here */
     }
 }
@@ -194,7 +329,7 @@ static void rule(ad *A, int i, int g)
 int mb_autodiff(mb_graph *g, mb_err *err)
 {
     int nf = g->n_forward;
-    ad A = {g, -1, malloc((size_t)(nf ? nf : 1) * sizeof(int)), {0}, {0}, 0, 0};
+    ad A = {g, -1, malloc((size_t)(nf ? nf : 1) * sizeof(int)), {0}, {0}, {0}, 0, -1, 0, -1};
     if (!A.grad) return mb_err_set(err, MB_ERUN, "out of memory");
     for (int i = 0; i < nf; i++) A.grad[i] = -1;
     /* incoming gradients: one input per output */
@@ -205,6 +340,7 @@ int mb_autodiff(mb_graph *g, mb_err *err)
         char out_name[MB_NAME_MAX];
         memcpy(out_name, g->nodes[o].name, MB_NAME_MAX);
         snprintf(g->nodes[id].name, MB_NAME_MAX, "grad_%.*s", MB_NAME_MAX - 6, out_name);
+        g->nodes[id].shape = g->nodes[o].shape;
         g->grad_outputs[k] = id;
         accumulate(&A, o, id);
     }
@@ -216,8 +352,8 @@ int mb_autodiff(mb_graph *g, mb_err *err)
         if (gi < 0) continue; /* does not reach an output */
         A.origin = i;
         rule(&A, i, gi);
+        flush(&A); /* a sum_to of a contribution is the rule's own kernel */
         A.origin = -1;
-        flush(&A);
     }
     for (int k = 0; k < g->n_inputs && !A.failed; k++) {
         int in = g->inputs[k];
@@ -228,10 +364,23 @@ int mb_autodiff(mb_graph *g, mb_err *err)
                        g->path, g->nodes[in].line, g->nodes[in].col, g->nodes[in].name);
             break;
         }
+        if (g->nodes[in].shape == MB_SHC_FULL && g->nodes[gi].shape != MB_SHC_FULL) {
+            A.origin = in; /* AccumulateGrad's copy of an expanded gradient */
+            gi = expand(&A, gi);
+            A.origin = -1;
+        }
         g->grad_inputs[k] = gi;
     }
     free(A.grad);
     if (A.failed == 3) return MB_EINPUT;
+    if (A.failed == 4) {
+        const mb_node *b = &g->nodes[A.bad_node];
+        return mb_err_set(err, MB_EINPUT, "%s:%d:%d: the gradient of %s'%s' (%s) is a sum over rows, "
+                          "which is not modelled: backward differentiates row operations for [rows, cols] and "
+                          "[rows, 1] tensors (make the weight a number)", g->path, b->line, b->col,
+                          b->op == MB_OP_INPUT ? "input " : "", b->name[0] ? b->name : mb_op_name(b->op),
+                          mb_shape_class_text((mb_shape_class)b->shape, g->rank));
+    }
     if (A.failed == 2) return mb_err_set(err, MB_ERUN, "autodiff: unexpected op in forward graph");
     if (A.failed) return mb_err_set(err, MB_ERUN, "out of memory");
     return MB_OK;

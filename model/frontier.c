@@ -40,8 +40,8 @@ static int solve_point(fctx *F, double w_traffic, double w_mem, mb_frontier_poin
     free(set);
     if (rc) return rc;
     memset(pt, 0, sizeof *pt);
-    pt->saved_bytes = mb_plan_saved_bytes(p, 1);
-    pt->traffic_bytes = mb_plan_traffic_bytes(p, 1);
+    pt->saved_bytes = mb_plan_saved_bytes(p, F->cp->shape);
+    pt->traffic_bytes = mb_plan_traffic_bytes(p, F->cp->shape);
     pt->recompute_ops_pe = mb_plan_recompute_ops_pe(p, F->g);
     /* the set the plan really reads: a cut never saves what the backward
      * does not read, but the plan is the authority */
@@ -76,8 +76,10 @@ static int between(fctx *F, mb_frontier_point a, mb_frontier_point b, mb_err *er
     mb_frontier_point c;
     int rc = solve_point(F, (double)w_traffic, (double)w_mem, &c, err);
     if (rc) return rc;
-    int64_t line = w_traffic * a.traffic_bytes + w_mem * a.saved_bytes;
-    if (w_traffic * c.traffic_bytes + w_mem * c.saved_bytes >= line) {
+    /* 128-bit: at 2^28 elements both products pass 2^63 */
+    __extension__ typedef __int128 wide;
+    wide line = (wide)w_traffic * a.traffic_bytes + (wide)w_mem * a.saved_bytes;
+    if ((wide)w_traffic * c.traffic_bytes + (wide)w_mem * c.saved_bytes >= line) {
         free(c.saved);
         return MB_OK;
     }
@@ -90,8 +92,16 @@ int mb_frontier_build(const mb_graph *g, int64_t n, mb_frontier *out, mb_err *er
 {
     memset(out, 0, sizeof *out);
     if (n < 1 || n > MB_N_MAX) return mb_err_set(err, MB_EINPUT, "n = %lld is out of range", (long long)n);
+    return mb_frontier_build_shape(g, mb_plan_shape_of_n(g, n), out, err);
+}
+
+int mb_frontier_build_shape(const mb_graph *g, mb_shape s, mb_frontier *out, mb_err *err)
+{
+    memset(out, 0, sizeof *out);
+    int64_t n = mb_shape_elems(s);
+    if (n < 1 || n > MB_N_MAX) return mb_err_set(err, MB_EINPUT, "n = %lld is out of range", (long long)n);
     mb_cut_problem cp;
-    int rc = mb_cut_problem_init(&cp, g, err);
+    int rc = mb_cut_problem_init(&cp, g, s, err);
     if (rc) return rc;
     fctx F = {g, &cp, 0, {0}};
     double sum_mem = 0, sum_traffic = 0;
@@ -117,10 +127,6 @@ int mb_frontier_build(const mb_graph *g, int64_t n, mb_frontier *out, mb_err *er
     out->n_points = F.pts.n;
     out->n = n;
     if (rc) { mb_frontier_free(out); return rc; }
-    for (int i = 0; i < out->n_points; i++) { /* per element -> at n */
-        out->points[i].saved_bytes *= n;
-        out->points[i].traffic_bytes *= n;
-    }
     return MB_OK;
 }
 

@@ -140,6 +140,9 @@ typedef struct mb_node {
     unsigned char joins; /* 1: evaluated in the eager kernel of the node before
                             it (layer_norm's bias add, as F.layer_norm's kernel) */
     double eps;          /* layer_norm, rms_norm: added to the variance */
+    unsigned char scalar_cols; /* 1: the scalar operand (scalar[1]) is the row
+                            length, cols (n at rank 1): mean's backward divides
+                            by it (autodiff.c); executors read it at their shape */
 } mb_node;
 
 /* The shape of a tensor, relative to the graph's shape: FULL is [n] (1-D)
@@ -692,6 +695,11 @@ int mb_plan_build_saving(const mb_graph *g, const int *saved, int n_saved, mb_pl
  * mb_plan_build(g, MB_PLAN_OPTIMAL) is the bytes objective. */
 int mb_plan_build_optimal(const mb_graph *g, mb_objective obj, int64_t n, const mb_device *d,
                           mb_plan **out, mb_err *err);
+/* The same at a shape (rank 2: a [rows, 1] row statistic costs rows, a full
+ * tensor rows x cols; mb_plan_build_optimal plans a 2-D graph at its own
+ * 'shape'). */
+int mb_plan_build_optimal_shape(const mb_graph *g, mb_objective obj, mb_shape s, const mb_device *d,
+                                mb_plan **out, mb_err *err);
 
 /* Flops + SFU ops per element that plan p, built from g, spends evaluating
  * forward tensors again in its backward kernel (0 for store). */
@@ -721,6 +729,8 @@ typedef struct mb_frontier {
  * exactly); a budget strictly between two of them may admit a set the hull
  * does not list. out->points is allocated; free with mb_frontier_free. */
 int mb_frontier_build(const mb_graph *g, int64_t n, mb_frontier *out, mb_err *err);
+/* The same at shape s (points' bytes at s; out->n its elements). */
+int mb_frontier_build_shape(const mb_graph *g, mb_shape s, mb_frontier *out, mb_err *err);
 void mb_frontier_free(mb_frontier *f);
 
 /* ---- sizes ------------------------------------------------------------ */

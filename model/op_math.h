@@ -85,6 +85,7 @@ MB_HD static inline float mb_op_apply_f32(mb_op op, float a, float b)
     case MB_OP_GELU_GRAD:
         return 0.5f * erfcf(-a * (float)MB_OPS_SQRT1_2) +
                a * (float)MB_OPS_INV_SQRT_2PI * expf(-0.5f * a * a);
+    case MB_OP_EQ: return a == b ? 1.0f : 0.0f;
     case MB_OP_ERF: return erff(a);
     case MB_OP_SOFTPLUS: return a > 20.0f ? a : log1pf(expf(a));
     case MB_OP_SILU: return a / (1.0f + expf(-a));
@@ -146,6 +147,7 @@ MB_HD static inline double mb_op_apply_f64(mb_op op, double a, double b)
     case MB_OP_GELU_GRAD:
         return 0.5 * erfc(-a * MB_OPS_SQRT1_2) +
                a * MB_OPS_INV_SQRT_2PI * exp(-0.5 * a * a);
+    case MB_OP_EQ: return a == b ? 1.0 : 0.0;
     case MB_OP_ERF: return erf(a);
     case MB_OP_SOFTPLUS: return a > 20.0 ? a : log1p(exp(a));
     case MB_OP_SILU: return a / (1.0 + exp(-a));

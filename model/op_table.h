@@ -56,7 +56,14 @@
  *            name of its one fused backward kernel ("sigmoid_backward": the
  *            op's backward nodes are one kernel), or NULL: composite, every
  *            backward node its own kernel (cos: sin, neg, mul), in the order
- *            autodiff.c builds them
+ *            autodiff.c builds them. The row ops' rules (autodiff.c) as torch
+ *            1.13's profiler shows their backward on the CPU: sum an expand
+ *            (a view; a copy only where it is an input's gradient), mean one
+ *            div, amax four (eq, sum, div, mul: ties share the gradient
+ *            evenly, scale_grad_by_count), softmax, log_softmax and
+ *            layer_norm one kernel each (_softmax_backward_data,
+ *            _log_softmax_backward_data, native_layer_norm_backward);
+ *            rms_norm, which torch 1.13 lacks, one kernel as a fused RMSNorm
  *
  * Order: the enum follows the rows (MB_OP_INPUT = 0 first); a cached spec
  * names ops by spelling, so rows may be inserted anywhere. */
@@ -131,27 +138,31 @@
     /* d silu(x) / dx = s (1 + x (1 - s)), s = sigmoid(x) */                                           \
     X(SILU_GRAD, "silu_grad", 1, MB_OPK_MAP, MB_SPELL_NONE, 6, 2, MB_COST_SFU, MB_DER_NONE, INPUT,      \
       MB_SAVES_NONE, MB_V_SILU_GRAD, MB_OPF_VEC | MB_OPF_JIT, 2, NULL, NULL, MB_MAG_VALUE, NULL)              \
+    /* 1 where a == b, else 0: amax's arg-max mask (torch.eq; PyTorch's mask is   */                  \
+    /* bool, 1 B an element, here the operands' type)                            */                  \
+    X(EQ, "eq", 2, MB_OPK_MAP, MB_SPELL_NONE, 1, 0, MB_COST_ARITH, MB_DER_NONE, INPUT,                 \
+      MB_SAVES_NONE, MB_V_NONE2, 0, 0, NULL, NULL, MB_MAG_VALUE, NULL)                                        \
     /* row operations over the last dimension (MB_OPF_ROW); the reductions:   */                      \
     /* torch.sum / mean / amax (x, -1, keepdim); one add or max per element   */                      \
-    X(SUM, "sum", 1, MB_OPK_REDUCTION, MB_SPELL_CALL, 1, 0, MB_COST_ARITH, MB_DER_NONE, INPUT,          \
+    X(SUM, "sum", 1, MB_OPK_REDUCTION, MB_SPELL_CALL, 1, 0, MB_COST_ARITH, MB_DER_CODE, INPUT,          \
       MB_SAVES_NONE, MB_V_NONE, MB_OPF_ROW, 0, NULL, NULL, MB_MAG_SUM, NULL)                                  \
-    X(MEAN, "mean", 1, MB_OPK_REDUCTION, MB_SPELL_CALL, 1, 0, MB_COST_ARITH, MB_DER_NONE, INPUT,        \
+    X(MEAN, "mean", 1, MB_OPK_REDUCTION, MB_SPELL_CALL, 1, 0, MB_COST_ARITH, MB_DER_CODE, INPUT,        \
       MB_SAVES_NONE, MB_V_NONE, MB_OPF_ROW, 0, NULL, NULL, MB_MAG_SUM, NULL)                                  \
-    X(AMAX, "amax", 1, MB_OPK_REDUCTION, MB_SPELL_CALL, 1, 0, MB_COST_ARITH, MB_DER_NONE, INPUT,        \
-      MB_SAVES_NONE, MB_V_NONE, MB_OPF_ROW, 0, NULL, NULL, MB_MAG_PASS, NULL)                                 \
+    X(AMAX, "amax", 1, MB_OPK_REDUCTION, MB_SPELL_CALL, 1, 0, MB_COST_ARITH, MB_DER_CODE, INPUT,        \
+      MB_SAVES_XY, MB_V_NONE, MB_OPF_ROW, 0, NULL, NULL, MB_MAG_PASS, NULL)                                 \
     /* F.softmax(x, -1): max, exp(x - max) (ex2 + mul), sum, one division   */                      \
-    X(SOFTMAX, "softmax", 1, MB_OPK_LIBRARY, MB_SPELL_CALL, 6, 2, MB_COST_SFU, MB_DER_NONE, INPUT,      \
-      MB_SAVES_NONE, MB_V_NONE, MB_OPF_ROW, 0, NULL, NULL, MB_MAG_VALUE, NULL)                                \
+    X(SOFTMAX, "softmax", 1, MB_OPK_LIBRARY, MB_SPELL_CALL, 6, 2, MB_COST_SFU, MB_DER_CODE, INPUT,      \
+      MB_SAVES_Y, MB_V_NONE, MB_OPF_ROW, 0, NULL, NULL, MB_MAG_VALUE, "_softmax_backward_data")                                \
     /* F.log_softmax(x, -1): max, exp, sum, x - max - log(sum)             */                      \
-    X(LOG_SOFTMAX, "log_softmax", 1, MB_OPK_LIBRARY, MB_SPELL_CALL, 5, 1, MB_COST_SFU, MB_DER_NONE,      \
-      INPUT, MB_SAVES_NONE, MB_V_NONE, MB_OPF_ROW, 0, NULL, NULL, MB_MAG_VALUE, NULL)                         \
+    X(LOG_SOFTMAX, "log_softmax", 1, MB_OPK_LIBRARY, MB_SPELL_CALL, 5, 1, MB_COST_SFU, MB_DER_CODE,      \
+      INPUT, MB_SAVES_Y, MB_V_NONE, MB_OPF_ROW, 0, NULL, NULL, MB_MAG_VALUE, "_log_softmax_backward_data")                         \
     /* F.layer_norm(x, [cols], w) (the bias is an add in its kernel): mean,  */                      \
     /* variance (Welford), (x - mean) rstd w                                */                      \
-    X(LAYER_NORM, "layer_norm", 2, MB_OPK_LIBRARY, MB_SPELL_CALL, 8, 0, MB_COST_ARITH, MB_DER_NONE,      \
-      INPUT, MB_SAVES_NONE, MB_V_NONE2, MB_OPF_ROW, 0, NULL, NULL, MB_MAG_VALUE, NULL)                         \
+    X(LAYER_NORM, "layer_norm", 2, MB_OPK_LIBRARY, MB_SPELL_CALL, 8, 0, MB_COST_ARITH, MB_DER_CODE,      \
+      INPUT, MB_SAVES_X, MB_V_NONE2, MB_OPF_ROW, 0, NULL, NULL, MB_MAG_VALUE, "native_layer_norm_backward")                         \
     /* F.rms_norm(x, [cols], w): mean of squares, x rstd w                  */                      \
-    X(RMS_NORM, "rms_norm", 2, MB_OPK_LIBRARY, MB_SPELL_CALL, 4, 0, MB_COST_ARITH, MB_DER_NONE,          \
-      INPUT, MB_SAVES_NONE, MB_V_NONE2, MB_OPF_ROW, 0, NULL, NULL, MB_MAG_VALUE, NULL)
+    X(RMS_NORM, "rms_norm", 2, MB_OPK_LIBRARY, MB_SPELL_CALL, 4, 0, MB_COST_ARITH, MB_DER_CODE,          \
+      INPUT, MB_SAVES_X, MB_V_NONE2, MB_OPF_ROW, 0, NULL, NULL, MB_MAG_VALUE, "rms_norm_backward")
 /* clang-format on */
 
 #endif

@@ -912,10 +912,6 @@ static int finish(parser *P)
     if (!g->rank) g->rank = 1;
     int rc = mb_graph_derive_shapes(g, g->rank, P->err);
     if (rc) return rc;
-    for (int i = 0; i < g->n_nodes && g->has_backward; i++)
-        if (MB_OP_IS_ROW(g->nodes[i].op))
-            return perr(P, g->nodes[i].line, g->nodes[i].col, "backward of %s() is not modelled: the "
-                        "normalization family is forward only (remove 'backward')", mb_op_name(g->nodes[i].op));
     if (g->has_backward) return mb_autodiff(g, P->err);
     return MB_OK;
 }

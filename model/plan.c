@@ -52,6 +52,15 @@ static int new_kernel(mb_plan *p, const char *name, int is_backward, const ivec 
     return 0;
 }
 
+/* 1 when backward node i broadcasts a row value to the full shape (autodiff's
+ * expand: a view in PyTorch, materialised only where an input's gradient). */
+static int is_expand(const mb_graph *g, int i)
+{
+    const mb_node *nd = &g->nodes[i];
+    return nd->op == MB_OP_COPY && nd->is_backward && nd->arg[0] >= 0 && nd->shape == MB_SHC_FULL &&
+           g->nodes[nd->arg[0]].shape != MB_SHC_FULL;
+}
+
 /* Eager: one kernel per forward op; in the backward, what PyTorch launches:
  * one kernel for the nodes of an op with a fused backward kernel (op_table.h's
  * bwd column: sigmoid_backward), else one per node (autodiff.c builds them in
@@ -80,7 +89,12 @@ static int group_eager(mb_plan *p)
             while (i < g->n_nodes && g->nodes[i].op != MB_OP_INPUT && g->nodes[i].origin == origin && !rc)
                 rc = ivec_push(&cur, i++);
         } else {
-            rc = ivec_push(&cur, i++);
+            /* an expand (a view) runs in the kernel of the node after it that reads it */
+            while (!rc && is_expand(g, i) && i + 1 < g->n_nodes && g->nodes[i + 1].op != MB_OP_INPUT &&
+                   (g->nodes[i + 1].arg[0] == i || g->nodes[i + 1].arg[1] == i))
+                rc = ivec_push(&cur, i++);
+            if (cur.n) name = g->nodes[i].origin < 0 ? "add_grad" : mb_op_name(g->nodes[i].op);
+            if (!rc) rc = ivec_push(&cur, i++);
         }
         if (!rc) rc = new_kernel(p, name, 1, &cur);
     }
@@ -163,9 +177,10 @@ static int group_saving(mb_plan *p, const char *save, const char *bwd_name, int 
         int id = mb_graph_add(g, src.op, src.arg[0], src.scalar[0], src.arg[1], src.scalar[1],
                               src.dtype, 1, i);
         if (id < 0) { rc = -1; break; }
-        snprintf(g->nodes[id].name, MB_NAME_MAX, "%s", src.name);
-        g->nodes[id].line = src.line;
-        g->nodes[id].col = src.col;
+        src.is_backward = 1; /* name, position, shape, dim, keepdim, eps as the original */
+        src.origin = i;
+        src.joins = 0;
+        g->nodes[id] = src;
         clone[i] = id;
         rc = ivec_push(&clones, id);
     }

@@ -48,9 +48,27 @@ int mb_objective_parse(const char *s, mb_objective *out)
     return MB_EINPUT;
 }
 
-int mb_cut_problem_init(mb_cut_problem *cp, const mb_graph *g, mb_err *err)
+static int64_t gcd64(int64_t a, int64_t b)
+{
+    while (b) {
+        int64_t t = a % b;
+        a = b;
+        b = t;
+    }
+    return a;
+}
+
+mb_shape mb_plan_shape_of_n(const mb_graph *g, int64_t n)
+{
+    if (g->rank != 2) return mb_shape_1d(n > 0 ? n : 1);
+    if (g->default_shape.rank == 2 && (n <= 0 || mb_shape_elems(g->default_shape) == n)) return g->default_shape;
+    return (mb_shape){2, n > 0 ? n : 1, 1};
+}
+
+int mb_cut_problem_init(mb_cut_problem *cp, const mb_graph *g, mb_shape s, mb_err *err)
 {
     memset(cp, 0, sizeof *cp);
+    cp->shape = s;
     if (!g->has_backward)
         return mb_err_set(err, MB_EINPUT, "variant '%s' has no backward pass: nothing to save", g->name);
     if (!mb_plan_optimal_available())
@@ -63,6 +81,12 @@ int mb_cut_problem_init(mb_cut_problem *cp, const mb_graph *g, mb_err *err)
     cp->mem_pe = calloc((size_t)nf + 1, sizeof(double));
     cp->flops_pe = calloc((size_t)nf + 1, sizeof(double));
     cp->needed = calloc((size_t)nf + 1, 1);
+    /* the unit: gcd of the tensors' sizes (n at rank 1; gcd(rows, cols) with
+     * row statistics or weights), so that every cost is a whole number of
+     * bytes and the cut's lexicographic weights stay exact */
+    cp->unit_elems = mb_shape_elems(s);
+    for (int v = 0; v < nf; v++) cp->unit_elems = gcd64(cp->unit_elems, mb_tensor_elems_at(g, v, s));
+    if (cp->unit_elems < 1) cp->unit_elems = 1;
     if (!cp->traffic_pe || !cp->mem_pe || !cp->flops_pe || !cp->needed) {
         mb_cut_problem_free(cp);
         return mb_err_set(err, MB_ERUN, "out of memory");
@@ -72,7 +96,7 @@ int mb_cut_problem_init(mb_cut_problem *cp, const mb_graph *g, mb_err *err)
     for (int k = 0; k < g->n_inputs; k++) written[g->inputs[k]] = 1;
     for (int k = 0; k < g->n_outputs; k++) written[g->outputs[k]] = 1;
     for (int v = 0; v < nf; v++) {
-        double b = (double)mb_tensor_bytes(g, v, 1);
+        double b = (double)(mb_tensor_elems_at(g, v, s) / cp->unit_elems * (int64_t)mb_dtype_bytes(g->nodes[v].dtype));
         mb_op_cost c = mb_node_cost(g, v);
         cp->mem_pe[v] = b;
         cp->traffic_pe[v] = written[v] ? b : 2 * b;
@@ -194,21 +218,26 @@ int mb_cut_solve(const mb_cut_problem *cp, double w_traffic, double w_mem, const
 #endif
 }
 
-int64_t mb_plan_traffic_bytes(const mb_plan *p, int64_t n)
+static int64_t bytes_at(const mb_graph *g, int t, mb_shape s)
+{
+    return mb_tensor_elems_at(g, t, s) * (int64_t)mb_dtype_bytes(g->nodes[t].dtype);
+}
+
+int64_t mb_plan_traffic_bytes(const mb_plan *p, mb_shape s)
 {
     int64_t bytes = 0;
     for (int k = 0; k < p->n_kernels; k++) {
         const mb_kernel *K = &p->kernels[k];
-        for (int r = 0; r < K->n_reads; r++) bytes += mb_tensor_bytes(p->g, K->reads[r], n);
-        for (int w = 0; w < K->n_writes; w++) bytes += mb_tensor_bytes(p->g, K->writes[w], n);
+        for (int r = 0; r < K->n_reads; r++) bytes += bytes_at(p->g, K->reads[r], s);
+        for (int w = 0; w < K->n_writes; w++) bytes += bytes_at(p->g, K->writes[w], s);
     }
     return bytes;
 }
 
-int64_t mb_plan_saved_bytes(const mb_plan *p, int64_t n)
+int64_t mb_plan_saved_bytes(const mb_plan *p, mb_shape s)
 {
     int64_t bytes = 0;
-    for (int i = 0; i < p->n_saved; i++) bytes += mb_tensor_bytes(p->g, p->saved[i], n);
+    for (int i = 0; i < p->n_saved; i++) bytes += bytes_at(p->g, p->saved[i], s);
     return bytes;
 }
 
@@ -253,7 +282,7 @@ static double node_compute_s(const mb_graph *g, int v, const mb_device *d)
  * from 0 (pure bytes) to 4096 (saving almost anything beats recomputing);
  * each candidate is costed by the full roofline model (max of memory and
  * compute per kernel, cache, launch) and the fastest kept. */
-static int build_time(const mb_graph *g, const mb_cut_problem *cp, int64_t n, const mb_device *d,
+static int build_time(const mb_graph *g, const mb_cut_problem *cp, const mb_device *d,
                       mb_plan **out, mb_err *err)
 {
     static const double weights[] = {1.0 / 16, 0.25, 1, 4, 16, 64, 256, 1024, 4096};
@@ -269,14 +298,16 @@ static int build_time(const mb_graph *g, const mb_cut_problem *cp, int64_t n, co
             rc = cut_bytes(cp, &set, &n_set, err);
         } else {
             for (int v = 0; v < cp->nf; v++)
-                recompute[v] = g->nodes[v].op == MB_OP_INPUT ? 0 : weights[w] * node_compute_s(g, v, d) * bw;
+                recompute[v] = g->nodes[v].op == MB_OP_INPUT ? 0 : weights[w] * node_compute_s(g, v, d) * bw *
+                               (double)(mb_shape_elems(cp->shape) / cp->unit_elems);
             rc = mb_cut_solve(cp, 1, 0, recompute, &set, &n_set, err);
         }
         mb_plan *p = NULL;
         if (!rc) rc = mb_plan_build_saving(g, set, n_set, &p, err);
         free(set);
         mb_estimate e;
-        if (!rc) rc = mb_estimate_plan(p, n, d, &e, err);
+        if (!rc) rc = cp->shape.rank == 2 ? mb_estimate_plan_shape(p, cp->shape, d, &e, err)
+                                          : mb_estimate_plan(p, mb_shape_elems(cp->shape), d, &e, err);
         if (rc) { mb_plan_free(p); break; }
         if (e.total.time_s < best_s) {
             best_s = e.total.time_s;
@@ -296,14 +327,20 @@ static int build_time(const mb_graph *g, const mb_cut_problem *cp, int64_t n, co
 int mb_plan_build_optimal(const mb_graph *g, mb_objective obj, int64_t n, const mb_device *d,
                           mb_plan **out, mb_err *err)
 {
+    return mb_plan_build_optimal_shape(g, obj, mb_plan_shape_of_n(g, n), d, out, err);
+}
+
+int mb_plan_build_optimal_shape(const mb_graph *g, mb_objective obj, mb_shape s, const mb_device *d,
+                                mb_plan **out, mb_err *err)
+{
     *out = NULL;
     if (obj == MB_OBJECTIVE_TIME && !d)
         return mb_err_set(err, MB_EINPUT, "the time objective needs a device");
     mb_cut_problem cp;
-    int rc = mb_cut_problem_init(&cp, g, err);
+    int rc = mb_cut_problem_init(&cp, g, s, err);
     if (rc) return rc;
     if (obj == MB_OBJECTIVE_TIME) {
-        rc = build_time(g, &cp, n, d, out, err);
+        rc = build_time(g, &cp, d, out, err);
     } else {
         int *set = NULL, n_set = 0;
         rc = cut_bytes(&cp, &set, &n_set, err);

@@ -179,10 +179,15 @@ int mb_graph_derive_shapes(mb_graph *g, int rank, mb_err *err)
             return broadcast_err(g, nd, err, mb_shape_class_text(a, rank), mb_shape_class_text(b, rank));
         nd->shape = (unsigned char)r;
     }
-    /* backward nodes (elementwise graphs only) have the full shape */
-    for (int i = g->n_forward; i < g->n_nodes; i++) g->nodes[i].shape = MB_SHC_FULL;
     g->rank = rank;
-    return MB_OK;
+    /* backward nodes: autodiff gives each its shape as it builds them, so a
+     * graph with row ops is differentiated again at the new rank */
+    if (!g->has_backward || !g->has_row_ops || g->n_nodes == g->n_forward) {
+        for (int i = g->n_forward; i < g->n_nodes; i++) g->nodes[i].shape = MB_SHC_FULL;
+        return MB_OK;
+    }
+    g->n_nodes = g->n_forward;
+    return mb_autodiff(g, err);
 }
 
 int mb_graph_set_rank(mb_graph *g, int rank, mb_err *err)

@@ -27,6 +27,19 @@ jcheck '.results[] | select(.plan=="optimal") | .saved | join(",")' x
 jcheck '.results[] | select(.plan=="optimal") | .saved_bytes' $((4 * n))
 jcheck '.results[] | select(.plan=="store") | .traffic_bytes' $((9 * 4 * n))
 
+# a 2-D variant at its shapes: row statistics [rows, 1] cost rows elements
+R=4096 C=1024
+"$B" plan softmax_bwd --shape 4096x1024,64x2^22 --json >"$tmp/out" || bad "plan softmax_bwd --shape failed"
+jcheck '[.results[] | .shape] | unique | join(",")' 4096x1024,64x4194304
+jcheck '.results[] | select(.plan=="store" and .shape=="4096x1024") | .saved_bytes' $((4 * (2 * R * C + 2 * R)))
+jcheck '.results[] | select(.plan=="store" and .shape=="4096x1024") | .traffic_bytes' $((4 * (7 * R * C + 4 * R)))
+jcheck '.results[] | select(.plan=="optimal" and .shape=="4096x1024") | .saved | join(",")' x
+"$B" plan softmax_bwd --shape 64x2^22 --objective time --json >"$tmp/out" || bad "plan --objective time --shape failed"
+jcheck '.results[] | select(.plan=="optimal") | .saved | length' 3
+"$B" plan softmax_bwd --shape 64x2^22 --frontier --figure "$tmp/sm.png" >/dev/null 2>&1
+grep -q '^optimal(time) ' "$tmp/sm.dat" && ok || bad "the figure data lacks the time objective's plan"
+expect 2 "the gradient of input 'w' ([cols]) is a sum over rows" -- plan --expr $'input x [rows, cols]\ninput w [cols]\ny = x * w\nbackward'
+
 # two sums through sin and cos: save them (less memory) or the inputs (less traffic)
 trade=$'y = sin(a + b + c) + cos(a - b - c)\nbackward'
 "$B" plan --expr "$trade" --frontier --n 2^20 --csv >"$tmp/out" || bad "plan --frontier --csv failed"

@@ -166,6 +166,10 @@ static double r_silu_grad(double a, double b)
     return s + a * s * (1.0 - s);
 }
 
+/* amax's mask: 1 where x equals the row's max (b); b = 0.75 is one point of
+ * the case's grid, so both values occur */
+static double r_eq(double a, double b) { return a == b ? 1.0 : 0.0; }
+
 static void ops_vs_libm(void)
 {
     const op_case cases[] = {
@@ -188,6 +192,7 @@ static void ops_vs_libm(void)
         {MB_OP_ERF, -4, 4, 0, r_erf, 1e-6},
         {MB_OP_SOFTPLUS, -30, 30, 0, r_softplus, 1e-6},
         {MB_OP_SILU, -10, 10, 0, r_silu, 1e-6}, {MB_OP_SILU_GRAD, -10, 10, 0, r_silu_grad, 3e-5},
+        {MB_OP_EQ, -3, 3, 0.75, r_eq, 0},
     };
     int seen[MB_OP_COUNT] = {0};
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {

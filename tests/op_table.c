@@ -42,6 +42,11 @@ static void op_expr(mb_op op, char *buf, size_t size, mb_op *parent)
             snprintf(buf, size, "%s", operators[i].expr);
             return;
         }
+    if (op == MB_OP_EQ) { /* amax's derivative makes it: the arg-max mask (a 1-D row) */
+        snprintf(buf, size, "amax(a, -1, keepdim=True)");
+        *parent = MB_OP_AMAX;
+        return;
+    }
     for (int p = 1; p < MB_OP_COUNT; p++) {
         const mb_op_info *pi = mb_op_info_of((mb_op)p);
         if (pi->spell == MB_SPELL_CALL && pi->dop == op &&
@@ -180,17 +185,26 @@ static void vector_form(mb_op op)
 }
 
 /* A row operation (MB_OPF_ROW): a function of the language, no per-element
- * forms, no derivative; one kernel in eager making more than one pass over a
- * row that does not fit on chip; the row executor runs it against the
- * float64 reference (tests/kernels_rows.c walks the same rows there). */
+ * forms, a derivative written in autodiff.c that reads what the row says it
+ * saves (tests/kernels_rows_bwd.c checks its kernels and gradients); one
+ * kernel in eager making more than one pass over a row that does not fit on
+ * chip; the row executor runs it against the float64 reference
+ * (tests/kernels_rows.c walks the same rows there). */
 static void row_op(mb_op op)
 {
     const mb_op_info *in = mb_op_info_of(op);
     CHECK(in->kind == MB_OPK_REDUCTION || in->kind == MB_OPK_LIBRARY);
     CHECK(in->spell == MB_SPELL_CALL);
     CHECK((in->flags & (MB_OPF_VEC | MB_OPF_JIT | MB_OPF_POW)) == 0);
-    CHECK(in->der == MB_DER_NONE && in->bwd_kernel == NULL && in->probe_pre == NULL);
+    CHECK(in->der == MB_DER_CODE && in->probe_pre == NULL);
+    /* one fused backward kernel for the library ops, none for the reductions */
+    CHECK((in->bwd_kernel != NULL) == (in->kind == MB_OPK_LIBRARY));
     char text[256];
+    if (in->arity == 2) snprintf(text, sizeof text, "%s(a)", in->name);
+    else snprintf(text, sizeof text, "%s(a, -1%s)", in->name, in->kind == MB_OPK_REDUCTION ? ", keepdim=True" : "");
+    int s = saved_by(text, op);
+    if (s != in->saves) fprintf(stderr, "op %s: backward reads %d, row says %d\n", in->name, s, in->saves);
+    CHECK(s == in->saves);
     if (in->arity == 2)
         snprintf(text, sizeof text, "input x [rows, cols]\ninput w [cols]\ny = %s(x, w)\n", in->name);
     else

@@ -11,4 +11,8 @@ if(TARGET mb_kernels)
   add_test(NAME torch_oracle COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/torch_oracle.sh)
   set_tests_properties(torch_oracle PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300
     ENVIRONMENT "MB_BIN=${CMAKE_BINARY_DIR}/bin/membound;MB_SRC=${CMAKE_SOURCE_DIR};MB_ORACLE_EVAL=${CMAKE_BINARY_DIR}/tests/oracle_eval;MEMBOUND_VARIANTS=${CMAKE_BINARY_DIR}/share/membound/variants")
+  # the eager backward of row operations at a 2-D shape: kernels and saved bytes
+  add_test(NAME torch_oracle_rows COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/torch_oracle.sh)
+  set_tests_properties(torch_oracle_rows PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300
+    ENVIRONMENT "MB_BIN=${CMAKE_BINARY_DIR}/bin/membound;MB_SRC=${CMAKE_SOURCE_DIR};MB_ORACLE_SCRIPT=torch_oracle_rows.py;MEMBOUND_VARIANTS=${CMAKE_BINARY_DIR}/share/membound/variants")
 endif()

@@ -21,12 +21,21 @@ typedef struct {
     int64_t mem, traffic; /* bytes per element */
 } point;
 
+/* The shape plans are costed at: one element (1-D), or a ROWSxCOLS shape
+ * where a [rows, 1] statistic is rows elements. */
+static mb_shape cur_shape = {1, 1, 1};
+
+static int64_t bytes_at(const mb_plan *p, int t)
+{
+    return mb_tensor_elems_at(p->g, t, cur_shape) * (int64_t)mb_dtype_bytes(p->g->nodes[t].dtype);
+}
+
 static int64_t traffic_of(const mb_plan *p)
 {
     int64_t b = 0;
     for (int k = 0; k < p->n_kernels; k++) {
-        for (int r = 0; r < p->kernels[k].n_reads; r++) b += mb_tensor_bytes(p->g, p->kernels[k].reads[r], 1);
-        for (int w = 0; w < p->kernels[k].n_writes; w++) b += mb_tensor_bytes(p->g, p->kernels[k].writes[w], 1);
+        for (int r = 0; r < p->kernels[k].n_reads; r++) b += bytes_at(p, p->kernels[k].reads[r]);
+        for (int w = 0; w < p->kernels[k].n_writes; w++) b += bytes_at(p, p->kernels[k].writes[w]);
     }
     return b;
 }
@@ -34,7 +43,7 @@ static int64_t traffic_of(const mb_plan *p)
 static int64_t mem_of(const mb_plan *p)
 {
     int64_t b = 0;
-    for (int i = 0; i < p->n_saved; i++) b += mb_tensor_bytes(p->g, p->saved[i], 1);
+    for (int i = 0; i < p->n_saved; i++) b += bytes_at(p, p->saved[i]);
     return b;
 }
 
@@ -94,7 +103,7 @@ static int hull_vertex(const point *par, int m, int i)
     return 1;
 }
 
-static long n_graphs, n_subsets, n_pareto, n_missed;
+static long n_graphs, n_subsets, n_pareto, n_missed, n_row_graphs;
 static int max_tensors;
 
 /* The optimal plan and the frontier of g against brute force. */
@@ -109,7 +118,7 @@ static void against_brute_force(const mb_graph *g, const char *what)
             best = pts[i];
     mb_plan *p = NULL;
     mb_err e;
-    CHECK(mb_plan_build(g, MB_PLAN_OPTIMAL, &p, &e) == MB_OK);
+    CHECK(mb_plan_build_optimal_shape(g, MB_OBJECTIVE_BYTES, cur_shape, NULL, &p, &e) == MB_OK);
     if (p) {
         if (traffic_of(p) != best.traffic || mem_of(p) != best.mem)
             fprintf(stderr, "%s: optimal %lld B/elem saving %lld, brute force %lld saving %lld\n", what,
@@ -123,7 +132,7 @@ static void against_brute_force(const mb_graph *g, const char *what)
     point *par = malloc((size_t)n * sizeof *par);
     int m = pareto(pts, n, par);
     mb_frontier f;
-    CHECK(mb_frontier_build(g, 1, &f, &e) == MB_OK);
+    CHECK(mb_frontier_build_shape(g, cur_shape, &f, &e) == MB_OK);
     for (int i = 0; i < f.n_points; i++) { /* every point is Pareto-optimal */
         int found = 0;
         for (int j = 0; j < m; j++)
@@ -151,6 +160,7 @@ static void against_brute_force(const mb_graph *g, const char *what)
     free(par);
     free(pts);
     n_graphs++;
+    n_row_graphs += g->has_row_ops;
     if (g->n_forward > max_tensors) max_tensors = g->n_forward;
 }
 
@@ -284,6 +294,80 @@ static void random_sums(char *buf, size_t size)
         len += (size_t)snprintf(buf + len, size - len, ")");
     }
     snprintf(buf + len, size - len, "\noutput y\nbackward\n");
+}
+
+/* A random program over x [rows, cols] and r [rows, 1] with reductions
+ * (sum, mean, amax, keepdim=True: row statistics), the library row ops and
+ * broadcasts of row statistics against full tensors. */
+static void random_rows_text(char *buf, size_t size)
+{
+    static const char *const un[] = {"exp", "tanh", "sigmoid", "sin"};
+    static const char *const red[] = {"sum", "mean", "amax"};
+    static const char *const lib[] = {"softmax", "log_softmax", "layer_norm", "rms_norm"};
+    static const char *const bin[] = {"+", "-", "*"};
+    int with_r = (int)rnd(2), n_st = 2 + (int)rnd(5);
+    size_t len = (size_t)snprintf(buf, size, "name rows\ninput x [rows, cols]\n%s", with_r ? "input r [rows, 1]\n" : "");
+    char names[12][8];
+    int full[12], n_names = 0;
+    snprintf(names[n_names], 8, "x");
+    full[n_names++] = 1;
+    if (with_r) { snprintf(names[n_names], 8, "r"); full[n_names++] = 0; }
+    for (int s = 0; s < n_st; s++) {
+        int ia = (int)rnd((unsigned)n_names), ib = (int)rnd((unsigned)n_names);
+        const char *a = names[ia], *b = names[ib];
+        char expr[96];
+        int is_full = full[ia] || full[ib];
+        switch (rnd(6)) {
+        case 0: snprintf(expr, sizeof expr, "%s(%s)", un[rnd(4)], a); is_full = full[ia]; break;
+        case 1: snprintf(expr, sizeof expr, "%s %s %s", a, bin[rnd(3)], b); break;
+        case 2: case 3: /* a row statistic of a full tensor */
+            while (!full[ia]) ia = (int)rnd((unsigned)n_names);
+            snprintf(expr, sizeof expr, "%s.%s(-1, keepdim=True)", names[ia], red[rnd(3)]);
+            is_full = 0;
+            break;
+        case 4:
+            while (!full[ia]) ia = (int)rnd((unsigned)n_names);
+            unsigned l = rnd(4);
+            snprintf(expr, sizeof expr, "%s(%s%s)", lib[l], names[ia], l < 2 ? ", -1" : "");
+            is_full = 1;
+            break;
+        default: snprintf(expr, sizeof expr, "%s(%s) %s %s", un[rnd(4)], a, bin[rnd(3)], b); is_full = full[ia] || full[ib]; break;
+        }
+        int last = s == n_st - 1;
+        char name[8];
+        snprintf(name, sizeof name, "t%d", s);
+        len += (size_t)snprintf(buf + len, size - len, "%s = %s\n", last ? "y" : name, expr);
+        if (!last) { snprintf(names[n_names], 8, "%s", name); full[n_names++] = is_full; }
+    }
+    snprintf(buf + len, size - len, "output y\nbackward\n");
+}
+
+/* Random graphs with reductions and broadcasts against brute force, at two
+ * shapes (more rows than columns and fewer: the row statistics' bytes
+ * against the full tensors' change). */
+static void random_row_expressions(void)
+{
+    static const mb_shape shapes[] = {{2, 16, 4}, {2, 4, 64}};
+    int done = 0;
+    for (int tries = 0; tries < 4000 && done < 160; tries++) {
+        char text[1024];
+        random_rows_text(text, sizeof text);
+        mb_graph *g = NULL;
+        mb_err e;
+        if (mb_parse_variant(text, "<random>", MB_F32, &g, &e) != MB_OK) continue;
+        if (g->n_forward <= MAX_BRUTE_TENSORS) {
+            char what[64];
+            cur_shape = shapes[done % 2];
+            snprintf(what, sizeof what, "random rows #%d (seed 13) at %lldx%lld", tries, (long long)cur_shape.rows,
+                     (long long)cur_shape.cols);
+            against_brute_force(g, what);
+            if (mb_t_fail) fprintf(stderr, "%s", text);
+            done++;
+        }
+        mb_graph_free(g);
+    }
+    cur_shape = (mb_shape){1, 1, 1};
+    CHECK(done >= 120);
 }
 
 static void random_expressions(void)
@@ -443,8 +527,10 @@ int main(void)
     if (g) against_brute_force(g, "gelu_tanh backward");
     mb_graph_free(g);
     random_expressions();
-    printf("brute force: %ld graphs, up to %d forward tensors, %ld subsets built; %ld Pareto points, "
-           "%ld of them inside the hull (not listed)\n", n_graphs, max_tensors, n_subsets, n_pareto, n_missed);
+    random_row_expressions();
+    printf("brute force: %ld graphs (%ld with reductions), up to %d forward tensors, %ld subsets built; %ld Pareto "
+           "points, %ld of them inside the hull (not listed)\n", n_graphs, n_row_graphs, max_tensors, n_subsets,
+           n_pareto, n_missed);
     time_objective();
     runs_for_real();
     errors();

@@ -1,0 +1,149 @@
+/* rows_bwd_cpu.c — what the backward of graphs with row operations adds to the
+ * row executor (rows_cpu.c): an evaluation order over every node of a plan's
+ * graph (its backward nodes and recomputed clones after what they read), and
+ * the finite-difference check of the float64 reference's gradients, row by
+ * row (a row operation couples a row's elements, never two rows).
+ * The backward kernels themselves run in rows_cpu.c: autodiff builds them of
+ * the same sums, means and elementwise ops as the forward.
+ * Does not run kernels, nor judge a plan's outputs (rows_cpu.c). */
+#include "kernels_int.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+int mb_kern_rows_order(const mb_graph *g, int *order)
+{
+    const int nn = g->n_nodes;
+    char *state = calloc((size_t)nn + 1, 1); /* 0 new, 1 on the stack, 2 placed */
+    int *stack = malloc(((size_t)nn + 1) * sizeof *stack);
+    int cnt = 0;
+    if (!state || !stack) { free(state); free(stack); return 0; }
+    for (int i = 0; i < g->n_forward; i++) { /* forward nodes are in evaluation order */
+        order[cnt++] = i;
+        state[i] = 2;
+    }
+    for (int root = g->n_forward; root < nn; root++) {
+        if (state[root]) continue;
+        int top = 0;
+        stack[top++] = root;
+        state[root] = 1;
+        while (top > 0) {
+            int v = stack[top - 1], pushed = 0;
+            for (int a = 0; a < 2 && !pushed; a++) {
+                int u = g->nodes[v].arg[a];
+                if (u >= 0 && !state[u]) {
+                    state[u] = 1;
+                    stack[top++] = u;
+                    pushed = 1;
+                }
+            }
+            if (pushed) continue;
+            order[cnt++] = v;
+            state[v] = 2;
+            top--;
+        }
+    }
+    free(state);
+    free(stack);
+    return cnt;
+}
+
+typedef struct {
+    const mb_kern_tensors *t;
+    const mb_graph *g;
+    int64_t C;
+    double **val, **mag;
+    int *all, n_all;     /* every node (mb_kern_rows_order) */
+    int *fwd, n_fwd;     /* the forward nodes that are not inputs */
+} gcheck;
+
+/* sum over the outputs' row r of grad_output x output: the function whose
+ * gradient the backward computes. */
+static double objective(const gcheck *G, const double *const *gout)
+{
+    double f = 0;
+    for (int o = 0; o < G->g->n_outputs; o++) {
+        int v = G->g->outputs[o];
+        int64_t len = G->g->nodes[v].shape == MB_SHC_FULL ? G->C : 1;
+        for (int64_t i = 0; i < len; i++) f += gout[o][i] * G->val[v][i];
+    }
+    return f;
+}
+
+/* Central differences at (row r, column c) of every input with a gradient
+ * against the reference's gradient; the worst error so far into *worst. */
+static void check_point(gcheck *G, int64_t r, int64_t c, double **gout, double *worst)
+{
+    const mb_graph *g = G->g;
+    mb_kern_rows_reference_row(G->t, r, G->val, G->mag, G->all, G->n_all);
+    for (int o = 0; o < g->n_outputs; o++) {
+        int v = g->outputs[o], go = g->grad_outputs[o];
+        int64_t len = g->nodes[v].shape == MB_SHC_FULL ? G->C : 1;
+        memcpy(gout[o], G->val[go], (size_t)len * sizeof(double));
+        for (int64_t i = 0; i < len; i++)
+            if (!(fabs(G->val[v][i]) <= mb_kern_dtype_max(g->nodes[v].dtype))) return; /* f32 overflows */
+    }
+    for (int j = 0; j < g->n_inputs; j++) {
+        int x = g->inputs[j], gi = g->grad_inputs[j];
+        const mb_node *nx = &g->nodes[x];
+        if (gi < 0 || (nx->shape != MB_SHC_FULL && nx->shape != MB_SHC_ROW && nx->shape != MB_SHC_ROWV)) continue;
+        int64_t at = nx->shape == MB_SHC_FULL ? c : 0;
+        int64_t gat = g->nodes[gi].shape == MB_SHC_FULL ? c : 0;
+        mb_kern_rows_reference_row(G->t, r, G->val, G->mag, G->all, G->n_all);
+        double ana = G->val[gi][gat], x0 = G->val[x][at];
+        double h = 1e-6 * (fabs(x0) > 1.0 ? fabs(x0) : 1.0), f[2];
+        for (int s = 0; s < 2; s++) {
+            G->val[x][at] = x0 + (s ? -h : h);
+            mb_kern_rows_reference_row(G->t, r, G->val, G->mag, G->fwd, G->n_fwd);
+            f[s] = objective(G, (const double *const *)gout);
+        }
+        G->val[x][at] = x0;
+        double num = (f[0] - f[1]) / (2.0 * h);
+        double e = fabs(num - ana) / (1e-5 + 1e-3 * fabs(ana));
+        if (!(e <= *worst)) *worst = isnan(e) ? INFINITY : e;
+    }
+}
+
+int mb_kern_rows_gradcheck(const mb_kern_tensors *t, int n_points, double *max_err, int *passed, mb_err *err)
+{
+    const mb_graph *g = t->plan->g;
+    const int nn = g->n_nodes;
+    const int64_t C = t->shape.cols, R = t->shape.rows;
+    gcheck G = {t, g, C, NULL, NULL, NULL, 0, NULL, 0};
+    G.val = malloc(2 * (size_t)nn * sizeof *G.val);
+    double *slab = malloc(2 * (size_t)nn * (size_t)C * sizeof(double));
+    double *gslab = malloc(((size_t)g->n_outputs + 1) * (size_t)C * sizeof(double));
+    double *gout[MB_MAX_IO];
+    G.all = malloc(((size_t)nn + 1) * sizeof(int));
+    G.fwd = malloc(((size_t)nn + 1) * sizeof(int));
+    int rc = MB_OK;
+    if (!G.val || !slab || !gslab || !G.all || !G.fwd) {
+        rc = mb_err_set(err, MB_ERUN, "out of memory for the finite differences");
+    } else {
+        G.mag = G.val + nn;
+        for (int v = 0; v < 2 * nn; v++) G.val[v] = slab + (size_t)v * (size_t)C;
+        for (int o = 0; o < g->n_outputs; o++) gout[o] = gslab + (size_t)o * (size_t)C;
+        G.n_all = mb_kern_rows_order(g, G.all);
+        for (int v = 0; v < g->n_forward; v++)
+            if (g->nodes[v].op != MB_OP_INPUT) G.fwd[G.n_fwd++] = v;
+        /* about 2^25 node-elements of float64 work at most */
+        int64_t cap = ((int64_t)1 << 25) / ((int64_t)C * (nn + 1) + 1);
+        if (n_points < 1) n_points = 1;
+        if (n_points > cap) n_points = cap > 4 ? (int)cap : 4;
+        double worst = 0;
+        for (int p = 0; p < n_points; p++) {
+            int64_t r = (int64_t)(((uint64_t)p * 7919u) % (uint64_t)R);
+            int64_t c = (int64_t)(((uint64_t)p * 104729u + 17u) % (uint64_t)C);
+            check_point(&G, r, c, gout, &worst);
+        }
+        *max_err = worst;
+        *passed = worst <= 1.0;
+    }
+    free(G.val);
+    free(slab);
+    free(gslab);
+    free(G.all);
+    free(G.fwd);
+    return rc;
+}

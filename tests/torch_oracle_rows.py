@@ -1,0 +1,140 @@
+#!/usr/bin/env python3
+"""torch_oracle_rows.py — PyTorch as the oracle of the eager backward of row
+operations (sum, mean, amax, softmax, log_softmax, layer_norm and the
+written-out softmax, LayerNorm and RMSNorm variants), at a 2-D shape, on
+PyTorch's CPU eager mode:
+  - the aten calls that launch kernels, forward and backward
+    (torch.autograd.grad with the incoming gradient given; a
+    TorchDispatchMode, views and detach left out, as tests/torch_oracle.py
+    does) equal membound's eager kernels (`model --plan eager --per-kernel
+    --json`), in order and kind; membound's add_grad is aten's add, and the
+    copy membound counts where an input's gradient is an expand (autograd's
+    AccumulateGrad copies it under .backward(); autograd.grad returns the
+    view) is left out of its list;
+  - the bytes PyTorch saves for backward (saved_tensors_hooks, each distinct
+    tensor once) equal membound's eager saved_bytes, but for the differences
+    ALLOWED below, each with its reason.
+rms_norm is not here: torch 1.13 has no F.rms_norm. Environment: MB_BIN."""
+import json
+import os
+import subprocess
+import sys
+
+import torch
+import torch.nn.functional as F
+from torch.utils._python_dispatch import TorchDispatchMode
+
+ROWS, COLS = 8, 16
+NOT_KERNELS = {"detach", "expand", "is_same_size", "view", "_unsafe_view", "alias", "lift_fresh",
+               "ones_like", "t", "as_strided", "unsqueeze", "squeeze"}
+X = "input x [rows, cols]\n"
+FROM_TORCH = {"_softmax": "softmax", "_log_softmax": "log_softmax", "native_layer_norm": "layer_norm"}
+FULL = ROWS * COLS * 4  # bytes of one [rows, cols] f32 tensor
+# Saved bytes PyTorch 1.13 keeps beyond membound's, per case: its mean saves
+# its input (the hook sees it; the gradient is grad / cols, which reads none
+# of it), and native_layer_norm saves its mean and rstd ([rows, 1] each),
+# which membound's layer_norm backward recomputes from x (autodiff.c).
+MEAN_INPUT = "mean saves its input"
+ALLOWED = {
+    "y = x.mean(-1, keepdim=True)": (FULL, MEAN_INPUT),
+    "y = tanh(x) * x.mean(-1, keepdim=True)": (FULL, MEAN_INPUT),
+    "layernorm_bwd": (2 * FULL, MEAN_INPUT + " (two means)"),
+    "rmsnorm_bwd": (FULL, MEAN_INPUT),
+    "y = layer_norm(x)": (2 * ROWS * 4, "mean and rstd saved, recomputed here"),
+}
+
+
+def softmax_written(x):
+    m = x.amax(-1, keepdim=True)
+    e = torch.exp(x - m)
+    return e / e.sum(-1, keepdim=True)
+
+
+def layernorm_written(x):
+    m = x.mean(-1, keepdim=True)
+    d = x - m
+    v = (d * d).mean(-1, keepdim=True)
+    return d * torch.rsqrt(v + 1e-5)
+
+
+def rmsnorm_written(x):
+    return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6)
+
+
+CASES = [  # membound variant (built-in name or text), torch function
+    (X + "y = x.sum(-1, keepdim=True)\noutput y\nbackward\n", lambda x: x.sum(-1, keepdim=True)),
+    (X + "y = x.mean(-1, keepdim=True)\noutput y\nbackward\n", lambda x: x.mean(-1, keepdim=True)),
+    (X + "y = x.amax(-1, keepdim=True)\noutput y\nbackward\n", lambda x: x.amax(-1, keepdim=True)),
+    (X + "y = softmax(x, -1)\noutput y\nbackward\n", lambda x: F.softmax(x, -1)),
+    (X + "y = log_softmax(x, -1)\noutput y\nbackward\n", lambda x: F.log_softmax(x, -1)),
+    (X + "y = layer_norm(x)\noutput y\nbackward\n", lambda x: F.layer_norm(x, [COLS])),
+    (X + "y = tanh(x) * x.mean(-1, keepdim=True)\noutput y\nbackward\n",
+     lambda x: torch.tanh(x) * x.mean(-1, keepdim=True)),
+    ("softmax_bwd", softmax_written),
+    ("layernorm_bwd", layernorm_written),
+    ("rmsnorm_bwd", rmsnorm_written),
+]
+
+
+class Ops(TorchDispatchMode):
+    def __init__(self):
+        super().__init__()
+        self.ops = []
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        name = func.__name__.split(".")[0]
+        if name not in NOT_KERNELS:
+            self.ops.append(FROM_TORCH.get(name, name))
+        return func(*args, **(kwargs or {}))
+
+
+def torch_run(f):
+    torch.manual_seed(0)
+    x = torch.randn(ROWS, COLS, requires_grad=True)
+    g = torch.randn(ROWS, COLS)
+    saved = {}
+
+    def pack(t):
+        saved[(t.data_ptr(), t.shape, t.stride())] = t.numel() * t.element_size()
+        return t
+
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+        with Ops() as fwd:
+            y = f(x)
+    g = g[..., : y.shape[-1]].contiguous()
+    with Ops() as bwd:
+        torch.autograd.grad(y, x, g)
+    return fwd.ops + bwd.ops, sum(saved.values())
+
+
+def mb_run(variant):
+    b = os.environ["MB_BIN"]
+    args = [b, "model"] + (["--expr", variant] if "\n" in variant else [variant])
+    args += ["--plan", "eager", "--per-kernel", "--json", "--shape", f"{ROWS}x{COLS}"]
+    out = json.loads(subprocess.run(args, check=True, capture_output=True, text=True).stdout)
+    r = out["results"][0]
+    names = ["add" if k["name"] == "add_grad" else k["name"] for k in r["per_kernel"]]
+    if names and names[-1] == "copy":  # AccumulateGrad's copy of an expand
+        names = names[:-1]
+    return names, r["saved_bytes"]
+
+
+def main():
+    fails = 0
+    for variant, f in CASES:
+        want, want_saved = torch_run(f)
+        got, got_saved = mb_run(variant)
+        label = variant.splitlines()[1] if "\n" in variant else variant
+        extra, why = ALLOWED.get(label, (0, ""))
+        ok = want == got and want_saved == got_saved + extra
+        print(f"{'ok' if ok else 'FAIL'}: {label}: {len(got)} kernels, saved {got_saved} B"
+              + (f" (torch {want_saved} B: {why})" if extra else ""))
+        if not ok:
+            print(f"  torch:    {' '.join(want)} (saved {want_saved} B)\n  membound: {' '.join(got)}")
+            fails += 1
+    print(f"{len(CASES) - fails} of {len(CASES)} cases match torch {torch.__version__}")
+    return 1 if fails else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
