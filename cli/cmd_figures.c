@@ -31,6 +31,9 @@ static void usage(FILE *fp)
             "  --dtype LIST       the series' dtypes, comma-separated (bf16,f32); default: f32,\n"
             "                     the lecture's own for its variants\n"
             "  --plan LIST        only these plans, comma-separated (eager,fused)\n"
+            "  --size S           16:9 (1280x720, the default), 4:3 (960x720) or WxH pixels\n"
+            "  --font-scale F     every text times F, 0.5 to 3 (default 1)\n"
+            "  --theme T          light (default) or dark (a dark slide's background)\n"
             "  --formats LIST     png,svg,pdf (default: png)\n"
             "  --no-render        write data and scripts only\n"
             "  -h, --help         this help\n");
@@ -56,7 +59,10 @@ int mb_cmd_figures(int argc, char **argv)
         {"devices", required_argument, 0, 'D'}, {"expr", required_argument, 0, 'e'},
         {"formats", required_argument, 0, 'f'}, {"no-render", no_argument, 0, 'N'},
         {"dtype", required_argument, 0, 't'}, {"plan", required_argument, 0, 'p'},
+        {"size", required_argument, 0, 'S'}, {"font-scale", required_argument, 0, 'F'},
+        {"theme", required_argument, 0, 'T'},
         {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
+    mb_rpt_look look = {0, 0, 0, 0};
     const char *dir = "membound-figures", *device = NULL, *devlist = NULL;
     mb_cli_inputs in = {0};
     mb_dtype dtypes[MB_DTYPE_COUNT];
@@ -81,6 +87,14 @@ int mb_cmd_figures(int argc, char **argv)
             if (mb_rpt_parse_formats(optarg, &formats, &e)) return mb_cli_fail_err(2, &e);
             break;
         case 'N': render = 0; break;
+        case 'S':
+        case 'F':
+        case 'T': {
+            int r = c == 'S' ? mb_rpt_parse_size(optarg, &look, &e)
+                  : c == 'F' ? mb_rpt_parse_font_scale(optarg, &look, &e) : mb_rpt_parse_theme(optarg, &look, &e);
+            if (r) { mb_cli_inputs_free(&in); return mb_cli_fail_err(2, &e); }
+            break;
+        }
         case 't':
         case 'p': {
             int rc = c == 't' ? mb_cli_dtypes(optarg, dtypes, &n_dtypes) : mb_cli_plans(optarg, plans, &n_plans);
@@ -99,6 +113,7 @@ int mb_cmd_figures(int argc, char **argv)
     defs.n_fig_dtypes = n_dtypes;
     memcpy(defs.fig_plans, plans, (size_t)n_plans * sizeof *plans);
     defs.n_fig_plans = n_plans;
+    defs.look = look;
     if ((rc = define_inputs(&in, &defs))) { mb_cli_inputs_free(&in); mb_rpt_set_free(&defs); return rc; }
     mb_cli_inputs_free(&in);
 

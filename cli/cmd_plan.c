@@ -204,6 +204,42 @@ static int three_plans(const plan_opts *o, const mb_graph *g, mb_shape n, json_t
     return 0;
 }
 
+/* A saved set as a reader says it, for the figure: a tensor by its name
+ * ("x", "t"), else by what computes it ("sigmoid(..)"), the same twice
+ * counted ("2 x sigmoid(..)"); the table and JSON keep set_text's exact
+ * positions. */
+static void fig_set_text(const mb_graph *g, const int *set, int n, char *buf, size_t size)
+{
+    char l[16][MB_NAME_MAX + 8];
+    int count[16], m = 0;
+    for (int i = 0; i < n; i++) {
+        const mb_node *nd = &g->nodes[nth_in_order(g, set, n, i)];
+        char t[MB_NAME_MAX + 8];
+        if (nd->name[0]) snprintf(t, sizeof t, "%s", nd->name);
+        else snprintf(t, sizeof t, "%s(..)", mb_op_name(nd->op));
+        int k = 0;
+        while (k < m && strcmp(l[k], t)) k++;
+        if (k == m && m < 16) { snprintf(l[m], sizeof l[m], "%s", t); count[m++] = 0; }
+        if (k < m) count[k]++;
+    }
+    size_t len = 0;
+    buf[0] = '\0';
+    if (!n) snprintf(buf, size, "nothing");
+    for (int k = 0; k < m && len + 1 < size; k++)
+        len += (size_t)snprintf(buf + len, size - len, count[k] > 1 ? "%s%d x %s" : "%s%.0d%s",
+                                k ? ", " : "", count[k] > 1 ? count[k] : 0, l[k]);
+}
+
+/* "2^{24}" when n is a power of two, else n. */
+static const char *fig_n(char *buf, size_t size, int64_t n)
+{
+    int lg = 0;
+    while (lg < 62 && ((int64_t)1 << lg) < n) lg++;
+    if (((int64_t)1 << lg) == n) snprintf(buf, size, "2^{%d}", lg);
+    else snprintf(buf, size, "%lld", (long long)n);
+    return buf;
+}
+
 /* The figure's data: block 0 metadata, block 1 the frontier (saved MB,
  * traffic MB, traffic per element, time ms, saved set), block 2 the store and
  * recompute plans (label, saved MB, traffic MB), and at a 2-D shape the time
@@ -222,7 +258,7 @@ static int dat_points(FILE *fp, const plan_opts *o, const mb_graph *g, mb_shape 
         if (!rc) rc = cost(p, sh, &o->dev, &r, e);
         mb_plan_free(p);
         char set[1024];
-        set_text(g, f->points[i].saved, f->points[i].n_saved, set, sizeof set);
+        fig_set_text(g, f->points[i].saved, f->points[i].n_saved, set, sizeof set);
         traffic[i] = r.traffic_bytes;
         if (!rc)
             fprintf(fp, "%.6g %.6g %.6g %.6g \"%s\"\n", (double)f->points[i].saved_bytes / 1e6,
@@ -264,12 +300,21 @@ static int write_dat(const plan_opts *o, const mb_graph *g, mb_shape sh, const m
     int rc = mb_outfile_open(&of, path, &e);
     if (rc) { free(traffic); return mb_cli_fail_err(rc, &e); }
     FILE *fp = of.fp;
+    /* an unnamed --expr is named by its text, not "expr"; n as 2^k */
+    char who[200], nb[32];
+    snprintf(who, sizeof who, "%s", g->name);
+    for (int i = 0; i < o->a.inputs.n; i++)
+        if (o->a.inputs.v[i].is_expr && !strcmp(g->name, "expr"))
+            snprintf(who, sizeof who, "%.190s", o->a.inputs.v[i].arg);
+    who[strcspn(who, "\n")] = '\0'; /* the expression, not its "backward" line */
+    for (char *c = who; *c; c++)
+        if (*c == '"' || *c == '_' || *c == '@' || *c == '&' || *c == '~' || *c == '{' || *c == '}') *c = ' ';
     if (sh.rank == 2)
-        fprintf(fp, "title \"%s: activation memory against traffic (%s, %s)\"\ndevice %s\n\n\n", g->name, shape,
-                mb_dtype_name(o->a.dtype), o->dev.name);
+        fprintf(fp, "title \"%s: activation memory against traffic (%s, %s)\"\ndevice \"%s\"\n\n\n", who, shape,
+                mb_dtype_name(o->a.dtype), o->dev.label);
     else
-        fprintf(fp, "title \"%s: activation memory against traffic (n = %s, %s)\"\ndevice %s\n\n\n", g->name,
-                shape, mb_dtype_name(o->a.dtype), o->dev.name);
+        fprintf(fp, "title \"%s: activation memory against traffic (n = %s, %s)\"\ndevice \"%s\"\n\n\n", who,
+                fig_n(nb, sizeof nb, mb_shape_elems(sh)), mb_dtype_name(o->a.dtype), o->dev.label);
     rc = dat_points(fp, o, g, sh, f, traffic, &e);
     fprintf(fp, "\n\n");
     int64_t right = f->points[f->n_points - 1].saved_bytes, least = INT64_MAX;

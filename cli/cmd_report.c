@@ -34,6 +34,13 @@ static void usage(FILE *fp)
             "                     kind than the rows' backend (a GPU for CPU rows) is refused\n"
             "  --formats LIST     figure formats besides png: png,svg,pdf (default: png)\n"
             "  --no-figures       write the figure data and scripts but do not run gnuplot\n"
+            "  --variants LIST    only these variants on the figures, comma-separated\n"
+            "                     (sigmoid3,gelu_tanh); the tables keep every row\n"
+            "  --plan LIST        only these plans on the figures (eager,fused)\n"
+            "  --size S           figures at 16:9 (1280x720, the default), 4:3 (960x720)\n"
+            "                     or WxH pixels\n"
+            "  --font-scale F     every text of the figures times F, 0.5 to 3 (default 1)\n"
+            "  --theme T          figures light (default) or dark\n"
             "  --smoke-test       label every verdict a smoke test's (demo --quick: small\n"
             "                     sizes, figures that say nothing about the machine)\n"
             "  -h, --help         this help\n"
@@ -103,6 +110,11 @@ static int read_inputs(mb_rpt_set *s, const mb_cli_inputs *in, const char **csvs
     if (!rc && s->n_rows == 0)
         rc = mb_err_set(&e, MB_EINPUT, "%s: per-kernel rows only: give the plan CSV too", s->files[0]);
     if (!rc) rc = device_kind_matches(s, device, &e);
+    for (int k = 0; !rc && k < s->n_fig_variants; k++) { /* --variants names rows' variants */
+        int found = 0;
+        for (int i = 0; i < s->n_rows && !found; i++) found = !strcmp(s->rows[i].variant, s->fig_variants[k]);
+        if (!found) rc = mb_err_set(&e, MB_EINPUT, "--variants: no row of these CSVs measured '%s'", s->fig_variants[k]);
+    }
     if (!rc) rc = mb_rpt_join(s, device, &e);
     if (!rc) rc = mb_rpt_fit(s, &e);
     return rc ? mb_cli_fail_err(rc == MB_EINPUT ? 2 : 1, &e) : 0;
@@ -160,12 +172,34 @@ static void print_summary(const mb_rpt_set *s)
     }
 }
 
+/* --variants a,b: the figures' variants (names as the rows give them). 0
+ * or 2 after one error line. */
+static int fig_variants(mb_rpt_set *s, const char *list)
+{
+    const char *p = list;
+    while (*p) {
+        size_t len = strcspn(p, ",");
+        if (len == 0 || len >= MB_NAME_MAX)
+            return mb_cli_fail(2, "--variants '%s': give variant names, comma-separated", list);
+        if (s->n_fig_variants >= MB_RPT_MAX_FIG_VARIANTS)
+            return mb_cli_fail(2, "--variants: at most %d variants", MB_RPT_MAX_FIG_VARIANTS);
+        snprintf(s->fig_variants[s->n_fig_variants++], MB_NAME_MAX, "%.*s", (int)len, p);
+        p += len;
+        if (*p) p++;
+    }
+    if (!s->n_fig_variants) return mb_cli_fail(2, "--variants needs at least one name");
+    return 0;
+}
+
 int mb_cmd_report(int argc, char **argv)
 {
     static const struct option opts[] = {
         {"output", required_argument, 0, 'o'}, {"device", required_argument, 0, 'd'},
         {"formats", required_argument, 0, 'f'}, {"no-figures", no_argument, 0, 'N'},
         {"smoke-test", no_argument, 0, 'S'},
+        {"variants", required_argument, 0, 'V'}, {"plan", required_argument, 0, 'p'},
+        {"size", required_argument, 0, 'z'}, {"font-scale", required_argument, 0, 'F'},
+        {"theme", required_argument, 0, 'T'},
         {"expr", required_argument, 0, 'e'}, {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
     const char *dir = "membound-report", *device = NULL;
     mb_cli_inputs in = {0};  /* .mb files and --expr, in order */
@@ -198,6 +232,20 @@ int mb_cmd_report(int argc, char **argv)
             break;
         case 'N': render = 0; break;
         case 'S': s.smoke_test = 1; break;
+        case 'V':
+            if ((rc = fig_variants(&s, optarg))) goto free_args;
+            break;
+        case 'p':
+            if ((rc = mb_cli_plans(optarg, s.fig_plans, &s.n_fig_plans))) goto free_args;
+            break;
+        case 'z':
+        case 'F':
+        case 'T': {
+            int r = c == 'z' ? mb_rpt_parse_size(optarg, &s.look, &e)
+                  : c == 'F' ? mb_rpt_parse_font_scale(optarg, &s.look, &e) : mb_rpt_parse_theme(optarg, &s.look, &e);
+            if (r) { rc = mb_cli_fail_err(2, &e); goto free_args; }
+            break;
+        }
         case 'e':
             if (mb_cli_inputs_add(&in, 1, optarg)) { rc = 1; goto free_args; }
             break;

@@ -1,67 +1,75 @@
-# roofline.gp — the device's roofline: FP32 and BF16-tensor ceilings, the
-# memory slope, ridge points, the lecture's operations as the model places
-# them and measured points where there are any.
-# Data (membound's roofline.dat): block 0 bw_gbs, fp32_tflops, bf16_tflops;
-# block 1 model points (label, flop/byte, TFLOP/s); block 2 measured points.
+# roofline.gp — the device's roofline: the memory slope, the FP32 and
+# BF16-tensor ceilings (each from its own ridge point), the lecture's
+# operations as the model places them (filled markers) and measured points
+# (open markers). One colour per variant, one marker per plan: the legend
+# names each once. Every number is in the legend, none on the plot.
+# Data (membound's roofline.dat): block 0 bw_gbs, fp32_tflops, bf16_tflops,
+# n_variants, variantI, n_shapes, shapeI; block 1 model points (label,
+# flop/byte, TFLOP/s, colour, marker); block 2 measured points, the same.
 # Usage: gnuplot -c roofline.gp roofline.dat roofline.png|svg|pdf
 mb_argc = ARGC; mb_data = ARG1; mb_out = ARG2
 mb_dir = ''; do for [i = 1:strlen(ARG0)] { if (ARG0[i:i] eq '/') { mb_dir = ARG0[1:i] } }
 load mb_dir . 'style.gp'
 
-mb_bw = metan('bw_gbs') / 1000.0          # TB/s: TFLOP/s per flop/byte
+mb_nmeas = metan('measured_points')
 mb_f32 = metan('fp32_tflops')
 mb_bf16 = metan('bf16_tflops')
 # a device whose bf16 rate is its fp32 rate (a CPU) has one ceiling
 if (mb_f32 > 0 && abs(mb_bf16 / mb_f32 - 1) < 0.02) { mb_bf16 = 0 }
 mb_top = mb_bf16 > mb_f32 ? mb_bf16 : mb_f32
+# the unit: TFLOP/s, or GFLOP/s on a device below 1 TFLOP/s (a CPU)
+mb_u = mb_top > 0 && mb_top < 1 ? 1000.0 : 1.0
+mb_un = mb_u > 1 ? 'GFLOP/s' : 'TFLOP/s'
+mb_f32 = mb_f32 * mb_u
+mb_bf16 = mb_bf16 * mb_u
+mb_top = mb_top * mb_u
+mb_bw = metan('bw_gbs') / 1000.0 * mb_u    # the unit per flop/byte
 mb_r32 = mb_f32 > 0 ? mb_f32 / mb_bw : NaN
 mb_r16 = mb_bf16 > 0 ? mb_bf16 / mb_bw : NaN
-mb_xmax = 10 ** ceil(log10((mb_top > 0 ? mb_top : 100 * mb_bw) / mb_bw) + 0.7)
+mb_rtop = mb_top > 0 ? mb_top / mb_bw : 100
+mb_xmax = 10 ** ceil(log10(mb_rtop) + 0.7)
 mb_xmin = 0.01
+mb_ytop = (mb_top > 0 ? mb_top : 100 * mb_bw) * 4
 set logscale xy
 set xrange [mb_xmin:mb_xmax]
-set yrange [mb_xmin * mb_bw / 3 : (mb_top > 0 ? mb_top : 100 * mb_bw) * 4]
+# room under the slope's left end for the legend
+set yrange [mb_xmin * mb_bw / 30 : mb_ytop]
 set format x '10^{%L}'
 set format y '10^{%L}'
-set xlabel 'arithmetic intensity (flop per DRAM byte)'
-set ylabel 'performance (TFLOP/s)'
-mb_bf16_text = mb_bf16 > 0 ? sprintf(', BF16 tensor %.4g TFLOP/s', mb_bf16) : ', no separate BF16 rate'
-set title mb_title(meta('title'), sprintf('memory %.0f GB/s (%s), FP32 %.3g TFLOP/s', metan('bw_gbs'), meta('bw_source'), mb_f32) . mb_bf16_text)
+set xlabel 'arithmetic intensity (flop per DRAM byte)' tc rgb mb_tc(0)
+set ylabel 'performance (' . mb_un . ')' tc rgb mb_tc(0)
+set title mb_title(meta('title'), mb_nmeas > 0 ? 'filled markers: the model; open markers: measured' : 'markers: the model') tc rgb mb_tc(0)
+# the roofs as exact segments: the slope up to the top ridge, each ceiling
+# from its own ridge (a sampled min() started the FP32 one late)
+mb_roof = mb_dgrey
 mb_fdt = mb_bf16 > 0 ? 2 : 1
-roof(x, peak) = x * mb_bw < peak ? x * mb_bw : peak
-if (mb_r32 == mb_r32) {
-    set arrow 1 from mb_r32, graph 0 to mb_r32, mb_f32 nohead dt 3 lc rgb mb_grey
-    set label 1 sprintf("ridge FP32\n%.3g flop/B", mb_r32) at mb_r32, mb_f32 / 4 offset 0.6, 0 font ',11' tc rgb '#555555'
+set arrow 10 from mb_xmin, mb_xmin * mb_bw to mb_rtop, mb_rtop * mb_bw nohead lw 3 lc rgb mb_roof front
+if (mb_f32 > 0) {
+    set arrow 11 from mb_r32, mb_f32 to mb_xmax, mb_f32 nohead lw 3 lc rgb mb_roof dt mb_fdt front
 }
-if (mb_r16 == mb_r16) {
-    set arrow 2 from mb_r16, graph 0 to mb_r16, mb_bf16 nohead dt 3 lc rgb mb_grey
-    set label 2 sprintf("ridge BF16\n%.3g flop/B", mb_r16) at mb_r16, mb_bf16 / 4 offset 0.6, 0 font ',11' tc rgb '#555555'
+if (mb_bf16 > 0) {
+    set arrow 12 from mb_r16, mb_bf16 to mb_xmax, mb_bf16 nohead lw 3 lc rgb mb_roof front
 }
-# the memory slope, labelled above its left end (measured points sit below it)
-set label 3 sprintf('memory slope: %.3g TB/s', mb_bw) at mb_xmin * 1.5, mb_xmin * 1.5 * mb_bw * 4 font ',12' tc rgb '#444444'
-set samples 400
-# model points' labels into "a|b|c|"
-mb_lab = ''
-set table $mb_sink
-plot mb_data index 1 using (mb_lab = mb_lab . strcol(1) . '|', 0):(0) with table
-unset table
-mb_nl = strlen(mb_lab) > 0 ? words(mb_lab) : 0
-mb_npts = 0
-do for [i = 1:strlen(mb_lab)] { if (mb_lab[i:i] eq '|') { mb_npts = mb_npts + 1 } }
-mb_nmeas = metan('measured_points')
-# measured points' labels, the same way
-mb_mlab = ''
-if (mb_nmeas > 0) {
-    set table $mb_sink2
-    plot mb_data index 2 using (mb_mlab = mb_mlab . strcol(1) . '|', 0):(0) with table
-    unset table
-}
-# measured points: black, one open marker each, named in the legend
-array mb_mpt[10] = [4, 6, 8, 10, 12, 14, 1, 2, 3, 5]
-mb_meas = mb_nmeas > 0 ? "for [i = 1:mb_nmeas] mb_data index 2 every ::(i - 1)::(i - 1) using 2:3 with points pt mb_mpt[(i - 1) % 10 + 1] ps 2.0 lw 2 lc rgb '#000000' title 'measured: ' . mb_item(mb_mlab, i)" : 'NaN notitle'
-# many points: the legend beside the plot, never over it
-if (mb_npts + mb_nmeas > 8) { set key outside right top font ',10' spacing 1.0 samplen 1.5 } else { set key bottom right font ',12' }
-plot (mb_bf16 > 0 ? roof(x, mb_bf16) : NaN) lw 3 lc rgb '#444444' title (mb_bf16 > 0 ? 'BF16 tensor ceiling' : ''), \
-     (mb_f32 > 0 ? roof(x, mb_f32) : NaN) lw 3 lc rgb '#444444' dt mb_fdt title 'FP32 ceiling', \
-     for [i = 1:mb_npts] mb_data index 1 every ::(i - 1)::(i - 1) using 2:3 with points lt i ps 2.2 title 'model: ' . mb_item(mb_lab, i), \
-     @mb_meas
+mb_nv = int(metan('n_variants'))
+mb_ns = int(metan('n_shapes'))
+# filled markers for the model, the open one of each for measured
+array mb_pt[6] = [7, 5, 9, 11, 13, 15]
+array mb_po[6] = [6, 4, 8, 10, 12, 14]
+mb_fill(i) = mb_pt[(int(i) - 1) % 6 + 1]
+mb_open(i) = mb_po[(int(i) - 1) % 6 + 1]
+mb_mem = sprintf('memory %.4g GB/s (%s)', metan('bw_gbs'), meta('bw_source'))
+mb_t32 = sprintf('FP32 %.3g %s, ridge %.3g flop/B', mb_f32, mb_un, mb_r32)
+mb_t16 = sprintf('BF16 tensor %.3g %s, ridge %.3g flop/B', mb_bf16, mb_un, mb_r16)
+# the legend: under the ceilings, right of the slope (the operations sit on
+# or under the slope's left part; the ridges are in the legend)
+mb_kf = mb_width / mb_fscale >= 1100 ? ",12" : ",10"
+set key bottom right font mb_kf spacing 1.1 samplen 2 box lc rgb mb_frame width 1
+@mb_plotkey
+plot keyentry with lines lw 3 lc rgb mb_roof title mb_mem, \
+     keyentry with lines lw 3 lc rgb mb_roof dt mb_fdt title (mb_f32 > 0 ? mb_t32 : ''), \
+     keyentry with lines lw 3 lc rgb mb_roof title (mb_bf16 > 0 ? mb_t16 : ''), \
+     for [i = 1:mb_nv] keyentry with points pt 7 ps 1.8 lt i title meta('variant' . i), \
+     for [i = 1:mb_ns] keyentry with points pt mb_fill(i) ps 1.8 lc rgb mb_dgrey title meta('shape' . i), \
+     keyentry with points pt 6 ps 1.8 lw 2 lc rgb mb_dgrey title (mb_nmeas > 0 ? 'open marker: measured' : ''), \
+     mb_data index 1 using 2:($3 * mb_u):(mb_fill($5)):4 with points pt variable lc variable ps 2.2 notitle, \
+     mb_data index 2 using 2:($3 * mb_u):(mb_open($5)):4 with points pt variable lc variable ps 2.4 lw 2 notitle

@@ -6,6 +6,7 @@
 
 #include <cmark.h>
 
+#include <ctype.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -46,15 +47,33 @@ const char *rpt_path(char *buf, size_t size, const char *dir, const char *name)
     return buf;
 }
 
+/* Writes s with each power ("sin^2", "2^24", "R^{2}") as superscript
+ * digits, as the figures draw them; a '^' not after a letter, a digit or
+ * ')' or not before a digit stays. */
+static void sup_text(FILE *fp, const char *s, int escape)
+{
+    static const char *const sup[10] = {"⁰", "¹", "²", "³", "⁴", "⁵", "⁶", "⁷", "⁸", "⁹"};
+    for (const char *p = s; *p; p++) {
+        int brace = p[0] == '^' && p[1] == '{';
+        const char *q = p + 1 + brace;
+        int after = p > s && (isalnum((unsigned char)p[-1]) || p[-1] == ')');
+        if (p[0] == '^' && after && isdigit((unsigned char)*q)) {
+            for (; isdigit((unsigned char)*q); q++) fputs(sup[*q - '0'], fp);
+            if (brace && *q == '}') q++;
+            p = q - 1;
+            continue;
+        }
+        if (escape && *p == '\n') { fputc(' ', fp); continue; }
+        if (escape && strchr("\\`*_[]<>#|!", *p)) fputc('\\', fp);
+        fputc(*p, fp);
+    }
+}
+
 /* Backslash-escapes the characters CommonMark would read as markup, so
- * data (names, notes, numbers) shows as written. */
+ * data (names, notes, numbers) shows as written (powers as superscripts). */
 static void md_text(FILE *fp, const char *s)
 {
-    for (; *s; s++) {
-        if (*s == '\n') { fputc(' ', fp); continue; }
-        if (strchr("\\`*_[]<>#|!", *s)) fputc('\\', fp);
-        fputc(*s, fp);
-    }
+    sup_text(fp, s, 1);
 }
 
 const char *rpt_md(char *buf, size_t size, const char *s)
@@ -103,7 +122,8 @@ void rpt_doc_p(rpt_doc *d, const char *fmt, ...)
     vsnprintf(buf, sizeof buf, fmt, ap);
     va_end(ap);
     if (d->in_table) rpt_doc_table_end(d);
-    both(d, buf);
+    if (d->md) sup_text(d->md, buf, 0);
+    if (d->hmd) sup_text(d->hmd, buf, 0);
     both(d, "\n\n");
 }
 
@@ -211,13 +231,17 @@ static char *base64_file(const char *path)
 }
 
 static const char css[] =
-    "body{font-family:system-ui,-apple-system,'Segoe UI',sans-serif;max-width:1320px;"
-    "margin:2em auto;padding:0 1em;color:#222;line-height:1.45}\n"
-    "table{border-collapse:collapse;margin:1em 0;font-size:0.92em}\n"
-    "th,td{border:1px solid #ccc;padding:0.3em 0.6em;text-align:left;vertical-align:top}\n"
+    "*{box-sizing:border-box}\n"
+    "body{font-family:system-ui,-apple-system,'Segoe UI',sans-serif;max-width:1280px;"
+    "margin:2em auto;padding:0 1em;color:#222;line-height:1.45;overflow-wrap:break-word}\n"
+    /* a table no wider than the page (1280 px or less): its cells wrap,
+     * a long word or command broken where it must be; headers at spaces */
+    "table{border-collapse:collapse;margin:1em 0;font-size:0.88em;width:100%}\n"
+    "th,td{border:1px solid #ccc;padding:0.3em 0.5em;text-align:left;vertical-align:top}\n"
+    "td{overflow-wrap:anywhere;min-width:3.5em}\n"
     "th{background:#f2f2f2}\ntr:nth-child(even) td{background:#fafafa}\n"
     "td.holds{color:#176f2c;font-weight:600}td.fails{color:#b3261e;font-weight:600}\n"
-    "img{width:100%;max-width:1280px;border:1px solid #ddd;margin:0.5em 0}\n"
+    "img{width:100%;max-width:100%;height:auto;border:1px solid #ddd;margin:0.5em 0}\n"
     "code,pre{background:#f5f5f5;font-size:0.9em}pre{padding:0.6em;overflow-x:auto}\n";
 
 int rpt_doc_end(rpt_doc *d, FILE *md, FILE *html, const char *dir, mb_err *err)

@@ -202,6 +202,15 @@ int rpt_model_series(const mb_rpt_set *defs, rpt_series *out, int max)
     return n;
 }
 
+/* 1 when a row's variant and plan pass report's --variants / --plan. */
+static int row_wanted(const mb_rpt_set *s, const mb_rpt_row *r)
+{
+    int v_ok = s->n_fig_variants == 0, p_ok = s->n_fig_plans == 0;
+    for (int k = 0; !v_ok && k < s->n_fig_variants; k++) v_ok = !strcmp(r->variant, s->fig_variants[k]);
+    for (int k = 0; !p_ok && k < s->n_fig_plans; k++) p_ok = !strcmp(r->plan, mb_plan_name(s->fig_plans[k]));
+    return v_ok && p_ok;
+}
+
 /* The series of group gi's rows (gi < 0: every row of device devi), each
  * with its lecture size when measured there, else its largest size. */
 static int row_series(const mb_rpt_set *s, int gi, int devi, series *out, int max)
@@ -215,6 +224,7 @@ static int row_series(const mb_rpt_set *s, int gi, int devi, series *out, int ma
     for (int i = 0; i < s->n_rows; i++) {
         const mb_rpt_row *r = &s->rows[i];
         if (gi >= 0 ? r->group != gi : r->dev != devi) continue;
+        if (!row_wanted(s, r)) continue;
 #define SAME(k) (seen[k][0] == r->variant && seen[k][1] == r->plan && seen[k][2] == r->dtype)
         int k = last;
         if (!(k < n && SAME(k)))
@@ -274,6 +284,49 @@ static int group_has_rows(const mb_rpt_set *s, int gi, int need_dram)
         if (s->rows[i].group == gi && s->rows[i].verified && (!need_dram || s->rows[i].has_dram))
             return 1;
     return 0;
+}
+
+/* A figure's legend by colour and by marker: each variant one colour, each
+ * plan (with its dtype when not f32) one marker, so the legend names the
+ * variants and the plans once each instead of every pair. */
+typedef struct fig_keys {
+    char var[12][MB_NAME_MAX];
+    char shape[10][MB_NAME_MAX];
+    int nv, nsh;
+} fig_keys;
+
+/* 1-based index of s in list (added when new; the last when full). */
+static int key_index(char (*list)[MB_NAME_MAX], int *n, int max, const char *s)
+{
+    for (int i = 0; i < *n; i++)
+        if (!strcmp(list[i], s)) return i + 1;
+    if (*n >= max) return max;
+    snprintf(list[*n], MB_NAME_MAX, "%s", s);
+    return ++*n;
+}
+
+static void keys_of(fig_keys *k, const char *variant, const char *plan, const char *dtype, int *vi,
+                    int *pi)
+{
+    char sh[MB_NAME_MAX];
+    snprintf(sh, sizeof sh, strcmp(dtype, "f32") ? "%s %s" : "%s", plan, dtype);
+    *vi = key_index(k->var, &k->nv, 12, variant);
+    *pi = key_index(k->shape, &k->nsh, 10, sh);
+}
+
+static void keys_meta(FILE *fp, const fig_keys *k)
+{
+    char key[32];
+    meta_d(fp, "n_variants", k->nv);
+    meta_d(fp, "n_shapes", k->nsh);
+    for (int i = 0; i < k->nv; i++) {
+        snprintf(key, sizeof key, "variant%d", i + 1);
+        meta_s(fp, key, k->var[i]);
+    }
+    for (int i = 0; i < k->nsh; i++) {
+        snprintf(key, sizeof key, "shape%d", i + 1);
+        meta_s(fp, key, k->shape[i]);
+    }
 }
 
 /* ---- bytes per element -------------------------------------------------- */
@@ -364,7 +417,20 @@ static int by_n_then_index(const void *a, const void *b)
  * once) and the last verified row of that size. Sorted once: n log n in
  * the series' rows (was a scan of every row for each of 256 sizes, and
  * sizes past the 256th dropped). MB_ERUN when out of memory. */
-static int time_series(FILE *fp, const mb_rpt_set *s, int gi, const series *se, const mb_device *d)
+/* A series' name in time against n: in a panel of its own variant (the
+ * panel's title names it) its plan, or its dtype in the dtype demo's. */
+static void time_label(char *b1, size_t size, const series *se, int shared)
+{
+    if (shared)
+        series_label(b1, size, se->variant, se->plan, se->dtype, strcmp(se->dtype, "f32") != 0);
+    else if (by_dtype(se->variant))
+        snprintf(b1, size, strcmp(se->plan, "eager") ? "%s (%s)" : "%s", se->dtype, se->plan);
+    else
+        snprintf(b1, size, strcmp(se->dtype, "f32") ? "%s %s" : "%s", se->plan, se->dtype);
+}
+
+static int time_series(FILE *fp, const mb_rpt_set *s, int gi, const series *se, const mb_device *d,
+                       int shared)
 {
     mb_dtype dt = (mb_dtype)dtype_of(se->dtype);
     size_t m = 19, cap = 19 + 64;
@@ -384,7 +450,7 @@ static int time_series(FILE *fp, const mb_rpt_set *s, int gi, const series *se, 
     qsort(sz, m, sizeof *sz, by_n_then_index);
     block(fp);
     char b1[160], b2[200];
-    series_label(b1, sizeof b1, se->variant, se->plan, se->dtype, strcmp(se->dtype, "f32") != 0);
+    time_label(b1, sizeof b1, se, shared);
     fprintf(fp, "%s model_s median_s min_s p90_s panel\n", q(b2, sizeof b2, b1));
     mb_graph *g = NULL;
     mb_plan *p = NULL;
@@ -436,9 +502,10 @@ static int fig_time(rpt_fig_ctx *fc, const char *name, const mb_rpt_set *s, int 
     double cache_bytes = d->cache_mb * 1048576.0;
     meta_d(fp, "cache_bytes", cache_bytes);
     meta_d(fp, "knee_n", cache_bytes / 4.0); /* one f32 tensor fills the cache */
+    meta_d(fp, "cache_mib", d->cache_mb);
     meta_d(fp, "launch_s", d->launch_overhead_us * 1e-6);
     meta_d(fp, "measured", any_meas);
-    int np = 0;
+    int np = 0, shared_panel[MAX_PANELS] = {0};
     char key[32], ptitle[160];
     for (int k = 0; k < ns; k++) {
         if (se[k].panel < np) continue;
@@ -448,12 +515,35 @@ static int fig_time(rpt_fig_ctx *fc, const char *name, const mb_rpt_set *s, int 
             shared |= se[j].panel == se[k].panel && strcmp(se[j].variant, se[k].variant);
         snprintf(ptitle, sizeof ptitle, "%s",
                  shared ? "other variants" : dm ? dm->title : se[k].variant);
+        shared_panel[np] = shared;
         snprintf(key, sizeof key, "panel%d", np++);
         meta_s(fp, key, ptitle);
     }
     meta_d(fp, "panels", np);
+    /* one legend for every panel: a series' colour and dash by its name
+     * (its plan, or dtype), the same in each panel */
+    fig_keys names;
+    memset(&names, 0, sizeof names);
+    for (int j = 0; j < MB_PLAN_COUNT; j++) /* the plans first, in the table's order */
+        for (int k = 0; k < ns; k++) {
+            time_label(ptitle, sizeof ptitle, &se[k], shared_panel[se[k].panel]);
+            int vi, pi;
+            if (!strcmp(ptitle, mb_plan_name((mb_plan_kind)j))) keys_of(&names, ptitle, "", "f32", &vi, &pi);
+        }
+    for (int k = 0; k < ns; k++) {
+        time_label(ptitle, sizeof ptitle, &se[k], shared_panel[se[k].panel]);
+        int vi, pi;
+        keys_of(&names, ptitle, "", "f32", &vi, &pi);
+        snprintf(key, sizeof key, "cat%d", k + 1);
+        meta_d(fp, key, vi);
+    }
+    meta_d(fp, "n_cats", names.nv);
+    for (int i = 0; i < names.nv; i++) {
+        snprintf(key, sizeof key, "catname%d", i + 1);
+        meta_s(fp, key, names.var[i]);
+    }
     rc = MB_OK;
-    for (int k = 0; k < ns && !rc; k++) rc = time_series(fp, s, gi, &se[k], d);
+    for (int k = 0; k < ns && !rc; k++) rc = time_series(fp, s, gi, &se[k], d, shared_panel[se[k].panel]);
     if (rc) {
         mb_outfile_abort(&of);
         return mb_err_set(fc->err, rc, "out of memory");
@@ -468,16 +558,53 @@ typedef struct roof_op {
     mb_dtype dt;
 } roof_op;
 
+/* The lecture's operations at 2^24; the copy demo does no arithmetic (no
+ * place on a log axis) and stands here as a copy with one op per element. */
 static const roof_op roof_ops[] = {
-    {"ReLU f32", "expr:y = relu(x)", "fused", MB_F32},
-    {"ReLU bf16", "expr:y = relu(x)", "fused", MB_BF16},
-    {"sin^2+cos^2 eager", "sin2_plus_cos2", "eager", MB_F32},
-    {"sin^2+cos^2 fused", "sin2_plus_cos2", "fused", MB_F32},
-    {"GELU eager", "gelu_tanh", "eager", MB_F32},
-    {"GELU fused", "gelu_tanh", "fused", MB_F32},
+    {"copy (as ReLU)", "expr:y = relu(x)", "eager", MB_F32},
+    {"copy (as ReLU)", "expr:y = relu(x)", "eager", MB_BF16},
+    {NULL, "sin2_plus_cos2", "eager", MB_F32},
+    {NULL, "sin2_plus_cos2", "fused", MB_F32},
+    {NULL, "gelu_tanh", "eager", MB_F32},
+    {NULL, "gelu_tanh", "fused", MB_F32},
 };
 
-static int roof_measured(const mb_rpt_set *s, int devi, FILE *fp, int write);
+static int roof_measured(const mb_rpt_set *s, int devi, FILE *fp, int write, fig_keys *k);
+
+/* The model's points of the roofline (block 1): label, flop/byte, TFLOP/s,
+ * colour, marker. */
+static void roof_model_points(FILE *fp, const mb_rpt_set *s, const series *se, int ns, int lecture,
+                              const mb_device *d, fig_keys *k)
+{
+    char b[200], lab[160];
+    int nops = lecture ? (int)(sizeof roof_ops / sizeof roof_ops[0]) : 0;
+    for (int i = 0; i < nops + ns; i++) {
+        const roof_op *o = i < nops ? &roof_ops[i] : NULL;
+        const series *x = o ? NULL : &se[i - nops];
+        if (x && mb_rpt_demo_of(x->variant)) continue;
+        mb_dtype dt = o ? o->dt : (mb_dtype)dtype_of(x->dtype);
+        const char *var = o ? (o->label ? o->label : rpt_display(o->variant)) : rpt_display(x->variant);
+        const char *plan = o ? o->plan : x->plan;
+        snprintf(lab, sizeof lab, "%s %s %s", var, plan, mb_dtype_name(dt));
+        mb_estimate e;
+        mb_err err;
+        int64_t n = o ? (int64_t)1 << 24 : x->n;
+        if (rpt_estimate(s, o ? o->variant : x->variant, plan, dt, n, d, &e, NULL, &err) != MB_OK)
+            continue;
+        double ops = e.total.flops + e.total.sfu_ops;
+        double bytes = (double)(e.total.dram_read_bytes + e.total.dram_write_bytes);
+        if (bytes <= 0) bytes = (double)(e.total.read_bytes + e.total.write_bytes);
+        if (ops > 0 && bytes > 0) { /* a copy does no arithmetic: not on a log axis */
+            int vi, pi;
+            keys_of(k, var, plan, mb_dtype_name(dt), &vi, &pi);
+            fprintf(fp, "%s", q(b, sizeof b, lab));
+            col(fp, ops / bytes);
+            col(fp, ops / e.total.time_s / 1e12);
+            fprintf(fp, " %d %d\n", vi, pi);
+        }
+        mb_estimate_free(&e);
+    }
+}
 
 static int fig_roofline(rpt_fig_ctx *fc, const char *name, const mb_rpt_set *s, int devi,
                         const mb_device *d)
@@ -486,7 +613,7 @@ static int fig_roofline(rpt_fig_ctx *fc, const char *name, const mb_rpt_set *s, 
     mb_outfile of;
     int rc = rpt_fig_open(fc, name, &of, &fp);
     if (rc) return rc;
-    series se[MAX_SERIES];
+    static series se[MAX_SERIES];
     int ns = devi < 0 ? rpt_model_series(s, se, MAX_SERIES) : row_series(s, -1, devi, se, MAX_SERIES);
     int lecture = any_lecture(se, ns);
     const char *bws;
@@ -494,6 +621,24 @@ static int fig_roofline(rpt_fig_ctx *fc, const char *name, const mb_rpt_set *s, 
     char title[256];
     snprintf(title, sizeof title, "Roofline of %s with %s", d->label,
              lecture ? "the lecture's operations" : "the modelled operations");
+    /* the points first (in memory): the legend's keys go in block 0 */
+    char *pts = NULL, *mpts = NULL;
+    size_t npts = 0, nmpts = 0;
+    FILE *pf = open_memstream(&pts, &npts), *mf = open_memstream(&mpts, &nmpts);
+    if (!pf || !mf) {
+        if (pf) fclose(pf);
+        if (mf) fclose(mf);
+        free(pts);
+        free(mpts);
+        mb_outfile_abort(&of);
+        return mb_err_set(fc->err, MB_ERUN, "out of memory");
+    }
+    fig_keys k;
+    memset(&k, 0, sizeof k);
+    roof_model_points(pf, s, se, ns, lecture, d, &k);
+    int nmeas = roof_measured(s, devi, mf, 1, &k);
+    fclose(pf);
+    fclose(mf);
     meta_begin(fp, "roofline");
     meta_s(fp, "title", title);
     meta_s(fp, "device", d->label);
@@ -501,39 +646,16 @@ static int fig_roofline(rpt_fig_ctx *fc, const char *name, const mb_rpt_set *s, 
     meta_s(fp, "bw_source", bws);
     meta_d(fp, "fp32_tflops", d->fp32_tflops);
     meta_d(fp, "bf16_tflops", d->bf16_tflops);
-    meta_d(fp, "measured_points", roof_measured(s, devi, NULL, 0));
+    meta_d(fp, "measured_points", nmeas);
+    keys_meta(fp, &k);
     block(fp);
-    fputs("# label intensity_flop_per_byte tflops\n", fp);
-    char b[200], lab[160];
-    /* the lecture's operations (ReLU for precision), then every other series */
-    int nops = lecture ? (int)(sizeof roof_ops / sizeof roof_ops[0]) : 0;
-    for (int i = 0; i < nops + ns; i++) {
-        const roof_op *o = i < nops ? &roof_ops[i] : NULL;
-        const series *x = o ? NULL : &se[i - nops];
-        if (x && mb_rpt_demo_of(x->variant)) continue;
-        mb_dtype dt = o ? o->dt : (mb_dtype)dtype_of(x->dtype);
-        if (!o) series_label(lab, sizeof lab, x->variant, x->plan, x->dtype, dt != MB_F32);
-        mb_estimate e;
-        mb_err err;
-        int64_t n = o ? (int64_t)1 << 24 : x->n;
-        if (rpt_estimate(s, o ? o->variant : x->variant, o ? o->plan : x->plan, dt, n, d, &e, NULL,
-                         &err) != MB_OK)
-            continue;
-        double ops = e.total.flops + e.total.sfu_ops;
-        double bytes = (double)(e.total.dram_read_bytes + e.total.dram_write_bytes);
-        if (bytes <= 0) bytes = (double)(e.total.read_bytes + e.total.write_bytes);
-        if (ops > 0 && bytes > 0) { /* a copy does no arithmetic: not on a log axis */
-            fprintf(fp, "%s", q(b, sizeof b, o ? o->label : lab));
-            col(fp, ops / bytes);
-            col(fp, ops / e.total.time_s / 1e12);
-            fputc('\n', fp);
-        }
-        mb_estimate_free(&e);
-    }
+    fputs("# label intensity_flop_per_byte tflops colour marker\n", fp);
+    fputs(npts ? pts : "\"none\" NaN NaN 1 1\n", fp);
     block(fp);
-    fputs("# label intensity_flop_per_byte tflops\n", fp);
-    int nmeas = roof_measured(s, devi, fp, 1);
-    if (!nmeas) fputs("\"none\" NaN NaN\n", fp);
+    fputs("# label intensity_flop_per_byte tflops colour marker\n", fp);
+    fputs(nmeas ? mpts : "\"none\" NaN NaN 1 1\n", fp);
+    free(pts);
+    free(mpts);
     return rpt_fig_finish(fc, &of, "roofline", name, title);
 }
 
@@ -542,6 +664,7 @@ static int fig_roofline(rpt_fig_ctx *fc, const char *name, const mb_rpt_set *s, 
 typedef struct roof_pt {
     char label[200];
     double ai, tflops;
+    int vi, pi;
 } roof_pt;
 
 static int by_ai(const void *a, const void *b)
@@ -588,7 +711,7 @@ static int series_largest(const mb_rpt_set *s, int devi, row_ref *refs)
     memset(slot, 0xff, cap * sizeof *slot); /* -1: empty */
     for (int i = 0; i < s->n_rows; i++) {
         const mb_rpt_row *r = &s->rows[i];
-        if (r->dev != devi || !r->verified) continue;
+        if (r->dev != devi || !r->verified || !row_wanted(s, r)) continue;
         uintptr_t h = (uintptr_t)r->variant * 31 ^ (uintptr_t)r->plan * 131 ^ (uintptr_t)r->dtype * 1031 ^
                       (uintptr_t)r->backend * 10007;
         size_t j = (size_t)(h ^ h >> 17) & (cap - 1);
@@ -605,7 +728,7 @@ static int series_largest(const mb_rpt_set *s, int devi, row_ref *refs)
     return nr;
 }
 
-static int roof_measured(const mb_rpt_set *s, int devi, FILE *fp, int write)
+static int roof_measured(const mb_rpt_set *s, int devi, FILE *fp, int write, fig_keys *keys)
 {
     int nmeas = 0;
     char b[200];
@@ -634,6 +757,7 @@ static int roof_measured(const mb_rpt_set *s, int devi, FILE *fp, int write)
             snprintf(pts[nmeas].label, sizeof pts[nmeas].label, "%s", lab);
             pts[nmeas].ai = ops / bytes;
             pts[nmeas].tflops = ops / r->time_s_median / 1e12;
+            keys_of(keys, rpt_display(r->variant), r->plan, r->dtype, &pts[nmeas].vi, &pts[nmeas].pi);
             nmeas++;
         }
     }
@@ -644,7 +768,7 @@ static int roof_measured(const mb_rpt_set *s, int devi, FILE *fp, int write)
             fprintf(fp, "%s", q(b, sizeof b, pts[i].label));
             col(fp, pts[i].ai);
             col(fp, pts[i].tflops);
-            fputc('\n', fp);
+            fprintf(fp, " %d %d\n", pts[i].vi, pts[i].pi);
         }
     }
     free(pts);
@@ -727,23 +851,25 @@ static int fig_whatif(rpt_fig_ctx *fc, const char *name, const mb_rpt_set *s, co
     int rc = rpt_fig_open(fc, name, &of, &fp);
     if (rc) return rc;
     const mb_device *list[64];
-    int nd = 0;
+    int nd = 0, own = 0;
     if (n_devs > 0) {
         for (int i = 0; i < n_devs && nd < 64; i++) list[nd++] = &devs[i];
     } else {
         for (int i = 0; i < mb_device_count() && nd < 64; i++)
             if (!strcmp(mb_device_at(i)->kind, "gpu")) list[nd++] = mb_device_at(i);
+        /* the set's own GPUs that the table lacks; a CPU is not a GPU (and
+         * its milliseconds squeezed every GPU into the axis' bottom) */
         for (int i = 0; s && i < s->n_devices && nd < 64; i++) {
             int in_table = 0;
             for (int k = 0; k < mb_device_count(); k++)
                 in_table |= !strcmp(mb_device_at(k)->name, s->devices[i].name);
-            if (!in_table) list[nd++] = &s->devices[i];
+            if (!in_table && !strcmp(s->devices[i].kind, "gpu")) { list[nd++] = &s->devices[i]; own++; }
         }
     }
     char title[200];
     snprintf(title, sizeof title, "What if: %s on %s (model)",
              any_lecture(se, ns) ? "the lecture's remedies" : "fusion", n_devs > 0 ? "chosen devices"
-                                                                 : "every GPU of the table");
+             : own ? "every GPU of the table and the measured GPUs" : "every GPU of the table");
     meta_begin(fp, "what-if");
     meta_s(fp, "title", title);
     meta_d(fp, "remedies", nr);
@@ -768,39 +894,18 @@ static int fig_whatif(rpt_fig_ctx *fc, const char *name, const mb_rpt_set *s, co
                     mb_estimate_free(&e);
                 }
             }
-    /* fast versions that move the same bytes take the same time everywhere:
-     * one line, named for all of them, instead of lines hidden under it */
-    int same_as[8];
-    for (int r = 0; r < nr; r++) {
-        same_as[r] = -1;
-        for (int j = 0; j < r && same_as[r] < 0; j++) {
-            int same = same_as[j] < 0;
-            for (int i = 0; i < nd && same; i++)
-                same = fabs(t[i][r][1] / t[i][j][1] - 1) < 0.005;
-            if (same) {
-                same_as[r] = j;
-                /* j < r: distinct entries, copied through a buffer all the same
-                 * (gcc's -Wrestrict cannot tell at -O0) */
-                char other[sizeof rm[r].fast_title];
-                memcpy(other, rm[r].fast_title, sizeof other);
-                size_t l = strlen(rm[j].fast_title);
-                snprintf(rm[j].fast_title + l, sizeof rm[j].fast_title - l, "\\n= %s", other);
-            }
-        }
-    }
     for (int r = 0; r < nr; r++) {
         snprintf(key, sizeof key, "fast%d", r + 1);
-        meta_s(fp, key, same_as[r] < 0 ? rm[r].fast_title : "");
+        meta_s(fp, key, rm[r].fast_title);
     }
     block(fp);
-    fputs("# device then, per remedy: speed-up (slow / fast), fast time (s; NaN: drawn by an "
-          "equal one)\n", fp);
+    fputs("# device then, per remedy: speed-up (slow / fast), fast time (s)\n", fp);
     for (int i = 0; i < nd; i++) {
         char b[200];
         fprintf(fp, "%s", q(b, sizeof b, list[i]->name));
         for (int r = 0; r < nr; r++) {
             col(fp, t[i][r][0] / t[i][r][1]);
-            col(fp, same_as[r] < 0 ? t[i][r][1] : NAN);
+            col(fp, t[i][r][1]);
         }
         fputc('\n', fp);
     }
@@ -809,6 +914,28 @@ static int fig_whatif(rpt_fig_ctx *fc, const char *name, const mb_rpt_set *s, co
 }
 
 /* ---- recomputation -------------------------------------------------------- */
+
+/* The recomputation figure's plans: the demo's, then optimal (the least
+ * traffic, which the lecture does not name) where the variant has it. */
+static int recompute_plans(const mb_rpt_set *s, const mb_rpt_demo *dm, const char **plans,
+                           const char **counts)
+{
+    int np = 0;
+    for (int k = 0; k < dm->n_series && np < 7; k++) {
+        plans[np] = dm->series[k].plan;
+        counts[np++] = dm->series[k].count;
+    }
+    mb_graph *g = NULL;
+    mb_err e;
+    if (mb_rpt_load_variant(s, -1, dm->variant, MB_F32, &g, &e) == MB_OK) {
+        if (mb_plan_supported(g, MB_PLAN_OPTIMAL)) {
+            plans[np] = mb_plan_name(MB_PLAN_OPTIMAL);
+            counts[np++] = NULL;
+        }
+        mb_graph_free(g);
+    }
+    return np;
+}
 
 static int fig_recompute(rpt_fig_ctx *fc, const char *name, const mb_rpt_set *s, int gi,
                          const mb_device *d)
@@ -819,6 +946,8 @@ static int fig_recompute(rpt_fig_ctx *fc, const char *name, const mb_rpt_set *s,
     if (rc) return rc;
     const mb_rpt_demo *dm = rpt_recompute_demo();
     int64_t n = dm->n;
+    const char *plans[8], *counts[8];
+    int np = recompute_plans(s, dm, plans, counts);
     char title[256], nb[32];
     snprintf(title, sizeof title, "Recomputation: %s forward + backward, n = %s f32", dm->display,
              pow2_label(nb, sizeof nb, n));
@@ -827,50 +956,51 @@ static int fig_recompute(rpt_fig_ctx *fc, const char *name, const mb_rpt_set *s,
     meta_s(fp, "device", d->label);
     meta_d(fp, "n", (double)n);
     int mb_bytes = 0, mb_time = 0;
-    for (int i = 0; gi >= 0 && i < s->n_rows; i++) {
-        const mb_rpt_row *x = &s->rows[i];
-        if (x->group == gi && x->verified && x->n == n && !strcmp(x->variant, dm->variant) &&
-            !strcmp(x->dtype, "f32")) {
-            mb_time = 1;
-            if (x->has_dram) mb_bytes = 1;
-        }
-    }
-    meta_d(fp, "measured_bytes", mb_bytes);
-    meta_d(fp, "measured_time", mb_time);
     /* times in us, or ms when the slowest is a millisecond or more */
-    double t[3] = {0, 0, 0}, tmax = 0;
-    const mb_rpt_row *rw[3] = {NULL, NULL, NULL};
-    mb_estimate e[3];
-    int ok[3];
-    for (int k = 0; k < dm->n_series; k++) {
+    double tmax = 0;
+    const mb_rpt_row *rw[8] = {NULL};
+    mb_estimate e[8];
+    int ok[8];
+    for (int k = 0; k < np; k++) {
         mb_err err;
-        ok[k] = rpt_estimate(s, dm->variant, dm->series[k].plan, MB_F32, n, d, &e[k], NULL, &err) == MB_OK;
+        ok[k] = rpt_estimate(s, dm->variant, plans[k], MB_F32, n, d, &e[k], NULL, &err) == MB_OK;
         for (int i = 0; gi >= 0 && i < s->n_rows; i++) {
             const mb_rpt_row *x = &s->rows[i];
             if (x->group == gi && x->verified && x->n == n && !strcmp(x->variant, dm->variant) &&
-                !strcmp(x->plan, dm->series[k].plan) && !strcmp(x->dtype, "f32"))
+                !strcmp(x->plan, plans[k]) && !strcmp(x->dtype, "f32"))
                 rw[k] = x;
         }
-        t[k] = ok[k] ? e[k].total.time_s : 0;
-        if (t[k] > tmax) tmax = t[k];
+        if (rw[k]) mb_time = 1;
+        if (rw[k] && rw[k]->has_dram) mb_bytes = 1;
+        if (ok[k] && e[k].total.time_s > tmax) tmax = e[k].total.time_s;
         if (rw[k] && rw[k]->time_s_median > tmax) tmax = rw[k]->time_s_median;
+        if (rw[k] && isfinite(rw[k]->time_s_p90) && rw[k]->time_s_p90 > tmax) tmax = rw[k]->time_s_p90;
     }
+    meta_d(fp, "measured_bytes", mb_bytes);
+    meta_d(fp, "measured_time", mb_time);
+    meta_d(fp, "plans", np);
     double unit = tmax >= 1e-3 ? 1e-3 : 1e-6;
     meta_s(fp, "time_unit", unit == 1e-3 ? "ms" : "µs");
     block(fp);
-    fputs("# plan count_mb model_dram_mb measured_dram_mb saved_mb model_time measured_time count\n", fp);
-    for (int k = 0; k < dm->n_series; k++) {
+    fputs("# plan count_mb model_dram_mb measured_dram_mb saved_mb model_time measured_time count "
+          "measured_min measured_p90\n", fp);
+    for (int k = 0; k < np; k++) {
         if (!ok[k]) continue;
         const mb_rpt_row *r = rw[k];
-        char b[64];
-        fprintf(fp, "%s", dm->series[k].plan);
-        col(fp, (double)(e[k].total.read_bytes + e[k].total.write_bytes) / 1e6);
+        char b[64], cb[32];
+        double lect = (double)(e[k].total.read_bytes + e[k].total.write_bytes);
+        if (!counts[k]) snprintf(cb, sizeof cb, "%.3gn", lect / (double)n / 4.0);
+        fprintf(fp, "%s", plans[k]);
+        col(fp, lect / 1e6);
         col(fp, (double)(e[k].total.dram_read_bytes + e[k].total.dram_write_bytes) / 1e6);
         col(fp, r && r->has_dram ? (double)(r->dram_read_bytes + r->dram_write_bytes) / 1e6 : NAN);
         col(fp, (double)e[k].saved_bytes / 1e6);
         col(fp, e[k].total.time_s / unit);
         col(fp, r ? r->time_s_median / unit : NAN);
-        fprintf(fp, " %s\n", q(b, sizeof b, dm->series[k].count));
+        fprintf(fp, " %s", q(b, sizeof b, counts[k] ? counts[k] : cb));
+        col(fp, r ? (isfinite(r->time_s_min) ? r->time_s_min : r->time_s_median) / unit : NAN);
+        col(fp, r ? (isfinite(r->time_s_p90) ? r->time_s_p90 : r->time_s_median) / unit : NAN);
+        fputc('\n', fp);
         mb_estimate_free(&e[k]);
     }
     return rpt_fig_finish(fc, &of, "recompute", name, title);
@@ -899,13 +1029,33 @@ static int fig_residuals(rpt_fig_ctx *fc, const char *name, const mb_rpt_set *s,
     meta_d(fp, "fitted", g->fitted);
     meta_s(fp, "fit", g->fitted && isfinite(g->bandwidth_gbs)
                           ? "" : g->why[0] ? g->why : "no fit");
-    char fitline[200], t0[32];
-    if (g->fitted && isfinite(g->bandwidth_gbs))
+    char fitline[300], t0[32];
+    int line = g->fitted && isfinite(g->bandwidth_gbs);
+    if (line && (g->t0_s < 0 || g->t0_negative))
+        /* a negative intercept is no launch time: the sizes do not pin it */
+        snprintf(fitline, sizeof fitline, "fit: bandwidth = %.4g GB/s, R^2 = %.4f; t0 below zero (not a "
+                 "launch time: the sizes do not pin the intercept)", g->bandwidth_gbs, g->line.r2);
+    else if (line)
         snprintf(fitline, sizeof fitline, "fit: t0 = %s, bandwidth = %.4g GB/s, R^2 = %.4f",
                  rpt_time(t0, sizeof t0, g->t0_s), g->bandwidth_gbs, g->line.r2);
     else
-        snprintf(fitline, sizeof fitline, "no bandwidth fit");
+        snprintf(fitline, sizeof fitline, "no bandwidth fit (%s): measured against the model only",
+                 g->why[0] ? g->why : "too few rows");
     meta_s(fp, "fitline", fitline);
+    meta_d(fp, "line", line);
+    /* colour by variant, marker by plan */
+    fig_keys keys;
+    memset(&keys, 0, sizeof keys);
+    char key[32];
+    for (int k = 0; k < ns; k++) {
+        int vi, pi;
+        keys_of(&keys, rpt_display(se[k].variant), se[k].plan, se[k].dtype, &vi, &pi);
+        snprintf(key, sizeof key, "colour%d", k + 1);
+        meta_d(fp, key, vi);
+        snprintf(key, sizeof key, "marker%d", k + 1);
+        meta_d(fp, key, pi);
+    }
+    keys_meta(fp, &keys);
     for (int k = 0; k < ns; k++) {
         block(fp);
         char b1[160], b2[200];
@@ -995,7 +1145,9 @@ static int wants_recompute(const fig_args *a)
         return 0;
     }
     for (int i = 0; i < a->s->n_rows; i++)
-        if (a->s->rows[i].group == a->gi && !strcmp(a->s->rows[i].variant, dm->variant)) return 1;
+        if (a->s->rows[i].group == a->gi && !strcmp(a->s->rows[i].variant, dm->variant) &&
+            row_wanted(a->s, &a->s->rows[i]))
+            return 1;
     return 0;
 }
 
@@ -1060,7 +1212,7 @@ int mb_rpt_model_figures(const mb_rpt_set *defs, const mb_device *d, const mb_de
                          mb_rpt_figures *out, mb_err *err)
 {
     rpt_fig_ctx fc;
-    int rc = rpt_fig_begin(&fc, dir, formats, render, out, err);
+    int rc = rpt_fig_begin(&fc, dir, formats, render, defs ? &defs->look : NULL, out, err);
     if (rc) return rc;
     series se[MAX_SERIES];
     int ns = rpt_model_series(defs, se, MAX_SERIES);
@@ -1103,7 +1255,7 @@ int mb_rpt_set_figures(const mb_rpt_set *s, const char *dir, unsigned formats, i
                        mb_rpt_figures *out, mb_err *err)
 {
     rpt_fig_ctx fc;
-    int rc = rpt_fig_begin(&fc, dir, formats, render, out, err);
+    int rc = rpt_fig_begin(&fc, dir, formats, render, &s->look, out, err);
     if (rc) return rc;
     char suf[128];
     for (int g = 0; g < s->n_groups && !rc; g++) {

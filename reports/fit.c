@@ -374,13 +374,14 @@ static int ops_fit(mb_rpt_set *s, mb_rpt_group *g, const int *idx, int m, mb_err
         keep[2] = 0; /* retry without the cheap-arithmetic column */
         if (attempt == 0) {
             size_t ml = strlen(merged);
-            snprintf(merged + ml, sizeof merged - ml, "%sarith dropped (underdetermined with it)",
+            snprintf(merged + ml, sizeof merged - ml, "%sthe cheap-arithmetic column dropped (underdetermined with it)",
                      ml ? "; " : "");
         }
     }
     if (merged[0]) {
         size_t l = strlen(g->ops.note);
-        snprintf(g->ops.note + l, sizeof g->ops.note - l, "%s%s", l ? " " : "", merged);
+        /* after a reason ("...no degree of freedom"), a sentence of its own */
+        snprintf(g->ops.note + l, sizeof g->ops.note - l, "%s%s", l ? ". Columns: " : "", merged);
     }
     g->has_ops = 1;
 out:

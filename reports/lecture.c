@@ -22,11 +22,11 @@ const mb_rpt_demo mb_rpt_lecture[MB_RPT_N_DEMOS] = {
     {"gelu_tanh", "GELU tanh", "fusion: GELU (tanh form)", P24, 2,
      {{"eager", MB_F32, "18n"}, {"fused", MB_F32, "2n"}}, 1,
      {{"fusion: GELU (tanh) fused moves 2n instead of 18n", "18n / 2n = 9x", 0, 1, 9.0}}},
-    {"sigmoid3", "sigmoid^3", "recomputation: sigmoid^3, forward + backward", P20, 3,
+    {"sigmoid3", "σ(σ(σ(x)))", "recomputation: sigmoid(sigmoid(sigmoid(x)))", P20, 3,
      {{"eager", MB_F32, "15n"}, {"store", MB_F32, "9n"}, {"recompute", MB_F32, "5n"}}, 2,
-     {{"recomputation: sigmoid^3 fwd+bwd moves 5n instead of 9n (store)", "9n / 5n = 1.8x", 1,
+     {{"recomputation: sigmoid(sigmoid(sigmoid(x))) fwd+bwd moves 5n instead of 9n (store)", "9n / 5n = 1.8x", 1,
        2, 1.8},
-      {"recomputation: sigmoid^3 fwd+bwd moves 5n instead of 15n (eager)", "15n / 5n = 3x", 0,
+      {"recomputation: sigmoid(sigmoid(sigmoid(x))) fwd+bwd moves 5n instead of 15n (eager)", "15n / 5n = 3x", 0,
        2, 3.0}}},
 };
 

@@ -186,11 +186,65 @@ int mb_rpt_check_out_dir(const char *dir, mb_err *err)
     }
 }
 
+int mb_rpt_parse_size(const char *s, mb_rpt_look *look, mb_err *err)
+{
+    int w = 0, h = 0;
+    char end;
+    if (!strcmp(s, "16:9")) w = 1280, h = 720;
+    else if (!strcmp(s, "4:3")) w = 960, h = 720;
+    else if (sscanf(s, "%dx%d%c", &w, &h, &end) != 2 || w < 320 || h < 240 || w > 4096 || h > 4096)
+        return mb_err_set(err, MB_EINPUT, "--size '%s': give 16:9 (1280x720), 4:3 (960x720) or "
+                                          "WIDTHxHEIGHT in pixels, 320x240 to 4096x4096", s);
+    look->width_px = w;
+    look->height_px = h;
+    return MB_OK;
+}
+
+int mb_rpt_parse_font_scale(const char *s, mb_rpt_look *look, mb_err *err)
+{
+    char *end;
+    double v = strtod(s, &end);
+    if (end == s || *end || !(v >= 0.5 && v <= 3))
+        return mb_err_set(err, MB_EINPUT, "--font-scale '%s': give a number from 0.5 to 3 (1: as drawn "
+                                          "for a 1280x720 slide)", s);
+    look->font_scale = v;
+    return MB_OK;
+}
+
+int mb_rpt_parse_theme(const char *s, mb_rpt_look *look, mb_err *err)
+{
+    if (strcmp(s, "light") && strcmp(s, "dark"))
+        return mb_err_set(err, MB_EINPUT, "--theme '%s': give light or dark", s);
+    look->dark = !strcmp(s, "dark");
+    return MB_OK;
+}
+
+/* look.gp: the look every script loads (style.gp), the defaults for a zero field. */
+static int write_look(rpt_fig_ctx *fc)
+{
+    char path[PATH_MAX];
+    snprintf(path, sizeof path, "%s/look.gp", fc->dir);
+    mb_outfile of;
+    int rc = mb_outfile_open(&of, path, fc->err);
+    if (rc) return rc;
+    const mb_rpt_look *l = &fc->look;
+    fprintf(of.fp, "# look.gp — the look of the figures beside it (membound --size, --font-scale,\n"
+                   "# --theme): edit and run render.sh. A value given with gnuplot -e before -c wins.\n"
+                   "if (!exists(\"mb_width\")) mb_width = %d\n"
+                   "if (!exists(\"mb_height\")) mb_height = %d\n"
+                   "if (!exists(\"mb_fscale\")) mb_fscale = %.3g\n"
+                   "if (!exists(\"mb_theme\")) mb_theme = '%s'\n",
+            l->width_px > 0 ? l->width_px : 1280, l->height_px > 0 ? l->height_px : 720,
+            l->font_scale > 0 ? l->font_scale : 1.0, l->dark ? "dark" : "light");
+    return mb_outfile_commit(&of, fc->err);
+}
+
 int rpt_fig_begin(rpt_fig_ctx *fc, const char *dir, unsigned formats, int render,
-                  mb_rpt_figures *out, mb_err *err)
+                  const mb_rpt_look *look, mb_rpt_figures *out, mb_err *err)
 {
     memset(fc, 0, sizeof *fc);
     memset(out, 0, sizeof *out);
+    if (look) fc->look = *look;
     snprintf(fc->dir, sizeof fc->dir, "%s", dir);
     snprintf(out->dir, sizeof out->dir, "%s", dir);
     fc->formats = formats ? formats : MB_RPT_PNG;
@@ -240,7 +294,7 @@ static int copy_file(const char *from, const char *to, mb_err *err)
     return mb_outfile_commit(&of, err);
 }
 
-/* Copies plots/<script>.gp (and style.gp, once) into the figure directory. */
+/* Copies plots/<script>.gp (and style.gp and look.gp, once) into the figure directory. */
 static int copy_script(rpt_fig_ctx *fc, const char *script)
 {
     if (!fc->plots) return MB_OK;
@@ -252,6 +306,7 @@ static int copy_script(rpt_fig_ctx *fc, const char *script)
         snprintf(from, sizeof from, "%s/style.gp", fc->plots);
         snprintf(to, sizeof to, "%s/style.gp", fc->dir);
         if ((rc = copy_file(from, to, fc->err))) return rc;
+        if ((rc = write_look(fc))) return rc;
     }
     snprintf(from, sizeof from, "%s/%s.gp", fc->plots, script);
     snprintf(to, sizeof to, "%s/%s.gp", fc->dir, script);

@@ -22,10 +22,12 @@ typedef struct rpt_fig_ctx {
     int n_cmds;
     int failed;                 /* a rendering failed (message in out->render_error) */
     int hung;                   /* gnuplot timed out or was interrupted: no more runs */
+    mb_rpt_look look;           /* written as look.gp beside style.gp */
 } rpt_fig_ctx;
 
+/* look: the set's (NULL: the defaults). */
 int rpt_fig_begin(rpt_fig_ctx *fc, const char *dir, unsigned formats, int render,
-                  mb_rpt_figures *out, mb_err *err);
+                  const mb_rpt_look *look, mb_rpt_figures *out, mb_err *err);
 /* Opens dir/name.dat; *fp is the stream to write. */
 int rpt_fig_open(rpt_fig_ctx *fc, const char *name, mb_outfile *of, FILE **fp);
 /* Commits the data file, copies plots/script.gp beside it and renders it. */

@@ -283,6 +283,25 @@ typedef struct mb_rpt_verdict {
 
 /* ---- the set ---------------------------------------------------------- */
 
+/* How the figures look (figures/report --size, --font-scale, --theme);
+ * zeros: 1280x720, scale 1, light. Written into the figure folder as
+ * look.gp, which every script loads. */
+typedef struct mb_rpt_look {
+    int width_px, height_px;
+    double font_scale;
+    int dark;
+} mb_rpt_look;
+
+/* Parse one option value into look: "16:9" (1280x720), "4:3" (960x720)
+ * or WxH pixels (320..4096); a font scale 0.5..3; "light" or "dark".
+ * MB_EINPUT naming the value and what is accepted. */
+int mb_rpt_parse_size(const char *s, mb_rpt_look *look, mb_err *err);
+int mb_rpt_parse_font_scale(const char *s, mb_rpt_look *look, mb_err *err);
+int mb_rpt_parse_theme(const char *s, mb_rpt_look *look, mb_err *err);
+
+#define MB_RPT_MAX_FIG_VARIANTS 16
+
+
 #define MB_RPT_MAX_DEVICES 32
 
 typedef struct mb_rpt_set {
@@ -316,6 +335,10 @@ typedef struct mb_rpt_set {
     int n_fig_dtypes;
     mb_plan_kind fig_plans[MB_PLAN_COUNT];
     int n_fig_plans;
+    /* report --variants: only these variants' series on the figures (none: all) */
+    char fig_variants[MB_RPT_MAX_FIG_VARIANTS][MB_NAME_MAX];
+    int n_fig_variants;
+    mb_rpt_look look;              /* the figures' size, font scale, theme */
     int smoke_test;                /* 1: every verdict is a smoke test's (report
                                       --smoke-test, as demo --quick runs it) */
 } mb_rpt_set;

@@ -35,6 +35,46 @@ static const char *counted_or(char *buf, size_t size, const mb_rpt_verdict *v)
     return buf;
 }
 
+/* The notes' standing sentences ("NOISY: ...", "DRIFTED: ...": the same
+ * words on many rows) printed once under the table; a row keeps the tag
+ * and the sentence's number. */
+#define MAX_SHARED_NOTES 12
+
+typedef struct shared_notes {
+    char text[MAX_SHARED_NOTES][600];
+    int n;
+} shared_notes;
+
+static const char *const note_tags[] = {"NOISY:", "DRIFTED:", "SMOKE TEST:", "FALLBACK:", "STALE:"};
+
+/* The tag that starts at p, or NULL. */
+static const char *tag_at(const char *p)
+{
+    for (size_t t = 0; t < sizeof note_tags / sizeof note_tags[0]; t++)
+        if (!strncmp(p, note_tags[t], strlen(note_tags[t]))) return note_tags[t];
+    return NULL;
+}
+
+static const char *note_cell(char *buf, size_t size, const char *note, shared_notes *sn)
+{
+    size_t j = 0;
+    buf[0] = '\0';
+    for (const char *p = note; *p && j + 1 < size;) {
+        const char *tag = (p == note || (p >= note + 2 && p[-1] == ' ' && p[-2] == '.')) ? tag_at(p) : NULL;
+        if (!tag) { buf[j++] = *p++; buf[j] = '\0'; continue; }
+        const char *end = strstr(p, ". ");
+        size_t len = end ? (size_t)(end - p) + 1 : strlen(p);
+        int k = 0;
+        while (k < sn->n && (strlen(sn->text[k]) != len || strncmp(sn->text[k], p, len))) k++;
+        if (k == sn->n && sn->n < MAX_SHARED_NOTES) snprintf(sn->text[sn->n++], sizeof sn->text[0], "%.*s", (int)len, p);
+        int w = k < sn->n ? snprintf(buf + j, size - j, "%.*s see note %d.", (int)strlen(tag) - 1, tag, k + 1)
+                          : snprintf(buf + j, size - j, "%.*s", (int)len, p);
+        if (w > 0) j += (size_t)w < size - j ? (size_t)w : size - j - 1;
+        p += len;
+    }
+    return buf;
+}
+
 static void verdict_section(rpt_doc *d, const mb_rpt_set *s)
 {
     if (!s->n_verdicts) {
@@ -68,9 +108,11 @@ static void verdict_section(rpt_doc *d, const mb_rpt_set *s)
                                  "model DRAM", "expected time", "measured (min)", "measured (median)",
                                  "measured bytes", "holds?", "model agrees?", "note"};
     rpt_doc_table(d, 13, head);
+    static shared_notes sn;
+    sn.n = 0;
     for (int i = 0; i < s->n_verdicts; i++) {
         const mb_rpt_verdict *v = &s->verdicts[i];
-        char dev[160], n[32], a[32], b[32], c[32], e[32], f[32], g[32];
+        char dev[160], n[32], a[32], b[32], c[32], e[32], f[32], g[32], note[2048];
         snprintf(dev, sizeof dev, "%s (%s)", v->device, v->backend);
         const char *cells[] = {v->claim, dev, v->n > 0 ? pow2(n, sizeof n, v->n) : "—", v->lecture,
                                ratio(a, sizeof a, v->model_bytes_ratio),
@@ -78,10 +120,15 @@ static void verdict_section(rpt_doc *d, const mb_rpt_set *s)
                                ratio(c, sizeof c, v->expected_ratio),
                                ratio(g, sizeof g, v->meas_min_ratio),
                                ratio(e, sizeof e, v->meas_time_ratio),
-                               counted_or(f, sizeof f, v), v->holds, v->model_agrees, v->note};
+                               counted_or(f, sizeof f, v), v->holds, v->model_agrees,
+                               note_cell(note, sizeof note, v->note, &sn)};
         rpt_doc_row(d, cells);
     }
     rpt_doc_table_end(d);
+    for (int k = 0; k < sn.n; k++) {
+        char md[700];
+        rpt_doc_p(d, "Note %d. %s", k + 1, rpt_md(md, sizeof md, sn.text[k]));
+    }
 }
 
 /* How a group's verified rows were used: the one count table and prose share. */
@@ -123,21 +170,29 @@ static void fit_section(rpt_doc *d, const mb_rpt_set *s)
         const mb_rpt_group *g = &s->groups[i];
         const mb_device *dev = &s->devices[g->dev];
         row_counts rc = count_rows(s, i);
-        char used[64], rej[32], t0[200], bw[200], mbw[96], r2[32], x1[32], x2[32];
+        char used[64], rej[32], t0[240], bw[240], mbw[96], r2[32], x1[32], x2[32];
         const char *bws;
         double model_bw = mb_device_bandwidth_gbs(dev, &bws);
         snprintf(mbw, sizeof mbw, "%.4g GB/s (%s)", model_bw, bws);
         if (g->fitted) {
             snprintf(used, sizeof used, "%d of %d verified", rc.used, rc.verified);
             snprintf(rej, sizeof rej, "%d", rc.rejected);
-            snprintf(t0, sizeof t0, "%s ± %s%s", rpt_time(x1, sizeof x1, g->t0_s),
-                     rpt_time(x2, sizeof x2, g->t0_ci_s),
-                     g->t0_negative ? " (below zero: not a launch time; the sizes do not pin "
-                                      "the intercept)" : "");
-            if (isfinite(g->bandwidth_gbs))
+            /* an unbounded interval or a negative intercept is no result:
+             * said so, the numbers only in brackets */
+            int unbounded = !isfinite(g->bandwidth_hi_gbs);
+            if (g->t0_negative)
+                snprintf(t0, sizeof t0, "not determined (%s ± %s: below zero, not a launch time; the "
+                         "sizes do not pin the intercept)", rpt_time(x1, sizeof x1, g->t0_s),
+                         rpt_time(x2, sizeof x2, g->t0_ci_s));
+            else
+                snprintf(t0, sizeof t0, "%s ± %s", rpt_time(x1, sizeof x1, g->t0_s),
+                         rpt_time(x2, sizeof x2, g->t0_ci_s));
+            if (isfinite(g->bandwidth_gbs) && unbounded)
+                snprintf(bw, sizeof bw, "not determined (%.4g, interval [%.4g, unbounded]: the rows do "
+                         "not bound it)", g->bandwidth_gbs, g->bandwidth_lo_gbs);
+            else if (isfinite(g->bandwidth_gbs))
                 snprintf(bw, sizeof bw, "%.4g [%.4g, %s]%s", g->bandwidth_gbs, g->bandwidth_lo_gbs,
-                         isfinite(g->bandwidth_hi_gbs) ? rpt_num(x1, sizeof x1, g->bandwidth_hi_gbs, 4)
-                                                       : "unbounded",
+                         rpt_num(x1, sizeof x1, g->bandwidth_hi_gbs, 4),
                          g->impossible ? " IMPOSSIBLE: above the datasheet peak" : "");
             else
                 snprintf(bw, sizeof bw, "—");

@@ -68,7 +68,11 @@ jcheck '.results[] | select(.plan=="optimal") | .saved | length' 3
 # the figure's data, and the figure where gnuplot and the reports module are
 "$B" plan --expr "$trade" --frontier --figure "$tmp/fr.png" >/dev/null 2>"$tmp/err"; rc=$?
 [ -s "$tmp/fr.dat" ] && ok || bad "no figure data"
-[ "$(grep -c '"a b c"' "$tmp/fr.dat")" -eq 1 ] && ok || bad "figure data lacks the frontier set"
+# the figure names the saved tensors as a reader does (no source positions)
+[ "$(grep -c '"a, b, c"' "$tmp/fr.dat")" -eq 1 ] && ok || bad "figure data lacks the frontier set"
+grep -q '@' "$tmp/fr.dat" && bad "figure data names a tensor by its position" || ok
+grep -q 'n = 2^{[0-9]*}' "$tmp/fr.dat" && ok || bad "figure title's n is not a power of two"
+grep -q '^title "expr' "$tmp/fr.dat" && bad "figure titled by the internal name expr" || ok
 if [ "$rc" -eq 0 ]; then
   [ "$(head -c 4 "$tmp/fr.png" | od -An -c | tr -d ' ')" = "211PNG" ] && ok || bad "fr.png is not a PNG"
 else

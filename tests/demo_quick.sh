@@ -15,7 +15,7 @@ md=$tmp/d/report.md
 [ -s "$md" ] && ok || bad "no report.md"
 grep -q '^## Verdict' "$md" && ok || bad "report.md has no verdict section"
 # one row per claim, each with a measured ratio and a verdict
-for claim in 'low precision' 'sin^2+cos^2' 'GELU' '9n (store)' '15n (eager)'; do
+for claim in 'low precision' 'sin²+cos²' 'GELU' '9n (store)' '15n (eager)'; do
   row=$(grep -F "| $claim" "$md" 2>/dev/null || grep -F "$claim" "$md" | grep '^|' | head -1)
   [ -n "$row" ] || { bad "no verdict row for '$claim'"; continue; }
   echo "$row" | grep -Eq '\| (holds|does not hold|inconclusive) \|' && ok || bad "row '$claim' has no verdict: $row"

@@ -51,3 +51,17 @@ if(TARGET mb_reports)
   set_tests_properties(figures_knee PROPERTIES TIMEOUT 120
     ENVIRONMENT "MB_BIN=${CMAKE_BINARY_DIR}/bin/membound;MB_SRC=${CMAKE_SOURCE_DIR};MEMBOUND_VARIANTS=${CMAKE_BINARY_DIR}/share/membound/variants")
 endif()
+# no label on data, no two labels on each other: every figure rendered as
+# text and data layers, their alpha masks compared (tests/fig_mask.c, libpng)
+if(TARGET mb_reports)
+  find_package(PNG QUIET)
+  set(MB_FIG_MASK "")
+  if(PNG_FOUND)
+    add_executable(fig_mask fig_mask.c)
+    target_link_libraries(fig_mask PRIVATE PNG::PNG)
+    set(MB_FIG_MASK $<TARGET_FILE:fig_mask>)
+  endif()
+  add_test(NAME fig_overlap COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/fig_overlap.sh)
+  set_tests_properties(fig_overlap PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 900
+    ENVIRONMENT "MB_BIN=${CMAKE_BINARY_DIR}/bin/membound;MB_SRC=${CMAKE_SOURCE_DIR};MB_FIG_MASK=${MB_FIG_MASK};MEMBOUND_VARIANTS=${CMAKE_BINARY_DIR}/share/membound/variants")
+endif()

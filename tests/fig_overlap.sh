@@ -1,0 +1,104 @@
+#!/usr/bin/env bash
+# fig_overlap.sh — no label, title or legend of a figure lies on its data,
+# and no two labels lie on each other. Each figure is rendered on the same
+# axes as layers on a transparent background (plots/style.gp's mb_layer):
+# the text alone, the data alone, and each text unit alone (mb_only=K);
+# tests/fig_mask.c compares their alpha masks. Figures: the lecture's
+# (membound figures), three custom variants (--expr), a report of committed
+# measurements, and the lecture's at 4:3, font scale 1.3, dark. First, the
+# check must fail on two layouts made to overlap (a legend moved onto the
+# roofline's points; an axis label moved onto its tic labels).
+# Skips (77) without gnuplot or without the mask reader (libpng).
+set -u
+B=${MB_BIN:?MB_BIN: the membound binary}
+SRC=${MB_SRC:?MB_SRC: the source tree}
+MASK=${MB_FIG_MASK:-}
+GP=$(command -v gnuplot || true)
+[ -n "$GP" ] || { echo "skipped: gnuplot not found"; exit 77; }
+[ -n "$MASK" ] && [ -x "$MASK" ] || { echo "skipped: fig_mask not built (libpng missing)"; exit 77; }
+T=$(mktemp -d /tmp/mb_fig_overlap.XXXXXX)
+[ -n "${MB_FIG_KEEP:-}" ] || trap 'rm -rf "$T"' EXIT
+fails=0
+
+# render DIR SCRIPT NAME LAYER ONLY OUT: one layer of DIR/SCRIPT.gp with DIR/NAME.dat;
+# prints the number of text units the script made
+render() {
+  "$GP" -e "mb_layer='$4'; mb_only=$5" \
+        -e "call '$1/$2.gp' '$1/$3.dat' '$6'; print sprintf('units %d', mb_unit)" 2>&1 |
+    awk '/^units /{print $2} /rror/{print "gnuplot: " $0 > "/dev/stderr"}'
+}
+
+# check DIR SCRIPT NAME: 0 when the figure's text and data do not meet and
+# no two text units do; prints each overlap
+check() {
+  local dir=$1 script=$2 name=$3 w=$T/w/$(basename "$1")-$3 n k units=()
+  mkdir -p "$w"
+  n=$(render "$dir" "$script" "$name" text 0 "$w/text.png")
+  render "$dir" "$script" "$name" data 0 "$w/data.png" >/dev/null
+  [ -n "$n" ] && [ -s "$w/text.png" ] && [ -s "$w/data.png" ] || { echo "$dir/$name: not rendered"; return 1; }
+  local rc=0
+  "$MASK" data "$w/text.png" "$w/data.png" > "$w/out" || rc=1
+  for k in $(seq 1 "$n"); do
+    render "$dir" "$script" "$name" text "$k" "$w/unit$k.png" >/dev/null
+    units+=("$w/unit$k.png")
+  done
+  "$MASK" labels "${units[@]}" >> "$w/out" || rc=1
+  # the first overlaps, and how many
+  head -n 4 "$w/out" | sed "s|$w/||g"
+  [ "$(wc -l < "$w/out")" -le 4 ] || echo "  ... $(wc -l < "$w/out") in all"
+  return $rc
+}
+
+# check_set DIR: every figure of a folder (its render.sh lists them)
+check_set() {
+  local dir=$1 script name any=0
+  while read -r script name; do
+    any=1
+    if check "$dir" "$script" "$name"; then echo "ok   $dir/$name"; else echo "FAIL $dir/$name"; fails=$((fails + 1)); fi
+  done < <(sed -n 's/^  gnuplot -c \([a-z_]*\)\.gp \([^ ]*\)\.dat .*/\1 \2/p' "$dir/render.sh")
+  [ $any = 1 ] || { echo "FAIL $dir: no figure"; fails=$((fails + 1)); }
+}
+
+# --- the check fails on layouts made to overlap ------------------------------
+"$B" figures -o "$T/bad" --no-render >/dev/null || { echo "FAIL: figures --no-render"; exit 1; }
+cp "$T/bad/roofline.gp" "$T/roofline.orig"
+# the legend moved onto the points at the slope's left end
+sed -i 's/^set key bottom right \(.*\)/set key at graph 0.3, graph 0.45 \1/' "$T/bad/roofline.gp"
+grep -q '^set key at graph 0.3' "$T/bad/roofline.gp" || { echo "FAIL: could not move roofline's legend"; exit 1; }
+if check "$T/bad" roofline roofline >"$T/bad.out"; then
+  echo "FAIL: a legend on the roofline's points was not caught"; fails=$((fails + 1))
+elif grep -q "text over data" "$T/bad.out"; then
+  echo "ok   caught: $(grep -m1 'text over data' "$T/bad.out")"
+else
+  echo "FAIL: the moved legend failed otherwise:"; cat "$T/bad.out"; fails=$((fails + 1))
+fi
+# the x label moved up onto the tic labels
+cp "$T/roofline.orig" "$T/bad/roofline.gp"
+sed -i "s/^set xlabel \(.*\) tc rgb mb_tc(0)$/set xlabel \1 offset 0, 1.3 tc rgb mb_tc(0)/" "$T/bad/roofline.gp"
+grep -q 'offset 0, 1.3' "$T/bad/roofline.gp" || { echo "FAIL: could not move roofline's x label"; exit 1; }
+if check "$T/bad" roofline roofline >"$T/bad2.out"; then
+  echo "FAIL: an axis label on its tic labels was not caught"; fails=$((fails + 1))
+elif grep -qE "(unit3.png and unit[0-9]+.png|unit[0-9]+.png and unit3.png): labels overlap" "$T/bad2.out" &&
+     ! grep -q "text over data" "$T/bad2.out"; then
+  echo "ok   caught: $(grep -m1 'labels overlap' "$T/bad2.out") (unit 3: the x label)"
+else
+  echo "FAIL: the moved x label failed otherwise:"; cat "$T/bad2.out"; fails=$((fails + 1))
+fi
+
+# --- the lecture's figures, three custom variants, a report, 4:3 dark ---------
+"$B" figures -o "$T/lecture" --no-render >/dev/null || { echo "FAIL: figures"; exit 1; }
+"$B" figures --expr 'name ones; y = x * 0 + 1' --expr 'name swish; y = x * sigmoid(x)' \
+     --expr 'name poly; y = x * x + 3 * x' -o "$T/custom" --no-render >/dev/null || { echo "FAIL: figures --expr"; exit 1; }
+"$B" report "$SRC"/reports/data/cpu-amd-epyc-2vcpu/steady-run-cb591e2/*.csv -o "$T/report" --no-figures \
+     >/dev/null || { echo "FAIL: report"; exit 1; }
+"$B" figures -o "$T/slide43" --size 4:3 --font-scale 1.3 --theme dark --no-render >/dev/null ||
+  { echo "FAIL: figures --size 4:3"; exit 1; }
+for d in lecture custom report/figures slide43; do check_set "$T/$d"; done
+mkdir -p "$T/frontier"
+"$B" plan sigmoid3 --frontier --figure "$T/frontier/frontier.png" >/dev/null 2>&1 || true
+if [ -s "$T/frontier/frontier.dat" ]; then
+  cp "$SRC"/plots/style.gp "$SRC"/plots/look.gp "$SRC"/plots/frontier.gp "$T/frontier/"
+  if check "$T/frontier" frontier frontier; then echo "ok   frontier"; else echo "FAIL frontier"; fails=$((fails + 1)); fi
+fi
+[ $fails = 0 ] || { echo "$fails figure(s) with overlaps"; exit 1; }
+echo "no overlaps"
