@@ -20,9 +20,8 @@ mb_nb = STATS_blocks
 set logscale x 2
 set format x '2^{%L}'
 set xtics 2**4, 2**4
-set xlabel 'row length (columns; rows = n / columns)' font ',13' offset 0, 0.4
+set xlabel 'row length (columns; rows = n / columns)' font ',13' offset 0, 0.4 tc rgb mb_tc(0)
 set tics font ',12'
-set key top left font ',11' samplen 1.5 spacing 1.05 nobox noopaque
 do for [i = 1:mb_nd] {
     k = metan(sprintf('knee_%d', i))
     if (k > 0) { set arrow i from k, graph 0 to k, graph 1 nohead dt 3 lc i lw 1.5 }
@@ -30,25 +29,30 @@ do for [i = 1:mb_nd] {
 # fused blocks: 1, 1 + mb_np, ...; online (mb_np = 2): 2, 4, ...
 mb_last = mb_nb - 2
 mb_on = mb_np == 2 ? 2 : mb_last + 1
-set multiplot layout 1, 2 title mb_title(meta('title'), '') font ',15'
-set title 'traffic (in n: bytes / 4n; thin: the lecture count)' font ',13'
-set ylabel 'n' font ',13'
-set yrange [0:*]
+mb_sub = 'solid: fused, dashed: online; dotted verticals: each device''s knee'
+set multiplot layout 1, 2 title meta('title') . "\n{/*0.75 " . mb_sub . '}' font ',15' textcolor rgb mb_tc(0)
+set title 'traffic (in n; thin: the lecture count)' font ',13' tc rgb mb_tc(0)
+set ylabel 'n' font ',13' tc rgb mb_tc(0)
+set yrange [0:5]
+set key bottom left font ',11' samplen 3 spacing 1.05 width -2
+@mb_plotkey
 plot for [b = 1:mb_last:mb_np] mb_data index b using 1:3:6 with lines lc variable title columnhead(1), \
-     for [b = mb_on:mb_last:2] mb_data index b using 1:3:6 with lines lc variable dt 4 title columnhead(1), \
+     for [b = mb_on:mb_last:2] mb_data index b using 1:3:6 with lines lc variable dt (8, 5) title columnhead(1), \
      for [b = 1:mb_last] mb_data index b using 1:2:6 with lines lc variable dt 2 lw 0.8 notitle
-set title 'time' font ',13'
-set ylabel 'time' font ',13'
+set title 'time' font ',13' tc rgb mb_tc(0)
+set ylabel 'time per run' font ',13' tc rgb mb_tc(0)
 set logscale y 10
 set format y '%.0s %cs'
 set yrange [*:*]
-set key at graph 1, graph 0.62 right top
+set key bottom left font ',11' samplen 1 width 0
 if (mb_meas) {
-    plot for [b = 1:mb_last:mb_np] mb_data index b using 1:4:6 with lines lc variable title columnhead(1), \
-         for [b = mb_on:mb_last:2] mb_data index b using 1:4:6 with lines lc variable dt 4 title columnhead(1), \
+    @mb_plotkey
+    plot for [b = 1:mb_last:mb_np] mb_data index b using 1:4:6 with lines lc variable notitle, \
+         for [b = mb_on:mb_last:2] mb_data index b using 1:4:6 with lines lc variable dt (8, 5) notitle, \
          mb_data index (mb_nb - 1) using 1:2 with points lt 7 pt 7 ps 1.6 title 'measured (' . meta('measured_device') . ')'
 } else {
-    plot for [b = 1:mb_last:mb_np] mb_data index b using 1:4:6 with lines lc variable title columnhead(1), \
-         for [b = mb_on:mb_last:2] mb_data index b using 1:4:6 with lines lc variable dt 4 title columnhead(1)
+    @mb_plotkey
+    plot for [b = 1:mb_last:mb_np] mb_data index b using 1:4:6 with lines lc variable notitle, \
+         for [b = mb_on:mb_last:2] mb_data index b using 1:4:6 with lines lc variable dt (8, 5) notitle
 }
 unset multiplot

@@ -21,7 +21,7 @@ static int is_cpu_row(const mb_rpt_row *r)
     return r->cols > 0 && r->backend && !strcmp(r->backend, "cpu");
 }
 
-static int has_row_ops(const mb_rpt_set *s, const char *variant)
+int rpt_has_row_ops(const mb_rpt_set *s, const char *variant)
 {
     mb_graph *g = NULL;
     mb_err e;
@@ -34,10 +34,10 @@ static int has_row_ops(const mb_rpt_set *s, const char *variant)
 const char *rpt_knee_variant(const mb_rpt_set *s, const rpt_series *se, int ns)
 {
     for (int i = 0; s && i < s->n_rows; i++)
-        if (s->rows[i].cols > 0 && s->rows[i].variant && has_row_ops(s, s->rows[i].variant))
+        if (s->rows[i].cols > 0 && s->rows[i].variant && rpt_has_row_ops(s, s->rows[i].variant))
             return s->rows[i].variant;
     for (int i = 0; i < ns; i++)
-        if (has_row_ops(s, se[i].variant)) return se[i].variant;
+        if (rpt_has_row_ops(s, se[i].variant)) return se[i].variant;
     return NULL;
 }
 

@@ -6,6 +6,10 @@
 #include "render_int.h"
 #include "report_int.h"
 
+/* 1 when variant (in s's definitions, else the built-ins) has row operations
+ * (a reduction or a library row op): its sizes are shapes. */
+int rpt_has_row_ops(const mb_rpt_set *s, const char *variant);
+
 /* The variant the knee figure draws: the first with row operations among
  * the set's 2-D rows, else among the series given (the model figures'),
  * else NULL (no knee figure). */

@@ -1151,6 +1151,23 @@ static int wants_recompute(const fig_args *a)
     return 0;
 }
 
+/* Bytes, time against n and the what-if draw 1-D rows: wanted for the
+ * model's figures and where a 1-D row was measured (in the group, for the
+ * per-group ones) (2-D rows are on the knee figure). */
+static int wants_1d(const fig_args *a)
+{
+    if (!a->s || a->s->n_rows == 0) { /* the model's: a series of a variant without row ops */
+        for (int k = 0; k < a->ns; k++)
+            if (!rpt_has_row_ops(a->s, a->se[k].variant)) return 1;
+        return a->ns == 0;
+    }
+    for (int i = 0; i < a->s->n_rows; i++)
+        if ((a->gi < 0 || a->s->rows[i].group == a->gi) && a->s->rows[i].cols == 0 &&
+            row_wanted(a->s, &a->s->rows[i]))
+            return 1;
+    return 0;
+}
+
 /* The knee figure (fig_knee.c): wanted when a variant with row operations is drawn. */
 static int wants_knee(const fig_args *a) { return rpt_knee_variant(a->s, a->se, a->ns) != NULL; }
 
@@ -1179,11 +1196,11 @@ typedef struct fig_kind {
 } fig_kind;
 
 static const fig_kind fig_kinds[] = {
-    {"bytes", FIG_PER_GROUP, 1, NULL, draw_bytes},
-    {"time_vs_n", FIG_PER_GROUP, 1, NULL, draw_time},
+    {"bytes", FIG_PER_GROUP, 1, wants_1d, draw_bytes},
+    {"time_vs_n", FIG_PER_GROUP, 1, wants_1d, draw_time},
     {"residuals", FIG_PER_GROUP, 0, NULL, draw_residuals},
     {"roofline", FIG_PER_DEVICE, 1, NULL, draw_roofline},
-    {"whatif", FIG_ONCE, 1, NULL, draw_whatif},
+    {"whatif", FIG_ONCE, 1, wants_1d, draw_whatif},
     {"recompute", FIG_PER_GROUP, 1, wants_recompute, draw_recompute},
     {"knee", FIG_ONCE, 1, wants_knee, draw_knee},
 };

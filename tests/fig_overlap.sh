@@ -93,7 +93,10 @@ fi
      >/dev/null || { echo "FAIL: report"; exit 1; }
 "$B" figures -o "$T/slide43" --size 4:3 --font-scale 1.3 --theme dark --no-render >/dev/null ||
   { echo "FAIL: figures --size 4:3"; exit 1; }
-for d in lecture custom report/figures slide43; do check_set "$T/$d"; done
+"$B" figures softmax -o "$T/rows" --no-render >/dev/null || { echo "FAIL: figures softmax"; exit 1; }
+"$B" report "$SRC"/tests/data/rows-cpu/rows-2d.csv -o "$T/rowsreport" --no-figures >/dev/null ||
+  { echo "FAIL: report of 2-D rows"; exit 1; }
+for d in lecture custom report/figures slide43 rows rowsreport/figures; do check_set "$T/$d"; done
 mkdir -p "$T/frontier"
 "$B" plan sigmoid3 --frontier --figure "$T/frontier/frontier.png" >/dev/null 2>&1 || true
 if [ -s "$T/frontier/frontier.dat" ]; then

@@ -29,6 +29,9 @@ awk '/^"h100-sxm fused"/ { on = 1; next } on && NF == 0 { exit } on {
 awk '/^"h100-sxm online"/ { on = 1; next } on && NF == 0 { exit } on && $1 == 16777216 && $2 == 3 { ok = 1 }
      END { exit !ok }' "$K" || bad "online: not 3n past the knee"
 
+# a row variant's sizes are shapes: no bytes, time-against-n or what-if figure of 1-D sizes
+# (each was written with no valid point, and gnuplot's failure stopped the figures after it)
+for f in bytes time_vs_n whatif; do [ ! -e "$tmp/f/$f.dat" ] || bad "figures softmax wrote $f.dat"; done
 "$B" figures copy -o "$tmp/c" --no-render >"$tmp/out" 2>&1 || bad "figures copy exited $?"
 [ ! -e "$tmp/c/knee.dat" ] || bad "a knee figure for copy (no row operations)"
 
@@ -39,5 +42,6 @@ R=$tmp/r/figures/knee.dat
 [ "$(meta "$R" measured)" = 3 ] && [ "$(meta "$R" device_3)" = '"local-cpu"' ] || bad "report meta: $(head -20 "$R")"
 awk '/^"measured fused"/ { on = 1; next } on { c[$1] = 1 } END { exit !(c[4096] && c[1024] && c[16384]) }' "$R" ||
   bad "measured points: $(sed -n '/measured fused/,$p' "$R")"
+for f in bytes time_vs_n whatif; do [ ! -e "$tmp/r/figures/$f.dat" ] || bad "report of 2-D rows wrote $f.dat"; done
 [ $fail = 0 ] && echo "figures_knee: ok"
 exit $fail
