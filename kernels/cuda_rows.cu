@@ -57,6 +57,7 @@ typedef struct lower {
     const mb_kernel *K;
     mb_row_prog *P;
     mb_err *err;
+    int64_t cols;                   /* the shape's row length: a scalar_cols operand */
     int rv_of[MB_ROW_MAX_IO + 256]; /* value -> row value index, -1 */
     int use_last[MB_ROW_MAX_IO + 256]; /* value -> last instruction using it (n_ins: a write) */
     int def_ins[MB_ROW_MAX_IO + 256];  /* node value -> instruction defining it, -1 */
@@ -101,12 +102,14 @@ static mb_row_ins *add_ins(lower *L, int kind, int op, uint32_t mask)
 }
 
 /* Operand a of node (node j of K) into instruction slot `which` (0 a, 1 b):
- * the value it reads, or the scalar. -1 when it is neither read nor computed. */
+ * the value it reads, or the scalar (the row length where the node's second
+ * scalar is scalar_cols: mean's backward divides by it). -1 when it is
+ * neither read nor computed. */
 static int bind(lower *L, const mb_node *nd, int j, int a, mb_row_ins *in, int which)
 {
     float *imm = which ? &in->imm_b : &in->imm_a;
     if (nd->arg[a] < 0) {
-        *imm = (float)nd->scalar[a];
+        *imm = a == 1 && nd->scalar_cols ? (float)L->cols : (float)nd->scalar[a];
         return 0;
     }
     int v = value_of(L, nd->arg[a], j);
@@ -313,6 +316,7 @@ int mb_cuda_row_lower(const mb_plan *p, int k, mb_shape s, int onepass, void *co
     L.K = K;
     L.P = P;
     L.err = err;
+    L.cols = s.cols;
     const int nv = K->n_reads + K->n_nodes;
     int n_rv = 0;
     for (int v = 0; v < nv; v++) {

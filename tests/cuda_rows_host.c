@@ -1,5 +1,6 @@
 /* cuda_rows_host.c — the CUDA row kernels' logic without a GPU: every plan
- * of the built-in row variants (softmax, softmax_op, layernorm, rmsnorm) at
+ * of the built-in row variants (softmax, softmax_op, layernorm, rmsnorm and
+ * the backward of softmax, layernorm and rmsnorm) at
  * shapes that take each path (a row per warp and per block, one pass and
  * multi-pass, vectors and an odd row length), run on the host by the same
  * programs and per-lane code the GPU runs (mb_kern_cuda_row_emulate) and
@@ -14,9 +15,11 @@
 #include <stdio.h>
 #include <string.h>
 
-/* softmax_bwd: its backward kernels through the same evaluator (layernorm_bwd
- * and rmsnorm_bwd do not match the float64 reference there yet: left out) */
-static const char *const row_variants[] = {"softmax", "softmax_op", "layernorm", "rmsnorm", "softmax_bwd"};
+/* the backward variants' kernels through the same evaluator: layernorm_bwd
+ * and rmsnorm_bwd divide by the row length (mean's backward, a scalar_cols
+ * operand) */
+static const char *const row_variants[] = {"softmax",     "softmax_op",    "layernorm",  "rmsnorm",
+                                           "softmax_bwd", "layernorm_bwd", "rmsnorm_bwd"};
 
 /* Runs plan p at shape s on dev through the emulator and verifies it. */
 static void run_one(const mb_plan *p, mb_shape s, const mb_device *dev, const char *what)
@@ -154,6 +157,6 @@ int main(void)
         }
     }
     printf("%d emulated runs\n", runs);
-    CHECK(runs >= 5 * 2 * 2 * 4 * 2);
+    CHECK(runs >= 7 * 2 * 2 * 4 * 2);
     return mb_test_done();
 }
