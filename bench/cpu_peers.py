@@ -58,6 +58,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import lecture_demos  # noqa: E402
+from lecture_demos import loadavg, timed_median  # noqa: E402
 import torch_env  # noqa: E402
 
 VARIANTS = ("sin2_plus_cos2", "gelu_tanh", "sigmoid3_fwd", "copy", "sigmoid3")
@@ -70,22 +71,6 @@ NE_EXPR = {"sin2_plus_cos2": lecture_demos.EXPR["sin2_plus_cos2"], "gelu_tanh": 
 def parse_n(s):
     return lecture_demos.parse_size(s)
 
-
-def loadavg():
-    try:
-        return " ".join(open("/proc/loadavg").read().split()[:3])
-    except OSError:
-        return "?"
-
-
-def timed_median(fn, reps):
-    fn()  # the round's warm-up call
-    ts = []
-    for _ in range(reps):
-        t0 = time.perf_counter()
-        fn()
-        ts.append(time.perf_counter() - t0)
-    return statistics.median(ts)
 
 
 def inductor_vectorize(torch):

@@ -32,6 +32,7 @@ usable PyTorch or device. It models and counts nothing (membound does).
 import argparse
 import json
 import os
+import statistics
 import sys
 import time
 
@@ -50,6 +51,26 @@ EXPR = {
     "gelu_tanh": "0.5*x*(1.0+tanh(0.7978845608*(x+0.044715*x**3)))",
     "sigmoid3": "sigmoid(sigmoid(sigmoid(x)))",
 }
+
+
+
+def loadavg():
+    """The 1, 5 and 15 minute load averages, as text ("?" where unreadable)."""
+    try:
+        return " ".join(open("/proc/loadavg").read().split()[:3])
+    except OSError:
+        return "?"
+
+
+def timed_median(fn, reps):
+    """The median of reps timed calls of fn, after one warm-up call."""
+    fn()  # the round's warm-up call
+    ts = []
+    for _ in range(reps):
+        t0 = time.perf_counter()
+        fn()
+        ts.append(time.perf_counter() - t0)
+    return statistics.median(ts)
 
 
 def range_name(variant, plan, n, dtype):

@@ -42,6 +42,7 @@ import tempfile
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import lecture_demos  # noqa: E402
+from lecture_demos import loadavg, timed_median  # noqa: E402
 import torch_env  # noqa: E402
 
 # membound variant -> the PyTorch peers it is set beside
@@ -57,23 +58,6 @@ def parse_shape(s):
         raise ValueError(s)
     return lecture_demos.parse_size(parts[0]), lecture_demos.parse_size(parts[1])
 
-
-def loadavg():
-    try:
-        return " ".join(open("/proc/loadavg").read().split()[:3])
-    except OSError:
-        return "?"
-
-
-def timed_median(fn, reps):
-    import time
-    fn()  # the round's warm-up call
-    ts = []
-    for _ in range(reps):
-        t0 = time.perf_counter()
-        fn()
-        ts.append(time.perf_counter() - t0)
-    return statistics.median(ts)
 
 
 def shape_cases(torch, rows, cols):

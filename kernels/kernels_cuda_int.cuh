@@ -22,13 +22,10 @@
 template <int DT> struct mb_cuda_st { enum { V = 8 }; };
 template <> struct mb_cuda_st<MB_F32> { enum { V = 4 }; };
 
-/* One 16-byte vector of storage type DT at vector index vi, widened to f32.
- * p is 16-byte aligned (cudaMalloc gives 256). */
+/* One 16-byte vector of storage type DT, widened to f32. */
 template <int DT>
-__device__ __forceinline__ void mb_cuda_ld16(const void *__restrict__ p, int64_t vi,
-                                             float (&v)[mb_cuda_st<DT>::V])
+__device__ __forceinline__ void mb_cuda_unpack16(uint4 u, float (&v)[mb_cuda_st<DT>::V])
 {
-    const uint4 u = __ldg(reinterpret_cast<const uint4 *>(p) + vi);
     if constexpr (DT == MB_F32) {
         v[0] = __uint_as_float(u.x);
         v[1] = __uint_as_float(u.y);
@@ -43,6 +40,15 @@ __device__ __forceinline__ void mb_cuda_ld16(const void *__restrict__ p, int64_t
             v[2 * j + 1] = DT == MB_BF16 ? mb_bf16_to_f32(hi) : mb_f16_to_f32(hi);
         }
     }
+}
+
+/* One 16-byte vector of storage type DT at vector index vi, widened to f32.
+ * p is 16-byte aligned (cudaMalloc gives 256). */
+template <int DT>
+__device__ __forceinline__ void mb_cuda_ld16(const void *__restrict__ p, int64_t vi,
+                                             float (&v)[mb_cuda_st<DT>::V])
+{
+    mb_cuda_unpack16<DT>(__ldg(reinterpret_cast<const uint4 *>(p) + vi), v);
 }
 
 /* Rounds v to DT (nearest even) and stores it as one 16-byte vector. */

@@ -22,25 +22,6 @@
 
 #define ROWOP_WARPS (MB_CUDA_THREADS / 32)
 
-template <int DT>
-__device__ __forceinline__ void rowop_unpack(uint4 u, float (&v)[mb_cuda_st<DT>::V])
-{
-    if constexpr (DT == MB_F32) {
-        v[0] = __uint_as_float(u.x);
-        v[1] = __uint_as_float(u.y);
-        v[2] = __uint_as_float(u.z);
-        v[3] = __uint_as_float(u.w);
-    } else {
-        const uint32_t w[4] = {u.x, u.y, u.z, u.w};
-#pragma unroll
-        for (int j = 0; j < 4; j++) {
-            const uint16_t lo = (uint16_t)(w[j] & 0xffffu), hi = (uint16_t)(w[j] >> 16);
-            v[2 * j] = DT == MB_BF16 ? mb_bf16_to_f32(lo) : mb_f16_to_f32(lo);
-            v[2 * j + 1] = DT == MB_BF16 ? mb_bf16_to_f32(hi) : mb_f16_to_f32(hi);
-        }
-    }
-}
-
 /* The group's total of q (every lane gets it). */
 template <int WARP>
 __device__ __forceinline__ row_part rowop_reduce(int kind, row_part q, row_part *scratch, int lane)
@@ -69,7 +50,7 @@ __device__ __forceinline__ void rowop_get(const void *__restrict__ x, uint4 *sta
         u = __ldg(reinterpret_cast<const uint4 *>(x) + rv + j);
         if (ONEPASS) stage[j] = u;
     }
-    rowop_unpack<DT>(u, v);
+    mb_cuda_unpack16<DT>(u, v);
 }
 
 template <int DT, int OP, int WARP, int ONEPASS, int ONLINE>
