@@ -138,15 +138,16 @@ static void print_row(const plan_opts *o, const mb_graph *g, mb_shape sh, const 
     int64_t n = mb_shape_elems(sh);
     char shape[48];
     mb_shape_format(sh, shape, sizeof shape);
-    (void)shape;
     double per_elem = (double)r->traffic_bytes / (double)n;
     double tensors = per_elem / (double)mb_dtype_bytes(o->a.dtype);
     char set[1024];
     set_text(g, r->saved, r->n_saved, set, sizeof set);
     if (o->a.fmt == MB_FMT_CSV) {
-        printf("%s,%s,%s,%lld,%s,%s,%lld,%lld,%.4g,%.6g,%s\n", g->name, r->label, o->dev.name,
+        /* shape: last, empty for 1-D (as model --csv); n stays the element count */
+        printf("%s,%s,%s,%lld,%s,%s,%lld,%lld,%.4g,%.6g,%s,%s\n", g->name, r->label, o->dev.name,
                (long long)n, mb_dtype_name(o->a.dtype), mb_objective_name(o->obj),
-               (long long)r->saved_bytes, (long long)r->traffic_bytes, r->recompute_ops_pe, r->time_s, set);
+               (long long)r->saved_bytes, (long long)r->traffic_bytes, r->recompute_ops_pe, r->time_s, set,
+               sh.rank == 2 ? shape : "");
     } else if (o->a.fmt == MB_FMT_JSON) {
         json_t *j = json_object();
         json_object_set_new(j, "variant", json_string(g->name));
@@ -454,7 +455,7 @@ static void print_head(const plan_opts *o)
 {
     if (o->a.fmt == MB_FMT_CSV)
         printf("variant,plan,device,n,dtype,objective,saved_bytes,traffic_bytes,recompute_ops_per_elem,"
-               "time_s,saved\n");
+               "time_s,saved,shape\n");
     else if (o->a.fmt == MB_FMT_TABLE)
         printf("device %s, objective %s%s\n\n%-18s %-10s %10s %10s %7s %9s %10s  %s\n", o->dev.name,
                mb_objective_name(o->obj), o->frontier ? ", frontier: least traffic for each saved budget" : "",

@@ -43,10 +43,15 @@ expect 2 "the gradient of input 'w' ([cols]) is a sum over rows" -- plan --expr 
 # two sums through sin and cos: save them (less memory) or the inputs (less traffic)
 trade=$'y = sin(a + b + c) + cos(a - b - c)\nbackward'
 "$B" plan --expr "$trade" --frontier --n 2^20 --csv >"$tmp/out" || bad "plan --frontier --csv failed"
-[ "$(head -1 "$tmp/out")" = "variant,plan,device,n,dtype,objective,saved_bytes,traffic_bytes,recompute_ops_per_elem,time_s,saved" ] && ok || bad "frontier CSV header: $(head -1 "$tmp/out")"
+[ "$(head -1 "$tmp/out")" = "variant,plan,device,n,dtype,objective,saved_bytes,traffic_bytes,recompute_ops_per_elem,time_s,saved,shape" ] && ok || bad "frontier CSV header: $(head -1 "$tmp/out")"
 [ "$(tail -n +2 "$tmp/out" | cut -d, -f7,8 | tr '\n' ' ')" = "$((8 * n)),$((48 * n)) $((12 * n)),$((44 * n)) " ] && ok ||
   bad "frontier rows: $(cat "$tmp/out")"
 [ "$(tail -1 "$tmp/out" | cut -d, -f11)" = "a b c" ] && ok || bad "last frontier set: $(tail -1 "$tmp/out")"
+[ "$(tail -1 "$tmp/out" | cut -d, -f12)" = "" ] && ok || bad "a 1-D row's shape is not empty: $(tail -1 "$tmp/out")"
+# a 2-D variant's rows carry their shape, last; n stays the element count
+"$B" plan softmax_bwd --shape 4096x1024,64x2^22 --csv >"$tmp/out" || bad "plan softmax_bwd --shape --csv failed"
+[ "$(tail -n +2 "$tmp/out" | awk -F, '{print $4 ":" $NF}' | sort -u | paste -sd' ')" = "268435456:64x4194304 4194304:4096x1024" ] \
+  && ok || bad "2-D plan rows' n and shape: $(tail -n +2 "$tmp/out" | awk -F, '{print $4 ":" $NF}' | sort -u | paste -sd' ')"
 
 # the time objective on a device whose compute is starved saves instead
 cat >"$tmp/slow.ini" <<'EOF'
