@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 /* Writes msg with control bytes as \xNN, so user text never breaks the
  * one-line rule. */
@@ -334,4 +335,11 @@ void mb_cli_calib_test_hook(int *refuse_first, double *backoff_s)
     if (!v || !end || *end || n < 1 || n > 100) return;
     *refuse_first = (int)n;
     *backoff_s = 0.05;
+}
+
+double mb_cli_now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }

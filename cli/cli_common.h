@@ -24,6 +24,9 @@ void mb_cli_note(const char *fmt, ...)
 #endif
     ;
 
+/* Seconds on the monotonic clock (for progress notes' elapsed times). */
+double mb_cli_now_s(void);
+
 /* Prints the parse's warning of g, if any, as one "membound: warning: " line. */
 void mb_cli_graph_warning(const mb_graph *g);
 

@@ -40,13 +40,6 @@ static void usage(FILE *fp)
             "  -h, --help         this help\n");
 }
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 /* A step's deadline: the whole demo takes 1-3 minutes on the 2-vCPU test
  * host; a step still running after 30 is stuck (it is killed, the demo
  * stops with one line). */
@@ -82,7 +75,7 @@ static int run_self(const char *exe, char *const *args, const char *log)
 
 static void progress(int step, int total, const char *what, double t0)
 {
-    fprintf(stderr, "membound demo: [%d/%d] %s (%.0f s elapsed)\n", step, total, what, now_s() - t0);
+    fprintf(stderr, "membound demo: [%d/%d] %s (%.0f s elapsed)\n", step, total, what, mb_cli_now_s() - t0);
 }
 
 /* 1. calibrate: the GPU when asked for (or auto and one is there), else the
@@ -177,7 +170,7 @@ int mb_cmd_demo(int argc, char **argv)
     int mrc = mb_rpt_mkdirs(logs, &e);
     if (mrc) return mb_cli_fail_err(mrc, &e);
 
-    double t0 = now_s();
+    double t0 = mb_cli_now_s();
     const int steps = DEMO_STEPS;
     char spec[PATH_MAX + 32], log[PATH_MAX + 32], csv_copy[PATH_MAX + 32], csv_demo[PATH_MAX + 32];
 
@@ -238,7 +231,7 @@ int mb_cmd_demo(int argc, char **argv)
     char *a4[] = {(char *)"report", csv_copy, csv_demo, (char *)"--device", spec, (char *)"-o",
                   (char *)dir, quick ? (char *)"--smoke-test" : NULL, NULL};
     rc = run_self(exe, a4, NULL);
-    fprintf(stderr, "membound demo: done in %.0f s: %s/report.html\n", now_s() - t0, dir);
+    fprintf(stderr, "membound demo: done in %.0f s: %s/report.html\n", mb_cli_now_s() - t0, dir);
     if (rc != 0) return rc > 0 ? rc : 1;
     return 0;
 }

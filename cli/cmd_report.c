@@ -43,6 +43,8 @@ static void usage(FILE *fp)
             "  --theme T          figures light (default) or dark\n"
             "  --smoke-test       label every verdict a smoke test's (demo --quick: small\n"
             "                     sizes, figures that say nothing about the machine)\n"
+            "  -q, --quiet        no progress notes (printed for inputs of 100000 rows or\n"
+            "                     more, a step at a time with its seconds)\n"
             "  -h, --help         this help\n"
             "\n"
             "Without gnuplot (or with MEMBOUND_GNUPLOT not executable) everything else is\n"
@@ -92,9 +94,31 @@ static int device_kind_matches(const mb_rpt_set *s, const char *device, mb_err *
     return MB_OK;
 }
 
+/* Progress notes on stderr, one a step with its seconds, for inputs of
+ * PROGRESS_ROWS rows or more (a report of seconds, not the usual instant;
+ * decided by the rows, so that small reports print the same every run);
+ * -q silences them. */
+#define PROGRESS_ROWS 100000
+
+typedef struct {
+    int quiet, on;
+    double t_s; /* the last step's end */
+} progress;
+
+static void step_done(progress *p, const char *what, long long count)
+{
+    double now_s = mb_cli_now_s();
+    if (p->on) {
+        if (count >= 0) fprintf(stderr, "membound report: %lld %s in %.1f s\n", count, what, now_s - p->t_s);
+        else fprintf(stderr, "membound report: %s in %.1f s\n", what, now_s - p->t_s);
+    }
+    p->t_s = now_s;
+}
+
 /* Defines the variants (in order, a name given twice refused), reads the
  * CSVs, joins and fits. 0 or an exit code after one error line. */
-static int read_inputs(mb_rpt_set *s, const mb_cli_inputs *in, const char **csvs, int n_csv, const char *device)
+static int read_inputs(mb_rpt_set *s, const mb_cli_inputs *in, const char **csvs, int n_csv, const char *device,
+                       progress *p)
 {
     mb_err e;
     int rc = 0;
@@ -107,6 +131,8 @@ static int read_inputs(mb_rpt_set *s, const mb_cli_inputs *in, const char **csvs
     }
     for (int i = 0; i < in->n && !rc; i++) rc = mb_rpt_define_variant(s, in->v[i].arg, in->v[i].is_expr, &e);
     for (int i = 0; i < n_csv && !rc; i++) rc = mb_rpt_read_csv(s, csvs[i], &e);
+    p->on = !rc && !p->quiet && s->n_rows >= PROGRESS_ROWS;
+    step_done(p, "rows read", rc ? -1 : s->n_rows);
     if (!rc && s->n_rows == 0)
         rc = mb_err_set(&e, MB_EINPUT, "%s: per-kernel rows only: give the plan CSV too", s->files[0]);
     if (!rc) rc = device_kind_matches(s, device, &e);
@@ -116,7 +142,9 @@ static int read_inputs(mb_rpt_set *s, const mb_cli_inputs *in, const char **csvs
         if (!found) rc = mb_err_set(&e, MB_EINPUT, "--variants: no row of these CSVs measured '%s'", s->fig_variants[k]);
     }
     if (!rc) rc = mb_rpt_join(s, device, &e);
+    if (!rc) step_done(p, "rows modelled", s->n_rows);
     if (!rc) rc = mb_rpt_fit(s, &e);
+    if (!rc) step_done(p, "fits and verdicts", -1);
     return rc ? mb_cli_fail_err(rc == MB_EINPUT ? 2 : 1, &e) : 0;
 }
 
@@ -199,7 +227,7 @@ int mb_cmd_report(int argc, char **argv)
         {"smoke-test", no_argument, 0, 'S'},
         {"variants", required_argument, 0, 'V'}, {"plan", required_argument, 0, 'p'},
         {"size", required_argument, 0, 'z'}, {"font-scale", required_argument, 0, 'F'},
-        {"theme", required_argument, 0, 'T'},
+        {"theme", required_argument, 0, 'T'}, {"quiet", no_argument, 0, 'q'},
         {"expr", required_argument, 0, 'e'}, {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
     const char *dir = "membound-report", *device = NULL;
     mb_cli_inputs in = {0};  /* .mb files and --expr, in order */
@@ -207,6 +235,7 @@ int mb_cmd_report(int argc, char **argv)
     int n_csv = 0;
     unsigned formats = MB_RPT_PNG;
     int render = 1, c, rc = 0;
+    progress prog = {0, 0, mb_cli_now_s()};
     mb_err e;
     mb_rpt_set_env(getenv); /* the library reads no environment */
     opterr = 0;
@@ -214,7 +243,7 @@ int mb_cmd_report(int argc, char **argv)
     mb_rpt_set s;
     mb_rpt_set_init(&s);
     if (!csvs) return mb_cli_fail(1, "out of memory");
-    while ((c = getopt_long(argc, argv, "-:ho:e:", opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "-:hqo:e:", opts, NULL)) != -1) {
         size_t len = c == 1 ? strlen(optarg) : 0;
         switch (c) {
         case 1:
@@ -231,6 +260,7 @@ int mb_cmd_report(int argc, char **argv)
             formats |= MB_RPT_PNG; /* the report embeds PNGs */
             break;
         case 'N': render = 0; break;
+        case 'q': prog.quiet = 1; break;
         case 'S': s.smoke_test = 1; break;
         case 'V':
             if ((rc = fig_variants(&s, optarg))) goto free_args;
@@ -255,7 +285,7 @@ int mb_cmd_report(int argc, char **argv)
         }
     }
     rc = check_args(dir, device, &in, csvs, n_csv);
-    if (!rc) rc = read_inputs(&s, &in, csvs, n_csv, device);
+    if (!rc) rc = read_inputs(&s, &in, csvs, n_csv, device, &prog);
 free_args:
     mb_cli_inputs_free(&in);
     free(csvs);
@@ -277,12 +307,14 @@ free_args:
     fe.msg[0] = '\0';
     int frc = mb_rpt_set_figures(&s, figdir, formats, render, &figs, &fe);
     mb_rpt_stage_msg(&st, fe.msg, sizeof fe.msg);
+    step_done(&prog, render ? "figures drawn" : "figures' data and scripts written", figs.n);
     if (frc && !figs.n) { /* nothing at all written: a real failure */
         mb_rpt_stage_abort(&st);
         mb_rpt_set_free(&s);
         return mb_cli_fail_err(1, &fe);
     }
     rc = mb_rpt_write(&s, &figs, st.dir, &e);
+    if (!rc) step_done(&prog, "tables written", -1);
     if (!rc) rc = mb_rpt_stage_commit(&st, &e);
     else mb_rpt_stage_abort(&st);
     mb_rpt_stage_msg(&st, e.msg, sizeof e.msg);

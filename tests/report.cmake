@@ -32,6 +32,13 @@ if(TARGET mb_reports)
   set_tests_properties(report_stage PROPERTIES TIMEOUT 120
     ENVIRONMENT "MB_BIN=${CMAKE_BINARY_DIR}/bin/membound;MB_SRC=${CMAKE_SOURCE_DIR};MEMBOUND_VARIANTS=${CMAKE_BINARY_DIR}/share/membound/variants")
 endif()
+# a large report's progress notes, and a signal at random moments ending it
+# within a second, the old report kept (3x10^5 generated rows, about 20 s)
+if(TARGET mb_reports)
+  add_test(NAME report_interrupt COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/report_interrupt.sh)
+  set_tests_properties(report_interrupt PROPERTIES TIMEOUT 300
+    ENVIRONMENT "MB_BIN=${CMAKE_BINARY_DIR}/bin/membound;MB_SRC=${CMAKE_SOURCE_DIR};MEMBOUND_VARIANTS=${CMAKE_BINARY_DIR}/share/membound/variants")
+endif()
 # memory by rows, the input limit in rows and bytes: generated CSVs under
 # ulimit -v (about 20 s)
 if(TARGET mb_reports)
