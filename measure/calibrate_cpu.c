@@ -103,6 +103,8 @@ static void figures_list(cal_run *R, int quick)
     f[F_PASS] = (mb_meas_figure){.name = "executor pass", .fn = mb_meas_cal_pass, .ctx = &R->pc, .work = 1e3};
     R->nf = F_OPS;
     for (int op = MB_OP_ADD; op < MB_OP_COUNT; op++) {
+        /* a row op has no tile form: the model costs it by its parts' rates */
+        if (MB_OP_IS_ROW((mb_op)op)) continue;
         R->oc[op] = (mb_meas_op_ctx){(mb_op)op, quick ? 100 : 2000, 0};
         f[R->nf++] = (mb_meas_figure){.name = mb_op_name((mb_op)op), .fn = mb_meas_cal_op_rate,
                                       .ctx = &R->oc[op], .work = 0};
@@ -162,7 +164,7 @@ static int cal_attempt(cal_run *R, mb_meas_calib *out, int quick, char *why, siz
     mb_meas_figure *f = R->figs;
     for (int i = 0; i < R->nf; i++) mb_meas_figure_warm(&f[i]);
     f[F_FMA].work = R->fc.flops; /* set by the warm-up call */
-    for (int i = F_OPS; i < R->f_chains; i++) f[i].work = R->oc[MB_OP_ADD + i - F_OPS].elements;
+    for (int i = F_OPS; i < R->f_chains; i++) f[i].work = ((const mb_meas_op_ctx *)f[i].ctx)->elements;
     /* a figure with more than half its rounds contended cannot have a clean
      * median: the attempt stops there */
     int hopeless = 0, n_ref = 0;
@@ -191,7 +193,7 @@ static int cal_attempt(cal_run *R, mb_meas_calib *out, int quick, char *why, siz
     out->fp32_tflops = mb_meas_figure_rate(&f[F_FMA], &op_spread) / 1e3;
     out->pass_overhead_us = 1.0 / mb_meas_figure_rate(&f[F_PASS], &op_spread);
     for (int i = F_OPS; i < R->f_chains; i++)
-        out->op_geps[MB_OP_ADD + i - F_OPS] = mb_meas_figure_rate(&f[i], &op_spread);
+        out->op_geps[((const mb_meas_op_ctx *)f[i].ctx)->op] = mb_meas_figure_rate(&f[i], &op_spread);
     mb_meas_cal_compiled_rates(&R->ch, f + R->f_chains, (int64_t)mb_kern_threads() * CHAIN_N, out);
     out->bw_spread = bw_spread;
     out->op_spread = op_spread;

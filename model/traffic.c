@@ -186,6 +186,48 @@ static double node_elems(const mb_graph *g, int id, mb_shape s)
     return (double)mb_tensor_elems_at(g, id, s);
 }
 
+/* A row op at measured rates: the elementwise work per element of its row
+ * that the CPU row executor (kernels/rows_cpu.c) does for it, each part at
+ * the spec's rate for that op (a max as relu's, the one-operand max). A
+ * calibration's tile primitive has no form of a row op, so a spec's rate
+ * for one is not measured; this replaces the GPU's flop counts (op_table.h)
+ * at the peaks, which are not what a CPU core runs. multi: a pass that
+ * recomputes exp(x - max) (softmax beyond the core's cache, online or not:
+ * its write pass takes exp again).
+ * Seconds for n elements, or 0 when the spec lacks a part's rate. */
+static double row_op_rated_s(mb_op op, double n, int multi, const mb_device *d)
+{
+    static const struct {
+        mb_op op;
+        mb_op part[8];
+    } parts[] = {
+        {MB_OP_SUM, {MB_OP_ADD}},  /* vsum */
+        {MB_OP_MEAN, {MB_OP_ADD}}, /* vsum, one division a row */
+        {MB_OP_AMAX, {MB_OP_RELU}}, /* vmax */
+        /* vmax; vsum_exp: x - m, exp, the sum; vexp_scale: times 1 / sum */
+        {MB_OP_SOFTMAX, {MB_OP_RELU, MB_OP_SUB, MB_OP_EXP, MB_OP_ADD, MB_OP_MUL}},
+        /* vmax; the sum of exp(x - m); vnorm: (x - m - log(sum)) * 1 * 1 */
+        {MB_OP_LOG_SOFTMAX, {MB_OP_RELU, MB_OP_SUB, MB_OP_EXP, MB_OP_ADD, MB_OP_SUB, MB_OP_MUL, MB_OP_MUL}},
+        /* vsum_shifted: x - x0, its sum and square's; vnorm: (x - mean) rstd w */
+        {MB_OP_LAYER_NORM, {MB_OP_SUB, MB_OP_ADD, MB_OP_MUL, MB_OP_ADD, MB_OP_SUB, MB_OP_MUL, MB_OP_MUL}},
+        /* vsum_sq: x x and its sum; vnorm: (x - 0) rstd w */
+        {MB_OP_RMS_NORM, {MB_OP_MUL, MB_OP_ADD, MB_OP_SUB, MB_OP_MUL, MB_OP_MUL}},
+    };
+    for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++) {
+        if (parts[i].op != op) continue;
+        double s_per_elem = 0;
+        for (int k = 0; k < 8 && parts[i].part[k] != MB_OP_INPUT; k++) {
+            double geps = d->op_geps[parts[i].part[k]];
+            if (!(geps > 0)) return 0;
+            s_per_elem += 1.0 / (geps * 1e9);
+        }
+        if (multi && op == MB_OP_SOFTMAX) /* the write pass's exp(x - m) again */
+            s_per_elem += 1.0 / (d->op_geps[MB_OP_SUB] * 1e9) + 1.0 / (d->op_geps[MB_OP_EXP] * 1e9);
+        return n * s_per_elem;
+    }
+    return 0;
+}
+
 static void compute_time(const mb_plan *p, const mb_kernel *K, mb_shape sh, const mb_device *d,
                          mb_cost *c)
 {
@@ -211,7 +253,8 @@ static void compute_time(const mb_plan *p, const mb_kernel *K, mb_shape sh, cons
          * pass that needs it (Inductor's looped reductions; the CPU's row
          * executor beyond its core cache): eval_mask counts them */
         int evals = 1;
-        if (K->passes > 1 && K->eval_mask && mb_kernel_onepass_max_cols(K, d) < sh.cols && !MB_OP_IS_ROW(op)) {
+        const int multi = K->passes > 1 && mb_kernel_onepass_max_cols(K, d) < sh.cols;
+        if (multi && K->eval_mask && !MB_OP_IS_ROW(op)) {
             evals = 0;
             for (int m = K->eval_mask[j]; m; m >>= 1) evals += m & 1;
             if (evals < 1) evals = 1;
@@ -236,7 +279,14 @@ static void compute_time(const mb_plan *p, const mb_kernel *K, mb_shape sh, cons
         if ((compiled || is_raw_copy) && op == MB_OP_COPY) continue;
         double rate = (compiled && d->op_compiled_geps[op] > 0 ? d->op_compiled_geps[op]
                                                                : d->op_geps[op]) * 1e9;
-        if (MB_OP_IS_ROW(op)) rate = 0; /* no measured rate: costed at the peaks */
+        if (MB_OP_IS_ROW(op)) { /* its parts at their measured rates, else at the peaks */
+            double row_s = row_op_rated_s(op, n, multi, d);
+            if (row_s > 0) {
+                rated_s += row_s;
+                continue;
+            }
+            rate = 0;
+        }
         if (rate > 0) {
             rated_s += times * (double)n / rate;
         } else {

@@ -7,6 +7,7 @@
 #include "mb_test.h"
 
 #include <stdint.h>
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -137,6 +138,50 @@ static void check_dram(const mb_device *d)
     mb_graph_free(g);
 }
 
+/* On a spec with measured op rates (a calibrated CPU), a row op costs the
+ * elementwise work the CPU row executor does for it at those rates:
+ * F.softmax's max (relu's rate), x - m, exp, the sum and the scaling, each
+ * once in one pass, x - m and exp again in the write pass beyond the core's
+ * cache; plus the interpreter's copy of its output. A spec without rates
+ * (a GPU's) keeps the flop counts at the peaks. */
+static void check_row_rates(const mb_device *gpu)
+{
+    mb_device cpu = *gpu;
+    for (int op = 0; op < MB_OP_COUNT; op++) cpu.op_geps[op] = 2.0;
+    cpu.op_geps[MB_OP_EXP] = 0.5;
+    cpu.onchip_kib = 1024;
+    static const struct { const char *shape; double ns_per_elem; } rows[] = {
+        {"4096x1024", 4 * 0.5 + 2.0 + 0.5},         /* a 4 KiB row: one pass */
+        {"4x2^20", 4 * 0.5 + 2.0 + 0.5 + 0.5 + 2.0}, /* a 4 MiB row: three passes */
+    };
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+        mb_graph *g = NULL;
+        mb_plan *p = NULL;
+        mb_err e;
+        mb_shape s;
+        mb_estimate est, at_peaks;
+        memset(&est, 0, sizeof est);
+        memset(&at_peaks, 0, sizeof at_peaks);
+        int rc = mb_shape_parse(rows[i].shape, &s, &e) ||
+                 mb_parse_variant(X_ "y = softmax(x, -1)\noutput y", "s.mb", MB_F32, &g, &e) ||
+                 mb_graph_set_rank(g, 2, &e) || mb_plan_build(g, MB_PLAN_FUSED, &p, &e) ||
+                 mb_estimate_plan_shape(p, s, &cpu, &est, &e) || mb_estimate_plan_shape(p, s, gpu, &at_peaks, &e);
+        CHECK(rc == 0);
+        if (!rc) {
+            double want_s = rows[i].ns_per_elem * 1e-9 * (double)(s.rows * s.cols);
+            if (fabs(est.total.compute_s - want_s) > 1e-9 * want_s)
+                fprintf(stderr, "softmax at %s: compute %.6g s, want %.6g\n", rows[i].shape, est.total.compute_s,
+                        want_s);
+            CHECK(fabs(est.total.compute_s - want_s) <= 1e-9 * want_s);
+            CHECK(at_peaks.total.compute_s > 0 && fabs(at_peaks.total.compute_s - want_s) > 0.01 * want_s);
+        }
+        mb_estimate_free(&est);
+        mb_estimate_free(&at_peaks);
+        mb_plan_free(p);
+        mb_graph_free(g);
+    }
+}
+
 /* text, rank to set (0: as parsed), the error's "file:line:col: ..." start */
 static const struct {
     const char *text;
@@ -247,6 +292,7 @@ int main(void)
     }
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) check_case((int)i, &d);
     check_dram(&d);
+    check_row_rates(&d);
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) check_bad((int)i);
     check_shapes();
     check_rowv_note();
