@@ -223,7 +223,7 @@ int mb_meas_calibrate_cpu(int threads, int quick, void (*progress)(const char *l
     char why[512] = "";
     for (int attempt = 0; attempt < 2; attempt++) {
         step(&lg, "%sprobes: bandwidth, FMA peak, %d op rates, executor pass; %d interleaved rounds",
-             attempt ? "again: " : "", MB_OP_COUNT - MB_OP_ADD, quick ? CAL_ROUNDS_QUICK : CAL_ROUNDS);
+             attempt ? "again: " : "", R->f_chains - F_OPS, quick ? CAL_ROUNDS_QUICK : CAL_ROUNDS);
         if (!cal_attempt(R, out, quick, why, sizeof why)) {
             why[0] = '\0';
             break;
