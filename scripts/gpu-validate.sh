@@ -5,7 +5,9 @@
 # 2^28 in f32 and bf16 with CUPTI DRAM counters (after the copy sanity gate)
 # and event timing; then the row variants (softmax, softmax_op, layernorm,
 # rmsnorm: every plan) at two shapes, one whose rows fit on chip (one pass)
-# and one whose rows do not (multi-pass), in f32. Writes CSVs, the spec, provenance and a log into OUTDIR
+# and one whose rows do not (multi-pass), in f32, and their backward variants
+# (softmax_bwd, layernorm_bwd, rmsnorm_bwd: every plan) in a run of their own
+# after them. Writes CSVs, the spec, provenance and a log into OUTDIR
 # and prints a summary table last. Needs no network, GSL or gnuplot.
 # The sweep runs the cold-memory sizes first, one measure run per size above
 # 2^24, largest first (2^28, then 2^26: every row the >= 4x L2 bytes
@@ -33,6 +35,9 @@
 #                   re-read each pass; tensors of 256 and 512 MiB, >= 4x L2);
 #                   "none" leaves the row variants out
 #   --row-dtypes L  their dtypes (default f32)
+#   --row-bwd L     the backward row variants, run after the forward ones at
+#                   the same shapes (default softmax_bwd,layernorm_bwd,
+#                   rmsnorm_bwd); "none" leaves them out
 #   --debs DIR      unpack the .deb files in DIR (libinih-dev, libjansson-dev, libcsv-dev,
 #                   pkgconf ... fetched elsewhere with apt-get download) into a
 #                   private prefix and build against it, for machines without
@@ -42,8 +47,8 @@
 #                   the script started; skipped sizes are named (default: none)
 #   --summary-only  only print the summary of the files already in OUTDIR
 #   -h, --help      this text
-# Environment: MB_SIZES, MB_DTYPES, MB_ROW_SHAPES, MB_ROW_DTYPES (defaults of
-# --sizes, --dtypes, --row-shapes, --row-dtypes),
+# Environment: MB_SIZES, MB_DTYPES, MB_ROW_SHAPES, MB_ROW_DTYPES, MB_ROW_BWD
+# (defaults of --sizes, --dtypes, --row-shapes, --row-dtypes, --row-bwd),
 # MB_BUILD_DIR, MB_CMAKE_ARGS (more arguments for cmake's configure step)
 # Exit: 0 all passed; 1 a step failed or a row failed its check; 2 bad usage;
 # 3 no usable GPU (nothing measured).
@@ -57,13 +62,14 @@ dtypes=${MB_DTYPES:-f32,bf16}
 row_shapes=${MB_ROW_SHAPES:-65536x1024,512x262144}
 row_dtypes=${MB_ROW_DTYPES:-f32}
 row_variants=(softmax softmax_op layernorm rmsnorm)
+row_bwd=${MB_ROW_BWD:-softmax_bwd,layernorm_bwd,rmsnorm_bwd}
 debs=""
 deb_cmake=()
 do_build=1
 summary_only=0
 out=""
 
-usage() { sed -n '2,49s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"; }
+usage() { sed -n '2,55s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"; }
 
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -75,6 +81,7 @@ while [ $# -gt 0 ]; do
     --dtypes) [ $# -ge 2 ] || { echo "gpu-validate: error: --dtypes needs a list" >&2; exit 2; }; dtypes=$2; shift 2 ;;
     --row-shapes) [ $# -ge 2 ] || { echo "gpu-validate: error: --row-shapes needs a list" >&2; exit 2; }; row_shapes=$2; shift 2 ;;
     --row-dtypes) [ $# -ge 2 ] || { echo "gpu-validate: error: --row-dtypes needs a list" >&2; exit 2; }; row_dtypes=$2; shift 2 ;;
+    --row-bwd) [ $# -ge 2 ] || { echo "gpu-validate: error: --row-bwd needs a list" >&2; exit 2; }; row_bwd=$2; shift 2 ;;
     --debs) [ $# -ge 2 ] || { echo "gpu-validate: error: --debs needs a folder" >&2; exit 2; }; debs=$2; shift 2 ;;
     --budget-s)
       if [ $# -lt 2 ] || ! [[ $2 =~ ^[0-9]+$ ]]; then
@@ -92,6 +99,10 @@ if [ "$row_shapes" != none ]; then
       { echo "gpu-validate: error: --row-shapes '$row_shapes': expected ROWSxCOLS,... or none" >&2; exit 2; }
   done
 fi
+[[ $row_bwd =~ ^(none|[a-z0-9_]+(,[a-z0-9_]+)*)$ ]] ||
+  { echo "gpu-validate: error: --row-bwd '$row_bwd': expected VARIANT,... or none" >&2; exit 2; }
+row_bwd_variants=()
+[ "$row_bwd" = none ] || read -r -a row_bwd_variants <<<"${row_bwd//,/ }"
 [ -n "$out" ] || { echo "gpu-validate: error: no OUTDIR (usage: scripts/gpu-validate.sh [options] OUTDIR)" >&2; exit 2; }
 if ! mkdir -p "$out" 2>/dev/null || [ ! -w "$out" ]; then
   echo "gpu-validate: error: cannot write to '$out'" >&2
@@ -395,6 +406,7 @@ while read -r v; do [ -n "$v" ] && runs+=("$v"); done <<<"$(sort -rn <<<"$large"
 row_run=0
 if [ "$row_shapes" != none ]; then
   runs+=(rows)
+  [ ${#row_bwd_variants[@]} -gt 0 ] && runs+=(rowsbwd)
   row_run=1
 fi
 [ -n "$small" ] && runs+=("$small")
@@ -410,9 +422,18 @@ if [ "$row_run" = 1 ]; then
     nsh=$((nsh + 1))
   done
   row_elems=$((row_elems / nsh))
+  n_row_dtypes=$(tr ',' '\n' <<<"$row_dtypes" | grep -c .)
   row_rows=$("$bin" model "${row_variants[@]}" --shape "$row_shapes" --csv 2>/dev/null | tail -n +2 | grep -c .)
-  row_rows=$((row_rows * $(tr ',' '\n' <<<"$row_dtypes" | grep -c .)))
+  row_rows=$((row_rows * n_row_dtypes))
+  row_bwd_rows=0
+  if [ ${#row_bwd_variants[@]} -gt 0 ]; then
+    row_bwd_rows=$("$bin" model "${row_bwd_variants[@]}" --shape "$row_shapes" --csv 2>/dev/null | tail -n +2 | grep -c .)
+    row_bwd_rows=$((row_bwd_rows * n_row_dtypes))
+  fi
 fi
+# a row run's variants and rows: forward (rows) or backward (rowsbwd)
+run_variants() { if [ "$1" = rows ]; then echo "${row_variants[*]}"; else echo "${row_bwd_variants[*]}"; fi; }
+run_rows() { if [ "$1" = rows ]; then echo "$row_rows"; else echo "$row_bwd_rows"; fi; }
 n_dtypes=$(tr ',' '\n' <<<"$dtypes" | grep -c .)
 
 # measure.csv / measure-kernels.csv: the first run's header, then every
@@ -466,7 +487,10 @@ for r in "${runs[@]}"; do
   now=$(date +%s)
   left=$((budget_s > 0 ? budget_s - (now - t0) : 0))
   if [ "$budget_s" -gt 0 ] && [ "$n_run" -gt 0 ] && [ "$rows_per_size" -gt 0 ]; then
-    if [ "$r" = rows ]; then est=$(estimate_s "$row_elems" "$row_rows"); else est=$(estimate_s "$r"); fi
+    case $r in
+      rows|rowsbwd) est=$(estimate_s "$row_elems" "$(run_rows "$r")") ;;
+      *) est=$(estimate_s "$r") ;;
+    esac
     if [ "$est" -gt "$left" ]; then
       echo "gpu-validate: sizes $r: estimated $est s, $left s left: skipped"
       skipped=${skipped:+$skipped,}$r
@@ -482,9 +506,10 @@ for r in "${runs[@]}"; do
   # under a timeout of what is left: measure's SIGTERM path writes the rows so far
   limit=()
   [ "$budget_s" -gt 0 ] && limit=(timeout -s TERM --kill-after=10 "$left")
-  if [ "$r" = rows ]; then
-    step "measure run $n_run: ${row_variants[*]}, every plan, shapes $row_shapes, dtypes $row_dtypes (counters + timing)"
-    (cd "$out" && ${limit[@]+"${limit[@]}"} "$bin" measure "${row_variants[@]}" --backend cuda --dtype "$row_dtypes" \
+  if [ "$r" = rows ] || [ "$r" = rowsbwd ]; then
+    read -r -a vs <<<"$(run_variants "$r")"
+    step "measure run $n_run: ${vs[*]}, every plan, shapes $row_shapes, dtypes $row_dtypes (counters + timing)"
+    (cd "$out" && ${limit[@]+"${limit[@]}"} "$bin" measure "${vs[@]}" --backend cuda --dtype "$row_dtypes" \
       --shape "$row_shapes" --device "$spec" --timeout 2 -o "measure-run$n_run.csv" \
       --per-kernel "measure-run$n_run-kernels.csv") 2>"$out/measure-run$n_run.stderr"
   else
@@ -504,8 +529,8 @@ for r in "${runs[@]}"; do
   esac
   wall=$(( $(date +%s) - now ))
   rows=$(data_rows "$out/measure-run$n_run.csv")
-  if [ "$r" = rows ]; then # the per-element model is the 1-D runs'; this run only reports
-    echo "gpu-validate: run $n_run: $rows rows in $wall s (estimated $(estimate_s "$row_elems" "$row_rows") s for $row_rows rows)"
+  if [ "$r" = rows ] || [ "$r" = rowsbwd ]; then # the per-element model is the 1-D runs'; this run only reports
+    echo "gpu-validate: run $n_run: $rows rows in $wall s (estimated $(estimate_s "$row_elems" "$(run_rows "$r")") s for $(run_rows "$r") rows)"
     merge_all
     continue
   fi

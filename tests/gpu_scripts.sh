@@ -6,10 +6,11 @@
 #      out and named, a pack stopped by SIGTERM (its tar stops too, no
 #      temporary file stays);
 #   2. scripts/gpu-validate.sh's sweep against a stand-in membound: 2^28
-#      first, then 2^26, then the row variants at their two shapes, then the
-#      small sizes together; with a short budget the small sizes are the
-#      ones skipped, estimated from rows x size; --row-shapes none and a bad
-#      shape;
+#      first, then 2^26, then the row variants at their two shapes, then
+#      their backward variants in a run of their own, then the small sizes
+#      together; with a short budget the small sizes are the ones skipped,
+#      estimated from rows x size; --row-shapes none, --row-bwd none, a bad
+#      shape and a bad --row-bwd list;
 #   3. its summary judges counted bytes by measure's count_check column.
 # Needs no GPU.
 set -uo pipefail
@@ -76,9 +77,11 @@ case "$1" in
   model) echo "variant,plan"; for i in 1 2 3 4 5 6 7 8 9 10; do echo "softmax,fused"; done ;;
   measure)
     shift
-    sizes="" shape=""
+    sizes="" shape="" vars=""
     while [ $# -gt 0 ]; do
       case "$1" in
+        --backend|--device|--timeout) shift ;;
+        [a-z]*) vars="$vars $1" ;;
         --sizes) sizes=$2; shift ;;
         --shape) shape=$2; shift ;;
         --dtype) dtypes=$2; shift ;;
@@ -87,7 +90,8 @@ case "$1" in
       esac
       shift
     done
-    if [ -n "$shape" ]; then echo "shape $shape" >>"$FAKE_LOG"; else echo "$sizes" >>"$FAKE_LOG"; fi
+    if [ -n "$shape" ]; then echo "shape $shape" >>"$FAKE_LOG"; echo "${vars# }" >>"$FAKE_LOG.variants"
+    else echo "$sizes" >>"$FAKE_LOG"; fi
     sleep 1
     {
       echo "device,backend,variant,plan,dtype,n,verified,shape"
@@ -110,24 +114,38 @@ FAKE_LOG=$tmp/sizes.log PATH=$tmp/fakesmi:$PATH bash "$src/scripts/gpu-validate.
 check "sweep: 2^28, then 2^26 first" \
   bash -c "[ \"\$(head -n2 '$tmp/sizes.log' | tr '\n' ' ')\" = '268435456 67108864 ' ]"
 check "sweep: the small sizes skipped by the estimate, named" \
-  grep -Eq "skipped sizes (rows,)?65536,262144,1048576,4194304,16777216" "$tmp/v.log"
+  grep -Eq "skipped sizes (rows,)?(rowsbwd,)?65536,262144,1048576,4194304,16777216" "$tmp/v.log"
 check "sweep: measure.csv merges the runs it made" \
   bash -c "[ \"\$(grep -c ',cuda,copy,' '$tmp/v/measure.csv')\" -eq 8 ]"
 : >"$tmp/sizes.log"
+: >"$tmp/sizes.log.variants"
 FAKE_LOG=$tmp/sizes.log PATH=$tmp/fakesmi:$PATH bash "$src/scripts/gpu-validate.sh" --no-build --build "$tmp/fake" \
   --sizes 2^16..2^28:2 --budget-s 60 "$tmp/v2" >"$tmp/v2.log" 2>&1
 check "sweep, enough budget: the small sizes last, in one run" \
   bash -c "[ \"\$(tail -n1 '$tmp/sizes.log')\" = '65536,262144,1048576,4194304,16777216' ]"
 check "sweep: the row variants after 2^26, at both shapes, before the small sizes" \
   bash -c "[ \"\$(sed -n 3p '$tmp/sizes.log')\" = 'shape 65536x1024,512x262144' ]"
-check "sweep: measure.csv holds the row variants' rows (2 plans x 2 shapes)" \
-  bash -c "[ \"\$(grep -c ',cuda,softmax,' '$tmp/v2/measure.csv')\" -eq 4 ]"
+check "sweep: the backward row variants in a run of their own after the forward ones, at both shapes" \
+  bash -c "[ \"\$(sed -n 4p '$tmp/sizes.log')\" = 'shape 65536x1024,512x262144' ] &&
+           [ \"\$(cat '$tmp/sizes.log.variants')\" = 'softmax softmax_op layernorm rmsnorm
+softmax_bwd layernorm_bwd rmsnorm_bwd' ]"
+check "sweep: measure.csv holds both row runs' rows (2 plans x 2 shapes each)" \
+  bash -c "[ \"\$(grep -c ',cuda,softmax,' '$tmp/v2/measure.csv')\" -eq 8 ]"
 check "sweep: the summary names each shape" \
   bash -c "grep -q '^softmax  *fused  *f32  *512x262144 ' '$tmp/v2/summary.txt' && grep -q '^softmax  *fused  *f32  *65536x1024 ' '$tmp/v2/summary.txt'"
 : >"$tmp/sizes.log"
 FAKE_LOG=$tmp/sizes.log PATH=$tmp/fakesmi:$PATH bash "$src/scripts/gpu-validate.sh" --no-build --build "$tmp/fake" \
   --sizes 2^26 --row-shapes none "$tmp/v3" >"$tmp/v3.log" 2>&1
 check "sweep, --row-shapes none: no row run" bash -c "! grep -q '^shape' '$tmp/sizes.log'"
+: >"$tmp/sizes.log"
+FAKE_LOG=$tmp/sizes.log PATH=$tmp/fakesmi:$PATH bash "$src/scripts/gpu-validate.sh" --no-build --build "$tmp/fake" \
+  --sizes 2^26 --row-bwd none "$tmp/v5" >"$tmp/v5.log" 2>&1
+check "sweep, --row-bwd none: the forward row run only" bash -c "[ \"\$(grep -c '^shape' '$tmp/sizes.log')\" -eq 1 ]"
+FAKE_LOG=$tmp/sizes.log PATH=$tmp/fakesmi:$PATH bash "$src/scripts/gpu-validate.sh" --no-build --build "$tmp/fake" \
+  --sizes 2^26 --row-bwd 'softmax_bwd;x' "$tmp/v6" >"$tmp/v6.log" 2>&1
+r=$?
+check "sweep, --row-bwd 'softmax_bwd;x': exit 2 (got $r), one line" \
+  bash -c "[ $r -eq 2 ] && grep -q \"error: --row-bwd 'softmax_bwd;x'\" '$tmp/v6.log'"
 FAKE_LOG=$tmp/sizes.log PATH=$tmp/fakesmi:$PATH bash "$src/scripts/gpu-validate.sh" --no-build --build "$tmp/fake" \
   --sizes 2^26 --row-shapes 4096 "$tmp/v4" >"$tmp/v4.log" 2>&1
 r=$?
