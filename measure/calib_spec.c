@@ -30,6 +30,17 @@ int mb_meas_calib_implausible(const mb_meas_calib *c, int quick, char *why, size
                  "%.3g, write %.3g, plain write %.3g GB/s)", bw[0], bw[1], bw[2], bw[3], bw[4]);
         return 1;
     }
+    /* a copy reads copy_gbs / 2 of its requested bytes while writing the
+     * rest: a stream that only reads is no slower on any machine we know; at
+     * under half that, the read probe lost its cores (its threads wait on
+     * each other: a 2-vCPU guest under load read 7-17 GB/s with 2 threads
+     * against 37 with 1), and the model's reductions would take it */
+    if (c->read_gbs < c->copy_gbs / 4) {
+        snprintf(why, whysz, "the read probe's %.3g GB/s is under half the %.3g GB/s a copy reads while it "
+                 "writes (copy %.3g GB/s): the probe did not get its cores", c->read_gbs, c->copy_gbs / 2,
+                 c->copy_gbs);
+        return 1;
+    }
     double omin = INFINITY, omax = 0;
     for (int op = MB_OP_ADD; op < MB_OP_COUNT; op++)
         if (!MB_OP_IS_ROW((mb_op)op)) omin = fmin(omin, c->op_geps[op]), omax = fmax(omax, c->op_geps[op]);

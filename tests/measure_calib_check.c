@@ -89,7 +89,10 @@ int main(void)
     expect(&c, 0, "bandwidths disagree by more than 10x");
     c.read_gbs = 0;
     expect(&c, 0, "bandwidths disagree by more than 10x");
-    c.read_gbs = 7.6; /* just within 10x of the copy's 75.4 */
+    c.read_gbs = 7.6; /* within 10x of the copy's 75.4, but under half the copy's own reads */
+    expect(&c, 0, "the read probe's 7.6 GB/s is under half the 37.7 GB/s a copy reads while it writes");
+    expect(&c, 1, "the read probe's 7.6 GB/s");
+    c.read_gbs = 18.9; /* just over half of them */
     expect(&c, 0, NULL);
 
     /* a cheap op in L1 slower than a copy from memory (9.43 Gelem/s here);
