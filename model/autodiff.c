@@ -1,7 +1,8 @@
 /* autodiff.c — reverse-mode differentiation of a forward graph (elementwise
  * ops and row operations over the last dimension; each backward node gets its
- * shape, and a gradient of a broadcast [rows, 1] operand is summed over the
- * row, as autograd's sum_to does).
+ * shape, and a gradient of a broadcast operand is summed as autograd's sum_to
+ * does: over the row for a [rows, 1] one, over the rows (a colsum, one
+ * sum(dim=0) kernel in PyTorch eager) for a [cols] weight or bias).
  * Every op's derivative is written only in terms of the incoming gradient and
  * the tensors the op saves (its inputs or its output, as PyTorch's autograd
  * does): as data in op_table.h (g * dop(x) and the like), or, for the rows
@@ -22,8 +23,9 @@ typedef struct {
     int *grad;        /* per forward node: its gradient so far, -1 none */
     int pend_node[2], pend_grad[2], pend_sem[2], n_pend; /* the contributions of one rule */
     int sem;          /* the shape class a rule's contributions have (its output's; -1: its operand's) */
+    int gamma_beta;   /* 1 while a norm's weight and bias gradients are built */
     int failed;
-    int bad_node;     /* failed == 4: the node whose gradient is a sum over rows */
+    int bad_node;     /* failed == 4: the node whose gradient is a sum over every element */
 } ad;
 
 /* Row values: one per row ([rows, 1], [rows]) or one in all ([] at rank 1). */
@@ -53,6 +55,7 @@ static int mk(ad *A, mb_op op, int a, double sa, int b, double sb)
     int id = mb_graph_add(A->g, op, a, sa, b, sb, t, 1, A->origin);
     if (id < 0) { A->failed = 1; return -1; }
     mb_node *nd = &A->g->nodes[id];
+    nd->gamma_beta = (unsigned char)A->gamma_beta;
     if (mb_op_info_of(op)->kind == MB_OPK_REDUCTION) { /* over the last dimension, keepdim=True */
         nd->dim = -1;
         nd->keepdim = 1;
@@ -91,15 +94,33 @@ static void contribute(ad *A, int node, int grad)
     A->pend_grad[A->n_pend++] = grad;
 }
 
+/* The sum over the rows of gradient grad (full, or a row value standing for
+ * a full tensor: expanded first, a view), a [cols] tensor: autograd's sum_to
+ * for a [cols] operand, one sum(dim=0) kernel in PyTorch eager (a
+ * reduce_kernel). Marks the graph as one the row executor runs. */
+static int col_sum(ad *A, int grad)
+{
+    int full = A->g->nodes[grad].shape == MB_SHC_FULL ? grad : expand(A, grad);
+    int r = un(A, MB_OP_COLSUM, full);
+    if (r < 0) return r;
+    mb_node *nd = &A->g->nodes[r];
+    nd->shape = MB_SHC_COL;
+    nd->dim = 0;
+    A->g->has_row_ops = 1;
+    return r;
+}
+
 /* A contribution of shape class sem (held as grad's shape or a row value
  * within it) brought to node's shape, as autograd's sum_to does: a full
- * gradient of a row value is summed over the row; a column reduction (a
- * [cols] tensor's gradient) is not modelled (failed 4). */
+ * gradient of a row value is summed over the row, of a [cols] tensor over
+ * the rows. A [cols] contribution to a row value would be a sum over every
+ * element, which no rule makes (failed 4). */
 static int fit(ad *A, int node, int grad, int sem)
 {
     int ns = A->g->nodes[node].shape;
     if (sem < 0 || sem == ns || ns == MB_SHC_FULL || (rowval(sem) && rowval(ns))) return grad;
-    if (ns == MB_SHC_COL || sem == MB_SHC_COL) {
+    if (ns == MB_SHC_COL) return col_sum(A, grad);
+    if (sem == MB_SHC_COL) {
         A->failed = 4;
         A->bad_node = node;
         return -1;
@@ -120,10 +141,12 @@ static void accumulate(ad *A, int node, int grad)
 {
     if (A->failed || grad < 0) return;
     if (A->grad[node] < 0) { A->grad[node] = grad; return; }
-    int save = A->origin;
+    int save = A->origin, save_gb = A->gamma_beta;
     A->origin = -1;
+    A->gamma_beta = 0;
     A->grad[node] = bi(A, MB_OP_ADD, A->grad[node], grad);
     A->origin = save;
+    A->gamma_beta = save_gb;
 }
 
 static void flush(ad *A)
@@ -173,21 +196,38 @@ static void div_rule(ad *A, int a, double s0, int b, double s1, int g)
     contribute(A, b, bi(A, MB_OP_DIV, m, b));
 }
 
-/* layer_norm(x, w) and rms_norm(x, w), as native_layer_norm_backward:
+/* The bias of norm node i: the tensor its joined add (layer_norm(x, w, b)'s
+ * bias, in the op's kernel) adds, or -1. */
+static int joined_bias(const mb_graph *g, int i)
+{
+    if (i + 1 >= g->n_forward) return -1;
+    const mb_node *a = &g->nodes[i + 1];
+    return a->joins && a->op == MB_OP_ADD && a->arg[0] == i ? a->arg[1] : -1;
+}
+
+/* layer_norm(x, w, b) and rms_norm(x, w), as native_layer_norm_backward:
  * x_hat = (x - mean) rstd, gw = g w,
  * dx = rstd (gw - mean(gw) - x_hat mean(gw x_hat)) (layer_norm),
  * dx = rstd gw - x rstd^3 mean(gw x) (rms_norm): one kernel. PyTorch saves
  * x, w and the row statistics mean and rstd; here the backward kernel
  * recomputes the statistics from x (2 row values fewer read, the same full
- * tensors). A weight tensor's gradient is a sum over rows: fit() refuses it. */
-static void norm_rule(ad *A, const mb_node *nd, int g)
+ * tensors). The weight's and bias's gradients, dw = sum over rows of g x_hat
+ * and db = sum over rows of g, are a second kernel, as on CUDA:
+ * layer_norm_kernel.cu's LayerNormBackwardKernelImplInternal launches the dx
+ * kernel (layer_norm_grad_input_kernel), then GammaBetaBackwardCUDAKernel
+ * (or its Simple / 32x32 forms), which reads dY, X, mean and rstd again
+ * (torch 1.13 and later; the fused rms_norm backward of later releases does
+ * the same without mean). Here that kernel reads g, x and the row
+ * statistics the dx kernel computed (2 row values written there instead of
+ * by the forward, as PyTorch's are). */
+static void norm_rule(ad *A, int i, const mb_node *nd, int g)
 {
-    int x = nd->arg[0], w = nd->arg[1], ln = nd->op == MB_OP_LAYER_NORM;
+    int x = nd->arg[0], w = nd->arg[1], ln = nd->op == MB_OP_LAYER_NORM, b = joined_bias(A->g, i);
     A->sem = -1;
-    int d = x, gw = g;
+    int d = x, gw = g, mu = -1;
     if (w >= 0) gw = bi(A, MB_OP_MUL, g, w);
     else if (nd->scalar[1] != 1.0) gw = bs(A, MB_OP_MUL, g, nd->scalar[1]);
-    if (ln) d = bi(A, MB_OP_SUB, x, red(A, MB_OP_MEAN, x));
+    if (ln) d = bi(A, MB_OP_SUB, x, mu = red(A, MB_OP_MEAN, x));
     int r = un(A, MB_OP_RSQRT, bs(A, MB_OP_ADD, red(A, MB_OP_MEAN, bi(A, MB_OP_MUL, d, d)), nd->eps));
     int gx;
     if (ln) {
@@ -201,10 +241,18 @@ static void norm_rule(ad *A, const mb_node *nd, int g)
         gx = bi(A, MB_OP_SUB, bi(A, MB_OP_MUL, gw, r), bi(A, MB_OP_MUL, x, bi(A, MB_OP_MUL, m, r3)));
     }
     contribute(A, x, gx);
-    if (w >= 0) { /* y = x_hat w: the weight's gradient sum over rows of g x_hat */
-        A->sem = MB_SHC_FULL;
-        contribute(A, w, g);
+    if (w < 0 && b < 0) return;
+    flush(A); /* dx first, then the GammaBetaBackward kernel's nodes */
+    A->gamma_beta = 1;
+    int dw = -1, db = -1;
+    if (w >= 0) {
+        int xh = ln ? bi(A, MB_OP_MUL, bi(A, MB_OP_SUB, x, mu), r) : bi(A, MB_OP_MUL, x, r);
+        dw = fit(A, w, bi(A, MB_OP_MUL, g, xh), MB_SHC_FULL);
     }
+    if (b >= 0) db = fit(A, b, g, MB_SHC_FULL);
+    A->gamma_beta = 0;
+    accumulate(A, w, dw);
+    accumulate(A, b, db);
 }
 
 /* The derivative rules: given gradient g of node i, contribute to operands
@@ -222,9 +270,9 @@ static void rule(ad *A, int i, int g)
     double s0 = nd.scalar[0], s1 = nd.scalar[1];
     int t, u;
     switch (nd.op) {
-    case MB_OP_ADD: /* saves nothing, launches nothing */
+    case MB_OP_ADD: /* saves nothing, launches nothing (a norm's joined bias: its rule's) */
         if (a >= 0) contribute(A, a, g);
-        if (b >= 0) contribute(A, b, g);
+        if (b >= 0 && !nd.joins) contribute(A, b, g);
         break;
     case MB_OP_SUB: /* and rsub (1 - x): the subtrahend's gradient is -grad */
         if (a >= 0) contribute(A, a, g);
@@ -321,7 +369,7 @@ static void rule(ad *A, int i, int g)
         contribute(A, a, bi(A, MB_OP_SUB, g, t));
         break;
     case MB_OP_LAYER_NORM:
-    case MB_OP_RMS_NORM: norm_rule(A, &nd, g); break;
+    case MB_OP_RMS_NORM: norm_rule(A, i, &nd, g); break;
     default: A->failed = 2; break; /* a row of MB_DER_CODE without its rule here */
     }
 }
@@ -329,7 +377,7 @@ static void rule(ad *A, int i, int g)
 int mb_autodiff(mb_graph *g, mb_err *err)
 {
     int nf = g->n_forward;
-    ad A = {g, -1, malloc((size_t)(nf ? nf : 1) * sizeof(int)), {0}, {0}, {0}, 0, -1, 0, -1};
+    ad A = {g, -1, malloc((size_t)(nf ? nf : 1) * sizeof(int)), {0}, {0}, {0}, 0, -1, 0, 0, -1};
     if (!A.grad) return mb_err_set(err, MB_ERUN, "out of memory");
     for (int i = 0; i < nf; i++) A.grad[i] = -1;
     /* incoming gradients: one input per output */
@@ -375,9 +423,8 @@ int mb_autodiff(mb_graph *g, mb_err *err)
     if (A.failed == 3) return MB_EINPUT;
     if (A.failed == 4) {
         const mb_node *b = &g->nodes[A.bad_node];
-        return mb_err_set(err, MB_EINPUT, "%s:%d:%d: the gradient of %s'%s' (%s) is a sum over rows, "
-                          "which is not modelled: backward differentiates row operations for [rows, cols] and "
-                          "[rows, 1] tensors (make the weight a number)", g->path, b->line, b->col,
+        return mb_err_set(err, MB_EINPUT, "%s:%d:%d: the gradient of %s'%s' (%s) from a [cols] tensor is "
+                          "a sum over every element, which is not modelled", g->path, b->line, b->col,
                           b->op == MB_OP_INPUT ? "input " : "", b->name[0] ? b->name : mb_op_name(b->op),
                           mb_shape_class_text((mb_shape_class)b->shape, g->rank));
     }

@@ -53,7 +53,7 @@ typedef enum mb_op {
 #undef MB_OP_ENUM_
 
 /* The columns of op_table.h. */
-typedef enum mb_op_kind { MB_OPK_INPUT = 0, MB_OPK_MAP, MB_OPK_LIBRARY, MB_OPK_REDUCTION } mb_op_kind;
+typedef enum mb_op_kind { MB_OPK_INPUT = 0, MB_OPK_MAP, MB_OPK_LIBRARY, MB_OPK_REDUCTION, MB_OPK_COLUMN } mb_op_kind;
 typedef enum mb_op_spell { MB_SPELL_NONE = 0, MB_SPELL_CALL, MB_SPELL_OPERATOR } mb_op_spell;
 typedef enum mb_op_cost_class { MB_COST_ARITH = 0, MB_COST_SFU } mb_op_cost_class;
 typedef enum mb_op_deriv {
@@ -63,6 +63,8 @@ enum { MB_SAVES_NONE = 0, MB_SAVES_X = 1, MB_SAVES_Y = 2, MB_SAVES_XY = 3 };
 enum { MB_OPF_VEC = 1, MB_OPF_JIT = 2, MB_OPF_POSITIVE = 4, MB_OPF_POW = 8, MB_OPF_ROW = 16 };
 /* 1 when op is a row operation (op_table.h's MB_OPF_ROW). */
 #define MB_OP_IS_ROW(op) ((mb_op_info_of(op)->flags & MB_OPF_ROW) != 0)
+/* 1 when op reduces over the rows (op_table.h's MB_OPK_COLUMN: colsum). */
+#define MB_OP_IS_COLUMN(op) (mb_op_info_of(op)->kind == MB_OPK_COLUMN)
 typedef enum mb_op_mag { MB_MAG_VALUE = 0, MB_MAG_SUM, MB_MAG_PROD, MB_MAG_QUOT, MB_MAG_PASS } mb_op_mag;
 
 /* Cost of one element of an op, for the compute side of the roofline:
@@ -143,6 +145,10 @@ typedef struct mb_node {
     unsigned char scalar_cols; /* 1: the scalar operand (scalar[1]) is the row
                             length, cols (n at rank 1): mean's backward divides
                             by it (autodiff.c); executors read it at their shape */
+    unsigned char gamma_beta; /* backward nodes of a norm's weight and bias
+                            gradients (autodiff.c): 1, the eager plan runs them
+                            in a kernel of their own after the op's fused
+                            backward kernel, as PyTorch's GammaBetaBackward */
 } mb_node;
 
 /* The shape of a tensor, relative to the graph's shape: FULL is [n] (1-D)
@@ -285,6 +291,10 @@ typedef struct mb_kernel {
     int *eval_mask, *stat_pass;
     unsigned char *online;
 } mb_kernel;
+
+/* The eager kernel of a norm's weight and bias gradients (PyTorch's
+ * GammaBetaBackwardCUDAKernel), after the op's fused backward kernel. */
+#define MB_KERNEL_GAMMA_BETA "gamma_beta_backward"
 
 /* A plan owns a copy of the graph: recompute appends clones of forward
  * nodes, which its backward kernel evaluates instead of reading them. */

@@ -64,6 +64,12 @@ int mb_graph_derive_shapes(mb_graph *g, int rank, mb_err *err);
 /* Appends the backward graph to g (forward graph complete). */
 int mb_autodiff(mb_graph *g, mb_err *err);
 
+/* plan.c: side[i] = 1 for the backward nodes of g a fused plan runs in its
+ * column kernel (colsums, the expands only they read, every node reading
+ * one of those), 0 for the rest; side has g->n_nodes entries. Returns how
+ * many are 1. */
+int mb_graph_column_side(const mb_graph *g, char *side);
+
 /* plan.c: one of the fixed groupings (eager, fused, store, recompute) of g,
  * supported by g (mb_plan_build checks); MB_EINPUT for another kind. */
 int mb_plan_build_fixed(const mb_graph *g, mb_plan_kind k, mb_plan **out, mb_err *err);

@@ -94,8 +94,8 @@ MB_HD static inline float mb_op_apply_f32(mb_op op, float a, float b)
         return s * (1.0f + a * (1.0f - s));
     }
     case MB_OP_SUM: case MB_OP_MEAN: case MB_OP_AMAX: case MB_OP_SOFTMAX:
-    case MB_OP_LOG_SOFTMAX: case MB_OP_LAYER_NORM: case MB_OP_RMS_NORM:
-        /* row operations: no per-element form (kernels/rows_cpu.c) */
+    case MB_OP_LOG_SOFTMAX: case MB_OP_LAYER_NORM: case MB_OP_RMS_NORM: case MB_OP_COLSUM:
+        /* row and column operations: no per-element form (kernels/rows_cpu.c) */
     case MB_OP_INPUT:
     case MB_OP_COUNT:
         break;
@@ -156,8 +156,8 @@ MB_HD static inline double mb_op_apply_f64(mb_op op, double a, double b)
         return s * (1.0 + a * (1.0 - s));
     }
     case MB_OP_SUM: case MB_OP_MEAN: case MB_OP_AMAX: case MB_OP_SOFTMAX:
-    case MB_OP_LOG_SOFTMAX: case MB_OP_LAYER_NORM: case MB_OP_RMS_NORM:
-        /* row operations: no per-element form (kernels/rows_cpu.c) */
+    case MB_OP_LOG_SOFTMAX: case MB_OP_LAYER_NORM: case MB_OP_RMS_NORM: case MB_OP_COLSUM:
+        /* row and column operations: no per-element form (kernels/rows_cpu.c) */
     case MB_OP_INPUT:
     case MB_OP_COUNT:
         break;

@@ -14,7 +14,9 @@
  *   kind     MB_OPK_MAP (elementwise primitive), MB_OPK_LIBRARY (a library op,
  *            as F.gelu or F.softmax: one kernel of its own in eager),
  *            MB_OPK_REDUCTION (sum, mean, amax over the last dimension: a
- *            [rows, 1] or [rows] result)
+ *            [rows, 1] or [rows] result), MB_OPK_COLUMN (colsum, a sum over
+ *            the rows: a [cols] result; in a kernel of its own in every plan,
+ *            run by the row executor's column loop, kernels/rows_cpu.c)
  *   spell    MB_SPELL_CALL (`name(x)` in the language), MB_SPELL_OPERATOR
  *            (+ - * / ** and unary minus), MB_SPELL_NONE (made by the parser or
  *            by autodiff only)
@@ -162,7 +164,12 @@
       INPUT, MB_SAVES_X, MB_V_NONE2, MB_OPF_ROW, 0, NULL, NULL, MB_MAG_VALUE, "native_layer_norm_backward")                         \
     /* F.rms_norm(x, [cols], w): mean of squares, x rstd w                  */                      \
     X(RMS_NORM, "rms_norm", 2, MB_OPK_LIBRARY, MB_SPELL_CALL, 4, 0, MB_COST_ARITH, MB_DER_CODE,          \
-      INPUT, MB_SAVES_X, MB_V_NONE2, MB_OPF_ROW, 0, NULL, NULL, MB_MAG_VALUE, "rms_norm_backward")
+      INPUT, MB_SAVES_X, MB_V_NONE2, MB_OPF_ROW, 0, NULL, NULL, MB_MAG_VALUE, "rms_norm_backward") \
+    /* the column reduction: a sum over the rows (dim 0) of a [rows, cols]    */                      \
+    /* tensor, a [cols] result: autograd's sum_to for a weight's gradient     */                      \
+    /* (made by autodiff only); one add per element it reads                  */                      \
+    X(COLSUM, "colsum", 1, MB_OPK_COLUMN, MB_SPELL_NONE, 1, 0, MB_COST_ARITH, MB_DER_NONE, INPUT,       \
+      MB_SAVES_NONE, MB_V_NONE, 0, 0, NULL, NULL, MB_MAG_SUM, NULL)
 /* clang-format on */
 
 #endif

@@ -61,10 +61,35 @@ static int is_expand(const mb_graph *g, int i)
            g->nodes[nd->arg[0]].shape != MB_SHC_FULL;
 }
 
+int mb_graph_column_side(const mb_graph *g, char *side)
+{
+    int n = 0;
+    memset(side, 0, (size_t)g->n_nodes);
+    for (int i = g->n_forward; i < g->n_nodes; i++) {
+        const mb_node *nd = &g->nodes[i];
+        int c = MB_OP_IS_COLUMN(nd->op);
+        for (int a = 0; a < mb_op_arity(nd->op) && !c; a++) c = nd->arg[a] >= 0 && side[nd->arg[a]];
+        side[i] = (char)c;
+        n += c;
+    }
+    /* an expand read only by the column side is a view there */
+    for (int i = g->n_nodes - 1; i >= g->n_forward; i--) {
+        if (side[i] || !is_expand(g, i)) continue;
+        int readers = 0, column = 0;
+        for (int u = i + 1; u < g->n_nodes; u++)
+            for (int a = 0; a < 2; a++)
+                if (g->nodes[u].arg[a] == i) readers++, column += side[u];
+        if (readers && readers == column) side[i] = 1, n++;
+    }
+    return n;
+}
+
 /* Eager: one kernel per forward op; in the backward, what PyTorch launches:
  * one kernel for the nodes of an op with a fused backward kernel (op_table.h's
- * bwd column: sigmoid_backward), else one per node (autodiff.c builds them in
- * PyTorch's order), and each gradient accumulation its own kernel. */
+ * bwd column: sigmoid_backward), and a second for a norm's weight and bias
+ * gradients (GammaBetaBackward), else one per node (autodiff.c builds them in
+ * PyTorch's order: a [cols] operand's sum over rows, a colsum, is a kernel of
+ * its own as sum(dim=0) is), and each gradient accumulation its own kernel. */
 static int group_eager(mb_plan *p)
 {
     const mb_graph *g = p->g;
@@ -86,7 +111,10 @@ static int group_eager(mb_plan *p)
         cur.n = 0;
         const char *name = origin < 0 ? "add_grad" : fused ? fused : mb_op_name(g->nodes[i].op);
         if (fused) {
-            while (i < g->n_nodes && g->nodes[i].op != MB_OP_INPUT && g->nodes[i].origin == origin && !rc)
+            const unsigned char gb = g->nodes[i].gamma_beta;
+            if (gb) name = MB_KERNEL_GAMMA_BETA;
+            while (i < g->n_nodes && g->nodes[i].op != MB_OP_INPUT && g->nodes[i].origin == origin &&
+                   g->nodes[i].gamma_beta == gb && !rc)
                 rc = ivec_push(&cur, i++);
         } else {
             /* an expand (a view) runs in the kernel of the node after it that reads it */
@@ -125,8 +153,10 @@ static char *live_nodes(const mb_graph *g)
     return live;
 }
 
-/* One kernel of the live nodes in [lo, hi), after prefix (recomputed clones). */
-static int group_range(mb_plan *p, const char *name, int is_backward, int lo, int hi, const ivec *prefix)
+/* One kernel of the live nodes in [lo, hi), after prefix (recomputed clones);
+ * with side, only those of side[i] == want. */
+static int group_side(mb_plan *p, const char *name, int is_backward, int lo, int hi, const ivec *prefix,
+                      const char *side, char want)
 {
     ivec cur = {0};
     char *live = live_nodes(p->g);
@@ -134,10 +164,38 @@ static int group_range(mb_plan *p, const char *name, int is_backward, int lo, in
     if (prefix)
         for (int i = 0; i < prefix->n && !rc; i++) rc = ivec_push(&cur, prefix->v[i]);
     for (int i = lo; i < hi && !rc; i++)
-        if (p->g->nodes[i].op != MB_OP_INPUT && live[i]) rc = ivec_push(&cur, i);
+        if (p->g->nodes[i].op != MB_OP_INPUT && live[i] && (!side || side[i] == want)) rc = ivec_push(&cur, i);
     free(live);
     if (!rc && cur.n) rc = new_kernel(p, name, is_backward, &cur);
     free(cur.v);
+    return rc;
+}
+
+static int group_range(mb_plan *p, const char *name, int is_backward, int lo, int hi, const ivec *prefix)
+{
+    return group_side(p, name, is_backward, lo, hi, prefix, NULL, 0);
+}
+
+/* The fused backward of nodes [lo, hi) after prefix: one kernel, and, when
+ * the graph has column reductions, a second after it holding them, the
+ * expands they reduce and every node that reads their results (a sum over
+ * the rows cannot finish in a kernel that works row by row: the first kernel
+ * writes each full tensor a colsum reduces, the second reads it once and
+ * writes cols elements; docs/model.md). */
+static int group_backward(mb_plan *p, const char *name, int lo, int hi, const ivec *prefix)
+{
+    char *side = malloc((size_t)p->g->n_nodes + 1);
+    if (!side) return -1;
+    int rc = 0;
+    if (!mb_graph_column_side(p->g, side)) {
+        rc = group_range(p, name, 1, lo, hi, prefix);
+    } else {
+        char cols_name[MB_NAME_MAX];
+        snprintf(cols_name, sizeof cols_name, "%s_colsum", name);
+        rc = group_side(p, name, 1, lo, hi, prefix, side, 0);
+        if (!rc) rc = group_side(p, cols_name, 1, lo, hi, NULL, side, 1);
+    }
+    free(side);
     return rc;
 }
 
@@ -190,7 +248,7 @@ static int group_saving(mb_plan *p, const char *save, const char *bwd_name, int 
             if (a >= 0 && a < nf) g->nodes[i].arg[j] = clone[a];
         }
     if (!rc) rc = group_range(p, "fused_fwd", 0, 0, nf, NULL);
-    if (!rc) rc = group_range(p, bwd_name, 1, nf, nb_end, &clones);
+    if (!rc) rc = group_backward(p, bwd_name, nf, nb_end, &clones);
     free(needed);
     free(clone);
     free(clones.v);
@@ -297,7 +355,7 @@ int mb_plan_build_fixed(const mb_graph *g, mb_plan_kind k, mb_plan **out, mb_err
         case MB_PLAN_ONLINE: rc = group_range(p, "online", 0, 0, g->n_forward, NULL); break;
         case MB_PLAN_STORE:
             rc = group_range(p, "fused_fwd", 0, 0, g->n_forward, NULL);
-            if (!rc) rc = group_range(p, "fused_bwd", 1, g->n_forward, g->n_nodes, NULL);
+            if (!rc) rc = group_backward(p, "fused_bwd", g->n_forward, g->n_nodes, NULL);
             break;
         case MB_PLAN_RECOMPUTE: rc = group_recompute(p); break;
         default:

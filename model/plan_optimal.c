@@ -16,6 +16,11 @@
  * no bytes; its compute enters as a capacity source -> v_in (a recomputed
  * tensor has v_in on the sink side). The lecture's count only decides the
  * bytes objective; the time objective prices compute against bandwidth.
+ * Column reductions (a [cols] weight's gradient) run in a column kernel after
+ * the fused backward one (plan.c): a tensor read by both kernels costs one
+ * more read when saved; one the column kernel reads costs a write and a read
+ * when recomputed (the backward kernel recomputes it and hands it on), a
+ * capacity source -> v_in beside its compute.
  * Does not build kernels (plan.c) or the frontier (frontier.c). */
 #include "plan_optimal_int.h"
 
@@ -80,6 +85,7 @@ int mb_cut_problem_init(mb_cut_problem *cp, const mb_graph *g, mb_shape s, mb_er
     cp->traffic_pe = calloc((size_t)nf + 1, sizeof(double));
     cp->mem_pe = calloc((size_t)nf + 1, sizeof(double));
     cp->flops_pe = calloc((size_t)nf + 1, sizeof(double));
+    cp->xfer_pe = calloc((size_t)nf + 1, sizeof(double));
     cp->needed = calloc((size_t)nf + 1, 1);
     /* the unit: gcd of the tensors' sizes (n at rank 1; gcd(rows, cols) with
      * row statistics or weights), so that every cost is a whole number of
@@ -87,27 +93,38 @@ int mb_cut_problem_init(mb_cut_problem *cp, const mb_graph *g, mb_shape s, mb_er
     cp->unit_elems = mb_shape_elems(s);
     for (int v = 0; v < nf; v++) cp->unit_elems = gcd64(cp->unit_elems, mb_tensor_elems_at(g, v, s));
     if (cp->unit_elems < 1) cp->unit_elems = 1;
-    if (!cp->traffic_pe || !cp->mem_pe || !cp->flops_pe || !cp->needed) {
+    if (!cp->traffic_pe || !cp->mem_pe || !cp->flops_pe || !cp->xfer_pe || !cp->needed) {
         mb_cut_problem_free(cp);
         return mb_err_set(err, MB_ERUN, "out of memory");
     }
     char *written = calloc((size_t)nf + 1, 1); /* inputs and outputs: no extra write */
-    if (!written) { mb_cut_problem_free(cp); return mb_err_set(err, MB_ERUN, "out of memory"); }
+    char *side = malloc((size_t)g->n_nodes + 1);          /* backward nodes of the column kernel */
+    char *by = calloc((size_t)nf + 1, 1);                 /* bit 0: read by the fused backward, 1: by the column kernel */
+    if (!written || !side || !by) {
+        free(written); free(side); free(by);
+        mb_cut_problem_free(cp);
+        return mb_err_set(err, MB_ERUN, "out of memory");
+    }
+    mb_graph_column_side(g, side);
+    for (int i = nf; i < g->n_nodes; i++)
+        for (int a = 0; a < 2; a++) {
+            int t = g->nodes[i].arg[a];
+            if (t >= 0 && t < nf) by[t] |= (char)(side[i] ? 2 : 1);
+        }
     for (int k = 0; k < g->n_inputs; k++) written[g->inputs[k]] = 1;
     for (int k = 0; k < g->n_outputs; k++) written[g->outputs[k]] = 1;
     for (int v = 0; v < nf; v++) {
         double b = (double)(mb_tensor_elems_at(g, v, s) / cp->unit_elems * (int64_t)mb_dtype_bytes(g->nodes[v].dtype));
         mb_op_cost c = mb_node_cost(g, v);
         cp->mem_pe[v] = b;
-        cp->traffic_pe[v] = written[v] ? b : 2 * b;
+        cp->traffic_pe[v] = (written[v] ? b : 2 * b) + (by[v] == 3 ? b : 0);
         cp->flops_pe[v] = g->nodes[v].op == MB_OP_INPUT ? 0 : c.flops + c.sfu_ops;
+        cp->xfer_pe[v] = (by[v] & 2) && g->nodes[v].op != MB_OP_INPUT ? 2 * b : 0;
+        cp->needed[v] = by[v] != 0;
     }
     free(written);
-    for (int i = nf; i < g->n_nodes; i++)
-        for (int a = 0; a < 2; a++) {
-            int t = g->nodes[i].arg[a];
-            if (t >= 0 && t < nf) cp->needed[t] = 1;
-        }
+    free(side);
+    free(by);
     return MB_OK;
 }
 
@@ -116,6 +133,7 @@ void mb_cut_problem_free(mb_cut_problem *cp)
     free(cp->traffic_pe);
     free(cp->mem_pe);
     free(cp->flops_pe);
+    free(cp->xfer_pe);
     free(cp->needed);
     memset(cp, 0, sizeof *cp);
 }
@@ -197,9 +215,18 @@ int mb_cut_solve(const mb_cut_problem *cp, double w_traffic, double w_mem, const
         free(cap); free(side); free(set);
         return mb_err_set(err, MB_ERUN, "out of memory");
     }
-    for (int v = 0; v < nf; v++) cap[v] = w_traffic * cp->traffic_pe[v] + w_mem * cp->mem_pe[v];
-    int rc = cut_igraph(cp, cap, recompute, side);
+    double *rec = malloc(((size_t)nf + 1) * sizeof *rec);
+    if (!rec) {
+        free(cap); free(side); free(set);
+        return mb_err_set(err, MB_ERUN, "out of memory");
+    }
+    for (int v = 0; v < nf; v++) {
+        cap[v] = w_traffic * cp->traffic_pe[v] + w_mem * cp->mem_pe[v];
+        rec[v] = (recompute ? recompute[v] : 0) + w_traffic * cp->xfer_pe[v];
+    }
+    int rc = cut_igraph(cp, cap, rec, side);
     free(cap);
+    free(rec);
     if (rc) {
         free(side); free(set);
         return mb_err_set(err, MB_ERUN, "igraph: minimum cut of '%s' failed", cp->g->name);

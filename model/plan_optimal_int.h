@@ -10,7 +10,9 @@
  * backward reads it; the forward writes it unless it is an input or an
  * output, written anyway), mem_pe[v] bytes it keeps alive, flops_pe[v]
  * flops + SFU ops to recompute it, needed[v] = 1 when a backward node reads
- * it directly. */
+ * it directly. With column reductions (plan.c's column kernel after the fused
+ * backward one) a tensor both kernels read costs one read more if saved, and
+ * xfer_pe[v] if recomputed. */
 typedef struct mb_cut_problem {
     const mb_graph *g;
     mb_shape shape;     /* the shape the costs are at: a row
@@ -20,6 +22,9 @@ typedef struct mb_cut_problem {
                            1 at rank 1), flops_pe per element */
     int nf;
     double *traffic_pe, *mem_pe, *flops_pe;
+    double *xfer_pe;    /* bytes per unit moved when v is recomputed for the
+                           column kernel (written by the fused backward kernel
+                           that recomputes it, read by the column kernel) */
     char *needed;
 } mb_cut_problem;
 

@@ -135,7 +135,8 @@ static int op_compiles(const mb_node *a)
 int mb_kernel_compiled(const mb_graph *g, const mb_kernel *K)
 {
     for (int j = 0; j < K->n_nodes; j++)
-        if (MB_OP_IS_ROW(g->nodes[K->nodes[j]].op)) return 0; /* the row executor interprets */
+        if (MB_OP_IS_ROW(g->nodes[K->nodes[j]].op) || MB_OP_IS_COLUMN(g->nodes[K->nodes[j]].op))
+            return 0; /* the row executor interprets */
     if (K->n_reads > MB_COMPILED_IO_MAX || K->n_writes > MB_COMPILED_IO_MAX) return 0;
     for (int r = 0; r < K->n_reads; r++)
         if (g->nodes[K->reads[r]].dtype != MB_F32) return 0;
@@ -177,16 +178,17 @@ static int has_compiled_rates(const mb_device *d)
     return 0;
 }
 
-/* Elements op node id works through at shape s: a row op its operand's, an
- * elementwise op its result's. */
+/* Elements op node id works through at shape s: a row or column op its
+ * operand's, an elementwise op its result's. */
 static double node_elems(const mb_graph *g, int id, mb_shape s)
 {
     const mb_node *nd = &g->nodes[id];
-    if (MB_OP_IS_ROW(nd->op) && nd->arg[0] >= 0) return (double)mb_tensor_elems_at(g, nd->arg[0], s);
+    if ((MB_OP_IS_ROW(nd->op) || MB_OP_IS_COLUMN(nd->op)) && nd->arg[0] >= 0)
+        return (double)mb_tensor_elems_at(g, nd->arg[0], s);
     return (double)mb_tensor_elems_at(g, id, s);
 }
 
-/* A row op at measured rates: the elementwise work per element of its row
+/* A row op (or a column sum) at measured rates: the elementwise work per element of its row
  * that the CPU row executor (kernels/rows_cpu.c) does for it, each part at
  * the spec's rate for that op (a max as relu's, the one-operand max). A
  * calibration's tile primitive has no form of a row op, so a spec's rate
@@ -212,6 +214,8 @@ static double row_op_rated_s(mb_op op, double n, int multi, const mb_device *d)
         {MB_OP_LAYER_NORM, {MB_OP_SUB, MB_OP_ADD, MB_OP_MUL, MB_OP_ADD, MB_OP_SUB, MB_OP_MUL, MB_OP_MUL}},
         /* vsum_sq: x x and its sum; vnorm: (x - 0) rstd w */
         {MB_OP_RMS_NORM, {MB_OP_MUL, MB_OP_ADD, MB_OP_SUB, MB_OP_MUL, MB_OP_MUL}},
+        /* the column loop: one add into the partial sums per element */
+        {MB_OP_COLSUM, {MB_OP_ADD}},
     };
     for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++) {
         if (parts[i].op != op) continue;
@@ -279,7 +283,7 @@ static void compute_time(const mb_plan *p, const mb_kernel *K, mb_shape sh, cons
         if ((compiled || is_raw_copy) && op == MB_OP_COPY) continue;
         double rate = (compiled && d->op_compiled_geps[op] > 0 ? d->op_compiled_geps[op]
                                                                : d->op_geps[op]) * 1e9;
-        if (MB_OP_IS_ROW(op)) { /* its parts at their measured rates, else at the peaks */
+        if (MB_OP_IS_ROW(op) || MB_OP_IS_COLUMN(op)) { /* its parts at their measured rates, else at the peaks */
             double row_s = row_op_rated_s(op, n, multi, d);
             if (row_s > 0) {
                 rated_s += row_s;
