@@ -111,6 +111,14 @@ int mb_kern_rows_run_kernel(mb_kern_tensors *t, int k, mb_kern_exec e, mb_err *e
  * into mag the same way; inputs are loaded from t. */
 void mb_kern_rows_reference_row(const mb_kern_tensors *t, int64_t r, double **val, double **mag,
                                 const int *order, int cnt);
+/* post[i] = 1 for g's column reductions and every node reading one (their
+ * values are sums over the rows, not a row's); returns how many. */
+int mb_kern_col_post(const mb_graph *g, char *post);
+/* The [cols] values of those nodes in float64 into val[node][0..cols) (and
+ * their magnitudes into mag): each colsum summed over every row of the nodes
+ * of order[0..cnt) it reads, then the nodes after it; the other nodes hold
+ * row 0's values. 0, or -1 when out of memory. */
+int mb_kern_rows_reference_cols(const mb_kern_tensors *t, double **val, double **mag, const int *order, int cnt);
 /* Every node of g in an order that evaluates each after its operands: the
  * forward nodes first, in their own order (rows_bwd_cpu.c). Returns the count. */
 int mb_kern_rows_order(const mb_graph *g, int *order);
