@@ -228,6 +228,50 @@ static void row_op(mb_op op)
     mb_graph_free(g);
 }
 
+/* A column reduction (MB_OPK_COLUMN: colsum): made by autodiff only, as the
+ * gradient of a [cols] operand (a sum over the rows); its own eager kernel
+ * of that name reading the full tensor once and writing cols elements; the
+ * row executor's column loop runs it, op by op and blocked, against the
+ * float64 reference and finite differences (tests/kernels_rows_bwd.c has
+ * the plans and the weights of the norms). */
+static void column_op(mb_op op)
+{
+    const mb_op_info *in = mb_op_info_of(op);
+    CHECK(in->kind == MB_OPK_COLUMN && in->arity == 1 && in->spell == MB_SPELL_NONE);
+    CHECK(in->der == MB_DER_NONE && in->bwd_kernel == NULL && in->flags == 0 && in->probe_pre == NULL);
+    mb_graph *g = NULL;
+    mb_plan *p = NULL;
+    mb_err err;
+    int rc = mb_parse_variant("input x [rows, cols]\ninput w [cols]\ny = x + w\noutput y\nbackward\n", "col.mb",
+                              MB_F32, &g, &err);
+    CHECK(rc == MB_OK);
+    if (!rc) rc = mb_plan_build(g, MB_PLAN_EAGER, &p, &err);
+    CHECK(rc == MB_OK);
+    const mb_shape s = {2, 37, 2 * MB_KERN_TILE + 5};
+    for (int e = 0; !rc && e < MB_KERN_EXEC_COUNT; e++) {
+        int found = 0;
+        for (int k = 0; k < p->n_kernels; k++) {
+            const mb_kernel *K = &p->kernels[k];
+            if (strcmp(K->name, in->name)) continue;
+            found = 1;
+            CHECK(K->n_nodes == 1 && p->g->nodes[K->nodes[0]].op == op && K->n_reads == 1 && K->n_writes == 1);
+            CHECK(p->g->nodes[K->writes[0]].shape == MB_SHC_COL);
+        }
+        CHECK(found);
+        mb_kern_tensors t;
+        CHECK(mb_kern_tensors_alloc_shape(p, s, 0, &t, &err) == MB_OK);
+        CHECK(mb_kern_run_plan(&t, (mb_kern_exec)e, &err) == MB_OK);
+        mb_kern_check ck;
+        double gerr = 0;
+        int gok = 0;
+        CHECK(mb_kern_verify(&t, 0, 0, &ck, &err) == MB_OK && ck.passed);
+        CHECK(mb_kern_gradcheck(&t, 8, &gerr, &gok, &err) == MB_OK && gok);
+        mb_kern_tensors_free(&t);
+    }
+    mb_plan_free(p);
+    mb_graph_free(g);
+}
+
 static void walk_rows(int have_jit)
 {
     int reached[MB_OP_COUNT] = {0};
@@ -238,6 +282,11 @@ static void walk_rows(int have_jit)
         CHECK(in->name && in->name[0] && (in->arity == 1 || in->arity == 2));
         if (in->flags & MB_OPF_ROW) {
             row_op((mb_op)op);
+            reached[op] = 1;
+            continue;
+        }
+        if (in->kind == MB_OPK_COLUMN) {
+            column_op((mb_op)op);
             reached[op] = 1;
             continue;
         }
