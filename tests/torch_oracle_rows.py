@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """torch_oracle_rows.py — PyTorch as the oracle of the eager backward of row
 operations (sum, mean, amax, softmax, log_softmax, layer_norm and the
-written-out softmax, LayerNorm and RMSNorm variants), at a 2-D shape, on
-PyTorch's CPU eager mode:
+written-out softmax, LayerNorm and RMSNorm variants, with [cols] weights and
+biases too), at a 2-D shape, on PyTorch's CPU eager mode:
   - the aten calls that launch kernels, forward and backward
     (torch.autograd.grad with the incoming gradient given; a
     TorchDispatchMode, views and detach left out, as tests/torch_oracle.py
@@ -10,7 +10,13 @@ PyTorch's CPU eager mode:
     --json`), in order and kind; membound's add_grad is aten's add, and the
     copy membound counts where an input's gradient is an expand (autograd's
     AccumulateGrad copies it under .backward(); autograd.grad returns the
-    view) is left out of its list;
+    view) is left out of its list; membound's colsum (a [cols] operand's
+    gradient, a sum over the rows) is aten's sum (autograd's sum_to); and
+    membound's gamma_beta_backward, the second kernel of layer_norm's
+    backward with a weight on CUDA (GammaBetaBackwardCUDAKernel), is left
+    out: the CPU's one native_layer_norm_backward call computes dx, dw and
+    db together;
+  - the gradients of every input, x and the weights, are requested;
   - the bytes PyTorch saves for backward (saved_tensors_hooks, each distinct
     tensor once) equal membound's eager saved_bytes, but for the differences
     ALLOWED below, each with its reason.
@@ -41,7 +47,13 @@ ALLOWED = {
     "layernorm_bwd": (2 * FULL, MEAN_INPUT + " (two means)"),
     "rmsnorm_bwd": (FULL, MEAN_INPUT),
     "y = layer_norm(x)": (2 * ROWS * 4, "mean and rstd saved, recomputed here"),
+    "y = layer_norm(x, w, b)": (2 * ROWS * 4 + COLS * 4, "mean and rstd saved, recomputed here; and the bias, "
+                                "which the backward does not read"),
+    "layernorm_affine_bwd": (2 * FULL, MEAN_INPUT + " (two means)"),
+    "rmsnorm_affine_bwd": (FULL, MEAN_INPUT),
 }
+W = "input w [cols]\n"
+B = "input b [cols]\n"
 
 
 def softmax_written(x):
@@ -73,6 +85,13 @@ CASES = [  # membound variant (built-in name or text), torch function
     ("softmax_bwd", softmax_written),
     ("layernorm_bwd", layernorm_written),
     ("rmsnorm_bwd", rmsnorm_written),
+    # [cols] weights and biases (the function takes x, w, b in the variant's order)
+    (X + W + B + "y = x * w + b\noutput y\nbackward\n", lambda x, w, b: x * w + b),
+    (X + W + "y = tanh(x * w) * w\noutput y\nbackward\n", lambda x, w: torch.tanh(x * w) * w),
+    (X + W + B + "y = layer_norm(x, w, b)\noutput y\nbackward\n",
+     lambda x, w, b: F.layer_norm(x, [COLS], w, b)),
+    ("layernorm_affine_bwd", lambda x, w, b: layernorm_written(x) * w + b),
+    ("rmsnorm_affine_bwd", lambda x, w: rmsnorm_written(x) * w),
 ]
 
 
@@ -91,6 +110,7 @@ class Ops(TorchDispatchMode):
 def torch_run(f):
     torch.manual_seed(0)
     x = torch.randn(ROWS, COLS, requires_grad=True)
+    params = [torch.randn(COLS, requires_grad=True) for _ in range(f.__code__.co_argcount - 1)]
     g = torch.randn(ROWS, COLS)
     saved = {}
 
@@ -100,10 +120,10 @@ def torch_run(f):
 
     with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
         with Ops() as fwd:
-            y = f(x)
+            y = f(x, *params)
     g = g[..., : y.shape[-1]].contiguous()
     with Ops() as bwd:
-        torch.autograd.grad(y, x, g)
+        torch.autograd.grad(y, [x] + params, g)
     return fwd.ops + bwd.ops, sum(saved.values())
 
 
@@ -113,7 +133,8 @@ def mb_run(variant):
     args += ["--plan", "eager", "--per-kernel", "--json", "--shape", f"{ROWS}x{COLS}"]
     out = json.loads(subprocess.run(args, check=True, capture_output=True, text=True).stdout)
     r = out["results"][0]
-    names = ["add" if k["name"] == "add_grad" else k["name"] for k in r["per_kernel"]]
+    from_mb = {"add_grad": "add", "colsum": "sum"}
+    names = [from_mb.get(k["name"], k["name"]) for k in r["per_kernel"] if k["name"] != "gamma_beta_backward"]
     if names and names[-1] == "copy":  # AccumulateGrad's copy of an expand
         names = names[:-1]
     return names, r["saved_bytes"]
@@ -124,7 +145,7 @@ def main():
     for variant, f in CASES:
         want, want_saved = torch_run(f)
         got, got_saved = mb_run(variant)
-        label = variant.splitlines()[1] if "\n" in variant else variant
+        label = next(ln for ln in variant.splitlines() if ln.startswith("y =")) if "\n" in variant else variant
         extra, why = ALLOWED.get(label, (0, ""))
         ok = want == got and want_saved == got_saved + extra
         print(f"{'ok' if ok else 'FAIL'}: {label}: {len(got)} kernels, saved {got_saved} B"
