@@ -342,6 +342,92 @@ static void random_rows_text(char *buf, size_t size)
     snprintf(buf + len, size - len, "output y\nbackward\n");
 }
 
+/* A random program over x [rows, cols], a weight w [cols] (and a bias b
+ * [cols]) whose gradients are sums over the rows (colsum): the weights
+ * broadcast against full tensors, [cols] tensors computed from them (read by
+ * the column kernel: the cut's extra costs), the norms with weights, row
+ * statistics. */
+static void random_cols_text(char *buf, size_t size)
+{
+    static const char *const un[] = {"exp", "tanh", "sigmoid", "sin"};
+    static const char *const bin[] = {"+", "-", "*"};
+    int with_b = (int)rnd(2), n_st = 2 + (int)rnd(5);
+    size_t len = (size_t)snprintf(buf, size, "name cols\ninput x [rows, cols]\ninput w [cols]\n%s",
+                                  with_b ? "input b [cols]\n" : "");
+    char names[12][8];
+    int kind[12], n_names = 0; /* 0 full, 1 [cols], 2 [rows, 1] */
+    snprintf(names[n_names], 8, "x");
+    kind[n_names++] = 0;
+    snprintf(names[n_names], 8, "w");
+    kind[n_names++] = 1;
+    if (with_b) { snprintf(names[n_names], 8, "b"); kind[n_names++] = 1; }
+    for (int s = 0; s < n_st; s++) {
+        int ia = (int)rnd((unsigned)n_names), ib = (int)rnd((unsigned)n_names), ic = 1;
+        while (kind[ic] != 1) ic = (int)rnd((unsigned)n_names);
+        char expr[96];
+        int k = kind[ia] == kind[ib] ? kind[ia] : 0;
+        switch (rnd(6)) {
+        case 0: snprintf(expr, sizeof expr, "%s(%s)", un[rnd(4)], names[ia]); k = kind[ia]; break;
+        case 1: case 2: snprintf(expr, sizeof expr, "%s %s %s", names[ia], bin[rnd(3)], names[ib]); break;
+        case 3: /* a row statistic of a full tensor */
+            while (kind[ia] != 0) ia = (int)rnd((unsigned)n_names);
+            snprintf(expr, sizeof expr, "%s.mean(-1, keepdim=True)", names[ia]);
+            k = 2;
+            break;
+        case 4: /* a norm with a [cols] weight (and bias) */
+            while (kind[ia] != 0) ia = (int)rnd((unsigned)n_names);
+            if (rnd(2)) snprintf(expr, sizeof expr, "rms_norm(%s, %s)", names[ia], names[ic]);
+            else snprintf(expr, sizeof expr, "layer_norm(%s, %s%s%s)", names[ia], names[ic], with_b ? ", " : "",
+                          with_b ? "b" : "");
+            k = 0;
+            break;
+        default: /* a full tensor times a weight, plus a bias */
+            while (kind[ia] != 0) ia = (int)rnd((unsigned)n_names);
+            snprintf(expr, sizeof expr, "%s * %s + %s", names[ia], names[ic], with_b ? "b" : "1.5");
+            k = 0;
+            break;
+        }
+        int last = s == n_st - 1;
+        char name[8];
+        snprintf(name, sizeof name, "t%d", s);
+        len += (size_t)snprintf(buf + len, size - len, "%s = %s%s\n", last ? "y" : name, expr,
+                                last && k != 0 ? " * x" : ""); /* the output full */
+        if (!last) { snprintf(names[n_names], 8, "%s", name); kind[n_names++] = k; }
+    }
+    snprintf(buf + len, size - len, "output y\nbackward\n");
+}
+
+static long n_col_graphs;
+
+/* Random graphs with [cols] weights against brute force, at two shapes. */
+static void random_col_expressions(void)
+{
+    static const mb_shape shapes[] = {{2, 16, 4}, {2, 4, 64}};
+    int done = 0;
+    for (int tries = 0; tries < 4000 && done < 160; tries++) {
+        char text[1024];
+        random_cols_text(text, sizeof text);
+        mb_graph *g = NULL;
+        mb_err e;
+        if (mb_parse_variant(text, "<random>", MB_F32, &g, &e) != MB_OK) continue;
+        int cols = 0;
+        for (int i = g->n_forward; i < g->n_nodes; i++) cols += g->nodes[i].op == MB_OP_COLSUM;
+        if (cols && g->n_forward <= MAX_BRUTE_TENSORS) {
+            char what[64];
+            cur_shape = shapes[done % 2];
+            snprintf(what, sizeof what, "random cols #%d (seed 13) at %lldx%lld", tries, (long long)cur_shape.rows,
+                     (long long)cur_shape.cols);
+            against_brute_force(g, what);
+            if (mb_t_fail) fprintf(stderr, "%s", text);
+            n_col_graphs++;
+            done++;
+        }
+        mb_graph_free(g);
+    }
+    cur_shape = (mb_shape){1, 1, 1};
+    CHECK(done >= 120);
+}
+
 /* Random graphs with reductions and broadcasts against brute force, at two
  * shapes (more rows than columns and fewer: the row statistics' bytes
  * against the full tensors' change). */
@@ -528,9 +614,10 @@ int main(void)
     mb_graph_free(g);
     random_expressions();
     random_row_expressions();
-    printf("brute force: %ld graphs (%ld with reductions), up to %d forward tensors, %ld subsets built; %ld Pareto "
-           "points, %ld of them inside the hull (not listed)\n", n_graphs, n_row_graphs, max_tensors, n_subsets,
-           n_pareto, n_missed);
+    random_col_expressions();
+    printf("brute force: %ld graphs (%ld with reductions, %ld of them with [cols] weights' gradients), up to %d "
+           "forward tensors, %ld subsets built; %ld Pareto points, %ld of them inside the hull (not listed)\n",
+           n_graphs, n_row_graphs, n_col_graphs, max_tensors, n_subsets, n_pareto, n_missed);
     time_objective();
     runs_for_real();
     errors();
