@@ -496,6 +496,21 @@ static int rowop_fits(const mb_graph *g, const mb_kernel *K, mb_shape s)
     return s.cols % v == 0 && s.cols >= v;
 }
 
+/* MB_EINPUT, one line, when plan p has a sum over the rows (colsum: a
+ * [cols] weight's or bias's gradient): the CUDA kernels have no column
+ * reduction yet, and the row evaluator would sum each row alone. The CPU
+ * executors run it (kernels/rows_cpu.c). */
+static int refuse_columns(const mb_plan *p, mb_err *err)
+{
+    for (int k = 0; k < p->n_kernels; k++)
+        for (int j = 0; j < p->kernels[k].n_nodes; j++)
+            if (MB_OP_IS_COLUMN(p->g->nodes[p->kernels[k].nodes[j]].op))
+                return mb_err_set(err, MB_EINPUT, "%s %s: kernel %s sums over the rows (the gradient of a [cols] "
+                                  "weight or bias), which the CUDA backend does not run: use --backend cpu",
+                                  p->g->name, mb_plan_name(p->kind), p->kernels[k].name);
+    return MB_OK;
+}
+
 /* The choice of mb_kern_cuda_choose; *hand_out gets the hand-written
  * kernel's entry (MB_KERN_CUDA_HAND), else NULL. Reads the plan only. */
 static int choose(const mb_plan *p, int k, mb_shape shape, const mb_device *spec, int flags,
@@ -504,6 +519,7 @@ static int choose(const mb_plan *p, int k, mb_shape shape, const mb_device *spec
     memset(c, 0, sizeof *c);
     *hand_out = NULL;
     if (k < 0 || k >= p->n_kernels) return mb_err_set(err, MB_EINPUT, "kernel %d of %d", k, p->n_kernels);
+    if (refuse_columns(p, err)) return MB_EINPUT;
     const mb_graph *g = p->g;
     const mb_kernel *K = &p->kernels[k];
     if (K->n_nodes < 1 || K->n_writes < 1)

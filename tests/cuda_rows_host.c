@@ -5,7 +5,9 @@
  * multi-pass, vectors and an odd row length), run on the host by the same
  * programs and per-lane code the GPU runs (mb_kern_cuda_row_emulate) and
  * checked against the float64 reference; and the kernel's one pass against
- * multi-pass choice against the model's on every GPU of the device table.
+ * multi-pass choice against the model's on every GPU of the device table;
+ * a plan with a sum over the rows (a [cols] weight's gradient) refused in
+ * one line.
  * It does not launch anything (tests/cuda_gpu.c does, on a GPU). */
 #include "kernels.h"
 #include "kernels_cuda.h"
@@ -158,5 +160,24 @@ int main(void)
     }
     printf("%d emulated runs\n", runs);
     CHECK(runs >= 7 * 2 * 2 * 4 * 2);
+    /* a sum over the rows has no CUDA kernel: every plan refused, one line */
+    static const char *const col_variants[] = {"layernorm_affine_bwd", "rmsnorm_affine_bwd"};
+    for (size_t v = 0; v < 2; v++) {
+        mb_graph *g = NULL;
+        CHECK(mb_variant_load(col_variants[v], MB_F32, &g, &err) == MB_OK);
+        for (int pk = 0; g && pk < MB_PLAN_COUNT; pk++) {
+            mb_plan *p = NULL;
+            if (!mb_plan_supported(g, (mb_plan_kind)pk) || mb_plan_build(g, (mb_plan_kind)pk, &p, &err)) continue;
+            mb_kern_tensors t;
+            CHECK(mb_kern_tensors_alloc_shape(p, (mb_shape){2, 8, 64}, 0, &t, &err) == MB_OK);
+            CHECK(mb_kern_cuda_row_emulate(&t, &h200, &err) == MB_EINPUT);
+            CHECK(strstr(err.msg, "sums over the rows") && strstr(err.msg, "--backend cpu") && !strchr(err.msg, '\n'));
+            mb_kern_cuda_choice c;
+            CHECK(mb_kern_cuda_choose_shape(p, 0, (mb_shape){2, 8, 64}, &h200, 0, &c, &err) == MB_EINPUT);
+            mb_kern_tensors_free(&t);
+            mb_plan_free(p);
+        }
+        mb_graph_free(g);
+    }
     return mb_test_done();
 }
