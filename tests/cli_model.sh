@@ -45,7 +45,7 @@ rows=$(($(wc -l <"$tmp/out") - 1))
 jcheck '[.results[].device] | unique | join(",")' a100-80gb,h100-sxm
 
 # bad input: one line, exit 2
-expect 2 "unknown variant 'sin3' (variants: copy, gelu_tanh, layernorm, layernorm_bwd, rmsnorm, rmsnorm_bwd, sigmoid3, sin2_plus_cos2, softmax, softmax_bwd, softmax_op" -- model sin3
+expect 2 "unknown variant 'sin3' (variants: copy, gelu_tanh, layernorm, layernorm_affine_bwd, layernorm_bwd, rmsnorm, rmsnorm_affine_bwd, rmsnorm_bwd, sigmoid3, sin2_plus_cos2, softmax, softmax_bwd, softmax_op" -- model sin3
 expect 2 "did you mean h100-sxm" -- model copy --device h10-sxm
 expect 2 "<expr>:1:10: expected ',' or ')'" -- model --expr 'y = sin(x'
 expect 2 "<expr>:1:5: unknown function 'sinh'" -- model --expr 'y = sinh(x)'

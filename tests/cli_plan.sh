@@ -38,7 +38,17 @@ jcheck '.results[] | select(.plan=="optimal" and .shape=="4096x1024") | .saved |
 jcheck '.results[] | select(.plan=="optimal") | .saved | length' 3
 "$B" plan softmax_bwd --shape 64x2^22 --frontier --figure "$tmp/sm.png" >/dev/null 2>&1
 grep -q '^optimal(time) ' "$tmp/sm.dat" && ok || bad "the figure data lacks the time objective's plan"
-expect 2 "the gradient of input 'w' ([cols]) is a sum over rows" -- plan --expr $'input x [rows, cols]\ninput w [cols]\ny = x * w\nbackward'
+# [cols] weights and biases: their gradients are sums over the rows (colsum), in a column
+# kernel after the fused backward one (docs/model.md; counts in tests/kernels_rows_bwd.c)
+"$B" plan layernorm_affine_bwd --shape 4096x1024 --json >"$tmp/out" || bad "plan layernorm_affine_bwd failed"
+jcheck '.results[] | select(.plan=="store") | .traffic_bytes' $((4 * (11 * R * C + 2 * R + 5 * C)))
+jcheck '.results[] | select(.plan=="store") | .saved_bytes' $((4 * (2 * R * C + R + C)))
+jcheck '.results[] | select(.plan=="recompute") | .traffic_bytes' $((4 * (8 * R * C + 5 * C)))
+jcheck '.results[] | select(.plan=="optimal") | .saved | join(",")' x,w
+jcheck '.results[] | select(.plan=="optimal") | .saved_bytes' $((4 * (R * C + C)))
+"$B" plan --expr $'input x [rows, cols]\ninput w [cols]\ny = x * w\nbackward' --shape 64x32 --json >"$tmp/out" ||
+  bad "plan of a [cols] weight's gradient failed"
+jcheck '.results[] | select(.plan=="recompute") | .traffic_bytes' $((4 * (7 * 64 * 32 + 3 * 32)))
 
 # two sums through sin and cos: save them (less memory) or the inputs (less traffic)
 trade=$'y = sin(a + b + c) + cos(a - b - c)\nbackward'
