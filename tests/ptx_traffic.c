@@ -918,7 +918,17 @@ static const char *const row_texts[] = {
     "name rms_norm_op\ninput x [rows, cols]\ninput w [cols]\ny = rms_norm(x, w)\noutput y\n",
 };
 
-/* Every row variant x plan x dtype at the three shapes. */
+/* 1 when g's backward sums over the rows (a [cols] weight's gradient): the
+ * CUDA backend refuses such plans (tests/cuda_rows_host.c checks it). */
+static int has_column(const mb_graph *g)
+{
+    for (int i = g->n_forward; i < g->n_nodes; i++)
+        if (MB_OP_IS_COLUMN(g->nodes[i].op)) return 1;
+    return 0;
+}
+
+/* Every row variant x plan x dtype at the three shapes (but those the CUDA
+ * backend refuses). */
 static int run_rows(const opts *o, char names[][MB_NAME_MAX], int nv, int *checked, int used[2])
 {
     mb_device dev;
@@ -940,7 +950,7 @@ static int run_rows(const opts *o, char names[][MB_NAME_MAX], int nv, int *check
                 fprintf(stderr, "ptx_traffic: error: %s\n", err.msg);
                 return -1;
             }
-            for (int pk = 0; pk < MB_PLAN_COUNT && bad >= 0 && g->has_row_ops; pk++) {
+            for (int pk = 0; pk < MB_PLAN_COUNT && bad >= 0 && g->has_row_ops && !has_column(g); pk++) {
                 if (!mb_plan_supported(g, (mb_plan_kind)pk) || (o->plan >= 0 && pk != o->plan)) continue;
                 mb_plan *p = NULL;
                 if (mb_plan_build(g, (mb_plan_kind)pk, &p, &err) != MB_OK) {
