@@ -61,6 +61,8 @@ static const struct {
      * PyTorch's source names (SoftMax.cu, layer_norm_kernel.cu, ReduceOps),
      * not yet seen in an imported profile */
     {"sum", {"sum_functor", "SumOps", NULL}},
+    /* a [cols] operand's gradient: sum(dim=0), the same reduce kernel */
+    {"colsum", {"sum_functor", "SumOps", NULL}},
     {"mean", {"MeanOps", NULL}},
     {"amax", {"MaxNanFunctor", "MaxOps", NULL}},
     {"softmax", {"softmax_warp_forward", "cunn_SoftMaxForward", NULL}},
@@ -73,6 +75,9 @@ static const struct {
     {"_log_softmax_backward_data", {"softmax_warp_backward", "cunn_SoftMaxBackward", NULL}},
     {"native_layer_norm_backward", {"layer_norm_grad_input_kernel", "ComputeInternalGradientsCUDAKernel", NULL}},
     {"rms_norm_backward", {"layer_norm_grad_input_kernel", NULL}},
+    /* a norm's weight and bias gradients (GammaBetaBackwardCUDAKernel, its
+     * Simple and 32x32 forms; layer_norm_kernel.cu) */
+    {MB_KERNEL_GAMMA_BETA, {"GammaBetaBackward", NULL}},
     {"eq", {"CompareEqFunctor", "eq_kernel", NULL}},
 };
 

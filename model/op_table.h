@@ -65,7 +65,9 @@
  *            evenly, scale_grad_by_count), softmax, log_softmax and
  *            layer_norm one kernel each (_softmax_backward_data,
  *            _log_softmax_backward_data, native_layer_norm_backward);
- *            rms_norm, which torch 1.13 lacks, one kernel as a fused RMSNorm
+ *            rms_norm, which torch 1.13 lacks, one kernel as a fused RMSNorm;
+ *            a norm with a [cols] weight or bias a second kernel for their
+ *            gradients, as CUDA's GammaBetaBackward (MB_KERNEL_GAMMA_BETA)
  *
  * Order: the enum follows the rows (MB_OP_INPUT = 0 first); a cached spec
  * names ops by spelling, so rows may be inserted anywhere. */

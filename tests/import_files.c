@@ -186,6 +186,7 @@ int main(void)
         CHECK(!info->bwd_kernel || mb_imp_kernel_pattern(info->bwd_kernel) != NULL);
     }
     CHECK(mb_imp_kernel_pattern("add_grad") != NULL);
+    CHECK(mb_imp_kernel_pattern("colsum") != NULL && mb_imp_kernel_pattern(MB_KERNEL_GAMMA_BETA) != NULL);
     /* GPU names as tools print them, to the table's ids */
     CHECK(mb_imp_device_id("NVIDIA H200") && !strcmp(mb_imp_device_id("NVIDIA H200"), "h200"));
     CHECK(mb_imp_device_id("NVIDIA H100 80GB HBM3") && !strcmp(mb_imp_device_id("NVIDIA H100 80GB HBM3"), "h100-sxm"));
