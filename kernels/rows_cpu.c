@@ -23,6 +23,10 @@
  * that a row far from 0 does not cancel in f32. f32 reads are used where
  * they lie (no copy); f32 and 16-bit writes of tensors larger than
  * t->nt_min_bytes go out with non-temporal stores, as exec_cpu.c's do.
+ * A column kernel (a colsum: a [cols] weight's gradient, the sum over the
+ * rows) runs its row nodes by rows, each thread summing its rows' share,
+ * then the nodes after the sums once over the columns; the reference sums
+ * every row's term the same way (mb_kern_rows_reference_cols).
  * Does not time anything (measure/), nor run elementwise plans (exec_cpu.c). */
 #include "kernels_int.h"
 #include "mb_ops.h"

@@ -384,6 +384,61 @@ static void check_eager_backward_kernels(void)
     }
 }
 
+/* A [cols] weight's gradient, a sum over the rows: eager launches PyTorch's
+ * kernels (torch 1.13's, tests/torch_oracle_rows.py: a sum(dim=0) per weight
+ * after the op's own), store, recompute and optimal a column kernel after
+ * the fused backward one that holds every colsum, reads only what that
+ * kernel wrote, the incoming gradient and [cols] tensors, and writes only
+ * [cols] gradients. */
+static void check_column_plans(void)
+{
+    static const struct { const char *variant, *eager_bwd; } cases[] = {
+        {"layernorm_affine_bwd", "colsum mul mul colsum mul mul sum pow mul mul div mul mul add_grad add_grad neg "
+                                 "sum div add_grad"},
+        {"rmsnorm_affine_bwd", "mul mul colsum mul mul sum pow mul mul div pow mul mul add_grad"},
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        mb_graph *g = NULL;
+        mb_err e;
+        CHECK(mb_variant_load(cases[c].variant, MB_F32, &g, &e) == MB_OK);
+        if (!g) continue;
+        for (int k = MB_PLAN_EAGER; k < MB_PLAN_COUNT; k++) {
+            mb_plan *p = NULL;
+            if (!mb_plan_supported(g, (mb_plan_kind)k)) continue;
+            CHECK(mb_plan_build(g, (mb_plan_kind)k, &p, &e) == MB_OK);
+            if (!p) continue;
+            if (k == MB_PLAN_EAGER) {
+                char got[512] = "";
+                for (int j = 0; j < p->n_kernels; j++) {
+                    if (!p->kernels[j].is_backward) continue;
+                    if (got[0]) strcat(got, " ");
+                    strncat(got, p->kernels[j].name, sizeof got - strlen(got) - 1);
+                }
+                if (strcmp(got, cases[c].eager_bwd)) fprintf(stderr, "%s eager backward '%s'\n", cases[c].variant, got);
+                CHECK(!strcmp(got, cases[c].eager_bwd));
+                mb_plan_free(p);
+                continue;
+            }
+            CHECK_EQ_I64(p->n_kernels, 3);
+            const mb_kernel *C = &p->kernels[p->n_kernels - 1];
+            CHECK(C->is_backward && strstr(C->name, "_colsum") != NULL);
+            int sums = 0;
+            for (int j = 0; j < C->n_nodes; j++) sums += p->g->nodes[C->nodes[j]].op == MB_OP_COLSUM;
+            CHECK_EQ_I64(sums, g->n_inputs - 1); /* one per weight and bias */
+            for (int j = 0; j < p->kernels[1].n_nodes; j++) CHECK(p->g->nodes[p->kernels[1].nodes[j]].op != MB_OP_COLSUM);
+            for (int r = 0; r < C->n_reads; r++) {
+                const mb_node *t = &p->g->nodes[C->reads[r]];
+                int from_bwd = 0;
+                for (int w = 0; w < p->kernels[1].n_writes; w++) from_bwd |= p->kernels[1].writes[w] == C->reads[r];
+                CHECK(from_bwd || (t->op == MB_OP_INPUT && C->reads[r] >= g->n_forward) || t->shape == MB_SHC_COL);
+            }
+            for (int w = 0; w < C->n_writes; w++) CHECK_EQ_I64(p->g->nodes[C->writes[w]].shape, MB_SHC_COL);
+            mb_plan_free(p);
+        }
+        mb_graph_free(g);
+    }
+}
+
 int main(void)
 {
     check_lecture_counts();
@@ -392,5 +447,6 @@ int main(void)
     check_write_allocate();
     check_backward_structure();
     check_eager_backward_kernels();
+    check_column_plans();
     return mb_test_done();
 }
