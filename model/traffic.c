@@ -188,9 +188,10 @@ static double node_elems(const mb_graph *g, int id, mb_shape s)
     return (double)mb_tensor_elems_at(g, id, s);
 }
 
-/* A row op (or a column sum) at measured rates: the elementwise work per element of its row
- * that the CPU row executor (kernels/rows_cpu.c) does for it, each part at
- * the spec's rate for that op (a max as relu's, the one-operand max). A
+/* A row op (or a column sum) at measured rates: the elementwise work per
+ * element of its row that the CPU row executor (kernels/rows_cpu.c) does for
+ * it, each part at the spec's rate for that op (a max as relu's, the
+ * one-operand max). A
  * calibration's tile primitive has no form of a row op, so a spec's rate
  * for one is not measured; this replaces the GPU's flop counts (op_table.h)
  * at the peaks, which are not what a CPU core runs. multi: a pass that
