@@ -583,20 +583,16 @@ static int run_rows(mb_kern_tensors *t, const mb_kernel *K, mb_err *err)
 #define COL_BLOCK_ROWS 256
 
 /* post[j] = 1 for the nodes of K evaluated once over the columns after the
- * row loop: its colsums and the nodes that read them (in K); in a kernel
- * without a colsum whose nodes are all [cols], every node. Returns 1 when K
- * has any, 0 when it is a row kernel. */
-static int column_phase(const mb_graph *g, const mb_kernel *K, char *post)
+ * row loop: its colsums and the nodes after them (mb_kern_col_post's, given
+ * as graph_post); in a kernel whose nodes are all [cols], every node.
+ * Returns 1 when K has any, 0 when it is a row kernel. */
+static int column_phase(const mb_graph *g, const mb_kernel *K, const char *graph_post, char *post)
 {
     int any = 0, all_col = K->n_nodes > 0;
     for (int j = 0; j < K->n_nodes; j++) {
-        const mb_node *nd = &g->nodes[K->nodes[j]];
-        int c = MB_OP_IS_COLUMN(nd->op);
-        for (int a = 0; a < mb_op_arity(nd->op) && !c; a++)
-            for (int q = 0; q < j && !c; q++) c = post[q] && K->nodes[q] == nd->arg[a];
-        post[j] = (char)c;
-        any |= c;
-        all_col &= nd->shape == MB_SHC_COL;
+        post[j] = graph_post[K->nodes[j]];
+        any |= post[j];
+        all_col &= g->nodes[K->nodes[j]].shape == MB_SHC_COL;
     }
     if (!any && all_col)
         for (int j = 0; j < K->n_nodes; j++) post[j] = any = 1;
@@ -711,7 +707,7 @@ static int run_columns(mb_kern_tensors *t, const mb_kernel *K, const char *post,
 #pragma omp parallel if (has_rows && !failed)
     {
         rowstate S = {g, K, t, C, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL};
-        const size_t width = has_rows ? TILE : (size_t)C;
+        const size_t width = TILE;
         float *slab = malloc(((size_t)nn + 1) * width * sizeof(float));
         float *part = calloc((size_t)(n_cs ? n_cs : 1) * (size_t)C, sizeof(float));
         double *mine = calloc((size_t)(n_cs ? n_cs : 1) * (size_t)C, sizeof(double));
@@ -734,14 +730,24 @@ static int run_columns(mb_kern_tensors *t, const mb_kernel *K, const char *post,
 #pragma omp barrier
 #pragma omp single
         if (!failed) {
-            /* the column phase on one thread, with buffers of cols floats */
+            /* the column phase on one thread, with buffers of cols floats for
+             * the nodes it evaluates and the [cols] tensors it reads */
             rowstate F = S;
-            float *wide = malloc(((size_t)nn + 1) * (size_t)C * sizeof(float));
-            float **fb = malloc(2 * (size_t)nn * sizeof(float *));
+            float **fb = calloc(2 * (size_t)nn, sizeof(float *));
+            int wide_n = 0;
+            for (int j = 0; j < K->n_nodes; j++) wide_n += post[j] || g->nodes[K->nodes[j]].shape == MB_SHC_COL;
+            for (int q = 0; q < K->n_reads; q++) wide_n += g->nodes[K->reads[q]].shape == MB_SHC_COL;
+            float *wide = malloc(((size_t)wide_n + 1) * (size_t)C * sizeof(float));
             if (wide && fb) {
                 F.buf = fb;
                 F.own = fb + nn;
-                for (int i = 0; i < nn; i++) F.buf[i] = F.own[i] = wide + (size_t)i * (size_t)C;
+                int w = 0;
+                for (int j = 0; j < K->n_nodes; j++)
+                    if (post[j] || g->nodes[K->nodes[j]].shape == MB_SHC_COL)
+                        F.buf[K->nodes[j]] = F.own[K->nodes[j]] = wide + (size_t)w++ * (size_t)C;
+                for (int q = 0; q < K->n_reads; q++)
+                    if (g->nodes[K->reads[q]].shape == MB_SHC_COL)
+                        F.buf[K->reads[q]] = F.own[K->reads[q]] = wide + (size_t)w++ * (size_t)C;
                 column_finish(&F, post, total);
             } else {
                 failed = 1;
@@ -761,10 +767,13 @@ static int run_columns(mb_kern_tensors *t, const mb_kernel *K, const char *post,
  * or holds [cols] values only. */
 static int run_kernel_at(mb_kern_tensors *t, const mb_kernel *K, mb_err *err)
 {
-    char *post = malloc((size_t)K->n_nodes + 1);
-    if (!post) return mb_err_set(err, MB_ERUN, "out of memory");
-    int rc = column_phase(t->plan->g, K, post) ? run_columns(t, K, post, err) : run_rows(t, K, err);
-    free(post);
+    const mb_graph *g = t->plan->g;
+    char *graph_post = malloc((size_t)g->n_nodes + (size_t)K->n_nodes + 1);
+    if (!graph_post) return mb_err_set(err, MB_ERUN, "out of memory");
+    char *post = graph_post + g->n_nodes;
+    mb_kern_col_post(g, graph_post);
+    int rc = column_phase(g, K, graph_post, post) ? run_columns(t, K, post, err) : run_rows(t, K, err);
+    free(graph_post);
     return rc;
 }
 
@@ -931,21 +940,25 @@ int mb_kern_rows_reference_cols(const mb_kern_tensors *t, double **val, double *
     const int64_t C = t->shape.cols, R = t->shape.rows;
     char *post = malloc((size_t)nn + 1);
     int *pre = malloc(((size_t)cnt + 1) * sizeof(int)), *after = malloc(((size_t)cnt + 1) * sizeof(int));
-    double *tot = calloc(2 * (size_t)nn * (size_t)C, sizeof(double)); /* colsums' sums, then magnitudes */
-    int failed = !post || !pre || !after || !tot, n_pre = 0, n_after = 0;
+    int *cs = malloc(((size_t)cnt + 1) * sizeof(int)); /* the colsums in order */
+    int failed = !post || !pre || !after || !cs, n_pre = 0, n_after = 0, n_cs = 0;
     if (!failed) {
         mb_kern_col_post(g, post);
         for (int k = 0; k < cnt; k++) {
             if (!post[order[k]]) pre[n_pre++] = order[k];
-            else if (!MB_OP_IS_COLUMN(g->nodes[order[k]].op)) after[n_after++] = order[k];
+            else if (MB_OP_IS_COLUMN(g->nodes[order[k]].op)) cs[n_cs++] = order[k];
+            else after[n_after++] = order[k];
         }
     }
+    const size_t sums = 2 * (size_t)n_cs * (size_t)C; /* each colsum's sums, then their magnitudes */
+    double *tot = failed ? NULL : calloc(sums + 1, sizeof(double));
+    failed |= !tot;
     int par = !failed && C <= ((int64_t)1 << 16);
 #pragma omp parallel if (par)
     {
         double **v = malloc(2 * (size_t)nn * sizeof *v), **m = v ? v + nn : NULL;
         double *slab = malloc(2 * (size_t)nn * (size_t)C * sizeof(double));
-        double *mine = calloc(2 * (size_t)nn * (size_t)C, sizeof(double));
+        double *mine = calloc(sums + 1, sizeof(double));
         int ok = !failed && v && slab && mine;
         if (!ok) {
 #pragma omp atomic write
@@ -956,19 +969,15 @@ int mb_kern_rows_reference_cols(const mb_kern_tensors *t, double **val, double *
         for (int64_t r = 0; r < R; r++) {
             if (!ok) continue;
             mb_kern_rows_reference_row(t, r, v, m, pre, n_pre);
-            for (int i = 0; i < nn; i++) {
-                const mb_node *nd = &g->nodes[i];
-                if (!MB_OP_IS_COLUMN(nd->op) || nd->arg[0] < 0 || !post[i]) continue;
-                int rv = is_rowval(&g->nodes[nd->arg[0]]);
-                for (int64_t c = 0; c < C; c++) {
-                    mine[(size_t)i * C + c] += v[nd->arg[0]][rv ? 0 : c];
-                    mine[((size_t)nn + i) * C + c] += m[nd->arg[0]][rv ? 0 : c];
-                }
+            for (int k = 0; k < n_cs; k++) {
+                int a = g->nodes[cs[k]].arg[0], rv = is_rowval(&g->nodes[a]);
+                double *sv = mine + (size_t)k * (size_t)C, *sm = mine + ((size_t)n_cs + k) * (size_t)C;
+                for (int64_t c = 0; c < C; c++) sv[c] += v[a][rv ? 0 : c], sm[c] += m[a][rv ? 0 : c];
             }
         }
 #pragma omp critical(mb_colsum_ref)
         if (ok)
-            for (size_t i = 0; i < 2 * (size_t)nn * (size_t)C; i++) tot[i] += mine[i];
+            for (size_t i = 0; i < sums; i++) tot[i] += mine[i];
         free(v);
         free(slab);
         free(mine);
@@ -976,17 +985,17 @@ int mb_kern_rows_reference_cols(const mb_kern_tensors *t, double **val, double *
     if (!failed) {
         /* row 0 for the [cols] values the nodes after the sums read, then those nodes */
         mb_kern_rows_reference_row(t, 0, val, mag, pre, n_pre);
-        for (int i = 0; i < nn; i++)
-            if (post[i] && MB_OP_IS_COLUMN(g->nodes[i].op))
-                for (int64_t c = 0; c < C; c++) {
-                    val[i][c] = tot[(size_t)i * C + c];
-                    mag[i][c] = tot[((size_t)nn + i) * C + c];
-                }
+        for (int k = 0; k < n_cs; k++)
+            for (int64_t c = 0; c < C; c++) {
+                val[cs[k]][c] = tot[(size_t)k * (size_t)C + c];
+                mag[cs[k]][c] = tot[((size_t)n_cs + k) * (size_t)C + c];
+            }
         mb_kern_rows_reference_row(t, 0, val, mag, after, n_after);
     }
     free(post);
     free(pre);
     free(after);
+    free(cs);
     free(tot);
     return failed ? -1 : 0;
 }
