@@ -74,7 +74,8 @@ int mb_kern_tensors_alloc(const mb_plan *p, int64_t n, int64_t llc_bytes,
 /* The same at a shape (each tensor sized by its shape class). A plan with row
  * operations runs on the row executor (kernels/rows_cpu.c): by rows, each
  * kernel making the passes over a row model/passes.c derives; its results
- * are verified against a float64 reference evaluated row by row. */
+ * are verified against a float64 reference evaluated row by row (a [cols]
+ * weight's gradient, a sum over the rows, over every row). */
 int mb_kern_tensors_alloc_shape(const mb_plan *p, mb_shape shape, int64_t llc_bytes,
                                 mb_kern_tensors *t, mb_err *err);
 void mb_kern_tensors_free(mb_kern_tensors *t);
