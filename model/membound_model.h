@@ -197,7 +197,9 @@ typedef struct mb_graph {
     int rank;                /* 1 (every tensor [n]) or 2 ([rows, cols]) */
     int rank_declared;       /* 1: an input's [..] or a 'shape' line fixed it */
     mb_shape default_shape;  /* "shape" directive (rank 2), rank 0 if none */
-    int has_row_ops;         /* 1: a reduction or a row library op is in it */
+    int has_row_ops;         /* 1: a reduction or a row library op is in it,
+                                or a tensor broadcast over rows or columns at
+                                rank 2 (the row executors run it) */
 } mb_graph;
 
 /* Re-derives g's tensor shapes for rank 1 or 2 (a 1-D variant measured at

@@ -189,6 +189,10 @@ int mb_graph_derive_shapes(mb_graph *g, int rank, mb_err *err)
         nd->shape = (unsigned char)r;
     }
     g->rank = rank;
+    /* a [cols], [rows, 1] or [rows] tensor at rank 2 is indexed by its shape
+     * class: only the row executors do (the elementwise ones index every
+     * tensor by element) */
+    for (int i = 0; i < g->n_forward && rank == 2; i++) g->has_row_ops |= g->nodes[i].shape != MB_SHC_FULL;
     /* backward nodes: autodiff gives each its shape as it builds them, so a
      * graph with row ops is differentiated again at the new rank */
     if (!g->has_backward || !g->has_row_ops || g->n_nodes == g->n_forward) {

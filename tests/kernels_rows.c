@@ -25,6 +25,9 @@ static const char *const texts[] = {
        "y = d * rsqrt(v + 1e-5) * w + b",
     X_ "s = x.sum(-1)\nt = x.amax(-1)\ny = s * t",                   /* [rows] results */
     XW "y = x.sum(-1, keepdim=True) * w",                             /* outer [rows, 1] x [cols] */
+    /* broadcasts without a row op: the row executor indexes [cols] and [rows, 1]
+     * by their shape (the elementwise one read past w's cols elements) */
+    XW "input r [rows, 1]\ny = sin(x) * w + r",
 };
 /* rows that fit a core cache (one pass) and one that does not (2 x 300000 f32:
  * 1.2 MB a row, the tiled passes) */
