@@ -166,7 +166,8 @@ static void print_row(const plan_opts *o, const mb_graph *g, mb_shape sh, const 
         char sb[32], tb[32], ts[32];
         char name[64]; /* several dtypes: the row's after the name */
         snprintf(name, sizeof name, o->a.n_dtypes > 1 ? "%s (%s)" : "%s", g->name, mb_dtype_name(o->a.dtype));
-        printf("%-18.18s %-10s %10s %10s %6.3gn %9.4g %10s  %s\n", name, r->label,
+        /* a name longer than the column pushes its row right, never cut */
+        printf("%-18s %-10s %10s %10s %6.3gn %9.4g %10s  %s\n", name, r->label,
                mb_cli_fmt_bytes((double)r->saved_bytes, sb, sizeof sb),
                mb_cli_fmt_bytes((double)r->traffic_bytes, tb, sizeof tb), tensors, r->recompute_ops_pe,
                mb_cli_fmt_time(r->time_s, ts, sizeof ts), set);
