@@ -98,8 +98,8 @@ int mb_cut_problem_init(mb_cut_problem *cp, const mb_graph *g, mb_shape s, mb_er
         return mb_err_set(err, MB_ERUN, "out of memory");
     }
     char *written = calloc((size_t)nf + 1, 1); /* inputs and outputs: no extra write */
-    char *side = malloc((size_t)g->n_nodes + 1);          /* backward nodes of the column kernel */
-    char *by = calloc((size_t)nf + 1, 1);                 /* bit 0: read by the fused backward, 1: by the column kernel */
+    char *side = malloc((size_t)g->n_nodes + 1); /* backward nodes of the column kernel */
+    char *by = calloc((size_t)nf + 1, 1);        /* bit 0: the fused backward reads it, bit 1: the column kernel */
     if (!written || !side || !by) {
         free(written); free(side); free(by);
         mb_cut_problem_free(cp);

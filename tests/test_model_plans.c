@@ -425,7 +425,8 @@ static void check_column_plans(void)
             int sums = 0;
             for (int j = 0; j < C->n_nodes; j++) sums += p->g->nodes[C->nodes[j]].op == MB_OP_COLSUM;
             CHECK_EQ_I64(sums, g->n_inputs - 1); /* one per weight and bias */
-            for (int j = 0; j < p->kernels[1].n_nodes; j++) CHECK(p->g->nodes[p->kernels[1].nodes[j]].op != MB_OP_COLSUM);
+            for (int j = 0; j < p->kernels[1].n_nodes; j++)
+                CHECK(p->g->nodes[p->kernels[1].nodes[j]].op != MB_OP_COLSUM);
             for (int r = 0; r < C->n_reads; r++) {
                 const mb_node *t = &p->g->nodes[C->reads[r]];
                 int from_bwd = 0;
