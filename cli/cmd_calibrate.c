@@ -99,10 +99,11 @@ static void print_cpu_summary(const mb_device *d, const mb_meas_calib *cal)
     printf("  op rates (1e9 elements/s, L1-resident, all threads):\n");
     int shown = 0;
     for (int op = MB_OP_ADD; op < MB_OP_COUNT; op++) {
-        if (MB_OP_IS_ROW((mb_op)op)) continue; /* no tile form: the model costs their parts */
+        /* no tile form: the model costs their parts */
+        if (MB_OP_IS_ROW((mb_op)op) || MB_OP_IS_COLUMN((mb_op)op)) continue;
         printf("    %-10s %8.3f%s", mb_op_name((mb_op)op), cal->op_geps[op], ++shown % 4 == 0 ? "\n" : "");
     }
-    printf("%s  row ops (sum ... rms_norm): costed by the rates of their parts\n", shown % 4 ? "\n" : "");
+    printf("%s  row ops (sum ... rms_norm) and colsum: costed by the rates of their parts\n", shown % 4 ? "\n" : "");
     if (cal->compiled_chains)
         printf("  compiled probe chains: %d built, %d op rates from them%s\n",
                cal->compiled_chains, cal->compiled_ops,

@@ -43,7 +43,8 @@ int mb_meas_calib_implausible(const mb_meas_calib *c, int quick, char *why, size
     }
     double omin = INFINITY, omax = 0;
     for (int op = MB_OP_ADD; op < MB_OP_COUNT; op++)
-        if (!MB_OP_IS_ROW((mb_op)op)) omin = fmin(omin, c->op_geps[op]), omax = fmax(omax, c->op_geps[op]);
+        if (!MB_OP_IS_ROW((mb_op)op) && !MB_OP_IS_COLUMN((mb_op)op))
+            omin = fmin(omin, c->op_geps[op]), omax = fmax(omax, c->op_geps[op]);
     if (!(omin > 0) || omax < 1.5 * omin) {
         snprintf(why, whysz, "every op rate within 1.5x of the others (%.3g..%.3g Gelem/s, from add "
                  "to gelu): that is the timing, not the ops", omin, omax);

@@ -103,8 +103,9 @@ static void figures_list(cal_run *R, int quick)
     f[F_PASS] = (mb_meas_figure){.name = "executor pass", .fn = mb_meas_cal_pass, .ctx = &R->pc, .work = 1e3};
     R->nf = F_OPS;
     for (int op = MB_OP_ADD; op < MB_OP_COUNT; op++) {
-        /* a row op has no tile form: the model costs it by its parts' rates */
-        if (MB_OP_IS_ROW((mb_op)op)) continue;
+        /* a row op (or the column sum) has no tile form: the model costs it
+         * by its parts' rates */
+        if (MB_OP_IS_ROW((mb_op)op) || MB_OP_IS_COLUMN((mb_op)op)) continue;
         R->oc[op] = (mb_meas_op_ctx){(mb_op)op, quick ? 100 : 2000, 0};
         f[R->nf++] = (mb_meas_figure){.name = mb_op_name((mb_op)op), .fn = mb_meas_cal_op_rate,
                                       .ctx = &R->oc[op], .work = 0};
