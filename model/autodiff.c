@@ -21,7 +21,7 @@ typedef struct {
     mb_graph *g;
     int origin;       /* forward node being differentiated (-1: accumulation) */
     int *grad;        /* per forward node: its gradient so far, -1 none */
-    int pend_node[2], pend_grad[2], pend_sem[2], n_pend; /* the contributions of one rule */
+    int pend_node[3], pend_grad[3], pend_sem[3], pend_gb[3], n_pend; /* the contributions of one rule */
     int sem;          /* the shape class a rule's contributions have (its output's; -1: its operand's) */
     int gamma_beta;   /* 1 while a norm's weight and bias gradients are built */
     int failed;
@@ -84,20 +84,22 @@ static int expand(ad *A, int g)
 static int red(ad *A, mb_op op, int a) { return un(A, op, a); }
 
 /* A rule's gradient for an operand, held until the rule is done (a rule
- * contributes at most once per operand). */
+ * contributes at most once per operand: a norm to x, its weight and bias). */
 static void contribute(ad *A, int node, int grad)
 {
     if (A->failed || grad < 0) return;
-    if (A->n_pend == 2) { A->failed = 2; return; }
+    if (A->n_pend == 3) { A->failed = 2; return; }
     A->pend_node[A->n_pend] = node;
     A->pend_sem[A->n_pend] = A->sem;
+    A->pend_gb[A->n_pend] = A->gamma_beta;
     A->pend_grad[A->n_pend++] = grad;
 }
 
 /* The sum over the rows of gradient grad (full, or a row value standing for
  * a full tensor: expanded first, a view), a [cols] tensor: autograd's sum_to
  * for a [cols] operand, one sum(dim=0) kernel in PyTorch eager (a
- * reduce_kernel). Marks the graph as one the row executor runs. */
+ * reduce_kernel). (A graph with a [cols] tensor runs on the row executors:
+ * shape.c says so.) */
 static int col_sum(ad *A, int grad)
 {
     int full = A->g->nodes[grad].shape == MB_SHC_FULL ? grad : expand(A, grad);
@@ -106,7 +108,6 @@ static int col_sum(ad *A, int grad)
     mb_node *nd = &A->g->nodes[r];
     nd->shape = MB_SHC_COL;
     nd->dim = 0;
-    A->g->has_row_ops = 1;
     return r;
 }
 
@@ -149,10 +150,20 @@ static void accumulate(ad *A, int node, int grad)
     A->gamma_beta = save_gb;
 }
 
+/* A rule's contributions as autograd's engine takes a function's outputs:
+ * every output brought to its operand's shape first (validate_outputs'
+ * sum_to, in the function's kernels: a norm's weight and bias sums in its
+ * GammaBetaBackward kernel), then each added into its operand's gradient in
+ * order (the input buffers). */
 static void flush(ad *A)
 {
-    for (int k = 0; k < A->n_pend; k++)
-        accumulate(A, A->pend_node[k], fit(A, A->pend_node[k], A->pend_grad[k], A->pend_sem[k]));
+    int fitted[3];
+    for (int k = 0; k < A->n_pend; k++) {
+        A->gamma_beta = A->pend_gb[k];
+        fitted[k] = fit(A, A->pend_node[k], A->pend_grad[k], A->pend_sem[k]);
+    }
+    A->gamma_beta = 0;
+    for (int k = 0; k < A->n_pend; k++) accumulate(A, A->pend_node[k], fitted[k]);
     A->n_pend = 0;
 }
 
@@ -241,18 +252,15 @@ static void norm_rule(ad *A, int i, const mb_node *nd, int g)
         gx = bi(A, MB_OP_SUB, bi(A, MB_OP_MUL, gw, r), bi(A, MB_OP_MUL, x, bi(A, MB_OP_MUL, m, r3)));
     }
     contribute(A, x, gx);
-    if (w < 0 && b < 0) return;
-    flush(A); /* dx first, then the GammaBetaBackward kernel's nodes */
+    /* then the GammaBetaBackward kernel's nodes: g x_hat, and (flush) the sums */
     A->gamma_beta = 1;
-    int dw = -1, db = -1;
+    A->sem = MB_SHC_FULL;
     if (w >= 0) {
         int xh = ln ? bi(A, MB_OP_MUL, bi(A, MB_OP_SUB, x, mu), r) : bi(A, MB_OP_MUL, x, r);
-        dw = fit(A, w, bi(A, MB_OP_MUL, g, xh), MB_SHC_FULL);
+        contribute(A, w, bi(A, MB_OP_MUL, g, xh));
     }
-    if (b >= 0) db = fit(A, b, g, MB_SHC_FULL);
+    if (b >= 0) contribute(A, b, g);
     A->gamma_beta = 0;
-    accumulate(A, w, dw);
-    accumulate(A, b, db);
 }
 
 /* The derivative rules: given gradient g of node i, contribute to operands
@@ -377,7 +385,7 @@ static void rule(ad *A, int i, int g)
 int mb_autodiff(mb_graph *g, mb_err *err)
 {
     int nf = g->n_forward;
-    ad A = {g, -1, malloc((size_t)(nf ? nf : 1) * sizeof(int)), {0}, {0}, {0}, 0, -1, 0, 0, -1};
+    ad A = {.g = g, .origin = -1, .grad = malloc((size_t)(nf ? nf : 1) * sizeof(int)), .sem = -1, .bad_node = -1};
     if (!A.grad) return mb_err_set(err, MB_ERUN, "out of memory");
     for (int i = 0; i < nf; i++) A.grad[i] = -1;
     /* incoming gradients: one input per output */

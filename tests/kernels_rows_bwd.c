@@ -70,6 +70,11 @@ static void eager_kernels(void)
         {X_ W_ "y = tanh(x * w) * w\n" BWD, "mul mul colsum tanh_backward mul mul colsum add_grad"},
         /* a computed [cols] tensor: exp's backward (grad * result) on [cols] */
         {X_ W_ "y = x * exp(w)\n" BWD, "mul mul colsum mul"},
+        /* w's gradient held as a row value: expanded (a view) in the sum over the
+         * rows; as autograd's engine, a function's sums first, then the accumulations */
+        {X_ W_ "y = (x + w).sum(-1, keepdim=True) * x\n" BWD, "mul mul sum colsum add_grad"},
+        {X_ WB_ "y = layer_norm(x, w, b) * x\n" BWD,
+         "mul mul native_layer_norm_backward gamma_beta_backward add_grad"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         mb_graph *g = parse(cases[i].text);
@@ -213,6 +218,8 @@ static void runs(void)
         X_ WB_ "y = tanh(x * w + b) * w\n" BWD,
         X_ W_ "y = x * exp(w) + (x * w).sum(-1, keepdim=True)\n" BWD,
         X_ W_ "input r [rows, 1]\ny = layer_norm(x * w + r) * sigmoid(w)\n" BWD,
+        /* w's gradient a row value (sum's backward, an expand): summed over the rows */
+        X_ W_ "y = x * (x + w).sum(-1, keepdim=True)\n" BWD,
     };
     static const char *const variants[] = {"softmax_bwd", "layernorm_bwd", "rmsnorm_bwd", "layernorm_affine_bwd",
                                            "rmsnorm_affine_bwd"};

@@ -49,6 +49,7 @@ ALLOWED = {
     "y = layer_norm(x)": (2 * ROWS * 4, "mean and rstd saved, recomputed here"),
     "y = layer_norm(x, w, b)": (2 * ROWS * 4 + COLS * 4, "mean and rstd saved, recomputed here; and the bias, "
                                 "which the backward does not read"),
+    "y = layer_norm(x, w, b) * x": (2 * ROWS * 4 + COLS * 4, "as y = layer_norm(x, w, b)"),
     "layernorm_affine_bwd": (2 * FULL, MEAN_INPUT + " (two means)"),
     "rmsnorm_affine_bwd": (FULL, MEAN_INPUT),
 }
@@ -88,8 +89,12 @@ CASES = [  # membound variant (built-in name or text), torch function
     # [cols] weights and biases (the function takes x, w, b in the variant's order)
     (X + W + B + "y = x * w + b\noutput y\nbackward\n", lambda x, w, b: x * w + b),
     (X + W + "y = tanh(x * w) * w\noutput y\nbackward\n", lambda x, w: torch.tanh(x * w) * w),
+    (X + W + "y = (x + w).sum(-1, keepdim=True) * x\noutput y\nbackward\n",
+     lambda x, w: (x + w).sum(-1, keepdim=True) * x),
     (X + W + B + "y = layer_norm(x, w, b)\noutput y\nbackward\n",
      lambda x, w, b: F.layer_norm(x, [COLS], w, b)),
+    (X + W + B + "y = layer_norm(x, w, b) * x\noutput y\nbackward\n",
+     lambda x, w, b: F.layer_norm(x, [COLS], w, b) * x),
     ("layernorm_affine_bwd", lambda x, w, b: layernorm_written(x) * w + b),
     ("rmsnorm_affine_bwd", lambda x, w: rmsnorm_written(x) * w),
 ]
