@@ -615,8 +615,9 @@ int main(void)
     random_expressions();
     random_row_expressions();
     random_col_expressions();
-    printf("brute force: %ld graphs (%ld with reductions, %ld of them with [cols] weights' gradients), up to %d "
-           "forward tensors, %ld subsets built; %ld Pareto points, %ld of them inside the hull (not listed)\n",
+    printf("brute force: %ld graphs (%ld 2-D: reductions, broadcasts; %ld of them with [cols] weights' "
+           "gradients), up to %d forward tensors, %ld subsets built; %ld Pareto points, %ld of them inside the "
+           "hull (not listed)\n",
            n_graphs, n_row_graphs, n_col_graphs, max_tensors, n_subsets, n_pareto, n_missed);
     time_objective();
     runs_for_real();
