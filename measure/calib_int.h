@@ -71,6 +71,9 @@ typedef struct mb_meas_stream_ctx {
     int64_t n;
     volatile float sink;
 } mb_meas_stream_ctx;
+/* The vector ISA these probes were compiled for: "avx512f", "avx2" or
+ * "scalar" (each must match the executors': the roofs are theirs). */
+const char *mb_meas_cal_streams_isa(void);
 void mb_meas_cal_copy_nt(void *stream_ctx);     /* b = a, non-temporal stores */
 void mb_meas_cal_copy_plain(void *stream_ctx);  /* b = a, ordinary stores */
 void mb_meas_cal_read_sum(void *stream_ctx);    /* sum of a */

@@ -8,6 +8,17 @@
 #include <immintrin.h>
 #endif
 
+const char *mb_meas_cal_streams_isa(void)
+{
+#if defined(__AVX512F__)
+    return "avx512f";
+#elif defined(__AVX2__) && defined(__FMA__)
+    return "avx2";
+#else
+    return "scalar";
+#endif
+}
+
 void mb_meas_cal_copy_nt(void *p)
 {
     mb_meas_stream_ctx *c = p;
