@@ -14,3 +14,6 @@ set_tests_properties(test_model_error_table PROPERTIES SKIP_RETURN_CODE 77 TIMEO
 add_test(NAME test_lecture_demos_selftest COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/lecture_demos_selftest.sh)
 set_tests_properties(test_lecture_demos_selftest PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 120
   ENVIRONMENT "MB_SRC=${CMAKE_SOURCE_DIR};MB_BIN=${CMAKE_BINARY_DIR}/bin/membound")
+# every script of bench/ and scripts/ runs as the docs write it (executable)
+add_test(NAME test_scripts_exec COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/scripts_exec.sh)
+set_tests_properties(test_scripts_exec PROPERTIES TIMEOUT 30 ENVIRONMENT "MB_SRC=${CMAKE_SOURCE_DIR}")
