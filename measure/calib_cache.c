@@ -1,6 +1,7 @@
 /* calib_cache.c — one calibration per host, reused: a per-user cache of
  * calibrated CPU specs, one INI file per key (CPU model, thread count,
- * physical memory), so that `measure` and `demo` do not calibrate every time.
+ * physical memory, the probes' version), so that `measure` and `demo` do
+ * not calibrate every time.
  * The folder and its files go through model/'s trusted-folder rule
  * (mb_tdir_*): another user's folder or file, one others can write, or a link
  * is not used; files are written beside and renamed in, never through a link;
@@ -35,8 +36,8 @@ void mb_meas_cache_key(int threads, char *key, size_t keysz)
     mb_meas_provenance_fill(&pv, NULL);
     long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGESIZE);
     long long mem_mib = pages > 0 && psz > 0 ? (long long)pages * psz / 1048576 : 0;
-    snprintf(key, keysz, "%s|threads=%d|mem_mib=%lld", pv.cpu_model[0] ? pv.cpu_model : "cpu",
-             threads, mem_mib);
+    snprintf(key, keysz, "%s|threads=%d|mem_mib=%lld|probes=%d", pv.cpu_model[0] ? pv.cpu_model : "cpu",
+             threads, mem_mib, MB_MEAS_CALIB_PROBES_VERSION);
 }
 
 int mb_meas_cache_locate(const char *dir_env, const char *xdg_env, const char *home_env,

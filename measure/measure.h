@@ -570,7 +570,14 @@ double mb_meas_median_rate(const double *rates, int n);
 
 /* ---- calibration cache ------------------------------------------------------ */
 
-/* This host's cache key: CPU model, thread count, physical memory (MiB). */
+/* The version of what calibrate's probes measure, in the cache key: raised
+ * when a probe changes its figure, so that a calibration cached by an older
+ * binary is not taken for this one's (2: the bandwidth and FMA probes
+ * vectorised, row ops no longer timed through the tile primitive). */
+#define MB_MEAS_CALIB_PROBES_VERSION 2
+
+/* This host's cache key: CPU model, thread count, physical memory (MiB) and
+ * MB_MEAS_CALIB_PROBES_VERSION. */
 void mb_meas_cache_key(int threads, char *key, size_t keysz);
 
 /* Path of the cached calibration for this host with threads threads: in the

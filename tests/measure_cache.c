@@ -90,6 +90,11 @@ static void library(void)
     CHECK(!strcmp(p1, p2)); /* the same host and threads: the same file */
     CHECK(mb_meas_cache_locate(sub, NULL, NULL, 2, p3, sizeof p3, NULL, 0, &e) == MB_OK);
     CHECK(strcmp(p1, p3) != 0); /* another thread count: another file */
+    /* the probes' version is in the key: an older binary's calibration is another file */
+    char key[256], want[32];
+    mb_meas_cache_key(1, key, sizeof key);
+    snprintf(want, sizeof want, "|probes=%d", MB_MEAS_CALIB_PROBES_VERSION);
+    CHECK(strstr(key, want) != NULL && MB_MEAS_CALIB_PROBES_VERSION >= 2);
     /* XDG_CACHE_HOME, then HOME */
     char xdg[512];
     snprintf(xdg, sizeof xdg, "%s/xdg", dir);
