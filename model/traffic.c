@@ -191,12 +191,11 @@ static double node_elems(const mb_graph *g, int id, mb_shape s)
 /* A row op (or a column sum) at measured rates: the elementwise work per
  * element of its row that the CPU row executor (kernels/rows_cpu.c) does for
  * it, each part at the spec's rate for that op (a max as relu's, the
- * one-operand max). A
- * calibration's tile primitive has no form of a row op, so a spec's rate
- * for one is not measured; this replaces the GPU's flop counts (op_table.h)
- * at the peaks, which are not what a CPU core runs. multi: a pass that
- * recomputes exp(x - max) (softmax beyond the core's cache, online or not:
- * its write pass takes exp again).
+ * one-operand max). A calibration's tile primitive has no form of a row op,
+ * so a spec's rate for one is not measured; this replaces the GPU's flop
+ * counts (op_table.h) at the peaks, which are not what a CPU core runs.
+ * multi: a pass that recomputes exp(x - max) (softmax beyond the core's
+ * cache, online or not: its write pass takes exp again).
  * Seconds for n elements, or 0 when the spec lacks a part's rate. */
 static double row_op_rated_s(mb_op op, double n, int multi, const mb_device *d)
 {
