@@ -239,6 +239,19 @@ static const float *operand(rowstate *S, int v, float *sv)
     return S->buf[v];
 }
 
+/* Elementwise node v over len values of its buffer (from the tile start its
+ * operands' buffers point at), or, a row value, once a row (first: the
+ * row's first tile). */
+static void node_apply(rowstate *S, int v, int first, int64_t len)
+{
+    const mb_node *nd = &S->g->nodes[v];
+    float as = (float)nd->scalar[0], bs = nd->scalar_cols ? (float)S->cols : (float)nd->scalar[1];
+    const float *a = nd->arg[0] >= 0 ? operand(S, nd->arg[0], &as) : NULL;
+    const float *b = mb_op_arity(nd->op) == 2 && nd->arg[1] >= 0 ? operand(S, nd->arg[1], &bs) : NULL;
+    if (!is_rowval(nd)) mb_kern_op_apply(nd->op, a, as, b, bs, S->buf[v], len);
+    else if (first) mb_kern_op_apply(nd->op, NULL, as, NULL, bs, &S->scal[v], 1);
+}
+
 /* Read v's tile [c0, c0 + len) of row r (full or [cols]): an f32 one where
  * it lies (S->buf[v] points there; reads are never written), others widened
  * into S->own[v]. */
@@ -428,15 +441,7 @@ static void row_pass(rowstate *S, int64_t r, int p, float *tmp)
                     library_tile(S, v, len, tmp);
                 continue;
             }
-            if (!(K->eval_mask[j] >> p & 1)) continue;
-            float as = (float)nd->scalar[0], bs = nd->scalar_cols ? (float)S->cols : (float)nd->scalar[1];
-            const float *a = nd->arg[0] >= 0 ? operand(S, nd->arg[0], &as) : NULL;
-            const float *b = mb_op_arity(nd->op) == 2 && nd->arg[1] >= 0 ? operand(S, nd->arg[1], &bs) : NULL;
-            if (is_rowval(nd)) {
-                if (c0 == 0) mb_kern_op_apply(nd->op, NULL, as, NULL, bs, &S->scal[v], 1);
-            } else {
-                mb_kern_op_apply(nd->op, a, as, b, bs, S->buf[v], len);
-            }
+            if (K->eval_mask[j] >> p & 1) node_apply(S, v, c0 == 0, len);
         }
         for (int q = 0; q < K->n_writes; q++) {
             int v = K->writes[q], j = 0;
@@ -504,11 +509,7 @@ static void row_onepass(rowstate *S, int64_t r, float *tmp)
             else library_tile(S, v, len, tmp);
             continue;
         }
-        float as = (float)nd->scalar[0], bs = nd->scalar_cols ? (float)S->cols : (float)nd->scalar[1];
-        const float *a = nd->arg[0] >= 0 ? operand(S, nd->arg[0], &as) : NULL;
-        const float *b = mb_op_arity(nd->op) == 2 && nd->arg[1] >= 0 ? operand(S, nd->arg[1], &bs) : NULL;
-        if (is_rowval(nd)) mb_kern_op_apply(nd->op, NULL, as, NULL, bs, &S->scal[v], 1);
-        else mb_kern_op_apply(nd->op, a, as, b, bs, S->buf[v], len);
+        node_apply(S, v, 1, len);
     }
     for (int q = 0; q < K->n_writes; q++) {
         int v = K->writes[q];
@@ -626,15 +627,7 @@ static void column_rows(rowstate *S, const char *post, int64_t r0, int64_t r1, f
                     for (int i = 0; i < len; i++) acc[i] += x ? x[i] : xs;
                     continue;
                 }
-                if (post[j]) continue;
-                float as = (float)nd->scalar[0], bs = nd->scalar_cols ? (float)C : (float)nd->scalar[1];
-                const float *a = nd->arg[0] >= 0 ? operand(S, nd->arg[0], &as) : NULL;
-                const float *b = mb_op_arity(nd->op) == 2 && nd->arg[1] >= 0 ? operand(S, nd->arg[1], &bs) : NULL;
-                if (is_rowval(nd)) {
-                    if (c0 == 0) mb_kern_op_apply(nd->op, NULL, as, NULL, bs, &S->scal[v], 1);
-                } else {
-                    mb_kern_op_apply(nd->op, a, as, b, bs, S->buf[v], len);
-                }
+                if (!post[j]) node_apply(S, v, c0 == 0, len);
             }
             for (int q = 0; q < K->n_writes; q++) { /* row nodes needed outside */
                 int v = K->writes[q], j = 0;
@@ -675,10 +668,7 @@ static void column_finish(rowstate *S, const char *post, const double *total)
             for (int64_t c = 0; c < C; c++) S->buf[v][c] = (float)tt[c];
             continue;
         }
-        float as = (float)nd->scalar[0], bs = nd->scalar_cols ? (float)C : (float)nd->scalar[1];
-        const float *a = nd->arg[0] >= 0 ? operand(S, nd->arg[0], &as) : NULL;
-        const float *b = mb_op_arity(nd->op) == 2 && nd->arg[1] >= 0 ? operand(S, nd->arg[1], &bs) : NULL;
-        mb_kern_op_apply(nd->op, a, as, b, bs, S->buf[v], (int64_t)C);
+        node_apply(S, v, 1, C);
     }
     for (int q = 0; q < K->n_writes; q++) {
         int v = K->writes[q], j = 0;

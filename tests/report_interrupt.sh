@@ -15,17 +15,8 @@ bad() { echo "FAIL: $*" >&2; fail=1; }
 now() { date +%s.%N; }
 RANDOM=${MB_SEED:-24}
 rows=300000
-awk -v rows=$rows 'BEGIN {
-  split("copy eager|sin2_plus_cos2 eager|sin2_plus_cos2 fused|gelu_tanh eager|gelu_tanh fused|sigmoid3 eager|sigmoid3 store|sigmoid3 recompute", se, "|")
-  print "device,backend,variant,plan,dtype,n,time_s_median,verified"
-  srand(24)
-  for (i = 0; i < rows; i++) {
-    split(se[i % 8 + 1], vp, " ")
-    n = 2 ^ (16 + int(rand() * 13))
-    printf "h100-sxm,cuda,%s,%s,%s,%d,%.6g,1\n", vp[1], vp[2], (int(i / 8) % 2) ? "bf16" : "f32", n,
-           n * 8 / 3e12 * (1 + 0.05 * rand()) + 5e-6
-  }
-}' >"$tmp/big.csv"
+. "$(dirname "${BASH_SOURCE[0]}")/gen_rows.sh"
+gen $rows "$tmp/big.csv"
 
 # 1. progress: a note a step for a large input, with its seconds
 t0=$(now)

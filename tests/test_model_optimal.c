@@ -399,53 +399,33 @@ static void random_cols_text(char *buf, size_t size)
 
 static long n_col_graphs;
 
-/* Random graphs with [cols] weights against brute force, at two shapes. */
-static void random_col_expressions(void)
+/* 1 when g's backward sums a [cols] tensor over the rows (a colsum). */
+static int has_colsum(const mb_graph *g)
 {
-    static const mb_shape shapes[] = {{2, 16, 4}, {2, 4, 64}};
-    int done = 0;
-    for (int tries = 0; tries < 4000 && done < 160; tries++) {
-        char text[1024];
-        random_cols_text(text, sizeof text);
-        mb_graph *g = NULL;
-        mb_err e;
-        if (mb_parse_variant(text, "<random>", MB_F32, &g, &e) != MB_OK) continue;
-        int cols = 0;
-        for (int i = g->n_forward; i < g->n_nodes; i++) cols += g->nodes[i].op == MB_OP_COLSUM;
-        if (cols && g->n_forward <= MAX_BRUTE_TENSORS) {
-            char what[64];
-            cur_shape = shapes[done % 2];
-            snprintf(what, sizeof what, "random cols #%d (seed 13) at %lldx%lld", tries, (long long)cur_shape.rows,
-                     (long long)cur_shape.cols);
-            against_brute_force(g, what);
-            if (mb_t_fail) fprintf(stderr, "%s", text);
-            n_col_graphs++;
-            done++;
-        }
-        mb_graph_free(g);
-    }
-    cur_shape = (mb_shape){1, 1, 1};
-    CHECK(done >= 120);
+    for (int i = g->n_forward; i < g->n_nodes; i++)
+        if (g->nodes[i].op == MB_OP_COLSUM) return 1;
+    return 0;
 }
 
-/* Random graphs with reductions and broadcasts against brute force, at two
- * shapes (more rows than columns and fewer: the row statistics' bytes
- * against the full tensors' change). */
-static void random_row_expressions(void)
+/* 160 random 2-D graphs from text_of (kept where want accepts them, if
+ * given) against brute force, at two shapes: more rows than columns and
+ * fewer, so that the row statistics' and the [cols] tensors' bytes against
+ * the full tensors' change. Returns how many ran. */
+static int random_2d_graphs(void (*text_of)(char *, size_t), int (*want)(const mb_graph *), const char *kind)
 {
     static const mb_shape shapes[] = {{2, 16, 4}, {2, 4, 64}};
     int done = 0;
     for (int tries = 0; tries < 4000 && done < 160; tries++) {
         char text[1024];
-        random_rows_text(text, sizeof text);
+        text_of(text, sizeof text);
         mb_graph *g = NULL;
         mb_err e;
         if (mb_parse_variant(text, "<random>", MB_F32, &g, &e) != MB_OK) continue;
-        if (g->n_forward <= MAX_BRUTE_TENSORS) {
+        if ((!want || want(g)) && g->n_forward <= MAX_BRUTE_TENSORS) {
             char what[64];
             cur_shape = shapes[done % 2];
-            snprintf(what, sizeof what, "random rows #%d (seed 13) at %lldx%lld", tries, (long long)cur_shape.rows,
-                     (long long)cur_shape.cols);
+            snprintf(what, sizeof what, "random %s #%d (seed 13) at %lldx%lld", kind, tries,
+                     (long long)cur_shape.rows, (long long)cur_shape.cols);
             against_brute_force(g, what);
             if (mb_t_fail) fprintf(stderr, "%s", text);
             done++;
@@ -454,7 +434,14 @@ static void random_row_expressions(void)
     }
     cur_shape = (mb_shape){1, 1, 1};
     CHECK(done >= 120);
+    return done;
 }
+
+/* Random graphs with [cols] weights (whose gradients sum over the rows). */
+static void random_col_expressions(void) { n_col_graphs += random_2d_graphs(random_cols_text, has_colsum, "cols"); }
+
+/* Random graphs with reductions and broadcasts. */
+static void random_row_expressions(void) { random_2d_graphs(random_rows_text, NULL, "rows"); }
 
 static void random_expressions(void)
 {
