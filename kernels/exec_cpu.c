@@ -690,8 +690,9 @@ int mb_kern_kernel_info(const mb_kern_tensors *t, int k, mb_kern_eval_info *out,
     if (k < 0 || k >= p->n_kernels)
         return mb_err_set(err, MB_EINPUT, "kernel %d out of range (plan has %d)", k, p->n_kernels);
     const mb_kernel *kn = &p->kernels[k];
-    if (p->g->has_row_ops) { /* the row executor interprets every node */
+    if (p->g->has_row_ops) { /* the row executor: every node, compiled or interpreted */
         out->evaluated = kn->n_nodes;
+        out->compiled = mb_kern_rows_compiled(t, kn);
         return MB_OK;
     }
     prog pr;

@@ -23,9 +23,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-/* vec_ops.h's text (generated at build time from the header itself). */
-extern const char mb_kern_vec_ops_text[];
-
 #ifndef MB_JIT_CC
 #define MB_JIT_CC ""
 #endif
@@ -88,7 +85,7 @@ static int group_of(int n_reads, const mb_kern_pnode *nodes, int n_nodes)
 
 typedef struct jit_entry {
     uint64_t hash;
-    mb_kern_tile_fn fn; /* NULL: the build failed, do not retry */
+    void *sym;          /* the loaded function; NULL: the build failed, do not retry */
     void *handle;
     int fd;             /* the object, loaded as /proc/self/fd/N: open while loaded, so
                            that no later object's descriptor takes its number (dlopen
@@ -234,15 +231,10 @@ static const char *target_cpu(void)
 
 /* ---- code generation ------------------------------------------------------------ */
 
-typedef struct sbuf {
-    char *p;
-    size_t len, cap;
-    int oom;
-} sbuf;
+typedef mb_kern_sbuf sbuf;
+#define sb_printf mb_kern_sb_printf
 
-static void sb_printf(sbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-
-static void sb_printf(sbuf *b, const char *fmt, ...)
+void mb_kern_sb_printf(mb_kern_sbuf *b, const char *fmt, ...)
 {
     if (b->oom) return;
     for (;;) {
@@ -431,27 +423,27 @@ static int compile(const char *src, const char *so)
 }
 
 /* Loads the object open as fd (at path, for a system without /proc) into
- * e; 0 on success. Through /proc/self/fd: what is loaded is the file whose
- * descriptor was checked, not whatever the path names by then. */
-static int load(int fd, const char *path, jit_entry *e)
+ * e, its function symbol into e->sym; 0 on success. Through /proc/self/fd:
+ * what is loaded is the file whose descriptor was checked, not whatever the
+ * path names by then. */
+static int load(int fd, const char *path, const char *symbol, jit_entry *e)
 {
     char proc[64];
     snprintf(proc, sizeof proc, "/proc/self/fd/%d", fd);
     e->handle = dlopen(access(proc, F_OK) == 0 ? proc : path, RTLD_NOW | RTLD_LOCAL);
     if (!e->handle) return -1;
-    void *sym = dlsym(e->handle, "mb_jit_tile");
-    if (!sym) {
+    e->sym = dlsym(e->handle, symbol);
+    if (!e->sym) {
         dlclose(e->handle);
         e->handle = NULL;
         return -1;
     }
-    memcpy(&e->fn, &sym, sizeof sym); /* object to function pointer (POSIX) */
     return 0;
 }
 
 /* Opens name in dir by the trusted-folder rule and loads it; 0 on success.
  * A refused object is warned about (once a folder). */
-static int load_checked(const mb_tdir *dir, const char *name, jit_entry *e)
+static int load_checked(const mb_tdir *dir, const char *name, const char *symbol, jit_entry *e)
 {
     int fd = -1;
     mb_err err;
@@ -460,7 +452,7 @@ static int load_checked(const mb_tdir *dir, const char *name, jit_entry *e)
     if (rc != MB_OK) return -1;
     char path[1200];
     snprintf(path, sizeof path, "%s/%s", dir->path, name);
-    if (load(fd, path, e) != 0) {
+    if (load(fd, path, symbol, e) != 0) {
         close(fd);
         return -1;
     }
@@ -486,7 +478,8 @@ static int write_source(const mb_tdir *dir, const char *name, const char *text)
  * Built under private names and renamed into place: a process loading the
  * cache never sees half an object, and an object or link planted under name
  * is replaced, not written through. */
-static int compile_into(const mb_tdir *dir, const char *name, const char *text, jit_entry *e)
+static int compile_into(const mb_tdir *dir, const char *name, const char *text, const char *symbol,
+                        jit_entry *e)
 {
     char tmp_c[96], tmp_so[96], path_c[1200], path_so[1200];
     snprintf(tmp_c, sizeof tmp_c, "%s.%ld.c", name, (long)getpid());
@@ -499,7 +492,7 @@ static int compile_into(const mb_tdir *dir, const char *name, const char *text, 
         ok = fd >= 0 && fchmod(fd, 0700) == 0;
         if (fd >= 0) close(fd);
     }
-    ok = ok && renameat(dir->fd, tmp_so, dir->fd, name) == 0 && load_checked(dir, name, e) == 0;
+    ok = ok && renameat(dir->fd, tmp_so, dir->fd, name) == 0 && load_checked(dir, name, symbol, e) == 0;
     unlinkat(dir->fd, tmp_c, 0);
     unlinkat(dir->fd, tmp_so, 0);
     return ok ? 0 : -1;
@@ -508,7 +501,7 @@ static int compile_into(const mb_tdir *dir, const char *name, const char *text, 
 /* Compiles text in a private temporary folder, loads it and removes the
  * folder (the mapping outlives the file): the fallback when the cache folder
  * is refused. 0 on success. */
-static int compile_private(const char *name, const char *text, jit_entry *e)
+static int compile_private(const char *name, const char *text, const char *symbol, jit_entry *e)
 {
     char tmp[] = "/tmp/membound-jit-XXXXXX";
     if (!mkdtemp(tmp)) return -1;
@@ -516,7 +509,7 @@ static int compile_private(const char *name, const char *text, jit_entry *e)
     mb_err err;
     int rc = -1;
     if (mb_tdir_open(&dir, tmp, 0, &err) == MB_OK) {
-        rc = compile_into(&dir, name, text, e);
+        rc = compile_into(&dir, name, text, symbol, e);
         unlinkat(dir.fd, name, 0);
         mb_tdir_close(&dir);
     }
@@ -525,7 +518,7 @@ static int compile_private(const char *name, const char *text, jit_entry *e)
 }
 
 /* Builds (or finds in the disk cache) the object for text and loads it. */
-static void build(const char *text, jit_entry *e)
+static void build(const char *text, const char *symbol, jit_entry *e)
 {
     char path[1024], so[64];
     snprintf(so, sizeof so, "k%016llx.so", (unsigned long long)e->hash);
@@ -534,15 +527,15 @@ static void build(const char *text, jit_entry *e)
     mb_err err;
     int rc = mb_tdir_open(&dir, path, 1, &err);
     if (rc == MB_OK) {
-        if (load_checked(&dir, so, e) == 0) jit.stats.loaded++;
-        else if (compile_into(&dir, so, text, e) == 0) jit.stats.compiled++;
+        if (load_checked(&dir, so, symbol, e) == 0) jit.stats.loaded++;
+        else if (compile_into(&dir, so, text, symbol, e) == 0) jit.stats.compiled++;
         else if (!jit.cc_hung) why_not("the C compiler '%s' failed or is not there", jit.cc);
         mb_tdir_close(&dir);
         return;
     }
     if (rc == MB_EINPUT) {
         warn_once(path, "compiled-kernel cache", err.msg, "kernels compiled for this run only");
-        if (compile_private(so, text, e) == 0) jit.stats.compiled++;
+        if (compile_private(so, text, symbol, e) == 0) jit.stats.compiled++;
         else if (!jit.cc_hung) why_not("the C compiler '%s' failed or is not there", jit.cc);
         return;
     }
@@ -565,27 +558,37 @@ const char *mb_kern_jit_build_cflags(void)
     return MB_JIT_CFLAGS;
 }
 
+void *mb_kern_jit_symbol(char *text, const char *symbol)
+{
+    if (!text) return NULL;
+    if (jit.mode != MB_KERN_JIT_AUTO || !jit.cc[0] || jit.cc_hung) {
+        if (jit.mode == MB_KERN_JIT_AUTO && !jit.cc[0]) why_not("no C compiler configured");
+        free(text); /* cc_hung: jit.why says why, the warning said so once */
+        return NULL;
+    }
+    /* the key: the source, the compiler, its arguments and the CPU they target */
+    uint64_t h = fnv1a(0xcbf29ce484222325ull, text);
+    h = fnv1a(fnv1a(fnv1a(fnv1a(fnv1a(h, symbol), jit.cc), MB_JIT_CFLAGS), MB_JIT_LIBS), target_cpu());
+    for (int i = 0; i < jit.n_table; i++)
+        if (jit.table[i].hash == h) {
+            free(text);
+            return jit.table[i].sym;
+        }
+    if (jit.n_table == JIT_TABLE_MAX) table_clear(); /* no prog outlives its run */
+    jit_entry e = {h, NULL, NULL, -1};
+    build(text, symbol, &e);
+    free(text);
+    if (!e.sym) jit.stats.failed++;
+    jit.table[jit.n_table++] = e;
+    return e.sym;
+}
+
 mb_kern_tile_fn mb_kern_jit_lookup(int n_reads, const mb_kern_pnode *nodes, int n_nodes,
                                    const int *w_val, int n_writes)
 {
     if (jit.mode != MB_KERN_JIT_AUTO) return NULL;
-    if (!jit.cc[0]) { why_not("no C compiler configured"); return NULL; }
-    if (jit.cc_hung) return NULL; /* jit.why says why, the warning said so once */
-    char *text = generate(n_reads, nodes, n_nodes, w_val, n_writes);
-    if (!text) return NULL;
-    /* the key: the source, the compiler, its arguments and the CPU they target */
-    uint64_t h = fnv1a(0xcbf29ce484222325ull, text);
-    h = fnv1a(fnv1a(fnv1a(fnv1a(h, jit.cc), MB_JIT_CFLAGS), MB_JIT_LIBS), target_cpu());
-    for (int i = 0; i < jit.n_table; i++)
-        if (jit.table[i].hash == h) {
-            free(text);
-            return jit.table[i].fn;
-        }
-    if (jit.n_table == JIT_TABLE_MAX) table_clear(); /* no prog outlives its run */
-    jit_entry e = {h, NULL, NULL, -1};
-    build(text, &e);
-    free(text);
-    if (!e.fn) jit.stats.failed++;
-    jit.table[jit.n_table++] = e;
-    return e.fn;
+    void *sym = mb_kern_jit_symbol(generate(n_reads, nodes, n_nodes, w_val, n_writes), "mb_jit_tile");
+    mb_kern_tile_fn fn = NULL;
+    memcpy(&fn, &sym, sizeof sym); /* object to function pointer (POSIX) */
+    return fn;
 }

@@ -66,6 +66,42 @@ char *mb_kern_jit_source(int n_reads, const mb_kern_pnode *nodes, int n_nodes, c
 const char *mb_kern_jit_build_cc(void);
 const char *mb_kern_jit_build_cflags(void);
 
+/* A growing text buffer for generated code (jit_cpu.c): oom set once an
+ * allocation failed (the text is then incomplete; the caller frees p). */
+typedef struct mb_kern_sbuf {
+    char *p;
+    size_t len, cap;
+    int oom;
+} mb_kern_sbuf;
+void mb_kern_sb_printf(mb_kern_sbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* The function symbol of the object built from text (malloc'ed C source,
+ * freed here; NULL gives NULL), compiled and cached as mb_kern_jit_lookup's
+ * tile functions are; NULL when the JIT is off or the build failed. Not
+ * thread-safe. */
+void *mb_kern_jit_symbol(char *text, const char *symbol);
+
+/* The text of vec_ops.h, which generated code includes. */
+extern const char mb_kern_vec_ops_text[];
+
+/* A compiled row kernel (jit_rows.c) over rows [r0, r1): data[v] is graph
+ * node v's tensor (every read and write f32), own[v] cols floats of this
+ * thread's for node v (kept values of a one-pass kernel; unused otherwise),
+ * nt: streaming stores for full writes. */
+typedef void (*mb_kern_rows_fn)(void *const *data, float *const *own, int64_t r0, int64_t r1, int64_t cols,
+                                int nt);
+
+/* The compiled form of row kernel K of graph g: keep 1 for one pass over a
+ * row kept in the core's cache (each value evaluated once, kept in own[]),
+ * 0 for the passes K makes, each re-reading its inputs and recomputing what
+ * it needs. NULL, and the caller interprets, when the JIT is off or fails,
+ * or K has what the generator does not form: a read or write not in f32, an
+ * op without a vector form, a row op over row values, a column sum, or (keep
+ * 0) an online sum. Not thread-safe. */
+mb_kern_rows_fn mb_kern_jit_rows_lookup(const mb_graph *g, const mb_kernel *K, int keep);
+/* The C source mb_kern_jit_rows_lookup builds (malloc'ed), or NULL. */
+char *mb_kern_jit_rows_source(const mb_graph *g, const mb_kernel *K, int keep);
+
 /* ---- the float32 side of the reference check (ref_f32.c) ------------------ */
 
 /* What correct f32 evaluation of a graph can give at one element: per node,
@@ -105,6 +141,8 @@ int mb_kern_f32_judge(const mb_kern_f32_elem *e, int node, mb_dtype dt, double g
 /* Kernel k of t's plan (a plan with row operations) by rows; OPWISE runs
  * each node alone over whole arrays. */
 int mb_kern_rows_run_kernel(mb_kern_tensors *t, int k, mb_kern_exec e, mb_err *err);
+/* 1 when row kernel K of t's plan runs compiled (jit_rows.c; may build it). */
+int mb_kern_rows_compiled(const mb_kern_tensors *t, const mb_kernel *K);
 /* mb_kern_verify for such plans: every result element against float64. */
 /* Row r of nodes order[0..cnt) in float64 (rows_cpu.c): full and [cols]
  * values into val[node][0..cols), row values into val[node][0], magnitudes

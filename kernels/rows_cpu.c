@@ -41,11 +41,7 @@
 
 #define TILE MB_KERN_TILE
 
-#if defined(MB_VW) && MB_VW == 16
-#define ROW_VMAX _mm512_max_ps
-#elif defined(MB_VW) && MB_VW == 8
-#define ROW_VMAX _mm256_max_ps
-#endif
+#define ROW_VMAX V_MAX
 
 /* ---- vector row primitives (f32 lanes, 4 vector accumulators) ------------- */
 
@@ -527,6 +523,21 @@ int mb_kern_rows_onepass(const mb_kernel *K, int64_t cols)
     return K->passes > 1 && (double)cols * K->live_bytes_per_col <= (double)mb_kern_core_cache_bytes();
 }
 
+/* The compiled form of row kernel K (jit_rows.c), by exec_cpu.c's rule for
+ * elementwise kernels: two nodes or more, at most MB_KERN_JIT_IO_MAX reads
+ * and writes (model/traffic.c's mb_kernel_compiled costs by the same); NULL:
+ * interpret. */
+static mb_kern_rows_fn rows_jit(const mb_graph *g, const mb_kernel *K, int onepass)
+{
+    if (K->n_nodes < 2 || K->n_reads > MB_KERN_JIT_IO_MAX || K->n_writes > MB_KERN_JIT_IO_MAX) return NULL;
+    return mb_kern_jit_rows_lookup(g, K, onepass);
+}
+
+int mb_kern_rows_compiled(const mb_kern_tensors *t, const mb_kernel *K)
+{
+    return rows_jit(t->plan->g, K, mb_kern_rows_onepass(K, t->shape.cols)) != NULL;
+}
+
 /* Runs kernel K over every row of t, rows split among the threads. */
 static int run_rows(mb_kern_tensors *t, const mb_kernel *K, mb_err *err)
 {
@@ -534,6 +545,8 @@ static int run_rows(mb_kern_tensors *t, const mb_kernel *K, mb_err *err)
     const int nn = g->n_nodes;
     const int64_t rows = t->shape.rows;
     const int onepass = mb_kern_rows_onepass(K, t->shape.cols);
+    const mb_kern_rows_fn fn = rows_jit(g, K, onepass);
+    const int nt = t->n * (int64_t)sizeof(float) > t->nt_min_bytes; /* compiled: f32 writes only */
     int failed = 0;
 #pragma omp parallel
     {
@@ -564,7 +577,8 @@ static int run_rows(mb_kern_tensors *t, const mb_kernel *K, mb_err *err)
                 if (is_rowval(nd))
                     S.scal[v] = mb_load_f32(t->data[v], nd->shape == MB_SHC_SCALAR ? 0 : r, nd->dtype);
             }
-            if (onepass) row_onepass(&S, r, tmp);
+            if (fn) fn(t->data, S.own, r, r + 1, t->shape.cols, nt);
+            else if (onepass) row_onepass(&S, r, tmp);
             else
                 for (int p = 0; p < K->passes; p++) row_pass(&S, r, p, tmp);
         }

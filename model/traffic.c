@@ -132,16 +132,42 @@ static int op_compiles(const mb_node *a)
     return (mb_op_info_of(a->op)->flags & MB_OPF_JIT) != 0;
 }
 
+static int is_rowval_shape(const mb_node *nd)
+{
+    return nd->shape == MB_SHC_ROW || nd->shape == MB_SHC_ROWV || nd->shape == MB_SHC_SCALAR;
+}
+
+/* A kernel of a graph with row operations compiles (kernels/jit_rows.c, as
+ * rows_cpu.c chooses, which runs them all) when it has two nodes or more, each elementwise one with a
+ * compiled form, each row op over a full operand (an online sum's exp
+ * operand's too), and no column sum. */
+static int row_kernel_compiles(const mb_graph *g, const mb_kernel *K)
+{
+    if (K->n_nodes < 2) return 0;
+    for (int j = 0; j < K->n_nodes; j++) {
+        const mb_node *nd = &g->nodes[K->nodes[j]];
+        if (MB_OP_IS_COLUMN(nd->op) || nd->op == MB_OP_INPUT) return 0;
+        if (!MB_OP_IS_ROW(nd->op)) {
+            if (!op_compiles(nd)) return 0;
+            continue;
+        }
+        if (nd->arg[0] < 0 || is_rowval_shape(&g->nodes[nd->arg[0]])) return 0;
+        if (K->online && K->online[j] && mb_op_info_of(nd->op)->kind == MB_OPK_REDUCTION) {
+            int a = g->nodes[g->nodes[nd->arg[0]].arg[0]].arg[0];
+            if (a < 0 || is_rowval_shape(&g->nodes[a])) return 0;
+        }
+    }
+    return 1;
+}
+
 int mb_kernel_compiled(const mb_graph *g, const mb_kernel *K)
 {
-    for (int j = 0; j < K->n_nodes; j++)
-        if (MB_OP_IS_ROW(g->nodes[K->nodes[j]].op) || MB_OP_IS_COLUMN(g->nodes[K->nodes[j]].op))
-            return 0; /* the row executor interprets */
     if (K->n_reads > MB_COMPILED_IO_MAX || K->n_writes > MB_COMPILED_IO_MAX) return 0;
     for (int r = 0; r < K->n_reads; r++)
         if (g->nodes[K->reads[r]].dtype != MB_F32) return 0;
     for (int w = 0; w < K->n_writes; w++)
         if (g->nodes[K->writes[w]].dtype != MB_F32) return 0;
+    if (g->has_row_ops) return row_kernel_compiles(g, K); /* every kernel of the plan runs there */
     unsigned char *evaluated = malloc((size_t)K->n_nodes + 1);
     if (!evaluated || evaluated_nodes(g, K, evaluated)) {
         free(evaluated);
@@ -195,9 +221,21 @@ static double node_elems(const mb_graph *g, int id, mb_shape s)
  * so a spec's rate for one is not measured; this replaces the GPU's flop
  * counts (op_table.h) at the peaks, which are not what a CPU core runs.
  * multi: a pass that recomputes exp(x - max) (softmax beyond the core's
- * cache, online or not: its write pass takes exp again).
+ * cache, online or not: its write pass takes exp again). compiled: the
+ * kernel runs compiled (kernels/jit_rows.c): each part at its compiled rate
+ * where the spec has one, the max at the compiled add's (one vector
+ * instruction on a register, as the add).
  * Seconds for n elements, or 0 when the spec lacks a part's rate. */
-static double row_op_rated_s(mb_op op, double n, int multi, const mb_device *d)
+static double part_geps(mb_op part, int compiled, const mb_device *d)
+{
+    if (compiled) {
+        mb_op op = part == MB_OP_RELU ? MB_OP_ADD : part;
+        if (d->op_compiled_geps[op] > 0) return d->op_compiled_geps[op];
+    }
+    return d->op_geps[part];
+}
+
+static double row_op_rated_s(mb_op op, double n, int multi, int compiled, const mb_device *d)
 {
     static const struct {
         mb_op op;
@@ -221,12 +259,13 @@ static double row_op_rated_s(mb_op op, double n, int multi, const mb_device *d)
         if (parts[i].op != op) continue;
         double s_per_elem = 0;
         for (int k = 0; k < 8 && parts[i].part[k] != MB_OP_INPUT; k++) {
-            double geps = d->op_geps[parts[i].part[k]];
+            double geps = part_geps(parts[i].part[k], compiled, d);
             if (!(geps > 0)) return 0;
             s_per_elem += 1.0 / (geps * 1e9);
         }
         if (multi && op == MB_OP_SOFTMAX) /* the write pass's exp(x - m) again */
-            s_per_elem += 1.0 / (d->op_geps[MB_OP_SUB] * 1e9) + 1.0 / (d->op_geps[MB_OP_EXP] * 1e9);
+            s_per_elem += 1.0 / (part_geps(MB_OP_SUB, compiled, d) * 1e9) +
+                          1.0 / (part_geps(MB_OP_EXP, compiled, d) * 1e9);
         return n * s_per_elem;
     }
     return 0;
@@ -284,7 +323,7 @@ static void compute_time(const mb_plan *p, const mb_kernel *K, mb_shape sh, cons
         double rate = (compiled && d->op_compiled_geps[op] > 0 ? d->op_compiled_geps[op]
                                                                : d->op_geps[op]) * 1e9;
         if (MB_OP_IS_ROW(op) || MB_OP_IS_COLUMN(op)) { /* its parts at their measured rates, else at the peaks */
-            double row_s = row_op_rated_s(op, n, multi, d);
+            double row_s = row_op_rated_s(op, n, multi, compiled, d);
             if (row_s > 0) {
                 rated_s += row_s;
                 continue;

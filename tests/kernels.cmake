@@ -10,6 +10,9 @@ if(TARGET mb_kernels)
   # compiled fused kernels: each distinct kernel is built by the C compiler once
   mb_test(kernels_jit SOURCES kernels_jit.c LIBS mb_kernels)
   set_tests_properties(kernels_jit PROPERTIES TIMEOUT 600)
+  # compiled row kernels: one pass, passes re-read, online sums, against float64
+  mb_test(kernels_jit_rows SOURCES kernels_jit_rows.c LIBS mb_kernels)
+  set_tests_properties(kernels_jit_rows PROPERTIES TIMEOUT 600)
 endif()
 # every row of model/op_table.h through every form it claims (tests/op_table.c)
 if(TARGET mb_measure)

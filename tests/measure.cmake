@@ -6,7 +6,7 @@ if(TARGET mb_measure)
   # rule, poison and checks, dropped samples, stop flag, notes
   mb_test(measure_protocol SOURCES measure_protocol.c LIBS mb_measure)
   if(TARGET mb_csv) # its CSVs read with the one CSV reader (mb_test_csv.h)
-    mb_test(measure_cli SOURCES measure_cli.c LIBS mb_csv)
+    mb_test(measure_cli SOURCES measure_cli.c LIBS mb_csv mb_kernels)
   endif()
   # the above-peak rule for a GPU row's counted bytes (no GPU needed)
   mb_test(measure_count_check SOURCES measure_count_check.c LIBS mb_measure)

@@ -1,0 +1,609 @@
+/* jit_rows.c — compiled row kernels: C generated for one kernel of a plan
+ * with row operations (sum, mean, amax, softmax, log_softmax, layer_norm,
+ * rms_norm over the last dimension), one loop over the row per pass of the
+ * kernel (model/passes.c: mb_kernel.passes, eval_mask, stat_pass, online),
+ * every elementwise value of the pass a vector register and each reduction's
+ * accumulator beside the value it sums, as a PyTorch CPU kernel or
+ * Inductor's cpp backend fuses them; built and cached by jit_cpu.c.
+ *
+ * keep 1 (the row fits the core's cache: the interpreter's one pass): each
+ * value is computed once, in the first pass that needs it, and kept in the
+ * thread's row buffer own[v] for the later passes that need it; softmax
+ * keeps exp(x - max) from its sum pass and scales it. keep 0 (multi-pass):
+ * every pass recomputes what it needs from the kernel's reads, as the
+ * interpreter's passes do. An online pass (softmax's max and sum together, or
+ * sum(exp(a - amax(a))) beside its amax) keeps a running max and sum in each
+ * lane, rescaling the lane's sum when its max grows (rare after the first
+ * vectors), and combines the lanes at the row's end.
+ *
+ * Numerics as rows_cpu.c's: f32 lanes, each chunk of MB_KERN_TILE columns'
+ * lane sums added pairwise and into double; LayerNorm's sums of x - k and
+ * (x - k)^2 with k each lane's first element, the lanes combined in double
+ * (the pairwise update of Chan, Golub and LeVeque); the row's last partial
+ * vector's loads padded with 1 (in every op's domain) and its lanes past the
+ * row masked out of the reductions.
+ * Does not run anything or decide what is compiled: rows_cpu.c does. */
+#include "kernels_int.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define sbuf mb_kern_sbuf
+#define sb_printf mb_kern_sb_printf
+
+enum { K_ELEM, K_ROWVAL, K_RED, K_LIB };
+
+typedef struct gen {
+    const mb_graph *g;
+    const mb_kernel *K;
+    int keep;
+    sbuf *b;
+    int *pos;    /* graph node -> index in K->nodes, -1 */
+    char *kind;  /* K node j -> K_* */
+    char *req;   /* [pass][K node j] -> its vector value is needed in that pass */
+    char *cur;   /* req's row of the pass emitted */
+    char *kept;  /* K node j -> kept in own[] for a later pass (keep 1) */
+    int *ready;  /* K node j (row values) -> the pass it is computed before */
+} gen;
+
+static int rowval(const gen *G, int v)
+{
+    int s = G->g->nodes[v].shape;
+    return s == MB_SHC_ROW || s == MB_SHC_ROWV || s == MB_SHC_SCALAR;
+}
+
+static int lowest(int mask)
+{
+    for (int p = 0; p < 31; p++)
+        if (mask >> p & 1) return p;
+    return -1;
+}
+
+static int is_write(const gen *G, int v)
+{
+    for (int w = 0; w < G->K->n_writes; w++)
+        if (G->K->writes[w] == v) return 1;
+    return 0;
+}
+
+/* 1 when node j's per-element value (a library op's output) is computed,
+ * not loaded, in pass p */
+static int comp(const gen *G, int j, int p)
+{
+    int m = G->K->eval_mask[j];
+    return G->keep ? lowest(m) == p : (m >> p & 1);
+}
+
+/* 1 when K node j accumulates statistics in pass p: a reduction in its
+ * stat_pass; a library op in its statistics passes (softmax and log_softmax
+ * two, max then sum, one when online; the norms one). */
+static int in_stats(const gen *G, int j, int p)
+{
+    int sp = G->K->stat_pass[j];
+    if (sp < 0 || p < sp) return 0;
+    if (G->kind[j] == K_RED) return p == sp;
+    if (G->kind[j] != K_LIB) return 0;
+    mb_op op = G->g->nodes[G->K->nodes[j]].op;
+    int n = (op == MB_OP_SOFTMAX || op == MB_OP_LOG_SOFTMAX) && !G->K->online[j] ? 2 : 1;
+    return p < sp + n;
+}
+
+/* The node K node j's statistics read: its operand; for an online sum of
+ * exp(a - amax(a)), a (model/passes.c's online_sum). */
+static int stat_operand(const gen *G, int j)
+{
+    const mb_graph *g = G->g;
+    const mb_node *nd = &g->nodes[G->K->nodes[j]];
+    if (G->kind[j] == K_RED && G->K->online[j]) return g->nodes[g->nodes[nd->arg[0]].arg[0]].arg[0];
+    return nd->arg[0];
+}
+
+/* 1 when library op j's softmax output scales the exp(x - max) its sum
+ * pass kept (keep 1, not online). */
+static int softmax_kept(const gen *G, int j)
+{
+    return G->keep && G->g->nodes[G->K->nodes[j]].op == MB_OP_SOFTMAX && !G->K->online[j];
+}
+
+/* 1 when node v has a vector form here: op_table.h's MB_OPF_JIT, pow by 1,
+ * 2 or 3, finite scalars (model/traffic.c's op_compiles, the same rule). */
+static int elem_forms(const mb_node *nd)
+{
+    for (int s = 0; s < mb_op_arity(nd->op); s++)
+        if (nd->arg[s] < 0 && !(s == 1 && nd->scalar_cols) && !isfinite((float)nd->scalar[s])) return 0;
+    if (nd->op == MB_OP_POW)
+        return nd->arg[0] >= 0 && nd->arg[1] < 0 &&
+               ((float)nd->scalar[1] == 1.0f || (float)nd->scalar[1] == 2.0f || (float)nd->scalar[1] == 3.0f);
+    return (mb_op_info_of(nd->op)->flags & MB_OPF_JIT) != 0;
+}
+
+/* Node u (a read or a node of K) as a vector expression. */
+static void value(gen *G, int u)
+{
+    if (rowval(G, u)) sb_printf(G->b, "V_SET(s%d)", u);
+    else sb_printf(G->b, "v%d", u);
+}
+
+/* Operand k of node nd as a vector expression. */
+static void operand(gen *G, const mb_node *nd, int k)
+{
+    int u = nd->arg[k];
+    if (u >= 0) value(G, u);
+    else if (k == 1 && nd->scalar_cols) sb_printf(G->b, "V_SET((float)cols)");
+    else sb_printf(G->b, "V_SET(%af)", (double)(float)nd->scalar[k]);
+}
+
+/* The vector expression of elementwise node nd. */
+static void elem_expr(gen *G, const mb_node *nd)
+{
+    if (nd->op == MB_OP_POW) { /* mb_op_powf's x, x*x and x*x*x */
+        float e = (float)nd->scalar[1];
+        if (e == 1.0f) operand(G, nd, 0);
+        else {
+            sb_printf(G->b, e == 3.0f ? "V_MUL(V_MUL(" : "V_MUL(");
+            operand(G, nd, 0);
+            sb_printf(G->b, ", ");
+            operand(G, nd, 0);
+            sb_printf(G->b, ")");
+            if (e == 3.0f) {
+                sb_printf(G->b, ", ");
+                operand(G, nd, 0);
+                sb_printf(G->b, ")");
+            }
+        }
+        return;
+    }
+    const mb_op_info *in = mb_op_info_of(nd->op);
+    sb_printf(G->b, "%s(", in->vform);
+    operand(G, nd, 0);
+    if (in->arity == 2) {
+        sb_printf(G->b, ", ");
+        operand(G, nd, 1);
+    }
+    sb_printf(G->b, ")");
+}
+
+/* Marks node u needed in the pass (when it is a vector value of K's). */
+static void need(gen *G, int u)
+{
+    if (u >= 0 && G->pos[u] >= 0 && !rowval(G, u)) G->cur[G->pos[u]] = 1;
+}
+
+/* Marks the operands of K node j needed. */
+static void need_args(gen *G, int j)
+{
+    const mb_node *nd = &G->g->nodes[G->K->nodes[j]];
+    for (int k = 0; k < mb_op_arity(nd->op); k++) need(G, nd->arg[k]);
+}
+
+/* req[p][j] for every pass p: what is written in p, the statistics'
+ * operands, and, from the last node back, the operands of every value
+ * computed; then kept[j]: needed in a pass after the one computing it (keep
+ * 1). -1 when a needed value would be neither computed nor kept (a plan the
+ * generator does not follow). */
+static int requirements(gen *G)
+{
+    const mb_kernel *K = G->K;
+    const int n = K->n_nodes;
+    for (int p = 0; p < K->passes; p++) {
+        char *req = G->req + (size_t)p * (size_t)n;
+        for (int j = 0; j < n; j++)
+            req[j] = (G->kind[j] == K_ELEM || G->kind[j] == K_LIB) && lowest(K->eval_mask[j]) == p &&
+                     is_write(G, K->nodes[j]);
+        G->cur = req;
+        for (int j = n - 1; j >= 0; j--) {
+            if (in_stats(G, j, p)) need(G, stat_operand(G, j));
+            if (!req[j]) continue;
+            if (!comp(G, j, p)) {
+                if (!G->keep) return -1;
+                G->kept[j] = 1;
+                continue;
+            }
+            if (G->kind[j] == K_ELEM || (G->kind[j] == K_LIB && !softmax_kept(G, j))) need_args(G, j);
+        }
+    }
+    return 0;
+}
+
+/* The statement of K node j's statistics in pass p's body (m0: masks a
+ * partial vector's lanes past the row to 0, mn to -inf). */
+static void stats_step(gen *G, int j, int p, int tail)
+{
+    sbuf *b = G->b;
+    const int v = G->K->nodes[j], x = stat_operand(G, j);
+    const mb_node *nd = &G->g->nodes[v];
+    const char *m0 = tail ? "mb_lanes(" : "(", *m0end = tail ? ", m, 0.0f)" : ")";
+    const char *mn = tail ? "mb_lanes(" : "(", *mnend = tail ? ", m, -INFINITY)" : ")";
+    const int online = G->K->online[j], first = p == G->K->stat_pass[j];
+    if (online) { /* running max x and sum a per lane; a rescaled when x grows */
+        sb_printf(b, "            { const vf xv = %s", mn);
+        value(G, x);
+        sb_printf(b, "%s;\n", mnend);
+        sb_printf(b, "              if (V_ANY_GT(xv, x%d)) {\n"
+                     "                  const vf mx = V_MAX(xv, x%d);\n"
+                     "                  a%d = V_MUL(a%d, V_GT_SELECTV(xv, x%d, V_EXP(V_SUB(x%d, mx)), V_SET(1.0f)));\n"
+                     "                  mb_lanes_rescale(D%d, x%d, mx);\n"
+                     "                  x%d = mx;\n"
+                     "              }\n"
+                     "              a%d = V_ADD(a%d, %sV_EXP(V_SUB(", v, v, v, v, v, v, v, v, v, v, v, m0);
+        value(G, x);
+        sb_printf(b, ", x%d))%s); }\n", v, m0end);
+    } else if (nd->op == MB_OP_SUM || nd->op == MB_OP_MEAN) {
+        sb_printf(b, "            a%d = V_ADD(a%d, %s", v, v, m0);
+        value(G, x);
+        sb_printf(b, "%s);\n", m0end);
+    } else if (nd->op == MB_OP_AMAX || ((nd->op == MB_OP_SOFTMAX || nd->op == MB_OP_LOG_SOFTMAX) && first)) {
+        sb_printf(b, "            x%d = V_MAX(%s", v, mn); /* x > m ? x : m, NaN passed over */
+        value(G, x);
+        sb_printf(b, "%s, x%d);\n", mnend, v);
+    } else if (nd->op == MB_OP_SOFTMAX || nd->op == MB_OP_LOG_SOFTMAX) { /* the sum of exp(x - max) */
+        sb_printf(b, "            { const vf e = V_EXP(V_SUB(");
+        value(G, x);
+        sb_printf(b, ", V_SET(m%d)));\n", v);
+        if (softmax_kept(G, j))
+            sb_printf(b, "              %so%d + c, e%s);\n", tail ? "mb_st_part(" : "V_ST(", v, tail ? ", m" : "");
+        sb_printf(b, "              a%d = V_ADD(a%d, %se%s); }\n", v, v, m0, m0end);
+    } else if (nd->op == MB_OP_LAYER_NORM) {
+        sb_printf(b, "            if (c == 0) k%d = ", v);
+        value(G, x);
+        sb_printf(b, ";\n            { const vf d = %sV_SUB(", m0);
+        value(G, x);
+        sb_printf(b, ", k%d)%s; a%d = V_ADD(a%d, d); q%d = V_ADD(q%d, V_MUL(d, d)); }\n", v, m0end, v, v, v, v);
+    } else { /* rms_norm */
+        sb_printf(b, "            { const vf d = %s", m0);
+        value(G, x);
+        sb_printf(b, "%s; a%d = V_ADD(a%d, V_MUL(d, d)); }\n", m0end, v, v);
+    }
+}
+
+/* The value of K node j computed in the body: elementwise, or a library
+ * op's output from its statistics. */
+static void value_expr(gen *G, int j, const char *ld, const char *ldend)
+{
+    sbuf *b = G->b;
+    const int v = G->K->nodes[j];
+    const mb_node *nd = &G->g->nodes[v];
+    if (G->kind[j] == K_ELEM) {
+        elem_expr(G, nd);
+    } else if (nd->op == MB_OP_SOFTMAX) {
+        if (softmax_kept(G, j)) sb_printf(b, "V_MUL(%so%d + c%s, V_SET(inv%d))", ld, v, ldend, v);
+        else {
+            sb_printf(b, "V_MUL(V_EXP(V_SUB(");
+            operand(G, nd, 0);
+            sb_printf(b, ", V_SET(m%d))), V_SET(inv%d))", v, v);
+        }
+    } else if (nd->op == MB_OP_LOG_SOFTMAX) {
+        sb_printf(b, "V_SUB(");
+        operand(G, nd, 0);
+        sb_printf(b, ", V_SET(lse%d))", v);
+    } else { /* (x - mean) rstd w; rms_norm: x rstd w */
+        sb_printf(b, "V_MUL(V_MUL(");
+        if (nd->op == MB_OP_LAYER_NORM) sb_printf(b, "V_SUB(");
+        operand(G, nd, 0);
+        if (nd->op == MB_OP_LAYER_NORM) sb_printf(b, ", V_SET(mu%d))", v);
+        sb_printf(b, ", V_SET(rstd%d)), ", v);
+        operand(G, nd, 1);
+        sb_printf(b, ")");
+    }
+}
+
+/* The loop body of pass p over one vector at column c: tail 1 for the
+ * row's last partial vector (m lanes). */
+static void body(gen *G, int p, int tail)
+{
+    const mb_kernel *K = G->K;
+    sbuf *b = G->b;
+    const char *ld = tail ? "mb_ld_part(" : "V_LD(", *ldend = tail ? ", m)" : ")";
+    const char *st = tail ? "mb_st_part(" : "V_ST(", *stend = tail ? ", m)" : ")";
+    for (int q = 0; q < K->n_reads; q++) {
+        int u = K->reads[q];
+        if (!rowval(G, u)) sb_printf(b, "            const vf v%d = %sp%d + c%s;\n", u, ld, u, ldend);
+    }
+    for (int j = 0; j < K->n_nodes; j++) {
+        int v = K->nodes[j];
+        if (in_stats(G, j, p)) stats_step(G, j, p, tail);
+        if (!G->cur[j]) continue;
+        if (!comp(G, j, p)) { /* kept from an earlier pass */
+            sb_printf(b, "            const vf v%d = %so%d + c%s;\n", v, ld, v, ldend);
+            continue;
+        }
+        sb_printf(b, "            const vf v%d = ", v);
+        value_expr(G, j, ld, ldend);
+        sb_printf(b, ";\n");
+        if (G->kept[j]) sb_printf(b, "            %so%d + c, v%d%s;\n", st, v, v, stend);
+        if (is_write(G, v) && lowest(K->eval_mask[j]) == p) {
+            if (tail) sb_printf(b, "            mb_st_part(w%d + c, v%d, m);\n", v, v);
+            else sb_printf(b, "            if (st%d) V_STREAM(w%d + c, v%d); else V_ST(w%d + c, v%d);\n", v, v,
+                           v, v, v);
+        }
+    }
+}
+
+/* Row values computed before pass p (every one that is ready then). */
+static void rowvals_before(gen *G, int p)
+{
+    const mb_kernel *K = G->K;
+    for (int j = 0; j < K->n_nodes; j++) {
+        if (G->kind[j] != K_ROWVAL || G->ready[j] != p) continue;
+        int v = K->nodes[j];
+        sb_printf(G->b, "        s%d = mb_first(", v);
+        elem_expr(G, &G->g->nodes[v]);
+        sb_printf(G->b, ");\n");
+    }
+}
+
+/* The accumulators of K node j's statistics in pass p: a running max x,
+ * a sum (f32 vector a, double d), an online max and sum (x, a, double lanes
+ * D), LayerNorm's shifted sums (a, q, lanes L, Q, shift k). */
+enum { F_MAX, F_SUM, F_ONLINE, F_LN };
+
+static int stat_form(const gen *G, int j, int p)
+{
+    mb_op op = G->g->nodes[G->K->nodes[j]].op;
+    if (G->K->online[j]) return F_ONLINE;
+    if (op == MB_OP_LAYER_NORM) return F_LN;
+    if (op == MB_OP_AMAX) return F_MAX;
+    if ((op == MB_OP_SOFTMAX || op == MB_OP_LOG_SOFTMAX) && p == G->K->stat_pass[j]) return F_MAX;
+    return F_SUM;
+}
+
+/* Pass p: its accumulators, the chunked loop, what its statistics give. */
+static void pass(gen *G, int p)
+{
+    const mb_kernel *K = G->K;
+    sbuf *b = G->b;
+    G->cur = G->req + (size_t)p * (size_t)K->n_nodes;
+    sb_printf(b, "        {\n");
+    for (int j = 0; j < K->n_nodes; j++) {
+        int v = K->nodes[j];
+        if (!in_stats(G, j, p)) continue;
+        switch (stat_form(G, j, p)) {
+        case F_MAX: sb_printf(b, "        vf x%d = V_SET(-INFINITY);\n", v); break;
+        case F_SUM: sb_printf(b, "        vf a%d = V_SET(0.0f); double d%d = 0;\n", v, v); break;
+        case F_ONLINE:
+            sb_printf(b, "        vf x%d = V_SET(-INFINITY), a%d = V_SET(0.0f); double D%d[MB_VW] = {0};\n", v, v, v);
+            break;
+        default:
+            sb_printf(b, "        vf a%d = V_SET(0.0f), q%d = a%d, k%d = a%d; double L%d[MB_VW] = {0}, "
+                         "Q%d[MB_VW] = {0};\n", v, v, v, v, v, v, v);
+        }
+    }
+    sb_printf(b, "        for (int64_t c0 = 0; c0 < cols; c0 += MB_KERN_TILE) {\n"
+                 "            const int64_t ce = c0 + MB_KERN_TILE < cols ? c0 + MB_KERN_TILE : cols;\n"
+                 "            int64_t c = c0;\n"
+                 "            for (; c + MB_VW <= ce; c += MB_VW) {\n");
+    body(G, p, 0);
+    sb_printf(b, "            }\n            if (c < ce) {\n            const int m = (int)(ce - c);\n");
+    body(G, p, 1);
+    sb_printf(b, "            }\n");
+    for (int j = 0; j < K->n_nodes; j++) { /* the chunk's lane sums into double */
+        int v = K->nodes[j];
+        if (!in_stats(G, j, p)) continue;
+        switch (stat_form(G, j, p)) {
+        case F_SUM: sb_printf(b, "            d%d += mb_hsum(a%d); a%d = V_SET(0.0f);\n", v, v, v); break;
+        case F_ONLINE: sb_printf(b, "            mb_lanes_add(D%d, a%d); a%d = V_SET(0.0f);\n", v, v, v); break;
+        case F_LN:
+            sb_printf(b, "            mb_lanes_add(L%d, a%d); mb_lanes_add(Q%d, q%d); a%d = q%d = V_SET(0.0f);\n",
+                      v, v, v, v, v, v);
+            break;
+        default: break;
+        }
+    }
+    sb_printf(b, "        }\n");
+    for (int j = 0; j < K->n_nodes; j++) {
+        int v = K->nodes[j];
+        if (!in_stats(G, j, p)) continue;
+        const mb_node *nd = &G->g->nodes[v];
+        const int form = stat_form(G, j, p);
+        if (form == F_ONLINE)
+            sb_printf(b, "        { float mo; const double so = mb_online_finish(D%d, x%d, &mo);\n", v, v);
+        if (nd->op == MB_OP_SUM)
+            sb_printf(b, form == F_ONLINE ? "        s%d = (float)so; (void)mo;\n" : "        s%d = (float)d%d;\n", v,
+                      v);
+        else if (nd->op == MB_OP_MEAN) sb_printf(b, "        s%d = (float)(d%d / (double)cols);\n", v, v);
+        else if (nd->op == MB_OP_AMAX) sb_printf(b, "        s%d = mb_hmax(x%d);\n", v, v);
+        else if (nd->op == MB_OP_LAYER_NORM)
+            sb_printf(b, "        mb_ln_finish(L%d, Q%d, k%d, cols, %a, &mu%d, &rstd%d);\n", v, v, v, nd->eps, v, v);
+        else if (nd->op == MB_OP_RMS_NORM)
+            sb_printf(b, "        rstd%d = (float)(1.0 / __builtin_sqrt(d%d / (double)cols + %a));\n", v, v, nd->eps);
+        else if (form == F_MAX) sb_printf(b, "        m%d = mb_hmax(x%d);\n", v, v);
+        else { /* softmax, log_softmax: the sum known */
+            if (form == F_ONLINE) sb_printf(b, "        m%d = mo;\n", v);
+            char sum[32];
+            if (form == F_ONLINE) snprintf(sum, sizeof sum, "so");
+            else snprintf(sum, sizeof sum, "d%d", v);
+            if (nd->op == MB_OP_SOFTMAX) sb_printf(b, "        inv%d = 1.0f / (float)%s;\n", v, sum);
+            else sb_printf(b, "        lse%d = m%d + mb_first(V_LOG(V_SET((float)%s)));\n", v, v, sum);
+        }
+        if (form == F_ONLINE) sb_printf(b, "        }\n");
+    }
+    sb_printf(b, "        }\n");
+}
+
+#define PRELUDE \
+    "#if !defined(MB_VW)\n#error \"no vector ISA with SLEEF\"\n#endif\n" \
+    "#define MB_KERN_TILE %d\n" \
+    "static inline vf mb_ld_part(const float *p, int m)\n" \
+    "{ float t[MB_VW]; for (int k = 0; k < MB_VW; k++) t[k] = k < m ? p[k] : 1.0f; return V_LD(t); }\n" \
+    "static inline void mb_st_part(float *p, vf v, int m)\n" \
+    "{ float t[MB_VW]; V_ST(t, v); memcpy(p, t, (size_t)m * sizeof(float)); }\n" \
+    "static inline vf mb_lanes(vf v, int m, float fill)\n" \
+    "{ float t[MB_VW]; V_ST(t, v); for (int k = m; k < MB_VW; k++) t[k] = fill; return V_LD(t); }\n" \
+    "static inline float mb_first(vf v) { float t[MB_VW]; V_ST(t, v); return t[0]; }\n" \
+    "static inline float mb_hsum(vf v)\n" \
+    "{ float l[MB_VW]; V_ST(l, v); for (int w = MB_VW; w > 1; w /= 2) for (int i = 0; i < w / 2; i++) " \
+    "l[i] += l[i + w / 2]; return l[0]; }\n" \
+    "static inline float mb_hmax(vf v)\n" \
+    "{ float t[MB_VW]; V_ST(t, v); float m = t[0]; for (int k = 1; k < MB_VW; k++) m = t[k] > m ? t[k] : m; " \
+    "return m; }\n" \
+    "static inline void mb_lanes_add(double *d, vf v)\n" \
+    "{ float t[MB_VW]; V_ST(t, v); for (int k = 0; k < MB_VW; k++) d[k] += t[k]; }\n" \
+    "/* an online sum's double lanes d, relative to each lane's max, when the maxima grow from o to n */\n" \
+    "static void mb_lanes_rescale(double *d, vf o, vf n)\n" \
+    "{\n" \
+    "    float a[MB_VW], b[MB_VW]; V_ST(a, o); V_ST(b, n);\n" \
+    "    for (int k = 0; k < MB_VW; k++)\n" \
+    "        if (b[k] > a[k] && d[k] != 0) d[k] *= (double)mb_first(V_EXP(V_SET(a[k] - b[k])));\n" \
+    "}\n" \
+    "/* an online sum's lanes combined: the row's max into *m, the sum relative to it */\n" \
+    "static double mb_online_finish(const double *d, vf mv, float *m)\n" \
+    "{\n" \
+    "    float t[MB_VW]; V_ST(t, mv);\n" \
+    "    *m = mb_hmax(mv);\n" \
+    "    double s = 0;\n" \
+    "    for (int k = 0; k < MB_VW; k++)\n" \
+    "        if (d[k] != 0) s += d[k] * (t[k] == *m ? 1.0 : (double)mb_first(V_EXP(V_SET(t[k] - *m))));\n" \
+    "    return s;\n" \
+    "}\n" \
+    "/* the row's mean and 1/sqrt(var + eps) from each lane's sums of x - k and (x - k)^2 */\n" \
+    "static void mb_ln_finish(const double *s1, const double *s2, vf kv, int64_t cols, double eps, float *mu,\n" \
+    "                         float *rstd)\n" \
+    "{\n" \
+    "    float k[MB_VW]; V_ST(k, kv);\n" \
+    "    const int64_t full = cols / MB_VW, rem = cols %% MB_VW;\n" \
+    "    double tot = 0, m2 = 0;\n" \
+    "    for (int l = 0; l < MB_VW; l++) tot += (double)(full + (l < rem)) * k[l] + s1[l];\n" \
+    "    const double mean = tot / (double)cols;\n" \
+    "    for (int l = 0; l < MB_VW; l++) {\n" \
+    "        double nl = (double)(full + (l < rem)), dk = k[l] - mean;\n" \
+    "        m2 += s2[l] + 2 * dk * s1[l] + nl * dk * dk;\n" \
+    "    }\n" \
+    "    double var = m2 / (double)cols;\n" \
+    "    *mu = (float)mean;\n" \
+    "    *rstd = (float)(1.0 / __builtin_sqrt((var > 0 ? var : 0) + eps));\n" \
+    "}\n\n"
+
+/* Classifies K's nodes; -1 for what the generator does not form. */
+static int classify(gen *G)
+{
+    const mb_graph *g = G->g;
+    const mb_kernel *K = G->K;
+    for (int q = 0; q < K->n_reads; q++)
+        if (g->nodes[K->reads[q]].dtype != MB_F32) return -1;
+    for (int w = 0; w < K->n_writes; w++)
+        if (g->nodes[K->writes[w]].dtype != MB_F32) return -1;
+    for (int j = 0; j < K->n_nodes; j++) {
+        int v = K->nodes[j];
+        const mb_node *nd = &g->nodes[v];
+        mb_op_kind kind = mb_op_info_of(nd->op)->kind;
+        if (kind == MB_OPK_COLUMN || kind == MB_OPK_INPUT) return -1;
+        if (kind == MB_OPK_REDUCTION || MB_OP_IS_ROW(nd->op)) {
+            if (nd->arg[0] < 0 || rowval(G, nd->arg[0])) return -1;
+            if (kind != MB_OPK_REDUCTION && nd->op != MB_OP_SOFTMAX && nd->op != MB_OP_LOG_SOFTMAX &&
+                nd->op != MB_OP_LAYER_NORM && nd->op != MB_OP_RMS_NORM)
+                return -1;
+            G->kind[j] = kind == MB_OPK_REDUCTION ? K_RED : K_LIB;
+            if (kind == MB_OPK_REDUCTION && K->online[j]) {
+                int a = stat_operand(G, j);
+                if (a < 0 || rowval(G, a)) return -1;
+            }
+            continue;
+        }
+        if (!elem_forms(nd)) return -1;
+        G->kind[j] = rowval(G, v) ? K_ROWVAL : K_ELEM;
+    }
+    /* row values: computed before the first pass their operands allow */
+    for (int j = 0; j < K->n_nodes; j++) {
+        if (G->kind[j] != K_ROWVAL) continue;
+        const mb_node *nd = &g->nodes[K->nodes[j]];
+        int at = 0;
+        for (int k = 0; k < mb_op_arity(nd->op); k++) {
+            int u = nd->arg[k], i = u >= 0 ? G->pos[u] : -1, r = 0;
+            if (i < 0) continue;
+            if (G->kind[i] == K_RED) r = K->stat_pass[i] + 1;
+            else if (G->kind[i] == K_ROWVAL) r = G->ready[i];
+            else return -1;
+            if (r > at) at = r;
+        }
+        G->ready[j] = at;
+    }
+    return 0;
+}
+
+static char *generate(gen *G)
+{
+    const mb_graph *g = G->g;
+    const mb_kernel *K = G->K;
+    sbuf b = {0};
+    G->b = &b;
+    sb_printf(&b, "/* membound row kernel: %d reads, %d nodes, %d writes, %d passes, %s */\n"
+                  "#define MB_HAVE_SLEEF 1\n#include <stdint.h>\n#include <string.h>\n#include <math.h>\n%s\n",
+              K->n_reads, K->n_nodes, K->n_writes, K->passes, G->keep ? "kept rows" : "re-read rows",
+              mb_kern_vec_ops_text);
+    sb_printf(&b, PRELUDE, MB_KERN_TILE);
+    sb_printf(&b, "void mb_jit_rows(void *const *data, float *const *own, int64_t r0, int64_t r1, int64_t cols,"
+                  " int nt)\n{\n    (void)own; (void)nt;\n    for (int64_t r = r0; r < r1; r++) {\n");
+    for (int q = 0; q < K->n_reads; q++) {
+        int u = K->reads[q];
+        int sh = g->nodes[u].shape;
+        if (rowval(G, u))
+            sb_printf(&b, "        const float s%d = ((const float *)data[%d])[%s];\n", u, u,
+                      sh == MB_SHC_SCALAR ? "0" : "r");
+        else
+            sb_printf(&b, "        const float *p%d = (const float *)data[%d]%s;\n", u, u,
+                      sh == MB_SHC_COL ? "" : " + r * cols");
+    }
+    for (int j = 0; j < K->n_nodes; j++) {
+        int v = K->nodes[j];
+        const mb_node *nd = &g->nodes[v];
+        if (G->kind[j] == K_ROWVAL || G->kind[j] == K_RED) sb_printf(&b, "        float s%d = 0;\n", v);
+        if (G->kind[j] == K_LIB)
+            sb_printf(&b, "        float m%d = 0, inv%d = 0, lse%d = 0, mu%d = 0, rstd%d = 0;\n"
+                          "        (void)m%d; (void)inv%d; (void)lse%d; (void)mu%d; (void)rstd%d;\n",
+                      v, v, v, v, v, v, v, v, v, v);
+        if (G->kept[j] || (G->keep && nd->op == MB_OP_SOFTMAX))
+            sb_printf(&b, "        float *o%d = own[%d];\n", v, v);
+        if (is_write(G, v) && !rowval(G, v)) {
+            sb_printf(&b, "        float *w%d = (float *)data[%d]%s;\n", v, v, nd->shape == MB_SHC_COL ? "" : " + r * cols");
+            if (nd->shape == MB_SHC_FULL)
+                sb_printf(&b, "        const int st%d = nt && ((uintptr_t)w%d %% sizeof(vf)) == 0;\n", v, v);
+            else sb_printf(&b, "        const int st%d = 0;\n", v);
+        }
+    }
+    for (int p = 0; p <= K->passes; p++) {
+        rowvals_before(G, p);
+        if (p < K->passes) pass(G, p);
+    }
+    for (int w = 0; w < K->n_writes; w++) {
+        int v = K->writes[w];
+        if (rowval(G, v))
+            sb_printf(&b, "        ((float *)data[%d])[%s] = s%d;\n", v,
+                      g->nodes[v].shape == MB_SHC_SCALAR ? "0" : "r", v);
+    }
+    sb_printf(&b, "    }\n}\n");
+    if (b.oom) {
+        free(b.p);
+        return NULL;
+    }
+    return b.p;
+}
+
+char *mb_kern_jit_rows_source(const mb_graph *g, const mb_kernel *K, int keep)
+{
+    if (!K->eval_mask || !K->stat_pass || !K->online) return NULL; /* no passes derived */
+    gen G = {g, K, keep, NULL, malloc((size_t)g->n_nodes * sizeof(int)), calloc((size_t)K->n_nodes + 1, 1),
+             calloc((size_t)K->passes * (size_t)K->n_nodes + 1, 1), NULL, calloc((size_t)K->n_nodes + 1, 1),
+             calloc((size_t)K->n_nodes + 1, sizeof(int))};
+    char *text = NULL;
+    if (G.pos && G.kind && G.req && G.kept && G.ready) {
+        for (int i = 0; i < g->n_nodes; i++) G.pos[i] = -1;
+        for (int j = 0; j < K->n_nodes; j++) G.pos[K->nodes[j]] = j;
+        if (classify(&G) == 0 && requirements(&G) == 0) text = generate(&G);
+    }
+    free(G.pos);
+    free(G.kind);
+    free(G.req);
+    free(G.kept);
+    free(G.ready);
+    return text;
+}
+
+mb_kern_rows_fn mb_kern_jit_rows_lookup(const mb_graph *g, const mb_kernel *K, int keep)
+{
+    void *sym = mb_kern_jit_symbol(mb_kern_jit_rows_source(g, K, keep), "mb_jit_rows");
+    mb_kern_rows_fn fn = NULL;
+    memcpy(&fn, &sym, sizeof sym); /* object to function pointer (POSIX) */
+    return fn;
+}
