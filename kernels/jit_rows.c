@@ -6,15 +6,19 @@
  * accumulator beside the value it sums, as a PyTorch CPU kernel or
  * Inductor's cpp backend fuses them; built and cached by jit_cpu.c.
  *
- * keep 1 (the row fits the core's cache: the interpreter's one pass): each
- * value is computed once, in the first pass that needs it, and kept in the
- * thread's row buffer own[v] for the later passes that need it; softmax
- * keeps exp(x - max) from its sum pass and scales it. keep 0 (multi-pass):
- * every pass recomputes what it needs from the kernel's reads, as the
- * interpreter's passes do. An online pass (softmax's max and sum together, or
- * sum(exp(a - amax(a))) beside its amax) keeps a running max and sum in each
- * lane, rescaling the lane's sum when its max grows (rare after the first
- * vectors), and combines the lanes at the row's end.
+ * keep 1 (the row fits the core's cache: the interpreter's one pass): the
+ * passes without the online fold (the row is read from memory once either
+ * way, and a max before the sum needs no rescaling); each value is computed
+ * once, in the first pass that needs it, and kept in the thread's row buffer
+ * own[v] for the later passes that need it; softmax keeps exp(x - max) from
+ * its sum pass and scales it; the passes after the first prefetch the next
+ * row. keep 0 (multi-pass): every pass recomputes what it needs from the
+ * kernel's reads, as the interpreter's passes do. An online pass (softmax's
+ * max and sum together, or sum(exp(a - amax(a))) beside its amax) takes each
+ * chunk's max per lane first (a loop over the chunk, in L1), then its sum of
+ * exp(x - that max); each chunk's sums go into double lanes rescaled to the
+ * max so far (one vector exp a chunk), the lanes combined at the row's end:
+ * the interpreter's tiles, in registers.
  *
  * Numerics as rows_cpu.c's: f32 lanes, each chunk of MB_KERN_TILE columns'
  * lane sums added pairwise and into double; LayerNorm's sums of x - k and
@@ -45,6 +49,7 @@ typedef struct gen {
     char *req;   /* [pass][K node j] -> its vector value is needed in that pass */
     char *cur;   /* req's row of the pass emitted */
     char *kept;  /* K node j -> kept in own[] for a later pass (keep 1) */
+    char *onl;   /* K node j -> needed by the online maxima of the pass emitted */
     int *ready;  /* K node j (row values) -> the pass it is computed before */
 } gen;
 
@@ -217,19 +222,10 @@ static void stats_step(gen *G, int j, int p, int tail)
     const char *m0 = tail ? "mb_lanes(" : "(", *m0end = tail ? ", m, 0.0f)" : ")";
     const char *mn = tail ? "mb_lanes(" : "(", *mnend = tail ? ", m, -INFINITY)" : ")";
     const int online = G->K->online[j], first = p == G->K->stat_pass[j];
-    if (online) { /* running max x and sum a per lane; a rescaled when x grows */
-        sb_printf(b, "            { const vf xv = %s", mn);
+    if (online) { /* the sum of exp(x - the lane's max so far), the chunk's max taken first */
+        sb_printf(b, "            a%d = V_ADD(a%d, %sV_EXP(V_SUB(", v, v, m0);
         value(G, x);
-        sb_printf(b, "%s;\n", mnend);
-        sb_printf(b, "              if (V_ANY_GT(xv, x%d)) {\n"
-                     "                  const vf mx = V_MAX(xv, x%d);\n"
-                     "                  a%d = V_MUL(a%d, V_GT_SELECTV(xv, x%d, V_EXP(V_SUB(x%d, mx)), V_SET(1.0f)));\n"
-                     "                  mb_lanes_rescale(D%d, x%d, mx);\n"
-                     "                  x%d = mx;\n"
-                     "              }\n"
-                     "              a%d = V_ADD(a%d, %sV_EXP(V_SUB(", v, v, v, v, v, v, v, v, v, v, v, m0);
-        value(G, x);
-        sb_printf(b, ", x%d))%s); }\n", v, m0end);
+        sb_printf(b, ", x%d))%s);\n", v, m0end);
     } else if (nd->op == MB_OP_SUM || nd->op == MB_OP_MEAN) {
         sb_printf(b, "            a%d = V_ADD(a%d, %s", v, v, m0);
         value(G, x);
@@ -291,7 +287,7 @@ static void value_expr(gen *G, int j, const char *ld, const char *ldend)
 
 /* The loop body of pass p over one vector at column c: tail 1 for the
  * row's last partial vector (m lanes). */
-static void body(gen *G, int p, int tail)
+static void body(gen *G, int p, int tail, int maxonly)
 {
     const mb_kernel *K = G->K;
     sbuf *b = G->b;
@@ -300,9 +296,28 @@ static void body(gen *G, int p, int tail)
     for (int q = 0; q < K->n_reads; q++) {
         int u = K->reads[q];
         if (!rowval(G, u)) sb_printf(b, "            const vf v%d = %sp%d + c%s;\n", u, ld, u, ldend);
+        /* one pass: the passes after the first bring the next row's reads in
+         * from memory, a share each, while they compute from the cache (the
+         * first pass would wait for them) */
+        if (G->keep && K->passes > 1 && p > 0 && !tail && !maxonly && G->g->nodes[u].shape == MB_SHC_FULL)
+            sb_printf(b, "            if (pf) __builtin_prefetch(p%d + cols + ((int64_t)%d * cols + c) / %d, 0, 3);\n",
+                      u, p - 1, K->passes - 1);
     }
     for (int j = 0; j < K->n_nodes; j++) {
         int v = K->nodes[j];
+        if (maxonly) { /* the online maxima of the chunk, and what they need */
+            if (G->cur[j]) {
+                sb_printf(b, "            const vf v%d = ", v);
+                value_expr(G, j, ld, ldend);
+                sb_printf(b, ";\n");
+            }
+            if (in_stats(G, j, p) && K->online[j]) {
+                sb_printf(b, "            cm%d = V_MAX(%s", v, tail ? "mb_lanes(" : "(");
+                value(G, stat_operand(G, j));
+                sb_printf(b, "%s, cm%d);\n", tail ? ", m, -INFINITY)" : ")", v);
+            }
+            continue;
+        }
         if (in_stats(G, j, p)) stats_step(G, j, p, tail);
         if (!G->cur[j]) continue;
         if (!comp(G, j, p)) { /* kept from an earlier pass */
@@ -349,6 +364,24 @@ static int stat_form(const gen *G, int j, int p)
     return F_SUM;
 }
 
+/* For a pass with online sums: G->cur set to what their maxima need
+ * (G->onl, from the last node back); 0 for a pass without. */
+static int online_maxima(gen *G, int p)
+{
+    const mb_kernel *K = G->K;
+    int any = 0;
+    G->cur = G->onl;
+    memset(G->onl, 0, (size_t)K->n_nodes);
+    for (int j = K->n_nodes - 1; j >= 0; j--) {
+        if (in_stats(G, j, p) && K->online[j]) {
+            need(G, stat_operand(G, j));
+            any = 1;
+        }
+        if (G->onl[j] && comp(G, j, p)) need_args(G, j);
+    }
+    return any;
+}
+
 /* Pass p: its accumulators, the chunked loop, what its statistics give. */
 static void pass(gen *G, int p)
 {
@@ -363,7 +396,8 @@ static void pass(gen *G, int p)
         case F_MAX: sb_printf(b, "        vf x%d = V_SET(-INFINITY);\n", v); break;
         case F_SUM: sb_printf(b, "        vf a%d = V_SET(0.0f); double d%d = 0;\n", v, v); break;
         case F_ONLINE:
-            sb_printf(b, "        vf x%d = V_SET(-INFINITY), a%d = V_SET(0.0f); double D%d[MB_VW] = {0};\n", v, v, v);
+            sb_printf(b, "        vf x%d = V_SET(-INFINITY), a%d = V_SET(0.0f), F%d = x%d; double D%d[MB_VW] = {0};\n",
+                      v, v, v, v, v);
             break;
         default:
             sb_printf(b, "        vf a%d = V_SET(0.0f), q%d = a%d, k%d = a%d; double L%d[MB_VW] = {0}, "
@@ -372,18 +406,30 @@ static void pass(gen *G, int p)
     }
     sb_printf(b, "        for (int64_t c0 = 0; c0 < cols; c0 += MB_KERN_TILE) {\n"
                  "            const int64_t ce = c0 + MB_KERN_TILE < cols ? c0 + MB_KERN_TILE : cols;\n"
-                 "            int64_t c = c0;\n"
-                 "            for (; c + MB_VW <= ce; c += MB_VW) {\n");
-    body(G, p, 0);
+                 "            int64_t c = c0;\n");
+    if (online_maxima(G, p)) { /* the chunk's maxima first (the chunk stays in L1), then its sums */
+        for (int j = 0; j < K->n_nodes; j++)
+            if (in_stats(G, j, p) && K->online[j]) sb_printf(b, "            vf cm%d = x%d;\n", K->nodes[j], K->nodes[j]);
+        sb_printf(b, "            for (; c + MB_VW <= ce; c += MB_VW) {\n");
+        body(G, p, 0, 1);
+        sb_printf(b, "            }\n            if (c < ce) {\n            const int m = (int)(ce - c);\n");
+        body(G, p, 1, 1);
+        sb_printf(b, "            }\n            c = c0;\n");
+        for (int j = 0; j < K->n_nodes; j++)
+            if (in_stats(G, j, p) && K->online[j]) sb_printf(b, "            x%d = cm%d;\n", K->nodes[j], K->nodes[j]);
+    }
+    G->cur = G->req + (size_t)p * (size_t)K->n_nodes;
+    sb_printf(b, "            for (; c + MB_VW <= ce; c += MB_VW) {\n");
+    body(G, p, 0, 0);
     sb_printf(b, "            }\n            if (c < ce) {\n            const int m = (int)(ce - c);\n");
-    body(G, p, 1);
+    body(G, p, 1, 0);
     sb_printf(b, "            }\n");
     for (int j = 0; j < K->n_nodes; j++) { /* the chunk's lane sums into double */
         int v = K->nodes[j];
         if (!in_stats(G, j, p)) continue;
         switch (stat_form(G, j, p)) {
         case F_SUM: sb_printf(b, "            d%d += mb_hsum(a%d); a%d = V_SET(0.0f);\n", v, v, v); break;
-        case F_ONLINE: sb_printf(b, "            mb_lanes_add(D%d, a%d); a%d = V_SET(0.0f);\n", v, v, v); break;
+        case F_ONLINE: sb_printf(b, "            mb_online_flush(D%d, &F%d, x%d, a%d); a%d = V_SET(0.0f);\n", v, v, v, v, v); break;
         case F_LN:
             sb_printf(b, "            mb_lanes_add(L%d, a%d); mb_lanes_add(Q%d, q%d); a%d = q%d = V_SET(0.0f);\n",
                       v, v, v, v, v, v);
@@ -440,12 +486,14 @@ static void pass(gen *G, int p)
     "return m; }\n" \
     "static inline void mb_lanes_add(double *d, vf v)\n" \
     "{ float t[MB_VW]; V_ST(t, v); for (int k = 0; k < MB_VW; k++) d[k] += t[k]; }\n" \
-    "/* an online sum's double lanes d, relative to each lane's max, when the maxima grow from o to n */\n" \
-    "static void mb_lanes_rescale(double *d, vf o, vf n)\n" \
+    "/* an online sum's chunk: each lane's double sum d, relative to its max at the last flush *f,\n" \
+    "   rescaled to the max x now (one vector exp a chunk) and the chunk's sum a added */\n" \
+    "static inline void mb_online_flush(double *d, vf *f, vf x, vf a)\n" \
     "{\n" \
-    "    float a[MB_VW], b[MB_VW]; V_ST(a, o); V_ST(b, n);\n" \
-    "    for (int k = 0; k < MB_VW; k++)\n" \
-    "        if (b[k] > a[k] && d[k] != 0) d[k] *= (double)mb_first(V_EXP(V_SET(a[k] - b[k])));\n" \
+    "    float s[MB_VW], t[MB_VW];\n" \
+    "    V_ST(s, V_GT_SELECTV(x, *f, V_EXP(V_SUB(*f, x)), V_SET(1.0f))); V_ST(t, a);\n" \
+    "    for (int k = 0; k < MB_VW; k++) d[k] = d[k] * s[k] + t[k];\n" \
+    "    *f = x;\n" \
     "}\n" \
     "/* an online sum's lanes combined: the row's max into *m, the sum relative to it */\n" \
     "static double mb_online_finish(const double *d, vf mv, float *m)\n" \
@@ -534,7 +582,8 @@ static char *generate(gen *G)
               mb_kern_vec_ops_text);
     sb_printf(&b, PRELUDE, MB_KERN_TILE);
     sb_printf(&b, "void mb_jit_rows(void *const *data, float *const *own, int64_t r0, int64_t r1, int64_t cols,"
-                  " int nt)\n{\n    (void)own; (void)nt;\n    for (int64_t r = r0; r < r1; r++) {\n");
+                  " int nt)\n{\n    (void)own; (void)nt;\n    for (int64_t r = r0; r < r1; r++) {\n"
+                  "        const int pf = r + 1 < r1; (void)pf;\n");
     for (int q = 0; q < K->n_reads; q++) {
         int u = K->reads[q];
         int sh = g->nodes[u].shape;
@@ -583,11 +632,25 @@ static char *generate(gen *G)
 char *mb_kern_jit_rows_source(const mb_graph *g, const mb_kernel *K, int keep)
 {
     if (!K->eval_mask || !K->stat_pass || !K->online) return NULL; /* no passes derived */
+    int online = 0;
+    for (int j = 0; j < K->n_nodes; j++) online |= K->online[j];
+    if (keep && online) { /* one pass: the max before the sum, no rescaling (the row is read once either way) */
+        mb_kernel K2 = *K;
+        K2.read_passes = NULL;
+        K2.eval_mask = K2.stat_pass = NULL;
+        K2.online = NULL;
+        char *text = mb_kernel_derive_passes(g, &K2, 0) == 0 ? mb_kern_jit_rows_source(g, &K2, keep) : NULL;
+        free(K2.read_passes);
+        free(K2.eval_mask);
+        free(K2.stat_pass);
+        free(K2.online);
+        return text;
+    }
     gen G = {g, K, keep, NULL, malloc((size_t)g->n_nodes * sizeof(int)), calloc((size_t)K->n_nodes + 1, 1),
              calloc((size_t)K->passes * (size_t)K->n_nodes + 1, 1), NULL, calloc((size_t)K->n_nodes + 1, 1),
-             calloc((size_t)K->n_nodes + 1, sizeof(int))};
+             calloc((size_t)K->n_nodes + 1, 1), calloc((size_t)K->n_nodes + 1, sizeof(int))};
     char *text = NULL;
-    if (G.pos && G.kind && G.req && G.kept && G.ready) {
+    if (G.pos && G.kind && G.req && G.kept && G.onl && G.ready) {
         for (int i = 0; i < g->n_nodes; i++) G.pos[i] = -1;
         for (int j = 0; j < K->n_nodes; j++) G.pos[K->nodes[j]] = j;
         if (classify(&G) == 0 && requirements(&G) == 0) text = generate(&G);
@@ -596,6 +659,7 @@ char *mb_kern_jit_rows_source(const mb_graph *g, const mb_kernel *K, int keep)
     free(G.kind);
     free(G.req);
     free(G.kept);
+    free(G.onl);
     free(G.ready);
     return text;
 }

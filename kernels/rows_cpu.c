@@ -523,6 +523,9 @@ int mb_kern_rows_onepass(const mb_kernel *K, int64_t cols)
     return K->passes > 1 && (double)cols * K->live_bytes_per_col <= (double)mb_kern_core_cache_bytes();
 }
 
+/* Most rows a compiled row kernel is called for at once. */
+#define JIT_BLOCK_ROWS 64
+
 /* The compiled form of row kernel K (jit_rows.c), by exec_cpu.c's rule for
  * elementwise kernels: two nodes or more, at most MB_KERN_JIT_IO_MAX reads
  * and writes (model/traffic.c's mb_kernel_compiled costs by the same); NULL:
@@ -568,6 +571,16 @@ static int run_rows(mb_kern_tensors *t, const mb_kernel *K, mb_err *err)
             failed = 1;
         }
         for (int i = 0; ok && i < nn; i++) S.buf[i] = S.own[i] = slab + (size_t)i * width;
+        if (fn) { /* compiled: blocks of rows (the code prefetches a block's next
+                     row), at least four a thread */
+            int64_t br = rows / (4 * (int64_t)omp_get_num_threads());
+            br = br < 1 ? 1 : br > JIT_BLOCK_ROWS ? JIT_BLOCK_ROWS : br;
+#pragma omp for schedule(static)
+            for (int64_t b = 0; b < (rows + br - 1) / br; b++) {
+                int64_t r0 = b * br, r1 = r0 + br < rows ? r0 + br : rows;
+                if (ok) fn(t->data, S.own, r0, r1, t->shape.cols, nt);
+            }
+        } else
 #pragma omp for schedule(static)
         for (int64_t r = 0; r < rows; r++) {
             if (!ok) continue;
@@ -577,8 +590,7 @@ static int run_rows(mb_kern_tensors *t, const mb_kernel *K, mb_err *err)
                 if (is_rowval(nd))
                     S.scal[v] = mb_load_f32(t->data[v], nd->shape == MB_SHC_SCALAR ? 0 : r, nd->dtype);
             }
-            if (fn) fn(t->data, S.own, r, r + 1, t->shape.cols, nt);
-            else if (onepass) row_onepass(&S, r, tmp);
+            if (onepass) row_onepass(&S, r, tmp);
             else
                 for (int p = 0; p < K->passes; p++) row_pass(&S, r, p, tmp);
         }

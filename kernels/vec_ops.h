@@ -41,7 +41,6 @@ typedef Sleef___m512_2 vf2;
 #define V_SQRT _mm512_sqrt_ps
 #define V_MAX _mm512_max_ps /* the second operand where either is NaN */
 #define V_GT_SELECTV(a, b, yes, no) _mm512_mask_blend_ps(_mm512_cmp_ps_mask((a), (b), _CMP_GT_OQ), (no), (yes))
-#define V_ANY_GT(a, b) (_mm512_cmp_ps_mask((a), (b), _CMP_GT_OQ) != 0)
 #define V_SIN Sleef_sinf16_u35
 #define V_COS Sleef_cosf16_u35
 #define V_SINCOS Sleef_sincosf16_u35 /* .x sin, .y cos */
@@ -71,7 +70,6 @@ typedef Sleef___m256_2 vf2;
 #define V_SQRT _mm256_sqrt_ps
 #define V_MAX _mm256_max_ps
 #define V_GT_SELECTV(a, b, yes, no) _mm256_blendv_ps((no), (yes), _mm256_cmp_ps((a), (b), _CMP_GT_OQ))
-#define V_ANY_GT(a, b) (_mm256_movemask_ps(_mm256_cmp_ps((a), (b), _CMP_GT_OQ)) != 0)
 #define V_SIN Sleef_sinf8_u35
 #define V_COS Sleef_cosf8_u35
 #define V_SINCOS Sleef_sincosf8_u35

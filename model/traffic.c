@@ -225,6 +225,8 @@ static double node_elems(const mb_graph *g, int id, mb_shape s)
  * kernel runs compiled (kernels/jit_rows.c): each part at its compiled rate
  * where the spec has one, the max at the compiled add's (one vector
  * instruction on a register, as the add).
+ * online: a sum folded beside its amax (sum(exp(a - amax(a))), the
+ * online plan), which computes exp(a - max) itself.
  * Seconds for n elements, or 0 when the spec lacks a part's rate. */
 static double part_geps(mb_op part, int compiled, const mb_device *d)
 {
@@ -235,28 +237,31 @@ static double part_geps(mb_op part, int compiled, const mb_device *d)
     return d->op_geps[part];
 }
 
-static double row_op_rated_s(mb_op op, double n, int multi, int compiled, const mb_device *d)
+static double row_op_rated_s(mb_op op, double n, int multi, int compiled, int online, const mb_device *d)
 {
     static const struct {
         mb_op op;
+        int online;
         mb_op part[8];
     } parts[] = {
-        {MB_OP_SUM, {MB_OP_ADD}},  /* vsum */
-        {MB_OP_MEAN, {MB_OP_ADD}}, /* vsum, one division a row */
-        {MB_OP_AMAX, {MB_OP_RELU}}, /* vmax */
+        /* sum(exp(a - amax(a))) beside its max: each tile's max, a - m, exp, the sum */
+        {MB_OP_SUM, 1, {MB_OP_RELU, MB_OP_SUB, MB_OP_EXP, MB_OP_ADD}},
+        {MB_OP_SUM, 0, {MB_OP_ADD}},  /* vsum */
+        {MB_OP_MEAN, 0, {MB_OP_ADD}}, /* vsum, one division a row */
+        {MB_OP_AMAX, 0, {MB_OP_RELU}}, /* vmax */
         /* vmax; vsum_exp: x - m, exp, the sum; vexp_scale: times 1 / sum */
-        {MB_OP_SOFTMAX, {MB_OP_RELU, MB_OP_SUB, MB_OP_EXP, MB_OP_ADD, MB_OP_MUL}},
+        {MB_OP_SOFTMAX, 0, {MB_OP_RELU, MB_OP_SUB, MB_OP_EXP, MB_OP_ADD, MB_OP_MUL}},
         /* vmax; the sum of exp(x - m); vnorm: (x - m - log(sum)) * 1 * 1 */
-        {MB_OP_LOG_SOFTMAX, {MB_OP_RELU, MB_OP_SUB, MB_OP_EXP, MB_OP_ADD, MB_OP_SUB, MB_OP_MUL, MB_OP_MUL}},
+        {MB_OP_LOG_SOFTMAX, 0, {MB_OP_RELU, MB_OP_SUB, MB_OP_EXP, MB_OP_ADD, MB_OP_SUB, MB_OP_MUL, MB_OP_MUL}},
         /* vsum_shifted: x - x0, its sum and square's; vnorm: (x - mean) rstd w */
-        {MB_OP_LAYER_NORM, {MB_OP_SUB, MB_OP_ADD, MB_OP_MUL, MB_OP_ADD, MB_OP_SUB, MB_OP_MUL, MB_OP_MUL}},
+        {MB_OP_LAYER_NORM, 0, {MB_OP_SUB, MB_OP_ADD, MB_OP_MUL, MB_OP_ADD, MB_OP_SUB, MB_OP_MUL, MB_OP_MUL}},
         /* vsum_sq: x x and its sum; vnorm: (x - 0) rstd w */
-        {MB_OP_RMS_NORM, {MB_OP_MUL, MB_OP_ADD, MB_OP_SUB, MB_OP_MUL, MB_OP_MUL}},
+        {MB_OP_RMS_NORM, 0, {MB_OP_MUL, MB_OP_ADD, MB_OP_SUB, MB_OP_MUL, MB_OP_MUL}},
         /* the column loop: one add into the partial sums per element */
-        {MB_OP_COLSUM, {MB_OP_ADD}},
+        {MB_OP_COLSUM, 0, {MB_OP_ADD}},
     };
     for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++) {
-        if (parts[i].op != op) continue;
+        if (parts[i].op != op || (op == MB_OP_SUM && parts[i].online != (online != 0))) continue;
         double s_per_elem = 0;
         for (int k = 0; k < 8 && parts[i].part[k] != MB_OP_INPUT; k++) {
             double geps = part_geps(parts[i].part[k], compiled, d);
@@ -323,7 +328,7 @@ static void compute_time(const mb_plan *p, const mb_kernel *K, mb_shape sh, cons
         double rate = (compiled && d->op_compiled_geps[op] > 0 ? d->op_compiled_geps[op]
                                                                : d->op_geps[op]) * 1e9;
         if (MB_OP_IS_ROW(op) || MB_OP_IS_COLUMN(op)) { /* its parts at their measured rates, else at the peaks */
-            double row_s = row_op_rated_s(op, n, multi, compiled, d);
+            double row_s = row_op_rated_s(op, n, multi, compiled, K->online && K->online[j], d);
             if (row_s > 0) {
                 rated_s += row_s;
                 continue;

@@ -119,6 +119,21 @@ static void kept_values(void)
     CHECK_EQ_I64(count_in_kernel(multi, "V_EXP("), 4);
     CHECK_EQ_I64(count_in_kernel(multi, "V_ST(o"), 0);
     CHECK_EQ_I64(count_in_kernel(one, "for (int64_t c0 = 0;"), 3); /* a loop a pass */
+    /* the online plan: one pass is the fused kernel (no rescaling); beyond
+     * the cache the max and the sum share a pass, each chunk's max first */
+    mb_plan *po = NULL;
+    CHECK(mb_plan_build(g, MB_PLAN_ONLINE, &po, &err) == MB_OK);
+    if (po) {
+        char *one_o = mb_kern_jit_rows_source(po->g, &po->kernels[0], 1);
+        char *multi_o = mb_kern_jit_rows_source(po->g, &po->kernels[0], 0);
+        CHECK_EQ_I64(po->kernels[0].passes, 2);
+        CHECK(one_o && one && strcmp(strstr(one_o, "void mb_jit_rows("), strstr(one, "void mb_jit_rows(")) == 0);
+        CHECK(count_in_kernel(multi_o, "vf cm") == 1 && count_in_kernel(one_o, "vf cm") == 0);
+        CHECK_EQ_I64(count_in_kernel(multi_o, "for (int64_t c0 = 0;"), 2);
+        free(one_o);
+        free(multi_o);
+    }
+    mb_plan_free(po);
     free(one);
     free(multi);
     mb_plan_free(p);

@@ -195,6 +195,29 @@ static void check_row_rates(const mb_device *gpu)
         mb_plan_free(p);
         mb_graph_free(g);
     }
+    /* the online plan of the hand-written softmax beyond the cache: the
+     * max; the online sum's own max, a - m, exp and sum; the write pass's
+     * x - m, exp and division; the copy out */
+    mb_graph *g = NULL;
+    mb_plan *p = NULL;
+    mb_err e;
+    mb_shape s;
+    mb_estimate est;
+    memset(&est, 0, sizeof est);
+    int rc = mb_shape_parse("4x2^20", &s, &e) ||
+             mb_parse_variant(X_ "m = x.amax(-1, keepdim=True)\ne = exp(x - m)\ny = e / e.sum(-1, keepdim=True)",
+                              "s.mb", MB_F32, &g, &e) ||
+             mb_plan_build(g, MB_PLAN_ONLINE, &p, &e) || mb_estimate_plan_shape(p, s, &cpu, &est, &e);
+    CHECK(rc == 0);
+    if (!rc) {
+        double want_s = (0.5 + (0.5 + 0.5 + 2.0 + 0.5) + (0.5 + 2.0 + 0.5) + 0.5) * 1e-9 * (double)(s.rows * s.cols);
+        if (fabs(est.total.compute_s - want_s) > 1e-9 * want_s)
+            fprintf(stderr, "online softmax: compute %.6g s, want %.6g\n", est.total.compute_s, want_s);
+        CHECK(fabs(est.total.compute_s - want_s) <= 1e-9 * want_s);
+    }
+    mb_estimate_free(&est);
+    mb_plan_free(p);
+    mb_graph_free(g);
 }
 
 /* text, rank to set (0: as parsed), the error's "file:line:col: ..." start */
