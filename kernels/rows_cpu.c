@@ -526,13 +526,17 @@ int mb_kern_rows_onepass(const mb_kernel *K, int64_t cols)
 /* Most rows a compiled row kernel is called for at once. */
 #define JIT_BLOCK_ROWS 64
 
-/* The compiled form of row kernel K (jit_rows.c), by exec_cpu.c's rule for
- * elementwise kernels: two nodes or more, at most MB_KERN_JIT_IO_MAX reads
- * and writes (model/traffic.c's mb_kernel_compiled costs by the same); NULL:
+/* The compiled form of row kernel K (jit_rows.c): a kernel with a row op,
+ * or of two nodes or more (a lone elementwise op is one vector primitive a
+ * tile already, as exec_cpu.c rules), at most MB_KERN_JIT_IO_MAX reads and
+ * writes (model/traffic.c's mb_kernel_compiled costs by the same); NULL:
  * interpret. */
 static mb_kern_rows_fn rows_jit(const mb_graph *g, const mb_kernel *K, int onepass)
 {
-    if (K->n_nodes < 2 || K->n_reads > MB_KERN_JIT_IO_MAX || K->n_writes > MB_KERN_JIT_IO_MAX) return NULL;
+    int row_op = 0;
+    for (int j = 0; j < K->n_nodes; j++) row_op |= MB_OP_IS_ROW(g->nodes[K->nodes[j]].op);
+    if ((K->n_nodes < 2 && !row_op) || K->n_reads > MB_KERN_JIT_IO_MAX || K->n_writes > MB_KERN_JIT_IO_MAX)
+        return NULL;
     return mb_kern_jit_rows_lookup(g, K, onepass);
 }
 

@@ -138,12 +138,15 @@ static int is_rowval_shape(const mb_node *nd)
 }
 
 /* A kernel of a graph with row operations compiles (kernels/jit_rows.c, as
- * rows_cpu.c chooses, which runs them all) when it has two nodes or more, each elementwise one with a
+ * rows_cpu.c chooses, which runs them all) when it has a row op or two
+ * nodes or more, each elementwise one with a
  * compiled form, each row op over a full operand (an online sum's exp
  * operand's too), and no column sum. */
 static int row_kernel_compiles(const mb_graph *g, const mb_kernel *K)
 {
-    if (K->n_nodes < 2) return 0;
+    int row_op = 0;
+    for (int j = 0; j < K->n_nodes; j++) row_op |= MB_OP_IS_ROW(g->nodes[K->nodes[j]].op);
+    if (K->n_nodes < 2 && !row_op) return 0;
     for (int j = 0; j < K->n_nodes; j++) {
         const mb_node *nd = &g->nodes[K->nodes[j]];
         if (MB_OP_IS_COLUMN(nd->op) || nd->op == MB_OP_INPUT) return 0;
@@ -226,7 +229,8 @@ static double node_elems(const mb_graph *g, int id, mb_shape s)
  * where the spec has one, the max at the compiled add's (one vector
  * instruction on a register, as the add).
  * online: a sum folded beside its amax (sum(exp(a - amax(a))), the
- * online plan), which computes exp(a - max) itself.
+ * online plan) beyond the core's cache, which computes exp(a - max) itself
+ * (in one pass the max comes first and the sum adds the kept exp).
  * Seconds for n elements, or 0 when the spec lacks a part's rate. */
 static double part_geps(mb_op part, int compiled, const mb_device *d)
 {
@@ -328,7 +332,7 @@ static void compute_time(const mb_plan *p, const mb_kernel *K, mb_shape sh, cons
         double rate = (compiled && d->op_compiled_geps[op] > 0 ? d->op_compiled_geps[op]
                                                                : d->op_geps[op]) * 1e9;
         if (MB_OP_IS_ROW(op) || MB_OP_IS_COLUMN(op)) { /* its parts at their measured rates, else at the peaks */
-            double row_s = row_op_rated_s(op, n, multi, compiled, K->online && K->online[j], d);
+            double row_s = row_op_rated_s(op, n, multi, compiled, multi && K->online && K->online[j], d);
             if (row_s > 0) {
                 rated_s += row_s;
                 continue;

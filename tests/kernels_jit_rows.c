@@ -1,6 +1,6 @@
 /* kernels_jit_rows.c — compiled row kernels (kernels/jit_rows.c): every row
  * operation, hand-written softmax, LayerNorm and RMSNorm, online sums, row
- * values and [cols] operands, in the fused and online plans and the
+ * values and [cols] operands, in the eager, fused and online plans and the
  * backward variants, at rows kept in the core's cache (one pass), rows
  * beyond it (the passes re-read), rows shorter than a vector and with a
  * partial last vector; each compiled (the model's rule agreeing) and
@@ -39,9 +39,10 @@ static const char *const texts[] = {
  * cache (2 x 300000 f32: 1.2 MB a row) */
 static const mb_shape shapes[] = {{2, 37, 1000}, {2, 3, 5003}, {2, 5, 7}, {2, 2, 300000}};
 
-/* Runs text under plan k at s; *compiled and *multi get its compiled and
- * multi-node kernels' counts. 1 verified, 0 wrong, -1 plan unsupported. */
-static int run_one(const char *text, mb_plan_kind k, mb_shape s, mb_dtype dt, int *compiled, int *multi)
+/* Runs text under plan k at s; *compiled gets how many of its kernels run
+ * compiled, *expect how many should (a row op, or two nodes or more). 1
+ * verified, 0 wrong, -1 plan unsupported. */
+static int run_one(const char *text, mb_plan_kind k, mb_shape s, mb_dtype dt, int *compiled, int *expect)
 {
     mb_graph *g = NULL;
     mb_plan *p = NULL;
@@ -49,7 +50,7 @@ static int run_one(const char *text, mb_plan_kind k, mb_shape s, mb_dtype dt, in
     mb_kern_check ck;
     mb_err err;
     memset(&t, 0, sizeof t);
-    *compiled = *multi = 0;
+    *compiled = *expect = 0;
     int rc = mb_parse_variant(text, "rows.mb", dt, &g, &err);
     if (!rc && !mb_plan_supported(g, k)) { mb_graph_free(g); return -1; }
     if (!rc) rc = mb_plan_build(g, k, &p, &err);
@@ -58,7 +59,9 @@ static int run_one(const char *text, mb_plan_kind k, mb_shape s, mb_dtype dt, in
         mb_kern_eval_info info;
         rc = mb_kern_kernel_info(&t, i, &info, &err);
         *compiled += info.compiled;
-        *multi += p->kernels[i].n_nodes >= 2;
+        int row_op = 0;
+        for (int j = 0; j < p->kernels[i].n_nodes; j++) row_op |= MB_OP_IS_ROW(p->g->nodes[p->kernels[i].nodes[j]].op);
+        *expect += p->kernels[i].n_nodes >= 2 || row_op;
         /* the model's rule is the executor's */
         if (!rc && mb_kernel_compiled(p->g, &p->kernels[i]) != info.compiled)
             fprintf(stderr, "%s %s kernel %s: executor compiled=%d, model %d\n", text, mb_plan_name(k),
@@ -166,16 +169,16 @@ int main(void)
         return 1;
     }
     mb_kern_jit_configure(MB_KERN_JIT_AUTO, NULL, dir);
-    static const mb_plan_kind plans[] = {MB_PLAN_FUSED, MB_PLAN_ONLINE};
+    static const mb_plan_kind plans[] = {MB_PLAN_FUSED, MB_PLAN_ONLINE, MB_PLAN_EAGER};
     int compiled_total = 0;
     for (size_t i = 0; i < sizeof texts / sizeof texts[0]; i++)
-        for (size_t k = 0; k < 2; k++)
+        for (size_t k = 0; k < 3; k++)
             for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
                 int c = 0, m = 0;
                 int r = run_one(texts[i], plans[k], shapes[s], MB_F32, &c, &m);
                 if (r < 0) continue;
                 CHECK(r == 1);
-                CHECK_EQ_I64(c, m); /* every kernel of two nodes or more */
+                CHECK_EQ_I64(c, m); /* every kernel with a row op or two nodes */
                 compiled_total += c;
             }
     CHECK(compiled_total > 50);
