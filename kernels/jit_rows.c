@@ -81,28 +81,15 @@ static int comp(const gen *G, int j, int p)
     return G->keep ? lowest(m) == p : (m >> p & 1);
 }
 
-/* 1 when K node j accumulates statistics in pass p: a reduction in its
- * stat_pass; a library op in its statistics passes (softmax and log_softmax
- * two, max then sum, one when online; the norms one). */
+/* model/passes.c's rule of what each pass uses (the model counts by it) */
 static int in_stats(const gen *G, int j, int p)
 {
-    int sp = G->K->stat_pass[j];
-    if (sp < 0 || p < sp) return 0;
-    if (G->kind[j] == K_RED) return p == sp;
-    if (G->kind[j] != K_LIB) return 0;
-    mb_op op = G->g->nodes[G->K->nodes[j]].op;
-    int n = (op == MB_OP_SOFTMAX || op == MB_OP_LOG_SOFTMAX) && !G->K->online[j] ? 2 : 1;
-    return p < sp + n;
+    return mb_kernel_row_stats_in(G->g, G->K, j, p);
 }
 
-/* The node K node j's statistics read: its operand; for an online sum of
- * exp(a - amax(a)), a (model/passes.c's online_sum). */
 static int stat_operand(const gen *G, int j)
 {
-    const mb_graph *g = G->g;
-    const mb_node *nd = &g->nodes[G->K->nodes[j]];
-    if (G->kind[j] == K_RED && G->K->online[j]) return g->nodes[g->nodes[nd->arg[0]].arg[0]].arg[0];
-    return nd->arg[0];
+    return mb_kernel_row_stat_operand(G->g, G->K, j);
 }
 
 /* 1 when library op j's softmax output scales the exp(x - max) its sum
@@ -181,35 +168,6 @@ static void need_args(gen *G, int j)
 {
     const mb_node *nd = &G->g->nodes[G->K->nodes[j]];
     for (int k = 0; k < mb_op_arity(nd->op); k++) need(G, nd->arg[k]);
-}
-
-/* req[p][j] for every pass p: what is written in p, the statistics'
- * operands, and, from the last node back, the operands of every value
- * computed; then kept[j]: needed in a pass after the one computing it (keep
- * 1). -1 when a needed value would be neither computed nor kept (a plan the
- * generator does not follow). */
-static int requirements(gen *G)
-{
-    const mb_kernel *K = G->K;
-    const int n = K->n_nodes;
-    for (int p = 0; p < K->passes; p++) {
-        char *req = G->req + (size_t)p * (size_t)n;
-        for (int j = 0; j < n; j++)
-            req[j] = (G->kind[j] == K_ELEM || G->kind[j] == K_LIB) && lowest(K->eval_mask[j]) == p &&
-                     is_write(G, K->nodes[j]);
-        G->cur = req;
-        for (int j = n - 1; j >= 0; j--) {
-            if (in_stats(G, j, p)) need(G, stat_operand(G, j));
-            if (!req[j]) continue;
-            if (!comp(G, j, p)) {
-                if (!G->keep) return -1;
-                G->kept[j] = 1;
-                continue;
-            }
-            if (G->kind[j] == K_ELEM || (G->kind[j] == K_LIB && !softmax_kept(G, j))) need_args(G, j);
-        }
-    }
-    return 0;
 }
 
 /* The statement of K node j's statistics in pass p's body (m0: masks a
@@ -653,7 +611,7 @@ char *mb_kern_jit_rows_source(const mb_graph *g, const mb_kernel *K, int keep)
     if (G.pos && G.kind && G.req && G.kept && G.onl && G.ready) {
         for (int i = 0; i < g->n_nodes; i++) G.pos[i] = -1;
         for (int j = 0; j < K->n_nodes; j++) G.pos[K->nodes[j]] = j;
-        if (classify(&G) == 0 && requirements(&G) == 0) text = generate(&G);
+        if (classify(&G) == 0 && mb_kernel_row_needs(g, K, keep, G.req, G.kept) == 0) text = generate(&G);
     }
     free(G.pos);
     free(G.kind);

@@ -634,6 +634,31 @@ int mb_kernel_derive_passes(const mb_graph *g, mb_kernel *K, int online);
  * when d gives no on-chip size. */
 int64_t mb_kernel_onepass_max_cols(const mb_kernel *K, const mb_device *d);
 
+/* What a row kernel's passes use (the one rule kernels/jit_rows.c runs and
+ * the model counts). mb_kernel_row_stats_in: 1 when K's node j accumulates
+ * statistics in pass p (a reduction in its stat_pass; softmax and
+ * log_softmax their max, then their sum, one pass when online; the norms
+ * one). mb_kernel_row_stat_operand: the node they read (an online sum of
+ * exp(a - amax(a)): a). mb_kernel_row_needs: need[p x n_nodes + j] = 1 when
+ * node j's per-element value is used in pass p (written there, read by a
+ * statistic or by a value computed there); with keep (one pass: a value
+ * computed once, in the first pass of its eval_mask, kept for the later
+ * ones, and softmax's exp(x - max) kept from its sum pass), kept[j] = 1 when
+ * it is used in a later pass. -1 when a needed value would be neither
+ * computed nor kept (keep 0), or out of memory. need: K->passes x
+ * K->n_nodes entries, kept: K->n_nodes, the caller's. */
+int mb_kernel_row_stats_in(const mb_graph *g, const mb_kernel *K, int j, int p);
+int mb_kernel_row_stat_operand(const mb_graph *g, const mb_kernel *K, int j);
+int mb_kernel_row_needs(const mb_graph *g, const mb_kernel *K, int keep, char *need, char *kept);
+
+/* Element accesses to the core's cache, per element of a row, that kernel K
+ * makes beyond its first pass when run in one pass by the compiled row
+ * executor (kernels/jit_rows.c): the reads a later pass loads again, the
+ * kept values' stores and loads, [cols] operands' loads in every pass; 0
+ * for a kernel of one pass. Passes without the online fold, as that
+ * executor runs one pass. -1 when out of memory. */
+double mb_kernel_onepass_cache_accesses(const mb_graph *g, const mb_kernel *K);
+
 /* Whose allocation behaviour the time model adds: none (the executors'
  * preallocated buffers, the default) or PyTorch's (every op's output a new
  * tensor from the CPU allocator, malloc; torch.compile's too). */

@@ -159,3 +159,131 @@ int64_t mb_kernel_onepass_max_cols(const mb_kernel *K, const mb_device *d)
     if (!(d->onchip_kib > 0)) return 0;
     return (int64_t)(d->onchip_kib * 1024.0 / K->live_bytes_per_col);
 }
+
+/* ---- what each pass uses (kernels/jit_rows.c runs by it) ------------------ */
+
+static int rowval_shape(const mb_node *nd)
+{
+    return nd->shape == MB_SHC_ROW || nd->shape == MB_SHC_ROWV || nd->shape == MB_SHC_SCALAR;
+}
+
+static int lowest_pass(int mask)
+{
+    for (int p = 0; p < MAX_PASSES; p++)
+        if (mask >> p & 1) return p;
+    return -1;
+}
+
+/* 1 when node v has a per-element value: not a row value nor a reduction. */
+static int vector_valued(const mb_graph *g, int v)
+{
+    return !rowval_shape(&g->nodes[v]) && mb_op_info_of(g->nodes[v].op)->kind != MB_OPK_REDUCTION;
+}
+
+int mb_kernel_row_stats_in(const mb_graph *g, const mb_kernel *K, int j, int p)
+{
+    int sp = K->stat_pass[j];
+    mb_op op = g->nodes[K->nodes[j]].op;
+    if (sp < 0 || p < sp) return 0;
+    if (mb_op_info_of(op)->kind == MB_OPK_REDUCTION) return p == sp;
+    if (!MB_OP_IS_ROW(op)) return 0;
+    int n = (op == MB_OP_SOFTMAX || op == MB_OP_LOG_SOFTMAX) && !K->online[j] ? 2 : 1;
+    return p < sp + n;
+}
+
+int mb_kernel_row_stat_operand(const mb_graph *g, const mb_kernel *K, int j)
+{
+    const mb_node *nd = &g->nodes[K->nodes[j]];
+    if (mb_op_info_of(nd->op)->kind == MB_OPK_REDUCTION && K->online[j])
+        return g->nodes[g->nodes[nd->arg[0]].arg[0]].arg[0];
+    return nd->arg[0];
+}
+
+/* Marks node u needed in cur (a vector value of K's). */
+static void mark(const mb_graph *g, const int *pos, char *cur, int u)
+{
+    if (u >= 0 && pos[u] >= 0 && vector_valued(g, u)) cur[pos[u]] = 1;
+}
+
+int mb_kernel_row_needs(const mb_graph *g, const mb_kernel *K, int keep, char *need, char *kept)
+{
+    const int n = K->n_nodes;
+    int *pos = malloc(((size_t)g->n_nodes + 1) * sizeof(int));
+    if (!pos) return -1;
+    for (int i = 0; i < g->n_nodes; i++) pos[i] = -1;
+    for (int j = 0; j < n; j++) pos[K->nodes[j]] = j;
+    memset(kept, 0, (size_t)n);
+    int rc = 0;
+    for (int p = 0; p < K->passes && !rc; p++) {
+        char *cur = need + (size_t)p * (size_t)n;
+        for (int j = 0; j < n; j++) {
+            int v = K->nodes[j], w = 0;
+            for (int o = 0; o < K->n_writes; o++) w |= K->writes[o] == v;
+            cur[j] = vector_valued(g, v) && lowest_pass(K->eval_mask[j]) == p && w;
+        }
+        for (int j = n - 1; j >= 0; j--) {
+            const mb_node *nd = &g->nodes[K->nodes[j]];
+            if (mb_kernel_row_stats_in(g, K, j, p)) mark(g, pos, cur, mb_kernel_row_stat_operand(g, K, j));
+            if (!cur[j]) continue;
+            int computed = keep ? lowest_pass(K->eval_mask[j]) == p : (K->eval_mask[j] >> p & 1);
+            if (!computed) {
+                if (!keep) rc = -1;
+                kept[j] = 1;
+                continue;
+            }
+            if (keep && nd->op == MB_OP_SOFTMAX && !K->online[j]) continue; /* scales its kept exp */
+            for (int k = 0; k < mb_op_arity(nd->op); k++) mark(g, pos, cur, nd->arg[k]);
+        }
+    }
+    free(pos);
+    return rc;
+}
+
+double mb_kernel_onepass_cache_accesses(const mb_graph *g, const mb_kernel *K)
+{
+    if (K->passes <= 1 || !K->eval_mask) return 0;
+    mb_kernel K2 = *K; /* the passes without the online fold */
+    K2.read_passes = NULL;
+    K2.eval_mask = K2.stat_pass = NULL;
+    K2.online = NULL;
+    double acc = -1;
+    char *need = NULL, *kept = malloc((size_t)K->n_nodes + 1);
+    if (kept && mb_kernel_derive_passes(g, &K2, 0) == 0 &&
+        (need = calloc((size_t)K2.passes * (size_t)K->n_nodes + 1, 1)) != NULL &&
+        mb_kernel_row_needs(g, &K2, 1, need, kept) == 0) {
+        acc = 0;
+        for (int q = 0; q < K->n_reads; q++) { /* reads loaded in a later pass, [cols] ones in each */
+            int u = K->reads[q], first = 1;
+            if (!vector_valued(g, u)) continue;
+            for (int p = 0; p < K2.passes; p++) {
+                int used = 0;
+                for (int j = 0; j < K->n_nodes && !used; j++) {
+                    const mb_node *nd = &g->nodes[K->nodes[j]];
+                    if (mb_kernel_row_stats_in(g, &K2, j, p) && mb_kernel_row_stat_operand(g, &K2, j) == u) used = 1;
+                    int computed = lowest_pass(K2.eval_mask[j]) == p;
+                    if (need[(size_t)p * (size_t)K->n_nodes + j] && computed &&
+                        !(nd->op == MB_OP_SOFTMAX && !K2.online[j]))
+                        for (int k = 0; k < mb_op_arity(nd->op); k++) used |= nd->arg[k] == u;
+                }
+                if (!used) continue;
+                if (!first || g->nodes[u].shape == MB_SHC_COL) acc += 1;
+                first = 0;
+            }
+        }
+        for (int j = 0; j < K->n_nodes; j++) {
+            const mb_node *nd = &g->nodes[K->nodes[j]];
+            if (nd->op == MB_OP_SOFTMAX && !K2.online[j]) acc += 2; /* exp(x - max) stored, loaded */
+            if (!kept[j]) continue;
+            acc += 1; /* its store */
+            for (int p = 0; p < K2.passes; p++)
+                acc += need[(size_t)p * (size_t)K->n_nodes + j] && lowest_pass(K2.eval_mask[j]) != p;
+        }
+    }
+    free(need);
+    free(kept);
+    free(K2.read_passes);
+    free(K2.eval_mask);
+    free(K2.stat_pass);
+    free(K2.online);
+    return acc;
+}

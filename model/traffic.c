@@ -280,6 +280,13 @@ static double row_op_rated_s(mb_op op, double n, int multi, int compiled, int on
     return 0;
 }
 
+/* 1 when K makes several passes over a row that fits d's on-chip storage:
+ * read once, the later passes from the cache. */
+static int onepass_rows(const mb_kernel *K, mb_shape sh, const mb_device *d)
+{
+    return K->passes > 1 && mb_kernel_onepass_max_cols(K, d) >= sh.cols;
+}
+
 static void compute_time(const mb_plan *p, const mb_kernel *K, mb_shape sh, const mb_device *d,
                          mb_cost *c)
 {
@@ -346,6 +353,15 @@ static void compute_time(const mb_plan *p, const mb_kernel *K, mb_shape sh, cons
             sfu += oc.sfu_ops * (double)n;
         }
     }
+    /* A compiled row kernel in one pass (kernels/jit_rows.c) works from the
+     * core's cache after its first pass: re-reads, kept values, [cols]
+     * operands (mb_kernel_onepass_cache_accesses), each an element load or
+     * store at half the measured tile copy rate (a copy is one of each),
+     * which the compiled chains' register rates leave out. */
+    if (compiled && p->g->has_row_ops && onepass_rows(K, sh, d) && d->op_geps[MB_OP_COPY] > 0) {
+        double acc = mb_kernel_onepass_cache_accesses(p->g, K);
+        if (acc > 0) rated_s += acc * (double)mb_shape_elems(sh) / (2 * d->op_geps[MB_OP_COPY] * 1e9);
+    }
     /* The interpreter evaluates into tile buffers and then copies each output
      * to its tensor, and widens each 16-bit read into a buffer first
      * (kernels/exec_cpu.c, prog_run): one copy per element each, at the
@@ -379,8 +395,14 @@ static void compute_time(const mb_plan *p, const mb_kernel *K, mb_shape sh, cons
  * 400 -> 401 of 480 (427 -> 438 at the host's rates); with 0.15 for every
  * compiled kernel instead, sigmoid3 store's median went -11% -> -22%, so
  * kernels of more streams keep serial_fraction. */
-static double serial_fraction_of(const mb_plan *p, const mb_kernel *K, const mb_device *d)
+static double serial_fraction_of(const mb_plan *p, const mb_kernel *K, mb_shape sh, const mb_device *d)
 {
+    /* a compiled row kernel in one pass: its first pass waits on memory, the
+     * later ones compute from the cache (2-vCPU Xeon guest, 4096x4096,
+     * 16384x1024, 1024x16384 f32: fused softmax, F.softmax's kernel,
+     * LayerNorm and RMSNorm measured at 0.70-1.14x memory + compute) */
+    if (has_compiled_rates(d) && p->g->has_row_ops && onepass_rows(K, sh, d) && mb_kernel_compiled(p->g, K))
+        return 1.0;
     if (d->has_serial_fraction_compiled && K->n_reads == 1 && K->n_writes == 1 &&
         has_compiled_rates(d) && mb_kernel_compiled(p->g, K))
         return d->serial_fraction_compiled;
@@ -616,7 +638,7 @@ static int estimate(const mb_plan *p, mb_shape n, const mb_device *d, mb_framewo
         c->launch_s = d->launch_overhead_us * 1e-6;
         c->alloc_s = alloc_time_s(p, K, mb_shape_elems(n), d, fw);
         c->time_s = c->launch_s + fmax(c->mem_s, c->compute_s) +
-                    serial_fraction_of(p, K, d) * fmin(c->mem_s, c->compute_s) + c->alloc_s;
+                    serial_fraction_of(p, K, n, d) * fmin(c->mem_s, c->compute_s) + c->alloc_s;
         c->bound = bound_of(c->launch_s, c->mem_s, c->compute_s);
 
         mb_cost *t = &out->total;

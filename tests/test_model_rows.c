@@ -9,6 +9,7 @@
 #include <stdint.h>
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define X_ "input x [rows, cols]\n"
@@ -318,6 +319,57 @@ static void check_shapes(void)
     mb_graph_free(g);
 }
 
+/* What a one-pass compiled row kernel loads and stores from the cache after
+ * its first pass (mb_kernel_onepass_cache_accesses, the rule jit_rows.c
+ * keeps values by): the hand-written softmax re-reads x for exp(x - max) and
+ * keeps the exp (stored, loaded), not x - max; F.softmax the same; the
+ * hand-written LayerNorm re-reads x once, keeps x - mean, loads w and b;
+ * RMSNorm re-reads x and loads w. On a calibrated CPU that costs each at
+ * half the copy rate, and such a kernel's memory and compute add up. */
+static void check_onepass_accesses(const mb_device *gpu)
+{
+    static const struct { const char *variant; double accesses; } want[] = {
+        {"softmax", 3}, {"softmax_op", 3}, {"layernorm", 5}, {"rmsnorm", 2},
+    };
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+        char path[600], text[4096] = "";
+        snprintf(path, sizeof path, "%s/model/variants/%s.mb", getenv("MB_SRC") ? getenv("MB_SRC") : "..",
+                 want[i].variant);
+        FILE *fp = fopen(path, "r");
+        size_t got = fp ? fread(text, 1, sizeof text - 1, fp) : 0;
+        text[got] = '\0';
+        if (fp) fclose(fp);
+        CHECK(got > 0);
+        mb_graph *g = NULL;
+        mb_plan *p = NULL;
+        mb_err e;
+        int rc = mb_parse_variant(text, path, MB_F32, &g, &e) || mb_plan_build(g, MB_PLAN_FUSED, &p, &e);
+        CHECK(rc == 0);
+        if (rc) {
+            mb_graph_free(g);
+            continue;
+        }
+        double acc = mb_kernel_onepass_cache_accesses(p->g, &p->kernels[0]);
+        if (acc != want[i].accesses) fprintf(stderr, "%s: %g accesses, want %g\n", want[i].variant, acc, want[i].accesses);
+        CHECK(acc == want[i].accesses);
+        /* on a calibrated CPU: memory + compute, the accesses in compute */
+        mb_device cpu = *gpu;
+        for (int op = 0; op < MB_OP_COUNT; op++) cpu.op_geps[op] = cpu.op_compiled_geps[op] = 10.0;
+        cpu.onchip_kib = 1024;
+        cpu.serial_fraction = 0.5;
+        mb_shape s = {2, 4096, 1024};
+        mb_estimate est;
+        memset(&est, 0, sizeof est);
+        CHECK(mb_estimate_plan_shape(p, s, &cpu, &est, &e) == MB_OK);
+        const mb_cost *c = &est.per_kernel[0];
+        CHECK(fabs(c->time_s - (c->launch_s + c->mem_s + c->compute_s)) <= 1e-12 + 1e-9 * c->time_s);
+        CHECK(c->compute_s >= acc * 4096.0 * 1024.0 / (2 * 10.0e9));
+        mb_estimate_free(&est);
+        mb_plan_free(p);
+        mb_graph_free(g);
+    }
+}
+
 int main(void)
 {
     mb_device d;
@@ -332,5 +384,6 @@ int main(void)
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) check_bad((int)i);
     check_shapes();
     check_rowv_note();
+    check_onepass_accesses(&d);
     return mb_test_done();
 }
