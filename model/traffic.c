@@ -218,13 +218,16 @@ static double node_elems(const mb_graph *g, int id, mb_shape s)
 }
 
 /* An op's rate in a compiled row kernel (kernels/jit_rows.c): its compiled
- * rate, but no less than its tile rate. The loop's vectors are independent,
- * while calibrate's compiled chains (G = 1 for a lone exp) wait on each
- * other: 2-vCPU Xeon guest, exp 5.7 compiled against 8.4 G/s in tiles, div
- * 12.1 against 13.1. */
-static double row_compiled_geps(mb_op op, const mb_device *d)
+ * rate; in one pass no less than its tile rate, as its later passes run
+ * from the cache, vectors independent, while calibrate's compiled chains
+ * (G = 1 for a lone exp) wait on each other: 2-vCPU Xeon guest, exp 5.7
+ * compiled against 8.4 G/s in tiles, div 12.1 against 13.1. Beyond the
+ * cache the chains' rates held better (2^4x2^22: fused softmax +21% against
+ * +76% at the tile rates, LayerNorm +4% against +52%). */
+static double row_compiled_geps(mb_op op, int onepass, const mb_device *d)
 {
-    return fmax(d->op_compiled_geps[op], d->op_geps[op]);
+    if (!(d->op_compiled_geps[op] > 0)) return d->op_geps[op];
+    return onepass ? fmax(d->op_compiled_geps[op], d->op_geps[op]) : d->op_compiled_geps[op];
 }
 
 /* A row op (or a column sum) at measured rates: the elementwise work per
@@ -242,12 +245,9 @@ static double row_compiled_geps(mb_op op, const mb_device *d)
  * online plan) beyond the core's cache, which computes exp(a - max) itself
  * (in one pass the max comes first and the sum adds the kept exp).
  * Seconds for n elements, or 0 when the spec lacks a part's rate. */
-static double part_geps(mb_op part, int compiled, const mb_device *d)
+static double part_geps(mb_op part, int compiled, int multi, const mb_device *d)
 {
-    if (compiled) {
-        mb_op op = part == MB_OP_RELU ? MB_OP_ADD : part;
-        return row_compiled_geps(op, d);
-    }
+    if (compiled) return row_compiled_geps(part == MB_OP_RELU ? MB_OP_ADD : part, !multi, d);
     return d->op_geps[part];
 }
 
@@ -278,13 +278,13 @@ static double row_op_rated_s(mb_op op, double n, int multi, int compiled, int on
         if (parts[i].op != op || (op == MB_OP_SUM && parts[i].online != (online != 0))) continue;
         double s_per_elem = 0;
         for (int k = 0; k < 8 && parts[i].part[k] != MB_OP_INPUT; k++) {
-            double geps = part_geps(parts[i].part[k], compiled, d);
+            double geps = part_geps(parts[i].part[k], compiled, multi, d);
             if (!(geps > 0)) return 0;
             s_per_elem += 1.0 / (geps * 1e9);
         }
         if (multi && op == MB_OP_SOFTMAX) /* the write pass's exp(x - m) again */
-            s_per_elem += 1.0 / (part_geps(MB_OP_SUB, compiled, d) * 1e9) +
-                          1.0 / (part_geps(MB_OP_EXP, compiled, d) * 1e9);
+            s_per_elem += 1.0 / (part_geps(MB_OP_SUB, compiled, multi, d) * 1e9) +
+                          1.0 / (part_geps(MB_OP_EXP, compiled, multi, d) * 1e9);
         return n * s_per_elem;
     }
     return 0;
@@ -346,7 +346,7 @@ static void compute_time(const mb_plan *p, const mb_kernel *K, mb_shape sh, cons
         /* a copy inside compiled code is the same register: free; a raw
          * copy's cost is its memory term */
         if ((compiled || is_raw_copy) && op == MB_OP_COPY) continue;
-        double rate = (compiled && p->g->has_row_ops ? row_compiled_geps(op, d)
+        double rate = (compiled && p->g->has_row_ops ? row_compiled_geps(op, !multi, d)
                        : compiled && d->op_compiled_geps[op] > 0 ? d->op_compiled_geps[op]
                                                                  : d->op_geps[op]) * 1e9;
         if (MB_OP_IS_ROW(op) || MB_OP_IS_COLUMN(op)) { /* its parts at their measured rates, else at the peaks */
