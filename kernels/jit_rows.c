@@ -99,18 +99,6 @@ static int softmax_kept(const gen *G, int j)
     return G->keep && G->g->nodes[G->K->nodes[j]].op == MB_OP_SOFTMAX && !G->K->online[j];
 }
 
-/* 1 when node v has a vector form here: op_table.h's MB_OPF_JIT, pow by 1,
- * 2 or 3, finite scalars (model/traffic.c's op_compiles, the same rule). */
-static int elem_forms(const mb_node *nd)
-{
-    for (int s = 0; s < mb_op_arity(nd->op); s++)
-        if (nd->arg[s] < 0 && !(s == 1 && nd->scalar_cols) && !isfinite((float)nd->scalar[s])) return 0;
-    if (nd->op == MB_OP_POW)
-        return nd->arg[0] >= 0 && nd->arg[1] < 0 &&
-               ((float)nd->scalar[1] == 1.0f || (float)nd->scalar[1] == 2.0f || (float)nd->scalar[1] == 3.0f);
-    return (mb_op_info_of(nd->op)->flags & MB_OPF_JIT) != 0;
-}
-
 /* Node u (a read or a node of K) as a vector expression. */
 static void value(gen *G, int u)
 {
@@ -507,7 +495,7 @@ static int classify(gen *G)
             }
             continue;
         }
-        if (!elem_forms(nd)) return -1;
+        if (!mb_node_compiles(nd)) return -1; /* the model's rule */
         G->kind[j] = rowval(G, v) ? K_ROWVAL : K_ELEM;
     }
     /* row values: computed before the first pass their operands allow */

@@ -705,6 +705,10 @@ int64_t mb_tensor_bytes(const mb_graph *g, int i, int64_t n);
 int mb_lower_nodes(const mb_graph *g, const int *nodes, int n, int *common, int *pair,
                    unsigned char *evaluated);
 int mb_kernel_compiled(const mb_graph *g, const mb_kernel *K);
+/* 1 when elementwise node a has a form in compiled kernels (kernels/jit_cpu.c,
+ * jit_rows.c): op_table.h's MB_OPF_JIT, pow by a constant 1, 2 or 3
+ * (mb_op_powf's x and products), finite scalars. */
+int mb_node_compiles(const mb_node *a);
 
 /* ---- the optimal recompute plan and the memory-traffic frontier ---------- */
 

@@ -120,9 +120,7 @@ static int evaluated_nodes(const mb_graph *g, const mb_kernel *K, unsigned char 
     return mb_lower_nodes(g, K->nodes, K->n_nodes, NULL, NULL, evaluated);
 }
 
-/* 1 when node a has a form in compiled kernels (kernels/jit_cpu.c): op_table.h's
- * MB_OPF_JIT, and pow by a constant 1, 2 or 3 (mb_op_powf's x and products). */
-static int op_compiles(const mb_node *a)
+int mb_node_compiles(const mb_node *a)
 {
     for (int s = 0; s < mb_op_arity(a->op); s++)
         if (a->arg[s] < 0 && !isfinite((float)a->scalar[s])) return 0; /* as the executor holds it */
@@ -151,7 +149,7 @@ static int row_kernel_compiles(const mb_graph *g, const mb_kernel *K)
         const mb_node *nd = &g->nodes[K->nodes[j]];
         if (MB_OP_IS_COLUMN(nd->op) || nd->op == MB_OP_INPUT) return 0;
         if (!MB_OP_IS_ROW(nd->op)) {
-            if (!op_compiles(nd)) return 0;
+            if (!mb_node_compiles(nd)) return 0;
             continue;
         }
         if (nd->arg[0] < 0 || is_rowval_shape(&g->nodes[nd->arg[0]])) return 0;
@@ -180,7 +178,7 @@ int mb_kernel_compiled(const mb_graph *g, const mb_kernel *K)
     for (int j = 0; j < K->n_nodes; j++) {
         if (evaluated[j] == 0 || evaluated[j] == 3) continue;
         ops++;
-        compiles &= op_compiles(&g->nodes[K->nodes[j]]);
+        compiles &= mb_node_compiles(&g->nodes[K->nodes[j]]);
     }
     free(evaluated);
     return compiles && ops >= 2;
