@@ -130,7 +130,10 @@ int mb_meas_cache_load(const char *path, mb_device *d, double *age_s, mb_err *er
     if (rc) return rc;
     if (strcmp(d->kind, "cpu") != 0)
         return mb_err_set(err, MB_EINPUT, "%s: not a CPU calibration (kind %s)", path, d->kind);
-    if (age_s) *age_s = difftime(time(NULL), sb.st_mtime);
+    /* a file written this second can carry a later mtime than time() says:
+     * the file system's stamps are finer than time()'s coarse clock (Linux
+     * 6.x multigrain timestamps): no negative age */
+    if (age_s) *age_s = fmax(0.0, difftime(time(NULL), sb.st_mtime));
     return MB_OK;
 }
 
