@@ -7,11 +7,13 @@ set(MB_CUDA_KERNEL_SOURCES
   ${CMAKE_CURRENT_SOURCE_DIR}/fused_lecture.cu
   ${CMAKE_CURRENT_SOURCE_DIR}/rows_eval.cu
   ${CMAKE_CURRENT_SOURCE_DIR}/rows_op.cu
+  ${CMAKE_CURRENT_SOURCE_DIR}/cols_eval.cu
   ${CMAKE_CURRENT_SOURCE_DIR}/cuda_plan.cu
   ${CMAKE_CURRENT_SOURCE_DIR}/probes.cu)
 
-# host code only (no kernels, so no PTX of its own): the row evaluator's lowering
-set(MB_CUDA_HOST_SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/cuda_rows.cu)
+# host code only (no kernels, so no PTX of its own): the row and column
+# evaluators' lowering
+set(MB_CUDA_HOST_SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/cuda_rows.cu ${CMAKE_CURRENT_SOURCE_DIR}/cuda_cols.cu)
 
 add_library(mb_kernels_cuda STATIC ${MB_CUDA_KERNEL_SOURCES} ${MB_CUDA_HOST_SOURCES})
 target_include_directories(mb_kernels_cuda PUBLIC ${CMAKE_CURRENT_SOURCE_DIR})

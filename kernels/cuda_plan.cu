@@ -287,6 +287,8 @@ typedef struct kernel_rec {
     mb_eval_prog *prog;
     /* MB_KERN_CUDA_ROW */
     mb_row_prog *rprog;
+    /* MB_KERN_CUDA_COL: the program, its workspace and arrival counters (device) */
+    mb_col_prog *cprog;
     /* MB_KERN_CUDA_ROW_OP */
     mb_rowop_args rowop;
     int grid; /* of the last launch */
@@ -313,6 +315,7 @@ extern "C" const char *mb_kern_cuda_impl_name(mb_kern_cuda_impl i)
     case MB_KERN_CUDA_EVAL: return "eval";
     case MB_KERN_CUDA_ROW: return "row";
     case MB_KERN_CUDA_ROW_OP: return "rowop";
+    case MB_KERN_CUDA_COL: return "col";
     default: return "?";
     }
 }
@@ -496,21 +499,6 @@ static int rowop_fits(const mb_graph *g, const mb_kernel *K, mb_shape s)
     return s.cols % v == 0 && s.cols >= v;
 }
 
-/* MB_EINPUT, one line, when plan p has a sum over the rows (colsum: a
- * [cols] weight's or bias's gradient): the CUDA kernels have no column
- * reduction yet, and the row evaluator would sum each row alone. The CPU
- * executors run it (kernels/rows_cpu.c). */
-static int refuse_columns(const mb_plan *p, mb_err *err)
-{
-    for (int k = 0; k < p->n_kernels; k++)
-        for (int j = 0; j < p->kernels[k].n_nodes; j++)
-            if (MB_OP_IS_COLUMN(p->g->nodes[p->kernels[k].nodes[j]].op))
-                return mb_err_set(err, MB_EINPUT, "%s %s: kernel %s sums over the rows (the gradient of a [cols] "
-                                  "weight or bias), which the CUDA backend does not run: use --backend cpu",
-                                  p->g->name, mb_plan_name(p->kind), p->kernels[k].name);
-    return MB_OK;
-}
-
 /* The choice of mb_kern_cuda_choose; *hand_out gets the hand-written
  * kernel's entry (MB_KERN_CUDA_HAND), else NULL. Reads the plan only. */
 static int choose(const mb_plan *p, int k, mb_shape shape, const mb_device *spec, int flags,
@@ -519,13 +507,23 @@ static int choose(const mb_plan *p, int k, mb_shape shape, const mb_device *spec
     memset(c, 0, sizeof *c);
     *hand_out = NULL;
     if (k < 0 || k >= p->n_kernels) return mb_err_set(err, MB_EINPUT, "kernel %d of %d", k, p->n_kernels);
-    if (refuse_columns(p, err)) return MB_EINPUT;
     const mb_graph *g = p->g;
     const mb_kernel *K = &p->kernels[k];
     if (K->n_nodes < 1 || K->n_writes < 1)
         return mb_err_set(err, MB_EINPUT, "kernel %s computes or writes nothing", K->name);
     c->dt = g->nodes[K->nodes[K->n_nodes - 1]].dtype;
     int uniform = uniform_dtype(g, K, c->dt);
+    if (g->rank == 2 && mb_cuda_col_kernel(p, k)) { /* a sum over the rows: the column evaluator */
+        c->impl = MB_KERN_CUDA_COL;
+        c->passes = 1;
+        snprintf(c->symbol, sizeof c->symbol, "col_eval_kernel");
+        mb_col_prog *P = (mb_col_prog *)malloc(sizeof *P);
+        if (!P) return mb_err_set(err, MB_ERUN, "out of memory");
+        int rc = mb_cuda_col_lower(p, k, shape, spec && spec->sm_count >= 1 ? (int)spec->sm_count : 1, NULL, P, err);
+        if (rc == MB_OK) c->smem_bytes = (int64_t)mb_cuda_col_smem(P);
+        free(P);
+        return rc;
+    }
     if (g->has_row_ops) { /* reductions, broadcasting: the row evaluator, passes as the model's */
         c->impl = MB_KERN_CUDA_ROW;
         c->passes = K->passes > 0 ? K->passes : 1;
@@ -619,7 +617,7 @@ static int lower_kernel(mb_kern_cuda_plan *cp, int k, int flags, mb_err *err)
         a->cols = cp->shape.cols;
         a->eps = (float)nd->eps;
     }
-    if (c.impl == MB_KERN_CUDA_ROW || c.impl == MB_KERN_CUDA_ROW_OP) {
+    if (c.impl == MB_KERN_CUDA_ROW || c.impl == MB_KERN_CUDA_ROW_OP || c.impl == MB_KERN_CUDA_COL) {
         int optin = 0, ordinal = 0;
         CUDA_TRY(cudaGetDevice(&ordinal));
         CUDA_TRY(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, ordinal));
@@ -645,6 +643,23 @@ static int lower_kernel(mb_kern_cuda_plan *cp, int k, int flags, mb_err *err)
         snprintf(R->desc, sizeof R->desc, "row:%s %s %d pass%s%s %d ins %d slots %lld B smem", c.warp ? "warp" : "block",
                  mb_dtype_name(R->dt), c.passes, c.passes == 1 ? "" : "es", c.onepass ? " on chip" : "",
                  R->rprog->n_ins, R->rprog->n_slots, (long long)c.smem_bytes);
+        return MB_OK;
+    }
+    if (c.impl == MB_KERN_CUDA_COL) {
+        R->impl = MB_KERN_CUDA_COL;
+        R->cprog = (mb_col_prog *)malloc(sizeof *R->cprog);
+        if (!R->cprog) return mb_err_set(err, MB_ERUN, "out of memory");
+        mb_col_prog *P = R->cprog;
+        int rc = mb_cuda_col_lower(p, k, cp->shape, cp->sm_count, cp->dev, P, err);
+        if (rc != MB_OK) return rc;
+        if (P->n_sums > 0) {
+            CUDA_TRY(cudaMalloc(&P->work, mb_cuda_col_work_bytes(P)));
+            CUDA_TRY(cudaMalloc(&P->arrived, (size_t)P->tiles * sizeof(unsigned)));
+            CUDA_TRY(cudaMemset(P->arrived, 0, (size_t)P->tiles * sizeof(unsigned)));
+        }
+        snprintf(R->desc, sizeof R->desc, "col:%s %d sums %d+%d ins %d slots %dx%d blocks %lld B smem",
+                 mb_dtype_name(R->dt), P->n_sums, P->n_row_ins, P->n_post_ins, P->n_slots, P->tiles, P->splits,
+                 (long long)c.smem_bytes);
         return MB_OK;
     }
     if (c.impl == MB_KERN_CUDA_HAND) {
@@ -691,7 +706,12 @@ extern "C" void mb_kern_cuda_plan_free(mb_kern_cuda_plan *cp)
         for (int i = 0; i < cp->p->g->n_nodes; i++)
             if (cp->dev[i]) (void)cudaFree(cp->dev[i]);
     if (cp->k)
-        for (int k = 0; k < cp->nk; k++) free(cp->k[k].prog), free(cp->k[k].rprog);
+        for (int k = 0; k < cp->nk; k++) {
+            mb_col_prog *P = cp->k[k].cprog;
+            if (P && P->work) (void)cudaFree(P->work);
+            if (P && P->arrived) (void)cudaFree(P->arrived);
+            free(cp->k[k].prog), free(cp->k[k].rprog), free(P);
+        }
     free(cp->dev);
     free(cp->elems);
     free(cp->k);
@@ -843,6 +863,7 @@ extern "C" int mb_kern_cuda_launch(mb_kern_cuda_plan *cp, int k, void *stream, m
     case MB_KERN_CUDA_EVAL: e = mb_cuda_eval_launch(R->prog, cp->n, cp->sm_count, s, &R->grid); break;
     case MB_KERN_CUDA_ROW: e = mb_cuda_row_launch(R->rprog, cp->sm_count, s, &R->grid); break;
     case MB_KERN_CUDA_ROW_OP: e = mb_cuda_rowop_launch(&R->rowop, cp->sm_count, s, &R->grid); break;
+    case MB_KERN_CUDA_COL: e = mb_cuda_col_launch(R->cprog, s, &R->grid); break;
     default: break;
     }
     if (e != cudaSuccess) {

@@ -343,6 +343,24 @@ int mb_cuda_row_lower(const mb_plan *p, int k, mb_shape s, int onepass, void *co
     return MB_OK;
 }
 
+/* The column evaluator's traffic: each read once, each write once. */
+static int col_traffic(const mb_plan *p, int k, mb_shape s, mb_kern_cuda_row_bytes *out, mb_err *err)
+{
+    mb_col_prog *P = (mb_col_prog *)malloc(sizeof *P);
+    if (!P) return mb_err_set(err, MB_ERUN, "out of memory");
+    int rc = mb_cuda_col_lower(p, k, s, 1, NULL, P, err);
+    for (int r = 0; rc == MB_OK && r < P->n_reads; r++) {
+        const double eb = (double)mb_dtype_bytes((mb_dtype)P->reads[r].dt);
+        if (P->reads[r].shape == MB_ROWT_FULL) out->read_pe += eb, out->full_loads++;
+        else if (P->reads[r].shape == MB_ROWT_COL) out->col_pe += eb;
+    }
+    for (int w = 0; rc == MB_OK && w < P->n_writes; w++)
+        if (P->writes[w].shape == MB_ROWT_FULL) out->write_pe += (double)mb_dtype_bytes((mb_dtype)P->writes[w].dt);
+    out->passes = 1;
+    free(P);
+    return rc;
+}
+
 extern "C" int mb_kern_cuda_row_traffic(const mb_plan *p, int k, mb_shape s, const mb_device *dev,
                                         mb_kern_cuda_row_bytes *out, mb_err *err)
 {
@@ -350,6 +368,7 @@ extern "C" int mb_kern_cuda_row_traffic(const mb_plan *p, int k, mb_shape s, con
     mb_kern_cuda_choice c;
     int rc = mb_kern_cuda_choose_shape(p, k, s, dev, MB_KERN_CUDA_NO_HAND, &c, err); /* the evaluator's program */
     if (rc != MB_OK) return rc;
+    if (c.impl == MB_KERN_CUDA_COL) return col_traffic(p, k, s, out, err);
     if (c.impl != MB_KERN_CUDA_ROW) return mb_err_set(err, MB_EINPUT, "kernel %d is not a row kernel", k);
     mb_row_prog *P = (mb_row_prog *)malloc(sizeof *P);
     if (!P) return mb_err_set(err, MB_ERUN, "out of memory");

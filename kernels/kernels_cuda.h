@@ -53,10 +53,11 @@ typedef enum mb_kern_cuda_impl {
     MB_KERN_CUDA_EVAL,   /* the fused-kernel evaluator over the node list */
     MB_KERN_CUDA_ROW,    /* the row evaluator (plans with row operations) */
     MB_KERN_CUDA_ROW_OP, /* a hand-written per-op row kernel (rows_op.cu) */
+    MB_KERN_CUDA_COL,    /* the column evaluator (a sum over the rows: cols_eval.cu) */
     MB_KERN_CUDA_IMPL_COUNT
 } mb_kern_cuda_impl;
 
-const char *mb_kern_cuda_impl_name(mb_kern_cuda_impl i); /* "op", "hand", "eval", "row", "rowop" */
+const char *mb_kern_cuda_impl_name(mb_kern_cuda_impl i); /* "op", "hand", "eval", "row", "rowop", "col" */
 
 /* What one SM holds a row in, as the model's onchip_kib counts it (device
  * table, model/device_table.c): shared memory + registers per SM, KiB. */

@@ -247,6 +247,78 @@ int mb_cuda_row_lower(const mb_plan *p, int k, mb_shape s, int onepass, void *co
 size_t mb_cuda_row_smem(const mb_row_prog *prog, int warp);
 cudaError_t mb_cuda_row_launch(const mb_row_prog *prog, int sm_count, cudaStream_t s, int *grid_out);
 
+/* cols_eval.cu: the column evaluator's program, for a kernel of a plan with
+ * a sum over the rows (colsum: a [cols] weight's or bias's gradient) or with
+ * [cols] values only (cuda_cols.cu lowers it, as kernels/rows_cpu.c's
+ * column kernels run it). A block holds MB_COL_LANES column lanes of 4
+ * columns (one warp spans 128 contiguous columns of a row) and
+ * MB_CUDA_THREADS / MB_COL_LANES row lanes (its warps); blockIdx.x is the
+ * column tile, blockIdx.y the split of the rows. Rows phase: each warp takes
+ * its split's rows in turn, loads the reads, runs row_ins and adds each
+ * colsum's operand to its lane's sums (f32 over MB_COL_BLOCK_ROWS rows, then
+ * into double, as the CPU's column kernels); the warps' sums go, in order, to
+ * the split's slice of work. The last block of a column tile to finish
+ * (arrival counter) adds the splits in order and runs post_ins once over its
+ * columns ([cols] values: the sums and the nodes after them), storing the
+ * post writes. Every value is a 4-column slot (a [rows, 1] or scalar value
+ * broadcast); operands index slots, or MB_COL_IMM for the immediate. */
+#define MB_COL_MAX_INS 48
+#define MB_COL_MAX_IO 8
+#define MB_COL_MAX_SLOTS 16
+#define MB_COL_MAX_SUMS 4
+#define MB_COL_IMM 255
+#define MB_COL_LANES 32
+#define MB_COL_ROW_LANES (MB_CUDA_THREADS / MB_COL_LANES)
+#define MB_COL_TILE_COLS (4 * MB_COL_LANES)
+/* rows a lane's f32 partial sums span before they are added into double:
+ * the CPU column kernels' block (rows_cpu.c COL_BLOCK_ROWS) */
+#define MB_COL_BLOCK_ROWS 256
+
+typedef enum mb_col_ins_kind {
+    MB_COLI_ELEM = 0, /* slot[dst] = op(a, b) */
+    MB_COLI_SUM,      /* rows phase: sum `sum` += slot[a] */
+    MB_COLI_TOTAL     /* post phase: slot[dst] = sum `sum` over every row, in f32 */
+} mb_col_ins_kind;
+
+typedef struct mb_col_ins {
+    uint8_t kind, op, dst, a, b, sum;
+    float imm_a, imm_b;
+} mb_col_ins;
+
+typedef struct mb_col_io {
+    const void *p;
+    uint8_t dt, shape;    /* MB_ROWT_FULL, _COL, _ROW, _SCALAR */
+    uint8_t slot;
+    uint8_t phase;        /* reads: bit 0 rows phase, bit 1 post phase; writes: 0 rows, 1 post */
+} mb_col_io;
+
+typedef struct mb_col_prog {
+    int n_row_ins, n_post_ins, n_reads, n_writes, n_slots, n_sums;
+    int64_t rows, cols;
+    int tiles, splits;    /* grid: column tiles x splits of the rows */
+    int64_t split_rows;   /* rows of a split (the last may have fewer) */
+    double *work;         /* device: [splits][n_sums][cols] each split's sums */
+    unsigned *arrived;    /* device: [tiles] blocks of the tile finished, 0 between launches */
+    mb_col_io reads[MB_COL_MAX_IO], writes[MB_COL_MAX_IO];
+    mb_col_ins row_ins[MB_COL_MAX_INS], post_ins[MB_COL_MAX_INS];
+} mb_col_prog;
+
+/* cuda_cols.cu: 1 when kernel k of plan p runs on the column evaluator (it
+ * has a colsum, or computes [cols] values only: rows_cpu.c's rule). */
+int mb_cuda_col_kernel(const mb_plan *p, int k);
+/* cuda_cols.cu: kernel k of plan p at shape s as a column program over the
+ * device buffers dev (NULL: none, host checks), its rows split for sm_count
+ * SMs. work and arrived are left NULL (the plan allocates them: sizes from
+ * mb_cuda_col_work_bytes). MB_EINPUT, one line, past the program's limits. */
+int mb_cuda_col_lower(const mb_plan *p, int k, mb_shape s, int sm_count, void *const *dev, mb_col_prog *P,
+                      mb_err *err);
+size_t mb_cuda_col_work_bytes(const mb_col_prog *P);
+/* cols_eval.cu: dynamic shared memory of a launch; the launch; the same on
+ * the host (P's buffers host memory, work and arrived included). */
+size_t mb_cuda_col_smem(const mb_col_prog *P);
+cudaError_t mb_cuda_col_launch(const mb_col_prog *P, cudaStream_t s, int *grid_out);
+int mb_cuda_col_emulate(const mb_col_prog *P);
+
 /* rows_op.cu: the hand-written per-op row kernels (one row op over rows of
  * whole 16-byte vectors). x [rows, cols]; w: the norms' [cols] weight, or
  * NULL for the scalar ws; y: [rows, cols], or [rows, 1] for the reductions. */

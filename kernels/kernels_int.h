@@ -6,6 +6,10 @@
 
 #include "kernels.h"
 
+#ifdef __cplusplus
+extern "C" { /* the CUDA lowering (cuda_cols.cu) calls the column rule */
+#endif
+
 /* out[i] = op(a[i], b[i]) for i < len; a == NULL means the scalar as, b == NULL
  * the scalar bs (unary ops ignore b). out may alias a or b. f32 arithmetic,
  * transcendental functions from the vector math library (SLEEF) when built with it. */
@@ -152,6 +156,12 @@ void mb_kern_rows_reference_row(const mb_kern_tensors *t, int64_t r, double **va
 /* post[i] = 1 for g's column reductions and every node reading one (their
  * values are sums over the rows, not a row's); returns how many. */
 int mb_kern_col_post(const mb_graph *g, char *post);
+/* post[j] = 1 for the nodes of kernel K evaluated once over the columns
+ * after its row loop: its colsums and the nodes after them (graph_post, from
+ * mb_kern_col_post); in a kernel whose nodes are all [cols], every node.
+ * Returns 1 when K has any (a column kernel: the CPU's column executor and
+ * the CUDA column evaluator run it), 0 for a row kernel. */
+int mb_kern_col_phase(const mb_graph *g, const mb_kernel *K, const char *graph_post, char *post);
 /* The [cols] values of those nodes in float64 into val[node][0..cols) (and
  * their magnitudes into mag): each colsum summed over every row of the nodes
  * of order[0..cnt) it reads, then the nodes after it; the other nodes hold
@@ -166,5 +176,9 @@ int mb_kern_rows_verify(const mb_kern_tensors *t, unsigned poison_rep, double to
                         mb_err *err);
 /* Gives node i storage (its shape's elements) if it has none, poisoned. */
 int mb_kern_ensure_storage(mb_kern_tensors *t, int i, mb_err *err);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

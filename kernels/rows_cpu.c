@@ -613,23 +613,6 @@ static int run_rows(mb_kern_tensors *t, const mb_kernel *K, mb_err *err)
  * float), the blocks in double, as the row sums' tiles are. */
 #define COL_BLOCK_ROWS 256
 
-/* post[j] = 1 for the nodes of K evaluated once over the columns after the
- * row loop: its colsums and the nodes after them (mb_kern_col_post's, given
- * as graph_post); in a kernel whose nodes are all [cols], every node.
- * Returns 1 when K has any, 0 when it is a row kernel. */
-static int column_phase(const mb_graph *g, const mb_kernel *K, const char *graph_post, char *post)
-{
-    int any = 0, all_col = K->n_nodes > 0;
-    for (int j = 0; j < K->n_nodes; j++) {
-        post[j] = graph_post[K->nodes[j]];
-        any |= post[j];
-        all_col &= g->nodes[K->nodes[j]].shape == MB_SHC_COL;
-    }
-    if (!any && all_col)
-        for (int j = 0; j < K->n_nodes; j++) post[j] = any = 1;
-    return any;
-}
-
 /* The row loop of a column kernel: per row, its row nodes (elementwise, tile
  * by tile) and each colsum's operand added into the thread's partial sums
  * (part: f32, this block of rows; total: double, n_cs x cols each). */
@@ -792,7 +775,7 @@ static int run_kernel_at(mb_kern_tensors *t, const mb_kernel *K, mb_err *err)
     if (!graph_post) return mb_err_set(err, MB_ERUN, "out of memory");
     char *post = graph_post + g->n_nodes;
     mb_kern_col_post(g, graph_post);
-    int rc = column_phase(g, K, graph_post, post) ? run_columns(t, K, post, err) : run_rows(t, K, err);
+    int rc = mb_kern_col_phase(g, K, graph_post, post) ? run_columns(t, K, post, err) : run_rows(t, K, err);
     free(graph_post);
     return rc;
 }
@@ -952,6 +935,20 @@ int mb_kern_col_post(const mb_graph *g, char *post)
     }
     return n;
 }
+
+int mb_kern_col_phase(const mb_graph *g, const mb_kernel *K, const char *graph_post, char *post)
+{
+    int any = 0, all_col = K->n_nodes > 0;
+    for (int j = 0; j < K->n_nodes; j++) {
+        post[j] = graph_post[K->nodes[j]];
+        any |= post[j];
+        all_col &= g->nodes[K->nodes[j]].shape == MB_SHC_COL;
+    }
+    if (!any && all_col)
+        for (int j = 0; j < K->n_nodes; j++) post[j] = any = 1;
+    return any;
+}
+
 
 int mb_kern_rows_reference_cols(const mb_kern_tensors *t, double **val, double **mag, const int *order, int cnt)
 {

@@ -27,60 +27,6 @@
 
 #define ROW_WARPS (MB_CUDA_THREADS / 32)
 
-/* ---- loads and stores of 4 columns ----------------------------------------- */
-
-/* Columns c..c+3 of a row at element base of p (dt); those at or past cols
- * read as 0. vec: 1 when base and cols are multiples of 4 (aligned vectors). */
-#ifdef __CUDA_ARCH__
-#define ROW_LDG(p) __ldg(p)
-#define ROW_UNROLL _Pragma("unroll")
-#else
-#define ROW_LDG(p) (*(p))
-#define ROW_UNROLL
-#endif
-
-MB_HD static inline float4 row_load4(const void *__restrict__ p, int dt, int64_t base, int64_t c,
-                                            int64_t cols, int vec)
-{
-    if (vec && c + 4 <= cols) {
-        const int64_t i = (base + c) >> 2;
-        if (dt == MB_F32) return ROW_LDG(reinterpret_cast<const float4 *>(p) + i);
-        const uint2 u = ROW_LDG(reinterpret_cast<const uint2 *>(p) + i);
-        if (dt == MB_BF16)
-            return make_float4(mb_bf16_to_f32((uint16_t)(u.x & 0xffffu)), mb_bf16_to_f32((uint16_t)(u.x >> 16)),
-                               mb_bf16_to_f32((uint16_t)(u.y & 0xffffu)), mb_bf16_to_f32((uint16_t)(u.y >> 16)));
-        return make_float4(mb_f16_to_f32((uint16_t)(u.x & 0xffffu)), mb_f16_to_f32((uint16_t)(u.x >> 16)),
-                           mb_f16_to_f32((uint16_t)(u.y & 0xffffu)), mb_f16_to_f32((uint16_t)(u.y >> 16)));
-    }
-    float v[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-ROW_UNROLL
-    for (int j = 0; j < 4; j++)
-        if (c + j < cols) v[j] = mb_load_f32(p, base + c + j, (mb_dtype)dt);
-    return make_float4(v[0], v[1], v[2], v[3]);
-}
-
-MB_HD static inline uint32_t row_pack2(int dt, float a, float b)
-{
-    const uint32_t lo = dt == MB_BF16 ? mb_f32_to_bf16(a) : mb_f32_to_f16(a);
-    const uint32_t hi = dt == MB_BF16 ? mb_f32_to_bf16(b) : mb_f32_to_f16(b);
-    return lo | (hi << 16);
-}
-
-MB_HD static inline void row_store4(void *__restrict__ p, int dt, int64_t base, int64_t c, int64_t cols,
-                                           int vec, float4 v)
-{
-    if (vec && c + 4 <= cols) {
-        const int64_t i = (base + c) >> 2;
-        if (dt == MB_F32) reinterpret_cast<float4 *>(p)[i] = v;
-        else reinterpret_cast<uint2 *>(p)[i] = make_uint2(row_pack2(dt, v.x, v.y), row_pack2(dt, v.z, v.w));
-        return;
-    }
-    const float w[4] = {v.x, v.y, v.z, v.w};
-ROW_UNROLL
-    for (int j = 0; j < 4; j++)
-        if (c + j < cols) mb_store_f32(p, base + c + j, (mb_dtype)dt, w[j]);
-}
-
 /* The staged row (shared memory), 4 columns at c, in dt: exact both ways
  * (the values came from dt). */
 MB_HD static inline void stage_put(unsigned char *st, int dt, int64_t c, float4 v)
@@ -98,25 +44,6 @@ MB_HD static inline float4 stage_get(const unsigned char *st, int dt, int64_t c)
                            mb_bf16_to_f32((uint16_t)(u.y & 0xffffu)), mb_bf16_to_f32((uint16_t)(u.y >> 16)));
     return make_float4(mb_f16_to_f32((uint16_t)(u.x & 0xffffu)), mb_f16_to_f32((uint16_t)(u.x >> 16)),
                        mb_f16_to_f32((uint16_t)(u.y & 0xffffu)), mb_f16_to_f32((uint16_t)(u.y >> 16)));
-}
-
-/* ---- math --------------------------------------------------------------------- */
-
-MB_HD static inline float row_apply(int op, float a, float b)
-{
-    switch (op) {
-#define MB_CASE(E, ...) \
-    case MB_OP_##E: return mb_op_apply_f32(MB_OP_##E, a, b);
-        MB_OP_TABLE(MB_CASE)
-#undef MB_CASE
-    default: return a;
-    }
-}
-
-MB_HD static inline float4 row_apply4(int op, float4 a, float4 b)
-{
-    return make_float4(row_apply(op, a.x, b.x), row_apply(op, a.y, b.y), row_apply(op, a.z, b.z),
-                       row_apply(op, a.w, b.w));
 }
 
 /* ---- shared memory layout ------------------------------------------------------ */
@@ -463,6 +390,25 @@ cudaError_t mb_cuda_row_launch(const mb_row_prog *prog, int sm_count, cudaStream
                                               : launch_rows<0>(prog, sm_count, s, grid_out);
 }
 
+/* Column kernel k of t's plan on the host (cols_eval.cu's code), its rows
+ * split for dev's SMs. */
+static int col_emulate(const mb_plan *p, int k, mb_kern_tensors *t, const mb_device *dev, mb_err *err)
+{
+    mb_col_prog *C = (mb_col_prog *)malloc(sizeof *C);
+    if (!C) return mb_err_set(err, MB_ERUN, "out of memory");
+    const int sms = dev && dev->sm_count >= 1 ? (int)dev->sm_count : 1;
+    int rc = mb_cuda_col_lower(p, k, t->shape, sms, t->data, C, err);
+    if (rc == MB_OK) {
+        C->work = (double *)calloc(1, mb_cuda_col_work_bytes(C) + sizeof(double));
+        C->arrived = (unsigned *)calloc((size_t)C->tiles + 1, sizeof(unsigned));
+        if (!C->work || !C->arrived || mb_cuda_col_emulate(C) != 0) rc = mb_err_set(err, MB_ERUN, "out of memory");
+        free(C->work);
+        free(C->arrived);
+    }
+    free(C);
+    return rc;
+}
+
 extern "C" int mb_kern_cuda_row_emulate(mb_kern_tensors *t, const mb_device *dev, mb_err *err)
 {
     const mb_plan *p = t->plan;
@@ -473,6 +419,10 @@ extern "C" int mb_kern_cuda_row_emulate(mb_kern_tensors *t, const mb_device *dev
     for (int k = 0; k < p->n_kernels && rc == MB_OK; k++) {
         mb_kern_cuda_choice c;
         rc = mb_kern_cuda_choose_shape(p, k, t->shape, dev, MB_KERN_CUDA_NO_HAND, &c, err); /* the evaluator's program */
+        if (rc == MB_OK && c.impl == MB_KERN_CUDA_COL) {
+            rc = col_emulate(p, k, t, dev, err);
+            continue;
+        }
         if (rc == MB_OK) rc = mb_cuda_row_lower(p, k, t->shape, c.onepass, t->data, P, err);
         if (rc == MB_OK && row_emulate(P, c.warp ? 32 : MB_CUDA_THREADS) != 0)
             rc = mb_err_set(err, MB_ERUN, "out of memory");

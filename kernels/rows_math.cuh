@@ -2,8 +2,10 @@
  * (rows_eval.cu) and the hand-written row-op kernels (rows_op.cu): partial
  * sums, max, online softmax's (max, sum of exp) pairs and Welford's (count,
  * mean, M2), each accumulated a value at a time and merged pairwise, and
- * their warp shuffles. Host and device (the evaluator's host emulation runs
- * the same code). CUDA C++ only; no kernels here. */
+ * their warp shuffles; and the 4-column loads, stores and ops of the row and
+ * column evaluators (rows_eval.cu, cols_eval.cu). Host and device (the
+ * evaluators' host emulations run the same code). CUDA C++ only; no kernels
+ * here. */
 #ifndef MB_ROWS_MATH_CUH
 #define MB_ROWS_MATH_CUH
 
@@ -84,5 +86,78 @@ __device__ __forceinline__ row_part part_shfl(row_part q, int off)
     return r;
 }
 
+
+/* ---- loads and stores of 4 columns ----------------------------------------- */
+
+/* Columns c..c+3 of a row at element base of p (dt); those at or past cols
+ * read as 0. vec: 1 when base and cols are multiples of 4 (aligned vectors). */
+#ifdef __CUDA_ARCH__
+#define ROW_LDG(p) __ldg(p)
+#define ROW_UNROLL _Pragma("unroll")
+#else
+#define ROW_LDG(p) (*(p))
+#define ROW_UNROLL
+#endif
+
+MB_HD static inline float4 row_load4(const void *__restrict__ p, int dt, int64_t base, int64_t c,
+                                            int64_t cols, int vec)
+{
+    if (vec && c + 4 <= cols) {
+        const int64_t i = (base + c) >> 2;
+        if (dt == MB_F32) return ROW_LDG(reinterpret_cast<const float4 *>(p) + i);
+        const uint2 u = ROW_LDG(reinterpret_cast<const uint2 *>(p) + i);
+        if (dt == MB_BF16)
+            return make_float4(mb_bf16_to_f32((uint16_t)(u.x & 0xffffu)), mb_bf16_to_f32((uint16_t)(u.x >> 16)),
+                               mb_bf16_to_f32((uint16_t)(u.y & 0xffffu)), mb_bf16_to_f32((uint16_t)(u.y >> 16)));
+        return make_float4(mb_f16_to_f32((uint16_t)(u.x & 0xffffu)), mb_f16_to_f32((uint16_t)(u.x >> 16)),
+                           mb_f16_to_f32((uint16_t)(u.y & 0xffffu)), mb_f16_to_f32((uint16_t)(u.y >> 16)));
+    }
+    float v[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+ROW_UNROLL
+    for (int j = 0; j < 4; j++)
+        if (c + j < cols) v[j] = mb_load_f32(p, base + c + j, (mb_dtype)dt);
+    return make_float4(v[0], v[1], v[2], v[3]);
+}
+
+MB_HD static inline uint32_t row_pack2(int dt, float a, float b)
+{
+    const uint32_t lo = dt == MB_BF16 ? mb_f32_to_bf16(a) : mb_f32_to_f16(a);
+    const uint32_t hi = dt == MB_BF16 ? mb_f32_to_bf16(b) : mb_f32_to_f16(b);
+    return lo | (hi << 16);
+}
+
+MB_HD static inline void row_store4(void *__restrict__ p, int dt, int64_t base, int64_t c, int64_t cols,
+                                           int vec, float4 v)
+{
+    if (vec && c + 4 <= cols) {
+        const int64_t i = (base + c) >> 2;
+        if (dt == MB_F32) reinterpret_cast<float4 *>(p)[i] = v;
+        else reinterpret_cast<uint2 *>(p)[i] = make_uint2(row_pack2(dt, v.x, v.y), row_pack2(dt, v.z, v.w));
+        return;
+    }
+    const float w[4] = {v.x, v.y, v.z, v.w};
+ROW_UNROLL
+    for (int j = 0; j < 4; j++)
+        if (c + j < cols) mb_store_f32(p, base + c + j, (mb_dtype)dt, w[j]);
+}
+
+/* ---- math --------------------------------------------------------------------- */
+
+MB_HD static inline float row_apply(int op, float a, float b)
+{
+    switch (op) {
+#define MB_CASE(E, ...) \
+    case MB_OP_##E: return mb_op_apply_f32(MB_OP_##E, a, b);
+        MB_OP_TABLE(MB_CASE)
+#undef MB_CASE
+    default: return a;
+    }
+}
+
+MB_HD static inline float4 row_apply4(int op, float4 a, float4 b)
+{
+    return make_float4(row_apply(op, a.x, b.x), row_apply(op, a.y, b.y), row_apply(op, a.z, b.z),
+                       row_apply(op, a.w, b.w));
+}
 
 #endif

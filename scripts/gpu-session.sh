@@ -6,8 +6,9 @@
 #   1. scripts/gpu-validate.sh: build, GPU tests, calibration, the sweep
 #      (2^16, 2^18, ..., 2^28, f32 and bf16; softmax, softmax_op, layernorm,
 #      rmsnorm at 65536x1024, rows kept on chip, and 512x262144, rows
-#      re-read each pass, f32; then softmax_bwd, layernorm_bwd, rmsnorm_bwd
-#      at the same shapes, in a run of their own) with CUPTI counters and
+#      re-read each pass, f32; then softmax_bwd, layernorm_bwd, rmsnorm_bwd,
+#      layernorm_affine_bwd, rmsnorm_affine_bwd at the same shapes, in a run
+#      of their own) with CUPTI counters and
 #      event timing;
 #   2. scripts/gpu-ncu.sh: our counted bytes against Nsight Compute's at
 #      n = 2^26, with both collection wall times;

@@ -6,8 +6,9 @@
 # and event timing; then the row variants (softmax, softmax_op, layernorm,
 # rmsnorm: every plan) at two shapes, one whose rows fit on chip (one pass)
 # and one whose rows do not (multi-pass), in f32, and their backward variants
-# (softmax_bwd, layernorm_bwd, rmsnorm_bwd: every plan) in a run of their own
-# after them. Writes CSVs, the spec, provenance and a log into OUTDIR
+# (softmax_bwd, layernorm_bwd, rmsnorm_bwd, and layernorm_affine_bwd and
+# rmsnorm_affine_bwd with the weights' gradients: every plan) in a run of
+# their own after them. Writes CSVs, the spec, provenance and a log into OUTDIR
 # and prints a summary table last. Needs no network, GSL or gnuplot.
 # The sweep runs the cold-memory sizes first, one measure run per size above
 # 2^24, largest first (2^28, then 2^26: every row the >= 4x L2 bytes
@@ -37,7 +38,9 @@
 #   --row-dtypes L  their dtypes (default f32)
 #   --row-bwd L     the backward row variants, run after the forward ones at
 #                   the same shapes (default softmax_bwd,layernorm_bwd,
-#                   rmsnorm_bwd); "none" leaves them out
+#                   rmsnorm_bwd,layernorm_affine_bwd,rmsnorm_affine_bwd: the
+#                   last two with the weights' gradients, sums over the
+#                   rows); "none" leaves them out
 #   --debs DIR      unpack the .deb files in DIR (libinih-dev, libjansson-dev, libcsv-dev,
 #                   pkgconf ... fetched elsewhere with apt-get download) into a
 #                   private prefix and build against it, for machines without
@@ -62,7 +65,7 @@ dtypes=${MB_DTYPES:-f32,bf16}
 row_shapes=${MB_ROW_SHAPES:-65536x1024,512x262144}
 row_dtypes=${MB_ROW_DTYPES:-f32}
 row_variants=(softmax softmax_op layernorm rmsnorm)
-row_bwd=${MB_ROW_BWD:-softmax_bwd,layernorm_bwd,rmsnorm_bwd}
+row_bwd=${MB_ROW_BWD:-softmax_bwd,layernorm_bwd,rmsnorm_bwd,layernorm_affine_bwd,rmsnorm_affine_bwd}
 debs=""
 deb_cmake=()
 do_build=1

@@ -1,13 +1,13 @@
 /* cuda_rows_host.c — the CUDA row kernels' logic without a GPU: every plan
  * of the built-in row variants (softmax, softmax_op, layernorm, rmsnorm and
- * the backward of softmax, layernorm and rmsnorm) at
+ * the backward of softmax, layernorm and rmsnorm, with and without weights) at
  * shapes that take each path (a row per warp and per block, one pass and
  * multi-pass, vectors and an odd row length), run on the host by the same
  * programs and per-lane code the GPU runs (mb_kern_cuda_row_emulate) and
  * checked against the float64 reference; and the kernel's one pass against
  * multi-pass choice against the model's on every GPU of the device table;
- * a plan with a sum over the rows (a [cols] weight's gradient) refused in
- * one line.
+ * the weights' variants (a sum over the rows, a [cols] weight's gradient)
+ * through the column evaluator, its rows split among blocks and tiles.
  * It does not launch anything (tests/cuda_gpu.c does, on a GPU). */
 #include "kernels.h"
 #include "kernels_cuda.h"
@@ -21,7 +21,8 @@
  * and rmsnorm_bwd divide by the row length (mean's backward, a scalar_cols
  * operand) */
 static const char *const row_variants[] = {"softmax",     "softmax_op",    "layernorm",  "rmsnorm",
-                                           "softmax_bwd", "layernorm_bwd", "rmsnorm_bwd"};
+                                           "softmax_bwd", "layernorm_bwd", "rmsnorm_bwd", "layernorm_affine_bwd",
+                                           "rmsnorm_affine_bwd"};
 
 /* Runs plan p at shape s on dev through the emulator and verifies it. */
 static void run_one(const mb_plan *p, mb_shape s, const mb_device *dev, const char *what)
@@ -69,7 +70,13 @@ static void agree(const mb_plan *p, mb_shape s, const mb_device *dev, const char
             fprintf(stderr, "%s kernel %s: CUDA makes %d passes, the model %d\n", what, p->kernels[k].name, made,
                     est.per_kernel[k].passes);
         CHECK(made == est.per_kernel[k].passes);
-        CHECK((c.impl == MB_KERN_CUDA_ROW || c.impl == MB_KERN_CUDA_ROW_OP) && b.onepass == c.onepass);
+        CHECK((c.impl == MB_KERN_CUDA_ROW || c.impl == MB_KERN_CUDA_ROW_OP || c.impl == MB_KERN_CUDA_COL) &&
+              b.onepass == c.onepass);
+        /* a sum over the rows, and only that, runs on the column evaluator */
+        int has_colsum = 0;
+        for (int j = 0; j < p->kernels[k].n_nodes; j++)
+            has_colsum |= MB_OP_IS_COLUMN(p->g->nodes[p->kernels[k].nodes[j]].op);
+        if (has_colsum) CHECK(c.impl == MB_KERN_CUDA_COL && !strcmp(c.symbol, "col_eval_kernel"));
         /* full-row tensors the model counts per element, in passes: its
          * reads of [rows, cols] tensors at this shape (one pass: once) */
         const mb_kernel *K = &p->kernels[k];
@@ -159,25 +166,35 @@ int main(void)
         }
     }
     printf("%d emulated runs\n", runs);
-    CHECK(runs >= 7 * 2 * 2 * 4 * 2);
-    /* a sum over the rows has no CUDA kernel: every plan refused, one line */
+    CHECK(runs >= 9 * 2 * 2 * 4 * 2);
+    /* sums over the rows split among blocks (1100 and 2049 rows: 3 and 5
+     * splits of the rows on the h200's 132 SMs) and column tiles (301
+     * columns: 3 tiles, the last of 45 columns, no vectors; 520: 5 tiles),
+     * the splits met by the last block of each tile */
     static const char *const col_variants[] = {"layernorm_affine_bwd", "rmsnorm_affine_bwd"};
-    for (size_t v = 0; v < 2; v++) {
-        mb_graph *g = NULL;
-        CHECK(mb_variant_load(col_variants[v], MB_F32, &g, &err) == MB_OK);
-        for (int pk = 0; g && pk < MB_PLAN_COUNT; pk++) {
-            mb_plan *p = NULL;
-            if (!mb_plan_supported(g, (mb_plan_kind)pk) || mb_plan_build(g, (mb_plan_kind)pk, &p, &err)) continue;
-            mb_kern_tensors t;
-            CHECK(mb_kern_tensors_alloc_shape(p, (mb_shape){2, 8, 64}, 0, &t, &err) == MB_OK);
-            CHECK(mb_kern_cuda_row_emulate(&t, &h200, &err) == MB_EINPUT);
-            CHECK(strstr(err.msg, "sums over the rows") && strstr(err.msg, "--backend cpu") && !strchr(err.msg, '\n'));
-            mb_kern_cuda_choice c;
-            CHECK(mb_kern_cuda_choose_shape(p, 0, (mb_shape){2, 8, 64}, &h200, 0, &c, &err) == MB_EINPUT);
-            mb_kern_tensors_free(&t);
-            mb_plan_free(p);
+    const mb_shape col_shapes[] = {{2, 1100, 301}, {2, 2049, 520}};
+    int col_runs = 0;
+    for (size_t v = 0; v < 2; v++)
+        for (size_t d = 0; d < sizeof dts / sizeof dts[0]; d++) {
+            mb_graph *g = NULL;
+            CHECK(mb_variant_load(col_variants[v], dts[d], &g, &err) == MB_OK);
+            for (int pk = 0; g && pk < MB_PLAN_COUNT; pk++) {
+                mb_plan *p = NULL;
+                if (!mb_plan_supported(g, (mb_plan_kind)pk) || mb_plan_build(g, (mb_plan_kind)pk, &p, &err)) continue;
+                for (size_t si = 0; si < 2; si++) {
+                    char what[160];
+                    snprintf(what, sizeof what, "%s %s %s %lldx%lld on h200", col_variants[v],
+                             mb_plan_name((mb_plan_kind)pk), mb_dtype_name(dts[d]), (long long)col_shapes[si].rows,
+                             (long long)col_shapes[si].cols);
+                    run_one(p, col_shapes[si], &h200, what);
+                    agree(p, col_shapes[si], &h200, what);
+                    col_runs++;
+                }
+                mb_plan_free(p);
+            }
+            mb_graph_free(g);
         }
-        mb_graph_free(g);
-    }
+    printf("%d emulated runs with splits of the rows\n", col_runs);
+    CHECK(col_runs == 2 * 2 * 4 * 2);
     return mb_test_done();
 }

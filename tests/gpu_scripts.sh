@@ -128,7 +128,7 @@ check "sweep: the row variants after 2^26, at both shapes, before the small size
 check "sweep: the backward row variants in a run of their own after the forward ones, at both shapes" \
   bash -c "[ \"\$(sed -n 4p '$tmp/sizes.log')\" = 'shape 65536x1024,512x262144' ] &&
            [ \"\$(cat '$tmp/sizes.log.variants')\" = 'softmax softmax_op layernorm rmsnorm
-softmax_bwd layernorm_bwd rmsnorm_bwd' ]"
+softmax_bwd layernorm_bwd rmsnorm_bwd layernorm_affine_bwd rmsnorm_affine_bwd' ]"
 check "sweep: measure.csv holds both row runs' rows (2 plans x 2 shapes each)" \
   bash -c "[ \"\$(grep -c ',cuda,softmax,' '$tmp/v2/measure.csv')\" -eq 8 ]"
 check "sweep: the summary names each shape" \

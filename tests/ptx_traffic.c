@@ -82,6 +82,9 @@ typedef struct entry {
     int launched;              /* some checked plan launches it */
     char why[256];
     int loop_first, loop_last; /* lines */
+    int first_loop;            /* set before analyse(): the main loop is the first
+                                  outermost loop with global accesses (the column
+                                  evaluator's rows loop; its sums' loops follow) */
     access *acc;
     int n_acc;
 } entry;
@@ -613,8 +616,10 @@ static void analyse(entry *e)
                     tensor = classify(e, &T, &e->ins[i], st, &param) != ACC_TABLE;
             }
         }
-        if (tensor) main_h = h, n_main++;
+        if (tensor && (!e->first_loop || main_h < 0)) main_h = h;
+        n_main += tensor;
     }
+    if (e->first_loop && n_main > 0) n_main = 1;
     if (n_main != 1) {
         snprintf(e->why, sizeof e->why, "%d outermost loops with global loads or stores (expected one)", n_main);
         goto out_cfg;
@@ -837,9 +842,10 @@ static int model_row_pe(const mb_plan *p, int k, mb_shape s, const mb_device *de
 }
 
 /* Checks every kernel of a plan with row operations at shape s on dev: the
- * row program's bytes per element against the model's. Marks the row
- * evaluators used in used[warp]. Returns the number that disagree, or -1. */
-static int check_row_plan(const mb_plan *p, mb_shape s, const mb_device *dev, int used[2])
+ * row or column program's bytes per element against the model's. Marks the
+ * evaluators used: used[warp] the row evaluator's forms, used[2] the column
+ * evaluator. Returns the number that disagree, or -1. */
+static int check_row_plan(const mb_plan *p, mb_shape s, const mb_device *dev, int used[3])
 {
     int bad = 0;
     for (int k = 0; k < p->n_kernels; k++) {
@@ -889,7 +895,7 @@ static int check_row_plan(const mb_plan *p, mb_shape s, const mb_device *dev, in
             }
             from_ptx = 1;
         }
-        used[c.warp ? 1 : 0] |= !from_ptx;
+        used[c.impl == MB_KERN_CUDA_COL ? 2 : c.warp ? 1 : 0] |= !from_ptx;
         char shape[64], passes[32];
         snprintf(shape, sizeof shape, "%lldx%lld", (long long)s.rows, (long long)s.cols);
         snprintf(passes, sizeof passes, "%d%s", c.onepass ? 1 : c.passes, c.onepass ? " chip" : "");
@@ -918,18 +924,8 @@ static const char *const row_texts[] = {
     "name rms_norm_op\ninput x [rows, cols]\ninput w [cols]\ny = rms_norm(x, w)\noutput y\n",
 };
 
-/* 1 when g's backward sums over the rows (a [cols] weight's gradient): the
- * CUDA backend refuses such plans (tests/cuda_rows_host.c checks it). */
-static int has_column(const mb_graph *g)
-{
-    for (int i = g->n_forward; i < g->n_nodes; i++)
-        if (MB_OP_IS_COLUMN(g->nodes[i].op)) return 1;
-    return 0;
-}
-
-/* Every row variant x plan x dtype at the three shapes (but those the CUDA
- * backend refuses). */
-static int run_rows(const opts *o, char names[][MB_NAME_MAX], int nv, int *checked, int used[2])
+/* Every row variant x plan x dtype at the three shapes. */
+static int run_rows(const opts *o, char names[][MB_NAME_MAX], int nv, int *checked, int used[3])
 {
     mb_device dev;
     mb_err err;
@@ -950,7 +946,7 @@ static int run_rows(const opts *o, char names[][MB_NAME_MAX], int nv, int *check
                 fprintf(stderr, "ptx_traffic: error: %s\n", err.msg);
                 return -1;
             }
-            for (int pk = 0; pk < MB_PLAN_COUNT && bad >= 0 && g->has_row_ops && !has_column(g); pk++) {
+            for (int pk = 0; pk < MB_PLAN_COUNT && bad >= 0 && g->has_row_ops; pk++) {
                 if (!mb_plan_supported(g, (mb_plan_kind)pk) || (o->plan >= 0 && pk != o->plan)) continue;
                 mb_plan *p = NULL;
                 if (mb_plan_build(g, (mb_plan_kind)pk, &p, &err) != MB_OK) {
@@ -1014,7 +1010,7 @@ static int run_traffic(const opts *o)
             mb_graph_free(g);
         }
     }
-    int row_used[2] = {0, 0};
+    int row_used[3] = {0, 0, 0};
     if (bad >= 0) {
         int b = run_rows(o, names, nv, &checked, row_used);
         bad = b < 0 ? -1 : bad + b;
@@ -1042,15 +1038,17 @@ static int run_traffic(const opts *o)
         return 2;
     }
     if (ev) bad += check_eval(ev);
-    for (int w = 0; w < 2; w++) {
+    for (int w = 0; w < 3; w++) {
         if (!row_used[w]) continue;
         char sym[64];
-        snprintf(sym, sizeof sym, "row_eval_kernel<%d>", w);
+        if (w == 2) snprintf(sym, sizeof sym, "col_eval_kernel");
+        else snprintf(sym, sizeof sym, "row_eval_kernel<%d>", w);
         entry *re = find_entry(sym);
         if (!re) {
             fprintf(stderr, "ptx_traffic: error: the row plans launch %s, which is in none of the PTX files\n", sym);
             return 2;
         }
+        re->first_loop = w == 2;
         bad += check_eval(re);
     }
     printf("ptx_traffic: %d plans checked, %d kernel%s disagree\n", checked, bad, bad == 1 ? "" : "s");
