@@ -292,7 +292,8 @@ typedef struct kernel_rec {
     /* MB_KERN_CUDA_ROW_OP */
     mb_rowop_args rowop;
     int grid; /* of the last launch */
-    char desc[200];
+    int short_of_chip; /* row kernels: runs multi-pass where the model keeps the row on chip */
+    char desc[300];
 } kernel_rec;
 
 struct mb_kern_cuda_plan {
@@ -499,6 +500,10 @@ static int rowop_fits(const mb_graph *g, const mb_kernel *K, mb_shape s)
     return s.cols % v == 0 && s.cols >= v;
 }
 
+/* choose()'s own flag, beside MB_KERN_CUDA_NO_HAND and _ALL_EVAL: the
+ * multi-pass form of a row kernel the model keeps on chip */
+#define FLAG_MULTIPASS 0x100
+
 /* The choice of mb_kern_cuda_choose; *hand_out gets the hand-written
  * kernel's entry (MB_KERN_CUDA_HAND), else NULL. Reads the plan only. */
 static int choose(const mb_plan *p, int k, mb_shape shape, const mb_device *spec, int flags,
@@ -527,7 +532,8 @@ static int choose(const mb_plan *p, int k, mb_shape shape, const mb_device *spec
     if (g->has_row_ops) { /* reductions, broadcasting: the row evaluator, passes as the model's */
         c->impl = MB_KERN_CUDA_ROW;
         c->passes = K->passes > 0 ? K->passes : 1;
-        c->onepass = K->passes > 1 && spec && mb_kernel_onepass_max_cols(K, spec) >= shape.cols;
+        c->onepass = K->passes > 1 && spec && mb_kernel_onepass_max_cols(K, spec) >= shape.cols &&
+                     !(flags & FLAG_MULTIPASS);
         c->warp = shape.cols <= MB_ROW_WARP_MAX_COLS;
         if (!(flags & (MB_KERN_CUDA_NO_HAND | MB_KERN_CUDA_ALL_EVAL)) && uniform && rowop_fits(g, K, shape) &&
             mb_cuda_rowop_symbol(nd0_op(g, K), c->dt, c->warp, c->onepass, K->online[0], c->symbol,
@@ -617,21 +623,30 @@ static int lower_kernel(mb_kern_cuda_plan *cp, int k, int flags, mb_err *err)
         a->cols = cp->shape.cols;
         a->eps = (float)nd->eps;
     }
+    char why[160] = "";
     if (c.impl == MB_KERN_CUDA_ROW || c.impl == MB_KERN_CUDA_ROW_OP || c.impl == MB_KERN_CUDA_COL) {
         int optin = 0, ordinal = 0;
         CUDA_TRY(cudaGetDevice(&ordinal));
         CUDA_TRY(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, ordinal));
+        if (c.onepass && c.smem_bytes > optin) {
+            /* the model keeps the row on chip (an SM's shared memory and
+             * registers), one block's shared memory cannot: the multi-pass form */
+            snprintf(why, sizeof why, "; multi-pass: one pass needs %lld B of shared memory a block, this GPU gives %d",
+                     (long long)c.smem_bytes, optin);
+            if (choose(p, k, cp->shape, cp->spec, flags | FLAG_MULTIPASS, &c, &h, err) != MB_OK) return MB_EINPUT;
+            R->short_of_chip = 1;
+        }
         if (c.smem_bytes > optin)
             return mb_err_set(err, MB_EINPUT, "kernel %s at %lld columns: %s needs %lld B of shared memory a block "
-                              "(%s), this GPU gives a block %d B: the model keeps the row on chip (one pass), the "
-                              "kernel cannot", K->name, (long long)cp->shape.cols, c.symbol, (long long)c.smem_bytes,
-                              c.onepass ? "the row kept on chip" : "slots and statistics", optin);
+                              "for its slots and statistics, this GPU gives a block %d B", K->name,
+                              (long long)cp->shape.cols, c.symbol, (long long)c.smem_bytes, optin);
     }
     if (c.impl == MB_KERN_CUDA_ROW_OP) {
-        snprintf(R->desc, sizeof R->desc, "rowop:%s %s %s %d pass%s%s%s", mb_op_name(R->rowop.op),
+        R->rowop.onepass = c.onepass;
+        snprintf(R->desc, sizeof R->desc, "rowop:%s %s %s %d pass%s%s%s%s", mb_op_name(R->rowop.op),
                  c.warp ? "warp" : "block", mb_dtype_name(R->dt), c.onepass ? 1 : c.passes,
                  (c.onepass ? 1 : c.passes) == 1 ? "" : "es", c.onepass ? " on chip" : "",
-                 R->rowop.online ? " online" : "");
+                 R->rowop.online ? " online" : "", why);
         return MB_OK;
     }
     if (c.impl == MB_KERN_CUDA_ROW) {
@@ -640,9 +655,9 @@ static int lower_kernel(mb_kern_cuda_plan *cp, int k, int flags, mb_err *err)
         if (!R->rprog) return mb_err_set(err, MB_ERUN, "out of memory");
         int rc = mb_cuda_row_lower(p, k, cp->shape, c.onepass, cp->dev, R->rprog, err);
         if (rc != MB_OK) return rc;
-        snprintf(R->desc, sizeof R->desc, "row:%s %s %d pass%s%s %d ins %d slots %lld B smem", c.warp ? "warp" : "block",
-                 mb_dtype_name(R->dt), c.passes, c.passes == 1 ? "" : "es", c.onepass ? " on chip" : "",
-                 R->rprog->n_ins, R->rprog->n_slots, (long long)c.smem_bytes);
+        snprintf(R->desc, sizeof R->desc, "row:%s %s %d pass%s%s %d ins %d slots %lld B smem%s",
+                 c.warp ? "warp" : "block", mb_dtype_name(R->dt), c.passes, c.passes == 1 ? "" : "es",
+                 c.onepass ? " on chip" : "", R->rprog->n_ins, R->rprog->n_slots, (long long)c.smem_bytes, why);
         return MB_OK;
     }
     if (c.impl == MB_KERN_CUDA_COL) {
@@ -776,6 +791,11 @@ extern "C" int mb_kern_cuda_plan_new_shape(const mb_plan *p, mb_shape shape, con
 }
 
 extern "C" int mb_kern_cuda_plan_kernels(const mb_kern_cuda_plan *cp) { return cp->nk; }
+
+extern "C" int mb_kern_cuda_plan_short_of_chip(const mb_kern_cuda_plan *cp, int k)
+{
+    return k >= 0 && k < cp->nk ? cp->k[k].short_of_chip : 0;
+}
 
 extern "C" mb_kern_cuda_impl mb_kern_cuda_plan_impl(const mb_kern_cuda_plan *cp, int k)
 {

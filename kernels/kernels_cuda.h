@@ -151,13 +151,17 @@ int mb_kern_cuda_plan_new(const mb_plan *p, int64_t n, int sm_count, int flags,
                           mb_kern_cuda_plan **out, mb_err *err);
 /* The same at shape s: tensors sized by their shape class; kernels of a plan
  * with row operations run on the row evaluator, one pass where the model
- * makes one on dev (NULL: multi-pass). MB_EINPUT when the model keeps a row
- * on chip that the kernel's block cannot hold (shared memory opt-in). */
+ * makes one on dev (NULL: multi-pass), except where one block's shared
+ * memory (opt-in) cannot hold the row the model keeps on chip (an SM's
+ * shared memory and registers): that kernel runs multi-pass
+ * (mb_kern_cuda_plan_short_of_chip says so, its description why). */
 int mb_kern_cuda_plan_new_shape(const mb_plan *p, mb_shape s, const mb_device *dev, int sm_count, int flags,
                                 mb_kern_cuda_plan **out, mb_err *err);
 void mb_kern_cuda_plan_free(mb_kern_cuda_plan *cp);
 
 int mb_kern_cuda_plan_kernels(const mb_kern_cuda_plan *cp);
+/* 1 when kernel k runs multi-pass where the model keeps its row on chip. */
+int mb_kern_cuda_plan_short_of_chip(const mb_kern_cuda_plan *cp, int k);
 mb_kern_cuda_impl mb_kern_cuda_plan_impl(const mb_kern_cuda_plan *cp, int k);
 /* One-line description of kernel k's implementation, e.g.
  * "hand:sigmoid3_store_bwd bf16 v8", "op:sin f32 v4" or "eval 9 ins 4 slots f32". */

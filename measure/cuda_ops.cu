@@ -86,6 +86,14 @@ static int cuda_prepare(mb_meas_row_run *r, mb_err *err)
     B->spec.sm_count = S.dev.sm_count;
     int rc = mb_kern_cuda_plan_new_shape(p, shape, &B->spec, S.dev.sm_count, kernel_flags(c->cuda_impl), &B->cp,
                                          err);
+    for (int k = 0; rc == MB_OK && k < nk; k++)
+        if (mb_kern_cuda_plan_short_of_chip(B->cp, k))
+            mb_meas_note(c, MB_MEAS_WARNING,
+                         "cuda: %s %s at %lldx%lld, kernel %s: the model keeps the row on chip (%.0f KiB an SM: "
+                         "shared memory and registers), this kernel keeps it in one block's shared memory and so runs "
+                         "multi-pass (%s): its counts and time are above the model's one pass",
+                         p->g->name, mb_plan_name(p->kind), (long long)shape.rows, (long long)shape.cols,
+                         p->kernels[k].name, B->spec.onchip_kib, mb_kern_cuda_plan_desc(B->cp, k));
     if (rc == MB_OK) rc = mb_kern_tensors_alloc_shape(p, shape, 0, &B->t, err);
     if (rc == MB_OK) rc = mb_kern_cuda_upload_inputs(B->cp, &B->t, err);
     if (rc != MB_OK) return rc;
