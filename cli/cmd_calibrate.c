@@ -104,6 +104,8 @@ static void print_cpu_summary(const mb_device *d, const mb_meas_calib *cal)
         printf("    %-10s %8.3f%s", mb_op_name((mb_op)op), cal->op_geps[op], ++shown % 4 == 0 ? "\n" : "");
     }
     printf("%s  row ops (sum ... rms_norm) and colsum: costed by the rates of their parts\n", shown % 4 ? "\n" : "");
+    if (cal->exp_nonpos_gain > 0)
+        printf("  softmax's exp (compiled row kernels): %.2fx the exp's rate\n", cal->exp_nonpos_gain);
     if (cal->compiled_chains)
         printf("  compiled probe chains: %d built, %d op rates from them%s\n",
                cal->compiled_chains, cal->compiled_ops,

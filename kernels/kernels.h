@@ -122,6 +122,11 @@ void mb_kern_op_apply(mb_op op, const float *a, float as, const float *b, float 
  * reduction (what a kernel evaluating sin and cos of one operand runs). */
 void mb_kern_sincos_apply(const float *a, float *sin_out, float *cos_out, int64_t len);
 
+/* Softmax's exp, for calibration and its accuracy test: out[i] = exp(a[i])
+ * for a[i] <= 0 as compiled row kernels evaluate softmax's exp(x - max)
+ * (vec_ops.h's MB_V_EXP_NONPOS; the vector tail in op_math.h's scalar exp). */
+void mb_kern_exp_nonpos_apply(const float *a, float *out, int64_t len);
+
 /* Compiled fused kernels. A kernel of the blocked executor that evaluates
  * two or more nodes, reads and writes only f32 and uses ops with a vector
  * form (every op but relu, abs, step, sign, and pow other than x**1, x**2, x**3)

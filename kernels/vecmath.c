@@ -134,6 +134,15 @@ void mb_kern_sincos_apply(const float *a, float *sin_out, float *cos_out, int64_
     mb_kern_vec_sincos(a, 0.0f, sin_out, cos_out, len);
 }
 
+void mb_kern_exp_nonpos_apply(const float *a, float *out, int64_t len)
+{
+    int64_t i = 0;
+#if defined(MB_VW)
+    for (; i + MB_VW <= len; i += MB_VW) V_ST(out + i, MB_V_EXP_NONPOS(V_LD(a + i)));
+#endif
+    for (; i < len; i++) out[i] = mb_op_apply_f32(MB_OP_EXP, a[i], 0.0f);
+}
+
 void mb_kern_op_apply(mb_op op, const float *a, float as, const float *b, float bs, float *out,
                       int64_t len)
 {

@@ -103,6 +103,11 @@ void mb_meas_cal_op_rate(void *op_ctx);
  * the executors' sincos primitive, L1-resident, on every thread: the median
  * of 7 samples (3 quick). */
 double mb_meas_cal_sincos_geps(int quick);
+/* Softmax's exp (mb_kern_exp_nonpos_apply) over the exp op's tile primitive,
+ * both over L1-resident tiles of arguments in [-20, 0], all threads, in
+ * alternating samples: the median of the samples' ratios (0 when a timing
+ * failed). */
+double mb_meas_cal_exp_nonpos_gain(int quick);
 
 /* A plan ready to run: one executor pass per call of mb_meas_cal_pass. */
 typedef struct mb_meas_pass_ctx {

@@ -62,6 +62,57 @@ double mb_meas_cal_sincos_geps(int quick)
     return st.median_s;
 }
 
+/* ---- softmax's exp against the exp op ------------------------------------------ */
+
+typedef struct expn_ctx {
+    int nonpos;
+    int64_t rounds;
+    double elements;
+    float sum;
+} expn_ctx;
+
+static void expn_tiles(void *p)
+{
+    expn_ctx *c = p;
+    const int64_t rounds = c->rounds;
+    const int nonpos = c->nonpos;
+    double elements = 0.0;
+    float sum = 0.0f;
+#pragma omp parallel reduction(+ : elements, sum)
+    {
+        float a[MB_KERN_TILE] __attribute__((aligned(64)));
+        float o[MB_KERN_TILE] __attribute__((aligned(64)));
+        for (int i = 0; i < MB_KERN_TILE; i++) a[i] = -20.0f * (float)((i * 7919) % 1000) / 1000.0f;
+        for (int64_t k = 0; k < rounds; k++) {
+            if (nonpos) mb_kern_exp_nonpos_apply(a, o, MB_KERN_TILE);
+            else mb_kern_op_apply(MB_OP_EXP, a, 0, NULL, 0, o, MB_KERN_TILE);
+            sum += o[k & (MB_KERN_TILE - 1)];
+        }
+        elements += (double)rounds * MB_KERN_TILE;
+    }
+    c->elements = elements;
+    c->sum = sum;
+}
+
+double mb_meas_cal_exp_nonpos_gain(int quick)
+{
+    enum { REPS = 7 };
+    double ratio[REPS];
+    int reps = quick ? 3 : REPS;
+    expn_ctx c[2] = {{0, quick ? 20 : 200, 0, 0}, {1, quick ? 20 : 200, 0, 0}};
+    mb_meas_sampler s[2] = {{expn_tiles, &c[0], NULL, NULL, 1, mb_kern_threads(), CAL_RETRIES},
+                            {expn_tiles, &c[1], NULL, NULL, 1, mb_kern_threads(), CAL_RETRIES}};
+    expn_tiles(&c[0]); /* warm-up */
+    expn_tiles(&c[1]);
+    for (int r = 0; r < reps; r++) {
+        double dt0 = mb_meas_sample_s(&s[0], NULL, NULL), dt1 = mb_meas_sample_s(&s[1], NULL, NULL);
+        ratio[r] = dt0 > 0 && dt1 > 0 && c[0].sum == c[0].sum && c[1].sum == c[1].sum ? dt0 / dt1 : 0.0;
+    }
+    mb_meas_stats st;
+    mb_meas_stats_compute(ratio, reps, &st);
+    return st.median_s;
+}
+
 /* ---- one executor pass -------------------------------------------------------- */
 
 /* One executor pass of a plan: fork/join and per-pass setup (for a copy plan

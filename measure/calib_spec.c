@@ -113,6 +113,7 @@ void mb_meas_calib_to_device(const mb_meas_calib *c, const char *command_line, m
     d->sincos_geps = c->sincos_geps;
     for (int op = 0; op < MB_OP_COUNT; op++) d->op_compiled_geps[op] = c->op_compiled_geps[op];
     d->sincos_compiled_geps = c->sincos_compiled_geps;
+    d->exp_nonpos_gain = c->exp_nonpos_gain;
     d->host_ref_copy_gbs = c->ref_copy_gbs;
     d->host_ref_sin_geps = c->ref_op_geps[0];
     d->host_ref_sigmoid_geps = c->ref_op_geps[1];

@@ -238,6 +238,7 @@ int mb_meas_calibrate_cpu(int threads, int quick, void (*progress)(const char *l
     run_free(R);
     if (why[0]) return mb_err_set(err, MB_ERUN, "calibration refused, nothing written: %s", why);
     out->sincos_geps = mb_meas_cal_sincos_geps(quick);
+    out->exp_nonpos_gain = mb_meas_cal_exp_nonpos_gain(quick);
     step(&lg, "overlap of memory and compute, read streams");
     /* the probes need arrays beyond the cache, not the STREAM rule's 4x: the
      * four-stream probe holds five of them */

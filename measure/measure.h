@@ -378,6 +378,8 @@ typedef struct mb_meas_calib {
                                     (chains of one op, L2-resident, less what a
                                     two-op chain costs); 0 where not measured */
     double sincos_compiled_geps; /* the sincos pair inside compiled kernels */
+    double exp_nonpos_gain;      /* softmax's exp (compiled row kernels) over the
+                                    exp's rate, both through their tile loops */
     double ref_copy_gbs;    /* the host reference (mb_meas_hostref_copy_gbs on the
                                copy arrays) and its op probe, one of each per
                                round: what measure times again beside its rows */
@@ -573,8 +575,9 @@ double mb_meas_median_rate(const double *rates, int n);
 /* The version of what calibrate's probes measure, in the cache key: raised
  * when a probe changes its figure, so that a calibration cached by an older
  * binary is not taken for this one's (2: the bandwidth and FMA probes
- * vectorised, row ops no longer timed through the tile primitive). */
-#define MB_MEAS_CALIB_PROBES_VERSION 2
+ * vectorised, row ops no longer timed through the tile primitive; 3:
+ * softmax's exp, exp_nonpos_gain). */
+#define MB_MEAS_CALIB_PROBES_VERSION 3
 
 /* This host's cache key: CPU model, thread count, physical memory (MiB) and
  * MB_MEAS_CALIB_PROBES_VERSION. */

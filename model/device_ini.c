@@ -86,6 +86,7 @@ static const key_spec spec_keys[] = {
     {"mem_gb", KEY_NUM, KEY_OPTIONAL, FIELD(mem_gb), 1e-3, 1e6, 1},
     {"op_sincos_geps", KEY_NUM, KEY_OPTIONAL, FIELD(sincos_geps), RATE, 1},
     {"op_sincos_compiled_geps", KEY_NUM, KEY_OPTIONAL, FIELD(sincos_compiled_geps), RATE, 1},
+    {"exp_nonpos_gain", KEY_NUM, KEY_OPTIONAL, FIELD(exp_nonpos_gain), 0.1, 100, 1},
     {"host_ref_copy_gbs", KEY_NUM, KEY_OPTIONAL, FIELD(host_ref_copy_gbs), BW, 1},
     {"host_ref_sin_geps", KEY_NUM, KEY_OPTIONAL, FIELD(host_ref_sin_geps), RATE, 1},
     {"host_ref_sigmoid_geps", KEY_NUM, KEY_OPTIONAL, FIELD(host_ref_sigmoid_geps), RATE, 1},
@@ -588,6 +589,8 @@ static void write_keys(const mb_device *d, FILE *fp)
             if ((!strcmp(k->key, "first_touch_gbs") || !strcmp(k->key, "alloc_mmap_threshold_mb")) &&
                 *(const double *)p == 0)
                 continue;
+            /* a calibration's figure: only where measured */
+            if (!strcmp(k->key, "exp_nonpos_gain") && *(const double *)p == 0) continue;
             format_number(*(const double *)p, num, sizeof num);
             fprintf(fp, "%s = %s\n", k->key, num);
         }

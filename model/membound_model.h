@@ -398,6 +398,11 @@ typedef struct mb_device {
                                      operands in registers, no tile traffic),
                                      INI "op_<name>_compiled_geps"; 0: cost
                                      such kernels at op_geps */
+    double exp_nonpos_gain;       /* optional: softmax's exp(x - max) in a
+                                     compiled row kernel (an argument never
+                                     positive: kernels/vec_ops.h's
+                                     MB_V_EXP_NONPOS) over the compiled exp's
+                                     rate, measured by calibrate; 0: 1 */
     double sincos_compiled_geps;  /* optional: the sincos pair in compiled code */
     double host_ref_copy_gbs;     /* optional: the host reference as calibrate
                                      timed it (measure/hostref.c: a copy that
@@ -709,6 +714,11 @@ int mb_kernel_compiled(const mb_graph *g, const mb_kernel *K);
  * jit_rows.c): op_table.h's MB_OPF_JIT, pow by a constant 1, 2 or 3
  * (mb_op_powf's x and products), finite scalars. */
 int mb_node_compiles(const mb_node *a);
+/* 1 when node v of g is exp(a - amax(a)), softmax written out: its argument
+ * is never positive, and compiled row kernels (kernels/jit_rows.c) evaluate
+ * it with softmax's exp, which the model costs at the spec's
+ * exp_nonpos_gain; library softmax's and online sums' exps are such too. */
+int mb_node_exp_nonpos(const mb_graph *g, int v);
 
 /* ---- the optimal recompute plan and the memory-traffic frontier ---------- */
 

@@ -130,6 +130,22 @@ int mb_node_compiles(const mb_node *a)
     return (mb_op_info_of(a->op)->flags & MB_OPF_JIT) != 0;
 }
 
+int mb_node_exp_nonpos(const mb_graph *g, int v)
+{
+    const mb_node *e = &g->nodes[v];
+    if (e->op != MB_OP_EXP || e->arg[0] < 0) return 0;
+    const mb_node *s = &g->nodes[e->arg[0]];
+    if (s->op != MB_OP_SUB || s->arg[0] < 0 || s->arg[1] < 0) return 0;
+    const mb_node *m = &g->nodes[s->arg[1]];
+    return m->op == MB_OP_AMAX && m->arg[0] == s->arg[0];
+}
+
+/* Softmax's exp in compiled row kernels over the compiled exp's rate. */
+static double exp_nonpos_gain(const mb_device *d)
+{
+    return d->exp_nonpos_gain > 0 ? d->exp_nonpos_gain : 1.0;
+}
+
 static int is_rowval_shape(const mb_node *nd)
 {
     return nd->shape == MB_SHC_ROW || nd->shape == MB_SHC_ROWV || nd->shape == MB_SHC_SCALAR;
@@ -238,14 +254,17 @@ static double row_compiled_geps(mb_op op, int onepass, const mb_device *d)
  * cache, online or not: its write pass takes exp again). compiled: the
  * kernel runs compiled (kernels/jit_rows.c): each part at its compiled rate
  * where the spec has one, the max at the compiled add's (one vector
- * instruction on a register, as the add).
+ * instruction on a register, as the add), the exp (always softmax's
+ * exp(x - max) there) times the spec's exp_nonpos_gain.
  * online: a sum folded beside its amax (sum(exp(a - amax(a))), the
  * online plan) beyond the core's cache, which computes exp(a - max) itself
  * (in one pass the max comes first and the sum adds the kept exp).
  * Seconds for n elements, or 0 when the spec lacks a part's rate. */
 static double part_geps(mb_op part, int compiled, int multi, const mb_device *d)
 {
-    if (compiled) return row_compiled_geps(part == MB_OP_RELU ? MB_OP_ADD : part, !multi, d);
+    if (compiled) /* every exp of a row op's is softmax's exp(x - max) */
+        return row_compiled_geps(part == MB_OP_RELU ? MB_OP_ADD : part, !multi, d) *
+               (part == MB_OP_EXP ? exp_nonpos_gain(d) : 1.0);
     return d->op_geps[part];
 }
 
@@ -347,6 +366,7 @@ static void compute_time(const mb_plan *p, const mb_kernel *K, mb_shape sh, cons
         double rate = (compiled && p->g->has_row_ops ? row_compiled_geps(op, !multi, d)
                        : compiled && d->op_compiled_geps[op] > 0 ? d->op_compiled_geps[op]
                                                                  : d->op_geps[op]) * 1e9;
+        if (compiled && p->g->has_row_ops && mb_node_exp_nonpos(p->g, id)) rate *= exp_nonpos_gain(d);
         if (MB_OP_IS_ROW(op) || MB_OP_IS_COLUMN(op)) { /* its parts at their measured rates, else at the peaks */
             double row_s = row_op_rated_s(op, n, multi, compiled, multi && K->online && K->online[j], d);
             if (row_s > 0) {
