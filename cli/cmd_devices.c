@@ -38,6 +38,10 @@ static json_t *device_json(const mb_device *d)
         json_object_set_new(o, "cache_resident_mb", json_real(d->cache_resident_mb));
     if (d->graph_launch_overhead_us > 0)
         json_object_set_new(o, "graph_launch_overhead_us", json_real(d->graph_launch_overhead_us));
+    /* the row kernels' keys: one pass or several, and the rows in flight */
+    if (d->onchip_kib > 0) json_object_set_new(o, "onchip_kib", json_real(d->onchip_kib));
+    if (d->sm_count > 0) json_object_set_new(o, "sm_count", json_real(d->sm_count));
+    if (d->max_threads_per_sm > 0) json_object_set_new(o, "max_threads_per_sm", json_real(d->max_threads_per_sm));
     json_t *ops = json_object();
     for (int i = 0; i < MB_OP_COUNT; i++)
         if (d->op_geps[i] > 0) json_object_set_new(ops, mb_op_name((mb_op)i), json_real(d->op_geps[i]));

@@ -93,11 +93,17 @@ void mb_model_knee_lines(FILE *fp, const mb_model_row *r)
         if (cols == 0)
             fprintf(fp, "  %s %s, kernel %s: %s gives no on-chip size: %d passes over every row\n",
                     r->g->name, mb_plan_name(r->plan->kind), K->name, r->dev->name, K->passes);
-        else
+        else {
+            const mb_cost *c = &r->est.per_kernel[k];
+            char how[96] = "one pass";
+            if (c->passes > 1)
+                snprintf(how, sizeof how, "multi-pass, %lld rows in flight, re-reads %s", (long long)c->rows_in_flight,
+                         c->rereads_cached ? "hit the cache" : "from DRAM");
             fprintf(fp, "  %s %s, kernel %s: one pass up to rows of %lld elements on %s (%.0f KiB on chip, "
                     "%.0f B per column), %d passes beyond; at %s: %s\n", r->g->name, mb_plan_name(r->plan->kind),
                     K->name, (long long)cols, r->dev->name, r->dev->onchip_kib, K->live_bytes_per_col, K->passes,
-                    shape, r->est.per_kernel[k].passes > 1 ? "multi-pass" : "one pass");
+                    shape, how);
+        }
     }
 }
 
@@ -240,6 +246,10 @@ json_t *mb_model_row_json(const mb_model_row *r, int with_device)
             set_checked(ko, "passes", json_integer(r->est.per_kernel[k].passes), &ok);
             set_checked(ko, "passes_multi", json_integer(K->passes), &ok);
             set_checked(ko, "onepass_max_cols", json_integer((json_int_t)cols), &ok);
+            if (r->est.per_kernel[k].passes > 1) { /* multi-pass here: what the re-reads hit */
+                set_checked(ko, "rows_in_flight", json_integer((json_int_t)r->est.per_kernel[k].rows_in_flight), &ok);
+                set_checked(ko, "rereads_cached", json_boolean(r->est.per_kernel[k].rereads_cached), &ok);
+            }
         }
         if (json_array_append_new(pk, ko) != 0) ok = 0;
     }

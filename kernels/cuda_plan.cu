@@ -95,6 +95,8 @@ extern "C" int mb_kern_cuda_open(int ordinal, mb_kern_cuda_device *dev, mb_err *
     int v = 0;
     CUDA_TRY(cudaDeviceGetAttribute(&v, cudaDevAttrMultiProcessorCount, ordinal));
     dev->sm_count = v;
+    CUDA_TRY(cudaDeviceGetAttribute(&v, cudaDevAttrMaxThreadsPerMultiProcessor, ordinal));
+    dev->max_threads_per_sm = v;
     CUDA_TRY(cudaDeviceGetAttribute(&v, cudaDevAttrL2CacheSize, ordinal));
     dev->l2_bytes = v;
     CUDA_TRY(cudaDeviceGetAttribute(&v, cudaDevAttrMaxPersistingL2CacheSize, ordinal));

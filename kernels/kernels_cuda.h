@@ -23,6 +23,7 @@ typedef struct mb_kern_cuda_device {
     char pci_bus_id[32];
     int cc_major, cc_minor;
     int sm_count;
+    int max_threads_per_sm;    /* cudaDevAttrMaxThreadsPerMultiProcessor: resident threads */
     int64_t l2_bytes;          /* cudaDevAttrL2CacheSize */
     int64_t persisting_l2_max_bytes;
     int64_t smem_per_sm_bytes;     /* cudaDevAttrMaxSharedMemoryPerMultiprocessor */

@@ -13,8 +13,12 @@
 #include <stdint.h>
 
 /* Threads per block of every kernel: 8 warps, so a 2048-thread SM holds 8
- * blocks and a grid of SMs x 8 blocks is resident at once. */
+ * blocks and a grid of SMs x 8 blocks is resident at once. The model counts
+ * a multi-pass row kernel's rows in flight by the same block
+ * (MB_ROW_BLOCK_THREADS, membound_model.h). */
 #define MB_CUDA_THREADS 256
+static_assert(MB_CUDA_THREADS == MB_ROW_BLOCK_THREADS,
+              "the model's row block (MB_ROW_BLOCK_THREADS) is the row kernels' block");
 
 /* ---- storage types -------------------------------------------------------- */
 

@@ -206,6 +206,7 @@ extern "C" int mb_meas_cuda_calibrate(const mb_meas_config *c, mb_device *out, c
      * as the device table counts it): shared memory + registers per SM */
     out->onchip_kib = mb_kern_cuda_onchip_kib(&S.dev);
     out->sm_count = S.dev.sm_count;
+    out->max_threads_per_sm = S.dev.max_threads_per_sm; /* rows in flight of multi-pass row kernels */
     out->fp32_tflops = fma_flops / t_fma / 1e12;
     out->bf16_tflops = tab ? tab->bf16_tflops : out->fp32_tflops;
     out->sfu_tops = tab ? tab->sfu_tops : 0;

@@ -218,6 +218,7 @@ static int row_gate(mb_gpu_session *gs, const mb_meas_config *c, int64_t n, mb_e
     memset(&spec, 0, sizeof spec);
     spec.onchip_kib = mb_kern_cuda_onchip_kib(&S.dev);
     spec.sm_count = S.dev.sm_count;
+    spec.max_threads_per_sm = S.dev.max_threads_per_sm;
     int rc = mb_parse_variant("name softmax_op\ninput x [rows, cols]\ny = softmax(x, -1)\noutput y\n", "<row gate>",
                               MB_F32, &g, err);
     if (rc == MB_OK) rc = mb_plan_build(g, MB_PLAN_FUSED, &p, err);

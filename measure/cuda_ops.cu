@@ -84,6 +84,7 @@ static int cuda_prepare(mb_meas_row_run *r, mb_err *err)
     snprintf(B->spec.name, sizeof B->spec.name, "local-gpu");
     B->spec.onchip_kib = mb_kern_cuda_onchip_kib(&S.dev);
     B->spec.sm_count = S.dev.sm_count;
+    B->spec.max_threads_per_sm = S.dev.max_threads_per_sm;
     int rc = mb_kern_cuda_plan_new_shape(p, shape, &B->spec, S.dev.sm_count, kernel_flags(c->cuda_impl), &B->cp,
                                          err);
     for (int k = 0; rc == MB_OK && k < nk; k++)

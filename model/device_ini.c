@@ -54,7 +54,9 @@ typedef struct key_spec {
  * - op rates 1e-4..1e6 G elements/s (1e5/s, a soft-float core, to 1e15/s,
  *   250x an H100's special-function units), 0: not measured;
  * - stream penalty and gain 0..100 per extra stream (calibrate measures
- *   0..0.3); serial fractions 0..1; write_allocate 0 or 1. */
+ *   0..0.3); serial fractions 0..1; write_allocate 0 or 1;
+ * - max_threads_per_sm 32..16384, 0: none (a warp to 8x the 2048 of an
+ *   H100 SM or a CDNA CU). */
 #define BW 0.1, 1e5
 #define RATE 1e-4, 1e6
 #define STR(f) FIELD(f), 0, 0, 0
@@ -78,6 +80,7 @@ static const key_spec spec_keys[] = {
     {"cache_resident_mb", KEY_NUM, KEY_OPTIONAL, FIELD(cache_resident_mb), 1e-3, 1e6, 1},
     {"onchip_kib", KEY_NUM, KEY_OPTIONAL, FIELD(onchip_kib), 1e-3, 1e9, 1},
     {"sm_count", KEY_NUM, KEY_OPTIONAL, FIELD(sm_count), 1, 1e6, 1},
+    {"max_threads_per_sm", KEY_NUM, KEY_OPTIONAL, FIELD(max_threads_per_sm), 32, 16384, 1},
     {"fp32_tflops", KEY_NUM, KEY_REQUIRED, FIELD(fp32_tflops), 1e-4, 1e5, 0},
     {"bf16_tflops", KEY_NUM, KEY_REQUIRED_GPU, FIELD(bf16_tflops), 1e-4, 1e5, 1},
     {"sfu_tops", KEY_NUM, KEY_OPTIONAL, FIELD(sfu_tops), 1e-4, 1e5, 1},
@@ -585,8 +588,11 @@ static void write_keys(const mb_device *d, FILE *fp)
             /* an optional figure that stands for another when absent */
             if (!strcmp(k->key, "serial_fraction_compiled") && !d->has_serial_fraction_compiled)
                 continue;
-            /* a framework's allocation figures: only where measured */
-            if ((!strcmp(k->key, "first_touch_gbs") || !strcmp(k->key, "alloc_mmap_threshold_mb")) &&
+            /* a framework's allocation figures: only where measured; a
+             * GPU's resident threads: only where known (CPU specs read and
+             * write as before the key) */
+            if ((!strcmp(k->key, "first_touch_gbs") || !strcmp(k->key, "alloc_mmap_threshold_mb") ||
+                 !strcmp(k->key, "max_threads_per_sm")) &&
                 *(const double *)p == 0)
                 continue;
             /* a calibration's figure: only where measured */

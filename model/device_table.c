@@ -49,11 +49,24 @@
  * 8.9 and 12.0 100 (12.0 unconfirmed), 9.0 and 10.0 228 (H100: 228 + 256 =
  * 484); AMD CDNA2/CDNA3 (the ISA guides): 64 KiB LDS plus 512 KiB of vector
  * registers (VGPR + AGPR) per CU = 576. sm_count = SMs / CUs, the
- * reference's main table (L4: 58 derived, a listing says 60). Rows in flight
- * of a looped row kernel: one per SM. */
+ * reference's main table (L4: 58 derived, a listing says 60).
+ * max_threads_per_sm = resident threads per SM (CU), the same guide table's
+ * "maximum number of resident threads per SM" by CC, each seen in a public
+ * deviceQuery ("Maximum number of threads per multiprocessor") of a GPU of
+ * that CC: 7.0 2048 (V100-SXM2-32GB), 7.5 1024 (T4), 8.0 2048 (A100 SXM,
+ * [S3]'s repository thamada/nvidia-smi gls/), 8.6 1536 (A40, RTX 3090, the
+ * same), 8.7 1536 (Jetson Orin; not 2048 as 8.0), 8.9 1536 (L4, L40S, RTX
+ * 4090, the same), 9.0 2048 (H100 SXM and NVL, [S3]), 12.0 1536 (RTX 5090);
+ * 10.0 2048 from the guide alone (no B200 dump seen: unconfirmed). AMD CDNA2
+ * and CDNA3: 2048, rocminfo's "Max Waves Per CU: 32" (wave64) and "Max
+ * Work-item Per CU: 2048" for MI210 and MI250X (gfx90a) and MI300X (gfx942)
+ * in rocminfo dumps posted on GitHub, and HIP's "Maximum resident threads per
+ * multi-processor 2048" for MI300X in [S3]'s repository; MI325X is gfx942
+ * too (no dump seen). The model's rows in flight of a multi-pass row kernel
+ * are sm_count x max_threads_per_sm / 256 (mb_device_rows_in_flight). */
 static const mb_device device_table[] = {
     {.name = "h100-sxm", .label = "NVIDIA H100 SXM5 80GB", .kind = "gpu", .onchip_kib = 484, .sm_count = 132,
-     .mem_bandwidth_gbs = 3350, .measured_bandwidth_gbs = MB_ROUND(0.80 * 3350),
+     .max_threads_per_sm = 2048, .mem_bandwidth_gbs = 3350, .measured_bandwidth_gbs = MB_ROUND(0.80 * 3350),
      .cited_bandwidth_gbs = MB_ROUND(0.80 * 3350),
      .cache_mb = 50, .fp32_tflops = 66.9, .bf16_tflops = 989.4,
      .sfu_tops = 132 * 16 * 1.83e-3, .launch_overhead_us = 3, .mem_gb = 80,
@@ -63,7 +76,7 @@ static const mb_device device_table[] = {
                "3.9 TOPS of FlashAttention-3 [S34]; measured BW: FluidX3D benchmark table, "
                "80% of peak [S7]; launch: gpu-specs.md sec. 4 default"},
     {.name = "h100-pcie", .label = "NVIDIA H100 PCIe 80GB", .kind = "gpu", .onchip_kib = 484, .sm_count = 114,
-     .mem_bandwidth_gbs = 2000, .measured_bandwidth_gbs = MB_ROUND(0.85 * 2000),
+     .max_threads_per_sm = 2048, .mem_bandwidth_gbs = 2000, .measured_bandwidth_gbs = MB_ROUND(0.85 * 2000),
      .cited_bandwidth_gbs = MB_ROUND(0.85 * 2000), .cache_mb = 50, .cache_resident_mb = 42.5,
      .fp32_tflops = 51.2, .bf16_tflops = 756,
      .sfu_tops = 114 * 16 * 1.755e-3, .launch_overhead_us = 3, .mem_gb = 80,
@@ -74,7 +87,7 @@ static const mb_device device_table[] = {
                "gpu-stream scale 1704 agrees); resident L2 42.5 MiB: knee of [B] "
                "gpu-l2-cache/h100_pcie.txt; launch: gpu-specs.md sec. 4 default"},
     {.name = "h100-nvl", .label = "NVIDIA H100 NVL 94GB (per GPU)", .kind = "gpu", .onchip_kib = 484, .sm_count = 132,
-     .mem_bandwidth_gbs = 3900, .measured_bandwidth_gbs = MB_ROUND(0.79 * 3938),
+     .max_threads_per_sm = 2048, .mem_bandwidth_gbs = 3900, .measured_bandwidth_gbs = MB_ROUND(0.79 * 3938),
      .cited_bandwidth_gbs = MB_ROUND(0.79 * 3938),
      .cache_mb = 50, .fp32_tflops = 60, .bf16_tflops = 835,
      .sfu_tops = 132 * 16 * 1.785e-3, .launch_overhead_us = 3, .mem_gb = 94,
@@ -84,7 +97,7 @@ static const mb_device device_table[] = {
                "60.32 TF [S7]); measured BW: FluidX3D 79% of its 3938 GB/s [S7]; launch: "
                "gpu-specs.md sec. 4 default"},
     {.name = "h200", .label = "NVIDIA H200 SXM 141GB", .kind = "gpu", .onchip_kib = 484, .sm_count = 132,
-     .mem_bandwidth_gbs = 4800, .measured_bandwidth_gbs = MB_ROUND(0.73 * 4800),
+     .max_threads_per_sm = 2048, .mem_bandwidth_gbs = 4800, .measured_bandwidth_gbs = MB_ROUND(0.73 * 4800),
      .cited_bandwidth_gbs = MB_ROUND(0.73 * 4800), .cache_mb = 60, .cache_resident_mb = 49.3,
      .fp32_tflops = 66.9, .bf16_tflops = 989.4, .sfu_tops = 132 * 16 * 1.83e-3,
      .launch_overhead_us = 2.4, .graph_launch_overhead_us = 1.3, .mem_gb = 141,
@@ -96,7 +109,7 @@ static const mb_device device_table[] = {
                "(gpu-roofline, two f32 streams); resident L2 49.3 MiB: [B] gpu-l2-cache "
                "knee; launch 2.4 us, graph 1.3: [B] gpu-small-kernels/h200[_graph].txt"},
     {.name = "gh200", .label = "NVIDIA GH200 Grace Hopper, GPU with 96GB HBM3", .kind = "gpu", .onchip_kib = 484, .sm_count = 132,
-     .mem_bandwidth_gbs = 4000, .measured_bandwidth_gbs = MB_ROUND(0.79 * 4000),
+     .max_threads_per_sm = 2048, .mem_bandwidth_gbs = 4000, .measured_bandwidth_gbs = MB_ROUND(0.79 * 4000),
      .cited_bandwidth_gbs = MB_ROUND(0.79 * 4000), .cache_mb = 60, .cache_resident_mb = 49.3,
      .fp32_tflops = 67, .bf16_tflops = 990,
      .sfu_tops = 132 * 16 * 1.83e-3, .launch_overhead_us = 3, .mem_gb = 96,
@@ -108,7 +121,7 @@ static const mb_device device_table[] = {
                "launch: gpu-specs.md sec. 4 default (a GH200 note gives 2.3 us driver API "
                "[S37e])"},
     {.name = "gh200-144gb", .label = "NVIDIA GH200 Grace Hopper, GPU with 144GB HBM3e",
-     .kind = "gpu", .onchip_kib = 484, .sm_count = 132,
+     .kind = "gpu", .onchip_kib = 484, .sm_count = 132, .max_threads_per_sm = 2048,
      .mem_bandwidth_gbs = 4900, .measured_bandwidth_gbs = 0,
      .cache_mb = 60, .cache_resident_mb = 49.3, .fp32_tflops = 67, .bf16_tflops = 990,
      .sfu_tops = 132 * 16 * 1.83e-3, .launch_overhead_us = 3, .mem_gb = 144,
@@ -117,7 +130,7 @@ static const mb_device device_table[] = {
                "[S34]; no measured BW for this memory option; launch: gpu-specs.md sec. 4 "
                "default"},
     {.name = "b200", .label = "NVIDIA B200 180GB (HGX, per GPU)", .kind = "gpu", .onchip_kib = 484, .sm_count = 148,
-     .mem_bandwidth_gbs = 7700, .measured_bandwidth_gbs = MB_ROUND(0.81 * 8000),
+     .max_threads_per_sm = 2048, .mem_bandwidth_gbs = 7700, .measured_bandwidth_gbs = MB_ROUND(0.81 * 8000),
      .cited_bandwidth_gbs = MB_ROUND(0.81 * 8000),
      .cache_mb = 126.5, .fp32_tflops = 75, .bf16_tflops = 2250,
      .sfu_tops = 5.0, .launch_overhead_us = 3, .mem_gb = 180,
@@ -127,7 +140,7 @@ static const mb_device device_table[] = {
                "[S15]); measured BW: FluidX3D 81% of 8000 GB/s [S7]; launch: gpu-specs.md "
                "sec. 4 default"},
     {.name = "gb200", .label = "NVIDIA GB200 (per Blackwell GPU)", .kind = "gpu", .onchip_kib = 484, .sm_count = 148,
-     .mem_bandwidth_gbs = 8000, .measured_bandwidth_gbs = 0,
+     .max_threads_per_sm = 2048, .mem_bandwidth_gbs = 8000, .measured_bandwidth_gbs = 0,
      .cache_mb = 126.5, .fp32_tflops = 80, .bf16_tflops = 2500,
      .sfu_tops = 148 * 16 * 2.112e-3, .launch_overhead_us = 3, .mem_gb = 186,
      .source = "NVIDIA Blackwell datasheet [S11] (BF16 5 PF sparse, halved); 148 SMs and "
@@ -135,7 +148,7 @@ static const mb_device device_table[] = {
                "SFU 148 x 16/clk x 2.112 GHz; no measured BW in the reference; launch: "
                "gpu-specs.md sec. 4 default"},
     {.name = "a100-40gb", .label = "NVIDIA A100 SXM4 40GB", .kind = "gpu", .onchip_kib = 420, .sm_count = 108,
-     .mem_bandwidth_gbs = 1555, .measured_bandwidth_gbs = 1382, .cited_bandwidth_gbs = 1382,
+     .max_threads_per_sm = 2048, .mem_bandwidth_gbs = 1555, .measured_bandwidth_gbs = 1382, .cited_bandwidth_gbs = 1382,
      .cache_mb = 40, .fp32_tflops = 19.5, .bf16_tflops = 312,
      .sfu_tops = 108 * 16 * 1.41e-3, .launch_overhead_us = 3, .mem_gb = 40,
      .source = "NVIDIA A100 datasheet via Lightning-AI throughput.py [S1]; 108 SMs, 1410 MHz, "
@@ -145,7 +158,7 @@ static const mb_device device_table[] = {
                "occupancy: 1382 (the file does not name SXM or PCIe; FluidX3D 84% [S7]); "
                "launch: gpu-specs.md sec. 4 default"},
     {.name = "a100-80gb", .label = "NVIDIA A100 SXM4 80GB", .kind = "gpu", .onchip_kib = 420, .sm_count = 108,
-     .mem_bandwidth_gbs = 2039, .measured_bandwidth_gbs = 1737, .cited_bandwidth_gbs = 1737,
+     .max_threads_per_sm = 2048, .mem_bandwidth_gbs = 2039, .measured_bandwidth_gbs = 1737, .cited_bandwidth_gbs = 1737,
      .cache_mb = 40, .cache_resident_mb = 33.3, .fp32_tflops = 19.5, .bf16_tflops = 312,
      .sfu_tops = 108 * 16 * 1.41e-3, .launch_overhead_us = 2.6,
      .graph_launch_overhead_us = 1.3, .mem_gb = 80,
@@ -157,7 +170,7 @@ static const mb_device device_table[] = {
                "L2 33.3 MiB: [B] gpu-l2-cache knee; launch 2.6 us, graph 1.3: [B] "
                "gpu-small-kernels/a100_80[_graph].txt"},
     {.name = "a100-pcie-40gb", .label = "NVIDIA A100 PCIe 40GB", .kind = "gpu", .onchip_kib = 420, .sm_count = 108,
-     .mem_bandwidth_gbs = 1555, .measured_bandwidth_gbs = MB_ROUND(0.84 * 1555),
+     .max_threads_per_sm = 2048, .mem_bandwidth_gbs = 1555, .measured_bandwidth_gbs = MB_ROUND(0.84 * 1555),
      .cited_bandwidth_gbs = MB_ROUND(0.84 * 1555),
      .cache_mb = 40, .fp32_tflops = 19.5, .bf16_tflops = 312,
      .sfu_tops = 108 * 16 * 1.41e-3, .launch_overhead_us = 3, .mem_gb = 40,
@@ -166,7 +179,7 @@ static const mb_device device_table[] = {
                "unconfirmed for CC 8.0); measured BW: FluidX3D 84% [S7] (OpenCL-Benchmark "
                "read 87%, write 97% [S36]); launch: gpu-specs.md sec. 4 default"},
     {.name = "a100-pcie-80gb", .label = "NVIDIA A100 PCIe 80GB", .kind = "gpu", .onchip_kib = 420, .sm_count = 108,
-     .mem_bandwidth_gbs = 1935, .measured_bandwidth_gbs = MB_ROUND(0.76 * 1935),
+     .max_threads_per_sm = 2048, .mem_bandwidth_gbs = 1935, .measured_bandwidth_gbs = MB_ROUND(0.76 * 1935),
      .cited_bandwidth_gbs = MB_ROUND(0.76 * 1935),
      .cache_mb = 40, .fp32_tflops = 19.5, .bf16_tflops = 312,
      .sfu_tops = 108 * 16 * 1.41e-3, .launch_overhead_us = 3, .mem_gb = 80,
@@ -175,7 +188,7 @@ static const mb_device device_table[] = {
                "unconfirmed for CC 8.0); measured BW: FluidX3D 76% [S7]; launch: "
                "gpu-specs.md sec. 4 default"},
     {.name = "v100", .label = "NVIDIA V100 SXM2 32GB", .kind = "gpu", .onchip_kib = 352, .sm_count = 80,
-     .mem_bandwidth_gbs = 900, .measured_bandwidth_gbs = 809, .cited_bandwidth_gbs = 809,
+     .max_threads_per_sm = 2048, .mem_bandwidth_gbs = 900, .measured_bandwidth_gbs = 809, .cited_bandwidth_gbs = 809,
      .cache_mb = 6, .fp32_tflops = 15.7, .bf16_tflops = 0,
      .sfu_tops = 80 * 16 * 1.53e-3, .launch_overhead_us = 3, .mem_gb = 32,
      .source = "NVIDIA V100 datasheet via Lightning-AI throughput.py [S1]; other figures from "
@@ -186,7 +199,7 @@ static const mb_device device_table[] = {
                "SXM2 both 900 GB/s; FluidX3D 76% [S7], Citadel about 83%); launch: "
                "gpu-specs.md sec. 4 default"},
     {.name = "t4", .label = "NVIDIA T4 16GB", .kind = "gpu", .onchip_kib = 320, .sm_count = 40,
-     .mem_bandwidth_gbs = 320, .measured_bandwidth_gbs = MB_ROUND(0.69 * 300),
+     .max_threads_per_sm = 1024, .mem_bandwidth_gbs = 320, .measured_bandwidth_gbs = MB_ROUND(0.69 * 300),
      .cited_bandwidth_gbs = MB_ROUND(0.69 * 300),
      .cache_mb = 4, .fp32_tflops = 8.1, .bf16_tflops = 0,
      .sfu_tops = 40 * 16 * 1.59e-3, .launch_overhead_us = 3, .mem_gb = 16,
@@ -196,7 +209,7 @@ static const mb_device device_table[] = {
                "listed 300 GB/s [S7] (OpenCL-Benchmark read 77%, write 67%); launch: "
                "gpu-specs.md sec. 4 default"},
     {.name = "l4", .label = "NVIDIA L4 24GB", .kind = "gpu", .onchip_kib = 356, .sm_count = 58,
-     .mem_bandwidth_gbs = 300, .measured_bandwidth_gbs = MB_ROUND(0.76 * 300),
+     .max_threads_per_sm = 1536, .mem_bandwidth_gbs = 300, .measured_bandwidth_gbs = MB_ROUND(0.76 * 300),
      .cited_bandwidth_gbs = MB_ROUND(0.76 * 300),
      .cache_mb = 48, .fp32_tflops = 30.3, .bf16_tflops = 121,
      .sfu_tops = 58 * 16 * 2.04e-3, .launch_overhead_us = 3, .mem_gb = 24,
@@ -206,7 +219,7 @@ static const mb_device device_table[] = {
                "unconfirmed for CC 8.9; measured BW: FluidX3D 76% [S7]; launch: "
                "gpu-specs.md sec. 4 default"},
     {.name = "l40s", .label = "NVIDIA L40S 48GB", .kind = "gpu", .onchip_kib = 356, .sm_count = 142,
-     .mem_bandwidth_gbs = 864, .measured_bandwidth_gbs = MB_ROUND(0.67 * 864),
+     .max_threads_per_sm = 1536, .mem_bandwidth_gbs = 864, .measured_bandwidth_gbs = MB_ROUND(0.67 * 864),
      .cited_bandwidth_gbs = MB_ROUND(0.67 * 864),
      .cache_mb = 96, .fp32_tflops = 91.6, .bf16_tflops = 362,
      .sfu_tops = 142 * 16 * 2.52e-3, .launch_overhead_us = 3, .mem_gb = 48,
@@ -217,7 +230,7 @@ static const mb_device device_table[] = {
                "memory, FluidX3D 69%, reaches 776 on [B] scale: this row may be 25% low); "
                "launch: gpu-specs.md sec. 4 default"},
     {.name = "l40", .label = "NVIDIA L40 48GB", .kind = "gpu", .onchip_kib = 356, .sm_count = 142,
-     .mem_bandwidth_gbs = 864, .measured_bandwidth_gbs = 776, .cited_bandwidth_gbs = 776,
+     .max_threads_per_sm = 1536, .mem_bandwidth_gbs = 864, .measured_bandwidth_gbs = 776, .cited_bandwidth_gbs = 776,
      .cache_mb = 96, .fp32_tflops = 90.52, .bf16_tflops = 362.07,
      .sfu_tops = 142 * 16 * 2.49e-3, .launch_overhead_us = 1.6, .graph_launch_overhead_us = 0.9,
      .mem_gb = 48,
@@ -229,7 +242,7 @@ static const mb_device device_table[] = {
                "776 (FluidX3D 69% [S7]); [B]'s L2 knee is at the nominal size; launch 1.6 "
                "us, graph 0.9: [B] gpu-small-kernels/l40[_graph].txt"},
     {.name = "a10", .label = "NVIDIA A10 24GB", .kind = "gpu", .onchip_kib = 356, .sm_count = 72,
-     .mem_bandwidth_gbs = 600, .measured_bandwidth_gbs = MB_ROUND(0.75 * 600),
+     .max_threads_per_sm = 1536, .mem_bandwidth_gbs = 600, .measured_bandwidth_gbs = MB_ROUND(0.75 * 600),
      .cited_bandwidth_gbs = MB_ROUND(0.75 * 600),
      .cache_mb = 6, .fp32_tflops = 31.2, .bf16_tflops = 125,
      .sfu_tops = 72 * 16 * 1.695e-3, .launch_overhead_us = 3, .mem_gb = 24,
@@ -238,7 +251,7 @@ static const mb_device device_table[] = {
                "[S16]); SFU 72 x 16/clk x 1.695 GHz (SFU:FP32 1:8 on Ampere, NVIDIA forums "
                "[S32]); measured BW: FluidX3D 75% [S7]; launch: gpu-specs.md sec. 4 default"},
     {.name = "a40", .label = "NVIDIA A40 48GB", .kind = "gpu", .onchip_kib = 356, .sm_count = 84,
-     .mem_bandwidth_gbs = 696, .measured_bandwidth_gbs = 653, .cited_bandwidth_gbs = 653,
+     .max_threads_per_sm = 1536, .mem_bandwidth_gbs = 696, .measured_bandwidth_gbs = 653, .cited_bandwidth_gbs = 653,
      .cache_mb = 6, .fp32_tflops = 37.42, .bf16_tflops = 149.67,
      .sfu_tops = 84 * 16 * 1.74e-3, .launch_overhead_us = 2, .graph_launch_overhead_us = 1.1,
      .mem_gb = 48,
@@ -250,7 +263,7 @@ static const mb_device device_table[] = {
                "653 (FluidX3D 74% [S7]); launch 2.0 us, graph 1.1: [B] "
                "gpu-small-kernels/a40[_graph].txt"},
     {.name = "rtx-3090", .label = "NVIDIA GeForce RTX 3090", .kind = "gpu", .onchip_kib = 356, .sm_count = 82,
-     .mem_bandwidth_gbs = 936, .measured_bandwidth_gbs = MB_ROUND(0.89 * 936),
+     .max_threads_per_sm = 1536, .mem_bandwidth_gbs = 936, .measured_bandwidth_gbs = MB_ROUND(0.89 * 936),
      .cited_bandwidth_gbs = MB_ROUND(0.89 * 936),
      .cache_mb = 6, .fp32_tflops = 35.6, .bf16_tflops = 71,
      .sfu_tops = 82 * 16 * 1.695e-3, .launch_overhead_us = 4, .mem_gb = 24,
@@ -259,7 +272,7 @@ static const mb_device device_table[] = {
                "Ampere [S32]); measured BW: FluidX3D 89% [S7]; launch 4 us: GeForce, an RTX "
                "5070 Ti measured 4-6 us per launch [S37a]"},
     {.name = "rtx-4090", .label = "NVIDIA GeForce RTX 4090", .kind = "gpu", .onchip_kib = 356, .sm_count = 128,
-     .mem_bandwidth_gbs = 1008, .measured_bandwidth_gbs = MB_ROUND(0.85 * 1008),
+     .max_threads_per_sm = 1536, .mem_bandwidth_gbs = 1008, .measured_bandwidth_gbs = MB_ROUND(0.85 * 1008),
      .cited_bandwidth_gbs = MB_ROUND(0.85 * 1008),
      .cache_mb = 72, .fp32_tflops = 82.6, .bf16_tflops = 165.2,
      .sfu_tops = 128 * 16 * 2.52e-3, .launch_overhead_us = 4, .mem_gb = 24,
@@ -268,7 +281,7 @@ static const mb_device device_table[] = {
                "unconfirmed for CC 8.9; measured BW: FluidX3D 85% [S7]; launch 4 us: "
                "GeForce, an RTX 5070 Ti measured 4-6 us per launch [S37a]"},
     {.name = "rtx-5090", .label = "NVIDIA GeForce RTX 5090", .kind = "gpu", .onchip_kib = 356, .sm_count = 170,
-     .mem_bandwidth_gbs = 1792, .measured_bandwidth_gbs = MB_ROUND(0.81 * 1792),
+     .max_threads_per_sm = 1536, .mem_bandwidth_gbs = 1792, .measured_bandwidth_gbs = MB_ROUND(0.81 * 1792),
      .cited_bandwidth_gbs = MB_ROUND(0.81 * 1792),
      .cache_mb = 96, .fp32_tflops = 104.8, .bf16_tflops = 209.5,
      .sfu_tops = 0, .launch_overhead_us = 4, .mem_gb = 32,
@@ -278,7 +291,7 @@ static const mb_device device_table[] = {
                "reference; measured BW: FluidX3D 81% [S7]; launch 4 us: an RTX 5070 Ti "
                "measured 4-6 us per launch [S37a]"},
     {.name = "jetson-agx-orin", .label = "NVIDIA Jetson AGX Orin 64GB (GPU)", .kind = "gpu", .onchip_kib = 420, .sm_count = 16,
-     .mem_bandwidth_gbs = 204.8, .measured_bandwidth_gbs = 0,
+     .max_threads_per_sm = 1536, .mem_bandwidth_gbs = 204.8, .measured_bandwidth_gbs = 0,
      .cache_mb = 4, .fp32_tflops = 5.3, .bf16_tflops = 42.5,
      .sfu_tops = 16 * 16 * 1.3e-3, .launch_overhead_us = 5, .mem_gb = 64,
      .source = "Jetson AGX Orin technical brief summary (mzph.cn) and fixstars blog [S25]; "
@@ -287,7 +300,7 @@ static const mb_device device_table[] = {
                "(derived clock, 16/clk as CC 8.6); no measured BW; launch 5 us assumed "
                "(no Jetson figure in gpu-specs.md)"},
     {.name = "mi300x", .label = "AMD Instinct MI300X", .kind = "gpu", .onchip_kib = 576, .sm_count = 304,
-     .mem_bandwidth_gbs = 5300, .measured_bandwidth_gbs = 3997, .cited_bandwidth_gbs = 3997,
+     .max_threads_per_sm = 2048, .mem_bandwidth_gbs = 5300, .measured_bandwidth_gbs = 3997, .cited_bandwidth_gbs = 3997,
      .cache_mb = 256, .fp32_tflops = 81.7, .bf16_tflops = 1307.4,
      .sfu_tops = 0, .launch_overhead_us = 2, .mem_gb = 192,
      .source = "ROCm gpu-specs.rst [S26] (304 CUs, L2 4 MiB per XCD, 256 MiB Infinity Cache: "
@@ -298,7 +311,7 @@ static const mb_device device_table[] = {
                "occupancy: 3997 (best 4058 at 87.5%; FluidX3D 66% [S7]); launch 2.0 us: "
                "MI210's in [B], the only AMD figure (unconfirmed for CDNA3)"},
     {.name = "mi325x", .label = "AMD Instinct MI325X", .kind = "gpu", .onchip_kib = 576, .sm_count = 304,
-     .mem_bandwidth_gbs = 6000, .measured_bandwidth_gbs = 0,
+     .max_threads_per_sm = 2048, .mem_bandwidth_gbs = 6000, .measured_bandwidth_gbs = 0,
      .cache_mb = 256, .fp32_tflops = 81.7, .bf16_tflops = 1307.4,
      .sfu_tops = 0, .launch_overhead_us = 2, .mem_gb = 256,
      .source = "ROCm gpu-specs.rst [S26] (304 CUs, 256 MiB Infinity Cache, the last level on "
@@ -307,7 +320,7 @@ static const mb_device device_table[] = {
                "measured BW in the reference; launch 2.0 us: MI210's in [B], the only AMD "
                "figure (unconfirmed for CDNA3)"},
     {.name = "mi250x", .label = "AMD Instinct MI250X (both GCDs; each is a separate device)",
-     .kind = "gpu", .onchip_kib = 576, .sm_count = 220,
+     .kind = "gpu", .onchip_kib = 576, .sm_count = 220, .max_threads_per_sm = 2048,
      .mem_bandwidth_gbs = 3277, .measured_bandwidth_gbs = 2 * 1183,
      .cited_bandwidth_gbs = 2 * 1183,
      .cache_mb = 16, .fp32_tflops = 47.9, .bf16_tflops = 383,
@@ -318,7 +331,7 @@ static const mb_device device_table[] = {
                "mi250x-gcd's derived 1183 per GCD, x 2; launch 2.0 us: MI210, same GCD, in "
                "[B] gpu-small-kernels"},
     {.name = "mi250x-gcd", .label = "AMD Instinct MI250X, one GCD", .kind = "gpu", .onchip_kib = 576, .sm_count = 110,
-     .mem_bandwidth_gbs = 1638, .measured_bandwidth_gbs = 1183, .cited_bandwidth_gbs = 1183,
+     .max_threads_per_sm = 2048, .mem_bandwidth_gbs = 1638, .measured_bandwidth_gbs = 1183, .cited_bandwidth_gbs = 1183,
      .cache_mb = 8, .fp32_tflops = 23.95, .bf16_tflops = 191.5,
      .sfu_tops = 0, .launch_overhead_us = 2, .mem_gb = 64,
      .source = "ROCm gpu-specs.rst [S26] (110 CUs and 8 MiB L2 per GCD) and stas00 "
@@ -328,7 +341,7 @@ static const mb_device device_table[] = {
                "f64, read + write), x FluidX3D's MI250-GCD / MI210 ratio 53% / 61% [S7] = "
                "1183; launch 2.0 us: MI210 in [B] gpu-small-kernels"},
     {.name = "mi210", .label = "AMD Instinct MI210 64GB", .kind = "gpu", .onchip_kib = 576, .sm_count = 104,
-     .mem_bandwidth_gbs = 1638, .measured_bandwidth_gbs = 1362, .cited_bandwidth_gbs = 1362,
+     .max_threads_per_sm = 2048, .mem_bandwidth_gbs = 1638, .measured_bandwidth_gbs = 1362, .cited_bandwidth_gbs = 1362,
      .cache_mb = 8, .fp32_tflops = 22.6, .bf16_tflops = 181,
      .sfu_tops = 0, .launch_overhead_us = 2, .graph_launch_overhead_us = 2, .mem_gb = 64,
      .source = "AnandTech MI210 launch table (anandtech.com/show/17326): 104 CUs, 1700 MHz, "

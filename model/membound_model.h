@@ -370,6 +370,10 @@ typedef struct mb_device {
                                      always make every pass) */
     double sm_count;              /* optional: SMs / CUs (GPU) or cores the
                                      executors use (CPU): rows in flight */
+    double max_threads_per_sm;    /* optional: resident threads per SM / CU
+                                     (GPU; 0: unknown, and on a CPU): each
+                                     holds this / MB_ROW_BLOCK_THREADS row
+                                     blocks (mb_device_rows_in_flight) */
     double cache_mb;              /* last-level cache on the memory path: the
                                      nominal size, as drivers report it */
     double cache_resident_mb;     /* optional: what of it stays resident while
@@ -601,6 +605,10 @@ typedef struct mb_cost {
     int passes;      /* passes over each row the kernel makes on this device
                         (1: one pass; row kernels whose row does not fit on
                         chip: mb_kernel.passes); 0 in a plan's total */
+    int64_t rows_in_flight; /* passes > 1: rows the device works on at once
+                        (mb_device_rows_in_flight); 0 otherwise */
+    int rereads_cached; /* passes > 1: 1 when those rows fit the cache, so
+                        the passes after the first read it, not DRAM */
 } mb_cost;
 
 typedef struct mb_estimate {
@@ -625,8 +633,24 @@ void mb_estimate_free(mb_estimate *e);
  * A kernel with row operations is one pass when a row of what it keeps live
  * fits the device's on-chip storage (mb_device_onchip_bytes), else it reads
  * its row once per pass (the lecture's count counts each); a re-read hits
- * the cache when rows in flight (sm_count) x the row bytes it streams fit. */
+ * the cache when the rows in flight (mb_device_rows_in_flight) x the row
+ * bytes it streams fit. */
 int mb_estimate_plan_shape(const mb_plan *p, mb_shape s, const mb_device *d, mb_estimate *out, mb_err *err);
+
+/* Threads of the block that takes one row in the CUDA row kernels a
+ * multi-pass row kernel runs as (the row evaluator, kernels/rows_eval.cu,
+ * and the per-op row kernels, kernels/rows_op.cu: MB_CUDA_THREADS, which
+ * kernels/kernels_cuda_int.cuh holds equal to this). */
+#define MB_ROW_BLOCK_THREADS 256
+
+/* Rows a multi-pass row kernel works on at once on d, at most rows (and at
+ * least 1): with max_threads_per_sm, sm_count x the row blocks an SM holds
+ * by its threads (max_threads_per_sm / MB_ROW_BLOCK_THREADS, at least 1:
+ * H100 132 x 8 = 1056), as the CUDA launchers size their grids (their
+ * occupancy query also counts registers: docs/limitations.md); without it
+ * one row per SM or core (sm_count; a CPU's executor threads each take a
+ * row); 1 when d gives neither. */
+int64_t mb_device_rows_in_flight(const mb_device *d, int64_t rows);
 
 /* Sets K->passes, read_passes, live_bytes_per_col, eval_mask, stat_pass
  * and online from K's nodes, reads and writes (model/passes.c; online:

@@ -522,9 +522,20 @@ int mb_estimate_plan(const mb_plan *p, int64_t n, const mb_device *d, mb_estimat
     return estimate(p, mb_shape_1d(n), d, MB_FW_NONE, out, err);
 }
 
+int64_t mb_device_rows_in_flight(const mb_device *d, int64_t rows)
+{
+    double per_sm = floor(d->max_threads_per_sm / MB_ROW_BLOCK_THREADS); /* row blocks an SM holds */
+    if (!(per_sm >= 1)) per_sm = 1;
+    double n = (d->sm_count >= 1 ? floor(d->sm_count) : 1) * per_sm;
+    if (n > (double)rows) n = (double)rows;
+    return n >= 1 ? (int64_t)n : 1;
+}
+
 /* The extra passes of a row kernel K that does not fit on chip: each re-read
  * counts in the lecture's bytes; it reaches DRAM unless the rows in flight
- * (one per SM or core, at most rows) of everything K streams fit the cache. */
+ * (mb_device_rows_in_flight) of everything K streams fit the cache. Rows of
+ * up to 1024 columns run a warp a row (8 rows a block), but on every GPU of
+ * the table such rows are one pass. */
 static void extra_passes(const mb_graph *g, const mb_kernel *K, mb_shape s, const mb_device *d, double cache_bytes,
                          mb_cost *c)
 {
@@ -536,13 +547,12 @@ static void extra_passes(const mb_graph *g, const mb_kernel *K, mb_shape s, cons
         int u = o < K->n_reads ? K->reads[o] : K->writes[o - K->n_reads];
         if (g->nodes[u].shape == MB_SHC_FULL) row_bytes += (double)s.cols * (double)mb_dtype_bytes(g->nodes[u].dtype);
     }
-    double in_flight = d->sm_count >= 1 ? d->sm_count : 1;
-    if (in_flight > (double)s.rows) in_flight = (double)s.rows;
-    int hits = in_flight * row_bytes <= cache_bytes;
+    c->rows_in_flight = mb_device_rows_in_flight(d, s.rows);
+    c->rereads_cached = (double)c->rows_in_flight * row_bytes <= cache_bytes;
     for (int r = 0; r < K->n_reads; r++) {
         int64_t again = (int64_t)(K->read_passes[r] - 1) * tbytes(g, K->reads[r], s);
         c->read_bytes += again;
-        if (!hits && g->nodes[K->reads[r]].shape == MB_SHC_FULL) c->dram_read_bytes += again;
+        if (!c->rereads_cached && g->nodes[K->reads[r]].shape == MB_SHC_FULL) c->dram_read_bytes += again;
     }
 }
 

@@ -146,6 +146,11 @@ jcheck '.results[] | select(.plan=="online") | .read_bytes' $((2 * 4 * n))
 jcheck '.results[] | select(.plan=="online") | .shape' 64x4194304
 jcheck '.results[] | select(.plan=="fused") | .per_kernel[0].onepass_max_cols' 123904
 jcheck '.results[] | select(.plan=="fused") | .per_kernel[0].passes' 3
+jcheck '.results[] | select(.plan=="fused") | .per_kernel[0].rows_in_flight' 64  # 132 x 8 on h100-sxm, at most rows
+jcheck '.results[] | select(.plan=="fused") | .per_kernel[0].rereads_cached' false
+"$B" model softmax --plan fused --shape 2048x2^17 >"$tmp/out" || bad "model softmax multi-pass failed"
+grep -q "at 2048x131072: multi-pass, 1056 rows in flight, re-reads from DRAM" "$tmp/out" && ok \
+  || bad "rows in flight: $(grep 'rows in flight' "$tmp/out")"
 "$B" model softmax --shape 4096x1024 --devices h100-sxm,a100-80gb >"$tmp/out" || bad "model softmax table failed"
 grep -q "one pass up to rows of 107520 elements on a100-80gb" "$tmp/out" && ok || bad "a100 one-pass limit: $(grep a100 "$tmp/out")"
 "$B" whatif softmax_op --sizes 2^12x2^12,2^14x2^10 --devices h100-sxm --csv >"$tmp/out" || bad "whatif shapes failed"

@@ -256,9 +256,11 @@ int main(void)
     }
     sm_count = dev.sm_count;
     dev_optin = dev.smem_optin_bytes;
-    printf("%s: %d SMs, L2 %lld B, peak %.0f GB/s\n", dev.name, dev.sm_count, (long long)dev.l2_bytes,
-           dev.peak_bandwidth_gbs);
+    printf("%s: %d SMs of %d threads, L2 %lld B, peak %.0f GB/s\n", dev.name, dev.sm_count,
+           dev.max_threads_per_sm, (long long)dev.l2_bytes, dev.peak_bandwidth_gbs);
     CHECK(dev.sm_count > 0 && dev.l2_bytes > 0 && dev.peak_bandwidth_gbs > 0);
+    /* whole row blocks resident, whole warps (the device table: 1024-2048) */
+    CHECK(dev.max_threads_per_sm >= MB_ROW_BLOCK_THREADS && dev.max_threads_per_sm % 32 == 0);
 
     const char *variants[] = {"copy", "sin2_plus_cos2", "gelu_tanh", "sigmoid3"};
     const mb_dtype dts[] = {MB_F32, MB_BF16, MB_F16};
@@ -305,6 +307,7 @@ int main(void)
     memset(&spec, 0, sizeof spec);
     spec.onchip_kib = mb_kern_cuda_onchip_kib(&dev);
     spec.sm_count = dev.sm_count;
+    spec.max_threads_per_sm = dev.max_threads_per_sm;
     printf("on chip: %.0f KiB per SM (shared %lld B, registers %lld), a block up to %lld B of shared memory\n",
            spec.onchip_kib, (long long)dev.smem_per_sm_bytes, (long long)dev.regs_per_sm,
            (long long)dev.smem_optin_bytes);

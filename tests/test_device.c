@@ -65,6 +65,8 @@ static void check_same(const mb_device *a, const mb_device *b)
     CHECK(a->sfu_tops == b->sfu_tops);
     CHECK(a->launch_overhead_us == b->launch_overhead_us);
     CHECK(a->mem_gb == b->mem_gb);
+    CHECK(a->onchip_kib == b->onchip_kib && a->sm_count == b->sm_count);
+    CHECK(a->max_threads_per_sm == b->max_threads_per_sm);
     for (int op = 0; op < MB_OP_COUNT; op++) CHECK(a->op_geps[op] == b->op_geps[op]);
     for (int op = 0; op < MB_OP_COUNT; op++)
         CHECK(a->op_compiled_geps[op] == b->op_compiled_geps[op]);
@@ -100,6 +102,13 @@ static void test_table(void)
         CHECK(d->mem_bandwidth_gbs > 0 && d->cache_mb > 0 && d->fp32_tflops > 0);
         CHECK(d->launch_overhead_us > 0 && d->mem_gb > 0);
         CHECK(d->bf16_tflops >= 0 && d->sfu_tops >= 0);
+        /* every GPU row: its SMs and their resident threads, 1024, 1536 or
+         * 2048 in every CC and CDNA generation of the table (whole row blocks) */
+        if (!strcmp(d->kind, "gpu")) {
+            CHECK(d->sm_count >= 1);
+            CHECK(d->max_threads_per_sm == 1024 || d->max_threads_per_sm == 1536 || d->max_threads_per_sm == 2048);
+            CHECK(fmod(d->max_threads_per_sm, MB_ROW_BLOCK_THREADS) == 0);
+        }
         /* a measured figure above the datasheet peak cannot be true */
         CHECK(d->measured_bandwidth_gbs >= 0 &&
               d->measured_bandwidth_gbs <= d->mem_bandwidth_gbs);
@@ -167,6 +176,17 @@ static void test_values(void)
     CHECK_EQ_I64(mb_device_find("h100-sxm", &h, &err), MB_OK);
     CHECK_NEAR(h.sfu_tops, 3.9, 0.01);
     CHECK_NEAR(h.launch_overhead_us, 3, 0);
+    /* resident threads per SM by compute capability (device_table.c's
+     * sources): 9.0 2048, 7.5 1024, 8.9 1536, 8.7 1536, 12.0 1536; CDNA3 2048 */
+    static const struct { const char *id; double threads; } per_sm[] = {
+        {"h100-sxm", 2048}, {"t4", 1024}, {"l40s", 1536}, {"jetson-agx-orin", 1536}, {"rtx-5090", 1536},
+        {"mi300x", 2048},
+    };
+    for (size_t i = 0; i < sizeof per_sm / sizeof per_sm[0]; i++) {
+        mb_device t;
+        CHECK_EQ_I64(mb_device_find(per_sm[i].id, &t, &err), MB_OK);
+        CHECK_NEAR(t.max_threads_per_sm, per_sm[i].threads, 0);
+    }
     /* MI250X per-GCD row is the card halved */
     mb_device a, g;
     CHECK_EQ_I64(mb_device_find("mi250x", &a, &err), MB_OK);
@@ -396,6 +416,15 @@ static void test_round_trip(void)
         fclose(fp);
     }
     CHECK(strstr(text, "\nserial_fraction = 0.375\n") && !strstr(text, "serial_fraction_compiled"));
+    /* a CPU spec has no resident threads per SM: the key is not written */
+    d.max_threads_per_sm = 0;
+    char *ini = mb_device_ini_text(&d, &err);
+    CHECK(ini && !strstr(ini, "max_threads_per_sm"));
+    free(ini);
+    d.max_threads_per_sm = 1536;
+    ini = mb_device_ini_text(&d, &err);
+    CHECK(ini && strstr(ini, "\nmax_threads_per_sm = 1536\n"));
+    free(ini);
 
     /* the writer refuses what would not read back, and leaves no file */
     static const char *const bad_sources[] = {"a ; b", "two\nlines", " padded"};
@@ -466,6 +495,16 @@ static void test_malformed(void)
     CHECK_NEAR(d.op_compiled_geps[MB_OP_COS], 0, 0);
     CHECK(strcmp(d.label, "my-gpu") == 0 && d.measured_at[0] == '\0');
     CHECK_NEAR(d.measured_bandwidth_gbs, 0, 0);
+    CHECK_NEAR(d.max_threads_per_sm, 0, 0); /* optional: absent is none */
+
+    /* the row keys: SMs and their resident threads */
+    rc = mb_device_load_ini(write_file("rows.ini", GOOD_HEAD "mem_bandwidth_gbs = 1000\n" GOOD_TAIL
+                                       "sm_count = 132\nmax_threads_per_sm = 2048  ; CC 9.0\n"), &d, &err);
+    CHECK_EQ_I64(rc, MB_OK);
+    if (rc) fprintf(stderr, "  %s\n", err.msg);
+    CHECK_NEAR(d.sm_count, 132, 0);
+    CHECK_NEAR(d.max_threads_per_sm, 2048, 0);
+    CHECK_EQ_I64(mb_device_rows_in_flight(&d, 1 << 20), 132 * 8);
 
     /* a cpu spec needs no bf16 rate; a gpu spec does */
     rc = mb_device_load_ini(write_file("cpu.ini", "[device]\nname = c\nkind = cpu\n"
@@ -549,6 +588,10 @@ static void test_malformed(void)
     expect_error("twice-cop.ini", GOOD_HEAD "mem_bandwidth_gbs = 100\n" GOOD_TAIL
                  "op_add_compiled_geps = 3\nop_add_geps = 3\nop_add_compiled_geps = 4\n",
                  NEEDLES(":11: key 'op_add_compiled_geps' given twice (first on line 9)"));
+    expect_error("threads.ini", GOOD_HEAD "mem_bandwidth_gbs = 100\n" GOOD_TAIL "max_threads_per_sm = 16\n",
+                 NEEDLES(":9: key 'max_threads_per_sm': must be 0 (none) or in [32, 16384], got '16'"));
+    expect_error("threads2.ini", GOOD_HEAD "mem_bandwidth_gbs = 100\n" GOOD_TAIL "max_threads_per_sm = 2k\n",
+                 NEEDLES(":9: key 'max_threads_per_sm': expected a number, got '2k'"));
     expect_error("wa.ini", GOOD_HEAD "mem_bandwidth_gbs = 100\n" GOOD_TAIL "write_allocate = 0.5\n",
                  NEEDLES(":9: key 'write_allocate': must be 0 or 1"));
     expect_error("neg-cop.ini", GOOD_HEAD "mem_bandwidth_gbs = 100\n" GOOD_TAIL

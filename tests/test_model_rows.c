@@ -418,6 +418,73 @@ static void check_exp_nonpos(const mb_device *gpu)
     }
 }
 
+/* Rows in flight as the CUDA row kernels keep them: SMs x (resident threads
+ * / a 256-thread row block), at most rows; one a core without the key. */
+static void check_in_flight(void)
+{
+    static const struct { const char *id; double threads; int64_t rows, want; } rows[] = {
+        {"h100-sxm", -1, 1 << 20, 132 * 8}, {"h100-sxm", -1, 64, 64}, {"t4", -1, 1 << 20, 40 * 4},
+        {"l40s", -1, 1 << 20, 142 * 6},     {"jetson-agx-orin", -1, 1 << 20, 16 * 6},
+        {"mi300x", -1, 1 << 20, 304 * 8},   {"rtx-5090", -1, 1 << 20, 170 * 6},
+        {"h100-sxm", 0, 1 << 20, 132},      /* no key (a CPU's spec): one a core */
+        {"h100-sxm", 128, 1 << 20, 132},    /* fewer threads than a block: one a SM */
+    };
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+        mb_device d;
+        mb_err e;
+        CHECK(mb_device_find(rows[i].id, &d, &e) == MB_OK);
+        if (rows[i].threads >= 0) d.max_threads_per_sm = rows[i].threads;
+        CHECK_EQ_I64(mb_device_rows_in_flight(&d, rows[i].rows), rows[i].want);
+    }
+    mb_device none;
+    memset(&none, 0, sizeof none);
+    CHECK_EQ_I64(mb_device_rows_in_flight(&none, 1000), 1);
+}
+
+/* log-sum-exp fused (x read twice: its max, then the sum of exp; a [rows, 1]
+ * result) on b200 at 2^17 f32 columns (past its 123904-column one-pass
+ * limit: 484 KiB / 4 B): a row streams 512 KiB. The L2 (126.5 MiB) holds
+ * 253 rows in flight: the second read hits at 253 rows, misses at 254; at
+ * 1024 rows the 1024 in flight miss (2n from DRAM), where one row per SM
+ * (148 x 512 KiB = 74 MiB, the rule without max_threads_per_sm) would hit. */
+static void check_in_flight_dram(void)
+{
+    static const struct { int64_t rows; double threads; int64_t in_flight; int cached; } rows[] = {
+        {253, -1, 253, 1}, {254, -1, 254, 0}, {1024, -1, 1024, 0}, {1024, 0, 148, 1},
+    };
+    mb_device b200;
+    mb_err e;
+    CHECK(mb_device_find("b200", &b200, &e) == MB_OK);
+    CHECK_EQ_I64(mb_device_cache_bytes(&b200), 253 * 512 * 1024);
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+        mb_device d = b200;
+        if (rows[i].threads >= 0) d.max_threads_per_sm = rows[i].threads;
+        mb_graph *g = NULL;
+        mb_plan *p = NULL;
+        mb_estimate est;
+        memset(&est, 0, sizeof est);
+        mb_shape s = {2, rows[i].rows, (int64_t)1 << 17};
+        int rc = mb_parse_variant(X_ "m = x.amax(-1, keepdim=True)\ny = log(exp(x - m).sum(-1, keepdim=True)) + m\n"
+                                  "output y", "lse.mb", MB_F32, &g, &e) ||
+                 mb_plan_build(g, MB_PLAN_FUSED, &p, &e) || mb_estimate_plan_shape(p, s, &d, &est, &e);
+        CHECK(rc == 0);
+        if (!rc) {
+            const int64_t x_bytes = 4 * s.rows * s.cols;
+            const mb_cost *c = &est.per_kernel[0];
+            CHECK_EQ_I64(p->n_kernels, 1);
+            CHECK(c->passes > 1 && p->kernels[0].n_reads == 1 && p->kernels[0].read_passes[0] == 2);
+            CHECK_EQ_I64(c->rows_in_flight, rows[i].in_flight);
+            CHECK_EQ_I64(c->rereads_cached, rows[i].cached);
+            CHECK_EQ_I64(est.total.read_bytes, 2 * x_bytes);
+            CHECK_EQ_I64(est.total.dram_read_bytes, (rows[i].cached ? 1 : 2) * x_bytes);
+            CHECK_EQ_I64(est.total.dram_write_bytes, 4 * s.rows);
+        }
+        mb_estimate_free(&est);
+        mb_plan_free(p);
+        mb_graph_free(g);
+    }
+}
+
 int main(void)
 {
     mb_device d;
@@ -434,5 +501,7 @@ int main(void)
     check_rowv_note();
     check_onepass_accesses(&d);
     check_exp_nonpos(&d);
+    check_in_flight();
+    check_in_flight_dram();
     return mb_test_done();
 }
