@@ -22,7 +22,7 @@
  *
  * Softmax's exp(x - max) (the library ops', an online sum's, and exp(a -
  * amax(a)) written out: mb_node_exp_nonpos) is vec_ops.h's MB_V_EXP_NONPOS,
- * within 2 ulps like SLEEF's u10 and 2.5x its speed on AVX-512.
+ * within 2 ulps like SLEEF's u10 and 2-2.7x its speed on AVX-512.
  * Numerics as rows_cpu.c's: f32 lanes, each chunk of MB_KERN_TILE columns'
  * lane sums added pairwise and into double; LayerNorm's sums of x - k and
  * (x - k)^2 with k each lane's first element, the lanes combined in double

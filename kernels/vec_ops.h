@@ -120,8 +120,9 @@ static inline vf mb_v_silu_grad(vf x)
 
 /* exp(x) for x <= 0 (softmax's exp(x - max), whose argument is never
  * positive): SLEEF has one exp form, u10, for every argument, and it took
- * 0.66 ns an element against 0.26 for this one (Xeon 2-vCPU guest, one
- * thread, L1-resident, AVX-512). PyTorch's CPU softmax uses a 20-ulp exp of
+ * 0.80-1.04 ns an element against 0.30-0.49 for this one (Xeon 2-vCPU
+ * guest under load, one thread, L1-resident, AVX-512; calibrate's
+ * exp_nonpos_gain through the tile loops, loads and stores included: 1.62). PyTorch's CPU softmax uses a 20-ulp exp of
  * its own for the same reason (F.softmax's largest error against float64 is
  * 2.4e-6 relative, torch.exp's 6e-8: torch 2.15). This one: x = n ln2 + r
  * (ln2 in two parts, Cody and Waite), |r| <= ln2 / 2, exp(r) by its Taylor
