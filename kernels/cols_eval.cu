@@ -9,7 +9,8 @@
  * splits' sums meet in a small workspace, added in split order by the last
  * block of the column tile, which then runs the nodes after the sums.
  * Values live in shared memory slots as in the row evaluator (indexed at run
- * time, so no registers; no local memory). It does not lower programs
+ * time, so no registers; local memory only in sin and cos's reduction of huge
+ * arguments, CUDA's Payne-Hanek path). It does not lower programs
  * (cuda_cols.cu) nor choose kernels (cuda_plan.cu). */
 #include "kernels_cuda_int.cuh"
 #include "rows_math.cuh"

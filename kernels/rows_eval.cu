@@ -17,7 +17,8 @@
  * shared memory, in its own storage type, for the later ones (the model's
  * live bytes per column); multi-pass re-reads it from memory each pass.
  * Values live in shared memory slots as in the fused evaluator (fused_eval.cu:
- * indexed at run time, so no registers; no local memory). Same math as the
+ * indexed at run time, so no registers; local memory only in sin and cos's
+ * reduction of huge arguments, CUDA's Payne-Hanek path). Same math as the
  * CPU row executor (rows_cpu.c, mb_ops.h). It does not choose kernels
  * (cuda_plan.cu does) nor lower programs (cuda_rows.cu). */
 #include "kernels_cuda_int.cuh"
