@@ -12,24 +12,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int io_shape(const mb_node *nd)
-{
-    switch (nd->shape) {
-    case MB_SHC_COL: return MB_ROWT_COL;
-    case MB_SHC_ROW:
-    case MB_SHC_ROWV: return MB_ROWT_ROW;
-    case MB_SHC_SCALAR: return MB_ROWT_SCALAR;
-    default: return MB_ROWT_FULL;
-    }
-}
-
-static int index_in(const int *a, int n, int v)
-{
-    for (int i = 0; i < n; i++)
-        if (a[i] == v) return i;
-    return -1;
-}
-
 /* post[] of K (mb_kern_col_phase) into post (K->n_nodes); -1 when out of
  * memory, else 1 for a column kernel, 0 for a row kernel. */
 static int phase_of(const mb_graph *g, const mb_kernel *K, char *post)
@@ -71,9 +53,9 @@ static int limit(lower *L, const char *what, int max)
  * node's; -1 when it is neither. */
 static int operand_slot(const lower *L, int u, int j)
 {
-    int q = index_in(L->K->nodes, j, u);
+    int q = mb_cuda_index_of(L->K->nodes, j, u);
     if (q >= 0) return L->slot[L->K->n_reads + q];
-    q = index_in(L->K->reads, L->K->n_reads, u);
+    q = mb_cuda_index_of(L->K->reads, L->K->n_reads, u);
     return q >= 0 ? L->slot[q] : -1;
 }
 
@@ -160,7 +142,7 @@ static int lower_io(lower *L, const char *post, void *const *dev)
         mb_col_io *io = &P->reads[r];
         io->p = dev ? dev[K->reads[r]] : NULL;
         io->dt = (uint8_t)nd->dtype;
-        io->shape = (uint8_t)io_shape(nd);
+        io->shape = (uint8_t)mb_cuda_rowt_of(nd);
         io->slot = (uint8_t)L->slot[r];
         io->phase = 0;
         for (int ph = 0; ph < 2; ph++) {
@@ -175,13 +157,13 @@ static int lower_io(lower *L, const char *post, void *const *dev)
     }
     P->n_writes = K->n_writes;
     for (int w = 0; w < K->n_writes; w++) {
-        int j = index_in(K->nodes, K->n_nodes, K->writes[w]);
+        int j = mb_cuda_index_of(K->nodes, K->n_nodes, K->writes[w]);
         if (j < 0) return mb_err_set(L->err, MB_EINPUT, "kernel %s writes a tensor it reads", K->name);
         const mb_node *nd = &g->nodes[K->writes[w]];
         mb_col_io *io = &P->writes[w];
         io->p = dev ? dev[K->writes[w]] : NULL;
         io->dt = (uint8_t)nd->dtype;
-        io->shape = (uint8_t)io_shape(nd);
+        io->shape = (uint8_t)mb_cuda_rowt_of(nd);
         io->slot = (uint8_t)L->slot[K->n_reads + j];
         io->phase = (uint8_t)(post[j] || nd->shape == MB_SHC_COL);
         if (io->shape == MB_ROWT_SCALAR)

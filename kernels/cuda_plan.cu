@@ -166,13 +166,6 @@ static hand_entry hands[] = {
 };
 #define N_HANDS (int)(sizeof hands / sizeof hands[0])
 
-static int index_of(const int *a, int n, int v)
-{
-    for (int i = 0; i < n; i++)
-        if (a[i] == v) return i;
-    return -1;
-}
-
 /* A kernel's node list as text: each node's op and operands (a position in
  * the kernel, a position in its reads, or the scalar's exact bits), then its
  * writes. Two kernels with the same text compute the same thing from reads in
@@ -197,9 +190,9 @@ static int kernel_sig(const mb_plan *p, const mb_kernel *K, char *buf, size_t si
                 APPEND("s%a,", nd->scalar[a]);
                 continue;
             }
-            int q = index_of(K->nodes, j, arg);
+            int q = mb_cuda_index_of(K->nodes, j, arg);
             if (q >= 0) { APPEND("k%d,", q); continue; }
-            int r = index_of(K->reads, K->n_reads, arg);
+            int r = mb_cuda_index_of(K->reads, K->n_reads, arg);
             if (r < 0) return -1;
             APPEND("r%d,", r);
         }
@@ -207,9 +200,9 @@ static int kernel_sig(const mb_plan *p, const mb_kernel *K, char *buf, size_t si
     }
     APPEND("|");
     for (int w = 0; w < K->n_writes; w++) {
-        int q = index_of(K->nodes, K->n_nodes, K->writes[w]);
+        int q = mb_cuda_index_of(K->nodes, K->n_nodes, K->writes[w]);
         if (q >= 0) APPEND("k%d,", q);
-        else APPEND("r%d,", index_of(K->reads, K->n_reads, K->writes[w]));
+        else APPEND("r%d,", mb_cuda_index_of(K->reads, K->n_reads, K->writes[w]));
     }
 #undef APPEND
     return len < size ? 0 : -1;
@@ -392,8 +385,8 @@ static int lower_eval(const mb_kern_cuda_plan *cp, const mb_kernel *K, mb_eval_p
     for (int v = 0; v < nv; v++) last[v] = -1, slot[v] = -1;
     /* value index of node id `node` as seen from position j, or -1 */
 #define VALUE_OF(node, j)                                                               \
-    (index_of(K->nodes, (j), (node)) >= 0 ? K->n_reads + index_of(K->nodes, (j), (node)) \
-                                          : index_of(K->reads, K->n_reads, (node)))
+    (mb_cuda_index_of(K->nodes, (j), (node)) >= 0 ? K->n_reads + mb_cuda_index_of(K->nodes, (j), (node)) \
+                                          : mb_cuda_index_of(K->reads, K->n_reads, (node)))
     for (int j = 0; j < K->n_nodes && rc == MB_OK; j++) {
         const mb_node *nd = &g->nodes[K->nodes[j]];
         int ar = mb_op_arity(nd->op);
@@ -494,9 +487,9 @@ static int rowop_fits(const mb_graph *g, const mb_kernel *K, mb_shape s)
     if (K->n_nodes != 1 || K->n_writes != 1 || K->writes[0] != K->nodes[0] || !K->online) return 0;
     const mb_node *nd = &g->nodes[K->nodes[0]];
     if (!mb_cuda_rowop_has(nd->op) || nd->arg[0] < 0 || g->nodes[nd->arg[0]].shape != MB_SHC_FULL) return 0;
-    if (index_of(K->reads, K->n_reads, nd->arg[0]) < 0) return 0;
+    if (mb_cuda_index_of(K->reads, K->n_reads, nd->arg[0]) < 0) return 0;
     if (mb_op_arity(nd->op) > 1 && nd->arg[1] >= 0 &&
-        (g->nodes[nd->arg[1]].shape != MB_SHC_COL || index_of(K->reads, K->n_reads, nd->arg[1]) < 0))
+        (g->nodes[nd->arg[1]].shape != MB_SHC_COL || mb_cuda_index_of(K->reads, K->n_reads, nd->arg[1]) < 0))
         return 0;
     const int v = 16 / mb_dtype_bytes(nd->dtype);
     return s.cols % v == 0 && s.cols >= v;
@@ -571,8 +564,8 @@ static int choose(const mb_plan *p, int k, mb_shape shape, const mb_device *spec
          * at least one operand is a tensor */
         int ar = mb_op_arity(nd->op);
         int a_t = nd->arg[0] >= 0, b_t = ar > 1 && nd->arg[1] >= 0;
-        int ok = (!a_t || index_of(K->reads, K->n_reads, nd->arg[0]) >= 0) &&
-                 (!b_t || index_of(K->reads, K->n_reads, nd->arg[1]) >= 0) && (a_t || b_t);
+        int ok = (!a_t || mb_cuda_index_of(K->reads, K->n_reads, nd->arg[0]) >= 0) &&
+                 (!b_t || mb_cuda_index_of(K->reads, K->n_reads, nd->arg[1]) >= 0) && (a_t || b_t);
         if (ok && mb_cuda_op_symbol(nd->op, c->dt, !a_t, !b_t, c->symbol, sizeof c->symbol, &c->null_params) == 0) {
             c->impl = MB_KERN_CUDA_OP;
             c->op = nd->op;

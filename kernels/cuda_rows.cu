@@ -19,24 +19,6 @@ static int is_rowval(const mb_node *nd)
     return nd->shape == MB_SHC_ROW || nd->shape == MB_SHC_ROWV || nd->shape == MB_SHC_SCALAR;
 }
 
-static int io_shape(const mb_node *nd)
-{
-    switch (nd->shape) {
-    case MB_SHC_COL: return MB_ROWT_COL;
-    case MB_SHC_ROW:
-    case MB_SHC_ROWV: return MB_ROWT_ROW;
-    case MB_SHC_SCALAR: return MB_ROWT_SCALAR;
-    default: return MB_ROWT_FULL;
-    }
-}
-
-static int find(const int *a, int n, int v)
-{
-    for (int i = 0; i < n; i++)
-        if (a[i] == v) return i;
-    return -1;
-}
-
 static int popcount(uint32_t m)
 {
     int c = 0;
@@ -66,9 +48,9 @@ typedef struct lower {
 
 static int value_of(const lower *L, int node, int before_j)
 {
-    int q = find(L->K->nodes, before_j, node);
+    int q = mb_cuda_index_of(L->K->nodes, before_j, node);
     if (q >= 0) return L->K->n_reads + q;
-    return find(L->K->reads, L->K->n_reads, node);
+    return mb_cuda_index_of(L->K->reads, L->K->n_reads, node);
 }
 
 static int add_stat(lower *L, int kind, int pass, int dep, int rv, int which, int mean)
@@ -217,7 +199,7 @@ static int assign(lower *L, const mb_shape s, void *const *dev)
         mb_row_io *io = &P->writes[w];
         io->p = dev ? dev[K->writes[w]] : NULL;
         io->dt = (uint8_t)nd->dtype;
-        io->shape = (uint8_t)io_shape(nd);
+        io->shape = (uint8_t)mb_cuda_rowt_of(nd);
         io->staged = 0;
         int at = K->stat_pass[j] >= 0 && mb_op_info_of(nd->op)->kind == MB_OPK_REDUCTION ? K->stat_pass[j]
                                                                                        : lowest_bit((uint32_t)K->eval_mask[j]);
@@ -243,7 +225,7 @@ static int assign(lower *L, const mb_shape s, void *const *dev)
         mb_row_io *io = &P->reads[r];
         io->p = dev ? dev[K->reads[r]] : NULL;
         io->dt = (uint8_t)nd->dtype;
-        io->shape = (uint8_t)io_shape(nd);
+        io->shape = (uint8_t)mb_cuda_rowt_of(nd);
         io->mask = need[r];
         io->staged = 0;
         if (io->shape > MB_ROWT_COL) {

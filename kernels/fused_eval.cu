@@ -15,70 +15,9 @@
  * The block size shrinks when the slots would not fit 48 KiB per block.
  * It does not pick which kernels it runs (cuda_plan.cu does). */
 #include "kernels_cuda_int.cuh"
+#include "rows_math.cuh" /* row_load4, row_store4, row_apply4 */
 
-/* ---- device helpers ------------------------------------------------------- */
-
-/* Four elements from i0 of an array of storage type dt; elements at or past
- * n (the last, partial group) read as 0. */
-__device__ __forceinline__ float4 eval_load4(const void *__restrict__ p, int dt, int64_t i0, int64_t n)
-{
-    if (i0 + 4 <= n) {
-        if (dt == MB_F32) return __ldg(reinterpret_cast<const float4 *>(p) + (i0 >> 2));
-        const uint2 u = __ldg(reinterpret_cast<const uint2 *>(p) + (i0 >> 2));
-        if (dt == MB_BF16)
-            return make_float4(mb_bf16_to_f32((uint16_t)(u.x & 0xffffu)), mb_bf16_to_f32((uint16_t)(u.x >> 16)),
-                               mb_bf16_to_f32((uint16_t)(u.y & 0xffffu)), mb_bf16_to_f32((uint16_t)(u.y >> 16)));
-        return make_float4(mb_f16_to_f32((uint16_t)(u.x & 0xffffu)), mb_f16_to_f32((uint16_t)(u.x >> 16)),
-                           mb_f16_to_f32((uint16_t)(u.y & 0xffffu)), mb_f16_to_f32((uint16_t)(u.y >> 16)));
-    }
-    float v[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-#pragma unroll
-    for (int j = 0; j < 4; j++) /* unrolled: constant indices keep v in registers */
-        if (i0 + j < n) v[j] = mb_load_f32(p, i0 + j, (mb_dtype)dt);
-    return make_float4(v[0], v[1], v[2], v[3]);
-}
-
-__device__ __forceinline__ uint32_t eval_pack2(int dt, float a, float b)
-{
-    const uint32_t lo = dt == MB_BF16 ? mb_f32_to_bf16(a) : mb_f32_to_f16(a);
-    const uint32_t hi = dt == MB_BF16 ? mb_f32_to_bf16(b) : mb_f32_to_f16(b);
-    return lo | (hi << 16);
-}
-
-/* Stores the elements of v that lie below n, rounded to dt. */
-__device__ __forceinline__ void eval_store4(void *__restrict__ p, int dt, int64_t i0, int64_t n, float4 v)
-{
-    if (i0 + 4 <= n) {
-        if (dt == MB_F32) {
-            reinterpret_cast<float4 *>(p)[i0 >> 2] = v;
-        } else {
-            reinterpret_cast<uint2 *>(p)[i0 >> 2] = make_uint2(eval_pack2(dt, v.x, v.y), eval_pack2(dt, v.z, v.w));
-        }
-        return;
-    }
-    const float w[4] = {v.x, v.y, v.z, v.w};
-#pragma unroll
-    for (int j = 0; j < 4; j++)
-        if (i0 + j < n) mb_store_f32(p, i0 + j, (mb_dtype)dt, w[j]);
-}
-
-/* op applied lane-wise. op is warp-uniform: one indirect branch per
- * instruction, then straight-line math with the op constant-folded. */
-__device__ __forceinline__ float4 eval_apply4(int op, float4 a, float4 b)
-{
-    switch (op) {
-#define MB_CASE(E, ...)                                                                        \
-    case MB_OP_##E:                                                                                \
-        return make_float4(mb_op_apply_f32(MB_OP_##E, a.x, b.x), mb_op_apply_f32(MB_OP_##E, a.y, b.y), \
-                           mb_op_apply_f32(MB_OP_##E, a.z, b.z), mb_op_apply_f32(MB_OP_##E, a.w, b.w));
-        MB_OP_TABLE(MB_CASE) /* every row of op_table.h */
-#undef MB_CASE
-    default:
-        return a;
-    }
-}
-
-/* 1 when eval_apply4 has a case for op (the same walk of op_table.h). */
+/* 1 when row_apply4 has a case for op (the same walk of op_table.h). */
 extern "C" int mb_kern_cuda_eval_has_op(mb_op op)
 {
     if (MB_OP_IS_ROW(op)) return 0; /* no row operations in the evaluator */
@@ -104,16 +43,16 @@ __global__ void __launch_bounds__(MB_CUDA_THREADS) eval_kernel(const __grid_cons
     for (int64_t g = mb_cuda_tid(); g < groups; g += stride) {
         const int64_t i0 = g << 2;
         for (int r = 0; r < P.n_reads; r++)
-            slot[P.read_slot[r] * sstride] = eval_load4(P.reads[r], P.read_dt[r], i0, n);
+            slot[P.read_slot[r] * sstride] = row_load4(P.reads[r], P.read_dt[r], 0, i0, n, 1);
         for (int k = 0; k < P.n_ins; k++) {
             const mb_eval_ins in = P.ins[k];
             const float4 imm = make_float4(in.imm, in.imm, in.imm, in.imm);
             const float4 a = in.a == MB_EVAL_IMM ? imm : slot[in.a * sstride];
             const float4 b = in.b == MB_EVAL_IMM ? imm : slot[in.b * sstride];
-            slot[in.dst * sstride] = eval_apply4(in.op, a, b);
+            slot[in.dst * sstride] = row_apply4(in.op, a, b);
         }
         for (int w = 0; w < P.n_writes; w++)
-            eval_store4(P.writes[w], P.write_dt[w], i0, n, slot[P.write_slot[w] * sstride]);
+            row_store4(P.writes[w], P.write_dt[w], 0, i0, n, 1, slot[P.write_slot[w] * sstride]);
     }
 }
 

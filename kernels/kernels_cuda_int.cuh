@@ -218,6 +218,26 @@ typedef struct mb_row_stat {
 /* Shapes of reads and writes. */
 enum { MB_ROWT_FULL = 0, MB_ROWT_COL, MB_ROWT_ROW, MB_ROWT_SCALAR };
 
+/* Node nd's shape class as a row or column program reads or writes it. */
+static inline int mb_cuda_rowt_of(const mb_node *nd)
+{
+    switch (nd->shape) {
+    case MB_SHC_COL: return MB_ROWT_COL;
+    case MB_SHC_ROW:
+    case MB_SHC_ROWV: return MB_ROWT_ROW;
+    case MB_SHC_SCALAR: return MB_ROWT_SCALAR;
+    default: return MB_ROWT_FULL;
+    }
+}
+
+/* The index of v in a[0..n), or -1. */
+static inline int mb_cuda_index_of(const int *a, int n, int v)
+{
+    for (int i = 0; i < n; i++)
+        if (a[i] == v) return i;
+    return -1;
+}
+
 typedef struct mb_row_io {
     const void *p;
     uint8_t dt, shape;

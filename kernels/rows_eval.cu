@@ -276,7 +276,7 @@ __device__ void row_one(const mb_row_prog &P, const row_smem &M, int64_t row, in
 
 /* The block form (a row a block, the multi-pass rows) at 8 blocks an SM:
  * 2048 threads, the model's rows in flight on CC 8.0/9.0/10.0 (SMs x
- * max_threads_per_sm / 256); ptxas gives it 31 registers without a spill
+ * max_threads_per_sm / 256); ptxas gives it 32 registers without a spill
  * (44 unbounded held 5 blocks). The warp form spills at 32: unbounded. */
 template <int WARP>
 __global__ void __launch_bounds__(MB_CUDA_THREADS, WARP ? 1 : 2048 / MB_CUDA_THREADS) row_eval_kernel(const __grid_constant__ mb_row_prog P)

@@ -2,8 +2,8 @@
  * (rows_eval.cu) and the hand-written row-op kernels (rows_op.cu): partial
  * sums, max, online softmax's (max, sum of exp) pairs and Welford's (count,
  * mean, M2), each accumulated a value at a time and merged pairwise, and
- * their warp shuffles; and the 4-column loads, stores and ops of the row and
- * column evaluators (rows_eval.cu, cols_eval.cu). Host and device (the
+ * their warp shuffles; and the 4-column loads, stores and ops of the fused,
+ * row and column evaluators (fused_eval.cu, rows_eval.cu, cols_eval.cu). Host and device (the
  * evaluators' host emulations run the same code). CUDA C++ only; no kernels
  * here. */
 #ifndef MB_ROWS_MATH_CUH
@@ -154,10 +154,20 @@ MB_HD static inline float row_apply(int op, float a, float b)
     }
 }
 
+/* op applied lane-wise. op is warp-uniform: one indirect branch per
+ * instruction, then straight-line math with the op constant-folded (the
+ * fused, row and column evaluators). */
 MB_HD static inline float4 row_apply4(int op, float4 a, float4 b)
 {
-    return make_float4(row_apply(op, a.x, b.x), row_apply(op, a.y, b.y), row_apply(op, a.z, b.z),
-                       row_apply(op, a.w, b.w));
+    switch (op) {
+#define MB_CASE(E, ...)                                                                                    \
+    case MB_OP_##E:                                                                                        \
+        return make_float4(mb_op_apply_f32(MB_OP_##E, a.x, b.x), mb_op_apply_f32(MB_OP_##E, a.y, b.y), \
+                           mb_op_apply_f32(MB_OP_##E, a.z, b.z), mb_op_apply_f32(MB_OP_##E, a.w, b.w));
+        MB_OP_TABLE(MB_CASE) /* every row of op_table.h */
+#undef MB_CASE
+    default: return a;
+    }
 }
 
 #endif
