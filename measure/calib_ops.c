@@ -15,78 +15,41 @@ void mb_meas_cal_op_rate(void *p)
     c->elements = mb_meas_op_rate_run(c->op, c->rounds);
 }
 
-/* ---- sin and cos together --------------------------------------------------- */
+/* ---- tile probes: sin and cos together, softmax's exp against the exp op ---- */
 
-typedef struct sincos_ctx {
+enum { TILE_SINCOS, TILE_EXP, TILE_EXP_NONPOS };
+
+typedef struct tile_ctx {
+    int kind;
     int64_t rounds;
     double elements;
     float sum;
-} sincos_ctx;
+} tile_ctx;
 
-static void sincos_tiles(void *p)
+/* rounds passes of the kind's primitive over one L1-resident tile a thread:
+ * sin and cos of [0.5, 2], or exp of [-20, 0] (softmax's exp(x - max)). */
+static void tile_probe(void *p)
 {
-    sincos_ctx *c = p;
-    int64_t rounds = c->rounds;
-    double elements = 0.0;
-    float sum = 0.0f;
-#pragma omp parallel reduction(+ : elements, sum)
-    {
-        float a[MB_KERN_TILE] __attribute__((aligned(64)));
-        float so[MB_KERN_TILE] __attribute__((aligned(64)));
-        float co[MB_KERN_TILE] __attribute__((aligned(64)));
-        for (int i = 0; i < MB_KERN_TILE; i++) a[i] = 0.5f + 1.5f * (float)((i * 7919) % 1000) / 1000.0f;
-        for (int64_t k = 0; k < rounds; k++) {
-            mb_kern_sincos_apply(a, so, co, MB_KERN_TILE);
-            sum += so[k & (MB_KERN_TILE - 1)] + co[k & (MB_KERN_TILE - 1)];
-        }
-        elements += (double)rounds * MB_KERN_TILE;
-    }
-    c->elements = elements;
-    c->sum = sum;
-}
-
-double mb_meas_cal_sincos_geps(int quick)
-{
-    enum { REPS = 7 };
-    double s_geps[REPS];
-    int reps = quick ? 3 : REPS;
-    sincos_ctx c = {quick ? 20 : 200, 0, 0};
-    mb_meas_sampler s = {sincos_tiles, &c, NULL, NULL, 1, mb_kern_threads(), CAL_RETRIES};
-    sincos_tiles(&c); /* warm-up */
-    for (int r = 0; r < reps; r++) {
-        double dt = mb_meas_sample_s(&s, NULL, NULL);
-        s_geps[r] = c.sum == c.sum && dt > 0 ? c.elements / dt / 1e9 : 0.0;
-    }
-    mb_meas_stats st;
-    mb_meas_stats_compute(s_geps, reps, &st);
-    return st.median_s;
-}
-
-/* ---- softmax's exp against the exp op ------------------------------------------ */
-
-typedef struct expn_ctx {
-    int nonpos;
-    int64_t rounds;
-    double elements;
-    float sum;
-} expn_ctx;
-
-static void expn_tiles(void *p)
-{
-    expn_ctx *c = p;
+    tile_ctx *c = p;
     const int64_t rounds = c->rounds;
-    const int nonpos = c->nonpos;
+    const int kind = c->kind;
     double elements = 0.0;
     float sum = 0.0f;
 #pragma omp parallel reduction(+ : elements, sum)
     {
         float a[MB_KERN_TILE] __attribute__((aligned(64)));
         float o[MB_KERN_TILE] __attribute__((aligned(64)));
-        for (int i = 0; i < MB_KERN_TILE; i++) a[i] = -20.0f * (float)((i * 7919) % 1000) / 1000.0f;
+        float o2[MB_KERN_TILE] __attribute__((aligned(64)));
+        for (int i = 0; i < MB_KERN_TILE; i++) {
+            const float u = (float)((i * 7919) % 1000) / 1000.0f;
+            a[i] = kind == TILE_SINCOS ? 0.5f + 1.5f * u : -20.0f * u;
+        }
         for (int64_t k = 0; k < rounds; k++) {
-            if (nonpos) mb_kern_exp_nonpos_apply(a, o, MB_KERN_TILE);
+            const int64_t at = k & (MB_KERN_TILE - 1);
+            if (kind == TILE_SINCOS) mb_kern_sincos_apply(a, o, o2, MB_KERN_TILE), sum += o2[at];
+            else if (kind == TILE_EXP_NONPOS) mb_kern_exp_nonpos_apply(a, o, MB_KERN_TILE);
             else mb_kern_op_apply(MB_OP_EXP, a, 0, NULL, 0, o, MB_KERN_TILE);
-            sum += o[k & (MB_KERN_TILE - 1)];
+            sum += o[at];
         }
         elements += (double)rounds * MB_KERN_TILE;
     }
@@ -94,23 +57,45 @@ static void expn_tiles(void *p)
     c->sum = sum;
 }
 
-double mb_meas_cal_exp_nonpos_gain(int quick)
+/* The median over interleaved samples of each kind in kinds[0..n) (n <= 2):
+ * elements/s in 1e9 of kinds[0] (n == 1), or kinds[1]'s rate over kinds[0]'s
+ * (n == 2); 0 for a sample that failed. */
+static double tile_median(const int *kinds, int n, int quick)
 {
     enum { REPS = 7 };
-    double ratio[REPS];
+    double v[REPS];
     int reps = quick ? 3 : REPS;
-    expn_ctx c[2] = {{0, quick ? 20 : 200, 0, 0}, {1, quick ? 20 : 200, 0, 0}};
-    mb_meas_sampler s[2] = {{expn_tiles, &c[0], NULL, NULL, 1, mb_kern_threads(), CAL_RETRIES},
-                            {expn_tiles, &c[1], NULL, NULL, 1, mb_kern_threads(), CAL_RETRIES}};
-    expn_tiles(&c[0]); /* warm-up */
-    expn_tiles(&c[1]);
+    tile_ctx c[2];
+    mb_meas_sampler s[2];
+    for (int i = 0; i < n; i++) {
+        c[i] = (tile_ctx){kinds[i], quick ? 20 : 200, 0, 0};
+        s[i] = (mb_meas_sampler){tile_probe, &c[i], NULL, NULL, 1, mb_kern_threads(), CAL_RETRIES};
+        tile_probe(&c[i]); /* warm-up */
+    }
     for (int r = 0; r < reps; r++) {
-        double dt0 = mb_meas_sample_s(&s[0], NULL, NULL), dt1 = mb_meas_sample_s(&s[1], NULL, NULL);
-        ratio[r] = dt0 > 0 && dt1 > 0 && c[0].sum == c[0].sum && c[1].sum == c[1].sum ? dt0 / dt1 : 0.0;
+        double dt[2] = {0, 0};
+        int ok = 1;
+        for (int i = 0; i < n; i++) {
+            dt[i] = mb_meas_sample_s(&s[i], NULL, NULL);
+            ok &= dt[i] > 0 && c[i].sum == c[i].sum;
+        }
+        v[r] = !ok ? 0.0 : n == 1 ? c[0].elements / dt[0] / 1e9 : dt[0] / dt[1];
     }
     mb_meas_stats st;
-    mb_meas_stats_compute(ratio, reps, &st);
+    mb_meas_stats_compute(v, reps, &st);
     return st.median_s;
+}
+
+double mb_meas_cal_sincos_geps(int quick)
+{
+    const int kinds[1] = {TILE_SINCOS};
+    return tile_median(kinds, 1, quick);
+}
+
+double mb_meas_cal_exp_nonpos_gain(int quick)
+{
+    const int kinds[2] = {TILE_EXP, TILE_EXP_NONPOS};
+    return tile_median(kinds, 2, quick);
 }
 
 /* ---- one executor pass -------------------------------------------------------- */
