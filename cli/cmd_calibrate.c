@@ -95,6 +95,10 @@ static void print_cpu_summary(const mb_device *d, const mb_meas_calib *cal)
     else
         printf("  serial fraction of a compiled kernel: not measured (no compiled kernels: "
                "%s); such kernels take the figure above\n", why_not);
+    if (cal->has_serial_fraction_rows)
+        printf("  serial fraction of a compiled row kernel in one pass %.2f (rounds' quartiles "
+               "%.2f-%.2f)\n", cal->serial_fraction_rows, cal->serial_fraction_rows_q1,
+               cal->serial_fraction_rows_q3);
     print_touch(cal);
     printf("  op rates (1e9 elements/s, L1-resident, all threads):\n");
     int shown = 0;

@@ -1,8 +1,9 @@
 /* calib_overlap.c — calibrate's overlap probes: cold runs of y = copy(x),
- * y = sin(x), y = x * sin(x) (compiled) and y = a + b + c + d against the
- * model's estimate of each, in interleaved rounds, giving serial_fraction (how
- * much of the shorter of memory and compute does not hide behind the longer)
- * and the read-stream penalty or gain. Does not measure bandwidth or op rates
+ * y = sin(x), y = x * sin(x) (compiled), y = log_softmax(x, -1) (a compiled
+ * row kernel in one pass) and y = a + b + c + d against the model's estimate
+ * of each, in interleaved rounds, giving serial_fraction (how much of the
+ * shorter of memory and compute does not hide behind the longer), its
+ * compiled and row-kernel forms, and the read-stream penalty or gain. Does not measure bandwidth or op rates
  * (calib_streams.c, calib_ops.c). */
 #include "calib_int.h"
 
@@ -29,14 +30,16 @@ static void probe_free(probe *pb)
     memset(pb, 0, sizeof *pb);
 }
 
-static int probe_init(probe *pb, const char *expr, mb_plan_kind k, int64_t n, const mb_device *d,
+/* At shape s: rank 1 (n elements) or rank 2 (rows x cols, the row executor). */
+static int probe_init(probe *pb, const char *expr, mb_plan_kind k, mb_shape s, const mb_device *d,
                       mb_err *err)
 {
     memset(pb, 0, sizeof *pb);
     int rc = mb_parse_expr(expr, MB_F32, &pb->g, err);
+    if (!rc) rc = mb_graph_set_rank(pb->g, s.rank, err);
     if (!rc) rc = mb_plan_build(pb->g, k, &pb->p, err);
-    if (!rc) rc = mb_estimate_plan(pb->p, n, d, &pb->est, err);
-    if (!rc && (rc = mb_kern_tensors_alloc(pb->p, n, 0, &pb->t, err)) == MB_OK) pb->have_t = 1;
+    if (!rc) rc = mb_estimate_plan_shape(pb->p, s, d, &pb->est, err);
+    if (!rc && (rc = mb_kern_tensors_alloc_shape(pb->p, s, 0, &pb->t, err)) == MB_OK) pb->have_t = 1;
     if (!rc) rc = mb_kern_run_plan(&pb->t, MB_KERN_EXEC_AUTO, err); /* warm-up, page faults */
     if (rc) probe_free(pb);
     return rc;
@@ -76,6 +79,14 @@ static int probe_time(probe *pb, mb_meas_flusher *fl, int reps, double *time_s, 
     return MB_OK;
 }
 
+/* 1 when the probe's one kernel runs as compiled code. */
+static int runs_compiled(probe *pb)
+{
+    mb_kern_eval_info info;
+    mb_err e;
+    return pb->p->n_kernels == 1 && !mb_kern_kernel_info(&pb->t, 0, &info, &e) && info.compiled;
+}
+
 static double clamp01(double x) { return x < 0 ? 0 : x > 1 ? 1 : x; }
 
 double mb_meas_overlap_beta(double t_s, double launch_s, double mem_s, double compute_s,
@@ -99,6 +110,8 @@ static int cmp_double(const void *a, const void *b)
 /* sin probes (~1 ms each, 4-7% apart from one to the next here) before and
  * after each round's sin kernel */
 #define OVERLAP_SIN_PROBES 3
+/* the row probe's row length */
+#define LSM_COLS 4096
 
 int mb_meas_calibrate_overlap(mb_meas_calib *c, int64_t n, int reps, mb_err *err)
 {
@@ -106,9 +119,11 @@ int mb_meas_calibrate_overlap(mb_meas_calib *c, int64_t n, int reps, mb_err *err
     c->serial_fraction = c->serial_fraction_q1 = c->serial_fraction_q3 = 0;
     c->serial_fraction_compiled = c->serial_fraction_compiled_q1 = c->serial_fraction_compiled_q3 = 0;
     c->has_serial_fraction_compiled = 0;
+    c->serial_fraction_rows = c->serial_fraction_rows_q1 = c->serial_fraction_rows_q3 = 0;
+    c->has_serial_fraction_rows = 0;
     c->read_stream_penalty = c->read_stream_gain = 0;
     mb_meas_calib_to_device(c, NULL, &d);
-    probe copy = {0}, sine = {0}, xsin = {0}, sum4 = {0};
+    probe copy = {0}, sine = {0}, xsin = {0}, lsm = {0}, sum4 = {0};
     mb_meas_flusher fl;
     /* twice the cache, or twice a probe array when that is smaller (it is
      * evicted either way; a reported 508 MiB cache would read 1 GiB a sample) */
@@ -118,26 +133,31 @@ int mb_meas_calibrate_overlap(mb_meas_calib *c, int64_t n, int reps, mb_err *err
     if (rc) return rc;
     /* copy: memory only; sin: one read, one write, compute about as long as
      * the memory time (interpreted: one op); x * sin(x): the same compiled;
-     * a+b+c+d: four read streams, next to no compute */
-    if (!(rc = probe_init(&copy, "y = copy(x)", MB_PLAN_EAGER, n, &d, err)) &&
-        !(rc = probe_init(&sine, "y = sin(x)", MB_PLAN_EAGER, n, &d, err)) &&
-        !(rc = probe_init(&xsin, "y = x * sin(x)", MB_PLAN_FUSED, n, &d, err)))
-        rc = probe_init(&sum4, "y = a + b + c + d", MB_PLAN_FUSED, n, &d, err);
-    /* the compiled probe counts only when it runs compiled */
-    mb_kern_eval_info info;
-    mb_err e_info;
-    int compiled = !rc && xsin.p->n_kernels == 1 &&
-                   !mb_kern_kernel_info(&xsin.t, 0, &info, &e_info) && info.compiled;
-    double beta[OVERLAP_ROUNDS], beta_c[OVERLAP_ROUNDS], gamma[OVERLAP_ROUNDS], gain[OVERLAP_ROUNDS];
+     * log_softmax over rows of 4096 (16 KiB, one pass in any core's cache):
+     * a max, exp(x - max), the sum and x - max - log(sum) on each, about as
+     * much compute as memory again, none of the variants `measure` is
+     * judged by; a+b+c+d: four read streams, next to no compute */
+    const mb_shape s1 = mb_shape_1d(n), s_rows = {2, n / LSM_COLS, LSM_COLS};
+    if (!(rc = probe_init(&copy, "y = copy(x)", MB_PLAN_EAGER, s1, &d, err)) &&
+        !(rc = probe_init(&sine, "y = sin(x)", MB_PLAN_EAGER, s1, &d, err)) &&
+        !(rc = probe_init(&xsin, "y = x * sin(x)", MB_PLAN_FUSED, s1, &d, err)) &&
+        (n < LSM_COLS || !(rc = probe_init(&lsm, "y = log_softmax(x, -1)", MB_PLAN_FUSED, s_rows, &d, err))))
+        rc = probe_init(&sum4, "y = a + b + c + d", MB_PLAN_FUSED, s1, &d, err);
+    /* the compiled probes count only when they run compiled, the row one in one pass */
+    int compiled = !rc && runs_compiled(&xsin);
+    int rows_compiled = !rc && lsm.p && runs_compiled(&lsm) && lsm.est.per_kernel[0].passes == 1;
+    double beta[OVERLAP_ROUNDS], beta_c[OVERLAP_ROUNDS], beta_r[OVERLAP_ROUNDS], gamma[OVERLAP_ROUNDS],
+        gain[OVERLAP_ROUNDS];
     int rounds = 0;
     int n_rounds = reps == 1 ? 3 : OVERLAP_ROUNDS;
     for (int r = 0; r < n_rounds && !rc; r++) {
-        double t_copy, t_sin, t_xsin = 0, t_sum4, sin_geps[2 * OVERLAP_SIN_PROBES] = {0};
+        double t_copy, t_sin, t_xsin = 0, t_lsm = 0, t_sum4, sin_geps[2 * OVERLAP_SIN_PROBES] = {0};
         if ((rc = probe_time(&copy, &fl, reps, &t_copy, err))) break;
         for (int i = 0; i < OVERLAP_SIN_PROBES && c->ref_op_geps[0] > 0; i++)
             sin_geps[i] = mb_meas_hostref_op_geps(0);
         if ((rc = probe_time(&sine, &fl, reps, &t_sin, err))) break;
         if (compiled && (rc = probe_time(&xsin, &fl, reps, &t_xsin, err))) break;
+        if (rows_compiled && (rc = probe_time(&lsm, &fl, reps, &t_lsm, err))) break;
         for (int i = 0; i < OVERLAP_SIN_PROBES && c->ref_op_geps[0] > 0; i++)
             sin_geps[OVERLAP_SIN_PROBES + i] = mb_meas_hostref_op_geps(0);
         if ((rc = probe_time(&sum4, &fl, reps, &t_sum4, err))) break;
@@ -148,6 +168,11 @@ int mb_meas_calibrate_overlap(mb_meas_calib *c, int64_t n, int reps, mb_err *err
         double mem_s = (double)(k->read_bytes + k->write_bytes) / (copy_gbs * 1e9);
         if (compiled)
             beta_c[rounds] = mb_meas_overlap_beta(t_xsin, k->launch_s, mem_s, k->compute_s,
+                                                  c->ref_op_geps[0], now_sin_geps);
+        k = &lsm.est.per_kernel[0];
+        mem_s = (double)(k->read_bytes + k->write_bytes) / (copy_gbs * 1e9);
+        if (rows_compiled)
+            beta_r[rounds] = mb_meas_overlap_beta(t_lsm, k->launch_s, mem_s, k->compute_s,
                                                   c->ref_op_geps[0], now_sin_geps);
         k = &sine.est.per_kernel[0];
         mem_s = (double)(k->read_bytes + k->write_bytes) / (copy_gbs * 1e9);
@@ -177,6 +202,13 @@ int mb_meas_calibrate_overlap(mb_meas_calib *c, int64_t n, int reps, mb_err *err
             c->serial_fraction_compiled_q1 = beta_c[rounds / 4];
             c->serial_fraction_compiled_q3 = beta_c[(3 * rounds) / 4];
         }
+        if (rows_compiled) {
+            c->has_serial_fraction_rows = 1;
+            qsort(beta_r, (size_t)rounds, sizeof beta_r[0], cmp_double);
+            c->serial_fraction_rows = beta_r[rounds / 2];
+            c->serial_fraction_rows_q1 = beta_r[rounds / 4];
+            c->serial_fraction_rows_q3 = beta_r[(3 * rounds) / 4];
+        }
         c->read_stream_penalty = gamma[rounds / 2];
         /* one of the two: the median round's direction */
         c->read_stream_gain = c->read_stream_penalty > 0 ? 0 : gain[rounds / 2];
@@ -184,6 +216,7 @@ int mb_meas_calibrate_overlap(mb_meas_calib *c, int64_t n, int reps, mb_err *err
     probe_free(&copy);
     probe_free(&sine);
     probe_free(&xsin);
+    probe_free(&lsm);
     probe_free(&sum4);
     mb_meas_flusher_free(&fl);
     return rc;

@@ -399,6 +399,10 @@ typedef struct mb_meas_calib {
     double serial_fraction_compiled_q1, serial_fraction_compiled_q3;
     int has_serial_fraction_compiled; /* 0: that probe did not run compiled
                                (no compiler): the figures above mean nothing */
+    double serial_fraction_rows; /* the same for a compiled row kernel in one
+                               pass (probe: y = log_softmax(x, -1), rows of 4096) */
+    double serial_fraction_rows_q1, serial_fraction_rows_q3;
+    int has_serial_fraction_rows; /* 0: that probe did not run compiled in one pass */
     double read_stream_penalty; /* read bandwidth loss per extra read stream
                                    (probe: y = a + b + c + d, fused) */
     double read_stream_gain;    /* or gain, when the four streams read faster

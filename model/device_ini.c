@@ -74,6 +74,7 @@ static const key_spec spec_keys[] = {
     {"read_stream_gain", KEY_NUM, KEY_OPTIONAL, FIELD(read_stream_gain), 0, 100, 0},
     {"serial_fraction", KEY_NUM, KEY_OPTIONAL, FIELD(serial_fraction), 0, 1, 0},
     {"serial_fraction_compiled", KEY_NUM, KEY_OPTIONAL, FIELD(serial_fraction_compiled), 0, 1, 0},
+    {"serial_fraction_rows", KEY_NUM, KEY_OPTIONAL, FIELD(serial_fraction_rows), 0, 1, 0},
     {"write_allocate", KEY_NUM, KEY_OPTIONAL, FIELD(write_allocate), 0, 1, 0},
     {"cache_bandwidth_gbs", KEY_NUM, KEY_OPTIONAL, FIELD(cache_bandwidth_gbs), BW, 1},
     {"cache_mb", KEY_NUM, KEY_REQUIRED, FIELD(cache_mb), 1e-3, 1e6, 0},
@@ -430,6 +431,7 @@ static int load_stream(FILE *fp, const char *path, mb_device *out, mb_err *err)
     if (st->code == MB_OK) {
         if (!st->key_line[key_index("kind")]) snprintf(st->dev.kind, sizeof st->dev.kind, "gpu");
         st->dev.has_serial_fraction_compiled = st->key_line[key_index("serial_fraction_compiled")] != 0;
+        st->dev.has_serial_fraction_rows = st->key_line[key_index("serial_fraction_rows")] != 0;
         if (!st->key_line[key_index("label")])
             snprintf(st->dev.label, sizeof st->dev.label, "%s", st->dev.name);
         *out = st->dev;
@@ -588,6 +590,7 @@ static void write_keys(const mb_device *d, FILE *fp)
             /* an optional figure that stands for another when absent */
             if (!strcmp(k->key, "serial_fraction_compiled") && !d->has_serial_fraction_compiled)
                 continue;
+            if (!strcmp(k->key, "serial_fraction_rows") && !d->has_serial_fraction_rows) continue;
             /* a framework's allocation figures: only where measured; a
              * GPU's resident threads: only where known (CPU specs read and
              * write as before the key) */

@@ -363,6 +363,12 @@ typedef struct mb_device {
                                      used only where has_serial_fraction_compiled */
     int has_serial_fraction_compiled; /* 1: the spec gives the key; 0: such
                                      kernels take serial_fraction */
+    double serial_fraction_rows;  /* optional, 0..1: the same for a row kernel
+                                     run compiled in one pass (kernels/jit_rows.c):
+                                     calibrate's y = log_softmax(x, -1) probe;
+                                     used only where has_serial_fraction_rows */
+    int has_serial_fraction_rows; /* 1: the spec gives the key; 0: such kernels
+                                     add memory and compute (1) */
     double onchip_kib;            /* optional: on-chip storage one SM (GPU:
                                      shared memory plus registers) or one core
                                      (CPU: its private cache level) holds a

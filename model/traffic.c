@@ -18,8 +18,9 @@
  *
  * Time per kernel: launch_overhead + max(memory, compute)
  *                  + serial_fraction x min(memory, compute)
- * (serial_fraction_compiled for a compiled kernel of one read and one write
- * where the spec has it: serial_fraction_of).
+ * (serial_fraction_compiled for a compiled kernel of one read and one write,
+ * serial_fraction_rows for a compiled row kernel in one pass, where the spec
+ * has them: serial_fraction_of).
  * Memory is DRAM bytes / bandwidth (measured when the spec has it, else
  * datasheet), or, when the spec gives a read bandwidth and that takes
  * longer, DRAM read bytes / (read_bandwidth x (1 + read_stream_gain x
@@ -426,12 +427,15 @@ static void compute_time(const mb_plan *p, const mb_kernel *K, mb_shape sh, cons
  * kernels of more streams keep serial_fraction. */
 static double serial_fraction_of(const mb_plan *p, const mb_kernel *K, mb_shape sh, const mb_device *d)
 {
-    /* a compiled row kernel in one pass: its first pass waits on memory, the
-     * later ones compute from the cache (2-vCPU Xeon guest, 4096x4096,
-     * 16384x1024, 1024x16384 f32: fused softmax, F.softmax's kernel,
-     * LayerNorm and RMSNorm measured at 0.70-1.14x memory + compute) */
+    /* a compiled row kernel in one pass: calibrate's log_softmax probe where
+     * the spec has it, else its memory and compute add (its first pass
+     * waits on memory, the later ones compute from the cache while it
+     * prefetches the next row: how much that hides is the host's, 0.0-0.3
+     * on one 2-vCPU Xeon guest, 0.7-1.1 on another, fused softmax,
+     * F.softmax's kernel, LayerNorm and RMSNorm at 4096x4096, 16384x1024
+     * and 1024x16384 f32) */
     if (has_compiled_rates(d) && p->g->has_row_ops && onepass_rows(K, sh, d) && mb_kernel_compiled(p->g, K))
-        return 1.0;
+        return d->has_serial_fraction_rows ? d->serial_fraction_rows : 1.0;
     if (d->has_serial_fraction_compiled && K->n_reads == 1 && K->n_writes == 1 &&
         has_compiled_rates(d) && mb_kernel_compiled(p->g, K))
         return d->serial_fraction_compiled;

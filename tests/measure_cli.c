@@ -294,7 +294,17 @@ int main(void)
     CHECK(sfl && sscanf(sfl, "serial fraction of memory and compute %lf (rounds' quartiles %lf-%lf)",
                         &sf, &q1, &q3) == 3);
     CHECK(q1 >= 0 && q1 <= sf && sf <= q3 && q3 <= 1);
+    /* where kernels run compiled, the row kernels' figure too, in the spec */
+    const int jit = strstr(slurp("stdout.txt"), "serial fraction of a compiled kernel of one read") != NULL;
+    const char *sfr = strstr(slurp("stdout.txt"), "serial fraction of a compiled row kernel in one pass ");
+    CHECK(!jit == !sfr);
+    if (sfr) {
+        CHECK(sscanf(sfr, "serial fraction of a compiled row kernel in one pass %lf (rounds' quartiles %lf-%lf)",
+                     &sf, &q1, &q3) == 3);
+        CHECK(q1 >= 0 && q1 <= sf && sf <= q3 && q3 <= 1);
+    }
     char *ini = slurp("cpu.ini");
+    CHECK(!jit == !strstr(ini, "\nserial_fraction_rows = "));
     CHECK(strstr(ini, "name = local-cpu") && strstr(ini, "kind = cpu") &&
           strstr(ini, "op_sin_geps") && strstr(ini, "measured_at"));
     CHECK(strstr(ini, "\nwrite_allocate = 1\n") != NULL);

@@ -75,6 +75,8 @@ static void check_same(const mb_device *a, const mb_device *b)
     CHECK(a->read_stream_penalty == b->read_stream_penalty && a->read_stream_gain == b->read_stream_gain);
     CHECK(a->serial_fraction_compiled == b->serial_fraction_compiled &&
           a->has_serial_fraction_compiled == b->has_serial_fraction_compiled);
+    CHECK(a->serial_fraction_rows == b->serial_fraction_rows &&
+          a->has_serial_fraction_rows == b->has_serial_fraction_rows);
     CHECK(a->serial_fraction == b->serial_fraction && a->read_bandwidth_gbs == b->read_bandwidth_gbs &&
           a->cache_bandwidth_gbs == b->cache_bandwidth_gbs);
     CHECK(a->host_ref_copy_gbs == b->host_ref_copy_gbs && a->host_ref_sin_geps == b->host_ref_sin_geps &&
@@ -386,6 +388,8 @@ static void test_round_trip(void)
     d.serial_fraction = 0.375;
     d.serial_fraction_compiled = 0.125;
     d.has_serial_fraction_compiled = 1;
+    d.serial_fraction_rows = 0.4375;
+    d.has_serial_fraction_rows = 1;
     d.read_bandwidth_gbs = 0.1 + 0.7;
     d.cache_bandwidth_gbs = 123.4375;
     CHECK_EQ_I64(mb_device_write_ini(&d, path, &err), MB_OK);
@@ -404,9 +408,11 @@ static void test_round_trip(void)
      * absent (such kernels take serial_fraction), not read back as 0 */
     d.has_serial_fraction_compiled = 0;
     d.serial_fraction_compiled = 0;
+    d.has_serial_fraction_rows = 0; /* the same for the row kernels' (which then add) */
+    d.serial_fraction_rows = 0;
     CHECK_EQ_I64(mb_device_write_ini(&d, path, &err), MB_OK);
     memset(&back, 0, sizeof back);
-    back.has_serial_fraction_compiled = 1;
+    back.has_serial_fraction_compiled = back.has_serial_fraction_rows = 1;
     CHECK_EQ_I64(mb_device_load_ini(path, &back, &err), MB_OK);
     check_same(&d, &back);
     FILE *fp = fopen(path, "r");
@@ -415,7 +421,8 @@ static void test_round_trip(void)
         text[fread(text, 1, sizeof text - 1, fp)] = '\0';
         fclose(fp);
     }
-    CHECK(strstr(text, "\nserial_fraction = 0.375\n") && !strstr(text, "serial_fraction_compiled"));
+    CHECK(strstr(text, "\nserial_fraction = 0.375\n") && !strstr(text, "serial_fraction_compiled") &&
+          !strstr(text, "serial_fraction_rows"));
     /* a CPU spec has no resident threads per SM: the key is not written */
     d.max_threads_per_sm = 0;
     char *ini = mb_device_ini_text(&d, &err);
@@ -535,6 +542,8 @@ static void test_malformed(void)
                  (const char *const[]){"key 'serial_fraction'", "must be in [0, 1]", NULL});
     expect_error("serialc.ini", GOOD_HEAD "mem_bandwidth_gbs = 100\nserial_fraction_compiled = 1.5\n",
                  (const char *const[]){"key 'serial_fraction_compiled'", "must be in [0, 1]", NULL});
+    expect_error("serialr.ini", GOOD_HEAD "mem_bandwidth_gbs = 100\nserial_fraction_rows = -0.5\n",
+                 (const char *const[]){"key 'serial_fraction_rows'", "must be in [0, 1]", NULL});
     expect_error("negopt.ini", GOOD_HEAD "mem_bandwidth_gbs = 100\nsfu_tops = -2\n",
                  NEEDLES(":4: key 'sfu_tops': must be 0 (none) or in [0.0001, 100000], got '-2'"));
     /* every number has a plausible range (device_ini.c says why): a denormal

@@ -325,7 +325,8 @@ static void check_shapes(void)
  * keeps the exp (stored, loaded), not x - max; F.softmax the same; the
  * hand-written LayerNorm re-reads x once, keeps x - mean, loads w and b;
  * RMSNorm re-reads x and loads w. On a calibrated CPU that costs each at
- * half the copy rate, and such a kernel's memory and compute add up. */
+ * half the copy rate, and such a kernel's memory and compute add up, or
+ * overlap as the spec's serial_fraction_rows says where it has one. */
 static void check_onepass_accesses(const mb_device *gpu)
 {
     static const struct { const char *variant; double accesses; } want[] = {
@@ -364,6 +365,18 @@ static void check_onepass_accesses(const mb_device *gpu)
         const mb_cost *c = &est.per_kernel[0];
         CHECK(fabs(c->time_s - (c->launch_s + c->mem_s + c->compute_s)) <= 1e-12 + 1e-9 * c->time_s);
         CHECK(c->compute_s >= acc * 4096.0 * 1024.0 / (2 * 10.0e9));
+        mb_estimate_free(&est);
+        /* with calibrate's row-kernel figure: launch + max + that share of
+         * min, whatever serial_fraction is */
+        cpu.has_serial_fraction_rows = 1;
+        cpu.serial_fraction_rows = 0.25;
+        memset(&est, 0, sizeof est);
+        CHECK(mb_estimate_plan_shape(p, s, &cpu, &est, &e) == MB_OK);
+        c = &est.per_kernel[0];
+        const double want_s = c->launch_s + fmax(c->mem_s, c->compute_s) + 0.25 * fmin(c->mem_s, c->compute_s);
+        if (fabs(c->time_s - want_s) > 1e-12 + 1e-9 * want_s)
+            fprintf(stderr, "%s: %.6g s with serial_fraction_rows 0.25, want %.6g\n", want[i].variant, c->time_s, want_s);
+        CHECK(fabs(c->time_s - want_s) <= 1e-12 + 1e-9 * want_s);
         mb_estimate_free(&est);
         mb_plan_free(p);
         mb_graph_free(g);
