@@ -99,6 +99,10 @@ static void print_cpu_summary(const mb_device *d, const mb_meas_calib *cal)
         printf("  serial fraction of a compiled row kernel in one pass %.2f (rounds' quartiles "
                "%.2f-%.2f)\n", cal->serial_fraction_rows, cal->serial_fraction_rows_q1,
                cal->serial_fraction_rows_q3);
+    if (cal->has_serial_fraction_rows_l2)
+        printf("  the same over rows beyond the %.0f KiB L1 %.2f (rounds' quartiles %.2f-%.2f)\n",
+               (double)cal->l1_bytes / 1024.0, cal->serial_fraction_rows_l2, cal->serial_fraction_rows_l2_q1,
+               cal->serial_fraction_rows_l2_q3);
     print_touch(cal);
     printf("  op rates (1e9 elements/s, L1-resident, all threads):\n");
     int shown = 0;

@@ -104,6 +104,23 @@ int64_t mb_kern_core_cache_bytes(void)
     return best > 0 ? best : (int64_t)1 << 20;
 }
 
+int64_t mb_kern_l1_cache_bytes(void)
+{
+    for (int i = 0; i < 8; i++) {
+        char path[128], type[32] = "";
+        snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu0/cache/index%d/level", i);
+        if (read_sysfs_size(path) != 1) continue;
+        snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu0/cache/index%d/type", i);
+        FILE *f = fopen(path, "r");
+        int ok = f && fscanf(f, "%31s", type) == 1;
+        if (f) fclose(f);
+        if (!ok || strcmp(type, "Data")) continue;
+        snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu0/cache/index%d/size", i);
+        return read_sysfs_size(path);
+    }
+    return 0;
+}
+
 /* ---- storage ------------------------------------------------------------- */
 
 /* 1 for every node the plan keeps in memory. */

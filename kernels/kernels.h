@@ -106,6 +106,8 @@ int64_t mb_kern_llc_bytes(void);
  * if none): where the row executor's one-pass rows stay between passes
  * (a CPU spec's onchip_kib). */
 int64_t mb_kern_core_cache_bytes(void);
+/* A core's level-1 data cache (sysfs), 0 when the system does not say. */
+int64_t mb_kern_l1_cache_bytes(void);
 /* 1 when the row executor runs kernel K (of a plan with row ops) at rows of
  * cols in one pass (whole rows kept, each node evaluated once): K makes
  * several passes and cols x K->live_bytes_per_col fits the core's cache; 0:

@@ -110,8 +110,28 @@ static int cmp_double(const void *a, const void *b)
 /* sin probes (~1 ms each, 4-7% apart from one to the next here) before and
  * after each round's sin kernel */
 #define OVERLAP_SIN_PROBES 3
-/* the row probe's row length */
-#define LSM_COLS 4096
+/* the row probes' row lengths, f32: 4096 (16 KiB) or half the L1 where that
+ * is smaller, and twice the L1 (a 48 KiB L1: 24576 elements, 96 KiB) */
+#define ROWS_IN_L1_COLS 4096
+
+/* Sorts v (n values) and gives its median and quartiles. */
+static void median_quartiles(double *v, int n, double *med, double *q1, double *q3)
+{
+    qsort(v, (size_t)n, sizeof v[0], cmp_double);
+    *med = v[n / 2];
+    *q1 = v[n / 4];
+    *q3 = v[(3 * n) / 4];
+}
+
+/* The row probes' shapes: [0] rows in the L1, [1] beyond it (cols 0 when
+ * the L1 is unknown or the rows would not fit n). */
+static void row_probe_shapes(int64_t n, int64_t l1_bytes, mb_shape s[2])
+{
+    int64_t in = ROWS_IN_L1_COLS, out = l1_bytes > 0 ? 2 * l1_bytes / (int64_t)sizeof(float) : 0;
+    while (l1_bytes > 0 && in > 256 && in * (int64_t)sizeof(float) > l1_bytes / 2) in /= 2;
+    s[0] = (mb_shape){2, n / in, n >= in ? in : 0};
+    s[1] = (mb_shape){2, out > 0 ? n / out : 0, out > 0 && n >= out ? out : 0};
+}
 
 int mb_meas_calibrate_overlap(mb_meas_calib *c, int64_t n, int reps, mb_err *err)
 {
@@ -120,10 +140,11 @@ int mb_meas_calibrate_overlap(mb_meas_calib *c, int64_t n, int reps, mb_err *err
     c->serial_fraction_compiled = c->serial_fraction_compiled_q1 = c->serial_fraction_compiled_q3 = 0;
     c->has_serial_fraction_compiled = 0;
     c->serial_fraction_rows = c->serial_fraction_rows_q1 = c->serial_fraction_rows_q3 = 0;
-    c->has_serial_fraction_rows = 0;
+    c->serial_fraction_rows_l2 = c->serial_fraction_rows_l2_q1 = c->serial_fraction_rows_l2_q3 = 0;
+    c->has_serial_fraction_rows = c->has_serial_fraction_rows_l2 = 0;
     c->read_stream_penalty = c->read_stream_gain = 0;
     mb_meas_calib_to_device(c, NULL, &d);
-    probe copy = {0}, sine = {0}, xsin = {0}, lsm = {0}, sum4 = {0};
+    probe copy = {0}, sine = {0}, xsin = {0}, rowp[2] = {{0}, {0}}, sum4 = {0};
     mb_meas_flusher fl;
     /* twice the cache, or twice a probe array when that is smaller (it is
      * evicted either way; a reported 508 MiB cache would read 1 GiB a sample) */
@@ -133,31 +154,38 @@ int mb_meas_calibrate_overlap(mb_meas_calib *c, int64_t n, int reps, mb_err *err
     if (rc) return rc;
     /* copy: memory only; sin: one read, one write, compute about as long as
      * the memory time (interpreted: one op); x * sin(x): the same compiled;
-     * log_softmax over rows of 4096 (16 KiB, one pass in any core's cache):
-     * a max, exp(x - max), the sum and x - max - log(sum) on each, about as
-     * much compute as memory again, none of the variants `measure` is
-     * judged by; a+b+c+d: four read streams, next to no compute */
-    const mb_shape s1 = mb_shape_1d(n), s_rows = {2, n / LSM_COLS, LSM_COLS};
+     * log_softmax over rows in the core's L1 and beyond it (one pass either
+     * way): a max, exp(x - max), the sum and x - max - log(sum) on each,
+     * about as much compute as memory again, none of the variants `measure`
+     * is judged by; a+b+c+d: four read streams, next to no compute */
+    const mb_shape s1 = mb_shape_1d(n);
+    mb_shape s_rows[2];
+    row_probe_shapes(n, c->l1_bytes, s_rows);
     if (!(rc = probe_init(&copy, "y = copy(x)", MB_PLAN_EAGER, s1, &d, err)) &&
         !(rc = probe_init(&sine, "y = sin(x)", MB_PLAN_EAGER, s1, &d, err)) &&
-        !(rc = probe_init(&xsin, "y = x * sin(x)", MB_PLAN_FUSED, s1, &d, err)) &&
-        (n < LSM_COLS || !(rc = probe_init(&lsm, "y = log_softmax(x, -1)", MB_PLAN_FUSED, s_rows, &d, err))))
+        !(rc = probe_init(&xsin, "y = x * sin(x)", MB_PLAN_FUSED, s1, &d, err)))
         rc = probe_init(&sum4, "y = a + b + c + d", MB_PLAN_FUSED, s1, &d, err);
-    /* the compiled probes count only when they run compiled, the row one in one pass */
-    int compiled = !rc && runs_compiled(&xsin);
-    int rows_compiled = !rc && lsm.p && runs_compiled(&lsm) && lsm.est.per_kernel[0].passes == 1;
-    double beta[OVERLAP_ROUNDS], beta_c[OVERLAP_ROUNDS], beta_r[OVERLAP_ROUNDS], gamma[OVERLAP_ROUNDS],
+    for (int i = 0; i < 2 && !rc; i++)
+        if (s_rows[i].cols > 0) rc = probe_init(&rowp[i], "y = log_softmax(x, -1)", MB_PLAN_FUSED, s_rows[i], &d, err);
+    /* the compiled probes count only when they run compiled, the row ones in one pass */
+    int compiled = !rc && runs_compiled(&xsin), row_on[2];
+    for (int i = 0; i < 2; i++)
+        row_on[i] = !rc && rowp[i].p && runs_compiled(&rowp[i]) && rowp[i].est.per_kernel[0].passes == 1;
+    row_on[1] &= row_on[0]; /* the beyond-L1 figure refines the other */
+    double beta[OVERLAP_ROUNDS], beta_c[OVERLAP_ROUNDS], beta_r[2][OVERLAP_ROUNDS], gamma[OVERLAP_ROUNDS],
         gain[OVERLAP_ROUNDS];
     int rounds = 0;
     int n_rounds = reps == 1 ? 3 : OVERLAP_ROUNDS;
     for (int r = 0; r < n_rounds && !rc; r++) {
-        double t_copy, t_sin, t_xsin = 0, t_lsm = 0, t_sum4, sin_geps[2 * OVERLAP_SIN_PROBES] = {0};
+        double t_copy, t_sin, t_xsin = 0, t_row[2] = {0, 0}, t_sum4, sin_geps[2 * OVERLAP_SIN_PROBES] = {0};
         if ((rc = probe_time(&copy, &fl, reps, &t_copy, err))) break;
         for (int i = 0; i < OVERLAP_SIN_PROBES && c->ref_op_geps[0] > 0; i++)
             sin_geps[i] = mb_meas_hostref_op_geps(0);
         if ((rc = probe_time(&sine, &fl, reps, &t_sin, err))) break;
         if (compiled && (rc = probe_time(&xsin, &fl, reps, &t_xsin, err))) break;
-        if (rows_compiled && (rc = probe_time(&lsm, &fl, reps, &t_lsm, err))) break;
+        for (int i = 0; i < 2 && !rc; i++)
+            if (row_on[i]) rc = probe_time(&rowp[i], &fl, reps, &t_row[i], err);
+        if (rc) break;
         for (int i = 0; i < OVERLAP_SIN_PROBES && c->ref_op_geps[0] > 0; i++)
             sin_geps[OVERLAP_SIN_PROBES + i] = mb_meas_hostref_op_geps(0);
         if ((rc = probe_time(&sum4, &fl, reps, &t_sum4, err))) break;
@@ -169,11 +197,13 @@ int mb_meas_calibrate_overlap(mb_meas_calib *c, int64_t n, int reps, mb_err *err
         if (compiled)
             beta_c[rounds] = mb_meas_overlap_beta(t_xsin, k->launch_s, mem_s, k->compute_s,
                                                   c->ref_op_geps[0], now_sin_geps);
-        k = &lsm.est.per_kernel[0];
-        mem_s = (double)(k->read_bytes + k->write_bytes) / (copy_gbs * 1e9);
-        if (rows_compiled)
-            beta_r[rounds] = mb_meas_overlap_beta(t_lsm, k->launch_s, mem_s, k->compute_s,
-                                                  c->ref_op_geps[0], now_sin_geps);
+        for (int i = 0; i < 2; i++) {
+            if (!row_on[i]) continue;
+            k = &rowp[i].est.per_kernel[0];
+            mem_s = (double)(k->read_bytes + k->write_bytes) / (copy_gbs * 1e9);
+            beta_r[i][rounds] = mb_meas_overlap_beta(t_row[i], k->launch_s, mem_s, k->compute_s,
+                                                     c->ref_op_geps[0], now_sin_geps);
+        }
         k = &sine.est.per_kernel[0];
         mem_s = (double)(k->read_bytes + k->write_bytes) / (copy_gbs * 1e9);
         beta[rounds] = mb_meas_overlap_beta(t_sin, k->launch_s, mem_s, k->compute_s, c->ref_op_geps[0],
@@ -189,34 +219,27 @@ int mb_meas_calibrate_overlap(mb_meas_calib *c, int64_t n, int reps, mb_err *err
         rounds++;
     }
     if (!rc && rounds) {
-        qsort(beta, (size_t)rounds, sizeof beta[0], cmp_double);
-        qsort(gamma, (size_t)rounds, sizeof gamma[0], cmp_double);
+        median_quartiles(beta, rounds, &c->serial_fraction, &c->serial_fraction_q1, &c->serial_fraction_q3);
+        if ((c->has_serial_fraction_compiled = compiled))
+            median_quartiles(beta_c, rounds, &c->serial_fraction_compiled, &c->serial_fraction_compiled_q1,
+                             &c->serial_fraction_compiled_q3);
+        if ((c->has_serial_fraction_rows = row_on[0]))
+            median_quartiles(beta_r[0], rounds, &c->serial_fraction_rows, &c->serial_fraction_rows_q1,
+                             &c->serial_fraction_rows_q3);
+        if ((c->has_serial_fraction_rows_l2 = row_on[1]))
+            median_quartiles(beta_r[1], rounds, &c->serial_fraction_rows_l2, &c->serial_fraction_rows_l2_q1,
+                             &c->serial_fraction_rows_l2_q3);
+        double unused;
         qsort(gain, (size_t)rounds, sizeof gain[0], cmp_double);
-        c->serial_fraction = beta[rounds / 2];
-        c->serial_fraction_q1 = beta[rounds / 4];
-        c->serial_fraction_q3 = beta[(3 * rounds) / 4];
-        if (compiled) {
-            c->has_serial_fraction_compiled = 1;
-            qsort(beta_c, (size_t)rounds, sizeof beta_c[0], cmp_double);
-            c->serial_fraction_compiled = beta_c[rounds / 2];
-            c->serial_fraction_compiled_q1 = beta_c[rounds / 4];
-            c->serial_fraction_compiled_q3 = beta_c[(3 * rounds) / 4];
-        }
-        if (rows_compiled) {
-            c->has_serial_fraction_rows = 1;
-            qsort(beta_r, (size_t)rounds, sizeof beta_r[0], cmp_double);
-            c->serial_fraction_rows = beta_r[rounds / 2];
-            c->serial_fraction_rows_q1 = beta_r[rounds / 4];
-            c->serial_fraction_rows_q3 = beta_r[(3 * rounds) / 4];
-        }
-        c->read_stream_penalty = gamma[rounds / 2];
+        median_quartiles(gamma, rounds, &c->read_stream_penalty, &unused, &unused);
         /* one of the two: the median round's direction */
         c->read_stream_gain = c->read_stream_penalty > 0 ? 0 : gain[rounds / 2];
     }
     probe_free(&copy);
     probe_free(&sine);
     probe_free(&xsin);
-    probe_free(&lsm);
+    probe_free(&rowp[0]);
+    probe_free(&rowp[1]);
     probe_free(&sum4);
     mb_meas_flusher_free(&fl);
     return rc;

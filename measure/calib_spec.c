@@ -97,6 +97,9 @@ void mb_meas_calib_to_device(const mb_meas_calib *c, const char *command_line, m
     d->serial_fraction_compiled = c->has_serial_fraction_compiled ? c->serial_fraction_compiled : 0;
     d->has_serial_fraction_rows = c->has_serial_fraction_rows;
     d->serial_fraction_rows = c->has_serial_fraction_rows ? c->serial_fraction_rows : 0;
+    d->has_serial_fraction_rows_l2 = c->has_serial_fraction_rows_l2;
+    d->serial_fraction_rows_l2 = c->has_serial_fraction_rows_l2 ? c->serial_fraction_rows_l2 : 0;
+    d->l1_kib = (double)c->l1_bytes / 1024.0;
     /* x86 caches allocate on ordinary stores: a store to a line not held
      * reads it first (2-vCPU EPYC guest, one thread, after a 64 MiB flush:
      * writing 1 MiB took 25.8 us, reading it 25.4 us, writing it again
@@ -121,14 +124,20 @@ void mb_meas_calib_to_device(const mb_meas_calib *c, const char *command_line, m
     d->host_ref_sigmoid_geps = c->ref_op_geps[1];
     d->first_touch_gbs = c->first_touch_gbs;
     d->alloc_mmap_threshold_mb = c->alloc_mmap_threshold_mb;
-    char llc[96], compiled[160] = "";
+    char llc[96], compiled[224] = "";
     if (c->has_serial_fraction_compiled)
         snprintf(compiled, sizeof compiled, ", compiled y = x * sin(x) (%.2f-%.2f)",
                  c->serial_fraction_compiled_q1, c->serial_fraction_compiled_q3);
     if (c->has_serial_fraction_rows) {
         size_t len = strlen(compiled);
-        snprintf(compiled + len, sizeof compiled - len, ", compiled rows y = log_softmax(x, -1) (%.2f-%.2f)",
+        snprintf(compiled + len, sizeof compiled - len, ", compiled rows y = log_softmax(x, -1) (%.2f-%.2f",
                  c->serial_fraction_rows_q1, c->serial_fraction_rows_q3);
+        len = strlen(compiled);
+        if (c->has_serial_fraction_rows_l2)
+            snprintf(compiled + len, sizeof compiled - len, "; beyond L1 %.2f-%.2f",
+                     c->serial_fraction_rows_l2_q1, c->serial_fraction_rows_l2_q3);
+        len = strlen(compiled);
+        snprintf(compiled + len, sizeof compiled - len, ")");
     }
     if (c->llc_from_knee)
         snprintf(llc, sizeof llc, "LLC %.0f MiB from a measured knee (system reports %.0f MiB)",

@@ -210,6 +210,7 @@ int mb_meas_calibrate_cpu(int threads, int quick, void (*progress)(const char *l
     mb_kern_set_threads(threads);
     out->threads = mb_kern_threads();
     out->llc_reported_bytes = mb_kern_llc_bytes();
+    out->l1_bytes = mb_kern_l1_cache_bytes();
     long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGESIZE);
     out->mem_gb = pages > 0 && psz > 0 ? (double)pages * (double)psz / 1e9 : 0.0;
     const cal_log lg = {progress, mb_meas_now_s()};

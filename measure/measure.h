@@ -400,9 +400,14 @@ typedef struct mb_meas_calib {
     int has_serial_fraction_compiled; /* 0: that probe did not run compiled
                                (no compiler): the figures above mean nothing */
     double serial_fraction_rows; /* the same for a compiled row kernel in one
-                               pass (probe: y = log_softmax(x, -1), rows of 4096) */
+                               pass (probe: y = log_softmax(x, -1), rows of 4096
+                               f32, or of half the L1 where that is smaller) */
     double serial_fraction_rows_q1, serial_fraction_rows_q3;
     int has_serial_fraction_rows; /* 0: that probe did not run compiled in one pass */
+    double serial_fraction_rows_l2; /* the same over rows of twice the L1 */
+    double serial_fraction_rows_l2_q1, serial_fraction_rows_l2_q3;
+    int has_serial_fraction_rows_l2;
+    int64_t l1_bytes;       /* a core's L1 data cache (sysfs), 0: unknown */
     double read_stream_penalty; /* read bandwidth loss per extra read stream
                                    (probe: y = a + b + c + d, fused) */
     double read_stream_gain;    /* or gain, when the four streams read faster

@@ -75,11 +75,13 @@ static const key_spec spec_keys[] = {
     {"serial_fraction", KEY_NUM, KEY_OPTIONAL, FIELD(serial_fraction), 0, 1, 0},
     {"serial_fraction_compiled", KEY_NUM, KEY_OPTIONAL, FIELD(serial_fraction_compiled), 0, 1, 0},
     {"serial_fraction_rows", KEY_NUM, KEY_OPTIONAL, FIELD(serial_fraction_rows), 0, 1, 0},
+    {"serial_fraction_rows_l2", KEY_NUM, KEY_OPTIONAL, FIELD(serial_fraction_rows_l2), 0, 1, 0},
     {"write_allocate", KEY_NUM, KEY_OPTIONAL, FIELD(write_allocate), 0, 1, 0},
     {"cache_bandwidth_gbs", KEY_NUM, KEY_OPTIONAL, FIELD(cache_bandwidth_gbs), BW, 1},
     {"cache_mb", KEY_NUM, KEY_REQUIRED, FIELD(cache_mb), 1e-3, 1e6, 0},
     {"cache_resident_mb", KEY_NUM, KEY_OPTIONAL, FIELD(cache_resident_mb), 1e-3, 1e6, 1},
     {"onchip_kib", KEY_NUM, KEY_OPTIONAL, FIELD(onchip_kib), 1e-3, 1e9, 1},
+    {"l1_kib", KEY_NUM, KEY_OPTIONAL, FIELD(l1_kib), 1e-3, 1e9, 1},
     {"sm_count", KEY_NUM, KEY_OPTIONAL, FIELD(sm_count), 1, 1e6, 1},
     {"max_threads_per_sm", KEY_NUM, KEY_OPTIONAL, FIELD(max_threads_per_sm), 32, 16384, 1},
     {"fp32_tflops", KEY_NUM, KEY_REQUIRED, FIELD(fp32_tflops), 1e-4, 1e5, 0},
@@ -432,6 +434,7 @@ static int load_stream(FILE *fp, const char *path, mb_device *out, mb_err *err)
         if (!st->key_line[key_index("kind")]) snprintf(st->dev.kind, sizeof st->dev.kind, "gpu");
         st->dev.has_serial_fraction_compiled = st->key_line[key_index("serial_fraction_compiled")] != 0;
         st->dev.has_serial_fraction_rows = st->key_line[key_index("serial_fraction_rows")] != 0;
+        st->dev.has_serial_fraction_rows_l2 = st->key_line[key_index("serial_fraction_rows_l2")] != 0;
         if (!st->key_line[key_index("label")])
             snprintf(st->dev.label, sizeof st->dev.label, "%s", st->dev.name);
         *out = st->dev;
@@ -591,11 +594,12 @@ static void write_keys(const mb_device *d, FILE *fp)
             if (!strcmp(k->key, "serial_fraction_compiled") && !d->has_serial_fraction_compiled)
                 continue;
             if (!strcmp(k->key, "serial_fraction_rows") && !d->has_serial_fraction_rows) continue;
+            if (!strcmp(k->key, "serial_fraction_rows_l2") && !d->has_serial_fraction_rows_l2) continue;
             /* a framework's allocation figures: only where measured; a
              * GPU's resident threads: only where known (CPU specs read and
              * write as before the key) */
             if ((!strcmp(k->key, "first_touch_gbs") || !strcmp(k->key, "alloc_mmap_threshold_mb") ||
-                 !strcmp(k->key, "max_threads_per_sm")) &&
+                 !strcmp(k->key, "max_threads_per_sm") || !strcmp(k->key, "l1_kib")) &&
                 *(const double *)p == 0)
                 continue;
             /* a calibration's figure: only where measured */

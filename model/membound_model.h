@@ -365,10 +365,19 @@ typedef struct mb_device {
                                      kernels take serial_fraction */
     double serial_fraction_rows;  /* optional, 0..1: the same for a row kernel
                                      run compiled in one pass (kernels/jit_rows.c):
-                                     calibrate's y = log_softmax(x, -1) probe;
+                                     calibrate's y = log_softmax(x, -1) probe
+                                     over rows in the core's L1 (with l1_kib:
+                                     such rows; without, every row);
                                      used only where has_serial_fraction_rows */
     int has_serial_fraction_rows; /* 1: the spec gives the key; 0: such kernels
                                      add memory and compute (1) */
+    double serial_fraction_rows_l2; /* optional, 0..1: the same for rows that
+                                     exceed l1_kib (the probe over rows of
+                                     4x the L1); used only where
+                                     has_serial_fraction_rows_l2 and l1_kib */
+    int has_serial_fraction_rows_l2;
+    double l1_kib;                /* optional (CPU): a core's L1 data cache,
+                                     KiB; 0: unknown */
     double onchip_kib;            /* optional: on-chip storage one SM (GPU:
                                      shared memory plus registers) or one core
                                      (CPU: its private cache level) holds a

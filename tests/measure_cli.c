@@ -305,6 +305,8 @@ int main(void)
     }
     char *ini = slurp("cpu.ini");
     CHECK(!jit == !strstr(ini, "\nserial_fraction_rows = "));
+    /* and, where the system gives the L1's size, the figure beyond it */
+    if (jit && strstr(ini, "\nl1_kib = ")) CHECK(strstr(ini, "\nserial_fraction_rows_l2 = ") != NULL);
     CHECK(strstr(ini, "name = local-cpu") && strstr(ini, "kind = cpu") &&
           strstr(ini, "op_sin_geps") && strstr(ini, "measured_at"));
     CHECK(strstr(ini, "\nwrite_allocate = 1\n") != NULL);

@@ -77,6 +77,8 @@ static void check_same(const mb_device *a, const mb_device *b)
           a->has_serial_fraction_compiled == b->has_serial_fraction_compiled);
     CHECK(a->serial_fraction_rows == b->serial_fraction_rows &&
           a->has_serial_fraction_rows == b->has_serial_fraction_rows);
+    CHECK(a->serial_fraction_rows_l2 == b->serial_fraction_rows_l2 &&
+          a->has_serial_fraction_rows_l2 == b->has_serial_fraction_rows_l2 && a->l1_kib == b->l1_kib);
     CHECK(a->serial_fraction == b->serial_fraction && a->read_bandwidth_gbs == b->read_bandwidth_gbs &&
           a->cache_bandwidth_gbs == b->cache_bandwidth_gbs);
     CHECK(a->host_ref_copy_gbs == b->host_ref_copy_gbs && a->host_ref_sin_geps == b->host_ref_sin_geps &&
@@ -390,6 +392,9 @@ static void test_round_trip(void)
     d.has_serial_fraction_compiled = 1;
     d.serial_fraction_rows = 0.4375;
     d.has_serial_fraction_rows = 1;
+    d.serial_fraction_rows_l2 = 0.5625;
+    d.has_serial_fraction_rows_l2 = 1;
+    d.l1_kib = 48;
     d.read_bandwidth_gbs = 0.1 + 0.7;
     d.cache_bandwidth_gbs = 123.4375;
     CHECK_EQ_I64(mb_device_write_ini(&d, path, &err), MB_OK);
@@ -408,11 +413,11 @@ static void test_round_trip(void)
      * absent (such kernels take serial_fraction), not read back as 0 */
     d.has_serial_fraction_compiled = 0;
     d.serial_fraction_compiled = 0;
-    d.has_serial_fraction_rows = 0; /* the same for the row kernels' (which then add) */
-    d.serial_fraction_rows = 0;
+    d.has_serial_fraction_rows = d.has_serial_fraction_rows_l2 = 0; /* the same for the row kernels' (which then add) */
+    d.serial_fraction_rows = d.serial_fraction_rows_l2 = d.l1_kib = 0;
     CHECK_EQ_I64(mb_device_write_ini(&d, path, &err), MB_OK);
     memset(&back, 0, sizeof back);
-    back.has_serial_fraction_compiled = back.has_serial_fraction_rows = 1;
+    back.has_serial_fraction_compiled = back.has_serial_fraction_rows = back.has_serial_fraction_rows_l2 = 1;
     CHECK_EQ_I64(mb_device_load_ini(path, &back, &err), MB_OK);
     check_same(&d, &back);
     FILE *fp = fopen(path, "r");
@@ -422,7 +427,7 @@ static void test_round_trip(void)
         fclose(fp);
     }
     CHECK(strstr(text, "\nserial_fraction = 0.375\n") && !strstr(text, "serial_fraction_compiled") &&
-          !strstr(text, "serial_fraction_rows"));
+          !strstr(text, "serial_fraction_rows") && !strstr(text, "l1_kib"));
     /* a CPU spec has no resident threads per SM: the key is not written */
     d.max_threads_per_sm = 0;
     char *ini = mb_device_ini_text(&d, &err);

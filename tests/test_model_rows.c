@@ -378,6 +378,20 @@ static void check_onepass_accesses(const mb_device *gpu)
             fprintf(stderr, "%s: %.6g s with serial_fraction_rows 0.25, want %.6g\n", want[i].variant, c->time_s, want_s);
         CHECK(fabs(c->time_s - want_s) <= 1e-12 + 1e-9 * want_s);
         mb_estimate_free(&est);
+        /* rows beyond the L1 (1024 columns of 4 B or more against 1 KiB):
+         * the figure for those; within it (4 KiB) the first */
+        cpu.has_serial_fraction_rows_l2 = 1;
+        cpu.serial_fraction_rows_l2 = 0.75;
+        for (int l1 = 0; l1 < 2; l1++) {
+            cpu.l1_kib = l1 ? 4096 : 1;
+            memset(&est, 0, sizeof est);
+            CHECK(mb_estimate_plan_shape(p, s, &cpu, &est, &e) == MB_OK);
+            c = &est.per_kernel[0];
+            const double sf = l1 ? 0.25 : 0.75;
+            const double want2_s = c->launch_s + fmax(c->mem_s, c->compute_s) + sf * fmin(c->mem_s, c->compute_s);
+            CHECK(fabs(c->time_s - want2_s) <= 1e-12 + 1e-9 * want2_s);
+            mb_estimate_free(&est);
+        }
         mb_plan_free(p);
         mb_graph_free(g);
     }
