@@ -546,6 +546,46 @@ int mb_kern_rows_compiled(const mb_kern_tensors *t, const mb_kernel *K)
 }
 
 /* Runs kernel K over every row of t, rows split among the threads. */
+/* 1 when kernel K is row values alone, f32 and stored: elementwise [rows, 1]
+ * and [rows] nodes of such operands or scalars (eager LayerNorm's and
+ * RMSNorm's var + eps and rsqrt). */
+static int rowvals_only(const mb_kern_tensors *t, const mb_kernel *K)
+{
+    const mb_graph *g = t->plan->g;
+    for (int j = 0; j < K->n_nodes; j++) {
+        const int v = K->nodes[j];
+        const mb_node *nd = &g->nodes[v];
+        if (!is_rowval(nd) || nd->shape == MB_SHC_SCALAR || MB_OP_IS_ROW(nd->op) || MB_OP_IS_COLUMN(nd->op) ||
+            nd->dtype != MB_F32 || !t->data[v])
+            return 0;
+        for (int a = 0; a < mb_op_arity(nd->op); a++) {
+            const int u = nd->arg[a];
+            if (u >= 0 && (!is_rowval(&g->nodes[u]) || g->nodes[u].dtype != MB_F32 || !t->data[u])) return 0;
+        }
+    }
+    return K->n_nodes > 0;
+}
+
+/* Such a kernel as one vector op a node over the rows: the row loop would
+ * pay its per-row work for one element a row (4096 rows: 0.2-0.4 ms on the
+ * 2-vCPU Xeon guest, against 3 us for a 4096-element add). */
+static void run_rowvals(mb_kern_tensors *t, const mb_kernel *K)
+{
+    const mb_graph *g = t->plan->g;
+    for (int j = 0; j < K->n_nodes; j++) {
+        const mb_node *nd = &g->nodes[K->nodes[j]];
+        float s[2] = {(float)nd->scalar[0], nd->scalar_cols ? (float)t->shape.cols : (float)nd->scalar[1]};
+        const float *ab[2] = {NULL, NULL};
+        for (int a = 0; a < mb_op_arity(nd->op); a++) {
+            const int u = nd->arg[a];
+            if (u < 0) continue;
+            if (g->nodes[u].shape == MB_SHC_SCALAR) s[a] = *(const float *)t->data[u];
+            else ab[a] = (const float *)t->data[u];
+        }
+        mb_kern_op_apply(nd->op, ab[0], s[0], ab[1], s[1], (float *)t->data[K->nodes[j]], t->shape.rows);
+    }
+}
+
 static int run_rows(mb_kern_tensors *t, const mb_kernel *K, mb_err *err)
 {
     const mb_graph *g = t->plan->g;
@@ -775,7 +815,10 @@ static int run_kernel_at(mb_kern_tensors *t, const mb_kernel *K, mb_err *err)
     if (!graph_post) return mb_err_set(err, MB_ERUN, "out of memory");
     char *post = graph_post + g->n_nodes;
     mb_kern_col_post(g, graph_post);
-    int rc = mb_kern_col_phase(g, K, graph_post, post) ? run_columns(t, K, post, err) : run_rows(t, K, err);
+    int rc = MB_OK;
+    if (mb_kern_col_phase(g, K, graph_post, post)) rc = run_columns(t, K, post, err);
+    else if (rowvals_only(t, K)) run_rowvals(t, K);
+    else rc = run_rows(t, K, err);
     free(graph_post);
     return rc;
 }

@@ -3,8 +3,8 @@
  * row kernel in one pass) and y = a + b + c + d against the model's estimate
  * of each, in interleaved rounds, giving serial_fraction (how much of the
  * shorter of memory and compute does not hide behind the longer), its
- * compiled and row-kernel forms, and the read-stream penalty or gain. Does not measure bandwidth or op rates
- * (calib_streams.c, calib_ops.c). */
+ * compiled and row-kernel forms, and the read-stream penalty or gain. Does
+ * not measure bandwidth or op rates (calib_streams.c, calib_ops.c). */
 #include "calib_int.h"
 
 #include <math.h>
@@ -229,9 +229,9 @@ int mb_meas_calibrate_overlap(mb_meas_calib *c, int64_t n, int reps, mb_err *err
         if ((c->has_serial_fraction_rows_l2 = row_on[1]))
             median_quartiles(beta_r[1], rounds, &c->serial_fraction_rows_l2, &c->serial_fraction_rows_l2_q1,
                              &c->serial_fraction_rows_l2_q3);
-        double unused;
+        qsort(gamma, (size_t)rounds, sizeof gamma[0], cmp_double);
         qsort(gain, (size_t)rounds, sizeof gain[0], cmp_double);
-        median_quartiles(gamma, rounds, &c->read_stream_penalty, &unused, &unused);
+        c->read_stream_penalty = gamma[rounds / 2];
         /* one of the two: the median round's direction */
         c->read_stream_gain = c->read_stream_penalty > 0 ? 0 : gain[rounds / 2];
     }

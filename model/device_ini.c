@@ -596,8 +596,8 @@ static void write_keys(const mb_device *d, FILE *fp)
             if (!strcmp(k->key, "serial_fraction_rows") && !d->has_serial_fraction_rows) continue;
             if (!strcmp(k->key, "serial_fraction_rows_l2") && !d->has_serial_fraction_rows_l2) continue;
             /* a framework's allocation figures: only where measured; a
-             * GPU's resident threads: only where known (CPU specs read and
-             * write as before the key) */
+             * GPU's resident threads and a core's L1: only where known
+             * (specs read and write as before the keys) */
             if ((!strcmp(k->key, "first_touch_gbs") || !strcmp(k->key, "alloc_mmap_threshold_mb") ||
                  !strcmp(k->key, "max_threads_per_sm") || !strcmp(k->key, "l1_kib")) &&
                 *(const double *)p == 0)

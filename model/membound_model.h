@@ -373,7 +373,7 @@ typedef struct mb_device {
                                      add memory and compute (1) */
     double serial_fraction_rows_l2; /* optional, 0..1: the same for rows that
                                      exceed l1_kib (the probe over rows of
-                                     4x the L1); used only where
+                                     twice the L1); used only where
                                      has_serial_fraction_rows_l2 and l1_kib */
     int has_serial_fraction_rows_l2;
     double l1_kib;                /* optional (CPU): a core's L1 data cache,
