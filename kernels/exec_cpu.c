@@ -570,7 +570,7 @@ static int prog_build(const mb_kern_tensors *t, const int *nodes, int n_nodes,
         pr->w_val[w] = v;
         pr->w_dst[w] = t->data[writes[w]];
         pr->w_dt[w] = dt;
-        pr->w_nt[w] = t->n * (int64_t)mb_dtype_bytes(dt) > t->nt_min_bytes;
+        pr->w_nt[w] = t->n * (int64_t)mb_dtype_bytes(dt) >= t->nt_min_bytes;
     }
     free(node_val);
     pr->n_writes = n_writes;

@@ -49,9 +49,11 @@ typedef struct mb_kern_tensors {
     void **data;          /* plan->g->n_nodes entries */
     void **alloc_base;    /* what was allocated for each (data is staggered in it) */
     size_t alloc_bytes;   /* bytes held now (grows when OPWISE adds temporaries) */
-    int64_t nt_min_bytes; /* tensors larger than this are written with non-temporal
-                             stores (bypassing the cache, no read-for-ownership);
-                             INT64_MAX: never. Set by alloc, callers may change it. */
+    int64_t nt_min_bytes; /* tensors of this many bytes or more are written with
+                             non-temporal stores (bypassing the cache, no
+                             read-for-ownership): the last-level cache's size, which
+                             such a tensor fills; INT64_MAX: never. Set by alloc,
+                             callers may change it. */
 } mb_kern_tensors;
 
 /* Bytes mb_kern_tensors_alloc would allocate for plan p at n elements (for

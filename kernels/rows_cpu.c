@@ -21,8 +21,8 @@
  * the tiles' partial sums in double; LayerNorm's mean and variance are
  * shifted by the row's first element (sums of x - x0 and its square), so
  * that a row far from 0 does not cancel in f32. f32 reads are used where
- * they lie (no copy); f32 and 16-bit writes of tensors larger than
- * t->nt_min_bytes go out with non-temporal stores, as exec_cpu.c's do.
+ * they lie (no copy); f32 and 16-bit writes of tensors of
+ * t->nt_min_bytes or more go out with non-temporal stores, as exec_cpu.c's do.
  * A column kernel (a colsum: a [cols] weight's gradient, the sum over the
  * rows) runs its row nodes by rows, each thread summing its rows' share,
  * then the nodes after the sums once over the columns; the reference sums
@@ -269,7 +269,7 @@ static void store_tile(rowstate *S, int v, int64_t r, int64_t c0, int len)
 {
     const mb_node *nd = &S->g->nodes[v];
     int64_t base = nd->shape == MB_SHC_COL ? c0 : r * S->cols + c0;
-    int nt = nd->shape == MB_SHC_FULL && S->t->n * (int64_t)mb_dtype_bytes(nd->dtype) > S->t->nt_min_bytes;
+    int nt = nd->shape == MB_SHC_FULL && S->t->n * (int64_t)mb_dtype_bytes(nd->dtype) >= S->t->nt_min_bytes;
     mb_kern_vec_store(S->buf[v], (char *)S->t->data[v] + base * (int64_t)mb_dtype_bytes(nd->dtype), nd->dtype,
                       len, nt);
 }
@@ -593,7 +593,7 @@ static int run_rows(mb_kern_tensors *t, const mb_kernel *K, mb_err *err)
     const int64_t rows = t->shape.rows;
     const int onepass = mb_kern_rows_onepass(K, t->shape.cols);
     const mb_kern_rows_fn fn = rows_jit(g, K, onepass);
-    const int nt = t->n * (int64_t)sizeof(float) > t->nt_min_bytes; /* compiled: f32 writes only */
+    const int nt = t->n * (int64_t)sizeof(float) >= t->nt_min_bytes; /* compiled: f32 writes only */
     int failed = 0;
 #pragma omp parallel
     {

@@ -105,6 +105,8 @@ void mb_meas_calib_to_device(const mb_meas_calib *c, const char *command_line, m
      * writing 1 MiB took 25.8 us, reading it 25.4 us, writing it again
      * warm 10.9 us); the executors stream tensors above the cache instead */
     d->write_allocate = 1;
+    /* and stream a written tensor of the cache's size (kernels.h's nt_min_bytes) */
+    d->stream_at_cache_size = 1;
     d->cache_bandwidth_gbs = c->cache_gbs;
     d->cache_mb = (double)c->llc_bytes / 1048576.0;
     /* rows in flight: one per thread, each in its core's own cache */

@@ -94,6 +94,7 @@ static int cpu_prepare(mb_meas_row_run *r, mb_err *err)
     r->be = B;
     int rc = mb_kern_tensors_alloc_shape(r->p, mb_meas_record_shape(r->row), c->llc_bytes, &B->t, err);
     if (rc) return rc;
+    if (c->nt_min_bytes > 0) B->t.nt_min_bytes = c->nt_min_bytes;
     B->fresh = 1;
     r->host = &B->t;
     if (mb_intr_pending()) return mb_err_set(err, MB_ERUN, "interrupted"); /* the fill stopped early */

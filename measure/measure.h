@@ -55,6 +55,9 @@ typedef struct mb_meas_config {
     int cold;              /* 1: evict the last-level cache before every sample,
                               outside the timed region (default 1) */
     int64_t llc_bytes;     /* cache size to evict; <= 0: detect (CPU: mb_kern_llc_bytes) */
+    int64_t nt_min_bytes;  /* CPU: written tensors this large or larger are streamed
+                              (the model's spec: llc_bytes, or one byte more for a
+                              spec without stream_at_cache_size); <= 0: llc_bytes */
     int exec;              /* CPU executor, an mb_kern_exec (mb_meas_exec_parse;
                               default 0, auto) */
     int threads;           /* CPU threads, <= 0: all cores */

@@ -100,8 +100,11 @@ int64_t mb_meas_llc_bytes(const mb_meas_config *c)
 
 void mb_meas_config_for_device(mb_meas_config *c, mb_meas_backend b, const mb_device *dev)
 {
-    if (b == MB_MEAS_CPU && !strcmp(dev->kind, "cpu") && c->llc_bytes <= 0 && dev->cache_mb > 0)
+    if (b == MB_MEAS_CPU && !strcmp(dev->kind, "cpu") && c->llc_bytes <= 0 && dev->cache_mb > 0) {
         c->llc_bytes = (int64_t)(dev->cache_mb * 1048576.0);
+        /* the executors stream as the spec's model says they do */
+        if (c->nt_min_bytes <= 0) c->nt_min_bytes = c->llc_bytes + (dev->stream_at_cache_size > 0 ? 0 : 1);
+    }
 }
 
 int64_t mb_meas_host_need_bytes(const mb_plan *p, int64_t n, const mb_meas_config *c)

@@ -54,7 +54,7 @@ typedef struct key_spec {
  * - op rates 1e-4..1e6 G elements/s (1e5/s, a soft-float core, to 1e15/s,
  *   250x an H100's special-function units), 0: not measured;
  * - stream penalty and gain 0..100 per extra stream (calibrate measures
- *   0..0.3); serial fractions 0..1; write_allocate 0 or 1;
+ *   0..0.3); serial fractions 0..1; write_allocate and stream_at_cache_size 0 or 1;
  * - max_threads_per_sm 32..16384, 0: none (a warp to 8x the 2048 of an
  *   H100 SM or a CDNA CU). */
 #define BW 0.1, 1e5
@@ -77,6 +77,7 @@ static const key_spec spec_keys[] = {
     {"serial_fraction_rows", KEY_NUM, KEY_OPTIONAL, FIELD(serial_fraction_rows), 0, 1, 0},
     {"serial_fraction_rows_l2", KEY_NUM, KEY_OPTIONAL, FIELD(serial_fraction_rows_l2), 0, 1, 0},
     {"write_allocate", KEY_NUM, KEY_OPTIONAL, FIELD(write_allocate), 0, 1, 0},
+    {"stream_at_cache_size", KEY_NUM, KEY_OPTIONAL, FIELD(stream_at_cache_size), 0, 1, 0},
     {"cache_bandwidth_gbs", KEY_NUM, KEY_OPTIONAL, FIELD(cache_bandwidth_gbs), BW, 1},
     {"cache_mb", KEY_NUM, KEY_REQUIRED, FIELD(cache_mb), 1e-3, 1e6, 0},
     {"cache_resident_mb", KEY_NUM, KEY_OPTIONAL, FIELD(cache_resident_mb), 1e-3, 1e6, 1},
@@ -111,7 +112,8 @@ static const key_spec op_rate_spec = {"op_<name>_geps", KEY_NUM, KEY_OPTIONAL, 0
 static const char *range_problem(const key_spec *k, double v, char *buf, size_t size)
 {
     if (!isfinite(v)) return "must be a finite number";
-    if (!strcmp(k->key, "write_allocate")) return v == 0 || v == 1 ? NULL : "must be 0 or 1";
+    if (!strcmp(k->key, "write_allocate") || !strcmp(k->key, "stream_at_cache_size"))
+        return v == 0 || v == 1 ? NULL : "must be 0 or 1";
     if (v >= k->lo && v <= k->hi) return NULL;
     if (k->zero_none && v == 0) return NULL;
     snprintf(buf, size, "must be %sin [%g, %g]", k->zero_none ? "0 (none) or " : "", k->lo, k->hi);
@@ -603,7 +605,9 @@ static void write_keys(const mb_device *d, FILE *fp)
                 *(const double *)p == 0)
                 continue;
             /* a calibration's figure: only where measured */
-            if (!strcmp(k->key, "exp_nonpos_gain") && *(const double *)p == 0) continue;
+            if ((!strcmp(k->key, "exp_nonpos_gain") || !strcmp(k->key, "stream_at_cache_size")) &&
+                *(const double *)p == 0)
+                continue;
             format_number(*(const double *)p, num, sizeof num);
             fprintf(fp, "%s = %s\n", k->key, num);
         }

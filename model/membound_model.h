@@ -344,6 +344,11 @@ typedef struct mb_device {
                                      last-level cache; every byte a kernel
                                      moves passes through it, so a kernel takes
                                      at least its bytes / this (0: unknown) */
+    double stream_at_cache_size;  /* optional, 0 or 1 (with write_allocate): 1
+                                     when the executors stream a written tensor
+                                     of the cache's size too, not only larger
+                                     ones (calibrate writes it; older specs
+                                     lack it, and their CSVs model as before) */
     double write_allocate;        /* optional, 0 or 1: 1 when a store to a line
                                      the cache does not hold reads it first
                                      (a CPU's write-back cache under ordinary

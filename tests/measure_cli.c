@@ -309,7 +309,7 @@ int main(void)
     if (jit && strstr(ini, "\nl1_kib = ")) CHECK(strstr(ini, "\nserial_fraction_rows_l2 = ") != NULL);
     CHECK(strstr(ini, "name = local-cpu") && strstr(ini, "kind = cpu") &&
           strstr(ini, "op_sin_geps") && strstr(ini, "measured_at"));
-    CHECK(strstr(ini, "\nwrite_allocate = 1\n") != NULL);
+    CHECK(strstr(ini, "\nwrite_allocate = 1\n") != NULL && strstr(ini, "\nstream_at_cache_size = 1\n") != NULL);
     CHECK(strstr(ini, "overlap from y = sin(x) (rounds' quartiles ") != NULL);
     /* the compiled chains' rates: as many op_<name>_compiled_geps keys as the
      * source line counts (a quick run on a loaded machine may drop a rate

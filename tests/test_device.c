@@ -71,7 +71,7 @@ static void check_same(const mb_device *a, const mb_device *b)
     for (int op = 0; op < MB_OP_COUNT; op++)
         CHECK(a->op_compiled_geps[op] == b->op_compiled_geps[op]);
     CHECK(a->sincos_geps == b->sincos_geps && a->sincos_compiled_geps == b->sincos_compiled_geps);
-    CHECK(a->write_allocate == b->write_allocate);
+    CHECK(a->write_allocate == b->write_allocate && a->stream_at_cache_size == b->stream_at_cache_size);
     CHECK(a->read_stream_penalty == b->read_stream_penalty && a->read_stream_gain == b->read_stream_gain);
     CHECK(a->serial_fraction_compiled == b->serial_fraction_compiled &&
           a->has_serial_fraction_compiled == b->has_serial_fraction_compiled);
@@ -383,6 +383,7 @@ static void test_round_trip(void)
     d.op_compiled_geps[MB_OP_TANH] = 0.8071306380514732;
     d.sincos_compiled_geps = 1.75;
     d.write_allocate = 1;
+    d.stream_at_cache_size = 1;
     d.host_ref_copy_gbs = 61.25;
     d.read_stream_gain = 0.3125;
     d.host_ref_sin_geps = 4.5;
@@ -415,6 +416,7 @@ static void test_round_trip(void)
     d.serial_fraction_compiled = 0;
     d.has_serial_fraction_rows = d.has_serial_fraction_rows_l2 = 0; /* the same for the row kernels' (which then add) */
     d.serial_fraction_rows = d.serial_fraction_rows_l2 = d.l1_kib = 0;
+    d.stream_at_cache_size = 0; /* an older spec's rule: not written */
     CHECK_EQ_I64(mb_device_write_ini(&d, path, &err), MB_OK);
     memset(&back, 0, sizeof back);
     back.has_serial_fraction_compiled = back.has_serial_fraction_rows = back.has_serial_fraction_rows_l2 = 1;
@@ -427,7 +429,8 @@ static void test_round_trip(void)
         fclose(fp);
     }
     CHECK(strstr(text, "\nserial_fraction = 0.375\n") && !strstr(text, "serial_fraction_compiled") &&
-          !strstr(text, "serial_fraction_rows") && !strstr(text, "l1_kib"));
+          !strstr(text, "serial_fraction_rows") && !strstr(text, "l1_kib") &&
+          !strstr(text, "stream_at_cache_size"));
     /* a CPU spec has no resident threads per SM: the key is not written */
     d.max_threads_per_sm = 0;
     char *ini = mb_device_ini_text(&d, &err);

@@ -116,7 +116,8 @@ static void check_cache_model(void)
 
 /* A write-allocate CPU (write_allocate = 1, cache 32 MiB): a store to a
  * tensor the cache does not hold reads it from DRAM first; tensors larger
- * than the cache are streamed (no read); the tensors the last kernel writes
+ * than the cache (and of its size, with stream_at_cache_size) are streamed
+ * (no read); the tensors the last kernel writes
  * are still dirty in the cache when the plan ends (written back after it);
  * the read bandwidth bounds the kernel's own reads, not the line fills. A
  * GPU spec (write_allocate 0) counts as before. */
@@ -137,6 +138,19 @@ static void check_write_allocate(void)
     mb_estimate cb = est("copy", MB_F32, MB_PLAN_EAGER, big, &d, NULL);
     CHECK_EQ_I64(cb.total.dram_read_bytes, cb.total.read_bytes); /* streamed: no line fill */
     CHECK_EQ_I64(cb.total.dram_write_bytes, cb.total.write_bytes);
+    /* a tensor of the cache's size: line-filled and left in the cache under
+     * an older spec's rule; streamed where the spec says the executors
+     * stream it (stream_at_cache_size, as calibrate writes) */
+    mb_estimate ce = est("copy", MB_F32, MB_PLAN_EAGER, (int64_t)1 << 23, &d, NULL); /* 32 MiB */
+    CHECK_EQ_I64(ce.total.dram_read_bytes, 64 << 20);
+    CHECK_EQ_I64(ce.total.dram_write_bytes, 0);
+    mb_estimate_free(&ce);
+    d.stream_at_cache_size = 1;
+    ce = est("copy", MB_F32, MB_PLAN_EAGER, (int64_t)1 << 23, &d, NULL);
+    CHECK_EQ_I64(ce.total.dram_read_bytes, 32 << 20);
+    CHECK_EQ_I64(ce.total.dram_write_bytes, 32 << 20);
+    mb_estimate_free(&ce);
+    d.stream_at_cache_size = 0;
     /* eager sin^2+cos^2, 4 MiB tensors: every kernel's output is filled
      * before its store; only the last kernel's is left in the cache */
     int nk = 0;
