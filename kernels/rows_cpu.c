@@ -545,7 +545,6 @@ int mb_kern_rows_compiled(const mb_kern_tensors *t, const mb_kernel *K)
     return rows_jit(t->plan->g, K, mb_kern_rows_onepass(K, t->shape.cols)) != NULL;
 }
 
-/* Runs kernel K over every row of t, rows split among the threads. */
 /* 1 when kernel K is row values alone, f32 and stored: elementwise [rows, 1]
  * and [rows] nodes of such operands or scalars (eager LayerNorm's and
  * RMSNorm's var + eps and rsqrt). */
@@ -586,6 +585,7 @@ static void run_rowvals(mb_kern_tensors *t, const mb_kernel *K)
     }
 }
 
+/* Runs kernel K over every row of t, rows split among the threads. */
 static int run_rows(mb_kern_tensors *t, const mb_kernel *K, mb_err *err)
 {
     const mb_graph *g = t->plan->g;
