@@ -431,11 +431,12 @@ static double serial_fraction_of(const mb_plan *p, const mb_kernel *K, mb_shape 
      * the spec has them, over rows in the core's L1 or beyond it as this
      * kernel's are, else its memory and compute add (its first pass waits on
      * memory, the later ones compute from the cache while it prefetches the
-     * next row: how much that hides is the host's, 0.0-0.3 on one 2-vCPU
-     * Xeon guest, 0.7-1.1 on another, fused softmax, F.softmax's kernel,
-     * LayerNorm and RMSNorm at 4096x4096, 16384x1024 and 1024x16384 f32;
-     * on the first, rows of 64 KiB, beyond its 48 KiB L1, ran 20-25% slower
-     * against the model than rows of 4 KiB) */
+     * next row: how much that hides is the host's: the probes gave 0.21-0.37
+     * within the L1 and 0.43-0.55 beyond it on one 2-vCPU Xeon guest, where
+     * with one figure rows of 64 KiB, beyond its 48 KiB L1, ran 15-35 points
+     * slower against the model than rows of 4 KiB; on another guest fused
+     * softmax, F.softmax's kernel, LayerNorm and RMSNorm at 4096x4096,
+     * 16384x1024 and 1024x16384 f32 ran at 0.70-1.14x memory + compute) */
     if (has_compiled_rates(d) && p->g->has_row_ops && onepass_rows(K, sh, d) && mb_kernel_compiled(p->g, K)) {
         if (d->has_serial_fraction_rows_l2 && d->l1_kib > 0 &&
             (double)sh.cols * K->live_bytes_per_col > d->l1_kib * 1024.0)
