@@ -12,42 +12,133 @@ static void usage(FILE *fp)
 {
     fprintf(fp,
             "usage: membound devices [--json] [--device ID|FILE.ini]\n"
+            "       membound devices --keys [--json|--markdown]\n"
             "\n"
             "Lists the built-in device table: datasheet and measured bandwidth (1e9 B/s),\n"
             "last-level cache (MiB), FP32 and dense BF16 tensor peaks, launch overhead.\n"
             "With --device, shows one device or spec file, including its source.\n"
             "\n"
-            "  --json          one JSON object: {\"devices\": [...]}\n"
+            "  --json          one JSON object: {\"devices\": [...]}, every key of each\n"
+            "                  device (null: a key the spec leaves to its fallback)\n"
             "  --device D      only device D (a table id or an INI spec file)\n"
+            "  --keys          the keys a spec file may hold: type, unit, range, what an\n"
+            "                  absent key means, who measures it, what it is\n"
+            "  --markdown      with --keys: as a Markdown table (docs/devices.md's)\n"
             "  -h, --help      this help\n");
 }
 
+static int is_text(const mb_device_key *k)
+{
+    return k->type == MB_DKT_STR || k->type == MB_DKT_ID || k->type == MB_DKT_ENUM;
+}
+
+/* Every key of d, in the table's order: text as strings, numbers as reals,
+ * op families as {op: rate} of the ops with a rate; a GIVEN-written key the
+ * spec did not give is null (absent: its fallback applies). */
 static json_t *device_json(const mb_device *d)
 {
-    json_t *o = json_pack("{s:s, s:s, s:s, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:s}",
-                          "name", d->name, "label", d->label, "kind", d->kind,
-                          "mem_bandwidth_gbs", d->mem_bandwidth_gbs,
-                          "measured_bandwidth_gbs", d->measured_bandwidth_gbs, "cache_mb", d->cache_mb,
-                          "fp32_tflops", d->fp32_tflops, "bf16_tflops", d->bf16_tflops,
-                          "sfu_tops", d->sfu_tops, "launch_overhead_us", d->launch_overhead_us,
-                          "mem_gb", d->mem_gb, "source", d->source);
-    if (d->measured_at[0]) json_object_set_new(o, "measured_at", json_string(d->measured_at));
-    if (d->cited_bandwidth_gbs > 0)
-        json_object_set_new(o, "cited_bandwidth_gbs", json_real(d->cited_bandwidth_gbs));
-    if (d->cache_resident_mb > 0)
-        json_object_set_new(o, "cache_resident_mb", json_real(d->cache_resident_mb));
-    if (d->graph_launch_overhead_us > 0)
-        json_object_set_new(o, "graph_launch_overhead_us", json_real(d->graph_launch_overhead_us));
-    /* the row kernels' keys: one pass or several, and the rows in flight */
-    if (d->onchip_kib > 0) json_object_set_new(o, "onchip_kib", json_real(d->onchip_kib));
-    if (d->sm_count > 0) json_object_set_new(o, "sm_count", json_real(d->sm_count));
-    if (d->max_threads_per_sm > 0) json_object_set_new(o, "max_threads_per_sm", json_real(d->max_threads_per_sm));
-    json_t *ops = json_object();
-    for (int i = 0; i < MB_OP_COUNT; i++)
-        if (d->op_geps[i] > 0) json_object_set_new(ops, mb_op_name((mb_op)i), json_real(d->op_geps[i]));
-    if (json_object_size(ops)) json_object_set_new(o, "op_geps", ops);
-    else json_decref(ops);
+    json_t *o = json_object();
+    for (int i = 0; i < mb_device_key_count(); i++) {
+        const mb_device_key *k = mb_device_key_at(i);
+        json_t *v;
+        if (is_text(k)) {
+            v = json_string(mb_device_str(d, k));
+        } else if (k->type == MB_DKT_OPS) {
+            v = json_object();
+            for (int op = 0; op < MB_OP_COUNT; op++)
+                if (mb_device_num(d, k, op) != 0)
+                    json_object_set_new(v, mb_op_name((mb_op)op), json_real(mb_device_num(d, k, op)));
+        } else if (k->write == MB_DKW_GIVEN && !mb_device_given(d, (mb_dk_id)i)) {
+            v = json_null();
+        } else {
+            v = json_real(mb_device_num(d, k, 0));
+        }
+        json_object_set_new(o, k->key, v);
+    }
     return o;
+}
+
+static const char *type_name(mb_dk_type t)
+{
+    static const char *const names[] = {"text", "id", "choice", "number", "0 or 1", "number per op"};
+    return names[t];
+}
+
+/* The values k accepts, in words, into buf. */
+static void range_text(const mb_device_key *k, char *buf, size_t size)
+{
+    switch (k->type) {
+    case MB_DKT_STR: snprintf(buf, size, "at most %zu characters", k->size - 1); break;
+    case MB_DKT_ID: snprintf(buf, size, "letters, digits, -_.+"); break;
+    case MB_DKT_ENUM: snprintf(buf, size, "%s", k->def); break;
+    case MB_DKT_FLAG: snprintf(buf, size, "0 or 1"); break;
+    default: snprintf(buf, size, "%s%g..%g", k->zero_none ? "0 or " : "", k->lo, k->hi); break;
+    }
+}
+
+static const char *need_text(const mb_device_key *k)
+{
+    return k->need == MB_DKN_REQ ? "required" : k->need == MB_DKN_REQ_GPU ? "required (gpu)" : "optional";
+}
+
+static const char *cal_text(const mb_device_key *k)
+{
+    static const char *const by[] = {"-", "calibrate", "calibrate --backend cuda", "calibrate (cpu, cuda)"};
+    return by[k->cal & 3];
+}
+
+/* What an absent key means. */
+static const char *absent_text(const mb_device_key *k)
+{
+    if (k->need == MB_DKN_REQ) return "-";
+    if (k->type == MB_DKT_ENUM) return k->write == MB_DKW_ALWAYS ? "the first choice" : "unsaid";
+    if (k->type == MB_DKT_STR) return !strcmp(k->def, "$name") ? "the name" : k->def[0] ? k->def : "empty";
+    return k->def[0] ? k->def : "0";
+}
+
+/* The key table: plain text, Markdown (docs/devices.md holds it: a test
+ * compares the two) or JSON. */
+static int print_keys(int json, int markdown)
+{
+    int n = mb_device_key_count();
+    char range[96];
+    if (json) {
+        json_t *arr = json_array();
+        for (int i = 0; i < n; i++) {
+            const mb_device_key *k = mb_device_key_at(i);
+            range_text(k, range, sizeof range);
+            json_array_append_new(arr, json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:s}", "key", k->key,
+                                                 "type", type_name(k->type), "need", need_text(k), "unit", k->unit,
+                                                 "range", range, "absent", absent_text(k), "measured_by",
+                                                 cal_text(k), "table", k->source, "doc", k->doc));
+        }
+        json_t *root = json_pack("{s:o}", "keys", arr);
+        char *s = json_dumps(root, JSON_INDENT(1));
+        puts(s);
+        free(s);
+        json_decref(root);
+        return 0;
+    }
+    if (markdown) {
+        printf("| key | unit | values | absent | measured by | the table's rows | what it is |\n");
+        printf("|---|---|---|---|---|---|---|\n");
+        for (int i = 0; i < n; i++) {
+            const mb_device_key *k = mb_device_key_at(i);
+            range_text(k, range, sizeof range);
+            printf("| `%s`%s | %s | %s | %s | %s | %s | %s |\n", k->key, k->need == MB_DKN_OPT ? "" : " (required)",
+                   k->unit[0] ? k->unit : "-", range, absent_text(k), cal_text(k), k->source, k->doc);
+        }
+        return 0;
+    }
+    for (int i = 0; i < n; i++) {
+        const mb_device_key *k = mb_device_key_at(i);
+        range_text(k, range, sizeof range);
+        printf("%-26s %-8s %s; %s; %s; absent: %s; measured by %s\n    %s\n", k->key, k->unit[0] ? k->unit : "-",
+               type_name(k->type), need_text(k), range, absent_text(k), cal_text(k), k->doc);
+    }
+    printf("\nop_geps and op_compiled_geps are written one key per op: op_exp_geps, "
+           "op_exp_compiled_geps, ...\n");
+    return 0;
 }
 
 /* One table row; labels are never cut: the column is as wide as the widest. */
@@ -64,8 +155,9 @@ int mb_cmd_devices(int argc, char **argv)
 {
     static const struct option opts[] = {
         {"json", no_argument, 0, 'j'}, {"device", required_argument, 0, 'd'},
+        {"keys", no_argument, 0, 'k'}, {"markdown", no_argument, 0, 'm'},
         {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
-    int json = 0, c;
+    int json = 0, keys = 0, markdown = 0, c;
     const char *only = NULL;
     opterr = 0;
     optind = 1;
@@ -73,11 +165,17 @@ int mb_cmd_devices(int argc, char **argv)
         switch (c) {
         case 'j': json = 1; break;
         case 'd': only = optarg; break;
+        case 'k': keys = 1; break;
+        case 'm': markdown = 1; break;
         case 'h': usage(stdout); return 0;
         default: return mb_cli_bad_option(c, argv, optind, optopt, "devices");
         }
     }
     if (optind < argc) return mb_cli_fail(2, "unexpected argument '%s'", argv[optind]);
+    if (markdown && !keys) return mb_cli_fail(2, "--markdown goes with --keys");
+    if (keys && only) return mb_cli_fail(2, "--keys lists the keys of every spec: no --device");
+    if (keys && json && markdown) return mb_cli_fail(2, "--json or --markdown, not both");
+    if (keys) return print_keys(json, markdown);
 
     mb_device one;
     int count = mb_device_count();

@@ -93,12 +93,11 @@ void mb_meas_calib_to_device(const mb_meas_calib *c, const char *command_line, m
     d->read_stream_penalty = c->read_stream_penalty;
     d->read_stream_gain = c->read_stream_gain;
     d->serial_fraction = c->serial_fraction;
-    d->has_serial_fraction_compiled = c->has_serial_fraction_compiled;
-    d->serial_fraction_compiled = c->has_serial_fraction_compiled ? c->serial_fraction_compiled : 0;
-    d->has_serial_fraction_rows = c->has_serial_fraction_rows;
-    d->serial_fraction_rows = c->has_serial_fraction_rows ? c->serial_fraction_rows : 0;
-    d->has_serial_fraction_rows_l2 = c->has_serial_fraction_rows_l2;
-    d->serial_fraction_rows_l2 = c->has_serial_fraction_rows_l2 ? c->serial_fraction_rows_l2 : 0;
+    if (c->has_serial_fraction_compiled)
+        mb_device_set(d, MB_DK_serial_fraction_compiled, c->serial_fraction_compiled);
+    if (c->has_serial_fraction_rows) mb_device_set(d, MB_DK_serial_fraction_rows, c->serial_fraction_rows);
+    if (c->has_serial_fraction_rows_l2)
+        mb_device_set(d, MB_DK_serial_fraction_rows_l2, c->serial_fraction_rows_l2);
     d->l1_kib = (double)c->l1_bytes / 1024.0;
     /* x86 caches allocate on ordinary stores: a store to a line not held
      * reads it first (2-vCPU EPYC guest, one thread, after a 64 MiB flush:
@@ -117,9 +116,9 @@ void mb_meas_calib_to_device(const mb_meas_calib *c, const char *command_line, m
     d->launch_overhead_us = c->pass_overhead_us;
     d->mem_gb = c->mem_gb;
     for (int op = 0; op < MB_OP_COUNT; op++) d->op_geps[op] = c->op_geps[op];
-    d->sincos_geps = c->sincos_geps;
+    d->op_sincos_geps = c->sincos_geps;
     for (int op = 0; op < MB_OP_COUNT; op++) d->op_compiled_geps[op] = c->op_compiled_geps[op];
-    d->sincos_compiled_geps = c->sincos_compiled_geps;
+    d->op_sincos_compiled_geps = c->sincos_compiled_geps;
     d->exp_nonpos_gain = c->exp_nonpos_gain;
     d->host_ref_copy_gbs = c->ref_copy_gbs;
     d->host_ref_sin_geps = c->ref_op_geps[0];

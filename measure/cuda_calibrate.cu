@@ -175,6 +175,13 @@ extern "C" int mb_meas_cuda_calibrate(const mb_meas_config *c, mb_device *out, c
     A.count = MB_BLOCK_MAX_LAUNCHES;
     const int empty_blocked = S.use_block;
     if (rc == MB_OK) rc = time_probe(gs, c, probe_empty, &A, 20, 0, &t_empty, err);
+    /* the kernel floor: one empty kernel alone between the events, as
+     * measure's event timing sees a plan's first kernel (launch, run-down,
+     * the events' resolution), median of 20 */
+    double t_floor = 0;
+    A.count = 1;
+    if (rc == MB_OK) rc = time_probe(gs, c, probe_empty, &A, 20, 0, &t_floor, err);
+    A.count = MB_BLOCK_MAX_LAUNCHES;
     A.iters = 4096;
     if (rc == MB_OK) rc = time_probe(gs, c, probe_fma, &A, 5, 0, &t_fma, err);
     double fma_flops = A.work;
@@ -211,11 +218,12 @@ extern "C" int mb_meas_cuda_calibrate(const mb_meas_config *c, mb_device *out, c
     out->bf16_tflops = tab ? tab->bf16_tflops : out->fp32_tflops;
     out->sfu_tops = tab ? tab->sfu_tops : 0;
     out->launch_overhead_us = t_empty / A.count * 1e6;
+    mb_device_set(out, MB_DK_kernel_floor_us, t_floor * 1e6);
     out->mem_gb = S.dev.mem_bytes / 1e9;
     snprintf(out->source, sizeof out->source,
              "membound calibrate --backend cuda on %.60s (%s), driver %d.%d: peak = 2 x %d MHz x %d bit; "
              "copy %.0f, read %.0f, write %.0f GB/s (f32 n=%lld, cold, median of 10); launch = %d empty "
-             "kernels%s; fp32 = FMA chains; op rates register-resident; bf16_tflops %s%.24s",
+             "kernels%s; kernel floor = one empty kernel between events; fp32 = FMA chains; op rates register-resident; bf16_tflops %s%.24s",
              S.dev.name, S.pci, S.dev.driver_version / 1000, S.dev.driver_version % 1000 / 10,
              S.dev.mem_clock_khz / 1000, S.dev.bus_width_bits, copy_gbs, read_gbs, write_gbs, (long long)n, A.count,
              empty_blocked && S.use_block ? " behind a blocking kernel" : " back to back (host launch rate included)",
@@ -225,10 +233,12 @@ extern "C" int mb_meas_cuda_calibrate(const mb_meas_config *c, mb_device *out, c
     size_t used = 0;
     used += (size_t)snprintf(summary, summarysz,
                              "%s\n  peak %.0f GB/s (driver), copy %.0f GB/s (%.0f%%), read %.0f GB/s, write %.0f GB/s\n"
-                             "  fp32 FMA %.1f TFLOP/s, launch overhead %.2f us per kernel (GPU side)\n"
+                             "  fp32 FMA %.1f TFLOP/s, launch overhead %.2f us per kernel (GPU side), kernel "
+                             "floor %.2f us (one kernel between events)\n"
                              "  op rates (1e9 elements/s, register-resident):\n",
                              out->label, out->mem_bandwidth_gbs, copy_gbs, 100 * copy_gbs / out->mem_bandwidth_gbs,
-                             read_gbs, write_gbs, out->fp32_tflops, out->launch_overhead_us);
+                             read_gbs, write_gbs, out->fp32_tflops, out->launch_overhead_us,
+                             out->kernel_floor_us);
     for (int op = MB_OP_ADD; op < MB_OP_COUNT && used < summarysz; op++)
         used += (size_t)snprintf(summary + used, summarysz - used, "    %-10s %9.1f%s", mb_op_name((mb_op)op),
                                  out->op_geps[op], (op - MB_OP_ADD) % 4 == 3 ? "\n" : "");

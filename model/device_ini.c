@@ -18,116 +18,18 @@
  * never comes near this; longer lines are an error, never split silently. */
 #define LINE_MAX_CHARS 4096
 
-enum key_type { KEY_STR, KEY_NUM };
-enum key_need {
-    KEY_OPTIONAL = 0, /* may be absent (numbers: 0) */
-    KEY_REQUIRED,     /* must be present; strings non-empty */
-    KEY_REQUIRED_GPU  /* must be present for kind gpu */
-};
+#define N_KEYS MB_DK_COUNT
 
-typedef struct key_spec {
-    const char *key;
-    enum key_type type;
-    enum key_need need;
-    size_t offset, size;
-    double lo, hi;       /* numbers: the plausible range, inclusive */
-    int zero_none;       /* numbers: 0 is accepted below lo and means "none" */
-} key_spec;
-
-#define FIELD(f) offsetof(mb_device, f), sizeof(((mb_device *)0)->f)
-
-/* Plausible ranges. Wide enough for any real CPU core or GPU, narrow enough
- * that every time the model derives stays finite (an f32 tensor of 2^62
- * elements over 0.1 GB/s is 1.8e11 s; 1e-320 GB/s made times inf and dropped
- * them from JSON):
- * - bandwidths 0.1..1e5 GB/s (optional ones, cited_bandwidth_gbs too, 0: none):
- *   a single DRAM channel of an old PC moves ~1 GB/s,
- *   an HBM3e GPU 8 TB/s, a last-level cache some 20 TB/s; 100 TB/s is 5x that;
- * - cache_mb and cache_resident_mb 1e-3..1e6 MiB: from a 1 KiB buffer to
- *   1 TiB (the largest on-package caches are ~1 GiB); cache_resident_mb 0: none;
- *   alloc_mmap_threshold_mb the same range, 0: glibc's 32 MiB;
- * - fp32_tflops 1e-4..1e5 (100 MFLOP/s, a microcontroller, to 50x a B200),
- *   bf16_tflops and sfu_tops 0 (none) or 1e-4..1e5;
- * - launch_overhead_us 1e-6..1e5: per-pass overheads of a few ns on a CPU to
- *   0.1 s, 20000x a GPU's 5 us; graph_launch_overhead_us the same, 0: none;
- * - mem_gb 1e-3..1e6 (1 MB to 1 PB), 0: unknown;
- * - op rates 1e-4..1e6 G elements/s (1e5/s, a soft-float core, to 1e15/s,
- *   250x an H100's special-function units), 0: not measured;
- * - stream penalty and gain 0..100 per extra stream (calibrate measures
- *   0..0.3); serial fractions 0..1; write_allocate and stream_at_cache_size 0 or 1;
- * - max_threads_per_sm 32..16384, 0: none (a warp to 8x the 2048 of an
- *   H100 SM or a CDNA CU). */
-#define BW 0.1, 1e5
-#define RATE 1e-4, 1e6
-#define STR(f) FIELD(f), 0, 0, 0
-
-/* The contract keys of the design's "Device specs", in the order written. */
-static const key_spec spec_keys[] = {
-    {"name", KEY_STR, KEY_REQUIRED, STR(name)},
-    {"label", KEY_STR, KEY_OPTIONAL, STR(label)},
-    {"kind", KEY_STR, KEY_OPTIONAL, STR(kind)},
-    {"mem_bandwidth_gbs", KEY_NUM, KEY_REQUIRED, FIELD(mem_bandwidth_gbs), BW, 0},
-    {"measured_bandwidth_gbs", KEY_NUM, KEY_OPTIONAL, FIELD(measured_bandwidth_gbs), BW, 1},
-    {"cited_bandwidth_gbs", KEY_NUM, KEY_OPTIONAL, FIELD(cited_bandwidth_gbs), BW, 1},
-    {"read_bandwidth_gbs", KEY_NUM, KEY_OPTIONAL, FIELD(read_bandwidth_gbs), BW, 1},
-    {"read_stream_penalty", KEY_NUM, KEY_OPTIONAL, FIELD(read_stream_penalty), 0, 100, 0},
-    {"read_stream_gain", KEY_NUM, KEY_OPTIONAL, FIELD(read_stream_gain), 0, 100, 0},
-    {"serial_fraction", KEY_NUM, KEY_OPTIONAL, FIELD(serial_fraction), 0, 1, 0},
-    {"serial_fraction_compiled", KEY_NUM, KEY_OPTIONAL, FIELD(serial_fraction_compiled), 0, 1, 0},
-    {"serial_fraction_rows", KEY_NUM, KEY_OPTIONAL, FIELD(serial_fraction_rows), 0, 1, 0},
-    {"serial_fraction_rows_l2", KEY_NUM, KEY_OPTIONAL, FIELD(serial_fraction_rows_l2), 0, 1, 0},
-    {"write_allocate", KEY_NUM, KEY_OPTIONAL, FIELD(write_allocate), 0, 1, 0},
-    {"stream_at_cache_size", KEY_NUM, KEY_OPTIONAL, FIELD(stream_at_cache_size), 0, 1, 0},
-    {"cache_bandwidth_gbs", KEY_NUM, KEY_OPTIONAL, FIELD(cache_bandwidth_gbs), BW, 1},
-    {"cache_mb", KEY_NUM, KEY_REQUIRED, FIELD(cache_mb), 1e-3, 1e6, 0},
-    {"cache_resident_mb", KEY_NUM, KEY_OPTIONAL, FIELD(cache_resident_mb), 1e-3, 1e6, 1},
-    {"onchip_kib", KEY_NUM, KEY_OPTIONAL, FIELD(onchip_kib), 1e-3, 1e9, 1},
-    {"l1_kib", KEY_NUM, KEY_OPTIONAL, FIELD(l1_kib), 1e-3, 1e9, 1},
-    {"sm_count", KEY_NUM, KEY_OPTIONAL, FIELD(sm_count), 1, 1e6, 1},
-    {"max_threads_per_sm", KEY_NUM, KEY_OPTIONAL, FIELD(max_threads_per_sm), 32, 16384, 1},
-    {"fp32_tflops", KEY_NUM, KEY_REQUIRED, FIELD(fp32_tflops), 1e-4, 1e5, 0},
-    {"bf16_tflops", KEY_NUM, KEY_REQUIRED_GPU, FIELD(bf16_tflops), 1e-4, 1e5, 1},
-    {"sfu_tops", KEY_NUM, KEY_OPTIONAL, FIELD(sfu_tops), 1e-4, 1e5, 1},
-    {"launch_overhead_us", KEY_NUM, KEY_REQUIRED, FIELD(launch_overhead_us), 1e-6, 1e5, 0},
-    {"graph_launch_overhead_us", KEY_NUM, KEY_OPTIONAL, FIELD(graph_launch_overhead_us), 1e-6, 1e5, 1},
-    {"mem_gb", KEY_NUM, KEY_OPTIONAL, FIELD(mem_gb), 1e-3, 1e6, 1},
-    {"op_sincos_geps", KEY_NUM, KEY_OPTIONAL, FIELD(sincos_geps), RATE, 1},
-    {"op_sincos_compiled_geps", KEY_NUM, KEY_OPTIONAL, FIELD(sincos_compiled_geps), RATE, 1},
-    {"exp_nonpos_gain", KEY_NUM, KEY_OPTIONAL, FIELD(exp_nonpos_gain), 0.1, 100, 1},
-    {"host_ref_copy_gbs", KEY_NUM, KEY_OPTIONAL, FIELD(host_ref_copy_gbs), BW, 1},
-    {"host_ref_sin_geps", KEY_NUM, KEY_OPTIONAL, FIELD(host_ref_sin_geps), RATE, 1},
-    {"host_ref_sigmoid_geps", KEY_NUM, KEY_OPTIONAL, FIELD(host_ref_sigmoid_geps), RATE, 1},
-    {"first_touch_gbs", KEY_NUM, KEY_OPTIONAL, FIELD(first_touch_gbs), BW, 1},
-    {"alloc_mmap_threshold_mb", KEY_NUM, KEY_OPTIONAL, FIELD(alloc_mmap_threshold_mb), 1e-3, 1e6, 1},
-    {"source", KEY_STR, KEY_REQUIRED, STR(source)},
-    {"measured_at", KEY_STR, KEY_OPTIONAL, STR(measured_at)},
-    /* written only when set: specs without it read and write as before */
-    {"calibration", KEY_STR, KEY_OPTIONAL, STR(calibration)},
-};
-
-/* The range of op_<name>_geps and op_<name>_compiled_geps (0: not measured). */
-static const key_spec op_rate_spec = {"op_<name>_geps", KEY_NUM, KEY_OPTIONAL, 0, 0, RATE, 1};
-
-/* The reason v is outside k's range, into buf; NULL when inside. */
-static const char *range_problem(const key_spec *k, double v, char *buf, size_t size)
+/* A string key's field in d. */
+static char *str_field(mb_device *d, const mb_device_key *k) { return (char *)d + k->offset; }
+/* A number key's field in d (OPS: op's). */
+static double *num_field(mb_device *d, const mb_device_key *k, int op)
 {
-    if (!isfinite(v)) return "must be a finite number";
-    if (!strcmp(k->key, "write_allocate") || !strcmp(k->key, "stream_at_cache_size"))
-        return v == 0 || v == 1 ? NULL : "must be 0 or 1";
-    if (v >= k->lo && v <= k->hi) return NULL;
-    if (k->zero_none && v == 0) return NULL;
-    snprintf(buf, size, "must be %sin [%g, %g]", k->zero_none ? "0 (none) or " : "", k->lo, k->hi);
-    return buf;
+    return (double *)((char *)d + k->offset) + (k->type == MB_DKT_OPS ? op : 0);
 }
-
-#define N_KEYS ((int)(sizeof spec_keys / sizeof spec_keys[0]))
-
-/* Position of key in spec_keys (key must be one of them). */
-static int key_index(const char *key)
+static int is_text(const mb_device_key *k)
 {
-    int i = 0;
-    while (i < N_KEYS - 1 && strcmp(spec_keys[i].key, key) != 0) i++;
-    return i;
+    return k->type == MB_DKT_STR || k->type == MB_DKT_ID || k->type == MB_DKT_ENUM;
 }
 
 /* Parser state, shared by the line reader and the key handler. */
@@ -140,7 +42,7 @@ typedef struct ini_state {
     int read_errno;      /* errno of a failed read, else 0 */
     int device_line;     /* line of the [device] header, 0 if none yet */
     int key_line[N_KEYS];          /* line where each key was set, 0 if not */
-    int op_line[2][MB_OP_COUNT];   /* same for op_<name>_geps, op_<name>_compiled_geps */
+    int op_line[N_KEYS][MB_OP_COUNT]; /* same for each op of an op family */
     mb_device dev;
     int code;            /* first error (MB_OK while none) */
     mb_err err;
@@ -166,38 +68,24 @@ static int fail(ini_state *st, int code, const char *fmt, ...)
 }
 
 
-/* "op_<name>_geps" for op, into buf; returns 0 when op has no name. */
-/* The key of op's rate: "op_<name>_geps", or with compiled != 0 the rate in
- * compiled kernels, "op_<name>_compiled_geps". */
-static int op_key(int op, int compiled, char *buf, size_t size)
-{
-    const char *n = mb_op_name((mb_op)op);
-    if (!n || !*n || !strcmp(n, "?")) return 0;
-    int w = snprintf(buf, size, compiled ? "op_%s_compiled_geps" : "op_%s_geps", n);
-    return w > 0 && (size_t)w < size;
-}
-
-static double *op_rate_field(mb_device *d, int op, int compiled)
-{
-    return compiled ? &d->op_compiled_geps[op] : &d->op_geps[op];
-}
-
 /* The valid key closest to an unknown one, or NULL when none is close. */
 static const char *closest_key(const char *key, char *buf, size_t size)
 {
     int best = 3; /* at most two edits away */
     const char *found = NULL;
-    for (int i = 0; i < N_KEYS; i++) {
-        int d = mb_edit_distance(key, spec_keys[i].key);
-        if (d < best) { best = d; found = spec_keys[i].key; }
-    }
     char k[64];
-    for (int c = 0; c < 2; c++)
-        for (int op = 0; op < MB_OP_COUNT; op++) {
-            if (!op_key(op, c, k, sizeof k)) continue;
-            int d = mb_edit_distance(key, k);
-            if (d < best) { best = d; snprintf(buf, size, "%s", k); found = buf; }
+    for (int i = 0; i < N_KEYS; i++) {
+        const mb_device_key *dk = mb_device_key_at(i);
+        for (int op = 0; op < (dk->type == MB_DKT_OPS ? MB_OP_COUNT : 1); op++) {
+            const char *name = dk->key;
+            if (dk->type == MB_DKT_OPS) {
+                if (!mb_device_op_key(dk, op, k, sizeof k)) continue;
+                name = k;
+            }
+            int d = mb_edit_distance(key, name);
+            if (d < best) { best = d; snprintf(buf, size, "%s", name); found = buf; }
         }
+    }
     return found;
 }
 
@@ -275,7 +163,7 @@ static char *read_line(char *str, int num, void *stream)
     return str;
 }
 
-static int set_number(ini_state *st, const key_spec *k, const char *key, const char *value,
+static int set_number(ini_state *st, const mb_device_key *k, const char *key, const char *value,
                       double *out)
 {
     char *end;
@@ -288,7 +176,7 @@ static int set_number(ini_state *st, const key_spec *k, const char *key, const c
         return fail(st, MB_EINPUT, "%s:%d: key '%s': expected a finite number, got '%s'",
                     st->path, st->line, key, value);
     char buf[96];
-    const char *why = range_problem(k, v, buf, sizeof buf);
+    const char *why = mb_device_key_problem(k, v, buf, sizeof buf);
     if (why)
         return fail(st, MB_EINPUT, "%s:%d: key '%s': %s, got '%s'", st->path, st->line, key, why,
                     value);
@@ -296,30 +184,60 @@ static int set_number(ini_state *st, const key_spec *k, const char *key, const c
     return 1;
 }
 
-static int set_string(ini_state *st, const key_spec *k, const char *value)
+/* 1 when value is one of ENUM k's choices (def, '|'-separated). */
+static int enum_choice(const mb_device_key *k, const char *value)
 {
     size_t len = strlen(value);
-    char *dst = (char *)&st->dev + k->offset;
+    for (const char *c = k->def; *c;) {
+        const char *bar = strchr(c, '|');
+        size_t n = bar ? (size_t)(bar - c) : strlen(c);
+        if (n == len && !strncmp(c, value, n)) return 1;
+        if (!bar) break;
+        c = bar + 1;
+    }
+    return 0;
+}
+
+/* k's choices as a phrase: "'gpu' or 'cpu'", "'full', 'quick' or 'fallback'". */
+static void enum_phrase(const mb_device_key *k, char *buf, size_t size)
+{
+    int n = 1;
+    for (const char *c = k->def; *c; c++) n += *c == '|';
+    size_t used = 0;
+    const char *c = k->def;
+    for (int i = 0; i < n && used < size; i++) {
+        const char *bar = strchr(c, '|');
+        int len = bar ? (int)(bar - c) : (int)strlen(c);
+        int w = snprintf(buf + used, size - used, "%s'%.*s'", i == 0 ? "" : i == n - 1 ? " or " : ", ", len, c);
+        if (w < 0) break;
+        used += (size_t)w;
+        c = bar ? bar + 1 : c + len;
+    }
+}
+
+static int set_string(ini_state *st, const mb_device_key *k, const char *value)
+{
+    size_t len = strlen(value);
+    char *dst = str_field(&st->dev, k);
     if (len >= k->size)
         return fail(st, MB_EINPUT, "%s:%d: key '%s': value too long (%zu characters, at most %zu)",
                     st->path, st->line, k->key, len, k->size - 1);
-    if (k->need == KEY_REQUIRED && len == 0)
+    if (k->need == MB_DKN_REQ && len == 0)
         return fail(st, MB_EINPUT, "%s:%d: key '%s': empty value", st->path, st->line, k->key);
     for (size_t i = 0; i < len; i++)
         if (is_control(value[i]))
             return fail(st, MB_EINPUT, "%s:%d: key '%s': control character 0x%02x in value",
                         st->path, st->line, k->key, (unsigned)(unsigned char)value[i]);
-    if (!strcmp(k->key, "name") && !valid_id(value))
+    if (k->type == MB_DKT_ID && !valid_id(value))
         return fail(st, MB_EINPUT,
-                    "%s:%d: key 'name': '%s' is not a valid id (use letters, digits, '-', '_', "
-                    "'.', '+')", st->path, st->line, value);
-    if (!strcmp(k->key, "kind") && strcmp(value, "gpu") && strcmp(value, "cpu"))
-        return fail(st, MB_EINPUT, "%s:%d: key 'kind': expected 'gpu' or 'cpu', got '%s'",
-                    st->path, st->line, value);
-    if (!strcmp(k->key, "calibration") && strcmp(value, "full") && strcmp(value, "quick") &&
-        strcmp(value, "fallback"))
-        return fail(st, MB_EINPUT, "%s:%d: key 'calibration': expected 'full', 'quick' or 'fallback', "
-                    "got '%s'", st->path, st->line, value);
+                    "%s:%d: key '%s': '%s' is not a valid id (use letters, digits, '-', '_', "
+                    "'.', '+')", st->path, st->line, k->key, value);
+    if (k->type == MB_DKT_ENUM && !enum_choice(k, value)) {
+        char choices[128];
+        enum_phrase(k, choices, sizeof choices);
+        return fail(st, MB_EINPUT, "%s:%d: key '%s': expected %s, got '%s'", st->path, st->line, k->key,
+                    choices, value);
+    }
     memcpy(dst, value, len + 1);
     return 1;
 }
@@ -332,26 +250,19 @@ static int on_key(void *user, const char *section, const char *name, const char 
     if (strcmp(section, "device") != 0)
         return fail(st, MB_EINPUT, "%s:%d: key '%s' is outside the [device] section", st->path,
                     st->line, name);
-    for (int i = 0; i < N_KEYS; i++) {
-        const key_spec *k = &spec_keys[i];
-        if (strcmp(name, k->key) != 0) continue;
-        if (st->key_line[i])
+    int op = 0;
+    const mb_device_key *k = mb_device_key_find(name, &op);
+    if (k) {
+        int i = (int)(k - mb_device_key_at(0));
+        int *seen = k->type == MB_DKT_OPS ? &st->op_line[i][op] : &st->key_line[i];
+        if (*seen)
             return fail(st, MB_EINPUT, "%s:%d: key '%s' given twice (first on line %d)",
-                        st->path, st->line, name, st->key_line[i]);
-        st->key_line[i] = st->line;
-        if (k->type == KEY_STR) return set_string(st, k, value);
-        return set_number(st, k, name, value, (double *)((char *)&st->dev + k->offset));
+                        st->path, st->line, name, *seen);
+        *seen = st->line;
+        st->dev.given[i] = 1;
+        if (is_text(k)) return set_string(st, k, value);
+        return set_number(st, k, name, value, num_field(&st->dev, k, op));
     }
-    char key[64];
-    for (int c = 0; c < 2; c++)
-        for (int op = 0; op < MB_OP_COUNT; op++) {
-            if (!op_key(op, c, key, sizeof key) || strcmp(name, key) != 0) continue;
-            if (st->op_line[c][op])
-                return fail(st, MB_EINPUT, "%s:%d: key '%s' given twice (first on line %d)",
-                            st->path, st->line, name, st->op_line[c][op]);
-            st->op_line[c][op] = st->line;
-            return set_number(st, &op_rate_spec, name, value, op_rate_field(&st->dev, op, c));
-        }
     char buf[64];
     const char *near = closest_key(name, buf, sizeof buf);
     if (near)
@@ -368,8 +279,8 @@ static void check_required(ini_state *st)
     size_t used = 0;
     int missing = 0;
     for (int i = 0; i < N_KEYS; i++) {
-        const key_spec *k = &spec_keys[i];
-        int need = k->need == KEY_REQUIRED || (k->need == KEY_REQUIRED_GPU && is_gpu);
+        const mb_device_key *k = mb_device_key_at(i);
+        int need = k->need == MB_DKN_REQ || (k->need == MB_DKN_REQ_GPU && is_gpu);
         if (!need || st->key_line[i]) continue;
         int w = snprintf(list + used, sizeof list - used, "%s'%s'", missing ? ", " : "", k->key);
         if (w > 0 && (size_t)w < sizeof list - used) used += (size_t)w;
@@ -378,6 +289,21 @@ static void check_required(ini_state *st)
     if (missing)
         fail(st, MB_EINPUT, "%s: missing required key%s %s in [device]", st->path,
              missing > 1 ? "s" : "", list);
+}
+
+/* The values absent text keys take (device_keys.def's def): a STR key's
+ * ("$name": the name's), an ENUM key written always its first choice. */
+static void apply_defaults(mb_device *d, const int *key_line)
+{
+    for (int i = 0; i < N_KEYS; i++) {
+        const mb_device_key *k = mb_device_key_at(i);
+        if (key_line[i] || !k->def[0]) continue;
+        char *dst = str_field(d, k);
+        if (k->type == MB_DKT_STR)
+            snprintf(dst, k->size, "%s", !strcmp(k->def, "$name") ? d->name : k->def);
+        else if (k->type == MB_DKT_ENUM && k->write == MB_DKW_ALWAYS)
+            snprintf(dst, k->size, "%.*s", (int)strcspn(k->def, "|"), k->def);
+    }
 }
 
 /* Loads the spec file at path into *out (written only on success).
@@ -433,12 +359,7 @@ static int load_stream(FILE *fp, const char *path, mb_device *out, mb_err *err)
             check_required(st);
     }
     if (st->code == MB_OK) {
-        if (!st->key_line[key_index("kind")]) snprintf(st->dev.kind, sizeof st->dev.kind, "gpu");
-        st->dev.has_serial_fraction_compiled = st->key_line[key_index("serial_fraction_compiled")] != 0;
-        st->dev.has_serial_fraction_rows = st->key_line[key_index("serial_fraction_rows")] != 0;
-        st->dev.has_serial_fraction_rows_l2 = st->key_line[key_index("serial_fraction_rows_l2")] != 0;
-        if (!st->key_line[key_index("label")])
-            snprintf(st->dev.label, sizeof st->dev.label, "%s", st->dev.name);
+        apply_defaults(&st->dev, st->key_line);
         *out = st->dev;
     } else if (err) {
         *err = st->err;
@@ -516,33 +437,33 @@ static const char *string_problem(const char *s, size_t size)
 static int check_device(const mb_device *d, const char *path, mb_err *err)
 {
     for (int i = 0; i < N_KEYS; i++) {
-        const key_spec *k = &spec_keys[i];
-        const char *p = (const char *)d + k->offset;
-        if (k->type == KEY_STR) {
+        const mb_device_key *k = mb_device_key_at(i);
+        if (is_text(k)) {
+            const char *p = mb_device_str(d, k);
             const char *why = string_problem(p, k->size);
             if (why) return mb_err_set(err, MB_EINPUT, "%s: field '%s' %s", path, k->key, why);
-            if (k->need == KEY_REQUIRED && !p[0])
+            if (k->need == MB_DKN_REQ && !p[0])
                 return mb_err_set(err, MB_EINPUT, "%s: field '%s' is empty", path, k->key);
+            if (k->type == MB_DKT_ID && !valid_id(p))
+                return mb_err_set(err, MB_EINPUT, "%s: %s '%s' is not a valid id", path, k->key, p);
+            if (k->type == MB_DKT_ENUM && p[0] && !enum_choice(k, p)) {
+                char choices[128];
+                enum_phrase(k, choices, sizeof choices);
+                return mb_err_set(err, MB_EINPUT, "%s: %s '%s' is not %s", path, k->key, p, choices);
+            }
             continue;
         }
-        double v = *(const double *)p;
-        char buf[96];
-        const char *why = range_problem(k, v, buf, sizeof buf);
-        if (why) return mb_err_set(err, MB_EINPUT, "%s: field '%s' = %g %s", path, k->key, v, why);
-    }
-    if (!valid_id(d->name))
-        return mb_err_set(err, MB_EINPUT, "%s: name '%s' is not a valid id", path, d->name);
-    if (d->kind[0] && strcmp(d->kind, "gpu") && strcmp(d->kind, "cpu"))
-        return mb_err_set(err, MB_EINPUT, "%s: kind '%s' is not 'gpu' or 'cpu'", path, d->kind);
-    for (int c = 0; c < 2; c++)
-        for (int op = 0; op < MB_OP_COUNT; op++) {
-            double v = *op_rate_field((mb_device *)d, op, c);
+        for (int op = 0; op < (k->type == MB_DKT_OPS ? MB_OP_COUNT : 1); op++) {
+            double v = mb_device_num(d, k, op);
             char buf[96];
-            const char *why = range_problem(&op_rate_spec, v, buf, sizeof buf);
-            if (why)
-                return mb_err_set(err, MB_EINPUT, "%s: %s of '%s' = %g %s", path,
-                                  c ? "op_compiled_geps" : "op_geps", mb_op_name((mb_op)op), v, why);
+            const char *why = mb_device_key_problem(k, v, buf, sizeof buf);
+            if (!why) continue;
+            if (k->type == MB_DKT_OPS)
+                return mb_err_set(err, MB_EINPUT, "%s: %s of '%s' = %g %s", path, k->key,
+                                  mb_op_name((mb_op)op), v, why);
+            return mb_err_set(err, MB_EINPUT, "%s: field '%s' = %g %s", path, k->key, v, why);
         }
+    }
     return MB_OK;
 }
 
@@ -579,45 +500,29 @@ char *mb_device_ini_text(const mb_device *d, mb_err *err)
     return buf;
 }
 
-/* The [device] section of d, one key a line. */
+/* The [device] section of d, one key a line, in the table's order, each as
+ * its write rule says (device_keys.def). */
 static void write_keys(const mb_device *d, FILE *fp)
 {
     fprintf(fp, "[device]\n");
-    char num[64];
+    char num[64], key[64];
     for (int i = 0; i < N_KEYS; i++) {
-        const key_spec *k = &spec_keys[i];
-        const char *p = (const char *)d + k->offset;
-        if (k->type == KEY_STR) {
-            if (!strcmp(k->key, "kind") && !p[0]) p = "gpu";
-            if (!strcmp(k->key, "calibration") && !p[0]) continue;
+        const mb_device_key *k = mb_device_key_at(i);
+        if (is_text(k)) {
+            if (!mb_device_key_written(d, k, 0)) continue;
+            const char *p = mb_device_str(d, k);
+            if (k->type == MB_DKT_ENUM && !p[0]) { /* written always: its first choice */
+                fprintf(fp, "%s = %.*s\n", k->key, (int)strcspn(k->def, "|"), k->def);
+                continue;
+            }
             fprintf(fp, p[0] ? "%s = %s\n" : "%s =\n", k->key, p);
-        } else {
-            /* an optional figure that stands for another when absent */
-            if (!strcmp(k->key, "serial_fraction_compiled") && !d->has_serial_fraction_compiled)
-                continue;
-            if (!strcmp(k->key, "serial_fraction_rows") && !d->has_serial_fraction_rows) continue;
-            if (!strcmp(k->key, "serial_fraction_rows_l2") && !d->has_serial_fraction_rows_l2) continue;
-            /* a framework's allocation figures: only where measured; a
-             * GPU's resident threads and a core's L1: only where known
-             * (specs read and write as before the keys) */
-            if ((!strcmp(k->key, "first_touch_gbs") || !strcmp(k->key, "alloc_mmap_threshold_mb") ||
-                 !strcmp(k->key, "max_threads_per_sm") || !strcmp(k->key, "l1_kib")) &&
-                *(const double *)p == 0)
-                continue;
-            /* a calibration's figure: only where measured */
-            if ((!strcmp(k->key, "exp_nonpos_gain") || !strcmp(k->key, "stream_at_cache_size")) &&
-                *(const double *)p == 0)
-                continue;
-            format_number(*(const double *)p, num, sizeof num);
-            fprintf(fp, "%s = %s\n", k->key, num);
+            continue;
+        }
+        for (int op = 0; op < (k->type == MB_DKT_OPS ? MB_OP_COUNT : 1); op++) {
+            if (!mb_device_key_written(d, k, op)) continue;
+            if (k->type == MB_DKT_OPS && !mb_device_op_key(k, op, key, sizeof key)) continue;
+            format_number(mb_device_num(d, k, op), num, sizeof num);
+            fprintf(fp, "%s = %s\n", k->type == MB_DKT_OPS ? key : k->key, num);
         }
     }
-    char key[64];
-    for (int c = 0; c < 2; c++)
-        for (int op = 0; op < MB_OP_COUNT; op++) {
-            double v = *op_rate_field((mb_device *)d, op, c);
-            if (v == 0 || !op_key(op, c, key, sizeof key)) continue;
-            format_number(v, num, sizeof num);
-            fprintf(fp, "%s = %s\n", key, num);
-        }
 }

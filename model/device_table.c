@@ -483,23 +483,3 @@ double mb_device_cache_bytes(const mb_device *d)
     double mb = d->cache_resident_mb > 0 ? d->cache_resident_mb : d->cache_mb;
     return mb * 1048576.0;
 }
-
-void mb_device_at_rates(const mb_device *d, double bandwidth_factor, double op_factor, mb_device *out)
-{
-    *out = *d;
-    out->mem_bandwidth_gbs *= bandwidth_factor;
-    out->measured_bandwidth_gbs *= bandwidth_factor;
-    out->read_bandwidth_gbs *= bandwidth_factor;
-    out->cache_bandwidth_gbs *= op_factor;
-    if (op_factor > 0) out->launch_overhead_us /= op_factor;
-    if (op_factor > 0) out->graph_launch_overhead_us /= op_factor;
-    out->fp32_tflops *= op_factor;
-    out->bf16_tflops *= op_factor;
-    out->sfu_tops *= op_factor;
-    out->sincos_geps *= op_factor;
-    out->sincos_compiled_geps *= op_factor;
-    for (int i = 0; i < MB_OP_COUNT; i++) {
-        out->op_geps[i] *= op_factor;
-        out->op_compiled_geps[i] *= op_factor;
-    }
-}

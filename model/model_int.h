@@ -60,6 +60,22 @@ void mb_lex_rest_of_line(mb_lexer *lx, char *buf, int bufsize);
  * not broadcast or reduces another dimension. Sets g->rank. */
 int mb_graph_derive_shapes(mb_graph *g, int rank, mb_err *err);
 
+/* Bytes of tensor node i of g at shape s (shape.c). */
+int64_t mb_tensor_bytes_at(const mb_graph *g, int i, mb_shape s);
+
+/* ---- the estimate's steps (traffic.c calls them in this order) ---- */
+/* dram.c: the cache-aware DRAM bytes of every kernel of p into per_kernel
+ * (whose lecture bytes and passes are set), and of those reads, the line
+ * fills of a write-allocate cache's stores into rfo (p->n_kernels entries,
+ * zeroed). -1 when out of memory. */
+int mb_dram_bytes(const mb_plan *p, mb_shape n, const mb_device *d, mb_cost *per_kernel, int64_t *rfo);
+/* roofline.c: kernel k's time into c (its bytes set), with framework fw's
+ * allocations, at bandwidth_gbs (the one mb_device_bandwidth_gbs gives). */
+void mb_kernel_time(const mb_plan *p, int k, mb_shape n, const mb_device *d, mb_framework fw,
+                    double bandwidth_gbs, int64_t rfo_bytes, mb_cost *c);
+/* roofline.c: which term bounds a kernel (or a plan, by each term's share). */
+mb_bound mb_bound_of(double launch_s, double mem_s, double compute_s);
+
 /* ---- autodiff (autodiff.c) ---- */
 /* Appends the backward graph to g (forward graph complete). */
 int mb_autodiff(mb_graph *g, mb_err *err);

@@ -55,6 +55,11 @@ int64_t mb_tensor_elems_at(const mb_graph *g, int i, mb_shape s)
     }
 }
 
+int64_t mb_tensor_bytes_at(const mb_graph *g, int i, mb_shape s)
+{
+    return mb_tensor_elems_at(g, i, s) * (int64_t)mb_dtype_bytes(g->nodes[i].dtype);
+}
+
 const char *mb_shape_class_text(mb_shape_class c, int rank)
 {
     switch (c) {

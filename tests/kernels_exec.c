@@ -296,7 +296,7 @@ static void evaluates_once(void)
             dev.fp32_tflops = 1;
             for (int op = 0; op < MB_OP_COUNT; op++) dev.op_geps[op] = 1;
             for (int with_sincos = 1; with_sincos >= 0; with_sincos--) {
-                dev.sincos_geps = with_sincos;
+                dev.op_sincos_geps = with_sincos;
                 mb_estimate est;
                 CHECK(mb_estimate_plan(p, N_SMALL, &dev, &est, &err) == MB_OK);
                 CHECK_NEAR(est.per_kernel[0].compute_s * 1e9 / N_SMALL,

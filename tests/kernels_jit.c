@@ -129,12 +129,12 @@ static int compiled_rule_agrees(mb_graph *g)
         dev.mem_bandwidth_gbs = 1000;
         dev.cache_mb = 1;
         dev.fp32_tflops = 1;
-        dev.sincos_geps = 1;
+        dev.op_sincos_geps = 1;
         for (int op = 0; op < MB_OP_COUNT; op++) dev.op_geps[op] = 1;
         mb_estimate plain, fast;
         CHECK(mb_estimate_plan(p, 1 << 20, &dev, &plain, &err) == MB_OK);
         for (int op = 0; op < MB_OP_COUNT; op++) dev.op_compiled_geps[op] = 4;
-        dev.sincos_compiled_geps = 4;
+        dev.op_sincos_compiled_geps = 4;
         CHECK(mb_estimate_plan(p, 1 << 20, &dev, &fast, &err) == MB_OK);
         for (int k = 0; k < p->n_kernels; k++) {
             double a = plain.per_kernel[k].compute_s, b = fast.per_kernel[k].compute_s;

@@ -4,6 +4,8 @@ mb_test(test_model_plans SOURCES test_model_plans.c LIBS mb_model)
 mb_test(test_model_rows SOURCES test_model_rows.c LIBS mb_model)
 # a framework's allocations (--framework pytorch): first touch above the mmap threshold
 mb_test(test_model_framework SOURCES test_model_framework.c LIBS mb_model)
+# the time terms around a kernel's work: the event-timed kernel floor
+mb_test(test_model_time SOURCES test_model_time.c LIBS mb_model)
 mb_test(test_outfile SOURCES test_outfile.c LIBS mb_model)
 # the child-process runner: deadlines, process groups, interrupts, temporaries
 mb_test(child_run SOURCES child_run.c LIBS mb_model)

@@ -234,7 +234,7 @@ static void check_time_formula(void)
     for (int op = MB_OP_ADD; op < MB_OP_COUNT; op++) cc.op_compiled_geps[op] = 1;
     cc.serial_fraction_compiled = 0.0625;
     for (int has = 0; has < 2; has++) {
-        cc.has_serial_fraction_compiled = has;
+        cc.given[MB_DK_serial_fraction_compiled] = (unsigned char)has;
         double beta = has ? 0.0625 : 0.25;
         f = est("sin2_plus_cos2", MB_F32, MB_PLAN_FUSED, n, &cc, NULL);
         const mb_cost *k = &f.per_kernel[0];

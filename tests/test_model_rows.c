@@ -368,8 +368,7 @@ static void check_onepass_accesses(const mb_device *gpu)
         mb_estimate_free(&est);
         /* with calibrate's row-kernel figure: launch + max + that share of
          * min, whatever serial_fraction is */
-        cpu.has_serial_fraction_rows = 1;
-        cpu.serial_fraction_rows = 0.25;
+        mb_device_set(&cpu, MB_DK_serial_fraction_rows, 0.25);
         memset(&est, 0, sizeof est);
         CHECK(mb_estimate_plan_shape(p, s, &cpu, &est, &e) == MB_OK);
         c = &est.per_kernel[0];
@@ -380,8 +379,7 @@ static void check_onepass_accesses(const mb_device *gpu)
         mb_estimate_free(&est);
         /* rows beyond the L1 (1024 columns of 4 B or more against 1 KiB):
          * the figure for those; within it (4 KiB) the first */
-        cpu.has_serial_fraction_rows_l2 = 1;
-        cpu.serial_fraction_rows_l2 = 0.75;
+        mb_device_set(&cpu, MB_DK_serial_fraction_rows_l2, 0.75);
         for (int l1 = 0; l1 < 2; l1++) {
             cpu.l1_kib = l1 ? 4096 : 1;
             memset(&est, 0, sizeof est);

@@ -1,0 +1,154 @@
+/* mb_graph.h — the variant language and its graphs: parsing a variant
+ * file or an --expr string, built-in variants, shapes and broadcasting,
+ * autodiff's backward nodes. Does not group nodes into kernels (mb_plan.h)
+ * or cost them (mb_traffic.h). */
+#ifndef MB_GRAPH_H
+#define MB_GRAPH_H
+
+#include "mb_op.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- graphs ----------------------------------------------------------- */
+
+#define MB_MAX_IO 16
+#define MB_NAME_MAX 64
+
+/* One tensor-valued operation. Operand i is node arg[i], or the scalar
+ * scalar[i] when arg[i] < 0. The forward nodes [0, n_forward) and the
+ * backward nodes after them are stored in evaluation order; a recompute
+ * plan's graph appends clones after them, so execute a plan by its
+ * kernels' node lists. */
+typedef struct mb_node {
+    mb_op op;
+    int arg[2];
+    double scalar[2];
+    mb_dtype dtype;     /* storage type of the tensor this node produces */
+    int is_backward;    /* 1 for nodes made by autodiff */
+    int origin;         /* backward nodes: the forward node whose derivative
+                           they compute (one eager kernel each), or -1 for a
+                           gradient accumulation (its own eager kernel);
+                           recomputed clones: the node they copy; else -1 */
+    int line, col;      /* source position (forward nodes), 0 if none */
+    char name[MB_NAME_MAX]; /* user's name, "grad_y", ... or "" */
+    unsigned char shape; /* mb_shape_class of the tensor (mb_graph_set_rank) */
+    unsigned char decl;  /* inputs: 1 + the mb_shape_class declared, 0 none
+                            (the graph's full shape) */
+    signed char dim;     /* reductions, softmax: the dimension written (-1, 1, 0) */
+    unsigned char keepdim; /* reductions: 1 keeps the reduced dimension */
+    unsigned char joins; /* 1: evaluated in the eager kernel of the node before
+                            it (layer_norm's bias add, as F.layer_norm's kernel) */
+    double eps;          /* layer_norm, rms_norm: added to the variance */
+    unsigned char scalar_cols; /* 1: the scalar operand (scalar[1]) is the row
+                            length, cols (n at rank 1): mean's backward divides
+                            by it (autodiff.c); executors read it at their shape */
+    unsigned char gamma_beta; /* backward nodes of a norm's weight and bias
+                            gradients (autodiff.c): 1, the eager plan runs them
+                            in a kernel of their own after the op's fused
+                            backward kernel, as PyTorch's GammaBetaBackward */
+} mb_node;
+
+/* The shape of a tensor, relative to the graph's shape: FULL is [n] (1-D)
+ * or [rows, cols] (2-D); ROW [rows, 1] (a reduction with keepdim=True; [1]
+ * in 1-D); ROWV [rows] (keepdim=False in 2-D); COL [cols] (a weight);
+ * SCALAR a 0-d tensor (a 1-D reduction with keepdim=False). */
+typedef enum mb_shape_class {
+    MB_SHC_FULL = 0, MB_SHC_ROW, MB_SHC_ROWV, MB_SHC_COL, MB_SHC_SCALAR, MB_SHC_COUNT
+} mb_shape_class;
+
+/* A size: rank 1, n = cols elements (rows = 1); or rank 2, rows x cols. */
+typedef struct mb_shape {
+    int rank;
+    int64_t rows, cols;
+} mb_shape;
+
+/* Parses "16777216", "2^24", "16M" (rank 1) or "ROWSxCOLS" with each side
+ * in that syntax ("4096x1024", "2^12x2^12"; rank 2). rows x cols must be in
+ * [1, MB_N_MAX]. MB_EINPUT with the reason otherwise. */
+int mb_shape_parse(const char *s, mb_shape *out, mb_err *err);
+/* "4096x1024" (rank 2) or "16777216" (rank 1) into buf. */
+void mb_shape_format(mb_shape s, char *buf, size_t size);
+/* Elements of the shape: rows x cols. */
+int64_t mb_shape_elems(mb_shape s);
+/* The rank-1 shape of n elements. */
+mb_shape mb_shape_1d(int64_t n);
+/* "[rows, cols]", "[rows, 1]", "[rows]", "[cols]", "[]" or "[n]" for rank. */
+const char *mb_shape_class_text(mb_shape_class c, int rank);
+
+typedef struct mb_graph {
+    char name[MB_NAME_MAX];
+    char path[512];          /* file it came from, or "<expr>" */
+    mb_node *nodes;
+    int n_nodes, cap_nodes;
+    int n_forward;           /* nodes [0, n_forward) are the forward graph */
+    int inputs[MB_MAX_IO], n_inputs;     /* forward inputs */
+    int outputs[MB_MAX_IO], n_outputs;   /* forward outputs */
+    int has_backward;
+    int grad_outputs[MB_MAX_IO];  /* incoming gradient of each output (inputs) */
+    int grad_inputs[MB_MAX_IO];   /* gradient of each input (graph results) */
+    int64_t default_n;       /* "size" directive, 0 if none */
+    char warning[400];       /* the parse's first warning, "file:line:col: ...",
+                                "" if none (callers print it) */
+    int n_warnings;          /* how many there were */
+    int name_line, name_col; /* the 'name' directive's position, 0 if none */
+    int rank;                /* 1 (every tensor [n]) or 2 ([rows, cols]) */
+    int rank_declared;       /* 1: an input's [..] or a 'shape' line fixed it */
+    mb_shape default_shape;  /* "shape" directive (rank 2), rank 0 if none */
+    int has_row_ops;         /* 1: a reduction or a row library op is in it,
+                                or a tensor broadcast over rows or columns at
+                                rank 2 (the row executors run it) */
+} mb_graph;
+
+/* Re-derives g's tensor shapes for rank 1 or 2 (a 1-D variant measured at
+ * ROWSxCOLS: its reductions then run over rows). MB_EINPUT with
+ * "file:line:col: ..." when a tensor does not broadcast at that rank, or
+ * when g declares 2-D inputs and rank is 1 ("give --shape ROWSxCOLS"). */
+int mb_graph_set_rank(mb_graph *g, int rank, mb_err *err);
+
+/* Elements of tensor node i of g at shape s (a row statistic has rows, a
+ * weight cols, a scalar 1). */
+int64_t mb_tensor_elems_at(const mb_graph *g, int i, mb_shape s);
+
+
+/* Parses a variant text. filename is used in error messages.
+ * default_dtype types inputs written without one. On success *out is a new
+ * graph (caller frees with mb_graph_free), with autodiff applied when the
+ * text says "backward". On error returns MB_EINPUT with "file:line:col: ...". */
+int mb_parse_variant(const char *text, const char *filename,
+                     mb_dtype default_dtype, mb_graph **out, mb_err *err);
+
+/* Parses one --expr string ("y = ..." or several ';'-separated assignments):
+ * free names become inputs of dtype, the last assignment is the output. */
+int mb_parse_expr(const char *expr, mb_dtype dtype, mb_graph **out, mb_err *err);
+
+/* Loads a built-in variant by name, or a variant file by path (anything
+ * containing '/' or ending in ".mb"). Unknown names list the known ones. */
+int mb_variant_load(const char *name_or_path, mb_dtype dtype, mb_graph **out,
+                    mb_err *err);
+
+/* Directory holding the built-in variants: the one set with
+ * mb_variant_set_dir, else share/membound/variants beside the running
+ * binary's folder, else the installed share directory. */
+const char *mb_variant_dir(void);
+
+/* Sets that directory (copied; NULL or "": the default search). The CLI
+ * passes $MEMBOUND_VARIANTS; the library reads no environment variable. */
+void mb_variant_set_dir(const char *dir);
+
+/* Fills names (sorted) with the built-in variants; returns their count
+ * (may exceed max, in which case only max are written). */
+int mb_variant_list(char names[][MB_NAME_MAX], int max);
+
+void mb_graph_free(mb_graph *g);
+/* A copy of g (caller frees with mb_graph_free), NULL when out of memory. */
+mb_graph *mb_graph_clone(const mb_graph *g);
+
+/* Per-element cost of node i (POW depends on its exponent). */
+mb_op_cost mb_node_cost(const mb_graph *g, int i);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

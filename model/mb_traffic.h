@@ -1,0 +1,172 @@
+/* mb_traffic.h — the model's numbers for a plan on a device: bytes by the
+ * traffic rule, cache-aware DRAM bytes, roofline time per kernel, and the
+ * rules the executors share with it (lowering, compiled kernels, a row
+ * kernel's passes). Does not build plans (mb_plan.h). */
+#ifndef MB_TRAFFIC_H
+#define MB_TRAFFIC_H
+
+#include "mb_device.h"
+#include "mb_plan.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- traffic and time ------------------------------------------------- */
+
+typedef enum mb_bound { MB_BOUND_MEMORY = 0, MB_BOUND_COMPUTE, MB_BOUND_LAUNCH } mb_bound;
+const char *mb_bound_name(mb_bound b);  /* "memory", "compute", "launch" */
+
+typedef struct mb_cost {
+    int64_t read_bytes, write_bytes;            /* the lecture's count */
+    int64_t dram_read_bytes, dram_write_bytes;  /* cache-aware, cold start */
+    double flops, sfu_ops;
+    double mem_s, compute_s, launch_s, time_s;  /* time_s = launch + max(mem, compute)
+                                                   + serial_fraction x min(mem, compute)
+                                                   + alloc_s */
+    double alloc_s;          /* first touch of freshly allocated outputs
+                                (mb_estimate_plan_fw); 0 without a framework */
+    mb_bound bound;
+    int passes;      /* passes over each row the kernel makes on this device
+                        (1: one pass; row kernels whose row does not fit on
+                        chip: mb_kernel.passes); 0 in a plan's total */
+    int64_t rows_in_flight; /* passes > 1: rows the device works on at once
+                        (mb_device_rows_in_flight); 0 otherwise */
+    int rereads_cached; /* passes > 1: 1 when those rows fit the cache, so
+                        the passes after the first read it, not DRAM */
+} mb_cost;
+
+typedef struct mb_estimate {
+    mb_cost total;
+    mb_cost *per_kernel;     /* plan->n_kernels entries, owned */
+    int n_kernels;
+    int64_t saved_bytes;
+    double bandwidth_gbs;
+    const char *bandwidth_source;  /* "measured" or "datasheet" */
+} mb_estimate;
+
+/* Traffic and roofline time of plan p at n elements per tensor on device d.
+ * out->per_kernel is allocated; free with mb_estimate_free. */
+int mb_estimate_plan(const mb_plan *p, int64_t n, const mb_device *d,
+                     mb_estimate *out, mb_err *err);
+void mb_estimate_free(mb_estimate *e);
+
+/* The same at a shape (rank 2: rows x cols; mb_estimate_plan is rank 1).
+ * A kernel with row operations is one pass when a row of what it keeps live
+ * fits the device's on-chip storage (mb_device_onchip_bytes), else it reads
+ * its row once per pass (the lecture's count counts each); a re-read hits
+ * the cache when the rows in flight (mb_device_rows_in_flight) x the row
+ * bytes it streams fit. */
+int mb_estimate_plan_shape(const mb_plan *p, mb_shape s, const mb_device *d, mb_estimate *out, mb_err *err);
+
+/* Threads of the block that takes one row in the CUDA row kernels a
+ * multi-pass row kernel runs as (the row evaluator, kernels/rows_eval.cu,
+ * and the per-op row kernels, kernels/rows_op.cu: MB_CUDA_THREADS, which
+ * kernels/kernels_cuda_int.cuh holds equal to this). */
+#define MB_ROW_BLOCK_THREADS 256
+
+/* Rows a multi-pass row kernel works on at once on d, at most rows (and at
+ * least 1): with max_threads_per_sm, sm_count x the row blocks an SM holds
+ * by its threads (max_threads_per_sm / MB_ROW_BLOCK_THREADS, at least 1:
+ * H100 132 x 8 = 1056), as the CUDA launchers size their grids (their
+ * occupancy query also counts registers: docs/limitations.md); without it
+ * one row per SM or core (sm_count; a CPU's executor threads each take a
+ * row); 1 when d gives neither. */
+int64_t mb_device_rows_in_flight(const mb_device *d, int64_t rows);
+
+/* Sets K->passes, read_passes, live_bytes_per_col, eval_mask, stat_pass
+ * and online from K's nodes, reads and writes (model/passes.c; online:
+ * softmax's max and sum in one pass); plans call it, and the row executor
+ * for a node run alone. -1 when out of memory (K's arrays owned by K). */
+int mb_kernel_derive_passes(const mb_graph *g, mb_kernel *K, int online);
+
+/* Longest row (columns) kernel K keeps on chip in one pass on d: on-chip
+ * bytes / live bytes per column; INT64_MAX when K has one pass anyway, 0
+ * when d gives no on-chip size. */
+int64_t mb_kernel_onepass_max_cols(const mb_kernel *K, const mb_device *d);
+
+/* What a row kernel's passes use (the one rule kernels/jit_rows.c runs and
+ * the model counts). mb_kernel_row_stats_in: 1 when K's node j accumulates
+ * statistics in pass p (a reduction in its stat_pass; softmax and
+ * log_softmax their max, then their sum, one pass when online; the norms
+ * one). mb_kernel_row_stat_operand: the node they read (an online sum of
+ * exp(a - amax(a)): a). mb_kernel_row_needs: need[p x n_nodes + j] = 1 when
+ * node j's per-element value is used in pass p (written there, read by a
+ * statistic or by a value computed there); with keep (one pass: a value
+ * computed once, in the first pass of its eval_mask, kept for the later
+ * ones, and softmax's exp(x - max) kept from its sum pass), kept[j] = 1 when
+ * it is used in a later pass. -1 when a needed value would be neither
+ * computed nor kept (keep 0), or out of memory. need: K->passes x
+ * K->n_nodes entries, kept: K->n_nodes, the caller's. */
+int mb_kernel_row_stats_in(const mb_graph *g, const mb_kernel *K, int j, int p);
+int mb_kernel_row_stat_operand(const mb_graph *g, const mb_kernel *K, int j);
+int mb_kernel_row_needs(const mb_graph *g, const mb_kernel *K, int keep, char *need, char *kept);
+
+/* Element accesses to the core's cache, per element of a row, that kernel K
+ * makes beyond its first pass when run in one pass by the compiled row
+ * executor (kernels/jit_rows.c): the reads a later pass loads again, the
+ * kept values' stores and loads, [cols] operands' loads in every pass; 0
+ * for a kernel of one pass. Passes without the online fold, as that
+ * executor runs one pass. -1 when out of memory. */
+double mb_kernel_onepass_cache_accesses(const mb_graph *g, const mb_kernel *K);
+
+/* Whose allocation behaviour the time model adds: none (the executors'
+ * preallocated buffers, the default) or PyTorch's (every op's output a new
+ * tensor from the CPU allocator, malloc; torch.compile's too). */
+typedef enum mb_framework { MB_FW_NONE = 0, MB_FW_PYTORCH, MB_FW_COUNT } mb_framework;
+const char *mb_framework_name(mb_framework f);          /* "none", "pytorch" */
+int mb_framework_parse(const char *s, mb_framework *out); /* MB_OK or MB_EINPUT */
+
+/* glibc's ceiling for its dynamic mmap threshold on 64-bit (malloc.c,
+ * DEFAULT_MMAP_THRESHOLD_MAX = 4 x 1 MiB x sizeof(long)). */
+#define MB_ALLOC_MMAP_MAX_MB 32.0
+
+/* mb_estimate_plan with framework fw's allocations: with MB_FW_PYTORCH each
+ * tensor a kernel writes is a fresh allocation, and one of d's
+ * alloc_mmap_threshold_mb or more is a fresh mapping whose first touch costs
+ * bytes / first_touch_gbs (alloc_s, added to the kernel's time_s). A device
+ * without first_touch_gbs is an error (MB_EINPUT: calibrate measures it);
+ * MB_FW_NONE is mb_estimate_plan. */
+int mb_estimate_plan_fw(const mb_plan *p, int64_t n, const mb_device *d, mb_framework fw,
+                        mb_estimate *out, mb_err *err);
+
+/* Bytes of tensor node i at n elements. */
+int64_t mb_tensor_bytes(const mb_graph *g, int i, int64_t n);
+
+/* Reads and writes a compiled CPU kernel may have. */
+#define MB_COMPILED_IO_MAX 32
+
+/* 1 when a CPU executor with a C compiler runs kernel K of g as compiled
+ * code (kernels/jit_cpu.c), the rule kernels/exec_cpu.c applies: two or more
+ * ops evaluated (after common subexpressions and sin/cos pairs), every
+ * tensor read and written f32, at most MB_COMPILED_IO_MAX of each, and every
+ * op with a compiled form (not relu, abs, step, sign; pow only as x**2 and
+ * x**3; finite scalars). A kernel of a graph with row operations
+ * (kernels/jit_rows.c, as kernels/rows_cpu.c chooses): a row op or two
+ * nodes or more, the same for its tensors and elementwise ops, each row op
+ * over a full operand, no column sum. A spec with op_compiled_geps costs
+ * such kernels at those rates. */
+/* How an executor lowers nodes[0..n) of g (a kernel's nodes, in order), the
+ * one rule the model counts and kernels/exec_cpu.c runs: evaluated[j] = 0 for
+ * an input, or for a node equal to an earlier one (same op, operands and
+ * scalars: evaluated once; common[j] gets that one's index), 2 for the first
+ * of a sin and a cos of one operand (one sincos gives both), 3 for its partner
+ * (pair[] names each other), else 1. common and pair may be NULL, else -1
+ * where none. Returns -1 when out of memory. */
+int mb_lower_nodes(const mb_graph *g, const int *nodes, int n, int *common, int *pair,
+                   unsigned char *evaluated);
+int mb_kernel_compiled(const mb_graph *g, const mb_kernel *K);
+/* 1 when elementwise node a has a form in compiled kernels (kernels/jit_cpu.c,
+ * jit_rows.c): op_table.h's MB_OPF_JIT, pow by a constant 1, 2 or 3
+ * (mb_op_powf's x and products), finite scalars. */
+int mb_node_compiles(const mb_node *a);
+/* 1 when node v of g is exp(a - amax(a)), softmax written out: its argument
+ * is never positive, and compiled row kernels (kernels/jit_rows.c) evaluate
+ * it with softmax's exp, which the model costs at the spec's
+ * exp_nonpos_gain; library softmax's and online sums' exps are such too. */
+int mb_node_exp_nonpos(const mb_graph *g, int v);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
