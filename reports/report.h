@@ -512,7 +512,7 @@ int mb_rpt_mkdirs(const char *dir, mb_err *err);
 
 /* The files mb_rpt_write writes into its folder (report.md, report.html,
  * summary.csv, ...), NULL-terminated: for refusing an input among them
- * before any work. The pages are named by write.c's "report" stem. */
+ * before any work. The pages are named by write_doc.c's "report" stem. */
 extern const char *const mb_rpt_report_files[];
 
 /* Checks, creating nothing, that dir could be made and written: it, or its
