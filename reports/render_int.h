@@ -1,5 +1,6 @@
-/* render_int.h — shared by figures.c and render.c only: a figure set being
- * written (data files through mb_outfile, scripts copied, gnuplot run). */
+/* render_int.h — shared by the figure files (fig_int.h) and render.c only: a
+ * figure set being written (data files through mb_outfile, scripts copied,
+ * gnuplot run). */
 #ifndef MEMBOUND_RENDER_INT_H
 #define MEMBOUND_RENDER_INT_H
 
