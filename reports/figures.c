@@ -98,12 +98,16 @@ static int draw_knee(rpt_fig_ctx *fc, const char *name, const fig_args *a)
 typedef enum fig_scope {
     FIG_PER_GROUP,  /* one per device x backend of the measured rows */
     FIG_PER_DEVICE, /* one per device, every backend's points on it */
-    FIG_ONCE        /* one for the whole report */
+    FIG_ONCE,       /* one for the whole report */
+    FIG_GIVEN       /* drawn from a data file its caller writes (mb_rpt_draw_figure:
+                       membound plan --frontier --figure), never by a report or
+                       the model's figures */
 } fig_scope;
 
 /* One figure: its file stem (and plots/STEM.gp's), how often a report of
  * measurements draws it, whether the model-only figures have it, when it
- * is wanted (NULL: always) and what draws it. A report draws the
+ * is wanted (NULL: always) and what writes its data (NULL: its caller,
+ * FIG_GIVEN) and has it drawn. A report draws the
  * per-group figures of each group in this order, then the per-device ones,
  * then the others; the model's figures are drawn in this order. */
 typedef struct fig_kind {
@@ -122,6 +126,7 @@ static const fig_kind fig_kinds[] = {
     {"whatif", FIG_ONCE, 1, wants_1d, draw_whatif},
     {"recompute", FIG_PER_GROUP, 1, wants_recompute, draw_recompute},
     {"knee", FIG_ONCE, 1, wants_knee, draw_knee},
+    {"frontier", FIG_GIVEN, 0, NULL, NULL},
 };
 #define N_FIG_KINDS ((int)(sizeof fig_kinds / sizeof fig_kinds[0]))
 
@@ -213,4 +218,15 @@ int mb_rpt_set_figures(const mb_rpt_set *s, const char *dir, unsigned formats, i
     fig_args a = {s, -1, -1, NULL, se, ns, NULL, 0};
     if (!rc) rc = draw_kinds(&fc, 0, FIG_ONCE, "", &a);
     return rpt_fig_end(&fc, rc);
+}
+
+int mb_rpt_draw_figure(const char *stem, const char *data, const char *image,
+                       char *(*env)(const char *name), mb_err *err)
+{
+    int k = 0;
+    while (k < N_FIG_KINDS && strcmp(fig_kinds[k].stem, stem)) k++;
+    if (k == N_FIG_KINDS || fig_kinds[k].scope != FIG_GIVEN)
+        return mb_err_set(err, MB_EINPUT, "figure '%s': not one drawn from its caller's data", stem);
+    mb_rpt_set_env(env);
+    return rpt_draw_given(fig_kinds[k].stem, data, image, err);
 }

@@ -1,7 +1,7 @@
 /* gnuplot.c — where the gnuplot scripts are and which gnuplot runs them (as
- * the caller's environment says, mb_rpt_set_env), and one gnuplot run under
- * its deadline. Does not write figure data (fig_*.c) or a figure folder
- * (render.c). */
+ * the caller's environment says, mb_rpt_set_env), one gnuplot run under its
+ * deadline, and a figure drawn from a data file its caller wrote. Does not
+ * write figure data (fig_*.c) or a figure folder (render.c). */
 #include "render_int.h"
 #include "mb_child.h"
 
@@ -116,4 +116,28 @@ int rpt_gnuplot_run(const char *gnuplot, const char *script, const char *data, c
     char *argv[] = {(char *)gnuplot, (char *)"-c", (char *)script, (char *)data, (char *)tmp, NULL};
     mb_child_spec spec = {argv, NULL, log, log ? "=" : "", gnuplot_timeout_s, {tmp, log, NULL}};
     return mb_child_run(&spec, res, err);
+}
+
+int rpt_draw_given(const char *stem, const char *dat, const char *figure, mb_err *err)
+{
+    const char *dir = mb_rpt_plots_dir();
+    char gp[4096], path[4200];
+    mb_err e;
+    if (!dir) return mb_err_set(err, MB_ERUN, "plot scripts not found (set MEMBOUND_PLOTS); data in %s", dat);
+    if (mb_rpt_find_gnuplot(gp, sizeof gp, &e)) return mb_err_set(err, MB_ERUN, "%s; data in %s", e.msg, dat);
+    snprintf(path, sizeof path, "%s/%s.gp", dir, stem);
+    /* drawn under a temporary name beside the figure, renamed when whole */
+    char tmp[4200];
+    const char *slash = strrchr(figure, '/'), *dot = strrchr(figure, '.');
+    const char *ext = dot && (!slash || dot > slash) ? dot : "";
+    snprintf(tmp, sizeof tmp, "%s.tmp%ld%s", figure, (long)getpid(), ext);
+    mb_child_result res;
+    char how[160];
+    if (rpt_gnuplot_run(gp, path, dat, tmp, NULL, &res, err)) return MB_ERUN;
+    if (res.outcome != MB_CHILD_EXITED || res.status != 0 || rename(tmp, figure) != 0) {
+        unlink(tmp);
+        return mb_err_set(err, MB_ERUN, "gnuplot failed drawing %s from %s (%s)", figure, dat,
+                          mb_child_describe(&res, gnuplot_timeout_s, how, sizeof how));
+    }
+    return MB_OK;
 }

@@ -45,5 +45,10 @@ int rpt_fig_end(rpt_fig_ctx *fc, int rc);
  * it ended; MB_ERUN only when it could not be waited for (mb_child_run). */
 int rpt_gnuplot_run(const char *gnuplot, const char *script, const char *data, const char *tmp,
                     const char *log, mb_child_result *res, mb_err *err);
+/* Draws figure (its extension picks png, svg or pdf) from dat, a data file
+ * its caller wrote, with plots/STEM.gp, under a temporary name beside it
+ * renamed when gnuplot succeeds (gnuplot.c). MB_ERUN naming dat when the
+ * scripts or gnuplot are not found or the drawing fails. */
+int rpt_draw_given(const char *stem, const char *dat, const char *figure, mb_err *err);
 
 #endif
