@@ -4,7 +4,6 @@
  * Does not choose anything itself (model/plan_optimal.c, model/frontier.c). */
 #include "cli_common.h"
 #include "commands.h"
-#include "mb_child.h"
 #include "model_args.h"
 
 #include <getopt.h>
@@ -12,19 +11,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
-/* From the reports module when it is built (it needs GSL): where the plot
- * scripts are and which gnuplot to run. Without it the figure's data is
- * still written. */
-#pragma weak mb_rpt_plots_dir
-#pragma weak mb_rpt_find_gnuplot
-#pragma weak mb_rpt_set_env
-#pragma weak mb_rpt_gnuplot_timeout_s
-void mb_rpt_set_env(char *(*lookup)(const char *name));
-double mb_rpt_gnuplot_timeout_s(void);
-const char *mb_rpt_plots_dir(void);
-int mb_rpt_find_gnuplot(char *buf, size_t bufsize, mb_err *err);
+/* From the reports module when it is built (it needs GSL), NULL without it,
+ * as membound.c's commands are: the figure drawn from its data file (the
+ * figure table's "frontier" row). Without it the data is still written.
+ * Declared here as report.h does: that header is not there without it. */
+#pragma weak mb_rpt_draw_figure
+int mb_rpt_draw_figure(const char *stem, const char *data, const char *image,
+                       char *(*env)(const char *name), mb_err *err);
 
 static void usage(FILE *fp)
 {
@@ -336,33 +330,13 @@ static int write_dat(const plan_opts *o, const mb_graph *g, mb_shape sh, const m
 
 static int render(const char *dat, const char *figure)
 {
-    if (!mb_rpt_plots_dir || !mb_rpt_find_gnuplot || !mb_rpt_set_env)
+    if (!mb_rpt_draw_figure)
         return mb_cli_fail(1, "figure data written to %s; drawing it needs the reports module "
                            "(GSL): run gnuplot -c plots/frontier.gp %s %s", dat, dat, figure);
-    mb_rpt_set_env(getenv); /* the library reads no environment */
-    const char *dir = mb_rpt_plots_dir();
-    char gp[4096], script[4200];
     mb_err e;
-    if (!dir) return mb_cli_fail(1, "plot scripts not found (set MEMBOUND_PLOTS); data in %s", dat);
-    if (mb_rpt_find_gnuplot(gp, sizeof gp, &e)) return mb_cli_fail(1, "%s; data in %s", e.msg, dat);
-    snprintf(script, sizeof script, "%s/frontier.gp", dir);
-    /* drawn under a temporary name beside the figure, renamed when whole */
-    char tmp[4200];
-    const char *slash = strrchr(figure, '/'), *dot = strrchr(figure, '.');
-    const char *ext = dot && (!slash || dot > slash) ? dot : "";
-    snprintf(tmp, sizeof tmp, "%s.tmp%ld%s", figure, (long)getpid(), ext);
-    char *argv[] = {gp, (char *)"-c", script, (char *)dat, tmp, NULL};
-    double timeout_s = mb_rpt_gnuplot_timeout_s ? mb_rpt_gnuplot_timeout_s() : 60;
-    mb_child_spec spec = {argv, NULL, NULL, "", timeout_s, {tmp, NULL}};
-    mb_child_result res;
-    char how[160];
-    if (mb_child_run(&spec, &res, &e)) return mb_cli_fail(1, "%s", e.msg);
-    if (res.outcome != MB_CHILD_EXITED || res.status != 0 || rename(tmp, figure) != 0) {
-        unlink(tmp);
-        return mb_cli_fail(1, "gnuplot failed drawing %s from %s (%s)", figure, dat,
-                           mb_child_describe(&res, timeout_s, how, sizeof how));
-    }
-    return 0;
+    /* the library reads no environment: it gets ours */
+    int rc = mb_rpt_draw_figure("frontier", dat, figure, getenv, &e);
+    return rc ? mb_cli_fail_err(rc, &e) : 0;
 }
 
 static int frontier(const plan_opts *o, const mb_graph *g, mb_shape n, json_t *out)

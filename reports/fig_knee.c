@@ -4,7 +4,7 @@
  * (mb_estimate_plan_shape, mb_kernel_onepass_max_cols), with a CPU's
  * measured rows on it. Writes the data file and has plots/knee.gp drawn
  * (render.c); does not choose which figures a report has (figures.c). */
-#include "fig_knee.h"
+#include "fig_int.h"
 
 #include <math.h>
 #include <stdio.h>

@@ -1,7 +1,8 @@
-/* render.c — finds the gnuplot scripts and gnuplot, copies the scripts next
- * to the data, runs gnuplot headless (one process per figure and format) and
- * writes render.sh so a user can restyle and redraw. Does not decide what a
- * figure shows (figures.c and the plots/ scripts do). */
+/* render.c — a figure folder: copies the scripts next to the data, has
+ * gnuplot draw each figure headless (one run per figure and format, gnuplot.c)
+ * and writes render.sh so a user can restyle and redraw; and the figures'
+ * settings (formats, size, theme, output folder). Does not decide what a
+ * figure shows (fig_*.c and the plots/ scripts do). */
 #define _POSIX_C_SOURCE 200809L
 #include "render_int.h"
 #include "mb_child.h"
@@ -14,105 +15,6 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-
-#ifndef MB_PLOTS_INSTALL_DIR
-#define MB_PLOTS_INSTALL_DIR "/usr/local/share/membound/plots"
-#endif
-#ifndef MB_PLOTS_SOURCE_DIR
-#define MB_PLOTS_SOURCE_DIR ""
-#endif
-
-static int has_style(const char *dir)
-{
-    char p[PATH_MAX];
-    snprintf(p, sizeof p, "%s/style.gp", dir);
-    return access(p, R_OK) == 0;
-}
-
-/* The environment as the caller gave it (mb_rpt_set_env): this library
- * reads no environment variable. "" = unset. */
-static char env_plots[PATH_MAX], env_gnuplot[PATH_MAX], env_path[16384];
-
-/* gnuplot's deadline per figure: the report's largest figure draws in under
- * 0.5 s on the 2-vCPU test host; a minute means it hangs (waits on a
- * terminal, a font server, a pipe). */
-#define MB_RPT_GNUPLOT_TIMEOUT_S 60.0
-static double gnuplot_timeout_s = MB_RPT_GNUPLOT_TIMEOUT_S;
-
-void mb_rpt_set_env(char *(*lookup)(const char *name))
-{
-    const char *v;
-    snprintf(env_plots, sizeof env_plots, "%s", lookup && (v = lookup("MEMBOUND_PLOTS")) ? v : "");
-    snprintf(env_gnuplot, sizeof env_gnuplot, "%s", lookup && (v = lookup("MEMBOUND_GNUPLOT")) ? v : "");
-    snprintf(env_path, sizeof env_path, "%s", lookup && (v = lookup("PATH")) ? v : "");
-    double t = lookup && (v = lookup("MEMBOUND_GNUPLOT_TIMEOUT_S")) ? strtod(v, NULL) : 0;
-    gnuplot_timeout_s = t > 0 ? t : MB_RPT_GNUPLOT_TIMEOUT_S;
-}
-
-double mb_rpt_gnuplot_timeout_s(void)
-{
-    return gnuplot_timeout_s;
-}
-
-const char *mb_rpt_plots_dir(void)
-{
-    static char found[PATH_MAX];
-    const char *env = env_plots;
-    if (env && *env) {
-        if (has_style(env)) {
-            snprintf(found, sizeof found, "%s", env);
-            return found;
-        }
-        return NULL; /* an explicit setting that is wrong is not silently replaced */
-    }
-    char exe[PATH_MAX];
-    ssize_t len = readlink("/proc/self/exe", exe, sizeof exe - 1);
-    if (len > 0) {
-        exe[len] = '\0';
-        char *slash = strrchr(exe, '/');
-        if (slash) {
-            *slash = '\0';
-            if (snprintf(found, sizeof found, "%.4000s/../share/membound/plots", exe) <
-                    (int)sizeof found &&
-                has_style(found))
-                return found;
-        }
-    }
-    snprintf(found, sizeof found, "%s", MB_PLOTS_INSTALL_DIR);
-    if (has_style(found)) return found;
-    snprintf(found, sizeof found, "%s", MB_PLOTS_SOURCE_DIR);
-    if (found[0] && has_style(found)) return found;
-    return NULL;
-}
-
-int mb_rpt_find_gnuplot(char *buf, size_t bufsize, mb_err *err)
-{
-    const char *env = env_gnuplot;
-    if (env && *env) {
-        if (access(env, X_OK) == 0) {
-            snprintf(buf, bufsize, "%s", env);
-            return MB_OK;
-        }
-        return mb_err_set(err, MB_ERUN, "gnuplot not found: MEMBOUND_GNUPLOT=%s is not executable",
-                          env);
-    }
-    const char *path = env_path;
-    if (!*path) path = "/usr/bin:/bin";
-    while (*path) {
-        const char *colon = strchr(path, ':');
-        size_t len = colon ? (size_t)(colon - path) : strlen(path);
-        char cand[PATH_MAX];
-        snprintf(cand, sizeof cand, "%.*s/gnuplot", (int)len, len ? path : ".");
-        if (access(cand, X_OK) == 0) {
-            snprintf(buf, bufsize, "%s", cand);
-            return MB_OK;
-        }
-        if (!colon) break;
-        path = colon + 1;
-    }
-    return mb_err_set(err, MB_ERUN, "gnuplot not found on PATH (install gnuplot, or set "
-                                    "MEMBOUND_GNUPLOT)");
-}
 
 int mb_rpt_parse_formats(const char *s, unsigned *out, mb_err *err)
 {
@@ -326,11 +228,10 @@ static int run_gnuplot(rpt_fig_ctx *fc, const char *script, const char *name, co
     snprintf(op, sizeof op, "%s/%s.%s", fc->dir, name, ext);
     snprintf(tp, sizeof tp, "%s/.%s.tmp%ld.%s", fc->dir, name, (long)getpid(), ext);
     snprintf(lp, sizeof lp, "%s/.%s.log%ld", fc->dir, name, (long)getpid());
-    char *argv[] = {fc->gnuplot, (char *)"-c", sp, dp, tp, NULL};
-    mb_child_spec spec = {argv, NULL, lp, "=", gnuplot_timeout_s, {tp, lp, NULL}};
     mb_child_result res;
     mb_err e;
-    if (mb_child_run(&spec, &res, &e) != MB_OK) {
+    double timeout_s = mb_rpt_gnuplot_timeout_s();
+    if (rpt_gnuplot_run(fc->gnuplot, sp, dp, tp, lp, &res, &e) != MB_OK) {
         snprintf(msg, msgsize, "%s", e.msg);
         return MB_ERUN;
     }
@@ -339,7 +240,7 @@ static int run_gnuplot(rpt_fig_ctx *fc, const char *script, const char *name, co
         /* a gnuplot that hangs would hang on every figure: none is run again */
         fc->hung = 1;
         snprintf(msg, msgsize, "gnuplot on %s.gp with %s.dat: %s", script, name,
-                 mb_child_describe(&res, gnuplot_timeout_s, how, sizeof how));
+                 mb_child_describe(&res, timeout_s, how, sizeof how));
         return MB_ERUN;
     }
     struct stat sb;
@@ -355,7 +256,7 @@ static int run_gnuplot(rpt_fig_ctx *fc, const char *script, const char *name, co
         }
         if (lf) fclose(lf);
         snprintf(msg, msgsize, "gnuplot failed on %s.gp with %s.dat (%s): %s", script, name,
-                 mb_child_describe(&res, gnuplot_timeout_s, how, sizeof how), first[0] ? first : "no output file");
+                 mb_child_describe(&res, timeout_s, how, sizeof how), first[0] ? first : "no output file");
         unlink(tp);
         unlink(lp);
         return MB_ERUN;

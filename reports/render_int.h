@@ -1,9 +1,11 @@
-/* render_int.h — shared by figures.c and render.c only: a figure set being
- * written (data files through mb_outfile, scripts copied, gnuplot run). */
+/* render_int.h — shared by the figure files (fig_int.h), render.c and
+ * gnuplot.c only: a figure set being written (data files through mb_outfile,
+ * scripts copied, gnuplot run). */
 #ifndef MEMBOUND_RENDER_INT_H
 #define MEMBOUND_RENDER_INT_H
 
 #include "report.h"
+#include "mb_child.h"
 
 #include <stdio.h>
 
@@ -35,5 +37,18 @@ int rpt_fig_finish(rpt_fig_ctx *fc, mb_outfile *of, const char *script, const ch
                    const char *title);
 /* Writes render.sh; returns rc, or MB_ERUN when figures could not be drawn. */
 int rpt_fig_end(rpt_fig_ctx *fc, int rc);
+
+/* gnuplot -c script data tmp (gnuplot: as mb_rpt_find_gnuplot found it) in
+ * its own process group under mb_rpt_gnuplot_timeout_s's deadline; its
+ * output into log with its errors (log NULL: none kept, its errors to our
+ * standard error). tmp and log are removed when it is killed. res says how
+ * it ended; MB_ERUN only when it could not be waited for (mb_child_run). */
+int rpt_gnuplot_run(const char *gnuplot, const char *script, const char *data, const char *tmp,
+                    const char *log, mb_child_result *res, mb_err *err);
+/* Draws figure (its extension picks png, svg or pdf) from dat, a data file
+ * its caller wrote, with plots/STEM.gp, under a temporary name beside it
+ * renamed when gnuplot succeeds (gnuplot.c). MB_ERUN naming dat when the
+ * scripts or gnuplot are not found or the drawing fails. */
+int rpt_draw_given(const char *stem, const char *dat, const char *figure, mb_err *err);
 
 #endif

@@ -458,6 +458,17 @@ int mb_rpt_model_figures(const mb_rpt_set *defs, const mb_device *d, const mb_de
 int mb_rpt_set_figures(const mb_rpt_set *s, const char *dir, unsigned formats, int render,
                        mb_rpt_figures *out, mb_err *err);
 
+/* Draws image (its extension picks png, svg or pdf) from data, a data file
+ * its caller wrote, with plots/STEM.gp: for the figures of the table whose
+ * data another command writes ("frontier": membound plan --frontier
+ * --figure). env is handed to mb_rpt_set_env first (the CLI passes getenv).
+ * Drawn under a temporary name beside image and renamed when gnuplot exits
+ * 0; gnuplot's errors go to standard error. MB_EINPUT for a stem the table
+ * has not as such; MB_ERUN naming data when the scripts or gnuplot are not
+ * found or the drawing fails. */
+int mb_rpt_draw_figure(const char *stem, const char *data, const char *image,
+                       char *(*env)(const char *name), mb_err *err);
+
 /* ---- writers ---------------------------------------------------------- */
 
 /* Writes dir/report.md, dir/report.html (figures embedded as base64 PNG),
@@ -512,7 +523,7 @@ int mb_rpt_mkdirs(const char *dir, mb_err *err);
 
 /* The files mb_rpt_write writes into its folder (report.md, report.html,
  * summary.csv, ...), NULL-terminated: for refusing an input among them
- * before any work. The pages are named by write.c's "report" stem. */
+ * before any work. The pages are named by write_doc.c's "report" stem. */
 extern const char *const mb_rpt_report_files[];
 
 /* Checks, creating nothing, that dir could be made and written: it, or its

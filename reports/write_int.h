@@ -1,5 +1,6 @@
 /* write_int.h — shared by the report's writers (write*.c) and no other file:
- * the group of files one report commits together, and each writer. */
+ * the group of files one report commits together (write_outs.c, below every
+ * writer), and each writer (called by write.c's mb_rpt_write). */
 #ifndef MB_WRITE_INT_H
 #define MB_WRITE_INT_H
 
@@ -25,7 +26,8 @@ int rpt_outs_finish(rpt_outs *o, int rc, mb_err *err);
 /* Writes dir/STEM.md and dir/STEM.html from d into the group o. */
 int rpt_write_pages(rpt_doc *d, const char *dir, const char *stem, rpt_outs *o, mb_err *err);
 
-/* Each writer adds its files to outs (names from mb_rpt_report_files). */
+/* Each writer adds its files to outs (names from mb_rpt_report_files);
+ * write.c calls them in turn and commits the group. */
 int rpt_write_doc(const mb_rpt_set *s, const mb_rpt_figures *figs, const char *dir, rpt_outs *outs,
                   mb_err *err);
 int rpt_write_csvs(const mb_rpt_set *s, const char *dir, rpt_outs *outs, mb_err *err);

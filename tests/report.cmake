@@ -12,6 +12,8 @@ if(TARGET mb_reports)
   mb_test(report_cli SOURCES report_cli.c report_gen.c LIBS mb_reports)
   # gnuplot, the plots folder and PATH from the caller, never from the environment
   mb_test(report_settings SOURCES report_settings.c LIBS mb_reports)
+  # a figure drawn from its caller's data file (plan --frontier --figure): the table's rows of that kind
+  mb_test(report_draw_figure SOURCES report_draw_figure.c LIBS mb_reports)
 endif()
 # report.html rendered by headless Chromium (installed by scripts/test.sh)
 if(TARGET mb_reports)
