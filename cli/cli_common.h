@@ -50,7 +50,7 @@ void mb_cli_meas_note(void *ctx, const char *level, const char *msg);
 /* The test hook of calibration refusals, from the environment (the CLI reads
  * it, the libraries do not): MEMBOUND_TEST_CALIB_REFUSE=N takes the first N
  * calibrations of the run as refused for contention, with 0.05 s backoffs
- * (mb_meas_spec_req's refuse_first and backoff_s). Sets *refuse_first and
+ * (mb_cal_spec_req's refuse_first and backoff_s). Sets *refuse_first and
  * *backoff_s when it is set to a count. */
 void mb_cli_calib_test_hook(int *refuse_first, double *backoff_s);
 

@@ -1,11 +1,11 @@
 /* cmd_calibrate.c — `membound calibrate`: measure this machine's bandwidth,
  * op rates and per-pass overhead into a device spec INI that `model`,
- * `whatif` and `measure` accept with --device FILE. Measures nothing itself
- * (measure/calibrate_cpu.c does) and chooses no cache (measure/spec_choice.c
- * does: the entry point measure shares). */
+ * `whatif` and `measure` accept with --device FILE. Measures and prints no
+ * figure itself (calibrate/: cpu.c, summary.c) and chooses no cache
+ * (calibrate/choice.c: the entry point measure shares). */
 #include "cli_common.h"
 #include "commands.h"
-#include "measure.h"
+#include "calibrate.h"
 
 #include <getopt.h>
 #include <stdio.h>
@@ -52,77 +52,6 @@ static void progress(const char *label)
     mb_cli_note("calibrate: %s", label);
 }
 
-/* The first-touch probe's figures (calibrate's summary, --first-touch). */
-static void print_touch(const mb_meas_calib *cal)
-{
-    printf("  first touch of a fresh allocation over a preallocated write (ms per GB, minima of "
-           "rounds):");
-    for (int i = 0; i < MB_MEAS_TOUCH_SIZES; i++)
-        printf(" %.0f MiB %.1f%s", cal->touch_mib[i], cal->touch_s_per_gb[i] * 1e3,
-               i + 1 < MB_MEAS_TOUCH_SIZES ? "," : "\n");
-    printf("    -> first_touch_gbs %.2f above the mmap threshold, %.3g MiB (--framework pytorch); "
-           "%.2f us per %d KiB page (transparent huge pages: %s); %d of %d samples contended\n",
-           cal->first_touch_gbs, cal->alloc_mmap_threshold_mb, cal->touch_us_per_page,
-           cal->touch_page_kib, cal->touch_thp[0] ? cal->touch_thp : "unknown", cal->touch_contended,
-           cal->touch_samples);
-}
-
-/* The CPU calibration's figures, for the user. */
-static void print_cpu_summary(const mb_device *d, const mb_meas_calib *cal)
-{
-    const char *why_not = mb_meas_jit_why_not() ? mb_meas_jit_why_not() : "no C compiler or vector ISA";
-    printf("%s: %d threads, LLC %.1f MiB, vector math %s\n", d->label, cal->threads, d->cache_mb,
-           mb_meas_vector_isa());
-    printf("  last-level cache: %s\n", cal->llc_desc);
-    printf("  medians over interleaved rounds: CV <= %.1f%% (bandwidths), <= %.1f%% (rates); "
-           "%d of %d samples taken again for contention\n", 100 * cal->bw_spread,
-           100 * cal->op_spread, cal->retaken, cal->samples);
-    printf("  copy  %8.2f GB/s (non-temporal stores)   %8.2f GB/s (plain stores)\n",
-           cal->copy_gbs, cal->copy_plain_gbs);
-    printf("  read  %8.2f GB/s\n", cal->read_gbs);
-    printf("  copy in the last-level cache %8.2f GB/s\n", cal->cache_gbs);
-    printf("  write %8.2f GB/s (non-temporal stores)   %8.2f GB/s (plain stores)\n",
-           cal->write_gbs, cal->write_plain_gbs);
-    printf("  fp32 FMA peak %.3f TFLOP/s, per-pass overhead %.2f us\n", cal->fp32_tflops,
-           cal->pass_overhead_us);
-    printf("  serial fraction of memory and compute %.2f (rounds' quartiles %.2f-%.2f), "
-           "read-stream penalty %.3f, gain %.3f\n", cal->serial_fraction, cal->serial_fraction_q1,
-           cal->serial_fraction_q3, cal->read_stream_penalty, cal->read_stream_gain);
-    if (cal->has_serial_fraction_compiled)
-        printf("  serial fraction of a compiled kernel of one read and one write %.2f (rounds' "
-               "quartiles %.2f-%.2f)\n", cal->serial_fraction_compiled,
-               cal->serial_fraction_compiled_q1, cal->serial_fraction_compiled_q3);
-    else
-        printf("  serial fraction of a compiled kernel: not measured (no compiled kernels: "
-               "%s); such kernels take the figure above\n", why_not);
-    if (cal->has_serial_fraction_rows)
-        printf("  serial fraction of a compiled row kernel in one pass %.2f (rounds' quartiles "
-               "%.2f-%.2f)\n", cal->serial_fraction_rows, cal->serial_fraction_rows_q1,
-               cal->serial_fraction_rows_q3);
-    if (cal->has_serial_fraction_rows_l2)
-        printf("  the same over rows beyond the %.0f KiB L1 %.2f (rounds' quartiles %.2f-%.2f)\n",
-               (double)cal->l1_bytes / 1024.0, cal->serial_fraction_rows_l2, cal->serial_fraction_rows_l2_q1,
-               cal->serial_fraction_rows_l2_q3);
-    print_touch(cal);
-    printf("  op rates (1e9 elements/s, L1-resident, all threads):\n");
-    int shown = 0;
-    for (int op = MB_OP_ADD; op < MB_OP_COUNT; op++) {
-        /* no tile form: the model costs their parts */
-        if (MB_OP_IS_ROW((mb_op)op) || MB_OP_IS_COLUMN((mb_op)op)) continue;
-        printf("    %-10s %8.3f%s", mb_op_name((mb_op)op), cal->op_geps[op], ++shown % 4 == 0 ? "\n" : "");
-    }
-    printf("%s  row ops (sum ... rms_norm) and colsum: costed by the rates of their parts\n", shown % 4 ? "\n" : "");
-    if (cal->exp_nonpos_gain > 0)
-        printf("  softmax's exp (compiled row kernels): %.2fx the exp's rate\n", cal->exp_nonpos_gain);
-    if (cal->compiled_chains)
-        printf("  compiled probe chains: %d built, %d op rates from them%s\n",
-               cal->compiled_chains, cal->compiled_ops,
-               cal->sincos_compiled_geps > 0 ? " and the sincos pair's" : "");
-    else
-        printf("  compiled probe chains: none built (%s); compiled kernels take the op "
-               "rates above\n", why_not);
-}
-
 typedef struct cal_opts {
     const char *out_path;
     mb_meas_backend backend;
@@ -140,38 +69,39 @@ static int calibrate_gpu(const cal_opts *o, mb_device *d)
     cfg.quiet = o->quiet;
     mb_meas_config_env(&cfg, getenv);
     char summary[2048];
-    if (mb_meas_cuda_calibrate(&cfg, d, summary, sizeof summary, &e)) return mb_cli_fail_err(1, &e);
+    if (mb_cal_cuda(&cfg, d, summary, sizeof summary, &e)) return mb_cli_fail_err(1, &e);
     fputs(summary, stdout);
     return 0;
 }
 
-/* This CPU through measure's entry point (mb_meas_spec_get): the cached
+/* This CPU through measure's entry point (mb_cal_spec_get): the cached
  * calibration with --cached, else measured now and cached (not --quick).
  * from (fromsz bytes) gets the cache file when the cached one was taken,
  * else "". */
 static int calibrate_cpu(const cal_opts *o, const char *cmdline, mb_device *d, char *from, size_t fromsz)
 {
-    mb_meas_spec_req req = {
+    mb_cal_spec_req req = {
         .backend = MB_MEAS_CPU, .cache_read = o->cached && !o->quick, .cache_write = !o->quick,
         .threads = o->threads, .quick = o->quick, .command_line = cmdline, .lookup = getenv,
         .progress = progress, .note = mb_cli_meas_note, .quiet = o->quiet};
     mb_cli_calib_test_hook(&req.refuse_first, &req.backoff_s);
-    static mb_meas_spec_used used; /* holds the calibration's figures: not on the stack */
+    static mb_cal_spec_used used; /* holds the calibration's figures: not on the stack */
     mb_err e;
-    int rc = mb_meas_spec_get(&req, d, &used, &e);
+    int rc = mb_cal_spec_get(&req, d, &used, &e);
     if (rc) return mb_cli_fail_err(rc, &e);
     from[0] = '\0';
     char line[1600];
-    mb_meas_spec_line(&used, d, line, sizeof line);
+    mb_cal_spec_line(&used, d, line, sizeof line);
     mb_cli_note("%s", line);
-    if (used.source == MB_MEAS_SPEC_CACHED) {
+    if (used.source == MB_CAL_SPEC_CACHED) {
         snprintf(from, fromsz, "%s", used.path);
         return 0;
     }
     if (used.moved[0])
         mb_cli_warn("%s; figures measured against the one it replaces carry up to that much (a shared host "
                     "drifts: compare several runs)", used.moved);
-    print_cpu_summary(d, &used.cal);
+    mb_cal_print_cpu(stdout, d, &used.cal,
+                     mb_meas_jit_why_not() ? mb_meas_jit_why_not() : "no C compiler or vector ISA");
     if (o->quick) mb_cli_note("--quick: cache-sized arrays, few repetitions; not for the model");
     if (used.fallback)
         mb_cli_warn("a fallback: full calibrations were refused for contention (%d times), so this is a quick "
@@ -225,12 +155,12 @@ static int touch_only(const cal_opts *o)
         return mb_cli_fail(2, "--first-touch: the probe is the CPU's (no --backend cuda)");
     if (o->cached) return mb_cli_fail(2, "--first-touch measures now: no --cached");
     if (o->out_given) return mb_cli_fail(2, "--first-touch writes no spec: no -o");
-    static mb_meas_calib cal; /* large: not on the stack */
+    static mb_cal_result cal; /* large: not on the stack */
     mb_err e;
     if (!o->quiet) progress("first touch of fresh allocations, 8-128 MiB");
-    if (mb_meas_first_touch_probe(o->threads, o->quick, &cal, &e)) return mb_cli_fail_err(1, &e);
+    if (mb_cal_first_touch_probe(o->threads, o->quick, &cal, &e)) return mb_cli_fail_err(1, &e);
     printf("first touch, %d threads:\n", cal.threads);
-    print_touch(&cal);
+    mb_cal_print_touch(stdout, &cal);
     return 0;
 }
 

@@ -6,7 +6,7 @@
 #include "cli_common.h"
 #include "commands.h"
 #include "mb_child.h"
-#include "measure.h"
+#include "calibrate.h"
 #include "report.h"
 
 #include <errno.h>
@@ -119,15 +119,15 @@ static int calibrate_step(const char *exe, const char *backend, int quick, int r
  * calibrate wrote), whose file and how old. */
 static void say_calibration(const char *spec, int quick)
 {
-    static mb_meas_spec_used used; /* large: not on the stack */
+    static mb_cal_spec_used used; /* large: not on the stack */
     static mb_device d;
     mb_err e;
     memset(&used, 0, sizeof used);
-    used.source = MB_MEAS_SPEC_GIVEN;
+    used.source = MB_CAL_SPEC_GIVEN;
     snprintf(used.path, sizeof used.path, "%s", spec);
     if (mb_device_find(spec, &d, &e) != MB_OK) return; /* measure names the problem */
     char line[1600];
-    mb_meas_spec_line(&used, &d, line, sizeof line);
+    mb_cal_spec_line(&used, &d, line, sizeof line);
     fprintf(stderr, "membound demo: %s\n", line);
     if (quick)
         fprintf(stderr, "membound demo: --quick: a SMOKE TEST at small sizes: its verdicts check that the "

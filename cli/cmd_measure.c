@@ -7,7 +7,7 @@
 #include "cli_common.h"
 #include "commands.h"
 #include "mb_child.h"
-#include "measure.h"
+#include "calibrate.h"
 #include "variant_inputs.h"
 
 #include <getopt.h>
@@ -207,7 +207,7 @@ typedef struct run {
     char dev_desc[1400];
     int64_t avail, llc;
     mb_meas_hostcheck hc;
-    char calib_mark[16]; /* every row's calibration column (mb_meas_calibration_mark) */
+    char calib_mark[16]; /* every row's calibration column (mb_cal_mark) */
     int *same_as;        /* per job: an earlier job of the same kernels (measured once), or -1 */
     int *out_at;         /* per job: its row in out_rows, -1 none (yet) */
     int *kernel_first;   /* per job: its first row in out_kernels, -1 none */
@@ -290,29 +290,29 @@ static void calib_progress(const char *label)
     mb_cli_note("calibrating this CPU for the model columns: %s", label);
 }
 
-/* The model device (mb_meas_spec_get: --device, or the defaults described
+/* The model device (mb_cal_spec_get: --device, or the defaults described
  * in usage), its notes and its provenance line into r->dev_desc. */
 static int model_device(run *r)
 {
     const opts *o = &r->o;
-    mb_meas_spec_req req = {
+    mb_cal_spec_req req = {
         .device = o->device, .backend = r->backend, .workdir = !o->recalibrate,
         .cache_read = !o->recalibrate, .cache_write = 1, .threads = o->cfg.threads,
         .command_line = "membound measure (in-process calibration)", .lookup = getenv,
         .progress = calib_progress, .note = mb_cli_meas_note, .quiet = o->quiet};
     mb_cli_calib_test_hook(&req.refuse_first, &req.backoff_s);
-    static mb_meas_spec_used used; /* holds the calibration's figures: not on the stack */
+    static mb_cal_spec_used used; /* holds the calibration's figures: not on the stack */
     mb_err e;
     if (o->recalibrate && !o->device && r->backend == MB_MEAS_CPU && !o->quiet)
         mb_cli_note("--recalibrate: calibrating this CPU first");
-    int rc = mb_meas_spec_get(&req, &r->dev, &used, &e);
+    int rc = mb_cal_spec_get(&req, &r->dev, &used, &e);
     if (rc) return mb_cli_fail_err(rc, &e);
-    mb_meas_spec_describe(&used, &r->dev, r->dev_desc, sizeof r->dev_desc);
+    mb_cal_spec_describe(&used, &r->dev, r->dev_desc, sizeof r->dev_desc);
     snprintf(r->calib_mark, sizeof r->calib_mark, "%s",
-             mb_meas_calibration_mark(&used, &r->dev, (double)time(NULL), NULL));
+             mb_cal_mark(&used, &r->dev, (double)time(NULL), NULL));
     char line[1600];
-    mb_meas_spec_line(&used, &r->dev, line, sizeof line);
-    mb_cli_note("%s%s", line, used.source == MB_MEAS_SPEC_CACHED ? " (--recalibrate measures again)" : "");
+    mb_cal_spec_line(&used, &r->dev, line, sizeof line);
+    mb_cli_note("%s%s", line, used.source == MB_CAL_SPEC_CACHED ? " (--recalibrate measures again)" : "");
     if (used.moved[0])
         mb_cli_warn("%s; the model columns take the new figures (a shared host drifts: compare several runs)",
                     used.moved);

@@ -1,5 +1,5 @@
 # measure/cuda.cmake — the CUDA backend of the harness (cuda_session.cu,
-# cuda_counters.cu, cuda_calibrate.cu, cuda_ops.cu) and the CUPTI
+# cuda_counters.cu, cuda_ops.cu) and the CUPTI
 # range-profiler wrapper (cupti_ranges.cpp), included by
 # measure/CMakeLists.txt when a CUDA compiler is found.
 
@@ -32,7 +32,7 @@ else()
 endif()
 set(MB_HAVE_CUPTI ${MB_HAVE_CUPTI} CACHE INTERNAL "CUPTI counters in the CUDA backend")
 
-set(MB_MEAS_CUDA_SOURCES cuda_session.cu cuda_counters.cu cuda_calibrate.cu cuda_ops.cu)
+set(MB_MEAS_CUDA_SOURCES cuda_session.cu cuda_counters.cu cuda_ops.cu)
 list(TRANSFORM MB_MEAS_CUDA_SOURCES PREPEND ${CMAKE_CURRENT_SOURCE_DIR}/)
 add_library(mb_meas_cuda STATIC ${MB_MEAS_CUDA_SOURCES} ${MB_CUPTI_SOURCE}
   ${CMAKE_CURRENT_SOURCE_DIR}/cupti_reason.c)

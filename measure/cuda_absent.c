@@ -1,9 +1,10 @@
 /* cuda_absent.c — the CUDA backend of a build without CUDA: nothing is
- * available, a CUDA run or calibration fails with the reason, and there is
+ * available, a CUDA run or a GPU probe fails with the reason, and there is
  * no GPU provenance. */
 #include "protocol_int.h"
 
 #include <stdio.h>
+#include <string.h>
 
 #define MB_NO_CUDA "the CUDA backend is not in this build (built without CUDA)"
 
@@ -35,14 +36,31 @@ int mb_meas_cuda_plan_memory(const mb_meas_config *c, const mb_plan *p, int64_t 
     return mb_err_set(err, MB_ERUN, MB_NO_CUDA);
 }
 
-int mb_meas_cuda_calibrate(const mb_meas_config *c, mb_device *out, char *summary, size_t summarysz,
-                           mb_err *err)
+int mb_meas_gpu_open(const mb_meas_config *c, mb_meas_gpu *g, mb_err *err)
 {
-    (void)c, (void)out;
-    if (summary && summarysz) summary[0] = '\0';
-    return mb_err_set(err, MB_ERUN, "GPU calibration is not in this build; GPU specs come from the "
-                                    "device table (membound devices)");
+    (void)c;
+    memset(g, 0, sizeof *g);
+    return mb_err_set(err, MB_ERUN, MB_NO_CUDA);
 }
+
+int mb_meas_gpu_alloc(int64_t bytes, void **out, mb_err *err)
+{
+    (void)bytes;
+    *out = NULL;
+    return mb_err_set(err, MB_ERUN, MB_NO_CUDA);
+}
+
+void mb_meas_gpu_free(void *p) { (void)p; }
+
+int mb_meas_gpu_time(const mb_meas_config *c, int (*fn)(void *arg, mb_err *err), void *arg, int samples,
+                     int cold, double *median_s, mb_err *err)
+{
+    (void)c, (void)fn, (void)arg, (void)samples, (void)cold;
+    *median_s = 0;
+    return mb_err_set(err, MB_ERUN, MB_NO_CUDA);
+}
+
+int mb_meas_gpu_blocked(void) { return 0; }
 
 void mb_meas_cuda_provenance(char *buf, size_t bufsz)
 {

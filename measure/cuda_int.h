@@ -1,7 +1,7 @@
 /* cuda_int.h — the CUDA backend's shared state and helpers, for its own
  * files and no other: cuda_session.cu (the device, clocks, L2 flush, timed
- * samples, provenance), cuda_counters.cu (CUPTI, the sanity gate, counted
- * runs), cuda_calibrate.cu (probes), cuda_ops.cu (the protocol's ops).
+ * samples, calibrate's probe timing, provenance), cuda_counters.cu (CUPTI,
+ * the sanity gate, counted runs), cuda_ops.cu (the protocol's ops).
  * Host code; includes cuda_runtime.h, so only .cu files include it. */
 #ifndef MB_CUDA_INT_H
 #define MB_CUDA_INT_H
@@ -15,12 +15,10 @@
 /* State of the counters for the process. */
 enum { MB_GPU_CNT_NOT_TRIED = 0, MB_GPU_CNT_TRUSTED, MB_GPU_CNT_UNTRUSTED, MB_GPU_CNT_UNAVAILABLE };
 
-/* Launches queued behind the blocking kernel at most (kernels; each comes
- * with an event record): the launch queue holds ~32 entries (nvbench's
- * blocking_kernel note), and a launch that finds it full stalls the host
- * until the block times out. Plans with more kernels are timed without the
- * block (their launches then overlap the running kernels anyway). */
-#define MB_BLOCK_MAX_LAUNCHES 12
+/* Launches queued behind the blocking kernel at most (measure.h says why).
+ * Plans with more kernels are timed without the block (their launches then
+ * overlap the running kernels anyway). */
+#define MB_BLOCK_MAX_LAUNCHES MB_MEAS_GPU_MAX_QUEUED
 
 typedef struct mb_gpu_clocks {
     double sm_mhz, mem_mhz;

@@ -3,7 +3,7 @@
  * before every timed sample and counted range, the blocking kernel and one
  * event-timed sample, availability and provenance lines. Host code only;
  * it does not run the protocol (protocol.c, cuda_ops.cu), count bytes
- * (cuda_counters.cu) or calibrate (cuda_calibrate.cu). */
+ * (cuda_counters.cu) or calibrate (calibrate/cuda.cu). */
 #include "cuda_int.h"
 #include "mb_cuda_check.cuh" /* CUDA_TRY */
 
@@ -209,6 +209,91 @@ int mb_gpu_timed_sample(mb_gpu_session *gs, const mb_meas_config *c, mb_kern_cud
 }
 
 /* ---- availability, provenance ------------------------------------------------- */
+
+/* ---- GPU probes (calibrate --backend cuda) ------------------------------------ */
+
+extern "C" int mb_meas_gpu_open(const mb_meas_config *c, mb_meas_gpu *g, mb_err *err)
+{
+    mb_gpu_session *gs = mb_gpu_open(c, err);
+    if (!gs) return MB_ERUN;
+    g->dev = &S.dev;
+    g->pci = S.pci;
+    g->stream = S.stream;
+    g->sink = S.sink;
+    return MB_OK;
+}
+
+extern "C" int mb_meas_gpu_alloc(int64_t bytes, void **out, mb_err *err)
+{
+    *out = NULL;
+    CUDA_TRY(cudaMalloc(out, (size_t)bytes));
+    return MB_OK;
+}
+
+extern "C" void mb_meas_gpu_free(void *p)
+{
+    (void)cudaFree(p); /* clean-up: a failure can only repeat a sticky error */
+}
+
+extern "C" int mb_meas_gpu_blocked(void)
+{
+    return session.state == 1 && session.use_block;
+}
+
+extern "C" int mb_meas_gpu_time(const mb_meas_config *c, int (*fn)(void *arg, mb_err *err), void *arg, int samples,
+                                int cold, double *median_s, mb_err *err)
+{
+    mb_gpu_session *gs = mb_gpu_open(c, err);
+    if (!gs) return MB_ERUN;
+    cudaEvent_t e0, e1;
+    CUDA_TRY(cudaEventCreate(&e0));
+    if (CUDA_CHECK(cudaEventCreate(&e1)) != MB_OK) {
+        (void)cudaEventDestroy(e0); /* clean-up of a failed path: the first error is the one reported */
+        return MB_ERUN;
+    }
+    double t[64];
+    if (samples > 64) samples = 64;
+    int rc = fn(arg, err); /* warm-up, un-blocked (module loading) */
+    if (rc == MB_OK) rc = CUDA_CHECK(cudaStreamSynchronize(S.stream));
+    int s = 0, tries = 0;
+    while (s < samples && rc == MB_OK && tries++ < 4 * samples) {
+        if (cold && (rc = mb_gpu_clean_l2(gs, err)) != MB_OK) break;
+        const int block = S.use_block;
+        *S.flag = 0;
+        *S.timed_out = 0;
+        __sync_synchronize();
+        if (block && (rc = mb_kern_cuda_block(S.flag_dev, 1.0, S.timed_out_dev, S.stream, err)) != MB_OK) break;
+        rc = CUDA_CHECK(cudaEventRecord(e0, S.stream));
+        if (rc == MB_OK) rc = fn(arg, err);
+        if (rc == MB_OK) rc = CUDA_CHECK(cudaEventRecord(e1, S.stream));
+        /* released on every path: a block left holding spins to its 1 s time-out */
+        __sync_synchronize();
+        *S.flag = 1;
+        float ms = 0;
+        if (rc == MB_OK) rc = CUDA_CHECK(cudaEventSynchronize(e1));
+        if (rc == MB_OK) rc = CUDA_CHECK(cudaEventElapsedTime(&ms, e0, e1));
+        if (rc != MB_OK) break;
+        if (block && *S.timed_out) {
+            S.use_block = 0;
+            mb_meas_note(c, MB_MEAS_NOTE,
+                         "cuda: the blocking kernel timed out in calibration (launches took over 1 s to "
+                         "enqueue); sample dropped, timing continues without it (launch latency now included)");
+            continue;
+        }
+        t[s++] = ms * 1e-3;
+    }
+    if (rc == MB_OK && s < samples) rc = mb_err_set(err, MB_ERUN, "probe timing: %d of %d samples valid", s, samples);
+    if (rc == MB_OK) {
+        mb_meas_stats st;
+        mb_meas_stats_compute(t, samples, &st);
+        *median_s = st.median_s;
+    }
+    /* clean-up: a failure here can only repeat an earlier (sticky) error */
+    (void)cudaEventDestroy(e0);
+    (void)cudaEventDestroy(e1);
+    return rc;
+}
+
 
 extern "C" int mb_meas_cuda_available(char *why, size_t whysz)
 {

@@ -7,7 +7,8 @@
  * the model columns assume the calibrated figures: the reference says, row
  * by row, how far the host was from them. Compiled with the calibration's
  * flags (vectorised for this CPU). */
-#include "calib_int.h"
+#include "kernels.h"
+#include "measure.h"
 
 #include <stdlib.h>
 #include <string.h>

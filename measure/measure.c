@@ -2,7 +2,6 @@
  * passes in), the note callback, sample statistics and records. Does not run
  * kernels or the protocol (protocol.c and the backends do). */
 #define _POSIX_C_SOURCE 200809L
-#include "note_int.h"
 #include "protocol_int.h"
 
 #include <math.h>

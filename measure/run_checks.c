@@ -6,7 +6,6 @@
 #define _POSIX_C_SOURCE 200809L
 #include "kernels.h"
 #include "measure.h"
-#include "note_int.h"
 
 #include <math.h>
 #include <stdarg.h>

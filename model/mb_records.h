@@ -101,7 +101,7 @@ extern "C" {
  * passed every check), "quick" (a smoke test's short one: figures not for
  * the model), "fallback" (not the calibration asked for: a quick one taken
  * after full ones were refused for contention, or the cached one after
- * quick ones were), "stale" (a full one older than MB_MEAS_CALIB_STALE_S). report
+ * quick ones were), "stale" (a full one older than MB_CAL_STALE_S). report
  * marks the verdicts of fallback, stale and quick rows. */
 #define MB_MEAS_CSV_CALIBRATION_COLUMN "calibration"
 #define MB_MEAS_CALIBRATION_MARKS {"full", "quick", "fallback", "stale"}

@@ -7,7 +7,7 @@
 #include "kernels_cuda.h"
 #include "mb_cupti.h"
 #include "mb_test.h"
-#include "measure.h"
+#include "calibrate.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -97,7 +97,7 @@ int main(void)
         /* the GPU calibration too */
         mb_device d;
         char summary[256] = "x";
-        CHECK_EQ_I64(mb_meas_cuda_calibrate(&c, &d, summary, sizeof summary, &e), MB_ERUN);
+        CHECK_EQ_I64(mb_cal_cuda(&c, &d, summary, sizeof summary, &e), MB_ERUN);
         CHECK(one_line(e.msg));
         CHECK(summary[0] == '\0');
     }

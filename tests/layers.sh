@@ -2,8 +2,8 @@
 # layers.sh — the house's layering rule, read from the sources: each module
 # includes only its own headers and the public headers of the layers below
 # it, and cli/ reaches kernels/ only through measure/ (model <- kernels <-
-# measure <- reports <- cli; reports/ and measure/ meet only through the
-# CSV). And the libraries read no environment variable: the CLI reads them
+# measure <- calibrate <- cli; reports/ above model/ only: reports/ and
+# measure/ meet only through the CSV). And the libraries read no environment variable: the CLI reads them
 # and passes settings down (mb_meas_config_env, mb_meas_set_env,
 # mb_variant_set_dir, mb_rpt_set_env). One line per breach, file:line; exit 1
 # when there is one.
@@ -11,14 +11,14 @@ set -u
 src=${MB_SRC:-$(cd "$(dirname "$0")/.." && pwd)}
 # each public header's layer
 declare -A layer_of=([membound_model.h]=model [mb_child.h]=model [kernels.h]=kernels [kernels_cuda.h]=kernels
-                     [mb_ops.h]=kernels [vec_ops.h]=kernels [measure.h]=measure [report.h]=reports
+                     [mb_ops.h]=kernels [vec_ops.h]=kernels [measure.h]=measure [calibrate.h]=calibrate [report.h]=reports
                      [import.h]=import)
 # the other modules' public headers each module may include
 # (import/ sits beside reports/: it writes measure's records with measure's CSV writer)
-declare -A allowed=([model]="" [kernels]="model" [measure]="model kernels" [reports]="model"
-                    [import]="model measure" [cli]="model measure reports import")
+declare -A allowed=([model]="" [kernels]="model" [measure]="model kernels" [calibrate]="model kernels measure"
+                    [reports]="model" [import]="model measure" [cli]="model measure calibrate reports import")
 bad=0
-for mod in model kernels measure reports import cli; do
+for mod in model kernels measure calibrate reports import cli; do
     while IFS=: read -r file line text; do
         hdr=$(sed -n 's/.*#include "\([^"]*\)".*/\1/p' <<<"$text")
         other=${layer_of[$hdr]:-}
@@ -34,7 +34,7 @@ while IFS=: read -r file line _; do
     bad=1
 done < <(grep -Hn '\bmb_kern_\|\bMB_KERN_' "$src"/cli/*.c "$src"/cli/*.h 2>/dev/null)
 # a public header of measure/ or reports/ that includes a lower one than model's
-for h in measure/measure.h reports/report.h; do
+for h in measure/measure.h calibrate/calibrate.h reports/report.h; do
     if grep -n '#include "kernels' "$src/$h" >/dev/null; then
         echo "$h: re-exports kernels.h to its users: declare what they need instead"
         bad=1
@@ -46,7 +46,7 @@ while IFS=: read -r file line text; do
     echo "${file#"$src"/}:$line: a library reads the environment: take it as a setting from the CLI"
     bad=1
 done < <(grep -Hn '\bgetenv *(' "$src"/model/*.c "$src"/kernels/*.c "$src"/kernels/*.cu "$src"/measure/*.c \
-         "$src"/measure/*.cu "$src"/measure/*.cpp "$src"/reports/*.c "$src"/import/*.c 2>/dev/null)
+         "$src"/measure/*.cu "$src"/measure/*.cpp "$src"/calibrate/*.c "$src"/reports/*.c "$src"/import/*.c 2>/dev/null)
 # within model/: plan.c (the groupings) calls nothing of the files built on
 # it (plan_optimal.c chooses a saved set and builds it through plan.c;
 # plan_build.c dispatches on the kind): no call circle between them

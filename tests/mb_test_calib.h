@@ -2,13 +2,13 @@
  * a spec a real `calibrate` could have written (the caches' tests): every
  * bandwidth copy_gbs, op rates 1, 2, 3 ... Gelem/s, an 8 MiB cache, one
  * thread. Tests override the fields they check, then call
- * mb_meas_calib_to_device. Needs measure.h. */
+ * mb_cal_to_device. Needs measure.h. */
 #ifndef MB_TEST_CALIB_H
 #define MB_TEST_CALIB_H
 
 #include <string.h>
 
-static void mb_test_calib(mb_meas_calib *c, double copy_gbs)
+static void mb_test_calib(mb_cal_result *c, double copy_gbs)
 {
     memset(c, 0, sizeof *c);
     c->copy_gbs = copy_gbs;

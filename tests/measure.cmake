@@ -1,7 +1,7 @@
 # measure/: statistics, records and CSV, the protocol, and the measure and
 # calibrate commands end to end.
 if(TARGET mb_measure)
-  mb_test(measure_stats SOURCES measure_stats.c LIBS mb_measure)
+  mb_test(measure_stats SOURCES measure_stats.c LIBS mb_calibrate)
   # the protocol over a fake backend (measure/protocol_int.h): warm-up, stop
   # rule, poison and checks, dropped samples, stop flag, notes
   mb_test(measure_protocol SOURCES measure_protocol.c LIBS mb_measure)
@@ -17,14 +17,14 @@ if(TARGET mb_measure)
     set_tests_properties(measure_contention PROPERTIES RUN_SERIAL TRUE)
   endif()
   # the rules that refuse a calibration whose figures cannot be true
-  mb_test(measure_calib_check SOURCES measure_calib_check.c LIBS mb_measure)
+  mb_test(measure_calib_check SOURCES measure_calib_check.c LIBS mb_calibrate)
   # the per-host calibration cache, in its own MEMBOUND_CACHE_DIR
-  mb_test(measure_cache SOURCES measure_cache.c LIBS mb_measure)
-  # the one entry point for the model device (mb_meas_spec_get): each source
+  mb_test(measure_cache SOURCES measure_cache.c LIBS mb_calibrate)
+  # the one entry point for the model device (mb_cal_spec_get): each source
   # in its order, which one was used, the cache from the request's lookup
-  mb_test(measure_spec SOURCES measure_spec.c LIBS mb_measure)
+  mb_test(measure_spec SOURCES measure_spec.c LIBS mb_calibrate)
   # admission, the row warnings and their formats, without running a row
-  mb_test(measure_policy SOURCES measure_policy.c LIBS mb_measure)
+  mb_test(measure_policy SOURCES measure_policy.c LIBS mb_calibrate)
 endif()
 # SIGTERM / SIGINT at random moments of a run at 2^25-2^26: acted on within
 # a second, nothing half-written (about 15 s; alone, so the latency is ours)

@@ -6,7 +6,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include "mb_test.h"
 #include "kernels.h"
-#include "measure.h"
+#include "calibrate.h"
 #include "mb_test_calib.h"
 
 #include <fcntl.h>
@@ -67,13 +67,13 @@ static int run(const char *const *args, const char *stop_on)
 
 static void fake_device(mb_device *d)
 {
-    mb_meas_calib c;
+    mb_cal_result c;
     mb_test_calib(&c, 12.5);
     c.copy_plain_gbs = 9.0;
     c.read_gbs = 11.0;
     c.write_gbs = 10.0;
     c.write_plain_gbs = 8.0;
-    mb_meas_calib_to_device(&c, "measure_cache test", d);
+    mb_cal_to_device(&c, "measure_cache test", d);
 }
 
 static void library(void)
@@ -82,39 +82,39 @@ static void library(void)
     char p1[1024], p2[1024], p3[1024], note[512];
     char sub[512];
     snprintf(sub, sizeof sub, "%s/a/b", dir);
-    CHECK(mb_meas_cache_locate(sub, NULL, NULL, 1, p1, sizeof p1, note, sizeof note, &e) == MB_OK);
+    CHECK(mb_cal_cache_locate(sub, NULL, NULL, 1, p1, sizeof p1, note, sizeof note, &e) == MB_OK);
     CHECK(!strncmp(p1, sub, strlen(sub)) && strstr(p1, "/local-cpu-") && note[0] == '\0');
     struct stat sb;
     CHECK(stat(sub, &sb) == 0 && S_ISDIR(sb.st_mode)); /* created */
-    CHECK(mb_meas_cache_locate(sub, NULL, NULL, 1, p2, sizeof p2, NULL, 0, &e) == MB_OK);
+    CHECK(mb_cal_cache_locate(sub, NULL, NULL, 1, p2, sizeof p2, NULL, 0, &e) == MB_OK);
     CHECK(!strcmp(p1, p2)); /* the same host and threads: the same file */
-    CHECK(mb_meas_cache_locate(sub, NULL, NULL, 2, p3, sizeof p3, NULL, 0, &e) == MB_OK);
+    CHECK(mb_cal_cache_locate(sub, NULL, NULL, 2, p3, sizeof p3, NULL, 0, &e) == MB_OK);
     CHECK(strcmp(p1, p3) != 0); /* another thread count: another file */
     /* the probes' version is in the key: an older binary's calibration is another file */
     char key[256], want[32];
-    mb_meas_cache_key(1, key, sizeof key);
-    snprintf(want, sizeof want, "|probes=%d", MB_MEAS_CALIB_PROBES_VERSION);
-    CHECK(strstr(key, want) != NULL && MB_MEAS_CALIB_PROBES_VERSION >= 2);
+    mb_cal_cache_key(1, key, sizeof key);
+    snprintf(want, sizeof want, "|probes=%d", MB_CAL_PROBES_VERSION);
+    CHECK(strstr(key, want) != NULL && MB_CAL_PROBES_VERSION >= 2);
     /* XDG_CACHE_HOME, then HOME */
     char xdg[512];
     snprintf(xdg, sizeof xdg, "%s/xdg", dir);
-    CHECK(mb_meas_cache_locate(NULL, xdg, "/nonexistent-home", 1, p2, sizeof p2, NULL, 0, &e) == MB_OK);
+    CHECK(mb_cal_cache_locate(NULL, xdg, "/nonexistent-home", 1, p2, sizeof p2, NULL, 0, &e) == MB_OK);
     CHECK(strstr(p2, "/xdg/membound/local-cpu-") != NULL);
     /* an unwritable HOME: /tmp, with a note naming what was passed over */
     if (access("/proc", W_OK) != 0) {
-        CHECK(mb_meas_cache_locate(NULL, NULL, "/proc", 1, p2, sizeof p2, note, sizeof note, &e) == MB_OK);
+        CHECK(mb_cal_cache_locate(NULL, NULL, "/proc", 1, p2, sizeof p2, note, sizeof note, &e) == MB_OK);
         CHECK(!strncmp(p2, "/tmp/membound-cache-", 20));
         CHECK(strstr(note, "$HOME/.cache") != NULL);
     }
     /* save, load, age */
     mb_device d, back;
     double age = -1;
-    CHECK(mb_meas_cache_load(p1, &back, &age, &e) == 1); /* nothing yet */
+    CHECK(mb_cal_cache_load(p1, &back, &age, &e) == 1); /* nothing yet */
     fake_device(&d);
     char moved[512] = "x";
-    CHECK(mb_meas_cache_save(p1, &d, moved, sizeof moved, &e) == MB_OK);
+    CHECK(mb_cal_cache_save(p1, &d, moved, sizeof moved, &e) == MB_OK);
     CHECK(moved[0] == '\0'); /* nothing to compare with */
-    CHECK(mb_meas_cache_load(p1, &back, &age, &e) == MB_OK);
+    CHECK(mb_cal_cache_load(p1, &back, &age, &e) == MB_OK);
     CHECK(age >= 0 && age < 60);
     CHECK_NEAR(back.measured_bandwidth_gbs, 12.5, 1e-9);
     CHECK_NEAR(back.op_geps[MB_OP_SIN], 1.0 + MB_OP_SIN, 1e-9);
@@ -122,24 +122,24 @@ static void library(void)
      * figure that moved, and the largest move either way */
     mb_device now = back;
     now.measured_bandwidth_gbs *= 1.1;
-    CHECK_NEAR(mb_meas_calib_moved(&back, &now, moved, sizeof moved), 0.1, 1e-9);
+    CHECK_NEAR(mb_cal_moved(&back, &now, moved, sizeof moved), 0.1, 1e-9);
     CHECK(moved[0] == '\0');
     now.measured_bandwidth_gbs = 12.5 * 0.7;
     now.op_geps[MB_OP_SIGMOID] *= 1.5;
     now.op_geps[MB_OP_SIN] = 0; /* not measured: not compared */
-    CHECK_NEAR(mb_meas_calib_moved(&back, &now, moved, sizeof moved), 0.5, 1e-9);
+    CHECK_NEAR(mb_cal_moved(&back, &now, moved, sizeof moved), 0.5, 1e-9);
     CHECK(strstr(moved, "copy bandwidth 8.75 GB/s (was 12.5, -30%)") != NULL);
     CHECK(strstr(moved, "sigmoid") && strstr(moved, "+50%)"));
     CHECK(strstr(moved, "sin ") == NULL && strstr(moved, "read") == NULL);
     /* replacing a cached calibration says how far the host moved since */
-    CHECK(mb_meas_cache_save(p1, &now, moved, sizeof moved, &e) == MB_OK);
+    CHECK(mb_cal_cache_save(p1, &now, moved, sizeof moved, &e) == MB_OK);
     CHECK(strstr(moved, "this host moved since its calibration of 0 min before: copy bandwidth") != NULL);
-    CHECK(mb_meas_cache_save(p1, &now, moved, sizeof moved, &e) == MB_OK);
+    CHECK(mb_cal_cache_save(p1, &now, moved, sizeof moved, &e) == MB_OK);
     CHECK(moved[0] == '\0');
     /* a file that is not a spec is an error, not a miss */
     FILE *f = fopen(p3, "w");
     if (f) fputs("garbage\n", f), fclose(f);
-    CHECK(mb_meas_cache_load(p3, &back, &age, &e) != MB_OK && mb_meas_cache_load(p3, &back, &age, &e) != 1);
+    CHECK(mb_cal_cache_load(p3, &back, &age, &e) != MB_OK && mb_cal_cache_load(p3, &back, &age, &e) != 1);
     unlink(p3);
 }
 
@@ -155,10 +155,10 @@ static void cli(void)
     setenv("MEMBOUND_CACHE_DIR", cdir, 1);
     mb_err e;
     mb_kern_set_threads(1);
-    CHECK(mb_meas_cache_locate(cdir, NULL, NULL, 1, path, sizeof path, NULL, 0, &e) == MB_OK);
+    CHECK(mb_cal_cache_locate(cdir, NULL, NULL, 1, path, sizeof path, NULL, 0, &e) == MB_OK);
     mb_device d;
     fake_device(&d);
-    CHECK(mb_meas_cache_save(path, &d, NULL, 0, &e) == MB_OK);
+    CHECK(mb_cal_cache_save(path, &d, NULL, 0, &e) == MB_OK);
 
     /* measure: the cached calibration, named, and no calibration */
     double t0 = mb_meas_now_s();

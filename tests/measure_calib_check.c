@@ -1,15 +1,15 @@
 /* measure_calib_check.c — the rules that refuse a CPU calibration whose
- * figures cannot be true (mb_meas_calib_implausible). The sane calibration is
+ * figures cannot be true (mb_cal_implausible). The sane calibration is
  * a 2-vCPU EPYC guest's, rounded from reports/data/cpu-amd-epyc-2vcpu/
  * local-cpu.ini; each case breaks one figure the way a loaded or broken run
  * did: every op rate alike (0.0512 Gelem/s, add, sin and copy, the run
  * issue 10 reports), bandwidths 10x apart, an add slower than a copy from
  * memory, compiled chains that ran without one rate from them. And the one
- * sample timer every probe uses (calib_int.h's mb_meas_sample_s). */
-#include "calib_int.h"
+ * sample timer every probe uses (calibrate/cal_int.h's mb_meas_sample_s). */
+#include "cal_int.h"
 #include "mb_test.h"
 #include "kernels.h"
-#include "measure.h"
+#include "calibrate.h"
 
 #include <string.h>
 #include <time.h>
@@ -50,9 +50,9 @@ static void sample_timer(void)
     CHECK(retaken == 0 && c.fn == 5 && c.before == 0);
 }
 
-static mb_meas_calib sane(void)
+static mb_cal_result sane(void)
 {
-    mb_meas_calib c;
+    mb_cal_result c;
     memset(&c, 0, sizeof c);
     c.copy_gbs = 75.4, c.copy_plain_gbs = 60.0, c.read_gbs = 63.8;
     c.write_gbs = 40.0, c.write_plain_gbs = 30.0;
@@ -65,10 +65,10 @@ static mb_meas_calib sane(void)
 }
 
 /* Checks that c is refused (want != NULL: why holds want) or accepted. */
-static void expect(const mb_meas_calib *c, int quick, const char *want)
+static void expect(const mb_cal_result *c, int quick, const char *want)
 {
     char why[512] = "";
-    int bad = mb_meas_calib_implausible(c, quick, why, sizeof why);
+    int bad = mb_cal_implausible(c, quick, why, sizeof why);
     CHECK_EQ_I64(bad, want != NULL);
     if (want && !strstr(why, want)) fprintf(stderr, "  why: %s\n  wanted: %s\n", why, want);
     CHECK(want ? strstr(why, want) != NULL : why[0] == '\0');
@@ -76,7 +76,7 @@ static void expect(const mb_meas_calib *c, int quick, const char *want)
 
 int main(void)
 {
-    mb_meas_calib c = sane();
+    mb_cal_result c = sane();
     expect(&c, 0, NULL);
 
     /* every op at the same rate: the timing, not the ops */
@@ -125,7 +125,7 @@ int main(void)
     /* the bandwidth and FMA probes are built for the executors' vector ISA
      * (a scalar read loop is a chain of dependent adds: 7 GB/s a thread on
      * the EPYC guest against 37 vectorised, and an FMA peak 20x low) */
-    const char *kisa = mb_kern_vector_isa(), *pisa = mb_meas_cal_streams_isa();
+    const char *kisa = mb_kern_vector_isa(), *pisa = mb_cal_streams_isa();
     int match = strstr(kisa, "avx512f") ? !strcmp(pisa, "avx512f")
               : strstr(kisa, "avx2") ? !strcmp(pisa, "avx2") : 1;
     if (!match) fprintf(stderr, "executors %s, calibration's stream probes %s\n", kisa, pisa);

@@ -289,20 +289,18 @@ int main(void)
     CHECK_EQ_I64(exit_code(run(0, cal)), 0);
     CHECK(strstr(slurp("stderr.txt"), "note: calibrate: [") != NULL); /* progress */
     /* the serial fraction is the median of its rounds, with their quartiles */
-    const char *sfl = strstr(slurp("stdout.txt"), "serial fraction of memory and compute ");
+    /* (the summary's key lines: key, value, how its probe got it) */
+    const char *sfl = strstr(slurp("stdout.txt"), "\n  serial_fraction ");
     double sf = -1, q1 = -1, q3 = -1;
-    CHECK(sfl && sscanf(sfl, "serial fraction of memory and compute %lf (rounds' quartiles %lf-%lf)",
-                        &sf, &q1, &q3) == 3);
+    CHECK(sfl && sscanf(sfl, "\n  serial_fraction %lf rounds' quartiles %lf-%lf", &sf, &q1, &q3) == 3);
     CHECK(q1 >= 0 && q1 <= sf && sf <= q3 && q3 <= 1);
     /* where kernels run compiled, the row kernels' figure too, in the spec */
-    const int jit = strstr(slurp("stdout.txt"), "serial fraction of a compiled kernel of one read") != NULL;
-    const char *sfr = strstr(slurp("stdout.txt"), "serial fraction of a compiled row kernel in one pass ");
-    CHECK(!jit == !sfr);
-    if (sfr) {
-        CHECK(sscanf(sfr, "serial fraction of a compiled row kernel in one pass %lf (rounds' quartiles %lf-%lf)",
-                     &sf, &q1, &q3) == 3);
-        CHECK(q1 >= 0 && q1 <= sf && sf <= q3 && q3 <= 1);
-    }
+    const char *sfc = strstr(slurp("stdout.txt"), "\n  serial_fraction_compiled ");
+    const int jit = sfc && sscanf(sfc, "\n  serial_fraction_compiled %lf", &sf) == 1;
+    const char *sfr = strstr(slurp("stdout.txt"), "\n  serial_fraction_rows ");
+    const int row_fig = sfr && sscanf(sfr, "\n  serial_fraction_rows %lf rounds' quartiles %lf-%lf", &sf, &q1, &q3) == 3;
+    CHECK(sfc && sfr && !jit == !row_fig);
+    if (row_fig) CHECK(q1 >= 0 && q1 <= sf && sf <= q3 && q3 <= 1);
     char *ini = slurp("cpu.ini");
     CHECK(!jit == !strstr(ini, "\nserial_fraction_rows = "));
     /* and, where the system gives the L1's size, the figure beyond it */

@@ -4,7 +4,7 @@
  * (contended, drifted, two modes, above the calibrated roof, cache-resident)
  * and the flags it returns; the size and ratio formats the messages use. */
 #include "mb_test.h"
-#include "measure.h"
+#include "calibrate.h"
 #include "mb_test_calib.h"
 
 #include <math.h>
@@ -64,10 +64,10 @@ static void test_row_warnings(void)
     mb_meas_config c;
     mb_meas_config_default(&c);
     c.note = collect;
-    mb_meas_calib cal;
+    mb_cal_result cal;
     static mb_device dev;
     mb_test_calib(&cal, 10); /* 10 GB/s calibrated */
-    mb_meas_calib_to_device(&cal, "measure_policy", &dev);
+    mb_cal_to_device(&cal, "measure_policy", &dev);
     int64_t llc = 8 << 20;
 
     mb_meas_record r = row_like(); /* a quiet row: nothing said */
@@ -98,7 +98,7 @@ static void test_row_warnings(void)
 
     r = row_like(); /* 5.4 GB/s against 1 GB/s calibrated: above the roof, a note even when quiet */
     mb_test_calib(&cal, 1);
-    mb_meas_calib_to_device(&cal, "measure_policy", &dev);
+    mb_cal_to_device(&cal, "measure_policy", &dev);
     c.quiet = 1;
     notes[0] = '\0';
     mb_meas_row_warn(&r, &dev, MB_MEAS_CPU, llc, 0, &c);
@@ -123,11 +123,11 @@ static void test_row_warnings(void)
 static void test_config_for_device(void)
 {
     mb_meas_config c;
-    mb_meas_calib cal;
+    mb_cal_result cal;
     static mb_device cpu, gpu;
     mb_err e;
     mb_test_calib(&cal, 10); /* an 8 MiB cache */
-    mb_meas_calib_to_device(&cal, "measure_policy", &cpu);
+    mb_cal_to_device(&cal, "measure_policy", &cpu);
     CHECK(mb_device_find("h100-sxm", &gpu, &e) == MB_OK);
     mb_meas_config_default(&c);
     mb_meas_config_for_device(&c, MB_MEAS_CPU, &cpu);

@@ -1,7 +1,7 @@
 /* measure_stats.c — sample statistics and the stop rule against hand-computed
  * values, CSV rows against the column contract, model columns against
  * mb_estimate_plan, and one small CPU run through the protocol. */
-#include "measure.h"
+#include "calibrate.h"
 #include "mb_test.h"
 
 #include <stdlib.h>
@@ -256,34 +256,34 @@ static void knee(void)
      * the 64 MiB point, 1.52x DRAM, still hits in part (a 1.5x margin took
      * it) */
     const double guest[] = {277.0, 199.5, 176.5, 156.4, 142.3, 108.5, 79.0, 57.1, 51.5, 51.9};
-    CHECK_EQ_I64(mb_meas_knee_pick(guest, 10), 5);
+    CHECK_EQ_I64(mb_cal_knee_pick(guest, 10), 5);
     /* another sweep of it: 32 MiB at 1.8x DRAM */
     const double guest2[] = {264.8, 187.8, 159.0, 150.8, 142.6, 97.1, 65.5, 47.9, 45.2, 54.0};
-    CHECK_EQ_I64(mb_meas_knee_pick(guest2, 10), 5);
+    CHECK_EQ_I64(mb_cal_knee_pick(guest2, 10), 5);
     /* no level 1.5x faster than DRAM: no knee */
     const double flat[] = {60, 58, 57, 55, 55, 54, 50};
-    CHECK_EQ_I64(mb_meas_knee_pick(flat, 7), -1);
-    CHECK_EQ_I64(mb_meas_knee_pick(flat, 1), -1);
+    CHECK_EQ_I64(mb_cal_knee_pick(flat, 7), -1);
+    CHECK_EQ_I64(mb_cal_knee_pick(flat, 1), -1);
     /* a cache plateau that ends at 8 MiB (index 3) */
     const double desk[] = {300, 250, 200, 180, 60, 42, 40};
-    CHECK_EQ_I64(mb_meas_knee_pick(desk, 7), 3);
+    CHECK_EQ_I64(mb_cal_knee_pick(desk, 7), 3);
 }
 
 /* a round of the overlap fit: memory 4 ms, compute 6 ms at the calibrated
  * op rate; a kernel of 8 ms hides all but 2 of the 4 ms */
 static void overlap_beta(void)
 {
-    CHECK_NEAR(mb_meas_overlap_beta(8e-3, 0, 4e-3, 6e-3, 0, 0), 0.5, 1e-12);
-    CHECK_NEAR(mb_meas_overlap_beta(8e-3, 0, 4e-3, 6e-3, 5, 5), 0.5, 1e-12);
+    CHECK_NEAR(mb_cal_overlap_beta(8e-3, 0, 4e-3, 6e-3, 0, 0), 0.5, 1e-12);
+    CHECK_NEAR(mb_cal_overlap_beta(8e-3, 0, 4e-3, 6e-3, 5, 5), 0.5, 1e-12);
     /* the ops ran at 0.75 of their calibrated rate beside it: compute 8 ms,
      * the kernel hid all of the memory (unscaled: 0.5) */
-    CHECK_NEAR(mb_meas_overlap_beta(8e-3, 0, 4e-3, 6e-3, 4, 3), 0, 1e-12);
+    CHECK_NEAR(mb_cal_overlap_beta(8e-3, 0, 4e-3, 6e-3, 4, 3), 0, 1e-12);
     /* they ran 1.5x faster: compute 4 ms, nothing hidden (unscaled: 0.5) */
-    CHECK_NEAR(mb_meas_overlap_beta(8e-3, 0, 4e-3, 6e-3, 4, 6), 1, 1e-12);
+    CHECK_NEAR(mb_cal_overlap_beta(8e-3, 0, 4e-3, 6e-3, 4, 6), 1, 1e-12);
     /* the pass's own time is not overlap; clamped to [0, 1] */
-    CHECK_NEAR(mb_meas_overlap_beta(9e-3, 1e-3, 4e-3, 6e-3, 0, 0), 0.5, 1e-12);
-    CHECK_NEAR(mb_meas_overlap_beta(20e-3, 0, 4e-3, 6e-3, 0, 0), 1, 1e-12);
-    CHECK_NEAR(mb_meas_overlap_beta(5e-3, 0, 4e-3, 6e-3, 0, 0), 0, 1e-12);
+    CHECK_NEAR(mb_cal_overlap_beta(9e-3, 1e-3, 4e-3, 6e-3, 0, 0), 0.5, 1e-12);
+    CHECK_NEAR(mb_cal_overlap_beta(20e-3, 0, 4e-3, 6e-3, 0, 0), 1, 1e-12);
+    CHECK_NEAR(mb_cal_overlap_beta(5e-3, 0, 4e-3, 6e-3, 0, 0), 0, 1e-12);
 }
 
 /* Two modes: tight clusters far apart are; a spread of one mode, a small

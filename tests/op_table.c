@@ -10,7 +10,7 @@
 #include "kernels.h"
 #include "mb_ops.h"
 #include "mb_test.h"
-#include "measure.h"
+#include "calibrate.h"
 #if defined(MB_TEST_HAVE_CUDA)
 #include "kernels_cuda.h"
 #endif
@@ -335,7 +335,7 @@ static void walk_rows(int have_jit)
         /* calibration: the op-rate probe, and the compiled chain the row names */
         CHECK(MB_OP_IS_ROW((mb_op)op) || mb_meas_op_rate_run((mb_op)op, 2) > 0); /* a row op: by its parts */
         char chain[1024];
-        int has_chain = mb_meas_chain_expr((mb_op)op, 3, chain, sizeof chain);
+        int has_chain = mb_cal_chain_expr((mb_op)op, 3, chain, sizeof chain);
         CHECK(has_chain == (in->probe_pre != NULL));
         const int costs = in->cost.flops > 0 || in->cost.sfu_ops > 0;
         if ((in->flags & MB_OPF_JIT) && in->spell != MB_SPELL_NONE && costs && !has_chain)

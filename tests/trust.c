@@ -23,7 +23,7 @@
 #include "kernels.h"
 #include "mb_test.h"
 #include "mb_test_user.h"
-#include "measure.h"
+#include "calibrate.h"
 #include "mb_test_calib.h"
 
 #include <dirent.h>
@@ -114,9 +114,9 @@ static int have_bin(void)
 /* A calibration-like CPU spec with copy bandwidth bw_gbs, named name. */
 static void fake_device(mb_device *d, const char *name, double bw_gbs)
 {
-    mb_meas_calib c;
+    mb_cal_result c;
     mb_test_calib(&c, bw_gbs);
-    mb_meas_calib_to_device(&c, "trust test", d);
+    mb_cal_to_device(&c, "trust test", d);
     snprintf(d->name, sizeof d->name, "%s", name);
 }
 
@@ -367,7 +367,7 @@ static void cache_name(char *name, size_t size)
     char probe[512], path[1024];
     mb_err e;
     path_in(probe, sizeof probe, "probe-cache");
-    CHECK(mb_meas_cache_locate(probe, NULL, NULL, 1, path, sizeof path, NULL, 0, &e) == MB_OK);
+    CHECK(mb_cal_cache_locate(probe, NULL, NULL, 1, path, sizeof path, NULL, 0, &e) == MB_OK);
     snprintf(name, size, "%s", strrchr(path, '/') + 1);
 }
 
@@ -390,12 +390,12 @@ static int case_calib_cache(void)
     snprintf(forged, sizeof forged, "%s/%s", theirs, name);
     plant p = {{theirs}, 0777, forged, forgery, NULL, 0};
     if (!as_other(&p)) return 1;
-    CHECK(mb_meas_cache_load(forged, &d, &age, &e) == MB_EINPUT);
+    CHECK(mb_cal_cache_load(forged, &d, &age, &e) == MB_EINPUT);
     /* passed over for the next candidate (here in this case's folder, never
      * the host's /tmp/membound-cache-UID), with one line */
     char xdg[512];
     path_in(xdg, sizeof xdg, "xdg");
-    CHECK(mb_meas_cache_locate(theirs, xdg, NULL, 1, path, sizeof path, note, sizeof note, &e) == MB_OK);
+    CHECK(mb_cal_cache_locate(theirs, xdg, NULL, 1, path, sizeof path, note, sizeof note, &e) == MB_OK);
     CHECK(strstr(path, "/xdg/membound/") && strstr(note, "using"));
     CHECK(strstr(note, "calibration cache") && strstr(note, "not used: owned by uid") && strstr(note, "chown 0"));
 
@@ -405,14 +405,14 @@ static int case_calib_cache(void)
     CHECK(mkdir(own, 0700) == 0);
     snprintf(file, sizeof file, "%s/%s", own, name);
     CHECK(put(file, forgery, 0644) == 0 && chown(file, other, other) == 0);
-    CHECK(mb_meas_cache_load(file, &d, &age, &e) == MB_EINPUT && strstr(e.msg, "owned by uid"));
+    CHECK(mb_cal_cache_load(file, &d, &age, &e) == MB_EINPUT && strstr(e.msg, "owned by uid"));
     CHECK(chown(file, 0, 0) == 0 && chmod(file, 0666) == 0);
-    CHECK(mb_meas_cache_load(file, &d, &age, &e) == MB_EINPUT && strstr(e.msg, "writable by others"));
+    CHECK(mb_cal_cache_load(file, &d, &age, &e) == MB_EINPUT && strstr(e.msg, "writable by others"));
     CHECK(chmod(file, 0600) == 0);
-    CHECK(mb_meas_cache_load(file, &d, &age, &e) == MB_OK && !strcmp(d.name, "forged-cpu")); /* ours */
+    CHECK(mb_cal_cache_load(file, &d, &age, &e) == MB_OK && !strcmp(d.name, "forged-cpu")); /* ours */
     CHECK(chmod(own, 0770) == 0);
-    CHECK(mb_meas_cache_load(file, &d, &age, &e) == MB_EINPUT && strstr(e.msg, "its group"));
-    CHECK(mb_meas_cache_locate(own, xdg, NULL, 1, path, sizeof path, note, sizeof note, &e) == MB_OK);
+    CHECK(mb_cal_cache_load(file, &d, &age, &e) == MB_EINPUT && strstr(e.msg, "its group"));
+    CHECK(mb_cal_cache_locate(own, xdg, NULL, 1, path, sizeof path, note, sizeof note, &e) == MB_OK);
     CHECK(strstr(note, "writable by its group (chmod 700") != NULL);
     free(forgery);
 
@@ -448,18 +448,18 @@ static int case_cache_link(void)
     CHECK(mkdir(priv, 0700) == 0);
     snprintf(victim, sizeof victim, "%s/victim", priv);
     CHECK(put(victim, "precious\n", 0600) == 0);
-    CHECK(mb_meas_cache_locate(own, NULL, NULL, 1, path, sizeof path, NULL, 0, &e) == MB_OK);
+    CHECK(mb_cal_cache_locate(own, NULL, NULL, 1, path, sizeof path, NULL, 0, &e) == MB_OK);
     CHECK(symlink(victim, path) == 0);
     mb_device d, back;
     double age;
-    CHECK(mb_meas_cache_load(path, &back, &age, &e) == MB_EINPUT && strstr(e.msg, "a symbolic link"));
+    CHECK(mb_cal_cache_load(path, &back, &age, &e) == MB_EINPUT && strstr(e.msg, "a symbolic link"));
     fake_device(&d, "local-cpu", 12.5);
     char moved[512];
-    CHECK(mb_meas_cache_save(path, &d, moved, sizeof moved, &e) == MB_OK);
+    CHECK(mb_cal_cache_save(path, &d, moved, sizeof moved, &e) == MB_OK);
     CHECK(!strcmp(slurp(victim), "precious\n")); /* not written through */
     struct stat st;
     CHECK(lstat(path, &st) == 0 && S_ISREG(st.st_mode) && (st.st_mode & 0777) == 0600);
-    CHECK(mb_meas_cache_load(path, &back, &age, &e) == MB_OK && back.measured_bandwidth_gbs == 12.5);
+    CHECK(mb_cal_cache_load(path, &back, &age, &e) == MB_OK && back.measured_bandwidth_gbs == 12.5);
     return 0;
 }
 
@@ -494,9 +494,9 @@ static int case_local_spec(void)
     path_in(cache, sizeof cache, "cache");
     path_in(out, sizeof out, "out.csv");
     path_in(err, sizeof err, "measure.err");
-    CHECK(mb_meas_cache_locate(cache, NULL, NULL, 1, path, sizeof path, NULL, 0, &e) == MB_OK);
+    CHECK(mb_cal_cache_locate(cache, NULL, NULL, 1, path, sizeof path, NULL, 0, &e) == MB_OK);
     fake_device(&d, "cached-cpu", 12.5);
-    CHECK(mb_meas_cache_save(path, &d, NULL, 0, &e) == MB_OK);
+    CHECK(mb_cal_cache_save(path, &d, NULL, 0, &e) == MB_OK);
     char *forgery = spec_text("forged-cpu", 0.125);
 
     /* a world-writable working folder, their ./local-cpu.ini */

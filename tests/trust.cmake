@@ -2,7 +2,7 @@
 # implicit inputs and outputs, one ctest per case. The cases with another
 # user become an unused uid as root (CI runs as root) and skip (77) elsewhere.
 if(TARGET mb_measure)
-  mb_test(trust_folder_rule SOURCES trust.c LIBS mb_measure ARGS folder_rule)
+  mb_test(trust_folder_rule SOURCES trust.c LIBS mb_calibrate ARGS folder_rule)
   foreach(case jit_cache calib_cache cache_link local_spec csv_device outputs concurrent_calibration)
     mb_test(trust_${case} TARGET trust_folder_rule ARGS ${case})
   endforeach()

@@ -1,4 +1,4 @@
-/* calib_cache.c — one calibration per host, reused: a per-user cache of
+/* cache.c — one calibration per host, reused: a per-user cache of
  * calibrated CPU specs, one INI file per key (CPU model, thread count,
  * physical memory, the probes' version), so that `measure` and `demo` do
  * not calibrate every time.
@@ -9,7 +9,7 @@
  * Does not read the environment (the CLI passes $MEMBOUND_CACHE_DIR,
  * $XDG_CACHE_HOME and $HOME in) and does not calibrate. */
 #define _GNU_SOURCE
-#include "measure.h"
+#include "calibrate.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -30,17 +30,17 @@ static uint64_t fnv1a(const char *s)
     return h;
 }
 
-void mb_meas_cache_key(int threads, char *key, size_t keysz)
+void mb_cal_cache_key(int threads, char *key, size_t keysz)
 {
     mb_meas_provenance pv;
     mb_meas_provenance_fill(&pv, NULL);
     long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGESIZE);
     long long mem_mib = pages > 0 && psz > 0 ? (long long)pages * psz / 1048576 : 0;
     snprintf(key, keysz, "%s|threads=%d|mem_mib=%lld|probes=%d", pv.cpu_model[0] ? pv.cpu_model : "cpu",
-             threads, mem_mib, MB_MEAS_CALIB_PROBES_VERSION);
+             threads, mem_mib, MB_CAL_PROBES_VERSION);
 }
 
-int mb_meas_cache_locate(const char *dir_env, const char *xdg_env, const char *home_env,
+int mb_cal_cache_locate(const char *dir_env, const char *xdg_env, const char *home_env,
                          int threads, char *path, size_t pathsz, char *note, size_t notesz,
                          mb_err *err)
 {
@@ -56,7 +56,7 @@ int mb_meas_cache_locate(const char *dir_env, const char *xdg_env, const char *h
     snprintf(cand[3], sizeof cand[3], "/tmp/membound-cache-%ld", (long)getuid());
     have[3] = 1;
     char key[256];
-    mb_meas_cache_key(threads, key, sizeof key);
+    mb_cal_cache_key(threads, key, sizeof key);
     const char *passed = NULL; /* the first candidate passed over, and why */
     mb_err passed_why = {{0}};
     int passed_code = MB_ERUN;
@@ -106,7 +106,7 @@ static int open_dir_of(const char *path, int create, mb_tdir *d, const char **na
     return rc;
 }
 
-int mb_meas_cache_load(const char *path, mb_device *d, double *age_s, mb_err *err)
+int mb_cal_cache_load(const char *path, mb_device *d, double *age_s, mb_err *err)
 {
     mb_tdir dir;
     const char *name;
@@ -137,7 +137,7 @@ int mb_meas_cache_load(const char *path, mb_device *d, double *age_s, mb_err *er
     return MB_OK;
 }
 
-double mb_meas_calib_moved(const mb_device *before, const mb_device *now, char *desc, size_t descsz)
+double mb_cal_moved(const mb_device *before, const mb_device *now, char *desc, size_t descsz)
 {
     static const struct {
         const char *what, *unit;
@@ -165,7 +165,7 @@ double mb_meas_calib_moved(const mb_device *before, const mb_device *now, char *
     return worst;
 }
 
-int mb_meas_cache_save(const char *path, const mb_device *d, char *moved, size_t movedsz, mb_err *err)
+int mb_cal_cache_save(const char *path, const mb_device *d, char *moved, size_t movedsz, mb_err *err)
 {
     if (moved && movedsz) {
         mb_device was;
@@ -173,8 +173,8 @@ int mb_meas_cache_save(const char *path, const mb_device *d, char *moved, size_t
         double age_s = 0;
         char what[512];
         moved[0] = '\0';
-        if (mb_meas_cache_load(path, &was, &age_s, &e) == MB_OK &&
-            mb_meas_calib_moved(&was, d, what, sizeof what) > MB_MEAS_DRIFT_MAX)
+        if (mb_cal_cache_load(path, &was, &age_s, &e) == MB_OK &&
+            mb_cal_moved(&was, d, what, sizeof what) > MB_MEAS_DRIFT_MAX)
             snprintf(moved, movedsz, "this host moved since its calibration of %.0f min before: %s",
                      age_s / 60.0, what);
     }
@@ -194,7 +194,7 @@ int mb_meas_cache_save(const char *path, const mb_device *d, char *moved, size_t
     return rc;
 }
 
-int mb_meas_cache_lock(const char *path, double timeout_s,
+int mb_cal_cache_lock(const char *path, double timeout_s,
                        void (*note)(void *ctx, const char *level, const char *msg), void *ctx,
                        mb_tdir *held, mb_err *err)
 {
@@ -213,7 +213,7 @@ int mb_meas_cache_lock(const char *path, double timeout_s,
     return rc;
 }
 
-int mb_meas_cache_claim(const char *dir_env, const char *xdg_env, const char *home_env, int threads,
+int mb_cal_cache_claim(const char *dir_env, const char *xdg_env, const char *home_env, int threads,
                         char *path, size_t pathsz,
                         void (*notef)(void *ctx, const char *level, const char *msg), void *ctx,
                         mb_tdir *held)
@@ -221,9 +221,9 @@ int mb_meas_cache_claim(const char *dir_env, const char *xdg_env, const char *ho
     char note[1200];
     mb_err e;
     held->fd = -1;
-    int rc = mb_meas_cache_locate(dir_env, xdg_env, home_env, threads, path, pathsz, note, sizeof note, &e);
+    int rc = mb_cal_cache_locate(dir_env, xdg_env, home_env, threads, path, pathsz, note, sizeof note, &e);
     if (rc == MB_OK && note[0] && notef) notef(ctx, "warning", note);
-    if (rc == MB_OK && (rc = mb_meas_cache_lock(path, MB_MEAS_CACHE_WAIT_S, notef, ctx, held, &e)) != MB_OK)
+    if (rc == MB_OK && (rc = mb_cal_cache_lock(path, MB_CAL_CACHE_WAIT_S, notef, ctx, held, &e)) != MB_OK)
         snprintf(e.msg + strlen(e.msg), sizeof e.msg - strlen(e.msg), ": calibrating without the cache");
     if (rc != MB_OK && notef) notef(ctx, "warning", e.msg);
     return rc;

@@ -1,17 +1,17 @@
-/* calib_ops.c — calibrate's op-rate probes: each op of op_table.h through the
+/* ops.c — calibrate's op-rate probes: each op of op_table.h through the
  * executors' tile primitive, a sin and a cos together through the sincos
  * primitive, one executor pass of a copy plan, and each op inside compiled
- * kernels (chains). Each is a probe function calib_sample.c times.
+ * kernels (chains). Each is a probe function figure.c times.
  * Does not decide what a rate means for the model (the spec does). */
-#include "calib_int.h"
+#include "cal_int.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
 
-void mb_meas_cal_op_rate(void *p)
+void mb_cal_op_rate(void *p)
 {
-    mb_meas_op_ctx *c = p;
+    mb_cal_op_ctx *c = p;
     c->elements = mb_meas_op_rate_run(c->op, c->rounds);
 }
 
@@ -86,13 +86,13 @@ static double tile_median(const int *kinds, int n, int quick)
     return st.median_s;
 }
 
-double mb_meas_cal_sincos_geps(int quick)
+double mb_cal_sincos_geps(int quick)
 {
     const int kinds[1] = {TILE_SINCOS};
     return tile_median(kinds, 1, quick);
 }
 
-double mb_meas_cal_exp_nonpos_gain(int quick)
+double mb_cal_exp_nonpos_gain(int quick)
 {
     const int kinds[2] = {TILE_EXP, TILE_EXP_NONPOS};
     return tile_median(kinds, 2, quick);
@@ -102,14 +102,14 @@ double mb_meas_cal_exp_nonpos_gain(int quick)
 
 /* One executor pass of a plan: fork/join and per-pass setup (for a copy plan
  * over one tile per thread: the copy itself, a few ns per KiB in L1/L2). */
-void mb_meas_cal_pass(void *p)
+void mb_cal_pass(void *p)
 {
-    mb_meas_pass_ctx *c = p;
+    mb_cal_pass_ctx *c = p;
     mb_err e;
     (void)mb_kern_run_plan(&c->t, MB_KERN_EXEC_AUTO, &e);
 }
 
-void mb_meas_cal_pass_free(mb_meas_pass_ctx *c)
+void mb_cal_pass_free(mb_cal_pass_ctx *c)
 {
     if (c->have_t) mb_kern_tensors_free(&c->t);
     mb_plan_free(c->p);
@@ -117,14 +117,14 @@ void mb_meas_cal_pass_free(mb_meas_pass_ctx *c)
     memset(c, 0, sizeof *c);
 }
 
-int mb_meas_cal_pass_init(mb_meas_pass_ctx *c, const char *expr, mb_plan_kind k, int64_t n, mb_err *err)
+int mb_cal_pass_init(mb_cal_pass_ctx *c, const char *expr, mb_plan_kind k, int64_t n, mb_err *err)
 {
     memset(c, 0, sizeof *c);
     int rc = mb_parse_expr(expr, MB_F32, &c->g, err);
     if (!rc) rc = mb_plan_build(c->g, k, &c->p, err);
     if (!rc && (rc = mb_kern_tensors_alloc(c->p, n, 0, &c->t, err)) == MB_OK) c->have_t = 1;
     if (!rc) rc = mb_kern_run_plan(&c->t, MB_KERN_EXEC_AUTO, err);
-    if (rc) mb_meas_cal_pass_free(c);
+    if (rc) mb_cal_pass_free(c);
     return rc;
 }
 
@@ -139,7 +139,7 @@ int mb_meas_cal_pass_init(mb_meas_pass_ctx *c, const char *expr, mb_plan_kind k,
  * (probe_pre, probe_post). Chains the executor would not compile (no
  * compiler, no vector ISA) are left out, and the model keeps op_geps. */
 
-int mb_meas_chain_expr(mb_op op, int depth, char *buf, size_t size)
+int mb_cal_chain_expr(mb_op op, int depth, char *buf, size_t size)
 {
     const mb_op_info *in = mb_op_info_of(op);
     if ((int)op <= 0 || op >= MB_OP_COUNT || !in->probe_pre || !size) return 0;
@@ -166,20 +166,20 @@ static void sincos_chain_expr(int depth, char *buf, size_t size)
 
 /* chains[i]: built and compiled, with the ops it should evaluate (the parser
  * folded nothing); else emptied. */
-static int chain_ready(mb_meas_pass_ctx *c, const char *expr, int want_ops, int want_sincos, int64_t n)
+static int chain_ready(mb_cal_pass_ctx *c, const char *expr, int want_ops, int want_sincos, int64_t n)
 {
     mb_err e;
-    if (mb_meas_cal_pass_init(c, expr, MB_PLAN_FUSED, n, &e)) return 0;
+    if (mb_cal_pass_init(c, expr, MB_PLAN_FUSED, n, &e)) return 0;
     mb_kern_eval_info info;
     if (c->p->n_kernels != 1 || mb_kern_kernel_info(&c->t, 0, &info, &e) || !info.compiled ||
         info.evaluated != want_ops || info.sincos != want_sincos) {
-        mb_meas_cal_pass_free(c);
+        mb_cal_pass_free(c);
         return 0;
     }
     return 1;
 }
 
-int mb_meas_cal_chains_init(mb_meas_chains *ch, int64_t n)
+int mb_cal_chains_init(mb_cal_chains *ch, int64_t n)
 {
     memset(ch, 0, sizeof *ch);
     ch->op[ch->n++] = MB_OP_ADD; /* the shallow chain */
@@ -192,33 +192,33 @@ int mb_meas_cal_chains_init(mb_meas_chains *ch, int64_t n)
         int sincos = ch->op[i] == MB_OP_COUNT;
         int depth = i == 0 ? CHAIN_SHALLOW : CHAIN_DEEP;
         if (sincos) sincos_chain_expr(depth, expr, sizeof expr);
-        else if (!mb_meas_chain_expr(ch->op[i], depth, expr, sizeof expr)) continue;
+        else if (!mb_cal_chain_expr(ch->op[i], depth, expr, sizeof expr)) continue;
         /* sincos chains add too */
         ch->ready += chain_ready(&ch->c[i], expr, sincos ? 2 * depth : depth, sincos ? depth : 0, n);
     }
     return ch->ready;
 }
 
-void mb_meas_cal_chains_free(mb_meas_chains *ch)
+void mb_cal_chains_free(mb_cal_chains *ch)
 {
-    for (int i = 0; i < ch->n; i++) mb_meas_cal_pass_free(&ch->c[i]);
+    for (int i = 0; i < ch->n; i++) mb_cal_pass_free(&ch->c[i]);
 }
 
 /* The add chain less the shallow one gives the add; what every chain pays
  * besides its ops is the shallow time less its adds; the rest follow. A rate
  * that does not come out positive and finite stays 0: when the deep add
  * chain is no slower than the shallow one (timing noise), all do, and
- * mb_meas_calib_implausible says so. */
-void mb_meas_cal_compiled_rates(const mb_meas_chains *ch, const mb_meas_figure *figs, int64_t n,
-                                mb_meas_calib *out)
+ * mb_cal_implausible says so. */
+void mb_cal_compiled_rates(const mb_cal_chains *ch, const mb_cal_figure *figs, int64_t n,
+                                mb_cal_result *out)
 {
     memset(out->op_compiled_geps, 0, sizeof out->op_compiled_geps);
     out->sincos_compiled_geps = 0;
     out->compiled_ops = 0;
     if (ch->ready < 2 || !ch->c[0].have_t || !ch->c[1].have_t) return;
-    double t[MB_MEAS_MAX_CHAINS] = {0};
+    double t[MB_CAL_MAX_CHAINS] = {0};
     for (int i = 0, f = 0; i < ch->n; i++)
-        if (ch->c[i].have_t) t[i] = mb_meas_figure_median_s(&figs[f++]);
+        if (ch->c[i].have_t) t[i] = mb_cal_figure_median_s(&figs[f++]);
     double add_s = (t[1] - t[0]) / (CHAIN_DEEP - CHAIN_SHALLOW) / (double)n; /* per element */
     if (!(add_s > 0)) return;
     double base_s = t[0] - CHAIN_SHALLOW * add_s * (double)n;

@@ -1,4 +1,4 @@
-/* calib_touch.c — calibrate's first-touch probe: what writing a fresh
+/* touch.c — calibrate's first-touch probe: what writing a fresh
  * allocation costs over writing preallocated memory, the figure the model
  * adds per freshly allocated output for a framework's eager mode
  * (--framework pytorch; model/traffic.c, alloc_time_s, has the rule).
@@ -20,7 +20,7 @@
  * byte); with transparent huge pages 'always' a fault makes 2 MiB at once.
  * Does not model, and writes no file. */
 #define _POSIX_C_SOURCE 200809L
-#include "calib_int.h"
+#include "cal_int.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -30,14 +30,14 @@
 
 /* MiB; the first TOUCH_BELOW are at or below the threshold. The largest
  * above is 4x the threshold: PyTorch's copy demo at 2^25 f32 writes 128 MiB. */
-static const double touch_mib[MB_MEAS_TOUCH_SIZES] = {8, 16, 24, 48, 64, 128};
+static const double touch_mib[MB_CAL_TOUCH_SIZES] = {8, 16, 24, 48, 64, 128};
 #define TOUCH_BELOW 3
 /* A size whose cost per byte is below this share of the fresh mappings'
  * is served from the heap (the threshold lies above it). */
 #define TOUCH_CHEAP 0.25
 
 typedef struct touch_ctx {
-    mb_meas_stream_ctx sc; /* sc.b: the preallocated buffer (reference) */
+    mb_cal_stream_ctx sc; /* sc.b: the preallocated buffer (reference) */
     int64_t n;             /* f32 elements written per call */
     int failed;            /* a fresh allocation failed */
 } touch_ctx;
@@ -47,8 +47,8 @@ static void touch_fresh(void *p)
     touch_ctx *c = p;
     void *b = NULL;
     if (posix_memalign(&b, 64, (size_t)c->n * sizeof(float)) != 0) { c->failed = 1; return; }
-    mb_meas_stream_ctx w = {NULL, b, c->n, 0};
-    mb_meas_cal_write_plain(&w);
+    mb_cal_stream_ctx w = {NULL, b, c->n, 0};
+    mb_cal_write_plain(&w);
     c->sc.sink = ((volatile float *)b)[c->n - 1];
     free(b);
 }
@@ -56,8 +56,8 @@ static void touch_fresh(void *p)
 static void touch_pre(void *p)
 {
     touch_ctx *c = p;
-    mb_meas_stream_ctx w = {NULL, c->sc.b, c->n, 0};
-    mb_meas_cal_write_nt(&w);
+    mb_cal_stream_ctx w = {NULL, c->sc.b, c->n, 0};
+    mb_cal_write_nt(&w);
 }
 
 /* The bracketed choice of /sys/kernel/mm/transparent_hugepage/enabled
@@ -78,50 +78,50 @@ static void thp_mode(char *buf, size_t size)
     fclose(f);
 }
 
-static double min_s(const mb_meas_figure *f)
+static double min_s(const mb_cal_figure *f)
 {
     mb_meas_stats st;
     mb_meas_stats_compute(f->s, f->ns, &st);
     return st.min_s;
 }
 
-int mb_meas_first_touch_probe(int threads, int quick, mb_meas_calib *out, mb_err *err)
+int mb_cal_first_touch_probe(int threads, int quick, mb_cal_result *out, mb_err *err)
 {
     memset(out, 0, sizeof *out);
     mb_kern_set_threads(threads);
     out->threads = mb_kern_threads();
-    return mb_meas_cal_first_touch(out, quick, err);
+    return mb_cal_first_touch(out, quick, err);
 }
 
-int mb_meas_cal_first_touch(mb_meas_calib *out, int quick, mb_err *err)
+int mb_cal_first_touch(mb_cal_result *out, int quick, mb_err *err)
 {
     const int rounds = quick ? CAL_ROUNDS_QUICK : CAL_ROUNDS;
-    const int64_t n_max = (int64_t)(touch_mib[MB_MEAS_TOUCH_SIZES - 1] * 1048576.0 / sizeof(float));
+    const int64_t n_max = (int64_t)(touch_mib[MB_CAL_TOUCH_SIZES - 1] * 1048576.0 / sizeof(float));
     float *pre = NULL;
     if (posix_memalign((void **)&pre, 64, (size_t)n_max * sizeof(float)) != 0)
         return mb_err_set(err, MB_ERUN, "out of memory (first-touch probe, %.0f MiB)",
-                          touch_mib[MB_MEAS_TOUCH_SIZES - 1]);
-    touch_ctx ctx[MB_MEAS_TOUCH_SIZES];
-    mb_meas_figure f[2 * MB_MEAS_TOUCH_SIZES] = {{0}};
-    for (int i = 0; i < MB_MEAS_TOUCH_SIZES; i++) {
+                          touch_mib[MB_CAL_TOUCH_SIZES - 1]);
+    touch_ctx ctx[MB_CAL_TOUCH_SIZES];
+    mb_cal_figure f[2 * MB_CAL_TOUCH_SIZES] = {{0}};
+    for (int i = 0; i < MB_CAL_TOUCH_SIZES; i++) {
         ctx[i] = (touch_ctx){{NULL, pre, n_max, 0}, (int64_t)(touch_mib[i] * 1048576.0 / sizeof(float)), 0};
         double bytes = (double)ctx[i].n * sizeof(float);
-        f[2 * i] = (mb_meas_figure){"first touch (fresh)", touch_fresh, &ctx[i], bytes, 1, {0}, 0, 0, 0};
-        f[2 * i + 1] = (mb_meas_figure){"first touch (preallocated)", touch_pre, &ctx[i], bytes, 1, {0}, 0, 0, 0};
+        f[2 * i] = (mb_cal_figure){"first touch (fresh)", touch_fresh, &ctx[i], bytes, 1, {0}, 0, 0, 0};
+        f[2 * i + 1] = (mb_cal_figure){"first touch (preallocated)", touch_pre, &ctx[i], bytes, 1, {0}, 0, 0, 0};
     }
     /* in size order, so each size below the threshold first raises glibc's
      * dynamic threshold to itself (its warm-up frees a mapped chunk) */
-    for (int i = 0; i < 2 * MB_MEAS_TOUCH_SIZES; i++) mb_meas_figure_warm(&f[i]);
+    for (int i = 0; i < 2 * MB_CAL_TOUCH_SIZES; i++) mb_cal_figure_warm(&f[i]);
     for (int r = 0; r < rounds; r++)
-        for (int i = 0; i < 2 * MB_MEAS_TOUCH_SIZES; i++) mb_meas_figure_sample(&f[i], out->threads);
+        for (int i = 0; i < 2 * MB_CAL_TOUCH_SIZES; i++) mb_cal_figure_sample(&f[i], out->threads);
     free(pre);
-    for (int i = 0; i < MB_MEAS_TOUCH_SIZES; i++)
+    for (int i = 0; i < MB_CAL_TOUCH_SIZES; i++)
         if (ctx[i].failed) return mb_err_set(err, MB_ERUN, "out of memory (first-touch probe)");
     /* seconds per byte over the reference, per size: the rounds' minima */
-    double above[MB_MEAS_TOUCH_SIZES];
+    double above[MB_CAL_TOUCH_SIZES];
     int na = 0;
     out->touch_samples = out->touch_contended = 0;
-    for (int i = 0; i < MB_MEAS_TOUCH_SIZES; i++) {
+    for (int i = 0; i < MB_CAL_TOUCH_SIZES; i++) {
         double extra = min_s(&f[2 * i]) - min_s(&f[2 * i + 1]);
         out->touch_mib[i] = touch_mib[i];
         out->touch_s_per_gb[i] = extra / f[2 * i].work * 1e9;

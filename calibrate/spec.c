@@ -1,13 +1,14 @@
-/* calib_spec.c — what a calibration gives: the rules that refuse figures that
+/* spec.c — what a calibration gives: the rules that refuse figures that
  * cannot be true, and the device spec written from them. Does not probe
  * (the other calib_*.c files) or write a file (the CLI does). */
-#include "calib_int.h"
+#include "cal_int.h"
 
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
-int mb_meas_cal_refused(const mb_meas_calib *c, const mb_meas_figure *figs, int nf, int quick,
+int mb_cal_refused(const mb_cal_result *c, const mb_cal_figure *figs, int nf, int quick,
                         char *why, size_t whysz)
 {
     for (int i = 0; i < nf; i++)
@@ -17,10 +18,10 @@ int mb_meas_cal_refused(const mb_meas_calib *c, const mb_meas_figure *figs, int 
                      figs[i].name, figs[i].contended, figs[i].ns, CAL_RETRIES);
             return 1;
         }
-    return mb_meas_calib_implausible(c, quick, why, whysz);
+    return mb_cal_implausible(c, quick, why, whysz);
 }
 
-int mb_meas_calib_implausible(const mb_meas_calib *c, int quick, char *why, size_t whysz)
+int mb_cal_implausible(const mb_cal_result *c, int quick, char *why, size_t whysz)
 {
     const double bw[] = {c->copy_gbs, c->copy_plain_gbs, c->read_gbs, c->write_gbs, c->write_plain_gbs};
     double bmin = bw[0], bmax = bw[0];
@@ -75,9 +76,54 @@ int mb_meas_calib_implausible(const mb_meas_calib *c, int quick, char *why, size
     return 0;
 }
 
-void mb_meas_calib_to_device(const mb_meas_calib *c, const char *command_line, mb_device *d)
+/* One key's detail line. */
+static void detail(mb_cal_result *c, mb_dk_id k, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
+static void detail(mb_cal_result *c, mb_dk_id k, const char *fmt, ...)
 {
-    memset(d, 0, sizeof *d);
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(c->detail[k], sizeof c->detail[k], fmt, ap);
+    va_end(ap);
+}
+
+void mb_cal_details(mb_cal_result *c)
+{
+    detail(c, MB_DK_mem_bandwidth_gbs, "the best of copy, read and write (write %.2f GB/s non-temporal, "
+           "%.2f plain)", c->write_gbs, c->write_plain_gbs);
+    detail(c, MB_DK_measured_bandwidth_gbs, "copy with non-temporal stores (%.2f GB/s with plain stores)",
+           c->copy_plain_gbs);
+    detail(c, MB_DK_read_bandwidth_gbs, "a read-only sum, all threads");
+    detail(c, MB_DK_read_stream_penalty, "from y = a + b + c + d, fused (gain %.3f)", c->read_stream_gain);
+    detail(c, MB_DK_read_stream_gain, "from y = a + b + c + d, fused (penalty %.3f)", c->read_stream_penalty);
+    detail(c, MB_DK_serial_fraction, "rounds' quartiles %.2f-%.2f (probe y = sin(x))", c->serial_fraction_q1,
+           c->serial_fraction_q3);
+    if (c->has_serial_fraction_compiled)
+        detail(c, MB_DK_serial_fraction_compiled, "rounds' quartiles %.2f-%.2f (probe y = x * sin(x), compiled)",
+               c->serial_fraction_compiled_q1, c->serial_fraction_compiled_q3);
+    else
+        detail(c, MB_DK_serial_fraction_compiled, "no compiled kernels");
+    if (c->has_serial_fraction_rows)
+        detail(c, MB_DK_serial_fraction_rows, "rounds' quartiles %.2f-%.2f (probe y = log_softmax(x, -1), "
+               "compiled, rows in the L1)", c->serial_fraction_rows_q1, c->serial_fraction_rows_q3);
+    if (c->has_serial_fraction_rows_l2)
+        detail(c, MB_DK_serial_fraction_rows_l2, "rounds' quartiles %.2f-%.2f (rows of twice the %.0f KiB L1)",
+               c->serial_fraction_rows_l2_q1, c->serial_fraction_rows_l2_q3, (double)c->l1_bytes / 1024.0);
+    detail(c, MB_DK_cache_bandwidth_gbs, "a copy with both arrays in the last-level cache (plain stores)");
+    detail(c, MB_DK_cache_mb, "%s", c->llc_from_knee ? "the measured knee" : "as the system reports it");
+    detail(c, MB_DK_fp32_tflops, "FMA chains, register resident, all threads");
+    detail(c, MB_DK_launch_overhead_us, "one executor pass over a tiny array (fork and join)");
+    detail(c, MB_DK_exp_nonpos_gain, "softmax's exp over the exp op's tile rate, alternating samples");
+    detail(c, MB_DK_first_touch_gbs, "above the mmap threshold; %.2f us per %d KiB page (transparent huge pages: "
+           "%s)", c->touch_us_per_page, c->touch_page_kib, c->touch_thp[0] ? c->touch_thp : "unknown");
+}
+
+void mb_cal_to_device(const mb_cal_result *c, const char *command_line, mb_device *d)
+{
+    *d = c->dev; /* the keys probes set themselves */
     mb_meas_provenance pv;
     mb_meas_provenance_fill(&pv, NULL);
     snprintf(d->name, sizeof d->name, "local-cpu");

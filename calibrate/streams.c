@@ -1,14 +1,14 @@
-/* calib_streams.c — calibrate's bandwidth probes, STREAM-style on all cores
+/* streams.c — calibrate's bandwidth probes, STREAM-style on all cores
  * (copy with non-temporal and with ordinary stores, read, write both ways), and
- * the FMA peak. Each is one call of a probe function; calib_sample.c times it.
+ * the FMA peak. Each is one call of a probe function; figure.c times it.
  * Does not time anything itself. */
-#include "calib_int.h"
+#include "cal_int.h"
 
 #if defined(__AVX512F__) || defined(__AVX__)
 #include <immintrin.h>
 #endif
 
-const char *mb_meas_cal_streams_isa(void)
+const char *mb_cal_streams_isa(void)
 {
 #if defined(__AVX512F__)
     return "avx512f";
@@ -19,15 +19,15 @@ const char *mb_meas_cal_streams_isa(void)
 #endif
 }
 
-void mb_meas_cal_copy_nt(void *p)
+void mb_cal_copy_nt(void *p)
 {
-    mb_meas_stream_ctx *c = p;
+    mb_cal_stream_ctx *c = p;
     mb_meas_copy_nt(c->b, c->a, c->n);
 }
 
-void mb_meas_cal_copy_plain(void *p)
+void mb_cal_copy_plain(void *p)
 {
-    mb_meas_stream_ctx *c = p;
+    mb_cal_stream_ctx *c = p;
     const float *a = c->a;
     float *b = c->b;
     int64_t n = c->n;
@@ -40,9 +40,9 @@ void mb_meas_cal_copy_plain(void *p)
 #endif
 }
 
-void mb_meas_cal_read_sum(void *p)
+void mb_cal_read_sum(void *p)
 {
-    mb_meas_stream_ctx *c = p;
+    mb_cal_stream_ctx *c = p;
     const float *a = c->a;
     int64_t n = c->n;
     float s = 0.0f;
@@ -64,9 +64,9 @@ void mb_meas_cal_read_sum(void *p)
     c->sink = s;
 }
 
-void mb_meas_cal_write_nt(void *p)
+void mb_cal_write_nt(void *p)
 {
-    mb_meas_stream_ctx *c = p;
+    mb_cal_stream_ctx *c = p;
     float *b = c->b;
     int64_t n = c->n;
 #if defined(__AVX512F__)
@@ -91,18 +91,18 @@ void mb_meas_cal_write_nt(void *p)
 #endif
 }
 
-void mb_meas_cal_write_plain(void *p)
+void mb_cal_write_plain(void *p)
 {
-    mb_meas_stream_ctx *c = p;
+    mb_cal_stream_ctx *c = p;
     float *b = c->b;
     int64_t n = c->n;
 #pragma omp parallel for schedule(static)
     for (int64_t i = 0; i < n; i++) b[i] = 1.5f + (float)(i & 7);
 }
 
-void mb_meas_cal_fma_peak(void *p)
+void mb_cal_fma_peak(void *p)
 {
-    mb_meas_fma_ctx *c = p;
+    mb_cal_fma_ctx *c = p;
     int64_t iters = c->iters;
     float s = 0.0f;
     double flops = 0.0;

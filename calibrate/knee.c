@@ -1,10 +1,10 @@
-/* calib_knee.c — the last-level cache as the memory system shows it: warm
+/* knee.c — the last-level cache as the memory system shows it: warm
  * copy bandwidth against working-set size, and the size where it falls from
  * the cache plateau to the DRAM rate. A guest's CPUID or sysfs may report a
  * cache the process does not get (a KVM guest here reports 508 MiB through
  * sysconf with no sysfs cache entries; its copy bandwidth falls at tens of
- * MiB). Does not decide what the model uses (calibrate_cpu.c does). */
-#include "calib_int.h"
+ * MiB). Does not decide what the model uses (cpu.c does). */
+#include "cal_int.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -85,7 +85,7 @@ static double warm_copy_gbs(float *b, const float *a, int64_t n, int samples, in
     return 2.0 * (double)n * sizeof(float) / st.median_s / 1e9;
 }
 
-int mb_meas_knee_pick(const double *gbs, int np)
+int mb_cal_knee_pick(const double *gbs, int np)
 {
     if (np < 2) return -1;
     /* DRAM: the largest size; the cache: the best of the others */
@@ -100,7 +100,7 @@ int mb_meas_knee_pick(const double *gbs, int np)
     return k;
 }
 
-int mb_meas_cache_knee(int64_t reported_bytes, int quick, int64_t *knee_bytes, int *from_knee,
+int mb_cal_cache_knee(int64_t reported_bytes, int quick, int64_t *knee_bytes, int *from_knee,
                        char *desc, size_t descsz, mb_err *err)
 {
     *from_knee = 0;
@@ -149,7 +149,7 @@ int mb_meas_cache_knee(int64_t reported_bytes, int quick, int64_t *knee_bytes, i
     }
     double hi = 0, lo = gbs[np - 1];
     for (int i = 0; i + 1 < np; i++) hi = fmax(hi, gbs[i]);
-    int k = mb_meas_knee_pick(gbs, np);
+    int k = mb_cal_knee_pick(gbs, np);
     if (k < 0) {
         *knee_bytes = reported_bytes;
         snprintf(desc, descsz, "reported %.0f MiB (no knee in warm copy bandwidth up to %.0f MiB: "

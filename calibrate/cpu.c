@@ -1,13 +1,13 @@
-/* calibrate_cpu.c — this CPU's roofs, in sequence: the last-level cache knee,
+/* cpu.c — this CPU's roofs, in sequence: the last-level cache knee,
  * then interleaved rounds of every figure (STREAM-style bandwidths on all
  * cores, the FMA peak, each op's throughput through the executors' tile
  * primitive and in compiled chains, one executor pass), then the sincos rate
- * and the overlap probes. The probes live in calib_streams.c, calib_ops.c and
- * calib_overlap.c, their one sample timer in calib_sample.c, the spec they
- * give and the rules that refuse them in calib_spec.c. Writes no file (the
+ * and the overlap probes. The probes live in streams.c, ops.c and
+ * overlap.c, their one sample timer in figure.c, the spec they
+ * give and the rules that refuse them in spec.c. Writes no file (the
  * CLI does). */
 #define _GNU_SOURCE /* sysconf(_SC_PHYS_PAGES) */
-#include "calib_int.h"
+#include "cal_int.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -39,14 +39,14 @@ enum { F_COPY, F_COPY_PLAIN, F_CACHE, F_READ, F_WRITE, F_WRITE_PLAIN, F_FMA, F_P
 
 /* Every figure of the interleaved rounds and what it runs on. */
 typedef struct cal_run {
-    mb_meas_stream_ctx sc; /* arrays beyond the cache */
-    mb_meas_stream_ctx cc; /* the same copy with both arrays an eighth of the LLC */
-    mb_meas_fma_ctx fc;
-    mb_meas_op_ctx oc[MB_OP_COUNT];
-    mb_meas_pass_ctx pc;
-    mb_meas_chains ch;
-    mb_meas_figure figs[F_OPS + MB_OP_COUNT + MB_MEAS_MAX_CHAINS];
-    char chain_names[MB_MEAS_MAX_CHAINS][48];
+    mb_cal_stream_ctx sc; /* arrays beyond the cache */
+    mb_cal_stream_ctx cc; /* the same copy with both arrays an eighth of the LLC */
+    mb_cal_fma_ctx fc;
+    mb_cal_op_ctx oc[MB_OP_COUNT];
+    mb_cal_pass_ctx pc;
+    mb_cal_chains ch;
+    mb_cal_figure figs[F_OPS + MB_OP_COUNT + MB_CAL_MAX_CHAINS];
+    char chain_names[MB_CAL_MAX_CHAINS][48];
     int nf, f_chains;
 } cal_run;
 
@@ -54,17 +54,17 @@ static void run_free(cal_run *R)
 {
     free(R->sc.a);
     free(R->sc.b);
-    mb_meas_cal_pass_free(&R->pc);
-    mb_meas_cal_chains_free(&R->ch);
+    mb_cal_pass_free(&R->pc);
+    mb_cal_chains_free(&R->ch);
     free(R);
 }
 
 /* The last-level cache knee into out (a smoke test goes on with the reported
  * size when it cannot be measured). */
-static int cal_llc(mb_meas_calib *out, int quick, const cal_log *lg, mb_err *err)
+static int cal_llc(mb_cal_result *out, int quick, const cal_log *lg, mb_err *err)
 {
     step(lg, "last-level cache: warm copy bandwidth from 1 MiB up");
-    int rc = mb_meas_cache_knee(out->llc_reported_bytes, quick, &out->llc_bytes,
+    int rc = mb_cal_cache_knee(out->llc_reported_bytes, quick, &out->llc_bytes,
                                 &out->llc_from_knee, out->llc_desc, sizeof out->llc_desc, err);
     if (rc && quick && out->llc_reported_bytes > 0) {
         step(lg, "last-level cache knee not measured: %s", err->msg);
@@ -87,27 +87,27 @@ static int cal_llc(mb_meas_calib *out, int quick, const cal_log *lg, mb_err *err
 static void figures_list(cal_run *R, int quick)
 {
     const double bytes1 = (double)R->sc.n * sizeof(float);
-    mb_meas_figure *f = R->figs;
+    mb_cal_figure *f = R->figs;
     memset(R->figs, 0, sizeof R->figs);
-    f[F_COPY] = (mb_meas_figure){.name = "copy", .fn = mb_meas_cal_copy_nt, .ctx = &R->sc, .work = 2 * bytes1};
-    f[F_COPY_PLAIN] = (mb_meas_figure){.name = "plain copy", .fn = mb_meas_cal_copy_plain, .ctx = &R->sc,
+    f[F_COPY] = (mb_cal_figure){.name = "copy", .fn = mb_cal_copy_nt, .ctx = &R->sc, .work = 2 * bytes1};
+    f[F_COPY_PLAIN] = (mb_cal_figure){.name = "plain copy", .fn = mb_cal_copy_plain, .ctx = &R->sc,
                                        .work = 2 * bytes1};
-    f[F_CACHE] = (mb_meas_figure){.name = "cache copy", .fn = mb_meas_cal_copy_plain, .ctx = &R->cc,
+    f[F_CACHE] = (mb_cal_figure){.name = "cache copy", .fn = mb_cal_copy_plain, .ctx = &R->cc,
                                   .work = 2.0 * (double)R->cc.n * sizeof(float)};
-    f[F_READ] = (mb_meas_figure){.name = "read", .fn = mb_meas_cal_read_sum, .ctx = &R->sc, .work = bytes1};
-    f[F_WRITE] = (mb_meas_figure){.name = "write", .fn = mb_meas_cal_write_nt, .ctx = &R->sc, .work = bytes1};
-    f[F_WRITE_PLAIN] = (mb_meas_figure){.name = "plain write", .fn = mb_meas_cal_write_plain, .ctx = &R->sc,
+    f[F_READ] = (mb_cal_figure){.name = "read", .fn = mb_cal_read_sum, .ctx = &R->sc, .work = bytes1};
+    f[F_WRITE] = (mb_cal_figure){.name = "write", .fn = mb_cal_write_nt, .ctx = &R->sc, .work = bytes1};
+    f[F_WRITE_PLAIN] = (mb_cal_figure){.name = "plain write", .fn = mb_cal_write_plain, .ctx = &R->sc,
                                         .work = bytes1};
-    f[F_FMA] = (mb_meas_figure){.name = "fp32 FMA", .fn = mb_meas_cal_fma_peak, .ctx = &R->fc, .work = 0};
+    f[F_FMA] = (mb_cal_figure){.name = "fp32 FMA", .fn = mb_cal_fma_peak, .ctx = &R->fc, .work = 0};
     /* 1 / rate: us per pass */
-    f[F_PASS] = (mb_meas_figure){.name = "executor pass", .fn = mb_meas_cal_pass, .ctx = &R->pc, .work = 1e3};
+    f[F_PASS] = (mb_cal_figure){.name = "executor pass", .fn = mb_cal_pass, .ctx = &R->pc, .work = 1e3};
     R->nf = F_OPS;
     for (int op = MB_OP_ADD; op < MB_OP_COUNT; op++) {
         /* a row op (or the column sum) has no tile form: the model costs it
          * by its parts' rates */
         if (MB_OP_IS_ROW((mb_op)op) || MB_OP_IS_COLUMN((mb_op)op)) continue;
-        R->oc[op] = (mb_meas_op_ctx){(mb_op)op, quick ? 100 : 2000, 0};
-        f[R->nf++] = (mb_meas_figure){.name = mb_op_name((mb_op)op), .fn = mb_meas_cal_op_rate,
+        R->oc[op] = (mb_cal_op_ctx){(mb_op)op, quick ? 100 : 2000, 0};
+        f[R->nf++] = (mb_cal_figure){.name = mb_op_name((mb_op)op), .fn = mb_cal_op_rate,
                                       .ctx = &R->oc[op], .work = 0};
     }
     R->f_chains = R->nf;
@@ -115,14 +115,14 @@ static void figures_list(cal_run *R, int quick)
         if (!R->ch.c[i].have_t) continue;
         snprintf(R->chain_names[i], sizeof R->chain_names[i], "compiled %s chain",
                  i == 0 ? "short add" : R->ch.op[i] == MB_OP_COUNT ? "sincos" : mb_op_name(R->ch.op[i]));
-        f[R->nf++] = (mb_meas_figure){.name = R->chain_names[i], .fn = mb_meas_cal_pass,
+        f[R->nf++] = (mb_cal_figure){.name = R->chain_names[i], .fn = mb_cal_pass,
                                       .ctx = &R->ch.c[i], .work = 1};
     }
 }
 
 /* Arrays, the pass plan, the chains and the figures of a calibration at n
  * elements. NULL with err set when memory or the pass plan fails. */
-static cal_run *run_new(const mb_meas_calib *out, int64_t n, int quick, const cal_log *lg, mb_err *err)
+static cal_run *run_new(const mb_cal_result *out, int64_t n, int quick, const cal_log *lg, mb_err *err)
 {
     cal_run *R = calloc(1, sizeof *R);
     if (!R) return mb_err_set(err, MB_ERUN, "out of memory"), NULL;
@@ -134,7 +134,7 @@ static cal_run *run_new(const mb_meas_calib *out, int64_t n, int quick, const ca
         run_free(R);
         return NULL;
     }
-    if (mb_meas_cal_pass_init(&R->pc, "y = copy(x)", MB_PLAN_EAGER, (int64_t)mb_kern_threads() * MB_KERN_TILE,
+    if (mb_cal_pass_init(&R->pc, "y = copy(x)", MB_PLAN_EAGER, (int64_t)mb_kern_threads() * MB_KERN_TILE,
                               err)) {
         run_free(R);
         return NULL;
@@ -142,16 +142,16 @@ static cal_run *run_new(const mb_meas_calib *out, int64_t n, int quick, const ca
     int n_chains = 2; /* the shallow adds and sincos, then op_table.h's chains */
     for (int op = 1; op < MB_OP_COUNT; op++) n_chains += mb_op_info_of((mb_op)op)->probe_pre != NULL;
     step(lg, "compiled kernels: %d probe chains (compiled once, then loaded from the kernel cache)", n_chains);
-    mb_meas_cal_chains_init(&R->ch, (int64_t)mb_kern_threads() * CHAIN_N);
+    mb_cal_chains_init(&R->ch, (int64_t)mb_kern_threads() * CHAIN_N);
     float *a = R->sc.a, *b = R->sc.b;
 #pragma omp parallel for schedule(static)
     for (int64_t i = 0; i < n; i++) {
         a[i] = 1.0f + (float)(i & 255) * 0.01f; /* non-zero, varied */
         b[i] = 2.0f;
     }
-    R->cc = (mb_meas_stream_ctx){R->sc.a, R->sc.b, (out->llc_bytes / 8 / (int64_t)sizeof(float)) & ~(int64_t)63, 0};
+    R->cc = (mb_cal_stream_ctx){R->sc.a, R->sc.b, (out->llc_bytes / 8 / (int64_t)sizeof(float)) & ~(int64_t)63, 0};
     if (R->cc.n > n) R->cc.n = n; /* quick: the arrays are smaller */
-    R->fc = (mb_meas_fma_ctx){quick ? 20000 : 200000, 0, 0};
+    R->fc = (mb_cal_fma_ctx){quick ? 20000 : 200000, 0, 0};
     figures_list(R, quick);
     return R;
 }
@@ -159,13 +159,13 @@ static cal_run *run_new(const mb_meas_calib *out, int64_t n, int quick, const ca
 /* One attempt: every figure warmed, then interleaved rounds with the host
  * reference once a round, and the calibration's figures from their medians.
  * Returns 1 with why set when the figures are refused. */
-static int cal_attempt(cal_run *R, mb_meas_calib *out, int quick, char *why, size_t whysz)
+static int cal_attempt(cal_run *R, mb_cal_result *out, int quick, char *why, size_t whysz)
 {
     const int rounds = quick ? CAL_ROUNDS_QUICK : CAL_ROUNDS;
-    mb_meas_figure *f = R->figs;
-    for (int i = 0; i < R->nf; i++) mb_meas_figure_warm(&f[i]);
+    mb_cal_figure *f = R->figs;
+    for (int i = 0; i < R->nf; i++) mb_cal_figure_warm(&f[i]);
     f[F_FMA].work = R->fc.flops; /* set by the warm-up call */
-    for (int i = F_OPS; i < R->f_chains; i++) f[i].work = ((const mb_meas_op_ctx *)f[i].ctx)->elements;
+    for (int i = F_OPS; i < R->f_chains; i++) f[i].work = ((const mb_cal_op_ctx *)f[i].ctx)->elements;
     /* a figure with more than half its rounds contended cannot have a clean
      * median: the attempt stops there */
     int hopeless = 0, n_ref = 0;
@@ -175,7 +175,7 @@ static int cal_attempt(cal_run *R, mb_meas_calib *out, int quick, char *why, siz
     double ref_copy[CAL_ROUNDS], ref_op[MB_MEAS_HOSTREF_N_OPS][CAL_ROUNDS];
     for (int r = 0; r < rounds && !hopeless; r++) {
         for (int i = 0; i < R->nf && !hopeless; i++) {
-            mb_meas_figure_sample(&f[i], out->threads);
+            mb_cal_figure_sample(&f[i], out->threads);
             hopeless = !quick && 2 * f[i].contended > rounds;
         }
         if (quick) continue; /* a smoke test's arrays are not measure's: no reference */
@@ -185,26 +185,26 @@ static int cal_attempt(cal_run *R, mb_meas_calib *out, int quick, char *why, siz
     out->ref_copy_gbs = mb_meas_median_rate(ref_copy, n_ref);
     for (int o = 0; o < MB_MEAS_HOSTREF_N_OPS; o++) out->ref_op_geps[o] = mb_meas_median_rate(ref_op[o], n_ref);
     double bw_spread = 0, op_spread = 0;
-    out->copy_gbs = mb_meas_figure_rate(&f[F_COPY], &bw_spread);
-    out->copy_plain_gbs = mb_meas_figure_rate(&f[F_COPY_PLAIN], &bw_spread);
-    out->cache_gbs = R->cc.n > 0 ? mb_meas_figure_rate(&f[F_CACHE], &bw_spread) : 0.0;
-    out->read_gbs = mb_meas_figure_rate(&f[F_READ], &bw_spread);
-    out->write_gbs = mb_meas_figure_rate(&f[F_WRITE], &bw_spread);
-    out->write_plain_gbs = mb_meas_figure_rate(&f[F_WRITE_PLAIN], &bw_spread);
-    out->fp32_tflops = mb_meas_figure_rate(&f[F_FMA], &op_spread) / 1e3;
-    out->pass_overhead_us = 1.0 / mb_meas_figure_rate(&f[F_PASS], &op_spread);
+    out->copy_gbs = mb_cal_figure_rate(&f[F_COPY], &bw_spread);
+    out->copy_plain_gbs = mb_cal_figure_rate(&f[F_COPY_PLAIN], &bw_spread);
+    out->cache_gbs = R->cc.n > 0 ? mb_cal_figure_rate(&f[F_CACHE], &bw_spread) : 0.0;
+    out->read_gbs = mb_cal_figure_rate(&f[F_READ], &bw_spread);
+    out->write_gbs = mb_cal_figure_rate(&f[F_WRITE], &bw_spread);
+    out->write_plain_gbs = mb_cal_figure_rate(&f[F_WRITE_PLAIN], &bw_spread);
+    out->fp32_tflops = mb_cal_figure_rate(&f[F_FMA], &op_spread) / 1e3;
+    out->pass_overhead_us = 1.0 / mb_cal_figure_rate(&f[F_PASS], &op_spread);
     for (int i = F_OPS; i < R->f_chains; i++)
-        out->op_geps[((const mb_meas_op_ctx *)f[i].ctx)->op] = mb_meas_figure_rate(&f[i], &op_spread);
-    mb_meas_cal_compiled_rates(&R->ch, f + R->f_chains, (int64_t)mb_kern_threads() * CHAIN_N, out);
+        out->op_geps[((const mb_cal_op_ctx *)f[i].ctx)->op] = mb_cal_figure_rate(&f[i], &op_spread);
+    mb_cal_compiled_rates(&R->ch, f + R->f_chains, (int64_t)mb_kern_threads() * CHAIN_N, out);
     out->bw_spread = bw_spread;
     out->op_spread = op_spread;
     out->samples = out->retaken = 0;
     for (int i = 0; i < R->nf; i++) out->samples += f[i].ns, out->retaken += f[i].retaken;
-    return mb_meas_cal_refused(out, f, R->nf, quick, why, whysz);
+    return mb_cal_refused(out, f, R->nf, quick, why, whysz);
 }
 
-int mb_meas_calibrate_cpu(int threads, int quick, void (*progress)(const char *label),
-                          mb_meas_calib *out, mb_err *err)
+int mb_cal_cpu(int threads, int quick, void (*progress)(const char *label),
+                          mb_cal_result *out, mb_err *err)
 {
     memset(out, 0, sizeof *out);
     mb_kern_set_threads(threads);
@@ -238,15 +238,16 @@ int mb_meas_calibrate_cpu(int threads, int quick, void (*progress)(const char *l
     }
     run_free(R);
     if (why[0]) return mb_err_set(err, MB_ERUN, "calibration refused, nothing written: %s", why);
-    out->sincos_geps = mb_meas_cal_sincos_geps(quick);
-    out->exp_nonpos_gain = mb_meas_cal_exp_nonpos_gain(quick);
+    out->sincos_geps = mb_cal_sincos_geps(quick);
+    out->exp_nonpos_gain = mb_cal_exp_nonpos_gain(quick);
     step(&lg, "overlap of memory and compute, read streams");
     /* the probes need arrays beyond the cache, not the STREAM rule's 4x: the
      * four-stream probe holds five of them */
     int64_t n_probe = n < ((int64_t)1 << 25) ? n : (int64_t)1 << 25;
-    if ((rc = mb_meas_calibrate_overlap(out, n_probe, quick ? 1 : 3, err))) return rc;
+    if ((rc = mb_cal_overlap(out, n_probe, quick ? 1 : 3, err))) return rc;
     step(&lg, "first touch of fresh allocations, 8-128 MiB");
-    if ((rc = mb_meas_cal_first_touch(out, quick, err))) return rc;
+    if ((rc = mb_cal_first_touch(out, quick, err))) return rc;
+    mb_cal_details(out);
     step(&lg, "done");
     return MB_OK;
 }

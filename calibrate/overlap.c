@@ -1,11 +1,11 @@
-/* calib_overlap.c — calibrate's overlap probes: cold runs of y = copy(x),
+/* overlap.c — calibrate's overlap probes: cold runs of y = copy(x),
  * y = sin(x), y = x * sin(x) (compiled), y = log_softmax(x, -1) (a compiled
  * row kernel in one pass) and y = a + b + c + d against the model's estimate
  * of each, in interleaved rounds, giving serial_fraction (how much of the
  * shorter of memory and compute does not hide behind the longer), its
  * compiled and row-kernel forms, and the read-stream penalty or gain. Does
- * not measure bandwidth or op rates (calib_streams.c, calib_ops.c). */
-#include "calib_int.h"
+ * not measure bandwidth or op rates (streams.c, ops.c). */
+#include "cal_int.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -89,7 +89,7 @@ static int runs_compiled(probe *pb)
 
 static double clamp01(double x) { return x < 0 ? 0 : x > 1 ? 1 : x; }
 
-double mb_meas_overlap_beta(double t_s, double launch_s, double mem_s, double compute_s,
+double mb_cal_overlap_beta(double t_s, double launch_s, double mem_s, double compute_s,
                             double ref_geps, double now_geps)
 {
     if (ref_geps > 0 && now_geps > 0) compute_s *= ref_geps / now_geps;
@@ -133,7 +133,7 @@ static void row_probe_shapes(int64_t n, int64_t l1_bytes, mb_shape s[2])
     s[1] = (mb_shape){2, out > 0 ? n / out : 0, out > 0 && n >= out ? out : 0};
 }
 
-int mb_meas_calibrate_overlap(mb_meas_calib *c, int64_t n, int reps, mb_err *err)
+int mb_cal_overlap(mb_cal_result *c, int64_t n, int reps, mb_err *err)
 {
     mb_device d;
     c->serial_fraction = c->serial_fraction_q1 = c->serial_fraction_q3 = 0;
@@ -143,7 +143,7 @@ int mb_meas_calibrate_overlap(mb_meas_calib *c, int64_t n, int reps, mb_err *err
     c->serial_fraction_rows_l2 = c->serial_fraction_rows_l2_q1 = c->serial_fraction_rows_l2_q3 = 0;
     c->has_serial_fraction_rows = c->has_serial_fraction_rows_l2 = 0;
     c->read_stream_penalty = c->read_stream_gain = 0;
-    mb_meas_calib_to_device(c, NULL, &d);
+    mb_cal_to_device(c, NULL, &d);
     probe copy = {0}, sine = {0}, xsin = {0}, rowp[2] = {{0}, {0}}, sum4 = {0};
     mb_meas_flusher fl;
     /* twice the cache, or twice a probe array when that is smaller (it is
@@ -195,18 +195,18 @@ int mb_meas_calibrate_overlap(mb_meas_calib *c, int64_t n, int reps, mb_err *err
         const mb_cost *k = &xsin.est.per_kernel[0];
         double mem_s = (double)(k->read_bytes + k->write_bytes) / (copy_gbs * 1e9);
         if (compiled)
-            beta_c[rounds] = mb_meas_overlap_beta(t_xsin, k->launch_s, mem_s, k->compute_s,
+            beta_c[rounds] = mb_cal_overlap_beta(t_xsin, k->launch_s, mem_s, k->compute_s,
                                                   c->ref_op_geps[0], now_sin_geps);
         for (int i = 0; i < 2; i++) {
             if (!row_on[i]) continue;
             k = &rowp[i].est.per_kernel[0];
             mem_s = (double)(k->read_bytes + k->write_bytes) / (copy_gbs * 1e9);
-            beta_r[i][rounds] = mb_meas_overlap_beta(t_row[i], k->launch_s, mem_s, k->compute_s,
+            beta_r[i][rounds] = mb_cal_overlap_beta(t_row[i], k->launch_s, mem_s, k->compute_s,
                                                      c->ref_op_geps[0], now_sin_geps);
         }
         k = &sine.est.per_kernel[0];
         mem_s = (double)(k->read_bytes + k->write_bytes) / (copy_gbs * 1e9);
-        beta[rounds] = mb_meas_overlap_beta(t_sin, k->launch_s, mem_s, k->compute_s, c->ref_op_geps[0],
+        beta[rounds] = mb_cal_overlap_beta(t_sin, k->launch_s, mem_s, k->compute_s, c->ref_op_geps[0],
                                             now_sin_geps);
         /* the four-stream kernel's reads against a single read stream, which
          * calibration found to run at read_gbs / copy_gbs of the copy rate */
@@ -246,4 +246,4 @@ int mb_meas_calibrate_overlap(mb_meas_calib *c, int64_t n, int reps, mb_err *err
 }
 
 /* Why the probes cannot be trusted, into why; 0 when they can: a probe
- * with half its samples contended, then mb_meas_calib_implausible. */
+ * with half its samples contended, then mb_cal_implausible. */
