@@ -10,8 +10,12 @@
 set -u
 src=${MB_SRC:-$(cd "$(dirname "$0")/.." && pwd)}
 # each public header's layer
-declare -A layer_of=([membound_model.h]=model [mb_child.h]=model [kernels.h]=kernels [kernels_cuda.h]=kernels
-                     [mb_ops.h]=kernels [vec_ops.h]=kernels [measure.h]=measure [calibrate.h]=calibrate [report.h]=reports
+declare -A layer_of=([membound_model.h]=model [mb_child.h]=model [mb_base.h]=model [mb_op.h]=model
+                     [mb_graph.h]=model [mb_plan.h]=model [mb_device.h]=model [mb_traffic.h]=model
+                     [mb_planner.h]=model [mb_records.h]=model [mb_files.h]=model [kernels.h]=kernels [kernels_cuda.h]=kernels
+                     [mb_ops.h]=kernels [vec_ops.h]=kernels [measure.h]=measure [meas_config.h]=measure [meas_record.h]=measure
+                     [meas_timing.h]=measure [meas_run.h]=measure [meas_hostref.h]=measure [meas_admit.h]=measure
+                     [meas_csv.h]=measure [calibrate.h]=calibrate [report.h]=reports
                      [import.h]=import)
 # the other modules' public headers each module may include
 # (import/ sits beside reports/: it writes measure's records with measure's CSV writer)
@@ -34,7 +38,7 @@ while IFS=: read -r file line _; do
     bad=1
 done < <(grep -Hn '\bmb_kern_\|\bMB_KERN_' "$src"/cli/*.c "$src"/cli/*.h 2>/dev/null)
 # a public header of measure/ or reports/ that includes a lower one than model's
-for h in measure/measure.h calibrate/calibrate.h reports/report.h; do
+for h in measure/measure.h measure/meas_*.h calibrate/calibrate.h reports/report.h; do
     if grep -n '#include "kernels' "$src/$h" >/dev/null; then
         echo "$h: re-exports kernels.h to its users: declare what they need instead"
         bad=1
