@@ -2,3 +2,5 @@
 # measure), read from every module's includes and cli's calls
 add_test(NAME test_layers COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/layers.sh)
 set_tests_properties(test_layers PROPERTIES ENVIRONMENT "MB_SRC=${CMAKE_SOURCE_DIR}")
+# every relative link of README.md and docs/*.md resolves, #anchors included
+add_test(NAME test_docs_links COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/docs_links.sh)
