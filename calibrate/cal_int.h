@@ -11,7 +11,7 @@
  *   cpu.c       the sequence (mb_cal_cpu)
  *   cache.c     the per-host calibration cache
  *   choice.c    the spec a run uses (mb_cal_spec_get)
- *   cuda.cu     the GPU's probes (mb_cal_cuda) */
+ *   cuda.c      the GPU's probes (mb_cal_cuda), summary.c the summary */
 #ifndef MB_CAL_INT_H
 #define MB_CAL_INT_H
 

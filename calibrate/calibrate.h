@@ -78,7 +78,7 @@ typedef struct mb_cal_result {
     int64_t stream_n;       /* f32 elements per array */
     int threads;
     double mem_gb;          /* physical memory, 1e9 B */
-    /* the first-touch probe (calib_touch.c): writing a fresh allocation over
+    /* the first-touch probe (touch.c): writing a fresh allocation over
      * writing preallocated memory, per size */
 #define MB_CAL_TOUCH_SIZES 6
     double touch_mib[MB_CAL_TOUCH_SIZES];      /* the sizes, MiB */

@@ -1,6 +1,6 @@
 /* spec.c — what a calibration gives: the rules that refuse figures that
  * cannot be true, and the device spec written from them. Does not probe
- * (the other calib_*.c files) or write a file (the CLI does). */
+ * (the other files of calibrate/) or write a file (the CLI does). */
 #include "cal_int.h"
 
 #include <math.h>

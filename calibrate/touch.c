@@ -1,7 +1,7 @@
 /* touch.c — calibrate's first-touch probe: what writing a fresh
  * allocation costs over writing preallocated memory, the figure the model
  * adds per freshly allocated output for a framework's eager mode
- * (--framework pytorch; model/traffic.c, alloc_time_s, has the rule).
+ * (--framework pytorch; model/roofline.c, alloc_time_s, has the rule).
  *
  * Fresh: posix_memalign(64) as PyTorch's CPU allocator calls it, one pass of
  * ordinary stores on all threads (as PyTorch's kernels store), free. Reference:

@@ -3,7 +3,7 @@
  * before every timed sample and counted range, the blocking kernel and one
  * event-timed sample, availability and provenance lines. Host code only;
  * it does not run the protocol (protocol.c, cuda_ops.cu), count bytes
- * (cuda_counters.cu) or calibrate (calibrate/cuda.cu). */
+ * (cuda_counters.cu) or calibrate (calibrate/cuda.c, through the probe timing below). */
 #include "cuda_int.h"
 #include "mb_cuda_check.cuh" /* CUDA_TRY */
 

@@ -14,7 +14,7 @@
  * online_softmax). A pass that needs an elementwise value recomputes it from
  * the kernel's inputs, as Inductor's looped reductions do, so each pass reads
  * the inputs its values need. A row that fits on chip is read once.
- * Does not cost anything (traffic.c) nor group kernels (plan.c). */
+ * Does not cost anything (traffic.c, roofline.c) nor group kernels (plan.c). */
 #include "model_int.h"
 
 #include <stdint.h>

@@ -294,7 +294,7 @@ static int cut_bytes(const mb_cut_problem *cp, int **saved, int *n_saved, mb_err
 
 /* Seconds to compute node v per element on d, alone: at the measured op rate
  * when calibrated, else its FP32 instructions at half the peak (an FMA is two
- * flops) or its SFU ops, whichever is longer (traffic.c's rule). */
+ * flops) or its SFU ops, whichever is longer (roofline.c's rule). */
 static double node_compute_s(const mb_graph *g, int v, const mb_device *d)
 {
     mb_op_cost c = mb_node_cost(g, v);
