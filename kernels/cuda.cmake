@@ -12,8 +12,9 @@ set(MB_CUDA_KERNEL_SOURCES
   ${CMAKE_CURRENT_SOURCE_DIR}/probes.cu)
 
 # host code only (no kernels, so no PTX of its own): the row and column
-# evaluators' lowering
-set(MB_CUDA_HOST_SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/cuda_rows.cu ${CMAKE_CURRENT_SOURCE_DIR}/cuda_cols.cu)
+# evaluators' lowering, and their programs checked on the host
+set(MB_CUDA_HOST_SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/cuda_rows.cu ${CMAKE_CURRENT_SOURCE_DIR}/cuda_cols.cu
+  ${CMAKE_CURRENT_SOURCE_DIR}/cuda_host_check.cu)
 
 add_library(mb_kernels_cuda STATIC ${MB_CUDA_KERNEL_SOURCES} ${MB_CUDA_HOST_SOURCES})
 target_include_directories(mb_kernels_cuda PUBLIC ${CMAKE_CURRENT_SOURCE_DIR})

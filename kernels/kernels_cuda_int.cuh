@@ -266,6 +266,13 @@ typedef struct mb_row_prog {
 int mb_cuda_row_lower(const mb_plan *p, int k, mb_shape s, int onepass, void *const *dev, mb_row_prog *P,
                       mb_err *err);
 
+/* Runs prog over every row on the host, one group of G lanes (the kernel's
+ * 32 or 256) taking each row: every lane's columns in turn, then the
+ * statistics merged lane by lane in the kernel's tree order (xor shuffles
+ * within each warp, then the warps in order). The buffers in prog are host
+ * memory. 0, or -1 when out of memory (rows_eval.cu). */
+int mb_cuda_row_emulate(const mb_row_prog *prog, int G);
+
 /* Dynamic shared memory a launch of prog takes (slots, partial statistics,
  * row values, the staged row) with `warp` groups (1) or one row a block (0). */
 size_t mb_cuda_row_smem(const mb_row_prog *prog, int warp);

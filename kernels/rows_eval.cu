@@ -301,12 +301,8 @@ __global__ void __launch_bounds__(MB_CUDA_THREADS, WARP ? 1 : 2048 / MB_CUDA_THR
 
 /* ---- host emulation ----------------------------------------------------------------- */
 
-/* Runs prog over every row on the host, one group of G lanes (the kernel's
- * 32 or 256) taking each row: every lane's columns in turn, then the
- * statistics merged lane by lane in the kernel's tree order (xor shuffles
- * within each warp, then the warps in order). The buffers in prog are host
- * memory. 0, or -1 when out of memory. */
-static int row_emulate(const mb_row_prog *P, int G)
+/* The host emulation (kernels_cuda_int.cuh; cuda_host_check.cu runs it). */
+int mb_cuda_row_emulate(const mb_row_prog *P, int G)
 {
     size_t off[6];
     const size_t bytes = row_smem_layout(P, G, 1, off);
@@ -393,45 +389,4 @@ cudaError_t mb_cuda_row_launch(const mb_row_prog *prog, int sm_count, cudaStream
         return cudaErrorInvalidValue;
     return prog->cols <= MB_ROW_WARP_MAX_COLS ? launch_rows<1>(prog, sm_count, s, grid_out)
                                               : launch_rows<0>(prog, sm_count, s, grid_out);
-}
-
-/* Column kernel k of t's plan on the host (cols_eval.cu's code), its rows
- * split for dev's SMs. */
-static int col_emulate(const mb_plan *p, int k, mb_kern_tensors *t, const mb_device *dev, mb_err *err)
-{
-    mb_col_prog *C = (mb_col_prog *)malloc(sizeof *C);
-    if (!C) return mb_err_set(err, MB_ERUN, "out of memory");
-    const int sms = dev && dev->sm_count >= 1 ? (int)dev->sm_count : 1;
-    int rc = mb_cuda_col_lower(p, k, t->shape, sms, t->data, C, err);
-    if (rc == MB_OK) {
-        C->work = (double *)calloc(1, mb_cuda_col_work_bytes(C) + sizeof(double));
-        C->arrived = (unsigned *)calloc((size_t)C->tiles + 1, sizeof(unsigned));
-        if (!C->work || !C->arrived || mb_cuda_col_emulate(C) != 0) rc = mb_err_set(err, MB_ERUN, "out of memory");
-        free(C->work);
-        free(C->arrived);
-    }
-    free(C);
-    return rc;
-}
-
-extern "C" int mb_kern_cuda_row_emulate(mb_kern_tensors *t, const mb_device *dev, mb_err *err)
-{
-    const mb_plan *p = t->plan;
-    if (!p->g->has_row_ops) return mb_err_set(err, MB_EINPUT, "%s has no row operations", p->g->name);
-    mb_row_prog *P = (mb_row_prog *)malloc(sizeof *P);
-    if (!P) return mb_err_set(err, MB_ERUN, "out of memory");
-    int rc = MB_OK;
-    for (int k = 0; k < p->n_kernels && rc == MB_OK; k++) {
-        mb_kern_cuda_choice c;
-        rc = mb_kern_cuda_choose_shape(p, k, t->shape, dev, MB_KERN_CUDA_NO_HAND, &c, err); /* the evaluator's program */
-        if (rc == MB_OK && c.impl == MB_KERN_CUDA_COL) {
-            rc = col_emulate(p, k, t, dev, err);
-            continue;
-        }
-        if (rc == MB_OK) rc = mb_cuda_row_lower(p, k, t->shape, c.onepass, t->data, P, err);
-        if (rc == MB_OK && row_emulate(P, c.warp ? 32 : MB_CUDA_THREADS) != 0)
-            rc = mb_err_set(err, MB_ERUN, "out of memory");
-    }
-    free(P);
-    return rc;
 }
