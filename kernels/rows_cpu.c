@@ -966,32 +966,6 @@ void mb_kern_rows_reference_row(const mb_kern_tensors *t, int64_t r, double **va
     }
 }
 
-int mb_kern_col_post(const mb_graph *g, char *post)
-{
-    int n = 0;
-    for (int i = 0; i < g->n_nodes; i++) {
-        const mb_node *nd = &g->nodes[i];
-        int c = MB_OP_IS_COLUMN(nd->op);
-        for (int a = 0; a < mb_op_arity(nd->op) && !c; a++) c = nd->arg[a] >= 0 && nd->arg[a] < i && post[nd->arg[a]];
-        post[i] = (char)c;
-        n += c;
-    }
-    return n;
-}
-
-int mb_kern_col_phase(const mb_graph *g, const mb_kernel *K, const char *graph_post, char *post)
-{
-    int any = 0, all_col = K->n_nodes > 0;
-    for (int j = 0; j < K->n_nodes; j++) {
-        post[j] = graph_post[K->nodes[j]];
-        any |= post[j];
-        all_col &= g->nodes[K->nodes[j]].shape == MB_SHC_COL;
-    }
-    if (!any && all_col)
-        for (int j = 0; j < K->n_nodes; j++) post[j] = any = 1;
-    return any;
-}
-
 
 int mb_kern_rows_reference_cols(const mb_kern_tensors *t, double **val, double **mag, const int *order, int cnt)
 {
@@ -1093,13 +1067,9 @@ int mb_kern_rows_verify(const mb_kern_tensors *t, unsigned poison_rep, double to
     memset(out, 0, sizeof *out);
     out->first_bad = -1;
     out->first_bad_node = -1;
-    mb_dtype worst = MB_F32;
-    for (int q = 0; q < p->n_results; q++) {
-        mb_dtype dt = g->nodes[p->results[q]].dtype;
-        if (mb_kern_default_tol(dt) > mb_kern_default_tol(worst)) worst = dt;
+    for (int q = 0; q < p->n_results; q++)
         if (!t->data[p->results[q]]) return mb_err_set(err, MB_EINPUT, "result node %d has no storage", p->results[q]);
-    }
-    out->tol = tol > 0 ? tol : mb_kern_default_tol(worst);
+    out->tol = mb_kern_check_tol(p, tol);
     int failed = 0;
     double max_err = 0;
     int64_t bad = 0, poisoned = 0, first = -1;
