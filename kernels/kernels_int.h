@@ -143,6 +143,11 @@ int mb_kern_f32_judge(const mb_kern_f32_elem *e, int node, mb_dtype dt, double g
 
 /* ---- what the executors and the checks share (exec_common.c) ------------- */
 
+/* 1 for a row value: one a row ([rows, 1], [rows]) or one in all (a scalar). */
+static inline int mb_kern_is_rowval(const mb_node *nd)
+{
+    return nd->shape == MB_SHC_ROW || nd->shape == MB_SHC_ROWV || nd->shape == MB_SHC_SCALAR;
+}
 /* Gives node i storage (its shape's elements) if it has none, poisoned. */
 int mb_kern_ensure_storage(mb_kern_tensors *t, int i, mb_err *err);
 /* The tolerance a check of p's results uses: tol when > 0, else
@@ -164,7 +169,7 @@ int mb_kern_col_phase(const mb_graph *g, const mb_kernel *K, const char *graph_p
 int mb_kern_rows_run_kernel(mb_kern_tensors *t, int k, mb_kern_exec e, mb_err *err);
 /* 1 when row kernel K of t's plan runs compiled (jit_rows.c; may build it). */
 int mb_kern_rows_compiled(const mb_kern_tensors *t, const mb_kernel *K);
-/* Row r of nodes order[0..cnt) in float64 (rows_cpu.c): full and [cols]
+/* Row r of nodes order[0..cnt) in float64 (rows_ref.c): full and [cols]
  * values into val[node][0..cols), row values into val[node][0], magnitudes
  * into mag the same way; inputs are loaded from t. */
 void mb_kern_rows_reference_row(const mb_kern_tensors *t, int64_t r, double **val, double **mag,
@@ -175,7 +180,7 @@ void mb_kern_rows_reference_row(const mb_kern_tensors *t, int64_t r, double **va
  * row 0's values. 0, or -1 when out of memory. */
 int mb_kern_rows_reference_cols(const mb_kern_tensors *t, double **val, double **mag, const int *order, int cnt);
 /* Every node of g in an order that evaluates each after its operands: the
- * forward nodes first, in their own order (rows_bwd_cpu.c). Returns the count. */
+ * forward nodes first, in their own order (rows_ref.c). Returns the count. */
 int mb_kern_rows_order(const mb_graph *g, int *order);
 /* mb_kern_gradcheck for graphs with row operations (rows_bwd_cpu.c). */
 int mb_kern_rows_gradcheck(const mb_kern_tensors *t, int n_points, double *max_err, int *passed, mb_err *err);

@@ -1,6 +1,6 @@
 /* rows_cpu.c — the CPU executors of plans with row operations (sum, mean,
- * amax, softmax, log_softmax, layer_norm, rms_norm over the last dimension)
- * and their float64 reference.
+ * amax, softmax, log_softmax, layer_norm, rms_norm over the last dimension),
+ * and the check of their results against the float64 reference (rows_ref.c).
  *
  * Blocked by rows: each thread takes whole rows. A kernel whose row (of what
  * it reads in several passes) fits the core's cache keeps the whole row in
@@ -207,11 +207,6 @@ static void vnorm(const float *x, float k, float c, const float *w, float ws, fl
     for (; i < len; i++) y[i] = (x[i] - k) * c * (w ? w[i] : ws);
 }
 
-static int is_rowval(const mb_node *nd)
-{
-    return nd->shape == MB_SHC_ROW || nd->shape == MB_SHC_ROWV || nd->shape == MB_SHC_SCALAR;
-}
-
 /* Per-thread state of one kernel on one row. */
 typedef struct {
     const mb_graph *g;
@@ -231,7 +226,7 @@ typedef struct {
 static const float *operand(rowstate *S, int v, float *sv)
 {
     if (v < 0) return NULL;
-    if (is_rowval(&S->g->nodes[v])) { *sv = S->scal[v]; return NULL; }
+    if (mb_kern_is_rowval(&S->g->nodes[v])) { *sv = S->scal[v]; return NULL; }
     return S->buf[v];
 }
 
@@ -244,7 +239,7 @@ static void node_apply(rowstate *S, int v, int first, int64_t len)
     float as = (float)nd->scalar[0], bs = nd->scalar_cols ? (float)S->cols : (float)nd->scalar[1];
     const float *a = nd->arg[0] >= 0 ? operand(S, nd->arg[0], &as) : NULL;
     const float *b = mb_op_arity(nd->op) == 2 && nd->arg[1] >= 0 ? operand(S, nd->arg[1], &bs) : NULL;
-    if (!is_rowval(nd)) mb_kern_op_apply(nd->op, a, as, b, bs, S->buf[v], len);
+    if (!mb_kern_is_rowval(nd)) mb_kern_op_apply(nd->op, a, as, b, bs, S->buf[v], len);
     else if (first) mb_kern_op_apply(nd->op, NULL, as, NULL, bs, &S->scal[v], 1);
 }
 
@@ -422,7 +417,7 @@ static void row_pass(rowstate *S, int64_t r, int p, float *tmp)
         int len = (int)(S->cols - c0 < TILE ? S->cols - c0 : TILE);
         for (int q = 0; q < K->n_reads; q++) {
             int v = K->reads[q];
-            if (!is_rowval(&g->nodes[v])) load_tile(S, v, r, c0, len);
+            if (!mb_kern_is_rowval(&g->nodes[v])) load_tile(S, v, r, c0, len);
         }
         for (int j = 0; j < K->n_nodes; j++) {
             int v = K->nodes[j];
@@ -443,7 +438,7 @@ static void row_pass(rowstate *S, int64_t r, int p, float *tmp)
             int v = K->writes[q], j = 0;
             while (K->nodes[j] != v) j++;
             const mb_node *nd = &g->nodes[v];
-            if (is_rowval(nd) || lowest_bit(K->eval_mask[j]) != p) continue;
+            if (mb_kern_is_rowval(nd) || lowest_bit(K->eval_mask[j]) != p) continue;
             store_tile(S, v, r, c0, len);
         }
     }
@@ -456,7 +451,7 @@ static void row_pass(rowstate *S, int64_t r, int p, float *tmp)
         while (K->nodes[j] != v) j++;
         const mb_node *nd = &g->nodes[v];
         int at = K->stat_pass[j] >= 0 ? K->stat_pass[j] : lowest_bit(K->eval_mask[j]);
-        if (is_rowval(nd) && at == p)
+        if (mb_kern_is_rowval(nd) && at == p)
             mb_store_f32(S->t->data[v], nd->shape == MB_SHC_SCALAR ? 0 : r, nd->dtype, S->scal[v]);
     }
 }
@@ -472,12 +467,12 @@ static void row_onepass(rowstate *S, int64_t r, float *tmp)
     const int len = (int)S->cols;
     for (int q = 0; q < K->n_reads; q++) {
         int v = K->reads[q];
-        if (!is_rowval(&g->nodes[v])) load_tile(S, v, r, 0, len);
+        if (!mb_kern_is_rowval(&g->nodes[v])) load_tile(S, v, r, 0, len);
     }
     for (int j = 0; j < K->n_nodes; j++) {
         int v = K->nodes[j];
         const mb_node *nd = &g->nodes[v];
-        if (nd->op == MB_OP_SOFTMAX && !is_rowval(&g->nodes[nd->arg[0]])) {
+        if (nd->op == MB_OP_SOFTMAX && !mb_kern_is_rowval(&g->nodes[nd->arg[0]])) {
             /* max, then exp(x - max) kept and summed, then scaled: one exp an element */
             const float *x = S->buf[nd->arg[0]];
             S->mx[v] = vmax(x, len);
@@ -485,7 +480,7 @@ static void row_onepass(rowstate *S, int64_t r, float *tmp)
             vexp_scale(NULL, 0.0f, 1.0f / (float)S->acc[v], S->buf[v], len);
             continue;
         }
-        if (nd->op == MB_OP_SUM && K->online[j] && !is_rowval(&g->nodes[nd->arg[0]])) {
+        if (nd->op == MB_OP_SUM && K->online[j] && !mb_kern_is_rowval(&g->nodes[nd->arg[0]])) {
             /* a sum of exp(a - m) beside its amax: exp(a - m) is in its buffer already */
             S->acc[v] = vsum(S->buf[nd->arg[0]], len);
             finish_stats(S, j);
@@ -510,7 +505,7 @@ static void row_onepass(rowstate *S, int64_t r, float *tmp)
     for (int q = 0; q < K->n_writes; q++) {
         int v = K->writes[q];
         const mb_node *nd = &g->nodes[v];
-        if (is_rowval(nd)) {
+        if (mb_kern_is_rowval(nd)) {
             mb_store_f32(S->t->data[v], nd->shape == MB_SHC_SCALAR ? 0 : r, nd->dtype, S->scal[v]);
             continue;
         }
@@ -554,12 +549,12 @@ static int rowvals_only(const mb_kern_tensors *t, const mb_kernel *K)
     for (int j = 0; j < K->n_nodes; j++) {
         const int v = K->nodes[j];
         const mb_node *nd = &g->nodes[v];
-        if (!is_rowval(nd) || nd->shape == MB_SHC_SCALAR || MB_OP_IS_ROW(nd->op) || MB_OP_IS_COLUMN(nd->op) ||
+        if (!mb_kern_is_rowval(nd) || nd->shape == MB_SHC_SCALAR || MB_OP_IS_ROW(nd->op) || MB_OP_IS_COLUMN(nd->op) ||
             nd->dtype != MB_F32 || !t->data[v])
             return 0;
         for (int a = 0; a < mb_op_arity(nd->op); a++) {
             const int u = nd->arg[a];
-            if (u >= 0 && (!is_rowval(&g->nodes[u]) || g->nodes[u].dtype != MB_F32 || !t->data[u])) return 0;
+            if (u >= 0 && (!mb_kern_is_rowval(&g->nodes[u]) || g->nodes[u].dtype != MB_F32 || !t->data[u])) return 0;
         }
     }
     return K->n_nodes > 0;
@@ -631,7 +626,7 @@ static int run_rows(mb_kern_tensors *t, const mb_kernel *K, mb_err *err)
             for (int q = 0; q < K->n_reads; q++) { /* row values read: loaded once a row */
                 int v = K->reads[q];
                 const mb_node *nd = &g->nodes[v];
-                if (is_rowval(nd))
+                if (mb_kern_is_rowval(nd))
                     S.scal[v] = mb_load_f32(t->data[v], nd->shape == MB_SHC_SCALAR ? 0 : r, nd->dtype);
             }
             if (onepass) row_onepass(&S, r, tmp);
@@ -665,12 +660,12 @@ static void column_rows(rowstate *S, const char *post, int64_t r0, int64_t r1, f
         for (int q = 0; q < K->n_reads; q++) {
             int v = K->reads[q];
             const mb_node *nd = &g->nodes[v];
-            if (is_rowval(nd)) S->scal[v] = mb_load_f32(S->t->data[v], nd->shape == MB_SHC_SCALAR ? 0 : r, nd->dtype);
+            if (mb_kern_is_rowval(nd)) S->scal[v] = mb_load_f32(S->t->data[v], nd->shape == MB_SHC_SCALAR ? 0 : r, nd->dtype);
         }
         for (int64_t c0 = 0; c0 < C; c0 += TILE) {
             int len = (int)(C - c0 < TILE ? C - c0 : TILE);
             for (int q = 0; q < K->n_reads; q++)
-                if (!is_rowval(&g->nodes[K->reads[q]])) load_tile(S, K->reads[q], r, c0, len);
+                if (!mb_kern_is_rowval(&g->nodes[K->reads[q]])) load_tile(S, K->reads[q], r, c0, len);
             for (int j = 0, cs = 0; j < K->n_nodes; j++) {
                 int v = K->nodes[j];
                 const mb_node *nd = &g->nodes[v];
@@ -685,7 +680,7 @@ static void column_rows(rowstate *S, const char *post, int64_t r0, int64_t r1, f
             for (int q = 0; q < K->n_writes; q++) { /* row nodes needed outside */
                 int v = K->writes[q], j = 0;
                 while (K->nodes[j] != v) j++;
-                if (!post[j] && !is_rowval(&g->nodes[v])) store_tile(S, v, r, c0, len);
+                if (!post[j] && !mb_kern_is_rowval(&g->nodes[v])) store_tile(S, v, r, c0, len);
             }
         }
         if ((r - r0) % COL_BLOCK_ROWS == COL_BLOCK_ROWS - 1 || r == r1 - 1) {
@@ -864,176 +859,6 @@ int mb_kern_rows_run_kernel(mb_kern_tensors *t, int k, mb_kern_exec e, mb_err *e
     return MB_OK;
 }
 
-/* ---- float64 reference ---------------------------------------------------- */
-
-/* The magnitude that went into an elementwise result (op_table.h's mag
- * column, as reference.c judges elementwise plans): sums of absolute values,
- * so that a result cancelling to near 0 is judged against its terms. */
-static double mag_of(mb_op op, double v, double ma, double mb, double b)
-{
-    switch (mb_op_info_of(op)->mag) {
-    case MB_MAG_SUM: return ma + mb;
-    case MB_MAG_PROD: return ma * mb;
-    case MB_MAG_QUOT: return b != 0 ? ma / fabs(b) : fabs(v);
-    case MB_MAG_PASS: return ma;
-    default: return fabs(v);
-    }
-}
-
-/* Row r of the nodes order[0..cnt) in float64, in that order: full and
- * [cols] nodes into val[node][0..cols), row values into val[node][0]; their
- * magnitudes into mag[][] the same way. */
-void mb_kern_rows_reference_row(const mb_kern_tensors *t, int64_t r, double **val, double **mag,
-                                const int *order, int cnt)
-{
-    const mb_graph *g = t->plan->g;
-    const int64_t C = t->shape.cols;
-    for (int k = 0; k < cnt; k++) {
-        int v = order[k];
-        const mb_node *nd = &g->nodes[v];
-        double *y = val[v];
-        int rv = is_rowval(nd);
-        int64_t len = rv ? 1 : C;
-        if (nd->op == MB_OP_INPUT) {
-            if (!t->data[v]) continue;
-            int64_t base = nd->shape == MB_SHC_COL ? 0 : rv ? (nd->shape == MB_SHC_SCALAR ? 0 : r) : r * C;
-            for (int64_t i = 0; i < len; i++) mag[v][i] = fabs(y[i] = mb_load_f32(t->data[v], base + i, nd->dtype));
-            continue;
-        }
-        const double *mx = nd->arg[0] >= 0 ? mag[nd->arg[0]] : NULL;
-        const double *mbv = mb_op_arity(nd->op) == 2 && nd->arg[1] >= 0 ? mag[nd->arg[1]] : NULL;
-        double *my = mag[v];
-        const double *x = nd->arg[0] >= 0 ? val[nd->arg[0]] : NULL;
-        int xr = nd->arg[0] >= 0 && is_rowval(&g->nodes[nd->arg[0]]);
-        const double *b = mb_op_arity(nd->op) == 2 && nd->arg[1] >= 0 ? val[nd->arg[1]] : NULL;
-        int br = b && is_rowval(&g->nodes[nd->arg[1]]);
-#define XI(i) (x ? x[xr ? 0 : (i)] : nd->scalar[0])
-#define BI(i) (b ? b[br ? 0 : (i)] : nd->scalar_cols ? (double)C : nd->scalar[1])
-#define MXI(i) (mx ? mx[xr ? 0 : (i)] : fabs(nd->scalar[0]))
-#define MBI(i) (mbv ? mbv[br ? 0 : (i)] : fabs(nd->scalar[1]))
-        double s = 0, s2 = 0, m = -INFINITY, ms = 0;
-        switch (nd->op) {
-        case MB_OP_SUM: case MB_OP_MEAN:
-            for (int64_t i = 0; i < C; i++) s += XI(i), ms += MXI(i);
-            y[0] = nd->op == MB_OP_MEAN ? s / (double)C : s;
-            my[0] = nd->op == MB_OP_MEAN ? ms / (double)C : ms;
-            break;
-        case MB_OP_AMAX:
-            for (int64_t i = 0; i < C; i++) m = XI(i) > m ? XI(i) : m;
-            y[0] = m;
-            my[0] = fabs(m);
-            break;
-        case MB_OP_COLSUM: /* this row's term of the sum over rows (mb_kern_rows_reference_cols) */
-            for (int64_t i = 0; i < C; i++) y[i] = XI(i), my[i] = MXI(i);
-            break;
-        case MB_OP_SOFTMAX: case MB_OP_LOG_SOFTMAX:
-            for (int64_t i = 0; i < C; i++) m = XI(i) > m ? XI(i) : m;
-            for (int64_t i = 0; i < C; i++) s += exp(XI(i) - m);
-            for (int64_t i = 0; i < C; i++) {
-                y[i] = nd->op == MB_OP_SOFTMAX ? exp(XI(i) - m) / s : XI(i) - m - log(s);
-                my[i] = nd->op == MB_OP_SOFTMAX ? y[i] : fabs(XI(i)) + fabs(m) + fabs(log(s));
-            }
-            break;
-        case MB_OP_LAYER_NORM:
-            for (int64_t i = 0; i < C; i++) s += XI(i);
-            s /= (double)C;
-            for (int64_t i = 0; i < C; i++) s2 += (XI(i) - s) * (XI(i) - s);
-            s2 = 1.0 / sqrt(s2 / (double)C + nd->eps);
-            for (int64_t i = 0; i < C; i++) {
-                y[i] = (XI(i) - s) * s2 * BI(i);
-                my[i] = (fabs(XI(i)) + fabs(s)) * s2 * fabs(BI(i));
-            }
-            break;
-        case MB_OP_RMS_NORM:
-            for (int64_t i = 0; i < C; i++) s += XI(i) * XI(i);
-            s = 1.0 / sqrt(s / (double)C + nd->eps);
-            for (int64_t i = 0; i < C; i++) {
-                y[i] = XI(i) * s * BI(i);
-                my[i] = fabs(y[i]);
-            }
-            break;
-        default:
-            for (int64_t i = 0; i < len; i++) {
-                y[i] = mb_op_apply_f64(nd->op, XI(i), BI(i));
-                my[i] = mag_of(nd->op, y[i], MXI(i), MBI(i), BI(i));
-            }
-            break;
-        }
-#undef XI
-#undef BI
-#undef MXI
-#undef MBI
-    }
-}
-
-
-int mb_kern_rows_reference_cols(const mb_kern_tensors *t, double **val, double **mag, const int *order, int cnt)
-{
-    const mb_graph *g = t->plan->g;
-    const int nn = g->n_nodes;
-    const int64_t C = t->shape.cols, R = t->shape.rows;
-    char *post = malloc((size_t)nn + 1);
-    int *pre = malloc(((size_t)cnt + 1) * sizeof(int)), *after = malloc(((size_t)cnt + 1) * sizeof(int));
-    int *cs = malloc(((size_t)cnt + 1) * sizeof(int)); /* the colsums in order */
-    int failed = !post || !pre || !after || !cs, n_pre = 0, n_after = 0, n_cs = 0;
-    if (!failed) {
-        mb_kern_col_post(g, post);
-        for (int k = 0; k < cnt; k++) {
-            if (!post[order[k]]) pre[n_pre++] = order[k];
-            else if (MB_OP_IS_COLUMN(g->nodes[order[k]].op)) cs[n_cs++] = order[k];
-            else after[n_after++] = order[k];
-        }
-    }
-    const size_t sums = 2 * (size_t)n_cs * (size_t)C; /* each colsum's sums, then their magnitudes */
-    double *tot = failed ? NULL : calloc(sums + 1, sizeof(double));
-    failed |= !tot;
-    int par = !failed && C <= ((int64_t)1 << 16);
-#pragma omp parallel if (par)
-    {
-        double **v = malloc(2 * (size_t)nn * sizeof *v), **m = v ? v + nn : NULL;
-        double *slab = malloc(2 * (size_t)nn * (size_t)C * sizeof(double));
-        double *mine = calloc(sums + 1, sizeof(double));
-        int ok = !failed && v && slab && mine;
-        if (!ok) {
-#pragma omp atomic write
-            failed = 1;
-        }
-        for (int i = 0; ok && i < 2 * nn; i++) v[i] = slab + (size_t)i * (size_t)C;
-#pragma omp for schedule(static)
-        for (int64_t r = 0; r < R; r++) {
-            if (!ok) continue;
-            mb_kern_rows_reference_row(t, r, v, m, pre, n_pre);
-            for (int k = 0; k < n_cs; k++) {
-                int a = g->nodes[cs[k]].arg[0], rv = is_rowval(&g->nodes[a]);
-                double *sv = mine + (size_t)k * (size_t)C, *sm = mine + ((size_t)n_cs + k) * (size_t)C;
-                for (int64_t c = 0; c < C; c++) sv[c] += v[a][rv ? 0 : c], sm[c] += m[a][rv ? 0 : c];
-            }
-        }
-#pragma omp critical(mb_colsum_ref)
-        if (ok)
-            for (size_t i = 0; i < sums; i++) tot[i] += mine[i];
-        free(v);
-        free(slab);
-        free(mine);
-    }
-    if (!failed) {
-        /* row 0 for the [cols] values the nodes after the sums read, then those nodes */
-        mb_kern_rows_reference_row(t, 0, val, mag, pre, n_pre);
-        for (int k = 0; k < n_cs; k++)
-            for (int64_t c = 0; c < C; c++) {
-                val[cs[k]][c] = tot[(size_t)k * (size_t)C + c];
-                mag[cs[k]][c] = tot[((size_t)n_cs + k) * (size_t)C + c];
-            }
-        mb_kern_rows_reference_row(t, 0, val, mag, after, n_after);
-    }
-    free(post);
-    free(pre);
-    free(after);
-    free(cs);
-    free(tot);
-    return failed ? -1 : 0;
-}
-
 /* Compares result v's [cols] values with the reference's (val, mag: one
  * "row" of column values), into the check's running figures. */
 static void verify_cols(const mb_kern_tensors *t, int v, const double *val, const double *mag, float pv,
@@ -1101,7 +926,7 @@ int mb_kern_rows_verify(const mb_kern_tensors *t, unsigned poison_rep, double to
             for (int q = 0; q < p->n_results; q++) {
                 int v = p->results[q];
                 const mb_node *nd = &g->nodes[v];
-                int rv = is_rowval(nd);
+                int rv = mb_kern_is_rowval(nd);
                 if ((rv && nd->shape == MB_SHC_SCALAR && r > 0) || post[v]) continue;
                 int64_t len = rv ? 1 : C, base = rv ? (nd->shape == MB_SHC_SCALAR ? 0 : r) : r * C;
                 double scale = 0;
