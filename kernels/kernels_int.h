@@ -184,7 +184,8 @@ int mb_kern_rows_reference_cols(const mb_kern_tensors *t, double **val, double *
 int mb_kern_rows_order(const mb_graph *g, int *order);
 /* mb_kern_gradcheck for graphs with row operations (rows_bwd_cpu.c). */
 int mb_kern_rows_gradcheck(const mb_kern_tensors *t, int n_points, double *max_err, int *passed, mb_err *err);
-/* mb_kern_verify for such plans: every result element against float64. */
+/* mb_kern_verify for such plans: every result element against float64
+ * (rows_verify.c). */
 int mb_kern_rows_verify(const mb_kern_tensors *t, unsigned poison_rep, double tol, mb_kern_check *out,
                         mb_err *err);
 
