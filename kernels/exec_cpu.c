@@ -5,7 +5,7 @@
  * Lowering evaluates a sin and a cos of one operand as one sincos and
  * repeated subexpressions once; a kernel with a compiled form (jit_cpu.c) runs
  * that on each tile instead of interpreting. A plan with row operations goes
- * to the row executor (rows_cpu.c); tensor storage, filling and poisoning are
+ * to the row executor (rows_run_cpu.c); tensor storage, filling and poisoning are
  * exec_common.c's. Does not time or verify (reference.c). */
 #include "kernels_int.h"
 #include "mb_child.h"

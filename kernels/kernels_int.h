@@ -1,6 +1,12 @@
 /* kernels_int.h — shared by the files of kernels/ only: vectorised tile
  * primitives (vecmath.c), a kernel lowered for the tile loop, and its
- * compiled form (jit_cpu.c). Not a public header. */
+ * compiled form (jit_cpu.c), what the executors and checks share. Not a
+ * public header. The C files call one way, top to bottom, never up:
+ *   checks     reference.c -> rows_verify.c, rows_bwd_cpu.c -> rows_ref.c;
+ *              ref_f32.c (the f32 side)
+ *   executors  exec_cpu.c -> rows_run_cpu.c -> rows_cpu.c, rows_cols_cpu.c
+ *              (rows_int.h); jit_rows.c -> jit_cpu.c
+ *   bottom     exec_common.c, vecmath.c: call no other file of kernels/ */
 #ifndef MB_KERNELS_INT_H
 #define MB_KERNELS_INT_H
 
@@ -163,15 +169,22 @@ int mb_kern_col_post(const mb_graph *g, char *post);
  * the CUDA column evaluator run it), 0 for a row kernel. */
 int mb_kern_col_phase(const mb_graph *g, const mb_kernel *K, const char *graph_post, char *post);
 
-/* ---- row operations (rows_cpu.c) ---- */
+/* ---- the row executor (rows_run_cpu.c) ------------------------------------ */
+
 /* Kernel k of t's plan (a plan with row operations) by rows; OPWISE runs
  * each node alone over whole arrays. */
 int mb_kern_rows_run_kernel(mb_kern_tensors *t, int k, mb_kern_exec e, mb_err *err);
 /* 1 when row kernel K of t's plan runs compiled (jit_rows.c; may build it). */
 int mb_kern_rows_compiled(const mb_kern_tensors *t, const mb_kernel *K);
-/* Row r of nodes order[0..cnt) in float64 (rows_ref.c): full and [cols]
- * values into val[node][0..cols), row values into val[node][0], magnitudes
- * into mag the same way; inputs are loaded from t. */
+
+/* ---- the float64 reference of row plans (rows_ref.c) ---------------------- */
+
+/* Every node of g in an order that evaluates each after its operands: the
+ * forward nodes first, in their own order. Returns the count. */
+int mb_kern_rows_order(const mb_graph *g, int *order);
+/* Row r of nodes order[0..cnt) in float64: full and [cols] values into
+ * val[node][0..cols), row values into val[node][0], magnitudes into mag the
+ * same way; inputs are loaded from t. */
 void mb_kern_rows_reference_row(const mb_kern_tensors *t, int64_t r, double **val, double **mag,
                                 const int *order, int cnt);
 /* The [cols] values of those nodes in float64 into val[node][0..cols) (and
@@ -179,15 +192,15 @@ void mb_kern_rows_reference_row(const mb_kern_tensors *t, int64_t r, double **va
  * of order[0..cnt) it reads, then the nodes after it; the other nodes hold
  * row 0's values. 0, or -1 when out of memory. */
 int mb_kern_rows_reference_cols(const mb_kern_tensors *t, double **val, double **mag, const int *order, int cnt);
-/* Every node of g in an order that evaluates each after its operands: the
- * forward nodes first, in their own order (rows_ref.c). Returns the count. */
-int mb_kern_rows_order(const mb_graph *g, int *order);
-/* mb_kern_gradcheck for graphs with row operations (rows_bwd_cpu.c). */
-int mb_kern_rows_gradcheck(const mb_kern_tensors *t, int n_points, double *max_err, int *passed, mb_err *err);
-/* mb_kern_verify for such plans: every result element against float64
- * (rows_verify.c). */
+
+/* ---- the checks of row plans (rows_verify.c, rows_bwd_cpu.c) -------------- */
+
+/* mb_kern_verify for plans with row operations: every result element
+ * against float64 (rows_verify.c). */
 int mb_kern_rows_verify(const mb_kern_tensors *t, unsigned poison_rep, double tol, mb_kern_check *out,
                         mb_err *err);
+/* mb_kern_gradcheck for graphs with row operations (rows_bwd_cpu.c). */
+int mb_kern_rows_gradcheck(const mb_kern_tensors *t, int n_points, double *max_err, int *passed, mb_err *err);
 
 #ifdef __cplusplus
 }

@@ -4,8 +4,9 @@
  * for a [cols] input over every row (its element c reaches every row: its
  * gradient is a sum over the rows, mb_kern_rows_reference_cols). The
  * reference it differentiates is rows_ref.c's.
- * The backward kernels themselves run in rows_cpu.c: autodiff builds them of
- * the same sums, means and elementwise ops as the forward.
+ * The backward kernels themselves run in the row executor (rows_run_cpu.c):
+ * autodiff builds them of the same sums, means and elementwise ops as the
+ * forward.
  * Does not run kernels, nor judge a plan's outputs (mb_kern_rows_verify). */
 #include "kernels_int.h"
 #include "mb_ops.h"

@@ -1,7 +1,7 @@
 /* rows_verify.c — mb_kern_verify for plans with row operations: every
  * result element against the float64 reference (rows_ref.c), row by row, the
  * sums over the rows (colsum) after every row. Called by reference.c; calls
- * the reference and exec_common.c only. Does not run kernels (rows_cpu.c). */
+ * the reference and exec_common.c only. Does not run kernels (rows_run_cpu.c). */
 #include "kernels_int.h"
 #include "mb_ops.h"
 
