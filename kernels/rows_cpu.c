@@ -230,7 +230,7 @@ static void stats_tile(mb_kern_rowstate *S, int j, int p, int len)
     int v = S->K->nodes[j], sp = S->K->stat_pass[j];
     float xs = 0;
     const float *x = mb_kern_row_operand(S, nd->op == MB_OP_SUM && S->K->online[j] ?
-                             S->g->nodes[S->g->nodes[nd->arg[0]].arg[0]].arg[0] : nd->arg[0], &xs);
+                                         S->g->nodes[S->g->nodes[nd->arg[0]].arg[0]].arg[0] : nd->arg[0], &xs);
     switch (nd->op) {
     case MB_OP_SUM:
         if (S->K->online[j]) { /* sum of exp(a - m) beside m = amax(a): rescale when m grows */
