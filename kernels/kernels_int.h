@@ -1,12 +1,13 @@
 /* kernels_int.h — shared by the files of kernels/ only: vectorised tile
- * primitives (vecmath.c), a kernel lowered for the tile loop, and its
- * compiled form (jit_cpu.c), what the executors and checks share. Not a
- * public header. The C files call one way, top to bottom, never up:
- *   checks     reference.c -> rows_verify.c, rows_bwd_cpu.c -> rows_ref.c;
- *              ref_f32.c (the f32 side)
+ * primitives (vecmath.c), a kernel lowered for the tile loop and its compiled
+ * form (jit_cpu.c), the f32 side of the checks (ref_f32.c), and what the
+ * executors and the checks share. Not a public header.
+ * The C files call one way, down, never up or around:
+ *   checks     reference.c -> rows_verify.c, rows_bwd_cpu.c -> rows_ref.c
  *   executors  exec_cpu.c -> rows_run_cpu.c -> rows_cpu.c, rows_cols_cpu.c
- *              (rows_int.h); jit_rows.c -> jit_cpu.c
- *   bottom     exec_common.c, vecmath.c: call no other file of kernels/ */
+ *              (their tile steps inline in rows_int.h); both -> jit_*.c
+ *   bottom     exec_common.c, vecmath.c, ref_f32.c: call no other file of
+ *              kernels/, and any file above may call them. */
 #ifndef MB_KERNELS_INT_H
 #define MB_KERNELS_INT_H
 
@@ -154,6 +155,7 @@ static inline int mb_kern_is_rowval(const mb_node *nd)
 {
     return nd->shape == MB_SHC_ROW || nd->shape == MB_SHC_ROWV || nd->shape == MB_SHC_SCALAR;
 }
+
 /* Gives node i storage (its shape's elements) if it has none, poisoned. */
 int mb_kern_ensure_storage(mb_kern_tensors *t, int i, mb_err *err);
 /* The tolerance a check of p's results uses: tol when > 0, else
