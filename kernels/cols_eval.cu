@@ -5,7 +5,7 @@
  *   col_eval_kernel  a block: 128 columns x the rows of one split; a warp
  *                    reads 512 contiguous bytes of a row (f32) per load
  * Each full-row read is loaded once; the colsums are f32 over 256 rows of a
- * lane, then double (the CPU column kernels' numerics, rows_cpu.c); the
+ * lane, then double (the CPU column kernels' numerics, rows_cols_cpu.c); the
  * splits' sums meet in a small workspace, added in split order by the last
  * block of the column tile, which then runs the nodes after the sums.
  * Values live in shared memory slots as in the row evaluator (indexed at run

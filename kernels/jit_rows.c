@@ -29,7 +29,7 @@
  * (the pairwise update of Chan, Golub and LeVeque); the row's last partial
  * vector's loads padded with 1 (in every op's domain) and its lanes past the
  * row masked out of the reductions.
- * Does not run anything or decide what is compiled: rows_cpu.c does. */
+ * Does not run anything or decide what is compiled: rows_run_cpu.c does. */
 #include "kernels_int.h"
 
 #include <math.h>

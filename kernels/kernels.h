@@ -74,7 +74,7 @@ int64_t mb_kern_plan_peak_bytes(const mb_plan *p, int64_t n, mb_kern_exec e);
 int mb_kern_tensors_alloc(const mb_plan *p, int64_t n, int64_t llc_bytes,
                           mb_kern_tensors *t, mb_err *err);
 /* The same at a shape (each tensor sized by its shape class). A plan with row
- * operations runs on the row executor (kernels/rows_cpu.c): by rows, each
+ * operations runs on the row executor (kernels/rows_run_cpu.c): by rows, each
  * kernel making the passes over a row model/passes.c derives; its results
  * are verified against a float64 reference evaluated row by row (a [cols]
  * weight's gradient, a sum over the rows, over every row). */

@@ -280,7 +280,7 @@ cudaError_t mb_cuda_row_launch(const mb_row_prog *prog, int sm_count, cudaStream
 
 /* cols_eval.cu: the column evaluator's program, for a kernel of a plan with
  * a sum over the rows (colsum: a [cols] weight's or bias's gradient) or with
- * [cols] values only (cuda_cols.cu lowers it, as kernels/rows_cpu.c's
+ * [cols] values only (cuda_cols.cu lowers it, as kernels/rows_cols_cpu.c's
  * column kernels run it). A block holds MB_COL_LANES column lanes of 4
  * columns (one warp spans 128 contiguous columns of a row) and
  * MB_CUDA_THREADS / MB_COL_LANES row lanes (its warps); blockIdx.x is the
@@ -302,7 +302,7 @@ cudaError_t mb_cuda_row_launch(const mb_row_prog *prog, int sm_count, cudaStream
 #define MB_COL_ROW_LANES (MB_CUDA_THREADS / MB_COL_LANES)
 #define MB_COL_TILE_COLS (4 * MB_COL_LANES)
 /* rows a lane's f32 partial sums span before they are added into double:
- * the CPU column kernels' block (rows_cpu.c COL_BLOCK_ROWS) */
+ * the CPU column kernels' block (rows_cols_cpu.c COL_BLOCK_ROWS) */
 #define MB_COL_BLOCK_ROWS 256
 
 typedef enum mb_col_ins_kind {
@@ -335,7 +335,7 @@ typedef struct mb_col_prog {
 } mb_col_prog;
 
 /* cuda_cols.cu: 1 when kernel k of plan p runs on the column evaluator (it
- * has a colsum, or computes [cols] values only: rows_cpu.c's rule). */
+ * has a colsum, or computes [cols] values only: mb_kern_col_phase's rule). */
 int mb_cuda_col_kernel(const mb_plan *p, int k);
 /* cuda_cols.cu: kernel k of plan p at shape s as a column program over the
  * device buffers dev (NULL: none, host checks), its rows split for sm_count

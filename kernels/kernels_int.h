@@ -1,6 +1,13 @@
 /* kernels_int.h — shared by the files of kernels/ only: vectorised tile
- * primitives (vecmath.c), a kernel lowered for the tile loop, and its
- * compiled form (jit_cpu.c). Not a public header. */
+ * primitives (vecmath.c), a kernel lowered for the tile loop and its compiled
+ * form (jit_cpu.c), the f32 side of the checks (ref_f32.c), and what the
+ * executors and the checks share. Not a public header.
+ * The C files call one way, down, never up or around:
+ *   checks     reference.c -> rows_verify.c, rows_bwd_cpu.c -> rows_ref.c
+ *   executors  exec_cpu.c -> rows_run_cpu.c -> rows_cpu.c, rows_cols_cpu.c
+ *              (their tile steps inline in rows_int.h); both -> jit_*.c
+ *   bottom     exec_common.c, vecmath.c, ref_f32.c: call no other file of
+ *              kernels/, and any file above may call them. */
 #ifndef MB_KERNELS_INT_H
 #define MB_KERNELS_INT_H
 
@@ -141,18 +148,19 @@ enum { MB_KERN_F32_OFF = 0, MB_KERN_F32_COND = 1, MB_KERN_F32_RANGE = 2 };
 int mb_kern_f32_judge(const mb_kern_f32_elem *e, int node, mb_dtype dt, double got, double want,
                       double den, double tol);
 
-/* ---- row operations (rows_cpu.c) ---- */
-/* Kernel k of t's plan (a plan with row operations) by rows; OPWISE runs
- * each node alone over whole arrays. */
-int mb_kern_rows_run_kernel(mb_kern_tensors *t, int k, mb_kern_exec e, mb_err *err);
-/* 1 when row kernel K of t's plan runs compiled (jit_rows.c; may build it). */
-int mb_kern_rows_compiled(const mb_kern_tensors *t, const mb_kernel *K);
-/* mb_kern_verify for such plans: every result element against float64. */
-/* Row r of nodes order[0..cnt) in float64 (rows_cpu.c): full and [cols]
- * values into val[node][0..cols), row values into val[node][0], magnitudes
- * into mag the same way; inputs are loaded from t. */
-void mb_kern_rows_reference_row(const mb_kern_tensors *t, int64_t r, double **val, double **mag,
-                                const int *order, int cnt);
+/* ---- what the executors and the checks share (exec_common.c) ------------- */
+
+/* 1 for a row value: one a row ([rows, 1], [rows]) or one in all (a scalar). */
+static inline int mb_kern_is_rowval(const mb_node *nd)
+{
+    return nd->shape == MB_SHC_ROW || nd->shape == MB_SHC_ROWV || nd->shape == MB_SHC_SCALAR;
+}
+
+/* Gives node i storage (its shape's elements) if it has none, poisoned. */
+int mb_kern_ensure_storage(mb_kern_tensors *t, int i, mb_err *err);
+/* The tolerance a check of p's results uses: tol when > 0, else
+ * mb_kern_default_tol of the result dtype that allows the most. */
+double mb_kern_check_tol(const mb_plan *p, double tol);
 /* post[i] = 1 for g's column reductions and every node reading one (their
  * values are sums over the rows, not a row's); returns how many. */
 int mb_kern_col_post(const mb_graph *g, char *post);
@@ -162,20 +170,39 @@ int mb_kern_col_post(const mb_graph *g, char *post);
  * Returns 1 when K has any (a column kernel: the CPU's column executor and
  * the CUDA column evaluator run it), 0 for a row kernel. */
 int mb_kern_col_phase(const mb_graph *g, const mb_kernel *K, const char *graph_post, char *post);
+
+/* ---- the row executor (rows_run_cpu.c) ------------------------------------ */
+
+/* Kernel k of t's plan (a plan with row operations) by rows; OPWISE runs
+ * each node alone over whole arrays. */
+int mb_kern_rows_run_kernel(mb_kern_tensors *t, int k, mb_kern_exec e, mb_err *err);
+/* 1 when row kernel K of t's plan runs compiled (jit_rows.c; may build it). */
+int mb_kern_rows_compiled(const mb_kern_tensors *t, const mb_kernel *K);
+
+/* ---- the float64 reference of row plans (rows_ref.c) ---------------------- */
+
+/* Every node of g in an order that evaluates each after its operands: the
+ * forward nodes first, in their own order. Returns the count. */
+int mb_kern_rows_order(const mb_graph *g, int *order);
+/* Row r of nodes order[0..cnt) in float64: full and [cols] values into
+ * val[node][0..cols), row values into val[node][0], magnitudes into mag the
+ * same way; inputs are loaded from t. */
+void mb_kern_rows_reference_row(const mb_kern_tensors *t, int64_t r, double **val, double **mag,
+                                const int *order, int cnt);
 /* The [cols] values of those nodes in float64 into val[node][0..cols) (and
  * their magnitudes into mag): each colsum summed over every row of the nodes
  * of order[0..cnt) it reads, then the nodes after it; the other nodes hold
  * row 0's values. 0, or -1 when out of memory. */
 int mb_kern_rows_reference_cols(const mb_kern_tensors *t, double **val, double **mag, const int *order, int cnt);
-/* Every node of g in an order that evaluates each after its operands: the
- * forward nodes first, in their own order (rows_bwd_cpu.c). Returns the count. */
-int mb_kern_rows_order(const mb_graph *g, int *order);
-/* mb_kern_gradcheck for graphs with row operations (rows_bwd_cpu.c). */
-int mb_kern_rows_gradcheck(const mb_kern_tensors *t, int n_points, double *max_err, int *passed, mb_err *err);
+
+/* ---- the checks of row plans (rows_verify.c, rows_bwd_cpu.c) -------------- */
+
+/* mb_kern_verify for plans with row operations: every result element
+ * against float64 (rows_verify.c). */
 int mb_kern_rows_verify(const mb_kern_tensors *t, unsigned poison_rep, double tol, mb_kern_check *out,
                         mb_err *err);
-/* Gives node i storage (its shape's elements) if it has none, poisoned. */
-int mb_kern_ensure_storage(mb_kern_tensors *t, int i, mb_err *err);
+/* mb_kern_gradcheck for graphs with row operations (rows_bwd_cpu.c). */
+int mb_kern_rows_gradcheck(const mb_kern_tensors *t, int n_points, double *max_err, int *passed, mb_err *err);
 
 #ifdef __cplusplus
 }

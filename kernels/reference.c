@@ -11,17 +11,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-double mb_kern_default_tol(mb_dtype t)
-{
-    switch (t) {
-    case MB_F32: return 1e-4;
-    case MB_F16: return 1e-2;
-    case MB_BF16: return 6e-2;
-    case MB_DTYPE_COUNT: break;
-    }
-    return 1e-4;
-}
-
 /* Evaluates nodes [0, upto) of g at one element; inputs already in vals. */
 static void eval_nodes(const mb_graph *g, int upto, double *vals)
 {
@@ -318,12 +307,7 @@ int mb_kern_verify(const mb_kern_tensors *t, unsigned poison_rep, double tol,
     memset(out, 0, sizeof *out);
     out->first_bad = -1;
     out->first_bad_node = -1;
-    mb_dtype worst = MB_F32;
-    for (int r = 0; r < p->n_results; r++) {
-        mb_dtype dt = g->nodes[p->results[r]].dtype;
-        if (mb_kern_default_tol(dt) > mb_kern_default_tol(worst)) worst = dt;
-    }
-    out->tol = tol > 0 ? tol : mb_kern_default_tol(worst);
+    out->tol = mb_kern_check_tol(p, tol);
     int64_t n = t->n;
     for (int r = 0; r < p->n_results; r++) {
         int node = p->results[r];

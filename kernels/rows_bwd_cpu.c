@@ -1,56 +1,19 @@
-/* rows_bwd_cpu.c — what the backward of graphs with row operations adds to the
- * row executor (rows_cpu.c): an evaluation order over every node of a plan's
- * graph (its backward nodes and recomputed clones after what they read), and
- * the finite-difference check of the float64 reference's gradients, row by
- * row (a row operation couples a row's elements, never two rows), and for a
- * [cols] input over every row (its element c reaches every row: its gradient
- * is a sum over the rows, mb_kern_rows_reference_cols).
- * The backward kernels themselves run in rows_cpu.c: autodiff builds them of
- * the same sums, means and elementwise ops as the forward.
- * Does not run kernels, nor judge a plan's outputs (rows_cpu.c). */
+/* rows_bwd_cpu.c — the finite-difference check of the float64 reference's
+ * gradients for graphs with row operations (mb_kern_gradcheck's, reference.c),
+ * row by row (a row operation couples a row's elements, never two rows), and
+ * for a [cols] input over every row (its element c reaches every row: its
+ * gradient is a sum over the rows, mb_kern_rows_reference_cols). The
+ * reference it differentiates is rows_ref.c's.
+ * The backward kernels themselves run in the row executor (rows_run_cpu.c):
+ * autodiff builds them of the same sums, means and elementwise ops as the
+ * forward.
+ * Does not run kernels, nor judge a plan's outputs (mb_kern_rows_verify). */
 #include "kernels_int.h"
 #include "mb_ops.h"
 
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-
-int mb_kern_rows_order(const mb_graph *g, int *order)
-{
-    const int nn = g->n_nodes;
-    char *state = calloc((size_t)nn + 1, 1); /* 0 new, 1 on the stack, 2 placed */
-    int *stack = malloc(((size_t)nn + 1) * sizeof *stack);
-    int cnt = 0;
-    if (!state || !stack) { free(state); free(stack); return 0; }
-    for (int i = 0; i < g->n_forward; i++) { /* forward nodes are in evaluation order */
-        order[cnt++] = i;
-        state[i] = 2;
-    }
-    for (int root = g->n_forward; root < nn; root++) {
-        if (state[root]) continue;
-        int top = 0;
-        stack[top++] = root;
-        state[root] = 1;
-        while (top > 0) {
-            int v = stack[top - 1], pushed = 0;
-            for (int a = 0; a < 2 && !pushed; a++) {
-                int u = g->nodes[v].arg[a];
-                if (u >= 0 && !state[u]) {
-                    state[u] = 1;
-                    stack[top++] = u;
-                    pushed = 1;
-                }
-            }
-            if (pushed) continue;
-            order[cnt++] = v;
-            state[v] = 2;
-            top--;
-        }
-    }
-    free(state);
-    free(stack);
-    return cnt;
-}
 
 typedef struct {
     const mb_kern_tensors *t;

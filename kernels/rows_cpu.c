@@ -1,20 +1,19 @@
-/* rows_cpu.c — the CPU executors of plans with row operations (sum, mean,
- * amax, softmax, log_softmax, layer_norm, rms_norm over the last dimension)
- * and their float64 reference.
+/* rows_cpu.c — one row of a row kernel, interpreted: the row operations (sum,
+ * mean, amax, softmax, log_softmax, layer_norm, rms_norm over the last
+ * dimension) and the elementwise nodes around them, for the row executor
+ * (rows_run_cpu.c), which gives each thread whole rows.
  *
- * Blocked by rows: each thread takes whole rows. A kernel whose row (of what
- * it reads in several passes) fits the core's cache keeps the whole row in
- * row-long buffers and evaluates each node once (one pass); else it makes the passes
- * over a row that model/passes.c derives (mb_kernel.passes, eval_mask,
- * stat_pass), each pass streaming the row in tiles of MB_KERN_TILE columns
- * and recomputing the elementwise values that pass needs from the kernel's
- * reads, as a looped reduction does. A row that fits the core's private
- * cache (the model's onchip_kib on a CPU: L2, 1 MiB a core on the Zen 4
- * guest) is read from memory once and re-read from there (one pass); a
- * longer one goes to memory in every pass (multi-pass). Op at a time runs
- * every node as a kernel of its own over whole arrays. Broadcasting indexes
- * an operand by its shape class: [rows, cols] by element, [rows, 1] and
- * [rows] by row, [cols] by column, a scalar once.
+ * A kernel whose row (of what it reads in several passes) fits the core's
+ * cache keeps the whole row in row-long buffers and evaluates each node once
+ * (one pass); else it makes the passes over a row that model/passes.c derives
+ * (mb_kernel.passes, eval_mask, stat_pass), each pass streaming the row in
+ * tiles of MB_KERN_TILE columns and recomputing the elementwise values that
+ * pass needs from the kernel's reads, as a looped reduction does. A row that
+ * fits the core's private cache (the model's onchip_kib on a CPU: L2, 1 MiB a
+ * core on the Zen 4 guest) is read from memory once and re-read from there
+ * (one pass); a longer one goes to memory in every pass (multi-pass).
+ * Broadcasting indexes an operand by its shape class: [rows, cols] by
+ * element, [rows, 1] and [rows] by row, [cols] by column, a scalar once.
  * Sums accumulate a tile in f32 (bf16 and f16 inputs widen to f32, as
  * PyTorch's CPU kernels accumulate) in vector lanes, four vectors of them,
  * added pairwise at the end (each lane sums cols / 64 elements of a row), and
@@ -23,19 +22,12 @@
  * that a row far from 0 does not cancel in f32. f32 reads are used where
  * they lie (no copy); f32 and 16-bit writes of tensors of
  * t->nt_min_bytes or more go out with non-temporal stores, as exec_cpu.c's do.
- * A column kernel (a colsum: a [cols] weight's gradient, the sum over the
- * rows) runs its row nodes by rows, each thread summing its rows' share,
- * then the nodes after the sums once over the columns; the reference sums
- * every row's term the same way (mb_kern_rows_reference_cols).
- * Does not time anything (measure/), nor run elementwise plans (exec_cpu.c). */
-#include "kernels_int.h"
-#include "mb_ops.h"
+ * Does not choose how a kernel runs nor split rows among threads
+ * (rows_run_cpu.c), nor run column kernels (rows_cols_cpu.c), elementwise
+ * plans (exec_cpu.c) or time anything (measure/). */
+#include "rows_int.h"
 
-#include <float.h>
 #include <math.h>
-#include <omp.h>
-#include <stdlib.h>
-#include <string.h>
 
 #include "vec_ops.h"
 
@@ -207,73 +199,6 @@ static void vnorm(const float *x, float k, float c, const float *w, float ws, fl
     for (; i < len; i++) y[i] = (x[i] - k) * c * (w ? w[i] : ws);
 }
 
-static int is_rowval(const mb_node *nd)
-{
-    return nd->shape == MB_SHC_ROW || nd->shape == MB_SHC_ROWV || nd->shape == MB_SHC_SCALAR;
-}
-
-/* Per-thread state of one kernel on one row. */
-typedef struct {
-    const mb_graph *g;
-    const mb_kernel *K;
-    const mb_kern_tensors *t;
-    int64_t cols;
-    float **buf;     /* per graph node: its values now (full and [cols] values):
-                        own[v], or an f32 read where it lies */
-    float **own;     /* per graph node: TILE (or cols) floats of this thread's */
-    float *scal;     /* per graph node: its value for this row (row values) */
-    double *acc, *acc2; /* reductions and library statistics */
-    float *mx;       /* running max (amax, softmax) */
-    float *mprev;    /* an amax's value before the current tile (online sums) */
-    char *in_k;      /* node evaluated by K */
-} rowstate;
-
-static const float *operand(rowstate *S, int v, float *sv)
-{
-    if (v < 0) return NULL;
-    if (is_rowval(&S->g->nodes[v])) { *sv = S->scal[v]; return NULL; }
-    return S->buf[v];
-}
-
-/* Elementwise node v over len values of its buffer (from the tile start its
- * operands' buffers point at), or, a row value, once a row (first: the
- * row's first tile). */
-static void node_apply(rowstate *S, int v, int first, int64_t len)
-{
-    const mb_node *nd = &S->g->nodes[v];
-    float as = (float)nd->scalar[0], bs = nd->scalar_cols ? (float)S->cols : (float)nd->scalar[1];
-    const float *a = nd->arg[0] >= 0 ? operand(S, nd->arg[0], &as) : NULL;
-    const float *b = mb_op_arity(nd->op) == 2 && nd->arg[1] >= 0 ? operand(S, nd->arg[1], &bs) : NULL;
-    if (!is_rowval(nd)) mb_kern_op_apply(nd->op, a, as, b, bs, S->buf[v], len);
-    else if (first) mb_kern_op_apply(nd->op, NULL, as, NULL, bs, &S->scal[v], 1);
-}
-
-/* Read v's tile [c0, c0 + len) of row r (full or [cols]): an f32 one where
- * it lies (S->buf[v] points there; reads are never written), others widened
- * into S->own[v]. */
-static void load_tile(rowstate *S, int v, int64_t r, int64_t c0, int len)
-{
-    const mb_node *nd = &S->g->nodes[v];
-    const void *src = S->t->data[v];
-    int64_t base = nd->shape == MB_SHC_COL ? c0 : r * S->cols + c0;
-    if (nd->dtype == MB_F32) {
-        S->buf[v] = (float *)src + base;
-        return;
-    }
-    S->buf[v] = S->own[v];
-    mb_kern_vec_load((const char *)src + base * (int64_t)mb_dtype_bytes(nd->dtype), nd->dtype, S->buf[v], len);
-}
-
-/* Node v's tile [c0, c0 + len) of row r out to its tensor. */
-static void store_tile(rowstate *S, int v, int64_t r, int64_t c0, int len)
-{
-    const mb_node *nd = &S->g->nodes[v];
-    int64_t base = nd->shape == MB_SHC_COL ? c0 : r * S->cols + c0;
-    int nt = nd->shape == MB_SHC_FULL && S->t->n * (int64_t)mb_dtype_bytes(nd->dtype) >= S->t->nt_min_bytes;
-    mb_kern_vec_store(S->buf[v], (char *)S->t->data[v] + base * (int64_t)mb_dtype_bytes(nd->dtype), nd->dtype,
-                      len, nt);
-}
-
 static float tile_sum(const float *x, float xs, int len)
 {
     if (!x) return xs * (float)len;
@@ -292,20 +217,20 @@ static float tile_sum_exp(const float *x, float xs, float m, int len)
     return vsum_exp(x, m, NULL, len);
 }
 
-static void begin_stats(rowstate *S, int v)
+static void begin_stats(mb_kern_rowstate *S, int v)
 {
     S->acc[v] = S->acc2[v] = 0;
     S->mx[v] = -INFINITY;
 }
 
 /* A row op's statistics from one tile, in pass p (its stat_pass is sp). */
-static void stats_tile(rowstate *S, int j, int p, int len)
+static void stats_tile(mb_kern_rowstate *S, int j, int p, int len)
 {
     const mb_node *nd = &S->g->nodes[S->K->nodes[j]];
     int v = S->K->nodes[j], sp = S->K->stat_pass[j];
     float xs = 0;
-    const float *x = operand(S, nd->op == MB_OP_SUM && S->K->online[j] ?
-                             S->g->nodes[S->g->nodes[nd->arg[0]].arg[0]].arg[0] : nd->arg[0], &xs);
+    const float *x = mb_kern_row_operand(S, nd->op == MB_OP_SUM && S->K->online[j] ?
+                                         S->g->nodes[S->g->nodes[nd->arg[0]].arg[0]].arg[0] : nd->arg[0], &xs);
     switch (nd->op) {
     case MB_OP_SUM:
         if (S->K->online[j]) { /* sum of exp(a - m) beside m = amax(a): rescale when m grows */
@@ -357,7 +282,7 @@ static void stats_tile(rowstate *S, int j, int p, int len)
 }
 
 /* A reduction's value once its pass has ended. */
-static void finish_stats(rowstate *S, int j)
+static void finish_stats(mb_kern_rowstate *S, int j)
 {
     int v = S->K->nodes[j];
     switch (S->g->nodes[v].op) {
@@ -370,12 +295,12 @@ static void finish_stats(rowstate *S, int j)
 
 /* A library row op's output tile (x, when it is a row value: its tile of
  * copies in tmp first). */
-static void library_tile(rowstate *S, int v, int len, float *tmp)
+static void library_tile(mb_kern_rowstate *S, int v, int len, float *tmp)
 {
     const mb_node *nd = &S->g->nodes[v];
     float xs = 0, ws = (float)nd->scalar[1];
-    const float *x = operand(S, nd->arg[0], &xs);
-    const float *w = nd->arg[1] >= 0 ? operand(S, nd->arg[1], &ws) : NULL;
+    const float *x = mb_kern_row_operand(S, nd->arg[0], &xs);
+    const float *w = nd->arg[1] >= 0 ? mb_kern_row_operand(S, nd->arg[1], &ws) : NULL;
     float *y = S->buf[v];
     if (!x) {
         for (int i = 0; i < len; i++) tmp[i] = xs;
@@ -412,7 +337,7 @@ static int lowest_bit(int m)
 
 /* One pass p over row r: tiles of every read the pass needs, the nodes it
  * evaluates, the statistics it accumulates, the writes it produces. */
-static void row_pass(rowstate *S, int64_t r, int p, float *tmp)
+void mb_kern_row_pass(mb_kern_rowstate *S, int64_t r, int p, float *tmp)
 {
     const mb_kernel *K = S->K;
     const mb_graph *g = S->g;
@@ -422,7 +347,7 @@ static void row_pass(rowstate *S, int64_t r, int p, float *tmp)
         int len = (int)(S->cols - c0 < TILE ? S->cols - c0 : TILE);
         for (int q = 0; q < K->n_reads; q++) {
             int v = K->reads[q];
-            if (!is_rowval(&g->nodes[v])) load_tile(S, v, r, c0, len);
+            if (!mb_kern_is_rowval(&g->nodes[v])) mb_kern_row_load_tile(S, v, r, c0, len);
         }
         for (int j = 0; j < K->n_nodes; j++) {
             int v = K->nodes[j];
@@ -437,14 +362,14 @@ static void row_pass(rowstate *S, int64_t r, int p, float *tmp)
                     library_tile(S, v, len, tmp);
                 continue;
             }
-            if (K->eval_mask[j] >> p & 1) node_apply(S, v, c0 == 0, len);
+            if (K->eval_mask[j] >> p & 1) mb_kern_row_node_apply(S, v, c0 == 0, len);
         }
         for (int q = 0; q < K->n_writes; q++) {
             int v = K->writes[q], j = 0;
             while (K->nodes[j] != v) j++;
             const mb_node *nd = &g->nodes[v];
-            if (is_rowval(nd) || lowest_bit(K->eval_mask[j]) != p) continue;
-            store_tile(S, v, r, c0, len);
+            if (mb_kern_is_rowval(nd) || lowest_bit(K->eval_mask[j]) != p) continue;
+            mb_kern_row_store_tile(S, v, r, c0, len);
         }
     }
     for (int j = 0; j < K->n_nodes; j++)
@@ -456,7 +381,7 @@ static void row_pass(rowstate *S, int64_t r, int p, float *tmp)
         while (K->nodes[j] != v) j++;
         const mb_node *nd = &g->nodes[v];
         int at = K->stat_pass[j] >= 0 ? K->stat_pass[j] : lowest_bit(K->eval_mask[j]);
-        if (is_rowval(nd) && at == p)
+        if (mb_kern_is_rowval(nd) && at == p)
             mb_store_f32(S->t->data[v], nd->shape == MB_SHC_SCALAR ? 0 : r, nd->dtype, S->scal[v]);
     }
 }
@@ -465,19 +390,19 @@ static void row_pass(rowstate *S, int64_t r, int p, float *tmp)
  * S->buf[v] of cols floats): the nodes in order, each once, a reduction
  * over its operand's whole row as soon as that is complete. What a kernel
  * does when its row fits the core's cache (the model's one pass). */
-static void row_onepass(rowstate *S, int64_t r, float *tmp)
+void mb_kern_row_kept_pass(mb_kern_rowstate *S, int64_t r, float *tmp)
 {
     const mb_kernel *K = S->K;
     const mb_graph *g = S->g;
     const int len = (int)S->cols;
     for (int q = 0; q < K->n_reads; q++) {
         int v = K->reads[q];
-        if (!is_rowval(&g->nodes[v])) load_tile(S, v, r, 0, len);
+        if (!mb_kern_is_rowval(&g->nodes[v])) mb_kern_row_load_tile(S, v, r, 0, len);
     }
     for (int j = 0; j < K->n_nodes; j++) {
         int v = K->nodes[j];
         const mb_node *nd = &g->nodes[v];
-        if (nd->op == MB_OP_SOFTMAX && !is_rowval(&g->nodes[nd->arg[0]])) {
+        if (nd->op == MB_OP_SOFTMAX && !mb_kern_is_rowval(&g->nodes[nd->arg[0]])) {
             /* max, then exp(x - max) kept and summed, then scaled: one exp an element */
             const float *x = S->buf[nd->arg[0]];
             S->mx[v] = vmax(x, len);
@@ -485,7 +410,7 @@ static void row_onepass(rowstate *S, int64_t r, float *tmp)
             vexp_scale(NULL, 0.0f, 1.0f / (float)S->acc[v], S->buf[v], len);
             continue;
         }
-        if (nd->op == MB_OP_SUM && K->online[j] && !is_rowval(&g->nodes[nd->arg[0]])) {
+        if (nd->op == MB_OP_SUM && K->online[j] && !mb_kern_is_rowval(&g->nodes[nd->arg[0]])) {
             /* a sum of exp(a - m) beside its amax: exp(a - m) is in its buffer already */
             S->acc[v] = vsum(S->buf[nd->arg[0]], len);
             finish_stats(S, j);
@@ -505,685 +430,15 @@ static void row_onepass(rowstate *S, int64_t r, float *tmp)
             else library_tile(S, v, len, tmp);
             continue;
         }
-        node_apply(S, v, 1, len);
+        mb_kern_row_node_apply(S, v, 1, len);
     }
     for (int q = 0; q < K->n_writes; q++) {
         int v = K->writes[q];
         const mb_node *nd = &g->nodes[v];
-        if (is_rowval(nd)) {
+        if (mb_kern_is_rowval(nd)) {
             mb_store_f32(S->t->data[v], nd->shape == MB_SHC_SCALAR ? 0 : r, nd->dtype, S->scal[v]);
             continue;
         }
-        store_tile(S, v, r, 0, len);
+        mb_kern_row_store_tile(S, v, r, 0, len);
     }
-}
-
-int mb_kern_rows_onepass(const mb_kernel *K, int64_t cols)
-{
-    return K->passes > 1 && (double)cols * K->live_bytes_per_col <= (double)mb_kern_core_cache_bytes();
-}
-
-/* Most rows a compiled row kernel is called for at once. */
-#define JIT_BLOCK_ROWS 64
-
-/* The compiled form of row kernel K (jit_rows.c): a kernel with a row op,
- * or of two nodes or more (a lone elementwise op is one vector primitive a
- * tile already, as exec_cpu.c rules), at most MB_KERN_JIT_IO_MAX reads and
- * writes (model/traffic.c's mb_kernel_compiled costs by the same); NULL:
- * interpret. */
-static mb_kern_rows_fn rows_jit(const mb_graph *g, const mb_kernel *K, int onepass)
-{
-    int row_op = 0;
-    for (int j = 0; j < K->n_nodes; j++) row_op |= MB_OP_IS_ROW(g->nodes[K->nodes[j]].op);
-    if ((K->n_nodes < 2 && !row_op) || K->n_reads > MB_KERN_JIT_IO_MAX || K->n_writes > MB_KERN_JIT_IO_MAX)
-        return NULL;
-    return mb_kern_jit_rows_lookup(g, K, onepass);
-}
-
-int mb_kern_rows_compiled(const mb_kern_tensors *t, const mb_kernel *K)
-{
-    return rows_jit(t->plan->g, K, mb_kern_rows_onepass(K, t->shape.cols)) != NULL;
-}
-
-/* 1 when kernel K is row values alone, f32 and stored: elementwise [rows, 1]
- * and [rows] nodes of such operands or scalars (eager LayerNorm's and
- * RMSNorm's var + eps and rsqrt). */
-static int rowvals_only(const mb_kern_tensors *t, const mb_kernel *K)
-{
-    const mb_graph *g = t->plan->g;
-    for (int j = 0; j < K->n_nodes; j++) {
-        const int v = K->nodes[j];
-        const mb_node *nd = &g->nodes[v];
-        if (!is_rowval(nd) || nd->shape == MB_SHC_SCALAR || MB_OP_IS_ROW(nd->op) || MB_OP_IS_COLUMN(nd->op) ||
-            nd->dtype != MB_F32 || !t->data[v])
-            return 0;
-        for (int a = 0; a < mb_op_arity(nd->op); a++) {
-            const int u = nd->arg[a];
-            if (u >= 0 && (!is_rowval(&g->nodes[u]) || g->nodes[u].dtype != MB_F32 || !t->data[u])) return 0;
-        }
-    }
-    return K->n_nodes > 0;
-}
-
-/* Such a kernel as one vector op a node over the rows: the row loop would
- * pay its per-row work for one element a row (4096 rows: 0.2-0.4 ms on the
- * 2-vCPU Xeon guest, against 3 us for a 4096-element add). */
-static void run_rowvals(mb_kern_tensors *t, const mb_kernel *K)
-{
-    const mb_graph *g = t->plan->g;
-    for (int j = 0; j < K->n_nodes; j++) {
-        const mb_node *nd = &g->nodes[K->nodes[j]];
-        float s[2] = {(float)nd->scalar[0], nd->scalar_cols ? (float)t->shape.cols : (float)nd->scalar[1]};
-        const float *ab[2] = {NULL, NULL};
-        for (int a = 0; a < mb_op_arity(nd->op); a++) {
-            const int u = nd->arg[a];
-            if (u < 0) continue;
-            if (g->nodes[u].shape == MB_SHC_SCALAR) s[a] = *(const float *)t->data[u];
-            else ab[a] = (const float *)t->data[u];
-        }
-        mb_kern_op_apply(nd->op, ab[0], s[0], ab[1], s[1], (float *)t->data[K->nodes[j]], t->shape.rows);
-    }
-}
-
-/* Runs kernel K over every row of t, rows split among the threads. */
-static int run_rows(mb_kern_tensors *t, const mb_kernel *K, mb_err *err)
-{
-    const mb_graph *g = t->plan->g;
-    const int nn = g->n_nodes;
-    const int64_t rows = t->shape.rows;
-    const int onepass = mb_kern_rows_onepass(K, t->shape.cols);
-    const mb_kern_rows_fn fn = rows_jit(g, K, onepass);
-    const int nt = t->n * (int64_t)sizeof(float) >= t->nt_min_bytes; /* compiled: f32 writes only */
-    int failed = 0;
-#pragma omp parallel
-    {
-        rowstate S = {g, K, t, t->shape.cols, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL};
-        /* one pass keeps whole rows: buffers of cols floats */
-        const size_t width = onepass ? (size_t)t->shape.cols : TILE;
-        float *slab = malloc(((size_t)nn + 1) * width * sizeof(float));
-        float *tmp = malloc(width * sizeof(float));
-        S.buf = malloc(2 * (size_t)nn * sizeof(float *));
-        S.own = S.buf ? S.buf + nn : NULL;
-        S.scal = calloc((size_t)nn, sizeof(float));
-        S.acc = calloc((size_t)nn, sizeof(double));
-        S.acc2 = calloc((size_t)nn, sizeof(double));
-        S.mx = calloc((size_t)nn, sizeof(float));
-        S.mprev = calloc((size_t)nn, sizeof(float));
-        int ok = slab && tmp && S.buf && S.scal && S.acc && S.acc2 && S.mx && S.mprev;
-        if (!ok) {
-#pragma omp atomic write
-            failed = 1;
-        }
-        for (int i = 0; ok && i < nn; i++) S.buf[i] = S.own[i] = slab + (size_t)i * width;
-        if (fn) { /* compiled: blocks of rows (the code prefetches a block's next
-                     row), at least four a thread */
-            int64_t br = rows / (4 * (int64_t)omp_get_num_threads());
-            br = br < 1 ? 1 : br > JIT_BLOCK_ROWS ? JIT_BLOCK_ROWS : br;
-#pragma omp for schedule(static)
-            for (int64_t b = 0; b < (rows + br - 1) / br; b++) {
-                int64_t r0 = b * br, r1 = r0 + br < rows ? r0 + br : rows;
-                if (ok) fn(t->data, S.own, r0, r1, t->shape.cols, nt);
-            }
-        } else
-#pragma omp for schedule(static)
-        for (int64_t r = 0; r < rows; r++) {
-            if (!ok) continue;
-            for (int q = 0; q < K->n_reads; q++) { /* row values read: loaded once a row */
-                int v = K->reads[q];
-                const mb_node *nd = &g->nodes[v];
-                if (is_rowval(nd))
-                    S.scal[v] = mb_load_f32(t->data[v], nd->shape == MB_SHC_SCALAR ? 0 : r, nd->dtype);
-            }
-            if (onepass) row_onepass(&S, r, tmp);
-            else
-                for (int p = 0; p < K->passes; p++) row_pass(&S, r, p, tmp);
-        }
-        mb_kern_vec_sfence(); /* this thread's non-temporal stores, before the kernel ends */
-        free(slab); free(tmp); free(S.buf); free(S.scal); free(S.acc); free(S.acc2); free(S.mx); free(S.mprev);
-    }
-    if (failed) return mb_err_set(err, MB_ERUN, "out of memory");
-    return MB_OK;
-}
-
-/* ---- column kernels: sums over the rows (colsum) -------------------------- */
-
-/* Rows whose f32 partial sums a thread keeps before adding them into its
- * double sums: each column's f32 sum runs over at most 256 terms (bf16 and
- * f16 operands widen to f32 first, as PyTorch's reduce kernels accumulate in
- * float), the blocks in double, as the row sums' tiles are. */
-#define COL_BLOCK_ROWS 256
-
-/* The row loop of a column kernel: per row, its row nodes (elementwise, tile
- * by tile) and each colsum's operand added into the thread's partial sums
- * (part: f32, this block of rows; total: double, n_cs x cols each). */
-static void column_rows(rowstate *S, const char *post, int64_t r0, int64_t r1, float *part, double *total)
-{
-    const mb_kernel *K = S->K;
-    const mb_graph *g = S->g;
-    const int64_t C = S->cols;
-    for (int64_t r = r0; r < r1; r++) {
-        for (int q = 0; q < K->n_reads; q++) {
-            int v = K->reads[q];
-            const mb_node *nd = &g->nodes[v];
-            if (is_rowval(nd)) S->scal[v] = mb_load_f32(S->t->data[v], nd->shape == MB_SHC_SCALAR ? 0 : r, nd->dtype);
-        }
-        for (int64_t c0 = 0; c0 < C; c0 += TILE) {
-            int len = (int)(C - c0 < TILE ? C - c0 : TILE);
-            for (int q = 0; q < K->n_reads; q++)
-                if (!is_rowval(&g->nodes[K->reads[q]])) load_tile(S, K->reads[q], r, c0, len);
-            for (int j = 0, cs = 0; j < K->n_nodes; j++) {
-                int v = K->nodes[j];
-                const mb_node *nd = &g->nodes[v];
-                if (MB_OP_IS_COLUMN(nd->op)) {
-                    float xs = 0, *acc = part + (size_t)cs++ * (size_t)C + c0;
-                    const float *x = operand(S, nd->arg[0], &xs);
-                    for (int i = 0; i < len; i++) acc[i] += x ? x[i] : xs;
-                    continue;
-                }
-                if (!post[j]) node_apply(S, v, c0 == 0, len);
-            }
-            for (int q = 0; q < K->n_writes; q++) { /* row nodes needed outside */
-                int v = K->writes[q], j = 0;
-                while (K->nodes[j] != v) j++;
-                if (!post[j] && !is_rowval(&g->nodes[v])) store_tile(S, v, r, c0, len);
-            }
-        }
-        if ((r - r0) % COL_BLOCK_ROWS == COL_BLOCK_ROWS - 1 || r == r1 - 1) {
-            for (int j = 0, cs = 0; j < K->n_nodes; j++) {
-                if (!MB_OP_IS_COLUMN(g->nodes[K->nodes[j]].op)) continue;
-                float *pp = part + (size_t)cs * (size_t)C;
-                double *tt = total + (size_t)cs++ * (size_t)C;
-                for (int64_t c = 0; c < C; c++) tt[c] += pp[c], pp[c] = 0;
-            }
-        }
-    }
-}
-
-/* The column phase: each colsum's sum (total, double) and the nodes after
- * it, once over the columns in f32 (with the [cols] nodes of the row loop
- * again, the operands they may read), then K's writes among them. */
-static void column_finish(rowstate *S, const char *post, const double *total)
-{
-    const mb_kernel *K = S->K;
-    const mb_graph *g = S->g;
-    const int64_t C = S->cols;
-    for (int q = 0; q < K->n_reads; q++) {
-        int v = K->reads[q];
-        const mb_node *nd = &g->nodes[v];
-        if (nd->shape == MB_SHC_COL) load_tile(S, v, 0, 0, (int)C);
-    }
-    for (int j = 0, cs = 0; j < K->n_nodes; j++) {
-        int v = K->nodes[j];
-        const mb_node *nd = &g->nodes[v];
-        if (!post[j] && nd->shape != MB_SHC_COL) continue;
-        if (MB_OP_IS_COLUMN(nd->op)) {
-            const double *tt = total + (size_t)cs++ * (size_t)C;
-            for (int64_t c = 0; c < C; c++) S->buf[v][c] = (float)tt[c];
-            continue;
-        }
-        node_apply(S, v, 1, C);
-    }
-    for (int q = 0; q < K->n_writes; q++) {
-        int v = K->writes[q], j = 0;
-        while (K->nodes[j] != v) j++;
-        if (post[j]) store_tile(S, v, 0, 0, (int)C);
-    }
-}
-
-/* Runs column kernel K of t: its rows split among the threads, each summing
- * its rows' share of every colsum, the sums added together, then the nodes
- * after them once. */
-static int run_columns(mb_kern_tensors *t, const mb_kernel *K, const char *post, mb_err *err)
-{
-    const mb_graph *g = t->plan->g;
-    const int nn = g->n_nodes;
-    const int64_t C = t->shape.cols, rows = t->shape.rows;
-    int n_cs = 0;
-    for (int j = 0; j < K->n_nodes; j++) {
-        if (MB_OP_IS_ROW(g->nodes[K->nodes[j]].op))
-            return mb_err_set(err, MB_EINPUT, "kernel %s: a row operation beside a column reduction", K->name);
-        n_cs += MB_OP_IS_COLUMN(g->nodes[K->nodes[j]].op);
-    }
-    double *total = calloc((size_t)(n_cs ? n_cs : 1) * (size_t)C, sizeof(double));
-    int failed = !total;
-    const int has_rows = n_cs > 0;
-#pragma omp parallel if (has_rows && !failed)
-    {
-        rowstate S = {g, K, t, C, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL};
-        const size_t width = TILE;
-        float *slab = malloc(((size_t)nn + 1) * width * sizeof(float));
-        float *part = calloc((size_t)(n_cs ? n_cs : 1) * (size_t)C, sizeof(float));
-        double *mine = calloc((size_t)(n_cs ? n_cs : 1) * (size_t)C, sizeof(double));
-        S.buf = malloc(2 * (size_t)nn * sizeof(float *));
-        S.own = S.buf ? S.buf + nn : NULL;
-        S.scal = calloc((size_t)nn, sizeof(float));
-        int ok = !failed && slab && part && mine && S.buf && S.scal;
-        if (!ok) {
-#pragma omp atomic write
-            failed = 1;
-        }
-        for (int i = 0; ok && i < nn; i++) S.buf[i] = S.own[i] = slab + (size_t)i * width;
-        if (ok && has_rows) {
-            int nt = omp_get_num_threads(), me = omp_get_thread_num();
-            int64_t r0 = rows * me / nt, r1 = rows * (me + 1) / nt;
-            column_rows(&S, post, r0, r1, part, mine);
-#pragma omp critical(mb_colsum_total)
-            for (size_t i = 0; i < (size_t)n_cs * (size_t)C; i++) total[i] += mine[i];
-        }
-#pragma omp barrier
-#pragma omp single
-        if (!failed) {
-            /* the column phase on one thread, with buffers of cols floats for
-             * the nodes it evaluates and the [cols] tensors it reads */
-            rowstate F = S;
-            float **fb = calloc(2 * (size_t)nn, sizeof(float *));
-            int wide_n = 0;
-            for (int j = 0; j < K->n_nodes; j++) wide_n += post[j] || g->nodes[K->nodes[j]].shape == MB_SHC_COL;
-            for (int q = 0; q < K->n_reads; q++) wide_n += g->nodes[K->reads[q]].shape == MB_SHC_COL;
-            float *wide = malloc(((size_t)wide_n + 1) * (size_t)C * sizeof(float));
-            if (wide && fb) {
-                F.buf = fb;
-                F.own = fb + nn;
-                int w = 0;
-                for (int j = 0; j < K->n_nodes; j++)
-                    if (post[j] || g->nodes[K->nodes[j]].shape == MB_SHC_COL)
-                        F.buf[K->nodes[j]] = F.own[K->nodes[j]] = wide + (size_t)w++ * (size_t)C;
-                for (int q = 0; q < K->n_reads; q++)
-                    if (g->nodes[K->reads[q]].shape == MB_SHC_COL)
-                        F.buf[K->reads[q]] = F.own[K->reads[q]] = wide + (size_t)w++ * (size_t)C;
-                column_finish(&F, post, total);
-            } else {
-                failed = 1;
-            }
-            free(wide);
-            free(fb);
-        }
-        mb_kern_vec_sfence();
-        free(slab); free(part); free(mine); free(S.buf); free(S.scal);
-    }
-    free(total);
-    if (failed) return mb_err_set(err, MB_ERUN, "out of memory");
-    return MB_OK;
-}
-
-/* A kernel of t's plan by rows, or by columns when it has a column reduction
- * or holds [cols] values only. */
-static int run_kernel_at(mb_kern_tensors *t, const mb_kernel *K, mb_err *err)
-{
-    const mb_graph *g = t->plan->g;
-    char *graph_post = malloc((size_t)g->n_nodes + (size_t)K->n_nodes + 1);
-    if (!graph_post) return mb_err_set(err, MB_ERUN, "out of memory");
-    char *post = graph_post + g->n_nodes;
-    mb_kern_col_post(g, graph_post);
-    int rc = MB_OK;
-    if (mb_kern_col_phase(g, K, graph_post, post)) rc = run_columns(t, K, post, err);
-    else if (rowvals_only(t, K)) run_rowvals(t, K);
-    else rc = run_rows(t, K, err);
-    free(graph_post);
-    return rc;
-}
-
-/* One node as a kernel of its own (op at a time): reads its operands from
- * memory, writes its result. */
-static int run_node_alone(mb_kern_tensors *t, int v, mb_err *err)
-{
-    const mb_graph *g = t->plan->g;
-    mb_kernel K;
-    memset(&K, 0, sizeof K);
-    int nodes[1] = {v}, reads[2], nr = 0;
-    for (int a = 0; a < mb_op_arity(g->nodes[v].op); a++) {
-        int u = g->nodes[v].arg[a];
-        if (u >= 0 && (nr == 0 || reads[0] != u)) reads[nr++] = u;
-    }
-    K.nodes = nodes;
-    K.n_nodes = 1;
-    K.reads = reads;
-    K.n_reads = nr;
-    K.writes = nodes;
-    K.n_writes = 1;
-    int rc = mb_kernel_derive_passes(g, &K, 0) ? mb_err_set(err, MB_ERUN, "out of memory") : MB_OK;
-    if (!rc) rc = run_kernel_at(t, &K, err);
-    free(K.read_passes);
-    free(K.eval_mask);
-    free(K.stat_pass);
-    free(K.online);
-    return rc;
-}
-
-int mb_kern_rows_run_kernel(mb_kern_tensors *t, int k, mb_kern_exec e, mb_err *err)
-{
-    const mb_plan *p = t->plan;
-    const mb_kernel *K = &p->kernels[k];
-    if (e != MB_KERN_EXEC_OPWISE || K->n_nodes <= 1) return run_kernel_at(t, K, err);
-    for (int j = 0; j < K->n_nodes; j++) {
-        int v = K->nodes[j];
-        int rc = mb_kern_ensure_storage(t, v, err);
-        if (!rc) rc = run_node_alone(t, v, err);
-        if (rc) return rc;
-    }
-    return MB_OK;
-}
-
-/* ---- float64 reference ---------------------------------------------------- */
-
-/* The magnitude that went into an elementwise result (op_table.h's mag
- * column, as reference.c judges elementwise plans): sums of absolute values,
- * so that a result cancelling to near 0 is judged against its terms. */
-static double mag_of(mb_op op, double v, double ma, double mb, double b)
-{
-    switch (mb_op_info_of(op)->mag) {
-    case MB_MAG_SUM: return ma + mb;
-    case MB_MAG_PROD: return ma * mb;
-    case MB_MAG_QUOT: return b != 0 ? ma / fabs(b) : fabs(v);
-    case MB_MAG_PASS: return ma;
-    default: return fabs(v);
-    }
-}
-
-/* Row r of the nodes order[0..cnt) in float64, in that order: full and
- * [cols] nodes into val[node][0..cols), row values into val[node][0]; their
- * magnitudes into mag[][] the same way. */
-void mb_kern_rows_reference_row(const mb_kern_tensors *t, int64_t r, double **val, double **mag,
-                                const int *order, int cnt)
-{
-    const mb_graph *g = t->plan->g;
-    const int64_t C = t->shape.cols;
-    for (int k = 0; k < cnt; k++) {
-        int v = order[k];
-        const mb_node *nd = &g->nodes[v];
-        double *y = val[v];
-        int rv = is_rowval(nd);
-        int64_t len = rv ? 1 : C;
-        if (nd->op == MB_OP_INPUT) {
-            if (!t->data[v]) continue;
-            int64_t base = nd->shape == MB_SHC_COL ? 0 : rv ? (nd->shape == MB_SHC_SCALAR ? 0 : r) : r * C;
-            for (int64_t i = 0; i < len; i++) mag[v][i] = fabs(y[i] = mb_load_f32(t->data[v], base + i, nd->dtype));
-            continue;
-        }
-        const double *mx = nd->arg[0] >= 0 ? mag[nd->arg[0]] : NULL;
-        const double *mbv = mb_op_arity(nd->op) == 2 && nd->arg[1] >= 0 ? mag[nd->arg[1]] : NULL;
-        double *my = mag[v];
-        const double *x = nd->arg[0] >= 0 ? val[nd->arg[0]] : NULL;
-        int xr = nd->arg[0] >= 0 && is_rowval(&g->nodes[nd->arg[0]]);
-        const double *b = mb_op_arity(nd->op) == 2 && nd->arg[1] >= 0 ? val[nd->arg[1]] : NULL;
-        int br = b && is_rowval(&g->nodes[nd->arg[1]]);
-#define XI(i) (x ? x[xr ? 0 : (i)] : nd->scalar[0])
-#define BI(i) (b ? b[br ? 0 : (i)] : nd->scalar_cols ? (double)C : nd->scalar[1])
-#define MXI(i) (mx ? mx[xr ? 0 : (i)] : fabs(nd->scalar[0]))
-#define MBI(i) (mbv ? mbv[br ? 0 : (i)] : fabs(nd->scalar[1]))
-        double s = 0, s2 = 0, m = -INFINITY, ms = 0;
-        switch (nd->op) {
-        case MB_OP_SUM: case MB_OP_MEAN:
-            for (int64_t i = 0; i < C; i++) s += XI(i), ms += MXI(i);
-            y[0] = nd->op == MB_OP_MEAN ? s / (double)C : s;
-            my[0] = nd->op == MB_OP_MEAN ? ms / (double)C : ms;
-            break;
-        case MB_OP_AMAX:
-            for (int64_t i = 0; i < C; i++) m = XI(i) > m ? XI(i) : m;
-            y[0] = m;
-            my[0] = fabs(m);
-            break;
-        case MB_OP_COLSUM: /* this row's term of the sum over rows (mb_kern_rows_reference_cols) */
-            for (int64_t i = 0; i < C; i++) y[i] = XI(i), my[i] = MXI(i);
-            break;
-        case MB_OP_SOFTMAX: case MB_OP_LOG_SOFTMAX:
-            for (int64_t i = 0; i < C; i++) m = XI(i) > m ? XI(i) : m;
-            for (int64_t i = 0; i < C; i++) s += exp(XI(i) - m);
-            for (int64_t i = 0; i < C; i++) {
-                y[i] = nd->op == MB_OP_SOFTMAX ? exp(XI(i) - m) / s : XI(i) - m - log(s);
-                my[i] = nd->op == MB_OP_SOFTMAX ? y[i] : fabs(XI(i)) + fabs(m) + fabs(log(s));
-            }
-            break;
-        case MB_OP_LAYER_NORM:
-            for (int64_t i = 0; i < C; i++) s += XI(i);
-            s /= (double)C;
-            for (int64_t i = 0; i < C; i++) s2 += (XI(i) - s) * (XI(i) - s);
-            s2 = 1.0 / sqrt(s2 / (double)C + nd->eps);
-            for (int64_t i = 0; i < C; i++) {
-                y[i] = (XI(i) - s) * s2 * BI(i);
-                my[i] = (fabs(XI(i)) + fabs(s)) * s2 * fabs(BI(i));
-            }
-            break;
-        case MB_OP_RMS_NORM:
-            for (int64_t i = 0; i < C; i++) s += XI(i) * XI(i);
-            s = 1.0 / sqrt(s / (double)C + nd->eps);
-            for (int64_t i = 0; i < C; i++) {
-                y[i] = XI(i) * s * BI(i);
-                my[i] = fabs(y[i]);
-            }
-            break;
-        default:
-            for (int64_t i = 0; i < len; i++) {
-                y[i] = mb_op_apply_f64(nd->op, XI(i), BI(i));
-                my[i] = mag_of(nd->op, y[i], MXI(i), MBI(i), BI(i));
-            }
-            break;
-        }
-#undef XI
-#undef BI
-#undef MXI
-#undef MBI
-    }
-}
-
-int mb_kern_col_post(const mb_graph *g, char *post)
-{
-    int n = 0;
-    for (int i = 0; i < g->n_nodes; i++) {
-        const mb_node *nd = &g->nodes[i];
-        int c = MB_OP_IS_COLUMN(nd->op);
-        for (int a = 0; a < mb_op_arity(nd->op) && !c; a++) c = nd->arg[a] >= 0 && nd->arg[a] < i && post[nd->arg[a]];
-        post[i] = (char)c;
-        n += c;
-    }
-    return n;
-}
-
-int mb_kern_col_phase(const mb_graph *g, const mb_kernel *K, const char *graph_post, char *post)
-{
-    int any = 0, all_col = K->n_nodes > 0;
-    for (int j = 0; j < K->n_nodes; j++) {
-        post[j] = graph_post[K->nodes[j]];
-        any |= post[j];
-        all_col &= g->nodes[K->nodes[j]].shape == MB_SHC_COL;
-    }
-    if (!any && all_col)
-        for (int j = 0; j < K->n_nodes; j++) post[j] = any = 1;
-    return any;
-}
-
-
-int mb_kern_rows_reference_cols(const mb_kern_tensors *t, double **val, double **mag, const int *order, int cnt)
-{
-    const mb_graph *g = t->plan->g;
-    const int nn = g->n_nodes;
-    const int64_t C = t->shape.cols, R = t->shape.rows;
-    char *post = malloc((size_t)nn + 1);
-    int *pre = malloc(((size_t)cnt + 1) * sizeof(int)), *after = malloc(((size_t)cnt + 1) * sizeof(int));
-    int *cs = malloc(((size_t)cnt + 1) * sizeof(int)); /* the colsums in order */
-    int failed = !post || !pre || !after || !cs, n_pre = 0, n_after = 0, n_cs = 0;
-    if (!failed) {
-        mb_kern_col_post(g, post);
-        for (int k = 0; k < cnt; k++) {
-            if (!post[order[k]]) pre[n_pre++] = order[k];
-            else if (MB_OP_IS_COLUMN(g->nodes[order[k]].op)) cs[n_cs++] = order[k];
-            else after[n_after++] = order[k];
-        }
-    }
-    const size_t sums = 2 * (size_t)n_cs * (size_t)C; /* each colsum's sums, then their magnitudes */
-    double *tot = failed ? NULL : calloc(sums + 1, sizeof(double));
-    failed |= !tot;
-    int par = !failed && C <= ((int64_t)1 << 16);
-#pragma omp parallel if (par)
-    {
-        double **v = malloc(2 * (size_t)nn * sizeof *v), **m = v ? v + nn : NULL;
-        double *slab = malloc(2 * (size_t)nn * (size_t)C * sizeof(double));
-        double *mine = calloc(sums + 1, sizeof(double));
-        int ok = !failed && v && slab && mine;
-        if (!ok) {
-#pragma omp atomic write
-            failed = 1;
-        }
-        for (int i = 0; ok && i < 2 * nn; i++) v[i] = slab + (size_t)i * (size_t)C;
-#pragma omp for schedule(static)
-        for (int64_t r = 0; r < R; r++) {
-            if (!ok) continue;
-            mb_kern_rows_reference_row(t, r, v, m, pre, n_pre);
-            for (int k = 0; k < n_cs; k++) {
-                int a = g->nodes[cs[k]].arg[0], rv = is_rowval(&g->nodes[a]);
-                double *sv = mine + (size_t)k * (size_t)C, *sm = mine + ((size_t)n_cs + k) * (size_t)C;
-                for (int64_t c = 0; c < C; c++) sv[c] += v[a][rv ? 0 : c], sm[c] += m[a][rv ? 0 : c];
-            }
-        }
-#pragma omp critical(mb_colsum_ref)
-        if (ok)
-            for (size_t i = 0; i < sums; i++) tot[i] += mine[i];
-        free(v);
-        free(slab);
-        free(mine);
-    }
-    if (!failed) {
-        /* row 0 for the [cols] values the nodes after the sums read, then those nodes */
-        mb_kern_rows_reference_row(t, 0, val, mag, pre, n_pre);
-        for (int k = 0; k < n_cs; k++)
-            for (int64_t c = 0; c < C; c++) {
-                val[cs[k]][c] = tot[(size_t)k * (size_t)C + c];
-                mag[cs[k]][c] = tot[((size_t)n_cs + k) * (size_t)C + c];
-            }
-        mb_kern_rows_reference_row(t, 0, val, mag, after, n_after);
-    }
-    free(post);
-    free(pre);
-    free(after);
-    free(cs);
-    free(tot);
-    return failed ? -1 : 0;
-}
-
-/* Compares result v's [cols] values with the reference's (val, mag: one
- * "row" of column values), into the check's running figures. */
-static void verify_cols(const mb_kern_tensors *t, int v, const double *val, const double *mag, float pv,
-                        double tol, double *max_err, int64_t *bad, int64_t *poisoned, int64_t *first,
-                        int *first_node, double *first_got, double *first_want)
-{
-    const mb_node *nd = &t->plan->g->nodes[v];
-    const int64_t C = t->shape.cols;
-    double scale = 0;
-    for (int64_t i = 0; i < C; i++) scale = fabs(val[i]) > scale ? fabs(val[i]) : scale;
-    for (int64_t i = 0; i < C; i++) {
-        float got = mb_load_f32(t->data[v], i, nd->dtype);
-        double want = val[i], den = fmax(fmax(fabs(want), mag[i]), 1e-3 * scale);
-        double e = den > 0 ? fabs(got - want) / den : fabs(got - want);
-        if (got == pv && want != pv) ++*poisoned;
-        if (!(e <= *max_err)) *max_err = isnan(e) ? INFINITY : e;
-        if (!(e <= tol)) {
-            ++*bad;
-            if (*first < 0) *first = i, *first_node = v, *first_got = got, *first_want = want;
-        }
-    }
-}
-
-int mb_kern_rows_verify(const mb_kern_tensors *t, unsigned poison_rep, double tol, mb_kern_check *out,
-                        mb_err *err)
-{
-    const mb_plan *p = t->plan;
-    const mb_graph *g = p->g;
-    const int64_t C = t->shape.cols, R = t->shape.rows;
-    const float pv = mb_kern_poison_value(poison_rep);
-    memset(out, 0, sizeof *out);
-    out->first_bad = -1;
-    out->first_bad_node = -1;
-    mb_dtype worst = MB_F32;
-    for (int q = 0; q < p->n_results; q++) {
-        mb_dtype dt = g->nodes[p->results[q]].dtype;
-        if (mb_kern_default_tol(dt) > mb_kern_default_tol(worst)) worst = dt;
-        if (!t->data[p->results[q]]) return mb_err_set(err, MB_EINPUT, "result node %d has no storage", p->results[q]);
-    }
-    out->tol = tol > 0 ? tol : mb_kern_default_tol(worst);
-    int failed = 0;
-    double max_err = 0;
-    int64_t bad = 0, poisoned = 0, first = -1;
-    int first_node = -1;
-    double first_got = 0, first_want = 0;
-    /* every node, backward ones after what they read (mb_kern_rows_order) */
-    const int nv = g->n_nodes;
-    int *order = malloc(((size_t)nv + 1) * sizeof *order);
-    int n_order = order ? mb_kern_rows_order(g, order) : 0;
-    /* results that are sums over the rows: judged after the rows */
-    char *post = malloc((size_t)nv + 1);
-    int n_post = post ? mb_kern_col_post(g, post) : 0;
-    /* long rows: one row at a time (a row of 2^22 doubles per node is 32 MiB) */
-    int par = C <= ((int64_t)1 << 16);
-#pragma omp parallel if (par)
-    {
-        double **val = malloc(2 * (size_t)nv * sizeof *val), **mag = val ? val + nv : NULL;
-        double *slab = malloc(2 * (size_t)nv * (size_t)C * sizeof(double));
-        int ok = val && slab && order && post;
-        for (int v = 0; ok && v < 2 * nv; v++) val[v] = slab + (size_t)v * (size_t)C;
-        if (!ok) {
-#pragma omp atomic write
-            failed = 1;
-        }
-#pragma omp for schedule(static) reduction(max : max_err) reduction(+ : bad, poisoned)
-        for (int64_t r = 0; r < R; r++) {
-            if (!ok) continue;
-            mb_kern_rows_reference_row(t, r, val, mag, order, n_order);
-            for (int q = 0; q < p->n_results; q++) {
-                int v = p->results[q];
-                const mb_node *nd = &g->nodes[v];
-                int rv = is_rowval(nd);
-                if ((rv && nd->shape == MB_SHC_SCALAR && r > 0) || post[v]) continue;
-                int64_t len = rv ? 1 : C, base = rv ? (nd->shape == MB_SHC_SCALAR ? 0 : r) : r * C;
-                double scale = 0;
-                for (int64_t i = 0; i < len; i++) scale = fabs(val[v][i]) > scale ? fabs(val[v][i]) : scale;
-                for (int64_t i = 0; i < len; i++) {
-                    float got = mb_load_f32(t->data[v], base + i, nd->dtype);
-                    double want = val[v][i], den = fmax(fmax(fabs(want), mag[v][i]), 1e-3 * scale);
-                    double e = den > 0 ? fabs(got - want) / den : fabs(got - want);
-                    if (got == pv && want != pv) poisoned++;
-                    if (!(e <= max_err)) max_err = isnan(e) ? INFINITY : e;
-                    if (!(e <= out->tol)) {
-                        bad++;
-#pragma omp critical(mb_rows_first)
-                        if (first < 0 || base + i < first) {
-                            first = base + i;
-                            first_node = v;
-                            first_got = got;
-                            first_want = want;
-                        }
-                    }
-                }
-            }
-        }
-        free(val);
-        free(slab);
-    }
-    if (!failed && n_post) {
-        double **val = malloc(2 * (size_t)nv * sizeof *val);
-        double *slab = malloc(2 * (size_t)nv * (size_t)C * sizeof(double));
-        if (val && slab) {
-            for (int v = 0; v < 2 * nv; v++) val[v] = slab + (size_t)v * (size_t)C;
-            if (mb_kern_rows_reference_cols(t, val, val + nv, order, n_order)) failed = 1;
-            for (int q = 0; q < p->n_results && !failed; q++)
-                if (post[p->results[q]])
-                    verify_cols(t, p->results[q], val[p->results[q]], val[nv + p->results[q]], pv, out->tol,
-                                &max_err, &bad, &poisoned, &first, &first_node, &first_got, &first_want);
-        } else {
-            failed = 1;
-        }
-        free(val);
-        free(slab);
-    }
-    free(order);
-    free(post);
-    if (failed) return mb_err_set(err, MB_ERUN, "out of memory for the float64 reference");
-    out->max_rel_err = max_err;
-    out->bad = bad;
-    out->poisoned = poisoned;
-    out->first_bad = first;
-    out->first_bad_node = first_node;
-    out->first_got = first_got;
-    out->first_want = first_want;
-    out->passed = bad == 0 && poisoned == 0;
-    return MB_OK;
 }
