@@ -116,7 +116,7 @@ CASES = [
 ]
 LECTURE_N = lecture_demos.LECTURE_N
 DTYPES = ("f32", "bf16", "f16")
-# membound's mb_kern_default_tol (kernels/reference.c)
+# membound's mb_kern_default_tol (kernels/exec_common.c)
 TOL = {"f32": 1e-4, "f16": 1e-2, "bf16": 6e-2}
 ELEM_BYTES = {"f32": 4, "bf16": 2, "f16": 2}
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

@@ -23,7 +23,7 @@ int mb_kern_rows_onepass(const mb_kernel *K, int64_t cols)
 /* The compiled form of row kernel K (jit_rows.c): a kernel with a row op,
  * or of two nodes or more (a lone elementwise op is one vector primitive a
  * tile already, as exec_cpu.c rules), at most MB_KERN_JIT_IO_MAX reads and
- * writes (model/traffic.c's mb_kernel_compiled costs by the same); NULL:
+ * writes (model/lower.c's mb_kernel_compiled costs by the same); NULL:
  * interpret. */
 static mb_kern_rows_fn rows_jit(const mb_graph *g, const mb_kernel *K, int onepass)
 {

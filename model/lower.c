@@ -83,7 +83,7 @@ static int is_rowval_shape(const mb_node *nd)
 }
 
 /* A kernel of a graph with row operations compiles (kernels/jit_rows.c, as
- * rows_cpu.c chooses, which runs them all) when it has a row op or two
+ * rows_run_cpu.c chooses, which runs them all) when it has a row op or two
  * nodes or more, each elementwise one with a
  * compiled form, each row op over a full operand (an online sum's exp
  * operand's too), and no column sum. */

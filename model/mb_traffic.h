@@ -142,7 +142,7 @@ int64_t mb_tensor_bytes(const mb_graph *g, int i, int64_t n);
  * tensor read and written f32, at most MB_COMPILED_IO_MAX of each, and every
  * op with a compiled form (not relu, abs, step, sign; pow only as x**2 and
  * x**3; finite scalars). A kernel of a graph with row operations
- * (kernels/jit_rows.c, as kernels/rows_cpu.c chooses): a row op or two
+ * (kernels/jit_rows.c, as kernels/rows_run_cpu.c chooses): a row op or two
  * nodes or more, the same for its tensors and elementwise ops, each row op
  * over a full operand, no column sum. A spec with op_compiled_geps costs
  * such kernels at those rates. */

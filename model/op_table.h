@@ -16,7 +16,7 @@
  *            MB_OPK_REDUCTION (sum, mean, amax over the last dimension: a
  *            [rows, 1] or [rows] result), MB_OPK_COLUMN (colsum, a sum over
  *            the rows: a [cols] result; in a kernel of its own in every plan,
- *            run by the row executor's column loop, kernels/rows_cpu.c)
+ *            run by the row executor's column loop, kernels/rows_cols_cpu.c)
  *   spell    MB_SPELL_CALL (`name(x)` in the language), MB_SPELL_OPERATOR
  *            (+ - * / ** and unary minus), MB_SPELL_NONE (made by the parser or
  *            by autodiff only)

@@ -1,4 +1,4 @@
-/* kernels_rows.c — the row executor (kernels/rows_cpu.c) against its
+/* kernels_rows.c — the row executor (kernels/rows_run_cpu.c, rows_cpu.c) against its
  * float64 reference: every row operation, hand-written softmax, LayerNorm
  * and RMSNorm, in every plan, op at a time and blocked by rows, at shapes
  * whose rows are shorter and longer than a tile, in f32 and bf16; and the
