@@ -9,7 +9,8 @@
  * marked MB_DER_CODE, in rule() below, each as PyTorch's own formula builds
  * it, node by node, so that the eager plan launches what PyTorch launches.
  * Plans decide what is stored or recomputed; this file only appends backward
- * nodes. */
+ * nodes, and appends them again when a graph changes rank (mb_graph_set_rank:
+ * shape.c derives the forward shapes first, the backward ones follow them). */
 #include "model_int.h"
 
 #include <math.h>
@@ -439,4 +440,31 @@ int mb_autodiff(mb_graph *g, mb_err *err)
     if (A.failed == 2) return mb_err_set(err, MB_ERUN, "autodiff: unexpected op in forward graph");
     if (A.failed) return mb_err_set(err, MB_ERUN, "out of memory");
     return MB_OK;
+}
+
+/* A graph at another rank: its forward shapes derived again (shape.c), then
+ * its backward nodes built again with theirs. */
+int mb_graph_set_rank(mb_graph *g, int rank, mb_err *err)
+{
+    if (g->rank == rank) return MB_OK;
+    if (g->rank_declared && g->rank == 2)
+        return mb_err_set(err, MB_EINPUT, "variant '%s' is 2-D (its inputs are [rows, cols]): give a "
+                          "shape, --shape ROWSxCOLS, not --n", g->name);
+    if (!g->has_row_ops) {
+        g->rank = rank;
+        return MB_OK;
+    }
+    if (g->rank_declared)
+        return mb_err_set(err, MB_EINPUT, "variant '%s' is 1-D (its inputs are [n]): give --n, not a "
+                          "ROWSxCOLS shape", g->name);
+    int rc = mb_graph_derive_shapes(g, rank, err);
+    if (rc) return rc;
+    /* backward nodes: autodiff gives each its shape as it builds them, so a
+     * graph with row ops is differentiated again at the new rank */
+    if (!g->has_backward || !g->has_row_ops || g->n_nodes == g->n_forward) {
+        for (int i = g->n_forward; i < g->n_nodes; i++) g->nodes[i].shape = MB_SHC_FULL;
+        return MB_OK;
+    }
+    g->n_nodes = g->n_forward;
+    return mb_autodiff(g, err);
 }

@@ -102,7 +102,8 @@ typedef struct mb_graph {
 } mb_graph;
 
 /* Re-derives g's tensor shapes for rank 1 or 2 (a 1-D variant measured at
- * ROWSxCOLS: its reductions then run over rows). MB_EINPUT with
+ * ROWSxCOLS: its reductions then run over rows), and then its backward
+ * nodes, differentiated again with those shapes. MB_EINPUT with
  * "file:line:col: ..." when a tensor does not broadcast at that rank, or
  * when g declares 2-D inputs and rank is 1 ("give --shape ROWSxCOLS"). */
 int mb_graph_set_rank(mb_graph *g, int rank, mb_err *err);

@@ -57,7 +57,9 @@ void mb_lex_rest_of_line(mb_lexer *lx, char *buf, int bufsize);
 /* Derives every forward node's shape class for rank (1 or 2) from the
  * inputs' declared shapes, the reductions' dim and keepdim and NumPy
  * broadcasting; MB_EINPUT "file:line:col: ..." at the first node that does
- * not broadcast or reduces another dimension. Sets g->rank. */
+ * not broadcast or reduces another dimension. Sets g->rank. Leaves the
+ * backward nodes alone: autodiff.c gives them their shapes (the parser calls
+ * it after this; mb_graph_set_rank, in autodiff.c, at a new rank). */
 int mb_graph_derive_shapes(mb_graph *g, int rank, mb_err *err);
 
 /* Bytes of tensor node i of g at shape s (shape.c). */

@@ -1,7 +1,8 @@
 /* shape.c — tensor shapes: sizes written ROWSxCOLS, NumPy broadcasting of a
  * graph's tensors ([rows, cols], [rows, 1], [rows], [cols], scalars) and
  * what a reduction over the last dimension gives, as PyTorch does.
- * Does not parse the language (parser.c) nor count bytes (traffic.c). */
+ * Does not parse the language (parser.c), count bytes (traffic.c) nor
+ * build or reshape the backward nodes (autodiff.c: mb_graph_set_rank). */
 #include "model_int.h"
 
 #include <stdio.h>
@@ -198,28 +199,5 @@ int mb_graph_derive_shapes(mb_graph *g, int rank, mb_err *err)
      * class: only the row executors do (the elementwise ones index every
      * tensor by element) */
     for (int i = 0; i < g->n_forward && rank == 2; i++) g->has_row_ops |= g->nodes[i].shape != MB_SHC_FULL;
-    /* backward nodes: autodiff gives each its shape as it builds them, so a
-     * graph with row ops is differentiated again at the new rank */
-    if (!g->has_backward || !g->has_row_ops || g->n_nodes == g->n_forward) {
-        for (int i = g->n_forward; i < g->n_nodes; i++) g->nodes[i].shape = MB_SHC_FULL;
-        return MB_OK;
-    }
-    g->n_nodes = g->n_forward;
-    return mb_autodiff(g, err);
-}
-
-int mb_graph_set_rank(mb_graph *g, int rank, mb_err *err)
-{
-    if (g->rank == rank) return MB_OK;
-    if (g->rank_declared && g->rank == 2)
-        return mb_err_set(err, MB_EINPUT, "variant '%s' is 2-D (its inputs are [rows, cols]): give a "
-                          "shape, --shape ROWSxCOLS, not --n", g->name);
-    if (!g->has_row_ops) {
-        g->rank = rank;
-        return MB_OK;
-    }
-    if (g->rank_declared)
-        return mb_err_set(err, MB_EINPUT, "variant '%s' is 1-D (its inputs are [n]): give --n, not a "
-                          "ROWSxCOLS shape", g->name);
-    return mb_graph_derive_shapes(g, rank, err);
+    return MB_OK;
 }
