@@ -19,9 +19,10 @@ mb_dtype mb_dtype_promote(mb_dtype a, mb_dtype b);
  * each string: ranks "did you mean" suggestions (err.c). */
 int mb_edit_distance(const char *a, const char *b);
 
-/* The text of the built-in variant name (malloc'd), or NULL when there is
- * none of that name. */
-char *mb_variant_builtin_text(const char *name);
+/* ---- the language front end (parser.c) ---- */
+/* Parses one --expr string as mb_parse_expr does, without its naming policy
+ * (variants.c applies that). */
+int mb_parse_expr_text(const char *expr, mb_dtype dtype, mb_graph **out, mb_err *err);
 
 /* ---- lexer (lexer.c) ---- */
 typedef enum {
