@@ -13,6 +13,7 @@
  * shape.c derives the forward shapes first, the backward ones follow them). */
 #include "model_int.h"
 
+#include <assert.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -383,6 +384,25 @@ static void rule(ad *A, int i, int g)
     }
 }
 
+#ifndef NDEBUG
+/* What a reader checks of a finished backward graph: every input's gradient
+ * and every output's incoming gradient hold as many elements as their tensor
+ * at any size (each sum_to and expand done), and are tensors of the graph. */
+static void check_grads(const mb_graph *g)
+{
+    /* rows and cols of different sizes, so that [rows, 1] and [cols] differ */
+    mb_shape s = g->rank == 2 ? (mb_shape){2, 3, 5} : mb_shape_1d(7);
+    for (int k = 0; k < g->n_inputs; k++) {
+        assert(g->grad_inputs[k] >= g->n_forward && g->grad_inputs[k] < g->n_nodes);
+        assert(mb_tensor_elems_at(g, g->grad_inputs[k], s) == mb_tensor_elems_at(g, g->inputs[k], s));
+    }
+    for (int k = 0; k < g->n_outputs; k++)
+        assert(mb_tensor_elems_at(g, g->grad_outputs[k], s) == mb_tensor_elems_at(g, g->outputs[k], s));
+}
+#else
+#define check_grads(g) ((void)0)
+#endif
+
 int mb_autodiff(mb_graph *g, mb_err *err)
 {
     int nf = g->n_forward;
@@ -439,6 +459,7 @@ int mb_autodiff(mb_graph *g, mb_err *err)
     }
     if (A.failed == 2) return mb_err_set(err, MB_ERUN, "autodiff: unexpected op in forward graph");
     if (A.failed) return mb_err_set(err, MB_ERUN, "out of memory");
+    check_grads(g);
     return MB_OK;
 }
 
