@@ -9,9 +9,11 @@
  * marked MB_DER_CODE, in rule() below, each as PyTorch's own formula builds
  * it, node by node, so that the eager plan launches what PyTorch launches.
  * Plans decide what is stored or recomputed; this file only appends backward
- * nodes. */
+ * nodes, and appends them again when a graph changes rank (mb_graph_set_rank:
+ * shape.c derives the forward shapes first, the backward ones follow them). */
 #include "model_int.h"
 
+#include <assert.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -382,6 +384,25 @@ static void rule(ad *A, int i, int g)
     }
 }
 
+#ifndef NDEBUG
+/* What a reader checks of a finished backward graph: every input's gradient
+ * and every output's incoming gradient hold as many elements as their tensor
+ * at any size (each sum_to and expand done), and are tensors of the graph. */
+static void check_grads(const mb_graph *g)
+{
+    /* rows and cols of different sizes, so that [rows, 1] and [cols] differ */
+    mb_shape s = g->rank == 2 ? (mb_shape){2, 3, 5} : mb_shape_1d(7);
+    for (int k = 0; k < g->n_inputs; k++) {
+        assert(g->grad_inputs[k] >= g->n_forward && g->grad_inputs[k] < g->n_nodes);
+        assert(mb_tensor_elems_at(g, g->grad_inputs[k], s) == mb_tensor_elems_at(g, g->inputs[k], s));
+    }
+    for (int k = 0; k < g->n_outputs; k++)
+        assert(mb_tensor_elems_at(g, g->grad_outputs[k], s) == mb_tensor_elems_at(g, g->outputs[k], s));
+}
+#else
+#define check_grads(g) ((void)0)
+#endif
+
 int mb_autodiff(mb_graph *g, mb_err *err)
 {
     int nf = g->n_forward;
@@ -438,5 +459,33 @@ int mb_autodiff(mb_graph *g, mb_err *err)
     }
     if (A.failed == 2) return mb_err_set(err, MB_ERUN, "autodiff: unexpected op in forward graph");
     if (A.failed) return mb_err_set(err, MB_ERUN, "out of memory");
+    check_grads(g);
     return MB_OK;
+}
+
+/* A graph at another rank: its forward shapes derived again (shape.c), then
+ * its backward nodes built again with theirs. */
+int mb_graph_set_rank(mb_graph *g, int rank, mb_err *err)
+{
+    if (g->rank == rank) return MB_OK;
+    if (g->rank_declared && g->rank == 2)
+        return mb_err_set(err, MB_EINPUT, "variant '%s' is 2-D (its inputs are [rows, cols]): give a "
+                          "shape, --shape ROWSxCOLS, not --n", g->name);
+    if (!g->has_row_ops) {
+        g->rank = rank;
+        return MB_OK;
+    }
+    if (g->rank_declared)
+        return mb_err_set(err, MB_EINPUT, "variant '%s' is 1-D (its inputs are [n]): give --n, not a "
+                          "ROWSxCOLS shape", g->name);
+    int rc = mb_graph_derive_shapes(g, rank, err);
+    if (rc) return rc;
+    /* backward nodes: autodiff gives each its shape as it builds them, so a
+     * graph with row ops is differentiated again at the new rank */
+    if (!g->has_backward || !g->has_row_ops || g->n_nodes == g->n_forward) {
+        for (int i = g->n_forward; i < g->n_nodes; i++) g->nodes[i].shape = MB_SHC_FULL;
+        return MB_OK;
+    }
+    g->n_nodes = g->n_forward;
+    return mb_autodiff(g, err);
 }

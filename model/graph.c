@@ -2,6 +2,7 @@
  * Does not parse or plan. */
 #include "model_int.h"
 
+#include <assert.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,6 +15,10 @@ mb_graph *mb_graph_new(void)
 int mb_graph_add(mb_graph *g, mb_op op, int a, double sa, int b, double sb,
                  mb_dtype dtype, int is_backward, int origin)
 {
+    /* graphs are built in evaluation order: operands exist before their
+     * users (a recompute plan repoints its backward nodes at later clones
+     * afterwards: mb_graph.h) */
+    assert(a < g->n_nodes && b < g->n_nodes);
     if (g->n_nodes == g->cap_nodes) {
         int cap = g->cap_nodes ? 2 * g->cap_nodes : 32;
         mb_node *nn = realloc(g->nodes, (size_t)cap * sizeof *nn);

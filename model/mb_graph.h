@@ -102,7 +102,8 @@ typedef struct mb_graph {
 } mb_graph;
 
 /* Re-derives g's tensor shapes for rank 1 or 2 (a 1-D variant measured at
- * ROWSxCOLS: its reductions then run over rows). MB_EINPUT with
+ * ROWSxCOLS: its reductions then run over rows), and then its backward
+ * nodes, differentiated again with those shapes. MB_EINPUT with
  * "file:line:col: ..." when a tensor does not broadcast at that rank, or
  * when g declares 2-D inputs and rank is 1 ("give --shape ROWSxCOLS"). */
 int mb_graph_set_rank(mb_graph *g, int rank, mb_err *err);
@@ -120,11 +121,15 @@ int mb_parse_variant(const char *text, const char *filename,
                      mb_dtype default_dtype, mb_graph **out, mb_err *err);
 
 /* Parses one --expr string ("y = ..." or several ';'-separated assignments):
- * free names become inputs of dtype, the last assignment is the output. */
+ * free names become inputs of dtype, the last assignment is the output.
+ * A 'name' line naming a built-in variant is refused (MB_EINPUT): report
+ * judges the lecture's claims by name. */
 int mb_parse_expr(const char *expr, mb_dtype dtype, mb_graph **out, mb_err *err);
 
 /* Loads a built-in variant by name, or a variant file by path (anything
- * containing '/' or ending in ".mb"). Unknown names list the known ones. */
+ * containing '/' or ending in ".mb"). Unknown names list the known ones.
+ * A file named like a built-in (by its 'name' line or its file name) is
+ * refused (MB_EINPUT) unless it is a copy of the built-in's text. */
 int mb_variant_load(const char *name_or_path, mb_dtype dtype, mb_graph **out,
                     mb_err *err);
 

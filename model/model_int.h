@@ -19,9 +19,10 @@ mb_dtype mb_dtype_promote(mb_dtype a, mb_dtype b);
  * each string: ranks "did you mean" suggestions (err.c). */
 int mb_edit_distance(const char *a, const char *b);
 
-/* The text of the built-in variant name (malloc'd), or NULL when there is
- * none of that name. */
-char *mb_variant_builtin_text(const char *name);
+/* ---- the language front end (parser.c) ---- */
+/* Parses one --expr string as mb_parse_expr does, without its naming policy
+ * (variants.c applies that). */
+int mb_parse_expr_text(const char *expr, mb_dtype dtype, mb_graph **out, mb_err *err);
 
 /* ---- lexer (lexer.c) ---- */
 typedef enum {
@@ -57,7 +58,9 @@ void mb_lex_rest_of_line(mb_lexer *lx, char *buf, int bufsize);
 /* Derives every forward node's shape class for rank (1 or 2) from the
  * inputs' declared shapes, the reductions' dim and keepdim and NumPy
  * broadcasting; MB_EINPUT "file:line:col: ..." at the first node that does
- * not broadcast or reduces another dimension. Sets g->rank. */
+ * not broadcast or reduces another dimension. Sets g->rank. Leaves the
+ * backward nodes alone: autodiff.c gives them their shapes (the parser calls
+ * it after this; mb_graph_set_rank, in autodiff.c, at a new rank). */
 int mb_graph_derive_shapes(mb_graph *g, int rank, mb_err *err);
 
 /* Bytes of tensor node i of g at shape s (shape.c). */

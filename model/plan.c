@@ -7,6 +7,7 @@
  * dispatch on the plan kind (plan_build.c): it calls neither. */
 #include "model_int.h"
 
+#include <assert.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -266,6 +267,77 @@ static int group_recompute(mb_plan *p)
     return rc;
 }
 
+#ifndef NDEBUG
+/* What a reader checks of a built plan (the traffic rule's preconditions):
+ * every id names a node of p's graph; a node runs in one kernel at most, an
+ * input in none, after the operands it evaluates itself in its kernel's
+ * list (clones first: a recompute plan's ids are not in that order); a
+ * forward kernel runs forward nodes and comes before every backward kernel;
+ * a kernel's reads are distinct, its writes distinct nodes of its own, and
+ * no tensor is both; a kernel reads only inputs (the graph's, the incoming
+ * gradients) and tensors an earlier kernel wrote; every row read is made in
+ * 1 to passes passes; a saved tensor is a forward one a backward kernel
+ * reads (recompute: an input); a result is an input or written. */
+static void check_plan(const mb_plan *p)
+{
+    const mb_graph *g = p->g;
+    int *owner = malloc((size_t)g->n_nodes * sizeof(int));   /* kernel evaluating node i */
+    int *at = malloc((size_t)g->n_nodes * sizeof(int));      /* its place in that kernel's list */
+    int *written = malloc((size_t)g->n_nodes * sizeof(int)); /* kernel writing tensor i */
+    if (!owner || !at || !written) { free(owner); free(at); free(written); return; }
+    for (int i = 0; i < g->n_nodes; i++) owner[i] = at[i] = written[i] = -1;
+    int seen_backward = 0;
+    for (int k = 0; k < p->n_kernels; k++) {
+        const mb_kernel *K = &p->kernels[k];
+        seen_backward |= K->is_backward;
+        assert(K->is_backward || !seen_backward);
+        for (int j = 0; j < K->n_nodes; j++) {
+            int v = K->nodes[j];
+            assert(v >= 0 && v < g->n_nodes && owner[v] < 0 && g->nodes[v].op != MB_OP_INPUT);
+            assert(K->is_backward ? v >= g->n_forward : v < g->n_forward);
+            owner[v] = k;
+            at[v] = j;
+        }
+        for (int j = 0; j < K->n_nodes; j++)
+            for (int a = 0; a < 2; a++) {
+                int t = g->nodes[K->nodes[j]].arg[a];
+                assert(t < g->n_nodes && (t < 0 || owner[t] != k || at[t] < j));
+            }
+        assert(K->passes >= 1);
+        for (int r = 0; r < K->n_reads; r++) {
+            int t = K->reads[r];
+            assert(t >= 0 && t < g->n_nodes && owner[t] != k);
+            assert(g->nodes[t].op == MB_OP_INPUT || (written[t] >= 0 && written[t] < k));
+            assert(K->read_passes[r] >= 1 && K->read_passes[r] <= K->passes);
+            for (int q = 0; q < r; q++) assert(K->reads[q] != t);
+        }
+        for (int w = 0; w < K->n_writes; w++) {
+            int t = K->writes[w];
+            assert(t >= 0 && t < g->n_nodes && owner[t] == k && written[t] < 0);
+            written[t] = k;
+        }
+    }
+    for (int s = 0; s < p->n_saved; s++) {
+        int t = p->saved[s], read = 0;
+        assert(t >= 0 && t < g->n_forward);
+        assert(p->kind != MB_PLAN_RECOMPUTE || g->nodes[t].op == MB_OP_INPUT);
+        for (int k = 0; k < p->n_kernels; k++)
+            for (int r = 0; r < p->kernels[k].n_reads && p->kernels[k].is_backward; r++)
+                read |= p->kernels[k].reads[r] == t;
+        assert(read);
+    }
+    for (int r = 0; r < p->n_results; r++) {
+        int t = p->results[r];
+        assert(t >= 0 && t < g->n_nodes && (g->nodes[t].op == MB_OP_INPUT || written[t] >= 0));
+    }
+    free(owner);
+    free(at);
+    free(written);
+}
+#else
+#define check_plan(p) ((void)0)
+#endif
+
 /* Reads, writes, saved tensors and per-element costs from the grouping. */
 static int derive_traffic(mb_plan *p)
 {
@@ -330,6 +402,7 @@ static int derive_traffic(mb_plan *p)
     p->n_saved = saved.n;
     free(owner);
     free(used_outside);
+    if (!rc && p->saved) check_plan(p);
     return rc;
 }
 

@@ -1,9 +1,11 @@
 /* shape.c — tensor shapes: sizes written ROWSxCOLS, NumPy broadcasting of a
  * graph's tensors ([rows, cols], [rows, 1], [rows], [cols], scalars) and
  * what a reduction over the last dimension gives, as PyTorch does.
- * Does not parse the language (parser.c) nor count bytes (traffic.c). */
+ * Does not parse the language (parser.c), count bytes (traffic.c) nor
+ * build or reshape the backward nodes (autodiff.c: mb_graph_set_rank). */
 #include "model_int.h"
 
+#include <assert.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -46,6 +48,7 @@ mb_shape mb_shape_1d(int64_t n) { return (mb_shape){1, 1, n}; }
 
 int64_t mb_tensor_elems_at(const mb_graph *g, int i, mb_shape s)
 {
+    assert(i >= 0 && i < g->n_nodes && s.rows >= 0 && s.cols >= 0);
     switch ((mb_shape_class)g->nodes[i].shape) {
     case MB_SHC_ROW:
     case MB_SHC_ROWV: return s.rows;
@@ -57,7 +60,9 @@ int64_t mb_tensor_elems_at(const mb_graph *g, int i, mb_shape s)
 
 int64_t mb_tensor_bytes_at(const mb_graph *g, int i, mb_shape s)
 {
-    return mb_tensor_elems_at(g, i, s) * (int64_t)mb_dtype_bytes(g->nodes[i].dtype);
+    int64_t bytes = mb_tensor_elems_at(g, i, s) * (int64_t)mb_dtype_bytes(g->nodes[i].dtype);
+    assert(bytes >= 0); /* sizes hold at most 2^44 elements (MB_N_MAX) of 4 bytes */
+    return bytes;
 }
 
 const char *mb_shape_class_text(mb_shape_class c, int rank)
@@ -170,6 +175,36 @@ static int row_op_shape(const mb_graph *g, mb_node *nd, int rank, mb_err *err)
     return MB_OK;
 }
 
+#ifndef NDEBUG
+/* What a reader checks of the shapes derived for g's forward nodes: each
+ * node's operands come before it (evaluation order: their shapes were
+ * derived first); an elementwise node's tensor operands broadcast to its
+ * shape; a row op reads a whole row and gives a row value (a reduction) or
+ * a full tensor. */
+static void check_shapes(const mb_graph *g, int rank)
+{
+    for (int i = 0; i < g->n_forward; i++) {
+        const mb_node *nd = &g->nodes[i];
+        for (int a = 0; a < 2; a++) assert(nd->arg[a] < i);
+        if (nd->op == MB_OP_INPUT) continue;
+        if (MB_OP_IS_ROW(nd->op)) {
+            assert(g->nodes[nd->arg[0]].shape == MB_SHC_FULL);
+            int reduces = mb_op_info_of(nd->op)->kind == MB_OPK_REDUCTION;
+            assert(reduces ? nd->shape == MB_SHC_ROW || nd->shape == MB_SHC_ROWV || nd->shape == MB_SHC_SCALAR
+                           : nd->shape == MB_SHC_FULL);
+            continue;
+        }
+        for (int a = 0; a < mb_op_arity(nd->op); a++) {
+            mb_shape_class r;
+            assert(nd->arg[a] < 0 || (broadcast((mb_shape_class)g->nodes[nd->arg[a]].shape,
+                                                (mb_shape_class)nd->shape, rank, &r) == 0 && r == nd->shape));
+        }
+    }
+}
+#else
+#define check_shapes(g, rank) ((void)0)
+#endif
+
 int mb_graph_derive_shapes(mb_graph *g, int rank, mb_err *err)
 {
     for (int i = 0; i < g->n_forward; i++) {
@@ -198,28 +233,6 @@ int mb_graph_derive_shapes(mb_graph *g, int rank, mb_err *err)
      * class: only the row executors do (the elementwise ones index every
      * tensor by element) */
     for (int i = 0; i < g->n_forward && rank == 2; i++) g->has_row_ops |= g->nodes[i].shape != MB_SHC_FULL;
-    /* backward nodes: autodiff gives each its shape as it builds them, so a
-     * graph with row ops is differentiated again at the new rank */
-    if (!g->has_backward || !g->has_row_ops || g->n_nodes == g->n_forward) {
-        for (int i = g->n_forward; i < g->n_nodes; i++) g->nodes[i].shape = MB_SHC_FULL;
-        return MB_OK;
-    }
-    g->n_nodes = g->n_forward;
-    return mb_autodiff(g, err);
-}
-
-int mb_graph_set_rank(mb_graph *g, int rank, mb_err *err)
-{
-    if (g->rank == rank) return MB_OK;
-    if (g->rank_declared && g->rank == 2)
-        return mb_err_set(err, MB_EINPUT, "variant '%s' is 2-D (its inputs are [rows, cols]): give a "
-                          "shape, --shape ROWSxCOLS, not --n", g->name);
-    if (!g->has_row_ops) {
-        g->rank = rank;
-        return MB_OK;
-    }
-    if (g->rank_declared)
-        return mb_err_set(err, MB_EINPUT, "variant '%s' is 1-D (its inputs are [n]): give --n, not a "
-                          "ROWSxCOLS shape", g->name);
-    return mb_graph_derive_shapes(g, rank, err);
+    check_shapes(g, rank);
+    return MB_OK;
 }

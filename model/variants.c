@@ -1,5 +1,7 @@
-/* variants.c — finding and loading variant files: built-ins by name from
- * the share directory, or any file by path. Does not parse (parser.c). */
+/* variants.c — finding and loading variants: built-ins by name from the
+ * share directory, any file by path, --expr strings; and the one naming
+ * policy, that a variant of one's own may not take a built-in's name.
+ * Does not parse (parser.c). */
 #include "model_int.h"
 
 #include <dirent.h>
@@ -79,7 +81,9 @@ static char *read_file(const char *path, mb_err *err)
     return mb_text_read(path, (size_t)16 << 20, &buf, NULL, err) == MB_OK ? buf : NULL;
 }
 
-char *mb_variant_builtin_text(const char *name)
+/* The text of the built-in variant name (malloc'd), or NULL when there is
+ * none of that name. */
+static char *builtin_text(const char *name)
 {
     if (!name[0] || strchr(name, '/') || name[0] == '.') return NULL;
     char path[1100];
@@ -87,6 +91,37 @@ char *mb_variant_builtin_text(const char *name)
     if (access(path, R_OK) != 0) return NULL;
     mb_err e;
     return read_file(path, &e);
+}
+
+/* The naming policy, for the graph *out parsed from text (NULL for an
+ * --expr string) found at where: a variant of one's own named like a
+ * built-in (by its 'name' line or, for a file, by its file name) would stand
+ * in for it, and report judges the lecture's claims by the name. Refused
+ * (*out freed); a copy of the built-in's text is the built-in. */
+static int check_name(mb_graph **out, const char *text, const char *where, mb_err *err)
+{
+    const mb_graph *g = *out;
+    char *builtin = builtin_text(g->name);
+    int rc = MB_OK;
+    if (builtin && (!text || strcmp(builtin, text) != 0)) {
+        if (!text)
+            mb_err_set(err, MB_EINPUT, "%s:%d:%d: variant name '%s' is a built-in's: give the "
+                       "expression another name (report judges the lecture's claims by name)",
+                       where, g->name_line, g->name_col, g->name);
+        else if (g->name_line)
+            mb_err_set(err, MB_EINPUT, "%s:%d:%d: variant name '%s' is a built-in's: give yours "
+                       "another name (report judges the lecture's claims by name)", where,
+                       g->name_line, g->name_col, g->name);
+        else
+            mb_err_set(err, MB_EINPUT, "%s: variant name '%s' (from the file name) is a built-in's: "
+                       "add a 'name' line with another name (report judges the lecture's claims "
+                       "by name)", where, g->name);
+        mb_graph_free(*out);
+        *out = NULL;
+        rc = MB_EINPUT;
+    }
+    free(builtin);
+    return rc;
 }
 
 int mb_variant_load(const char *name_or_path, mb_dtype dtype, mb_graph **out, mb_err *err)
@@ -117,25 +152,16 @@ int mb_variant_load(const char *name_or_path, mb_dtype dtype, mb_graph **out, mb
     char *text = read_file(path, err);
     if (!text) return MB_EINPUT;
     int rc = mb_parse_variant(text, is_path ? name_or_path : path, dtype, out, err);
-    /* A file of its own named like a built-in (by 'name' or by its file name)
-     * would stand in for it: report judges the lecture's claims by the name.
-     * Refused; a copy of the built-in's text is the built-in. */
-    char *builtin = rc == MB_OK && is_path ? mb_variant_builtin_text((*out)->name) : NULL;
-    if (builtin && strcmp(builtin, text) != 0) {
-        const mb_graph *g = *out;
-        if (g->name_line)
-            mb_err_set(err, MB_EINPUT, "%s:%d:%d: variant name '%s' is a built-in's: give yours "
-                       "another name (report judges the lecture's claims by name)", name_or_path,
-                       g->name_line, g->name_col, g->name);
-        else
-            mb_err_set(err, MB_EINPUT, "%s: variant name '%s' (from the file name) is a built-in's: "
-                       "add a 'name' line with another name (report judges the lecture's claims "
-                       "by name)", name_or_path, g->name);
-        mb_graph_free(*out);
-        *out = NULL;
-        rc = MB_EINPUT;
-    }
-    free(builtin);
+    if (rc == MB_OK && is_path) rc = check_name(out, text, name_or_path, err);
     free(text);
+    return rc;
+}
+
+int mb_parse_expr(const char *expr, mb_dtype dtype, mb_graph **out, mb_err *err)
+{
+    int rc = mb_parse_expr_text(expr, dtype, out, err);
+    /* an expression takes a name only from a 'name' line ('name copy' would
+     * stand in for the built-in copy) */
+    if (rc == MB_OK && (*out)->name_line) rc = check_name(out, NULL, "<expr>", err);
     return rc;
 }
