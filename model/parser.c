@@ -7,6 +7,7 @@
 #include "model_int.h"
 #include "op_math.h"
 
+#include <limits.h>
 #include <math.h>
 #include <stdlib.h>
 #include <stdarg.h>
@@ -349,7 +350,10 @@ static int want_tensor(parser *P, const char *fn, const call_arg *a, const char 
 
 static int want_int(parser *P, const char *fn, const call_arg *a, const char *what, int *out)
 {
-    if (a->is_bool || a->v.node >= 0 || a->v.s != (double)(int)a->v.s)
+    /* in int's range before the conversion: (int) of a double beyond it is
+     * undefined (fuzzing found x.amax(77777777777-1)) */
+    if (a->is_bool || a->v.node >= 0 || !(a->v.s >= INT_MIN && a->v.s <= INT_MAX) ||
+        a->v.s != (double)(int)a->v.s)
         return perr(P, a->line, a->col, "%s(): %s must be an integer", fn, what);
     *out = (int)a->v.s;
     return MB_OK;
