@@ -111,6 +111,5 @@ print("\n".join(bad) if bad else "ok")
 PYEOF
 )
 [ "$out" = ok ] && ok || bad "$out"
-echo "$pass passed, $fail failed"
-[ "$fail" -eq 0 ] || exit 1
+cli_done || exit 1
 [ "$have_pandas" -eq 1 ] || { echo "pandas missing (apt-get install python3-pandas): its half skipped"; exit 77; }

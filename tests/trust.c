@@ -735,7 +735,8 @@ int main(int argc, char **argv)
     char cmd[400];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmp);
     if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", tmp);
+    if (rc == 77) return mb_test_skip(); /* no other user, no binary: the checks before it */
     int done = mb_test_done();
     if (done || rc == 1) return 1;
-    return rc == 77 ? 77 : rc;
+    return rc;
 }
