@@ -7,8 +7,8 @@ if(TARGET mb_measure)
     mb_test(trust_${case} TARGET trust_folder_rule ARGS ${case})
   endforeach()
   # calibrations (calib_cache, concurrent_calibration) and two runs side by side
-  set_tests_properties(trust_calib_cache trust_concurrent_calibration trust_outputs PROPERTIES
-    TIMEOUT 600 RUN_SERIAL TRUE)
+  set_tests_properties(trust_calib_cache trust_concurrent_calibration trust_outputs PROPERTIES TIMEOUT 600)
+  mb_test_timing(trust_calib_cache trust_concurrent_calibration trust_outputs)
   # two full calibrations one after the other, each retried when refused:
   # ~80 s optimised, ~530 s under AddressSanitizer on a busy 2-vCPU host
   set_tests_properties(trust_concurrent_calibration PROPERTIES TIMEOUT 1500)
