@@ -17,7 +17,8 @@ a change to the suite can show it removed none:
            print none are listed apart.
 
     bench/suite_checks.py static COMMIT...        per file, one column a commit
-    bench/suite_checks.py dynamic LASTTEST.log... per test, one column a log
+    bench/suite_checks.py dynamic LOG[,LOG...]... per test, one column a
+                                                 log (or several, summed)
 
 Prints the counts and their totals; a file or test whose count dropped from
 the first column to a later one is marked '<'. Asserts nothing."""
@@ -108,7 +109,13 @@ def main():
     if sys.argv[1] == "static":
         cols = [{f: static_count(c, f) for f in git_files(c)} for c in sys.argv[2:]]
     else:
-        cols = [dynamic_counts(log) for log in sys.argv[2:]]
+        cols = []
+        for arg in sys.argv[2:]:
+            col = {}
+            for log in arg.split(","):
+                for k, v in dynamic_counts(log).items():
+                    col[k] = v if col.get(k) is None else col[k] + (v or 0)
+            cols.append(col)
         silent = sorted({k for c in cols for k, v in c.items() if v is None})
         if silent:
             print("tests that print no count (see the static count of their files): " + " ".join(silent))
