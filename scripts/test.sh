@@ -27,9 +27,14 @@ export ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 # read by th
 failed=()
 # part NAME CMD...: runs CMD; a failure is recorded under NAME, and the rest goes on
 part() {
-  local name=$1
+  local name=$1 t0=$SECONDS
   shift
-  if "$@"; then echo "-- $name: ok"; else echo "-- $name: FAILED"; failed+=("$name"); fi
+  if "$@"; then
+    echo "-- $name: ok ($((SECONDS - t0)) s)"
+  else
+    echo "-- $name: FAILED ($((SECONDS - t0)) s)"
+    failed+=("$name")
+  fi
 }
 # tests BUILD KIND ARGS...: ctest in BUILD, its full output kept as
 # BUILD/Testing/Temporary/LastTest-KIND.log (bench/suite_checks.py counts the checks there)
@@ -43,11 +48,16 @@ tests() {
 # the sanitizer build, compiled and tested beside the normal build's tests
 # (its own process group, so that an interrupted run stops it too)
 asan_untimed() {
+  local t0=$SECONDS rc=0
   cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DMB_SANITIZE=ON -DMB_ENABLE_CUDA=OFF -DMB_WERROR=ON \
     >/dev/null || return 10
   cmake --build build-asan -j"$jobs" || return 10
+  echo "-- sanitizer build: $((SECONDS - t0)) s"
   echo "== tests under ASan and UBSan, but the timing ones"
-  tests build-asan untimed -j"$jobs" -LE timing || return 20
+  t0=$SECONDS
+  tests build-asan untimed -j"$jobs" -LE timing || rc=20
+  echo "-- (its tests: $((SECONDS - t0)) s)"
+  return $rc
 }
 
 echo "== build (build/)"
