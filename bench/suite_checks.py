@@ -9,7 +9,9 @@ a change to the suite can show it removed none:
            jcheck, has, hasre, hasnt, golden, or an explicit fail=1 /
            fails=$((fails + 1)) / "FAIL"). A check in a loop is one site.
   dynamic  the checks a run made, from the output ctest kept of it
-           (BUILD/Testing/Temporary/LastTest.log): the last "N passed, N
+           (scripts/test.sh's BUILD/Testing/junit-*.xml, or a
+           BUILD/Testing/Temporary/LastTest.log that no test's own ctest
+           run replaced, as gpu_session_archive's does): the last "N passed, N
            failed" a test printed (mb_test.h, cli_lib.sh, check_lib.sh and
            the shell tests with their own counters), ptx_traffic's plans
            checked and ptxas logs' functions, "N of M cases match", four
@@ -54,7 +56,11 @@ def static_count(commit, path):
 
 
 def dynamic_counts(log):
-    """{test: checks} from a LastTest.log; None for a test that printed no count."""
+    """{test: checks} from a JUnit file or a LastTest.log; None for a test that printed no count."""
+    if log.endswith(".xml"):
+        import xml.etree.ElementTree as ET
+        return {tc.get("name"): count_of(tc.findtext("system-out") or "")
+                for tc in ET.parse(log).getroot().iter("testcase")}
     counts, name, out = {}, None, []
     for line in open(log, errors="replace"):
         m = re.match(r"^\d+/\d+ Test: (\S+)", line)

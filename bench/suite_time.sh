@@ -7,7 +7,7 @@
 # wall time of each phase (from one "== " line of test.sh's output to the
 # next), the total wall and CPU time, the load average before and after, and
 # test.sh's exit code; then the checks each run made (bench/suite_checks.py
-# over the ctest logs of both builds) and the check sites at each commit.
+# over the tests' outputs of both builds) and the check sites at each commit.
 # Times and counts are printed, never asserted: the machine is shared.
 #
 #   bench/suite_time.sh [-o DIR] [COMMIT...]   (default: 6d716b3 HEAD)
@@ -49,10 +49,10 @@ for commit in "$@"; do
   ( cd "$wt" && XDG_CACHE_HOME=$out/$sha/cache /usr/bin/time -f "%e %U %S" -o "$out/$sha/time.txt" \
       bash scripts/test.sh ) 2>&1 | stamp >"$out/$sha/test.log" || rc=$?
   load1=$(cut -d' ' -f1-3 /proc/loadavg)
-  # the ctest logs: one a ctest run (test.sh keeps LastTest-PART.log where it
-  # runs ctest more than once a build; LastTest.log is then the last of them)
+  # the tests' outputs: test.sh's JUnit files, one a ctest run (before them,
+  # LastTest.log, which gpu_session_archive's own ctest run replaces)
   for b in build build-asan; do
-    logs=("$wt/$b"/Testing/Temporary/LastTest-*.log)
+    logs=("$wt/$b"/Testing/junit-*.xml)
     [ -e "${logs[0]}" ] || logs=("$wt/$b"/Testing/Temporary/LastTest.log)
     for f in "${logs[@]}"; do
       [ -e "$f" ] && cp "$f" "$out/$sha/$b-$(basename "$f")"
@@ -72,13 +72,13 @@ done
 echo "== checks made, per test (normal build + sanitizer build, from their ctest logs)"
 cols=()
 while read -r sha; do
-  cols+=("$(ls "$out/$sha"/build*-LastTest*.log | paste -sd,)")
+  cols+=("$(ls "$out/$sha"/build*-{junit,LastTest}* 2>/dev/null | paste -sd,)")
 done <"$out/commits.txt"
 python3 bench/suite_checks.py dynamic "${cols[@]}" | sed "s|$out/||g"
 for b in build build-asan; do
   echo "== checks made by the $b tests alone"
   cols=()
-  while read -r sha; do cols+=("$(ls "$out/$sha/$b"-LastTest*.log | paste -sd,)"); done <"$out/commits.txt"
+  while read -r sha; do cols+=("$(ls "$out/$sha/$b"-{junit,LastTest}* 2>/dev/null | paste -sd,)"); done <"$out/commits.txt"
   python3 bench/suite_checks.py dynamic "${cols[@]}" | sed "s|$out/||g" | tail -1
 done
 echo "== check sites in tests/, per commit"
