@@ -29,6 +29,17 @@ trap 'for w in "${wts[@]}"; do git -C "$here" worktree remove --force "$w" 2>/de
 
 # stamp: each line with the seconds since the epoch when it arrived
 stamp() { perl -MTime::HiRes=time -ne '$| = 1; printf "%.2f %s", time, $_'; }
+# outputs SHA BUILD...: that run's test outputs of those builds, comma-separated
+outputs() {
+  local sha=$1 b f list=""
+  shift
+  for b in "$@"; do
+    for f in "$out/$sha/$b"-junit-*.xml "$out/$sha/$b"-LastTest.log; do
+      [ -e "$f" ] && list=${list:+$list,}$f
+    done
+  done
+  echo "$list"
+}
 # phases LOG: "seconds  header" for each "== " line, until the next one or the end
 phases() {
   awk 'NR == 1 { t0 = $1 } { last = $1 }
@@ -69,16 +80,16 @@ for commit in "$@"; do
   git worktree remove --force "$wt"
 done
 
-echo "== checks made, per test (normal build + sanitizer build, from their ctest logs)"
+echo "== checks made, per test (normal build + sanitizer build, from the tests' outputs;"
+echo "   a LastTest.log, from before test.sh kept JUnit files, lacks the tests whose output"
+echo "   gpu_session_archive's own ctest run replaced)"
 cols=()
-while read -r sha; do
-  cols+=("$(ls "$out/$sha"/build*-{junit,LastTest}* 2>/dev/null | paste -sd,)")
-done <"$out/commits.txt"
+while read -r sha; do cols+=("$(outputs "$sha" build build-asan)"); done <"$out/commits.txt"
 python3 bench/suite_checks.py dynamic "${cols[@]}" | sed "s|$out/||g"
 for b in build build-asan; do
   echo "== checks made by the $b tests alone"
   cols=()
-  while read -r sha; do cols+=("$(ls "$out/$sha/$b"-{junit,LastTest}* 2>/dev/null | paste -sd,)"); done <"$out/commits.txt"
+  while read -r sha; do cols+=("$(outputs "$sha" "$b")"); done <"$out/commits.txt"
   python3 bench/suite_checks.py dynamic "${cols[@]}" | sed "s|$out/||g" | tail -1
 done
 echo "== check sites in tests/, per commit"
