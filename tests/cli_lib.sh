@@ -1,7 +1,7 @@
 # cli_lib.sh — sourced by the shell tests of the CLI (cli_model.sh,
 # cli_plan.sh): pass/fail counters, a scratch folder, and the checks
-# expect (exit code + one stderr line) and jcheck (a jq filter on stdout).
-# Needs B (the membound binary) set and jq on PATH.
+# expect (exit code + one stderr line) and jcheck (a jq filter on stdout);
+# cli_done at the end. Needs B (the membound binary) set and jq on PATH.
 pass=0 fail=0
 ok() { pass=$((pass + 1)); }
 bad() { fail=$((fail + 1)); echo "FAIL: $*" >&2; }
@@ -20,4 +20,11 @@ expect() {
 jcheck() { # jcheck FILTER EXPECTED
   local got; got=$(jq -r "$1" "$tmp/out")
   if [ "$got" = "$2" ]; then ok; else bad "jq '$1' = '$got', expected '$2'"; fi
+}
+# cli_done: prints "N passed, N failed"; fails when a check failed or when
+# none ran (a test that checks nothing cannot fail)
+cli_done() {
+  echo "$pass passed, $fail failed"
+  [ $((pass + fail)) -gt 0 ] || { echo "FAIL: no check ran" >&2; return 1; }
+  [ "$fail" -eq 0 ]
 }

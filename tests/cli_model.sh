@@ -179,5 +179,4 @@ jcheck '[.results[] | has("alloc_s")] | any' false
 "$B" model copy --framework jax >/dev/null 2>"$tmp/err"; rc=$?
 [ $rc -eq 2 ] && [ "$(wc -l <"$tmp/err")" -eq 1 ] && grep -q "expected none or pytorch" "$tmp/err" && ok || bad "--framework jax: rc $rc"
 
-echo "$pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+cli_done

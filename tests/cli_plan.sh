@@ -130,5 +130,4 @@ expect 2 "--plan does not apply" -- plan sigmoid3 --frontier --plan store
 expect 2 "has no plan 'optimal'" -- model copy --plan optimal
 [ ! -e "$tmp/x.dat" ] && ok || bad "a refused --figure left x.dat"
 
-echo "$pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+cli_done

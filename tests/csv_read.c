@@ -60,7 +60,18 @@ static const struct {
 typedef struct digest {
     long records, fields;
     unsigned long long h;
+    int raw; /* '#' lines taken */
 } digest;
+
+/* on_raw for a digest: on_raw's got is larger than a digest (its raw count
+ * lay past the digest, in the caller's stack: ASan saw it at -O1) */
+static int on_raw_digest(void *ctx, const char *line, size_t len, int line_no, int *taken, mb_err *err)
+{
+    digest *d = ctx;
+    (void)line_no, (void)err;
+    if (len && line[0] == '#') { *taken = 1; d->raw++; }
+    return MB_OK;
+}
 
 static int on_record_digest(void *ctx, mb_csv_record *rec, mb_err *err)
 {
@@ -104,7 +115,7 @@ static void pieces(void)
         }
     }
     len += (size_t)snprintf(t + len, cap - len, "last,no,newline");
-    static const mb_csv_ops dops = {on_raw, on_record_digest};
+    static const mb_csv_ops dops = {on_raw_digest, on_record_digest};
     digest whole = {0}, file = {0};
     mb_err e = {{0}};
     CHECK_EQ_I64(mb_csv_read(t, len, "t.csv", &dops, &whole, &e), MB_OK);
@@ -112,7 +123,7 @@ static void pieces(void)
     int lines = 0;
     CHECK_EQ_I64(mb_csv_read_file(path, (size_t)1 << 30, &dops, &file, &lines, &e), MB_OK);
     CHECK(whole.records > 100000 && whole.records == file.records && whole.fields == file.fields &&
-          whole.h == file.h);
+          whole.h == file.h && whole.raw == 1 && file.raw == 1);
     int nl = 0;
     for (size_t i = 0; i < len; i++) nl += t[i] == '\n';
     CHECK_EQ_I64(lines, nl + 1);

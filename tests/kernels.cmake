@@ -10,6 +10,7 @@ if(TARGET mb_kernels)
   # compiled fused kernels: each distinct kernel is built by the C compiler once
   mb_test(kernels_jit SOURCES kernels_jit.c LIBS mb_kernels)
   set_tests_properties(kernels_jit PROPERTIES TIMEOUT 600)
+  mb_test_timing(kernels_jit) # a hung compiler killed at its 0.5 s deadline, within 2.5 s
   # compiled row kernels: one pass, passes re-read, online sums, against float64
   mb_test(kernels_jit_rows SOURCES kernels_jit_rows.c LIBS mb_kernels)
   set_tests_properties(kernels_jit_rows PROPERTIES TIMEOUT 600)

@@ -1,6 +1,8 @@
 /* mb_test.h — a tiny assertion kit for the ctest executables.
  * Each CHECK prints file:line and the failing expression and counts a
- * failure; mb_test_done() prints "N passed, N failed" and returns the exit code. */
+ * failure; mb_test_done() prints "N passed, N failed" and returns the exit code:
+ * 1 when a check failed or when none ran (a test that checks nothing cannot
+ * fail); mb_test_skip() is the exit of a test that skips (77) honestly. */
 #ifndef MB_TEST_H
 #define MB_TEST_H
 #include <math.h>
@@ -22,6 +24,18 @@ static int mb_t_pass, mb_t_fail;
 static inline int mb_test_done(void)
 {
     printf("%d passed, %d failed\n", mb_t_pass, mb_t_fail);
+    if (mb_t_pass + mb_t_fail == 0) {
+        fprintf(stderr, "no check ran: a test that makes no check fails\n");
+        return 1;
+    }
     return mb_t_fail ? 1 : 0;
+}
+
+/* The exit code of a test that skips after the checks it could make: 77
+ * (ctest's skip) unless one of them failed, then 1. */
+static inline int mb_test_skip(void)
+{
+    printf("%d passed, %d failed; skipped\n", mb_t_pass, mb_t_fail);
+    return mb_t_fail ? 1 : 77;
 }
 #endif

@@ -1,8 +1,9 @@
 /* measure_cache.c — the per-host calibration cache: where it lives (an
  * unwritable $HOME falls back with a note), keys that separate thread
- * counts, save and load, and the CLI: `measure` uses a cached calibration
- * and names the file, `--recalibrate` calibrates anyway, `calibrate --cached`
- * copies it. Every run sets its own MEMBOUND_CACHE_DIR. */
+ * counts, save and load, the lock one calibrating run holds, and the CLI:
+ * `measure` uses a cached calibration and names the file, `--recalibrate`
+ * calibrates anyway, `calibrate --cached` copies it. Every run sets its own
+ * MEMBOUND_CACHE_DIR. */
 #define _POSIX_C_SOURCE 200809L
 #include "mb_test.h"
 #include "kernels.h"
@@ -76,6 +77,35 @@ static void fake_device(mb_device *d)
     mb_cal_to_device(&c, "measure_cache test", d);
 }
 
+static char lock_notes[2048];
+
+static void lock_note(void *ctx, const char *level, const char *msg)
+{
+    (void)ctx;
+    size_t used = strlen(lock_notes);
+    snprintf(lock_notes + used, sizeof lock_notes - used, "%s: %s\n", level, msg);
+}
+
+/* One run at a time calibrates this host: a second lock of the folder waits,
+ * saying so once, and gives up at its deadline; free again once the first
+ * is released (trust_concurrent_calibration: the same between two runs of
+ * measure around a full calibration, in the normal build). */
+static void lock(const char *path)
+{
+    mb_err e;
+    mb_tdir held, waiter;
+    CHECK(mb_cal_cache_lock(path, 0, NULL, NULL, &held, &e) == MB_OK);
+    lock_notes[0] = '\0';
+    CHECK(mb_cal_cache_lock(path, 0.1, lock_note, NULL, &waiter, &e) == MB_ERUN);
+    CHECK(strstr(lock_notes, "note: waiting for another membound run calibrating this host (calibration cache ") &&
+          strstr(lock_notes, ", up to 0 s)\n"));
+    CHECK(strstr(lock_notes, "\nnote: ") == NULL); /* once */
+    mb_tdir_close(&held);
+    lock_notes[0] = '\0';
+    CHECK(mb_cal_cache_lock(path, 0.1, lock_note, NULL, &waiter, &e) == MB_OK && lock_notes[0] == '\0');
+    mb_tdir_close(&waiter);
+}
+
 static void library(void)
 {
     mb_err e;
@@ -90,6 +120,7 @@ static void library(void)
     CHECK(!strcmp(p1, p2)); /* the same host and threads: the same file */
     CHECK(mb_cal_cache_locate(sub, NULL, NULL, 2, p3, sizeof p3, NULL, 0, &e) == MB_OK);
     CHECK(strcmp(p1, p3) != 0); /* another thread count: another file */
+    lock(p1);
     /* the probes' version is in the key: an older binary's calibration is another file */
     char key[256], want[32];
     mb_cal_cache_key(1, key, sizeof key);

@@ -37,6 +37,7 @@ if(TARGET mb_reports AND TARGET mb_measure)
   add_test(NAME test_child_deadline COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/child_deadline.sh)
   set_tests_properties(test_child_deadline PROPERTIES TIMEOUT 120
     ENVIRONMENT "MB_BIN=${CMAKE_BINARY_DIR}/bin/membound;MEMBOUND_VARIANTS=${CMAKE_BINARY_DIR}/share/membound/variants")
+  mb_test_timing(test_child_deadline) # exits within 2 s of a signal, 8 s of a deadline
 endif()
 # the one CSV reader (libcsv): quoting, positions, errors
 if(TARGET mb_csv)

@@ -24,7 +24,7 @@ endif()
 # every CSV the tool writes opens with default arguments (Python's csv, pandas)
 if(TARGET mb_reports)
   add_test(NAME test_csv_open COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/csv_open.sh)
-  set_tests_properties(test_csv_open PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300
+  set_tests_properties(test_csv_open PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 600
     ENVIRONMENT "MB_BIN=${CMAKE_BINARY_DIR}/bin/membound;MB_SRC=${CMAKE_SOURCE_DIR};MEMBOUND_VARIANTS=${CMAKE_BINARY_DIR}/share/membound/variants")
 endif()
 # report's folder put in place whole: SIGTERM at random moments, a hanging
@@ -40,6 +40,7 @@ if(TARGET mb_reports)
   add_test(NAME report_interrupt COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/report_interrupt.sh)
   set_tests_properties(report_interrupt PROPERTIES TIMEOUT 300
     ENVIRONMENT "MB_BIN=${CMAKE_BINARY_DIR}/bin/membound;MB_SRC=${CMAKE_SOURCE_DIR};MEMBOUND_VARIANTS=${CMAKE_BINARY_DIR}/share/membound/variants")
+  mb_test_timing(report_interrupt) # a signal acted on within a second
 endif()
 # memory by rows, the input limit in rows and bytes: generated CSVs under
 # ulimit -v (about 20 s)

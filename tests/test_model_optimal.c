@@ -238,6 +238,84 @@ static void a_real_trade(void)
     mb_graph_free(g);
 }
 
+static int by_name(const void *a, const void *b)
+{
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* The names of p's saved tensors, comma-separated, in alphabetical order. */
+static void saved_names(const mb_plan *p, char *out, size_t size)
+{
+    const char *names[32];
+    int n = 0;
+    for (int i = 0; i < p->n_saved && n < 32; i++) names[n++] = p->g->nodes[p->saved[i]].name;
+    qsort(names, (size_t)n, sizeof names[0], by_name);
+    size_t len = 0;
+    out[0] = '\0';
+    for (int i = 0; i < n && len < size; i++) len += (size_t)snprintf(out + len, size - len, "%s%s", i ? "," : "", names[i]);
+}
+
+/* A [cols] tensor the column kernel reads (a weight's gradient sums over the
+ * rows there, docs/model.md) costs a write and a read when the fused backward
+ * recomputes it and hands it on: 2 x its bytes, the cut's xfer term. Two
+ * graphs where that term decides, at 16x4 (R = 16 rows, C = 4 columns), both
+ * with x [R, C] f32, w [cols] bf16 (2C bytes), s [cols] f32 (4C), and
+ * u = exp(w + s) [cols] f32 (4C), which both backward kernels read (exp's
+ * derivative reads its output: g x u in the fused one for x's gradient, and
+ * colsum(g x x) x u in the column one):
+ *  - saving u: the forward writes it, each backward kernel reads it: 3 x 4C;
+ *  - recomputing u: the backward reads its operands w and s where nothing
+ *    else saves them, then writes u for the column kernel, which reads it:
+ *    2C + 4C + 2 x 4C, or 2C + 2 x 4C where s is saved anyway.
+ * 1. y = x * u: nothing else reads w or s. Save u (12C) against recompute
+ *    (14C): the optimal plan saves x and u, 2C = 8 bytes less than recompute
+ *    (which saves the inputs x, w, s). A hand-off costed at 1 x 4C (or 0)
+ *    would make recomputing look cheaper (10C) and pick the inputs.
+ * 2. y = x * u + x * s: s's own product's gradient reads s in the fused
+ *    backward, so s is saved whatever u is. Recompute (10C) against save
+ *    (12C): the optimal plan saves x, w, s, 2C = 8 bytes less than store
+ *    (x, s, u). A hand-off costed at 3 x 4C would make saving look cheaper.
+ * Together they hold the term between 1.5 and 2.5 times a tensor's bytes. */
+static void column_handoff(void)
+{
+    static const struct {
+        const char *text, *saved, *other_saved;
+        mb_plan_kind other;
+    } cases[] = {
+        {"input x [rows, cols]\ninput w [cols] bf16\ninput s [cols]\nu = exp(w + s)\ny = x * u\noutput y\nbackward\n",
+         "u,x", "s,w,x", MB_PLAN_RECOMPUTE},
+        {"input x [rows, cols]\ninput w [cols] bf16\ninput s [cols]\nu = exp(w + s)\ny = x * u + x * s\n"
+         "output y\nbackward\n",
+         "s,w,x", "s,u,x", MB_PLAN_STORE},
+    };
+    const int64_t C = 4;
+    cur_shape = (mb_shape){2, 16, C};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        mb_graph *g = parse(cases[i].text);
+        if (!g) continue;
+        mb_plan *p = NULL, *o = NULL;
+        mb_err e;
+        char got[128];
+        CHECK(mb_plan_build_optimal_shape(g, MB_OBJECTIVE_BYTES, cur_shape, NULL, &p, &e) == MB_OK);
+        CHECK(mb_plan_build(g, cases[i].other, &o, &e) == MB_OK);
+        if (p && o) {
+            saved_names(p, got, sizeof got);
+            if (strcmp(got, cases[i].saved)) fprintf(stderr, "column hand-off %zu: saved %s\n", i + 1, got);
+            CHECK(!strcmp(got, cases[i].saved));
+            saved_names(o, got, sizeof got);
+            CHECK(!strcmp(got, cases[i].other_saved));
+            CHECK_EQ_I64(traffic_of(o) - traffic_of(p), 2 * C);
+            /* kept bytes: w and s (6C) against u (4C) in 1; u (4C) against w (2C) in 2 */
+            CHECK_EQ_I64(mem_of(o) - mem_of(p), 2 * C);
+        }
+        mb_plan_free(p);
+        mb_plan_free(o);
+        against_brute_force(g, i == 0 ? "column hand-off 1" : "column hand-off 2");
+        mb_graph_free(g);
+    }
+    cur_shape = (mb_shape){1, 1, 1};
+}
+
 static unsigned rng_state = 13;
 static unsigned rnd(unsigned k)
 {
@@ -593,6 +671,7 @@ int main(void)
     }
     lecture_case();
     a_real_trade();
+    column_handoff();
     mb_graph *g = NULL;
     mb_err e;
     CHECK(mb_parse_variant("name gelu_tanh_bwd\ninput x\ny = 0.5*x*(1.0+tanh(0.7978845608*(x+0.044715*x**3)))\n"
