@@ -7,6 +7,9 @@
 
 #include <stdint.h>
 
+/* getopt code of --dims, a long option only (whatif's -D is --devices) */
+#define MB_OPT_DIMS 0x144
+
 /* Prints "membound: error: <msg>" to stderr and returns code. */
 int mb_cli_fail(int code, const char *fmt, ...)
 #if defined(__GNUC__)

@@ -42,6 +42,7 @@ static void usage(FILE *fp)
             "                   default: each variant's lecture size (its 'shape' line\n"
             "                   for a 2-D variant)\n"
             "  --shape LIST     2-D sizes only, ROWSxCOLS (reductions over the last dim)\n"
+            "  --dims LIST      sizes of named dimensions: batch=8,seq=4096,dim=1024\n"
             "  --n N            one size\n"
             "  --dtype T[,T]    f32 (default), bf16, f16; several: f32,bf16\n"
             "  --device SPEC    device for the model columns: a table id or an INI spec.\n"
@@ -180,6 +181,7 @@ typedef struct opts {
     int n_dtypes;
     mb_shape *sizes;     /* --n, --sizes or --shape: all 1-D or all 2-D */
     int n_sizes;
+    const char *dims;    /* --dims name=SIZE,...: each variant's named dimensions */
     mb_meas_config cfg;
     int quiet;
     int recalibrate; /* 1: calibrate even when a cached calibration exists */
@@ -324,9 +326,13 @@ static int parse_size_opt(opts *o, int c, int *sizes_opt)
 {
     mb_err e;
     if (*sizes_opt)
-        return *sizes_opt == c ? mb_cli_fail(2, "--%s given twice: give it once", c == 'n' ? "n" : c == 'S' ? "shape" : "sizes")
-                               : mb_cli_fail(2, "--n, --sizes and --shape cannot be combined: give one");
+        return *sizes_opt == c ? mb_cli_fail(2, "--%s given twice: give it once", c == 'n' ? "n" : c == 'S' ? "shape" : c == 's' ? "sizes" : "dims")
+                               : mb_cli_fail(2, "--n, --sizes, --shape and --dims cannot be combined: give one");
     *sizes_opt = c;
+    if (c == MB_OPT_DIMS) {
+        o->dims = optarg;
+        return 0;
+    }
     if (c == 's' || c == 'S') {
         if (mb_cli_parse_shapes(optarg, &o->sizes, &o->n_sizes, &e)) return mb_cli_fail_err(2, &e);
         if (c == 'S' && o->sizes[0].rank != 2)
@@ -372,6 +378,7 @@ static int parse_one(opts *o, int c, char **argv, int *sizes_opt, int *cold_opt)
     }
     case 's':
     case 'S':
+    case MB_OPT_DIMS:
     case 'n': return parse_size_opt(o, c, sizes_opt);
     case 't': return parse_dtypes(optarg, o->dtypes, &o->n_dtypes);
     case 'd': o->device = optarg; return 0;
@@ -408,7 +415,7 @@ static int parse_opts(opts *o, int argc, char **argv)
     static const struct option lopts[] = {
         {"backend", required_argument, 0, 'b'}, {"expr", required_argument, 0, 'e'},
         {"plan", required_argument, 0, 'p'}, {"sizes", required_argument, 0, 's'},
-        {"shape", required_argument, 0, 'S'},
+        {"shape", required_argument, 0, 'S'}, {"dims", required_argument, 0, MB_OPT_DIMS},
         {"n", required_argument, 0, 'n'}, {"dtype", required_argument, 0, 't'},
         {"device", required_argument, 0, 'd'}, {"reps", required_argument, 0, 'r'},
         {"timeout", required_argument, 0, 'O'}, {"warm", no_argument, 0, 'W'}, {"cold", no_argument, 0, 'C'},
@@ -474,6 +481,7 @@ static int add_graph_jobs(run *r, mb_graph *g, int *cap)
         }
     mb_shape one = g->default_shape.rank == 2 ? g->default_shape
                                               : mb_shape_1d(g->default_n ? g->default_n : ((int64_t)1 << 24));
+    if (o->dims && (rc = mb_graph_dims_shape(g, o->dims, &one, &e))) return mb_cli_fail_err(rc, &e);
     const mb_shape *sizes = o->sizes ? o->sizes : &one;
     int ns = o->sizes ? o->n_sizes : 1;
     /* every built-in at 1-D sizes: the 2-D ones (softmax, ...) are left out */

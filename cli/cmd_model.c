@@ -35,6 +35,9 @@ static void usage(FILE *fp)
             "                   shapes: 4096x1024,64x2^22\n"
             "  --shape LIST     2-D sizes ROWSxCOLS: 4096x1024 or 2^12x2^12 (reductions run\n"
             "                   over the last dimension); default: the variant's 'shape'\n"
+            "  --dims LIST      sizes of the variant's named dimensions: batch=8,seq=4096,\n"
+            "                   dim=1024 (input x [batch, seq, dim]); default: the\n"
+            "                   variant's 'dims' line\n"
             "  --dtype LIST     f32 (default), bf16, f16, comma-separated: bf16,f32\n"
             "  --per-kernel     one line per kernel under each result (table output)\n"
             "  --framework F    none (default: the executors' preallocated buffers) or\n"
@@ -67,7 +70,7 @@ int mb_cmd_model(int argc, char **argv)
         {"device", required_argument, 0, 'd'}, {"devices", required_argument, 0, 'd'},
         {"n", required_argument, 0, 'n'},
         {"sizes", required_argument, 0, 's'}, {"dtype", required_argument, 0, 't'},
-        {"shape", required_argument, 0, 'S'},
+        {"shape", required_argument, 0, 'S'}, {"dims", required_argument, 0, MB_OPT_DIMS},
         {"json", no_argument, 0, 'J'}, {"csv", no_argument, 0, 'C'},
         {"per-kernel", no_argument, 0, 'k'}, {"framework", required_argument, 0, 'F'},
         {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};

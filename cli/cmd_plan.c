@@ -45,6 +45,8 @@ static void usage(FILE *fp)
             "  --n N              elements per tensor; default: the variant's lecture size\n"
             "  --shape LIST       ROWSxCOLS shapes of a 2-D variant (4096x1024,64x2^22); a\n"
             "                     [rows, 1] row statistic is rows elements; default its 'shape'\n"
+            "  --dims LIST        sizes of the variant's named dimensions: batch=8,seq=4096,\n"
+            "                     dim=1024; default: its 'dims' line\n"
             "  --dtype LIST       f32 (default), bf16, f16, comma-separated: bf16,f32\n"
             "  --plan LIST        of store, recompute, optimal (default: the three), in order;\n"
             "                     eager too\n"
@@ -186,7 +188,7 @@ static int three_plans(const plan_opts *o, const mb_graph *g, mb_shape n, json_t
         mb_plan_kind kind = o->a.plan_given ? o->a.plans[k] : three[k];
         mb_plan *p = NULL;
         int rc;
-        if (kind != MB_PLAN_OPTIMAL) rc = mb_plan_build(g, kind, &p, &e);
+        if (kind != MB_PLAN_OPTIMAL) rc = mb_plan_build_on(g, kind, &o->dev, &p, &e);
         else rc = mb_plan_build_optimal_shape(g, o->obj, n, &o->dev, &p, &e);
         row r = {mb_plan_name(p ? p->kind : MB_PLAN_OPTIMAL), 0, 0, 0, 0, NULL, 0};
         if (!rc) rc = cost(p, n, &o->dev, &r, &e);
@@ -373,7 +375,7 @@ static int parse_opts(plan_opts *o, int argc, char **argv)
         {"expr", required_argument, 0, 'e'}, {"objective", required_argument, 0, 'o'},
         {"frontier", no_argument, 0, 'f'}, {"figure", required_argument, 0, 'F'},
         {"device", required_argument, 0, 'd'}, {"devices", required_argument, 0, 'd'},
-        {"n", required_argument, 0, 'n'}, {"shape", required_argument, 0, 'S'},
+        {"n", required_argument, 0, 'n'}, {"shape", required_argument, 0, 'S'}, {"dims", required_argument, 0, MB_OPT_DIMS},
         {"dtype", required_argument, 0, 't'}, {"plan", required_argument, 0, 'p'},
         {"json", no_argument, 0, 'J'},
         {"csv", no_argument, 0, 'C'}, {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
@@ -388,6 +390,7 @@ static int parse_opts(plan_opts *o, int argc, char **argv)
         case 't':
         case 'p':
         case 'S':
+        case MB_OPT_DIMS:
             if ((rc = mb_model_args_option(&o->a, c, optarg))) return rc;
             break;
         case 'd': device = optarg; break;

@@ -29,6 +29,8 @@ static void usage(FILE *fp)
             "  --n N            elements per tensor (default: each variant's lecture size)\n"
             "  --sizes LIST     several sizes: 2^20,2^24 or 2^16..2^28[:STEP], or shapes\n"
             "  --shape LIST     2-D sizes ROWSxCOLS: 4096x1024 or 2^12x2^12\n"
+            "  --dims LIST      sizes of the variant's named dimensions: batch=8,seq=4096,\n"
+            "                   dim=1024; default: its 'dims' line\n"
             "  --dtype LIST     f32 (default), bf16, f16, comma-separated: bf16,f32\n"
             "  --json | --csv   machine-readable output ({\"results\": [...]}, each with \"device\";\n"
             "                   the CSV's speedup_vs_eager is the table's \"vs eager\")\n"
@@ -83,7 +85,7 @@ int mb_cmd_whatif(int argc, char **argv)
         {"expr", required_argument, 0, 'e'},
         {"plan", required_argument, 0, 'p'}, {"n", required_argument, 0, 'n'},
         {"sizes", required_argument, 0, 's'}, {"dtype", required_argument, 0, 't'},
-        {"shape", required_argument, 0, 'S'},
+        {"shape", required_argument, 0, 'S'}, {"dims", required_argument, 0, MB_OPT_DIMS},
         {"json", no_argument, 0, 'J'}, {"csv", no_argument, 0, 'C'},
         {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
     mb_model_args a = {0};

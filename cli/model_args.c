@@ -17,6 +17,7 @@ static const char *spelling(int c)
     case 'n': return "--n";
     case 's': return "--sizes";
     case 'S': return "--shape";
+    case MB_OPT_DIMS: return "--dims";
     case 't': return "--dtype";
     case 'J': return "--json";
     case 'C': return "--csv";
@@ -32,7 +33,7 @@ int mb_model_args_option(mb_model_args *a, int c, const char *arg)
     case 1: return mb_cli_inputs_add(&a->inputs, 0, arg);
     case 'e': return mb_cli_inputs_add(&a->inputs, 1, arg);
     case 'p': bit = MB_ARG_PLAN; break;
-    case 'n': case 's': case 'S': bit = MB_ARG_SIZES; break;
+    case 'n': case 's': case 'S': case MB_OPT_DIMS: bit = MB_ARG_SIZES; break;
     case 't': bit = MB_ARG_DTYPE; break;
     case 'J': case 'C': bit = MB_ARG_FMT; break;
     case 'F': bit = MB_ARG_FW; break;
@@ -67,6 +68,9 @@ int mb_model_args_option(mb_model_args *a, int c, const char *arg)
         if (c == 'S' && a->sizes[0].rank != 2)
             return mb_cli_fail(2, "--shape '%s': expected ROWSxCOLS, e.g. 4096x1024 (1-D sizes: --n)", arg);
         return 0;
+    case MB_OPT_DIMS:
+        if (!(a->dims = strdup(arg))) return mb_cli_fail(1, "out of memory");
+        return 0;
     case 't':
         if ((rc = mb_cli_dtypes(arg, a->dtypes, &a->n_dtypes))) return rc;
         a->dtype = a->dtypes[0];
@@ -98,6 +102,16 @@ int mb_model_args_load(mb_model_args *a)
         }
     for (int d = 0; d < a->n_dtypes; d++) mb_cli_graphs_free(per[d], cnt[d]);
     if (rc) return rc;
+    for (int i = 0; a->dims && i < a->n_graphs; i++) { /* --dims: one shape for every variant */
+        mb_shape sh;
+        if ((rc = mb_graph_dims_shape(a->graphs[i], a->dims, &sh, &e))) return mb_cli_fail_err(rc, &e);
+        if (!a->sizes && !(a->sizes = malloc(sizeof *a->sizes))) return mb_cli_fail(1, "out of memory");
+        if (i > 0 && (sh.rank != a->sizes[0].rank || sh.rows != a->sizes[0].rows || sh.cols != a->sizes[0].cols))
+            return mb_cli_fail(2, "--dims '%s': variants '%s' and '%s' take different shapes from it: give one "
+                               "variant at a time", a->dims, a->graphs[0]->name, a->graphs[i]->name);
+        a->sizes[0] = sh;
+        a->n_sizes = 1;
+    }
     /* every built-in at 1-D sizes: the 2-D ones (softmax, ...) are left out */
     if (a->sizes && a->sizes[0].rank == 1 && a->inputs.n == 0) {
         int kept = 0;
@@ -189,5 +203,6 @@ void mb_model_args_free(mb_model_args *a)
     for (int i = 0; i < a->n_graphs; i++) mb_graph_free(a->graphs[i]);
     free(a->graphs);
     free(a->sizes);
+    free(a->dims);
     mb_cli_inputs_free(&a->inputs);
 }

@@ -19,7 +19,9 @@ typedef struct {
     mb_dtype dtype;       /* the first of dtypes */
     mb_dtype dtypes[MB_DTYPE_COUNT];
     int n_dtypes;
-    mb_shape *sizes;     /* from --n / --sizes / --shape; NULL: each variant's own */
+    mb_shape *sizes;     /* from --n / --sizes / --shape / --dims; NULL: each variant's own */
+    char *dims;          /* --dims name=SIZE,...: the sizes of the variants' named
+                            dimensions (sizes is set from it once they are loaded) */
     int n_sizes;
     mb_out_format fmt;
     int per_kernel;
@@ -31,13 +33,15 @@ typedef struct {
 /* Handles one option shared by `model`, `whatif` and `plan`, by its getopt
  * code: 1 a variant (getopt's "-" mode: non-options in order), 'e' --expr,
  * 'p' --plan LIST, 'n' --n, 's' --sizes, 'S' --shape LIST, 't' --dtype LIST, 'J' --json,
- * 'C' --csv, 'F' --framework. Returns 0 when handled, -1 when c is none of them, or an exit
+ * 'C' --csv, 'F' --framework, MB_OPT_DIMS --dims LIST. Returns 0 when handled, -1 when c is none of them, or an exit
  * code after printing one error line: a bad value, an option given twice, or
  * one that conflicts with an earlier one (--n with --sizes, --json with --csv). */
 int mb_model_args_option(mb_model_args *a, int c, const char *arg);
 
 /* Loads the graphs of the inputs (or all built-ins when none), at each
- * dtype. Returns 0, or an exit code after printing one error line. */
+ * dtype, and sizes --dims for them (every variant must name those
+ * dimensions and give the same shape). Returns 0, or an exit code after
+ * printing one error line. */
 int mb_model_args_load(mb_model_args *a);
 
 /* Sizes to use for graph g: the given ones, or its default (its 'shape'

@@ -22,7 +22,7 @@ int mb_model_row_make_fw(mb_model_row *row, const mb_graph *g, mb_plan_kind k, m
                           mb_framework_name(fw));
     memset(row, 0, sizeof *row);
     mb_plan *p;
-    int rc = mb_plan_build(g, k, &p, err);
+    int rc = mb_plan_build_on(g, k, dev, &p, err); /* the eager kernels the device's framework runs */
     if (rc) return rc;
     row->fw = fw;
     rc = fw == MB_FW_NONE ? mb_estimate_plan_shape(p, shape, dev, &row->est, err)

@@ -351,10 +351,12 @@ double mb_kern_default_tol(mb_dtype t)
 
 double mb_kern_check_tol(const mb_plan *p, double tol)
 {
+    /* the narrowest dtype a result or a tensor on its way is rounded to (a
+     * cast to bf16 inside an f32 graph: LlamaRMSNorm's); inputs are exact */
     mb_dtype worst = MB_F32;
-    for (int r = 0; r < p->n_results; r++) {
-        mb_dtype dt = p->g->nodes[p->results[r]].dtype;
-        if (mb_kern_default_tol(dt) > mb_kern_default_tol(worst)) worst = dt;
+    for (int i = 0; i < p->g->n_nodes; i++) {
+        mb_dtype dt = p->g->nodes[i].dtype;
+        if (p->g->nodes[i].op != MB_OP_INPUT && mb_kern_default_tol(dt) > mb_kern_default_tol(worst)) worst = dt;
     }
     return tol > 0 ? tol : mb_kern_default_tol(worst);
 }

@@ -108,6 +108,7 @@ void mb_kern_f32_bound(const mb_graph *g, const int *order, int cnt, const doubl
         if (mb_op_arity(nd->op) >= 2) operand(nd, 1, vals, e, &b, &b32, &eb);
         e->v32[i] = mb_op_apply_f32(nd->op, a32, b32);
         double ulps = op_ulps(nd->op);
+        if (nd->op == MB_OP_COPY && g->nodes[nd->arg[0]].dtype != nd->dtype) ulps = 1.0; /* a cast rounds */
         e->err[i] = carried(nd->op, a, ea, b, eb, v) + ulps * (u * fabs(v) + tiny);
         if (!(fabs(v) <= max)) { /* beyond the range (or NaN): no bound */
             e->err[i] = INFINITY;

@@ -23,6 +23,8 @@ typedef struct {
     mb_graph *g;
     int origin;       /* forward node being differentiated (-1: accumulation) */
     int *grad;        /* per forward node: its gradient so far, -1 none */
+    char *needs;      /* per forward node: 1 when an input with a gradient
+                         reaches it (PyTorch's requires_grad) */
     int pend_node[3], pend_grad[3], pend_sem[3], pend_gb[3], n_pend; /* the contributions of one rule */
     int sem;          /* the shape class a rule's contributions have (its output's; -1: its operand's) */
     int gamma_beta;   /* 1 while a norm's weight and bias gradients are built */
@@ -89,7 +91,9 @@ static int red(ad *A, mb_op op, int a) { return un(A, op, a); }
  * contributes at most once per operand: a norm to x, its weight and bias). */
 static void contribute(ad *A, int node, int grad)
 {
-    if (A->failed || grad < 0) return;
+    /* an operand that needs no gradient gets none (autograd's
+     * needs_input_grad): what the rule built for it is pruned after */
+    if (A->failed || grad < 0 || !A->needs[node]) return;
     if (A->n_pend == 3) { A->failed = 2; return; }
     A->pend_node[A->n_pend] = node;
     A->pend_sem[A->n_pend] = A->sem;
@@ -152,6 +156,8 @@ static void accumulate(ad *A, int node, int grad)
     A->gamma_beta = save_gb;
 }
 
+static int to_dtype(ad *A, int node, int grad);
+
 /* A rule's contributions as autograd's engine takes a function's outputs:
  * every output brought to its operand's shape first (validate_outputs'
  * sum_to, in the function's kernels: a norm's weight and bias sums in its
@@ -162,11 +168,22 @@ static void flush(ad *A)
     int fitted[3];
     for (int k = 0; k < A->n_pend; k++) {
         A->gamma_beta = A->pend_gb[k];
-        fitted[k] = fit(A, A->pend_node[k], A->pend_grad[k], A->pend_sem[k]);
+        fitted[k] = to_dtype(A, A->pend_node[k], fit(A, A->pend_node[k], A->pend_grad[k], A->pend_sem[k]));
     }
     A->gamma_beta = 0;
     for (int k = 0; k < A->n_pend; k++) accumulate(A, A->pend_node[k], fitted[k]);
     A->n_pend = 0;
+}
+
+/* grad in node's dtype, as autograd's validate_outputs casts a gradient to
+ * its operand's dtype after sum_to (x.to(f32)'s backward, the bf16 operand
+ * of an f32 product): one copy into that dtype, in the rule's kernels. */
+static int to_dtype(ad *A, int node, int grad)
+{
+    if (A->failed || grad < 0 || A->g->nodes[grad].dtype == A->g->nodes[node].dtype) return grad;
+    int id = un(A, MB_OP_COPY, grad);
+    if (id >= 0) A->g->nodes[id].dtype = A->g->nodes[node].dtype;
+    return id;
 }
 
 /* The unary rules op_table.h states as data (its der and dop columns). */
@@ -393,7 +410,9 @@ static void check_grads(const mb_graph *g)
     /* rows and cols of different sizes, so that [rows, 1] and [cols] differ */
     mb_shape s = g->rank == 2 ? (mb_shape){2, 3, 5} : mb_shape_1d(7);
     for (int k = 0; k < g->n_inputs; k++) {
-        assert(g->grad_inputs[k] >= g->n_forward && g->grad_inputs[k] < g->n_nodes);
+        assert(g->nodes[g->inputs[k]].nograd ? g->grad_inputs[k] == -1
+                                              : g->grad_inputs[k] >= g->n_forward && g->grad_inputs[k] < g->n_nodes);
+        if (g->grad_inputs[k] < 0) continue;
         assert(mb_tensor_elems_at(g, g->grad_inputs[k], s) == mb_tensor_elems_at(g, g->inputs[k], s));
     }
     for (int k = 0; k < g->n_outputs; k++)
@@ -403,12 +422,71 @@ static void check_grads(const mb_graph *g)
 #define check_grads(g) ((void)0)
 #endif
 
+/* Drops the backward nodes that no gradient of an input reads (what a rule
+ * built for an operand that needs no gradient), keeping every incoming
+ * gradient, and renumbers the rest. MB_ERUN when out of memory. */
+static int prune(mb_graph *g)
+{
+    int nf = g->n_forward, n = g->n_nodes;
+    char *live = calloc((size_t)n, 1);
+    int *stack = malloc((size_t)(2 * n + MB_MAX_IO) * sizeof(int)), *map = malloc((size_t)n * sizeof(int));
+    int rc = live && stack && map ? MB_OK : MB_ERUN, top = 0; /* each live node pushes <= 2 */
+    for (int k = 0; k < g->n_inputs && !rc; k++)
+        if (g->grad_inputs[k] >= 0) stack[top++] = g->grad_inputs[k];
+    while (top > 0) {
+        int v = stack[--top];
+        if (v < nf || live[v]) continue;
+        live[v] = 1;
+        for (int a = 0; a < 2; a++)
+            if (g->nodes[v].arg[a] >= nf) stack[top++] = g->nodes[v].arg[a];
+    }
+    for (int k = 0; k < g->n_outputs && !rc; k++) live[g->grad_outputs[k]] = 1;
+    int m = nf;
+    for (int i = nf; i < n && !rc; i++) {
+        if (!live[i]) continue;
+        map[i] = m;
+        g->nodes[m] = g->nodes[i];
+        for (int a = 0; a < 2; a++)
+            if (g->nodes[m].arg[a] >= nf) g->nodes[m].arg[a] = map[g->nodes[m].arg[a]];
+        m++;
+    }
+    if (!rc) {
+        for (int k = 0; k < g->n_outputs; k++) g->grad_outputs[k] = map[g->grad_outputs[k]];
+        for (int k = 0; k < g->n_inputs; k++)
+            if (g->grad_inputs[k] >= 0) g->grad_inputs[k] = map[g->grad_inputs[k]];
+        g->n_nodes = m;
+    }
+    free(live);
+    free(stack);
+    free(map);
+    return rc;
+}
+
 int mb_autodiff(mb_graph *g, mb_err *err)
 {
     int nf = g->n_forward;
-    ad A = {.g = g, .origin = -1, .grad = malloc((size_t)(nf ? nf : 1) * sizeof(int)), .sem = -1, .bad_node = -1};
-    if (!A.grad) return mb_err_set(err, MB_ERUN, "out of memory");
-    for (int i = 0; i < nf; i++) A.grad[i] = -1;
+    ad A = {.g = g, .origin = -1, .grad = malloc((size_t)(nf ? nf : 1) * sizeof(int)),
+            .needs = calloc((size_t)(nf ? nf : 1), 1), .sem = -1, .bad_node = -1};
+    if (!A.grad || !A.needs) {
+        free(A.grad);
+        free(A.needs);
+        return mb_err_set(err, MB_ERUN, "out of memory");
+    }
+    for (int i = 0; i < nf; i++) {
+        const mb_node *nd = &g->nodes[i];
+        A.grad[i] = -1;
+        if (nd->op == MB_OP_INPUT) A.needs[i] = !nd->nograd;
+        for (int a = 0; a < 2; a++) A.needs[i] |= nd->arg[a] >= 0 && A.needs[nd->arg[a]];
+    }
+    for (int k = 0; k < g->n_outputs; k++)
+        if (!A.needs[g->outputs[k]]) {
+            const mb_node *o = &g->nodes[g->outputs[k]];
+            free(A.grad);
+            free(A.needs);
+            return mb_err_set(err, MB_EINPUT, "%s:%d:%d: output '%s' reads no input with a gradient (every "
+                              "input it reads is nograd): 'backward' has nothing to differentiate",
+                              g->path, o->line, o->col, o->name);
+        }
     /* incoming gradients: one input per output */
     for (int k = 0; k < g->n_outputs; k++) {
         int o = g->outputs[k];
@@ -424,7 +502,7 @@ int mb_autodiff(mb_graph *g, mb_err *err)
     /* reverse evaluation order: autograd's order too (a node runs once every
      * node that consumes it has, the latest created first) */
     for (int i = nf - 1; i >= 0 && !A.failed; i--) {
-        if (g->nodes[i].op == MB_OP_INPUT) continue;
+        if (g->nodes[i].op == MB_OP_INPUT || !A.needs[i]) continue;
         int gi = A.grad[i];
         if (gi < 0) continue; /* does not reach an output */
         A.origin = i;
@@ -435,6 +513,10 @@ int mb_autodiff(mb_graph *g, mb_err *err)
     for (int k = 0; k < g->n_inputs && !A.failed; k++) {
         int in = g->inputs[k];
         int gi = A.grad[in];
+        if (g->nodes[in].nograd) {
+            g->grad_inputs[k] = -1;
+            continue;
+        }
         if (gi < 0) {
             A.failed = 3;
             mb_err_set(err, MB_EINPUT, "%s:%d:%d: input '%s' does not reach any output: no gradient",
@@ -449,6 +531,8 @@ int mb_autodiff(mb_graph *g, mb_err *err)
         g->grad_inputs[k] = gi;
     }
     free(A.grad);
+    free(A.needs);
+    if (!A.failed && prune(g)) A.failed = 1;
     if (A.failed == 3) return MB_EINPUT;
     if (A.failed == 4) {
         const mb_node *b = &g->nodes[A.bad_node];
@@ -468,6 +552,12 @@ int mb_autodiff(mb_graph *g, mb_err *err)
 int mb_graph_set_rank(mb_graph *g, int rank, mb_err *err)
 {
     if (g->rank == rank) return MB_OK;
+    if (g->rank_declared && g->rank == 2 && g->n_dims) {
+        char full[MB_MAX_DIMS * MB_DIM_NAME_MAX];
+        return mb_err_set(err, MB_EINPUT, "variant '%s' has named dimensions %s: give their sizes, --dims "
+                          "%s=SIZE,... (or a 'dims' line in the variant), not --n", g->name,
+                          mb_graph_class_text(g, MB_SHC_FULL, full, sizeof full), g->dim_names[0]);
+    }
     if (g->rank_declared && g->rank == 2)
         return mb_err_set(err, MB_EINPUT, "variant '%s' is 2-D (its inputs are [rows, cols]): give a "
                           "shape, --shape ROWSxCOLS, not --n", g->name);

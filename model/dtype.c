@@ -14,7 +14,7 @@ int mb_dtype_parse(const char *s, mb_dtype *out)
 {
     /* PyTorch's spellings are accepted too. */
     static const struct { const char *name; mb_dtype t; } alias[] = {
-        {"f32", MB_F32}, {"float32", MB_F32}, {"fp32", MB_F32},
+        {"f32", MB_F32}, {"float32", MB_F32}, {"fp32", MB_F32}, {"float", MB_F32},
         {"bf16", MB_BF16}, {"bfloat16", MB_BF16},
         {"f16", MB_F16}, {"float16", MB_F16}, {"fp16", MB_F16}, {"half", MB_F16},
     };

@@ -15,6 +15,8 @@ extern "C" {
 
 #define MB_MAX_IO 16
 #define MB_NAME_MAX 64
+#define MB_MAX_DIMS 8        /* named dimensions of a tensor */
+#define MB_DIM_NAME_MAX 32   /* a dimension's name, with its terminator */
 
 /* One tensor-valued operation. Operand i is node arg[i], or the scalar
  * scalar[i] when arg[i] < 0. The forward nodes [0, n_forward) and the
@@ -36,7 +38,11 @@ typedef struct mb_node {
     unsigned char shape; /* mb_shape_class of the tensor (mb_graph_set_rank) */
     unsigned char decl;  /* inputs: 1 + the mb_shape_class declared, 0 none
                             (the graph's full shape) */
-    signed char dim;     /* reductions, softmax: the dimension written (-1, 1, 0) */
+    unsigned char nograd; /* inputs: 1 when declared 'nograd' (a frozen weight,
+                            a mask, a label): backward neither computes nor
+                            reduces its gradient (grad_inputs[k] is -1) */
+    signed char dim;     /* reductions, softmax: the dimension written (-1, 1, 0),
+                            or MB_DIM_ALL (sum(x): over every dimension) */
     unsigned char keepdim; /* reductions: 1 keeps the reduced dimension */
     unsigned char joins; /* 1: evaluated in the eager kernel of the node before
                             it (layer_norm's bias add, as F.layer_norm's kernel) */
@@ -49,6 +55,10 @@ typedef struct mb_node {
                             in a kernel of their own after the op's fused
                             backward kernel, as PyTorch's GammaBetaBackward */
 } mb_node;
+
+/* mb_node.dim of a reduction written without a dim (sum(x), x.mean()): over
+ * every dimension, a 0-d result. */
+#define MB_DIM_ALL 127
 
 /* The shape of a tensor, relative to the graph's shape: FULL is [n] (1-D)
  * or [rows, cols] (2-D); ROW [rows, 1] (a reduction with keepdim=True; [1]
@@ -87,7 +97,8 @@ typedef struct mb_graph {
     int outputs[MB_MAX_IO], n_outputs;   /* forward outputs */
     int has_backward;
     int grad_outputs[MB_MAX_IO];  /* incoming gradient of each output (inputs) */
-    int grad_inputs[MB_MAX_IO];   /* gradient of each input (graph results) */
+    int grad_inputs[MB_MAX_IO];   /* gradient of each input (graph results),
+                                     -1 for an input declared nograd */
     int64_t default_n;       /* "size" directive, 0 if none */
     char warning[400];       /* the parse's first warning, "file:line:col: ...",
                                 "" if none (callers print it) */
@@ -99,7 +110,23 @@ typedef struct mb_graph {
     int has_row_ops;         /* 1: a reduction or a row library op is in it,
                                 or a tensor broadcast over rows or columns at
                                 rank 2 (the row executors run it) */
+    int n_dims;              /* named dimensions of the full shape ('input x
+                                [batch, seq, dim]'), 0: rows, cols or n. The
+                                last is cols, the others' product rows (rank
+                                2); one alone is n (rank 1) */
+    char dim_names[MB_MAX_DIMS][MB_DIM_NAME_MAX];
 } mb_graph;
+
+/* The shape of g's named dimensions at "name=SIZE,name=SIZE..." (each of
+ * g->dim_names once, sizes as mb_size_parse reads them, spaces allowed after
+ * a comma): rows x cols, rows the product of all dimensions but the last
+ * (rank 2), or n (one dimension, rank 1). MB_EINPUT naming the dimension
+ * that is missing, unknown, given twice or too large. */
+int mb_graph_dims_shape(const mb_graph *g, const char *text, mb_shape *out, mb_err *err);
+
+/* A shape class as g names its dimensions ("[batch, seq, 1]"; without
+ * named dimensions, mb_shape_class_text's), into buf; returns buf. */
+const char *mb_graph_class_text(const mb_graph *g, mb_shape_class c, char *buf, size_t size);
 
 /* Re-derives g's tensor shapes for rank 1 or 2 (a 1-D variant measured at
  * ROWSxCOLS: its reductions then run over rows), and then its backward

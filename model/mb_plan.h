@@ -77,6 +77,14 @@ typedef struct mb_plan {
 int mb_plan_build(const mb_graph *g, mb_plan_kind k, mb_plan **out, mb_err *err);
 void mb_plan_free(mb_plan *p);
 
+/* Builds plan k for g as it runs on device d (NULL: none named): the eager
+ * plan on a CPU (d->kind "cpu") writes rms_norm out as torch 2.x's composite
+ * there (pow, mean, add, rsqrt, mul, and a mul by the weight; bf16 and f16
+ * cast to f32 first and back), where CUDA runs one fused kernel
+ * (model/composite.c). Any other plan, device or graph: mb_plan_build. */
+struct mb_device;
+int mb_plan_build_on(const mb_graph *g, mb_plan_kind k, const struct mb_device *d, mb_plan **out, mb_err *err);
+
 #ifdef __cplusplus
 }
 #endif

@@ -45,6 +45,13 @@ typedef struct {
     int depth;            /* recursion depth: deep nesting is an error, not a crash */
     int name_line;        /* line of the 'name' directive, 0 if none */
     int rank_line;        /* line that fixed the rank, 0 if none */
+    struct {              /* per input: its named dimensions (finish_dims) */
+        int n, line, col;
+        char name[MB_MAX_DIMS][MB_DIM_NAME_MAX];
+    } idims[MB_MAX_IO];
+    int named_dims;       /* 1: an input's dimensions are named */
+    char dims_text[256];  /* the 'dims' directive's sizes, "" none */
+    int dims_line, dims_col;
 } parser;
 
 /* Deepest nesting of parentheses, calls, unary signs and powers accepted
@@ -391,15 +398,18 @@ static int mk_reduction(parser *P, mb_op f, const char *fn, const call_arg *args
     if (rc) return rc;
     if (!x) return perr(P, line, col, "%s() needs a tensor (%s)", fn, usage);
     if ((rc = want_tensor(P, fn, x, "input"))) return rc;
-    if (!dim)
-        return perr(P, line, col, "%s() without dim %s: only reductions over the last dimension are "
-                    "supported (%s)", fn, red ? "reduces every element" : "picks the dimension implicitly", usage);
-    int d = -1;
-    if ((rc = want_int(P, fn, dim, "dim", &d))) return rc;
+    if (!dim && !red)
+        return perr(P, line, col, "%s() without dim picks the dimension implicitly: only the last dimension "
+                    "is supported (%s)", fn, usage);
+    if (!dim && keep)
+        return perr(P, keep->line, keep->col, "%s(): keepdim needs a dim (%s, or %s(x) over every element)", fn,
+                    usage, fn);
+    int d = MB_DIM_ALL; /* sum(x): every dimension */
+    if (dim && (rc = want_int(P, fn, dim, "dim", &d))) return rc;
     if (keep && !keep->is_bool) return perr(P, keep->line, keep->col, "%s(): keepdim must be True or False", fn);
     mb_node *nd;
     if ((rc = mk_row_node(P, f, x->v.node, -1, 0, line, col, &nd))) return rc;
-    nd->dim = (signed char)(d < -100 ? -100 : d > 100 ? 100 : d);
+    nd->dim = (signed char)(d == MB_DIM_ALL ? d : d < -100 ? -100 : d > 100 ? 100 : d);
     nd->keepdim = keep ? (unsigned char)keep->b : 0; /* PyTorch's default: keepdim=False */
     *out = (val){(int)(nd - P->g->nodes), 0};
     return MB_OK;
@@ -471,12 +481,28 @@ static int unknown_function(parser *P, const mb_token *fn, const char *name)
     return perr(P, fn->line, fn->col, "unknown function '%s' (functions: %s)", name, list);
 }
 
+/* The spellings of a cast PyTorch has beside x.to(dtype), refused with that
+ * one: NULL when name is none of them. */
+static const char *cast_spelling(const char *name)
+{
+    static const struct { const char *name, *hint; } casts[] = {
+        {"float", "x.to(f32)"}, {"bfloat16", "x.to(bf16)"}, {"half", "x.to(f16)"},
+        {"double", "x.to(f32): float64 tensors are not modelled"}, {"type", "x.to(f32)"},
+        {"type_as", "x.to(f32)"}, {"cast", "x.to(f32)"},
+    };
+    for (size_t i = 0; i < sizeof casts / sizeof casts[0]; i++)
+        if (!strcmp(name, casts[i].name)) return casts[i].hint;
+    return NULL;
+}
+
 static int parse_call(parser *P, val *out)
 {
     mb_token fn = P->lx.tok;
     char name[MB_NAME_MAX];
     tok_copy(&fn, name, sizeof name);
     mb_op f;
+    const char *cast = cast_spelling(name);
+    if (cast) return perr(P, fn.line, fn.col, "a cast is written %s (one spelling: Tensor.to)", cast);
     if (mb_op_parse_call(name, &f)) return unknown_function(P, &fn, name);
     mb_lex_next(&P->lx); /* name */
     call_arg args[MAX_CALL_ARGS];
@@ -484,6 +510,48 @@ static int parse_call(parser *P, val *out)
     int rc = parse_args(P, NULL, args, &nargs);
     if (rc) return rc;
     return call_op(P, f, name, args, nargs, out, fn.line, fn.col);
+}
+
+/* x.to(dtype): a cast, x's values in another dtype (Tensor.to(torch.float32):
+ * one copy kernel that reads x's dtype and writes the new one; the same dtype
+ * is x itself, no kernel, as PyTorch returns self). dtype is f32, bf16, f16
+ * or PyTorch's name of one (torch.float32, torch.bfloat16, ...). The '(' is
+ * the current token. */
+static int parse_to(parser *P, val recv, const mb_token *fn, val *out)
+{
+    static const char usage[] = "write x.to(f32), x.to(bf16) or x.to(f16)";
+    mb_lex_next(&P->lx); /* ( */
+    if (tok_is(&P->lx.tok, "dtype")) { /* dtype=... */
+        mb_lex_next(&P->lx);
+        if (P->lx.tok.kind != TK_ASSIGN) return perr_tok(P, "'=' after dtype");
+        mb_lex_next(&P->lx);
+    }
+    if (tok_is(&P->lx.tok, "torch")) { /* torch.float32 */
+        mb_lex_next(&P->lx);
+        if (P->lx.tok.kind != TK_DOT) return perr_tok(P, "'.' (torch.float32)");
+        mb_lex_next(&P->lx);
+    }
+    mb_token t = P->lx.tok;
+    if (t.kind != TK_ID) return perr(P, t.line, t.col, "to() takes a dtype (%s)", usage);
+    char dn[MB_NAME_MAX];
+    tok_copy(&t, dn, sizeof dn);
+    mb_dtype dt;
+    if (mb_dtype_parse(dn, &dt) != MB_OK)
+        return perr(P, t.line, t.col, "to(): unknown dtype '%s' (dtypes: f32 bf16 f16; %s)", dn, usage);
+    mb_lex_next(&P->lx);
+    if (P->lx.tok.kind != TK_RPAREN) return perr(P, P->lx.tok.line, P->lx.tok.col, "to() takes one dtype (%s)", usage);
+    mb_lex_next(&P->lx);
+    if (P->g->nodes[recv.node].dtype == dt) {
+        *out = recv;
+        return MB_OK;
+    }
+    if (P->g->n_nodes >= MAX_OPS) return too_many(P, fn->line, fn->col);
+    int id = mb_graph_add(P->g, MB_OP_COPY, recv.node, 0, -1, 0, dt, 0, -1);
+    if (id < 0) return perr(P, fn->line, fn->col, "out of memory");
+    P->g->nodes[id].line = fn->line;
+    P->g->nodes[id].col = fn->col;
+    *out = (val){id, 0};
+    return MB_OK;
 }
 
 /* x.method(args): every function as a method of its first operand, as
@@ -498,6 +566,9 @@ static int parse_method(parser *P, val recv, val *out)
     mb_lex_next(&P->lx);
     if (P->lx.tok.kind != TK_LPAREN) return perr_tok(P, "'(' (a method call)");
     if (recv.node < 0) return perr(P, fn.line, fn.col, "a number has no method '%s'", name);
+    if (!strcmp(name, "to")) return parse_to(P, recv, &fn, out);
+    const char *cast = cast_spelling(name);
+    if (cast) return perr(P, fn.line, fn.col, "a cast is written %s (one spelling: Tensor.to)", cast);
     call_arg args[MAX_CALL_ARGS];
     int nargs = 0;
     int rc = parse_args(P, &recv, args, &nargs);
@@ -703,37 +774,124 @@ static int declare_rank(parser *P, int rank, int line, int col)
     return MB_OK;
 }
 
-/* dims := '[' dim (',' dim)? ']', dim := rows | cols | n | 1; into *decl
- * (1 + the shape class). */
-static int parse_dims(parser *P, int *decl)
+/* dims as text, "[a, b, 1]", into buf. */
+static const char *dims_text(const char (*name)[MB_DIM_NAME_MAX], int n, char *buf, size_t size)
+{
+    size_t len = (size_t)snprintf(buf, size, "[");
+    for (int d = 0; d < n && len < size; d++) len += (size_t)snprintf(buf + len, size - len, "%s%s", d ? ", " : "", name[d]);
+    if (len < size) snprintf(buf + len, size - len, "]");
+    return buf;
+}
+
+/* dims := '[' dim (',' dim)* ']', dim := a name | 1; into *decl (1 + the
+ * shape class). [n], [rows, cols], [rows, 1], [rows] and [cols] are the
+ * classic forms; any other names are the variant's named dimensions, kept
+ * for input slot (finish_dims classifies them once every input is read). */
+static int parse_dims(parser *P, int slot, int *decl)
 {
     mb_token open = P->lx.tok;
     mb_lex_next(&P->lx);
-    char d[2][8] = {"", ""};
+    char d[MB_MAX_DIMS][MB_DIM_NAME_MAX];
     int nd = 0;
     while (P->lx.tok.kind != TK_RBRACK) {
         mb_token t = P->lx.tok;
-        if (nd == 2) return perr(P, t.line, t.col, "at most 2 dimensions ([rows, cols])");
-        if (tok_is(&t, "rows") || tok_is(&t, "cols") || tok_is(&t, "n")) tok_copy(&t, d[nd], sizeof d[nd]);
+        if (nd == MB_MAX_DIMS) return perr(P, t.line, t.col, "at most %d dimensions", MB_MAX_DIMS);
+        if (t.kind == TK_ID && t.len < MB_DIM_NAME_MAX) tok_copy(&t, d[nd], sizeof d[nd]);
         else if (t.kind == TK_NUM && t.num == 1) snprintf(d[nd], sizeof d[nd], "1");
-        else return perr_tok(P, "a dimension: rows, cols, n or 1");
+        else return perr_tok(P, "a dimension: a name (rows, cols, n, batch, ...) or 1");
         nd++;
         mb_lex_next(&P->lx);
         if (P->lx.tok.kind == TK_COMMA) mb_lex_next(&P->lx);
         else if (P->lx.tok.kind != TK_RBRACK) return perr_tok(P, "',' or ']'");
     }
     mb_lex_next(&P->lx);
+    if (nd == 0) return perr(P, open.line, open.col, "an input has at least one dimension (a 0-d input is not modelled)");
     static const struct { const char *a, *b; int rank, shc; } forms[] = {
         {"rows", "cols", 2, MB_SHC_FULL}, {"rows", "1", 2, MB_SHC_ROW}, {"rows", "", 2, MB_SHC_ROWV},
         {"cols", "", 2, MB_SHC_COL}, {"n", "", 1, MB_SHC_FULL},
     };
-    for (size_t i = 0; i < sizeof forms / sizeof forms[0]; i++)
-        if (!strcmp(d[0], forms[i].a) && !strcmp(d[1], forms[i].b)) {
+    for (size_t i = 0; nd <= 2 && i < sizeof forms / sizeof forms[0]; i++)
+        if (!strcmp(d[0], forms[i].a) && !strcmp(nd > 1 ? d[1] : "", forms[i].b)) {
             *decl = 1 + forms[i].shc;
             return declare_rank(P, forms[i].rank, open.line, open.col);
         }
-    return perr(P, open.line, open.col, "unsupported shape [%s%s%s]: inputs are [n], [rows, cols], "
-                "[rows, 1], [rows] or [cols]", d[0], nd > 1 ? ", " : "", d[1]);
+    for (int k = 0; k < nd; k++) /* the classic names keep their meaning */
+        if (!strcmp(d[k], "rows") || !strcmp(d[k], "cols") || !strcmp(d[k], "n")) {
+            char t[MB_MAX_DIMS * MB_DIM_NAME_MAX];
+            return perr(P, open.line, open.col, "unsupported shape %s: rows, cols and n name the forms [n], "
+                        "[rows, cols], [rows, 1], [rows] and [cols]; name the dimensions of others otherwise "
+                        "([batch, seq, dim])", dims_text(d, nd, t, sizeof t));
+        }
+    P->named_dims = 1;
+    P->idims[slot].n = nd;
+    P->idims[slot].line = open.line;
+    P->idims[slot].col = open.col;
+    memcpy(P->idims[slot].name, d, sizeof d);
+    return MB_OK;
+}
+
+/* Named dimensions: the longest declaration is the full shape; every other
+ * named input is it ([.., last]), its rows with a 1 ([.., 1]) or without the
+ * last ([..]), or its last alone ([last]), as the leading dimensions
+ * collapse into rows. The graph's rank follows (2, or 1 for one dimension),
+ * and a 'dims' line gives its default shape. */
+static int finish_dims(parser *P)
+{
+    mb_graph *g = P->g;
+    if (!P->named_dims) {
+        if (P->dims_text[0])
+            return perr(P, P->dims_line, P->dims_col, "'dims' names sizes of named dimensions, and no input has "
+                        "them (declare e.g. input x [batch, seq, dim])");
+        return MB_OK;
+    }
+    int full = -1;
+    for (int k = 0; k < g->n_inputs; k++) {
+        const mb_node *in = &g->nodes[g->inputs[k]];
+        if (in->decl && !P->idims[k].n)
+            return perr(P, in->line, in->col, "input '%s' is declared [rows, cols]-style among named dimensions: "
+                        "name every input's dimensions the same way", in->name);
+        if (P->idims[k].n && (full < 0 || P->idims[k].n > P->idims[full].n)) full = k;
+    }
+    int n = P->idims[full].n;
+    const char (*F)[MB_DIM_NAME_MAX] = P->idims[full].name;
+    for (int k = 0; k < g->n_inputs; k++) {
+        int m = P->idims[k].n, c = -1;
+        if (!m) continue; /* undeclared: the full shape */
+        const char (*L)[MB_DIM_NAME_MAX] = P->idims[k].name;
+        int lead = 1; /* L's first m - 1 equal F's */
+        for (int d = 0; d < m - 1 && d < n; d++) lead &= !strcmp(L[d], F[d]);
+        if (m == n && lead && !strcmp(L[m - 1], F[n - 1])) c = MB_SHC_FULL;
+        else if (m == n && n > 1 && lead && !strcmp(L[m - 1], "1")) c = MB_SHC_ROW;
+        else if (m == n - 1 && lead && !strcmp(L[m - 1], F[m - 1])) c = MB_SHC_ROWV;
+        else if (m == 1 && n > 1 && !strcmp(L[0], F[n - 1])) c = MB_SHC_COL;
+        if (c < 0) {
+            char a[MB_MAX_DIMS * MB_DIM_NAME_MAX], b[sizeof a];
+            const mb_node *in = &g->nodes[g->inputs[k]];
+            return perr(P, P->idims[k].line, P->idims[k].col, "input '%s' %s does not broadcast as modelled "
+                        "against %s: the leading dimensions run as rows, the last as columns, so an input is "
+                        "the full shape, its rows with a 1 last, its rows, or its last dimension alone (a "
+                        "broadcast within the leading dimensions is not modelled)", in->name,
+                        dims_text(L, m, a, sizeof a), dims_text(F, n, b, sizeof b));
+        }
+        for (int d = 0; d < m; d++)
+            if (!strcmp(L[d], "1") && !(c == MB_SHC_ROW && d == m - 1))
+                return perr(P, P->idims[k].line, P->idims[k].col, "a dimension of size 1 is modelled last only");
+        g->nodes[g->inputs[k]].decl = (unsigned char)(1 + c);
+    }
+    for (int d = 0; d < n; d++)
+        if (!strcmp(F[d], "1")) return perr(P, P->idims[full].line, P->idims[full].col, "a dimension of size 1 is "
+                                            "modelled last only, in an input of the full shape's rows");
+    g->n_dims = n;
+    memcpy(g->dim_names, F, sizeof g->dim_names);
+    g->rank = n > 1 ? 2 : 1;
+    g->rank_declared = 1;
+    if (!P->dims_text[0]) return MB_OK;
+    mb_shape sh;
+    mb_err e;
+    if (mb_graph_dims_shape(g, P->dims_text, &sh, &e)) return perr(P, P->dims_line, P->dims_col, "%s", e.msg);
+    if (sh.rank == 2) g->default_shape = sh;
+    else g->default_n = sh.cols;
+    return MB_OK;
 }
 
 static int parse_input_directive(parser *P)
@@ -746,21 +904,33 @@ static int parse_input_directive(parser *P)
         if (lookup(P, name))
             return perr(P, t.line, t.col, "'%s' is already defined", name);
         mb_dtype dt = P->dtype;
-        int decl = 0;
-        for (int part = 0; part < 2; part++) { /* a dtype and dims, either order */
-            if (P->lx.tok.kind == TK_LBRACK && !decl) {
-                if ((rc = parse_dims(P, &decl))) return rc;
-            } else if (P->lx.tok.kind == TK_ID) {
-                char tname[MB_NAME_MAX];
-                tok_copy(&P->lx.tok, tname, sizeof tname);
-                if (mb_dtype_parse(tname, &dt) != MB_OK)
-                    return perr(P, P->lx.tok.line, P->lx.tok.col,
-                                "unknown dtype '%s' (dtypes: f32 bf16 f16)", tname);
-                mb_lex_next(&P->lx);
+        int decl = 0, typed = 0, nograd = 0;
+        for (;;) { /* dims, a dtype and 'nograd', in any order */
+            mb_token a = P->lx.tok;
+            if (a.kind == TK_LBRACK && !decl && !P->idims[P->g->n_inputs].n) {
+                if (P->g->n_inputs == MB_MAX_IO) return perr(P, t.line, t.col, "too many inputs (at most %d)", MB_MAX_IO);
+                if ((rc = parse_dims(P, P->g->n_inputs, &decl))) return rc;
+                continue;
             }
+            if (a.kind != TK_ID) break;
+            if (tok_is(&a, "nograd")) {
+                if (nograd) return perr_tok(P, "',' or the end of the line");
+                nograd = 1;
+            } else if (!typed) {
+                char tname[MB_NAME_MAX];
+                tok_copy(&a, tname, sizeof tname);
+                if (mb_dtype_parse(tname, &dt) != MB_OK)
+                    return perr(P, a.line, a.col, "unknown dtype or word '%s' after input '%s' (dtypes: f32 "
+                                "bf16 f16; 'nograd' for an input without a gradient)", tname, name);
+                typed = 1;
+            } else {
+                return perr_tok(P, "',' or the end of the line");
+            }
+            mb_lex_next(&P->lx);
         }
         if ((rc = add_input(P, name, dt, t.line, t.col))) return rc;
         P->g->nodes[P->g->inputs[P->g->n_inputs - 1]].decl = (unsigned char)decl;
+        P->g->nodes[P->g->inputs[P->g->n_inputs - 1]].nograd = (unsigned char)nograd;
         if (P->lx.tok.kind != TK_COMMA) return MB_OK;
         mb_lex_next(&P->lx);
     }
@@ -839,6 +1009,14 @@ static int parse_statement(parser *P)
         mb_err e;
         if (mb_size_parse(text, &P->g->default_n, &e) != MB_OK)
             return perr(P, st.line, st.col, "%s", e.msg);
+    } else if (tok_is(&t, "dims")) {
+        mb_lex_next(&P->lx);
+        if (P->dims_text[0]) return perr(P, t.line, t.col, "a second 'dims' directive (the first is on line %d)",
+                                         P->dims_line);
+        P->dims_line = P->lx.tok.line;
+        P->dims_col = P->lx.tok.col;
+        mb_lex_rest_of_line(&P->lx, P->dims_text, sizeof P->dims_text);
+        if (!P->dims_text[0]) return perr(P, P->dims_line, P->dims_col, "'dims' needs sizes: dims batch=8, seq=1024");
     } else if (tok_is(&t, "shape")) {
         mb_lex_next(&P->lx);
         char text[64];
@@ -857,7 +1035,7 @@ static int parse_statement(parser *P)
         mb_lex_next(&P->lx);
         return perr(P, P->lx.tok.line, P->lx.tok.col,
                     "expected '=' after '%s', got %s (statements: name = expression; "
-                    "directives: name, input, output, backward, size, shape)",
+                    "directives: name, input, output, backward, size, shape, dims)",
                     name, mb_tok_desc(&P->lx.tok, d, sizeof d));
     }
     return end_of_statement(P);
@@ -914,6 +1092,8 @@ static int finish(parser *P)
     }
     g->n_forward = g->n_nodes;
     default_name(P);
+    int rc0 = finish_dims(P);
+    if (rc0) return rc0;
     if (!g->rank) g->rank = 1;
     int rc = mb_graph_derive_shapes(g, g->rank, P->err);
     if (rc) return rc;

@@ -362,7 +362,8 @@ static int derive_traffic(mb_plan *p)
     for (int k = 0; k < g->n_outputs && !rc; k++) rc = ivec_push(&results, g->outputs[k]);
     if (g->has_backward)
         for (int k = 0; k < g->n_inputs && !rc; k++)
-            if (!ivec_has(&results, g->grad_inputs[k])) rc = ivec_push(&results, g->grad_inputs[k]);
+            if (g->grad_inputs[k] >= 0 && !ivec_has(&results, g->grad_inputs[k]))
+                rc = ivec_push(&results, g->grad_inputs[k]);
 
     for (int k = 0; k < p->n_kernels && !rc; k++) {
         mb_kernel *K = &p->kernels[k];

@@ -76,6 +76,76 @@ const char *mb_shape_class_text(mb_shape_class c, int rank)
     }
 }
 
+const char *mb_graph_class_text(const mb_graph *g, mb_shape_class c, char *buf, size_t size)
+{
+    if (!g->n_dims) {
+        snprintf(buf, size, "%s", mb_shape_class_text(c, g->rank));
+        return buf;
+    }
+    int k = g->n_dims, from = c == MB_SHC_COL ? k - 1 : 0;
+    int to = c == MB_SHC_FULL || c == MB_SHC_COL ? k : c == MB_SHC_SCALAR ? 0 : k - 1;
+    size_t len = (size_t)snprintf(buf, size, "[");
+    for (int d = from; d < to && len < size; d++)
+        len += (size_t)snprintf(buf + len, size - len, "%s%s", d > from ? ", " : "", g->dim_names[d]);
+    if (len < size) snprintf(buf + len, size - len, "%s]", c == MB_SHC_ROW ? (k > 1 ? ", 1" : "1") : "");
+    return buf;
+}
+
+int mb_graph_dims_shape(const mb_graph *g, const char *text, mb_shape *out, mb_err *err)
+{
+    if (!g->n_dims)
+        return mb_err_set(err, MB_EINPUT, "variant '%s' names no dimensions (its inputs are [rows, cols] or "
+                          "[n]): give --shape or --n, not --dims", g->name);
+    int64_t size[MB_MAX_DIMS] = {0};
+    char item[128];
+    for (const char *p = text; *p;) {
+        while (*p == ' ') p++;
+        size_t len = strcspn(p, ",");
+        if (len >= sizeof item) len = sizeof item - 1;
+        size_t kept = 0;
+        for (size_t i = 0; i < len; i++) /* "batch = 8 " is batch=8 */
+            if (p[i] != ' ' && p[i] != '\t') item[kept++] = p[i];
+        item[kept] = '\0';
+        p += strcspn(p, ",");
+        if (*p == ',') p++;
+        char *eq = strchr(item, '=');
+        if (!eq)
+            return mb_err_set(err, MB_EINPUT, "dims '%s': expected name=SIZE, e.g. %s=1024", item, g->dim_names[0]);
+        *eq = '\0';
+        int found = 0;
+        for (int d = 0; d < g->n_dims; d++) {
+            if (strcmp(g->dim_names[d], item)) continue;
+            if (size[d] && !found)
+                return mb_err_set(err, MB_EINPUT, "dims: '%s' given twice", item);
+            mb_err e;
+            if (!found && mb_size_parse(eq + 1, &size[d], &e))
+                return mb_err_set(err, MB_EINPUT, "dims: %s: %s", item, e.msg);
+            if (found) size[d] = size[found - 1]; /* a name used twice ([seq, seq]) */
+            found = d + 1;
+        }
+        if (!found) {
+            char all[MB_MAX_DIMS * MB_DIM_NAME_MAX];
+            mb_graph_class_text(g, MB_SHC_FULL, all, sizeof all);
+            return mb_err_set(err, MB_EINPUT, "dims: '%s' is not a dimension of variant '%s' (%s)", item, g->name,
+                              all);
+        }
+    }
+    int64_t rows = 1;
+    for (int d = 0; d < g->n_dims; d++) {
+        if (!size[d])
+            return mb_err_set(err, MB_EINPUT, "dims: no size for '%s' (give %s=SIZE)", g->dim_names[d],
+                              g->dim_names[d]);
+        if (d == g->n_dims - 1) break;
+        if (rows > MB_N_MAX / size[d])
+            return mb_err_set(err, MB_EINPUT, "dims: too large to count (at most 2^44 elements)");
+        rows *= size[d];
+    }
+    int64_t cols = size[g->n_dims - 1];
+    if (rows > MB_N_MAX / cols) return mb_err_set(err, MB_EINPUT, "dims: too large to count (at most 2^44 elements)");
+    *out = g->n_dims == 1 ? mb_shape_1d(cols) : (mb_shape){2, rows, cols};
+    return MB_OK;
+}
+
 /* A shape class as dimensions, right-aligned: 'R' rows, 'C' cols (or n at
  * rank 1), '1'. Returns the count. */
 static int dims_of(mb_shape_class c, int rank, char d[2])
@@ -152,19 +222,30 @@ static int check_dim(const mb_graph *g, const mb_node *nd, int rank, mb_err *err
 static int row_op_shape(const mb_graph *g, mb_node *nd, int rank, mb_err *err)
 {
     const mb_node *x = nd->arg[0] >= 0 ? &g->nodes[nd->arg[0]] : NULL;
-    const char *rk = rank == 2 ? "[rows, cols]" : "[n]";
+    char rk[MB_MAX_DIMS * MB_DIM_NAME_MAX], tx[sizeof rk];
+    mb_graph_class_text(g, MB_SHC_FULL, rk, sizeof rk);
     if (!x || x->shape != MB_SHC_FULL)
         return mb_err_set(err, MB_EINPUT, "%s:%d:%d: %s() of a %s tensor: only whole rows are reduced "
                           "(a %s tensor)", g->path, nd->line, nd->col, mb_op_name(nd->op),
-                          nd->arg[0] < 0 ? "scalar" : mb_shape_class_text((mb_shape_class)x->shape, rank), rk);
+                          nd->arg[0] < 0 ? "scalar" : mb_graph_class_text(g, (mb_shape_class)x->shape, tx, sizeof tx),
+                          rk);
     if (nd->op == MB_OP_LAYER_NORM || nd->op == MB_OP_RMS_NORM) {
         mb_shape_class want = rank == 2 ? MB_SHC_COL : MB_SHC_FULL;
+        char tw[sizeof rk];
         if (nd->arg[1] >= 0 && g->nodes[nd->arg[1]].shape != want)
             return mb_err_set(err, MB_EINPUT, "%s:%d:%d: %s(): the weight is %s, expected %s (normalized_shape "
                               "is the last dimension)", g->path, nd->line, nd->col, mb_op_name(nd->op),
-                              mb_shape_class_text((mb_shape_class)g->nodes[nd->arg[1]].shape, rank),
-                              mb_shape_class_text(want, rank));
+                              mb_graph_class_text(g, (mb_shape_class)g->nodes[nd->arg[1]].shape, tx, sizeof tx),
+                              mb_graph_class_text(g, want, tw, sizeof tw));
         nd->shape = MB_SHC_FULL;
+        return MB_OK;
+    }
+    if (nd->dim == MB_DIM_ALL) { /* sum(x): a 0-d tensor */
+        if (rank != 1)
+            return mb_err_set(err, MB_EINPUT, "%s:%d:%d: %s() over every element of a %s tensor is not "
+                              "modelled: write the variant 1-D (its inputs [n]), or reduce the last dimension "
+                              "(%s(x, -1))", g->path, nd->line, nd->col, mb_op_name(nd->op), rk, mb_op_name(nd->op));
+        nd->shape = MB_SHC_SCALAR;
         return MB_OK;
     }
     int rc = check_dim(g, nd, rank, err);
@@ -207,28 +288,35 @@ static void check_shapes(const mb_graph *g, int rank)
 
 int mb_graph_derive_shapes(mb_graph *g, int rank, mb_err *err)
 {
-    for (int i = 0; i < g->n_forward; i++) {
+    int old_rank = g->rank, rc = MB_OK;
+    g->rank = rank; /* messages name shapes at this rank */
+    for (int i = 0; i < g->n_forward && !rc; i++) {
         mb_node *nd = &g->nodes[i];
         if (nd->op == MB_OP_INPUT) {
             nd->shape = nd->decl ? (unsigned char)(nd->decl - 1) : MB_SHC_FULL;
             continue;
         }
         if (MB_OP_IS_ROW(nd->op)) {
-            int rc = row_op_shape(g, nd, rank, err);
-            if (rc) return rc;
+            rc = row_op_shape(g, nd, rank, err);
             continue;
         }
         mb_shape_class a = nd->arg[0] >= 0 ? (mb_shape_class)g->nodes[nd->arg[0]].shape : MB_SHC_SCALAR;
         mb_shape_class b = mb_op_arity(nd->op) == 2 && nd->arg[1] >= 0
                                ? (mb_shape_class)g->nodes[nd->arg[1]].shape : MB_SHC_SCALAR;
         mb_shape_class r;
+        char ta[MB_MAX_DIMS * MB_DIM_NAME_MAX], tb[MB_MAX_DIMS * MB_DIM_NAME_MAX];
         if (broadcast(a, b, rank, &r))
-            return broadcast_err(g, nd, err, mb_shape_class_text(a, rank), mb_shape_class_text(b, rank),
-                                 rank == 2 && (a == MB_SHC_ROWV) != (b == MB_SHC_ROWV) &&
-                                     (a == MB_SHC_FULL || b == MB_SHC_FULL || a == MB_SHC_COL || b == MB_SHC_COL));
-        nd->shape = (unsigned char)r;
+            rc = broadcast_err(g, nd, err, mb_graph_class_text(g, a, ta, sizeof ta),
+                               mb_graph_class_text(g, b, tb, sizeof tb),
+                               rank == 2 && (a == MB_SHC_ROWV) != (b == MB_SHC_ROWV) &&
+                                   (a == MB_SHC_FULL || b == MB_SHC_FULL || a == MB_SHC_COL || b == MB_SHC_COL));
+        else
+            nd->shape = (unsigned char)r;
     }
-    g->rank = rank;
+    if (rc) {
+        g->rank = old_rank;
+        return rc;
+    }
     /* a [cols], [rows, 1] or [rows] tensor at rank 2 is indexed by its shape
      * class: only the row executors do (the elementwise ones index every
      * tensor by element) */

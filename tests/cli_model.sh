@@ -179,4 +179,40 @@ jcheck '[.results[] | has("alloc_s")] | any' false
 "$B" model copy --framework jax >/dev/null 2>"$tmp/err"; rc=$?
 [ $rc -eq 2 ] && [ "$(wc -l <"$tmp/err")" -eq 1 ] && grep -q "expected none or pytorch" "$tmp/err" && ok || bad "--framework jax: rc $rc"
 
+# named dimensions: --dims sizes them, the leading ones run as rows
+cat >"$tmp/attn.mb" <<'EOF2'
+name scores_softmax
+input s [batch, heads, seq, seq]
+dims batch=2, heads=3, seq=16
+y = softmax(s, -1)
+output y
+backward
+EOF2
+"$B" model "$tmp/attn.mb" --plan eager --json >"$tmp/out" || bad "named dims: the 'dims' line"
+jcheck '.results[0].read_bytes' $((3 * 4 * 2 * 3 * 16 * 16))
+for c in model whatif plan; do
+  "$B" $c "$tmp/attn.mb" --dims batch=4,heads=3,seq=16 --json >"$tmp/out" || bad "$c --dims failed"
+done
+"$B" model "$tmp/attn.mb" --plan eager --dims batch=4,heads=3,seq=16 --json >"$tmp/out"
+jcheck '.results[0].read_bytes' $((3 * 4 * 4 * 3 * 16 * 16))
+"$B" model "$tmp/attn.mb" --dims batch=4,heads=3 >/dev/null 2>"$tmp/err"; rc=$?
+[ $rc -eq 2 ] && grep -q "no size for 'seq'" "$tmp/err" && ok || bad "--dims without seq: rc $rc $(cat "$tmp/err")"
+"$B" model "$tmp/attn.mb" --dims batch=4,heads=3,seq=16 --shape 4x4 >/dev/null 2>"$tmp/err"; rc=$?
+[ $rc -eq 2 ] && grep -q "cannot be combined" "$tmp/err" && ok || bad "--dims with --shape: rc $rc"
+"$B" model sin2_plus_cos2 --dims batch=4 >/dev/null 2>"$tmp/err"; rc=$?
+[ $rc -eq 2 ] && grep -q "names no dimensions" "$tmp/err" && ok || bad "--dims on a variant without: rc $rc"
+
+# rms_norm's eager plan follows the device: one kernel on a GPU, torch 2.x's
+# composite on a CPU spec (pow, mean, add, rsqrt, mul, mul)
+printf '[device]\nname = c\nkind = cpu\nmem_bandwidth_gbs = 100\ncache_mb = 1\nfp32_tflops = 1\nbf16_tflops = 1\nlaunch_overhead_us = 1\nsource = s\n' >"$tmp/cpu.ini"
+"$B" model --expr 'input x [rows, cols]
+input w [cols]
+y = rms_norm(x, w)' --plan eager --shape 64x256 --device "$tmp/cpu.ini" --json >"$tmp/out" 2>"$tmp/err" \
+  || bad "rms_norm on a cpu spec: $(cat "$tmp/err")"
+jcheck '.results[0].kernels' 6
+"$B" model --expr 'input x [rows, cols]
+input w [cols]
+y = rms_norm(x, w)' --plan eager --shape 64x256 --json >"$tmp/out"
+jcheck '.results[0].kernels' 1
+
 cli_done

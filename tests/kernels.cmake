@@ -5,6 +5,8 @@ if(TARGET mb_kernels)
   mb_test(kernels_rows SOURCES kernels_rows.c LIBS mb_kernels)
   # the backward of row operations: rules, plans, executors, finite differences
   mb_test(kernels_rows_bwd SOURCES kernels_rows_bwd.c LIBS mb_kernels)
+  # casts, dtypes, nograd inputs, whole-tensor sums, named dimensions on the executors
+  mb_test(kernels_lang SOURCES kernels_lang.c LIBS mb_kernels)
   # the check faithful to f32: overflow and ill-conditioning inaccurate, mutants failed
   mb_test(kernels_accuracy SOURCES kernels_accuracy.c LIBS mb_kernels)
   # compiled fused kernels: each distinct kernel is built by the C compiler once

@@ -1,5 +1,7 @@
 # tests of model/ and of the model commands
 mb_test(test_model_lang SOURCES test_model_lang.c LIBS mb_model)
+# casts, each tensor's dtype, nograd inputs, sums over every element
+mb_test(test_model_dtypes SOURCES test_model_dtypes.c LIBS mb_model)
 mb_test(test_model_plans SOURCES test_model_plans.c LIBS mb_model)
 mb_test(test_model_rows SOURCES test_model_rows.c LIBS mb_model)
 # a framework's allocations (--framework pytorch): first touch above the mmap threshold

@@ -15,4 +15,8 @@ if(TARGET mb_kernels)
   add_test(NAME torch_oracle_rows COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/torch_oracle.sh)
   set_tests_properties(torch_oracle_rows PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300
     ENVIRONMENT "MB_BIN=${CMAKE_BINARY_DIR}/bin/membound;MB_SRC=${CMAKE_SOURCE_DIR};MB_ORACLE_SCRIPT=torch_oracle_rows.py;MEMBOUND_VARIANTS=${CMAKE_BINARY_DIR}/share/membound/variants")
+  # the language's PyTorch forms: casts, dtypes, nograd inputs, whole-tensor sums
+  add_test(NAME torch_oracle_lang COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/torch_oracle.sh)
+  set_tests_properties(torch_oracle_lang PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300
+    ENVIRONMENT "MB_BIN=${CMAKE_BINARY_DIR}/bin/membound;MB_SRC=${CMAKE_SOURCE_DIR};MB_ORACLE_SCRIPT=torch_oracle_lang.py;MEMBOUND_VARIANTS=${CMAKE_BINARY_DIR}/share/membound/variants")
 endif()

@@ -63,7 +63,8 @@ int main(int argc, char **argv)
         for (int k = 0; k < pg->n_outputs; k++) print_tensor(&t, "out", pg->nodes[pg->outputs[k]].name, pg->outputs[k]);
         if (pg->has_backward)
             for (int k = 0; k < pg->n_inputs; k++)
-                print_tensor(&t, "grad", pg->nodes[pg->inputs[k]].name, pg->grad_inputs[k]);
+                if (pg->grad_inputs[k] >= 0) /* none for a nograd input */
+                    print_tensor(&t, "grad", pg->nodes[pg->inputs[k]].name, pg->grad_inputs[k]);
     }
     mb_kern_tensors_free(&t);
     mb_plan_free(p);

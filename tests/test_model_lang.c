@@ -117,7 +117,7 @@ static void check_variant_file_errors(void)
     static const struct { const char *text, *msg; } vb[] = {
         {"input x\ny = z * x\n", "v.mb:2:5: name 'z' is not defined"},
         {"input x\ninput x\ny = x*2\n", "v.mb:2:7: 'x' is already defined"},
-        {"input x f64\ny = x*2\n", "v.mb:1:9: unknown dtype 'f64'"},
+        {"input x f64\ny = x*2\n", "v.mb:1:9: unknown dtype or word 'f64'"},
         {"input x\ny = x*2\noutput z\n", "v.mb:3:8: output 'z' is never assigned"},
         {"input x, w\ny = x*2\n", "v.mb:1:10: input 'w' is never used"},
         {"input x\nx = x*2\n", "v.mb:2:1: 'x' is an input and cannot be assigned"},
@@ -125,7 +125,7 @@ static void check_variant_file_errors(void)
         {"input x\ny = x*2\nbogus\n", "v.mb:3:6: expected '=' after 'bogus'"},
         {"name a\ninput x\nname b\ny = x*2\n", "v.mb:3:1: a second 'name' directive (the first is on line 1)"},
         /* a lone CR ends a line, as in Python: the error is on line 2, not "dtype 'y'" */
-        {"name a\rinput x y\ry = x*2\r", "v.mb:2:9: unknown dtype 'y'"},
+        {"name a\rinput x y\ry = x*2\r", "v.mb:2:9: unknown dtype or word 'y'"},
     };
     for (size_t i = 0; i < sizeof vb / sizeof vb[0]; i++) {
         mb_graph *g = NULL;

@@ -36,22 +36,25 @@ NOT_KERNELS = {"detach", "expand", "is_same_size", "view", "_unsafe_view", "alia
 X = "input x [rows, cols]\n"
 FROM_TORCH = {"_softmax": "softmax", "_log_softmax": "log_softmax", "native_layer_norm": "layer_norm"}
 FULL = ROWS * COLS * 4  # bytes of one [rows, cols] f32 tensor
-# Saved bytes PyTorch 1.13 keeps beyond membound's, per case: its mean saves
-# its input (the hook sees it; the gradient is grad / cols, which reads none
-# of it), and native_layer_norm saves its mean and rstd ([rows, 1] each),
-# which membound's layer_norm backward recomputes from x (autodiff.c).
-MEAN_INPUT = "mean saves its input"
+# Saved bytes PyTorch keeps beyond membound's, per case: torch 1.x's mean
+# saves its input (the hook sees it; the gradient is grad / cols, which reads
+# none of it; torch 2.x saves only its shape, as membound), and
+# native_layer_norm saves its mean and rstd ([rows, 1] each), which
+# membound's layer_norm backward recomputes from x (autodiff.c).
+TORCH_1 = int(torch.__version__.split(".")[0]) < 2
+MEAN_INPUT = "torch 1.x's mean saves its input"
+MEAN_FULL = FULL if TORCH_1 else 0
 ALLOWED = {
-    "y = x.mean(-1, keepdim=True)": (FULL, MEAN_INPUT),
-    "y = tanh(x) * x.mean(-1, keepdim=True)": (FULL, MEAN_INPUT),
-    "layernorm_bwd": (2 * FULL, MEAN_INPUT + " (two means)"),
-    "rmsnorm_bwd": (FULL, MEAN_INPUT),
+    "y = x.mean(-1, keepdim=True)": (MEAN_FULL, MEAN_INPUT),
+    "y = tanh(x) * x.mean(-1, keepdim=True)": (MEAN_FULL, MEAN_INPUT),
+    "layernorm_bwd": (2 * MEAN_FULL, MEAN_INPUT + " (two means)"),
+    "rmsnorm_bwd": (MEAN_FULL, MEAN_INPUT),
     "y = layer_norm(x)": (2 * ROWS * 4, "mean and rstd saved, recomputed here"),
     "y = layer_norm(x, w, b)": (2 * ROWS * 4 + COLS * 4, "mean and rstd saved, recomputed here; and the bias, "
                                 "which the backward does not read"),
     "y = layer_norm(x, w, b) * x": (2 * ROWS * 4 + COLS * 4, "as y = layer_norm(x, w, b)"),
-    "layernorm_affine_bwd": (2 * FULL, MEAN_INPUT + " (two means)"),
-    "rmsnorm_affine_bwd": (FULL, MEAN_INPUT),
+    "layernorm_affine_bwd": (2 * MEAN_FULL, MEAN_INPUT + " (two means)"),
+    "rmsnorm_affine_bwd": (MEAN_FULL, MEAN_INPUT),
 }
 W = "input w [cols]\n"
 B = "input b [cols]\n"

@@ -1,0 +1,305 @@
+/* test_model_dtypes.c — what the language says as PyTorch code says it: casts
+ * (x.to(f32)), each tensor's own dtype in the traffic, inputs declared
+ * nograd, and sums over every element. Kernel counts and bytes derived by
+ * hand from what PyTorch's eager mode launches, per case below. */
+#include "membound_model.h"
+#include "mb_test.h"
+
+#include <string.h>
+
+/* Hugging Face's LlamaRMSNorm.forward, as it is written there: bf16 in, the
+ * statistics in f32, cast back before the weight. */
+#define LLAMA_RMSNORM                                                                              \
+    "input x [rows, cols] bf16\n"                                                                  \
+    "input w [cols] bf16\n"                                                                        \
+    "h = x.to(f32)\n"                                                                              \
+    "v = h.pow(2).mean(-1, keepdim=True)\n"                                                        \
+    "h = h * rsqrt(v + 1e-6)\n"                                                                    \
+    "y = w * h.to(bf16)\n"                                                                         \
+    "output y\n"
+
+/* variant, shape, plan, kernels; bytes read and written as a*n + b*rows + c*cols */
+static const struct {
+    const char *text, *shape;
+    mb_plan_kind plan;
+    int kernels;
+    int rn, rr, rc, wn, wr, wc;
+} cases[] = {
+    /* a cast reads 2 B and writes 4 B an element */
+    {"input x [n] bf16\ny = x.to(f32)\noutput y\n", "1024", MB_PLAN_EAGER, 1, 2, 0, 0, 4, 0, 0},
+    /* the same dtype is x itself: torch returns self, no kernel (the mul's) */
+    {"input x [n] bf16\ny = x.to(torch.bfloat16) * 2\noutput y\n", "1024", MB_PLAN_EAGER, 1, 2, 0, 0, 2, 0, 0},
+    /* mixed operands promote: bf16 x f32 -> f32 (reads 2 + 4, writes 4) */
+    {"input x [n] bf16\ninput z [n]\ny = x * z\noutput y\n", "1024", MB_PLAN_EAGER, 1, 6, 0, 0, 4, 0, 0},
+    /* forward copy (2n, 4n), mul (4n, 4n); backward mul g*2 (4n, 4n), and
+     * the cast's backward, grad.to(bf16) (4n, 2n) */
+    {"input x [n] bf16\ny = x.to(f32) * 2\noutput y\nbackward\n", "1024", MB_PLAN_EAGER, 4, 14, 0, 0, 14, 0, 0},
+    /* the product's f32 gradient of its bf16 operand cast to bf16 after the
+     * mul (validate_outputs): fwd mul (2n + 4n, 4n); bwd g*z (8n, 4n), copy
+     * (4n, 2n), g*x (4n + 2n, 4n) */
+    {"input x [n] bf16\ninput z [n]\ny = x * z\noutput y\nbackward\n", "1024", MB_PLAN_EAGER, 4, 24, 0, 0, 14,
+     0, 0},
+    /* LlamaRMSNorm: copy (2n, 4n), pow (4n, 4n), mean (4n, 4R), add (4R, 4R),
+     * rsqrt (4R, 4R), mul (4n + 4R, 4n), copy (4n, 2n), mul (2C + 2n, 2n) */
+    {LLAMA_RMSNORM, "64x256", MB_PLAN_EAGER, 8, 20, 12, 2, 16, 12, 0},
+    /* fused: x and w in, y out */
+    {LLAMA_RMSNORM, "64x256", MB_PLAN_FUSED, 1, 2, 0, 2, 2, 0, 0},
+    /* a frozen weight: fwd mul (4n + 4C, 4n); bwd g*w only (4n + 4C, 4n),
+     * no g*x and no sum over the rows */
+    {"input x [rows, cols]\ninput w [cols] nograd\ny = x * w\noutput y\nbackward\n", "64x256", MB_PLAN_EAGER, 2,
+     8, 0, 8, 8, 0, 0},
+    /* the same with w's gradient: + g*x (8n, 4n) and colsum (4n, 4C) */
+    {"input x [rows, cols]\ninput w [cols]\ny = x * w\noutput y\nbackward\n", "64x256", MB_PLAN_EAGER, 4, 20, 0,
+     8, 12, 0, 4},
+    /* rms_norm with a frozen weight: no GammaBetaBackward kernel, and so no
+     * rstd written for it: fwd (4n + 4C, 4n), rms_norm_backward g, x, w
+     * (8n + 4C, 4n) */
+    {"input x [rows, cols]\ninput w [cols] nograd\ny = rms_norm(x, w, eps=1e-6)\noutput y\nbackward\n",
+     "64x256", MB_PLAN_EAGER, 2, 12, 0, 8, 8, 0, 0},
+    /* a masked loss over every element, 1-D (rows = 1, the loss one element):
+     * fwd sub (8n, 4n), mul by m (8n, 4n), d*d (4n, 4n), mean (4n, 4); bwd
+     * mean's expand and div (4, 4n), d*d's g*d twice and their add (24n,
+     * 12n), g*m (8n, 4n); no neg for t, no g*s for m */
+    {"input x [n]\ninput t [n] nograd\ninput m [n] nograd\nd = (x - t) * m\nloss = (d * d).mean()\n"
+     "output loss\nbackward\n", "1024", MB_PLAN_EAGER, 9, 56, 4, 0, 32, 4, 0},
+};
+
+static int64_t traffic(int a, int b, int c, mb_shape s) { return a * s.rows * s.cols + b * s.rows + c * s.cols; }
+
+static void check_case(int i, const mb_device *d)
+{
+    mb_graph *g = NULL;
+    mb_plan *p = NULL;
+    mb_err e;
+    mb_shape s;
+    mb_estimate est;
+    memset(&est, 0, sizeof est);
+    char name[32];
+    snprintf(name, sizeof name, "case%d.mb", i);
+    int rc = mb_shape_parse(cases[i].shape, &s, &e);
+    if (!rc) rc = mb_parse_variant(cases[i].text, name, MB_F32, &g, &e);
+    if (!rc) rc = mb_graph_set_rank(g, s.rank, &e);
+    if (!rc) rc = mb_plan_build(g, cases[i].plan, &p, &e);
+    if (!rc) rc = mb_estimate_plan_shape(p, s, d, &est, &e);
+    if (rc) fprintf(stderr, "case %d: %s\n", i, e.msg);
+    CHECK(rc == MB_OK);
+    if (!rc) {
+        int64_t want_r = traffic(cases[i].rn, cases[i].rr, cases[i].rc, s);
+        int64_t want_w = traffic(cases[i].wn, cases[i].wr, cases[i].wc, s);
+        if (p->n_kernels != cases[i].kernels || est.total.read_bytes != want_r || est.total.write_bytes != want_w) {
+            fprintf(stderr, "case %d (%s): %d kernels, read %lld, write %lld; want %d, %lld, %lld\n", i,
+                    mb_plan_name(cases[i].plan), p->n_kernels, (long long)est.total.read_bytes,
+                    (long long)est.total.write_bytes, cases[i].kernels, (long long)want_r, (long long)want_w);
+            for (int k = 0; k < p->n_kernels; k++) fprintf(stderr, "  kernel %d: %s\n", k, p->kernels[k].name);
+        }
+        CHECK_EQ_I64(p->n_kernels, cases[i].kernels);
+        CHECK_EQ_I64(est.total.read_bytes, want_r);
+        CHECK_EQ_I64(est.total.write_bytes, want_w);
+    }
+    mb_estimate_free(&est);
+    mb_plan_free(p);
+    mb_graph_free(g);
+}
+
+/* A gradient has its input's dtype, and a nograd input none. */
+static void check_grads(void)
+{
+    mb_graph *g = NULL;
+    mb_err e;
+    int rc = mb_parse_variant(LLAMA_RMSNORM "backward\n", "llama.mb", MB_F32, &g, &e);
+    if (rc) fprintf(stderr, "llama: %s\n", e.msg);
+    CHECK(rc == MB_OK);
+    if (!rc) {
+        for (int k = 0; k < g->n_inputs; k++) {
+            CHECK(g->grad_inputs[k] >= g->n_forward);
+            CHECK_EQ_I64(g->nodes[g->grad_inputs[k]].dtype, MB_BF16);
+        }
+        CHECK_EQ_I64(g->nodes[g->outputs[0]].dtype, MB_BF16);
+        CHECK_EQ_I64(g->nodes[g->grad_outputs[0]].dtype, MB_BF16);
+    }
+    mb_graph_free(g);
+    g = NULL;
+    rc = mb_parse_variant("input x\ninput w nograd\ny = sin(x) * w\noutput y\nbackward\n", "w.mb", MB_F32, &g, &e);
+    CHECK(rc == MB_OK);
+    if (!rc) {
+        CHECK(g->grad_inputs[0] >= g->n_forward);
+        CHECK_EQ_I64(g->grad_inputs[1], -1);
+        /* g * w, then g w cos(x): cos, mul; nothing for w (no g sin(x)) */
+        CHECK_EQ_I64(g->n_nodes - g->n_forward, 4);
+    }
+    mb_graph_free(g);
+}
+
+/* text, expected fragment of the message (with line:col) */
+static const struct {
+    const char *text, *msg;
+} bad[] = {
+    {"input x bf16\ny = x.float()\n", "v.mb:2:7: a cast is written x.to(f32)"},
+    {"input x\ny = x.half()\n", "v.mb:2:7: a cast is written x.to(f16)"},
+    {"input x\ny = cast(x, bf16)\n", "v.mb:2:5: a cast is written x.to(f32)"},
+    {"input x\ny = x.to(f64)\n", "v.mb:2:10: to(): unknown dtype 'f64'"},
+    {"input x\ny = x.to(torch.float64)\n", "v.mb:2:16: to(): unknown dtype 'float64'"},
+    {"input x\ny = x.to(bf16, f32)\n", "v.mb:2:14: to() takes one dtype"},
+    {"input x\ny = x.to(2)\n", "v.mb:2:10: to() takes a dtype"},
+    {"input x nograd nograd\ny = x*2\n", "v.mb:1:16: expected ',' or the end of the line"},
+    {"input x bf16 f32\ny = x*2\n", "v.mb:1:14: expected ',' or the end of the line"},
+    {"input x nogard\ny = x*2\n", "v.mb:1:9: unknown dtype or word 'nogard'"},
+    {"input x nograd\ny = x*2\nbackward\n", "v.mb:2:6: output 'y' reads no input with a gradient"},
+    {"input x [rows, cols]\ny = x.sum()\n", "v.mb:2:7: sum() over every element of a [rows, cols] tensor"},
+    {"input x\ny = x.sum(keepdim=True)\n", "v.mb:2:11: sum(): keepdim needs a dim"},
+    {"input x [rows, cols]\ny = softmax(x)\n", "v.mb:2:5: softmax() without dim picks the dimension"},
+};
+
+static void check_bad(void)
+{
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        mb_graph *g = NULL;
+        mb_err e = {{0}};
+        CHECK(mb_parse_variant(bad[i].text, "v.mb", MB_F32, &g, &e) == MB_EINPUT);
+        CHECK(g == NULL);
+        if (!strstr(e.msg, bad[i].msg)) fprintf(stderr, "  '%s': got '%s', want '%s'\n", bad[i].text, e.msg, bad[i].msg);
+        CHECK(strstr(e.msg, bad[i].msg) != NULL);
+    }
+}
+
+/* Named dimensions: the leading ones run as rows, the last as columns. */
+static void check_named_dims(const mb_device *d)
+{
+    static const char *const softmax4 = "input x [batch, heads, seq, head_dim]\ny = softmax(x, -1)\noutput y\n"
+                                        "backward\n";
+    mb_graph *g = NULL;
+    mb_err e;
+    mb_shape s = {0, 0, 0};
+    int rc = mb_parse_variant(softmax4, "s4.mb", MB_F32, &g, &e);
+    if (!rc) rc = mb_graph_dims_shape(g, "batch=2, heads=3,seq = 4,head_dim=8", &s, &e);
+    if (rc) fprintf(stderr, "softmax4: %s\n", e.msg);
+    CHECK(rc == MB_OK);
+    if (!rc) {
+        CHECK_EQ_I64(g->n_dims, 4);
+        CHECK_EQ_I64(g->rank, 2);
+        CHECK_EQ_I64(s.rank, 2);
+        CHECK_EQ_I64(s.rows, 24);
+        CHECK_EQ_I64(s.cols, 8);
+        mb_plan *p = NULL;
+        mb_estimate est;
+        memset(&est, 0, sizeof est);
+        rc = mb_plan_build(g, MB_PLAN_EAGER, &p, &e);
+        if (!rc) rc = mb_estimate_plan_shape(p, s, d, &est, &e);
+        CHECK(rc == MB_OK);
+        if (!rc) { /* softmax (4n, 4n), _softmax_backward_data g, y (8n, 4n) */
+            CHECK_EQ_I64(p->n_kernels, 2);
+            CHECK_EQ_I64(est.total.read_bytes, 12 * 192);
+            CHECK_EQ_I64(est.total.write_bytes, 8 * 192);
+        }
+        mb_estimate_free(&est);
+        mb_plan_free(p);
+        static const struct { const char *text, *msg; } bad_dims[] = {
+            {"batch=2,heads=3,seq=4", "dims: no size for 'head_dim'"},
+            {"batch=2,heads=3,seq=4,head_dim=8,depth=2", "'depth' is not a dimension of variant 's4'"},
+            {"batch=2,batch=3,heads=3,seq=4,head_dim=8", "'batch' given twice"},
+            {"batch=2,heads=0,seq=4,head_dim=8", "dims: heads: size '0'"},
+            {"batch", "expected name=SIZE"},
+        };
+        for (size_t i = 0; i < sizeof bad_dims / sizeof bad_dims[0]; i++) {
+            CHECK(mb_graph_dims_shape(g, bad_dims[i].text, &s, &e) == MB_EINPUT);
+            if (!strstr(e.msg, bad_dims[i].msg)) fprintf(stderr, "  dims '%s': got '%s'\n", bad_dims[i].text, e.msg);
+            CHECK(strstr(e.msg, bad_dims[i].msg) != NULL);
+        }
+        /* a 2-D variant at --n is refused, naming --dims */
+        CHECK(mb_graph_set_rank(g, 1, &e) == MB_EINPUT);
+        CHECK(strstr(e.msg, "--dims batch=SIZE") != NULL);
+    }
+    mb_graph_free(g);
+    /* the forms another input may take, and a 'dims' line's default */
+    g = NULL;
+    rc = mb_parse_variant("input x [b, s, d]\ninput r [b, s, 1]\ninput w [d]\ndims b=2, s=3, d=5\n"
+                          "y = x * r * w\noutput y\n", "f.mb", MB_F32, &g, &e);
+    if (rc) fprintf(stderr, "forms: %s\n", e.msg);
+    CHECK(rc == MB_OK);
+    if (!rc) {
+        CHECK_EQ_I64(g->nodes[g->inputs[1]].shape, MB_SHC_ROW);
+        CHECK_EQ_I64(g->nodes[g->inputs[2]].shape, MB_SHC_COL);
+        CHECK_EQ_I64(g->default_shape.rows, 6);
+        CHECK_EQ_I64(g->default_shape.cols, 5);
+    }
+    mb_graph_free(g);
+    g = NULL; /* one named dimension is 1-D */
+    rc = mb_parse_variant("input x [tokens]\ndims tokens=4096\ny = x.sum()\noutput y\n", "t.mb", MB_F32, &g, &e);
+    CHECK(rc == MB_OK);
+    if (!rc) {
+        CHECK_EQ_I64(g->rank, 1);
+        CHECK_EQ_I64(g->default_n, 4096);
+    }
+    mb_graph_free(g);
+}
+
+/* Named-dimension errors, at the declaration or operator they concern. */
+static const struct {
+    const char *text, *msg;
+} bad_named[] = {
+    {"input s [batch, heads, seq, seq]\ninput m [batch, 1, 1, seq]\ny = s + m\n",
+     "v.mb:2:9: input 'm' [batch, 1, 1, seq] does not broadcast as modelled against [batch, heads, seq, seq]"},
+    {"input x [b, s, d]\ny = x / x.sum(-1)\n", "shapes [b, s, d] and [b, s] do not broadcast"},
+    {"input x [b, s, d]\ninput w [e]\ny = x * w\n", "v.mb:2:9: input 'w' [e] does not broadcast as modelled"},
+    {"input x [b, s, d]\ninput w [rows, cols]\ny = x * w\n", "v.mb:2:7: input 'w' is declared [rows, cols]-style"},
+    {"input x [b, s, d]\ndims b=2, s=3\ny = x * 2\n", "v.mb:2:6: dims: no size for 'd'"},
+    {"input x\ndims b=2\ny = x * 2\n", "v.mb:2:6: 'dims' names sizes of named dimensions"},
+    {"input x [a, b, c, d, e, f, g, h, i]\ny = x * 2\n", "v.mb:1:34: at most 8 dimensions"},
+};
+
+/* rms_norm's eager kernels follow the device: one on a GPU, torch 2.x's
+ * composite on a CPU (pow, mean, add, rsqrt, mul, mul by the weight). */
+static void check_rms_norm_on(const mb_device *gpu)
+{
+    mb_device cpu = *gpu;
+    snprintf(cpu.kind, sizeof cpu.kind, "cpu");
+    static const struct { const char *text; int gpu_k, cpu_k; } rows[] = {
+        {"input x [rows, cols]\ninput w [cols]\ny = rms_norm(x, w, eps=1e-6)\noutput y\n", 1, 6},
+        {"input x [rows, cols]\ny = rms_norm(x)\noutput y\n", 1, 5},
+        /* bf16: cast to f32 first and back before the weight */
+        {"input x [rows, cols] bf16\ninput w [cols] bf16\ny = rms_norm(x, w)\noutput y\n", 1, 8},
+        {"input x [rows, cols]\ny = softmax(x, -1)\noutput y\n", 1, 1},
+    };
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+        mb_graph *g = NULL;
+        mb_plan *p = NULL, *q = NULL;
+        mb_err e;
+        int rc = mb_parse_variant(rows[i].text, "r.mb", MB_F32, &g, &e);
+        if (!rc) rc = mb_plan_build_on(g, MB_PLAN_EAGER, gpu, &p, &e);
+        if (!rc) rc = mb_plan_build_on(g, MB_PLAN_EAGER, &cpu, &q, &e);
+        if (rc) fprintf(stderr, "rms_norm on %zu: %s\n", i, e.msg);
+        CHECK(rc == MB_OK);
+        if (!rc) {
+            CHECK_EQ_I64(p->n_kernels, rows[i].gpu_k);
+            CHECK_EQ_I64(q->n_kernels, rows[i].cpu_k);
+            /* the same results either way: outputs of the same dtype */
+            CHECK_EQ_I64(q->g->nodes[q->g->outputs[0]].dtype, g->nodes[g->outputs[0]].dtype);
+        }
+        mb_plan_free(p);
+        mb_plan_free(q);
+        mb_graph_free(g);
+    }
+}
+
+int main(void)
+{
+    mb_device d;
+    mb_err e;
+    if (mb_device_find("h100-sxm", &d, &e) != MB_OK) {
+        fprintf(stderr, "%s\n", e.msg);
+        return 1;
+    }
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) check_case((int)i, &d);
+    check_grads();
+    check_bad();
+    check_named_dims(&d);
+    for (size_t i = 0; i < sizeof bad_named / sizeof bad_named[0]; i++) {
+        mb_graph *g = NULL;
+        CHECK(mb_parse_variant(bad_named[i].text, "v.mb", MB_F32, &g, &e) == MB_EINPUT);
+        CHECK(g == NULL);
+        if (!strstr(e.msg, bad_named[i].msg)) fprintf(stderr, "  '%s': got '%s'\n", bad_named[i].text, e.msg);
+        CHECK(strstr(e.msg, bad_named[i].msg) != NULL);
+    }
+    check_rms_norm_on(&d);
+    return mb_test_done();
+}
