@@ -422,6 +422,34 @@ static void check_grads(const mb_graph *g)
 #define check_grads(g) ((void)0)
 #endif
 
+/* AccumulateGrad on input in's complete gradient, as y.backward() runs it:
+ * at once, before any other function (its priority), after the rule of
+ * in's first reader (before: the loop's node). It copies the gradient
+ * (new_empty_strided and copy_) where it cannot take the tensor over — an
+ * expand (a view, not in the input's layout), the incoming gradient itself
+ * (the caller holds it: y = x + 0.5), or a tensor that a function not yet
+ * run or another input's gradient also holds (y = (x + w) * 2: the first of
+ * x and w copies it, the second takes it) — else keeps the tensor. The
+ * copy is its own kernel (origin: the input). */
+static void accumulate_leaf(ad *A, int in, int before, char *done)
+{
+    const mb_graph *g = A->g;
+    int gi = A->grad[in];
+    done[in] = 1;
+    if (A->failed || gi < 0) return;
+    const mb_node *gn = &g->nodes[gi];
+    int copy = g->nodes[in].shape == MB_SHC_FULL && gn->shape != MB_SHC_FULL; /* an expand */
+    copy |= gn->op == MB_OP_INPUT; /* the incoming gradient */
+    for (int j = 0; j < g->n_forward && !copy; j++) /* held by another buffer */
+        copy = j != in && A->grad[j] == gi && (g->nodes[j].op == MB_OP_INPUT ? !done[j] : j < before);
+    if (!copy) return;
+    A->origin = in;
+    int c = gn->shape == MB_SHC_FULL || g->nodes[in].shape != MB_SHC_FULL ? un(A, MB_OP_COPY, gi) : expand(A, gi);
+    if (c >= 0) A->g->nodes[c].shape = g->nodes[in].shape;
+    A->origin = -1;
+    A->grad[in] = c;
+}
+
 /* Drops the backward nodes that no gradient of an input reads (what a rule
  * built for an operand that needs no gradient), keeping every incoming
  * gradient, and renumbers the rest. MB_ERUN when out of memory. */
@@ -499,16 +527,30 @@ int mb_autodiff(mb_graph *g, mb_err *err)
         g->grad_outputs[k] = id;
         accumulate(&A, o, id);
     }
+    /* each input's gradient is complete once its first reader's rule has run */
+    int *first_use = malloc((size_t)(nf ? nf : 1) * sizeof *first_use);
+    char *done = calloc((size_t)(nf ? nf : 1), 1);
+    if (!first_use || !done) A.failed = 1;
+    for (int i = 0; i < nf && !A.failed; i++) {
+        first_use[i] = nf;
+        for (int a = 0; a < 2; a++) {
+            int u = g->nodes[i].arg[a];
+            if (u >= 0 && i < first_use[u]) first_use[u] = i;
+        }
+    }
     /* reverse evaluation order: autograd's order too (a node runs once every
      * node that consumes it has, the latest created first) */
     for (int i = nf - 1; i >= 0 && !A.failed; i--) {
-        if (g->nodes[i].op == MB_OP_INPUT || !A.needs[i]) continue;
         int gi = A.grad[i];
-        if (gi < 0) continue; /* does not reach an output */
-        A.origin = i;
-        rule(&A, i, gi);
-        flush(&A); /* a sum_to of a contribution is the rule's own kernel */
-        A.origin = -1;
+        if (g->nodes[i].op != MB_OP_INPUT && A.needs[i] && gi >= 0) { /* gi < 0: reaches no output */
+            A.origin = i;
+            rule(&A, i, gi);
+            flush(&A); /* a sum_to of a contribution is the rule's own kernel */
+            A.origin = -1;
+        }
+        for (int k = 0; k < g->n_inputs && !A.failed; k++)
+            if (first_use[g->inputs[k]] == i && !g->nodes[g->inputs[k]].nograd)
+                accumulate_leaf(&A, g->inputs[k], i, done);
     }
     for (int k = 0; k < g->n_inputs && !A.failed; k++) {
         int in = g->inputs[k];
@@ -523,13 +565,10 @@ int mb_autodiff(mb_graph *g, mb_err *err)
                        g->path, g->nodes[in].line, g->nodes[in].col, g->nodes[in].name);
             break;
         }
-        if (g->nodes[in].shape == MB_SHC_FULL && g->nodes[gi].shape != MB_SHC_FULL) {
-            A.origin = in; /* AccumulateGrad's copy of an expanded gradient */
-            gi = expand(&A, gi);
-            A.origin = -1;
-        }
         g->grad_inputs[k] = gi;
     }
+    free(first_use);
+    free(done);
     free(A.grad);
     free(A.needs);
     if (!A.failed && prune(g)) A.failed = 1;

@@ -351,10 +351,13 @@ static void check_backward_structure(void)
     mb_graph_free(g);
 }
 
-/* The eager backward launches what PyTorch 1.13 launches (its kernel-launching
- * aten calls, as tests/torch_oracle.py records them; add_grad is autograd's
- * accumulation add): fused *_backward kernels where PyTorch has one, each
- * step of a composite formula otherwise, one kernel per tensor operand. */
+/* The eager backward launches what PyTorch 1.13 and 2.x launch under
+ * y.backward(g) (their kernel-launching aten calls, as tests/torch_oracle.py
+ * records them; add_grad is autograd's accumulation add): fused *_backward
+ * kernels where PyTorch has one, each step of a composite formula otherwise,
+ * one kernel per tensor operand, and AccumulateGrad's copy of a gradient it
+ * cannot take over (the incoming gradient itself, or one another input's
+ * gradient also holds). */
 static void check_eager_backward_kernels(void)
 {
     static const struct { const char *expr, *kernels; } cases[] = {
@@ -368,7 +371,10 @@ static void check_eager_backward_kernels(void)
         {"y = x / 2.0", "div"},
         {"y = 2.0 / x", "mul mul neg mul"},
         {"y = 1 - x", "neg"},
-        {"y = x - w", "neg"},
+        {"y = x - w", "neg copy"},
+        {"y = x + 0.5", "copy"},
+        {"y = x + w", "copy copy"},
+        {"y = (x + w) * 2.0", "mul copy"},
         {"y = tan(x)", "pow add mul"},
         {"y = tanh(x) + relu(x) + gelu(x)", "gelu_backward threshold_backward add_grad tanh_backward add_grad"},
         {"y = sqrt(x) + rsqrt(w)", "pow mul mul mul div"},

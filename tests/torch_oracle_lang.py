@@ -4,9 +4,9 @@ forms: casts (x.to(f32)), each tensor's own dtype and type promotion, inputs
 without gradients (requires_grad=False), sums and means over every element,
 tensors of named dimensions. For each case, on PyTorch's CPU eager mode, the
 aten calls that launch kernels, forward then backward (a TorchDispatchMode;
-views and detach left out, as tests/torch_oracle_rows.py does;
-torch.autograd.grad of the inputs that require one, the incoming gradient
-given), equal membound's eager kernels (`model --plan eager --per-kernel
+views, detach and AccumulateGrad's allocation left out, as
+tests/torch_oracle_rows.py does; y.backward(g), the incoming gradient given),
+equal membound's eager kernels (`model --plan eager --per-kernel
 --json`) in order and kind, and the bytes PyTorch saves for backward
 (saved_tensors_hooks, each distinct tensor once) equal membound's
 saved_bytes. Names: aten's _to_copy is membound's copy, membound's add_grad
@@ -27,8 +27,9 @@ from torch.utils._python_dispatch import TorchDispatchMode
 ROWS, COLS, N = 8, 16, 64
 DIMS = {"batch": 2, "heads": 3, "seq": 4, "head_dim": 8}
 NOT_KERNELS = {"detach", "expand", "is_same_size", "view", "_unsafe_view", "alias", "lift_fresh",
-               "ones_like", "t", "as_strided", "unsqueeze", "squeeze"}
-FROM_TORCH = {"_to_copy": "copy", "_softmax": "softmax", "_log_softmax": "log_softmax"}
+               "ones_like", "t", "as_strided", "unsqueeze", "squeeze", "new_empty_strided"}
+FROM_TORCH = {"_to_copy": "copy", "_softmax": "softmax", "_log_softmax": "log_softmax", "add_": "add",
+              "copy_": "copy"}
 FROM_MB = {"add_grad": "add", "colsum": "sum"}
 DT = {"f32": torch.float32, "bf16": torch.bfloat16}
 
@@ -130,7 +131,7 @@ def torch_run(inputs, f):
         y = f(*xs)
     g = torch.randn(y.shape).to(y.dtype)
     with Ops() as bwd:
-        torch.autograd.grad(y, [x for x in xs if x.requires_grad], g)
+        y.backward(g)
     return fwd.ops + bwd.ops, sum(saved.values())
 
 

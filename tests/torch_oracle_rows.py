@@ -4,13 +4,12 @@ operations (sum, mean, amax, softmax, log_softmax, layer_norm and the
 written-out softmax, LayerNorm and RMSNorm variants, with [cols] weights and
 biases too), at a 2-D shape, on PyTorch's CPU eager mode:
   - the aten calls that launch kernels, forward and backward
-    (torch.autograd.grad with the incoming gradient given; a
-    TorchDispatchMode, views and detach left out, as tests/torch_oracle.py
+    (y.backward(g), the incoming gradient given; a TorchDispatchMode, views,
+    detach and AccumulateGrad's allocation left out, as tests/torch_oracle.py
     does) equal membound's eager kernels (`model --plan eager --per-kernel
-    --json`), in order and kind; membound's add_grad is aten's add, and the
-    copy membound counts where an input's gradient is an expand (autograd's
-    AccumulateGrad copies it under .backward(); autograd.grad returns the
-    view) is left out of its list; membound's colsum (a [cols] operand's
+    --json`), in order and kind; membound's add_grad is aten's add, its copy
+    where an input's gradient is an expand aten's copy_ (AccumulateGrad
+    copies a view it cannot take over); membound's colsum (a [cols] operand's
     gradient, a sum over the rows) is aten's sum (autograd's sum_to); and
     membound's gamma_beta_backward, the second kernel of layer_norm's
     backward with a weight on CUDA (GammaBetaBackwardCUDAKernel), is left
@@ -32,9 +31,10 @@ from torch.utils._python_dispatch import TorchDispatchMode
 
 ROWS, COLS = 8, 16
 NOT_KERNELS = {"detach", "expand", "is_same_size", "view", "_unsafe_view", "alias", "lift_fresh",
-               "ones_like", "t", "as_strided", "unsqueeze", "squeeze"}
+               "ones_like", "t", "as_strided", "unsqueeze", "squeeze", "new_empty_strided"}
 X = "input x [rows, cols]\n"
-FROM_TORCH = {"_softmax": "softmax", "_log_softmax": "log_softmax", "native_layer_norm": "layer_norm"}
+FROM_TORCH = {"_softmax": "softmax", "_log_softmax": "log_softmax", "native_layer_norm": "layer_norm",
+              "copy_": "copy"}
 FULL = ROWS * COLS * 4  # bytes of one [rows, cols] f32 tensor
 # Saved bytes PyTorch keeps beyond membound's, per case: torch 1.x's mean
 # saves its input (the hook sees it; the gradient is grad / cols, which reads
@@ -131,7 +131,7 @@ def torch_run(f):
             y = f(x, *params)
     g = g[..., : y.shape[-1]].contiguous()
     with Ops() as bwd:
-        torch.autograd.grad(y, [x] + params, g)
+        y.backward(g)
     return fwd.ops + bwd.ops, sum(saved.values())
 
 
@@ -143,8 +143,6 @@ def mb_run(variant):
     r = out["results"][0]
     from_mb = {"add_grad": "add", "colsum": "sum"}
     names = [from_mb.get(k["name"], k["name"]) for k in r["per_kernel"] if k["name"] != "gamma_beta_backward"]
-    if names and names[-1] == "copy":  # AccumulateGrad's copy of an expand
-        names = names[:-1]
     return names, r["saved_bytes"]
 
 
