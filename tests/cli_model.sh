@@ -202,6 +202,14 @@ jcheck '.results[0].read_bytes' $((3 * 4 * 4 * 3 * 16 * 16))
 "$B" model sin2_plus_cos2 --dims batch=4 >/dev/null 2>"$tmp/err"; rc=$?
 [ $rc -eq 2 ] && grep -q "names no dimensions" "$tmp/err" && ok || bad "--dims on a variant without: rc $rc"
 
+# the worked examples of docs/examples/ stay valid: every plan, and LlamaRMSNorm's
+# eager plan the 24 kernels torch 1.13 and 2.x launch (tests/torch_oracle_lang.py)
+for f in "$MB_SRC"/docs/examples/*.mb; do
+  "$B" model "$f" --json >"$tmp/out" 2>"$tmp/err" || bad "docs example $f: $(cat "$tmp/err")"
+done
+"$B" model "$MB_SRC/docs/examples/llama_rmsnorm.mb" --plan eager --json >"$tmp/out"
+jcheck '.results[0].kernels' 24
+
 # rms_norm's eager plan follows the device: one kernel on a GPU, torch 2.x's
 # composite on a CPU spec (pow, mean, add, rsqrt, mul, mul)
 printf '[device]\nname = c\nkind = cpu\nmem_bandwidth_gbs = 100\ncache_mb = 1\nfp32_tflops = 1\nbf16_tflops = 1\nlaunch_overhead_us = 1\nsource = s\n' >"$tmp/cpu.ini"
