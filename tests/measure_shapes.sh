@@ -45,5 +45,18 @@ m = [x["time_s_median"] for x in r]
 assert len(set(m)) == 4, m
 PY
 
+# named dimensions: --dims sizes a 4-D variant, its leading dimensions the rows
+printf 'input s [batch, heads, seq, seq]\ny = softmax(s, -1)\noutput y\nbackward\n' >attn.mb
+"$B" measure attn.mb --backend cpu --threads 1 --device h100-sxm --plan eager --dims batch=2,heads=2,seq=64 \
+  --timeout 0.2 -o d.csv >out 2>err || bad "measure --dims exited $?: $(cat err)"
+python3 - d.csv <<'PY' && ok || bad "--dims rows: $(cut -d, -f3-10 d.csv)"
+import csv, sys
+r = list(csv.DictReader(open(sys.argv[1])))
+assert [(x["shape"], x["verified"]) for x in r] == [("256x64", "1")], [(x["shape"], x["verified"]) for x in r]
+PY
+"$B" measure attn.mb --backend cpu --dims batch=2,heads=2 -o e.csv >out 2>err; rc=$?
+[ $rc = 2 ] && has err "no size for 'seq'"
+[ ! -e e.csv ] && ok || bad "a refused --dims left e.csv"
+
 echo "measure_shapes: $pass passed, $fail failed"
 [ "$fail" = 0 ]
