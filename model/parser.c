@@ -907,8 +907,9 @@ static int parse_input_directive(parser *P)
         int decl = 0, typed = 0, nograd = 0;
         for (;;) { /* dims, a dtype and 'nograd', in any order */
             mb_token a = P->lx.tok;
+            if (a.kind == TK_LBRACK && P->g->n_inputs == MB_MAX_IO)
+                return perr(P, t.line, t.col, "too many inputs (at most %d)", MB_MAX_IO);
             if (a.kind == TK_LBRACK && !decl && !P->idims[P->g->n_inputs].n) {
-                if (P->g->n_inputs == MB_MAX_IO) return perr(P, t.line, t.col, "too many inputs (at most %d)", MB_MAX_IO);
                 if ((rc = parse_dims(P, P->g->n_inputs, &decl))) return rc;
                 continue;
             }

@@ -30,7 +30,7 @@ for f in tests/data/import/*; do
   { printf "$b"; head -c 4000 "$f"; } >"$corpus/import/$(basename "$f")"
 done
 printf '\002\006\007\000\010\021\002\002\001' >"$corpus/jit/seed.bin"
-cp model/variants/*.mb "$corpus/parser/"
+cp model/variants/*.mb docs/examples/*.mb "$corpus/parser/"
 printf '[device]\nname = x\nmem_bandwidth_gbs = 100\ncache_mb = 1\nfp32_tflops = 1\nbf16_tflops = 1\nlaunch_overhead_us = 1\nmem_gb = 1\nsource = s\n' \
   >"$corpus/spec/seed.ini"
 cp tests/data/*.csv "$corpus/csv/" 2>/dev/null || true

@@ -3,6 +3,7 @@
 #include "membound_model.h"
 
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -10,12 +11,22 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 static void exercise(const mb_graph *g)
 {
-    mb_device d;
+    mb_device d, cpu;
     mb_err e;
     if (mb_device_find("h100-sxm", &d, &e) != MB_OK) abort();
-    for (int k = 0; k < MB_PLAN_COUNT; k++) {
+    cpu = d;
+    strcpy(cpu.kind, "cpu");
+    if (g->n_dims) { /* named dimensions: each sized 3 */
+        char dims[MB_MAX_DIMS * (MB_DIM_NAME_MAX + 3)] = "";
+        for (int k = 0; k < g->n_dims; k++)
+            snprintf(dims + strlen(dims), sizeof dims - strlen(dims), "%s%s=3", k ? "," : "", g->dim_names[k]);
+        mb_shape s;
+        if (mb_graph_dims_shape(g, dims, &s, &e) != MB_OK) abort(); /* every name once: always a shape */
+    }
+    for (int k = 0; k < 2 * MB_PLAN_COUNT; k++) {
         mb_plan *p;
-        if (mb_plan_build(g, (mb_plan_kind)k, &p, &e) != MB_OK) continue;
+        if (mb_plan_build_on(g, (mb_plan_kind)(k % MB_PLAN_COUNT), k < MB_PLAN_COUNT ? &d : &cpu, &p, &e) != MB_OK)
+            continue;
         mb_estimate est;
         if (mb_estimate_plan(p, 1 << 20, &d, &est, &e) == MB_OK) {
             if (est.total.dram_read_bytes > est.total.read_bytes) abort(); /* cache can only save */
