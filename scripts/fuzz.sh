@@ -48,7 +48,7 @@ for t in "${targets[@]}"; do
   set -e
   tail -n 12 "$log"
   execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -n1)
-  findings=$(ls build-fuzz/crash-$t-* 2>/dev/null | wc -l)
+  findings=$(find build-fuzz -maxdepth 1 -name "crash-$t-*" | wc -l) # ls of none failed the pipe: set -e ended the run
   [ "$r" -eq 0 ] || status=1
   summary+=$(printf '%-12s %12s execs  exit %d  findings %d' "fuzz_$t" "${execs:-?}" "$r" "$findings")$'\n'
 done
