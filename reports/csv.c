@@ -17,7 +17,7 @@
  * then the per-kernel files' "kernel". Required ones must be in the header. */
 #define MB_COL_ENUM(name, required) C_##name,
 enum { MB_MEAS_CSV_COLUMNS(MB_COL_ENUM) C_KERNEL, C_CONTENDED, C_HOST_GBS, C_HOST_RATIO, C_HOST_OP,
-       C_LO_MODE, C_HI_MODE, C_HI_SHARE, C_COUNT_CHECK, C_VTEXT, C_VEXPR, C_SPEC, C_PROV,
+       C_LO_MODE, C_HI_MODE, C_HI_SHARE, C_COUNT_ERR, C_COUNT_CHECK, C_VTEXT, C_VEXPR, C_SPEC, C_PROV,
        C_CALIBRATION, C_SHAPE, C_COUNT };
 #undef MB_COL_ENUM
 #define MB_COL_ROW(name, required) {#name, required},
@@ -30,8 +30,9 @@ static const struct {
                       /* MB_MEAS_CSV_MODES_COLUMNS */
                       {"time_s_lower_mode", 0}, {"time_s_upper_mode", 0}, {"upper_mode_share", 0},
                       /* MB_MEAS_CSV_COUNT_COLUMNS: the harness's verdict (count_err is
-                         re-derived by join.c as resid_bytes_rel) */
-                      {"count_check", 0},
+                         re-derived by join.c as resid_bytes_rel; read only to refuse a
+                         value that is not a number) */
+                      {"count_err", 0}, {"count_check", 0},
                       /* MB_MEAS_CSV_TEXT_COLUMNS */
                       {MB_MEAS_PROV_VARIANT, 0}, {MB_MEAS_PROV_EXPR, 0}, {MB_MEAS_PROV_SPEC, 0},
                       {MB_MEAS_PROV_LINES, 0},
@@ -277,6 +278,28 @@ static int limits_said(int rc, mb_err *err)
     return rc;
 }
 
+/* Statistics of one row that contradict each other (a writer's bug or an
+ * edit) are refused: a minimum above the median, a p90 below it, a share
+ * outside [0, 1], the lower mode above the upper, more contended samples
+ * than samples; a harness count error must be a finite number. Absent
+ * values (NaN, -1) are not compared. */
+static int check_stats(ctx *c, const int *pos, const field *f, const mb_rpt_row *r)
+{
+    if (r->time_s_min > r->time_s_median) return bad(c, &f[pos[C_TMIN]], C_TMIN, "time_s_min <= time_s_median");
+    if (r->time_s_p90 < r->time_s_median) return bad(c, &f[pos[C_TP90]], C_TP90, "time_s_p90 >= time_s_median");
+    if (r->upper_mode_share > 1) return bad(c, &f[pos[C_HI_SHARE]], C_HI_SHARE, "a share in [0, 1]");
+    if (r->time_s_lower_mode > r->time_s_upper_mode)
+        return bad(c, &f[pos[C_LO_MODE]], C_LO_MODE, "time_s_lower_mode <= time_s_upper_mode");
+    if (r->reps >= 0 && r->contended > r->reps)
+        return bad(c, &f[pos[C_CONTENDED]], C_CONTENDED, "contended samples <= reps");
+    if (pos[C_COUNT_ERR] >= 0) {
+        double v;
+        int rc = get_double(c, &f[pos[C_COUNT_ERR]], C_COUNT_ERR, 1, &v);
+        if (rc) return rc;
+    }
+    return MB_OK;
+}
+
 static int parse_row(mb_rpt_set *s, ctx *c, const int *pos, field *f, int nf, mb_rpt_row *r)
 {
     int rc;
@@ -341,27 +364,28 @@ static int parse_row(mb_rpt_set *s, ctx *c, const int *pos, field *f, int nf, mb
         *opt_i[i].dst = -1;
         if (pos[opt_i[i].col] < 0) continue;
         if ((rc = get_i64(c, &f[pos[opt_i[i].col]], opt_i[i].col, 1, opt_i[i].dst))) return rc;
+        /* no plan moves an exbibyte (n <= 2^44 elements): a larger count is
+         * corrupt, and two of them would overflow a sum */
+        if (*opt_i[i].dst > MB_RPT_MAX_BYTES) return bad(c, &f[pos[opt_i[i].col]], opt_i[i].col, "bytes below 2^60");
     }
     r->has_dram = r->dram_read_bytes >= 0 && r->dram_write_bytes >= 0;
     if ((r->dram_read_bytes >= 0) != (r->dram_write_bytes >= 0)) {
         int colid = r->dram_read_bytes >= 0 ? C_DRAM_W : C_DRAM_R;
         return bad(c, &f[pos[colid]], colid, "both dram_read_bytes and dram_write_bytes, or neither");
     }
-    int64_t k = -1;
-    r->kernels = r->reps = -1;
-    if (pos[C_KERNELS] >= 0) {
-        if ((rc = get_i64(c, &f[pos[C_KERNELS]], C_KERNELS, 1, &k))) return rc;
-        r->kernels = k > 1000000 ? 1000000 : (int)k;
+    /* counts: a value beyond what any run makes is refused, not clamped */
+    struct { int col; int *dst; int64_t max; const char *what; } opt_n[] = {
+        {C_KERNELS, &r->kernels, 1000000, "a kernel count <= 1000000"},
+        {C_REPS, &r->reps, 1000000000, "a repetition count <= 10^9"},
+        {C_CONTENDED, &r->contended, 1000000000, "a sample count <= 10^9"},
+    };
+    for (size_t i = 0; i < sizeof opt_n / sizeof opt_n[0]; i++) {
+        int64_t k = -1;
+        if (pos[opt_n[i].col] >= 0 && (rc = get_i64(c, &f[pos[opt_n[i].col]], opt_n[i].col, 1, &k))) return rc;
+        if (k > opt_n[i].max) return bad(c, &f[pos[opt_n[i].col]], opt_n[i].col, opt_n[i].what);
+        *opt_n[i].dst = (int)k;
     }
-    if (pos[C_REPS] >= 0) {
-        if ((rc = get_i64(c, &f[pos[C_REPS]], C_REPS, 1, &k))) return rc;
-        r->reps = k > 1000000000 ? 1000000000 : (int)k;
-    }
-    r->contended = -1;
-    if (pos[C_CONTENDED] >= 0) {
-        if ((rc = get_i64(c, &f[pos[C_CONTENDED]], C_CONTENDED, 1, &k))) return rc;
-        r->contended = k > 1000000000 ? 1000000000 : (int)k;
-    }
+    if ((rc = check_stats(c, pos, f, r))) return rc;
     r->noisy = MB_MEAS_NOISY(r->contended, r->reps);
     r->drifted = MB_MEAS_HOST_DRIFTED(r->host_copy_ratio, r->host_op_ratio);
     r->two_modes = r->time_s_lower_mode > 0 && r->time_s_upper_mode > 0 && r->upper_mode_share > 0;

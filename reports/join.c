@@ -553,7 +553,7 @@ static int join_row(mb_rpt_set *s, join_cache *c, mb_rpt_row *r, const char *dev
                            ? (double)(r->pred_read_bytes + r->pred_write_bytes)
                            : (double)(r->pred_dram_read_bytes + r->pred_dram_write_bytes);
         if (model > 0)
-            r->resid_bytes_rel = (double)(r->dram_read_bytes + r->dram_write_bytes) / model - 1.0;
+            r->resid_bytes_rel = ((double)r->dram_read_bytes + (double)r->dram_write_bytes) / model - 1.0;
     }
     r->fit_time_s = r->stud_resid = r->resid_time_rel = NAN;
     return MB_OK;

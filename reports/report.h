@@ -354,6 +354,9 @@ void mb_rpt_set_free(mb_rpt_set *s);
  * with one line (MB_EINPUT). */
 #define MB_RPT_MAX_ROWS 2000000
 #define MB_RPT_MAX_CSV_BYTES ((size_t)1 << 30)
+/* The largest byte count a row may carry (read, write, DRAM): no plan over
+ * at most 2^44 elements moves an exbibyte, and sums of two stay in int64. */
+#define MB_RPT_MAX_BYTES ((int64_t)1 << 60)
 
 /* Appends the rows of one measurement CSV to s. Columns are found by header
  * name (any order; extra columns ignored). Required: device, backend,

@@ -219,6 +219,47 @@ static void test_count_check(const char *tmp)
     mb_rpt_set_free(&s);
 }
 
+/* Statistics that contradict each other, counts no run makes and byte counts
+ * no plan moves are refused at their line and column (each read before
+ * this change, clamped or summed into an overflow). */
+static void test_contradictions(const char *tmp)
+{
+    static const char header[] = "device,backend,variant,plan,dtype,n,time_s_median,time_s_min,time_s_p90,"
+                                 "reps,contended,kernels,time_s_lower_mode,time_s_upper_mode,upper_mode_share,"
+                                 "count_err,dram_read_bytes,dram_write_bytes,verified\n";
+    static const struct { const char *row, *what; } cases[] = {
+        {"h100-sxm,cuda,copy,eager,f32,1048576,1e-5,2e-5,3e-5,11,0,1,,,,,,,1", "time_s_min <= time_s_median"},
+        {"h100-sxm,cuda,copy,eager,f32,1048576,1e-5,1e-5,9e-6,11,0,1,,,,,,,1", "time_s_p90 >= time_s_median"},
+        {"h100-sxm,cuda,copy,eager,f32,1048576,1e-5,1e-5,1e-5,11,0,1,1e-5,2e-5,2,,,,1", "a share in [0, 1]"},
+        {"h100-sxm,cuda,copy,eager,f32,1048576,1e-5,1e-5,1e-5,11,0,1,3e-5,2e-5,0.5,,,,1",
+         "time_s_lower_mode <= time_s_upper_mode"},
+        {"h100-sxm,cuda,copy,eager,f32,1048576,1e-5,1e-5,1e-5,11,12,1,,,,,,,1", "contended samples <= reps"},
+        {"h100-sxm,cuda,copy,eager,f32,1048576,1e-5,1e-5,1e-5,11,0,99999999999,,,,,,,1",
+         "a kernel count <= 1000000"},
+        {"h100-sxm,cuda,copy,eager,f32,1048576,1e-5,1e-5,1e-5,11,0,1,,,,inf,,,1", "a finite number"},
+        {"h100-sxm,cuda,copy,eager,f32,1048576,1e-5,1e-5,1e-5,11,0,1,,,,,9223372036854775807,"
+         "9223372036854775807,1", "bytes below 2^60"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char path[512], name[32];
+        snprintf(name, sizeof name, "contra%zu.csv", i);
+        FILE *fp = open_csv(tmp, name, header, path, sizeof path);
+        if (!fp) return;
+        fprintf(fp, "%s\n", cases[i].row);
+        fclose(fp);
+        mb_rpt_set s;
+        mb_err e;
+        mb_rpt_set_init(&s);
+        CHECK(mb_rpt_read_csv(&s, path, &e) == MB_EINPUT);
+        char where[48];
+        snprintf(where, sizeof where, "%s:2:", name);
+        if (!strstr(e.msg, cases[i].what) || !strstr(e.msg, where))
+            fprintf(stderr, "  case %zu: '%s' lacks '%s' or '%s'\n", i, e.msg, cases[i].what, where);
+        CHECK(strstr(e.msg, cases[i].what) != NULL && strstr(e.msg, where) != NULL);
+        mb_rpt_set_free(&s);
+    }
+}
+
 /* Reads path into s (initialised here; the caller frees it), joins it with
  * the model and fits it; checks that all went well. */
 static int read_join_fit(mb_rpt_set *s, const char *path, mb_err *e)
@@ -268,8 +309,8 @@ static void test_noisy(const char *tmp)
     mb_rpt_set_free(&s);
 }
 
-/* A fully contended row with counts near INT_MAX (the CSV clamps them to 1e9)
- * is noisy and not fitted: 5 x contended must not overflow int. */
+/* A fully contended row with the largest counts the CSV accepts (10^9; more
+ * is refused) is noisy and not fitted: 5 x contended must not overflow int. */
 static void test_noisy_large(const char *tmp)
 {
     CHECK(MB_MEAS_NOISY(INT_MAX, INT_MAX));
@@ -282,7 +323,7 @@ static void test_noisy_large(const char *tmp)
     if (!fp) return;
     for (int k = 24; k <= 27; k++)
         fprintf(fp, "h100-sxm,cuda,copy,eager,f32,%lld,50,%.9g,1,0\n", 1LL << k, copy_time_s(k));
-    fprintf(fp, "h100-sxm,cuda,copy,eager,f32,%lld,2147483647,%.9g,1,2147483647\n", 1LL << 28,
+    fprintf(fp, "h100-sxm,cuda,copy,eager,f32,%lld,1000000000,%.9g,1,1000000000\n", 1LL << 28,
             3 * copy_time_s(28));
     fclose(fp);
     mb_rpt_set s;
@@ -432,6 +473,7 @@ int main(void)
     test_two_modes(tmp);
     test_drifted(tmp);
     test_count_check(tmp);
+    test_contradictions(tmp);
     char cmd[256];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmp);
     if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", tmp);
