@@ -12,7 +12,7 @@ void mb_cal_print_keys(FILE *fp, const mb_device *d, unsigned backend, const cha
 {
     for (int i = 0; i < mb_device_key_count(); i++) {
         const mb_device_key *k = mb_device_key_at(i);
-        if (!(k->cal & backend) || (k->type != MB_DKT_NUM && k->type != MB_DKT_FLAG)) continue;
+        if (!(k->cal & backend) || (k->type != MB_DKT_NUM && k->type != MB_DKT_COUNT && k->type != MB_DKT_FLAG)) continue;
         const char *how = detail && detail[i][0] ? detail[i] : k->doc;
         if (k->write == MB_DKW_GIVEN && !mb_device_given(d, (mb_dk_id)i)) {
             fprintf(fp, "  %-24s %-14s not measured%s%s%s; absent: %s\n", k->key, "-",

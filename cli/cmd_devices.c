@@ -60,7 +60,7 @@ static json_t *device_json(const mb_device *d)
 
 static const char *type_name(mb_dk_type t)
 {
-    static const char *const names[] = {"text", "id", "choice", "number", "0 or 1", "number per op"};
+    static const char *const names[] = {"text", "id", "choice", "number", "0 or 1", "number per op", "whole number"};
     return names[t];
 }
 

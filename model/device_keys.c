@@ -54,7 +54,7 @@ double mb_device_num(const mb_device *d, const mb_device_key *k, int op)
 {
     const double *p = (const double *)((const char *)d + k->offset);
     if (k->type == MB_DKT_OPS) return op >= 0 && op < MB_OP_COUNT ? p[op] : 0;
-    return k->type == MB_DKT_NUM || k->type == MB_DKT_FLAG ? *p : 0;
+    return k->type == MB_DKT_NUM || k->type == MB_DKT_COUNT || k->type == MB_DKT_FLAG ? *p : 0;
 }
 
 const char *mb_device_str(const mb_device *d, const mb_device_key *k)
@@ -65,7 +65,7 @@ const char *mb_device_str(const mb_device *d, const mb_device_key *k)
 void mb_device_set(mb_device *d, mb_dk_id id, double v)
 {
     const mb_device_key *k = &keys[id];
-    assert(k->type == MB_DKT_NUM || k->type == MB_DKT_FLAG);
+    assert(k->type == MB_DKT_NUM || k->type == MB_DKT_COUNT || k->type == MB_DKT_FLAG);
     *(double *)((char *)d + k->offset) = v;
     d->given[id] = 1;
 }
@@ -74,6 +74,7 @@ const char *mb_device_key_problem(const mb_device_key *k, double v, char *buf, s
 {
     if (!isfinite(v)) return "must be a finite number";
     if (k->type == MB_DKT_FLAG) return v == 0 || v == 1 ? NULL : "must be 0 or 1";
+    if (k->type == MB_DKT_COUNT && v != floor(v)) return "must be a whole number (a count)";
     if (v >= k->lo && v <= k->hi) return NULL;
     if (k->zero_none && v == 0) return NULL;
     snprintf(buf, size, "must be %sin [%g, %g]", k->zero_none ? "0 (none) or " : "", k->lo, k->hi);

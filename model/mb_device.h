@@ -15,7 +15,7 @@ extern "C" {
 
 /* The types, needs, write rules, scales and measurers of device_keys.def's
  * columns (that file says what each means). */
-typedef enum mb_dk_type { MB_DKT_STR = 0, MB_DKT_ID, MB_DKT_ENUM, MB_DKT_NUM, MB_DKT_FLAG, MB_DKT_OPS } mb_dk_type;
+typedef enum mb_dk_type { MB_DKT_STR = 0, MB_DKT_ID, MB_DKT_ENUM, MB_DKT_NUM, MB_DKT_FLAG, MB_DKT_OPS, MB_DKT_COUNT } mb_dk_type;
 typedef enum mb_dk_need { MB_DKN_OPT = 0, MB_DKN_REQ, MB_DKN_REQ_GPU } mb_dk_need;
 typedef enum mb_dk_write { MB_DKW_ALWAYS = 0, MB_DKW_NONZERO, MB_DKW_GIVEN } mb_dk_write;
 typedef enum mb_dk_scale { MB_DKS_NONE = 0, MB_DKS_BW, MB_DKS_CORE, MB_DKS_PER_CORE } mb_dk_scale;
@@ -54,6 +54,7 @@ typedef struct mb_device_key {
 #define MB_DK_FIELD_ID(key, size) char key[size];
 #define MB_DK_FIELD_ENUM(key, size) char key[size];
 #define MB_DK_FIELD_NUM(key, size) double key;
+#define MB_DK_FIELD_COUNT(key, size) double key;
 #define MB_DK_FIELD_FLAG(key, size) double key;
 #define MB_DK_FIELD_OPS(key, size) double key[MB_OP_COUNT];
 #define MB_DK(key, type, size, ...) MB_DK_FIELD_##type(key, size)

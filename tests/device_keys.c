@@ -69,6 +69,7 @@ static int trial_values(const mb_device_key *k, double *v)
     v[n++] = k->lo;
     v[n++] = k->hi;
     v[n++] = k->lo > 0 ? sqrt(k->lo * k->hi) : (k->lo + k->hi) / 3;
+    if (k->type == MB_DKT_COUNT) v[n - 1] = floor(v[n - 1]); /* a count is whole */
     if (k->zero_none) v[n++] = 0;
     return n;
 }
@@ -81,6 +82,7 @@ static int bad_values(const mb_device_key *k, double *v)
     v[n++] = k->hi * (1 + 1e-6);
     v[n++] = k->lo > 0 ? (k->zero_none ? k->lo / 2 : k->lo * (1 - 1e-6)) : -1e-3;
     v[n++] = NAN;
+    if (k->type == MB_DKT_COUNT) v[n++] = floor(sqrt(k->lo * k->hi)) + 0.5; /* in range, not whole */
     return n;
 }
 
@@ -219,14 +221,15 @@ static void test_rates(void)
     mb_device d = base(), out;
     for (int i = 0; i < mb_device_key_count(); i++) {
         const mb_device_key *k = mb_device_key_at(i);
-        if (k->type == MB_DKT_NUM) *field(&d, k, 0) = 3;
+        if (k->type == MB_DKT_NUM || k->type == MB_DKT_COUNT) *field(&d, k, 0) = 3;
         if (k->type == MB_DKT_OPS) *field(&d, k, MB_OP_ADD) = 3;
     }
     mb_device_at_rates(&d, 0.5, 4, &out);
     for (int i = 0; i < mb_device_key_count(); i++) {
         const mb_device_key *k = mb_device_key_at(i);
-        if (k->type != MB_DKT_NUM && k->type != MB_DKT_OPS) continue;
+        if (k->type != MB_DKT_NUM && k->type != MB_DKT_COUNT && k->type != MB_DKT_OPS) continue;
         int op = k->type == MB_DKT_OPS ? MB_OP_ADD : 0;
+        if (k->type == MB_DKT_COUNT) CHECK(k->scale == MB_DKS_NONE); /* scaling makes no count */
         double want = k->scale == MB_DKS_BW ? 1.5 : k->scale == MB_DKS_CORE ? 12 : k->scale == MB_DKS_PER_CORE ? 0.75 : 3;
         CHECK(mb_device_num(&out, k, op) == want);
     }
