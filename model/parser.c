@@ -45,6 +45,7 @@ typedef struct {
     int depth;            /* recursion depth: deep nesting is an error, not a crash */
     int name_line;        /* line of the 'name' directive, 0 if none */
     int rank_line;        /* line that fixed the rank, 0 if none */
+    int size_line, shape_line; /* lines of the 'size' and 'shape' directives, 0 if none */
     struct {              /* per input: its named dimensions (finish_dims) */
         int n, line, col;
         char name[MB_MAX_DIMS][MB_DIM_NAME_MAX];
@@ -984,6 +985,13 @@ static int parse_statement(parser *P)
         return end_of_statement(P);
     }
 
+    if (tok_is(&t, "size") || tok_is(&t, "shape")) { /* one of each, as one 'name' */
+        int is_size = tok_is(&t, "size"), *first = is_size ? &P->size_line : &P->shape_line;
+        if (*first)
+            return perr(P, t.line, t.col, "a second '%s' directive (the first is on line %d)",
+                        is_size ? "size" : "shape", *first);
+        *first = t.line;
+    }
     if (tok_is(&t, "name")) {
         if (P->name_line)
             return perr(P, t.line, t.col, "a second 'name' directive (the first is on line %d)",

@@ -210,8 +210,12 @@ static int check_dim(const mb_graph *g, const mb_node *nd, int rank, mb_err *err
     int d = nd->dim;
     if (d < -rank || d >= rank)
         return mb_err_set(err, MB_EINPUT, "%s:%d:%d: %s(): dim %d is out of range for a %d-D tensor "
-                          "(expected in [%d, %d])", g->path, nd->line, nd->col, mb_op_name(nd->op), d, rank,
-                          -rank, rank - 1);
+                          "(expected in [%d, %d])%s", g->path, nd->line, nd->col, mb_op_name(nd->op), d, rank,
+                          -rank, rank - 1,
+                          !g->rank_declared && rank == 1
+                              ? "; its inputs are [n] as written: declare them 2-D (input x [rows, cols]), or "
+                                "write dim=-1, the last dimension at any --shape"
+                              : "");
     if (d != -1 && d != rank - 1)
         return mb_err_set(err, MB_EINPUT, "%s:%d:%d: %s() over dim %d is not supported: only the last "
                           "dimension is (dim=-1%s)", g->path, nd->line, nd->col, mb_op_name(nd->op), d,

@@ -124,6 +124,10 @@ static void check_variant_file_errors(void)
         {"input x\nsize 0\ny = x*2\n", "v.mb:2:6: size '0': must be at least 1"},
         {"input x\ny = x*2\nbogus\n", "v.mb:3:6: expected '=' after 'bogus'"},
         {"name a\ninput x\nname b\ny = x*2\n", "v.mb:3:1: a second 'name' directive (the first is on line 1)"},
+        {"input x\nshape 4x4\nshape 8x8\ny = x*2\n", "v.mb:3:1: a second 'shape' directive (the first is on line 2)"},
+        {"input x\nsize 16\ny = x*2\nsize 32\n", "v.mb:4:1: a second 'size' directive (the first is on line 2)"},
+        /* an --expr is 1-D as written: the message says how to make it 2-D */
+        {"input x\ny = softmax(x, 1)\n", "its inputs are [n] as written: declare them 2-D"},
         /* a lone CR ends a line, as in Python: the error is on line 2, not "dtype 'y'" */
         {"name a\rinput x y\ry = x*2\r", "v.mb:2:9: unknown dtype or word 'y'"},
     };
