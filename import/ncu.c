@@ -3,8 +3,9 @@
  * Unit","Metric Value", newer versions append rule columns whose metric
  * cells are empty) and raw (one row per launch, metric names as columns,
  * then a second row of units). Lines before the header (==PROF==, the
- * program's own output) and "==" lines after it are passed over; values may
- * carry thousands separators; "n/a" is no value; units in both spellings
+ * program's own output) and "==" lines after it are passed over; values
+ * are read whole by imp_number and may carry thousands separators; "n/a"
+ * is no value; IDs increase; units in both spellings
  * (byte/Kbyte/Mbyte/Gbyte, nsecond/usecond/msecond and ns/us/ms). Metrics
  * read: dram__bytes_read.sum, dram__bytes_write.sum, gpu__time_duration.sum
  * (the SpeedOfLight section's "Duration" as well). A launch's mark is a

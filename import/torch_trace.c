@@ -7,7 +7,8 @@
  * innermost "membound:..." record_function around it: its
  * "gpu_user_annotation" span on the GPU timeline, else the "user_annotation"
  * span (CPU) around the "cuda_runtime" launch with the kernel's correlation
- * id. The GPU's name comes from "deviceProperties". JSON through jansson.
+ * id. The GPU's name comes from "deviceProperties". JSON through jansson,
+ * a key given twice refused; numbers, quoted or not, through imp_number.
  * Does not match launches. */
 #include "import_int.h"
 
