@@ -382,18 +382,43 @@ static int match_group(run *r, group *gr, mb_err *err)
     return rc;
 }
 
-/* Groups by mark, in order of first launch; unmarked launches noted, left out. */
-static int make_groups(run *r, group **out, int *n_out, mb_err *err)
+/* A marked launch in the grouping's order: by mark, then by file order. */
+typedef struct marked_launch {
+    const char *label;
+    int i;
+} marked_launch;
+
+static int by_label(const void *a, const void *b)
+{
+    const marked_launch *x = a, *y = b;
+    int c = strcmp(x->label, y->label);
+    return c ? c : x->i - y->i;
+}
+
+static int by_first_launch(const void *a, const void *b)
+{
+    const group *x = a, *y = b;
+    return x->idx[0] - y->idx[0];
+}
+
+/* Groups by mark, in order of first launch, each group's launches in file
+ * order and contiguous in *idx (malloc'd, the caller frees it after the
+ * groups); unmarked launches noted, left out. The launches sorted by mark
+ * make the groups in O(n log n): a search of the groups so far for each
+ * launch took 57 s for 10^5 launches under 5 * 10^4 marks. */
+static int make_groups(run *r, group **out, int *n_out, int **idx_out, mb_err *err)
 {
     const imp_launches *L = r->L;
     int marked = 0;
-    for (int i = 0; i < L->n; i++) marked |= L->v[i].label[0] != '\0';
+    for (int i = 0; i < L->n; i++) marked += L->v[i].label[0] != '\0';
     group *G = calloc((size_t)L->n + 1, sizeof *G);
-    int *idx = malloc((size_t)L->n * sizeof *idx);
-    if (!G || !idx) { free(G); free(idx); return mb_err_set(err, MB_ERUN, "out of memory"); }
-    int ng = 0, pos = 0, unmarked = 0;
+    int *idx = malloc(((size_t)L->n + 1) * sizeof *idx);
+    marked_launch *ml = malloc(((size_t)marked + 1) * sizeof *ml);
+    if (!G || !idx || !ml) { free(G); free(idx); free(ml); return mb_err_set(err, MB_ERUN, "out of memory"); }
+    int ng = 0;
     const mb_imp_options *o = r->o;
     if (!marked) {
+        free(ml);
         if ((!o->variant && !o->expr) || o->n_plans != 1 || o->n_sizes != 1) {
             free(G); free(idx);
             return mb_err_set(err, MB_EINPUT, "%s: no membound: marks (NVTX ranges or record_function) in the "
@@ -411,37 +436,45 @@ static int make_groups(run *r, group **out, int *n_out, mb_err *err)
         for (int i = 0; i < L->n; i++) g->idx[g->n_idx++] = i;
         *out = G;
         *n_out = ng;
+        *idx_out = idx;
         return MB_OK;
     }
-    for (int i = 0; i < L->n; i++) { /* each distinct mark's launches, contiguous in idx */
-        if (!L->v[i].label[0]) { unmarked++; continue; }
-        int seen = 0;
-        for (int k = 0; k < ng; k++) seen |= !strcmp(G[k].label, L->v[i].label);
-        if (seen) continue;
-        group *g = &G[ng++];
-        snprintf(g->label, sizeof g->label, "%s", L->v[i].label);
-        g->marked = 1;
-        int rc = parse_label(g->label, g, err);
+    int nm = 0;
+    for (int i = 0; i < L->n; i++)
+        if (L->v[i].label[0]) ml[nm++] = (marked_launch){L->v[i].label, i};
+    qsort(ml, (size_t)nm, sizeof *ml, by_label);
+    for (int k = 0; k < nm; k++) { /* each run of one mark is a group */
+        if (!k || strcmp(ml[k].label, ml[k - 1].label) != 0) {
+            group *g = &G[ng++];
+            snprintf(g->label, sizeof g->label, "%s", ml[k].label);
+            g->marked = 1;
+            g->idx = idx + k;
+        }
+        idx[k] = ml[k].i;
+        G[ng - 1].n_idx++;
+    }
+    free(ml);
+    qsort(G, (size_t)ng, sizeof *G, by_first_launch);
+    for (int k = 0; k < ng; k++) { /* the first bad mark in file order is the one named */
+        int rc = parse_label(G[k].label, &G[k], err);
         if (rc) {
             char at[600], msg[sizeof err->msg];
             snprintf(msg, sizeof msg, "%s", err->msg);
-            mb_err_set(err, rc, "%s: %s", where(r, &L->v[i], at, sizeof at), msg);
+            mb_err_set(err, rc, "%s: %s", where(r, &L->v[G[k].idx[0]], at, sizeof at), msg);
             free(G);
             free(idx);
             return rc;
         }
-        g->idx = idx + pos;
-        for (int j = i; j < L->n; j++)
-            if (!strcmp(L->v[j].label, g->label)) g->idx[g->n_idx++] = j, pos++;
     }
+    int unmarked = L->n - nm;
     if (unmarked) {
         note(r, "note", "%s: %d launch%s outside any membound: mark: left out", r->path, unmarked,
              unmarked == 1 ? "" : "es");
         r->out->n_left_out += unmarked;
     }
-    G[0].idx = ng ? G[0].idx : idx; /* idx is freed through G[0] */
     *out = G;
     *n_out = ng;
+    *idx_out = idx;
     return MB_OK;
 }
 
@@ -515,13 +548,13 @@ int mb_imp_run(const char *path, const mb_imp_options *o, mb_imp_result *out, mb
     if (!rc && L.note[0] && strstr(L.note, "auto-scaled")) note(&r, "warning", "%s: %s", path, L.note);
     if (!rc) rc = pick_device(&r, err);
     group *G = NULL;
-    int ng = 0;
-    if (!rc) rc = make_groups(&r, &G, &ng, err);
+    int ng = 0, *idx = NULL;
+    if (!rc) rc = make_groups(&r, &G, &ng, &idx, err);
     for (int i = 0; i < ng && !rc; i++) rc = match_group(&r, &G[i], err);
     if (!rc && out->rows.n == 0)
         rc = mb_err_set(err, MB_EINPUT, "%s: none of its %d launches matched a plan (see the notes)", path, L.n);
     if (!rc) rc = provenance(&r, err);
-    if (G) free(G[0].idx);
+    free(idx);
     free(G);
     for (int i = 0; i < r.n_graphs; i++) mb_graph_free(r.graphs[i]);
     free(r.graphs);
