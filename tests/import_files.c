@@ -211,6 +211,12 @@ static const text_case text_cases[] = {
     {MB_IMP_TORCH_TRACE, TRACE(COPY_MARK, "\"5.2\""), MB_OK, "2 timed", NULL, 0, 0},
     {MB_IMP_TORCH_TRACE, "\xEF\xBB\xBF" TRACE(COPY_MARK, "5.2"), MB_OK, "2 timed", NULL, 0, 0},
     {MB_IMP_TORCH_TRACE, TRACE("membound:copy:eager:n=2048x1024:f32", "5.2"), MB_OK, "2 timed", NULL, 2048, 1024},
+    /* nested marks: each launch under the innermost, an outer one's wider span around it */
+    {MB_IMP_TORCH_TRACE,
+     TRACE_HEAD "{\"cat\": \"gpu_user_annotation\", \"name\": \"membound:sigmoid3:eager:n=2097152:f32\", "
+     "\"ts\": 0, \"dur\": 1000}," "{\"cat\": \"gpu_user_annotation\", \"name\": \"" COPY_MARK "\", \"ts\": 5, "
+     "\"dur\": 50}," TRACE_COPY("10", "5.2") "," TRACE_COPY("20", "5.2") "]}",
+     MB_OK, "2 timed", "sigmoid3", 0, 0},
     {MB_IMP_TORCH_TRACE,
      "{\"deviceProperties\": [{\"name\": \"NVIDIA H200\\u001b]0;title\\u0007\"}], \"traceEvents\": ["
      TRACE_MARK(COPY_MARK) TRACE_COPY("10", "5.2") "," TRACE_COPY("20", "5.2") "]}",
