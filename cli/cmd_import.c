@@ -47,13 +47,13 @@ typedef struct opts {
     int64_t *sizes;
     int quiet;
     char seen[128];  /* options given, by getopt's code */
-    FILE *held;      /* the notes, printed after a successful import */
+    FILE *held;      /* the notes, printed once the import's files are written */
     char *held_text;
     size_t held_len;
 } opts;
 
-/* Notes and warnings are held until the import succeeds: a failed one
- * prints its one error line alone. */
+/* Notes and warnings are held until the import's files are written: a
+ * failed import or write prints its one error line alone. */
 static void note(void *ctx, const char *level, const char *msg)
 {
     opts *o = ctx;
@@ -220,14 +220,16 @@ int mb_cmd_import(int argc, char **argv)
     rc = mb_imp_run(file, &o.imp, &res, &e);
     free(o.sizes);
     if (o.held) fclose(o.held);
-    if (!rc && o.held_text) fputs(o.held_text, stderr);
-    free(o.held_text);
     if (rc) {
+        free(o.held_text);
         mb_outfile_abort(&of);
         if (o.kernels) mb_outfile_abort(&kf);
         return mb_cli_fail_err(rc == MB_EINPUT ? 2 : 1, &e);
     }
+    /* the notes only once the files are there: a failed write prints its one error line alone */
     rc = write_all(&o, &res, &of, &kf);
+    if (!rc && o.held_text) fputs(o.held_text, stderr);
+    free(o.held_text);
     if (!rc) print_rows(&res);
     if (!rc && !o.quiet)
         fprintf(stderr, "membound: note: %s: %d launches, %d matched, %d left out: %d row%s to %s%s%s\n", file,

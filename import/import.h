@@ -17,8 +17,10 @@ extern "C" {
 typedef enum mb_imp_format { MB_IMP_NCU = 0, MB_IMP_TORCH_TRACE } mb_imp_format;
 
 /* What the user says about the file; what the file says (NVTX ranges,
- * record_function marks named "membound:VARIANT:PLAN:n=N:DTYPE") wins where
- * the user says nothing, and the user's choice filters the file's groups. */
+ * record_function marks named "membound:VARIANT:PLAN:n=N:DTYPE", N a size
+ * or ROWSxCOLS) wins where the user says nothing, and the user's choice
+ * filters the file's groups. A mark's VARIANT is a name: it selects a
+ * built-in variant or the user's, never a file. */
 typedef struct mb_imp_options {
     mb_imp_format format;
     const char *variant;        /* a variant name or .mb file; NULL: from the marks */
@@ -53,12 +55,16 @@ typedef struct mb_imp_result {
     int n_launches, n_matched, n_left_out;
 } mb_imp_result;
 
-/* Reads path (at most 1 GiB of text) and matches its launches. Returns
- * MB_OK with *out filled (free with mb_imp_result_free); MB_EINPUT with
- * "path:line:col: ..." for a file that does not parse, lacks what the
- * format needs (columns, metrics, units), has no launch or group that
- * matches, or too few or too many kernels for a plan (never forced); MB_ERUN
- * when memory runs out. Bytes never choose a match: they are compared after
+/* Reads path (at most 1 GiB of text, a UTF-8 byte order mark skipped) and
+ * matches its launches. Returns MB_OK with *out filled (free with
+ * mb_imp_result_free); MB_EINPUT with "path:line:col: ..." for a file that
+ * does not parse, lacks what the format needs (columns, metrics, units),
+ * holds a value that is not a whole decimal number in its range, a
+ * duplicate (a JSON key, a metric of one launch, a launch ID), a mark that
+ * names no variant, has no launch or group that matches, or too few or too
+ * many kernels for a plan (never forced); MB_ERUN when memory runs out.
+ * Names from the file reach notes, messages and rows with their control
+ * characters escaped. Bytes never choose a match: they are compared after
  * it (count_check, per-kernel cold counts for ncu's flushed caches). */
 int mb_imp_run(const char *path, const mb_imp_options *o, mb_imp_result *out, mb_err *err);
 void mb_imp_result_free(mb_imp_result *r);

@@ -9,17 +9,46 @@
  * 2^31 - 1); a larger one in a file is read as unknown (0). */
 #define MB_IMP_DIM_MAX 2147483647LL
 
+/* The most bytes one kernel's counter may say: 2^53, where a double stops
+ * counting bytes exactly. No plan kernel comes near it: at membound's
+ * largest n (2^44 elements, MB_N_MAX) a kernel of 16 f64 operands moves
+ * 2^51 B. A larger count is a broken file, refused with its line. */
+#define MB_IMP_BYTES_MAX 9007199254740992.0
+
+/* The longest kernel duration read: one hour. A memory-bound kernel over
+ * 2^44 f32 elements at 100 GB/s takes 176 s; a longer "duration" is a unit
+ * mistake or a broken file, refused with its line. */
+#define MB_IMP_TIME_MAX_S 3600.0
+
+/* A number from imported data into *out: the whole of s in decimal form
+ * ([-]DIGITS[.DIGITS][e[+-]DIGITS], '-' only when lo < 0; with grouped,
+ * thousands separators ',' before each group of three integer digits),
+ * finite and in [lo, hi]. MB_EINPUT for anything else (hex, "inf", a unit
+ * after it, "2,5", out of range); MB_ERUN when memory runs out. The caller
+ * names the field in its message. */
+int imp_number(const char *s, int grouped, double lo, double hi, double *out);
+
+/* s with control characters (C0, DEL, C1) written as \xNN, so that a name
+ * from a file cannot drive the terminal it is printed on, into buf (size
+ * bytes, always NUL-terminated, cut only between characters). Returns the
+ * escaped length: >= size when it was cut. buf may be NULL (size 0) to
+ * measure. */
+size_t imp_escape(const char *s, char *buf, size_t size);
+/* The same into a new string (caller frees); NULL when memory runs out. */
+char *imp_escape_dup(const char *s);
+
 /* One kernel launch in a profiler's file, in file order. */
 typedef struct imp_launch {
-    char *name;            /* the kernel's name as the tool demangled it (owned) */
-    char label[160];       /* the enclosing "membound:..." mark, "" none */
+    char *name;            /* the kernel's name as the tool demangled it,
+                              control characters escaped (owned) */
+    char label[160];       /* the enclosing "membound:..." mark, escaped, "" none */
     int line;              /* the CSV line where it is (0 for a trace) */
     int event;             /* a trace: its index in traceEvents, from 1 (0 for a CSV) */
     double ts_us;          /* a trace: its start on the GPU timeline */
     long long grid[3], block[3]; /* 0: unknown */
     double time_s;         /* the kernel's duration; NAN: none */
     double dram_read_bytes, dram_write_bytes; /* NAN: none */
-    char gpu[128];         /* the GPU's name as the file gives it, "" none */
+    char gpu[128];         /* the GPU's name as the file gives it, escaped, "" none */
 } imp_launch;
 
 typedef struct imp_launches {

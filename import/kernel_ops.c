@@ -102,12 +102,93 @@ static int is_inductor(const char *name)
     return has_word(name, "triton_poi_") || has_word(name, "triton_per_") || has_word(name, "triton_red_");
 }
 
+/* Inductor's own words for what a membound op becomes: its kernel names list
+ * the aten ops of the fused nodes after decomposition, sorted and joined by
+ * '_' ("triton_poi_fused_add_cos_pow_sin_0"; torch/_inductor/utils.py,
+ * get_fused_kernel_name, descriptive_names = "original_aten"). An op is
+ * also known by its own name. */
+static const struct {
+    const char *op;
+    const char *words[7];
+} inductor_words[] = {
+    {"copy", {"clone", "_to_copy", "copy", NULL}},
+    {"sub", {"add", NULL}},
+    {"relu", {"clamp_min", "maximum", NULL}},
+    {"sign", {"sgn", NULL}},
+    {"gelu", {"erf", "tanh", "mul", "add", "pow", NULL}},
+    {"silu", {"sigmoid", "mul", NULL}},
+    {"softplus", {"exp", "log1p", NULL}},
+    {"mean", {"sum", "div", NULL}},
+    {"softmax", {"_softmax", "amax", "exp", "sum", "div", "sub", NULL}},
+    {"log_softmax", {"_log_softmax", "amax", "exp", "log", "sum", "sub", NULL}},
+    {"rms_norm", {"mean", "rsqrt", "mul", "pow", "add", NULL}},
+    {"layer_norm", {"native_layer_norm", "var_mean", "rsqrt", "mul", "add", "sub", NULL}},
+};
+
+/* 1 when the op named op is known to Inductor as the word w[0..len). */
+static int op_word(const char *op, const char *w, size_t len)
+{
+    if (strlen(op) == len && !strncmp(op, w, len)) return 1;
+    for (size_t i = 0; i < sizeof inductor_words / sizeof inductor_words[0]; i++) {
+        if (strcmp(inductor_words[i].op, op) != 0) continue;
+        for (int k = 0; inductor_words[i].words[k]; k++)
+            if (strlen(inductor_words[i].words[k]) == len && !strncmp(inductor_words[i].words[k], w, len)) return 1;
+    }
+    return 0;
+}
+
+/* The length of the longest op word (of any op) at p that ends at '_' or
+ * the name's end, 0 when none. */
+static size_t known_word(const char *p)
+{
+    size_t best = 0;
+    for (int op = 0; op < MB_OP_COUNT; op++) {
+        const char *n = mb_op_info_of((mb_op)op)->name;
+        size_t len = strlen(n);
+        if (len > best && !strncmp(p, n, len) && (p[len] == '_' || !isalnum((unsigned char)p[len]))) best = len;
+    }
+    for (size_t i = 0; i < sizeof inductor_words / sizeof inductor_words[0]; i++)
+        for (int k = 0; inductor_words[i].words[k]; k++) {
+            const char *w = inductor_words[i].words[k];
+            size_t len = strlen(w);
+            if (len > best && !strncmp(p, w, len) && (p[len] == '_' || !isalnum((unsigned char)p[len]))) best = len;
+        }
+    return best;
+}
+
+/* 0 when Inductor's name says the kernel fuses other ops than K's: every
+ * word after "fused_" is an op's, and none is one of K's (a sin^2+cos^2
+ * kernel is no copy); 1 otherwise, a word it does not know included (no
+ * evidence against). */
+static int inductor_ops_fit(const mb_graph *g, const mb_kernel *K, const char *name)
+{
+    const char *p = strstr(name, "_fused_");
+    if (!p) return 1;
+    p += 7;
+    int known = 0, shared = 0;
+    while (*p && (isalnum((unsigned char)*p) || *p == '_')) {
+        size_t digits = strspn(p, "0123456789");
+        size_t len = digits && (p[digits] == '_' || !isalnum((unsigned char)p[digits])) ? 0 : known_word(p);
+        if (digits && !len) { /* the kernel's index */
+            p += digits + (p[digits] == '_');
+            continue;
+        }
+        if (!len) return 1;
+        known++;
+        shared |= op_word(K->name, p, len);
+        for (int j = 0; j < K->n_nodes && !shared; j++)
+            shared |= op_word(mb_op_info_of(g->nodes[K->nodes[j]].op)->name, p, len);
+        p += len + (p[len] == '_');
+    }
+    return !known || shared;
+}
+
 int imp_kernel_matches(const mb_graph *g, const mb_kernel *K, int fused_ok, const char *name)
 {
-    (void)g;
     /* renamed by its NVTX range (--print-nvtx-rename kernel: "membound:...",
        perhaps behind a domain): no function name, so no op to check */
     if (strstr(name, "membound:") && !strpbrk(name, "(<")) return 1;
+    if (is_inductor(name) && !inductor_ops_fit(g, K, name)) return 0;
     if (fused_ok && is_inductor(name)) return 1;
     for (size_t i = 0; i < sizeof patterns / sizeof patterns[0]; i++) {
         if (strcmp(patterns[i].kernel, K->name) != 0) continue;

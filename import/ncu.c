@@ -3,8 +3,9 @@
  * Unit","Metric Value", newer versions append rule columns whose metric
  * cells are empty) and raw (one row per launch, metric names as columns,
  * then a second row of units). Lines before the header (==PROF==, the
- * program's own output) and "==" lines after it are passed over; values may
- * carry thousands separators; "n/a" is no value; units in both spellings
+ * program's own output) and "==" lines after it are passed over; values
+ * are read whole by imp_number and may carry thousands separators; "n/a"
+ * is no value; IDs increase; units in both spellings
  * (byte/Kbyte/Mbyte/Gbyte, nsecond/usecond/msecond and ns/us/ms). Metrics
  * read: dram__bytes_read.sum, dram__bytes_write.sum, gpu__time_duration.sum
  * (the SpeedOfLight section's "Duration" as well). A launch's mark is a
@@ -49,6 +50,9 @@ typedef struct ncu_read {
     char unit[M_COUNT][32];   /* raw page: each metric column's unit */
     int header_fields;
     char last_id[64];         /* details: the launch being filled */
+    double last_id_v;         /* the last launch's ID, as a number */
+    int n_ids;                /* launches with an ID so far */
+    unsigned metrics_seen;    /* the launch's metrics so far, a bit each (M_COUNT: Duration) */
     char scaled[128];         /* the auto-scaled units seen */
     int have_metric[M_COUNT];
 } ncu_read;
@@ -81,43 +85,87 @@ static int unit_scale(ncu_read *r, const mb_csv_field *f, int is_time, double *s
                               : "a byte unit (byte, Kbyte, Mbyte, Gbyte)");
 }
 
-/* A metric value: thousands separators dropped; "n/a" or empty gives NAN. */
-static int value(ncu_read *r, const mb_csv_field *f, double *out, mb_err *err)
+/* Metric m's value in field f, in unit u, into *out (bytes or seconds):
+ * imp_number's whole decimal field, thousands separated in threes ("2,5" is
+ * no number: a decimal comma would read as 25), then bounded by what a
+ * kernel can count (MB_IMP_BYTES_MAX, MB_IMP_TIME_MAX_S). "n/a" or empty
+ * gives NAN. MB_EINPUT with the field's line and column. */
+static int metric(ncu_read *r, const mb_csv_field *f, const mb_csv_field *u, int m, double *out, mb_err *err)
 {
-    char buf[64];
-    size_t k = 0;
-    if (!f->s[0] || !strcasecmp(f->s, "n/a")) { *out = NAN; return MB_OK; }
-    for (const char *s = f->s; *s && k + 1 < sizeof buf; s++)
-        if (*s != ',' && *s != ' ') buf[k++] = *s;
-    buf[k] = '\0';
-    char *end;
-    double v = strtod(buf, &end);
-    if (end == buf || *end || !isfinite(v) || v < 0)
-        return mb_err_set(err, MB_EINPUT, "%s:%d:%d: metric value '%s': expected a number >= 0 (or n/a)",
-                          r->path, f->line, f->col, f->s);
+    *out = NAN;
+    if (!f->s[0] || !strcasecmp(f->s, "n/a")) return MB_OK;
+    double scale, v;
+    int rc = unit_scale(r, u, m == M_TIME, &scale, err);
+    if (rc) return rc;
+    char shown[48];
+    size_t n = imp_escape(f->s, shown, sizeof shown);
+    rc = imp_number(f->s, 1, 0, HUGE_VAL, &v);
+    if (rc == MB_ERUN) return mb_err_set(err, rc, "out of memory");
+    if (rc)
+        return mb_err_set(err, MB_EINPUT, "%s:%d:%d: %s value '%s%s': expected a decimal number >= 0 (thousands "
+                          "separated by ',' in threes; or n/a)", r->path, f->line, f->col, metric_names[m], shown,
+                          n >= sizeof shown ? "..." : "");
+    v *= scale;
+    double max = m == M_TIME ? MB_IMP_TIME_MAX_S : MB_IMP_BYTES_MAX;
+    if (!(v <= max))
+        return mb_err_set(err, MB_EINPUT, "%s:%d:%d: %s value '%s%s' %s: more than %s, more than any kernel %s",
+                          r->path, f->line, f->col, metric_names[m], shown, n >= sizeof shown ? "..." : "", u->s,
+                          m == M_TIME ? "an hour" : "2^53 bytes", m == M_TIME ? "runs" : "moves");
     *out = v;
     return MB_OK;
 }
 
-/* "(32768, 1, 1)", "32768 1 1" or "32768" into d[3]. */
-static void dims(const char *s, long long d[3])
+/* "(32768, 1, 1)", "32768 1 1" or "32768" in field f into d[3]; empty: 0
+ * (unknown). Each a whole number from 1 to MB_IMP_DIM_MAX, else MB_EINPUT
+ * (a negative one is not read as positive). */
+static int dims(ncu_read *r, const mb_csv_field *f, const char *what, long long d[3], mb_err *err)
 {
     d[0] = d[1] = d[2] = 0;
-    for (int k = 0; k < 3 && *s; k++) {
-        while (*s && !isdigit((unsigned char)*s)) s++;
-        if (!*s) break;
-        d[k] = strtoll(s, (char **)&s, 10);
-        if (d[k] < 0 || d[k] > MB_IMP_DIM_MAX) d[k] = 0; /* not a CUDA launch's: unknown */
+    const char *s = f->s;
+    if (!*s) return MB_OK;
+    int k = 0, ok = 1, paren = *s == '(';
+    s += paren;
+    while (ok && k < 3) {
+        size_t len = strspn(s, "0123456789");
+        char num[16];
+        double v;
+        ok = len > 0 && len < sizeof num;
+        if (ok) {
+            memcpy(num, s, len);
+            num[len] = '\0';
+            ok = imp_number(num, 0, 1, (double)MB_IMP_DIM_MAX, &v) == MB_OK;
+        }
+        if (ok) d[k++] = (long long)v;
+        s += len;
+        if (!*s || *s == ')') break;
+        if (*s == ',') s++;
+        if (*s == ' ') s++;
     }
-    if (d[0] && !d[1]) d[1] = d[2] = 1;
+    if (paren) ok = ok && *s == ')' && !s[1];
+    else ok = ok && !*s;
+    ok = ok && (k == 1 || k == 3);
+    if (!ok) {
+        char shown[48];
+        imp_escape(f->s, shown, sizeof shown);
+        return mb_err_set(err, MB_EINPUT, "%s:%d:%d: %s '%s': expected (X, Y, Z), each a whole number from 1 to %lld",
+                          r->path, f->line, f->col, what, shown, MB_IMP_DIM_MAX);
+    }
+    if (k == 1) d[1] = d[2] = 1;
+    return MB_OK;
 }
 
-static void nvtx_label(const char *s, char *label, size_t size)
+/* The "membound:..." mark in s into label; MB_EINPUT when it does not fit
+ * (two long marks cut to one would merge their groups). */
+static int nvtx_label(ncu_read *r, const mb_csv_field *f, const char *s, char *label, size_t size, mb_err *err)
 {
     const char *p = strstr(s, "membound:");
-    if (!p) return;
+    if (!p) return MB_OK;
     size_t n = strspn(p, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_:=.-^");
+    if (n >= size)
+        return mb_err_set(err, MB_EINPUT, "%s:%d:%d: a membound: mark of more than %zu bytes", r->path, f->line,
+                          f->col, size - 1);
     snprintf(label, size, "%.*s", (int)n, p);
+    return MB_OK;
 }
 
 /* 1 when h names NVTX ranges ("NVTX", "nvtx__...", any case). */
@@ -143,8 +191,13 @@ static int header(ncu_read *r, const mb_csv_record *rec, mb_err *err)
         const char *h = rec->f[i].s;
         for (int k = 0; k < 8; k++)
             if (!strcmp(h, names[k]) && *cols[k] < 0) *cols[k] = i;
-        for (int m = 0; m < M_COUNT; m++)
-            if (!strcmp(h, metric_names[m])) r->c_metric[m] = i;
+        for (int m = 0; m < M_COUNT; m++) {
+            if (strcmp(h, metric_names[m]) != 0) continue;
+            if (r->c_metric[m] >= 0)
+                return mb_err_set(err, MB_EINPUT, "%s:%d:%d: column '%s' given twice: which one is the launch's?",
+                                  r->path, rec->line, rec->f[i].col, h);
+            r->c_metric[m] = i;
+        }
         if (nvtx_column(h) && r->c_nvtx < 0) r->c_nvtx = i;
     }
     if (r->c_name < 0)
@@ -161,17 +214,41 @@ static int header(ncu_read *r, const mb_csv_record *rec, mb_err *err)
     return MB_OK;
 }
 
+/* The launch ID in field f, which must be a whole number above the last
+ * one's: ncu numbers its results in order, so an ID seen again is two
+ * launches that would merge, or a file pasted together. */
+static int launch_id(ncu_read *r, const mb_csv_field *f, mb_err *err)
+{
+    double id;
+    if (imp_number(f->s, 0, 0, 9007199254740992.0, &id) != MB_OK || (r->n_ids && !(id > r->last_id_v))) {
+        char shown[48];
+        imp_escape(f->s, shown, sizeof shown);
+        return mb_err_set(err, MB_EINPUT, "%s:%d:%d: launch ID '%s' after ID %.0f: expected a larger whole number "
+                          "(two launches with one ID?)", r->path, f->line, f->col, shown, r->last_id_v);
+    }
+    r->last_id_v = id;
+    r->n_ids++;
+    return MB_OK;
+}
+
 static int new_launch(ncu_read *r, const mb_csv_record *rec, imp_launch **out, mb_err *err)
 {
+    int rc = r->c_id >= 0 && (!r->raw || rec->f[r->c_id].s[0]) ? launch_id(r, &rec->f[r->c_id], err) : MB_OK;
+    if (rc) return rc;
     imp_launch *x = imp_launch_add(r->L);
-    if (!x || !(x->name = strdup(rec->f[r->c_name].s))) return mb_err_set(err, MB_ERUN, "out of memory");
+    if (!x || !(x->name = imp_escape_dup(rec->f[r->c_name].s))) return mb_err_set(err, MB_ERUN, "out of memory");
     x->line = rec->line;
-    if (r->c_grid >= 0) dims(rec->f[r->c_grid].s, x->grid);
-    if (r->c_block >= 0) dims(rec->f[r->c_block].s, x->block);
+    r->metrics_seen = 0;
+    if (r->c_grid >= 0 && (rc = dims(r, &rec->f[r->c_grid], "grid size", x->grid, err))) return rc;
+    if (r->c_block >= 0 && (rc = dims(r, &rec->f[r->c_block], "block size", x->block, err))) return rc;
     if (r->c_device >= 0 && strpbrk(rec->f[r->c_device].s, "ABCDEFGHIJKLMNOPQRSTUVWXYZ"))
-        snprintf(x->gpu, sizeof x->gpu, "%s", rec->f[r->c_device].s);
-    if (r->c_nvtx >= 0) nvtx_label(rec->f[r->c_nvtx].s, x->label, sizeof x->label);
-    if (!x->label[0]) nvtx_label(x->name, x->label, sizeof x->label); /* --print-nvtx-rename kernel */
+        imp_escape(rec->f[r->c_device].s, x->gpu, sizeof x->gpu);
+    if (r->c_nvtx >= 0 &&
+        (rc = nvtx_label(r, &rec->f[r->c_nvtx], rec->f[r->c_nvtx].s, x->label, sizeof x->label, err)))
+        return rc;
+    if (!x->label[0] && /* --print-nvtx-rename kernel */
+        (rc = nvtx_label(r, &rec->f[r->c_name], x->name, x->label, sizeof x->label, err)))
+        return rc;
     *out = x;
     return MB_OK;
 }
@@ -205,11 +282,8 @@ static int raw_row(ncu_read *r, const mb_csv_record *rec, mb_err *err)
     int rc = new_launch(r, rec, &x, err);
     for (int m = 0; m < M_COUNT && !rc; m++) {
         if (r->c_metric[m] < 0) continue;
-        double v, scale = 1;
         mb_csv_field u = {r->unit[m], strlen(r->unit[m]), rec->line, 1};
-        rc = value(r, &rec->f[r->c_metric[m]], &v, err);
-        if (!rc) rc = unit_scale(r, &u, m == M_TIME, &scale, err);
-        if (!rc) *slot(x, m) = v * scale;
+        rc = metric(r, &rec->f[r->c_metric[m]], &u, m, slot(x, m), err);
     }
     return rc;
 }
@@ -219,22 +293,32 @@ static int details_row(ncu_read *r, const mb_csv_record *rec, mb_err *err)
     const mb_csv_field *f = rec->f;
     if (!f[r->c_mname].s[0]) return MB_OK; /* a rule row */
     imp_launch *x = r->L->n ? &r->L->v[r->L->n - 1] : NULL;
+    int rc;
     if (!x || strcmp(r->last_id, f[r->c_id].s) != 0) {
-        int rc = new_launch(r, rec, &x, err);
-        if (rc) return rc;
+        if ((rc = new_launch(r, rec, &x, err))) return rc;
         snprintf(r->last_id, sizeof r->last_id, "%s", f[r->c_id].s);
+    } else {
+        char *name = imp_escape_dup(f[r->c_name].s);
+        if (!name) return mb_err_set(err, MB_ERUN, "out of memory");
+        int same = !strcmp(name, x->name);
+        free(name);
+        if (!same)
+            return mb_err_set(err, MB_EINPUT, "%s:%d:%d: launch ID %s names another kernel than at line %d: two "
+                              "launches with one ID", r->path, rec->line, f[r->c_name].col, r->last_id, x->line);
     }
     const char *mn = f[r->c_mname].s;
-    int m = -1;
+    int m = -1, bit = -1;
     for (int k = 0; k < M_COUNT; k++)
-        if (!strcmp(mn, metric_names[k])) m = k;
-    if (m < 0 && !strcmp(mn, "Duration")) m = M_TIME;
+        if (!strcmp(mn, metric_names[k])) m = bit = k;
+    /* the SpeedOfLight section's Duration is gpu__time_duration.sum; the metric wins when both are there */
+    if (m < 0 && !strcmp(mn, "Duration")) m = M_TIME, bit = M_COUNT;
     if (m < 0) return MB_OK;
-    double v, scale;
-    int rc = value(r, &f[r->c_mval], &v, err);
-    if (!rc) rc = unit_scale(r, &f[r->c_munit], m == M_TIME, &scale, err);
-    if (rc) return rc;
-    *slot(x, m) = v * scale;
+    if (r->metrics_seen & (1u << bit))
+        return mb_err_set(err, MB_EINPUT, "%s:%d:%d: metric '%s' given twice for launch ID %s: which one is it?",
+                          r->path, rec->line, f[r->c_mname].col, mn, r->last_id);
+    r->metrics_seen |= 1u << bit;
+    if (bit == M_COUNT && (r->metrics_seen & (1u << M_TIME))) return MB_OK;
+    if ((rc = metric(r, &f[r->c_mval], &f[r->c_munit], m, slot(x, m), err))) return rc;
     r->have_metric[m] = 1;
     return MB_OK;
 }

@@ -106,6 +106,85 @@ bad_case "badplan.json: membound:copy:store:n=2097152:f32: variant 'copy' has no
 bad_case "unknown format 'nsys'" -- import nsys "$D/ncu_too_few.csv"
 bad_case "--cache-control: expected all or none" -- import ncu "$D/ncu_too_few.csv" --cache-control some
 
+# ---- imported data is data: it names no file, drives no terminal, and each
+# number is read whole, in its unit, within what a kernel can do -------------
+esc=$(printf '\033')
+noesc() { grep -q "$esc" "$1" && bad "$1 carries an ESC byte: $(cat -v "$1" | head -c 600)" || ok; }
+T="$D/torch_trace_lecture.json" F="$D/ncu_details_sin2_fused.csv" S="$D/ncu_raw_sigmoid3_nvtx.csv"
+# a mark names no file: not a path (whose first word an error would echo), not a .mb in the working folder
+printf 'TOPSECRET words\n' >secret.mb
+sed 's|membound:copy:eager:n=2097152:f32|membound:./secret.mb:eager:n=2097152:f32|' "$T" >pathmark.json
+bad_case "'./secret.mb' is no variant name" -- import torch-trace pathmark.json
+grep -q TOPSECRET err && bad "a mark's file echoed: $(cat err)" || ok
+cp "$MEMBOUND_VARIANTS/sigmoid3.mb" evil.mb
+sed 's/membound:sigmoid3:/membound:evil.mb:/' "$S" >evilmark.csv
+bad_case "'evil.mb' is no variant name: a mark selects a built-in variant" -- import ncu evilmark.csv --device h200
+# names from the data printed with their control characters escaped
+sed 's/"name": "NVIDIA H200"/"name": "NVIDIA H200\\u001b]0;pwned\\u0007\\u001b[2J"/' "$T" >escgpu.json
+run 0 -- import torch-trace escgpu.json -o escgpu.csv
+has err 'GPU '"'"'NVIDIA H200\x1b]0;pwned\x07\x1b[2J'"'"': the device table'"'"'s h200'
+noesc err; noesc out; noesc escgpu.csv
+sed "/^\"[0-9]/s/\"0\",\"9.0\"/\"NVIDIA H200${esc}[2J\",\"9.0\"/" "$S" >escdev.csv
+run 0 -- import ncu escdev.csv -o escdev-out.csv
+has err 'NVIDIA H200\x1b[2J'
+noesc err; noesc escdev-out.csv
+# byte counts past what a double counts exactly (2^53) are refused with their line, not wrapped
+sed '4s/"4195328","4194304","3300"/"9300000000000000000","4194304","3300"/' "$S" >huge.csv
+bad_case "huge.csv:4:125: dram__bytes_read.sum value '9300000000000000000' byte: more than 2^53 bytes" -- \
+  import ncu huge.csv --device h200
+# a trace: duplicate keys refused; quoted numbers read whole, in microseconds, bounded
+sed '0,/"dur": 2.5,/s//"dur": 2.5, "dur": 999,/' "$T" >dupkey.json
+bad_case "duplicate object key" -- import torch-trace dupkey.json
+for v in '"1e400"' '"3.4ms"' '"0x10"' '1e+308' '"inf"'; do
+  sed "0,/\"dur\": 2.5,/s//\"dur\": $v,/" "$T" >num.json
+  bad_case "\"dur\": $v: expected a decimal number from 0 to 3.6e+09 (microseconds, no unit)" -- import torch-trace num.json
+done
+sed '0,/"dur": 2.5,/s//"dur": "2.5",/' "$T" >quoted.json
+run 0 -- import torch-trace quoted.json -o quoted.csv
+has out "sin2_plus_cos2   fused      f32      1048576       1     2      2.50 us"
+# a byte order mark before the JSON or the CSV
+{ printf '\357\273\277'; cat "$T"; } >bom.json
+run 0 -- import torch-trace bom.json -o bom.csv
+{ printf '\357\273\277'; cat "$F"; } >bom.csv
+run 0 -- import ncu bom.csv --variant sin2_plus_cos2 --plan fused --n 2^20 --device h200 -o bom-out.csv
+# ncu: a decimal comma, hex, a negative grid refused; 70 leading zeros read, not cut
+sed '0,/"usecond","3.40"/s//"usecond","2,5"/' "$D/ncu_details_sin2_eager.csv" >comma.csv
+bad_case "gpu__time_duration.sum value '2,5': expected a decimal number >= 0" -- \
+  import ncu comma.csv --variant sin2_plus_cos2 --plan eager --n 2^20 --device h200
+sed '0,/"byte","4,198,400"/s//"byte","0x1000"/' "$F" >hex.csv
+bad_case "hex.csv:3:" -- import ncu hex.csv --variant sin2_plus_cos2 --plan fused --n 2^20 --device h200
+zeros=$(printf '0%.0s' $(seq 70))
+sed "s/\"byte\",\"4,198,400\"/\"byte\",\"${zeros}4198400\"/" "$F" >zeros.csv
+run 0 -- import ncu zeros.csv --variant sin2_plus_cos2 --plan fused --n 2^20 --device h200 -o zeros-out.csv
+has out "2.51 us      4198400      4194304"
+sed '4s/"(2048, 1, 1)"/"(-2048, 1, 1)"/' "$S" >neg.csv
+bad_case "neg.csv:4:" -- import ncu neg.csv --device h200
+has err "grid size '(-2048, 1, 1)': expected (X, Y, Z), each a whole number from 1 to 2147483647"
+# ncu: a metric twice for one launch, one ID for two launches
+sed '3p' "$F" >twice.csv
+bad_case "twice.csv:4:" -- import ncu twice.csv --variant sin2_plus_cos2 --plan fused --n 2^20 --device h200
+has err "metric 'dram__bytes_read.sum' given twice for launch ID 0"
+sed '/^"1",/s/^"1",/"0",/' "$F" >oneid.csv
+bad_case "given twice for launch ID 0" -- import ncu oneid.csv --variant sin2_plus_cos2 --plan fused --n 2^20 --device h200
+sed '7s/^"3",/"1",/' "$S" >idback.csv
+bad_case "idback.csv:7:1: launch ID '1' after ID 2: expected a larger whole number" -- import ncu idback.csv --device h200
+# an Inductor kernel named for other ops is no copy
+bad_case "too few kernels for the plan" -- import ncu "$F" --variant copy --plan fused --n 2^20 --device h200
+has err "0 launches match the plan"
+# a 2-D shape in a mark
+sed 's/:n=1048576:/:n=1024x1024:/' "$S" >twod.csv
+run 0 -- import ncu twod.csv --device h200 -o twod-out.csv
+has out "sigmoid3         eager      f32      1048576       6     2     21.00 us"
+[ "$(head -1 twod-out.csv | awk -F, '{ print $NF }')" = shape ] && [ "$(tail -1 twod-out.csv | awk -F, '{ print $NF }')" = 1024x1024 ] &&
+  ok || bad "twod-out.csv: no shape 1024x1024 in its last column"
+# a write that fails (past a file-size limit) prints its one error line, not the notes before it
+rm -f wfail.csv
+( trap '' XFSZ; ulimit -f 1; exec "$B" import torch-trace "$T" -o wfail.csv ) >out 2>err
+r=$?
+[ "$r" -eq 1 ] && ok || bad "a failed write exited $r, expected 1: $(cat err)"
+[ "$(wc -l <err)" = 1 ] && grep -q '^membound: error:' err && ok || bad "a failed write: not one error line: $(cat err)"
+[ ! -e wfail.csv ] && ok || bad "a failed write left wfail.csv"
+
 # ---- scripts/gpu-ncu.sh on the same path: its import and report step on a fixture
 # standing in for ncu's CSV; without ncu it profiles nothing and exits 3 ----------
 build=$(dirname "$(dirname "$B")")

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static char notes[16384];
 
@@ -168,8 +169,116 @@ static void per_kernel(const char *dir)
     mb_imp_result_free(&res);
 }
 
+/* Small files written here, one row per case: what an import of imported
+ * data must refuse (a mark naming a file, duplicate keys, a number with a
+ * unit, hex or a decimal comma, a count past 2^53, a negative grid, an ID
+ * twice) and what it must read (a byte order mark, a 2-D mark), and names
+ * printed with their control characters escaped. */
+#define TRACE_HEAD "{\"deviceProperties\": [{\"name\": \"NVIDIA H200\"}], \"traceEvents\": ["
+#define TRACE_MARK(m) "{\"cat\": \"gpu_user_annotation\", \"name\": \"" m "\", \"ts\": 0, \"dur\": 100},"
+#define TRACE_COPY(ts, dur) "{\"cat\": \"kernel\", \"name\": \"void at::native::direct_copy_kernel_cuda(x)\", " \
+    "\"ts\": " ts ", \"dur\": " dur ", \"args\": {\"grid\": [2048, 1, 1], \"block\": [128, 1, 1]}}"
+#define TRACE(m, dur) TRACE_HEAD TRACE_MARK(m) TRACE_COPY("10", dur) "," TRACE_COPY("20", "5.2") "]}"
+#define COPY_MARK "membound:copy:eager:n=2097152:f32"
+#define NCU_HEAD "\"ID\",\"Kernel Name\",\"Block Size\",\"Grid Size\",\"dram__bytes_read.sum\"," \
+    "\"dram__bytes_write.sum\",\"gpu__time_duration.sum\"\n\"\",\"\",\"\",\"\",\"byte\",\"byte\",\"nsecond\"\n"
+#define NCU_ROW(id, grid, rd, ns) "\"" id "\",\"void at::native::direct_copy_kernel_cuda(x)\",\"(128, 1, 1)\",\"" \
+    grid "\",\"" rd "\",\"8388608\",\"" ns "\"\n"
+#define NCU(id2, grid, rd, ns) NCU_HEAD NCU_ROW("0", "(2048, 1, 1)", "8388608", "5200") NCU_ROW(id2, grid, rd, ns)
+
+typedef struct text_case {
+    mb_imp_format fmt;
+    const char *text;
+    int rc;
+    const char *msg;      /* in the error, or in the notes */
+    const char *not_msg;  /* never in either (NULL: no such) */
+    long long rows, cols; /* the row's shape when rank 2 (0: 1-D) */
+} text_case;
+
+static const text_case text_cases[] = {
+    {MB_IMP_TORCH_TRACE, TRACE("membound:/etc/passwd:eager:n=2097152:f32", "5.2"), MB_EINPUT,
+     "'/etc/passwd' is no variant name", "root", 0, 0},
+    {MB_IMP_TORCH_TRACE, TRACE("membound:copy.mb:eager:n=2097152:f32", "5.2"), MB_EINPUT,
+     "'copy.mb' is no variant name: a mark selects a built-in variant or the one --variant or --expr gives", NULL,
+     0, 0},
+    {MB_IMP_TORCH_TRACE, TRACE(COPY_MARK "\\u001b[2J", "5.2"), MB_EINPUT, "f32\\x1b[2J': expected", "\x1b", 0, 0},
+    {MB_IMP_TORCH_TRACE, TRACE(COPY_MARK, "5.2, \"dur\": 999"), MB_EINPUT, "duplicate object key", NULL, 0, 0},
+    {MB_IMP_TORCH_TRACE, TRACE(COPY_MARK, "\"3.4ms\""), MB_EINPUT, "\"dur\": \"3.4ms\": expected a decimal number",
+     NULL, 0, 0},
+    {MB_IMP_TORCH_TRACE, TRACE(COPY_MARK, "\"0x10\""), MB_EINPUT, "\"dur\": \"0x10\": expected", NULL, 0, 0},
+    {MB_IMP_TORCH_TRACE, TRACE(COPY_MARK, "\"1e400\""), MB_EINPUT, "\"dur\": \"1e400\": expected", NULL, 0, 0},
+    {MB_IMP_TORCH_TRACE, TRACE(COPY_MARK, "1e308"), MB_EINPUT, "\"dur\": 1e+308: expected", NULL, 0, 0},
+    {MB_IMP_TORCH_TRACE, TRACE(COPY_MARK, "\"5.2\""), MB_OK, "2 timed", NULL, 0, 0},
+    {MB_IMP_TORCH_TRACE, "\xEF\xBB\xBF" TRACE(COPY_MARK, "5.2"), MB_OK, "2 timed", NULL, 0, 0},
+    {MB_IMP_TORCH_TRACE, TRACE("membound:copy:eager:n=2048x1024:f32", "5.2"), MB_OK, "2 timed", NULL, 2048, 1024},
+    /* nested marks: each launch under the innermost, an outer one's wider span around it */
+    {MB_IMP_TORCH_TRACE,
+     TRACE_HEAD "{\"cat\": \"gpu_user_annotation\", \"name\": \"membound:sigmoid3:eager:n=2097152:f32\", "
+     "\"ts\": 0, \"dur\": 1000}," "{\"cat\": \"gpu_user_annotation\", \"name\": \"" COPY_MARK "\", \"ts\": 5, "
+     "\"dur\": 50}," TRACE_COPY("10", "5.2") "," TRACE_COPY("20", "5.2") "]}",
+     MB_OK, "2 timed", "sigmoid3", 0, 0},
+    {MB_IMP_TORCH_TRACE,
+     "{\"deviceProperties\": [{\"name\": \"NVIDIA H200\\u001b]0;title\\u0007\"}], \"traceEvents\": ["
+     TRACE_MARK(COPY_MARK) TRACE_COPY("10", "5.2") "," TRACE_COPY("20", "5.2") "]}",
+     MB_OK, "GPU 'NVIDIA H200\\x1b]0;title\\x07'", "\x1b", 0, 0},
+    {MB_IMP_NCU, NCU("1", "(2048, 1, 1)", "8388608", "5200"), MB_OK, "2 timed", NULL, 0, 0},
+    {MB_IMP_NCU, NCU("1", "(2048, 1, 1)", "8388608", "2,5"), MB_EINPUT, "value '2,5': expected a decimal number",
+     NULL, 0, 0},
+    {MB_IMP_NCU, NCU("1", "(2048, 1, 1)", "0x800000", "5200"), MB_EINPUT, "value '0x800000': expected", NULL, 0, 0},
+    {MB_IMP_NCU, NCU("1", "(2048, 1, 1)", "10000000000000000000", "5200"), MB_EINPUT, "more than 2^53 bytes", NULL,
+     0, 0},
+    {MB_IMP_NCU, NCU("1", "(2048, 1, 1)", "8388608", "4000000000000"), MB_EINPUT, "more than an hour", NULL, 0, 0},
+    {MB_IMP_NCU, NCU("1", "(-2048, 1, 1)", "8388608", "5200"), MB_EINPUT,
+     "grid size '(-2048, 1, 1)': expected (X, Y, Z)", NULL, 0, 0},
+    {MB_IMP_NCU, NCU("0", "(2048, 1, 1)", "8388608", "5200"), MB_EINPUT, "launch ID '0' after ID 0", NULL, 0, 0},
+};
+
+static void run_text_case(const text_case *c, int i)
+{
+    char path[] = "/tmp/mb_import_case_XXXXXX";
+    int fd = mkstemp(path);
+    FILE *fp = fd >= 0 ? fdopen(fd, "w") : NULL;
+    if (!fp) { CHECK(!"temporary file"); return; }
+    fputs(c->text, fp);
+    fclose(fp);
+    mb_imp_options o;
+    mb_imp_options_init(&o);
+    o.format = c->fmt;
+    o.note = on_note;
+    int64_t n = 2 * MB;
+    if (c->fmt == MB_IMP_NCU) { /* no marks: what it ran is said; a trace's GPU is its own */
+        o.device = "h200";
+        o.variant = "copy";
+        o.n_plans = 1;
+        o.plans[0] = MB_PLAN_EAGER;
+        o.sizes = &n;
+        o.n_sizes = 1;
+    }
+    notes[0] = '\0';
+    mb_imp_result res;
+    mb_err e = {{0}};
+    int rc = mb_imp_run(path, &o, &res, &e);
+    unlink(path);
+    CHECK_EQ_I64(rc, c->rc);
+    const char *text = rc ? e.msg : notes;
+    int has = strstr(text, c->msg) != NULL, hasnt = !c->not_msg || !strstr(text, c->not_msg);
+    CHECK(has && hasnt);
+    if (!has || !hasnt) fprintf(stderr, "  text case %d: '%s'%s in:\n%s\n", i, has ? c->not_msg : c->msg,
+                                has ? "" : " not", text);
+    if (rc) return;
+    CHECK_EQ_I64(res.rows.n, 1);
+    if (res.rows.n == 1) {
+        CHECK_NEAR(res.rows.rows[0].time_s_median, 5.2e-6, 1e-9);
+        CHECK_EQ_I64(res.rows.rows[0].rows, c->rows);
+        CHECK_EQ_I64(res.rows.rows[0].cols, c->cols);
+        CHECK_EQ_I64(res.rows.rows[0].n, 2 * MB);
+    }
+    mb_imp_result_free(&res);
+}
+
 int main(void)
 {
+    for (size_t i = 0; i < sizeof text_cases / sizeof text_cases[0]; i++) run_text_case(&text_cases[i], (int)i);
     const char *src = getenv("MB_SRC");
     char dir[4096];
     snprintf(dir, sizeof dir, "%s/tests/data/import", src ? src : ".");

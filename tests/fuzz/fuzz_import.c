@@ -1,7 +1,8 @@
 /* fuzz_import.c — libFuzzer target: any bytes as an ncu CSV or a PyTorch
  * trace (the first byte chooses), matched as the fixtures are (marks, or
  * sin2_plus_cos2 eager at 2^20 without them). An import that succeeds has
- * rows with a positive median time. */
+ * rows with a positive median time and byte counts that are counts (or -1,
+ * none): a total that wrapped past 2^63 is a finding. */
 #define _GNU_SOURCE
 #include "import.h"
 
@@ -41,7 +42,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     mb_err e;
     if (mb_imp_run(path, &o, &res, &e) == MB_OK) {
         for (int i = 0; i < res.rows.n; i++)
-            if (!(res.rows.rows[i].time_s_median > 0)) abort();
+            if (!(res.rows.rows[i].time_s_median > 0) || res.rows.rows[i].dram_read_bytes < -1 ||
+                res.rows.rows[i].dram_write_bytes < -1)
+                abort();
         mb_imp_result_free(&res);
     }
     return 0;
