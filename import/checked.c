@@ -1,7 +1,7 @@
 /* checked.c — what import/ reads from a profiler's file, checked once: one
  * number reader for every value (ncu's metric values and dimensions, a
- * trace's quoted numbers), the bounds no plan can pass, and names from the
- * data with their control characters escaped before anything prints them.
+ * trace's quoted numbers) and the bounds no plan can pass (names from the
+ * data are escaped with mb_text_escape before anything prints them).
  * Does not know which field a value is (the readers say so in the message). */
 #include "import_int.h"
 
@@ -65,42 +65,4 @@ int imp_number(const char *s, int grouped, double lo, double hi, double *out)
     if (range_err || !isfinite(v) || v < lo || v > hi) return MB_EINPUT;
     *out = v;
     return MB_OK;
-}
-
-/* The byte of a control character (C0, DEL, or the second byte of a C1
- * character in UTF-8, 0xC2 0x80..0x9F) at s, 0 when s starts none. */
-static size_t control_len(const unsigned char *s)
-{
-    if (*s < 0x20 || *s == 0x7f) return 1;
-    if (s[0] == 0xc2 && s[1] >= 0x80 && s[1] <= 0x9f) return 2;
-    return 0;
-}
-
-size_t imp_escape(const char *s, char *buf, size_t size)
-{
-    size_t k = 0, written = 0;
-    int cut = 0; /* whole characters only: no escape left half-written */
-    const unsigned char *p = (const unsigned char *)s;
-    while (*p) {
-        size_t c = control_len(p);
-        char one[9];
-        size_t n;
-        if (c == 2) n = (size_t)snprintf(one, sizeof one, "\\xc2\\x%02x", p[1]);
-        else if (c == 1) n = (size_t)snprintf(one, sizeof one, "\\x%02x", p[0]);
-        else one[0] = (char)*p, n = 1;
-        if (buf && !cut && k + n < size) memcpy(buf + k, one, n), written = k + n;
-        else cut = 1;
-        k += n;
-        p += c ? c : 1;
-    }
-    if (buf && size) buf[written] = '\0';
-    return k;
-}
-
-char *imp_escape_dup(const char *s)
-{
-    size_t n = imp_escape(s, NULL, 0);
-    char *d = malloc(n + 1);
-    if (d) imp_escape(s, d, n + 1);
-    return d;
 }

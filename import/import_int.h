@@ -28,15 +28,6 @@
  * names the field in its message. */
 int imp_number(const char *s, int grouped, double lo, double hi, double *out);
 
-/* s with control characters (C0, DEL, C1) written as \xNN, so that a name
- * from a file cannot drive the terminal it is printed on, into buf (size
- * bytes, always NUL-terminated, cut only between characters). Returns the
- * escaped length: >= size when it was cut. buf may be NULL (size 0) to
- * measure. */
-size_t imp_escape(const char *s, char *buf, size_t size);
-/* The same into a new string (caller frees); NULL when memory runs out. */
-char *imp_escape_dup(const char *s);
-
 /* One kernel launch in a profiler's file, in file order. */
 typedef struct imp_launch {
     char *name;            /* the kernel's name as the tool demangled it,

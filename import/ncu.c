@@ -98,7 +98,7 @@ static int metric(ncu_read *r, const mb_csv_field *f, const mb_csv_field *u, int
     int rc = unit_scale(r, u, m == M_TIME, &scale, err);
     if (rc) return rc;
     char shown[48];
-    size_t n = imp_escape(f->s, shown, sizeof shown);
+    size_t n = mb_text_escape(f->s, shown, sizeof shown);
     rc = imp_number(f->s, 1, 0, HUGE_VAL, &v);
     if (rc == MB_ERUN) return mb_err_set(err, rc, "out of memory");
     if (rc)
@@ -146,7 +146,7 @@ static int dims(ncu_read *r, const mb_csv_field *f, const char *what, long long 
     ok = ok && (k == 1 || k == 3);
     if (!ok) {
         char shown[48];
-        imp_escape(f->s, shown, sizeof shown);
+        mb_text_escape(f->s, shown, sizeof shown);
         return mb_err_set(err, MB_EINPUT, "%s:%d:%d: %s '%s': expected (X, Y, Z), each a whole number from 1 to %lld",
                           r->path, f->line, f->col, what, shown, MB_IMP_DIM_MAX);
     }
@@ -222,7 +222,7 @@ static int launch_id(ncu_read *r, const mb_csv_field *f, mb_err *err)
     double id;
     if (imp_number(f->s, 0, 0, 9007199254740992.0, &id) != MB_OK || (r->n_ids && !(id > r->last_id_v))) {
         char shown[48];
-        imp_escape(f->s, shown, sizeof shown);
+        mb_text_escape(f->s, shown, sizeof shown);
         return mb_err_set(err, MB_EINPUT, "%s:%d:%d: launch ID '%s' after ID %.0f: expected a larger whole number "
                           "(two launches with one ID?)", r->path, f->line, f->col, shown, r->last_id_v);
     }
@@ -236,13 +236,13 @@ static int new_launch(ncu_read *r, const mb_csv_record *rec, imp_launch **out, m
     int rc = r->c_id >= 0 && (!r->raw || rec->f[r->c_id].s[0]) ? launch_id(r, &rec->f[r->c_id], err) : MB_OK;
     if (rc) return rc;
     imp_launch *x = imp_launch_add(r->L);
-    if (!x || !(x->name = imp_escape_dup(rec->f[r->c_name].s))) return mb_err_set(err, MB_ERUN, "out of memory");
+    if (!x || !(x->name = mb_text_escape_dup(rec->f[r->c_name].s))) return mb_err_set(err, MB_ERUN, "out of memory");
     x->line = rec->line;
     r->metrics_seen = 0;
     if (r->c_grid >= 0 && (rc = dims(r, &rec->f[r->c_grid], "grid size", x->grid, err))) return rc;
     if (r->c_block >= 0 && (rc = dims(r, &rec->f[r->c_block], "block size", x->block, err))) return rc;
     if (r->c_device >= 0 && strpbrk(rec->f[r->c_device].s, "ABCDEFGHIJKLMNOPQRSTUVWXYZ"))
-        imp_escape(rec->f[r->c_device].s, x->gpu, sizeof x->gpu);
+        mb_text_escape(rec->f[r->c_device].s, x->gpu, sizeof x->gpu);
     if (r->c_nvtx >= 0 &&
         (rc = nvtx_label(r, &rec->f[r->c_nvtx], rec->f[r->c_nvtx].s, x->label, sizeof x->label, err)))
         return rc;
@@ -298,7 +298,7 @@ static int details_row(ncu_read *r, const mb_csv_record *rec, mb_err *err)
         if ((rc = new_launch(r, rec, &x, err))) return rc;
         snprintf(r->last_id, sizeof r->last_id, "%s", f[r->c_id].s);
     } else {
-        char *name = imp_escape_dup(f[r->c_name].s);
+        char *name = mb_text_escape_dup(f[r->c_name].s);
         if (!name) return mb_err_set(err, MB_ERUN, "out of memory");
         int same = !strcmp(name, x->name);
         free(name);

@@ -126,7 +126,7 @@ static const char *shown(json_t *v, char *buf, size_t size)
 {
     if (json_is_string(v)) {
         char e[48];
-        size_t n = imp_escape(json_string_value(v), e, sizeof e);
+        size_t n = mb_text_escape(json_string_value(v), e, sizeof e);
         snprintf(buf, size, "\"%s%s\"", e, n >= sizeof e ? "..." : "");
     } else if (json_is_number(v)) {
         snprintf(buf, size, "%.17g", json_number_value(v));
@@ -264,7 +264,7 @@ static int kernels(const char *path, json_t *events, const spans *gpu, const spa
             break;
         }
         imp_launch *x = imp_launch_add(L);
-        if (!x || !(x->name = imp_escape_dup(name))) { rc = mb_err_set(err, MB_ERUN, "out of memory"); break; }
+        if (!x || !(x->name = mb_text_escape_dup(name))) { rc = mb_err_set(err, MB_ERUN, "out of memory"); break; }
         x->event = (int)i + 1;
         x->ts_us = ts;
         x->time_s = dur * 1e-6;
@@ -302,7 +302,7 @@ int imp_read_torch_trace(const char *text, size_t len, const char *path, imp_lau
     json_t *root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je);
     if (!root) {
         char why[sizeof je.text];
-        imp_escape(je.text, why, sizeof why);
+        mb_text_escape(je.text, why, sizeof why);
         return mb_err_set(err, MB_EINPUT, "%s:%d:%d: not JSON: %s", path, je.line, je.column, why);
     }
     json_t *events = json_object_get(root, "traceEvents");
@@ -316,7 +316,7 @@ int imp_read_torch_trace(const char *text, size_t len, const char *path, imp_lau
     char gpu_name[128] = "";
     json_t *props = json_object_get(root, "deviceProperties");
     const char *pn = json_string_value(json_object_get(json_array_get(props, 0), "name"));
-    if (pn) imp_escape(pn, gpu_name, sizeof gpu_name);
+    if (pn) mb_text_escape(pn, gpu_name, sizeof gpu_name);
     size_t i;
     json_t *e;
     json_array_foreach(events, i, e) {
@@ -331,7 +331,7 @@ int imp_read_torch_trace(const char *text, size_t len, const char *path, imp_lau
             goto out;
         /* escaped, and whole: two long marks cut to one would merge their groups */
         char label[sizeof L->v[0].label];
-        if (imp_escape(name, label, sizeof label) >= sizeof label) {
+        if (mb_text_escape(name, label, sizeof label) >= sizeof label) {
             rc = mb_err_set(err, MB_EINPUT, "%s: traceEvents[%zu]: a membound: mark of more than %zu bytes", path, i,
                             sizeof label - 1);
             goto out;

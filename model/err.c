@@ -1,5 +1,5 @@
-/* err.c — formatting of error lines for mb_err, and the edit distance
- * behind their "did you mean" suggestions. */
+/* err.c — formatting of error lines for mb_err, the edit distance behind
+ * their "did you mean" suggestions, and text from files escaped for them. */
 #include "model_int.h"
 
 #include <ctype.h>
@@ -55,4 +55,42 @@ int mb_edit_distance(const char *a, const char *b)
         memcpy(prev, cur, sizeof(int) * (size_t)(lb + 1));
     }
     return prev[lb];
+}
+
+/* The byte of a control character (C0, DEL, or the second byte of a C1
+ * character in UTF-8, 0xC2 0x80..0x9F) at s, 0 when s starts none. */
+static size_t control_len(const unsigned char *s)
+{
+    if (*s < 0x20 || *s == 0x7f) return 1;
+    if (s[0] == 0xc2 && s[1] >= 0x80 && s[1] <= 0x9f) return 2;
+    return 0;
+}
+
+size_t mb_text_escape(const char *s, char *buf, size_t size)
+{
+    size_t k = 0, written = 0;
+    int cut = 0; /* whole characters only: no escape left half-written */
+    const unsigned char *p = (const unsigned char *)s;
+    while (*p) {
+        size_t c = control_len(p);
+        char one[9];
+        size_t n;
+        if (c == 2) n = (size_t)snprintf(one, sizeof one, "\\xc2\\x%02x", p[1]);
+        else if (c == 1) n = (size_t)snprintf(one, sizeof one, "\\x%02x", p[0]);
+        else one[0] = (char)*p, n = 1;
+        if (buf && !cut && k + n < size) memcpy(buf + k, one, n), written = k + n;
+        else cut = 1;
+        k += n;
+        p += c ? c : 1;
+    }
+    if (buf && size) buf[written] = '\0';
+    return k;
+}
+
+char *mb_text_escape_dup(const char *s)
+{
+    size_t n = mb_text_escape(s, NULL, 0);
+    char *d = malloc(n + 1);
+    if (d) mb_text_escape(s, d, n + 1);
+    return d;
 }

@@ -47,6 +47,15 @@ int mb_dtype_parse(const char *s, mb_dtype *out); /* MB_OK or MB_EINPUT */
  * [1, MB_N_MAX]. MB_EINPUT with the reason otherwise. */
 int mb_size_parse(const char *s, int64_t *out, mb_err *err);
 
+/* s with control characters (C0, DEL, C1) written as \xNN, so that a name
+ * from a file cannot drive the terminal it is printed on, into buf (size
+ * bytes, always NUL-terminated, cut only between characters). Returns the
+ * escaped length: >= size when it was cut. buf may be NULL (size 0) to
+ * measure. */
+size_t mb_text_escape(const char *s, char *buf, size_t size);
+/* The same into a new string (caller frees); NULL when memory runs out. */
+char *mb_text_escape_dup(const char *s);
+
 #ifdef __cplusplus
 }
 #endif

@@ -3,6 +3,7 @@
  * how a row's variant is loaded. Does not join, fit or draw. */
 #include "report_int.h"
 
+#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -188,5 +189,14 @@ int mb_rpt_load_variant(const mb_rpt_set *s, int file, const char *name, mb_dtyp
     }
     if (best) return parse_def(best, dt, out, err);
     if (!strncmp(name, "expr:", 5)) return mb_parse_expr(name + 5, dt, out, err);
+    /* a name the data gives selects a built-in: it never names a file to open */
+    for (const char *p = name; *p; p++)
+        if (!isalnum((unsigned char)*p) && *p != '_' && *p != '-') {
+            char shown[160];
+            mb_text_escape(name, shown, sizeof shown);
+            return mb_err_set(err, MB_EINPUT, "variant '%s': not a variant name (a CSV's variant column "
+                              "names a built-in variant, or one whose text the CSV carries or the command "
+                              "line gives: report FILE.csv VARIANT.mb)", shown);
+        }
     return mb_variant_load(name, dt, out, err);
 }

@@ -260,6 +260,38 @@ static void test_contradictions(const char *tmp)
     }
 }
 
+/* A variant column names a variant, never a file: a row naming a path (a
+ * planted evil.mb, /etc/passwd) is refused at the join, and nothing of the
+ * file is read or echoed. */
+static void test_variant_not_a_file(const char *tmp)
+{
+    char evil[512], path[512], row[1400];
+    snprintf(evil, sizeof evil, "%s/evil.mb", tmp);
+    FILE *fp = fopen(evil, "w");
+    CHECK(fp != NULL);
+    if (!fp) return;
+    fputs("name evil\ninput x\ny = x * 2\n", fp);
+    fclose(fp);
+    const char *names[] = {evil, "/etc/passwd", "evil.mb"};
+    for (int i = 0; i < 3; i++) {
+        fp = open_csv(tmp, "evil.csv", "device,backend,variant,plan,dtype,n,time_s_median,verified\n", path,
+                      sizeof path);
+        if (!fp) return;
+        snprintf(row, sizeof row, "h100-sxm,cuda,%s,eager,f32,1048576,1e-5,1\n", names[i]);
+        fputs(row, fp);
+        fclose(fp);
+        mb_rpt_set s;
+        mb_err e;
+        mb_rpt_set_init(&s);
+        int rc = mb_rpt_read_csv(&s, path, &e);
+        if (!rc) rc = mb_rpt_join(&s, NULL, &e);
+        CHECK(rc == MB_EINPUT);
+        if (!strstr(e.msg, "not a variant name")) fprintf(stderr, "  variant '%s': %s\n", names[i], e.msg);
+        CHECK(strstr(e.msg, "not a variant name") != NULL && !strstr(e.msg, "root:"));
+        mb_rpt_set_free(&s);
+    }
+}
+
 /* Reads path into s (initialised here; the caller frees it), joins it with
  * the model and fits it; checks that all went well. */
 static int read_join_fit(mb_rpt_set *s, const char *path, mb_err *e)
@@ -474,6 +506,7 @@ int main(void)
     test_drifted(tmp);
     test_count_check(tmp);
     test_contradictions(tmp);
+    test_variant_not_a_file(tmp);
     char cmd[256];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmp);
     if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", tmp);
