@@ -4,9 +4,10 @@
 # (fuzz_csv: read, join, fit, verdicts, writers), the import of ncu CSVs and
 # PyTorch traces (fuzz_import: read, match, rows), and the JIT's C generator
 # (fuzz_jit: random kernels, their source through the compiler with
-# -fsyntax-only; a compiler run per input, so ask it for fewer runs, e.g.
-# scripts/fuzz.sh 20000 jit). Address and undefined-
-# behaviour sanitizers are on and any UB is fatal (a finding). Prints each
+# -fsyntax-only; a compiler run per input, so it runs for MB_FUZZ_JIT_S
+# seconds, default 600, not a run count: scripts/fuzz.sh 0 jit). Inputs up to
+# MB_FUZZ_MAX_LEN bytes (default 4096). Address, undefined-
+# behaviour and float-cast-overflow sanitizers are on and any UB is fatal (a finding). Prints each
 # target's executions and findings, then a summary table.
 # usage: scripts/fuzz.sh [RUNS] [TARGET...]   (default 3000000 runs; parser, spec, csv, import)
 set -euo pipefail
@@ -30,6 +31,11 @@ for f in tests/data/import/*; do
   { printf "$b"; head -c 4000 "$f"; } >"$corpus/import/$(basename "$f")"
 done
 printf '\002\006\007\000\010\021\002\002\001' >"$corpus/jit/seed.bin"
+# the inputs that found undefined behaviour before, kept as seeds: a dim past
+# int's range (a float cast overflow) and an ncu count past 2^63 (a sum that wrapped)
+printf 'input x [rows, cols]\ny = softmax(x, 2147483648)\n' >"$corpus/parser/dim-past-int.mb"
+{ printf '\002'; sed 's/"4,198,400"/"18,446,744,073,709,551,615"/' tests/data/import/ncu_details_sin2_fused.csv; } \
+  >"$corpus/import/count-past-2-63.csv"
 cp model/variants/*.mb docs/examples/*.mb "$corpus/parser/"
 printf '[device]\nname = x\nmem_bandwidth_gbs = 100\ncache_mb = 1\nfp32_tflops = 1\nbf16_tflops = 1\nlaunch_overhead_us = 1\nmem_gb = 1\nsource = s\n' \
   >"$corpus/spec/seed.ini"
@@ -42,7 +48,10 @@ for t in "${targets[@]}"; do
   echo "== fuzz_$t: $runs runs"
   log=build-fuzz/fuzz_$t.log
   set +e
-  build-fuzz/bin/fuzz_$t -runs="$runs" -max_len=${MB_FUZZ_MAX_LEN:-1024} -print_final_stats=1 \
+  # the JIT runs a compiler per input: a time budget, not a run count
+  budget=(-runs="$runs")
+  [ "$t" != jit ] || budget=(-max_total_time="${MB_FUZZ_JIT_S:-600}")
+  build-fuzz/bin/fuzz_$t "${budget[@]}" -max_len=${MB_FUZZ_MAX_LEN:-4096} -print_final_stats=1 \
     -artifact_prefix=build-fuzz/crash-$t- "$corpus/$t" >"$log" 2>&1
   r=$?
   set -e
