@@ -234,6 +234,9 @@ static const struct {
     {X_ "y = x.mean(dim=3)", 0, "e.mb:2:7: mean(): dim 3 is out of range"},
     /* a dim beyond int's range: refused before it is converted (UB found by fuzzing) */
     {X_ "y = x.amax(77777777777-1, keepdim=True)", 0, "e.mb:2:12: amax(): dim must be an integer"},
+    /* just past int's range, and far past it: refused, never cast (float-cast-overflow) */
+    {X_ "y = softmax(x, 2147483648)", 0, "e.mb:2:16: softmax(): dim must be an integer"},
+    {X_ "y = softmax(x, 1e20)", 0, "e.mb:2:16: softmax(): dim must be an integer"},
     {X_ "y = x.sum()", 0, "e.mb:2:7: sum() over every element of a [rows, cols] tensor is not modelled"},
     {X_ "y = sum(x, -1, keepdim=1)", 0, "e.mb:2:16: sum(): keepdim must be True or False"},
     {X_ "y = sum(x, -1, keep=True)", 0, "e.mb:2:16: sum() got an unexpected keyword argument 'keep'"},
