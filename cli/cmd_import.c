@@ -211,8 +211,8 @@ int mb_cmd_import(int argc, char **argv)
     if (rc) { free(o.sizes); return rc < 0 ? 0 : rc; }
     mb_err e;
     const char *outs[2] = {o.out, o.kernels};
-    const char *ins[2] = {file, o.imp.device};
-    if (mb_outfile_check_distinct(outs, 2, ins, 2, &e)) { free(o.sizes); return mb_cli_fail_err(2, &e); }
+    const char *ins[3] = {file, o.imp.device, o.imp.variant}; /* a built-in name is no file: passed over */
+    if (mb_outfile_check_distinct(outs, 2, ins, 3, &e)) { free(o.sizes); return mb_cli_fail_err(2, &e); }
     mb_outfile of, kf;
     if ((rc = open_outs(&o, &of, &kf))) { free(o.sizes); return rc; }
     mb_imp_result res;

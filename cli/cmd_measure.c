@@ -101,8 +101,10 @@ static void usage(FILE *fp)
             "verified=0; a row that could not run is left out, the others kept, with a\n"
             "'partial: ... failed: <reason>' provenance line for it), 2 bad usage or a size that\n"
             "does not fit in memory (CUDA: the GPU's free memory), 130 / 143\n"
-            "interrupted by SIGINT / SIGTERM: the rows measured so far are written, with a\n"
-            "'partial: ...' provenance line (none measured: no file).\n"
+            "interrupted by SIGINT / SIGTERM, 129 / 131 / 141 by SIGHUP / SIGQUIT / SIGPIPE:\n"
+            "the rows measured so far are written, with a 'partial: ...' provenance line\n"
+            "(none measured: no file); an -o file that was there is not replaced by them:\n"
+            "they go beside it as FILE.partial-PID, and the last line says so.\n"
             "example: membound measure copy --dtype f32,bf16 --sizes 2^25 --device local-cpu.ini -o copy.csv\n");
 }
 
@@ -134,16 +136,37 @@ static int parse_count(const char *opt, const char *s, int lo, int hi, int *out)
     return 0;
 }
 
-/* SIGINT / SIGTERM while measuring: the signal, for the rows loop and the
- * protocol (which stops its sampling); a second one ends the process through
- * the handlers that were there before. */
+/* The signals that end a run (a closed terminal or ssh session sends
+ * SIGHUP; a reader of stdout gone, SIGPIPE): while measuring, each stops it
+ * and keeps the rows measured so far. */
+static const int stop_sigs[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGPIPE};
+#define N_STOP_SIGS (int)(sizeof stop_sigs / sizeof stop_sigs[0])
+
+static const char *sig_name(int sig)
+{
+    switch (sig) {
+    case SIGINT: return "SIGINT";
+    case SIGTERM: return "SIGTERM";
+    case SIGHUP: return "SIGHUP";
+    case SIGQUIT: return "SIGQUIT";
+    case SIGPIPE: return "SIGPIPE";
+    default: return "a signal";
+    }
+}
+
+/* The signal that stopped the rows loop and the protocol (which stops its
+ * sampling); a second one ends the process through the handlers that were
+ * there before, except SIGPIPE (a note written to a terminal gone after a
+ * SIGHUP must not lose the rows). */
 static volatile sig_atomic_t stop_signal;
-static struct sigaction stop_old[2];
+static struct sigaction stop_old[N_STOP_SIGS];
 
 static void on_stop(int sig)
 {
     if (stop_signal) {
-        sigaction(sig, &stop_old[sig == SIGTERM], NULL);
+        if (sig == SIGPIPE) return;
+        for (int i = 0; i < N_STOP_SIGS; i++)
+            if (stop_sigs[i] == sig) sigaction(sig, &stop_old[i], NULL);
         raise(sig);
         return;
     }
@@ -151,22 +174,21 @@ static void on_stop(int sig)
     mb_intr_note(sig); /* for the long loops below the protocol; ends a compiler we wait for */
 }
 
-/* install = 1: catch SIGINT and SIGTERM (unless ignored); 0: restore. */
+/* install = 1: catch the stop signals (unless ignored: nohup); 0: restore. */
 static void stop_handlers(int install)
 {
-    static const int sigs[2] = {SIGINT, SIGTERM};
-    for (int i = 0; i < 2; i++) {
+    for (int i = 0; i < N_STOP_SIGS; i++) {
         if (!install) {
-            sigaction(sigs[i], &stop_old[i], NULL);
+            sigaction(stop_sigs[i], &stop_old[i], NULL);
             continue;
         }
         struct sigaction sa;
         memset(&sa, 0, sizeof sa);
         sa.sa_handler = on_stop; /* no SA_RESTART: a blocked write returns */
         sigemptyset(&sa.sa_mask);
-        if (sigaction(sigs[i], NULL, &stop_old[i]) == 0 && stop_old[i].sa_handler == SIG_IGN)
+        if (sigaction(stop_sigs[i], NULL, &stop_old[i]) == 0 && stop_old[i].sa_handler == SIG_IGN)
             continue;
-        sigaction(sigs[i], &sa, NULL);
+        sigaction(stop_sigs[i], &sa, NULL);
     }
 }
 
@@ -822,8 +844,8 @@ static int add_trailer(run *r)
         trc = mb_meas_csv_texts_add(&r->texts, line);
     if (stop_signal && !trc) {
         char line[160];
-        snprintf(line, sizeof line, "partial: interrupted by %s after %d of %d rows",
-                 stop_signal == SIGTERM ? "SIGTERM" : "SIGINT", r->done_rows, r->n_jobs);
+        snprintf(line, sizeof line, "partial: interrupted by %s after %d of %d rows", sig_name(stop_signal),
+                 r->done_rows, r->n_jobs);
         trc = mb_meas_csv_texts_add(&r->texts, line);
     }
     if (r->backend == MB_MEAS_CUDA && !trc) {
@@ -864,7 +886,7 @@ static void print_warning_summary(const run *r)
  * summary lines; the exit code. */
 static int finish(run *r)
 {
-    const char *sig = stop_signal == SIGTERM ? "SIGTERM" : "SIGINT";
+    const char *sig = sig_name(stop_signal);
     int rc = add_trailer(r);
     if (rc) return rc;
     if (stop_signal && r->done_rows == 0) /* nothing measured: no file */
@@ -880,9 +902,23 @@ static int finish(run *r)
     if (r->have_of) outs[n_outs++] = &r->of;
     if (r->have_kf) outs[n_outs++] = &r->kf;
     r->have_of = r->have_kf = 0;
-    if (n_outs && mb_outfile_commit_all(outs, n_outs, &e)) return mb_cli_fail_err(1, &e);
+    /* rows missing (interrupted, or the GPU lost): a file that was there is
+     * not replaced by them; they go beside it, and the lines below say where */
+    int partial = stop_signal || r->not_run, beside = 0;
+    if (n_outs && (partial ? mb_outfile_commit_partial(outs, n_outs, &beside, &e)
+                           : mb_outfile_commit_all(outs, n_outs, &e)))
+        return mb_cli_fail_err(1, &e);
     const char *out = r->o.out_path;
-    if (out && !r->o.quiet && !stop_signal) mb_cli_note("wrote %s (%d rows)", out, r->done_rows);
+    char where[9000] = "";
+    if (out && beside)
+        snprintf(where, sizeof where, "%s (%s, there before, kept)", r->of.kept, out);
+    else if (out)
+        snprintf(where, sizeof where, "%s", out);
+    if (beside && r->kf.kept[0]) {
+        size_t len = strlen(where);
+        snprintf(where + len, sizeof where - len, "%sper-kernel rows in %s", len ? "; " : "", r->kf.kept);
+    }
+    if (out && !r->o.quiet && !stop_signal) mb_cli_note("wrote %s (%d rows)", where, r->done_rows);
     if (r->row_errors)
         mb_cli_fail(1, "%d of %d rows failed to run%s%s (a 'partial:' line for each in the file's "
                     "provenance column)", r->row_errors,
@@ -890,7 +926,7 @@ static int finish(run *r)
     print_warning_summary(r);
     if (stop_signal) {
         mb_cli_fail(128 + stop_signal, "interrupted by %s: %d of %d rows measured%s%s", sig, r->done_rows,
-                    r->n_jobs, out ? " and written to " : "", out ? out : "");
+                    r->n_jobs, out ? " and written to " : where[0] ? "; " : "", where);
         return 128 + stop_signal;
     }
     return r->failed || r->row_errors ? 1 : 0;

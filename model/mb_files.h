@@ -114,38 +114,58 @@ int mb_tdir_lock(mb_tdir *d, double timeout_s, mb_err *err);
 
 /* ---- output files ----------------------------------------------------- */
 
-/* An output file that appears whole or not at all. A regular file (or a new
- * one) is written to a temporary in its folder and renamed over it at commit
+/* An output file that appears whole or not at all. Its path is walked one
+ * folder at a time and its folder held open until commit; a symbolic link on
+ * the way (the file itself too) is followed only when nobody else can have
+ * planted it: in a folder that only you or root can change, or in a sticky
+ * one (/tmp) when you or root own the link. A regular file (or a new one) is
+ * written to a temporary in its folder and renamed over it at commit
  * (unnamed where the file system allows: nothing is left even on SIGKILL;
- * else PATH.tmp.PID, removed on SIGINT/TERM/HUP/PIPE/QUIT); a symbolic link
- * is written through (its target replaced, the link kept); a character
- * device (/dev/null, /dev/stdout) is written directly. */
+ * else a short hidden .mb-PID-N.tmp, removed on SIGINT/TERM/HUP/PIPE/QUIT);
+ * a link's target is replaced, the link kept; a character device
+ * (/dev/null, /dev/stdout) is written directly. */
 typedef struct mb_outfile {
     void *fp;            /* FILE *, open for writing */
-    char path[4096];     /* the file written: the path given, or a link's target */
-    char tmp[4200];      /* named temporary while one exists, else "" */
+    char path[4096];     /* for messages: the path given, or, through a link, the file written */
+    int dirfd;           /* the file's folder, held open from open to commit */
+    int held;            /* 1: dirfd is open */
+    char name[256];      /* the file's name in that folder */
+    char tmp[64];        /* named temporary in that folder while one exists, else "" */
+    char kept[4400];     /* after a commit that kept this file beside path: its path, else "" */
     int anon;            /* 1: unnamed temporary (O_TMPFILE) until commit */
     int direct;          /* 1: a device, written directly */
-    int was_there;       /* path existed at open, as below: a commit replaces only that */
+    int was_there;       /* the file existed at open, as below: a commit replaces only that */
     unsigned long long was_dev, was_ino, was_size;
     long long was_mtime_ns;
 } mb_outfile;
 
 /* Opens path for writing as above. Refuses, with MB_EINPUT and before any
  * work is done, a directory, FIFO, socket or block device, a dangling link,
- * and a folder that cannot be written. */
+ * a link that nobody else must be trusted with (above: "PATH: not written:
+ * LINK is a symbolic link of uid N in a folder others can change"), and a
+ * folder that cannot be written. */
 int mb_outfile_open(mb_outfile *o, const char *path, mb_err *err);
+/* MB_OK when path can be walked to its last name with the link rule above
+ * (for an output folder that is not written through mb_outfile: report's
+ * -o DIR); else MB_EINPUT with the line mb_outfile_open would give. */
+int mb_outfile_check_path(const char *path, mb_err *err);
 /* Flushes, syncs, closes and renames into place; MB_ERUN (nothing replaced,
- * temporary removed) on any write error, a full disk included, and when
- * another run wrote path since it was opened (checked under an flock on its
- * folder, held for the renames only: of two runs writing one output, the
- * second to finish fails with one line instead of losing the first's rows
- * unseen). */
+ * temporary removed) on any write error, a full disk included. When another
+ * run wrote path since it was opened (checked under an flock on its folder,
+ * held for the renames only), nothing is replaced either: this run's file is
+ * kept beside it as NAME.conflict-PID (o->kept) and MB_ERUN says so in one
+ * line, so neither run's rows are lost unseen. */
 int mb_outfile_commit(mb_outfile *o, mb_err *err);
 /* Commits n files together: every file is flushed, synced and closed before
  * the first rename, so a write error anywhere replaces none of them. */
 int mb_outfile_commit_all(mb_outfile *const *o, int n, mb_err *err);
-void mb_outfile_abort(mb_outfile *o);              /* close and remove temp */
+/* The same for files that hold part of what was asked (an interrupted run):
+ * a file that was there at open is never replaced by them. When one of the n
+ * was there, all n are kept beside their files as NAME.partial-PID (each
+ * o[i]->kept names it) and *kept is 1; else they are committed in place and
+ * *kept is 0. */
+int mb_outfile_commit_partial(mb_outfile *const *o, int n, int *kept, mb_err *err);
+void mb_outfile_abort(mb_outfile *o);              /* close, remove temp, close the folder */
 /* MB_OK when none of the n_out outputs is one of the n_in inputs or another
  * of the outputs: the same file (device and inode; through a link or another
  * spelling of its path), or, for an output not there yet, the same folder

@@ -1,15 +1,24 @@
 /* outfile.c — output files that appear whole or not at all.
- * A regular file (or a new one) is written to an unnamed temporary in its
- * folder (O_TMPFILE: nothing to leave behind even on SIGKILL; a named
- * PATH.tmp.PID where the file system lacks it) and renamed over it at commit;
- * a symbolic link is written through (its target is replaced, the link
- * stays); a character device (/dev/null, /dev/stdout) is written directly;
- * a directory, FIFO, socket or block device is refused at open, before any
- * work. The renames happen under an flock on each file's folder, and only
- * when the file is still the one seen at open (another run writing it
- * meanwhile fails this one, with one line). Named temporaries are removed on
- * the signals that end a process. An output that is also an input is found
- * by mb_outfile_check_distinct. Does not decide what is written. */
+ * The path is walked one folder at a time from / or the working folder, and
+ * its folder is held open from open to commit, so nothing renamed on the way
+ * meanwhile moves the output elsewhere. A symbolic link on the way (the file
+ * itself included) is followed only where nobody else could have planted or
+ * swapped it: in a folder only you or root can change, or, in a sticky one
+ * (/tmp), when you or root own the link. A regular file (or a new one) is
+ * written to an unnamed temporary in its folder (O_TMPFILE: nothing to leave
+ * behind even on SIGKILL; a short hidden .mb-PID-N.tmp where the file system
+ * lacks it, so a 255-byte name still has room) and renamed over it at commit;
+ * a link's target is replaced, the link stays; a character device
+ * (/dev/null) is written directly; a directory, FIFO, socket or block device
+ * is refused at open, before any work. The renames happen under an flock on
+ * each file's folder, and only when the file is still the one seen at open:
+ * when another run wrote it meanwhile, this run's file is kept beside it
+ * (NAME.conflict-PID) and the commit fails with one line naming it. A
+ * partial commit (mb_outfile_commit_partial) never replaces a file that was
+ * there: it is kept beside it as NAME.partial-PID. Named temporaries are
+ * removed on the signals that end a process. An output that is also an
+ * input is found by mb_outfile_check_distinct. Does not decide what is
+ * written. */
 #define _GNU_SOURCE /* O_TMPFILE, linkat */
 #include "membound_model.h"
 #include "mb_child.h"
@@ -27,7 +36,7 @@
 #include <unistd.h>
 
 /* Named temporaries that exist now, for the signal handler (async-signal-safe:
- * it only calls unlink on fixed buffers). */
+ * it only calls unlinkat on fixed buffers). */
 #define MB_OUTFILE_MAX 32
 static mb_outfile *volatile live[MB_OUTFILE_MAX];
 
@@ -48,24 +57,187 @@ static const char *kind_of(mode_t m)
     return "not a regular file";
 }
 
-/* The folder of path into dir ("." when it has none). */
-static void dir_of(const char *path, char *dir, size_t n)
+/* Symbolic links followed in one walk before it is refused (the kernel's
+ * own limit, MAXSYMLINKS). */
+#define MB_OUTFILE_MAX_LINKS 40
+
+/* A walk to the folder of an output, one component at a time. */
+typedef struct out_walk {
+    const char *given;        /* the path as given, for messages */
+    char rest[2 * PATH_MAX];  /* what is left to walk, from p */
+    const char *p;
+    char cur[2 * PATH_MAX];   /* the folder walked so far, for messages ("" at /, "." at the start) */
+    int fd;                   /* that folder */
+    int links;                /* links followed */
+    int via_link;             /* the file named is a link's target */
+} out_walk;
+
+static int walk_open(out_walk *w, const char *from, mb_err *err)
 {
-    const char *slash = strrchr(path, '/');
-    if (!slash) snprintf(dir, n, ".");
-    else if (slash == path) snprintf(dir, n, "/");
-    else snprintf(dir, n, "%.*s", (int)(slash - path), path);
+    if (w->fd >= 0) close(w->fd);
+    w->fd = open(from, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (w->fd < 0 && errno == EACCES) w->fd = open(from, O_PATH | O_DIRECTORY | O_CLOEXEC);
+    if (w->fd < 0) return mb_err_set(err, MB_EINPUT, "%s: cannot write: %s", w->given, strerror(errno));
+    snprintf(w->cur, sizeof w->cur, "%s", strcmp(from, "/") ? from : "");
+    return MB_OK;
 }
 
-/* An unnamed temporary in dir, or -1 (no O_TMPFILE here, or no /proc to
- * link it from at commit). */
-static int open_anon(const char *dir, mode_t mode)
+/* The next component into name; *last when nothing follows it. */
+static int walk_next(out_walk *w, char name[NAME_MAX + 1], int *last, mb_err *err)
+{
+    for (;;) {
+        while (*w->p == '/') w->p++;
+        size_t len = strcspn(w->p, "/");
+        if (len > NAME_MAX) return mb_err_set(err, MB_EINPUT, "%s: a name in it is too long", w->given);
+        memcpy(name, w->p, len);
+        name[len] = '\0';
+        w->p += len;
+        *last = w->p[strspn(w->p, "/")] == '\0';
+        if (strcmp(name, ".") || *last) return MB_OK;
+    }
+}
+
+/* name in the walked folder is a link: MB_OK when nobody else could have
+ * planted or swapped it (the caches' rule, model/trusted_dir.c): the folder
+ * is changed by you or root alone, or it is sticky (/tmp) and you or root
+ * own the link. */
+static int link_trusted(const out_walk *w, const char *name, const struct stat *ls, mb_err *err)
+{
+    struct stat ds;
+    uid_t me = geteuid();
+    if (fstat(w->fd, &ds) != 0) return mb_err_set(err, MB_ERUN, "%s: %s", w->given, strerror(errno));
+    int others_can_change = (ds.st_uid != me && ds.st_uid != 0) || (ds.st_mode & (S_IWGRP | S_IWOTH));
+    int ours = ls->st_uid == me || ls->st_uid == 0;
+    if (!others_can_change || (ours && (ds.st_mode & S_ISVTX))) return MB_OK;
+    const char *cur = !strcmp(w->cur, ".") ? "" : !strncmp(w->cur, "./", 2) ? w->cur + 2 : w->cur;
+    return mb_err_set(err, MB_EINPUT, "%s: not written: %s%s%s is a symbolic link of uid %u in a folder others "
+                      "can change, not followed (remove it, or give another path)", w->given, cur,
+                      cur[0] || w->cur[0] != '.' ? "/" : "", name, (unsigned)ls->st_uid);
+}
+
+/* Follows the trusted link name: what it names is walked next. */
+static int walk_link(out_walk *w, const char *name, mb_err *err)
+{
+    char target[PATH_MAX], spliced[sizeof w->rest];
+    ssize_t n = readlinkat(w->fd, name, target, sizeof target - 1);
+    if (n <= 0 || ++w->links > MB_OUTFILE_MAX_LINKS)
+        return mb_err_set(err, MB_EINPUT, "%s: cannot follow the link %s", w->given, name);
+    target[n] = '\0';
+    if (strlen(target) + strlen(w->p) >= sizeof spliced)
+        return mb_err_set(err, MB_EINPUT, "%s: path too long", w->given);
+    snprintf(spliced, sizeof spliced, "%s%s", target, w->p);
+    snprintf(w->rest, sizeof w->rest, "%s", spliced);
+    w->p = w->rest;
+    return target[0] == '/' ? walk_open(w, "/", err) : MB_OK;
+}
+
+/* One step down into the folder name. */
+static int walk_down(out_walk *w, const char *name, mb_err *err)
+{
+    int fd = openat(w->fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0 && errno == EACCES) fd = openat(w->fd, name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0) return mb_err_set(err, MB_EINPUT, "%s: cannot write: %s", w->given, strerror(errno));
+    close(w->fd);
+    w->fd = fd;
+    size_t len = strlen(w->cur);
+    snprintf(w->cur + len, sizeof w->cur - len, "/%s", name);
+    return MB_OK;
+}
+
+/* Walks path to the folder of the file it names: o->dirfd and o->name, and
+ * o->path when a link was followed (the file written). *st gets the file
+ * (links followed for a device), *exists whether it is there. missing_ok:
+ * a missing folder on the way ends the walk without an error. */
+static int resolve(mb_outfile *o, const char *path, struct stat *st, int *exists, int missing_ok, mb_err *err)
+{
+    out_walk w; /* 16 KB */
+    memset(&w, 0, sizeof w);
+    w.given = path;
+    w.fd = -1;
+    snprintf(w.rest, sizeof w.rest, "%s", path);
+    w.p = w.rest;
+    int rc = walk_open(&w, path[0] == '/' ? "/" : ".", err);
+    char name[NAME_MAX + 1];
+    while (rc == MB_OK) {
+        int last;
+        if ((rc = walk_next(&w, name, &last, err))) break;
+        struct stat ls;
+        int there = name[0] && fstatat(w.fd, name, &ls, AT_SYMLINK_NOFOLLOW) == 0;
+        if (!name[0] || !strcmp(name, ".") || !strcmp(name, "..")) {
+            if (last) { rc = mb_err_set(err, MB_EINPUT, "%s: is a directory: give a file name", path); break; }
+            rc = walk_down(&w, name, err);
+        } else if (!there && missing_ok && errno == ENOENT) {
+            *exists = 0; /* the rest is made later, by the caller */
+            break;
+        } else if (!there && (!last || errno != ENOENT)) {
+            rc = mb_err_set(err, MB_EINPUT, "%s: cannot write: %s", path, strerror(errno));
+        } else if (!there && w.via_link) {
+            rc = mb_err_set(err, MB_EINPUT, "%s: a symbolic link to nothing: not written", path);
+        } else if (!there) {
+            *exists = 0;
+            break;
+        } else if (S_ISLNK(ls.st_mode)) {
+            struct stat ts;
+            if ((rc = link_trusted(&w, name, &ls, err))) break;
+            /* a link to a device or the like (/dev/stdout, /proc/self/fd/1)
+             * is not spelled out: opened through the kernel below */
+            if (last && fstatat(w.fd, name, &ts, 0) == 0 && !S_ISREG(ts.st_mode) && !S_ISDIR(ts.st_mode)) {
+                *st = ts;
+                *exists = 1;
+                break;
+            }
+            if (last) w.via_link = 1; /* what it names must be there */
+            rc = walk_link(&w, name, err);
+        } else if (!last) {
+            rc = walk_down(&w, name, err);
+        } else {
+            *st = ls;
+            *exists = 1;
+            break;
+        }
+    }
+    if (rc != MB_OK) {
+        if (w.fd >= 0) close(w.fd);
+        return rc;
+    }
+    o->dirfd = w.fd;
+    o->held = 1;
+    snprintf(o->name, sizeof o->name, "%s", name);
+    if (w.links && *exists && S_ISREG(st->st_mode) && strlen(w.cur) + strlen(name) + 2 <= sizeof o->path)
+        snprintf(o->path, sizeof o->path, "%s/%s", w.cur, name);
+    return MB_OK;
+}
+
+int mb_outfile_check_path(const char *path, mb_err *err)
+{
+    mb_outfile o; /* 13 KB */
+    memset(&o, 0, sizeof o);
+    o.dirfd = -1;
+    if (!path || !*path) return mb_err_set(err, MB_EINPUT, "output path is empty");
+    struct stat st;
+    int exists = 0;
+    int rc = resolve(&o, path, &st, &exists, 1, err);
+    if (rc == MB_OK) mb_outfile_abort(&o);
+    return rc;
+}
+
+/* The short hidden name of this process's next temporary: room for it
+ * beside a 255-byte name. */
+static void temp_name(mb_outfile *o)
+{
+    static unsigned seq;
+    snprintf(o->tmp, sizeof o->tmp, ".mb-%ld-%u.tmp", (long)getpid(), seq++);
+}
+
+/* An unnamed temporary in the folder, or -1 (no O_TMPFILE here, or no
+ * /proc to link it from at commit). */
+static int open_anon(int dirfd, mode_t mode)
 {
 #ifdef O_TMPFILE
     if (access("/proc/self/fd", X_OK) != 0) return -1;
-    return open(dir, O_TMPFILE | O_WRONLY | O_CLOEXEC, mode);
+    return openat(dirfd, ".", O_TMPFILE | O_WRONLY | O_CLOEXEC, mode);
 #else
-    (void)dir, (void)mode;
+    (void)dirfd, (void)mode;
     return -1;
 #endif
 }
@@ -83,48 +255,46 @@ static void remember(mb_outfile *o, const struct stat *st)
 int mb_outfile_open(mb_outfile *o, const char *path, mb_err *err)
 {
     memset(o, 0, sizeof *o);
+    o->dirfd = -1;
     if (!path || !*path) return mb_err_set(err, MB_EINPUT, "output path is empty");
     if (strlen(path) >= sizeof o->path) return mb_err_set(err, MB_EINPUT, "%s: path too long", path);
     snprintf(o->path, sizeof o->path, "%s", path);
 
-    struct stat lst, st;
-    int is_link = lstat(path, &lst) == 0 && S_ISLNK(lst.st_mode);
-    int exists = stat(path, &st) == 0;
-    if (!exists && errno != ENOENT)
-        return mb_err_set(err, MB_EINPUT, "%s: cannot write: %s", path, strerror(errno));
-    if (!exists && is_link)
-        return mb_err_set(err, MB_EINPUT, "%s: a symbolic link to nothing: not written", path);
-    if (exists && is_link) {
-        /* written through the link: its final target is replaced */
-        char real[PATH_MAX];
-        if (!realpath(path, real) || strlen(real) >= sizeof o->path)
-            return mb_err_set(err, MB_EINPUT, "%s: cannot resolve the link: %s", path, strerror(errno));
-        snprintf(o->path, sizeof o->path, "%s", real);
-    }
-    if (exists && !S_ISREG(st.st_mode) && !S_ISCHR(st.st_mode))
+    struct stat st;
+    int exists = 0;
+    int rc = resolve(o, path, &st, &exists, 0, err);
+    if (rc != MB_OK) return rc;
+    if (exists && !S_ISREG(st.st_mode) && !S_ISCHR(st.st_mode)) {
+        mb_outfile_abort(o);
         return mb_err_set(err, MB_EINPUT, "%s: is %s: give a file name", path, kind_of(st.st_mode));
+    }
 
     if (exists && S_ISREG(st.st_mode)) remember(o, &st);
     FILE *fp = NULL;
     if (exists && S_ISCHR(st.st_mode)) {
         /* a device: written directly, errors seen at commit */
-        fp = fopen(o->path, "w");
-        if (!fp) return mb_err_set(err, MB_EINPUT, "%s: cannot write: %s", path, strerror(errno));
+        int fd = openat(o->dirfd, o->name, O_WRONLY | O_CLOEXEC);
+        fp = fd >= 0 ? fdopen(fd, "w") : NULL;
+        if (!fp) {
+            int e = errno;
+            if (fd >= 0) close(fd);
+            mb_outfile_abort(o);
+            return mb_err_set(err, MB_EINPUT, "%s: cannot write: %s", path, strerror(e));
+        }
         o->direct = 1;
     } else {
         mode_t mode = exists ? (st.st_mode & 07777) : 0666;
-        char dir[sizeof o->path];
-        dir_of(o->path, dir, sizeof dir);
-        int fd = open_anon(dir, mode);
+        int fd = open_anon(o->dirfd, mode);
         if (fd >= 0) {
             o->anon = 1;
             if (exists) (void)fchmod(fd, mode); /* keep the replaced file's mode */
         } else {
-            snprintf(o->tmp, sizeof o->tmp, "%s.tmp.%ld", o->path, (long)getpid());
-            fd = open(o->tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode);
+            temp_name(o);
+            fd = openat(o->dirfd, o->tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
             if (fd < 0) {
                 int e = errno;
                 o->tmp[0] = '\0';
+                mb_outfile_abort(o);
                 return mb_err_set(err, MB_EINPUT, "%s: cannot write: %s", path, strerror(e));
             }
             track(o, 1);
@@ -152,15 +322,15 @@ static int flush_one(mb_outfile *o, mb_err *err)
     return MB_OK;
 }
 
-/* Phase 2: an unnamed temporary gets its name PATH.tmp.PID. */
+/* Phase 2: an unnamed temporary gets its short hidden name. */
 static int name_one(mb_outfile *o, mb_err *err)
 {
     if (!o->anon) return MB_OK;
     char proc[64];
     snprintf(proc, sizeof proc, "/proc/self/fd/%d", fileno((FILE *)o->fp));
-    snprintf(o->tmp, sizeof o->tmp, "%s.tmp.%ld", o->path, (long)getpid());
-    (void)unlink(o->tmp); /* a stale one of a process with this pid */
-    if (linkat(AT_FDCWD, proc, AT_FDCWD, o->tmp, AT_SYMLINK_FOLLOW) != 0) {
+    temp_name(o);
+    (void)unlinkat(o->dirfd, o->tmp, 0); /* a stale one of a process with this pid */
+    if (linkat(AT_FDCWD, proc, o->dirfd, o->tmp, AT_SYMLINK_FOLLOW) != 0) {
         int e = errno;
         o->tmp[0] = '\0';
         return mb_err_set(err, MB_ERUN, "%s: cannot name the file: %s", o->path, strerror(e));
@@ -204,16 +374,15 @@ static void unlock_folders(folder_locks *l)
     l->n = 0;
 }
 
-/* Locks the folder of every file of the commit once (a folder that cannot
- * be opened for reading is passed over: the check below still runs). */
+/* Locks the folder of every file of the commit once, through a descriptor
+ * of its own (closing it releases the lock); a folder that cannot be read
+ * is passed over: the check below still runs. */
 static int lock_folders(mb_outfile *const *o, int n, folder_locks *l, mb_err *err)
 {
     l->n = 0;
     for (int i = 0; i < n && l->n < MB_OUTFILE_MAX; i++) {
         if (o[i]->direct || !o[i]->tmp[0]) continue;
-        char dir[sizeof o[i]->path];
-        dir_of(o[i]->path, dir, sizeof dir);
-        int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        int fd = openat(o[i]->dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         if (fd < 0) continue;
         int dup = 0;
         for (int j = 0; j < l->n && !dup; j++) dup = by_identity(&fd, &l->fd[j]) == 0;
@@ -231,22 +400,48 @@ static int lock_folders(mb_outfile *const *o, int n, folder_locks *l, mb_err *er
     return MB_OK;
 }
 
-/* MB_OK when o's path is still what it was at open (or still absent). */
-static int still_as_opened(const mb_outfile *o, mb_err *err)
+/* 1 when o's file is still what it was at open (or still absent). */
+static int still_as_opened(const mb_outfile *o)
 {
     struct stat st;
-    int there = stat(o->path, &st) == 0;
+    int there = fstatat(o->dirfd, o->name, &st, AT_SYMLINK_NOFOLLOW) == 0;
     long long mtime_ns = there ? (long long)st.st_mtim.tv_sec * 1000000000LL + st.st_mtim.tv_nsec : 0;
-    int same = there == o->was_there &&
-               (!there || ((unsigned long long)st.st_dev == o->was_dev &&
-                           (unsigned long long)st.st_ino == o->was_ino &&
-                           (unsigned long long)st.st_size == o->was_size && mtime_ns == o->was_mtime_ns));
-    if (same) return MB_OK;
-    return mb_err_set(err, MB_ERUN, "%s: written by another run while this one ran: not replaced "
-                      "(give each run its own output)", o->path);
+    return there == o->was_there &&
+           (!there || ((unsigned long long)st.st_dev == o->was_dev &&
+                       (unsigned long long)st.st_ino == o->was_ino &&
+                       (unsigned long long)st.st_size == o->was_size && mtime_ns == o->was_mtime_ns));
 }
 
-int mb_outfile_commit_all(mb_outfile *const *o, int n, mb_err *err)
+/* Gives o's complete temporary the name NAME.why-PID beside its file (never
+ * replacing anything: a name taken gets -2, -3, ...; a name with no room
+ * for the suffix becomes membound.why-PID) and o->kept that path. */
+static int keep_beside(mb_outfile *o, const char *why, mb_err *err)
+{
+    char name[NAME_MAX + 1];
+    int e = EEXIST;
+    for (int k = 1; k < 100 && e == EEXIST; k++) {
+        char suffix[48];
+        if (k == 1) snprintf(suffix, sizeof suffix, ".%s-%ld", why, (long)getpid());
+        else snprintf(suffix, sizeof suffix, ".%s-%ld-%d", why, (long)getpid(), k);
+        if (strlen(o->name) + strlen(suffix) <= NAME_MAX) snprintf(name, sizeof name, "%s%s", o->name, suffix);
+        else snprintf(name, sizeof name, "membound%s", suffix);
+        e = linkat(o->dirfd, o->tmp, o->dirfd, name, 0) == 0 ? 0 : errno;
+    }
+    if (e) return mb_err_set(err, MB_ERUN, "%s: cannot keep this run's file beside it: %s", o->path, strerror(e));
+    (void)unlinkat(o->dirfd, o->tmp, 0);
+    track(o, 0);
+    o->tmp[0] = '\0';
+    /* the path as given with its last name replaced */
+    const char *slash = strrchr(o->path, '/');
+    int dir_len = slash ? (int)(slash - o->path) + 1 : 0;
+    snprintf(o->kept, sizeof o->kept, "%.*s%s", dir_len, o->path, name);
+    return MB_OK;
+}
+
+/* Commits n files: in place, or (beside_why set) all beside their files
+ * under NAME.beside_why-PID; when another run wrote one of them since open,
+ * all beside as NAME.conflict-PID and MB_ERUN. */
+static int commit(mb_outfile *const *o, int n, const char *beside_why, mb_err *err)
 {
     int rc = MB_OK;
     for (int i = 0; i < n && rc == MB_OK; i++) rc = flush_one(o[i], err);
@@ -260,23 +455,46 @@ int mb_outfile_commit_all(mb_outfile *const *o, int n, mb_err *err)
      * folders' locks, and only over what each run saw at open */
     folder_locks locks;
     rc = lock_folders(o, n, &locks, err);
-    for (int i = 0; i < n && rc == MB_OK; i++)
-        if (!o[i]->direct && o[i]->tmp[0]) rc = still_as_opened(o[i], err);
     if (rc != MB_OK) {
-        unlock_folders(&locks);
         for (int i = 0; i < n; i++) mb_outfile_abort(o[i]);
         return rc;
     }
+    int lost = -1; /* the first file another run wrote meanwhile */
+    for (int i = 0; i < n && lost < 0; i++)
+        if (!o[i]->direct && o[i]->tmp[0] && !still_as_opened(o[i])) lost = i;
+    if (lost >= 0) beside_why = "conflict";
     for (int i = 0; i < n; i++) {
         if (o[i]->direct || !o[i]->tmp[0]) continue;
-        if (rename(o[i]->tmp, o[i]->path) != 0 && rc == MB_OK)
+        if (beside_why) {
+            if (keep_beside(o[i], beside_why, err) != MB_OK && rc == MB_OK) rc = MB_ERUN;
+            continue;
+        }
+        if (renameat(o[i]->dirfd, o[i]->tmp, o[i]->dirfd, o[i]->name) != 0 && rc == MB_OK)
             rc = mb_err_set(err, MB_ERUN, "%s: cannot rename into place: %s", o[i]->path, strerror(errno));
-        (void)unlink(o[i]->tmp); /* no-op after a rename */
+        (void)unlinkat(o[i]->dirfd, o[i]->tmp, 0); /* no-op after a rename */
         track(o[i], 0);
         o[i]->tmp[0] = '\0';
     }
     unlock_folders(&locks);
+    if (rc == MB_OK && lost >= 0)
+        rc = mb_err_set(err, MB_ERUN, "%s: written by another run while this one ran: not replaced; this "
+                        "run's file is %s%s (give each run its own output)", o[lost]->path, o[lost]->kept,
+                        n > 1 ? ", its other files beside theirs alike" : "");
+    for (int i = 0; i < n; i++) mb_outfile_abort(o[i]); /* the folders closed; nothing else left */
     return rc;
+}
+
+int mb_outfile_commit_all(mb_outfile *const *o, int n, mb_err *err)
+{
+    return commit(o, n, NULL, err);
+}
+
+int mb_outfile_commit_partial(mb_outfile *const *o, int n, int *kept, mb_err *err)
+{
+    int there = 0;
+    for (int i = 0; i < n; i++) there |= !o[i]->direct && o[i]->was_there;
+    *kept = there;
+    return commit(o, n, there ? "partial" : NULL, err);
 }
 
 int mb_outfile_commit(mb_outfile *o, mb_err *err)
@@ -291,10 +509,22 @@ void mb_outfile_abort(mb_outfile *o)
         o->fp = NULL;
     }
     if (o->tmp[0]) {
-        unlink(o->tmp);
+        unlinkat(o->dirfd, o->tmp, 0);
         o->tmp[0] = '\0';
     }
     track(o, 0);
+    if (o->held) close(o->dirfd);
+    o->held = 0;
+    o->dirfd = -1;
+}
+
+/* The folder of path into dir ("." when it has none). */
+static void dir_of(const char *path, char *dir, size_t n)
+{
+    const char *slash = strrchr(path, '/');
+    if (!slash) snprintf(dir, n, ".");
+    else if (slash == path) snprintf(dir, n, "/");
+    else snprintf(dir, n, "%.*s", (int)(slash - path), path);
 }
 
 /* A file's identity: itself when it exists (through links), else its
@@ -397,7 +627,7 @@ static void on_signal(int sig)
 {
     for (int i = 0; i < MB_OUTFILE_MAX; i++) {
         mb_outfile *o = live[i];
-        if (o && o->tmp[0]) unlink(o->tmp);
+        if (o && o->tmp[0]) unlinkat(o->dirfd, o->tmp, 0);
     }
     mb_intr_note(sig);
     mb_child_kill_on_signal(sig); /* the child we wait for (mb_child_run) ends with us */

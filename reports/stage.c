@@ -103,6 +103,10 @@ int mb_rpt_stage_begin(const char *target, mb_rpt_stage *st, mb_err *err)
 {
     memset(st, 0, sizeof *st);
     snprintf(st->target, sizeof st->target, "%s", target);
+    /* a link on the way that another user could have planted is refused
+     * before anything is made through it */
+    int lrc = mb_outfile_check_path(target, err);
+    if (lrc != MB_OK) return lrc;
     char parent[PATH_MAX], name[NAME_MAX + 1];
     struct stat sb, lb;
     int exists = stat(target, &sb) == 0;

@@ -253,6 +253,8 @@ if has import; then
   expect 2 "unknown format 'nvprof'" -- import nvprof ok.csv -o out.csv
   expect 2 "no -o OUT.csv" -- import ncu ok.csv
   expect 2 "is also the input" -- import ncu ok.csv -o ok.csv
+  expect 2 "mycopy.mb: is also the input" -- import ncu ok.csv --variant mycopy.mb -o mycopy.mb
+  expect 2 "cpuspec.ini: is also the input cpuspec.ini" -- import ncu ok.csv --device cpuspec.ini -o out.csv --per-kernel cpuspec.ini
   expect 2 "unknown option" -- import ncu ok.csv --bogus
   expect 2 "warmup: expected a count" -- import ncu ok.csv --warmup -1 -o out.csv
   expect 2 'not a directory|exists|directory' -- import ncu ok.csv -o adir

@@ -3,7 +3,10 @@
  * are written through, devices written directly, directories / FIFOs /
  * dangling links refused at open; a write error (/dev/full) replaces
  * nothing, in a group of files too; SIGKILL mid-write leaves no temporary;
- * a signal ignored at start (nohup) stays ignored. */
+ * a signal ignored at start (nohup) stays ignored; a 255-byte name works;
+ * a partial commit or one that lost a race to another run keeps its file
+ * beside the one that is there. Links another user planted: tests/
+ * outputs_catalogue.sh (as root). */
 #define _GNU_SOURCE
 #include "mb_test.h"
 #include "membound_model.h"
@@ -193,6 +196,44 @@ int main(void)
     }
     CHECK(gone);
     if (!gone && kid > 0) kill(kid, SIGKILL);
+
+    /* a 255-byte name: its temporary is short and hidden, so it has room */
+    char name255[256];
+    memset(name255, 'n', 255);
+    name255[255] = '\0';
+    CHECK_EQ_I64(put(at(name255), "long\n", &e), MB_OK);
+    CHECK(file_is(at(name255), "long\n"));
+    CHECK(unlink(at(name255)) == 0);
+
+    /* a partial commit never replaces a file that was there: kept beside
+     * it as NAME.partial-PID; where nothing was, written in place */
+    char kept_name[64];
+    snprintf(kept_name, sizeof kept_name, "a.csv.partial-%ld", (long)getpid());
+    int kept = -1;
+    CHECK_EQ_I64(mb_outfile_open(&o, at("a.csv"), &e), MB_OK);
+    fputs("part\n", (FILE *)o.fp);
+    mb_outfile *one[] = {&o};
+    CHECK_EQ_I64(mb_outfile_commit_partial(one, 1, &kept, &e), MB_OK);
+    CHECK(kept == 1 && file_is(at("a.csv"), "three\n") && file_is(at(kept_name), "part\n"));
+    CHECK(strcmp(o.kept, at(kept_name)) == 0);
+    CHECK(unlink(at(kept_name)) == 0);
+    CHECK_EQ_I64(mb_outfile_open(&o, at("new.csv"), &e), MB_OK);
+    fputs("part\n", (FILE *)o.fp);
+    CHECK_EQ_I64(mb_outfile_commit_partial(one, 1, &kept, &e), MB_OK);
+    CHECK(kept == 0 && file_is(at("new.csv"), "part\n") && o.kept[0] == '\0');
+    CHECK(unlink(at("new.csv")) == 0);
+
+    /* another run wrote the file meanwhile: not replaced, this one's kept
+     * beside it as NAME.conflict-PID and named in the message */
+    CHECK_EQ_I64(mb_outfile_open(&o, at("a.csv"), &e), MB_OK);
+    fputs("mine\n", (FILE *)o.fp);
+    CHECK_EQ_I64(put(at("a.csv"), "theirs\n", &e), MB_OK);
+    CHECK_EQ_I64(mb_outfile_commit(&o, &e), MB_ERUN);
+    snprintf(kept_name, sizeof kept_name, "a.csv.conflict-%ld", (long)getpid());
+    CHECK(file_is(at("a.csv"), "theirs\n") && file_is(at(kept_name), "mine\n"));
+    CHECK(strstr(e.msg, "written by another run") && strstr(e.msg, kept_name));
+    CHECK(unlink(at(kept_name)) == 0);
+    CHECK_EQ_I64(entries(), n_before);
 
     /* a long path keeps its reason in the message */
     char longp[3000];

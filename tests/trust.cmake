@@ -22,4 +22,10 @@ if(TARGET mb_measure)
   # measure's host check runs), and branches a busy host takes (a refused
   # calibration, an unmeasured cache knee, a lock waited on past its deadline)
   set_property(TEST trust_concurrent_calibration APPEND PROPERTY LABELS once)
+  # outputs: planted links refused, a 255-byte name, SIGHUP, partial runs
+  # beside a file that was there, the loser of two runs kept (about 20 s)
+  add_test(NAME outputs_catalogue COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/outputs_catalogue.sh)
+  set_tests_properties(outputs_catalogue PROPERTIES TIMEOUT 300 SKIP_RETURN_CODE 77
+    ENVIRONMENT "MB_BIN=${CMAKE_BINARY_DIR}/bin/membound;MB_SRC=${CMAKE_SOURCE_DIR};MEMBOUND_VARIANTS=${CMAKE_BINARY_DIR}/share/membound/variants")
+  mb_test_timing(outputs_catalogue)
 endif()
