@@ -125,7 +125,10 @@ int mb_tdir_lock(mb_tdir *d, double timeout_s, mb_err *err);
  * a link's target is replaced, the link kept; a character device
  * (/dev/null, /dev/stdout) is written directly. */
 typedef struct mb_outfile {
-    void *fp;            /* FILE *, open for writing */
+    void *fp;            /* FILE *, open for writing (its writes through fd) */
+    int fd;              /* the file's descriptor, -1 none */
+    int write_errno;     /* the first write that failed: its errno (ENOSPC: the
+                            disk is full), 0 none: what commit reports */
     char path[4096];     /* for messages: the path given, or, through a link, the file written */
     int dirfd;           /* the file's folder, held open from open to commit */
     int held;            /* 1: dirfd is open */

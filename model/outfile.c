@@ -212,7 +212,7 @@ int mb_outfile_check_path(const char *path, mb_err *err)
 {
     mb_outfile o; /* 13 KB */
     memset(&o, 0, sizeof o);
-    o.dirfd = -1;
+    o.dirfd = o.fd = -1;
     if (!path || !*path) return mb_err_set(err, MB_EINPUT, "output path is empty");
     struct stat st;
     int exists = 0;
@@ -252,10 +252,48 @@ static void remember(mb_outfile *o, const struct stat *st)
     o->was_mtime_ns = (long long)st->st_mtim.tv_sec * 1000000000LL + st->st_mtim.tv_nsec;
 }
 
+/* The stream's writes: write(2) on the file's descriptor, the first
+ * failure's errno kept (stdio keeps only a flag). */
+static ssize_t cookie_write(void *cookie, const char *buf, size_t size)
+{
+    mb_outfile *o = cookie;
+    size_t done = 0;
+    while (done < size) {
+        ssize_t n = write(o->fd, buf + done, size - done);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) {
+            if (!o->write_errno) o->write_errno = n < 0 ? errno : ENOSPC;
+            return done ? (ssize_t)done : -1;
+        }
+        done += (size_t)n;
+    }
+    return (ssize_t)done;
+}
+
+static int cookie_close(void *cookie)
+{
+    mb_outfile *o = cookie;
+    int rc = o->fd >= 0 ? close(o->fd) : 0;
+    o->fd = -1;
+    return rc;
+}
+
+/* A stream writing fd for o (o->fd set), NULL when memory runs out (fd left open). */
+static FILE *stream_of(mb_outfile *o, int fd)
+{
+    static const cookie_io_functions_t io = {.write = cookie_write, .close = cookie_close};
+    o->fd = fd;
+    o->write_errno = 0;
+    FILE *fp = fopencookie(o, "w", io);
+    if (!fp) o->fd = -1;
+    return fp;
+}
+
 int mb_outfile_open(mb_outfile *o, const char *path, mb_err *err)
 {
     memset(o, 0, sizeof *o);
     o->dirfd = -1;
+    o->fd = -1;
     if (!path || !*path) return mb_err_set(err, MB_EINPUT, "output path is empty");
     if (strlen(path) >= sizeof o->path) return mb_err_set(err, MB_EINPUT, "%s: path too long", path);
     snprintf(o->path, sizeof o->path, "%s", path);
@@ -274,7 +312,7 @@ int mb_outfile_open(mb_outfile *o, const char *path, mb_err *err)
     if (exists && S_ISCHR(st.st_mode)) {
         /* a device: written directly, errors seen at commit */
         int fd = openat(o->dirfd, o->name, O_WRONLY | O_CLOEXEC);
-        fp = fd >= 0 ? fdopen(fd, "w") : NULL;
+        fp = fd >= 0 ? stream_of(o, fd) : NULL;
         if (!fp) {
             int e = errno;
             if (fd >= 0) close(fd);
@@ -299,7 +337,7 @@ int mb_outfile_open(mb_outfile *o, const char *path, mb_err *err)
             }
             track(o, 1);
         }
-        fp = fdopen(fd, "w");
+        fp = stream_of(o, fd);
         if (!fp) {
             int e = errno;
             close(fd);
@@ -317,8 +355,12 @@ static int flush_one(mb_outfile *o, mb_err *err)
     FILE *fp = o->fp;
     if (!fp) return mb_err_set(err, MB_ERUN, "%s: not open", o->path);
     errno = 0;
-    if (fflush(fp) != 0 || ferror(fp) || (!o->direct && fsync(fileno(fp)) != 0 && errno != EINVAL))
-        return mb_err_set(err, MB_ERUN, "%s: write failed: %s", o->path, strerror(errno ? errno : EIO));
+    if (fflush(fp) != 0 || ferror(fp) || (!o->direct && fsync(o->fd) != 0 && errno != EINVAL)) {
+        /* the first failed write's reason (a full disk's ENOSPC), which the
+         * stream's error flag alone would have lost */
+        int e = o->write_errno ? o->write_errno : errno ? errno : EIO;
+        return mb_err_set(err, MB_ERUN, "%s: write failed: %s", o->path, strerror(e));
+    }
     return MB_OK;
 }
 
@@ -327,7 +369,7 @@ static int name_one(mb_outfile *o, mb_err *err)
 {
     if (!o->anon) return MB_OK;
     char proc[64];
-    snprintf(proc, sizeof proc, "/proc/self/fd/%d", fileno((FILE *)o->fp));
+    snprintf(proc, sizeof proc, "/proc/self/fd/%d", o->fd);
     temp_name(o);
     (void)unlinkat(o->dirfd, o->tmp, 0); /* a stale one of a process with this pid */
     if (linkat(AT_FDCWD, proc, o->dirfd, o->tmp, AT_SYMLINK_FOLLOW) != 0) {

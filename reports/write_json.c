@@ -299,8 +299,11 @@ int rpt_write_json(const mb_rpt_set *s, const mb_rpt_figures *figs, const char *
     json_object_set_new(root, "figures", figures);
     FILE *fp;
     int rc = rpt_outs_open(outs, dir, mb_rpt_report_files[5], &fp, err);
-    if (rc == MB_OK && write_streamed(s, root, fp) != 0)
-        rc = mb_err_set(err, MB_ERUN, "%s/summary.json: JSON write failed", dir);
+    if (rc == MB_OK && write_streamed(s, root, fp) != 0) {
+        int e = outs->f[outs->n - 1].write_errno; /* the failed write's reason: a full disk's ENOSPC */
+        rc = mb_err_set(err, MB_ERUN, "%s/summary.json: JSON write failed: %s", dir,
+                        e ? strerror(e) : "the JSON encoder failed");
+    }
     json_decref(root);
     return rc;
 }

@@ -115,5 +115,19 @@ check "the loser's error line names its file" error_line "$lerr" "written by ano
 check "the loser's rows are there" bash -c "[ \$(grep -c ',copy,' same.csv.conflict-$loser) = 5 ]"
 check "no temporary left" test -z "$(find . -name '*.tmp*' | head -1)"
 
+# a full disk: the error names its reason (ENOSPC), not a bare "write
+# failed" or EIO; a 256 KiB tmpfs where this host lets root mount one
+mkdir -p small
+if mount -t tmpfs -o size=256k tmpfs small 2>/dev/null; then
+  printf 'device,backend,variant,plan,dtype,n,time_s_median,verified\n' >many.csv
+  for i in $(seq 1 3000); do echo "h100-sxm,cuda,copy,eager,f32,$((65536 + i)),1e-5,1"; done >>many.csv
+  "$B" report many.csv --no-figures -o small/out >/dev/null 2>full.err; rc=$?
+  check "report on a full disk: exit 1 ($rc)" test "$rc" = 1
+  check "report on a full disk: the reason" error_line full.err "No space left on device"
+  umount small
+else
+  echo "note: no tmpfs mount here: the full-disk case not tried"
+fi
+
 echo "outputs_catalogue: $ok ok, $bad failed"
 [ $ok -gt 0 ] && [ $bad = 0 ]

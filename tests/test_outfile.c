@@ -15,6 +15,7 @@
 #include <dirent.h>
 #include <signal.h>
 #include <stdlib.h>
+#include <errno.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -67,6 +68,17 @@ int main(void)
     snprintf(dir, sizeof dir, "%s/mb_outfile_XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
     if (!mkdtemp(dir)) return 1;
     mb_err e;
+
+    /* a full device: the commit names the reason, not EIO (the failed
+     * write's errno used to be cleared before the stream's error flag was read) */
+    {
+        mb_outfile o;
+        CHECK_EQ_I64(mb_outfile_open(&o, "/dev/full", &e), MB_OK);
+        for (int i = 0; i < 100000; i++) fputs("a row of a report that does not fit\n", (FILE *)o.fp);
+        CHECK_EQ_I64(mb_outfile_commit(&o, &e), MB_ERUN);
+        if (!strstr(e.msg, strerror(ENOSPC))) fprintf(stderr, "  /dev/full: %s\n", e.msg);
+        CHECK(strstr(e.msg, strerror(ENOSPC)) != NULL);
+    }
 
     /* a new file, then a replacement that keeps the old file's mode */
     CHECK_EQ_I64(put(at("a.csv"), "one\n", &e), MB_OK);
