@@ -7,16 +7,19 @@
  * innermost "membound:..." record_function around it: its
  * "gpu_user_annotation" span on the GPU timeline, else the "user_annotation"
  * span (CPU) around the "cuda_runtime" launch with the kernel's correlation
- * id. The GPU's name comes from "deviceProperties". JSON through jansson,
- * a key given twice refused; numbers, quoted or not, through imp_number.
- * Does not match launches. */
+ * id. The GPU's name comes from "deviceProperties". JSON read as a stream
+ * (yajl): each event's fields are kept until its object closes, never the
+ * document's tree (jansson's tree of a 179 MiB trace took 2.6 GiB); a key
+ * given twice in one object refused; numbers, quoted or not, through
+ * imp_number. Does not match launches. */
 #include "import_int.h"
 
-#include <jansson.h>
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <yajl/yajl_parse.h>
 
 typedef struct span {
     char *name;             /* the mark, escaped (owned) */
@@ -120,39 +123,257 @@ static int innermost_all(const spans *s, const double *t, int n, const char **ma
     return MB_OK;
 }
 
+/* ---- the stream: yajl hands over each token once; an event's fields are
+ * held until its object closes, then read as one event, and dropped. ---- */
+
+/* A JSON string of any length, NUL-terminated (strings with \u0000 are
+ * refused, so the C string is the whole of it). */
+typedef struct sbuf {
+    char *s;
+    size_t len, cap;
+} sbuf;
+
+static int sbuf_set(sbuf *b, const unsigned char *s, size_t len)
+{
+    if (len + 1 > b->cap) {
+        size_t cap = b->cap ? b->cap : 64;
+        while (cap < len + 1) cap *= 2;
+        void *p = realloc(b->s, cap);
+        if (!p) return MB_ERUN;
+        b->s = p;
+        b->cap = cap;
+    }
+    memcpy(b->s, s, len);
+    b->s[len] = '\0';
+    b->len = len;
+    return MB_OK;
+}
+
+/* A value's JSON type, as much of it as a message needs. */
+typedef enum jtype { J_ABSENT, J_NULL, J_NUMBER, J_STRING, J_ARRAY, J_OBJECT, J_BOOL } jtype;
+
+/* A number field as the file gives it: a number, or a string kept whole for
+ * imp_number (some writers quote numbers), or what else it is. */
+typedef struct jnum {
+    jtype type;
+    double x;
+    sbuf s;
+} jnum;
+
+/* "grid" or "block": absent, or present and ok when it was [x, y, z], each a
+ * whole number from 1 to MB_IMP_DIM_MAX. */
+typedef struct jdims {
+    int present, ok;
+    long long d[3];
+} jdims;
+
+/* The fields of one traceEvents object that the importer reads. */
+typedef struct event {
+    size_t index;          /* in traceEvents, from 0 */
+    int has_cat, has_name; /* each given as a JSON string */
+    sbuf cat, name;
+    jnum ts, dur, corr;    /* corr: args.correlation */
+    jdims grid, block;     /* args.grid, args.block */
+} event;
+
+/* What a container is to the importer, and what the key just read names. */
+typedef enum role { R_OTHER, R_ROOT, R_EVENTS, R_EVENT, R_ARGS, R_DIMS, R_PROPS, R_PROP0 } role;
+typedef enum field { F_OTHER, F_EVENTS, F_PROPS, F_CAT, F_NAME, F_TS, F_DUR, F_ARGS, F_CORR, F_GRID, F_BLOCK,
+                     F_GPU_NAME } field;
+
+typedef struct level {
+    role role;
+    field key;   /* an object's: what its last key names */
+    size_t n;    /* an array's: its elements so far */
+    jdims *dims; /* R_DIMS: where the elements go */
+} level;
+
+/* The keys of one open object, to refuse a key given twice ("dur": 2.5,
+ * "dur": 999), as jansson's JSON_REJECT_DUPLICATES did. One table per
+ * nesting depth, reused by every object at that depth: a slot counts only
+ * when its gen is the current object's, so opening an object clears nothing
+ * (an events array has 10^6 objects of ~6 keys each). */
+typedef struct keyslot {
+    uint64_t hash;
+    uint32_t gen, len;
+    size_t off; /* into keys */
+} keyslot;
+
+typedef struct keyset {
+    keyslot *v;
+    size_t cap, n; /* cap: a power of two */
+    uint32_t gen;
+    char *keys;
+    size_t keys_len, keys_cap;
+} keyset;
+
+static void keyset_open(keyset *k)
+{
+    if (++k->gen == 0) { /* wrapped: old stamps could match again */
+        if (k->v) memset(k->v, 0, k->cap * sizeof *k->v);
+        k->gen = 1;
+    }
+    k->n = k->keys_len = 0;
+}
+
+static uint64_t fnv1a(const unsigned char *s, size_t len)
+{
+    uint64_t h = 14695981039346656037ULL;
+    for (size_t i = 0; i < len; i++) h = (h ^ s[i]) * 1099511628211ULL;
+    return h;
+}
+
+/* 1 when the open object has key s already, 0 when added, -1: memory. */
+static int keyset_add(keyset *k, const unsigned char *s, size_t len)
+{
+    if (2 * (k->n + 1) > k->cap) { /* at most half full: probes stay short */
+        size_t cap = k->cap ? 2 * k->cap : 16;
+        keyslot *v = calloc(cap, sizeof *v);
+        if (!v) return -1;
+        for (size_t i = 0; i < k->cap; i++) {
+            if (k->v[i].gen != k->gen) continue;
+            size_t j = k->v[i].hash & (cap - 1);
+            while (v[j].gen == k->gen) j = (j + 1) & (cap - 1);
+            v[j] = k->v[i];
+        }
+        free(k->v);
+        k->v = v;
+        k->cap = cap;
+    }
+    uint64_t h = fnv1a(s, len);
+    size_t j = h & (k->cap - 1);
+    for (; k->v[j].gen == k->gen; j = (j + 1) & (k->cap - 1))
+        if (k->v[j].hash == h && k->v[j].len == len && !memcmp(k->keys + k->v[j].off, s, len)) return 1;
+    if (k->keys_len + len > k->keys_cap) {
+        size_t cap = k->keys_cap ? k->keys_cap : 256;
+        while (cap < k->keys_len + len) cap *= 2;
+        void *p = realloc(k->keys, cap);
+        if (!p) return -1;
+        k->keys = p;
+        k->keys_cap = cap;
+    }
+    memcpy(k->keys + k->keys_len, s, len);
+    k->v[j] = (keyslot){h, k->gen, (uint32_t)len, k->keys_len};
+    k->keys_len += len;
+    k->n++;
+    return 0;
+}
+
+/* As jansson: a document nested deeper is refused (and the stack bounded). */
+#define DEPTH_MAX 2048
+
+/* Pieces the text is handed to yajl in: the reader keeps no token of the
+ * text past its callback, so a file could be read in these pieces too. */
+#define PIECE_BYTES ((size_t)1 << 16)
+
+/* A runtime call's CPU launch time ("cuda_runtime" events), by correlation id. */
+typedef struct launch_ts {
+    double corr, ts;
+} launch_ts;
+
+typedef struct reader {
+    const char *path, *text;
+    size_t len;  /* of text */
+    size_t base; /* the offset of the piece being parsed */
+    yajl_handle h;
+    imp_launches *L;
+    level *lv;
+    keyset *ks;
+    int depth, events_level; /* events_level: lv's index of traceEvents, -1 none */
+    int root_object, have_events;
+    event e;
+    char gpu_name[128];
+    spans gpu, cpu;
+    launch_ts *rt; /* the runtime calls: (correlation, ts) */
+    size_t n_rt, cap_rt;
+    double *corr; /* each launch's args.correlation, NAN none */
+    size_t cap_corr;
+    /* the first bad span, runtime call and kernel in file order, reported
+     * in the order the checks ran when the trace was read as one tree */
+    int span_bad, rt_bad, kern_bad;
+    mb_err span_err, rt_err, kern_err;
+    int rc; /* a callback's stop: MB_EINPUT or MB_ERUN, in *err */
+    mb_err *err;
+} reader;
+
+/* The file position of the token that ends at off, for a message: its
+ * line, and its last byte's column (as jansson counted: a bad first byte
+ * is 1:1). */
+static void position(const reader *r, size_t off, size_t *line, size_t *col)
+{
+    size_t nl = 0, start = 0;
+    for (size_t i = 0; i < off; i++)
+        if (r->text[i] == '\n') nl++, start = i + 1;
+    *line = nl + 1;
+    *col = off > start ? off - start : 1;
+}
+
+/* The offset just past the token yajl read last. */
+static size_t consumed(const reader *r)
+{
+    size_t off = r->base + yajl_get_bytes_consumed(r->h);
+    return off > r->len ? r->len : off;
+}
+
+/* Stops the parse with a message of the token's place. */
+static int stop(reader *r, int code, const char *why, const unsigned char *key, size_t key_len)
+{
+    size_t line, col;
+    position(r, consumed(r), &line, &col);
+    char ev[48] = "", k[48] = "";
+    if (r->events_level >= 0 && r->depth > r->events_level + 1)
+        snprintf(ev, sizeof ev, " traceEvents[%zu]:", r->lv[r->events_level].n - 1);
+    if (key) {
+        char raw[40];
+        size_t n = key_len < sizeof raw - 1 ? key_len : sizeof raw - 1;
+        memcpy(raw, key, n);
+        raw[n] = '\0';
+        mb_text_escape(raw, k, sizeof k);
+    }
+    r->rc = code == MB_ERUN ? mb_err_set(r->err, MB_ERUN, "out of memory")
+                            : mb_err_set(r->err, code, "%s:%zu:%zu:%s not JSON: %s%s%s%s", r->path, line, col, ev,
+                                         why, key ? " \"" : "", k, key ? "\"" : "");
+    return 0;
+}
+
+static int oom(reader *r)
+{
+    r->rc = mb_err_set(r->err, MB_ERUN, "out of memory");
+    return 0;
+}
+
 /* What a bad value was, for its message: a string escaped and cut, a
  * number as written, else its JSON type. */
-static const char *shown(json_t *v, char *buf, size_t size)
+static const char *shown(const jnum *v, char *buf, size_t size)
 {
-    if (json_is_string(v)) {
+    if (v->type == J_STRING) {
         char e[48];
-        size_t n = mb_text_escape(json_string_value(v), e, sizeof e);
+        size_t n = mb_text_escape(v->s.s, e, sizeof e);
         snprintf(buf, size, "\"%s%s\"", e, n >= sizeof e ? "..." : "");
-    } else if (json_is_number(v)) {
-        snprintf(buf, size, "%.17g", json_number_value(v));
+    } else if (v->type == J_NUMBER) {
+        snprintf(buf, size, "%.17g", v->x);
     } else {
-        snprintf(buf, size, "a JSON %s", json_is_array(v) ? "array" : json_is_object(v) ? "object" : "true/false");
+        snprintf(buf, size, "a JSON %s", v->type == J_ARRAY ? "array" : v->type == J_OBJECT ? "object" : "true/false");
     }
     return buf;
 }
 
-/* Key of event ev's object o into *out: a JSON number, or a string holding
- * one in plain decimal form (some writers quote them; imp_number), in
- * [lo, hi]. MB_OK with NAN when the key is absent or null; MB_EINPUT naming
- * the event, the key and the value otherwise. */
-static int num(const char *path, size_t ev, json_t *o, const char *key, double lo, double hi, double *out,
+/* Field key of event ev into *out: a JSON number, or a string holding one in
+ * plain decimal form (imp_number), in [lo, hi]. MB_OK with NAN when the key
+ * is absent or null; MB_EINPUT naming the event, the key and the value
+ * otherwise. */
+static int num(const char *path, size_t ev, const jnum *v, const char *key, double lo, double hi, double *out,
                mb_err *err)
 {
-    json_t *v = json_object_get(o, key);
     *out = NAN;
-    if (!v || json_is_null(v)) return MB_OK;
+    if (v->type == J_ABSENT || v->type == J_NULL) return MB_OK;
     double x = NAN;
     int rc = MB_EINPUT;
-    if (json_is_number(v)) {
-        x = json_number_value(v);
+    if (v->type == J_NUMBER) {
+        x = v->x;
         rc = isfinite(x) && x >= lo && x <= hi ? MB_OK : MB_EINPUT;
-    } else if (json_is_string(v)) {
-        rc = imp_number(json_string_value(v), 0, lo, hi, &x);
+    } else if (v->type == J_STRING) {
+        rc = imp_number(v->s.s, 0, lo, hi, &x);
     }
     if (rc == MB_ERUN) return mb_err_set(err, MB_ERUN, "out of memory");
     if (rc) {
@@ -171,21 +392,15 @@ static int num(const char *path, size_t ev, json_t *o, const char *key, double l
 #define TS_MAX_US 1e18
 #define CORR_MAX 9007199254740992.0
 
-/* "grid" or "block" [x, y, z] of event ev into d; absent: 0 (unknown).
- * Each must be a whole number from 1 to MB_IMP_DIM_MAX (CUDA's limit). */
-static int dims3(const char *path, size_t ev, const char *key, json_t *a, long long d[3], mb_err *err)
+/* "grid" or "block" of event ev into d; absent: 0 (unknown). */
+static int dims3(const char *path, size_t ev, const char *key, const jdims *a, long long d[3], mb_err *err)
 {
     d[0] = d[1] = d[2] = 0;
-    if (!a) return MB_OK;
-    int ok = json_is_array(a) && json_array_size(a) == 3;
-    for (int k = 0; k < 3 && ok; k++) {
-        json_t *v = json_array_get(a, (size_t)k);
-        ok = json_is_integer(v) && json_integer_value(v) >= 1 && json_integer_value(v) <= MB_IMP_DIM_MAX;
-        if (ok) d[k] = (long long)json_integer_value(v);
-    }
-    if (!ok)
+    if (!a->present) return MB_OK;
+    if (!a->ok)
         return mb_err_set(err, MB_EINPUT, "%s: traceEvents[%zu]: \"%s\": expected [x, y, z], each a whole number "
                           "from 1 to %lld", path, ev, key, MB_IMP_DIM_MAX);
+    memcpy(d, a->d, sizeof a->d);
     return MB_OK;
 }
 
@@ -196,37 +411,10 @@ static int by_ts(const void *a, const void *b)
     return x->event - y->event;
 }
 
-/* The CPU launch times of the trace's runtime calls ("cuda_runtime" events)
- * by correlation id, sorted for lookup. */
-typedef struct launch_ts {
-    double corr, ts;
-} launch_ts;
-
 static int by_corr(const void *a, const void *b)
 {
     const launch_ts *x = a, *y = b;
     return x->corr < y->corr ? -1 : x->corr > y->corr;
-}
-
-static int runtime_index(const char *path, json_t *events, launch_ts **out, size_t *n_out, mb_err *err)
-{
-    size_t i, n = 0;
-    json_t *e;
-    launch_ts *v = malloc((json_array_size(events) + 1) * sizeof *v);
-    if (!v) return mb_err_set(err, MB_ERUN, "out of memory");
-    json_array_foreach(events, i, e) {
-        const char *cat = json_string_value(json_object_get(e, "cat"));
-        if (!cat || strcmp(cat, "cuda_runtime") != 0) continue;
-        double corr, ts;
-        int rc = num(path, i, json_object_get(e, "args"), "correlation", 0, CORR_MAX, &corr, err);
-        if (!rc) rc = num(path, i, e, "ts", 0, TS_MAX_US, &ts, err);
-        if (rc) { free(v); return rc; }
-        if (isfinite(corr) && isfinite(ts)) v[n++] = (launch_ts){corr, ts};
-    }
-    qsort(v, n, sizeof *v, by_corr);
-    *out = v;
-    *n_out = n;
-    return MB_OK;
 }
 
 /* The launch time of correlation id corr, NAN when none. */
@@ -237,123 +425,400 @@ static double runtime_ts(const launch_ts *v, size_t n, double corr)
     return hit ? hit->ts : NAN;
 }
 
-static int kernels(const char *path, json_t *events, const spans *gpu, const spans *cpu, const char *gpu_name,
-                   imp_launches *L, mb_err *err)
+/* A "membound:..." span; a bad one is kept as the first span error. */
+static int span_event(reader *r, spans *s, const char *name)
 {
-    size_t i, n_rt = 0;
-    json_t *e;
-    launch_ts *rt = NULL;
-    double *qt = NULL; /* each launch's time in its marks' clock */
-    int rc = MB_OK, n_qt = 0;
-    if (cpu->n && !gpu->n && (rc = runtime_index(path, events, &rt, &n_rt, err))) return rc;
-    json_array_foreach(events, i, e) {
-        const char *cat = json_string_value(json_object_get(e, "cat"));
-        const char *name = json_string_value(json_object_get(e, "name"));
-        /* a contiguous clone is a device-to-device copy, not a kernel */
-        int memcpy_dtod = cat && !strcmp(cat, "gpu_memcpy") && name && strstr(name, "DtoD");
-        if (!cat || (strcmp(cat, "kernel") != 0 && !memcpy_dtod)) continue;
-        double ts, dur, corr = NAN;
-        json_t *args = json_object_get(e, "args");
-        if ((rc = num(path, i, e, "ts", 0, TS_MAX_US, &ts, err)) ||
-            (rc = num(path, i, e, "dur", 0, MB_IMP_TIME_MAX_S * 1e6, &dur, err)) ||
-            (rc = num(path, i, args, "correlation", 0, CORR_MAX, &corr, err)))
+    event *e = &r->e;
+    double ts, dur;
+    int rc;
+    if ((rc = num(r->path, e->index, &e->ts, "ts", 0, TS_MAX_US, &ts, &r->span_err)) ||
+        (rc = num(r->path, e->index, &e->dur, "dur", 0, TS_MAX_US, &dur, &r->span_err))) {
+        if (rc == MB_ERUN) return oom(r);
+        r->span_bad = 1;
+        return 1;
+    }
+    /* escaped, and whole: two long marks cut to one would merge their groups */
+    char label[sizeof r->L->v[0].label];
+    if (mb_text_escape(name, label, sizeof label) >= sizeof label) {
+        mb_err_set(&r->span_err, MB_EINPUT, "%s: traceEvents[%zu]: a membound: mark of more than %zu bytes",
+                   r->path, e->index, sizeof label - 1);
+        r->span_bad = 1;
+        return 1;
+    }
+    char *own = strdup(label);
+    if (!own || span_add(s, own, ts, dur)) {
+        free(own);
+        return oom(r);
+    }
+    return 1;
+}
+
+/* A "cuda_runtime" call: its CPU time by correlation id, for the launches'
+ * marks when the marks are CPU spans. */
+static int runtime_event(reader *r)
+{
+    event *e = &r->e;
+    double corr, ts;
+    int rc;
+    if ((rc = num(r->path, e->index, &e->corr, "correlation", 0, CORR_MAX, &corr, &r->rt_err)) ||
+        (rc = num(r->path, e->index, &e->ts, "ts", 0, TS_MAX_US, &ts, &r->rt_err))) {
+        if (rc == MB_ERUN) return oom(r);
+        r->rt_bad = 1;
+        return 1;
+    }
+    if (!isfinite(corr) || !isfinite(ts)) return 1;
+    if (r->n_rt == r->cap_rt) {
+        size_t cap = r->cap_rt ? 2 * r->cap_rt : 64;
+        void *p = realloc(r->rt, cap * sizeof *r->rt);
+        if (!p) return oom(r);
+        r->rt = p;
+        r->cap_rt = cap;
+    }
+    r->rt[r->n_rt++] = (launch_ts){corr, ts};
+    return 1;
+}
+
+/* A kernel (or a device-to-device copy) into L. */
+static int kernel_event(reader *r, const char *name)
+{
+    event *e = &r->e;
+    mb_err *ke = &r->kern_err;
+    double ts, dur, corr;
+    int rc;
+    if ((rc = num(r->path, e->index, &e->ts, "ts", 0, TS_MAX_US, &ts, ke)) ||
+        (rc = num(r->path, e->index, &e->dur, "dur", 0, MB_IMP_TIME_MAX_S * 1e6, &dur, ke)) ||
+        (rc = num(r->path, e->index, &e->corr, "correlation", 0, CORR_MAX, &corr, ke))) {
+        if (rc == MB_ERUN) return oom(r);
+        r->kern_bad = 1;
+        return 1;
+    }
+    if (!name || !isfinite(ts) || !(dur > 0)) {
+        mb_err_set(ke, MB_EINPUT, "%s: traceEvents[%zu]: a kernel event needs \"name\", \"ts\" and \"dur\" > 0",
+                   r->path, e->index);
+        r->kern_bad = 1;
+        return 1;
+    }
+    imp_launch *x = imp_launch_add(r->L);
+    if (!x || !(x->name = mb_text_escape_dup(name))) return oom(r);
+    x->event = (int)e->index + 1;
+    x->ts_us = ts;
+    x->time_s = dur * 1e-6;
+    if (dims3(r->path, e->index, "grid", &e->grid, x->grid, ke) ||
+        dims3(r->path, e->index, "block", &e->block, x->block, ke)) {
+        r->kern_bad = 1;
+        return 1;
+    }
+    if ((size_t)r->L->n > r->cap_corr) {
+        void *p = realloc(r->corr, (size_t)r->L->cap * sizeof *r->corr);
+        if (!p) return oom(r);
+        r->corr = p;
+        r->cap_corr = (size_t)r->L->cap;
+    }
+    r->corr[r->L->n - 1] = corr;
+    return 1;
+}
+
+/* An event object has closed: a span, a runtime call, a kernel or none. */
+static int event_done(reader *r)
+{
+    if (r->span_bad) return 1; /* that error is the one reported */
+    event *e = &r->e;
+    const char *cat = e->has_cat ? e->cat.s : NULL, *name = e->has_name ? e->name.s : NULL;
+    if (!cat) return 1;
+    if (name && !strncmp(name, "membound:", 9)) {
+        spans *s = !strcmp(cat, "gpu_user_annotation") ? &r->gpu : !strcmp(cat, "user_annotation") ? &r->cpu : NULL;
+        if (s) return span_event(r, s, name);
+    }
+    if (!strcmp(cat, "cuda_runtime")) return r->rt_bad ? 1 : runtime_event(r);
+    /* a contiguous clone is a device-to-device copy, not a kernel */
+    int memcpy_dtod = !strcmp(cat, "gpu_memcpy") && name && strstr(name, "DtoD");
+    if (strcmp(cat, "kernel") != 0 && !memcpy_dtod) return 1;
+    return r->kern_bad ? 1 : kernel_event(r, name);
+}
+
+static level *top(reader *r)
+{
+    return r->depth ? &r->lv[r->depth - 1] : NULL;
+}
+
+static int set_num(reader *r, jnum *v, jtype t, double x, const unsigned char *s, size_t len)
+{
+    v->type = t;
+    v->x = x;
+    if (t == J_STRING && sbuf_set(&v->s, s, len)) return oom(r);
+    return 1;
+}
+
+/* A scalar: where it lands, if the importer reads it. is_int: a JSON
+ * number without fraction or exponent (a dimension must be one). */
+static int scalar(reader *r, jtype t, int is_int, double x, const unsigned char *s, size_t len)
+{
+    level *p = top(r);
+    if (!p) return 1; /* a bare scalar document: no traceEvents */
+    event *e = &r->e;
+    switch (p->role) {
+    case R_DIMS:
+        if (!(t == J_NUMBER && is_int && x >= 1 && x <= MB_IMP_DIM_MAX && p->n < 3)) p->dims->ok = 0;
+        else p->dims->d[p->n] = (long long)x;
+        p->n++;
+        return 1;
+    case R_EVENTS:
+    case R_PROPS:
+        p->n++;
+        return 1;
+    case R_EVENT:
+        if (p->key == F_CAT && t == J_STRING) {
+            e->has_cat = 1;
+            if (sbuf_set(&e->cat, s, len)) return oom(r);
+        } else if (p->key == F_NAME && t == J_STRING) {
+            e->has_name = 1;
+            if (sbuf_set(&e->name, s, len)) return oom(r);
+        } else if (p->key == F_TS || p->key == F_DUR) {
+            return set_num(r, p->key == F_TS ? &e->ts : &e->dur, t, x, s, len);
+        }
+        return 1;
+    case R_ARGS:
+        if (p->key == F_CORR) return set_num(r, &e->corr, t, x, s, len);
+        if (p->key == F_GRID || p->key == F_BLOCK) *(p->key == F_GRID ? &e->grid : &e->block) = (jdims){1, 0, {0}};
+        return 1;
+    case R_PROP0:
+        if (p->key == F_GPU_NAME && t == J_STRING) {
+            char *raw = malloc(len + 1);
+            if (!raw) return oom(r);
+            memcpy(raw, s, len);
+            raw[len] = '\0';
+            mb_text_escape(raw, r->gpu_name, sizeof r->gpu_name);
+            free(raw);
+        }
+        return 1;
+    default:
+        return 1;
+    }
+}
+
+/* An object or array opens: what it is to the importer. */
+static int open_container(reader *r, int is_map)
+{
+    level *p = top(r);
+    role child = R_OTHER;
+    jdims *dims = NULL;
+    event *e = &r->e;
+    jtype t = is_map ? J_OBJECT : J_ARRAY;
+    if (!p) {
+        r->root_object = is_map;
+        if (is_map) child = R_ROOT;
+    } else {
+        switch (p->role) {
+        case R_ROOT:
+            if (p->key == F_EVENTS && !is_map) {
+                child = R_EVENTS;
+                r->have_events = 1;
+                r->events_level = r->depth;
+            }
+            if (p->key == F_PROPS && !is_map) child = R_PROPS;
             break;
-        if (!name || !isfinite(ts) || !(dur > 0)) {
-            rc = mb_err_set(err, MB_EINPUT, "%s: traceEvents[%zu]: a kernel event needs \"name\", \"ts\" and "
-                            "\"dur\" > 0", path, i);
+        case R_EVENTS:
+            if (is_map) {
+                child = R_EVENT;
+                e->index = p->n;
+                e->has_cat = e->has_name = 0;
+                e->ts.type = e->dur.type = e->corr.type = J_ABSENT;
+                e->grid.present = e->block.present = 0;
+            }
+            p->n++;
+            break;
+        case R_PROPS:
+            if (p->n++ == 0 && is_map) child = R_PROP0;
+            break;
+        case R_EVENT:
+            if (p->key == F_ARGS && is_map) child = R_ARGS;
+            if (p->key == F_TS || p->key == F_DUR) (p->key == F_TS ? &e->ts : &e->dur)->type = t;
+            break;
+        case R_ARGS:
+            if (p->key == F_CORR) e->corr.type = t;
+            if (p->key == F_GRID || p->key == F_BLOCK) {
+                dims = p->key == F_GRID ? &e->grid : &e->block;
+                *dims = (jdims){1, !is_map, {0}};
+                if (!is_map) child = R_DIMS;
+            }
+            break;
+        case R_DIMS:
+            p->dims->ok = 0;
+            p->n++;
+            break;
+        default:
             break;
         }
-        imp_launch *x = imp_launch_add(L);
-        if (!x || !(x->name = mb_text_escape_dup(name))) { rc = mb_err_set(err, MB_ERUN, "out of memory"); break; }
-        x->event = (int)i + 1;
-        x->ts_us = ts;
-        x->time_s = dur * 1e-6;
-        if ((rc = dims3(path, i, "grid", json_object_get(args, "grid"), x->grid, err)) ||
-            (rc = dims3(path, i, "block", json_object_get(args, "block"), x->block, err)))
-            break;
-        snprintf(x->gpu, sizeof x->gpu, "%s", gpu_name);
-        /* the mark's time: the kernel's on the GPU, else its launch call's on the CPU */
-        if (L->n > n_qt) {
-            void *p = realloc(qt, (size_t)(2 * L->n) * sizeof *qt);
-            if (!p) { rc = mb_err_set(err, MB_ERUN, "out of memory"); break; }
-            qt = p;
-            n_qt = 2 * L->n;
+    }
+    if (r->depth == DEPTH_MAX) return stop(r, MB_EINPUT, "more than 2048 levels of nesting", NULL, 0);
+    r->lv[r->depth] = (level){child, F_OTHER, 0, dims};
+    if (is_map) keyset_open(&r->ks[r->depth]);
+    r->depth++;
+    return 1;
+}
+
+static int close_container(reader *r)
+{
+    level *p = top(r);
+    int ok = 1;
+    if (p->role == R_DIMS) p->dims->ok = p->dims->ok && p->n == 3;
+    if (p->role == R_EVENT) ok = event_done(r);
+    if (p->role == R_EVENTS) r->events_level = -1;
+    r->depth--;
+    return ok;
+}
+
+static field key_field(role in, const unsigned char *s, size_t len)
+{
+    static const struct {
+        role in;
+        const char *key;
+        field f;
+    } keys[] = {
+        {R_ROOT, "traceEvents", F_EVENTS}, {R_ROOT, "deviceProperties", F_PROPS}, {R_EVENT, "cat", F_CAT},
+        {R_EVENT, "name", F_NAME}, {R_EVENT, "ts", F_TS}, {R_EVENT, "dur", F_DUR}, {R_EVENT, "args", F_ARGS},
+        {R_ARGS, "correlation", F_CORR}, {R_ARGS, "grid", F_GRID}, {R_ARGS, "block", F_BLOCK},
+        {R_PROP0, "name", F_GPU_NAME},
+    };
+    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
+        if (keys[i].in == in && strlen(keys[i].key) == len && !memcmp(keys[i].key, s, len)) return keys[i].f;
+    return F_OTHER;
+}
+
+static int on_key(void *ctx, const unsigned char *s, size_t len)
+{
+    reader *r = ctx;
+    if (memchr(s, '\0', len)) return stop(r, MB_EINPUT, "\\u0000 in a key", NULL, 0);
+    int dup = keyset_add(&r->ks[r->depth - 1], s, len);
+    if (dup < 0) return oom(r);
+    /* a key given twice is refused, not settled by the last ("dur": 2.5, "dur": 999) */
+    if (dup) return stop(r, MB_EINPUT, "duplicate object key", s, len);
+    level *p = top(r);
+    p->key = key_field(p->role, s, len);
+    return 1;
+}
+
+static int on_null(void *ctx) { return scalar(ctx, J_NULL, 0, NAN, NULL, 0); }
+static int on_bool(void *ctx, int b) { (void)b; return scalar(ctx, J_BOOL, 0, NAN, NULL, 0); }
+static int on_int(void *ctx, long long v) { return scalar(ctx, J_NUMBER, 1, (double)v, NULL, 0); }
+static int on_double(void *ctx, double v) { return scalar(ctx, J_NUMBER, 0, v, NULL, 0); }
+static int on_start_map(void *ctx) { return open_container(ctx, 1); }
+static int on_start_array(void *ctx) { return open_container(ctx, 0); }
+static int on_end(void *ctx) { return close_container(ctx); }
+
+static int on_string(void *ctx, const unsigned char *s, size_t len)
+{
+    if (memchr(s, '\0', len)) return stop(ctx, MB_EINPUT, "\\u0000 in a string", NULL, 0);
+    return scalar(ctx, J_STRING, 0, NAN, s, len);
+}
+
+static const yajl_callbacks callbacks = {
+    on_null, on_bool, on_int, on_double, NULL, on_string, on_start_map, on_key, on_end, on_start_array, on_end,
+};
+
+/* The text through yajl: MB_OK with the document's events in r, or the one
+ * line saying where it is not JSON. */
+static int parse(reader *r, const char *text, size_t len, mb_err *err)
+{
+    r->h = yajl_alloc(&callbacks, NULL, r);
+    if (!r->h) return mb_err_set(err, MB_ERUN, "out of memory");
+    yajl_status st = yajl_status_ok;
+    for (r->base = 0; r->base < len && st == yajl_status_ok; r->base += PIECE_BYTES) {
+        size_t n = len - r->base < PIECE_BYTES ? len - r->base : PIECE_BYTES;
+        st = yajl_parse(r->h, (const unsigned char *)text + r->base, n);
+        if (st != yajl_status_ok) break;
+    }
+    if (st == yajl_status_ok) {
+        r->base = len;
+        st = yajl_complete_parse(r->h);
+    }
+    int rc = MB_OK;
+    if (st == yajl_status_client_canceled) {
+        rc = r->rc;
+    } else if (st != yajl_status_ok) {
+        size_t line, col;
+        position(r, consumed(r), &line, &col);
+        unsigned char *msg = yajl_get_error(r->h, 0, NULL, 0);
+        char why[160] = "";
+        if (msg) {
+            msg[strcspn((char *)msg, "\n")] = '\0';
+            mb_text_escape((char *)msg, why, sizeof why);
+            yajl_free_error(r->h, msg);
         }
-        qt[L->n - 1] = gpu->n ? ts : isfinite(corr) && rt ? runtime_ts(rt, n_rt, corr) : NAN;
+        rc = mb_err_set(err, MB_EINPUT, "%s:%zu:%zu: not JSON: %s", r->path, line, col, why);
     }
-    free(rt);
-    const spans *marks = gpu->n ? gpu : cpu;
-    if (!rc && marks->n && L->n) {
-        const char **mark = malloc((size_t)L->n * sizeof *mark);
-        if (!mark || innermost_all(marks, qt, L->n, mark)) rc = mb_err_set(err, MB_ERUN, "out of memory");
-        for (int k = 0; !rc && k < L->n; k++)
-            if (mark[k]) snprintf(L->v[k].label, sizeof L->v[k].label, "%s", mark[k]);
-        free(mark);
-    }
+    yajl_free(r->h);
+    return rc;
+}
+
+/* Each launch's mark: the innermost span of the GPU's marks around its
+ * start, else of the CPU's around its launch call. */
+static int marks_of(reader *r)
+{
+    imp_launches *L = r->L;
+    const spans *marks = r->gpu.n ? &r->gpu : &r->cpu;
+    if (!marks->n || !L->n) return MB_OK;
+    double *qt = malloc((size_t)L->n * sizeof *qt); /* each launch's time in its marks' clock */
+    const char **mark = malloc((size_t)L->n * sizeof *mark);
+    int rc = qt && mark ? MB_OK : MB_ERUN;
+    if (!rc && !r->gpu.n) qsort(r->rt, r->n_rt, sizeof *r->rt, by_corr);
+    for (int k = 0; !rc && k < L->n; k++)
+        qt[k] = r->gpu.n ? L->v[k].ts_us : isfinite(r->corr[k]) ? runtime_ts(r->rt, r->n_rt, r->corr[k]) : NAN;
+    if (!rc) rc = innermost_all(marks, qt, L->n, mark);
+    for (int k = 0; !rc && k < L->n; k++)
+        if (mark[k]) snprintf(L->v[k].label, sizeof L->v[k].label, "%s", mark[k]);
+    free(mark);
     free(qt);
-    if (!rc) qsort(L->v, (size_t)L->n, sizeof *L->v, by_ts);
     return rc;
 }
 
 int imp_read_torch_trace(const char *text, size_t len, const char *path, imp_launches *L, mb_err *err)
 {
-    json_error_t je;
-    /* a key given twice is refused, not settled by the last ("dur": 2.5, "dur": 999) */
-    json_t *root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je);
-    if (!root) {
-        char why[sizeof je.text];
-        mb_text_escape(je.text, why, sizeof why);
-        return mb_err_set(err, MB_EINPUT, "%s:%d:%d: not JSON: %s", path, je.line, je.column, why);
+    reader *r = calloc(1, sizeof *r);
+    level *lv = malloc(DEPTH_MAX * sizeof *lv);
+    keyset *ks = calloc(DEPTH_MAX, sizeof *ks);
+    if (!r || !lv || !ks) {
+        free(r);
+        free(lv);
+        free(ks);
+        return mb_err_set(err, MB_ERUN, "out of memory");
     }
-    json_t *events = json_object_get(root, "traceEvents");
-    int rc = MB_OK;
-    spans gpu = {0}, cpu = {0};
-    if (!json_is_array(events)) {
+    *r = (reader){.path = path, .text = text, .len = len, .L = L, .lv = lv, .ks = ks, .events_level = -1, .err = err};
+    int rc = parse(r, text, len, err);
+    if (!rc && !(r->root_object && r->have_events))
         rc = mb_err_set(err, MB_EINPUT, "%s: no \"traceEvents\" array: not a Chrome trace of the PyTorch profiler",
                         path);
-        goto out;
-    }
-    char gpu_name[128] = "";
-    json_t *props = json_object_get(root, "deviceProperties");
-    const char *pn = json_string_value(json_object_get(json_array_get(props, 0), "name"));
-    if (pn) mb_text_escape(pn, gpu_name, sizeof gpu_name);
-    size_t i;
-    json_t *e;
-    json_array_foreach(events, i, e) {
-        const char *cat = json_string_value(json_object_get(e, "cat"));
-        const char *name = json_string_value(json_object_get(e, "name"));
-        if (!cat || !name || strncmp(name, "membound:", 9) != 0) continue;
-        spans *s = !strcmp(cat, "gpu_user_annotation") ? &gpu : !strcmp(cat, "user_annotation") ? &cpu : NULL;
-        if (!s) continue;
-        double ts, dur;
-        if ((rc = num(path, i, e, "ts", 0, TS_MAX_US, &ts, err)) ||
-            (rc = num(path, i, e, "dur", 0, TS_MAX_US, &dur, err)))
-            goto out;
-        /* escaped, and whole: two long marks cut to one would merge their groups */
-        char label[sizeof L->v[0].label];
-        if (mb_text_escape(name, label, sizeof label) >= sizeof label) {
-            rc = mb_err_set(err, MB_EINPUT, "%s: traceEvents[%zu]: a membound: mark of more than %zu bytes", path, i,
-                            sizeof label - 1);
-            goto out;
-        }
-        char *own = strdup(label);
-        if (!own || span_add(s, own, ts, dur)) {
-            free(own);
-            rc = mb_err_set(err, MB_ERUN, "out of memory");
-            goto out;
-        }
-    }
-    rc = kernels(path, events, &gpu, &cpu, gpu_name, L, err);
+    /* the first bad span, else runtime call (read only when the marks are
+     * CPU spans), else kernel: the order the checks ran over the tree */
+    const mb_err *bad = r->span_bad ? &r->span_err
+                        : r->rt_bad && r->cpu.n && !r->gpu.n ? &r->rt_err
+                        : r->kern_bad ? &r->kern_err : NULL;
+    if (!rc && bad) rc = mb_err_set(err, MB_EINPUT, "%s", bad->msg);
+    for (int k = 0; !rc && k < L->n; k++) snprintf(L->v[k].gpu, sizeof L->v[k].gpu, "%s", r->gpu_name);
+    if (!rc && marks_of(r)) rc = mb_err_set(err, MB_ERUN, "out of memory");
+    if (!rc) qsort(L->v, (size_t)L->n, sizeof *L->v, by_ts);
     if (!rc && L->n == 0)
         rc = mb_err_set(err, MB_EINPUT, "%s: no kernel events (\"cat\": \"kernel\"): profile with "
                         "activities=[ProfilerActivity.CUDA]", path);
     if (!rc)
         snprintf(L->note, sizeof L->note, "torch profiler trace: kernel durations (CUPTI activity), %s",
-                 gpu.n ? "marks from gpu_user_annotation spans" : cpu.n ? "marks from user_annotation spans"
-                                                                        : "no membound: marks");
-out:
-    spans_free(&gpu);
-    spans_free(&cpu);
-    json_decref(root);
+                 r->gpu.n ? "marks from gpu_user_annotation spans" : r->cpu.n ? "marks from user_annotation spans"
+                                                                          : "no membound: marks");
+    spans_free(&r->gpu);
+    spans_free(&r->cpu);
+    for (int d = 0; d < DEPTH_MAX; d++) {
+        free(ks[d].v);
+        free(ks[d].keys);
+    }
+    free(ks);
+    free(lv);
+    free(r->rt);
+    free(r->corr);
+    free(r->e.cat.s);
+    free(r->e.name.s);
+    free(r->e.ts.s.s);
+    free(r->e.dur.s.s);
+    free(r->e.corr.s.s);
+    free(r);
     return rc;
 }

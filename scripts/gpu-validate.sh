@@ -41,7 +41,7 @@
 #                   rmsnorm_bwd,layernorm_affine_bwd,rmsnorm_affine_bwd: the
 #                   last two with the weights' gradients, sums over the
 #                   rows); "none" leaves them out
-#   --debs DIR      unpack the .deb files in DIR (libinih-dev, libjansson-dev, libcsv-dev,
+#   --debs DIR      unpack the .deb files in DIR (libinih-dev, libjansson-dev, libcsv-dev, libyajl-dev,
 #                   pkgconf ... fetched elsewhere with apt-get download) into a
 #                   private prefix and build against it, for machines without
 #                   those packages and without network

@@ -142,6 +142,15 @@ done
 sed '0,/"dur": 2.5,/s//"dur": "2.5",/' "$T" >quoted.json
 run 0 -- import torch-trace quoted.json -o quoted.csv
 has out "sin2_plus_cos2   fused      f32      1048576       1     2      2.50 us"
+# a name longer than the pieces the reader takes the text in (64 KiB), the GPU's name after the events:
+# the same rows as the trace itself
+if command -v jq >/dev/null; then
+  jq --arg pad "$(head -c 100000 /dev/zero | tr '\0' x)" \
+    '{traceEvents: ([{cat: "cpu_op", name: $pad}] + .traceEvents), deviceProperties: .deviceProperties}' "$T" >long.json
+  run 0 -- import torch-trace long.json -o long.csv
+  "$B" import torch-trace "$T" -o again.csv >again.out 2>/dev/null
+  cmp -s out again.out && ok || bad "a trace with a 100000-byte name: other rows: $(diff out again.out | head -5)"
+fi
 # a byte order mark before the JSON or the CSV
 { printf '\357\273\277'; cat "$T"; } >bom.json
 run 0 -- import torch-trace bom.json -o bom.csv

@@ -203,6 +203,17 @@ static const text_case text_cases[] = {
      0, 0},
     {MB_IMP_TORCH_TRACE, TRACE(COPY_MARK "\\u001b[2J", "5.2"), MB_EINPUT, "f32\\x1b[2J': expected", "\x1b", 0, 0},
     {MB_IMP_TORCH_TRACE, TRACE(COPY_MARK, "5.2, \"dur\": 999"), MB_EINPUT, "duplicate object key", NULL, 0, 0},
+    /* a key twice in an event's args, and at the top level: each refused with its key (and event) */
+    {MB_IMP_TORCH_TRACE,
+     TRACE_HEAD TRACE_MARK(COPY_MARK) "{\"cat\": \"kernel\", \"name\": \"direct_copy_kernel_cuda\", \"ts\": 10, "
+     "\"dur\": 5.2, \"args\": {\"correlation\": 1, \"grid\": [2048, 1, 1], \"correlation\": 2}}]}",
+     MB_EINPUT, "traceEvents[1]: not JSON: duplicate object key \"correlation\"", NULL, 0, 0},
+    {MB_IMP_TORCH_TRACE, "{\"deviceProperties\": [], \"deviceProperties\": [], \"traceEvents\": []}", MB_EINPUT,
+     ":1:43: not JSON: duplicate object key \"deviceProperties\"", NULL, 0, 0},
+    /* the GPU's name after the events: read wherever it stands */
+    {MB_IMP_TORCH_TRACE,
+     "{\"traceEvents\": [" TRACE_MARK(COPY_MARK) TRACE_COPY("10", "5.2") "," TRACE_COPY("20", "5.2")
+     "], \"deviceProperties\": [{\"name\": \"NVIDIA H200\"}]}", MB_OK, "the device table's h200", NULL, 0, 0},
     {MB_IMP_TORCH_TRACE, TRACE(COPY_MARK, "\"3.4ms\""), MB_EINPUT, "\"dur\": \"3.4ms\": expected a decimal number",
      NULL, 0, 0},
     {MB_IMP_TORCH_TRACE, TRACE(COPY_MARK, "\"0x10\""), MB_EINPUT, "\"dur\": \"0x10\": expected", NULL, 0, 0},
