@@ -34,6 +34,7 @@ typedef struct run {
     mb_graph **graphs;      /* one per distinct variant x dtype, owned */
     const char **exprs;
     int n_graphs;
+    char unmarked_label[IMP_LABEL_MAX]; /* the group of a file without marks */
 } run;
 
 static void note(const run *r, const char *level, const char *fmt, ...)
@@ -62,7 +63,7 @@ static const char *where(const run *r, const imp_launch *x, char *buf, size_t si
 
 /* A group: its mark's fields and its launches' indices. */
 typedef struct group {
-    char label[160];
+    const char *label;      /* the mark (interned in the launches), or the run's unmarked label */
     char variant[MB_NAME_MAX];
     mb_plan_kind plan;
     mb_shape shape;         /* n=N (rank 1) or n=ROWSxCOLS (rank 2) */
@@ -391,7 +392,7 @@ typedef struct marked_launch {
 static int by_label(const void *a, const void *b)
 {
     const marked_launch *x = a, *y = b;
-    int c = strcmp(x->label, y->label);
+    int c = x->label == y->label ? 0 : strcmp(x->label, y->label); /* interned: one mark, one pointer */
     return c ? c : x->i - y->i;
 }
 
@@ -430,7 +431,8 @@ static int make_groups(run *r, group **out, int *n_out, int **idx_out, mb_err *e
         g->shape = mb_shape_1d(g->n);
         g->dtype = o->has_dtype ? o->dtype : MB_F32;
         snprintf(g->variant, sizeof g->variant, "%s", o->variant ? o->variant : "<expr>");
-        snprintf(g->label, sizeof g->label, "the file's launches as %s/%s, n=%lld", o->expr ? "--expr" : o->variant,
+        g->label = r->unmarked_label;
+        snprintf(r->unmarked_label, sizeof r->unmarked_label, "the file's launches as %s/%s, n=%lld", o->expr ? "--expr" : o->variant,
                  mb_plan_name(g->plan), (long long)g->n);
         g->idx = idx;
         for (int i = 0; i < L->n; i++) g->idx[g->n_idx++] = i;
@@ -444,9 +446,9 @@ static int make_groups(run *r, group **out, int *n_out, int **idx_out, mb_err *e
         if (L->v[i].label[0]) ml[nm++] = (marked_launch){L->v[i].label, i};
     qsort(ml, (size_t)nm, sizeof *ml, by_label);
     for (int k = 0; k < nm; k++) { /* each run of one mark is a group */
-        if (!k || strcmp(ml[k].label, ml[k - 1].label) != 0) {
+        if (!k || (ml[k].label != ml[k - 1].label && strcmp(ml[k].label, ml[k - 1].label) != 0)) {
             group *g = &G[ng++];
-            snprintf(g->label, sizeof g->label, "%s", ml[k].label);
+            g->label = ml[k].label;
             g->marked = 1;
             g->idx = idx + k;
         }

@@ -231,24 +231,41 @@ static int launch_id(ncu_read *r, const mb_csv_field *f, mb_err *err)
     return MB_OK;
 }
 
+/* s escaped (mb_text_escape) and interned in L, or NULL when memory runs
+ * out; a name of any length (a buffer on the stack for the usual ones). */
+static const char *escaped_intern(imp_launches *L, const char *s)
+{
+    char buf[512];
+    if (mb_text_escape(s, buf, sizeof buf) < sizeof buf) return imp_intern(L, buf);
+    char *long_one = mb_text_escape_dup(s);
+    const char *kept = long_one ? imp_intern(L, long_one) : NULL;
+    free(long_one);
+    return kept;
+}
+
 static int new_launch(ncu_read *r, const mb_csv_record *rec, imp_launch **out, mb_err *err)
 {
     int rc = r->c_id >= 0 && (!r->raw || rec->f[r->c_id].s[0]) ? launch_id(r, &rec->f[r->c_id], err) : MB_OK;
     if (rc) return rc;
     imp_launch *x = imp_launch_add(r->L);
-    if (!x || !(x->name = mb_text_escape_dup(rec->f[r->c_name].s))) return mb_err_set(err, MB_ERUN, "out of memory");
+    if (!x || !(x->name = escaped_intern(r->L, rec->f[r->c_name].s))) return mb_err_set(err, MB_ERUN, "out of memory");
     x->line = rec->line;
     r->metrics_seen = 0;
     if (r->c_grid >= 0 && (rc = dims(r, &rec->f[r->c_grid], "grid size", x->grid, err))) return rc;
     if (r->c_block >= 0 && (rc = dims(r, &rec->f[r->c_block], "block size", x->block, err))) return rc;
-    if (r->c_device >= 0 && strpbrk(rec->f[r->c_device].s, "ABCDEFGHIJKLMNOPQRSTUVWXYZ"))
-        mb_text_escape(rec->f[r->c_device].s, x->gpu, sizeof x->gpu);
+    if (r->c_device >= 0 && strpbrk(rec->f[r->c_device].s, "ABCDEFGHIJKLMNOPQRSTUVWXYZ")) {
+        char gpu[IMP_GPU_MAX];
+        mb_text_escape(rec->f[r->c_device].s, gpu, sizeof gpu);
+        if (!(x->gpu = imp_intern(r->L, gpu))) return mb_err_set(err, MB_ERUN, "out of memory");
+    }
+    char label[IMP_LABEL_MAX] = "";
     if (r->c_nvtx >= 0 &&
-        (rc = nvtx_label(r, &rec->f[r->c_nvtx], rec->f[r->c_nvtx].s, x->label, sizeof x->label, err)))
+        (rc = nvtx_label(r, &rec->f[r->c_nvtx], rec->f[r->c_nvtx].s, label, sizeof label, err)))
         return rc;
-    if (!x->label[0] && /* --print-nvtx-rename kernel */
-        (rc = nvtx_label(r, &rec->f[r->c_name], x->name, x->label, sizeof x->label, err)))
+    if (!label[0] && /* --print-nvtx-rename kernel */
+        (rc = nvtx_label(r, &rec->f[r->c_name], x->name, label, sizeof label, err)))
         return rc;
+    if (label[0] && !(x->label = imp_intern(r->L, label))) return mb_err_set(err, MB_ERUN, "out of memory");
     *out = x;
     return MB_OK;
 }

@@ -22,7 +22,7 @@
 #include <yajl/yajl_parse.h>
 
 typedef struct span {
-    char *name;             /* the mark, escaped (owned) */
+    const char *name;       /* the mark, escaped (interned in the launches) */
     double ts, dur;
 } span;
 
@@ -33,11 +33,10 @@ typedef struct spans {
 
 static void spans_free(spans *s)
 {
-    for (int i = 0; i < s->n; i++) free(s->v[i].name);
     free(s->v);
 }
 
-static int span_add(spans *s, char *name, double ts, double dur)
+static int span_add(spans *s, const char *name, double ts, double dur)
 {
     if (s->n == s->cap) {
         int cap = s->cap ? 2 * s->cap : 32;
@@ -438,18 +437,15 @@ static int span_event(reader *r, spans *s, const char *name)
         return 1;
     }
     /* escaped, and whole: two long marks cut to one would merge their groups */
-    char label[sizeof r->L->v[0].label];
+    char label[IMP_LABEL_MAX];
     if (mb_text_escape(name, label, sizeof label) >= sizeof label) {
         mb_err_set(&r->span_err, MB_EINPUT, "%s: traceEvents[%zu]: a membound: mark of more than %zu bytes",
                    r->path, e->index, sizeof label - 1);
         r->span_bad = 1;
         return 1;
     }
-    char *own = strdup(label);
-    if (!own || span_add(s, own, ts, dur)) {
-        free(own);
-        return oom(r);
-    }
+    const char *kept = imp_intern(r->L, label);
+    if (!kept || span_add(s, kept, ts, dur)) return oom(r);
     return 1;
 }
 
@@ -499,7 +495,12 @@ static int kernel_event(reader *r, const char *name)
         return 1;
     }
     imp_launch *x = imp_launch_add(r->L);
-    if (!x || !(x->name = mb_text_escape_dup(name))) return oom(r);
+    if (!x) return oom(r);
+    char buf[512], *long_one = NULL;
+    if (mb_text_escape(name, buf, sizeof buf) >= sizeof buf && !(long_one = mb_text_escape_dup(name))) return oom(r);
+    x->name = imp_intern(r->L, long_one ? long_one : buf);
+    free(long_one);
+    if (!x->name) return oom(r);
     x->event = (int)e->index + 1;
     x->ts_us = ts;
     x->time_s = dur * 1e-6;
@@ -766,7 +767,7 @@ static int marks_of(reader *r)
         qt[k] = r->gpu.n ? L->v[k].ts_us : isfinite(r->corr[k]) ? runtime_ts(r->rt, r->n_rt, r->corr[k]) : NAN;
     if (!rc) rc = innermost_all(marks, qt, L->n, mark);
     for (int k = 0; !rc && k < L->n; k++)
-        if (mark[k]) snprintf(L->v[k].label, sizeof L->v[k].label, "%s", mark[k]);
+        if (mark[k]) L->v[k].label = mark[k];
     free(mark);
     free(qt);
     return rc;
@@ -794,7 +795,9 @@ int imp_read_torch_trace(const char *text, size_t len, const char *path, imp_lau
                         : r->rt_bad && r->cpu.n && !r->gpu.n ? &r->rt_err
                         : r->kern_bad ? &r->kern_err : NULL;
     if (!rc && bad) rc = mb_err_set(err, MB_EINPUT, "%s", bad->msg);
-    for (int k = 0; !rc && k < L->n; k++) snprintf(L->v[k].gpu, sizeof L->v[k].gpu, "%s", r->gpu_name);
+    const char *gpu = rc ? NULL : imp_intern(L, r->gpu_name);
+    if (!rc && !gpu) rc = mb_err_set(err, MB_ERUN, "out of memory");
+    for (int k = 0; !rc && k < L->n; k++) L->v[k].gpu = gpu;
     if (!rc && marks_of(r)) rc = mb_err_set(err, MB_ERUN, "out of memory");
     if (!rc) qsort(L->v, (size_t)L->n, sizeof *L->v, by_ts);
     if (!rc && L->n == 0)
