@@ -76,10 +76,16 @@ const char *imp_intern(imp_launches *L, const char *s);
 imp_launch *imp_launch_add(imp_launches *L);
 void imp_launches_free(imp_launches *L);
 
-/* The readers: text (NUL-terminated, len bytes) of path into L. MB_OK, or
- * MB_EINPUT with "path:line:col: ..." (MB_ERUN: memory). */
-int imp_read_ncu(const char *text, size_t len, const char *path, imp_launches *L, mb_err *err);
-int imp_read_torch_trace(const char *text, size_t len, const char *path, imp_launches *L, mb_err *err);
+/* The most bytes an imported file may have (1 GiB): past it the file is
+ * refused before any read. */
+#define IMP_FILE_MAX_BYTES ((size_t)1 << 30)
+
+/* The readers: the file open on fd (checked as text, mb_text_check_fd, and
+ * set past a byte order mark), named path, read from its offset in pieces
+ * (never whole) into L. MB_OK, or MB_EINPUT with "path:line:col: ..."
+ * (MB_ERUN: memory). */
+int imp_read_ncu(int fd, size_t max_bytes, const char *path, imp_launches *L, mb_err *err);
+int imp_read_torch_trace(int fd, size_t max_bytes, const char *path, imp_launches *L, mb_err *err);
 
 /* 1 when a launch named name can be plan kernel K of g (PyTorch's eager
  * kernel names by op, Inductor's triton_* names for fused kernels when

@@ -11,11 +11,13 @@
 #include "import_int.h"
 #include "count_check.h"
 
+#include <errno.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 void mb_imp_options_init(mb_imp_options *o)
 {
@@ -536,16 +538,24 @@ int mb_imp_run(const char *path, const mb_imp_options *o, mb_imp_result *out, mb
 {
     memset(out, 0, sizeof *out);
     out->kernel_rows.per_kernel = 1;
-    char *text = NULL;
-    size_t len = 0;
     imp_launches L = {0};
     run r = {.o = o, .path = path, .L = &L, .out = out};
-    int rc = mb_text_read(path, (size_t)1 << 30, &text, &len, err);
+    /* the whole file checked as text first (mb_text_read's checks and
+       messages, so the first bad byte is reported before any parse error),
+       then read again in pieces: the text is never held whole */
+    int fd = -1;
+    int rc = mb_text_open(path, IMP_FILE_MAX_BYTES, &fd, err);
+    if (!rc) rc = mb_text_check_fd(fd, path, IMP_FILE_MAX_BYTES, err);
     /* a UTF-8 byte order mark (an editor's, PowerShell's) is no part of the data */
-    size_t bom = len >= 3 && !memcmp(text, "\xEF\xBB\xBF", 3) ? 3 : 0;
-    if (!rc) rc = o->format == MB_IMP_NCU ? imp_read_ncu(text + bom, len - bom, path, &L, err)
-                                          : imp_read_torch_trace(text + bom, len - bom, path, &L, err);
-    free(text);
+    char head[3];
+    ssize_t got = rc ? 0 : pread(fd, head, 3, 0);
+    if (got < 0) rc = mb_err_set(err, MB_EINPUT, "%s: cannot read: %s", path, strerror(errno));
+    off_t bom = got == 3 && !memcmp(head, "\xEF\xBB\xBF", 3) ? 3 : 0;
+    if (!rc && lseek(fd, bom, SEEK_SET) != bom)
+        rc = mb_err_set(err, MB_EINPUT, "%s: cannot read: %s", path, strerror(errno));
+    if (!rc) rc = o->format == MB_IMP_NCU ? imp_read_ncu(fd, IMP_FILE_MAX_BYTES, path, &L, err)
+                                          : imp_read_torch_trace(fd, IMP_FILE_MAX_BYTES, path, &L, err);
+    if (fd >= 0) close(fd);
     out->n_launches = L.n;
     if (!rc && L.note[0] && strstr(L.note, "auto-scaled")) note(&r, "warning", "%s: %s", path, L.note);
     if (!rc) rc = pick_device(&r, err);

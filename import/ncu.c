@@ -13,7 +13,7 @@
  * when ncu renamed it (--nvtx --print-nvtx-rename kernel: the range's name
  * replaces the kernel's, so such launches match by sequence, count and grid
  * only). The tokenizer is the
- * project's one CSV reader (mb_csv_read). Does not match launches. */
+ * project's one CSV reader, the file read in pieces (mb_csv_read_fd). Does not match launches. */
 #include "import_int.h"
 
 #include <ctype.h>
@@ -352,11 +352,11 @@ static int record(void *vctx, mb_csv_record *rec, mb_err *err)
     return r->raw ? raw_row(r, rec, err) : details_row(r, rec, err);
 }
 
-int imp_read_ncu(const char *text, size_t len, const char *path, imp_launches *L, mb_err *err)
+int imp_read_ncu(int fd, size_t max_bytes, const char *path, imp_launches *L, mb_err *err)
 {
     ncu_read r = {.path = path, .L = L};
     static const mb_csv_ops ops = {raw_line, record};
-    int rc = mb_csv_read(text, len, path, &ops, &r, err);
+    int rc = mb_csv_read_fd(fd, path, max_bytes, &ops, &r, NULL, err);
     if (rc) return rc;
     if (!r.header_seen)
         return mb_err_set(err, MB_EINPUT, "%s: no ncu CSV header (a line starting \"ID\",...): write it with "

@@ -14,11 +14,13 @@
  * imp_number. Does not match launches. */
 #include "import_int.h"
 
+#include <errno.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <yajl/yajl_parse.h>
 
 typedef struct span {
@@ -261,8 +263,9 @@ static int keyset_add(keyset *k, const unsigned char *s, size_t len)
 /* As jansson: a document nested deeper is refused (and the stack bounded). */
 #define DEPTH_MAX 2048
 
-/* Pieces the text is handed to yajl in: the reader keeps no token of the
- * text past its callback, so a file could be read in these pieces too. */
+/* Pieces the file is read and handed to yajl in: the reader keeps no token
+ * of the text past its callback, so memory is one piece whatever the
+ * file's size (the whole text of a 179 MiB trace was held before). */
 #define PIECE_BYTES ((size_t)1 << 16)
 
 /* A runtime call's CPU launch time ("cuda_runtime" events), by correlation id. */
@@ -271,9 +274,11 @@ typedef struct launch_ts {
 } launch_ts;
 
 typedef struct reader {
-    const char *path, *text;
-    size_t len;  /* of text */
+    const char *path;
+    const char *piece; /* the piece being parsed */
+    size_t len;  /* bytes read so far */
     size_t base; /* the offset of the piece being parsed */
+    size_t lines_before, line_start; /* before the piece: its '\n's, the offset after the last */
     yajl_handle h;
     imp_launches *L;
     level *lv;
@@ -300,9 +305,9 @@ typedef struct reader {
  * is 1:1). */
 static void position(const reader *r, size_t off, size_t *line, size_t *col)
 {
-    size_t nl = 0, start = 0;
-    for (size_t i = 0; i < off; i++)
-        if (r->text[i] == '\n') nl++, start = i + 1;
+    size_t nl = r->lines_before, start = r->line_start;
+    for (size_t i = r->base; i < off; i++)
+        if (r->piece[i - r->base] == '\n') nl++, start = i + 1;
     *line = nl + 1;
     *col = off > start ? off - start : 1;
 }
@@ -717,24 +722,36 @@ static const yajl_callbacks callbacks = {
     on_null, on_bool, on_int, on_double, NULL, on_string, on_start_map, on_key, on_end, on_start_array, on_end,
 };
 
-/* The text through yajl: MB_OK with the document's events in r, or the one
- * line saying where it is not JSON. */
-static int parse(reader *r, const char *text, size_t len, mb_err *err)
+/* The file from fd's offset through yajl, piece by piece: MB_OK with the
+ * document's events in r, or the one line saying where it is not JSON
+ * (or that the file passed max_bytes or could not be read). */
+static int parse(reader *r, int fd, size_t max_bytes, mb_err *err)
 {
-    r->h = yajl_alloc(&callbacks, NULL, r);
-    if (!r->h) return mb_err_set(err, MB_ERUN, "out of memory");
+    char *buf = malloc(PIECE_BYTES);
+    r->h = buf ? yajl_alloc(&callbacks, NULL, r) : NULL;
+    if (!r->h) { free(buf); return mb_err_set(err, MB_ERUN, "out of memory"); }
+    r->piece = buf;
     yajl_status st = yajl_status_ok;
-    for (r->base = 0; r->base < len && st == yajl_status_ok; r->base += PIECE_BYTES) {
-        size_t n = len - r->base < PIECE_BYTES ? len - r->base : PIECE_BYTES;
-        st = yajl_parse(r->h, (const unsigned char *)text + r->base, n);
-        if (st != yajl_status_ok) break;
-    }
-    if (st == yajl_status_ok) {
-        r->base = len;
-        st = yajl_complete_parse(r->h);
-    }
     int rc = MB_OK;
-    if (st == yajl_status_client_canceled) {
+    for (;;) {
+        ssize_t got = read(fd, buf, PIECE_BYTES);
+        if (got < 0 && errno == EINTR) continue;
+        if (got < 0) { rc = mb_err_set(err, MB_EINPUT, "%s: cannot read: %s", r->path, strerror(errno)); break; }
+        if (got == 0) break;
+        if (r->len + (size_t)got > max_bytes) { /* grown since it was checked */
+            rc = mb_err_set(err, MB_EINPUT, "%s: more than the %zu bytes this input may have", r->path, max_bytes);
+            break;
+        }
+        r->len += (size_t)got;
+        st = yajl_parse(r->h, (const unsigned char *)buf, (size_t)got);
+        if (st != yajl_status_ok) break;
+        for (ssize_t i = 0; i < got; i++)
+            if (buf[i] == '\n') r->lines_before++, r->line_start = r->base + (size_t)i + 1;
+        r->base += (size_t)got;
+    }
+    if (!rc && st == yajl_status_ok) st = yajl_complete_parse(r->h);
+    if (rc) {
+    } else if (st == yajl_status_client_canceled) {
         rc = r->rc;
     } else if (st != yajl_status_ok) {
         size_t line, col;
@@ -749,6 +766,7 @@ static int parse(reader *r, const char *text, size_t len, mb_err *err)
         rc = mb_err_set(err, MB_EINPUT, "%s:%zu:%zu: not JSON: %s", r->path, line, col, why);
     }
     yajl_free(r->h);
+    free(buf);
     return rc;
 }
 
@@ -773,7 +791,7 @@ static int marks_of(reader *r)
     return rc;
 }
 
-int imp_read_torch_trace(const char *text, size_t len, const char *path, imp_launches *L, mb_err *err)
+int imp_read_torch_trace(int fd, size_t max_bytes, const char *path, imp_launches *L, mb_err *err)
 {
     reader *r = calloc(1, sizeof *r);
     level *lv = malloc(DEPTH_MAX * sizeof *lv);
@@ -784,8 +802,8 @@ int imp_read_torch_trace(const char *text, size_t len, const char *path, imp_lau
         free(ks);
         return mb_err_set(err, MB_ERUN, "out of memory");
     }
-    *r = (reader){.path = path, .text = text, .len = len, .L = L, .lv = lv, .ks = ks, .events_level = -1, .err = err};
-    int rc = parse(r, text, len, err);
+    *r = (reader){.path = path, .L = L, .lv = lv, .ks = ks, .events_level = -1, .err = err};
+    int rc = parse(r, fd, max_bytes, err);
     if (!rc && !(r->root_object && r->have_events))
         rc = mb_err_set(err, MB_EINPUT, "%s: no \"traceEvents\" array: not a Chrome trace of the PyTorch profiler",
                         path);
