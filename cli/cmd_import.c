@@ -149,6 +149,7 @@ static int parse(opts *o, int argc, char **argv, const char **file)
         return mb_cli_fail(2, "import: unknown format '%s' (expected ncu or torch-trace)", pos[0]);
     if (!o->out) return mb_cli_fail(2, "import: no -o OUT.csv given");
     o->imp.sizes = o->sizes;
+    o->imp.kernel_rows = o->kernels != NULL; /* kept only to be written */
     o->imp.n_sizes = n_sizes;
     *file = pos[1];
     return 0;

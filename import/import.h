@@ -37,12 +37,15 @@ typedef struct mb_imp_options {
     int cache_all;              /* ncu --cache-control all (its default): 1; none: 0 */
     int clock_base;             /* ncu --clock-control base (its default): 1; none: 0 */
     int settings_given;         /* 1: the two above were said by the user */
+    int kernel_rows;            /* 1 (the default): the per-kernel rows too; 0: none
+                                   (half the rows' memory when no one writes them) */
     /* one line per note ("left out: ..."), NULL: none */
     void (*note)(void *ctx, const char *level, const char *msg);
     void *note_ctx;
 } mb_imp_options;
 
-/* Sets o to the defaults: ncu, warmup 0, cache_all 1, clock_base 1. */
+/* Sets o to the defaults: ncu, warmup 0, cache_all 1, clock_base 1,
+ * kernel_rows 1. */
 void mb_imp_options_init(mb_imp_options *o);
 
 /* What an import made: one row per matched (variant, plan, dtype, n) group

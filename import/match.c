@@ -25,6 +25,7 @@ void mb_imp_options_init(mb_imp_options *o)
     o->format = MB_IMP_NCU;
     o->cache_all = 1;
     o->clock_base = 1;
+    o->kernel_rows = 1;
 }
 
 typedef struct run {
@@ -323,7 +324,8 @@ static int group_rows(run *r, const group *gr, const mb_plan *p, const int *kept
             tot_r = tot_w = -1;
         }
         set_identity(r, &pk[k], p->kernels[k].name);
-        rc = mb_meas_csv_rows_add(&r->out->kernel_rows, &pk[k]) ? mb_err_set(err, MB_ERUN, "out of memory") : MB_OK;
+        if (r->o->kernel_rows && mb_meas_csv_rows_add(&r->out->kernel_rows, &pk[k]))
+            rc = mb_err_set(err, MB_ERUN, "out of memory");
     }
     if (!rc) {
         set_times(&row, samples, ns);
