@@ -131,6 +131,13 @@ static int graph_of(run *r, const group *gr, mb_graph **out, mb_err *err)
     return MB_OK;
 }
 
+/* A row made: kept in b, or handed to the user's row callback. */
+static int put_row(run *r, mb_meas_csv_rows *b, const mb_meas_record *row, int per_kernel, mb_err *err)
+{
+    if (r->o->row) return r->o->row(r->o->row_ctx, row, per_kernel, &r->out->texts, err);
+    return mb_meas_csv_rows_add(b, row) ? mb_err_set(err, MB_ERUN, "out of memory") : MB_OK;
+}
+
 /* 1 when a grid of that many threads can be an elementwise kernel over n
  * elements: between 1 and 256 elements per thread, a block of rounding
  * allowed (PyTorch's vectorised kernels take 4 per thread in f32, 8 in
@@ -324,15 +331,15 @@ static int group_rows(run *r, const group *gr, const mb_plan *p, const int *kept
             tot_r = tot_w = -1;
         }
         set_identity(r, &pk[k], p->kernels[k].name);
-        if (r->o->kernel_rows && mb_meas_csv_rows_add(&r->out->kernel_rows, &pk[k]))
-            rc = mb_err_set(err, MB_ERUN, "out of memory");
+        if (r->o->kernel_rows) rc = put_row(r, &r->out->kernel_rows, &pk[k], 1, err);
     }
     if (!rc) {
         set_times(&row, samples, ns);
         row.dram_read_bytes = tot_r;
         row.dram_write_bytes = tot_w;
         set_identity(r, &row, "");
-        rc = mb_meas_csv_rows_add(&r->out->rows, &row) ? mb_err_set(err, MB_ERUN, "out of memory") : MB_OK;
+        rc = put_row(r, &r->out->rows, &row, 0, err);
+        r->out->n_rows++;
         r->out->n_matched += nk;
         note(r, "note", "%s: %s: %d launches, %d repetition%s of %s/%s (%d kernel%s), %d timed after --warmup %d",
              r->path, gr->label, nk, R, R == 1 ? "" : "s", p->g->name, mb_plan_name(p->kind), K, K == 1 ? "" : "s",
@@ -367,8 +374,12 @@ static int in_group(const run *r, const group *gr, int rc, mb_err *err)
 static int match_group(run *r, group *gr, mb_err *err)
 {
     mb_graph *g = NULL;
+    int n_graphs = r->n_graphs;
     int rc = graph_of(r, gr, &g, err);
     if (rc) return in_group(r, gr, rc, err);
+    /* a variant's text in the texts as it is loaded: the rows carry it from the first on */
+    if (r->n_graphs > n_graphs && (rc = mb_meas_csv_texts_add_variant(&r->out->texts, g, r->o->expr, err)))
+        return rc;
     if (filtered(r, gr, g)) {
         note(r, "note", "%s: %s: %d launches left out (not the variant, plan, size or dtype asked for)", r->path,
              gr->label, gr->n_idx);
@@ -503,7 +514,8 @@ static int pick_device(run *r, mb_err *err)
 }
 
 /* Provenance lines of the imported rows: what ran, where from, what the
- * numbers mean. */
+ * numbers mean; the texts made before any row (the variants' texts are
+ * added as the groups load them). */
 static int provenance(run *r, mb_err *err)
 {
     mb_meas_provenance pv;
@@ -532,8 +544,7 @@ static int provenance(run *r, mb_err *err)
              ncu && r->o->cache_all ? "count_check: against each kernel's cold count, read_bytes and write_bytes "
                                       "(ncu flushes the caches before every kernel)\n" : "",
              "");
-    int rc = mb_meas_csv_texts_init(&r->out->texts, &pv, &r->dev, r->graphs, r->exprs, r->n_graphs, err);
-    return rc;
+    return mb_meas_csv_texts_init(&r->out->texts, &pv, &r->dev, NULL, NULL, 0, err);
 }
 
 int mb_imp_run(const char *path, const mb_imp_options *o, mb_imp_result *out, mb_err *err)
@@ -564,10 +575,10 @@ int mb_imp_run(const char *path, const mb_imp_options *o, mb_imp_result *out, mb
     group *G = NULL;
     int ng = 0, *idx = NULL;
     if (!rc) rc = make_groups(&r, &G, &ng, &idx, err);
-    for (int i = 0; i < ng && !rc; i++) rc = match_group(&r, &G[i], err);
-    if (!rc && out->rows.n == 0)
-        rc = mb_err_set(err, MB_EINPUT, "%s: none of its %d launches matched a plan (see the notes)", path, L.n);
     if (!rc) rc = provenance(&r, err);
+    for (int i = 0; i < ng && !rc; i++) rc = match_group(&r, &G[i], err);
+    if (!rc && out->n_rows == 0)
+        rc = mb_err_set(err, MB_EINPUT, "%s: none of its %d launches matched a plan (see the notes)", path, L.n);
     free(idx);
     free(G);
     for (int i = 0; i < r.n_graphs; i++) mb_graph_free(r.graphs[i]);

@@ -263,6 +263,27 @@ static int read_back(const char *path, char **out, mb_err *err)
     return MB_OK;
 }
 
+int mb_meas_csv_texts_add_variant(mb_meas_csv_texts *t, const mb_graph *g, const char *expr, mb_err *err)
+{
+    for (int k = 0; k < t->n_vars; k++)
+        if (!strcmp(t->vars[k].name, g->name)) return MB_OK; /* the first of a name is the one rows get */
+    char *text = NULL;
+    int rc = expr ? MB_OK : read_back(g->path, &text, err);
+    if (rc) return rc;
+    mb_meas_csv_var *vars = realloc(t->vars, (size_t)(t->n_vars + 1) * sizeof *vars);
+    if (!vars) { free(text); return mb_err_set(err, MB_ERUN, "out of memory"); }
+    t->vars = vars;
+    mb_meas_csv_var *v = &t->vars[t->n_vars];
+    memset(v, 0, sizeof *v);
+    snprintf(v->name, sizeof v->name, "%s", g->name);
+    v->is_expr = expr != NULL;
+    rc = esc_append(&v->text, "", expr ? expr : text);
+    free(text);
+    if (rc) return mb_err_set(err, MB_ERUN, "out of memory");
+    t->n_vars++;
+    return MB_OK;
+}
+
 int mb_meas_csv_texts_init(mb_meas_csv_texts *t, const mb_meas_provenance *pv, const mb_device *dev,
                            mb_graph *const *graphs, const char *const *exprs, int n_graphs, mb_err *err)
 {
@@ -272,22 +293,12 @@ int mb_meas_csv_texts_init(mb_meas_csv_texts *t, const mb_meas_provenance *pv, c
     int rc = esc_append(&t->spec, "", spec);
     free(spec);
     if (!rc) rc = prov_init(t, pv);
-    if (!rc && n_graphs > 0 && !(t->vars = calloc((size_t)n_graphs, sizeof *t->vars))) rc = MB_ERUN;
     if (rc) { mb_meas_csv_texts_free(t); return mb_err_set(err, MB_ERUN, "out of memory"); }
     for (int i = 0; i < n_graphs; i++) {
-        const mb_graph *g = graphs[i];
-        int dup = 0;
-        for (int k = 0; k < t->n_vars; k++) dup |= !strcmp(t->vars[k].name, g->name);
-        if (dup) continue;
-        const char *expr = exprs ? exprs[i] : NULL;
-        char *text = NULL;
-        if (!expr && (rc = read_back(g->path, &text, err))) { mb_meas_csv_texts_free(t); return rc; }
-        mb_meas_csv_var *v = &t->vars[t->n_vars++];
-        snprintf(v->name, sizeof v->name, "%s", g->name);
-        v->is_expr = expr != NULL;
-        rc = esc_append(&v->text, "", expr ? expr : text);
-        free(text);
-        if (rc) { mb_meas_csv_texts_free(t); return mb_err_set(err, MB_ERUN, "out of memory"); }
+        if ((rc = mb_meas_csv_texts_add_variant(t, graphs[i], exprs ? exprs[i] : NULL, err))) {
+            mb_meas_csv_texts_free(t);
+            return rc;
+        }
     }
     return MB_OK;
 }
