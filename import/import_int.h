@@ -37,7 +37,8 @@ int imp_number(const char *s, int grouped, double lo, double hi, double *out);
 /* One kernel launch in a profiler's file, in file order. Its strings are
  * interned in its imp_launches (imp_intern): 10^6 launches of a trace name
  * a few kernels, 5 * 10^5 marks and one GPU, and two 288-byte arrays in
- * each launch were 275 MiB of a 1302 MiB import (bench/import_scale.sh). */
+ * each launch were 275 MiB of a 1302 MiB import (bench/import_scale.sh);
+ * the launch is 88 B now. */
 typedef struct imp_launch {
     const char *name;      /* the kernel's name as the tool demangled it,
                               control characters escaped */
@@ -46,7 +47,7 @@ typedef struct imp_launch {
     int line;              /* the CSV line where it is (0 for a trace) */
     int event;             /* a trace: its index in traceEvents, from 1 (0 for a CSV) */
     double ts_us;          /* a trace: its start on the GPU timeline */
-    long long grid[3], block[3]; /* 0: unknown */
+    int grid[3], block[3]; /* 0: unknown; at most MB_IMP_DIM_MAX, an int */
     double time_s;         /* the kernel's duration; NAN: none */
     double dram_read_bytes, dram_write_bytes; /* NAN: none */
 } imp_launch;

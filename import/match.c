@@ -187,7 +187,7 @@ static int keep_launches(run *r, const group *gr, const mb_plan *p, int **kept, 
         char sn[96], at[600];
         note(r, "note", "%s: %d launch%s of '%s' (grid %lldx%lldx%lld, block %.0f) in %s %s: left out",
              where(r, x, at, sizeof at), j - i, j - i > 1 ? "es" : "", imp_short_name(x->name, sn, sizeof sn),
-             x->grid[0], x->grid[1], x->grid[2], (double)x->block[0] * (double)x->block[1] * (double)x->block[2],
+             (long long)x->grid[0], (long long)x->grid[1], (long long)x->grid[2], (double)x->block[0] * (double)x->block[1] * (double)x->block[2],
              gr->label,
              named ? "have a grid that cannot cover n" : "match no kernel of the plan");
         r->out->n_left_out += j - i;

@@ -118,7 +118,7 @@ static int metric(ncu_read *r, const mb_csv_field *f, const mb_csv_field *u, int
 /* "(32768, 1, 1)", "32768 1 1" or "32768" in field f into d[3]; empty: 0
  * (unknown). Each a whole number from 1 to MB_IMP_DIM_MAX, else MB_EINPUT
  * (a negative one is not read as positive). */
-static int dims(ncu_read *r, const mb_csv_field *f, const char *what, long long d[3], mb_err *err)
+static int dims(ncu_read *r, const mb_csv_field *f, const char *what, int d[3], mb_err *err)
 {
     d[0] = d[1] = d[2] = 0;
     const char *s = f->s;
@@ -135,7 +135,7 @@ static int dims(ncu_read *r, const mb_csv_field *f, const char *what, long long 
             num[len] = '\0';
             ok = imp_number(num, 0, 1, (double)MB_IMP_DIM_MAX, &v) == MB_OK;
         }
-        if (ok) d[k++] = (long long)v;
+        if (ok) d[k++] = (int)v;
         s += len;
         if (!*s || *s == ')') break;
         if (*s == ',') s++;

@@ -397,14 +397,14 @@ static int num(const char *path, size_t ev, const jnum *v, const char *key, doub
 #define CORR_MAX 9007199254740992.0
 
 /* "grid" or "block" of event ev into d; absent: 0 (unknown). */
-static int dims3(const char *path, size_t ev, const char *key, const jdims *a, long long d[3], mb_err *err)
+static int dims3(const char *path, size_t ev, const char *key, const jdims *a, int d[3], mb_err *err)
 {
     d[0] = d[1] = d[2] = 0;
     if (!a->present) return MB_OK;
     if (!a->ok)
         return mb_err_set(err, MB_EINPUT, "%s: traceEvents[%zu]: \"%s\": expected [x, y, z], each a whole number "
                           "from 1 to %lld", path, ev, key, MB_IMP_DIM_MAX);
-    memcpy(d, a->d, sizeof a->d);
+    for (int k = 0; k < 3; k++) d[k] = (int)a->d[k]; /* each at most MB_IMP_DIM_MAX */
     return MB_OK;
 }
 
