@@ -6,8 +6,9 @@
  * launches; the rest must be whole repetitions of the plan's kernel
  * sequence, each launch the op its position says (too few or too many is an
  * error, never forced). Repetitions after --warmup are the samples. Bytes
- * play no part in a match: they are compared with the model after it. Does
- * not read files (ncu.c, torch_trace.c) nor write them (the CLI). */
+ * play no part in a match: they are compared with the model after it. Opens
+ * and checks the file as text, but does not parse it (ncu.c, torch_trace.c)
+ * nor write the rows (the CLI, through mb_imp_options.row, or the caller). */
 #include "import_int.h"
 #include "count_check.h"
 
