@@ -6,6 +6,7 @@
 #include "commands.h"
 #include "import.h"
 
+#include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -50,6 +51,11 @@ typedef struct opts {
     FILE *held;      /* the notes, printed once the import's files are written */
     char *held_text;
     size_t held_len;
+    mb_outfile *of, *kf; /* the rows' files, written as the rows are made */
+    int write_errno;     /* errno at the first failed write of a row, 0 none */
+    FILE *table;         /* the rows' lines for stdout, printed once the files are written */
+    char *table_text;
+    size_t table_len;
 } opts;
 
 /* Notes and warnings are held until the import's files are written: a
@@ -149,6 +155,7 @@ static int parse(opts *o, int argc, char **argv, const char **file)
         return mb_cli_fail(2, "import: unknown format '%s' (expected ncu or torch-trace)", pos[0]);
     if (!o->out) return mb_cli_fail(2, "import: no -o OUT.csv given");
     o->imp.sizes = o->sizes;
+    o->imp.kernel_rows = o->kernels != NULL; /* kept only to be written */
     o->imp.n_sizes = n_sizes;
     *file = pos[1];
     return 0;
@@ -167,12 +174,40 @@ static int open_outs(const opts *o, mb_outfile *of, mb_outfile *kf)
     return 0;
 }
 
-/* Writes the rows (and the per-kernel rows) whole, or nothing. */
-static int write_all(const opts *o, const mb_imp_result *res, mb_outfile *of, mb_outfile *kf)
+/* One line of the rows' table on stdout: what matched, its time and bytes
+ * against the model's (count_err: ncu's flushed counts against each
+ * kernel's cold one). */
+static void table_row(FILE *fp, const mb_meas_record *r)
+{
+    char t[32], br[24] = "-", bw[24] = "-", ce[24] = "-";
+    if (r->dram_read_bytes >= 0) snprintf(br, sizeof br, "%lld", (long long)r->dram_read_bytes);
+    if (r->dram_write_bytes >= 0) snprintf(bw, sizeof bw, "%lld", (long long)r->dram_write_bytes);
+    if (r->count_err == r->count_err) snprintf(ce, sizeof ce, "%+.2f%%", 100 * r->count_err);
+    fprintf(fp, "%-16s %-10s %-5s %10lld %7d %5d %12s %12s %12s %9s  %s\n", r->variant, r->plan, r->dtype,
+            (long long)r->n, r->kernels, r->reps, mb_cli_fmt_time(r->time_s_median, t, sizeof t), br, bw, ce,
+            r->count_check[0] ? r->count_check : "-");
+}
+
+/* Each row to its file as the import makes it (the files are committed
+ * whole, or removed, once the import ends), its table line held. A failed
+ * write does not stop the import: an error in the file is still the one
+ * reported, as when the rows were written after it. */
+static int put_row(void *ctx, const mb_meas_record *r, int per_kernel, const mb_meas_csv_texts *t, mb_err *err)
+{
+    opts *o = ctx;
+    FILE *fp = per_kernel ? o->kf->fp : o->of->fp;
+    mb_meas_csv_row(fp, r, per_kernel, t);
+    if (ferror(fp) && !o->write_errno) o->write_errno = errno ? errno : EIO;
+    if (!per_kernel && o->table) table_row(o->table, r);
+    (void)err;
+    return MB_OK;
+}
+
+/* Commits the files the rows went to, or removes them. */
+static int write_all(const opts *o, mb_outfile *of, mb_outfile *kf)
 {
     mb_err e;
-    int rc = mb_meas_csv_rows_write(&res->rows, &res->texts, of->fp, &e);
-    if (!rc && o->kernels) rc = mb_meas_csv_rows_write(&res->kernel_rows, &res->texts, kf->fp, &e);
+    int rc = o->write_errno ? mb_err_set(&e, MB_ERUN, "writing the CSV: %s", strerror(o->write_errno)) : MB_OK;
     mb_outfile *outs[2] = {of, kf};
     if (!rc) rc = mb_outfile_commit_all(outs, o->kernels ? 2 : 1, &e);
     else {
@@ -182,22 +217,11 @@ static int write_all(const opts *o, const mb_imp_result *res, mb_outfile *of, mb
     return rc ? mb_cli_fail_err(1, &e) : 0;
 }
 
-/* One line per imported row: what matched, its time and bytes against the
- * model's (count_err: ncu's flushed counts against each kernel's cold one). */
-static void print_rows(const mb_imp_result *res)
+/* The header of the rows' table. */
+static void print_header(void)
 {
     printf("%-16s %-10s %-5s %10s %7s %5s %12s %12s %12s %9s  %s\n", "variant", "plan", "dtype", "n", "kernels",
            "reps", "time_median", "dram_read", "dram_write", "vs model", "check");
-    for (int i = 0; i < res->rows.n; i++) {
-        const mb_meas_record *r = &res->rows.rows[i];
-        char t[32], br[24] = "-", bw[24] = "-", ce[24] = "-";
-        if (r->dram_read_bytes >= 0) snprintf(br, sizeof br, "%lld", (long long)r->dram_read_bytes);
-        if (r->dram_write_bytes >= 0) snprintf(bw, sizeof bw, "%lld", (long long)r->dram_write_bytes);
-        if (r->count_err == r->count_err) snprintf(ce, sizeof ce, "%+.2f%%", 100 * r->count_err);
-        printf("%-16s %-10s %-5s %10lld %7d %5d %12s %12s %12s %9s  %s\n", r->variant, r->plan, r->dtype,
-               (long long)r->n, r->kernels, r->reps, mb_cli_fmt_time(r->time_s_median, t, sizeof t), br, bw, ce,
-               r->count_check[0] ? r->count_check : "-");
-    }
 }
 
 int mb_cmd_import(int argc, char **argv)
@@ -217,23 +241,37 @@ int mb_cmd_import(int argc, char **argv)
     if ((rc = open_outs(&o, &of, &kf))) { free(o.sizes); return rc; }
     mb_imp_result res;
     o.held = open_memstream(&o.held_text, &o.held_len);
+    o.table = open_memstream(&o.table_text, &o.table_len);
+    o.of = &of;
+    o.kf = &kf;
+    o.imp.row = put_row;
+    o.imp.row_ctx = &o;
+    mb_meas_csv_header(of.fp, 0);
+    if (o.kernels) mb_meas_csv_header(kf.fp, 1);
     rc = mb_imp_run(file, &o.imp, &res, &e);
     free(o.sizes);
     if (o.held) fclose(o.held);
+    if (o.table) fclose(o.table);
+    if (!rc && !o.table) rc = mb_err_set(&e, MB_ERUN, "out of memory");
     if (rc) {
         free(o.held_text);
+        free(o.table_text);
         mb_outfile_abort(&of);
         if (o.kernels) mb_outfile_abort(&kf);
         return mb_cli_fail_err(rc == MB_EINPUT ? 2 : 1, &e);
     }
     /* the notes only once the files are there: a failed write prints its one error line alone */
-    rc = write_all(&o, &res, &of, &kf);
+    rc = write_all(&o, &of, &kf);
     if (!rc && o.held_text) fputs(o.held_text, stderr);
     free(o.held_text);
-    if (!rc) print_rows(&res);
+    if (!rc) {
+        print_header();
+        if (o.table_text) fwrite(o.table_text, 1, o.table_len, stdout);
+    }
+    free(o.table_text);
     if (!rc && !o.quiet)
         fprintf(stderr, "membound: note: %s: %d launches, %d matched, %d left out: %d row%s to %s%s%s\n", file,
-                res.n_launches, res.n_matched, res.n_left_out, res.rows.n, res.rows.n == 1 ? "" : "s", o.out,
+                res.n_launches, res.n_matched, res.n_left_out, res.n_rows, res.n_rows == 1 ? "" : "s", o.out,
                 o.kernels ? ", per kernel to " : "", o.kernels ? o.kernels : "");
     mb_imp_result_free(&res);
     return rc;

@@ -37,12 +37,23 @@ typedef struct mb_imp_options {
     int cache_all;              /* ncu --cache-control all (its default): 1; none: 0 */
     int clock_base;             /* ncu --clock-control base (its default): 1; none: 0 */
     int settings_given;         /* 1: the two above were said by the user */
+    int kernel_rows;            /* 1 (the default): the per-kernel rows too; 0: none
+                                   (half the rows' memory when no one writes them) */
+    /* NULL: the rows are kept in the result. Else each row is handed to
+     * row as it is made, with the texts every row carries (complete from
+     * the first row on), and not kept: per_kernel 0 a plan row, 1 a kernel
+     * row (with kernel_rows). 10^6 launches make 5 * 10^5 rows of 768 B:
+     * handed over, they need no memory. A status other than MB_OK (err
+     * set) stops the run with it. */
+    int (*row)(void *ctx, const mb_meas_record *r, int per_kernel, const mb_meas_csv_texts *t, mb_err *err);
+    void *row_ctx;
     /* one line per note ("left out: ..."), NULL: none */
     void (*note)(void *ctx, const char *level, const char *msg);
     void *note_ctx;
 } mb_imp_options;
 
-/* Sets o to the defaults: ncu, warmup 0, cache_all 1, clock_base 1. */
+/* Sets o to the defaults: ncu, warmup 0, cache_all 1, clock_base 1,
+ * kernel_rows 1. */
 void mb_imp_options_init(mb_imp_options *o);
 
 /* What an import made: one row per matched (variant, plan, dtype, n) group
@@ -52,6 +63,7 @@ typedef struct mb_imp_result {
     mb_meas_csv_rows rows;         /* plan totals */
     mb_meas_csv_rows kernel_rows;  /* per kernel (per_kernel = 1) */
     mb_meas_csv_texts texts;
+    int n_rows;                    /* plan rows made, kept or handed to row */
     int n_launches, n_matched, n_left_out;
 } mb_imp_result;
 

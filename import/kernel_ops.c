@@ -10,6 +10,7 @@
 
 #include <ctype.h>
 #include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
@@ -274,13 +275,77 @@ imp_launch *imp_launch_add(imp_launches *L)
     }
     imp_launch *x = &L->v[L->n++];
     memset(x, 0, sizeof *x);
+    x->label = x->gpu = "";
     x->time_s = x->dram_read_bytes = x->dram_write_bytes = NAN;
     return x;
 }
 
+/* Strings are kept in blocks of this size (a longer string gets a block of
+ * its own): one malloc per 64 KiB, not one per string. */
+#define STRING_BLOCK_BYTES ((size_t)1 << 16)
+
+static size_t str_hash(const char *s)
+{
+    size_t h = 14695981039346656037ULL & SIZE_MAX;
+    for (; *s; s++) h = (h ^ (unsigned char)*s) * (size_t)1099511628211ULL;
+    return h;
+}
+
+/* A copy of s (len bytes and its NUL) in the blocks, or NULL. */
+static char *str_store(imp_strings *t, const char *s, size_t len)
+{
+    size_t head = sizeof(char *), need = len + 1;
+    if (!t->block || t->block_used + need > t->block_cap) {
+        size_t cap = head + need > STRING_BLOCK_BYTES ? head + need : STRING_BLOCK_BYTES;
+        char *b = malloc(cap);
+        if (!b) return NULL;
+        memcpy(b, &t->block, sizeof t->block);
+        t->block = b;
+        t->block_used = head;
+        t->block_cap = cap;
+    }
+    char *c = t->block + t->block_used;
+    memcpy(c, s, need);
+    t->block_used += need;
+    return c;
+}
+
+const char *imp_intern(imp_launches *L, const char *s)
+{
+    imp_strings *t = &L->strings;
+    if (2 * (t->n + 1) > t->cap) { /* at most half full: probes stay short */
+        size_t cap = t->cap ? 2 * t->cap : 256;
+        const char **v = calloc(cap, sizeof *v);
+        if (!v) return NULL;
+        for (size_t i = 0; i < t->cap; i++) {
+            if (!t->slot[i]) continue;
+            size_t j = str_hash(t->slot[i]) & (cap - 1);
+            while (v[j]) j = (j + 1) & (cap - 1);
+            v[j] = t->slot[i];
+        }
+        free(t->slot);
+        t->slot = v;
+        t->cap = cap;
+    }
+    size_t j = str_hash(s) & (t->cap - 1);
+    for (; t->slot[j]; j = (j + 1) & (t->cap - 1))
+        if (!strcmp(t->slot[j], s)) return t->slot[j];
+    char *c = str_store(t, s, strlen(s));
+    if (!c) return NULL;
+    t->slot[j] = c;
+    t->n++;
+    return c;
+}
+
 void imp_launches_free(imp_launches *L)
 {
-    for (int i = 0; i < L->n; i++) free(L->v[i].name);
     free(L->v);
+    free(L->strings.slot);
+    for (char *b = L->strings.block; b;) {
+        char *prev;
+        memcpy(&prev, b, sizeof prev);
+        free(b);
+        b = prev;
+    }
     memset(L, 0, sizeof *L);
 }

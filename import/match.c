@@ -6,16 +6,19 @@
  * launches; the rest must be whole repetitions of the plan's kernel
  * sequence, each launch the op its position says (too few or too many is an
  * error, never forced). Repetitions after --warmup are the samples. Bytes
- * play no part in a match: they are compared with the model after it. Does
- * not read files (ncu.c, torch_trace.c) nor write them (the CLI). */
+ * play no part in a match: they are compared with the model after it. Opens
+ * and checks the file as text, but does not parse it (ncu.c, torch_trace.c)
+ * nor write the rows (the CLI, through mb_imp_options.row, or the caller). */
 #include "import_int.h"
 #include "count_check.h"
 
+#include <errno.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 void mb_imp_options_init(mb_imp_options *o)
 {
@@ -23,6 +26,7 @@ void mb_imp_options_init(mb_imp_options *o)
     o->format = MB_IMP_NCU;
     o->cache_all = 1;
     o->clock_base = 1;
+    o->kernel_rows = 1;
 }
 
 typedef struct run {
@@ -34,6 +38,7 @@ typedef struct run {
     mb_graph **graphs;      /* one per distinct variant x dtype, owned */
     const char **exprs;
     int n_graphs;
+    char unmarked_label[IMP_LABEL_MAX]; /* the group of a file without marks */
 } run;
 
 static void note(const run *r, const char *level, const char *fmt, ...)
@@ -62,7 +67,7 @@ static const char *where(const run *r, const imp_launch *x, char *buf, size_t si
 
 /* A group: its mark's fields and its launches' indices. */
 typedef struct group {
-    char label[160];
+    const char *label;      /* the mark (interned in the launches), or the run's unmarked label */
     char variant[MB_NAME_MAX];
     mb_plan_kind plan;
     mb_shape shape;         /* n=N (rank 1) or n=ROWSxCOLS (rank 2) */
@@ -127,6 +132,13 @@ static int graph_of(run *r, const group *gr, mb_graph **out, mb_err *err)
     return MB_OK;
 }
 
+/* A row made: kept in b, or handed to the user's row callback. */
+static int put_row(run *r, mb_meas_csv_rows *b, const mb_meas_record *row, int per_kernel, mb_err *err)
+{
+    if (r->o->row) return r->o->row(r->o->row_ctx, row, per_kernel, &r->out->texts, err);
+    return mb_meas_csv_rows_add(b, row) ? mb_err_set(err, MB_ERUN, "out of memory") : MB_OK;
+}
+
 /* 1 when a grid of that many threads can be an elementwise kernel over n
  * elements: between 1 and 256 elements per thread, a block of rounding
  * allowed (PyTorch's vectorised kernels take 4 per thread in f32, 8 in
@@ -176,7 +188,7 @@ static int keep_launches(run *r, const group *gr, const mb_plan *p, int **kept, 
         char sn[96], at[600];
         note(r, "note", "%s: %d launch%s of '%s' (grid %lldx%lldx%lld, block %.0f) in %s %s: left out",
              where(r, x, at, sizeof at), j - i, j - i > 1 ? "es" : "", imp_short_name(x->name, sn, sizeof sn),
-             x->grid[0], x->grid[1], x->grid[2], (double)x->block[0] * (double)x->block[1] * (double)x->block[2],
+             (long long)x->grid[0], (long long)x->grid[1], (long long)x->grid[2], (double)x->block[0] * (double)x->block[1] * (double)x->block[2],
              gr->label,
              named ? "have a grid that cannot cover n" : "match no kernel of the plan");
         r->out->n_left_out += j - i;
@@ -320,14 +332,15 @@ static int group_rows(run *r, const group *gr, const mb_plan *p, const int *kept
             tot_r = tot_w = -1;
         }
         set_identity(r, &pk[k], p->kernels[k].name);
-        rc = mb_meas_csv_rows_add(&r->out->kernel_rows, &pk[k]) ? mb_err_set(err, MB_ERUN, "out of memory") : MB_OK;
+        if (r->o->kernel_rows) rc = put_row(r, &r->out->kernel_rows, &pk[k], 1, err);
     }
     if (!rc) {
         set_times(&row, samples, ns);
         row.dram_read_bytes = tot_r;
         row.dram_write_bytes = tot_w;
         set_identity(r, &row, "");
-        rc = mb_meas_csv_rows_add(&r->out->rows, &row) ? mb_err_set(err, MB_ERUN, "out of memory") : MB_OK;
+        rc = put_row(r, &r->out->rows, &row, 0, err);
+        r->out->n_rows++;
         r->out->n_matched += nk;
         note(r, "note", "%s: %s: %d launches, %d repetition%s of %s/%s (%d kernel%s), %d timed after --warmup %d",
              r->path, gr->label, nk, R, R == 1 ? "" : "s", p->g->name, mb_plan_name(p->kind), K, K == 1 ? "" : "s",
@@ -362,8 +375,12 @@ static int in_group(const run *r, const group *gr, int rc, mb_err *err)
 static int match_group(run *r, group *gr, mb_err *err)
 {
     mb_graph *g = NULL;
+    int n_graphs = r->n_graphs;
     int rc = graph_of(r, gr, &g, err);
     if (rc) return in_group(r, gr, rc, err);
+    /* a variant's text in the texts as it is loaded: the rows carry it from the first on */
+    if (r->n_graphs > n_graphs && (rc = mb_meas_csv_texts_add_variant(&r->out->texts, g, r->o->expr, err)))
+        return rc;
     if (filtered(r, gr, g)) {
         note(r, "note", "%s: %s: %d launches left out (not the variant, plan, size or dtype asked for)", r->path,
              gr->label, gr->n_idx);
@@ -391,7 +408,7 @@ typedef struct marked_launch {
 static int by_label(const void *a, const void *b)
 {
     const marked_launch *x = a, *y = b;
-    int c = strcmp(x->label, y->label);
+    int c = x->label == y->label ? 0 : strcmp(x->label, y->label); /* interned: one mark, one pointer */
     return c ? c : x->i - y->i;
 }
 
@@ -430,7 +447,8 @@ static int make_groups(run *r, group **out, int *n_out, int **idx_out, mb_err *e
         g->shape = mb_shape_1d(g->n);
         g->dtype = o->has_dtype ? o->dtype : MB_F32;
         snprintf(g->variant, sizeof g->variant, "%s", o->variant ? o->variant : "<expr>");
-        snprintf(g->label, sizeof g->label, "the file's launches as %s/%s, n=%lld", o->expr ? "--expr" : o->variant,
+        g->label = r->unmarked_label;
+        snprintf(r->unmarked_label, sizeof r->unmarked_label, "the file's launches as %s/%s, n=%lld", o->expr ? "--expr" : o->variant,
                  mb_plan_name(g->plan), (long long)g->n);
         g->idx = idx;
         for (int i = 0; i < L->n; i++) g->idx[g->n_idx++] = i;
@@ -444,9 +462,9 @@ static int make_groups(run *r, group **out, int *n_out, int **idx_out, mb_err *e
         if (L->v[i].label[0]) ml[nm++] = (marked_launch){L->v[i].label, i};
     qsort(ml, (size_t)nm, sizeof *ml, by_label);
     for (int k = 0; k < nm; k++) { /* each run of one mark is a group */
-        if (!k || strcmp(ml[k].label, ml[k - 1].label) != 0) {
+        if (!k || (ml[k].label != ml[k - 1].label && strcmp(ml[k].label, ml[k - 1].label) != 0)) {
             group *g = &G[ng++];
-            snprintf(g->label, sizeof g->label, "%s", ml[k].label);
+            g->label = ml[k].label;
             g->marked = 1;
             g->idx = idx + k;
         }
@@ -497,7 +515,8 @@ static int pick_device(run *r, mb_err *err)
 }
 
 /* Provenance lines of the imported rows: what ran, where from, what the
- * numbers mean. */
+ * numbers mean; the texts made before any row (the variants' texts are
+ * added as the groups load them). */
 static int provenance(run *r, mb_err *err)
 {
     mb_meas_provenance pv;
@@ -526,34 +545,41 @@ static int provenance(run *r, mb_err *err)
              ncu && r->o->cache_all ? "count_check: against each kernel's cold count, read_bytes and write_bytes "
                                       "(ncu flushes the caches before every kernel)\n" : "",
              "");
-    int rc = mb_meas_csv_texts_init(&r->out->texts, &pv, &r->dev, r->graphs, r->exprs, r->n_graphs, err);
-    return rc;
+    return mb_meas_csv_texts_init(&r->out->texts, &pv, &r->dev, NULL, NULL, 0, err);
 }
 
 int mb_imp_run(const char *path, const mb_imp_options *o, mb_imp_result *out, mb_err *err)
 {
     memset(out, 0, sizeof *out);
     out->kernel_rows.per_kernel = 1;
-    char *text = NULL;
-    size_t len = 0;
     imp_launches L = {0};
     run r = {.o = o, .path = path, .L = &L, .out = out};
-    int rc = mb_text_read(path, (size_t)1 << 30, &text, &len, err);
+    /* the whole file checked as text first (mb_text_read's checks and
+       messages, so the first bad byte is reported before any parse error),
+       then read again in pieces: the text is never held whole */
+    int fd = -1;
+    int rc = mb_text_open(path, IMP_FILE_MAX_BYTES, &fd, err);
+    if (!rc) rc = mb_text_check_fd(fd, path, IMP_FILE_MAX_BYTES, err);
     /* a UTF-8 byte order mark (an editor's, PowerShell's) is no part of the data */
-    size_t bom = len >= 3 && !memcmp(text, "\xEF\xBB\xBF", 3) ? 3 : 0;
-    if (!rc) rc = o->format == MB_IMP_NCU ? imp_read_ncu(text + bom, len - bom, path, &L, err)
-                                          : imp_read_torch_trace(text + bom, len - bom, path, &L, err);
-    free(text);
+    char head[3];
+    ssize_t got = rc ? 0 : pread(fd, head, 3, 0);
+    if (got < 0) rc = mb_err_set(err, MB_EINPUT, "%s: cannot read: %s", path, strerror(errno));
+    off_t bom = got == 3 && !memcmp(head, "\xEF\xBB\xBF", 3) ? 3 : 0;
+    if (!rc && lseek(fd, bom, SEEK_SET) != bom)
+        rc = mb_err_set(err, MB_EINPUT, "%s: cannot read: %s", path, strerror(errno));
+    if (!rc) rc = o->format == MB_IMP_NCU ? imp_read_ncu(fd, IMP_FILE_MAX_BYTES, path, &L, err)
+                                          : imp_read_torch_trace(fd, IMP_FILE_MAX_BYTES, path, &L, err);
+    if (fd >= 0) close(fd);
     out->n_launches = L.n;
     if (!rc && L.note[0] && strstr(L.note, "auto-scaled")) note(&r, "warning", "%s: %s", path, L.note);
     if (!rc) rc = pick_device(&r, err);
     group *G = NULL;
     int ng = 0, *idx = NULL;
     if (!rc) rc = make_groups(&r, &G, &ng, &idx, err);
-    for (int i = 0; i < ng && !rc; i++) rc = match_group(&r, &G[i], err);
-    if (!rc && out->rows.n == 0)
-        rc = mb_err_set(err, MB_EINPUT, "%s: none of its %d launches matched a plan (see the notes)", path, L.n);
     if (!rc) rc = provenance(&r, err);
+    for (int i = 0; i < ng && !rc; i++) rc = match_group(&r, &G[i], err);
+    if (!rc && out->n_rows == 0)
+        rc = mb_err_set(err, MB_EINPUT, "%s: none of its %d launches matched a plan (see the notes)", path, L.n);
     free(idx);
     free(G);
     for (int i = 0; i < r.n_graphs; i++) mb_graph_free(r.graphs[i]);

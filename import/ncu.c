@@ -13,7 +13,7 @@
  * when ncu renamed it (--nvtx --print-nvtx-rename kernel: the range's name
  * replaces the kernel's, so such launches match by sequence, count and grid
  * only). The tokenizer is the
- * project's one CSV reader (mb_csv_read). Does not match launches. */
+ * project's one CSV reader, the file read in pieces (mb_csv_read_fd). Does not match launches. */
 #include "import_int.h"
 
 #include <ctype.h>
@@ -118,7 +118,7 @@ static int metric(ncu_read *r, const mb_csv_field *f, const mb_csv_field *u, int
 /* "(32768, 1, 1)", "32768 1 1" or "32768" in field f into d[3]; empty: 0
  * (unknown). Each a whole number from 1 to MB_IMP_DIM_MAX, else MB_EINPUT
  * (a negative one is not read as positive). */
-static int dims(ncu_read *r, const mb_csv_field *f, const char *what, long long d[3], mb_err *err)
+static int dims(ncu_read *r, const mb_csv_field *f, const char *what, int d[3], mb_err *err)
 {
     d[0] = d[1] = d[2] = 0;
     const char *s = f->s;
@@ -135,7 +135,7 @@ static int dims(ncu_read *r, const mb_csv_field *f, const char *what, long long 
             num[len] = '\0';
             ok = imp_number(num, 0, 1, (double)MB_IMP_DIM_MAX, &v) == MB_OK;
         }
-        if (ok) d[k++] = (long long)v;
+        if (ok) d[k++] = (int)v;
         s += len;
         if (!*s || *s == ')') break;
         if (*s == ',') s++;
@@ -231,24 +231,41 @@ static int launch_id(ncu_read *r, const mb_csv_field *f, mb_err *err)
     return MB_OK;
 }
 
+/* s escaped (mb_text_escape) and interned in L, or NULL when memory runs
+ * out; a name of any length (a buffer on the stack for the usual ones). */
+static const char *escaped_intern(imp_launches *L, const char *s)
+{
+    char buf[512];
+    if (mb_text_escape(s, buf, sizeof buf) < sizeof buf) return imp_intern(L, buf);
+    char *long_one = mb_text_escape_dup(s);
+    const char *kept = long_one ? imp_intern(L, long_one) : NULL;
+    free(long_one);
+    return kept;
+}
+
 static int new_launch(ncu_read *r, const mb_csv_record *rec, imp_launch **out, mb_err *err)
 {
     int rc = r->c_id >= 0 && (!r->raw || rec->f[r->c_id].s[0]) ? launch_id(r, &rec->f[r->c_id], err) : MB_OK;
     if (rc) return rc;
     imp_launch *x = imp_launch_add(r->L);
-    if (!x || !(x->name = mb_text_escape_dup(rec->f[r->c_name].s))) return mb_err_set(err, MB_ERUN, "out of memory");
+    if (!x || !(x->name = escaped_intern(r->L, rec->f[r->c_name].s))) return mb_err_set(err, MB_ERUN, "out of memory");
     x->line = rec->line;
     r->metrics_seen = 0;
     if (r->c_grid >= 0 && (rc = dims(r, &rec->f[r->c_grid], "grid size", x->grid, err))) return rc;
     if (r->c_block >= 0 && (rc = dims(r, &rec->f[r->c_block], "block size", x->block, err))) return rc;
-    if (r->c_device >= 0 && strpbrk(rec->f[r->c_device].s, "ABCDEFGHIJKLMNOPQRSTUVWXYZ"))
-        mb_text_escape(rec->f[r->c_device].s, x->gpu, sizeof x->gpu);
+    if (r->c_device >= 0 && strpbrk(rec->f[r->c_device].s, "ABCDEFGHIJKLMNOPQRSTUVWXYZ")) {
+        char gpu[IMP_GPU_MAX];
+        mb_text_escape(rec->f[r->c_device].s, gpu, sizeof gpu);
+        if (!(x->gpu = imp_intern(r->L, gpu))) return mb_err_set(err, MB_ERUN, "out of memory");
+    }
+    char label[IMP_LABEL_MAX] = "";
     if (r->c_nvtx >= 0 &&
-        (rc = nvtx_label(r, &rec->f[r->c_nvtx], rec->f[r->c_nvtx].s, x->label, sizeof x->label, err)))
+        (rc = nvtx_label(r, &rec->f[r->c_nvtx], rec->f[r->c_nvtx].s, label, sizeof label, err)))
         return rc;
-    if (!x->label[0] && /* --print-nvtx-rename kernel */
-        (rc = nvtx_label(r, &rec->f[r->c_name], x->name, x->label, sizeof x->label, err)))
+    if (!label[0] && /* --print-nvtx-rename kernel */
+        (rc = nvtx_label(r, &rec->f[r->c_name], x->name, label, sizeof label, err)))
         return rc;
+    if (label[0] && !(x->label = imp_intern(r->L, label))) return mb_err_set(err, MB_ERUN, "out of memory");
     *out = x;
     return MB_OK;
 }
@@ -335,11 +352,11 @@ static int record(void *vctx, mb_csv_record *rec, mb_err *err)
     return r->raw ? raw_row(r, rec, err) : details_row(r, rec, err);
 }
 
-int imp_read_ncu(const char *text, size_t len, const char *path, imp_launches *L, mb_err *err)
+int imp_read_ncu(int fd, size_t max_bytes, const char *path, imp_launches *L, mb_err *err)
 {
     ncu_read r = {.path = path, .L = L};
     static const mb_csv_ops ops = {raw_line, record};
-    int rc = mb_csv_read(text, len, path, &ops, &r, err);
+    int rc = mb_csv_read_fd(fd, path, max_bytes, &ops, &r, NULL, err);
     if (rc) return rc;
     if (!r.header_seen)
         return mb_err_set(err, MB_EINPUT, "%s: no ncu CSV header (a line starting \"ID\",...): write it with "

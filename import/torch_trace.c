@@ -14,15 +14,17 @@
  * imp_number. Does not match launches. */
 #include "import_int.h"
 
+#include <errno.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <yajl/yajl_parse.h>
 
 typedef struct span {
-    char *name;             /* the mark, escaped (owned) */
+    const char *name;       /* the mark, escaped (interned in the launches) */
     double ts, dur;
 } span;
 
@@ -33,11 +35,10 @@ typedef struct spans {
 
 static void spans_free(spans *s)
 {
-    for (int i = 0; i < s->n; i++) free(s->v[i].name);
     free(s->v);
 }
 
-static int span_add(spans *s, char *name, double ts, double dur)
+static int span_add(spans *s, const char *name, double ts, double dur)
 {
     if (s->n == s->cap) {
         int cap = s->cap ? 2 * s->cap : 32;
@@ -262,8 +263,9 @@ static int keyset_add(keyset *k, const unsigned char *s, size_t len)
 /* As jansson: a document nested deeper is refused (and the stack bounded). */
 #define DEPTH_MAX 2048
 
-/* Pieces the text is handed to yajl in: the reader keeps no token of the
- * text past its callback, so a file could be read in these pieces too. */
+/* Pieces the file is read and handed to yajl in: the reader keeps no token
+ * of the text past its callback, so memory is one piece whatever the
+ * file's size (the whole text of a 179 MiB trace was held before). */
 #define PIECE_BYTES ((size_t)1 << 16)
 
 /* A runtime call's CPU launch time ("cuda_runtime" events), by correlation id. */
@@ -272,9 +274,11 @@ typedef struct launch_ts {
 } launch_ts;
 
 typedef struct reader {
-    const char *path, *text;
-    size_t len;  /* of text */
+    const char *path;
+    const char *piece; /* the piece being parsed */
+    size_t len;  /* bytes read so far */
     size_t base; /* the offset of the piece being parsed */
+    size_t lines_before, line_start; /* before the piece: its '\n's, the offset after the last */
     yajl_handle h;
     imp_launches *L;
     level *lv;
@@ -301,9 +305,9 @@ typedef struct reader {
  * is 1:1). */
 static void position(const reader *r, size_t off, size_t *line, size_t *col)
 {
-    size_t nl = 0, start = 0;
-    for (size_t i = 0; i < off; i++)
-        if (r->text[i] == '\n') nl++, start = i + 1;
+    size_t nl = r->lines_before, start = r->line_start;
+    for (size_t i = r->base; i < off; i++)
+        if (r->piece[i - r->base] == '\n') nl++, start = i + 1;
     *line = nl + 1;
     *col = off > start ? off - start : 1;
 }
@@ -393,14 +397,14 @@ static int num(const char *path, size_t ev, const jnum *v, const char *key, doub
 #define CORR_MAX 9007199254740992.0
 
 /* "grid" or "block" of event ev into d; absent: 0 (unknown). */
-static int dims3(const char *path, size_t ev, const char *key, const jdims *a, long long d[3], mb_err *err)
+static int dims3(const char *path, size_t ev, const char *key, const jdims *a, int d[3], mb_err *err)
 {
     d[0] = d[1] = d[2] = 0;
     if (!a->present) return MB_OK;
     if (!a->ok)
         return mb_err_set(err, MB_EINPUT, "%s: traceEvents[%zu]: \"%s\": expected [x, y, z], each a whole number "
                           "from 1 to %lld", path, ev, key, MB_IMP_DIM_MAX);
-    memcpy(d, a->d, sizeof a->d);
+    for (int k = 0; k < 3; k++) d[k] = (int)a->d[k]; /* each at most MB_IMP_DIM_MAX */
     return MB_OK;
 }
 
@@ -438,18 +442,15 @@ static int span_event(reader *r, spans *s, const char *name)
         return 1;
     }
     /* escaped, and whole: two long marks cut to one would merge their groups */
-    char label[sizeof r->L->v[0].label];
+    char label[IMP_LABEL_MAX];
     if (mb_text_escape(name, label, sizeof label) >= sizeof label) {
         mb_err_set(&r->span_err, MB_EINPUT, "%s: traceEvents[%zu]: a membound: mark of more than %zu bytes",
                    r->path, e->index, sizeof label - 1);
         r->span_bad = 1;
         return 1;
     }
-    char *own = strdup(label);
-    if (!own || span_add(s, own, ts, dur)) {
-        free(own);
-        return oom(r);
-    }
+    const char *kept = imp_intern(r->L, label);
+    if (!kept || span_add(s, kept, ts, dur)) return oom(r);
     return 1;
 }
 
@@ -499,7 +500,12 @@ static int kernel_event(reader *r, const char *name)
         return 1;
     }
     imp_launch *x = imp_launch_add(r->L);
-    if (!x || !(x->name = mb_text_escape_dup(name))) return oom(r);
+    if (!x) return oom(r);
+    char buf[512], *long_one = NULL;
+    if (mb_text_escape(name, buf, sizeof buf) >= sizeof buf && !(long_one = mb_text_escape_dup(name))) return oom(r);
+    x->name = imp_intern(r->L, long_one ? long_one : buf);
+    free(long_one);
+    if (!x->name) return oom(r);
     x->event = (int)e->index + 1;
     x->ts_us = ts;
     x->time_s = dur * 1e-6;
@@ -716,24 +722,36 @@ static const yajl_callbacks callbacks = {
     on_null, on_bool, on_int, on_double, NULL, on_string, on_start_map, on_key, on_end, on_start_array, on_end,
 };
 
-/* The text through yajl: MB_OK with the document's events in r, or the one
- * line saying where it is not JSON. */
-static int parse(reader *r, const char *text, size_t len, mb_err *err)
+/* The file from fd's offset through yajl, piece by piece: MB_OK with the
+ * document's events in r, or the one line saying where it is not JSON
+ * (or that the file passed max_bytes or could not be read). */
+static int parse(reader *r, int fd, size_t max_bytes, mb_err *err)
 {
-    r->h = yajl_alloc(&callbacks, NULL, r);
-    if (!r->h) return mb_err_set(err, MB_ERUN, "out of memory");
+    char *buf = malloc(PIECE_BYTES);
+    r->h = buf ? yajl_alloc(&callbacks, NULL, r) : NULL;
+    if (!r->h) { free(buf); return mb_err_set(err, MB_ERUN, "out of memory"); }
+    r->piece = buf;
     yajl_status st = yajl_status_ok;
-    for (r->base = 0; r->base < len && st == yajl_status_ok; r->base += PIECE_BYTES) {
-        size_t n = len - r->base < PIECE_BYTES ? len - r->base : PIECE_BYTES;
-        st = yajl_parse(r->h, (const unsigned char *)text + r->base, n);
-        if (st != yajl_status_ok) break;
-    }
-    if (st == yajl_status_ok) {
-        r->base = len;
-        st = yajl_complete_parse(r->h);
-    }
     int rc = MB_OK;
-    if (st == yajl_status_client_canceled) {
+    for (;;) {
+        ssize_t got = read(fd, buf, PIECE_BYTES);
+        if (got < 0 && errno == EINTR) continue;
+        if (got < 0) { rc = mb_err_set(err, MB_EINPUT, "%s: cannot read: %s", r->path, strerror(errno)); break; }
+        if (got == 0) break;
+        if (r->len + (size_t)got > max_bytes) { /* grown since it was checked */
+            rc = mb_err_set(err, MB_EINPUT, "%s: more than the %zu bytes this input may have", r->path, max_bytes);
+            break;
+        }
+        r->len += (size_t)got;
+        st = yajl_parse(r->h, (const unsigned char *)buf, (size_t)got);
+        if (st != yajl_status_ok) break;
+        for (ssize_t i = 0; i < got; i++)
+            if (buf[i] == '\n') r->lines_before++, r->line_start = r->base + (size_t)i + 1;
+        r->base += (size_t)got;
+    }
+    if (!rc && st == yajl_status_ok) st = yajl_complete_parse(r->h);
+    if (rc) {
+    } else if (st == yajl_status_client_canceled) {
         rc = r->rc;
     } else if (st != yajl_status_ok) {
         size_t line, col;
@@ -748,6 +766,7 @@ static int parse(reader *r, const char *text, size_t len, mb_err *err)
         rc = mb_err_set(err, MB_EINPUT, "%s:%zu:%zu: not JSON: %s", r->path, line, col, why);
     }
     yajl_free(r->h);
+    free(buf);
     return rc;
 }
 
@@ -766,13 +785,13 @@ static int marks_of(reader *r)
         qt[k] = r->gpu.n ? L->v[k].ts_us : isfinite(r->corr[k]) ? runtime_ts(r->rt, r->n_rt, r->corr[k]) : NAN;
     if (!rc) rc = innermost_all(marks, qt, L->n, mark);
     for (int k = 0; !rc && k < L->n; k++)
-        if (mark[k]) snprintf(L->v[k].label, sizeof L->v[k].label, "%s", mark[k]);
+        if (mark[k]) L->v[k].label = mark[k];
     free(mark);
     free(qt);
     return rc;
 }
 
-int imp_read_torch_trace(const char *text, size_t len, const char *path, imp_launches *L, mb_err *err)
+int imp_read_torch_trace(int fd, size_t max_bytes, const char *path, imp_launches *L, mb_err *err)
 {
     reader *r = calloc(1, sizeof *r);
     level *lv = malloc(DEPTH_MAX * sizeof *lv);
@@ -783,8 +802,8 @@ int imp_read_torch_trace(const char *text, size_t len, const char *path, imp_lau
         free(ks);
         return mb_err_set(err, MB_ERUN, "out of memory");
     }
-    *r = (reader){.path = path, .text = text, .len = len, .L = L, .lv = lv, .ks = ks, .events_level = -1, .err = err};
-    int rc = parse(r, text, len, err);
+    *r = (reader){.path = path, .L = L, .lv = lv, .ks = ks, .events_level = -1, .err = err};
+    int rc = parse(r, fd, max_bytes, err);
     if (!rc && !(r->root_object && r->have_events))
         rc = mb_err_set(err, MB_EINPUT, "%s: no \"traceEvents\" array: not a Chrome trace of the PyTorch profiler",
                         path);
@@ -794,7 +813,9 @@ int imp_read_torch_trace(const char *text, size_t len, const char *path, imp_lau
                         : r->rt_bad && r->cpu.n && !r->gpu.n ? &r->rt_err
                         : r->kern_bad ? &r->kern_err : NULL;
     if (!rc && bad) rc = mb_err_set(err, MB_EINPUT, "%s", bad->msg);
-    for (int k = 0; !rc && k < L->n; k++) snprintf(L->v[k].gpu, sizeof L->v[k].gpu, "%s", r->gpu_name);
+    const char *gpu = rc ? NULL : imp_intern(L, r->gpu_name);
+    if (!rc && !gpu) rc = mb_err_set(err, MB_ERUN, "out of memory");
+    for (int k = 0; !rc && k < L->n; k++) L->v[k].gpu = gpu;
     if (!rc && marks_of(r)) rc = mb_err_set(err, MB_ERUN, "out of memory");
     if (!rc) qsort(L->v, (size_t)L->n, sizeof *L->v, by_ts);
     if (!rc && L->n == 0)

@@ -92,20 +92,28 @@ void mb_meas_csv_header(FILE *fp, int per_kernel)
 }
 
 /* A text field, quoted (RFC 4180) when it holds a comma, quote or space at
- * either end; a newline becomes a space (one row, one line). */
+ * either end; a newline becomes a space (one row, one line). Written in
+ * runs between the characters that change (strcspn, fwrite), not a byte
+ * at a time: each row carries the spec, provenance and variant texts, most
+ * of a 1.0 GB import of 10^6 launches (bench/import_scale.sh). */
 static void field(FILE *fp, const char *s)
 {
     size_t len = strlen(s);
-    if (!strpbrk(s, ",\"\n\r") && !(len && (s[0] == ' ' || s[len - 1] == ' '))) {
-        fputs(s, fp);
+    if (strcspn(s, ",\"\n\r") == len && !(len && (s[0] == ' ' || s[len - 1] == ' '))) {
+        fwrite(s, 1, len, fp);
         return;
     }
-    fputc('"', fp);
-    for (; *s; s++) {
-        if (*s == '"') fputc('"', fp);
-        fputc(*s == '\n' || *s == '\r' ? ' ' : *s, fp);
+    putc('"', fp);
+    for (;;) {
+        size_t run = strcspn(s, "\"\n\r");
+        fwrite(s, 1, run, fp);
+        s += run;
+        if (!*s) break;
+        if (*s == '"') fputs("\"\"", fp);
+        else putc(' ', fp);
+        s++;
     }
-    fputc('"', fp);
+    putc('"', fp);
 }
 
 static void num(FILE *fp, double v)
@@ -124,6 +132,7 @@ static const char *var_text(const mb_meas_csv_texts *t, const char *name, int is
 
 void mb_meas_csv_row(FILE *fp, const mb_meas_record *r, int per_kernel, const mb_meas_csv_texts *t)
 {
+    flockfile(fp); /* once a row, not once a character (each call below takes the lock again, cheaply) */
     field(fp, r->device); fputc(',', fp);
     field(fp, r->backend); fputc(',', fp);
     field(fp, r->variant); fputc(',', fp);
@@ -170,6 +179,7 @@ void mb_meas_csv_row(FILE *fp, const mb_meas_record *r, int per_kernel, const mb
     fputc(',', fp);
     if (r->rows > 0 && r->cols > 0) fprintf(fp, "%lldx%lld", (long long)r->rows, (long long)r->cols);
     fputc('\n', fp);
+    funlockfile(fp);
 }
 
 /* Appends text to the escaped string *dst (malloc'ed, NULL at first): a
@@ -253,6 +263,27 @@ static int read_back(const char *path, char **out, mb_err *err)
     return MB_OK;
 }
 
+int mb_meas_csv_texts_add_variant(mb_meas_csv_texts *t, const mb_graph *g, const char *expr, mb_err *err)
+{
+    for (int k = 0; k < t->n_vars; k++)
+        if (!strcmp(t->vars[k].name, g->name)) return MB_OK; /* the first of a name is the one rows get */
+    char *text = NULL;
+    int rc = expr ? MB_OK : read_back(g->path, &text, err);
+    if (rc) return rc;
+    mb_meas_csv_var *vars = realloc(t->vars, (size_t)(t->n_vars + 1) * sizeof *vars);
+    if (!vars) { free(text); return mb_err_set(err, MB_ERUN, "out of memory"); }
+    t->vars = vars;
+    mb_meas_csv_var *v = &t->vars[t->n_vars];
+    memset(v, 0, sizeof *v);
+    snprintf(v->name, sizeof v->name, "%s", g->name);
+    v->is_expr = expr != NULL;
+    rc = esc_append(&v->text, "", expr ? expr : text);
+    free(text);
+    if (rc) return mb_err_set(err, MB_ERUN, "out of memory");
+    t->n_vars++;
+    return MB_OK;
+}
+
 int mb_meas_csv_texts_init(mb_meas_csv_texts *t, const mb_meas_provenance *pv, const mb_device *dev,
                            mb_graph *const *graphs, const char *const *exprs, int n_graphs, mb_err *err)
 {
@@ -262,22 +293,12 @@ int mb_meas_csv_texts_init(mb_meas_csv_texts *t, const mb_meas_provenance *pv, c
     int rc = esc_append(&t->spec, "", spec);
     free(spec);
     if (!rc) rc = prov_init(t, pv);
-    if (!rc && n_graphs > 0 && !(t->vars = calloc((size_t)n_graphs, sizeof *t->vars))) rc = MB_ERUN;
     if (rc) { mb_meas_csv_texts_free(t); return mb_err_set(err, MB_ERUN, "out of memory"); }
     for (int i = 0; i < n_graphs; i++) {
-        const mb_graph *g = graphs[i];
-        int dup = 0;
-        for (int k = 0; k < t->n_vars; k++) dup |= !strcmp(t->vars[k].name, g->name);
-        if (dup) continue;
-        const char *expr = exprs ? exprs[i] : NULL;
-        char *text = NULL;
-        if (!expr && (rc = read_back(g->path, &text, err))) { mb_meas_csv_texts_free(t); return rc; }
-        mb_meas_csv_var *v = &t->vars[t->n_vars++];
-        snprintf(v->name, sizeof v->name, "%s", g->name);
-        v->is_expr = expr != NULL;
-        rc = esc_append(&v->text, "", expr ? expr : text);
-        free(text);
-        if (rc) { mb_meas_csv_texts_free(t); return mb_err_set(err, MB_ERUN, "out of memory"); }
+        if ((rc = mb_meas_csv_texts_add_variant(t, graphs[i], exprs ? exprs[i] : NULL, err))) {
+            mb_meas_csv_texts_free(t);
+            return rc;
+        }
     }
     return MB_OK;
 }

@@ -55,6 +55,13 @@ typedef struct mb_meas_csv_texts {
 int mb_meas_csv_texts_init(mb_meas_csv_texts *t, const mb_meas_provenance *pv, const mb_device *dev,
                            mb_graph *const *graphs, const char *const *exprs, int n_graphs, mb_err *err);
 
+/* Adds the text of graph g's variant to t (expr when not NULL, else g's
+ * file read back from g->path), unless t has a variant of g's name already:
+ * what mb_meas_csv_texts_init does for each of its graphs, for a run that
+ * loads its variants as it goes. MB_ERUN (err set) when the file cannot be
+ * read back or memory runs out; t keeps what it had. */
+int mb_meas_csv_texts_add_variant(mb_meas_csv_texts *t, const mb_graph *g, const char *expr, mb_err *err);
+
 /* Appends one provenance line ("key: value"; newlines become spaces) to t:
  * what is known only after the rows (host_check, partial, GPU clocks).
  * MB_ERUN when memory runs out. */

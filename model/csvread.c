@@ -246,6 +246,22 @@ static int read_pieces(reader *r, struct csv_parser *p, int fd, size_t max_bytes
     return pc->have ? take(r, p, pc, pc->have, first) : MB_OK;
 }
 
+int mb_csv_read_fd(int fd, const char *path, size_t max_bytes, const mb_csv_ops *ops, void *ctx, int *lines,
+                   mb_err *err)
+{
+    if (lines) *lines = 1;
+    struct csv_parser p;
+    if (parser_init(&p) != 0) return mb_err_set(err, MB_ERUN, "out of memory");
+    reader r = {.ops = ops, .ctx = ctx, .path = path, .err = err, .field_line = 1, .field_col = 1};
+    piece pc = {0};
+    int rc = read_pieces(&r, &p, fd, max_bytes, &pc);
+    if (!rc) rc = finish(&r, &p);
+    if (lines) *lines = (int)pc.newlines + (pc.total == 0 || pc.last != '\n');
+    free(pc.buf);
+    reader_free(&r, &p);
+    return rc;
+}
+
 int mb_csv_read_file(const char *path, size_t max_bytes, const mb_csv_ops *ops, void *ctx, int *lines,
                      mb_err *err)
 {
@@ -253,18 +269,7 @@ int mb_csv_read_file(const char *path, size_t max_bytes, const mb_csv_ops *ops, 
     int fd;
     int rc = mb_text_open(path, max_bytes, &fd, err);
     if (rc) return rc;
-    struct csv_parser p;
-    if (parser_init(&p) != 0) {
-        close(fd);
-        return mb_err_set(err, MB_ERUN, "out of memory");
-    }
-    reader r = {.ops = ops, .ctx = ctx, .path = path, .err = err, .field_line = 1, .field_col = 1};
-    piece pc = {0};
-    rc = read_pieces(&r, &p, fd, max_bytes, &pc);
-    if (!rc) rc = finish(&r, &p);
-    if (lines) *lines = (int)pc.newlines + (pc.total == 0 || pc.last != '\n');
-    free(pc.buf);
-    reader_free(&r, &p);
+    rc = mb_csv_read_fd(fd, path, max_bytes, ops, ctx, lines, err);
     close(fd);
     return rc;
 }

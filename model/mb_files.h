@@ -29,6 +29,10 @@ int mb_text_check(const char *text, size_t len, const char *name, mb_err *err);
 /* The same for a piece of a file that starts at line first_line (whole
  * lines: a piece cut after a '\n' splits no UTF-8 sequence). */
 int mb_text_check_at(const char *text, size_t len, const char *name, int first_line, mb_err *err);
+/* The checks of mb_text_read over what fd holds from its offset to its
+ * end (not kept: read in 1 MiB pieces): at most max_bytes, no NUL byte,
+ * valid UTF-8, the same messages at path:line:col. fd is left at its end. */
+int mb_text_check_fd(int fd, const char *path, size_t max_bytes, mb_err *err);
 /* Opens path for reading (*fd_out, to be closed by the caller) with the
  * checks of mb_text_read that need no read: a regular file of at most
  * max_bytes; the same messages. */
@@ -75,6 +79,10 @@ int mb_csv_read(const char *text, size_t len, const char *path, const mb_csv_ops
  * file's lines (a last line without its newline counted; 1 when empty). */
 int mb_csv_read_file(const char *path, size_t max_bytes, const mb_csv_ops *ops, void *ctx, int *lines,
                      mb_err *err);
+/* The same from an open descriptor fd (from its offset; not closed), path
+ * naming it in messages (opened by mb_text_open: a regular file). */
+int mb_csv_read_fd(int fd, const char *path, size_t max_bytes, const mb_csv_ops *ops, void *ctx, int *lines,
+                   mb_err *err);
 
 /* ---- trusted folders (caches, implicit inputs) -------------------------- */
 

@@ -72,6 +72,66 @@ int mb_text_check_at(const char *text, size_t len, const char *name, int first_l
 
 static int check_fd(int fd, const char *path, size_t max_bytes, mb_err *err);
 
+/* The checks of mb_text_check over s[0..len) from *line, *col on; with
+ * more to come (!last), a UTF-8 sequence cut by the end of s is left for
+ * the next piece: *done gets the bytes checked. */
+static int check_piece(const unsigned char *s, size_t len, int last, const char *name, int *line, int *col,
+                       size_t *done, mb_err *err)
+{
+    size_t i = 0;
+    while (i < len) {
+        if (s[i] == '\0')
+            return mb_err_set(err, MB_EINPUT, "%s:%d:%d: a NUL byte: not a text file", name, *line, *col);
+        if (s[i] < 0x80) {
+            if (s[i] == '\n') ++*line, *col = 1;
+            else ++*col;
+            i++;
+            continue;
+        }
+        size_t want = (s[i] & 0xe0) == 0xc0 ? 2 : (s[i] & 0xf0) == 0xe0 ? 3 : (s[i] & 0xf8) == 0xf0 ? 4 : 1;
+        if (!last && want > len - i) break;
+        int n = utf8_len(s + i, len - i);
+        if (n == 0)
+            return mb_err_set(err, MB_EINPUT, "%s:%d:%d: invalid UTF-8 (byte 0x%02x)", name, *line, *col, s[i]);
+        ++*col;
+        i += (size_t)n;
+    }
+    *done = i;
+    return MB_OK;
+}
+
+/* Pieces the file is checked in by mb_text_check_fd: memory is one piece
+ * whatever the file's size (a 1 GiB trace on one line included). */
+#define CHECK_PIECE_BYTES ((size_t)1 << 20)
+
+int mb_text_check_fd(int fd, const char *path, size_t max_bytes, mb_err *err)
+{
+    unsigned char *buf = malloc(CHECK_PIECE_BYTES);
+    if (!buf) return mb_err_set(err, MB_ERUN, "%s: out of memory", path);
+    size_t have = 0, total = 0;
+    int line = 1, col = 1, rc = MB_OK;
+    for (;;) {
+        ssize_t got = read(fd, buf + have, CHECK_PIECE_BYTES - have);
+        if (got < 0 && errno == EINTR) continue;
+        if (got < 0) {
+            rc = mb_err_set(err, MB_EINPUT, "%s: cannot read: %s", path, strerror(errno));
+            break;
+        }
+        total += (size_t)got;
+        if (total > max_bytes) {
+            rc = mb_err_set(err, MB_EINPUT, "%s: more than the %zu bytes this input may have", path, max_bytes);
+            break;
+        }
+        have += (size_t)got;
+        size_t done = 0;
+        if ((rc = check_piece(buf, have, got == 0, path, &line, &col, &done, err)) || got == 0) break;
+        memmove(buf, buf + done, have - done); /* at most 3 bytes of a cut sequence */
+        have -= done;
+    }
+    free(buf);
+    return rc;
+}
+
 /* Opens path for reading when it is a regular file of at most max_bytes
  * (refused before any read otherwise). */
 static int open_checked(const char *path, size_t max_bytes, int *fd_out, mb_err *err)
