@@ -122,8 +122,12 @@ int mb_rpt_stage_begin(const char *target, mb_rpt_stage *st, mb_err *err)
         snprintf(st->dir, sizeof st->dir, "%s/.report-staging.%ld", target, (long)getpid());
     } else {
         if ((rc = mb_rpt_mkdirs(parent, err))) return rc;
-        if (snprintf(st->dir, sizeof st->dir, "%s/.%s.staging.%ld", parent, name, (long)getpid()) >=
-            (int)sizeof st->dir)
+        /* .NAME.staging.PID beside it, or a short name where that would pass
+         * the 255 bytes a name may have (a legal 255-byte DIR) */
+        char stage[NAME_MAX + 1];
+        if (snprintf(stage, sizeof stage, ".%s.staging.%ld", name, (long)getpid()) >= (int)sizeof stage)
+            snprintf(stage, sizeof stage, ".report-staging.%ld", (long)getpid());
+        if (snprintf(st->dir, sizeof st->dir, "%s/%s", parent, stage) >= (int)sizeof st->dir)
             return mb_err_set(err, MB_EINPUT, "%s: path too long", target);
     }
     remove_tree(st->dir); /* a folder of a dead run of ours with our pid */

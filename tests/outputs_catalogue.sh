@@ -115,6 +115,13 @@ check "the loser's error line names its file" error_line "$lerr" "written by ano
 check "the loser's rows are there" bash -c "[ \$(grep -c ',copy,' same.csv.conflict-$loser) = 5 ]"
 check "no temporary left" test -z "$(find . -name '*.tmp*' | head -1)"
 
+# report -o DIR with a 255-byte DIR: its staging folder beside it fits too
+long=$(printf 'r%.0s' $(seq 1 255))
+printf 'device,backend,variant,plan,dtype,n,time_s_median,verified\nh100-sxm,cuda,copy,eager,f32,1048576,1e-5,1\n' >one.csv
+"$B" report one.csv --no-figures -q -o "$long" >/dev/null 2>long.err; rc=$?
+check "report -o a 255-byte folder: exit 0 ($rc)" test "$rc" = 0
+check "report -o a 255-byte folder: its summary there" test -s "$long/summary.csv"
+
 # a full disk: the error names its reason (ENOSPC), not a bare "write
 # failed" or EIO; a 256 KiB tmpfs where this host lets root mount one
 mkdir -p small
