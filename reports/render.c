@@ -325,7 +325,7 @@ int rpt_fig_end(rpt_fig_ctx *fc, int rc)
         fprintf(fp, "  gnuplot -c %s.gp %s.dat %s.\"$ext\"\n", script, name, name);
     }
     fprintf(fp, "done\n");
-    fchmod(fileno(fp), 0755);
+    fchmod(of.fd, 0755); /* the stream writes through of.fd (no fileno) */
     if ((rc = mb_outfile_commit(&of, fc->err))) return rc;
     if (!fc->render) return MB_OK;
     if (!fc->plots)
