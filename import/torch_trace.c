@@ -245,7 +245,7 @@ static int keyset_add(keyset *k, const unsigned char *s, size_t len)
     size_t j = h & (k->cap - 1);
     for (; k->v[j].gen == k->gen; j = (j + 1) & (k->cap - 1))
         if (k->v[j].hash == h && k->v[j].len == len && !memcmp(k->keys + k->v[j].off, s, len)) return 1;
-    if (k->keys_len + len > k->keys_cap) {
+    if (!k->keys || k->keys_len + len > k->keys_cap) { /* an empty key "" too: no offset on NULL */
         size_t cap = k->keys_cap ? k->keys_cap : 256;
         while (cap < k->keys_len + len) cap *= 2;
         void *p = realloc(k->keys, cap);

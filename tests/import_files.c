@@ -221,6 +221,10 @@ static const text_case text_cases[] = {
     {MB_IMP_TORCH_TRACE, TRACE(COPY_MARK, "1e308"), MB_EINPUT, "\"dur\": 1e+308: expected", NULL, 0, 0},
     {MB_IMP_TORCH_TRACE, TRACE(COPY_MARK, "\"5.2\""), MB_OK, "2 timed", NULL, 0, 0},
     {MB_IMP_TORCH_TRACE, "\xEF\xBB\xBF" TRACE(COPY_MARK, "5.2"), MB_OK, "2 timed", NULL, 0, 0},
+    /* an empty key first, then again (the duplicate-key set had no storage yet:
+     * an offset on NULL, which fuzz_import found under UBSan) */
+    {MB_IMP_TORCH_TRACE, "{\"\": 1, \"\": 2, \"traceEvents\": []}", MB_EINPUT, "duplicate object key \"\"", NULL, 0,
+     0},
     {MB_IMP_TORCH_TRACE, TRACE("membound:copy:eager:n=2048x1024:f32", "5.2"), MB_OK, "2 timed", NULL, 2048, 1024},
     /* nested marks: each launch under the innermost, an outer one's wider span around it */
     {MB_IMP_TORCH_TRACE,
