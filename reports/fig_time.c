@@ -40,8 +40,15 @@ static void time_label(char *b1, size_t size, const rpt_series *se, int shared)
         snprintf(b1, size, strcmp(se->dtype, "f32") ? "%s %s" : "%s", se->plan, se->dtype);
 }
 
+/* Points a figure of rows draws at most, over its series: gnuplot drew 10^6
+ * points in over a minute, 250,000 in 10 s, and no reader tells them apart.
+ * A series past its share shows every stride-th of its sizes or rows. */
+#define MAX_FIG_POINTS 20000
+
+/* share: the most sizes the series shows (its part of MAX_FIG_POINTS); past
+ * it every stride-th size, and every size of the model's grid (2^10..2^28). */
 static int time_series(FILE *fp, const mb_rpt_set *s, int gi, const rpt_series *se, const mb_device *d,
-                       int shared)
+                       int shared, int64_t share)
 {
     mb_dtype dt = (mb_dtype)rpt_dtype_of(se->dtype);
     size_t m = 19, cap = 19 + 64;
@@ -59,10 +66,15 @@ static int time_series(FILE *fp, const mb_rpt_set *s, int gi, const rpt_series *
         sz[m++] = (size_ref){s->rows[i].n, i};
     }
     qsort(sz, m, sizeof *sz, by_n_then_index);
+    int64_t sizes = 0;
+    for (size_t a = 0; a < m; a++) sizes += a == 0 || sz[a].n != sz[a - 1].n;
+    const int64_t stride = sizes > share ? (sizes + share - 1) / share : 1;
     rpt_dat_block(fp);
     char b1[160], b2[200];
     time_label(b1, sizeof b1, se, shared);
     fprintf(fp, "%s model_s median_s min_s p90_s panel\n", rpt_dat_str(b2, sizeof b2, b1));
+    if (stride > 1)
+        fprintf(fp, "# every %lldth of %lld sizes, and the model's 2^10..2^28\n", (long long)stride, (long long)sizes);
     mb_graph *g = NULL;
     mb_plan *p = NULL;
     mb_plan_kind pk;
@@ -70,11 +82,18 @@ static int time_series(FILE *fp, const mb_rpt_set *s, int gi, const rpt_series *
     if (mb_rpt_load_variant(s, -1, se->variant, dt, &g, &err) != MB_OK ||
         mb_plan_parse(se->plan, &pk) != MB_OK || mb_plan_build(g, pk, &p, &err) != MB_OK)
         p = NULL;
-    for (size_t a = 0; a < m;) {
+    for (size_t a = 0, size_no = 0; a < m; size_no++) {
         size_t b = a;
         const mb_rpt_row *r = NULL; /* the last verified row of this size */
-        for (; b < m && sz[b].n == sz[a].n; b++)
+        int grid = 0;
+        for (; b < m && sz[b].n == sz[a].n; b++) {
             if (sz[b].i >= 0 && s->rows[sz[b].i].verified) r = &s->rows[sz[b].i];
+            grid |= sz[b].i < 0;
+        }
+        if (size_no % (size_t)stride != 0 && !grid) {
+            a = b;
+            continue;
+        }
         mb_estimate e;
         double model = NAN;
         if (p && mb_estimate_plan(p, sz[a].n, d, &e, &err) == MB_OK) {
@@ -154,7 +173,8 @@ int rpt_fig_time(rpt_fig_ctx *fc, const char *name, const mb_rpt_set *s, int gi,
         rpt_dat_meta_s(fp, key, names.var[i]);
     }
     rc = MB_OK;
-    for (int k = 0; k < ns && !rc; k++) rc = time_series(fp, s, gi, &se[k], d, shared_panel[se[k].panel]);
+    for (int k = 0; k < ns && !rc; k++)
+        rc = time_series(fp, s, gi, &se[k], d, shared_panel[se[k].panel], ns ? MAX_FIG_POINTS / ns : MAX_FIG_POINTS);
     if (rc) {
         mb_outfile_abort(&of);
         return mb_err_set(fc->err, rc, "out of memory");
@@ -164,7 +184,6 @@ int rpt_fig_time(rpt_fig_ctx *fc, const char *name, const mb_rpt_set *s, int gi,
 
 /* ---- residuals ------------------------------------------------------------ */
 
-#define MAX_RESID_POINTS 20000
 
 int rpt_fig_residuals(rpt_fig_ctx *fc, const char *name, const mb_rpt_set *s, int gi)
 {
@@ -219,11 +238,9 @@ int rpt_fig_residuals(rpt_fig_ctx *fc, const char *name, const mb_rpt_set *s, in
         fprintf(fp, "%s time_resid_pct model_resid_pct bytes_resid_pct outlier used\n",
                 rpt_dat_str(b2, sizeof b2, b1));
         int any = 0;
-        /* past its share of MAX_RESID_POINTS (the figure's, over its series)
-         * a series shows every stride-th row (and every outlier): gnuplot
-         * drew 10^6 points in over a minute, 250,000 in 10 s, and no reader
-         * tells them apart */
-        int64_t m = 0, seen = 0, share = MAX_RESID_POINTS / ns;
+        /* past its share of MAX_FIG_POINTS a series shows every stride-th
+         * row (and every outlier) */
+        int64_t m = 0, seen = 0, share = MAX_FIG_POINTS / ns;
         for (int i = 0; i < s->n_rows; i++) m += rpt_row_is(&s->rows[i], gi, &se[k]) && s->rows[i].verified;
         const int64_t stride = m > share ? (m + share - 1) / share : 1;
         if (stride > 1)
