@@ -4,6 +4,7 @@
  * hand from what PyTorch's eager mode launches, per case below. */
 #include "membound_model.h"
 #include "mb_test.h"
+#include "mb_test_model.h"
 
 #include <string.h>
 
@@ -64,41 +65,11 @@ static const struct {
      "output loss\nbackward\n", "1024", MB_PLAN_EAGER, 9, 56, 4, 0, 32, 4, 0},
 };
 
-static int64_t traffic(int a, int b, int c, mb_shape s) { return a * s.rows * s.cols + b * s.rows + c * s.cols; }
-
 static void check_case(int i, const mb_device *d)
 {
-    mb_graph *g = NULL;
-    mb_plan *p = NULL;
-    mb_err e;
-    mb_shape s;
-    mb_estimate est;
-    memset(&est, 0, sizeof est);
-    char name[32];
-    snprintf(name, sizeof name, "case%d.mb", i);
-    int rc = mb_shape_parse(cases[i].shape, &s, &e);
-    if (!rc) rc = mb_parse_variant(cases[i].text, name, MB_F32, &g, &e);
-    if (!rc) rc = mb_graph_set_rank(g, s.rank, &e);
-    if (!rc) rc = mb_plan_build(g, cases[i].plan, &p, &e);
-    if (!rc) rc = mb_estimate_plan_shape(p, s, d, &est, &e);
-    if (rc) fprintf(stderr, "case %d: %s\n", i, e.msg);
-    CHECK(rc == MB_OK);
-    if (!rc) {
-        int64_t want_r = traffic(cases[i].rn, cases[i].rr, cases[i].rc, s);
-        int64_t want_w = traffic(cases[i].wn, cases[i].wr, cases[i].wc, s);
-        if (p->n_kernels != cases[i].kernels || est.total.read_bytes != want_r || est.total.write_bytes != want_w) {
-            fprintf(stderr, "case %d (%s): %d kernels, read %lld, write %lld; want %d, %lld, %lld\n", i,
-                    mb_plan_name(cases[i].plan), p->n_kernels, (long long)est.total.read_bytes,
-                    (long long)est.total.write_bytes, cases[i].kernels, (long long)want_r, (long long)want_w);
-            for (int k = 0; k < p->n_kernels; k++) fprintf(stderr, "  kernel %d: %s\n", k, p->kernels[k].name);
-        }
-        CHECK_EQ_I64(p->n_kernels, cases[i].kernels);
-        CHECK_EQ_I64(est.total.read_bytes, want_r);
-        CHECK_EQ_I64(est.total.write_bytes, want_w);
-    }
-    mb_estimate_free(&est);
-    mb_plan_free(p);
-    mb_graph_free(g);
+    mb_test_plan_counts(i, cases[i].text, cases[i].shape, cases[i].plan, d,
+                        (mb_test_counts){cases[i].kernels, 1, cases[i].rn, cases[i].rr, cases[i].rc, cases[i].wn,
+                                         cases[i].wr, cases[i].wc});
 }
 
 /* A gradient has its input's dtype, and a nograd input none. */
