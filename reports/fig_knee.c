@@ -31,13 +31,34 @@ int rpt_has_row_ops(const mb_rpt_set *s, const char *variant)
     return rows;
 }
 
+/* 1 when variant has row operations and a fused plan, which the knee
+ * figure draws (a backward variant, softmax_bwd, has store and recompute). */
+static int knee_drawable(const mb_rpt_set *s, const char *variant)
+{
+    mb_graph *g = NULL;
+    mb_err e;
+    if (mb_rpt_load_variant(s, -1, variant, MB_F32, &g, &e)) return 0;
+    int ok = g->has_row_ops && mb_plan_supported(g, MB_PLAN_FUSED);
+    mb_graph_free(g);
+    return ok;
+}
+
 const char *rpt_knee_variant(const mb_rpt_set *s, const rpt_series *se, int ns)
 {
-    for (int i = 0; s && i < s->n_rows; i++)
-        if (s->rows[i].cols > 0 && s->rows[i].variant && rpt_has_row_ops(s, s->rows[i].variant))
-            return s->rows[i].variant;
+    /* each variant judged once: rows hold interned names, one pointer each */
+    const char *seen[64];
+    int n_seen = 0;
+    for (int i = 0; s && i < s->n_rows; i++) {
+        const char *v = s->rows[i].variant;
+        if (s->rows[i].cols <= 0 || !v) continue;
+        int known = 0;
+        for (int k = 0; k < n_seen && !known; k++) known = seen[k] == v;
+        if (known) continue;
+        if (knee_drawable(s, v)) return v;
+        if (n_seen < 64) seen[n_seen++] = v;
+    }
     for (int i = 0; i < ns; i++)
-        if (rpt_has_row_ops(s, se[i].variant)) return se[i].variant;
+        if (knee_drawable(s, se[i].variant)) return se[i].variant;
     return NULL;
 }
 

@@ -36,4 +36,10 @@ for s in 4096x4096 16384x1024 1024x16384; do
   grep -q ",$s\$" "$S" || bad "no row of shape $s in summary.csv"
 done
 grep -q "fusing a hand-written softmax" "$tmp/r/verdicts.csv" || bad "no softmax verdict"
+
+# 2-D rows of a backward variant (store, recompute: no fused plan), figures
+# drawn: the knee figure draws a forward variant only, never refuses the report
+csv=${MB_SRC}/reports/data/cpu-xeon-2vcpu-rows-bwd-quiet/rows-bwd.csv
+"$B" report "$csv" -q -o "$tmp/b" >"$tmp/out" 2>&1 || bad "report of backward 2-D rows exited $?: $(tail -1 "$tmp/out")"
+[ -s "$tmp/b/summary.csv" ] || bad "backward rows: no summary.csv"
 exit $fail
