@@ -22,7 +22,8 @@ import tempfile
 
 import torch
 import torch.nn.functional as F
-from torch.utils._python_dispatch import TorchDispatchMode
+
+from torch_oracle_rows import Ops  # beside this file: the dispatch recorder both oracles use
 
 ROWS, COLS, N = 8, 16, 64
 DIMS = {"batch": 2, "heads": 3, "seq": 4, "head_dim": 8}
@@ -95,18 +96,6 @@ CPU_SPEC = ("[device]\nname = cpu-like\nkind = cpu\nmem_bandwidth_gbs = 100\ncac
             "bf16_tflops = 1\nlaunch_overhead_us = 1\nsource = tests/torch_oracle_lang.py\n")
 
 
-class Ops(TorchDispatchMode):
-    def __init__(self):
-        super().__init__()
-        self.ops = []
-
-    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-        name = func.__name__.split(".")[0]
-        if name not in NOT_KERNELS:
-            self.ops.append(FROM_TORCH.get(name, name))
-        return func(*args, **(kwargs or {}))
-
-
 def shape_of(kind):
     return {"rc": (ROWS, COLS), "c": (COLS,), "n": (N,), "d": (DIMS["head_dim"],),
             "bhsd": tuple(DIMS.values())}[kind]
@@ -127,10 +116,10 @@ def torch_run(inputs, f):
 
     with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
         f(*xs)
-    with Ops() as fwd:
+    with Ops(NOT_KERNELS, FROM_TORCH) as fwd:
         y = f(*xs)
     g = torch.randn(y.shape).to(y.dtype)
-    with Ops() as bwd:
+    with Ops(NOT_KERNELS, FROM_TORCH) as bwd:
         y.backward(g)
     return fwd.ops + bwd.ops, sum(saved.values())
 

@@ -104,14 +104,18 @@ CASES = [  # membound variant (built-in name or text), torch function
 
 
 class Ops(TorchDispatchMode):
-    def __init__(self):
+    """The aten calls run under it, by membound's names: those not in
+    not_kernels, renamed by from_torch (tests/torch_oracle_lang.py's too)."""
+
+    def __init__(self, not_kernels=NOT_KERNELS, from_torch=FROM_TORCH):
         super().__init__()
         self.ops = []
+        self.not_kernels, self.from_torch = not_kernels, from_torch
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         name = func.__name__.split(".")[0]
-        if name not in NOT_KERNELS:
-            self.ops.append(FROM_TORCH.get(name, name))
+        if name not in self.not_kernels:
+            self.ops.append(self.from_torch.get(name, name))
         return func(*args, **(kwargs or {}))
 
 
