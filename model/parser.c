@@ -15,11 +15,16 @@
 #include <string.h>
 
 #define MAX_NAMES 512
+/* Most tensor operations in one variant: the plans and the cache model are
+ * quadratic in the worst case, and no lecture variant needs a hundredth. */
+#define MAX_OPS 4096
 
-/* A value during parsing: a tensor (node >= 0) or a scalar. */
+/* A value during parsing: a tensor (node >= 0) or a scalar; detached: an
+ * input read through detach(), and so through a name bound to it. */
 typedef struct {
     int node;
     double s;
+    int detached;
 } val;
 
 typedef struct {
@@ -53,14 +58,16 @@ typedef struct {
     int named_dims;       /* 1: an input's dimensions are named */
     char dims_text[256];  /* the 'dims' directive's sizes, "" none */
     int dims_line, dims_col;
+    /* per forward node (inputs only): reads of it by name, and where the
+     * first detach() of it was written (0 if none): an input read both
+     * through detach() and without is refused in finish() */
+    int plain_reads[MAX_OPS];
+    int detach_line[MAX_OPS], detach_col[MAX_OPS];
 } parser;
 
 /* Deepest nesting of parentheses, calls, unary signs and powers accepted
  * (CPython's own parser stops at 200 levels of parentheses). */
 #define MAX_DEPTH 200
-/* Most tensor operations in one variant: the plans and the cache model are
- * quadratic in the worst case, and no lecture variant needs a hundredth. */
-#define MAX_OPS 4096
 
 static int perr(parser *P, int line, int col, const char *fmt, ...)
 #if defined(__GNUC__)
@@ -131,7 +138,7 @@ static int add_input(parser *P, const char *name, mb_dtype t, int line, int col)
     nd->line = line;
     nd->col = col;
     P->g->inputs[P->g->n_inputs++] = id;
-    return bind(P, name, (val){id, 0}, line, col, 1);
+    return bind(P, name, (val){id, 0, 0}, line, col, 1);
 }
 
 /* ---- float32 range ----
@@ -226,7 +233,7 @@ static int mk_unary(parser *P, mb_op op, val a, val *out, int line, int col)
     if (id < 0) return perr(P, line, col, "out of memory");
     P->g->nodes[id].line = line;
     P->g->nodes[id].col = col;
-    *out = (val){id, 0};
+    *out = (val){id, 0, 0};
     return MB_OK;
 }
 
@@ -249,7 +256,7 @@ static int mk_binary(parser *P, mb_op op, val a, val b, val *out, int line, int 
     if (id < 0) return perr(P, line, col, "out of memory");
     P->g->nodes[id].line = line;
     P->g->nodes[id].col = col;
-    *out = (val){id, 0};
+    *out = (val){id, 0, 0};
     return MB_OK;
 }
 
@@ -279,7 +286,7 @@ static int parse_args(parser *P, const val *receiver, call_arg *args, int *nargs
     mb_lex_next(&P->lx); /* ( */
     while (P->lx.tok.kind != TK_RPAREN) {
         mb_token t = P->lx.tok;
-        call_arg a = {{-1, 0}, 0, 0, "", t.line, t.col};
+        call_arg a = {{-1, 0, 0}, 0, 0, "", t.line, t.col};
         mb_lexer save = P->lx;
         mb_lex_next(&P->lx);
         if (t.kind == TK_ID && P->lx.tok.kind == TK_ASSIGN) { /* name=value */
@@ -412,7 +419,7 @@ static int mk_reduction(parser *P, mb_op f, const char *fn, const call_arg *args
     if ((rc = mk_row_node(P, f, x->v.node, -1, 0, line, col, &nd))) return rc;
     nd->dim = (signed char)(d == MB_DIM_ALL ? d : d < -100 ? -100 : d > 100 ? 100 : d);
     nd->keepdim = keep ? (unsigned char)keep->b : 0; /* PyTorch's default: keepdim=False */
-    *out = (val){(int)(nd - P->g->nodes), 0};
+    *out = (val){(int)(nd - P->g->nodes), 0, 0};
     return MB_OK;
 }
 
@@ -453,7 +460,7 @@ static int mk_norm(parser *P, mb_op f, const char *fn, const call_arg *args, int
         P->g->nodes[a].joins = 1;
         id = a;
     }
-    *out = (val){id, 0};
+    *out = (val){id, 0, 0};
     return MB_OK;
 }
 
@@ -496,6 +503,32 @@ static const char *cast_spelling(const char *name)
     return NULL;
 }
 
+/* detach(w), w.detach(): an input read without a gradient, as
+ * 'input w ... nograd' declares it. The '(' after the name is the current
+ * token; recv is the method form's receiver (NULL: detach(w)). Only an
+ * input is detached, and then everywhere it is read: a computed tensor's
+ * detach would cut its graph in two, which membound does not model. */
+static int parse_detach(parser *P, const val *recv, const mb_token *fn, val *out)
+{
+    call_arg args[MAX_CALL_ARGS];
+    int nargs = 0;
+    int rc = parse_args(P, recv, args, &nargs);
+    if (rc) return rc;
+    if (nargs != 1 || args[0].kw[0] || args[0].is_bool)
+        return perr(P, fn->line, fn->col, "detach() takes one tensor (write detach(w) or w.detach())");
+    val v = args[0].v;
+    if (v.node < 0) return perr(P, fn->line, fn->col, "detach() of a number: a number has no gradient");
+    mb_node *nd = &P->g->nodes[v.node];
+    if (nd->op != MB_OP_INPUT)
+        return perr(P, fn->line, fn->col, "detach() of a computed tensor is not modelled: detach an input "
+                    "(detach(w)), or declare it 'input w [..] nograd'");
+    if (!v.detached) P->plain_reads[v.node]--; /* its read by name was this detach's operand */
+    if (!P->detach_line[v.node]) P->detach_line[v.node] = fn->line, P->detach_col[v.node] = fn->col;
+    nd->nograd = 1;
+    *out = (val){v.node, 0, 1};
+    return MB_OK;
+}
+
 static int parse_call(parser *P, val *out)
 {
     mb_token fn = P->lx.tok;
@@ -504,6 +537,10 @@ static int parse_call(parser *P, val *out)
     mb_op f;
     const char *cast = cast_spelling(name);
     if (cast) return perr(P, fn.line, fn.col, "a cast is written %s (one spelling: Tensor.to)", cast);
+    if (!strcmp(name, "detach")) {
+        mb_lex_next(&P->lx); /* name */
+        return parse_detach(P, NULL, &fn, out);
+    }
     if (mb_op_parse_call(name, &f)) return unknown_function(P, &fn, name);
     mb_lex_next(&P->lx); /* name */
     call_arg args[MAX_CALL_ARGS];
@@ -551,7 +588,7 @@ static int parse_to(parser *P, val recv, const mb_token *fn, val *out)
     if (id < 0) return perr(P, fn->line, fn->col, "out of memory");
     P->g->nodes[id].line = fn->line;
     P->g->nodes[id].col = fn->col;
-    *out = (val){id, 0};
+    *out = (val){id, 0, 0};
     return MB_OK;
 }
 
@@ -568,6 +605,7 @@ static int parse_method(parser *P, val recv, val *out)
     if (P->lx.tok.kind != TK_LPAREN) return perr_tok(P, "'(' (a method call)");
     if (recv.node < 0) return perr(P, fn.line, fn.col, "a number has no method '%s'", name);
     if (!strcmp(name, "to")) return parse_to(P, recv, &fn, out);
+    if (!strcmp(name, "detach")) return parse_detach(P, &recv, &fn, out);
     const char *cast = cast_spelling(name);
     if (cast) return perr(P, fn.line, fn.col, "a cast is written %s (one spelling: Tensor.to)", cast);
     call_arg args[MAX_CALL_ARGS];
@@ -600,6 +638,7 @@ static int parse_name(parser *P, val *out)
         b = lookup(P, name);
     }
     *out = b->v;
+    if (b->v.node >= 0 && !b->v.detached && P->g->nodes[b->v.node].op == MB_OP_INPUT) P->plain_reads[b->v.node]++;
     mb_lex_next(&P->lx);
     return MB_OK;
 }
@@ -615,7 +654,7 @@ static int parse_atom(parser *P, val *out)
         if ((t.num == 0 || f32_underflows(t.num)) && text_nonzero(t.start, t.len))
             pwarn(P, t.line, t.col, "number '%.*s' is 0 in float32 (smallest 1.4e-45)",
                   t.len > 40 ? 40 : t.len, t.start);
-        *out = (val){-1, t.num};
+        *out = (val){-1, t.num, 0};
         mb_lex_next(&P->lx);
         return MB_OK;
     case TK_ID: {
@@ -976,6 +1015,8 @@ static int parse_statement(parser *P)
         binding *old = lookup(P, name);
         if (old && old->is_input)
             return perr(P, t.line, t.col, "'%s' is an input and cannot be assigned", name);
+        /* 'v = w' reads w only where v is read */
+        if (v.node >= 0 && !v.detached && P->g->nodes[v.node].op == MB_OP_INPUT) P->plain_reads[v.node]--;
         if (v.node >= first_new && P->g->nodes[v.node].name[0] == '\0')
             snprintf(P->g->nodes[v.node].name, MB_NAME_MAX, "%s", name);
         if ((rc = bind(P, name, v, t.line, t.col, 0))) return rc;
@@ -1098,6 +1139,13 @@ static int finish(parser *P)
             used = g->nodes[i].arg[0] == in || g->nodes[i].arg[1] == in;
         if (!used)
             return perr(P, g->nodes[in].line, g->nodes[in].col, "input '%s' is never used", g->nodes[in].name);
+    }
+    for (int k = 0; k < g->n_inputs; k++) {
+        int in = g->inputs[k];
+        if (P->detach_line[in] && P->plain_reads[in] > 0)
+            return perr(P, P->detach_line[in], P->detach_col[in], "input '%s' is read both through detach() and "
+                        "without: membound takes an input's gradient whole or not at all (read it through "
+                        "detach() everywhere, or declare a second input)", g->nodes[in].name);
     }
     g->n_forward = g->n_nodes;
     default_name(P);

@@ -49,6 +49,13 @@ static const struct {
      * no g*x and no sum over the rows */
     {"input x [rows, cols]\ninput w [cols] nograd\ny = x * w\noutput y\nbackward\n", "64x256", MB_PLAN_EAGER, 2,
      8, 0, 8, 8, 0, 0},
+    /* detach(w) is the same frozen weight, and so are its kernels and bytes */
+    {"input x [rows, cols]\ninput w [cols]\ny = x * detach(w)\noutput y\nbackward\n", "64x256", MB_PLAN_EAGER,
+     2, 8, 0, 8, 8, 0, 0},
+    {"input x [rows, cols]\ninput w [cols]\nv = w\ny = x * v.detach()\noutput y\nbackward\n", "64x256",
+     MB_PLAN_EAGER, 2, 8, 0, 8, 8, 0, 0},
+    {"input x [rows, cols]\ninput w [cols]\nd = detach(w)\ny = x * d\noutput y\nbackward\n", "64x256",
+     MB_PLAN_EAGER, 2, 8, 0, 8, 8, 0, 0},
     /* the same with w's gradient: + g*x (8n, 4n) and colsum (4n, 4C) */
     {"input x [rows, cols]\ninput w [cols]\ny = x * w\noutput y\nbackward\n", "64x256", MB_PLAN_EAGER, 4, 20, 0,
      8, 12, 0, 4},
@@ -116,6 +123,12 @@ static const struct {
     {"input x bf16 f32\ny = x*2\n", "v.mb:1:14: expected ',' or the end of the line"},
     {"input x nogard\ny = x*2\n", "v.mb:1:9: unknown dtype or word 'nogard'"},
     {"input x nograd\ny = x*2\nbackward\n", "v.mb:2:6: output 'y' reads no input with a gradient"},
+    {"input x\ninput w\ny = x * w.detach() + w\n", "v.mb:3:11: input 'w' is read both through detach() and without"},
+    {"input x\ninput w\ny = w * x * detach(w)\n", "v.mb:3:13: input 'w' is read both through detach() and without"},
+    {"input x\ninput w\nd = detach(w)\ny = x * d + w\n", "v.mb:3:5: input 'w' is read both"},
+    {"input x\ny = detach(x * 2)\n", "v.mb:2:5: detach() of a computed tensor is not modelled"},
+    {"input x\ny = x.detach(1)\n", "v.mb:2:7: detach() takes one tensor"},
+    {"input x\ny = detach(2) * x\n", "v.mb:2:5: detach() of a number"},
     {"input x [rows, cols]\ny = x.sum()\n", "v.mb:2:7: sum() over every element of a [rows, cols] tensor"},
     {"input x\ny = x.sum(keepdim=True)\n", "v.mb:2:11: sum(): keepdim needs a dim"},
     {"input x [rows, cols]\ny = softmax(x)\n", "v.mb:2:5: softmax() without dim picks the dimension"},

@@ -70,6 +70,8 @@ CASES = [
      [("x", "n", "bf16", True), ("z", "n", "f32", True)], lambda x, z: torch.sin(x * z)),
     ("frozen weight", "input x [rows, cols]\ninput w [cols] nograd\ny = tanh(x * w)\noutput y\nbackward\n",
      [("x", "rc", "f32", True), ("w", "c", "f32", False)], lambda x, w: torch.tanh(x * w)),
+    ("detached weight", "input x [rows, cols]\ninput w [cols]\ny = tanh(x * w.detach())\noutput y\nbackward\n",
+     [("x", "rc", "f32", True), ("w", "c", "f32", True)], lambda x, w: torch.tanh(x * w.detach())),
     ("masked loss, .mean()",
      "input x [n]\ninput t [n] nograd\ninput m [n] nograd\nd = (x - t) * m\nloss = (d * d).mean()\n"
      "output loss\nbackward\n",
