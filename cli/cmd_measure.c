@@ -521,7 +521,8 @@ static int add_graph_jobs(run *r, mb_graph *g, int *cap)
             int64_t n = mb_shape_elems(sizes[si]);
             int64_t need = mb_meas_host_need_bytes(p, n, &o->cfg);
             mb_plan_free(p);
-            int64_t cols = sizes[si].rank == 2 ? sizes[si].cols : 0;
+            mb_shape at = mb_graph_shape_at(g, sizes[si]);
+            int64_t cols = at.rank == 2 ? at.cols : 0;
             if ((rc = add_job(r, cap, (mb_meas_job){g, (mb_plan_kind)pk, n, need, cols}))) return rc;
         }
     }

@@ -16,6 +16,7 @@ int mb_model_row_make(mb_model_row *row, const mb_graph *g, mb_plan_kind k, mb_s
 int mb_model_row_make_fw(mb_model_row *row, const mb_graph *g, mb_plan_kind k, mb_shape shape,
                          const mb_device *dev, mb_dtype dtype, mb_framework fw, mb_err *err)
 {
+    shape = mb_graph_shape_at(g, shape); /* a loss over a 2-D tensor: its n elements */
     const int64_t n = mb_shape_elems(shape);
     if (fw != MB_FW_NONE && shape.rank == 2)
         return mb_err_set(err, MB_EINPUT, "--framework %s models 1-D sizes only, not a ROWSxCOLS shape",

@@ -581,7 +581,7 @@ extern "C" int mb_kern_cuda_choose_shape(const mb_plan *p, int k, mb_shape s, co
                                          mb_kern_cuda_choice *c, mb_err *err)
 {
     const hand_entry *h;
-    return choose(p, k, s, dev, flags, c, &h, err);
+    return choose(p, k, mb_graph_shape_at(p->g, s), dev, flags, c, &h, err);
 }
 
 extern "C" int mb_kern_cuda_choose(const mb_plan *p, int k, int flags, mb_kern_cuda_choice *c, mb_err *err)
@@ -738,6 +738,7 @@ extern "C" int mb_kern_cuda_plan_new_shape(const mb_plan *p, mb_shape shape, con
                                            int flags, mb_kern_cuda_plan **out, mb_err *err)
 {
     *out = NULL;
+    shape = mb_graph_shape_at(p->g, shape);
     const int64_t n = mb_shape_elems(shape);
     if (n < 1 || n > MB_N_MAX) return mb_err_set(err, MB_EINPUT, "n = %lld is out of range", (long long)n);
     mb_kern_cuda_plan *cp = (mb_kern_cuda_plan *)calloc(1, sizeof *cp);

@@ -590,7 +590,7 @@ int mb_autodiff(mb_graph *g, mb_err *err)
  * its backward nodes built again with theirs. */
 int mb_graph_set_rank(mb_graph *g, int rank, mb_err *err)
 {
-    if (g->rank == rank) return MB_OK;
+    if (g->rank == rank || g->flat) return MB_OK; /* flat: its n elements at any shape */
     if (g->rank_declared && g->rank == 2 && g->n_dims) {
         char full[MB_MAX_DIMS * MB_DIM_NAME_MAX];
         return mb_err_set(err, MB_EINPUT, "variant '%s' has named dimensions %s: give their sizes, --dims "

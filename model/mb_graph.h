@@ -115,6 +115,11 @@ typedef struct mb_graph {
                                 last is cols, the others' product rows (rank
                                 2); one alone is n (rank 1) */
     char dim_names[MB_MAX_DIMS][MB_DIM_NAME_MAX];
+    int flat;                /* 1: declared 2-D or more, but its only row ops
+                                are reductions over every element and every
+                                tensor is full or 0-d: it runs, as PyTorch
+                                runs it, over its n = rows x cols elements
+                                (rank 1; mb_graph_shape_at) */
 } mb_graph;
 
 /* The shape of g's named dimensions at "name=SIZE,name=SIZE..." (each of
@@ -127,6 +132,10 @@ int mb_graph_dims_shape(const mb_graph *g, const char *text, mb_shape *out, mb_e
 /* A shape class as g names its dimensions ("[batch, seq, 1]"; without
  * named dimensions, mb_shape_class_text's), into buf; returns buf. */
 const char *mb_graph_class_text(const mb_graph *g, mb_shape_class c, char *buf, size_t size);
+
+/* The shape g runs at when given s: s, or n = rows x cols elements (rank
+ * 1) for a flat graph (a loss over a 2-D tensor, reduced to a 0-d one). */
+mb_shape mb_graph_shape_at(const mb_graph *g, mb_shape s);
 
 /* Re-derives g's tensor shapes for rank 1 or 2 (a 1-D variant measured at
  * ROWSxCOLS: its reductions then run over rows), and then its backward

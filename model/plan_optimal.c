@@ -73,6 +73,7 @@ mb_shape mb_plan_shape_of_n(const mb_graph *g, int64_t n)
 int mb_cut_problem_init(mb_cut_problem *cp, const mb_graph *g, mb_shape s, mb_err *err)
 {
     memset(cp, 0, sizeof *cp);
+    s = mb_graph_shape_at(g, s);
     cp->shape = s;
     if (!g->has_backward)
         return mb_err_set(err, MB_EINPUT, "variant '%s' has no backward pass: nothing to save", g->name);

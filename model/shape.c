@@ -142,8 +142,33 @@ int mb_graph_dims_shape(const mb_graph *g, const char *text, mb_shape *out, mb_e
     }
     int64_t cols = size[g->n_dims - 1];
     if (rows > MB_N_MAX / cols) return mb_err_set(err, MB_EINPUT, "dims: too large to count (at most 2^44 elements)");
-    *out = g->n_dims == 1 ? mb_shape_1d(cols) : (mb_shape){2, rows, cols};
+    *out = mb_graph_shape_at(g, g->n_dims == 1 ? mb_shape_1d(cols) : (mb_shape){2, rows, cols});
     return MB_OK;
+}
+
+mb_shape mb_graph_shape_at(const mb_graph *g, mb_shape s)
+{
+    return g->flat && s.rank == 2 ? mb_shape_1d(s.rows * s.cols) : s;
+}
+
+/* Whether g, at rank 2, is flat: a reduction over every element in it, and
+ * besides it only elementwise nodes over inputs of the full shape, so that
+ * every tensor is full or 0-d and which element is in which row does not
+ * matter (x.sum() of a contiguous tensor, as PyTorch reduces it). */
+static int flattens(const mb_graph *g)
+{
+    int all = 0;
+    for (int i = 0; i < g->n_forward; i++) {
+        const mb_node *nd = &g->nodes[i];
+        if (nd->op == MB_OP_INPUT) {
+            if (nd->decl && nd->decl - 1 != MB_SHC_FULL) return 0;
+            continue;
+        }
+        if (!MB_OP_IS_ROW(nd->op)) continue;
+        if (nd->dim != MB_DIM_ALL) return 0;
+        all = 1;
+    }
+    return all;
 }
 
 /* A shape class as dimensions, right-aligned: 'R' rows, 'C' cols (or n at
@@ -246,9 +271,11 @@ static int row_op_shape(const mb_graph *g, mb_node *nd, int rank, mb_err *err)
     }
     if (nd->dim == MB_DIM_ALL) { /* sum(x): a 0-d tensor */
         if (rank != 1)
-            return mb_err_set(err, MB_EINPUT, "%s:%d:%d: %s() over every element of a %s tensor is not "
-                              "modelled: write the variant 1-D (its inputs [n]), or reduce the last dimension "
-                              "(%s(x, -1))", g->path, nd->line, nd->col, mb_op_name(nd->op), rk, mb_op_name(nd->op));
+            return mb_err_set(err, MB_EINPUT, "%s:%d:%d: %s() over every element of a %s tensor beside a "
+                              "reduction over the last dimension, a row op or a tensor of another shape is not "
+                              "modelled (a variant whose other operations are elementwise over %s tensors is); "
+                              "reduce the last dimension (%s(x, -1))", g->path, nd->line, nd->col,
+                              mb_op_name(nd->op), rk, rk, mb_op_name(nd->op));
         nd->shape = MB_SHC_SCALAR;
         return MB_OK;
     }
@@ -293,6 +320,8 @@ static void check_shapes(const mb_graph *g, int rank)
 int mb_graph_derive_shapes(mb_graph *g, int rank, mb_err *err)
 {
     int old_rank = g->rank, rc = MB_OK;
+    g->flat = rank == 2 && flattens(g);
+    if (g->flat) rank = 1; /* the n elements in a row of their own */
     g->rank = rank; /* messages name shapes at this rank */
     for (int i = 0; i < g->n_forward && !rc; i++) {
         mb_node *nd = &g->nodes[i];

@@ -115,6 +115,7 @@ static int estimate(const mb_plan *p, mb_shape n, const mb_device *d, mb_framewo
         return mb_err_set(err, MB_EINPUT, "device '%s' has no first_touch_gbs: the framework's "
                           "allocations cannot be modelled (membound calibrate measures it)", d->name);
     const mb_graph *g = p->g;
+    n = mb_graph_shape_at(g, n);
     if (g->rank != (n.rank == 2 ? 2 : 1) && g->has_row_ops)
         return mb_err_set(err, MB_EINPUT, "variant '%s' is %d-D: give %s", g->name, g->rank,
                           g->rank == 2 ? "a shape, --shape ROWSxCOLS" : "--n");

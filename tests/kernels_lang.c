@@ -1,6 +1,7 @@
 /* kernels_lang.c — the language's PyTorch forms on the executors: casts in
  * the middle of a graph (Hugging Face's LlamaRMSNorm), mixed dtypes, inputs
- * without gradients, a loss that sums every element, a 4-D softmax of named
+ * without gradients, losses that reduce every element (of a 1-D or a 2-D
+ * tensor), a 4-D softmax of named
  * dimensions, and rms_norm as the CPU's composite kernels; every plan on
  * every executor against the float64 reference and finite differences. */
 #include "kernels.h"
@@ -29,6 +30,10 @@ static const struct {
     {"input x [n]\ny = exp(x).sum()\noutput y\nbackward\n", NULL, 1},
     {"input x [batch, heads, seq, head_dim]\ny = softmax(x, -1)\noutput y\nbackward\n",
      "batch=2,heads=3,seq=5,head_dim=200", 2},
+    /* losses over a 2-D tensor: they run over its n elements (rank 1) */
+    {"input x [batch, seq]\ninput t [batch, seq] nograd\ninput m [batch, seq] nograd\nd = (x - t) * m\n"
+     "loss = (d * d).mean()\noutput loss\nbackward\n", "batch=5,seq=1001", 1},
+    {"input x [b, s, d]\ny = exp(x).sum() * x + torch.amax(x)\noutput y\nbackward\n", "b=3,s=7,d=301", 1},
     {"input x [b, s, d]\ninput g [d]\ny = rms_norm(x, g) * x.mean(-1, keepdim=True)\noutput y\nbackward\n",
      "b=2,s=3,d=300", 2},
 };

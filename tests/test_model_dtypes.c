@@ -70,6 +70,9 @@ static const struct {
      * 12n), g*m (8n, 4n); no neg for t, no g*s for m */
     {"input x [n]\ninput t [n] nograd\ninput m [n] nograd\nd = (x - t) * m\nloss = (d * d).mean()\n"
      "output loss\nbackward\n", "1024", MB_PLAN_EAGER, 9, 56, 4, 0, 32, 4, 0},
+    /* the same loss over a 2-D tensor: its n elements, as the 1-D one */
+    {"input x [rows, cols]\ninput t [rows, cols] nograd\ninput m [rows, cols] nograd\nd = (x - t) * m\n"
+     "loss = (d * d).mean()\noutput loss\nbackward\n", "32x32", MB_PLAN_EAGER, 9, 56, 4, 0, 32, 4, 0},
 };
 
 static void check_case(int i, const mb_device *d)
@@ -129,7 +132,8 @@ static const struct {
     {"input x\ny = detach(x * 2)\n", "v.mb:2:5: detach() of a computed tensor is not modelled"},
     {"input x\ny = x.detach(1)\n", "v.mb:2:7: detach() takes one tensor"},
     {"input x\ny = detach(2) * x\n", "v.mb:2:5: detach() of a number"},
-    {"input x [rows, cols]\ny = x.sum()\n", "v.mb:2:7: sum() over every element of a [rows, cols] tensor"},
+    {"input x [rows, cols]\ninput w [cols]\ny = (x * w).sum()\n", "v.mb:3:13: sum() over every element of a [rows, cols] tensor beside"},
+    {"input x [rows, cols]\ny = x.sum() + x.sum(-1, keepdim=True)\n", "v.mb:2:7: sum() over every element of a [rows, cols] tensor beside"},
     {"input x\ny = x.sum(keepdim=True)\n", "v.mb:2:11: sum(): keepdim needs a dim"},
     {"input x [rows, cols]\ny = softmax(x)\n", "v.mb:2:5: softmax() without dim picks the dimension"},
 };

@@ -211,7 +211,7 @@ static const struct {
     /* just past int's range, and far past it: refused, never cast (float-cast-overflow) */
     {X_ "y = softmax(x, 2147483648)", 0, "e.mb:2:16: softmax(): dim must be an integer"},
     {X_ "y = softmax(x, 1e20)", 0, "e.mb:2:16: softmax(): dim must be an integer"},
-    {X_ "y = x.sum()", 0, "e.mb:2:7: sum() over every element of a [rows, cols] tensor is not modelled"},
+    {X_ "y = x.sum() * softmax(x, -1)", 0, "e.mb:2:7: sum() over every element of a [rows, cols] tensor beside"},
     {X_ "y = sum(x, -1, keepdim=1)", 0, "e.mb:2:16: sum(): keepdim must be True or False"},
     {X_ "y = sum(x, -1, keep=True)", 0, "e.mb:2:16: sum() got an unexpected keyword argument 'keep'"},
     {X_ "y = sum(x, -1, dim=-1)", 0, "e.mb:2:16: sum() got multiple values for argument 'dim'"},

@@ -77,6 +77,11 @@ CASES = [
      "output loss\nbackward\n",
      [("x", "n", "f32", True), ("t", "n", "f32", False), ("m", "n", "f32", False)],
      masked_loss),
+    ("masked loss over a 2-D tensor, .mean()",
+     "input x [rows, cols]\ninput t [rows, cols] nograd\ninput m [rows, cols] nograd\nd = (x - t) * m\n"
+     "loss = (d * d).mean()\noutput loss\nbackward\n",
+     [("x", "rc", "f32", True), ("t", "rc", "f32", False), ("m", "rc", "f32", False)],
+     masked_loss),
     ("sum over every element", "input x [n]\ny = sin(x).sum()\noutput y\nbackward\n",
      [("x", "n", "f32", True)], lambda x: torch.sin(x).sum()),
     ("4-D softmax", "input x [batch, heads, seq, head_dim]\ny = softmax(x, -1)\noutput y\nbackward\n",
