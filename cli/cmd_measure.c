@@ -503,13 +503,17 @@ static int add_graph_jobs(run *r, mb_graph *g, int *cap)
         }
     mb_shape one = g->default_shape.rank == 2 ? g->default_shape
                                               : mb_shape_1d(g->default_n ? g->default_n : ((int64_t)1 << 24));
-    if (o->dims && (rc = mb_graph_dims_shape(g, o->dims, &one, &e))) return mb_cli_fail_err(rc, &e);
+    if (o->dims && (rc = mb_graph_bind_dims(g, o->dims, &one, &e))) return mb_cli_fail_err(rc, &e);
+    if (g->has_gcol && g->dim_size[0] <= 0 && (rc = mb_graph_check_shape(g, one, &e))) /* before any run */
+        return mb_cli_fail_err(rc, &e);
     const mb_shape *sizes = o->sizes ? o->sizes : &one;
     int ns = o->sizes ? o->n_sizes : 1;
     /* every built-in at 1-D sizes: the 2-D ones (softmax, ...) are left out */
     if (o->sizes && sizes[0].rank == 1 && o->inputs.n == 0 && g->rank_declared && g->rank == 2) return 0;
     /* the sizes fix the rank: a 1-D variant at ROWSxCOLS reduces rows */
     if ((rc = mb_graph_set_rank(g, sizes[0].rank, &e))) return mb_cli_fail_err(rc, &e);
+    for (int si = 0; si < ns; si++) /* a mask's rows need named sizes: before any run */
+        if ((rc = mb_graph_check_shape(g, mb_graph_shape_at(g, sizes[si]), &e))) return mb_cli_fail_err(rc, &e);
     int n_pk = o->plan_given ? o->n_plans : MB_PLAN_COUNT;
     for (int ki = 0; ki < n_pk; ki++) {
         int pk = o->plan_given ? (int)o->plans[ki] : ki; /* --plan's order, else the table's */

@@ -104,7 +104,7 @@ int mb_model_args_load(mb_model_args *a)
     if (rc) return rc;
     for (int i = 0; a->dims && i < a->n_graphs; i++) { /* --dims: one shape for every variant */
         mb_shape sh;
-        if ((rc = mb_graph_dims_shape(a->graphs[i], a->dims, &sh, &e))) return mb_cli_fail_err(rc, &e);
+        if ((rc = mb_graph_bind_dims(a->graphs[i], a->dims, &sh, &e))) return mb_cli_fail_err(rc, &e);
         if (!a->sizes && !(a->sizes = malloc(sizeof *a->sizes))) return mb_cli_fail(1, "out of memory");
         if (i > 0 && (sh.rank != a->sizes[0].rank || sh.rows != a->sizes[0].rows || sh.cols != a->sizes[0].cols))
             return mb_cli_fail(2, "--dims '%s': variants '%s' and '%s' take different shapes from it: give one "
@@ -112,6 +112,10 @@ int mb_model_args_load(mb_model_args *a)
         a->sizes[0] = sh;
         a->n_sizes = 1;
     }
+    for (int i = 0; i < a->n_graphs; i++) /* a mask's rows need named sizes: before any output */
+        if (a->graphs[i]->has_gcol && a->graphs[i]->dim_size[0] <= 0 &&
+            (rc = mb_graph_check_shape(a->graphs[i], (mb_shape){2, 1, 1}, &e)))
+            return mb_cli_fail_err(rc, &e);
     /* every built-in at 1-D sizes: the 2-D ones (softmax, ...) are left out */
     if (a->sizes && a->sizes[0].rank == 1 && a->inputs.n == 0) {
         int kept = 0;
@@ -122,8 +126,12 @@ int mb_model_args_load(mb_model_args *a)
         a->n_graphs = kept;
     }
     /* the given sizes fix the rank: a 1-D variant at ROWSxCOLS reduces rows */
-    for (int i = 0; a->sizes && i < a->n_graphs; i++)
+    for (int i = 0; a->sizes && i < a->n_graphs; i++) {
         if ((rc = mb_graph_set_rank(a->graphs[i], a->sizes[0].rank, &e))) return mb_cli_fail_err(rc, &e);
+        for (int s = 0; s < a->n_sizes; s++) /* a mask's rows need named sizes: before any output */
+            if ((rc = mb_graph_check_shape(a->graphs[i], mb_graph_shape_at(a->graphs[i], a->sizes[s]), &e)))
+                return mb_cli_fail_err(rc, &e);
+    }
     for (int i = 0; a->plan_given && i < a->n_graphs; i++)
         for (int k = 0; k < a->n_plans; k++)
             if (!mb_plan_supported(a->graphs[i], a->plans[k])) {

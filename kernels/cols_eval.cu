@@ -45,6 +45,7 @@ MB_HD static inline float4 col_load(const mb_col_io &io, int64_t r, int64_t c, i
     switch (io.shape) {
     case MB_ROWT_FULL: return row_load4(io.p, io.dt, r * cols, c, cols, (cols & 3) == 0);
     case MB_ROWT_COL: return row_load4(io.p, io.dt, 0, c, cols, 1);
+    case MB_ROWT_GCOL: return row_load4(io.p, io.dt, MB_ROWT_BASE(io, r, cols), c, cols, (cols & 3) == 0);
     default: {
         const float v = mb_load_f32(io.p, io.shape == MB_ROWT_ROW ? r : 0, (mb_dtype)io.dt);
         return make_float4(v, v, v, v);

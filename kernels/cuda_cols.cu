@@ -145,13 +145,14 @@ static int lower_io(lower *L, const char *post, void *const *dev)
         io->shape = (uint8_t)mb_cuda_rowt_of(nd);
         io->slot = (uint8_t)L->slot[r];
         io->phase = 0;
+        if (mb_cuda_group_of(g, K->reads[r], &io->grp_inner, &io->grp_outer, L->err)) return MB_EINPUT;
         for (int ph = 0; ph < 2; ph++) {
             const mb_col_ins *ins = ph ? P->post_ins : P->row_ins;
             const int n = ph ? P->n_post_ins : P->n_row_ins;
             for (int q = 0; q < n; q++)
                 if (ins[q].a == io->slot || ins[q].b == io->slot) io->phase |= (uint8_t)(1u << ph);
         }
-        if ((io->phase & 2) && (io->shape == MB_ROWT_FULL || io->shape == MB_ROWT_ROW))
+        if ((io->phase & 2) && (io->shape == MB_ROWT_FULL || io->shape == MB_ROWT_GCOL || io->shape == MB_ROWT_ROW))
             return mb_err_set(L->err, MB_EINPUT, "kernel %s: a value after the sums over the rows reads a "
                               "[rows, ...] tensor", K->name);
     }
@@ -168,6 +169,9 @@ static int lower_io(lower *L, const char *post, void *const *dev)
         io->phase = (uint8_t)(post[j] || nd->shape == MB_SHC_COL);
         if (io->shape == MB_ROWT_SCALAR)
             return mb_err_set(L->err, MB_EINPUT, "kernel %s: a scalar written beside a sum over the rows", K->name);
+        if (io->shape == MB_ROWT_GCOL)
+            return mb_err_set(L->err, MB_EINPUT, "kernel %s: a tensor broadcast within the leading dimensions "
+                              "written beside a sum over the rows is not run on CUDA", K->name);
     }
     return MB_OK;
 }

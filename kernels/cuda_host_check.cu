@@ -21,6 +21,7 @@ static int col_traffic(const mb_plan *p, int k, mb_shape s, mb_kern_cuda_row_byt
         const double eb = (double)mb_dtype_bytes((mb_dtype)P->reads[r].dt);
         if (P->reads[r].shape == MB_ROWT_FULL) out->read_pe += eb, out->full_loads++;
         else if (P->reads[r].shape == MB_ROWT_COL) out->col_pe += eb;
+        else if (P->reads[r].shape == MB_ROWT_GCOL) out->grp_pe += eb;
     }
     for (int w = 0; rc == MB_OK && w < P->n_writes; w++)
         if (P->writes[w].shape == MB_ROWT_FULL) out->write_pe += (double)mb_dtype_bytes((mb_dtype)P->writes[w].dt);
@@ -47,6 +48,7 @@ extern "C" int mb_kern_cuda_row_traffic(const mb_plan *p, int k, mb_shape s, con
         const int loads = P->onepass && io->staged ? (io->mask ? 1 : 0) : __builtin_popcount(io->mask);
         if (io->shape == MB_ROWT_FULL) out->read_pe += eb * loads, out->full_loads += loads;
         else if (io->shape == MB_ROWT_COL) out->col_pe += eb * loads;
+        else if (io->shape == MB_ROWT_GCOL) out->grp_pe += eb * loads;
     }
     for (int w = 0; rc == MB_OK && w < P->n_writes; w++)
         if (P->writes[w].shape == MB_ROWT_FULL) out->write_pe += (double)mb_dtype_bytes((mb_dtype)P->writes[w].dt);

@@ -201,10 +201,11 @@ static int assign(lower *L, const mb_shape s, void *const *dev)
         io->dt = (uint8_t)nd->dtype;
         io->shape = (uint8_t)mb_cuda_rowt_of(nd);
         io->staged = 0;
+        if (mb_cuda_group_of(g, K->writes[w], &io->grp_inner, &io->grp_outer, L->err)) return MB_EINPUT;
         int at = K->stat_pass[j] >= 0 && mb_op_info_of(nd->op)->kind == MB_OPK_REDUCTION ? K->stat_pass[j]
                                                                                        : lowest_bit((uint32_t)K->eval_mask[j]);
         io->mask = 1u << at;
-        if (io->shape <= MB_ROWT_COL) L->use_last[v] = P->n_ins;
+        if (MB_ROWT_HAS_COLS(io->shape)) L->use_last[v] = P->n_ins;
         else io->at = (uint8_t)(MB_ROW_RV | L->rv_of[v]);
     }
     int busy[MB_ROW_MAX_SLOTS] = {0}, used = 0;
@@ -228,7 +229,8 @@ static int assign(lower *L, const mb_shape s, void *const *dev)
         io->shape = (uint8_t)mb_cuda_rowt_of(nd);
         io->mask = need[r];
         io->staged = 0;
-        if (io->shape > MB_ROWT_COL) {
+        if (mb_cuda_group_of(g, K->reads[r], &io->grp_inner, &io->grp_outer, L->err)) return MB_EINPUT;
+        if (!MB_ROWT_HAS_COLS(io->shape)) {
             io->at = (uint8_t)L->rv_of[r];
             continue;
         }
@@ -272,7 +274,7 @@ static int assign(lower *L, const mb_shape s, void *const *dev)
 #undef TAKE
     for (int w = 0; w < K->n_writes; w++) {
         int v = value_of(L, K->writes[w], K->n_nodes);
-        if (P->writes[w].shape <= MB_ROWT_COL) P->writes[w].at = (uint8_t)slot[v];
+        if (MB_ROWT_HAS_COLS(P->writes[w].shape)) P->writes[w].at = (uint8_t)slot[v];
     }
     P->n_slots = used;
     return MB_OK;
@@ -320,7 +322,7 @@ int mb_cuda_row_lower(const mb_plan *p, int k, mb_shape s, int onepass, void *co
     P->rows = s.rows; /* rank 1: one row of n */
     P->cols = s.cols;
     for (int q = 0; q < P->n_ins; q++) P->has_cols |= P->ins[q].kind != MB_ROWI_RV;
-    for (int r = 0; r < P->n_reads; r++) P->has_cols |= P->reads[r].shape <= MB_ROWT_COL && P->reads[r].mask;
-    for (int w = 0; w < P->n_writes; w++) P->has_cols |= P->writes[w].shape <= MB_ROWT_COL;
+    for (int r = 0; r < P->n_reads; r++) P->has_cols |= MB_ROWT_HAS_COLS(P->reads[r].shape) && P->reads[r].mask;
+    for (int w = 0; w < P->n_writes; w++) P->has_cols |= MB_ROWT_HAS_COLS(P->writes[w].shape);
     return MB_OK;
 }

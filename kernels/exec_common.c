@@ -271,6 +271,8 @@ int mb_kern_tensors_alloc_shape(const mb_plan *p, mb_shape shape, int64_t llc_by
 {
     memset(t, 0, sizeof *t);
     shape = mb_graph_shape_at(p->g, shape);
+    int rc0 = mb_graph_check_shape(p->g, shape, err);
+    if (rc0) return rc0;
     int64_t n = shape.rows * shape.cols;
     if (shape.rows < 1 || shape.cols < 1 || shape.rows > MB_N_MAX / shape.cols)
         return mb_err_set(err, MB_EINPUT, "n = %lld x %lld is out of range", (long long)shape.rows,

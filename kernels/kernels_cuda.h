@@ -118,6 +118,7 @@ int mb_kern_cuda_choose_shape(const mb_plan *p, int k, mb_shape s, const mb_devi
  * MB_EINPUT when kernel k is not a row kernel or cannot be lowered. */
 typedef struct mb_kern_cuda_row_bytes {
     double read_pe, write_pe, col_pe;
+    double grp_pe;    /* GCOL reads: bytes loaded per element of the full shape */
     int full_loads;   /* loads of full-row tensors per element */
     int passes, onepass;
 } mb_kern_cuda_row_bytes;

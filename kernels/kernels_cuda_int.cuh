@@ -215,19 +215,42 @@ typedef struct mb_row_stat {
     uint8_t mean;         /* MB_ROWS_SUM: divide by cols */
 } mb_row_stat;
 
-/* Shapes of reads and writes. */
-enum { MB_ROWT_FULL = 0, MB_ROWT_COL, MB_ROWT_ROW, MB_ROWT_SCALAR };
+/* Shapes of reads and writes: those with columns (full, [cols], GCOL: a
+ * group row's [cols], at row (r / grp_inner) % grp_outer), then row values. */
+enum { MB_ROWT_FULL = 0, MB_ROWT_COL, MB_ROWT_GCOL, MB_ROWT_ROW, MB_ROWT_SCALAR };
+#define MB_ROWT_HAS_COLS(s) ((s) <= MB_ROWT_GCOL)
+
+/* Where row r of a read or write io (with columns) starts, cols a row. */
+#define MB_ROWT_BASE(io, r, cols) \
+    ((io).shape == MB_ROWT_FULL ? (r) * (cols) \
+     : (io).shape == MB_ROWT_GCOL ? ((r) / (int64_t)(io).grp_inner % (int64_t)(io).grp_outer) * (cols) : 0)
 
 /* Node nd's shape class as a row or column program reads or writes it. */
 static inline int mb_cuda_rowt_of(const mb_node *nd)
 {
     switch (nd->shape) {
     case MB_SHC_COL: return MB_ROWT_COL;
+    case MB_SHC_GCOL: return MB_ROWT_GCOL;
     case MB_SHC_ROW:
     case MB_SHC_ROWV: return MB_ROWT_ROW;
     case MB_SHC_SCALAR: return MB_ROWT_SCALAR;
     default: return MB_ROWT_FULL;
     }
+}
+
+/* GCOL node v's grp_inner and grp_outer for a program (mb_graph_group);
+ * MB_EINPUT when either passes 2^32 - 1. */
+static inline int mb_cuda_group_of(const mb_graph *g, int v, uint32_t *inner, uint32_t *outer, mb_err *err)
+{
+    *inner = *outer = 1;
+    if (g->nodes[v].shape != MB_SHC_GCOL) return MB_OK;
+    int64_t in, out;
+    mb_graph_group(g, v, &in, &out);
+    if (in > (int64_t)UINT32_MAX || out > (int64_t)UINT32_MAX)
+        return mb_err_set(err, MB_EINPUT, "tensor '%s': its broadcast within the leading dimensions spans more "
+                          "than 2^32 rows, which the CUDA evaluators do not index", g->nodes[v].name);
+    *inner = (uint32_t)in, *outer = (uint32_t)out;
+    return MB_OK;
 }
 
 /* The index of v in a[0..n), or -1. */
@@ -245,6 +268,7 @@ typedef struct mb_row_io {
     uint8_t staged;       /* one pass: 1 when kept in shared memory after its first pass */
     uint32_t mask;        /* reads: passes it is loaded in; writes: the pass it is stored in */
     uint32_t stage_off;   /* staged: its bytes' offset in the group's staged row */
+    uint32_t grp_inner, grp_outer; /* MB_ROWT_GCOL: mb_graph_group's */
 } mb_row_io;
 
 typedef struct mb_row_prog {
@@ -318,9 +342,10 @@ typedef struct mb_col_ins {
 
 typedef struct mb_col_io {
     const void *p;
-    uint8_t dt, shape;    /* MB_ROWT_FULL, _COL, _ROW, _SCALAR */
+    uint8_t dt, shape;    /* MB_ROWT_FULL, _COL, _GCOL (reads only), _ROW, _SCALAR */
     uint8_t slot;
     uint8_t phase;        /* reads: bit 0 rows phase, bit 1 post phase; writes: 0 rows, 1 post */
+    uint32_t grp_inner, grp_outer; /* MB_ROWT_GCOL reads: mb_graph_group's */
 } mb_col_io;
 
 typedef struct mb_col_prog {

@@ -156,6 +156,29 @@ static inline int mb_kern_is_rowval(const mb_node *nd)
     return nd->shape == MB_SHC_ROW || nd->shape == MB_SHC_ROWV || nd->shape == MB_SHC_SCALAR;
 }
 
+/* The element where row r's values of a full, [cols] or GCOL tensor node
+ * v start (cols a row): r x cols, 0, or its group row's (mb_graph_group). */
+static inline int64_t mb_kern_row_base(const mb_graph *g, int v, int64_t r, int64_t cols)
+{
+    const mb_node *nd = &g->nodes[v];
+    if (nd->shape == MB_SHC_COL) return 0;
+    if (nd->shape != MB_SHC_GCOL) return r * cols;
+    int64_t inner, outer;
+    mb_graph_group(g, v, &inner, &outer);
+    return (r / inner) % outer * cols;
+}
+
+/* 1 when kernel K reads or evaluates a GCOL tensor: the row interpreter runs
+ * it (no compiled form indexes one). */
+static inline int mb_kern_has_gcol(const mb_graph *g, const mb_kernel *K)
+{
+    for (int j = 0; j < K->n_nodes; j++)
+        if (g->nodes[K->nodes[j]].shape == MB_SHC_GCOL) return 1;
+    for (int q = 0; q < K->n_reads; q++)
+        if (g->nodes[K->reads[q]].shape == MB_SHC_GCOL) return 1;
+    return 0;
+}
+
 /* Gives node i storage (its shape's elements) if it has none, poisoned. */
 int mb_kern_ensure_storage(mb_kern_tensors *t, int i, mb_err *err);
 /* The tolerance a check of p's results uses: tol when > 0, else

@@ -170,14 +170,14 @@ MB_HD static inline void row_columns(const mb_row_prog &P, const row_view &V, in
     for (int64_t c = 4 * (int64_t)lane; P.has_cols && c < cols; c += 4 * (int64_t)G) {
         for (int r = 0; r < P.n_reads; r++) {
             const mb_row_io &io = P.reads[r];
-            if (io.shape > MB_ROWT_COL || !(io.mask & bit)) continue;
+            if (!MB_ROWT_HAS_COLS(io.shape) || !(io.mask & bit)) continue;
             float4 v;
             const int staged = P.onepass && io.staged;
             if (staged && (io.mask & (bit - 1))) { /* loaded in an earlier pass: from chip */
                 v = stage_get(V.stage + io.stage_off, io.dt, c);
             } else {
-                v = row_load4(io.p, io.dt, io.shape == MB_ROWT_FULL ? base : 0, c, cols,
-                              io.shape == MB_ROWT_FULL ? vec : 1);
+                v = row_load4(io.p, io.dt, io.shape == MB_ROWT_FULL ? base : MB_ROWT_BASE(io, row, cols), c, cols,
+                              io.shape == MB_ROWT_COL ? 1 : vec);
                 if (staged) stage_put(V.stage + io.stage_off, io.dt, c, v);
             }
             V.slot[io.at * sstride] = v;
@@ -206,9 +206,9 @@ ROW_UNROLL
         }
         for (int w = 0; w < P.n_writes; w++) {
             const mb_row_io &io = P.writes[w];
-            if (io.shape > MB_ROWT_COL || !(io.mask & bit)) continue;
-            row_store4(const_cast<void *>(io.p), io.dt, io.shape == MB_ROWT_FULL ? base : 0, c, cols,
-                       io.shape == MB_ROWT_FULL ? vec : 1, V.slot[io.at * sstride]);
+            if (!MB_ROWT_HAS_COLS(io.shape) || !(io.mask & bit)) continue;
+            row_store4(const_cast<void *>(io.p), io.dt, io.shape == MB_ROWT_FULL ? base : MB_ROWT_BASE(io, row, cols),
+                       c, cols, io.shape == MB_ROWT_COL ? 1 : vec, V.slot[io.at * sstride]);
         }
     }
 }
@@ -231,7 +231,7 @@ MB_HD static inline void row_store_rv(const mb_row_prog &P, const row_view &V, i
 {
     for (int w = 0; w < P.n_writes; w++) {
         const mb_row_io &io = P.writes[w];
-        if (io.shape <= MB_ROWT_COL || !(io.mask >> p & 1)) continue;
+        if (MB_ROWT_HAS_COLS(io.shape) || !(io.mask >> p & 1)) continue;
         mb_store_f32(const_cast<void *>(io.p), io.shape == MB_ROWT_SCALAR ? 0 : row, (mb_dtype)io.dt,
                      V.rv[io.at & 0x7f]);
     }

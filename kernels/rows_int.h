@@ -53,7 +53,7 @@ static inline void mb_kern_row_load_tile(mb_kern_rowstate *S, int v, int64_t r, 
 {
     const mb_node *nd = &S->g->nodes[v];
     const void *src = S->t->data[v];
-    int64_t base = nd->shape == MB_SHC_COL ? c0 : r * S->cols + c0;
+    int64_t base = mb_kern_row_base(S->g, v, r, S->cols) + c0;
     if (nd->dtype == MB_F32) {
         S->buf[v] = (float *)src + base;
         return;
@@ -66,7 +66,7 @@ static inline void mb_kern_row_load_tile(mb_kern_rowstate *S, int v, int64_t r, 
 static inline void mb_kern_row_store_tile(mb_kern_rowstate *S, int v, int64_t r, int64_t c0, int len)
 {
     const mb_node *nd = &S->g->nodes[v];
-    int64_t base = nd->shape == MB_SHC_COL ? c0 : r * S->cols + c0;
+    int64_t base = mb_kern_row_base(S->g, v, r, S->cols) + c0;
     int nt = nd->shape == MB_SHC_FULL && S->t->n * (int64_t)mb_dtype_bytes(nd->dtype) >= S->t->nt_min_bytes;
     mb_kern_vec_store(S->buf[v], (char *)S->t->data[v] + base * (int64_t)mb_dtype_bytes(nd->dtype), nd->dtype,
                       len, nt);

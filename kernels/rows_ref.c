@@ -77,7 +77,7 @@ void mb_kern_rows_reference_row(const mb_kern_tensors *t, int64_t r, double **va
         int64_t len = rv ? 1 : C;
         if (nd->op == MB_OP_INPUT) {
             if (!t->data[v]) continue;
-            int64_t base = nd->shape == MB_SHC_COL ? 0 : rv ? (nd->shape == MB_SHC_SCALAR ? 0 : r) : r * C;
+            int64_t base = rv ? (nd->shape == MB_SHC_SCALAR ? 0 : r) : mb_kern_row_base(g, v, r, C);
             for (int64_t i = 0; i < len; i++) mag[v][i] = fabs(y[i] = mb_load_f32(t->data[v], base + i, nd->dtype));
             continue;
         }

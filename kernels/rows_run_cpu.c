@@ -29,7 +29,8 @@ static mb_kern_rows_fn rows_jit(const mb_graph *g, const mb_kernel *K, int onepa
 {
     int row_op = 0;
     for (int j = 0; j < K->n_nodes; j++) row_op |= MB_OP_IS_ROW(g->nodes[K->nodes[j]].op);
-    if ((K->n_nodes < 2 && !row_op) || K->n_reads > MB_KERN_JIT_IO_MAX || K->n_writes > MB_KERN_JIT_IO_MAX)
+    if ((K->n_nodes < 2 && !row_op) || K->n_reads > MB_KERN_JIT_IO_MAX || K->n_writes > MB_KERN_JIT_IO_MAX ||
+        mb_kern_has_gcol(g, K))
         return NULL;
     return mb_kern_jit_rows_lookup(g, K, onepass);
 }
@@ -79,12 +80,26 @@ static void run_rowvals(mb_kern_tensors *t, const mb_kernel *K)
     }
 }
 
+/* A kernel of GCOL nodes alone, of one run of leading dimensions, runs over
+ * its own rows only: row i x *inner of the full shape, i < *outer, is its
+ * row i (mb_graph_group); 0 for another kernel (every row). */
+static int gcol_rows(const mb_graph *g, const mb_kernel *K, int64_t *inner, int64_t *outer)
+{
+    for (int j = 0; j < K->n_nodes; j++) {
+        const mb_node *nd = &g->nodes[K->nodes[j]], *n0 = &g->nodes[K->nodes[0]];
+        if (nd->shape != MB_SHC_GCOL || nd->grp_lo != n0->grp_lo || nd->grp_hi != n0->grp_hi) return 0;
+    }
+    if (K->n_nodes) mb_graph_group(g, K->nodes[0], inner, outer);
+    return K->n_nodes > 0;
+}
+
 /* Runs kernel K over every row of t, rows split among the threads. */
 static int run_rows(mb_kern_tensors *t, const mb_kernel *K, mb_err *err)
 {
     const mb_graph *g = t->plan->g;
     const int nn = g->n_nodes;
-    const int64_t rows = t->shape.rows;
+    int64_t rows = t->shape.rows, step = 1; /* rows r = i x step, i < rows */
+    if (gcol_rows(g, K, &step, &rows) == 0) rows = t->shape.rows, step = 1;
     const int onepass = mb_kern_rows_onepass(K, t->shape.cols);
     const mb_kern_rows_fn fn = rows_jit(g, K, onepass);
     const int nt = t->n * (int64_t)sizeof(float) >= t->nt_min_bytes; /* compiled: f32 writes only */
@@ -120,7 +135,8 @@ static int run_rows(mb_kern_tensors *t, const mb_kernel *K, mb_err *err)
             }
         } else
 #pragma omp for schedule(static)
-        for (int64_t r = 0; r < rows; r++) {
+        for (int64_t i = 0; i < rows; i++) {
+            const int64_t r = i * step;
             if (!ok) continue;
             for (int q = 0; q < K->n_reads; q++) { /* row values read: loaded once a row */
                 int v = K->reads[q];

@@ -78,7 +78,7 @@ int mb_kern_rows_verify(const mb_kern_tensors *t, unsigned poison_rep, double to
                 const mb_node *nd = &g->nodes[v];
                 int rv = mb_kern_is_rowval(nd);
                 if ((rv && nd->shape == MB_SHC_SCALAR && r > 0) || post[v]) continue;
-                int64_t len = rv ? 1 : C, base = rv ? (nd->shape == MB_SHC_SCALAR ? 0 : r) : r * C;
+                int64_t len = rv ? 1 : C, base = rv ? (nd->shape == MB_SHC_SCALAR ? 0 : r) : mb_kern_row_base(g, v, r, C);
                 double scale = 0;
                 for (int64_t i = 0; i < len; i++) scale = fabs(val[v][i]) > scale ? fabs(val[v][i]) : scale;
                 for (int64_t i = 0; i < len; i++) {

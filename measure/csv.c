@@ -84,7 +84,7 @@ static const char *const extra_columns = MB_MEAS_CSV_CONTENDED_COLUMN "," MB_MEA
                                           "," MB_MEAS_CSV_HOST_MODEL_COLUMN "," MB_MEAS_CSV_MODES_COLUMNS
                                           "," MB_MEAS_CSV_COUNT_COLUMNS "," MB_MEAS_CSV_ACCURACY_COLUMN
                                           "," MB_MEAS_CSV_TEXT_COLUMNS "," MB_MEAS_CSV_CALIBRATION_COLUMN
-                                          "," MB_MEAS_CSV_SHAPE_COLUMN;
+                                          "," MB_MEAS_CSV_SHAPE_COLUMN "," MB_MEAS_CSV_DIMS_COLUMN;
 
 void mb_meas_csv_header(FILE *fp, int per_kernel)
 {
@@ -178,6 +178,8 @@ void mb_meas_csv_row(FILE *fp, const mb_meas_record *r, int per_kernel, const mb
     field(fp, r->calibration);
     fputc(',', fp);
     if (r->rows > 0 && r->cols > 0) fprintf(fp, "%lldx%lld", (long long)r->rows, (long long)r->cols);
+    fputc(',', fp);
+    field(fp, r->dims);
     fputc('\n', fp);
     funlockfile(fp);
 }

@@ -64,6 +64,8 @@ typedef struct mb_meas_record {
                                 "inaccurate" (verified, off float64 as correct f32
                                 evaluation is), "failed"; "" unchecked
                                 (MB_MEAS_CSV_ACCURACY_COLUMN) */
+    char dims[256];          /* named dimensions' sizes, mb_graph_dims_text
+                                (MB_MEAS_CSV_DIMS_COLUMN); "" none */
     char calibration[16];    /* mb_cal_mark of the model device:
                                 "full", "quick", "fallback", "stale", ""
                                 (MB_MEAS_CSV_CALIBRATION_COLUMN) */

@@ -43,6 +43,8 @@ static unsigned char join_shape(int a, int b)
 {
     if (a < 0) return (unsigned char)(b < 0 ? MB_SHC_SCALAR : b);
     if (b < 0 || a == b) return (unsigned char)a;
+    if (a == MB_SHC_GCOL || b == MB_SHC_GCOL) /* beside a [cols] tensor it stays, else the full shape */
+        return a == MB_SHC_COL || b == MB_SHC_COL ? MB_SHC_GCOL : MB_SHC_FULL;
     if (a == MB_SHC_FULL || b == MB_SHC_FULL) return MB_SHC_FULL;
     if (a == MB_SHC_COL || b == MB_SHC_COL) return rowval(a) && rowval(b) ? MB_SHC_COL : MB_SHC_FULL;
     if (a == MB_SHC_ROW || b == MB_SHC_ROW) return MB_SHC_ROW;
@@ -67,6 +69,11 @@ static int mk(ad *A, mb_op op, int a, double sa, int b, double sb)
     } else {
         nd->shape = join_shape(a >= 0 ? A->g->nodes[a].shape : -1,
                                mb_op_arity(op) == 2 && b >= 0 ? A->g->nodes[b].shape : -1);
+        if (nd->shape == MB_SHC_GCOL) { /* its run of leading dimensions is its GCOL operand's */
+            const mb_node *src = &A->g->nodes[a >= 0 && A->g->nodes[a].shape == MB_SHC_GCOL ? a : b];
+            nd->grp_lo = src->grp_lo;
+            nd->grp_hi = src->grp_hi;
+        }
     }
     return id;
 }
@@ -506,6 +513,17 @@ int mb_autodiff(mb_graph *g, mb_err *err)
         if (nd->op == MB_OP_INPUT) A.needs[i] = !nd->nograd;
         for (int a = 0; a < 2; a++) A.needs[i] |= nd->arg[a] >= 0 && A.needs[nd->arg[a]];
     }
+    for (int i = 0; i < nf; i++)
+        if (A.needs[i] && g->nodes[i].shape == MB_SHC_GCOL) {
+            const mb_node *nd = &g->nodes[i];
+            free(A.grad);
+            free(A.needs);
+            return mb_err_set(err, MB_EINPUT, "%s:%d:%d: '%s' is broadcast within the leading dimensions and "
+                              "needs a gradient (a sum over the dimensions it broadcasts), which is not "
+                              "modelled: declare the inputs it reads nograd (a mask, a bias that is not "
+                              "trained)", g->path, nd->line, nd->col,
+                              nd->name[0] ? nd->name : mb_op_name(nd->op));
+        }
     for (int k = 0; k < g->n_outputs; k++)
         if (!A.needs[g->outputs[k]]) {
             const mb_node *o = &g->nodes[g->outputs[k]];

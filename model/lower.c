@@ -92,9 +92,11 @@ static int row_kernel_compiles(const mb_graph *g, const mb_kernel *K)
     int row_op = 0;
     for (int j = 0; j < K->n_nodes; j++) row_op |= MB_OP_IS_ROW(g->nodes[K->nodes[j]].op);
     if (K->n_nodes < 2 && !row_op) return 0;
+    for (int q = 0; q < K->n_reads; q++) /* a GCOL tensor: the interpreter (kernels/rows_run_cpu.c) */
+        if (g->nodes[K->reads[q]].shape == MB_SHC_GCOL) return 0;
     for (int j = 0; j < K->n_nodes; j++) {
         const mb_node *nd = &g->nodes[K->nodes[j]];
-        if (MB_OP_IS_COLUMN(nd->op) || nd->op == MB_OP_INPUT) return 0;
+        if (MB_OP_IS_COLUMN(nd->op) || nd->op == MB_OP_INPUT || nd->shape == MB_SHC_GCOL) return 0;
         if (!MB_OP_IS_ROW(nd->op)) {
             if (!mb_node_compiles(nd)) return 0;
             continue;

@@ -50,6 +50,8 @@ typedef struct mb_node {
     unsigned char scalar_cols; /* 1: the scalar operand (scalar[1]) is the row
                             length, cols (n at rank 1): mean's backward divides
                             by it (autodiff.c); executors read it at their shape */
+    unsigned char grp_lo, grp_hi; /* MB_SHC_GCOL: the leading named dimensions
+                            [grp_lo, grp_hi) it keeps (mb_graph_group) */
     unsigned char gamma_beta; /* backward nodes of a norm's weight and bias
                             gradients (autodiff.c): 1, the eager plan runs them
                             in a kernel of their own after the op's fused
@@ -63,9 +65,13 @@ typedef struct mb_node {
 /* The shape of a tensor, relative to the graph's shape: FULL is [n] (1-D)
  * or [rows, cols] (2-D); ROW [rows, 1] (a reduction with keepdim=True; [1]
  * in 1-D); ROWV [rows] (keepdim=False in 2-D); COL [cols] (a weight);
- * SCALAR a 0-d tensor (a 1-D reduction with keepdim=False). */
+ * SCALAR a 0-d tensor (a 1-D reduction with keepdim=False); GCOL, with
+ * named dimensions, the last dimension and a run of the leading ones, 1 in
+ * the others ([batch, 1, 1, seq] or [1, 1, seq, seq] against [batch, heads,
+ * seq, seq]: an attention mask), read by row r at its row (r / inner) %
+ * outer (mb_graph_group). */
 typedef enum mb_shape_class {
-    MB_SHC_FULL = 0, MB_SHC_ROW, MB_SHC_ROWV, MB_SHC_COL, MB_SHC_SCALAR, MB_SHC_COUNT
+    MB_SHC_FULL = 0, MB_SHC_ROW, MB_SHC_ROWV, MB_SHC_COL, MB_SHC_SCALAR, MB_SHC_GCOL, MB_SHC_COUNT
 } mb_shape_class;
 
 /* A size: rank 1, n = cols elements (rows = 1); or rank 2, rows x cols. */
@@ -115,6 +121,10 @@ typedef struct mb_graph {
                                 last is cols, the others' product rows (rank
                                 2); one alone is n (rank 1) */
     char dim_names[MB_MAX_DIMS][MB_DIM_NAME_MAX];
+    int64_t dim_size[MB_MAX_DIMS]; /* the named dimensions' sizes the graph
+                                is bound to (mb_graph_bind_dims, the 'dims'
+                                line), 0 unbound: a GCOL tensor's size needs them */
+    int has_gcol;            /* 1: a GCOL tensor is in it */
     int flat;                /* 1: declared 2-D or more, but its only row ops
                                 are reductions over every element and every
                                 tensor is full or 0-d: it runs, as PyTorch
@@ -128,6 +138,22 @@ typedef struct mb_graph {
  * (rank 2), or n (one dimension, rank 1). MB_EINPUT naming the dimension
  * that is missing, unknown, given twice or too large. */
 int mb_graph_dims_shape(const mb_graph *g, const char *text, mb_shape *out, mb_err *err);
+
+/* mb_graph_dims_shape, and g bound to those sizes (a GCOL tensor's rows
+ * are counted from them). */
+int mb_graph_bind_dims(mb_graph *g, const char *text, mb_shape *out, mb_err *err);
+
+/* g's bound sizes as "name=SIZE,..." (each name once) into buf, "" when g
+ * names no dimensions or is not bound; returns buf. */
+const char *mb_graph_dims_text(const mb_graph *g, char *buf, size_t size);
+
+/* Row r of a tensor of g's full shape reads row (r / *inner) % *outer of
+ * GCOL tensor node i (its kept run of leading dimensions, g's bound sizes). */
+void mb_graph_group(const mb_graph *g, int i, int64_t *inner, int64_t *outer);
+
+/* MB_OK when g can run at shape s: a graph with a GCOL tensor must be bound
+ * to named sizes whose rows and columns are s's; MB_EINPUT saying so. */
+int mb_graph_check_shape(const mb_graph *g, mb_shape s, mb_err *err);
 
 /* A shape class as g names its dimensions ("[batch, seq, 1]"; without
  * named dimensions, mb_shape_class_text's), into buf; returns buf. */

@@ -108,6 +108,11 @@ extern "C" {
 /* At the very end, after the calibration column: the row's shape, "ROWSxCOLS" for a 2-D row ("" for 1-D);
  * n stays the element count (rows x cols). */
 #define MB_MEAS_CSV_SHAPE_COLUMN "shape"
+/* After the shape: a variant with named dimensions, the sizes the row ran at
+ * ("batch=2,heads=3,seq=5,key=301", mb_graph_dims_text); "" otherwise. A
+ * tensor broadcast within the leading dimensions ([batch, 1, 1, seq]) is
+ * sized by them, not by rows and cols alone. */
+#define MB_MEAS_CSV_DIMS_COLUMN "dims"
 
 #ifdef __cplusplus
 }

@@ -870,6 +870,27 @@ static int parse_dims(parser *P, int slot, int *decl)
     return MB_OK;
 }
 
+/* Whether L (m names) against the full shape F (n) is its last dimension
+ * and one run [*lo, *hi) of its leading ones, 1 (or absent: PyTorch aligns
+ * shapes from the right) in the others, and not F itself: a GCOL tensor
+ * ([batch, 1, 1, seq], [seq, seq] or [1, 1, seq, seq] against [batch,
+ * heads, seq, seq]). */
+static int gcol_run(const char (*F)[MB_DIM_NAME_MAX], int n, const char (*L)[MB_DIM_NAME_MAX], int m, int *lo,
+                    int *hi)
+{
+    if (n < 3 || m < 2 || m > n || strcmp(L[m - 1], F[n - 1])) return 0;
+    *lo = *hi = -1;
+    for (int d = 0; d < n - 1; d++) {
+        int j = d - (n - m); /* L's dimension aligned with F's d, < 0: absent */
+        int kept = j >= 0 && !strcmp(L[j], F[d]);
+        if (!kept && j >= 0 && strcmp(L[j], "1")) return 0;
+        if (kept && *hi >= 0 && *hi != d) return 0; /* a second run */
+        if (kept && *lo < 0) *lo = d;
+        if (kept) *hi = d + 1;
+    }
+    return *lo >= 0 && !(*lo == 0 && *hi == n - 1);
+}
+
 /* Named dimensions: the longest declaration is the full shape; every other
  * named input is it ([.., last]), its rows with a 1 ([.., 1]) or without the
  * last ([..]), or its last alone ([last]), as the leading dimensions
@@ -904,19 +925,25 @@ static int finish_dims(parser *P)
         else if (m == n && n > 1 && lead && !strcmp(L[m - 1], "1")) c = MB_SHC_ROW;
         else if (m == n - 1 && lead && !strcmp(L[m - 1], F[m - 1])) c = MB_SHC_ROWV;
         else if (m == 1 && n > 1 && !strcmp(L[0], F[n - 1])) c = MB_SHC_COL;
+        int lo = 0, hi = 0;
+        if (c < 0 && gcol_run(F, n, L, m, &lo, &hi)) c = MB_SHC_GCOL;
         if (c < 0) {
             char a[MB_MAX_DIMS * MB_DIM_NAME_MAX], b[sizeof a];
             const mb_node *in = &g->nodes[g->inputs[k]];
             return perr(P, P->idims[k].line, P->idims[k].col, "input '%s' %s does not broadcast as modelled "
                         "against %s: the leading dimensions run as rows, the last as columns, so an input is "
-                        "the full shape, its rows with a 1 last, its rows, or its last dimension alone (a "
-                        "broadcast within the leading dimensions is not modelled)", in->name,
+                        "the full shape, its rows with a 1 last, its rows, its last dimension alone, or its last "
+                        "with one run of the leading dimensions and 1 in the others ([batch, 1, 1, seq])", in->name,
                         dims_text(L, m, a, sizeof a), dims_text(F, n, b, sizeof b));
         }
-        for (int d = 0; d < m; d++)
+        for (int d = 0; d < m && c != MB_SHC_GCOL; d++)
             if (!strcmp(L[d], "1") && !(c == MB_SHC_ROW && d == m - 1))
-                return perr(P, P->idims[k].line, P->idims[k].col, "a dimension of size 1 is modelled last only");
-        g->nodes[g->inputs[k]].decl = (unsigned char)(1 + c);
+                return perr(P, P->idims[k].line, P->idims[k].col, "a dimension of size 1 is modelled last, or "
+                            "beside one run of the leading dimensions ([batch, 1, 1, seq])");
+        mb_node *in = &g->nodes[g->inputs[k]];
+        in->decl = (unsigned char)(1 + c);
+        in->grp_lo = (unsigned char)lo;
+        in->grp_hi = (unsigned char)hi;
     }
     for (int d = 0; d < n; d++)
         if (!strcmp(F[d], "1")) return perr(P, P->idims[full].line, P->idims[full].col, "a dimension of size 1 is "
@@ -928,7 +955,7 @@ static int finish_dims(parser *P)
     if (!P->dims_text[0]) return MB_OK;
     mb_shape sh;
     mb_err e;
-    if (mb_graph_dims_shape(g, P->dims_text, &sh, &e)) return perr(P, P->dims_line, P->dims_col, "%s", e.msg);
+    if (mb_graph_bind_dims(g, P->dims_text, &sh, &e)) return perr(P, P->dims_line, P->dims_col, "%s", e.msg);
     if (sh.rank == 2) g->default_shape = sh;
     else g->default_n = sh.cols;
     return MB_OK;

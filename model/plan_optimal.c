@@ -65,6 +65,11 @@ static int64_t gcd64(int64_t a, int64_t b)
 
 mb_shape mb_plan_shape_of_n(const mb_graph *g, int64_t n)
 {
+    if (g->has_gcol && g->dim_size[0] > 0) { /* its bound sizes: a GCOL tensor's rows need them */
+        mb_shape s = {2, 1, g->dim_size[g->n_dims - 1]};
+        for (int d = 0; d + 1 < g->n_dims; d++) s.rows *= g->dim_size[d];
+        if (n <= 0 || mb_shape_elems(s) == n) return s;
+    }
     if (g->rank != 2) return mb_shape_1d(n > 0 ? n : 1);
     if (g->default_shape.rank == 2 && (n <= 0 || mb_shape_elems(g->default_shape) == n)) return g->default_shape;
     return (mb_shape){2, n > 0 ? n : 1, 1};
@@ -75,6 +80,8 @@ int mb_cut_problem_init(mb_cut_problem *cp, const mb_graph *g, mb_shape s, mb_er
     memset(cp, 0, sizeof *cp);
     s = mb_graph_shape_at(g, s);
     cp->shape = s;
+    int rc0 = mb_graph_check_shape(g, s, err);
+    if (rc0) return rc0;
     if (!g->has_backward)
         return mb_err_set(err, MB_EINPUT, "variant '%s' has no backward pass: nothing to save", g->name);
     if (!mb_plan_optimal_available())

@@ -54,8 +54,60 @@ int64_t mb_tensor_elems_at(const mb_graph *g, int i, mb_shape s)
     case MB_SHC_ROWV: return s.rows;
     case MB_SHC_COL: return s.cols;
     case MB_SHC_SCALAR: return 1;
+    case MB_SHC_GCOL: {
+        int64_t inner, outer;
+        mb_graph_group(g, i, &inner, &outer);
+        return outer * s.cols;
+    }
     default: return s.rows * s.cols;
     }
+}
+
+const char *mb_graph_dims_text(const mb_graph *g, char *buf, size_t size)
+{
+    size_t len = 0;
+    buf[0] = '\0';
+    for (int d = 0; d < g->n_dims && g->dim_size[0] > 0; d++) {
+        int seen = 0;
+        for (int e = 0; e < d; e++) seen |= !strcmp(g->dim_names[e], g->dim_names[d]);
+        if (seen || len >= size) continue; /* [seq, seq]: once */
+        len += (size_t)snprintf(buf + len, size - len, "%s%s=%lld", len ? "," : "", g->dim_names[d],
+                                (long long)g->dim_size[d]);
+    }
+    if (len >= size) buf[0] = '\0'; /* never a cut list */
+    return buf;
+}
+
+void mb_graph_group(const mb_graph *g, int i, int64_t *inner, int64_t *outer)
+{
+    const mb_node *nd = &g->nodes[i];
+    assert(nd->shape == MB_SHC_GCOL && nd->grp_lo < nd->grp_hi && nd->grp_hi < g->n_dims);
+    *inner = *outer = 1;
+    for (int d = nd->grp_lo; d < nd->grp_hi; d++) *outer *= g->dim_size[d] > 0 ? g->dim_size[d] : 1;
+    for (int d = nd->grp_hi; d < g->n_dims - 1; d++) *inner *= g->dim_size[d] > 0 ? g->dim_size[d] : 1;
+}
+
+int mb_graph_check_shape(const mb_graph *g, mb_shape s, mb_err *err)
+{
+    if (!g->has_gcol) return MB_OK;
+    char full[MB_MAX_DIMS * MB_DIM_NAME_MAX];
+    mb_graph_class_text(g, MB_SHC_FULL, full, sizeof full);
+    int64_t rows = 1;
+    for (int d = 0; d + 1 < g->n_dims; d++) {
+        if (g->dim_size[d] <= 0)
+            return mb_err_set(err, MB_EINPUT, "variant '%s' broadcasts a tensor within its leading dimensions "
+                              "%s: give their sizes by name, --dims %s=SIZE,... (or a 'dims' line), not a "
+                              "ROWSxCOLS shape", g->name, full, g->dim_names[0]);
+        rows *= g->dim_size[d];
+    }
+    if (s.rank != 2 || s.rows != rows || s.cols != g->dim_size[g->n_dims - 1]) {
+        char t[64];
+        mb_shape_format(s, t, sizeof t);
+        return mb_err_set(err, MB_EINPUT, "variant '%s': shape %s is not the %lldx%lld its dimensions %s are "
+                          "bound to: give its sizes with --dims", g->name, t, (long long)rows,
+                          (long long)g->dim_size[g->n_dims - 1], full);
+    }
+    return MB_OK;
 }
 
 int64_t mb_tensor_bytes_at(const mb_graph *g, int i, mb_shape s)
@@ -72,6 +124,7 @@ const char *mb_shape_class_text(mb_shape_class c, int rank)
     case MB_SHC_ROWV: return "[rows]";
     case MB_SHC_COL: return "[cols]";
     case MB_SHC_SCALAR: return "[]";
+    case MB_SHC_GCOL: return "[groups of rows, cols]";
     default: return rank == 2 ? "[rows, cols]" : "[n]";
     }
 }
@@ -91,12 +144,58 @@ const char *mb_graph_class_text(const mb_graph *g, mb_shape_class c, char *buf, 
     return buf;
 }
 
+/* Node i's shape as g names its dimensions: a GCOL tensor with its 1s
+ * ("[batch, 1, 1, seq]"), others as mb_graph_class_text. */
+static const char *node_text(const mb_graph *g, int i, char *buf, size_t size)
+{
+    const mb_node *nd = &g->nodes[i];
+    if (nd->shape != MB_SHC_GCOL) return mb_graph_class_text(g, (mb_shape_class)nd->shape, buf, size);
+    size_t len = (size_t)snprintf(buf, size, "[");
+    for (int d = 0; d < g->n_dims && len < size; d++)
+        len += (size_t)snprintf(buf + len, size - len, "%s%s", d ? ", " : "",
+                                d == g->n_dims - 1 || (d >= nd->grp_lo && d < nd->grp_hi) ? g->dim_names[d] : "1");
+    if (len < size) snprintf(buf + len, size - len, "]");
+    return buf;
+}
+
+/* The named sizes of text, in g's order, into size (0: not given). */
+static int dims_sizes(const mb_graph *g, const char *text, int64_t size[MB_MAX_DIMS], mb_err *err);
+
+int mb_graph_bind_dims(mb_graph *g, const char *text, mb_shape *out, mb_err *err)
+{
+    int64_t size[MB_MAX_DIMS] = {0};
+    int rc = mb_graph_dims_shape(g, text, out, err);
+    if (!rc) rc = dims_sizes(g, text, size, err);
+    if (!rc) memcpy(g->dim_size, size, sizeof size);
+    return rc;
+}
+
 int mb_graph_dims_shape(const mb_graph *g, const char *text, mb_shape *out, mb_err *err)
+{
+    int64_t size[MB_MAX_DIMS] = {0};
+    int rc = dims_sizes(g, text, size, err);
+    if (rc) return rc;
+    int64_t rows = 1;
+    for (int d = 0; d < g->n_dims; d++) {
+        if (!size[d])
+            return mb_err_set(err, MB_EINPUT, "dims: no size for '%s' (give %s=SIZE)", g->dim_names[d],
+                              g->dim_names[d]);
+        if (d == g->n_dims - 1) break;
+        if (rows > MB_N_MAX / size[d])
+            return mb_err_set(err, MB_EINPUT, "dims: too large to count (at most 2^44 elements)");
+        rows *= size[d];
+    }
+    int64_t cols = size[g->n_dims - 1];
+    if (rows > MB_N_MAX / cols) return mb_err_set(err, MB_EINPUT, "dims: too large to count (at most 2^44 elements)");
+    *out = mb_graph_shape_at(g, g->n_dims == 1 ? mb_shape_1d(cols) : (mb_shape){2, rows, cols});
+    return MB_OK;
+}
+
+static int dims_sizes(const mb_graph *g, const char *text, int64_t size[MB_MAX_DIMS], mb_err *err)
 {
     if (!g->n_dims)
         return mb_err_set(err, MB_EINPUT, "variant '%s' names no dimensions (its inputs are [rows, cols] or "
                           "[n]): give --shape or --n, not --dims", g->name);
-    int64_t size[MB_MAX_DIMS] = {0};
     char item[128];
     for (const char *p = text; *p;) {
         while (*p == ' ') p++;
@@ -130,19 +229,6 @@ int mb_graph_dims_shape(const mb_graph *g, const char *text, mb_shape *out, mb_e
                               all);
         }
     }
-    int64_t rows = 1;
-    for (int d = 0; d < g->n_dims; d++) {
-        if (!size[d])
-            return mb_err_set(err, MB_EINPUT, "dims: no size for '%s' (give %s=SIZE)", g->dim_names[d],
-                              g->dim_names[d]);
-        if (d == g->n_dims - 1) break;
-        if (rows > MB_N_MAX / size[d])
-            return mb_err_set(err, MB_EINPUT, "dims: too large to count (at most 2^44 elements)");
-        rows *= size[d];
-    }
-    int64_t cols = size[g->n_dims - 1];
-    if (rows > MB_N_MAX / cols) return mb_err_set(err, MB_EINPUT, "dims: too large to count (at most 2^44 elements)");
-    *out = mb_graph_shape_at(g, g->n_dims == 1 ? mb_shape_1d(cols) : (mb_shape){2, rows, cols});
     return MB_OK;
 }
 
@@ -229,6 +315,33 @@ static int broadcast_err(const mb_graph *g, const mb_node *nd, mb_err *err, cons
                              "not row i's: membound does not run that form" : "");
 }
 
+/* Elementwise node nd with a GCOL operand (a or b): GCOL beside a scalar, a
+ * [cols] tensor or a GCOL of the same run; the full shape beside a full or
+ * a [rows, 1] tensor; else refused, naming both. */
+static int gcol_join(const mb_graph *g, mb_node *nd, mb_shape_class a, mb_shape_class b, mb_err *err)
+{
+    const mb_node *ga = &g->nodes[nd->arg[a == MB_SHC_GCOL ? 0 : 1]];
+    int other = a == MB_SHC_GCOL ? 1 : 0;
+    mb_shape_class o = other ? b : a;
+    const mb_node *on = o == MB_SHC_SCALAR || nd->arg[other] < 0 ? NULL : &g->nodes[nd->arg[other]];
+    if (o == MB_SHC_SCALAR || o == MB_SHC_COL ||
+        (o == MB_SHC_GCOL && on->grp_lo == ga->grp_lo && on->grp_hi == ga->grp_hi)) {
+        nd->shape = MB_SHC_GCOL;
+        nd->grp_lo = ga->grp_lo;
+        nd->grp_hi = ga->grp_hi;
+        return MB_OK;
+    }
+    if (o == MB_SHC_FULL || o == MB_SHC_ROW) {
+        nd->shape = MB_SHC_FULL;
+        return MB_OK;
+    }
+    char ta[MB_MAX_DIMS * MB_DIM_NAME_MAX], tb[sizeof ta];
+    return mb_err_set(err, MB_EINPUT, "%s:%d:%d: shapes %s and %s: a broadcast of two tensors that keep different "
+                      "leading dimensions (or of one with a [rows] tensor) is not modelled", g->path, nd->line,
+                      nd->col, node_text(g, (int)(ga - g->nodes), ta, sizeof ta),
+                      node_text(g, nd->arg[other], tb, sizeof tb));
+}
+
 /* The dimension a row op reduces must be the last one: -1, or rank - 1. */
 static int check_dim(const mb_graph *g, const mb_node *nd, int rank, mb_err *err)
 {
@@ -256,7 +369,7 @@ static int row_op_shape(const mb_graph *g, mb_node *nd, int rank, mb_err *err)
     if (!x || x->shape != MB_SHC_FULL)
         return mb_err_set(err, MB_EINPUT, "%s:%d:%d: %s() of a %s tensor: only whole rows are reduced "
                           "(a %s tensor)", g->path, nd->line, nd->col, mb_op_name(nd->op),
-                          nd->arg[0] < 0 ? "scalar" : mb_graph_class_text(g, (mb_shape_class)x->shape, tx, sizeof tx),
+                          nd->arg[0] < 0 ? "scalar" : node_text(g, nd->arg[0], tx, sizeof tx),
                           rk);
     if (nd->op == MB_OP_LAYER_NORM || nd->op == MB_OP_RMS_NORM) {
         mb_shape_class want = rank == 2 ? MB_SHC_COL : MB_SHC_FULL;
@@ -306,7 +419,9 @@ static void check_shapes(const mb_graph *g, int rank)
                            : nd->shape == MB_SHC_FULL);
             continue;
         }
-        for (int a = 0; a < mb_op_arity(nd->op); a++) {
+        int gcol = nd->shape == MB_SHC_GCOL; /* gcol_join judged it */
+        for (int a = 0; a < mb_op_arity(nd->op); a++) gcol |= nd->arg[a] >= 0 && g->nodes[nd->arg[a]].shape == MB_SHC_GCOL;
+        for (int a = 0; a < mb_op_arity(nd->op) && !gcol; a++) {
             mb_shape_class r;
             assert(nd->arg[a] < 0 || (broadcast((mb_shape_class)g->nodes[nd->arg[a]].shape,
                                                 (mb_shape_class)nd->shape, rank, &r) == 0 && r == nd->shape));
@@ -336,6 +451,10 @@ int mb_graph_derive_shapes(mb_graph *g, int rank, mb_err *err)
         mb_shape_class a = nd->arg[0] >= 0 ? (mb_shape_class)g->nodes[nd->arg[0]].shape : MB_SHC_SCALAR;
         mb_shape_class b = mb_op_arity(nd->op) == 2 && nd->arg[1] >= 0
                                ? (mb_shape_class)g->nodes[nd->arg[1]].shape : MB_SHC_SCALAR;
+        if (a == MB_SHC_GCOL || b == MB_SHC_GCOL) {
+            rc = gcol_join(g, nd, a, b, err);
+            continue;
+        }
         mb_shape_class r;
         char ta[MB_MAX_DIMS * MB_DIM_NAME_MAX], tb[MB_MAX_DIMS * MB_DIM_NAME_MAX];
         if (broadcast(a, b, rank, &r))
@@ -354,6 +473,8 @@ int mb_graph_derive_shapes(mb_graph *g, int rank, mb_err *err)
      * class: only the row executors do (the elementwise ones index every
      * tensor by element) */
     for (int i = 0; i < g->n_forward && rank == 2; i++) g->has_row_ops |= g->nodes[i].shape != MB_SHC_FULL;
+    g->has_gcol = 0;
+    for (int i = 0; i < g->n_forward; i++) g->has_gcol |= g->nodes[i].shape == MB_SHC_GCOL;
     check_shapes(g, rank);
     return MB_OK;
 }

@@ -116,6 +116,8 @@ static int estimate(const mb_plan *p, mb_shape n, const mb_device *d, mb_framewo
                           "allocations cannot be modelled (membound calibrate measures it)", d->name);
     const mb_graph *g = p->g;
     n = mb_graph_shape_at(g, n);
+    int rc0 = mb_graph_check_shape(g, n, err);
+    if (rc0) return rc0;
     if (g->rank != (n.rank == 2 ? 2 : 1) && g->has_row_ops)
         return mb_err_set(err, MB_EINPUT, "variant '%s' is %d-D: give %s", g->name, g->rank,
                           g->rank == 2 ? "a shape, --shape ROWSxCOLS" : "--n");

@@ -18,7 +18,7 @@
 #define MB_COL_ENUM(name, required) C_##name,
 enum { MB_MEAS_CSV_COLUMNS(MB_COL_ENUM) C_KERNEL, C_CONTENDED, C_HOST_GBS, C_HOST_RATIO, C_HOST_OP,
        C_LO_MODE, C_HI_MODE, C_HI_SHARE, C_COUNT_ERR, C_COUNT_CHECK, C_VTEXT, C_VEXPR, C_SPEC, C_PROV,
-       C_CALIBRATION, C_SHAPE, C_COUNT };
+       C_CALIBRATION, C_SHAPE, C_DIMS, C_COUNT };
 #undef MB_COL_ENUM
 #define MB_COL_ROW(name, required) {#name, required},
 static const struct {
@@ -36,7 +36,8 @@ static const struct {
                       /* MB_MEAS_CSV_TEXT_COLUMNS */
                       {MB_MEAS_PROV_VARIANT, 0}, {MB_MEAS_PROV_EXPR, 0}, {MB_MEAS_PROV_SPEC, 0},
                       {MB_MEAS_PROV_LINES, 0},
-                      {MB_MEAS_CSV_CALIBRATION_COLUMN, 0}, {MB_MEAS_CSV_SHAPE_COLUMN, 0}};
+                      {MB_MEAS_CSV_CALIBRATION_COLUMN, 0}, {MB_MEAS_CSV_SHAPE_COLUMN, 0},
+                      {MB_MEAS_CSV_DIMS_COLUMN, 0}};
 #undef MB_COL_ROW
 /* short names for the parser below */
 enum {
@@ -413,6 +414,13 @@ static int parse_row(mb_rpt_set *s, ctx *c, const int *pos, field *f, int nf, mb
             return bad(c, &f[pos[C_SHAPE]], C_SHAPE, "ROWSxCOLS with rows x cols = n, or empty");
         r->rows = sh.rows;
         r->cols = sh.cols;
+    }
+    r->dims = "";
+    if (pos[C_DIMS] >= 0 && f[pos[C_DIMS]].s[0]) {
+        const field *x = &f[pos[C_DIMS]];
+        if (!r->rows) return bad(c, x, C_DIMS, "empty on a 1-D row (dims go with a ROWSxCOLS shape)");
+        if (strlen(x->s) > 255) return bad(c, x, C_DIMS, "name=SIZE,... of at most 255 bytes");
+        if (!(r->dims = intern(s, x->s, 256))) return mb_err_set(c->err, MB_ERUN, "out of memory");
     }
     /* counts the CUDA backend's sanity gate rejected are kept in the file
      * for inspection, never used as measurements */

@@ -67,6 +67,7 @@ typedef struct join_plan {
     int file;
     int rank;                  /* 2: built for 2-D rows (ROWSxCOLS), 1 otherwise */
     char variant[MB_NAME_MAX], plan[16];
+    char dims[256];            /* the rows' named sizes (the 'dims' column), "" none */
     mb_dtype dt;
     mb_graph *g;
     mb_plan *p;
@@ -137,9 +138,11 @@ static int rehash(size_t **slot, size_t *slots, size_t need,
     return MB_OK;
 }
 
-static uint64_t plan_hash(int kind, int file, int rank, const char *variant, const char *plan, mb_dtype dt)
+static uint64_t plan_hash(int kind, int file, int rank, const char *variant, const char *plan, mb_dtype dt,
+                          const char *dims)
 {
     uint64_t h = mix(0xcbf29ce484222325ull, &kind, sizeof kind);
+    h = mix(h, dims, strlen(dims) + 1);
     h = mix(h, &rank, sizeof rank);
     h = mix(h, &file, sizeof file);
     h = mix(h, variant, strlen(variant) + 1);
@@ -150,7 +153,7 @@ static uint64_t plan_hash(int kind, int file, int rank, const char *variant, con
 static uint64_t plan_hash_at(const join_cache *c, size_t i)
 {
     const join_plan *p = &c->plans[i];
-    return plan_hash(p->kind, p->file, p->rank, p->variant, p->plan, p->dt);
+    return plan_hash(p->kind, p->file, p->rank, p->variant, p->plan, p->dt, p->dims);
 }
 
 static uint64_t est_hash(int plan, int64_t n, int64_t cols, int dev)
@@ -171,15 +174,16 @@ static uint64_t est_hash_at(const join_cache *c, size_t i)
  * with err set and the code in *rc: -2 when the variant does not load, -1
  * when its plan cannot be built. */
 static int plan_of(join_cache *c, mb_rpt_set *s, int kind, int file, int rank, const char *variant,
-                   const char *plan, mb_dtype dt, int *rc, mb_err *err)
+                   const char *plan, mb_dtype dt, const char *dims, int *rc, mb_err *err)
 {
     if (kind) file = -1;
-    uint64_t h = plan_hash(kind, file, rank, variant, plan, dt);
+    if (!dims) dims = "";
+    uint64_t h = plan_hash(kind, file, rank, variant, plan, dt, dims);
     for (size_t j = c->plan_slots ? h & (c->plan_slots - 1) : 0; c->plan_slots && c->plan_slot[j];
          j = (j + 1) & (c->plan_slots - 1)) {
         const join_plan *q = &c->plans[c->plan_slot[j] - 1];
         if (q->kind == kind && q->file == file && q->rank == rank && q->dt == dt &&
-            !strcmp(q->variant, variant) &&
+            !strcmp(q->variant, variant) && !strcmp(q->dims, dims) &&
             !strcmp(q->plan, plan))
             return (int)c->plan_slot[j] - 1;
     }
@@ -191,9 +195,15 @@ static int plan_of(join_cache *c, mb_rpt_set *s, int kind, int file, int rank, c
     jp.dt = dt;
     snprintf(jp.variant, sizeof jp.variant, "%s", variant);
     snprintf(jp.plan, sizeof jp.plan, "%s", plan);
+    snprintf(jp.dims, sizeof jp.dims, "%s", dims);
     mb_plan_kind pk;
     *rc = kind ? mb_variant_load(variant, dt, &jp.g, err)
                : mb_rpt_load_variant(s, file, variant, dt, &jp.g, err);
+    if (!*rc && dims[0]) { /* the sizes it ran at: a mask's rows are counted from them */
+        mb_shape at;
+        *rc = mb_graph_bind_dims(jp.g, dims, &at, err);
+        if (*rc) mb_graph_free(jp.g);
+    }
     if (*rc) return -2;
     /* a 2-D row's graph at rank 2 first, as measure set it (an elementwise
      * variant measured at ROWSxCOLS too); a 1-D row of a 2-D variant is refused */
@@ -461,7 +471,7 @@ static int check_text_bytes(mb_rpt_set *s, join_cache *c, const mb_rpt_row *r, i
     if (!strchr(r->variant, '/') && !strstr(r->variant, ".mb")) {
         mb_err be;
         int brc;
-        int bi = plan_of(c, s, 1, -1, r->cols > 0 ? 2 : 1, r->variant, r->plan, dt, &brc, &be);
+        int bi = plan_of(c, s, 1, -1, r->cols > 0 ? 2 : 1, r->variant, r->plan, dt, r->dims, &brc, &be);
         long bei = bi >= 0 ? est_of(c, s, bi, r->n, r->cols, r->dev, &brc, &be) : -1;
         e = &c->ests[ei]; /* est_of may have moved the table */
         if (bei >= 0) {
@@ -507,7 +517,7 @@ static int join_row(mb_rpt_set *s, join_cache *c, mb_rpt_row *r, const char *dev
                           "(eager, fused, store, recompute)", r->file, r->line,
                           r->col_of[2], r->plan);
     int rc = MB_OK;
-    int pi = plan_of(c, s, 0, r->file_index, r->cols > 0 ? 2 : 1, r->variant, r->plan, dt, &rc, &e);
+    int pi = plan_of(c, s, 0, r->file_index, r->cols > 0 ? 2 : 1, r->variant, r->plan, dt, r->dims, &rc, &e);
     if (pi == -2)
         return mb_err_set(err, MB_EINPUT, "%s:%d:%d: column 'variant': %s", r->file, r->line,
                           r->col_of[1], e.msg);

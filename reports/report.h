@@ -104,6 +104,7 @@ typedef struct mb_rpt_row {
     const char *dtype;         /* at most 7 bytes */
     int64_t n;
     int64_t rows, cols;        /* 2-D rows (the 'shape' column): rows x cols = n; 0, 0 for 1-D */
+    const char *dims;          /* named dimensions' sizes (the 'dims' column), "" none */
     int kernels, reps;         /* -1 when absent */
     int contended;             /* contended samples (-1: no such column) */
     int noisy;                 /* more than a fifth contended: shown, never fitted */

@@ -196,5 +196,38 @@ int main(void)
         }
     printf("%d emulated runs with splits of the rows\n", col_runs);
     CHECK(col_runs == 2 * 2 * 4 * 2);
+    /* masks broadcast within the leading dimensions (GCOL reads and writes):
+     * a padding mask, a causal one, a bias per head; a weight's gradient
+     * (the column evaluator) beside a mask; rows per warp and per block */
+    static const char *const masks[] = {
+        "input s [b, h, q, k]\ninput m [b, 1, 1, k] nograd\ny = softmax(s + m * -3, -1)\noutput y\nbackward\n",
+        "input s [b, h, q, k]\ninput m [q, k] nograd\ninput c [1, h, 1, k] nograd\n"
+        "y = softmax(s * 0.125 + m + (c * 2 + 1), -1)\noutput y\nbackward\n",
+        "input s [b, h, q, k]\ninput w [k]\ninput m [b, 1, 1, k] nograd\ny = tanh(s * w * m)\noutput y\nbackward\n",
+    };
+    static const char *const mask_dims[] = {"b=2,h=3,q=5,k=301", "b=2,h=3,q=7,k=2048"};
+    int mask_runs = 0;
+    for (size_t v = 0; v < sizeof masks / sizeof masks[0]; v++)
+        for (size_t si = 0; si < 2; si++) {
+            mb_graph *g = NULL;
+            mb_shape s;
+            int rc = mb_parse_variant(masks[v], "mask.mb", MB_F32, &g, &err);
+            if (!rc) rc = mb_graph_bind_dims(g, mask_dims[si], &s, &err);
+            if (rc) fprintf(stderr, "mask %zu: %s\n", v, err.msg);
+            CHECK(rc == MB_OK);
+            for (int pk = 0; !rc && pk < MB_PLAN_COUNT; pk++) {
+                mb_plan *p = NULL;
+                if (!mb_plan_supported(g, (mb_plan_kind)pk) || mb_plan_build(g, (mb_plan_kind)pk, &p, &err)) continue;
+                char what[160];
+                snprintf(what, sizeof what, "mask %zu %s at %s on h200", v, mb_plan_name((mb_plan_kind)pk),
+                         mask_dims[si]);
+                run_one(p, s, &h200, what);
+                mask_runs++;
+                mb_plan_free(p);
+            }
+            mb_graph_free(g);
+        }
+    printf("%d emulated runs with masks\n", mask_runs);
+    CHECK(mask_runs == 3 * 2 * 4);
     return mb_test_done();
 }

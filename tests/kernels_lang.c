@@ -30,6 +30,14 @@ static const struct {
     {"input x [n]\ny = exp(x).sum()\noutput y\nbackward\n", NULL, 1},
     {"input x [batch, heads, seq, head_dim]\ny = softmax(x, -1)\noutput y\nbackward\n",
      "batch=2,heads=3,seq=5,head_dim=200", 2},
+    /* masks broadcast within the leading dimensions: a padding mask, a
+     * causal one written 2-D, and one kept per head and query */
+    {"input s [batch, heads, seq, key]\ninput m [batch, 1, 1, key] nograd\ny = softmax(s + m * -3, -1)\n"
+     "output y\nbackward\n", "batch=2,heads=3,seq=5,key=301", 2},
+    {"input s [batch, heads, seq, key]\ninput m [seq, key] nograd\ninput b [1, heads, 1, key] nograd\n"
+     "y = softmax(s * 0.125 + m + b, -1)\noutput y\nbackward\n", "batch=2,heads=3,seq=5,key=301", 2},
+    {"input s [batch, heads, seq, key]\ninput m [batch, heads, 1, key] nograd\nz = m * 2 + 1\n"
+     "y = tanh(s) * z\noutput y\nbackward\n", "batch=2,heads=3,seq=5,key=301", 2},
     /* losses over a 2-D tensor: they run over its n elements (rank 1) */
     {"input x [batch, seq]\ninput t [batch, seq] nograd\ninput m [batch, seq] nograd\nd = (x - t) * m\n"
      "loss = (d * d).mean()\noutput loss\nbackward\n", "batch=5,seq=1001", 1},
@@ -82,7 +90,7 @@ int main(void)
         mb_graph *g = NULL;
         int rc = mb_parse_variant(cases[i].text, "<test>", MB_F32, &g, &e);
         mb_shape s = cases[i].rank == 2 ? (mb_shape){2, 5, 3 * MB_KERN_TILE + 77} : mb_shape_1d(4099);
-        if (!rc && cases[i].dims) rc = mb_graph_dims_shape(g, cases[i].dims, &s, &e);
+        if (!rc && cases[i].dims) rc = mb_graph_bind_dims(g, cases[i].dims, &s, &e);
         if (rc) fprintf(stderr, "case %d: %s\n", i, e.msg);
         CHECK(rc == MB_OK);
         if (!rc) {

@@ -98,20 +98,20 @@ static void csv_and_records(void)
                         "dram_write_bytes,counters,max_rel_err,verified,contended,host_copy_gbs,"
                         "host_copy_ratio,host_op_ratio,model_host_time_s,time_s_lower_mode,"
                         "time_s_upper_mode,upper_mode_share,count_err,count_check,accuracy,variant_text,"
-                        "variant_expr,device_spec,provenance,calibration,shape\n"));
+                        "variant_expr,device_spec,provenance,calibration,shape,dims\n"));
     const char *want = "\"CPU, \"\"quoted\"\"\",cpu,sin2_plus_cos2,eager,bf16,16777216,5,10,0.5,";
     CHECK(!strncmp(line, want, strlen(want)));
     /* empty measured dram columns, then counters, error, verified, and an
      * empty contended (not watched), no host reference, no model at its
      * rates, one mode, no count to judge, no accuracy verdict, no texts */
-    CHECK(strstr(line, ",,none-cpu,1e-07,1,,,,,,,,,,,,,,,,,\n") != NULL); /* no calibration, and 1-D: no shape */
-    /* 39 columns: 38 commas outside the quoted field (no texts given: empty; shape last) */
+    CHECK(strstr(line, ",,none-cpu,1e-07,1,,,,,,,,,,,,,,,,,,\n") != NULL); /* no calibration, 1-D: no shape, no dims */
+    /* 40 columns: 39 commas outside the quoted field (no texts given: empty; shape, dims last) */
     int commas = 0, inq = 0;
     for (const char *q = line; *q; q++) {
         if (*q == '"') inq = !inq;
         else if (*q == ',' && !inq) commas++;
     }
-    CHECK_EQ_I64(commas, 38);
+    CHECK_EQ_I64(commas, 39);
     mb_plan_free(p);
     mb_graph_free(g);
 }

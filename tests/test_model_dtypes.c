@@ -225,8 +225,16 @@ static void check_named_dims(const mb_device *d)
 static const struct {
     const char *text, *msg;
 } bad_named[] = {
-    {"input s [batch, heads, seq, seq]\ninput m [batch, 1, 1, seq]\ny = s + m\n",
-     "v.mb:2:9: input 'm' [batch, 1, 1, seq] does not broadcast as modelled against [batch, heads, seq, seq]"},
+    {"input s [batch, heads, seq, seq]\ninput m [batch, 1, seq, seq]\ny = s + m\n",
+     "v.mb:2:9: input 'm' [batch, 1, seq, seq] does not broadcast as modelled against [batch, heads, seq, seq]"},
+    {"input s [batch, heads, seq, seq]\ninput m [batch, heads, 1, 1]\ny = s + m\n",
+     "v.mb:2:9: input 'm' [batch, heads, 1, 1] does not broadcast as modelled"},
+    {"input s [b, h, q, k]\ninput m [b, 1, 1, k]\ny = s + m\noutput y\nbackward\n",
+     "v.mb:2:7: 'm' is broadcast within the leading dimensions and needs a gradient"},
+    {"input s [b, h, q, k]\ninput m [b, 1, 1, k] nograd\ninput c [1, h, 1, k] nograd\ny = s + m * c\n",
+     "v.mb:4:11: shapes [b, 1, 1, k] and [1, h, 1, k]: a broadcast of two tensors that keep different"},
+    {"input s [b, h, q, k]\ninput m [b, 1, 1, k] nograd\ny = softmax(m, -1) + s\n",
+     "v.mb:3:5: softmax() of a [b, 1, 1, k] tensor: only whole rows are reduced"},
     {"input x [b, s, d]\ny = x / x.sum(-1)\n", "shapes [b, s, d] and [b, s] do not broadcast"},
     {"input x [b, s, d]\ninput w [e]\ny = x * w\n", "v.mb:2:9: input 'w' [e] does not broadcast as modelled"},
     {"input x [b, s, d]\ninput w [rows, cols]\ny = x * w\n", "v.mb:2:7: input 'w' is declared [rows, cols]-style"},
@@ -234,6 +242,45 @@ static const struct {
     {"input x\ndims b=2\ny = x * 2\n", "v.mb:2:6: 'dims' names sizes of named dimensions"},
     {"input x [a, b, c, d, e, f, g, h, i]\ny = x * 2\n", "v.mb:1:34: at most 8 dimensions"},
 };
+
+/* A [b, 1, 1, k] mask against [b, h, q, k] scores, at b=2, h=3, q=5, k=7
+ * (210 elements, 30 rows; the mask 14): eager mul (56 B, 56 B), add (840 +
+ * 56, 840), softmax (840, 840), its backward (840 + 840, 840); the mask's
+ * rows are counted from the bound sizes, and a shape without them refused. */
+static void check_mask(const mb_device *d)
+{
+    mb_graph *g = NULL;
+    mb_plan *p = NULL;
+    mb_estimate est;
+    mb_err e;
+    mb_shape s;
+    memset(&est, 0, sizeof est);
+    int rc = mb_parse_variant("input s [b, h, q, k]\ninput m [b, 1, 1, k] nograd\ny = softmax(s + m * -3, -1)\n"
+                              "output y\nbackward\n", "mask.mb", MB_F32, &g, &e);
+    if (!rc) { /* not bound yet: refused, naming --dims */
+        CHECK(mb_graph_check_shape(g, (mb_shape){2, 30, 7}, &e) == MB_EINPUT);
+        CHECK(strstr(e.msg, "give their sizes by name, --dims b=SIZE") != NULL);
+    }
+    if (!rc) rc = mb_graph_bind_dims(g, "b=2,h=3,q=5,k=7", &s, &e);
+    if (!rc) rc = mb_plan_build(g, MB_PLAN_EAGER, &p, &e);
+    if (!rc) rc = mb_estimate_plan_shape(p, s, d, &est, &e);
+    if (rc) fprintf(stderr, "mask: %s\n", e.msg);
+    CHECK(rc == MB_OK);
+    if (!rc) {
+        CHECK_EQ_I64(s.rows, 30);
+        CHECK_EQ_I64(p->n_kernels, 4);
+        CHECK_EQ_I64(est.total.read_bytes, 56 + 896 + 840 + 1680);
+        CHECK_EQ_I64(est.total.write_bytes, 56 + 840 + 840 + 840);
+        CHECK_EQ_I64(mb_tensor_elems_at(g, g->inputs[1], s), 14);
+        /* another shape than the bound one */
+        CHECK(mb_graph_check_shape(g, (mb_shape){2, 15, 14}, &e) == MB_EINPUT);
+        char t[64];
+        CHECK(!strcmp(mb_graph_dims_text(g, t, sizeof t), "b=2,h=3,q=5,k=7"));
+    }
+    mb_estimate_free(&est);
+    mb_plan_free(p);
+    mb_graph_free(g);
+}
 
 /* rms_norm's eager kernels follow the device: one on a GPU, torch 2.x's
  * composite on a CPU (pow, mean, add, rsqrt, mul, mul by the weight). */
@@ -289,5 +336,6 @@ int main(void)
         CHECK(strstr(e.msg, bad_named[i].msg) != NULL);
     }
     check_rms_norm_on(&d);
+    check_mask(&d);
     return mb_test_done();
 }

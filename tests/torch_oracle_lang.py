@@ -91,6 +91,11 @@ CASES = [
      "y = tanh(x * w) * x.amax(-1, keepdim=True)\noutput y\nbackward\n",
      [("x", "bhsd", "f32", True), ("w", "d", "f32", True)],
      lambda x, w: torch.tanh(x * w) * x.amax(-1, keepdim=True)),
+    ("4-D softmax under a [batch, 1, 1, head_dim] mask and a [1, heads, 1, head_dim] bias",
+     "input x [batch, heads, seq, head_dim]\ninput m [batch, 1, 1, head_dim] nograd\n"
+     "input c [1, heads, 1, head_dim] nograd\ny = softmax(x * 0.125 + m * -3 + c, -1)\noutput y\nbackward\n",
+     [("x", "bhsd", "f32", True), ("m", "b11d", "f32", False), ("c", "1h1d", "f32", False)],
+     lambda x, m, c: F.softmax(x * 0.125 + m * -3 + c, -1)),
 ]
 # F.rms_norm (torch 2.4 on), on the CPU: its composite kernels, which membound
 # models for a device of kind cpu (one fused kernel on CUDA)
@@ -105,7 +110,8 @@ CPU_SPEC = ("[device]\nname = cpu-like\nkind = cpu\nmem_bandwidth_gbs = 100\ncac
 
 def shape_of(kind):
     return {"rc": (ROWS, COLS), "c": (COLS,), "n": (N,), "d": (DIMS["head_dim"],),
-            "bhsd": tuple(DIMS.values())}[kind]
+            "bhsd": tuple(DIMS.values()), "b11d": (DIMS["batch"], 1, 1, DIMS["head_dim"]),
+            "1h1d": (1, DIMS["heads"], 1, DIMS["head_dim"])}[kind]
 
 
 def torch_run(inputs, f):
