@@ -46,12 +46,13 @@ static void devices_table(rpt_doc *d, const mb_rpt_set *s)
             snprintf(bw, sizeof bw, "%.4g [%.4g, %.4g]", gr->bandwidth_gbs, gr->bandwidth_lo_gbs,
                      gr->bandwidth_hi_gbs);
         else snprintf(bw, sizeof bw, "not fitted");
-        const char *src;
-        snprintf(mbw, sizeof mbw, "%.4g (%s)", mb_device_bandwidth_gbs(dev, &src), src);
+        const char *src = "";
+        double model_bw = mb_device_bandwidth_gbs(dev, &src);
+        snprintf(mbw, sizeof mbw, "%.4g (%s)", model_bw, src);
         double qv[3];
         int m = rpt_error_quantiles(s, g, qv);
         if (m > 0)
-            snprintf(err, sizeof err, "%s, **%s**, %s over %d rows", ratio_cell(q[0], sizeof q[0], qv[0]),
+            snprintf(err, sizeof err, "%s, %s, %s over %d rows", ratio_cell(q[0], sizeof q[0], qv[0]),
                      ratio_cell(q[1], sizeof q[1], qv[1]), ratio_cell(q[2], sizeof q[2], qv[2]), m);
         else snprintf(err, sizeof err, "no verified row");
         if (nv) snprintf(claims, sizeof claims, "%d hold, %d do not, %d inconclusive of %d", holds, fails,
