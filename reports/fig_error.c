@@ -2,8 +2,10 @@
  * measured median time over the model's time on its device, one line of
  * the figure per device x backend, coloured by variant, with each line's
  * median and its p10-p90 range; drawn when a report holds more than one
- * device x backend. Writes the data file only: plots/model_error.gp draws
- * it. Also the quantiles the report's Machines table gives. */
+ * device x backend (noisy rows, over a fifth of their samples contended,
+ * left out, as from the fits). Writes the data file only:
+ * plots/model_error.gp draws it. Also the quantiles the report's Machines
+ * table gives. */
 #include "fig_int.h"
 
 #include <math.h>
@@ -75,9 +77,12 @@ int rpt_fig_model_error(rpt_fig_ctx *fc, const char *name, const mb_rpt_set *s)
         int pi;
         rpt_keys_of(&keys, r->variant, "eager", "f32", &vi_of[i], &pi);
     }
+    int points = 0;
+    for (int i = 0; i < s->n_rows; i++) points += vi_of[i] > 0;
     rpt_dat_begin(fp, "model error across devices");
     rpt_dat_meta_s(fp, "title", "The model's error across devices: measured / model time of every row");
     rpt_dat_meta_d(fp, "lines", s->n_groups);
+    rpt_dat_meta_d(fp, "points", points);
     rpt_keys_meta(fp, &keys);
     rpt_dat_block(fp);
     /* block 1: each line: index, its name, p10, median, p90, rows */
