@@ -101,10 +101,12 @@ static void tasks_table(rpt_doc *d, const mb_rpt_set *s)
         const mb_rpt_task *t = &s->tasks[i];
         int given = 0, rows = mb_rpt_task_rows(s, t, &given);
         if (rows > 0) { delivered++; continue; }
-        char md[700];
+        char md[1100], tg[300], nd[300], tk[80], sta[80];
         int w = snprintf(missing + at, sizeof missing - at, "%stask %s (%s%s%s): %s%s%s", at ? "; " : "",
-                         t->task, t->target, t->node[0] ? " on " : ", never ran", t->node, t->state,
-                         t->reason[0] ? " — " : "", rpt_md(md, sizeof md, t->reason));
+                         rpt_md(tk, sizeof tk, t->task), rpt_md(tg, sizeof tg, t->target),
+                         t->node[0] ? " on " : ", never ran", rpt_md(nd, sizeof nd, t->node),
+                         rpt_md(sta, sizeof sta, t->state), t->reason[0] ? " — " : "",
+                         rpt_md(md, sizeof md, t->reason));
         at = w > 0 && (size_t)w < sizeof missing - at ? at + (size_t)w : sizeof missing - 1;
     }
     rpt_doc_h(d, 3, "The fleet's tasks");
