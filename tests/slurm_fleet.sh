@@ -25,6 +25,11 @@ chmod 755 "$T" # munged wants its socket's folders searchable by all
 pids=()
 stop() {
   local p
+  # this cluster's jobs first (it runs only the test's), so that no task outlives its daemons
+  if [ ${#pids[@]} = 3 ] && kill -0 "${pids[1]}" 2>/dev/null; then
+    scancel --user="$(id -un)" 2>/dev/null
+    for _ in $(seq 50); do squeue -h 2>/dev/null | grep -q . || break; sleep 0.1; done
+  fi
   for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done
   for p in "${pids[@]}"; do
     for _ in $(seq 50); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
