@@ -102,8 +102,12 @@ expect 2 "writable by its group but not sticky" "$F/fleet.sh" -r "$T/group" --ta
 mkdir -m 700 "$T/real" && ln -s "$T/real" "$T/link"
 expect 2 "is a symbolic link" "$F/fleet.sh" -r "$T/link" --target node=a --membound "$B" --dry-run
 chmod g+w "$run"
-expect 2 "writable by its group or others" env SLURM_ARRAY_TASK_ID=0 "$run/bin/task.sh" "$run"
+expect 2 "r1: not yours alone" env SLURM_ARRAY_TASK_ID=0 "$run/bin/task.sh" "$run"
 chmod g-w "$run"
+chmod g+w "$run/bin/lib.sh" # refused before it is sourced
+expect 2 "lib.sh: not yours alone" env SLURM_ARRAY_TASK_ID=0 "$run/bin/task.sh" "$run"
+expect 2 "lib.sh: not yours alone" "$run/bin/merge.sh" "$run"
+chmod g-w "$run/bin/lib.sh"
 chmod g+w "$run/fleet.env"
 expect 2 "fleet.env is writable by its group or others" env SLURM_ARRAY_TASK_ID=0 "$run/bin/task.sh" "$run"
 chmod g-w "$run/fleet.env"

@@ -11,8 +11,15 @@
 # user can write: RUN must be yours and writable by you alone.
 set -u
 RUN=${1:?usage: task.sh RUN}
-HERE=$RUN/bin
-. "$HERE/lib.sh"
+# RUN, its bin/ and the library there must be yours and writable by you
+# alone before anything of them runs (lib.sh's rules then check the rest)
+for f in "$RUN" "$RUN/bin" "$RUN/bin/lib.sh"; do
+  if [ -L "$f" ] || [ ! -e "$f" ] || [ "$(stat -c %u "$f")" != "$(id -u)" ] || (( 8#$(stat -c %a "$f") & 8#022 )); then
+    echo "membound fleet: error: $f: not yours alone (missing, a link, another user's, or writable by others)" >&2
+    exit 2
+  fi
+done
+. "$RUN/bin/lib.sh"
 umask 027
 why=$(fleet_dir_ok "$RUN" own) || fleet_die 2 "$RUN: $why"
 why=$(fleet_file_ok "$RUN/fleet.env") || fleet_die 2 "$why"
