@@ -3,8 +3,8 @@
 # --dry-run writes a run of four targets; two of its tasks run at once
 # (task.sh with the variables SLURM gives an array task) into the same run
 # folder, each leaving its own whole CSV; one fails for real (its spec's
-# path is a folder: calibrate refuses it) and one never starts; merge.sh's
-# task table and report name both, with the failed step and its error line,
+# path is a folder: calibrate refuses it), one is killed mid-calibration and
+# one never starts; merge.sh's task table and report name all three, with the failed step and its error line,
 # and report the two CSVs that arrived. Then what the scripts refuse: usage
 # errors (exit 2), a results folder others may write, a run folder or file
 # its group may write, a CSV replaced by a link; and --resume submitting
@@ -28,10 +28,10 @@ expect() {
 }
 
 out=$("$F/fleet.sh" --dry-run -r "$T/results" --run r1 --target node=n0 --target node=n1 --target node=n2 \
-      --target constraint=never --quick --sizes 2^12 --timeout 1 --membound "$B" copy 2>"$T/dry.err")
+      --target constraint=never --target node=n4 --quick --sizes 2^12 --timeout 1 --membound "$B" copy 2>"$T/dry.err")
 run=$T/results/r1
 [ "$out" = "run: $run (dry run: nothing submitted)" ] && ok "dry run: $out" || bad "dry run printed '$out'"
-grep -q -- "--array=0,1,2,3 .*--exclusive" "$T/dry.err" && ok "one array of the four tasks, --exclusive" \
+grep -q -- "--array=0,1,2,3,4 .*--exclusive" "$T/dry.err" && ok "one array of the five tasks, --exclusive" \
   || bad "sbatch line: $(cat "$T/dry.err")"
 grep -q -- "--dependency=afterany:DRY" "$T/dry.err" && ok "the merge after any end" || bad "merge line"
 [ "$(stat -c %a "$T/results")" = 3770 ] && [ "$(stat -c %a "$run")" = 2750 ] && ok "folders 3770 and 2750" \
@@ -41,12 +41,16 @@ host=$(printf '%s' "$(hostname -s)" | tr -c 'A-Za-z0-9._-' '-')
 # task K as SLURM starts it: array job 77, job 100+K, on node nK
 task() {
   SLURM_ARRAY_TASK_ID=$1 SLURM_ARRAY_JOB_ID=77 SLURM_JOB_ID=$((100 + $1)) SLURMD_NODENAME=n$1 \
-    SLURM_CPUS_ON_NODE=1 "$run/bin/task.sh" "$run"
+    SLURM_CPUS_ON_NODE=1 TMPDIR=$T "$run/bin/task.sh" "$run"
 }
 mkdir "$run/spec/t2-n2-$host-77_2.ini" # task 2's spec cannot be written: calibrate fails
 task 0 & p0=$!
 task 1 & p1=$!
 task 2; rc2=$?
+# task 4 killed while it calibrates (as a time limit or a lost node ends it): its own group
+SLURM_ARRAY_TASK_ID=4 SLURM_ARRAY_JOB_ID=77 SLURM_JOB_ID=104 SLURMD_NODENAME=n4 TMPDIR=$T setsid "$run/bin/task.sh" "$run" & p4=$!
+for _ in $(seq 100); do grep -qs '^step=calibrate' "$run/status/t4-77_4" && break; sleep 0.1; done
+kill -9 -- -"$p4"; wait $p4 2>/dev/null
 wait $p0; rc0=$?
 wait $p1; rc1=$?
 [ $rc0 = 0 ] && [ $rc1 = 0 ] && ok "tasks 0 and 1 ran at once" || bad "tasks 0, 1 exited $rc0, $rc1: $(tail -n 3 "$run"/logs/*.err)"
@@ -68,8 +72,10 @@ grep -q '^2,"node=n2","n2",FAILED,"",calibrate,"exit 2: membound: error: .*direc
   && ok "tasks.csv: task 2 FAILED at calibrate, its error" || bad "tasks.csv: $(cat "$run/tasks.csv")"
 grep -q '^3,"constraint=never","",MISSING,"",,"no status file' "$run/tasks.csv" \
   && ok "tasks.csv: task 3 MISSING" || bad "tasks.csv task 3"
+grep -q '^4,"node=n4","n4",UNFINISHED,"",calibrate,"its calibrate step never ended: killed' "$run/tasks.csv" \
+  && ok "tasks.csv: task 4 UNFINISHED in calibrate" || bad "tasks.csv task 4"
 md=$run/report/report.md
-grep -q '\*\*2 of 4 tasks delivered rows; missing:\*\* task 2 (node=n2 on n2): FAILED — exit 2' "$md" \
+grep -q '\*\*2 of 5 tasks delivered rows; missing:\*\* task 2 (node=n2 on n2): FAILED — exit 2' "$md" \
   && ok "report: task 2 missing, with its reason" || bad "report: no missing task 2: $(grep -i missing "$md")"
 grep -q 'task 3 (constraint=never, never ran): MISSING' "$md" && ok "report: task 3 never ran" || bad "report: task 3"
 grep -q '^missing: task 2 (node=n2 on n2): FAILED: exit 2' "$T/merge.out" && ok "report's summary names task 2" \
@@ -78,7 +84,7 @@ grep -qE '^\| n[01] \| ' "$md" && ok "report: the delivered devices" || bad "rep
 
 # resume: only the tasks without a CSV are submitted again
 "$F/fleet.sh" --resume "$run" --dry-run >"$T/out" 2>"$T/err"
-grep -q -- "--array=2,3 " "$T/err" && ok "--resume: tasks 2 and 3 only" || bad "--resume: $(cat "$T/err")"
+grep -q -- "--array=2,3,4 " "$T/err" && ok "--resume: tasks 2, 3 and 4 only" || bad "--resume: $(cat "$T/err")"
 
 # a CSV replaced by a link: refused, not reported
 mv "$run/csv/t1-n1-$host-77_1.csv" "$T/moved.csv"

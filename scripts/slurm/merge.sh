@@ -73,7 +73,11 @@ csvs=()
     elif [ -z "$st" ]; then
       state=MISSING reason="no status file: the task never started (or the scheduler forgot it)"
     else
-      [ "$state" = ok ] && state=COMPLETED || state=${state^^}
+      case $state in
+        ok) state=COMPLETED ;;
+        running) state=UNFINISHED reason="its $step step never ended: killed (a time limit, a node failure) or still running" ;;
+        *) state=${state^^} ;;
+      esac
     fi
     if [ -n "$csv" ]; then
       if why=$(fleet_file_ok "$RUN/csv/$csv"); then csvs+=("$RUN/csv/$csv")
