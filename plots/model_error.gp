@@ -28,14 +28,17 @@ set format x '%gx'
 set xlabel 'measured / model time (log scale; 1 = as modelled)' font ',13' tc rgb mb_tc(0)
 # the left margin for device names; rows as large as the height allows
 mb_lm = 0.24 * mb_fscale * 1280.0 / mb_width
-mb_kr = mb_nv > 4 ? (mb_nv + 2) / 3 : 1
+# the legend above: its entries (the variants and the median) in one row up
+# to four, else in three columns of mb_kr rows
+mb_ne = mb_nv + 1
+mb_kr = mb_ne > 4 ? int((mb_ne + 2) / 3) : 1
 mb_kt = 0.985 - 0.06 * mb_fscale
 mb_top = mb_kt - (0.036 * mb_kr + 0.02) * mb_fscale * 720.0 / mb_height
 mb_rowpt = (mb_top - 0.12) * mb_height / (mb_nl > 0 ? mb_nl : 1) * 0.5 / mb_fscale
 mb_yfont = sprintf(',%d', mb_rowpt > 13 ? 13 : mb_rowpt < 7 ? 7 : int(mb_rowpt))
 set ytics scale 0 font mb_yfont
 set arrow 1 from 1, graph 0 to 1, graph 1 nohead lc rgb mb_dgrey dt 2 lw 1.5 back
-set key at screen 0.5, screen mb_kt center top horizontal maxrows mb_kr font ',12' spacing 1.0 samplen 1 width 1
+set key at screen 0.5, screen mb_kt center top vertical maxrows mb_kr font ',12' spacing 1.0 samplen 1 width 1
 set offsets graph 0.05, graph 0.05, 0, 0
 if (mb_np == 0) {
     set xrange [0.1:10]

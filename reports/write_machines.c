@@ -54,7 +54,7 @@ static void devices_table(rpt_doc *d, const mb_rpt_set *s)
         if (m > 0)
             snprintf(err, sizeof err, "%s, %s, %s over %d rows", ratio_cell(q[0], sizeof q[0], qv[0]),
                      ratio_cell(q[1], sizeof q[1], qv[1]), ratio_cell(q[2], sizeof q[2], qv[2]), m);
-        else snprintf(err, sizeof err, "no verified row");
+        else snprintf(err, sizeof err, "no verified, quiet row");
         if (nv) snprintf(claims, sizeof claims, "%d hold, %d do not, %d inconclusive of %d", holds, fails,
                          open, nv);
         else snprintf(claims, sizeof claims, "none measured");
