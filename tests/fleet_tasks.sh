@@ -99,6 +99,9 @@ expect 2 "no results folder" "$F/fleet.sh" --target node=a --dry-run
 expect 2 "--target 'gpu=a': constraint=FEATURES or node=NAME" "$F/fleet.sh" -r "$T/results" --target gpu=a --dry-run
 expect 2 "a second target named 'a'" "$F/fleet.sh" -r "$T/results" --target node=a --target constraint=a --dry-run
 expect 2 "unknown option '--bogus'" "$F/fleet.sh" --bogus
+mkdir "$T/noslurm" && ln -s "$(command -v dirname)" "$T/noslurm/" # a PATH without SLURM's tools
+expect 1 "sbatch not found: run this on a SLURM login node" env PATH="$T/noslurm" \
+  "$(command -v bash)" "$F/fleet.sh" -r "$T/results" --target node=a --membound "$B"
 expect 2 "--time: minutes" "$F/fleet.sh" -r "$T/results" --target node=a --time 0 --dry-run
 expect 2 "exists already" "$F/fleet.sh" -r "$T/results" --run r1 --target node=a --membound "$B" --dry-run
 mkdir -m 777 "$T/open"

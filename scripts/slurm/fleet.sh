@@ -74,6 +74,11 @@ while [ $# -gt 0 ]; do
   esac
 done
 [[ $time_min =~ ^[1-9][0-9]{0,4}$ ]] || fleet_die 2 "--time: minutes, 1 to 99999, got '$time_min'"
+if [ "$dry" = 0 ]; then
+  for t in sbatch scontrol scancel; do
+    command -v "$t" >/dev/null || fleet_die 1 "$t not found: run this on a SLURM login node (or try --dry-run)"
+  done
+fi
 [ -z "$timeout" ] || [[ $timeout =~ ^[0-9]+(\.[0-9]+)?$ ]] || fleet_die 2 "--timeout: seconds, got '$timeout'"
 
 # submit KIND IDS RUN: one held array of the tasks IDS (comma-separated), each
