@@ -29,18 +29,22 @@ static void devices_table(rpt_doc *d, const mb_rpt_set *s)
     for (int g = 0; g < s->n_groups; g++) {
         const mb_rpt_group *gr = &s->groups[g];
         const mb_device *dev = &s->devices[gr->dev];
-        int total = 0, verified = 0, holds = 0, fails = 0, open = 0, nv = 0;
+        int total = 0, verified = 0;
         for (int i = 0; i < s->n_rows; i++)
             if (s->rows[i].group == g) { total++; verified += s->rows[i].verified == 1; }
+        /* the claims by outcome, each outcome the verdicts' own word */
+        const char *word[8];
+        int count[8], nw = 0;
         for (int i = 0; i < s->n_verdicts; i++) {
             const mb_rpt_verdict *v = &s->verdicts[i];
             if (strcmp(v->device, gr->device) || strcmp(v->backend, gr->backend)) continue;
-            nv++;
-            holds += !strcmp(v->holds, "holds");
-            fails += !strcmp(v->holds, "does not hold");
-            open += !strcmp(v->holds, "inconclusive");
+            const char *h = v->holds ? v->holds : "no data";
+            int k = 0;
+            while (k < nw && strcmp(word[k], h)) k++;
+            if (k == nw && nw < 8) { word[nw] = h; count[nw++] = 0; }
+            if (k < nw) count[k]++;
         }
-        char rows[64], bw[160], mbw[96], err[160], claims[128], q[3][32];
+        char rows[64], bw[160], mbw[96], err[160], claims[256], q[3][32];
         snprintf(rows, sizeof rows, "%d of %d", verified, total);
         if (gr->fitted && isfinite(gr->bandwidth_gbs) && isfinite(gr->bandwidth_hi_gbs))
             snprintf(bw, sizeof bw, "%.4g [%.4g, %.4g]", gr->bandwidth_gbs, gr->bandwidth_lo_gbs,
@@ -55,9 +59,12 @@ static void devices_table(rpt_doc *d, const mb_rpt_set *s)
             snprintf(err, sizeof err, "%s, %s, %s over %d rows", ratio_cell(q[0], sizeof q[0], qv[0]),
                      ratio_cell(q[1], sizeof q[1], qv[1]), ratio_cell(q[2], sizeof q[2], qv[2]), m);
         else snprintf(err, sizeof err, "no verified, quiet row");
-        if (nv) snprintf(claims, sizeof claims, "%d hold, %d do not, %d inconclusive of %d", holds, fails,
-                         open, nv);
-        else snprintf(claims, sizeof claims, "none measured");
+        claims[0] = '\0';
+        for (int k = 0; k < nw; k++) {
+            size_t at = strlen(claims);
+            snprintf(claims + at, sizeof claims - at, "%s%s: %d", k ? ", " : "", word[k], count[k]);
+        }
+        if (!nw) snprintf(claims, sizeof claims, "none measured");
         const char *cells[] = {gr->device, s->device_machines[gr->dev], gr->backend, rows, bw, mbw, err, claims};
         rpt_doc_row(d, cells);
     }
