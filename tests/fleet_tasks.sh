@@ -99,6 +99,9 @@ expect 2 "no results folder" "$F/fleet.sh" --target node=a --dry-run
 expect 2 "--target 'gpu=a': constraint=FEATURES or node=NAME" "$F/fleet.sh" -r "$T/results" --target gpu=a --dry-run
 expect 2 "a second target named 'a'" "$F/fleet.sh" -r "$T/results" --target node=a --target constraint=a --dry-run
 expect 2 "unknown option '--bogus'" "$F/fleet.sh" --bogus
+expect 2 "option '--target' needs a value" "$F/fleet.sh" -r "$T/results" --target
+expect 2 "the variants or sizes: unknown variant 'nosuch'" "$F/fleet.sh" -r "$T/results" --target node=a \
+  --membound "$B" --dry-run nosuch
 mkdir "$T/noslurm" && ln -s "$(command -v dirname)" "$T/noslurm/" # a PATH without SLURM's tools
 expect 1 "sbatch not found: run this on a SLURM login node" env PATH="$T/noslurm" \
   "$(command -v bash)" "$F/fleet.sh" -r "$T/results" --target node=a --membound "$B"

@@ -55,18 +55,22 @@ membound="$HERE/../../build/bin/membound"
 targets=() variants=()
 while [ $# -gt 0 ]; do
   case $1 in
-    -r|--results) results=${2:?--results needs a folder}; shift 2 ;;
-    --target) targets+=("${2:?--target needs a value}"); shift 2 ;;
-    --partition) partition=${2:?}; shift 2 ;;
-    --group) group=${2:?}; shift 2 ;;
-    --time) time_min=${2:?}; shift 2 ;;
-    --sizes) sizes=${2:?}; shift 2 ;;
-    --timeout) timeout=${2:?}; shift 2 ;;
+    -r|--results|--target|--partition|--group|--time|--sizes|--timeout|--membound|--run|--resume)
+      [ $# -ge 2 ] && [ -n "$2" ] || fleet_die 2 "option '$1' needs a value (see --help)" ;;
+  esac
+  case $1 in
+    -r|--results) results=$2; shift 2 ;;
+    --target) targets+=("$2"); shift 2 ;;
+    --partition) partition=$2; shift 2 ;;
+    --group) group=$2; shift 2 ;;
+    --time) time_min=$2; shift 2 ;;
+    --sizes) sizes=$2; shift 2 ;;
+    --timeout) timeout=$2; shift 2 ;;
     --quick) quick=1; shift ;;
     --shared) shared=1; shift ;;
-    --membound) membound=${2:?}; shift 2 ;;
-    --run) run_name=${2:?}; shift 2 ;;
-    --resume) resume=${2:?--resume needs a run folder}; shift 2 ;;
+    --membound) membound=$2; shift 2 ;;
+    --run) run_name=$2; shift 2 ;;
+    --resume) resume=$2; shift 2 ;;
     --dry-run) dry=1; shift ;;
     -h|--help) usage; exit 0 ;;
     -*) fleet_die 2 "unknown option '$1' (see --help)" ;;
@@ -116,6 +120,11 @@ else
   [ -x "$membound" ] || fleet_die 2 "$membound: not an executable (build it, or give --membound)"
   membound=$(cd "$(dirname "$membound")" && pwd)/$(basename "$membound")
   [ ${#variants[@]} -gt 0 ] || variants=(copy sin2_plus_cos2 gelu_tanh sigmoid3)
+  # the variants and sizes checked here, not on every node
+  szarg=()
+  [ -n "$sizes" ] && szarg=(--sizes "$sizes")
+  err=$("$membound" model "${variants[@]}" "${szarg[@]}" --device h100-sxm 2>&1 >/dev/null) ||
+    fleet_die 2 "the variants or sizes: ${err#membound: error: }"
   # the task table, checked before anything is made
   table=$(printf '# task\tlabel\ttarget\tgpu')
   k=0 seen=" "
