@@ -7,7 +7,7 @@ if(TARGET mb_reports)
   mb_test(report_fleet SOURCES report_fleet.c LIBS mb_reports)
   # the array's task scripts without a scheduler: a task that fails (its rows
   # missing, the report naming it), two tasks writing into one run folder at
-  # once, folders and files another user could write refused (38 to 54 s
+  # once, folders and files another user could write refused (33 to 54 s
   # on the 2-core host here under load from other builds)
   add_test(NAME fleet_tasks COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/fleet_tasks.sh)
   set_tests_properties(fleet_tasks PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300
