@@ -4,7 +4,7 @@
  * are kept apart, each machine its own device, fit and verdicts. A
  * machine is what its CSV's provenance says: the host, and the CPU or the
  * GPU (name, PCI id, driver) measured there; rows of one machine under
- * several calibrations of one name stay one device, as before. Where two
+ * several calibrations of one name stay one group (one fit), as before. Where two
  * machines share a name they become NAME@HOST (NAME#K where the hosts
  * agree too). Does not decide which spec models a row (join.c does). */
 #include "report_int.h"

@@ -5,7 +5,7 @@
  * joined and fitted: three devices, the two gpu-x kept apart as
  * gpu-x@node-a and gpu-x@node-b, each fit recovering its machine's
  * bandwidth and t0 within its 95% interval; a machine whose calibration
- * changed between two CSVs stays one device; two GPUs of one host with one
+ * changed between two CSVs stays one group; two GPUs of one host with one
  * name become NAME@HOST#K. A fleet run's task table read (and refused
  * where malformed), the missing task named in report.md, the Machines
  * section and the model-error figure's data written. */
@@ -202,7 +202,7 @@ int main(void)
         mb_rpt_set_free(&s);
     }
 
-    /* one machine calibrated twice (two specs named gpu-x, one host): one device */
+    /* one machine calibrated twice (two specs named gpu-x, one host): one group */
     static const machine again[] = {
         {"r1.csv", "gpu-x", "node-a", "GPU X (0000:01:00.0) cc 9.0", "535.104", 2900, 5e-6, 1000},
         {"r2.csv", "gpu-x", "node-a", "GPU X (0000:01:00.0) cc 9.0", "535.104", 2850, 5e-6, 1000},
