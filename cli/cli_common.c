@@ -343,3 +343,19 @@ double mb_cli_now_s(void)
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
+
+void mb_cli_scheduler_line(char *buf, size_t size)
+{
+    const char *job = getenv("SLURM_JOB_ID");
+    buf[0] = '\0';
+    if (!job || !*job) return;
+    const char *arr = getenv("SLURM_ARRAY_JOB_ID"), *task = getenv("SLURM_ARRAY_TASK_ID");
+    const char *node = getenv("SLURMD_NODENAME"), *part = getenv("SLURM_JOB_PARTITION");
+    const char *cluster = getenv("SLURM_CLUSTER_NAME");
+    char a[96] = "";
+    if (arr && *arr && task && *task) snprintf(a, sizeof a, ", array task %.40s_%.40s", arr, task);
+    snprintf(buf, size, "scheduler: slurm job %.40s%s, node %.100s, partition %.100s, cluster %.100s", job, a,
+             node && *node ? node : "?", part && *part ? part : "?", cluster && *cluster ? cluster : "?");
+    for (char *p = buf; *p; p++)
+        if ((unsigned char)*p < 0x20) *p = ' '; /* one line, whatever the environment held */
+}

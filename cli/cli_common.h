@@ -94,4 +94,10 @@ const char *mb_cli_fmt_bytes(double bytes, char *buf, int bufsize);
 /* Human-readable time: "1.23 ms", "45.6 us", "2.10 s". */
 const char *mb_cli_fmt_time(double s, char *buf, int bufsize);
 
+/* The batch job this process runs in, from SLURM's environment, as one
+ * provenance line ("scheduler: slurm job 12, array task 11_1, node n1,
+ * partition p, cluster c"; "?" for what the environment lacks); "" outside
+ * a job. */
+void mb_cli_scheduler_line(char *buf, size_t size);
+
 #endif

@@ -35,6 +35,10 @@ static void usage(FILE *fp)
             "                MB_CUDA_DEVICE and MB_CUDA_NO_BLOCK as for measure)\n"
             "  -o FILE       output spec, default local-cpu.ini (written atomically)\n"
             "  --threads N   threads (default: all cores)\n"
+            "  --name ID     the spec's name (default local-cpu or local-gpu): what\n"
+            "                measure's device column and report call this machine\n"
+            "                (letters, digits, '-', '_', '.', '+'; scripts/slurm/ names\n"
+            "                each node's spec by its target)\n"
             "  --quick       short, cache-sized run (for tests; numbers not for the model)\n"
             "  -q, --quiet   no progress notes (warnings still shown)\n"
             "  --cached      use this host's cached calibration when there is one (as\n"
@@ -54,6 +58,7 @@ static void progress(const char *label)
 
 typedef struct cal_opts {
     const char *out_path;
+    const char *name;             /* --name, or NULL */
     mb_meas_backend backend;
     int threads, quick, quiet, cached, touch_only, out_given;
 } cal_opts;
@@ -116,7 +121,7 @@ static int parse_opts(cal_opts *o, int argc, char **argv)
         {"threads", required_argument, 0, 'T'}, {"quick", no_argument, 0, 'Q'},
         {"quiet", no_argument, 0, 'q'},
         {"cached", no_argument, 0, 'c'}, {"first-touch", no_argument, 0, 't'},
-        {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
+        {"name", required_argument, 0, 'n'}, {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
     int c;
     opterr = 0;
     optind = 1;
@@ -133,6 +138,18 @@ static int parse_opts(cal_opts *o, int argc, char **argv)
             if (!end || *end || v < 1 || v > 4096)
                 return mb_cli_fail(2, "--threads: expected a count in [1, 4096], got '%s'", optarg);
             o->threads = (int)v;
+            break;
+        }
+        case 'n': {
+            size_t len = strlen(optarg);
+            int ok = len > 0 && len < sizeof ((mb_device *)0)->name;
+            for (const char *p = optarg; ok && *p; p++)
+                ok = (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
+                     *p == '-' || *p == '_' || *p == '.' || *p == '+';
+            if (!ok)
+                return mb_cli_fail(2, "--name '%s': a device id is 1 to %zu letters, digits, '-', '_', '.' "
+                                   "or '+'", optarg, sizeof ((mb_device *)0)->name - 1);
+            o->name = optarg;
             break;
         }
         case 'Q': o->quick = 1; break;
@@ -155,6 +172,7 @@ static int touch_only(const cal_opts *o)
         return mb_cli_fail(2, "--first-touch: the probe is the CPU's (no --backend cuda)");
     if (o->cached) return mb_cli_fail(2, "--first-touch measures now: no --cached");
     if (o->out_given) return mb_cli_fail(2, "--first-touch writes no spec: no -o");
+    if (o->name) return mb_cli_fail(2, "--first-touch writes no spec: no --name");
     static mb_cal_result cal; /* large: not on the stack */
     mb_err e;
     if (!o->quiet) progress("first touch of fresh allocations, 8-128 MiB");
@@ -191,6 +209,7 @@ int mb_cmd_calibrate(int argc, char **argv)
     char from[1024] = "";
     rc = o.backend == MB_MEAS_CUDA ? calibrate_gpu(&o, &d) : calibrate_cpu(&o, cmdline, &d, from, sizeof from);
     if (rc) return rc;
+    if (o.name) snprintf(d.name, sizeof d.name, "%s", o.name);
     if (mb_device_write_ini(&d, o.out_path, &e)) return mb_cli_fail_err(1, &e);
     if (from[0]) printf("wrote %s from %s (use: --device %s)\n", o.out_path, from, o.out_path);
     else printf("wrote %s (use: --device %s)\n", o.out_path, o.out_path);

@@ -645,6 +645,12 @@ static int prepare(run *r)
     snprintf(pv.extra, sizeof pv.extra, "backend: %s\nmodel_device: %s\nmemory: %.2f GB available of "
              "%.2f GB (host, at the start)", mb_meas_backend_name(r->backend), r->dev_desc,
              (double)r->avail / 1e9, (double)mb_meas_host_memory_bytes("MemTotal") / 1e9);
+    char sched[400];
+    mb_cli_scheduler_line(sched, sizeof sched);
+    if (sched[0]) {
+        size_t used = strlen(pv.extra);
+        snprintf(pv.extra + used, sizeof pv.extra - used, "\n%s", sched);
+    }
     /* provenance with the spec and variant texts, in columns of every row
      * (written after the rows): the CSV reports anywhere, alone */
     if (mb_meas_csv_texts_init(&r->texts, &pv, &r->dev, r->all_graphs[0], r->all_exprs[0], r->n_all[0], &e))

@@ -41,6 +41,9 @@ static void usage(FILE *fp)
             "                     or WxH pixels\n"
             "  --font-scale F     every text of the figures times F, 0.5 to 3 (default 1)\n"
             "  --theme T          figures light (default) or dark\n"
+            "  --fleet TASKS.csv  a fleet run's task table (scripts/slurm/merge.sh): the\n"
+            "                     report lists every task, the rows it delivered, and the\n"
+            "                     missing ones with their reason\n"
             "  --smoke-test       label every verdict a smoke test's (demo --quick: small\n"
             "                     sizes, figures that say nothing about the machine)\n"
             "  -q, --quiet        no progress notes (printed for inputs of 100000 rows or\n"
@@ -54,7 +57,8 @@ static void usage(FILE *fp)
 /* The output folder is usable and none of its files is an input (report -o
  * . summary.csv); a --device of another kind than the rows is checked in
  * read_inputs. 0 or an exit code after one error line. */
-static int check_args(const char *dir, const char *device, const mb_cli_inputs *in, const char **csvs, int n_csv)
+static int check_args(const char *dir, const char *device, const char *fleet, const mb_cli_inputs *in,
+                      const char **csvs, int n_csv)
 {
     mb_err e;
     if (n_csv == 0)
@@ -70,7 +74,8 @@ static int check_args(const char *dir, const char *device, const mb_cli_inputs *
         out_ptrs[n_outs] = outs[n_outs];
     }
     if (mb_outfile_check_distinct(out_ptrs, n_outs, csvs, n_csv, &e) ||
-        mb_outfile_check_distinct(out_ptrs, n_outs, &device, 1, &e))
+        mb_outfile_check_distinct(out_ptrs, n_outs, &device, 1, &e) ||
+        mb_outfile_check_distinct(out_ptrs, n_outs, &fleet, 1, &e))
         return mb_cli_fail_err(2, &e);
     return 0;
 }
@@ -118,7 +123,7 @@ static void step_done(progress *p, const char *what, long long count)
 /* Defines the variants (in order, a name given twice refused), reads the
  * CSVs, joins and fits. 0 or an exit code after one error line. */
 static int read_inputs(mb_rpt_set *s, const mb_cli_inputs *in, const char **csvs, int n_csv, const char *device,
-                       progress *p)
+                       const char *fleet, progress *p)
 {
     mb_err e;
     int rc = 0;
@@ -131,6 +136,7 @@ static int read_inputs(mb_rpt_set *s, const mb_cli_inputs *in, const char **csvs
     }
     for (int i = 0; i < in->n && !rc; i++) rc = mb_rpt_define_variant(s, in->v[i].arg, in->v[i].is_expr, &e);
     for (int i = 0; i < n_csv && !rc; i++) rc = mb_rpt_read_csv(s, csvs[i], &e);
+    if (!rc && fleet) rc = mb_rpt_read_fleet(s, fleet, &e);
     p->on = !rc && !p->quiet && s->n_rows >= PROGRESS_ROWS;
     step_done(p, "rows read", rc ? -1 : s->n_rows);
     if (!rc && s->n_rows == 0)
@@ -153,6 +159,21 @@ static const char *ratio_cell(char *buf, size_t size, double v)
     if (isfinite(v)) snprintf(buf, size, "%.2fx", v);
     else snprintf(buf, size, "-");
     return buf;
+}
+
+/* A fleet run's tasks: how many delivered rows, and each missing one with
+ * its state and reason. */
+static void print_tasks(const mb_rpt_set *s)
+{
+    int delivered = 0;
+    for (int i = 0; i < s->n_tasks; i++) delivered += mb_rpt_task_rows(s, &s->tasks[i], NULL) > 0;
+    if (s->n_tasks) printf("fleet: %d of %d tasks delivered rows\n", delivered, s->n_tasks);
+    for (int i = 0; i < s->n_tasks; i++) {
+        const mb_rpt_task *t = &s->tasks[i];
+        if (mb_rpt_task_rows(s, t, NULL) > 0) continue;
+        printf("missing: task %s (%s%s%s): %s%s%s\n", t->task, t->target, t->node[0] ? " on " : ", never ran",
+               t->node, t->state, t->reason[0] ? ": " : "", t->reason);
+    }
 }
 
 /* The verdicts, one line each (a claim's text never cut: the column is as
@@ -185,6 +206,7 @@ static void print_summary(const mb_rpt_set *s)
         if (v->rerun[0]) printf("    inconclusive: rerun with: %s\n", v->rerun);
     }
     if (!s->n_verdicts) printf("no lecture variant in these rows: no claim checked\n");
+    print_tasks(s);
     for (int g = 0; g < s->n_groups; g++) {
         const mb_rpt_group *gr = &s->groups[g];
         char t0[32];
@@ -224,12 +246,12 @@ int mb_cmd_report(int argc, char **argv)
     static const struct option opts[] = {
         {"output", required_argument, 0, 'o'}, {"device", required_argument, 0, 'd'},
         {"formats", required_argument, 0, 'f'}, {"no-figures", no_argument, 0, 'N'},
-        {"smoke-test", no_argument, 0, 'S'},
+        {"smoke-test", no_argument, 0, 'S'}, {"fleet", required_argument, 0, 'L'},
         {"variants", required_argument, 0, 'V'}, {"plan", required_argument, 0, 'p'},
         {"size", required_argument, 0, 'z'}, {"font-scale", required_argument, 0, 'F'},
         {"theme", required_argument, 0, 'T'}, {"quiet", no_argument, 0, 'q'},
         {"expr", required_argument, 0, 'e'}, {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
-    const char *dir = "membound-report", *device = NULL;
+    const char *dir = "membound-report", *device = NULL, *fleet = NULL;
     mb_cli_inputs in = {0};  /* .mb files and --expr, in order */
     const char **csvs = calloc((size_t)argc + 1, sizeof *csvs);
     int n_csv = 0;
@@ -255,6 +277,7 @@ int mb_cmd_report(int argc, char **argv)
             break;
         case 'o': dir = optarg; break;
         case 'd': device = optarg; break;
+        case 'L': fleet = optarg; break;
         case 'f':
             if (mb_rpt_parse_formats(optarg, &formats, &e)) { rc = mb_cli_fail_err(2, &e); goto free_args; }
             formats |= MB_RPT_PNG; /* the report embeds PNGs */
@@ -284,8 +307,8 @@ int mb_cmd_report(int argc, char **argv)
         default: rc = mb_cli_fail(2, "unknown option '%s' (see 'membound report --help')", argv[optind - 1]); goto free_args;
         }
     }
-    rc = check_args(dir, device, &in, csvs, n_csv);
-    if (!rc) rc = read_inputs(&s, &in, csvs, n_csv, device, &prog);
+    rc = check_args(dir, device, fleet, &in, csvs, n_csv);
+    if (!rc) rc = read_inputs(&s, &in, csvs, n_csv, device, fleet, &prog);
 free_args:
     mb_cli_inputs_free(&in);
     free(csvs);

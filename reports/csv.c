@@ -211,6 +211,7 @@ void mb_rpt_set_free(mb_rpt_set *s)
     strings_free(s->strings);
     for (int i = 0; i < s->n_op_tables; i++) free(s->op_tables[i]);
     free(s->op_tables);
+    free(s->tasks);
     memset(s, 0, sizeof *s);
 }
 

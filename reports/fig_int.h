@@ -110,6 +110,11 @@ int rpt_fig_roofline(rpt_fig_ctx *fc, const char *name, const mb_rpt_set *s, int
 int rpt_fig_whatif(rpt_fig_ctx *fc, const char *name, const mb_rpt_set *s, const rpt_series *se,
                    int ns, const mb_device *devs, int n_devs);
 
+/* The model's error across devices: every verified row's measured / model
+ * time, a line per device x backend, coloured by variant, with each line's
+ * p10, median and p90 (fig_error.c). */
+int rpt_fig_model_error(rpt_fig_ctx *fc, const char *name, const mb_rpt_set *s);
+
 /* ---- the knee figure (fig_knee.c) ----------------------------------------- */
 
 /* 1 when variant (in s's definitions, else the built-ins) has row operations

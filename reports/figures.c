@@ -95,6 +95,15 @@ static int draw_knee(rpt_fig_ctx *fc, const char *name, const fig_args *a)
     return rpt_fig_knee(fc, name, a->s, rpt_knee_variant(a->s, a->se, a->ns), a->d);
 }
 
+/* The model's error across devices (fig_error.c): wanted when the rows
+ * hold more than one device x backend. */
+static int wants_devices(const fig_args *a) { return a->s && a->gi < 0 && a->s->n_groups > 1; }
+
+static int draw_model_error(rpt_fig_ctx *fc, const char *name, const fig_args *a)
+{
+    return rpt_fig_model_error(fc, name, a->s);
+}
+
 typedef enum fig_scope {
     FIG_PER_GROUP,  /* one per device x backend of the measured rows */
     FIG_PER_DEVICE, /* one per device, every backend's points on it */
@@ -126,6 +135,7 @@ static const fig_kind fig_kinds[] = {
     {"whatif", FIG_ONCE, 1, wants_1d, draw_whatif},
     {"recompute", FIG_PER_GROUP, 1, wants_recompute, draw_recompute},
     {"knee", FIG_ONCE, 1, wants_knee, draw_knee},
+    {"model_error", FIG_ONCE, 0, wants_devices, draw_model_error},
     {"frontier", FIG_GIVEN, 0, NULL, NULL},
 };
 #define N_FIG_KINDS ((int)(sizeof fig_kinds / sizeof fig_kinds[0]))

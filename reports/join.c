@@ -581,5 +581,6 @@ int mb_rpt_join(mb_rpt_set *s, const char *device_override, mb_err *err)
     int rc = MB_OK;
     for (int i = 0; i < s->n_rows && !rc; i++) rc = join_row(s, &c, &s->rows[i], device_override, err);
     cache_free(&c);
+    if (!rc) rc = rpt_machines_split(s, err);
     return rc;
 }

@@ -305,6 +305,20 @@ int mb_rpt_parse_theme(const char *s, mb_rpt_look *look, mb_err *err);
 
 #define MB_RPT_MAX_DEVICES 32
 
+/* One task of a fleet run (report --fleet: scripts/slurm/merge.sh's
+ * tasks.csv): what it was to measure, where it ran, how it ended and why,
+ * and the CSV it left ("" when none arrived). */
+typedef struct mb_rpt_task {
+    char task[32];             /* the array task: "0", "1", ... */
+    char target[128];          /* what it asked for: "constraint=a100", "node=gpu017" */
+    char node[128];            /* where it ran, "" when it never started */
+    char state[32];            /* the scheduler's: COMPLETED, FAILED, TIMEOUT, ... */
+    char exit[32];             /* its exit status as the scheduler gives it ("1:0") */
+    char step[32];             /* the step that failed: calibrate, measure, ... */
+    char reason[512];          /* why, in the task's or the scheduler's words */
+    char csv[256];             /* the CSV's file name in the run's folder */
+} mb_rpt_task;
+
 typedef struct mb_rpt_set {
     mb_rpt_row *rows;
     int n_rows, cap_rows;
@@ -321,6 +335,9 @@ typedef struct mb_rpt_set {
     int n_vars;
     mb_device devices[MB_RPT_MAX_DEVICES];
     char device_keys[MB_RPT_MAX_DEVICES][256]; /* how each was named */
+    char device_machines[MB_RPT_MAX_DEVICES][600]; /* the machine each was measured
+                                      on, from its CSVs' provenance: "HOST: CPU"
+                                      or "HOST: GPU; DRIVER" (machines.c) */
     int n_devices;
     mb_rpt_group *groups;
     int n_groups;
@@ -342,6 +359,8 @@ typedef struct mb_rpt_set {
     mb_rpt_look look;              /* the figures' size, font scale, theme */
     int smoke_test;                /* 1: every verdict is a smoke test's (report
                                       --smoke-test, as demo --quick runs it) */
+    mb_rpt_task *tasks;            /* a fleet run's tasks (mb_rpt_read_fleet), owned */
+    int n_tasks;
 } mb_rpt_set;
 
 void mb_rpt_set_init(mb_rpt_set *s);
@@ -369,6 +388,17 @@ void mb_rpt_set_free(mb_rpt_set *s);
  * read. */
 int mb_rpt_read_csv(mb_rpt_set *s, const char *path, mb_err *err);
 
+/* Appends the tasks of a fleet run's task table (a CSV with columns task,
+ * target, state, csv and optionally node, exit, step, reason; '#' lines
+ * skipped) to s->tasks: the report then lists every task, the rows each
+ * delivered, and the missing ones with their reason. MB_EINPUT naming
+ * path:line:col for a missing column, an empty task or state, a csv that
+ * is a path; MB_ERUN when it cannot be read. */
+int mb_rpt_read_fleet(mb_rpt_set *s, const char *path, mb_err *err);
+/* The rows s holds from task t's CSV (matched by file name); *given (may be
+ * NULL) is 1 when that CSV is among the inputs. */
+int mb_rpt_task_rows(const mb_rpt_set *s, const mb_rpt_task *t, int *given);
+
 /* Adds a variant definition given on the command line: a .mb file (or a
  * built-in name) when is_expr is 0, else an --expr string (its "name"
  * directive names it). It joins rows of that name whose CSV carries no text
@@ -385,8 +415,11 @@ int mb_rpt_load_variant(const mb_rpt_set *s, int file, const char *name, mb_dtyp
 /* Joins every row with the model: loads its variant at its dtype, builds its
  * plan and estimates it at its n on its device (the row's device column, a
  * table id or spec-file path, relative paths also tried beside the CSV;
- * device_override, when not NULL, replaces it for every row). MB_EINPUT
- * naming file:line:col for an unknown device, variant, plan or dtype. */
+ * device_override, when not NULL, replaces it for every row). Rows of two
+ * machines (their CSVs' host, CPU or GPU and driver) are two devices, and
+ * devices of one name on different machines are named NAME@HOST
+ * (machines.c). MB_EINPUT naming file:line:col for an unknown device,
+ * variant, plan or dtype. */
 int mb_rpt_join(mb_rpt_set *s, const char *device_override, mb_err *err);
 
 /* Fits every device × backend group (rows with verified != 1 are skipped),

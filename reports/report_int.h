@@ -55,6 +55,23 @@ const char *rpt_interned(const mb_rpt_set *s, const char *str);
 int rpt_add_embedded(mb_rpt_set *s, int file, int line_no, const char *name, int is_expr,
                      const char *line, mb_err *err);
 
+/* The machine CSV fi was measured on, from its provenance: its host into
+ * host ("" when not recorded) and its GPU and driver, else its CPU, into
+ * what (machines.c). */
+void rpt_machine_of(const mb_rpt_set *s, int fi, char *host, size_t host_size, char *what,
+                    size_t what_size);
+/* After the join: a device whose rows come from several machines becomes
+ * one device per machine, and devices of one name on different machines
+ * are renamed NAME@HOST (NAME@HOST#K, NAME#K where hosts do not tell them
+ * apart); fills s->device_machines. MB_EINPUT past MB_RPT_MAX_DEVICES,
+ * MB_ERUN when out of memory. */
+int rpt_machines_split(mb_rpt_set *s, mb_err *err);
+
+/* The p10, median and p90 of measured / model time over group gi's
+ * verified, quiet rows into q (NaN when none); returns their count, -1
+ * when out of memory (fig_error.c). */
+int rpt_error_quantiles(const mb_rpt_set *s, int gi, double q[3]);
+
 /* A document written as Markdown: rpt_doc_end writes it and its HTML
  * (rendered by cmark, images embedded). Paragraph text is Markdown; every
  * other string (headings, cells, alt text) is data and shown as written. */

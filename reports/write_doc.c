@@ -475,6 +475,7 @@ int rpt_write_doc(const mb_rpt_set *s, const mb_rpt_figures *figs, const char *d
                   s->n_kernel_files, s->n_kernel_files == 1 ? "" : "s");
     verdict_section(&d, s);
     fit_section(&d, s);
+    rpt_machines_section(&d, s);
     if (figs && figs->n) {
         rpt_doc_h(&d, 2, "Figures");
         rpt_doc_p(&d, "Each figure's data (`.dat`) and gnuplot script (`.gp`, sharing `style.gp`) "

@@ -34,6 +34,12 @@ int rpt_write_csvs(const mb_rpt_set *s, const char *dir, rpt_outs *outs, mb_err 
 int rpt_write_json(const mb_rpt_set *s, const mb_rpt_figures *figs, const char *dir, rpt_outs *outs,
                    mb_err *err);
 
+/* The "Machines" section (write_machines.c): for a report of several
+ * devices x backends or a fleet run's tasks, one line per device x backend,
+ * its verdicts, the tasks and the missing ones with their reason; nothing
+ * otherwise. */
+void rpt_machines_section(rpt_doc *d, const mb_rpt_set *s);
+
 /* v as snprintf(buf, size, "%.*g", prec, v) writes it, byte for byte (and
  * faster, numfmt.c); returns its length. size >= 32 for the fast path. */
 int rpt_fmt_g(char *buf, size_t size, double v, int prec);

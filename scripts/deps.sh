@@ -6,8 +6,10 @@ MB_DEPS="build-essential cmake pkg-config libinih-dev libjansson-dev libgsl-dev 
 # Only for scripts/test.sh: headless Chromium renders report.html in the report_html test;
 # pandas (Debian's) opens every CSV the tool writes in the csv_open test; PyTorch
 # (Debian's 1.13, CPU) is the oracle of the eager plan in the torch_oracle test;
-# libpng's headers build the mask reader of the fig_overlap test (tests/fig_mask.c).
-MB_TEST_DEPS="chromium python3-pandas python3-torch libpng-dev"
+# libpng's headers build the mask reader of the fig_overlap test (tests/fig_mask.c);
+# SLURM and munge (Debian's) run the slurm_fleet test's one-node cluster, whose
+# daemons the test starts and stops itself (tests/slurm_fleet.sh).
+MB_TEST_DEPS="chromium python3-pandas python3-torch libpng-dev slurm-wlm munge"
 
 mb_install_deps() {
   local missing=() p

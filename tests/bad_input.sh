@@ -20,6 +20,8 @@ printf '[device]\nname = x\nmem_bandwith_gbs = 100\n' >badkey.ini
 printf 'name v\ninput x\ny = sin(x\noutput y\n' >bad.mb
 good_header=device,backend,variant,plan,dtype,n,time_s_median,verified
 printf '%s\nh100-sxm,cpu,copy,eager,f32,4096,1e-6,1\n' "$good_header" >ok.csv
+printf 'task,target,state\n0,a,OK\n' >tasks_nocsv.csv        # fleet task tables (report --fleet)
+printf 'task,target,state,csv\n0,a,,ok.csv\n' >tasks_nostate.csv
 printf '%s,dram_read_bytes\nh100-sxm,cpu,copy,eager,f32,4096,1e-6,1,100\n' "$good_header" >halfdram.csv
 printf '%s,dram_write_bytes\nh100-sxm,cpu,copy,eager,f32,4096,1e-6,1,100\n' "$good_header" >halfdram2.csv
 printf '%s\nh100-sxm,cpu,copy,eager,f32,lots,1e-6,1\n' "$good_header" >bad_n.csv
@@ -202,6 +204,8 @@ if has measure; then
   expect 2 "aaaa \[\.\.\.\] aaaa.*\.ini: path too long$" -- calibrate -o "no/$long.ini"
   expect 2 "aaaa \[\.\.\.\] aaaa.*\.csv: path too long$" -- measure copy --sizes 2^10 --device h100-sxm -o "no/$long.csv"
   expect 2 'backend' -- calibrate --backend bogus
+  expect 2 "--name 'a b': a device id is 1 to 63 letters" -- calibrate --name 'a b' -o x.ini
+  expect 2 "--name '': a device id" -- calibrate --name '' -o x.ini
 fi
 
 # ---- report and figures: measurement CSVs ---------------------------------------------
@@ -236,6 +240,11 @@ if has report; then
   expect 2 "bigcache2.csv:3:[0-9]*: column 'device_spec' differs from an earlier row's" -- report bigcache2.csv -o out
   expect 2 "bigcache3.csv:2: device_spec:4: key 'cache_mb': .*got '1e30' \(the device spec this CSV carries\)" -- report bigcache3.csv -o out
   expect 2 'not a directory|exists|directory' -- report ok.csv -o keep.txt
+  # a fleet's task table (report --fleet)
+  expect 2 "tasks_nocsv.csv:1: no column 'csv'" -- report ok.csv --fleet tasks_nocsv.csv -o out
+  expect 2 "tasks_nostate.csv:2:5: column 'state' is empty" -- report ok.csv --fleet tasks_nostate.csv -o out
+  expect 2 'missing_tasks.csv: cannot open' -- report ok.csv --fleet missing_tasks.csv -o out
+  expect 2 'directory' -- report ok.csv --fleet adir -o out
   expect 2 "unknown option" -- figures --bogus
   expect 2 "unknown option" -- demo --bogus
 fi

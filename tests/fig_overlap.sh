@@ -5,7 +5,8 @@
 # the text alone, the data alone, and each text unit alone (mb_only=K);
 # tests/fig_mask.c compares their alpha masks. Figures: the lecture's
 # (membound figures), three custom variants (--expr), a report of committed
-# measurements, and the lecture's at 4:3, font scale 1.3, dark. First, the
+# measurements, the model's error across two committed machines, and the
+# lecture's at 4:3, font scale 1.3, dark. First, the
 # check must fail on two layouts made to overlap (a legend moved onto the
 # roofline's points; an axis label moved onto its tic labels).
 # Skips (77) without gnuplot or without the mask reader (libpng).
@@ -103,5 +104,11 @@ if [ -s "$T/frontier/frontier.dat" ]; then
   cp "$SRC"/plots/style.gp "$SRC"/plots/look.gp "$SRC"/plots/frontier.gp "$T/frontier/"
   if check "$T/frontier" frontier frontier; then echo "ok   frontier"; else echo "FAIL frontier"; fails=$((fails + 1)); fi
 fi
+# the model's error across devices: a report of two committed machines (an
+# AMD and a Xeon guest, both hosts named vm: two devices, local-cpu@vm#1 and #2)
+"$B" report "$SRC"/reports/data/cpu-amd-epyc-2vcpu/all-copy.csv "$SRC"/reports/data/cpu-amd-epyc-2vcpu/all-sin2_plus_cos2.csv \
+     "$SRC"/reports/data/cpu-xeon-2vcpu-1202-jit/jit-ab-jit.csv -o "$T/machines" --no-figures >/dev/null ||
+  { echo "FAIL: report of two machines"; exit 1; }
+if check "$T/machines/figures" model_error model_error; then echo "ok   model_error"; else echo "FAIL model_error"; fails=$((fails + 1)); fi
 [ $fails = 0 ] || { echo "$fails figure(s) with overlaps"; exit 1; }
 echo "no overlaps"
