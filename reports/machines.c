@@ -39,7 +39,8 @@ void rpt_machine_of(const mb_rpt_set *s, int fi, char *host, size_t host_size, c
     prov_value(s, fi, "gpu", gpu, sizeof gpu);
     prov_value(s, fi, "gpu_driver", drv, sizeof drv);
     prov_value(s, fi, "cpu", cpu, sizeof cpu);
-    if (gpu[0]) snprintf(what, what_size, "%s; %s", gpu, drv);
+    if (!host[0]) what[0] = '\0'; /* imported rows (ncu, the PyTorch profiler): no machine to tell apart */
+    else if (gpu[0]) snprintf(what, what_size, "%s; %s", gpu, drv);
     else snprintf(what, what_size, "%s", cpu);
 }
 
