@@ -13,7 +13,7 @@ draws model against measured on log-log axes with the +-25% band (gnuplot).
 The points' timing (Triton's do_bench: 256 MB written to clear the L2 before
 each repetition, CUDA events around the Python call, host gaps included) is
 passed to the model as what it is: --framework pytorch (the host issues every
-kernel), --flush-mb 256 (the device is busy with the flush while the host
+kernel), --flush-mb 268.4 (256 MiB: the device is busy with the flush while the host
 starts), --phase forward|backward|all (what the events bracket). A membound
 without those options (an older build, --membound BIN) is asked for the plan's
 kernels and their device times are summed by phase: the model before the
@@ -41,13 +41,17 @@ VALIDATION = os.path.join(HERE, "validation")
 
 # ---- the published set's points and what stands for each -----------------
 
+# Triton's do_bench flushes the L2 by zeroing 256 MiB before each repetition
+# (triton/testing.py; the driver's get_empty_cache_for_benchmark)
+FLUSH_MB = 256 * 2**20 / 1e6
+
 # GPU names as the published files write them -> membound device ids
 DEVICES = {"NVIDIA A100 80GB PCIe": "a100-pcie-80gb"}
 
 DTYPE_BYTES = {"torch.bfloat16": 2, "torch.float16": 2, "torch.float32": 4}
 
 TIMING = ("triton.testing.do_bench(rep=500, quantiles=[0.5, 0.2, 0.8]): each repetition "
-          "zeroes a 256 MB buffer (the L2 flush) and then times the Python call between two "
+          "zeroes a 256 MiB buffer (the L2 flush) and then times the Python call between two "
           "CUDA events on the current stream, host gaps included; x.grad set to None first")
 
 MODES = {"forward": "forward: y = module(x)",
@@ -141,8 +145,8 @@ def supports(binary, option):
 
 
 class Model:
-    def __init__(self, binary):
-        self.binary = binary
+    def __init__(self, binary, flush_mb):
+        self.binary, self.flush_mb = binary, flush_mb
         self.terms = supports(binary, "--phase")
         self.cache = {}
 
@@ -155,7 +159,7 @@ class Model:
             cmd = [self.binary, "model", variant, "--plan", p["plan"], "--shape", p["shape"],
                    "--device", p["device"], "--json"]
             if self.terms:
-                cmd += ["--framework", "pytorch", "--flush-mb", "256", "--phase", phase]
+                cmd += ["--framework", "pytorch", "--flush-mb", str(self.flush_mb), "--phase", phase]
             got = subprocess.run(cmd, capture_output=True, text=True)
             if got.returncode != 0:
                 raise SystemExit(f"gpu_validate: '{' '.join(cmd)}' failed: {got.stderr.strip()}")
@@ -209,6 +213,8 @@ def main():
     ap.add_argument("--points", default=os.path.join(VALIDATION, "points.csv"))
     ap.add_argument("--membound", default=os.path.join(ROOT, "build", "bin", "membound"))
     ap.add_argument("--bound", type=float, default=25.0)
+    ap.add_argument("--flush-mb", type=float, default=FLUSH_MB,
+                    help="the L2 flush ahead of each timed call, MB (do_bench: 256 MiB)")
     ap.add_argument("--figure")
     ap.add_argument("--min-within", type=float, help="exit 1 when fewer than PCT%% of points are within the bound")
     ap.add_argument("--quiet", action="store_true", help="the summaries only")
@@ -229,7 +235,7 @@ def main():
     except OSError as e:
         print(f"gpu_validate: {e}", file=sys.stderr)
         return 2
-    model = Model(a.membound)
+    model = Model(a.membound, a.flush_mb)
     rows = []
     for p in points:
         t, side = model.run(p)
@@ -245,7 +251,7 @@ def main():
             print(f"| {r['id']} | {r['class']} {r['mode']} {r['band']} | {'~' if r['approximate'] else ''} "
                   f"| {r['measured_us']:.1f} | {r['model_us']:.1f} | {r['err']:+.0f}% | {r['side']} |")
         print()
-    print(f"terms: {'host + phase + flush' if model.terms else 'device kernels summed by phase'} "
+    print(f"terms: {f'host + phase + flush {a.flush_mb:g} MB' if model.terms else 'device kernels summed by phase'} "
           f"({a.membound})")
     print("| class | points | within | median abs error | median signed |")
     print("|---|---:|---:|---:|---:|")
