@@ -340,6 +340,13 @@ void mb_kernel_time(const mb_plan *p, int k, int first, mb_shape n, const mb_dev
     c->bound = mb_bound_of(c->launch_s, c->mem_s, c->compute_s);
 }
 
+static int has_column_op(const mb_graph *g, const mb_kernel *K)
+{
+    for (int j = 0; j < K->n_nodes; j++)
+        if (MB_OP_IS_COLUMN(g->nodes[K->nodes[j]].op)) return 1;
+    return 0;
+}
+
 /* The host's cost of issuing kernel k of p on GPU d under PyTorch, each
  * part the device's figure where its spec has one, else the MB_HOST_*
  * default (mb_traffic.h: measured by bench/torch_host.py, or cited):
@@ -355,13 +362,6 @@ void mb_kernel_time(const mb_plan *p, int k, int first, mb_shape n, const mb_dev
  *     (host_function_us), and in backward the engine's node that calls it
  *     (host_node_us); a plan's column sums are library ops (host_op_us +
  *     launch_overhead_us): Liger's _dW.sum(0). */
-static int has_column_op(const mb_graph *g, const mb_kernel *K)
-{
-    for (int j = 0; j < K->n_nodes; j++)
-        if (MB_OP_IS_COLUMN(g->nodes[K->nodes[j]].op)) return 1;
-    return 0;
-}
-
 double mb_kernel_host_s(const mb_plan *p, int k, int first, const mb_device *d)
 {
     const mb_kernel *K = &p->kernels[k];
