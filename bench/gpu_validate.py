@@ -45,6 +45,17 @@ VALIDATION = os.path.join(HERE, "validation")
 # (triton/testing.py; the driver's get_empty_cache_for_benchmark)
 FLUSH_MB = 256 * 2**20 / 1e6
 
+# Published files kept in bench/validation/ -> where they come from
+PUBLISHED = {
+    "liger-a100-pcie-80gb.csv": ("linkedin/Liger-Kernel", "benchmark/data/a100_all_benchmark_data.csv",
+                                 "bdbfeadf9987bb7dcd4b0d54301dcdd5b935ebfe"),
+}
+
+
+class Refused(Exception):
+    """Bad input or a failed model run: exit 2 with its message."""
+
+
 # GPU names as the published files write them -> membound device ids
 DEVICES = {"NVIDIA A100 80GB PCIe": "a100-pcie-80gb"}
 
@@ -100,8 +111,11 @@ POINT_FIELDS = ["id", "kernel", "provider", "mode", "class", "x_name", "x_value"
 def make_points(published, out):
     """The validation set's rows from a published Liger-Kernel benchmark CSV:
     its speed medians of the kernels SOURCES knows, with their provenance."""
+    base = os.path.basename(published)
+    if base not in PUBLISHED:
+        raise Refused(f"no provenance for '{base}': add it to PUBLISHED (repository, file, commit)")
+    repo, src_file, commit = PUBLISHED[base]
     rows = list(csv.DictReader(open(published, newline="")))
-    readme = open(os.path.join(VALIDATION, "README.md")).read()
     points = []
     for r in rows:
         key = (r["kernel_name"], r["kernel_provider"])
@@ -114,7 +128,7 @@ def make_points(published, out):
         dtype = cfg["dtype"]
         gpu = r["gpu_name"]
         if gpu not in DEVICES:
-            raise SystemExit(f"gpu_validate: no membound device for '{gpu}' (DEVICES)")
+            raise Refused(f"no membound device for '{gpu}' (DEVICES)")
         pid = f"{r['kernel_name']}/{r['kernel_provider']}/{r['kernel_operation_mode']}/{n}/{DEVICES[gpu]}"
         points.append({
             "id": pid, "kernel": r["kernel_name"], "provider": r["kernel_provider"],
@@ -123,9 +137,7 @@ def make_points(published, out):
             "measured_ms": r["y_value_50"], "measured_p20_ms": r["y_value_20"],
             "measured_p80_ms": r["y_value_80"], "variant": variant, "plan": plan,
             "device": DEVICES[gpu], "approximate": approx,
-            "source_repo": "linkedin/Liger-Kernel",
-            "source_file": "benchmark/data/a100_all_benchmark_data.csv",
-            "source_commit": "bdbfeadf9987bb7dcd4b0d54301dcdd5b935ebfe" if "bdbfeadf" in readme else "",
+            "source_repo": repo, "source_file": src_file, "source_commit": commit,
             "gpu": gpu, "date": r["timestamp"], "library_version": "liger " + r["liger_version"],
             "computation": f"{what}; {MODES[r['kernel_operation_mode']]} "
                            f"(benchmark/scripts/benchmark_{r['kernel_name']}.py)",
@@ -162,7 +174,7 @@ class Model:
                 cmd += ["--framework", "pytorch", "--flush-mb", str(self.flush_mb), "--phase", phase]
             got = subprocess.run(cmd, capture_output=True, text=True)
             if got.returncode != 0:
-                raise SystemExit(f"gpu_validate: '{' '.join(cmd)}' failed: {got.stderr.strip()}")
+                raise Refused(f"'{' '.join(cmd)}' failed: {got.stderr.strip()}")
             res = json.loads(got.stdout)["results"][0]
             if self.terms:
                 self.cache[key] = (res["time_s"], res.get("waits_on", ""))
@@ -205,10 +217,18 @@ def figure(rows, path, bound):
                   f"set title 'membound model against published GPU medians'\nplot " + ", ".join(plots) + "\n")
         got = subprocess.run(["gnuplot"], input=script, capture_output=True, text=True)
         if got.returncode != 0:
-            raise SystemExit(f"gpu_validate: gnuplot failed: {got.stderr.strip()}")
+            raise Refused(f"gnuplot failed: {got.stderr.strip()}")
 
 
 def main():
+    try:
+        return run()
+    except Refused as e:
+        print(f"gpu_validate: {e}", file=sys.stderr)
+        return 2
+
+
+def run():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0], add_help=True)
     ap.add_argument("--points", default=os.path.join(VALIDATION, "points.csv"))
     ap.add_argument("--membound", default=os.path.join(ROOT, "build", "bin", "membound"))

@@ -43,5 +43,9 @@ sys.exit(0 if len(rows) == 84 and all(r[k] for r in rows for k in need) else 1)
 PY
 python3 "$S/bench/gpu_validate.py" --make-points "$S/bench/validation/liger-a100-pcie-80gb.csv" -o "$tmp/points.csv" >/dev/null &&
   cmp -s "$tmp/points.csv" "$S/bench/validation/points.csv" && ok || bad "points.csv differs from --make-points"
+# a published file without its provenance is refused
+cp "$S/bench/validation/liger-a100-pcie-80gb.csv" "$tmp/unknown.csv"
+python3 "$S/bench/gpu_validate.py" --make-points "$tmp/unknown.csv" -o "$tmp/u.csv" >/dev/null 2>"$tmp/err"; rc=$?
+[ $rc -eq 2 ] && grep -q "no provenance" "$tmp/err" && ok || bad "a file without provenance: rc $rc"
 echo "$pass passed, $fail failed"
 [ $fail -eq 0 ]
