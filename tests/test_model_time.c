@@ -1,8 +1,9 @@
 /* test_model_time.c — the time model's terms around a kernel's work: the
  * kernel floor event timing sees (kernel_floor_us), and the host's timeline
  * under --framework pytorch on a GPU (host_*_us, --phase, --flush-mb),
- * against hand-derived times on the lecture's variants. Does not test bytes (test_model_plans)
- * or measure the floor (calibrate --backend cuda). */
+ * against hand-derived times on the lecture's variants. Does not test
+ * bytes (test_model_plans) or measure the floor (calibrate --backend cuda)
+ * or the host (bench/torch_host.py). */
 #define _POSIX_C_SOURCE 200809L
 #include "membound_model.h"
 #include "mb_test.h"
