@@ -24,7 +24,9 @@ only adds.
 
 usage: torch_host.py [--rounds 15] [--calls 2000] [--chain 64] [--json]
 Run it with the interpreter whose torch is to be measured (the bench venv's:
-build/bench-venv/bin/python bench/torch_host.py). Exit 2 without torch.
+build/bench-venv/bin/python bench/torch_host.py). Exit 1 when a figure
+derived as a difference comes out at or below zero (a host too busy to
+resolve it), 2 without torch or on bad arguments.
 """
 import argparse
 import json
@@ -106,6 +108,13 @@ def main():
            "function_pair_us": 2 * function_s * 1e6,
            "scalar_op_fwd_us": fwd_op_s * 1e6, "function_fwd_us": fwd_fn_s * 1e6,
            "rounds": a.rounds, "calls": a.calls, "chain": a.chain}
+    # a difference of two minima: on a busy host it can come out at or below
+    # zero, which is no figure; say so rather than print it
+    for k in ("host_node_us", "host_function_us"):
+        if not res[k] > 0:
+            print(f"torch_host: {k} came out {res[k]:.2f} us: the host was too busy to resolve it; "
+                  f"run again with more --rounds", file=sys.stderr)
+            return 1
     if a.json:
         print(json.dumps(res, indent=1))
     else:

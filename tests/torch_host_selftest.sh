@@ -14,14 +14,27 @@ tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 pass=0 fail=0
 ok() { pass=$((pass + 1)); }
 bad() { echo "FAIL: $*"; fail=$((fail + 1)); }
-"$py" "$S/bench/torch_host.py" --rounds 2 --calls 200 --chain 8 >"$tmp/ini" || bad "torch_host.py failed"
-for k in host_op_us host_node_us host_function_us; do
-  grep -Eq "^$k = [0-9]+\.[0-9]+$" "$tmp/ini" && ok || bad "no '$k = ...' line: $(cat "$tmp/ini")"
-done
-awk -F' = ' '/^host_op_us/ { exit !($2 > 0 && $2 < 1000) }' "$tmp/ini" && ok || bad "host_op_us out of range"
-"$py" "$S/bench/torch_host.py" --rounds 1 --calls 100 --chain 4 --json >"$tmp/json" || bad "--json failed"
-"$py" -c 'import json,sys; d=json.load(open(sys.argv[1])); sys.exit(0 if d["chain"] == 4 and d["op_nograd_us"] > 0 else 1)' "$tmp/json" &&
-  ok || bad "--json lacks its probes"
+# the figures derived as differences may not resolve on a loaded host: then
+# the script must say so (exit 1, the key named), never print a figure <= 0
+"$py" "$S/bench/torch_host.py" --rounds 5 --calls 400 --chain 8 >"$tmp/ini" 2>"$tmp/err"; rc=$?
+if [ $rc -eq 0 ]; then
+  for k in host_op_us host_node_us host_function_us; do
+    grep -Eq "^$k = [0-9]+\.[0-9]*[1-9][0-9]*$" "$tmp/ini" && ok || bad "no positive '$k = ...' line: $(cat "$tmp/ini")"
+  done
+else
+  [ $rc -eq 1 ] && grep -Eq "(host_node_us|host_function_us) came out .* too busy" "$tmp/err" && ok ||
+    bad "torch_host.py failed: rc $rc $(cat "$tmp/err")"
+fi
+if [ $rc -eq 0 ]; then
+  awk -F' = ' '/^host_op_us/ { exit !($2 > 0 && $2 < 1000) }' "$tmp/ini" && ok || bad "host_op_us out of range"
+fi
+"$py" "$S/bench/torch_host.py" --rounds 3 --calls 200 --chain 4 --json >"$tmp/json" 2>"$tmp/err"; rc=$?
+if [ $rc -eq 0 ]; then
+  "$py" -c 'import json,sys; d=json.load(open(sys.argv[1])); sys.exit(0 if d["chain"] == 4 and d["op_nograd_us"] > 0 and d["host_op_us"] > 0 else 1)' "$tmp/json" &&
+    ok || bad "--json lacks its probes"
+else
+  [ $rc -eq 1 ] && grep -q "too busy" "$tmp/err" && ok || bad "--json: rc $rc $(cat "$tmp/err")"
+fi
 "$py" "$S/bench/torch_host.py" --rounds 0 >/dev/null 2>&1; rc=$?
 [ $rc -eq 2 ] && ok || bad "--rounds 0: rc $rc, expected 2"
 echo "$pass passed, $fail failed"
