@@ -166,16 +166,14 @@ typedef struct mb_timing {
 /* The host's costs when a device spec gives none (--framework pytorch on a
  * GPU; docs/model.md, "The host"): measured on this project's 2-vCPU guest
  * by bench/torch_host.py (torch 2.15, one thread, tensors of one element:
- * the host's code up to the launch), 2026-12-07 at a load of 12 on its 2
- * vCPUs, the minimum over five runs of the script of 15 rounds each
- * (contention only adds; the five runs gave op 1.68-1.97, node 4.3-15.2,
- * a Function's forward and backward together 7.4-19.0 us, half of it a
- * direction; Debian's torch 1.13: 1.46-1.51, 8.1-11.4, 7.3-9.7); the generated kernel's launch cited: Triton's Python launcher
- * after triton-lang/triton PR #3648 ("from 49us to 18us", the launch
- * benchmark of issue #3619). */
-#define MB_HOST_OP_US 1.7
-#define MB_HOST_NODE_US 4.3
-#define MB_HOST_FUNCTION_US 3.7
+ * the host's code up to the launch), 2026-12-07, the minimum over five runs
+ * of 15 rounds each (contention only adds; the runs, their spread and
+ * torch 1.13's: reports/data/host-torch-2vcpu/); the generated kernel's
+ * launch cited: Triton's Python launcher after triton-lang/triton PR #3648
+ * ("from 49us to 18us", the launch benchmark of issue #3619). */
+#define MB_HOST_OP_US 1.82
+#define MB_HOST_NODE_US 3.91
+#define MB_HOST_FUNCTION_US 1.65
 #define MB_HOST_GENERATED_LAUNCH_US 18.0
 
 /* The estimate of plan p at shape s on d as timing t times it (NULL: all
