@@ -10,17 +10,17 @@ fused x forward, backward or full x size band) and by device; the eager/fused
 speedups against the measured ones; and one summary line. With --figure it
 draws model against measured on log-log axes with the +-25% band (gnuplot).
 
-The points' timing (Triton's do_bench: 256 MB written to clear the L2 before
+The points' timing (Triton's do_bench: 256 MiB zeroed to clear the L2 before
 each repetition, CUDA events around the Python call, host gaps included) is
 passed to the model as what it is: --framework pytorch (the host issues every
-kernel), --flush-mb 268.4 (256 MiB: the device is busy with the flush while the host
-starts), --phase forward|backward|all (what the events bracket). A membound
+kernel), --flush-mb 268.4 (256 MiB: the device is busy with the flush while
+the host starts), --phase forward|backward|all (what the events bracket). A membound
 without those options (an older build, --membound BIN) is asked for the plan's
 kernels and their device times are summed by phase: the model before the
 host and phase terms.
 
 usage: bench/gpu_validate.py [--points FILE] [--membound BIN] [--bound 25]
-                             [--figure OUT.png] [--min-within PCT] [--quiet]
+                             [--flush-mb MB] [--figure OUT.png] [--min-within PCT] [--quiet]
        bench/gpu_validate.py --make-points PUBLISHED.csv [-o points.csv]
 
 Exit 0; 1 when --min-within is given and fewer points than that share are
