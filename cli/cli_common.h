@@ -9,6 +9,8 @@
 
 /* getopt code of --dims, a long option only (whatif's -D is --devices) */
 #define MB_OPT_DIMS 0x144
+#define MB_OPT_PHASE 0x145 /* model --phase */
+#define MB_OPT_FLUSH 0x146 /* model --flush-mb */
 
 /* Prints "membound: error: <msg>" to stderr and returns code. */
 int mb_cli_fail(int code, const char *fmt, ...)

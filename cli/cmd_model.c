@@ -43,7 +43,15 @@ static void usage(FILE *fp)
             "  --framework F    none (default: the executors' preallocated buffers) or\n"
             "                   pytorch: every kernel's output a fresh allocation, whose\n"
             "                   first touch above the mmap threshold costs bytes /\n"
-            "                   first_touch_gbs (a calibrated CPU spec: membound calibrate)\n"
+            "                   first_touch_gbs (a calibrated CPU spec: membound calibrate);\n"
+            "                   on a GPU the host issues every kernel (per op, per\n"
+            "                   backward node, per autograd.Function call, per generated\n"
+            "                   launch) and a kernel starts no earlier than its issue\n"
+            "  --phase P        all (default), forward or backward: the kernels timed\n"
+            "                   (y = f(x) alone, or y.backward(dy) alone)\n"
+            "  --flush-mb MB    device work queued ahead of the timed region: a cache\n"
+            "                   flush writing MB (Triton's do_bench: 256), run at the\n"
+            "                   device's bandwidth while the host starts issuing\n"
             "  --json | --csv   machine-readable output (see the design's JSON contract)\n"
             "  -h, --help       this help\n"
             "\n"
@@ -73,8 +81,11 @@ int mb_cmd_model(int argc, char **argv)
         {"shape", required_argument, 0, 'S'}, {"dims", required_argument, 0, MB_OPT_DIMS},
         {"json", no_argument, 0, 'J'}, {"csv", no_argument, 0, 'C'},
         {"per-kernel", no_argument, 0, 'k'}, {"framework", required_argument, 0, 'F'},
+        {"phase", required_argument, 0, MB_OPT_PHASE}, {"flush-mb", required_argument, 0, MB_OPT_FLUSH},
         {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
     mb_model_args a = {0};
+    mb_timing timing = {0};
+    int phase_given = 0, flush_given = 0;
     const char *device = "h100-sxm";
     int c, rc = 0;
     mb_err e;
@@ -84,6 +95,23 @@ int mb_cmd_model(int argc, char **argv)
         switch (c) {
         case 'd': device = optarg; break;
         case 'k': a.per_kernel = 1; break;
+        case MB_OPT_PHASE:
+            if (phase_given++) { mb_model_args_free(&a); return mb_cli_fail(2, "--phase given twice: give it once"); }
+            if (mb_phase_parse(optarg, &timing.phase) != MB_OK) {
+                mb_model_args_free(&a);
+                return mb_cli_fail(2, "--phase '%s': expected all, forward or backward", optarg);
+            }
+            break;
+        case MB_OPT_FLUSH: {
+            char *end = NULL;
+            if (flush_given++) { mb_model_args_free(&a); return mb_cli_fail(2, "--flush-mb given twice: give it once"); }
+            timing.flush_mb = strtod(optarg, &end);
+            if (!*optarg || *end || !(timing.flush_mb >= 0 && timing.flush_mb <= 1e9)) {
+                mb_model_args_free(&a);
+                return mb_cli_fail(2, "--flush-mb '%s': expected megabytes, 0..1e9", optarg);
+            }
+            break;
+        }
         case 'h': usage(stdout); mb_model_args_free(&a); return 0;
         default:
             rc = mb_model_args_option(&a, c, optarg);
@@ -116,8 +144,9 @@ int mb_cmd_model(int argc, char **argv)
             for (int s = 0; s < ns && !rc; s++)
                 for (int k = 0; k < np && !rc; k++) {
                     mb_model_row row;
-                    if ((rc = mb_model_row_make_fw(&row, a.graphs[i], plans[k], sizes[s], dev,
-                                                   mb_model_args_dtype(&a, i), a.framework, &e))) {
+                    timing.fw = a.framework;
+                    if ((rc = mb_model_row_make_timed(&row, a.graphs[i], plans[k], sizes[s], dev,
+                                                      mb_model_args_dtype(&a, i), &timing, &e))) {
                         mb_cli_fail_err(rc, &e);
                         break;
                     }

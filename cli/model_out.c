@@ -16,18 +16,29 @@ int mb_model_row_make(mb_model_row *row, const mb_graph *g, mb_plan_kind k, mb_s
 int mb_model_row_make_fw(mb_model_row *row, const mb_graph *g, mb_plan_kind k, mb_shape shape,
                          const mb_device *dev, mb_dtype dtype, mb_framework fw, mb_err *err)
 {
+    mb_timing t = {.fw = fw};
+    return mb_model_row_make_timed(row, g, k, shape, dev, dtype, &t, err);
+}
+
+int mb_model_row_make_timed(mb_model_row *row, const mb_graph *g, mb_plan_kind k, mb_shape shape,
+                            const mb_device *dev, mb_dtype dtype, const mb_timing *t, mb_err *err)
+{
     shape = mb_graph_shape_at(g, shape); /* a loss over a 2-D tensor: its n elements */
     const int64_t n = mb_shape_elems(shape);
-    if (fw != MB_FW_NONE && shape.rank == 2)
-        return mb_err_set(err, MB_EINPUT, "--framework %s models 1-D sizes only, not a ROWSxCOLS shape",
+    const mb_framework fw = t->fw;
+    const int gpu = strcmp(dev->kind, "cpu") != 0;
+    if (fw != MB_FW_NONE && shape.rank == 2 && !gpu)
+        return mb_err_set(err, MB_EINPUT, "--framework %s models 1-D sizes only on a CPU, not a ROWSxCOLS shape",
                           mb_framework_name(fw));
     memset(row, 0, sizeof *row);
     mb_plan *p;
     int rc = mb_plan_build_on(g, k, dev, &p, err); /* the eager kernels the device's framework runs */
     if (rc) return rc;
     row->fw = fw;
-    rc = fw == MB_FW_NONE ? mb_estimate_plan_shape(p, shape, dev, &row->est, err)
-                          : mb_estimate_plan_fw(p, n, dev, fw, &row->est, err);
+    row->phase = t->phase;
+    row->host = fw == MB_FW_PYTORCH && gpu;
+    rc = fw == MB_FW_NONE && t->phase == MB_PHASE_ALL ? mb_estimate_plan_shape(p, shape, dev, &row->est, err)
+                                                      : mb_estimate_plan_timed(p, shape, dev, t, &row->est, err);
     if (rc) { mb_plan_free(p); return rc; }
     /* A figure that is not finite is refused here, before any rendering:
      * JSON cannot hold inf or NaN (jansson refuses them, and a key went
@@ -135,7 +146,8 @@ void mb_model_table_row(FILE *fp, const mb_model_row *r, int with_device, int pe
             r->g->name, mb_plan_name(r->plan->kind), mb_model_row_dtype(r), size,
             r->plan->n_kernels, t->read_bytes / 1e6, t->write_bytes / 1e6, traffic,
             t->dram_read_bytes / 1e6, t->dram_write_bytes / 1e6, r->est.saved_bytes / 1e6,
-            mb_cli_fmt_time(t->time_s, tm, sizeof tm), mb_bound_name(t->bound));
+            mb_cli_fmt_time(t->time_s, tm, sizeof tm),
+            r->host && t->waits_on_host ? "host" : mb_bound_name(t->bound));
     if (!per_kernel) return;
     for (int k = 0; k < r->plan->n_kernels; k++) {
         const mb_cost *c = &r->est.per_kernel[k];
@@ -144,7 +156,8 @@ void mb_model_table_row(FILE *fp, const mb_model_row *r, int with_device, int pe
         fprintf(fp, "  %-14s %-14.14s %-1s %11s %7s %11.3f %11.3f %8s %11.3f %11.3f %10s %11s %-8s\n",
                 "", K->name, "", "", "", c->read_bytes / 1e6, c->write_bytes / 1e6, "",
                 c->dram_read_bytes / 1e6, c->dram_write_bytes / 1e6, "",
-                mb_cli_fmt_time(c->time_s, tm, sizeof tm), mb_bound_name(c->bound));
+                mb_cli_fmt_time(c->time_s, tm, sizeof tm),
+                !c->timed ? "untimed" : r->host && c->waits_on_host ? "host" : mb_bound_name(c->bound));
     }
 }
 
@@ -185,8 +198,9 @@ void mb_model_csv_row(FILE *fp, const mb_model_row *r, const char *more)
             mb_bound_name(t->bound), r->est.bandwidth_gbs, r->est.bandwidth_source, shape, more ? more : "");
 }
 
-/* A cost's keys; with a framework also its "alloc_s" (first touch). */
-static json_t *cost_json(const mb_cost *c, mb_framework fw)
+/* A cost's keys; with a framework also its "alloc_s" (first touch); with
+ * the host's timeline its "host_s", "start_s" (kernels) and "waits_on". */
+static json_t *cost_json(const mb_cost *c, mb_framework fw, int host, int kernel)
 {
     json_t *o = json_pack("{s:I, s:I, s:I, s:I, s:f, s:f, s:f, s:f, s:f, s:f, s:s}",
                           "read_bytes", (json_int_t)c->read_bytes, "write_bytes", (json_int_t)c->write_bytes,
@@ -195,6 +209,17 @@ static json_t *cost_json(const mb_cost *c, mb_framework fw)
                           "time_s", c->time_s, "mem_s", c->mem_s, "compute_s", c->compute_s, "launch_s",
                           c->launch_s, "bound", mb_bound_name(c->bound));
     if (o && fw != MB_FW_NONE && json_object_set_new(o, "alloc_s", json_real(c->alloc_s)) != 0) {
+        json_decref(o);
+        return NULL;
+    }
+    if (o && host && c->timed &&
+        (json_object_set_new(o, "host_s", json_real(c->host_s)) != 0 ||
+         (kernel && json_object_set_new(o, "start_s", json_real(c->start_s)) != 0) ||
+         json_object_set_new(o, "waits_on", json_string(c->waits_on_host ? "host" : "device")) != 0)) {
+        json_decref(o);
+        return NULL;
+    }
+    if (o && kernel && !c->timed && json_object_set_new(o, "timed", json_false()) != 0) {
         json_decref(o);
         return NULL;
     }
@@ -220,7 +245,8 @@ json_t *mb_model_row_json(const mb_model_row *r, int with_device)
     set_checked(o, "n", json_integer((json_int_t)r->n), &ok);
     set_checked(o, "kernels", json_integer(r->plan->n_kernels), &ok);
     if (r->fw != MB_FW_NONE) set_checked(o, "framework", json_string(mb_framework_name(r->fw)), &ok);
-    json_t *tot = cost_json(&r->est.total, r->fw);
+    if (r->phase != MB_PHASE_ALL) set_checked(o, "phase", json_string(mb_phase_name(r->phase)), &ok);
+    json_t *tot = cost_json(&r->est.total, r->fw, r->host, 0);
     if (!tot || json_object_update(o, tot) != 0) ok = 0;
     json_decref(tot);
     set_checked(o, "saved_bytes", json_integer((json_int_t)r->est.saved_bytes), &ok);
@@ -237,7 +263,7 @@ json_t *mb_model_row_json(const mb_model_row *r, int with_device)
     json_t *pk = json_array();
     for (int k = 0; pk && k < r->plan->n_kernels; k++) {
         const mb_kernel *K = &r->plan->kernels[k];
-        json_t *ko = cost_json(&r->est.per_kernel[k], r->fw);
+        json_t *ko = cost_json(&r->est.per_kernel[k], r->fw, r->host, 1);
         if (!ko) { ok = 0; break; }
         set_checked(ko, "name", json_string(K->name), &ok);
         set_checked(ko, "backward", json_boolean(K->is_backward), &ok);

@@ -17,6 +17,8 @@ typedef struct {
     int64_t n;          /* elements: rows x cols */
     mb_shape shape;     /* rank 1 (n) or 2 (rows x cols) */
     mb_framework fw;    /* whose allocations the time includes (MB_FW_NONE: none) */
+    mb_phase phase;     /* the kernels timed (MB_PHASE_ALL: every one) */
+    int host;           /* 1: the time is the host's timeline (pytorch on a GPU) */
     mb_estimate est;
 } mb_model_row;
 
@@ -35,6 +37,10 @@ void mb_model_knee_lines(FILE *fp, const mb_model_row *r);
  * "alloc_s". */
 int mb_model_row_make_fw(mb_model_row *row, const mb_graph *g, mb_plan_kind k, mb_shape shape,
                          const mb_device *dev, mb_dtype dtype, mb_framework fw, mb_err *err);
+/* The same as timing t times it (mb_estimate_plan_timed): a phase, the
+ * host's timeline under PyTorch on a GPU (2-D shapes too), a flush ahead. */
+int mb_model_row_make_timed(mb_model_row *row, const mb_graph *g, mb_plan_kind k, mb_shape shape,
+                            const mb_device *dev, mb_dtype dtype, const mb_timing *t, mb_err *err);
 void mb_model_row_free(mb_model_row *row);
 
 /* Table: header then rows. with_device adds a device column. */

@@ -34,6 +34,16 @@ typedef struct mb_cost {
                         (mb_device_rows_in_flight); 0 otherwise */
     int rereads_cached; /* passes > 1: 1 when those rows fit the cache, so
                         the passes after the first read it, not DRAM */
+    /* The host's side (MB_FW_PYTORCH on a GPU: mb_estimate_plan_timed):
+     * host_s, what the framework spends issuing the kernel (a plan's total:
+     * the sum); start_s, when the device starts it, from the start of the
+     * timed region; waits_on_host, 1 when the device was idle until the
+     * host issued it (a plan's total: when the host's issue of every
+     * kernel, less a flush's head start, outlasts the device's sum). timed:
+     * 0 for a kernel outside --phase. */
+    double host_s, start_s;
+    int waits_on_host;
+    int timed;
 } mb_cost;
 
 typedef struct mb_estimate {
@@ -129,6 +139,50 @@ int mb_framework_parse(const char *s, mb_framework *out); /* MB_OK or MB_EINPUT 
  * MB_FW_NONE is mb_estimate_plan. */
 int mb_estimate_plan_fw(const mb_plan *p, int64_t n, const mb_device *d, mb_framework fw,
                         mb_estimate *out, mb_err *err);
+
+/* What a timed region holds and how it is timed, beyond the device's
+ * kernels (mb_estimate_plan_timed):
+ *   fw        MB_FW_PYTORCH: on a CPU, the first touch of fresh outputs
+ *             (above); on a GPU, the host issues every kernel (host_*_us
+ *             of the device, else the MB_HOST_* defaults) and a kernel
+ *             starts no earlier than its issue: the timeline
+ *   phase     the kernels the region times: all, the forward ones or the
+ *             backward ones of a backward plan (what `y = f(x)` or
+ *             `y.backward(dy)` alone runs); the others are still costed
+ *             (their bytes set the cache's state) but not summed
+ *   flush_mb  device work queued ahead of the region when the host starts
+ *             it: a benchmark's cache flush writing this many MB (Triton's
+ *             do_bench: 256), which the device runs at its bandwidth while
+ *             the host issues the region's first kernels */
+typedef enum mb_phase { MB_PHASE_ALL = 0, MB_PHASE_FORWARD, MB_PHASE_BACKWARD, MB_PHASE_COUNT } mb_phase;
+const char *mb_phase_name(mb_phase ph);             /* "all", "forward", "backward" */
+int mb_phase_parse(const char *s, mb_phase *out);   /* MB_OK or MB_EINPUT */
+typedef struct mb_timing {
+    mb_framework fw;
+    mb_phase phase;
+    double flush_mb;
+} mb_timing;
+
+/* The host's costs when a device spec gives none (--framework pytorch on a
+ * GPU; docs/model.md, "The host"): measured on this project's 2-vCPU guest
+ * by bench/torch_host.py (torch 2.15, one thread, tensors of one element:
+ * the host's code up to the launch), 2026-12-07, the minimum over five runs
+ * of 15 rounds each (contention only adds; the runs, their spread and
+ * torch 1.13's: reports/data/host-torch-2vcpu/); the generated kernel's
+ * launch cited: Triton's Python launcher after triton-lang/triton PR #3648
+ * ("from 49us to 18us", the launch benchmark of issue #3619). */
+#define MB_HOST_OP_US 1.82
+#define MB_HOST_NODE_US 3.91
+#define MB_HOST_FUNCTION_US 1.65
+#define MB_HOST_GENERATED_LAUNCH_US 18.0
+
+/* The estimate of plan p at shape s on d as timing t times it (NULL: all
+ * kernels, no framework: mb_estimate_plan_shape). With MB_FW_PYTORCH on a
+ * GPU, total.time_s is the end of the timeline (kernel k starts at
+ * max(its issue, the end of k - 1): I_k = I_{k-1} + host_k, S_k = max(I_k,
+ * E_{k-1}), E_k = S_k + time_k), each kernel's time_s its device time. */
+int mb_estimate_plan_timed(const mb_plan *p, mb_shape s, const mb_device *d, const mb_timing *t,
+                           mb_estimate *out, mb_err *err);
 
 /* Bytes of tensor node i at n elements. */
 int64_t mb_tensor_bytes(const mb_graph *g, int i, int64_t n);

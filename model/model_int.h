@@ -73,9 +73,14 @@ int64_t mb_tensor_bytes_at(const mb_graph *g, int i, mb_shape s);
  * zeroed). -1 when out of memory. */
 int mb_dram_bytes(const mb_plan *p, mb_shape n, const mb_device *d, mb_cost *per_kernel, int64_t *rfo);
 /* roofline.c: kernel k's time into c (its bytes set), with framework fw's
- * allocations, at bandwidth_gbs (the one mb_device_bandwidth_gbs gives). */
-void mb_kernel_time(const mb_plan *p, int k, mb_shape n, const mb_device *d, mb_framework fw,
+ * allocations, at bandwidth_gbs (the one mb_device_bandwidth_gbs gives);
+ * first: k is the first kernel of the timed region (the spec's floor). */
+void mb_kernel_time(const mb_plan *p, int k, int first, mb_shape n, const mb_device *d, mb_framework fw,
                     double bandwidth_gbs, int64_t rfo_bytes, mb_cost *c);
+/* roofline.c: seconds the framework's host spends issuing kernel k of p
+ * on GPU d (docs/model.md, "The host"); first: k is the first kernel of
+ * its phase in the timed region. */
+double mb_kernel_host_s(const mb_plan *p, int k, int first, const mb_device *d);
 /* roofline.c: which term bounds a kernel (or a plan, by each term's share). */
 mb_bound mb_bound_of(double launch_s, double mem_s, double compute_s);
 

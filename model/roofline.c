@@ -7,6 +7,7 @@
 
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 /* SFU rate when the spec gives none: MUFU runs at 1/8 of the FP32 lane rate
  * on GA10x/Ada/Hopper and an FMA counts 2 FLOPs, so fp32_tflops / 16
@@ -292,7 +293,9 @@ mb_bound mb_bound_of(double launch_s, double mem_s, double compute_s)
 static double alloc_time_s(const mb_plan *p, const mb_kernel *K, int64_t n, const mb_device *d,
                            mb_framework fw)
 {
-    if (fw != MB_FW_PYTORCH) return 0;
+    /* on a GPU, PyTorch's caching allocator hands back blocks freed
+     * before: no fresh pages (docs/model.md, "The host") */
+    if (fw != MB_FW_PYTORCH || strcmp(d->kind, "cpu") != 0) return 0;
     double threshold = (d->alloc_mmap_threshold_mb > 0 ? d->alloc_mmap_threshold_mb : MB_ALLOC_MMAP_MAX_MB) *
                        1048576.0;
     double bytes = 0;
@@ -308,7 +311,7 @@ static double alloc_time_s(const mb_plan *p, const mb_kernel *K, int64_t n, cons
  * rfo_bytes of them its stores' line fills): memory, compute, launch (the
  * first kernel's at least the spec's kernel floor), allocation, and their
  * sum by the roofline with the spec's overlap. */
-void mb_kernel_time(const mb_plan *p, int k, mb_shape n, const mb_device *d, mb_framework fw,
+void mb_kernel_time(const mb_plan *p, int k, int first, mb_shape n, const mb_device *d, mb_framework fw,
                     double bandwidth_gbs, int64_t rfo_bytes, mb_cost *c)
 {
     const mb_kernel *K = &p->kernels[k];
@@ -330,9 +333,50 @@ void mb_kernel_time(const mb_plan *p, int k, mb_shape n, const mb_device *d, mb_
      * calibrate --backend cuda times on one empty kernel); the kernels
      * after it cost the back-to-back launch interval. */
     c->launch_s = d->launch_overhead_us * 1e-6;
-    if (k == 0 && d->kernel_floor_us > d->launch_overhead_us) c->launch_s = d->kernel_floor_us * 1e-6;
+    if (first && d->kernel_floor_us > d->launch_overhead_us) c->launch_s = d->kernel_floor_us * 1e-6;
     c->alloc_s = alloc_time_s(p, K, mb_shape_elems(n), d, fw);
     c->time_s = c->launch_s + fmax(c->mem_s, c->compute_s) +
                 serial_fraction_of(p, K, n, d) * fmin(c->mem_s, c->compute_s) + c->alloc_s;
     c->bound = mb_bound_of(c->launch_s, c->mem_s, c->compute_s);
+}
+
+static int has_column_op(const mb_graph *g, const mb_kernel *K)
+{
+    for (int j = 0; j < K->n_nodes; j++)
+        if (MB_OP_IS_COLUMN(g->nodes[K->nodes[j]].op)) return 1;
+    return 0;
+}
+
+/* The host's cost of issuing kernel k of p on GPU d under PyTorch, each
+ * part the device's figure where its spec has one, else the MB_HOST_*
+ * default (mb_traffic.h: measured by bench/torch_host.py, or cited):
+ *   - an eager plan's kernel is one op: in forward, dispatch with autograd
+ *     recording its node (host_op_us); in backward, the engine running the
+ *     node whose formula launches it (host_node_us); either way then the
+ *     runtime's launch, cudaLaunchKernel (launch_overhead_us: the
+ *     back-to-back interval of launches from one host thread);
+ *   - a fused plan's kernels are generated (Triton, from Liger's Python or
+ *     Inductor's wrapper): each costs a generated launch from Python
+ *     (host_generated_launch_us, cuLaunchKernel included); the first of
+ *     each phase also the call that runs them, a torch.autograd.Function
+ *     (host_function_us), and in backward the engine's node that calls it
+ *     (host_node_us); a plan's column sums are library ops (host_op_us +
+ *     launch_overhead_us): Liger's _dW.sum(0). */
+double mb_kernel_host_s(const mb_plan *p, int k, int first, const mb_device *d)
+{
+    const mb_kernel *K = &p->kernels[k];
+    const double op = d->host_op_us > 0 ? d->host_op_us : MB_HOST_OP_US;
+    const double node = d->host_node_us > 0 ? d->host_node_us : MB_HOST_NODE_US;
+    const double fn = d->host_function_us > 0 ? d->host_function_us : MB_HOST_FUNCTION_US;
+    const double gen = d->host_generated_launch_us > 0 ? d->host_generated_launch_us : MB_HOST_GENERATED_LAUNCH_US;
+    double us;
+    if (p->kind == MB_PLAN_EAGER) {
+        us = (K->is_backward ? node : op) + d->launch_overhead_us;
+    } else if (has_column_op(p->g, K)) {
+        us = op + d->launch_overhead_us;
+    } else {
+        us = gen;
+        if (first) us += fn + (K->is_backward ? node : 0);
+    }
+    return us * 1e-6;
 }

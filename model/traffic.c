@@ -70,6 +70,18 @@ int mb_framework_parse(const char *s, mb_framework *out)
     return MB_EINPUT;
 }
 
+const char *mb_phase_name(mb_phase ph)
+{
+    return ph == MB_PHASE_FORWARD ? "forward" : ph == MB_PHASE_BACKWARD ? "backward" : "all";
+}
+
+int mb_phase_parse(const char *s, mb_phase *out)
+{
+    for (int ph = 0; ph < MB_PHASE_COUNT; ph++)
+        if (s && !strcmp(s, mb_phase_name((mb_phase)ph))) { *out = (mb_phase)ph; return MB_OK; }
+    return MB_EINPUT;
+}
+
 /* The lecture's count of kernel K at shape s on d (the traffic rule): each
  * distinct tensor it reads and writes once, and a row kernel that does not
  * fit d's on-chip storage its re-reads in every pass after the first. */
@@ -98,20 +110,52 @@ static void add_cost(mb_cost *t, const mb_cost *c)
     t->launch_s += c->launch_s;
     t->alloc_s += c->alloc_s;
     t->time_s += c->time_s;
+    t->host_s += c->host_s;
+}
+
+/* The host's timeline over the timed kernels of p (docs/model.md, "The
+ * host"): the host issues kernel k host_s after k - 1 (I_k), the device
+ * starts it at max(I_k, E_{k-1}) and ends it time_s later (E_k). The device
+ * is busy ahead_s with the flush when the host starts (E_{-1}); the region
+ * the events time opens when the device reaches it, at max(0, ahead_s).
+ * Sets each kernel's start_s and waits_on_host; returns the region's end. */
+static double timeline(const mb_plan *p, const mb_device *d, double ahead_s, mb_cost *per_kernel)
+{
+    double issue = 0, end = ahead_s, open = ahead_s;
+    int seen_fwd = 0, seen_bwd = 0;
+    for (int k = 0; k < p->n_kernels; k++) {
+        mb_cost *c = &per_kernel[k];
+        if (!c->timed) continue;
+        int *seen = p->kernels[k].is_backward ? &seen_bwd : &seen_fwd;
+        c->host_s = mb_kernel_host_s(p, k, !*seen, d);
+        *seen = 1;
+        issue += c->host_s;
+        c->waits_on_host = issue > end;
+        double start = c->waits_on_host ? issue : end;
+        c->start_s = start - open;
+        end = start + c->time_s;
+    }
+    return end - open;
 }
 
 /* The estimate of plan p at size n (rank 1 or 2) on d, with framework fw's
  * allocations in the time (MB_FW_NONE: none), in three steps: the lecture's
  * bytes, the cache-aware DRAM bytes (dram.c), each kernel's time
  * (roofline.c). */
-static int estimate(const mb_plan *p, mb_shape n, const mb_device *d, mb_framework fw, mb_estimate *out,
+static int estimate(const mb_plan *p, mb_shape n, const mb_device *d, const mb_timing *tm, mb_estimate *out,
                     mb_err *err)
 {
+    const mb_framework fw = tm ? tm->fw : MB_FW_NONE;
+    const mb_phase phase = tm ? tm->phase : MB_PHASE_ALL;
+    const int gpu = strcmp(d->kind, "cpu") != 0;
+    const int host = fw == MB_FW_PYTORCH && gpu; /* the host's timeline */
     memset(out, 0, sizeof *out);
+    if (tm && !(tm->flush_mb >= 0 && tm->flush_mb <= 1e9))
+        return mb_err_set(err, MB_EINPUT, "flush of %g MB is out of range [0, 1e9]", tm->flush_mb);
     if (n.rows < 1 || n.cols < 1 || n.rows > MB_N_MAX / n.cols)
         return mb_err_set(err, MB_EINPUT, "n = %lld x %lld is out of range [1, 2^44]", (long long)n.rows,
                           (long long)n.cols);
-    if (fw == MB_FW_PYTORCH && !(d->first_touch_gbs > 0))
+    if (fw == MB_FW_PYTORCH && !gpu && !(d->first_touch_gbs > 0))
         return mb_err_set(err, MB_EINPUT, "device '%s' has no first_touch_gbs: the framework's "
                           "allocations cannot be modelled (membound calibrate measures it)", d->name);
     const mb_graph *g = p->g;
@@ -139,36 +183,66 @@ static int estimate(const mb_plan *p, mb_shape n, const mb_device *d, mb_framewo
         return mb_err_set(err, MB_ERUN, "out of memory");
     }
     double mem_bound_s = 0, compute_bound_s = 0;
+    int first = 1, n_timed = 0;
     for (int k = 0; k < p->n_kernels; k++) {
         mb_cost *c = &out->per_kernel[k];
         assert(c->read_bytes >= 0 && c->write_bytes >= 0 && c->dram_read_bytes >= 0 && c->dram_write_bytes >= 0);
         assert(c->dram_write_bytes <= c->write_bytes);
-        mb_kernel_time(p, k, n, d, fw, out->bandwidth_gbs, rfo[k], c);
+        c->timed = phase == MB_PHASE_ALL || (phase == MB_PHASE_BACKWARD) == (p->kernels[k].is_backward != 0);
+        mb_kernel_time(p, k, c->timed && first, n, d, fw, out->bandwidth_gbs, rfo[k], c);
+        if (!c->timed) continue;
+        first = 0;
+        n_timed++;
         add_cost(&out->total, c);
         if (c->compute_s > c->mem_s) compute_bound_s += c->compute_s;
         else mem_bound_s += c->mem_s;
     }
     free(rfo);
+    if (n_timed == 0) {
+        mb_estimate_free(out);
+        return mb_err_set(err, MB_EINPUT, "plan %s of '%s' has no %s kernels", mb_plan_name(p->kind), g->name,
+                          mb_phase_name(phase));
+    }
     /* the plan is bound by whichever term contributes most of its time */
     out->total.bound = mb_bound_of(out->total.launch_s, mem_bound_s, compute_bound_s);
+    out->total.timed = 1;
+    if (host) { /* the host issues each kernel: the timeline's end */
+        double ahead_s = tm->flush_mb * 1e6 / (out->bandwidth_gbs * 1e9);
+        double device_s = out->total.time_s;
+        out->total.time_s = timeline(p, d, ahead_s, out->per_kernel);
+        out->total.host_s = 0;
+        for (int k = 0; k < p->n_kernels; k++) out->total.host_s += out->per_kernel[k].timed ? out->per_kernel[k].host_s : 0;
+        /* the plan waits on the host when the host's issue, less the
+         * flush's head start, outlasts the device's own work (max(sum h,
+         * sum g), the reference's rule) */
+        out->total.waits_on_host = out->total.host_s - ahead_s > device_s;
+        assert(out->total.time_s >= device_s * (1 - 1e-12));
+    }
     for (int s = 0; s < p->n_saved; s++) out->saved_bytes += mb_tensor_bytes_at(g, p->saved[s], n);
     return MB_OK;
 }
 
 int mb_estimate_plan(const mb_plan *p, int64_t n, const mb_device *d, mb_estimate *out, mb_err *err)
 {
-    return estimate(p, mb_shape_1d(n), d, MB_FW_NONE, out, err);
+    return estimate(p, mb_shape_1d(n), d, NULL, out, err);
 }
 
 int mb_estimate_plan_shape(const mb_plan *p, mb_shape s, const mb_device *d, mb_estimate *out, mb_err *err)
 {
-    return estimate(p, s, d, MB_FW_NONE, out, err);
+    return estimate(p, s, d, NULL, out, err);
 }
 
 int mb_estimate_plan_fw(const mb_plan *p, int64_t n, const mb_device *d, mb_framework fw,
                         mb_estimate *out, mb_err *err)
 {
-    return estimate(p, mb_shape_1d(n), d, fw, out, err);
+    mb_timing t = {.fw = fw};
+    return estimate(p, mb_shape_1d(n), d, &t, out, err);
+}
+
+int mb_estimate_plan_timed(const mb_plan *p, mb_shape s, const mb_device *d, const mb_timing *t,
+                           mb_estimate *out, mb_err *err)
+{
+    return estimate(p, s, d, t, out, err);
 }
 
 void mb_estimate_free(mb_estimate *e)

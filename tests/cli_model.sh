@@ -174,8 +174,39 @@ jcheck '.results[] | select(.plan=="eager") | .alloc_s * 1e9 | round' "$(( 5 * 6
 jcheck '.results[] | select(.plan=="fused") | .per_kernel[0].alloc_s * 1e9 | round' "$(( 64 * 1048576 / 4 ))"
 "$B" model sin2_plus_cos2 --n 2^24 --device "$tmp/fw.ini" --json >"$tmp/out" || bad "model failed"
 jcheck '[.results[] | has("alloc_s")] | any' false
-"$B" model copy --device h100-sxm --framework pytorch >/dev/null 2>"$tmp/err"; rc=$?
+grep -v first_touch_gbs "$tmp/fw.ini" >"$tmp/nofw.ini"
+"$B" model copy --device "$tmp/nofw.ini" --framework pytorch >/dev/null 2>"$tmp/err"; rc=$?
 [ $rc -eq 2 ] && grep -q "first_touch_gbs" "$tmp/err" && ok || bad "--framework without first_touch_gbs: rc $rc $(cat "$tmp/err")"
+# on a GPU --framework pytorch is the host's timeline (docs/model.md, "The
+# host"): 2-D shapes too; eager sin2_plus_cos2 at 64 elements on h100-sxm is
+# host-bound: 5 issues of 1.82 + 3 us and the last kernel's 3 us, 27.1 us
+"$B" model sin2_plus_cos2 --n 64 --plan eager --device h100-sxm --framework pytorch --json >"$tmp/out" ||
+  bad "--framework pytorch on a GPU failed"
+jcheck '.results[0].time_s * 1e7 | round' 271
+jcheck '.results[0].waits_on' host
+jcheck '.results[0].host_s * 1e7 | round' 241
+jcheck '[.results[0].per_kernel[].waits_on] | unique | join(",")' host
+jcheck '.results[0].per_kernel[1].start_s * 1e7 | round' 96
+"$B" model sin2_plus_cos2 --n 2^26 --plan eager --device h100-sxm --framework pytorch --json >"$tmp/out" || bad "2^26 failed"
+jcheck '.results[0].waits_on' device
+# a 256 MiB flush ahead (do_bench's) hides the host at 64 elements
+"$B" model sin2_plus_cos2 --n 64 --plan eager --device h100-sxm --framework pytorch --flush-mb 268.435456 --json >"$tmp/out" ||
+  bad "--flush-mb failed"
+jcheck '.results[0].waits_on' device
+jcheck '.results[0].time_s * 1e6 | round' 15
+"$B" model rmsnorm_affine_bwd --shape 64x64 --plan eager --device h100-sxm --framework pytorch --phase backward --json >"$tmp/out" ||
+  bad "--phase backward failed"
+jcheck '.results[0].phase' backward
+jcheck '[.results[0].per_kernel[] | select(.timed == false) | .backward] | unique | map(tostring) | join(",")' false
+jcheck '[.results[0].per_kernel[] | select(has("host_s")) | .backward] | unique | map(tostring) | join(",")' true
+"$B" model rmsnorm_affine_bwd --shape 64x64 --plan eager --device h100-sxm --phase forward --per-kernel >"$tmp/out" ||
+  bad "--phase forward table failed"
+grep -q untimed "$tmp/out" && ok || bad "--phase forward: no untimed kernels in the table"
+expect 2 "expected all, forward or backward" -- model copy --phase sideways
+expect 2 "given twice" -- model copy --phase all --phase forward
+expect 2 "expected megabytes" -- model copy --flush-mb -1
+expect 2 "expected megabytes" -- model copy --flush-mb 12x
+expect 2 "has no backward kernels" -- model copy --phase backward
 "$B" model copy --framework jax >/dev/null 2>"$tmp/err"; rc=$?
 [ $rc -eq 2 ] && [ "$(wc -l <"$tmp/err")" -eq 1 ] && grep -q "expected none or pytorch" "$tmp/err" && ok || bad "--framework jax: rc $rc"
 

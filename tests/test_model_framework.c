@@ -15,6 +15,7 @@ static mb_device spec(double first_touch_gbs, double threshold_mb)
 {
     mb_device d = *mb_device_at(0);
     snprintf(d.name, sizeof d.name, "fw-test");
+    snprintf(d.kind, sizeof d.kind, "cpu"); /* on a GPU the framework is the host's timeline */
     d.first_touch_gbs = first_touch_gbs;
     d.alloc_mmap_threshold_mb = threshold_mb;
     return d;

@@ -1,7 +1,9 @@
 /* test_model_time.c — the time model's terms around a kernel's work: the
- * kernel floor event timing sees (kernel_floor_us), against hand-derived
- * times on the lecture's variants. Does not test bytes (test_model_plans)
- * or measure the floor (calibrate --backend cuda). */
+ * kernel floor event timing sees (kernel_floor_us), and the host's timeline
+ * under --framework pytorch on a GPU (host_*_us, --phase, --flush-mb),
+ * against hand-derived times on the lecture's variants. Does not test
+ * bytes (test_model_plans) or measure the floor (calibrate --backend cuda)
+ * or the host (bench/torch_host.py). */
 #define _POSIX_C_SOURCE 200809L
 #include "membound_model.h"
 #include "mb_test.h"
@@ -93,9 +95,199 @@ static void test_floor_key(void)
     free(text);
 }
 
+/* The estimate under timing t (the host's timeline when t->fw is pytorch). */
+static mb_estimate est_timed(const char *variant, mb_plan_kind k, mb_shape s, const mb_device *d,
+                             const mb_timing *t)
+{
+    mb_graph *g = NULL;
+    mb_plan *p = NULL;
+    mb_err err = {{0}};
+    mb_estimate e;
+    memset(&e, 0, sizeof e);
+    int rc = mb_variant_load(variant, MB_F32, &g, &err);
+    rc = rc ? rc : mb_plan_build(g, k, &p, &err);
+    rc = rc ? rc : mb_estimate_plan_timed(p, s, d, t, &e, &err);
+    CHECK_EQ_I64(rc, MB_OK);
+    if (rc) { fprintf(stderr, "  %s: %s\n", variant, err.msg); exit(1); }
+    mb_plan_free(p);
+    mb_graph_free(g);
+    return e;
+}
+
+/* Sums of the per-kernel host and device times. */
+static void sums(const mb_estimate *e, double *host_s, double *device_s)
+{
+    *host_s = *device_s = 0;
+    for (int k = 0; k < e->n_kernels; k++)
+        if (e->per_kernel[k].timed) {
+            *host_s += e->per_kernel[k].host_s;
+            *device_s += e->per_kernel[k].time_s;
+        }
+}
+
+/* The host's timeline: eager sin^2 + cos^2 (5 kernels) on the h100-sxm
+ * row, whose spec gives no host figures: each kernel costs the host
+ * MB_HOST_OP_US + launch_overhead_us (3) = 4.82 us to issue. At 64
+ * elements the device's kernels take 3 us each: the host bounds, the plan
+ * ends at the last issue plus the last kernel, 5 x 4.82 + 3 = 27.1 us,
+ * against 15 us of the device's own. At 2^26 each kernel takes hundreds
+ * of us: the host is hidden, the plan costs the device's sum. Between,
+ * the two meet where the device's sum reaches the host's issue of the
+ * last kernel plus that kernel. */
+static void test_host_timeline(void)
+{
+    const mb_device *h100 = mb_device_at(0);
+    CHECK(h100->host_op_us == 0 && h100->host_node_us == 0);
+    mb_timing t = {.fw = MB_FW_PYTORCH};
+    const double h = (MB_HOST_OP_US + h100->launch_overhead_us) * 1e-6;
+    CHECK_NEAR(h, 4.82e-6, 1e-12);
+
+    mb_estimate small = est_timed("sin2_plus_cos2", MB_PLAN_EAGER, mb_shape_1d(64), h100, &t);
+    double hs, ds;
+    sums(&small, &hs, &ds);
+    CHECK_EQ_I64(small.n_kernels, 5);
+    CHECK_NEAR(hs, 5 * h, 1e-12);
+    CHECK_NEAR(small.total.host_s, 5 * h, 1e-12);
+    CHECK_NEAR(ds, 5 * 3e-6, 1e-4); /* 256 B a tensor: launch-bound kernels */
+    const double last = small.per_kernel[4].time_s;
+    CHECK_NEAR(small.total.time_s, 5 * h + last, 1e-12);
+    CHECK_NEAR(small.total.time_s, 27.1e-6, 1e-4);
+    CHECK(small.total.waits_on_host);
+    for (int k = 0; k < 5; k++) {
+        CHECK(small.per_kernel[k].waits_on_host); /* 4.82 us issues, 3 us kernels */
+        CHECK_NEAR(small.per_kernel[k].start_s, (k + 1) * h, 1e-12);
+    }
+    /* without the framework: the device's sum, as before */
+    mb_estimate plain = est("sin2_plus_cos2", MB_PLAN_EAGER, 64, h100);
+    CHECK_NEAR(plain.total.time_s, ds, 1e-15);
+    CHECK_NEAR(plain.total.host_s, 0, 1e-15);
+
+    mb_estimate big = est_timed("sin2_plus_cos2", MB_PLAN_EAGER, mb_shape_1d((int64_t)1 << 26), h100, &t);
+    sums(&big, &hs, &ds);
+    CHECK(!big.total.waits_on_host);
+    CHECK(!big.per_kernel[1].waits_on_host && !big.per_kernel[4].waits_on_host);
+    CHECK(big.per_kernel[0].waits_on_host); /* the first always waits for its issue */
+    CHECK_NEAR(big.total.time_s, h + ds, 1e-12); /* only the first issue shows */
+    mb_estimate bigplain = est("sin2_plus_cos2", MB_PLAN_EAGER, (int64_t)1 << 26, h100);
+    CHECK_NEAR(big.total.time_s - bigplain.total.time_s, h, 1e-12);
+
+    /* the crossover: the smallest power of two whose device sum passes
+     * the host's issue of the whole plan; below it the host bounds */
+    int cross = 0;
+    for (int e2 = 6; e2 <= 26 && !cross; e2++) {
+        mb_estimate m = est_timed("sin2_plus_cos2", MB_PLAN_EAGER, mb_shape_1d((int64_t)1 << e2), h100, &t);
+        sums(&m, &hs, &ds);
+        if (!m.total.waits_on_host) cross = e2;
+        /* the timeline's end is never below either side */
+        CHECK(m.total.time_s >= ds - 1e-15 && m.total.time_s >= 5 * h + m.per_kernel[4].time_s - 1e-12);
+        mb_estimate_free(&m);
+    }
+    CHECK(cross > 6 && cross < 26);
+    mb_estimate below = est_timed("sin2_plus_cos2", MB_PLAN_EAGER, mb_shape_1d((int64_t)1 << (cross - 1)), h100, &t);
+    mb_estimate at = est_timed("sin2_plus_cos2", MB_PLAN_EAGER, mb_shape_1d((int64_t)1 << cross), h100, &t);
+    double hb, db, ha, da;
+    sums(&below, &hb, &db);
+    sums(&at, &ha, &da);
+    CHECK(db < hb && da >= ha); /* the device's sum passes the host's between them */
+    fprintf(stderr, "  crossover of eager sin2_plus_cos2 on h100-sxm: 2^%d (device %.1f us, host %.1f us)\n",
+            cross, da * 1e6, ha * 1e6);
+
+    /* a flush ahead (256 MiB at the spec's bandwidth) hides the host at 64 */
+    t.flush_mb = 268.435456;
+    mb_estimate hidden = est_timed("sin2_plus_cos2", MB_PLAN_EAGER, mb_shape_1d(64), h100, &t);
+    sums(&hidden, &hs, &ds);
+    CHECK_NEAR(hidden.total.time_s, ds, 1e-12);
+    CHECK(!hidden.total.waits_on_host);
+
+    /* a spec's figure replaces the default */
+    mb_device d = *h100;
+    mb_device_set(&d, MB_DK_host_op_us, 10.0);
+    t.flush_mb = 0;
+    mb_estimate slow = est_timed("sin2_plus_cos2", MB_PLAN_EAGER, mb_shape_1d(64), &d, &t);
+    CHECK_NEAR(slow.total.time_s, 5 * 13e-6 + slow.per_kernel[4].time_s, 1e-12);
+
+    mb_estimate_free(&small);
+    mb_estimate_free(&plain);
+    mb_estimate_free(&big);
+    mb_estimate_free(&bigplain);
+    mb_estimate_free(&below);
+    mb_estimate_free(&at);
+    mb_estimate_free(&hidden);
+    mb_estimate_free(&slow);
+}
+
+/* Phases and the host's costs by kind of kernel: sigmoid3 (backward).
+ * Eager: its forward kernels cost host_op + launch, its backward ones
+ * host_node + launch; --phase backward times the backward kernels alone
+ * (the floor on its first). Recompute (fused): a generated launch each,
+ * the first of each phase also the autograd.Function's call, in backward
+ * also the engine's node. */
+static void test_host_phases(void)
+{
+    const mb_device *h100 = mb_device_at(0);
+    const double L = h100->launch_overhead_us;
+    mb_timing all = {.fw = MB_FW_PYTORCH}, bwd = {.fw = MB_FW_PYTORCH, .phase = MB_PHASE_BACKWARD};
+    mb_timing fwd = {.fw = MB_FW_PYTORCH, .phase = MB_PHASE_FORWARD};
+    const mb_shape s = mb_shape_1d(64);
+    mb_estimate e = est_timed("sigmoid3", MB_PLAN_EAGER, s, h100, &all);
+    mb_estimate b = est_timed("sigmoid3", MB_PLAN_EAGER, s, h100, &bwd);
+    mb_estimate f = est_timed("sigmoid3", MB_PLAN_EAGER, s, h100, &fwd);
+    int nf = 0, nb = 0;
+    for (int k = 0; k < e.n_kernels; k++) {
+        const mb_cost *c = &e.per_kernel[k];
+        int back = b.per_kernel[k].timed;
+        CHECK(f.per_kernel[k].timed == !back);
+        CHECK_NEAR(c->host_s, ((back ? MB_HOST_NODE_US : MB_HOST_OP_US) + L) * 1e-6, 1e-12);
+        nb += back;
+        nf += !back;
+    }
+    CHECK(nf > 0 && nb > 0);
+    double hs, ds;
+    sums(&b, &hs, &ds);
+    CHECK_NEAR(hs, nb * (MB_HOST_NODE_US + L) * 1e-6, 1e-12);
+    CHECK_NEAR(b.total.time_s, hs + b.per_kernel[e.n_kernels - 1].time_s, 1e-12);
+    /* the bytes are the phase's kernels' */
+    CHECK_EQ_I64(b.total.read_bytes + f.total.read_bytes, e.total.read_bytes);
+
+    mb_estimate r = est_timed("sigmoid3", MB_PLAN_RECOMPUTE, s, h100, &all);
+    CHECK_EQ_I64(r.n_kernels, 2);
+    CHECK_NEAR(r.per_kernel[0].host_s, (MB_HOST_GENERATED_LAUNCH_US + MB_HOST_FUNCTION_US) * 1e-6, 1e-12);
+    CHECK_NEAR(r.per_kernel[1].host_s,
+               (MB_HOST_GENERATED_LAUNCH_US + MB_HOST_FUNCTION_US + MB_HOST_NODE_US) * 1e-6, 1e-12);
+
+    /* a forward-only plan has no backward phase */
+    mb_graph *g = NULL;
+    mb_plan *p = NULL;
+    mb_err err;
+    mb_estimate none;
+    CHECK(mb_variant_load("copy", MB_F32, &g, &err) == MB_OK && mb_plan_build(g, MB_PLAN_FUSED, &p, &err) == MB_OK);
+    CHECK(mb_estimate_plan_timed(p, s, h100, &bwd, &none, &err) == MB_EINPUT);
+    CHECK(strstr(err.msg, "no backward kernels") != NULL);
+    mb_plan_free(p);
+    mb_graph_free(g);
+
+    /* on a CPU spec the framework means first touch, no host timeline */
+    mb_device cpu = *h100;
+    snprintf(cpu.kind, sizeof cpu.kind, "cpu");
+    mb_device_set(&cpu, MB_DK_first_touch_gbs, 5.0);
+    mb_estimate c1 = est_timed("sin2_plus_cos2", MB_PLAN_EAGER, mb_shape_1d(64), &cpu, &all);
+    mb_estimate c0 = est("sin2_plus_cos2", MB_PLAN_EAGER, 64, &cpu);
+    CHECK_NEAR(c1.total.time_s, c0.total.time_s, 1e-15);
+    CHECK_NEAR(c1.total.host_s, 0, 1e-15);
+
+    mb_estimate_free(&e);
+    mb_estimate_free(&b);
+    mb_estimate_free(&f);
+    mb_estimate_free(&r);
+    mb_estimate_free(&c1);
+    mb_estimate_free(&c0);
+}
+
 int main(void)
 {
     test_floor();
     test_floor_key();
+    test_host_timeline();
+    test_host_phases();
     return mb_test_done();
 }

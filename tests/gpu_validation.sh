@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# gpu_validation.sh — the model against the published GPU validation set
+# (bench/validation/, bench/gpu_validate.py): fails when fewer points than
+# the level reached are within 25% (GPU_VALIDATION_MIN, a share of the 84
+# points), when a point lacks its source, or when points.csv is not what
+# --make-points writes from the published file kept beside it.
+set -u
+B=${MB_BIN:?MB_BIN unset}
+S=${MB_SRC:?MB_SRC unset}
+MIN=${GPU_VALIDATION_MIN:?GPU_VALIDATION_MIN unset}
+command -v python3 >/dev/null || { echo "SKIP: no python3"; exit 77; }
+tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+pass=0 fail=0
+ok() { pass=$((pass + 1)); }
+bad() { echo "FAIL: $*"; fail=$((fail + 1)); }
+
+# the level reached: the script's exit 0 at it, its summary line
+python3 "$S/bench/gpu_validate.py" --membound "$B" --min-within "$MIN" --figure "$tmp/fig.png" >"$tmp/out" 2>"$tmp/err"
+rc=$?
+[ $rc -eq 0 ] && ok || bad "gpu_validate.py below $MIN% (rc $rc): $(cat "$tmp/err") $(tail -1 "$tmp/out")"
+grep -q "^within 25%: [0-9]* of 84 points" "$tmp/out" && ok || bad "no summary line over 84 points"
+grep -q "^| fused forward >64MiB |" "$tmp/out" && ok || bad "no class medians"
+grep -q "^| device a100-pcie-80gb | 84 |" "$tmp/out" && ok || bad "no device median"
+grep -q "^speedups (eager / fused" "$tmp/out" && ok || bad "no speedup line"
+[ -s "$tmp/fig.png" ] && [ "$(head -c 4 "$tmp/fig.png" | tail -c 3)" = PNG ] && ok || bad "no PNG figure"
+# every point's row printed, with the side that bounds it
+[ "$(grep -c '^| [a-z_]*/[a-z]*/[a-z]*/[0-9]*/' "$tmp/out")" -eq 84 ] && ok || bad "not 84 point rows"
+grep -q '| device |$' "$tmp/out" && ok || bad "no point says which side bounds it"
+# the check can fail: at 100% it must
+python3 "$S/bench/gpu_validate.py" --membound "$B" --min-within 100 --quiet >/dev/null 2>"$tmp/err"; rc=$?
+[ $rc -eq 1 ] && grep -q "below 100%" "$tmp/err" && ok || bad "--min-within 100: rc $rc"
+python3 "$S/bench/gpu_validate.py" --membound "$B" --no-such-option >/dev/null 2>&1; rc=$?
+[ $rc -eq 2 ] && ok || bad "a bad option: rc $rc, expected 2"
+python3 "$S/bench/gpu_validate.py" --membound /nonexistent >/dev/null 2>&1; rc=$?
+[ $rc -eq 2 ] && ok || bad "no binary: rc $rc, expected 2"
+# provenance: every point names its repository, file, commit, GPU, date,
+# computation and timing; the set is what the published file gives
+python3 - "$S/bench/validation/points.csv" <<'PY' && ok || bad "a point without its source"
+import csv, sys
+rows = list(csv.DictReader(open(sys.argv[1])))
+need = ["source_repo", "source_file", "source_commit", "gpu", "date", "computation", "timing", "measured_ms"]
+sys.exit(0 if len(rows) == 84 and all(r[k] for r in rows for k in need) else 1)
+PY
+python3 "$S/bench/gpu_validate.py" --make-points "$S/bench/validation/liger-a100-pcie-80gb.csv" -o "$tmp/points.csv" >/dev/null &&
+  cmp -s "$tmp/points.csv" "$S/bench/validation/points.csv" && ok || bad "points.csv differs from --make-points"
+# a published file without its provenance is refused
+cp "$S/bench/validation/liger-a100-pcie-80gb.csv" "$tmp/unknown.csv"
+python3 "$S/bench/gpu_validate.py" --make-points "$tmp/unknown.csv" -o "$tmp/u.csv" >/dev/null 2>"$tmp/err"; rc=$?
+[ $rc -eq 2 ] && grep -q "no provenance" "$tmp/err" && ok || bad "a file without provenance: rc $rc"
+echo "$pass passed, $fail failed"
+[ $fail -eq 0 ]
