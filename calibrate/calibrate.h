@@ -73,7 +73,7 @@ typedef struct mb_cal_result {
     int llc_from_knee;      /* 1 when llc_bytes is the measured knee */
     char llc_desc[256];     /* how llc_bytes was found, with the figures */
     double bw_spread;       /* largest CV over rounds of the bandwidth figures */
-    double op_spread;       /* largest CV of the FMA, op and pass figures */
+    double op_spread;       /* largest CV of the FMA, op, pass and GEMM figures */
     int samples, retaken;   /* probe samples kept; taken again for contention */
     int64_t stream_n;       /* f32 elements per array */
     int threads;
