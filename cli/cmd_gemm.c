@@ -109,7 +109,7 @@ static void row(const mb_device *d, const mb_gemm_est *e)
         snprintf(tile, sizeof tile, "%dx%d", e->tile_m, e->tile_n);
         snprintf(waves, sizeof waves, "%lld/%lld", (long long)e->tiles, (long long)e->waves);
     }
-    printf("%-16s %9.1f %-12s %-8s %12s %6.3f %6.3f %5.0fx%-4.0f %10s %8.1f %7.1f %6.0f %10s %s\n", d->name,
+    printf("%-16s %9.4g %-12s %-8s %12s %6.3f %6.3f %5.0fx%-4.0f %10s %8.1f %7.1f %6.0f %10s %s\n", d->name,
            e->peak_flops_s / 1e12, e->peak_key, tile, waves, e->eff_tile, e->eff_wave, e->a_reads, e->b_reads,
            mb_cli_fmt_bytes(e->dram_read_bytes + e->dram_write_bytes, bytes, sizeof bytes), e->intensity,
            e->ridge, e->square_crossover, mb_cli_fmt_time(e->time_s, t, sizeof t), mb_bound_name(e->bound));
