@@ -161,7 +161,7 @@ static cal_run *run_new(const mb_cal_result *out, int64_t n, int quick, const ca
     R->cc = (mb_cal_stream_ctx){R->sc.a, R->sc.b, (out->llc_bytes / 8 / (int64_t)sizeof(float)) & ~(int64_t)63, 0};
     if (R->cc.n > n) R->cc.n = n; /* quick: the arrays are smaller */
     R->fc = (mb_cal_fma_ctx){quick ? 20000 : 200000, 0, 0};
-    if (!mb_cal_gemm_init(&R->gc, quick, out->threads))
+    if (!mb_cal_gemm_init(&R->gc, out->threads))
         step(lg, "f32 GEMM: not measured (%s)", mb_cal_gemm_blas()[0] ? "no memory" : "built without OpenBLAS");
     figures_list(R, quick);
     return R;

@@ -13,9 +13,9 @@
 #ifdef MB_HAVE_OPENBLAS
 #include <cblas.h>
 
-int mb_cal_gemm_init(mb_cal_gemm_ctx *g, int quick, int threads)
+int mb_cal_gemm_init(mb_cal_gemm_ctx *g, int threads)
 {
-    g->n = quick ? MB_CAL_GEMM_N_QUICK : MB_CAL_GEMM_N;
+    g->n = MB_CAL_GEMM_N;
     size_t bytes = (size_t)g->n * (size_t)g->n * sizeof(float);
     g->a = aligned_alloc(64, bytes);
     g->b = aligned_alloc(64, bytes);
@@ -49,9 +49,9 @@ const char *mb_cal_gemm_blas(void)
     return desc;
 }
 #else
-int mb_cal_gemm_init(mb_cal_gemm_ctx *g, int quick, int threads)
+int mb_cal_gemm_init(mb_cal_gemm_ctx *g, int threads)
 {
-    (void)quick, (void)threads;
+    (void)threads;
     g->a = g->b = g->c = NULL;
     g->n = 0;
     return 0;
