@@ -2,10 +2,10 @@
  * then interleaved rounds of every figure (STREAM-style bandwidths on all
  * cores, the FMA peak, each op's throughput through the executors' tile
  * primitive and in compiled chains, one executor pass, an f32 GEMM through
- * the BLAS), then the sincos rate and the overlap probes. The probes live in streams.c, ops.c and
- * overlap.c, their one sample timer in figure.c, the spec they
- * give and the rules that refuse them in spec.c. Writes no file (the
- * CLI does). */
+ * the BLAS), then the sincos rate and the overlap probes. The probes live in
+ * streams.c, ops.c, gemm.c and overlap.c, their one sample timer in
+ * figure.c, the spec they give and the rules that refuse them in spec.c.
+ * Writes no file (the CLI does). */
 #define _GNU_SOURCE /* sysconf(_SC_PHYS_PAGES) */
 #include "cal_int.h"
 

@@ -7,7 +7,8 @@
  * Rate (mb_gemm_peak_flops): a GPU runs f32 at its plain FP32 peak —
  * PyTorch's torch.backends.cuda.matmul.allow_tf32 is False from 1.12 on, so
  * an f32 mm/bmm is an IEEE FP32 SGEMM, not TF32 on the tensor cores
- * (gemm-attention-host.md 3.1 [G10]) — and bf16 and f16 at the dense tensor
+ * (PyTorch's CUDA semantics notes, "TensorFloat-32 (TF32) on Ampere (and
+ * later) devices"; pytorch/pytorch#67384 turned it off) — and bf16 and f16 at the dense tensor
  * rate (f16_tflops where the table gives one: V100 and T4 have FP16 tensor
  * cores and no BF16). A CPU spec runs every dtype at gemm_gflops, the f32
  * GEMM calibrate measured through the BLAS (cblas_sgemm: Debian's OpenBLAS
@@ -27,11 +28,11 @@
  * the instruction's width: 8 for the tensor cores' mma.m16n8k16 (PTX ISA;
  * cuBLAS swaps operands, so the 8 applies to either side), 1 for FP32 on the
  * CUDA cores (a thread per output). With no tile given the model takes the
- * list's tile of least time; on a tie the one of fewer DRAM bytes, then
- * the larger (larger tiles reuse more, the guide says). Not modelled: how much less efficient a small tile's
- * inner loop is (the guide gives no figure), several blocks per SM, split-K,
- * and a small K's prologue and epilogue; small shapes pay the launch and
- * the waves they leave empty.
+ * list's tile of least time; on a tie the one of fewer DRAM bytes, then the
+ * larger (larger tiles reuse more, the guide says). Not modelled: how much
+ * less efficient a small tile's inner loop is (the guide gives no figure),
+ * several blocks per SM, split-K, and a small K's prologue and epilogue;
+ * small shapes pay the launch and the waves they leave empty.
  *
  * DRAM bytes from the tiling (gemm-attention-host.md 3.3, derived): C is
  * written once (PyTorch's mm has beta = 0: C is not read). A tile reads its
