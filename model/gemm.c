@@ -28,8 +28,9 @@
  * the instruction's width: 8 for the tensor cores' mma.m16n8k16 (PTX ISA;
  * cuBLAS swaps operands, so the 8 applies to either side), 1 for FP32 on the
  * CUDA cores (a thread per output). With no tile given the model takes the
- * list's tile of least time; on a tie the one of fewer DRAM bytes, then the
- * larger (larger tiles reuse more, the guide says). Not modelled: how much
+ * list's tile of least time; on a tie the one of fewer DRAM bytes, then of
+ * less compute (a memory-bound product's), then the larger (larger tiles
+ * reuse more, the guide says). Not modelled: how much
  * less efficient a small tile's inner loop is (the guide gives no figure),
  * several blocks per SM, split-K, and a small K's prologue and epilogue;
  * small shapes pay the launch and the waves they leave empty.
@@ -202,8 +203,9 @@ int mb_gemm_estimate(const mb_gemm *g, const mb_device *d, mb_gemm_est *out, mb_
             estimate_at(g, d, peak, mb_gemm_tiles[i][0], mb_gemm_tiles[i][1], &e);
             const double bytes = e.dram_read_bytes + e.dram_write_bytes;
             const double best_bytes = best.dram_read_bytes + best.dram_write_bytes;
-            if (i == 0 || e.time_s < best.time_s * (1 - 1e-12) ||
-                (e.time_s <= best.time_s * (1 + 1e-12) && bytes < best_bytes))
+            const int same_time = e.time_s <= best.time_s * (1 + 1e-12);
+            if (i == 0 || e.time_s < best.time_s * (1 - 1e-12) || (same_time && bytes < best_bytes) ||
+                (same_time && bytes == best_bytes && e.compute_s < best.compute_s * (1 - 1e-12)))
                 best = e;
         }
     }

@@ -19,7 +19,7 @@ extern "C" {
 /* One product: C[m,n] = A[m,k] @ B[k,n], batch times; A, B and C in dtype
  * (f32 accumulation). tile_m, tile_n: the output tile, 0 for the model's
  * choice (the one of least time among MB_GEMM_TILES; on a tie the one of
- * fewer DRAM bytes, then the larger). */
+ * fewer DRAM bytes, then of less compute, then the larger). */
 typedef struct mb_gemm {
     int64_t m, n, k, batch;
     mb_dtype dtype;
