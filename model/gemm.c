@@ -8,12 +8,12 @@
  * PyTorch's torch.backends.cuda.matmul.allow_tf32 is False from 1.12 on, so
  * an f32 mm/bmm is an IEEE FP32 SGEMM, not TF32 on the tensor cores
  * (PyTorch's CUDA semantics notes, "TensorFloat-32 (TF32) on Ampere (and
- * later) devices"; pytorch/pytorch#67384 turned it off) — and bf16 and f16 at the dense tensor
- * rate (f16_tflops where the table gives one: V100 and T4 have FP16 tensor
- * cores and no BF16). A CPU spec runs every dtype at gemm_gflops, the f32
- * GEMM calibrate measured through the BLAS (cblas_sgemm: Debian's OpenBLAS
- * exports no bf16 GEMM, so 16-bit products are widened to f32 first), else
- * at its FMA peak.
+ * later) devices"; turned off after the discussion in pytorch/pytorch#67384)
+ * — and bf16 and f16 at the dense tensor rate (f16_tflops where the table
+ * gives one: V100 and T4 have FP16 tensor cores and no BF16). A CPU spec
+ * runs every dtype at gemm_gflops, the f32 GEMM calibrate measured through
+ * the BLAS (cblas_sgemm: Debian's OpenBLAS exports no bf16 GEMM, so 16-bit
+ * products are widened to f32 first), else at its FMA peak.
  *
  * Tile and wave quantization (NVIDIA, "Matrix Multiplication Background
  * User's Guide", DU-09799-001, sec. 3.1 and 3.2 [G9]): cuBLAS splits C into
