@@ -73,7 +73,7 @@ typedef struct mb_cal_result {
     int llc_from_knee;      /* 1 when llc_bytes is the measured knee */
     char llc_desc[256];     /* how llc_bytes was found, with the figures */
     double bw_spread;       /* largest CV over rounds of the bandwidth figures */
-    double op_spread;       /* largest CV of the FMA, op and pass figures */
+    double op_spread;       /* largest CV of the FMA, op, pass and GEMM figures */
     int samples, retaken;   /* probe samples kept; taken again for contention */
     int64_t stream_n;       /* f32 elements per array */
     int threads;
@@ -200,8 +200,9 @@ int mb_cal_cuda(const mb_meas_config *c, mb_device *out, char *summary,
  * when a probe changes its figure, so that a calibration cached by an older
  * binary is not taken for this one's (2: the bandwidth and FMA probes
  * vectorised, row ops no longer timed through the tile primitive; 3:
- * softmax's exp, exp_nonpos_gain). */
-#define MB_CAL_PROBES_VERSION 3
+ * softmax's exp, exp_nonpos_gain; 4: the f32 GEMM, gemm_gflops, a key an
+ * older binary would refuse). */
+#define MB_CAL_PROBES_VERSION 4
 
 /* This host's cache key: CPU model, thread count, physical memory (MiB) and
  * MB_CAL_PROBES_VERSION. */

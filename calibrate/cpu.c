@@ -1,11 +1,11 @@
 /* cpu.c — this CPU's roofs, in sequence: the last-level cache knee,
  * then interleaved rounds of every figure (STREAM-style bandwidths on all
  * cores, the FMA peak, each op's throughput through the executors' tile
- * primitive and in compiled chains, one executor pass), then the sincos rate
- * and the overlap probes. The probes live in streams.c, ops.c and
- * overlap.c, their one sample timer in figure.c, the spec they
- * give and the rules that refuse them in spec.c. Writes no file (the
- * CLI does). */
+ * primitive and in compiled chains, one executor pass, an f32 GEMM through
+ * the BLAS), then the sincos rate and the overlap probes. The probes live in
+ * streams.c, ops.c, gemm.c and overlap.c, their one sample timer in
+ * figure.c, the spec they give and the rules that refuse them in spec.c.
+ * Writes no file (the CLI does). */
 #define _GNU_SOURCE /* sysconf(_SC_PHYS_PAGES) */
 #include "cal_int.h"
 
@@ -45,9 +45,10 @@ typedef struct cal_run {
     mb_cal_op_ctx oc[MB_OP_COUNT];
     mb_cal_pass_ctx pc;
     mb_cal_chains ch;
-    mb_cal_figure figs[F_OPS + MB_OP_COUNT + MB_CAL_MAX_CHAINS];
+    mb_cal_gemm_ctx gc;
+    mb_cal_figure figs[F_OPS + MB_OP_COUNT + MB_CAL_MAX_CHAINS + 1];
     char chain_names[MB_CAL_MAX_CHAINS][48];
-    int nf, f_chains;
+    int nf, f_chains, f_gemm; /* f_gemm: the GEMM's figure, -1 without a BLAS */
 } cal_run;
 
 static void run_free(cal_run *R)
@@ -56,6 +57,7 @@ static void run_free(cal_run *R)
     free(R->sc.b);
     mb_cal_pass_free(&R->pc);
     mb_cal_chains_free(&R->ch);
+    mb_cal_gemm_free(&R->gc);
     free(R);
 }
 
@@ -118,6 +120,13 @@ static void figures_list(cal_run *R, int quick)
         f[R->nf++] = (mb_cal_figure){.name = R->chain_names[i], .fn = mb_cal_pass,
                                       .ctx = &R->ch.c[i], .work = 1};
     }
+    /* last: the chains' figures above are read in order from f_chains */
+    R->f_gemm = -1;
+    if (R->gc.n > 0) {
+        R->f_gemm = R->nf;
+        f[R->nf++] = (mb_cal_figure){.name = "f32 GEMM (cblas_sgemm)", .fn = mb_cal_gemm, .ctx = &R->gc,
+                                      .work = 2.0 * R->gc.n * (double)R->gc.n * R->gc.n};
+    }
 }
 
 /* Arrays, the pass plan, the chains and the figures of a calibration at n
@@ -152,6 +161,8 @@ static cal_run *run_new(const mb_cal_result *out, int64_t n, int quick, const ca
     R->cc = (mb_cal_stream_ctx){R->sc.a, R->sc.b, (out->llc_bytes / 8 / (int64_t)sizeof(float)) & ~(int64_t)63, 0};
     if (R->cc.n > n) R->cc.n = n; /* quick: the arrays are smaller */
     R->fc = (mb_cal_fma_ctx){quick ? 20000 : 200000, 0, 0};
+    if (!mb_cal_gemm_init(&R->gc, out->threads))
+        step(lg, "f32 GEMM: not measured (%s)", mb_cal_gemm_blas()[0] ? "no memory" : "built without OpenBLAS");
     figures_list(R, quick);
     return R;
 }
@@ -196,6 +207,14 @@ static int cal_attempt(cal_run *R, mb_cal_result *out, int quick, char *why, siz
     for (int i = F_OPS; i < R->f_chains; i++)
         out->op_geps[((const mb_cal_op_ctx *)f[i].ctx)->op] = mb_cal_figure_rate(&f[i], &op_spread);
     mb_cal_compiled_rates(&R->ch, f + R->f_chains, (int64_t)mb_kern_threads() * CHAIN_N, out);
+    if (R->f_gemm >= 0) {
+        double spread = 0, gflops = mb_cal_figure_rate(&f[R->f_gemm], &spread);
+        mb_device_set(&out->dev, MB_DK_gemm_gflops, gflops);
+        snprintf(out->detail[MB_DK_gemm_gflops], sizeof out->detail[MB_DK_gemm_gflops],
+                 "cblas_sgemm %dx%dx%d row-major, %d threads, CV %.1f%% (%.60s)", R->gc.n, R->gc.n, R->gc.n,
+                 out->threads, 100 * spread, mb_cal_gemm_blas());
+        if (spread > op_spread) op_spread = spread;
+    }
     out->bw_spread = bw_spread;
     out->op_spread = op_spread;
     out->samples = out->retaken = 0;

@@ -23,6 +23,13 @@ int mb_cal_refused(const mb_cal_result *c, const mb_cal_figure *figs, int nf, in
 
 int mb_cal_implausible(const mb_cal_result *c, int quick, char *why, size_t whysz)
 {
+    /* a GEMM runs FMAs: faster than the FMA chains' peak (10% for the two
+     * figures' spread) it cannot be */
+    if (c->dev.gemm_gflops > 1.1 * c->fp32_tflops * 1e3) {
+        snprintf(why, whysz, "the f32 GEMM's %.4g GFLOP/s is above the FMA peak's %.4g: the peak probe did not "
+                 "get its cores", c->dev.gemm_gflops, c->fp32_tflops * 1e3);
+        return 1;
+    }
     const double bw[] = {c->copy_gbs, c->copy_plain_gbs, c->read_gbs, c->write_gbs, c->write_plain_gbs};
     double bmin = bw[0], bmax = bw[0];
     for (int i = 1; i < 5; i++) bmin = fmin(bmin, bw[i]), bmax = fmax(bmax, bw[i]);

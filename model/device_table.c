@@ -19,6 +19,7 @@
  * fp32_tflops = plain (non-tensor, non-packed) FP32 with FMA = 2 flops;
  * bf16_tflops = dense tensor rate with FP32 accumulate: datasheets print
  * 2:4 sparse figures, halved here; 0 where the GPU has no BF16 tensor path;
+ * f16_tflops = the same for FP16, given only where it differs (V100, T4);
  * sfu_tops = special-function (MUFU) ops/s in 1e12, SMs x 16 per clock x
  * clock from the reference's per-CC table, 0 where it gives no rate;
  * launch_overhead_us = per eager launch, the interval of back-to-back
@@ -189,11 +190,11 @@ static const mb_device device_table[] = {
                "gpu-specs.md sec. 4 default"},
     {.name = "v100", .label = "NVIDIA V100 SXM2 32GB", .kind = "gpu", .onchip_kib = 352, .sm_count = 80,
      .max_threads_per_sm = 2048, .mem_bandwidth_gbs = 900, .measured_bandwidth_gbs = 809, .cited_bandwidth_gbs = 809,
-     .cache_mb = 6, .fp32_tflops = 15.7, .bf16_tflops = 0,
+     .cache_mb = 6, .fp32_tflops = 15.7, .bf16_tflops = 0, .f16_tflops = 125,
      .sfu_tops = 80 * 16 * 1.53e-3, .launch_overhead_us = 3, .mem_gb = 32,
      .source = "NVIDIA V100 datasheet via Lightning-AI throughput.py [S1]; other figures from "
                "gpu_catalog [S16]; L2 6144 KiB from an NVIDIA/nvbench GV100 dump [S17]; no "
-               "BF16 (FP16 tensor 125 TF), so bf16 0; SFU 80 x 16/clk x 1.53 GHz (CUDA "
+               "BF16, so bf16 0 (FP16 tensor 125 TF: f16); SFU 80 x 16/clk x 1.53 GHz (CUDA "
                "Programming Guide [S31]); measured BW: [B] gpu-stream/v100.txt scale, 2 GiB "
                "f64 arrays, read + write, 100% occupancy: 809 (variant not named; PCIe and "
                "SXM2 both 900 GB/s; FluidX3D 76% [S7], Citadel about 83%); launch: "
@@ -201,10 +202,10 @@ static const mb_device device_table[] = {
     {.name = "t4", .label = "NVIDIA T4 16GB", .kind = "gpu", .onchip_kib = 320, .sm_count = 40,
      .max_threads_per_sm = 1024, .mem_bandwidth_gbs = 320, .measured_bandwidth_gbs = MB_ROUND(0.69 * 300),
      .cited_bandwidth_gbs = MB_ROUND(0.69 * 300),
-     .cache_mb = 4, .fp32_tflops = 8.1, .bf16_tflops = 0,
+     .cache_mb = 4, .fp32_tflops = 8.1, .bf16_tflops = 0, .f16_tflops = 65,
      .sfu_tops = 40 * 16 * 1.59e-3, .launch_overhead_us = 3, .mem_gb = 16,
      .source = "NVIDIA T4 datasheet via Lightning-AI throughput.py [S1]; other figures from "
-               "gpu_catalog [S16]; no BF16 (FP16 mixed 65 TF), so bf16 0; SFU 40 x 16/clk x "
+               "gpu_catalog [S16]; no BF16, so bf16 0 (FP16 mixed 65 TF: f16); SFU 40 x 16/clk x "
                "1.59 GHz (CUDA Programming Guide [S31]); measured BW: FluidX3D 69% of its "
                "listed 300 GB/s [S7] (OpenCL-Benchmark read 77%, write 67%); launch: "
                "gpu-specs.md sec. 4 default"},

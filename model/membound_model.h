@@ -10,6 +10,7 @@
  *   mb_plan.h      plans and their kernels
  *   mb_device.h    device specs and their keys (device_keys.def)
  *   mb_traffic.h   bytes, cache-aware DRAM bytes and roofline time
+ *   mb_gemm.h      a matrix multiply: FLOPs, quantization, tiled traffic, time
  *   mb_planner.h   the optimal recompute plan and the frontier
  *   mb_records.h   the measurement CSV contract
  *   mb_files.h     text, CSV, trusted folders, output files
@@ -23,6 +24,7 @@
 #include "mb_plan.h"
 #include "mb_device.h"
 #include "mb_traffic.h"
+#include "mb_gemm.h"
 #include "mb_planner.h"
 #include "mb_records.h"
 #include "mb_files.h"

@@ -181,6 +181,15 @@ expect_full devices --json
 expect_full model copy --json
 expect_full whatif copy --csv
 
+# ---- gemm --------------------------------------------------------------------------------
+expect 2 'needs --mnk' -- gemm
+expect 2 "three sizes" -- gemm --mnk 4096x
+expect 2 'needs a value' -- gemm --mnk
+expect 2 'character device' -- gemm --mnk 64x64x64 --device /dev/zero
+expect 2 'FIFO' -- gemm --mnk 64x64x64 --device ./fifo
+expect 2 "unexpected argument 'extra'" -- gemm --mnk 64x64x64 extra
+expect_full gemm --mnk 64x64x64 --json
+
 # ---- measure and calibrate: refused before anything runs -------------------------------
 if has measure; then
   expect 2 'backend' -- measure copy --backend warp

@@ -71,6 +71,15 @@ has err "falling back to a quick calibration"
 has err "calibration: fallback (quick, full ones refused for contention)"
 grep -q '^calibration = fallback$' fb.ini && ok || bad "fb.ini is not marked fallback"
 [ ! -e cache ] || [ -z "$(ls cache)" ] && ok || bad "a fallback calibration was cached: $(ls cache)"
+# the f32 GEMM rate through OpenBLAS where the build links it, and gemm runs the spec at it
+if ldd "$B" 2>/dev/null | grep -q 'libopenblas'; then
+  python3 -c "import sys; v = [l.split('=')[1] for l in open('fb.ini') if l.startswith('gemm_gflops ')]; sys.exit(0 if v and float(v[0]) > 0 else 1)" \
+    && ok || bad "fb.ini has no positive gemm_gflops: $(grep gemm fb.ini)"
+  cat out err | grep -q '^  gemm_gflops ' && ok || bad "calibrate's summary lacks gemm_gflops"
+  "$B" gemm --mnk 512x512x512 --device fb.ini --json >gj 2>err || bad "gemm --device fb.ini exited $?"
+  python3 -c "import json, sys; r = json.load(open('gj'))['results'][0]; sys.exit(0 if r['peak_key'] == 'gemm_gflops' and not r['tiled'] else 1)" \
+    && ok || bad "gemm on fb.ini: $(head -c 300 gj)"
+fi
 "$B" measure copy --backend cpu --threads 1 --plan eager --dtype f32,bf16 --sizes 2^12 --timeout 0.2 --device fb.ini \
   -o fb.csv >out 2>err || bad "measure against fb.ini exited $?"
 has err "calibration: fallback"
