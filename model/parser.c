@@ -489,6 +489,17 @@ static int unknown_function(parser *P, const mb_token *fn, const char *name)
     return perr(P, fn->line, fn->col, "unknown function '%s' (functions: %s)", name, list);
 }
 
+/* PyTorch forms the language does not model, each refused where written
+ * with what is: NULL when name is none of them. */
+static const char *unmodelled_view(const char *name)
+{
+    static const char *const views[] = {"T", "mT", "H", "mH", "transpose", "permute", "t", "swapaxes", "view",
+                                        "reshape", "flatten", "unsqueeze", "squeeze", "expand", "contiguous"};
+    for (size_t i = 0; i < sizeof views / sizeof views[0]; i++)
+        if (!strcmp(name, views[i])) return views[i];
+    return NULL;
+}
+
 /* The spellings of a cast PyTorch has beside x.to(dtype), refused with that
  * one: NULL when name is none of them. */
 static const char *cast_spelling(const char *name)
@@ -537,6 +548,12 @@ static int parse_call(parser *P, val *out)
     mb_op f;
     const char *cast = cast_spelling(name);
     if (cast) return perr(P, fn.line, fn.col, "a cast is written %s (one spelling: Tensor.to)", cast);
+    if (unmodelled_view(name) || !strcmp(name, "matmul") || !strcmp(name, "mm") || !strcmp(name, "bmm"))
+        return perr(P, fn.line, fn.col, "'%s' is not modelled: %s", name,
+                    unmodelled_view(name) ? "views that move or reshape dimensions (transposes, permutes, reshapes) "
+                                            "are not in the language"
+                                          : "a matrix multiply is not in the language ('membound gemm --mnk "
+                                            "MxNxK' models one GEMM)");
     if (!strcmp(name, "detach")) {
         mb_lex_next(&P->lx); /* name */
         return parse_detach(P, NULL, &fn, out);
@@ -602,6 +619,10 @@ static int parse_method(parser *P, val recv, val *out)
     char name[MB_NAME_MAX];
     tok_copy(&fn, name, sizeof name);
     mb_lex_next(&P->lx);
+    if (unmodelled_view(name))
+        return perr(P, fn.line, fn.col, "'%s' is not modelled: views that move or reshape dimensions "
+                    "(transposes, permutes, reshapes) are not in the language; a tensor's dimensions are its "
+                    "declaration's, reduced and broadcast over the last one", name);
     if (P->lx.tok.kind != TK_LPAREN) return perr_tok(P, "'(' (a method call)");
     if (recv.node < 0) return perr(P, fn.line, fn.col, "a number has no method '%s'", name);
     if (!strcmp(name, "to")) return parse_to(P, recv, &fn, out);
@@ -696,6 +717,9 @@ static int parse_primary(parser *P, val *out)
 {
     int rc = parse_atom(P, out);
     while (!rc && P->lx.tok.kind == TK_DOT) rc = parse_method(P, *out, out);
+    if (!rc && P->lx.tok.kind == TK_LBRACK)
+        return perr(P, P->lx.tok.line, P->lx.tok.col, "indexing and slicing ('[') are not modelled: a variant's "
+                    "tensors are whole, as declared");
     return rc;
 }
 
@@ -744,6 +768,10 @@ static int parse_term(parser *P, val *out)
     val left;
     int rc = parse_factor(P, &left);
     if (rc) return rc;
+    if (P->lx.tok.kind == TK_BAD && P->lx.tok.len == 1 && P->lx.tok.start[0] == '@')
+        return perr(P, P->lx.tok.line, P->lx.tok.col, "a matrix multiply ('@') is not modelled in a variant: "
+                    "'membound gemm --mnk MxNxK' models one GEMM; a variant's operations are elementwise, "
+                    "reductions over the last dimension and the row library ops");
     while (P->lx.tok.kind == TK_STAR || P->lx.tok.kind == TK_SLASH) {
         mb_token op = P->lx.tok;
         mb_lex_next(&P->lx);
