@@ -201,7 +201,7 @@ int main(void)
     CHECK(strstr(slurp("kern.csv"), ",kernel,contended,host_copy_gbs,host_copy_ratio,host_op_ratio,"
                                     "model_host_time_s,time_s_lower_mode,time_s_upper_mode,"
                                     "upper_mode_share,count_err,count_check,accuracy,variant_text,variant_expr,"
-                                    "device_spec,provenance,calibration,shape\n") != NULL);
+                                    "device_spec,provenance,calibration,shape,dims\n") != NULL);
     CHECK(stray_files(NULL) == 2); /* small.csv and kern.csv, no temporaries */
 
     /* faithful to f32: an overflow where float64 stays finite and an input
@@ -243,7 +243,7 @@ int main(void)
     CHECK_EQ_I64(exit_code(st), 130);
     CHECK(strstr(slurp("stderr.txt"), "interrupted by SIGINT: 1 of 2 rows") != NULL);
     char *part = slurp("part.csv");
-    CHECK(strstr(part, "\\npartial: interrupted by SIGINT after 1 of 2 rows\",,\n") != NULL); /* no calibration: h100-sxm; 1-D: no shape */
+    CHECK(strstr(part, "\\npartial: interrupted by SIGINT after 1 of 2 rows\",,,\n") != NULL); /* no calibration: h100-sxm; 1-D: no shape, no dims */
     CHECK(strstr(part, ",copy,eager,f32,4096,") != NULL);
     CHECK(strstr(part, ",16777216,") == NULL); /* the row in flight is not kept */
     CHECK(stray_files("kern.csv") == 2); /* small.csv and part.csv */
