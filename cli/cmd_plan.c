@@ -67,13 +67,46 @@ typedef struct {
     int n_devs;
 } plan_opts;
 
-/* A forward tensor's name for a table: the user's, else op@line:col. */
-static void node_label(const mb_graph *g, int v, char *buf, size_t size)
+/* Nesting shown of an unnamed tensor's expression; deeper is "...". */
+#define LABEL_DEPTH 3
+
+/* A forward tensor as the variant writes it, without spaces (a table
+ * separates a set's tensors by spaces): its name, else its expression
+ * over named tensors ("sigmoid(sigmoid(x))", "(a*b)"), cut to "..." past
+ * LABEL_DEPTH calls. */
+static void node_text(const mb_graph *g, int v, int depth, char *buf, size_t size)
 {
     const mb_node *nd = &g->nodes[v];
-    if (nd->name[0]) snprintf(buf, size, "%s", nd->name);
-    else if (nd->line > 0) snprintf(buf, size, "%s@%d:%d", mb_op_name(nd->op), nd->line, nd->col);
-    else snprintf(buf, size, "%s#%d", mb_op_name(nd->op), v);
+    if (nd->name[0] || nd->op == MB_OP_INPUT) {
+        snprintf(buf, size, "%s", nd->name[0] ? nd->name : "input");
+        return;
+    }
+    if (depth >= LABEL_DEPTH) {
+        snprintf(buf, size, "...");
+        return;
+    }
+    char a[2][160] = {"", ""};
+    int ar = mb_op_arity(nd->op);
+    for (int k = 0; k < ar && k < 2; k++) {
+        if (nd->arg[k] >= 0) node_text(g, nd->arg[k], depth + 1, a[k], sizeof a[k]);
+        else snprintf(a[k], sizeof a[k], "%g", nd->scalar[k]);
+    }
+    static const struct { mb_op op; const char *sym; } infix[] = {
+        {MB_OP_ADD, "+"}, {MB_OP_SUB, "-"}, {MB_OP_MUL, "*"}, {MB_OP_DIV, "/"}, {MB_OP_POW, "**"}};
+    for (size_t i = 0; i < sizeof infix / sizeof infix[0] && ar == 2; i++)
+        if (infix[i].op == nd->op) {
+            snprintf(buf, size, "(%s%s%s)", a[0], infix[i].sym, a[1]);
+            return;
+        }
+    if (nd->op == MB_OP_NEG) snprintf(buf, size, "-%s", a[0]);
+    else if (ar == 2) snprintf(buf, size, "%s(%s,%s)", mb_op_name(nd->op), a[0], a[1]);
+    else snprintf(buf, size, "%s(%s)", mb_op_name(nd->op), a[0]);
+}
+
+/* A forward tensor's name for a table: the user's, else its expression. */
+static void node_label(const mb_graph *g, int v, char *buf, size_t size)
+{
+    node_text(g, v, 0, buf, size);
 }
 
 /* The i-th tensor of a set in graph order (a plan lists them by first use). */
@@ -90,7 +123,7 @@ static void set_text(const mb_graph *g, const int *set, int n, char *buf, size_t
     size_t len = 0;
     buf[0] = '\0';
     for (int i = 0; i < n && len + 1 < size; i++) {
-        char l[96];
+        char l[200];
         node_label(g, nth_in_order(g, set, n, i), l, sizeof l);
         len += (size_t)snprintf(buf + len, size - len, "%s%s", i ? " " : "", l);
     }
@@ -100,7 +133,7 @@ static json_t *set_json(const mb_graph *g, const int *set, int n)
 {
     json_t *a = json_array();
     for (int i = 0; i < n; i++) {
-        char l[96];
+        char l[200];
         node_label(g, nth_in_order(g, set, n, i), l, sizeof l);
         json_array_append_new(a, json_string(l));
     }

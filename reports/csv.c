@@ -535,6 +535,15 @@ static int header(file_read *fr, const mb_csv_record *rec, mb_err *err)
     fr->header_fields = rec->n;
     fr->header_line = rec->line;
     int *pos = fr->pos;
+    /* a report's own summary.csv (its first columns file,line and the fit's
+     * residuals) is no measurement: its device column names the calibrated
+     * spec's id, which only its measure CSVs carry */
+    int own = rec->n >= 2 && !strcmp(f[0].s, "file") && !strcmp(f[1].s, "line");
+    for (int i = 0; own && i < rec->n; i++)
+        if (!strcmp(f[i].s, "resid_model_rel"))
+            return mb_err_set(err, MB_EINPUT, "%s: this is a report's summary (summary.csv, written by "
+                              "'membound report'), not measurements: pass the measure CSVs it was made from "
+                              "(its 'file' column names them)", path);
     for (int i = 0; i < rec->n; i++) {
         for (int k = 0; k < C_COUNT; k++) {
             if (strcmp(f[i].s, columns[k].name) != 0) continue;

@@ -26,6 +26,8 @@ jcheck '.results[] | select(.plan=="optimal") | .traffic_bytes' $((5 * 4 * n))
 jcheck '.results[] | select(.plan=="optimal") | .saved | join(",")' x
 jcheck '.results[] | select(.plan=="optimal") | .saved_bytes' $((4 * n))
 jcheck '.results[] | select(.plan=="store") | .traffic_bytes' $((9 * 4 * n))
+# saved sets by the tensors' names or expressions, never internal node positions
+jcheck '.results[] | select(.plan=="store") | .saved | join(" ")' 'sigmoid(x) sigmoid(sigmoid(x)) y'
 
 # a 2-D variant at its shapes: row statistics [rows, 1] cost rows elements
 R=4096 C=1024
