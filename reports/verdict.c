@@ -118,8 +118,8 @@ static void model_reasons(const mb_rpt_row *a, const mb_rpt_row *b, mb_rpt_verdi
 
 /* The measured reason: a row that moved its modelled DRAM bytes faster than
  * its device's DRAM bandwidth allows (by MB_RPT_CACHE_MARGIN) found part of
- * them in the cache, whatever the model said. t_s: the row's time by the
- * deciding statistic. */
+ * them in the cache, whatever the model said. t_s: the row's fastest
+ * time. */
 static void cache_reason(const mb_rpt_set *s, const mb_rpt_row *r, double t_s, mb_rpt_verdict *v)
 {
     if (r->dev < 0 || r->dev >= s->n_devices) return;
@@ -129,8 +129,9 @@ static void cache_reason(const mb_rpt_set *s, const mb_rpt_row *r, double t_s, m
     double gbs = bytes / t_s / 1e9;
     if (gbs > bw_gbs * (1 + MB_RPT_CACHE_MARGIN))
         why_add(v->reason, sizeof v->reason, "the cache served part of it: %s moved its %.0f MiB of modelled "
-                "DRAM traffic at %.1f GB/s, faster than this device's DRAM (%.1f GB/s) allows",
-                series_name(r), bytes / 1048576.0, gbs, bw_gbs);
+                "DRAM traffic at %.1f GB/s, faster than this device's DRAM (%.1f GB/s) allows%s",
+                series_name(r), bytes / 1048576.0, gbs, bw_gbs,
+                v->calibration[0] ? " (or the marked calibration's DRAM figure is low)" : "");
 }
 
 /* The rows' calibration marks ("fallback", "stale", "quick") into v. */
@@ -377,8 +378,9 @@ static void check(const mb_rpt_set *s, int gi, const claim *c, mb_rpt_verdict *v
         v->model_agrees = m == 2 ? "inconclusive" : m == 0 ? "yes" : "no";
     }
     model_reasons(a, b, v);
-    cache_reason(s, a, d.use_min ? a->time_s_min : a->time_s_median, v);
-    cache_reason(s, b, d.use_min ? b->time_s_min : b->time_s_median, v);
+    /* the fastest sample: a busy machine adds time, never takes it away */
+    cache_reason(s, a, a->time_s_min > 0 ? a->time_s_min : a->time_s_median, v);
+    cache_reason(s, b, b->time_s_min > 0 ? b->time_s_min : b->time_s_median, v);
     /* every verdict that departs from the lecture says why, or that no reason was found */
     if (strcmp(v->holds, "holds") && strcmp(v->holds, "inconclusive") && !v->reason[0])
         snprintf(v->reason, sizeof v->reason, "no reason found on the device's side: the model expects %.2fx "
