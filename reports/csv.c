@@ -464,7 +464,7 @@ static int row_variant_text(mb_rpt_set *s, int file, ctx *c, const char *variant
  * distinct value: every row repeats them). *last_prov: the provenance field
  * last kept (owned, freed by the caller). */
 static int row_texts(mb_rpt_set *s, int file, ctx *c, const int *pos, field *f, const char *variant,
-                     char **last_prov)
+                     char **last_prov, int *cold_kernels)
 {
     int rc = MB_OK;
     if (pos[C_VTEXT] >= 0 && f[pos[C_VTEXT]].s[0])
@@ -492,6 +492,7 @@ static int row_texts(mb_rpt_set *s, int file, ctx *c, const int *pos, field *f, 
             nl = strchr(line, '\n');
             if (nl) *nl = '\0';
             if (*line && add_prov(s, c->path, line)) rc = mb_err_set(c->err, MB_ERUN, "out of memory");
+            if (!strncmp(line, MB_MEAS_PROV_COLD_KERNELS, strlen(MB_MEAS_PROV_COLD_KERNELS))) *cold_kernels = 1;
         }
     }
     return rc;
@@ -501,6 +502,7 @@ static int row_texts(mb_rpt_set *s, int file, ctx *c, const int *pos, field *f, 
 typedef struct file_read {
     mb_rpt_set *s;
     int file_index;
+    int cold_kernels;          /* its provenance says MB_MEAS_PROV_COLD_KERNELS */
     ctx c;
     int pos[C_COUNT];
     int have_header, header_fields, header_line, rows, kernel_rows;
@@ -601,9 +603,12 @@ static int record(void *vctx, mb_csv_record *rec, mb_err *err)
         s->cap_rows = cap;
     }
     int rc = parse_row(s, &fr->c, fr->pos, f, nf, &s->rows[s->n_rows]);
-    if (!rc) rc = row_texts(s, fr->file_index, &fr->c, fr->pos, f, s->rows[s->n_rows].variant, &fr->last_prov);
+    if (!rc)
+        rc = row_texts(s, fr->file_index, &fr->c, fr->pos, f, s->rows[s->n_rows].variant, &fr->last_prov,
+                       &fr->cold_kernels);
     if (rc) return rc;
     s->rows[s->n_rows].file_index = fr->file_index;
+    s->rows[s->n_rows].cold_kernels = fr->cold_kernels;
     s->n_rows++;
     fr->rows++;
     return MB_OK;

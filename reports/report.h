@@ -136,6 +136,10 @@ typedef struct mb_rpt_row {
     const char *counters;      /* as written ("" when absent) */
     const char *count_check;   /* the harness's counted-vs-model verdict (count_check
                                   column): "ok", "off", "below 4x L2" or "" */
+    int cold_kernels;          /* 1: its counted bytes were judged against each
+                                  kernel's cold count (its file's provenance says
+                                  MB_MEAS_PROV_COLD_KERNELS: ncu flushed the caches
+                                  before every kernel) */
     int file_index;            /* index into mb_rpt_set.files */
     double max_rel_err;
     int verified;              /* 1 passed, 0 failed (never fitted) */
