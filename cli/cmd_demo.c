@@ -147,13 +147,13 @@ static int calibrate_step(const char *exe, const char *backend, int quick, int r
             mb_cli_note("no usable GPU calibration (exit %d, see %s): using the CPU", rc, log);
     }
     if (strcmp(*be, "cpu") != 0) return 0;
-    progress(1, DEMO_STEPS, quick ? "calibrating the CPU (quick)"
+    progress(1, DEMO_STEPS, quick ? "calibrating the CPU (this host's cached calibration, else a quick one)"
                             : recalibrate ? "calibrating the CPU (about 10 s)"
                             : "calibrating the CPU (or this host's cached calibration)", t0);
     snprintf(spec, specsz, "%s/local-cpu.ini", dir);
     snprintf(log, sizeof log, "%s/calibrate-cpu.log", logs);
     char *a[] = {(char *)"calibrate", (char *)"--backend", (char *)"cpu", (char *)"-o", spec,
-                 quick ? (char *)"--quick" : recalibrate ? NULL : (char *)"--cached", NULL};
+                 recalibrate ? NULL : (char *)"--cached", quick ? (char *)"--quick" : NULL, NULL};
     rc = run_self(exe, a, log);
     if (rc != 0) return mb_cli_fail(1, "calibrate failed (exit %d); see %s", rc, log);
     return 0;
