@@ -61,6 +61,21 @@ const mb_rpt_demo *mb_rpt_demo_of(const char *variant)
     return NULL;
 }
 
+int64_t mb_rpt_claim_n(const mb_rpt_demo *d, double floor_bytes, int64_t max_n, int *capped)
+{
+    /* bytes per element of the series that moves least: "2n" in its dtype */
+    double per = 0;
+    for (int c = 0; c < d->n_claims; c++) {
+        const mb_rpt_lecture_series *f = &d->series[d->claims[c].fast];
+        double b = atof(f->count) * (double)mb_dtype_bytes(f->dtype);
+        if (per == 0 || b < per) per = b;
+    }
+    int64_t n = d->n;
+    while ((double)n * per < floor_bytes && n < max_n) n *= 2;
+    if ((double)n * per < floor_bytes) *capped = 1;
+    return n;
+}
+
 const mb_rpt_demo *rpt_dtype_demo(void)
 {
     for (int i = 0; i < MB_RPT_N_DEMOS; i++) {

@@ -78,6 +78,13 @@ extern const mb_rpt_row_claim mb_rpt_row_claims[MB_RPT_N_ROW_CLAIMS];
 /* The demo of a variant name, or NULL for any other variant. */
 const mb_rpt_demo *mb_rpt_demo_of(const char *variant);
 
+/* The size at which demo d's claims are judged where DRAM serves them: its
+ * lecture size, doubled until its fastest series (its lecture count, "2n",
+ * in its dtype) moves at least floor_bytes (4x the larger of the calibrated
+ * and the reported cache: `membound demo`), but not past max_n; *capped set
+ * to 1 when max_n stops it short (left as it is otherwise). */
+int64_t mb_rpt_claim_n(const mb_rpt_demo *d, double floor_bytes, int64_t max_n, int *capped);
+
 /* ---- variant definitions ------------------------------------------------ */
 
 /* Where a variant's definition comes from, so a row of any variant joins:

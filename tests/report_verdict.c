@@ -176,6 +176,15 @@ static void test_student_cases(void)
         CHECK(strstr(v->reason, "f32") == NULL); /* f32 ran at DRAM speed */
         CHECK(strstr(v->note, "why: ") != NULL);
     }
+    /* against a fallback calibration the DRAM figure itself may be low:
+     * said so, not the cache alone */
+    s.rows[0].calibration = s.rows[1].calibration = "fallback";
+    CHECK(mb_rpt_verdicts(&s, &e) == MB_OK && s.n_verdicts == 1);
+    if (s.n_verdicts == 1) {
+        CHECK(strstr(s.verdicts[0].reason, "bf16 ran faster than the fallback calibration's DRAM figure") != NULL);
+        CHECK(strstr(s.verdicts[0].reason, "the cache served part of it:") == NULL);
+    }
+    s.rows[0].calibration = s.rows[1].calibration = "";
     /* the same rows as the demo had them: bf16 of 201 samples at CV 36%,
      * f32 of 14 quiet ones: the minima are not alike, the medians decide,
      * and where the minima say otherwise nothing is firm */
@@ -373,8 +382,29 @@ static void test_busy(const char *src)
     mb_rpt_set_free(&s);
 }
 
+/* The demo's claim sizes at 4x the larger cache: the 2-vCPU guest's 64
+ * MiB knee and 260 MiB reported L3 (1040 MiB): the bf16 copy (4 B an
+ * element in and out: 1024 MiB at 2^28, short of it) 2^29, capped at 2^28
+ * when asked; sigmoid^3 recompute (5n f32, 20 B) from its 2^20 to 2^26; no
+ * cache: the lecture's sizes. */
+static void claim_sizes(void)
+{
+    const double floor_bytes = 4 * 260.0 * 1048576;
+    int capped = 0;
+    CHECK_EQ_I64(mb_rpt_claim_n(mb_rpt_demo_of("copy"), floor_bytes, (int64_t)1 << 29, &capped), (int64_t)1 << 29);
+    CHECK(!capped);
+    CHECK_EQ_I64(mb_rpt_claim_n(mb_rpt_demo_of("copy"), floor_bytes, (int64_t)1 << 28, &capped), (int64_t)1 << 28);
+    CHECK(capped);
+    capped = 0;
+    CHECK_EQ_I64(mb_rpt_claim_n(mb_rpt_demo_of("sigmoid3"), floor_bytes, (int64_t)1 << 28, &capped),
+                 (int64_t)1 << 26);
+    CHECK(!capped);
+    CHECK_EQ_I64(mb_rpt_claim_n(mb_rpt_demo_of("sin2_plus_cos2"), 0, (int64_t)1 << 28, &capped), (int64_t)1 << 24);
+}
+
 int main(void)
 {
+    claim_sizes();
     const char *src = getenv("MB_SRC");
     test_cases();
     test_student_cases();
