@@ -5,11 +5,15 @@
 # average before and after each. Prints, never asserts: the machine is shared,
 # and the figures say what the tool costs a newcomer at this load.
 #
-#   bench/demo_time.sh [MEMBOUND]   (default: build/bin/membound)
+#   bench/demo_time.sh [--no-full] [MEMBOUND]   (default: build/bin/membound)
+#
+# --no-full leaves the full demo out (calibrate and demo --quick only).
 #
 # Leaves nothing behind but its temporary folder's removal.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+full=1
+if [ "${1:-}" = --no-full ]; then full=0; shift; fi
 B=${1:-build/bin/membound}
 [ -x "$B" ] || { echo "demo_time.sh: $B not built" >&2; exit 2; }
 case $B in /*) ;; *) B=$PWD/$B ;; esac
@@ -33,4 +37,5 @@ run() {
 echo "membound $("$B" --version 2>/dev/null | head -1), $(nproc) cores"
 run calibrate calibrate -o cal.ini
 run "demo --quick" demo --quick -o demo
-run demo demo -o demo
+[ "$full" = 1 ] && run demo demo -o demo
+exit 0
