@@ -223,12 +223,16 @@ int mb_cmd_demo(int argc, char **argv)
     static mb_device cal; /* large: not on the stack */
     mb_err de;
     if (!quick && mb_device_find(spec, &cal, &de) == MB_OK) {
-        mb_meas_config none; /* no spec: the cache the system reports */
+        mb_meas_config none; /* no spec: the cache the system reports (a CPU's; a GPU's L2 is its spec's) */
         memset(&none, 0, sizeof none);
-        double knee = mb_device_cache_bytes(&cal), reported = (double)mb_meas_llc_bytes(&none);
+        int cpu = !strcmp(be, "cpu");
+        double knee = mb_device_cache_bytes(&cal), reported = cpu ? (double)mb_meas_llc_bytes(&none) : 0;
         floor_bytes = 4 * fmax(knee, reported);
-        snprintf(cache_words, sizeof cache_words, "4x the larger of the calibrated cache (%.0f MiB) and the "
-                 "reported last-level cache (%.0f MiB)", knee / 1048576.0, reported / 1048576.0);
+        if (cpu)
+            snprintf(cache_words, sizeof cache_words, "4x the larger of the calibrated cache (%.0f MiB) and the "
+                     "reported last-level cache (%.0f MiB)", knee / 1048576.0, reported / 1048576.0);
+        else
+            snprintf(cache_words, sizeof cache_words, "4x the GPU's last-level cache (%.0f MiB)", knee / 1048576.0);
     }
     int capped = 0;
     int64_t prec_n = mb_rpt_claim_n(prec, floor_bytes, DEMO_COPY_MAX_N, &capped);

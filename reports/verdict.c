@@ -298,6 +298,8 @@ static void verdict_note(const mb_rpt_row *a, const mb_rpt_row *b, const claim *
         note_add(v, "STALE: the calibration is old: the host may have moved since (calibrate again). ");
 }
 
+/* The command that measures claim c's two series again at n, with more
+ * samples, into v->rerun. */
 static void rerun_command(const claim *c, int64_t n, mb_rpt_verdict *v)
 {
     char plans[40], dtypes[24];
@@ -341,7 +343,6 @@ static int64_t largest_common_n(const mb_rpt_set *s, int gi, const claim *c)
     free(sizes);
     return best;
 }
-
 
 static void check(const mb_rpt_set *s, int gi, const claim *c, mb_rpt_verdict *v)
 {
