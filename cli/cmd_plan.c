@@ -104,11 +104,6 @@ static void node_text(const mb_graph *g, int v, int depth, char *buf, size_t siz
     else snprintf(buf, size, "%s(%s)", mb_op_name(nd->op), a[0]);
 }
 
-/* A forward tensor's name for a table: the user's, else its expression. */
-static void node_label(const mb_graph *g, int v, char *buf, size_t size)
-{
-    node_text(g, v, 0, buf, size);
-}
 
 /* The i-th tensor of a set in graph order (a plan lists them by first use). */
 static int nth_in_order(const mb_graph *g, const int *set, int n, int i)
@@ -125,7 +120,7 @@ static void set_text(const mb_graph *g, const int *set, int n, char *buf, size_t
     buf[0] = '\0';
     for (int i = 0; i < n && len + 1 < size; i++) {
         char l[200];
-        node_label(g, nth_in_order(g, set, n, i), l, sizeof l);
+        node_text(g, nth_in_order(g, set, n, i), 0, l, sizeof l);
         len += (size_t)snprintf(buf + len, size - len, "%s%s", i ? " " : "", l);
     }
 }
@@ -135,7 +130,7 @@ static json_t *set_json(const mb_graph *g, const int *set, int n)
     json_t *a = json_array();
     for (int i = 0; i < n; i++) {
         char l[200];
-        node_label(g, nth_in_order(g, set, n, i), l, sizeof l);
+        node_text(g, nth_in_order(g, set, n, i), 0, l, sizeof l);
         json_array_append_new(a, json_string(l));
     }
     return a;
@@ -238,8 +233,8 @@ static int three_plans(const plan_opts *o, const mb_graph *g, mb_shape n, json_t
 
 /* A saved set as a reader says it, for the figure: a tensor by its name
  * ("x", "t"), else by what computes it ("sigmoid(..)"), the same twice
- * counted ("2 x sigmoid(..)"); the table and JSON keep set_text's exact
- * positions. */
+ * counted ("2 x sigmoid(..)"): short, where the table and JSON write each
+ * tensor's whole expression (node_text). */
 static void fig_set_text(const mb_graph *g, const int *set, int n, char *buf, size_t size)
 {
     char l[16][MB_NAME_MAX + 8];
