@@ -71,6 +71,9 @@ typedef struct mb_cal_result {
     int64_t llc_bytes;      /* effective: the measured knee, else as reported */
     int64_t llc_reported_bytes; /* what sysfs (else CPUID through sysconf) says */
     int llc_from_knee;      /* 1 when llc_bytes is the measured knee */
+    int64_t llc_retained_bytes; /* of a working set W above the knee, the cache
+                                   still serves min(1, this / W) (mb_cal_retained_bytes);
+                                   0: none measured */
     char llc_desc[256];     /* how llc_bytes was found, with the figures */
     double bw_spread;       /* largest CV over rounds of the bandwidth figures */
     double op_spread;       /* largest CV of the FMA, op, pass and GEMM figures */
@@ -150,8 +153,18 @@ double mb_cal_overlap_beta(double t_s, double launch_s, double mem_s, double com
  * fast as DRAM, or -1 when no size is 1.5x as fast (no knee). */
 int mb_cal_knee_pick(const double *gbs, int np);
 
+/* What the cache still serves of working sets above the knee, in bytes R:
+ * at each size W_i = 2^i MiB between the knee (index knee) and the DRAM
+ * point (the last), the share h_i of the copy's bytes served at the cache
+ * plateau's rate (the fastest) rather than DRAM's (the last):
+ * 1/gbs_i = (1 - h_i)/dram + h_i/plateau; R is the least-squares fit of
+ * h_i = R / W_i. 0 when no size lies between the two, or no knee. */
+double mb_cal_retained_bytes(const double *gbs, int np, int knee);
+
+/* ... and *retained_bytes (mb_cal_retained_bytes over the same sweep; 0
+ * without a knee). */
 int mb_cal_cache_knee(int64_t reported_bytes, int quick, int64_t *knee_bytes, int *from_knee,
-                       char *desc, size_t descsz, mb_err *err);
+                       int64_t *retained_bytes, char *desc, size_t descsz, mb_err *err);
 
 /* A device spec for the calibrated CPU: name "local-cpu", kind "cpu",
  * mem_bandwidth_gbs = the best of copy/read/write, measured_bandwidth_gbs =

@@ -67,7 +67,7 @@ static int cal_llc(mb_cal_result *out, int quick, const cal_log *lg, mb_err *err
 {
     step(lg, "last-level cache: warm copy bandwidth from 1 MiB up");
     int rc = mb_cal_cache_knee(out->llc_reported_bytes, quick, &out->llc_bytes,
-                                &out->llc_from_knee, out->llc_desc, sizeof out->llc_desc, err);
+                                &out->llc_from_knee, &out->llc_retained_bytes, out->llc_desc, sizeof out->llc_desc, err);
     if (rc && quick && out->llc_reported_bytes > 0) {
         step(lg, "last-level cache knee not measured: %s", err->msg);
         out->llc_bytes = out->llc_reported_bytes;

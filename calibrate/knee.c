@@ -100,10 +100,28 @@ int mb_cal_knee_pick(const double *gbs, int np)
     return k;
 }
 
+double mb_cal_retained_bytes(const double *gbs, int np, int knee)
+{
+    if (knee < 0 || np < 3) return 0;
+    double plateau = 0, dram = gbs[np - 1];
+    for (int i = 0; i + 1 < np; i++) plateau = fmax(plateau, gbs[i]);
+    if (!(plateau > dram && dram > 0)) return 0;
+    double num = 0, den = 0;
+    for (int i = knee + 1; i + 1 < np; i++) {
+        double w = (double)(KNEE_MIN_BYTES << i);
+        double h = (1 / dram - 1 / gbs[i]) / (1 / dram - 1 / plateau);
+        h = fmin(1, fmax(0, h));
+        num += h / w;
+        den += 1 / (w * w);
+    }
+    return den > 0 ? num / den : 0;
+}
+
 int mb_cal_cache_knee(int64_t reported_bytes, int quick, int64_t *knee_bytes, int *from_knee,
-                       char *desc, size_t descsz, mb_err *err)
+                       int64_t *retained_bytes, char *desc, size_t descsz, mb_err *err)
 {
     *from_knee = 0;
+    *retained_bytes = 0;
     int64_t max_ws = 4 * reported_bytes;
     if (max_ws < KNEE_FLOOR_BYTES) max_ws = KNEE_FLOOR_BYTES;
     if (max_ws > KNEE_CAP_BYTES) max_ws = KNEE_CAP_BYTES;
@@ -159,8 +177,11 @@ int mb_cal_cache_knee(int64_t reported_bytes, int quick, int64_t *knee_bytes, in
     }
     *knee_bytes = ws[k];
     *from_knee = 1;
+    *retained_bytes = (int64_t)llround(mb_cal_retained_bytes(gbs, np, k));
     snprintf(desc, descsz, "measured knee %.0f MiB (warm copy %.1f GB/s in cache, %.1f GB/s at "
-             "%.0f MiB; the system reports %.0f MiB)", (double)ws[k] / 1048576.0, hi, lo,
-             (double)max_ws / 1048576.0, (double)reported_bytes / 1048576.0);
+             "%.0f MiB, %.1f at 2x the knee; %.0f MiB of a larger stream still served; the system "
+             "reports %.0f MiB)", (double)ws[k] / 1048576.0, hi, lo, (double)max_ws / 1048576.0,
+             k + 2 < np ? gbs[k + 1] : lo, (double)*retained_bytes / 1048576.0,
+             (double)reported_bytes / 1048576.0);
     return MB_OK;
 }

@@ -121,6 +121,9 @@ void mb_cal_details(mb_cal_result *c)
                c->serial_fraction_rows_l2_q1, c->serial_fraction_rows_l2_q3, (double)c->l1_bytes / 1024.0);
     detail(c, MB_DK_cache_bandwidth_gbs, "a copy with both arrays in the last-level cache (plain stores)");
     detail(c, MB_DK_cache_mb, "%s", c->llc_from_knee ? "the measured knee" : "as the system reports it");
+    detail(c, MB_DK_cache_retained_mb, "%s", c->llc_retained_bytes >= 1024
+           ? "fitted to the warm copy sweep between the knee and the DRAM point (share = this / working set)"
+           : "none: no size between the knee and the DRAM point, or no knee");
     detail(c, MB_DK_fp32_tflops, "FMA chains, register resident, all threads");
     detail(c, MB_DK_launch_overhead_us, "one executor pass over a tiny array (fork and join)");
     detail(c, MB_DK_exp_nonpos_gain, "softmax's exp over the exp op's tile rate, alternating samples");
@@ -161,6 +164,8 @@ void mb_cal_to_device(const mb_cal_result *c, const char *command_line, mb_devic
     d->stream_at_cache_size = 1;
     d->cache_bandwidth_gbs = c->cache_gbs;
     d->cache_mb = (double)c->llc_bytes / 1048576.0;
+    /* nothing below the key's range (1 KiB): a fit of 0 is no share */
+    d->cache_retained_mb = c->llc_retained_bytes >= 1024 ? (double)c->llc_retained_bytes / 1048576.0 : 0;
     /* rows in flight: one per thread, each in its core's own cache */
     d->onchip_kib = (double)mb_kern_core_cache_bytes() / 1024.0;
     d->sm_count = c->threads;

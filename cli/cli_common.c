@@ -180,6 +180,9 @@ static int parse_list(const char *opt, const char *what, const char *known, cons
         size_t len = strlen(tok);
         while (len && tok[len - 1] == ' ') tok[--len] = '\0';
         int v;
+        char near[64];
+        if (parse(tok, &v) != 0 && mb_closest_word(tok, strchr(known, ':') + 2, near, sizeof near))
+            return mb_cli_fail(2, "%s: unknown %s '%s' (did you mean '%s'?; %s)", opt, what, tok, near, known);
         if (parse(tok, &v) != 0) return mb_cli_fail(2, "%s: unknown %s '%s' (%s)", opt, what, tok, known);
         for (int i = 0; i < *count; i++)
             if (out[i] == v) return mb_cli_fail(2, "%s: '%s' given twice in '%s'", opt, tok, s);

@@ -42,7 +42,8 @@ static void usage(FILE *fp)
             "  --quick       short, cache-sized run (for tests; numbers not for the model)\n"
             "  -q, --quiet   no progress notes (warnings still shown)\n"
             "  --cached      use this host's cached calibration when there is one (as\n"
-            "                'measure' does) instead of measuring again\n"
+            "                'measure' does) instead of measuring again; with --quick,\n"
+            "                a quick one only where none is cached\n"
             "  --first-touch only the first-touch probe (--framework pytorch's figure, a\n"
             "                few seconds): prints it, writes no spec; to see whether a\n"
             "                spec's first_touch_gbs still holds on a shared host\n"
@@ -80,13 +81,14 @@ static int calibrate_gpu(const cal_opts *o, mb_device *d)
 }
 
 /* This CPU through measure's entry point (mb_cal_spec_get): the cached
- * calibration with --cached, else measured now and cached (not --quick).
+ * calibration with --cached (--quick too), else measured now and cached
+ * (not --quick).
  * from (fromsz bytes) gets the cache file when the cached one was taken,
  * else "". */
 static int calibrate_cpu(const cal_opts *o, const char *cmdline, mb_device *d, char *from, size_t fromsz)
 {
     mb_cal_spec_req req = {
-        .backend = MB_MEAS_CPU, .cache_read = o->cached && !o->quick, .cache_write = !o->quick,
+        .backend = MB_MEAS_CPU, .cache_read = o->cached, .cache_write = !o->quick,
         .threads = o->threads, .quick = o->quick, .command_line = cmdline, .lookup = getenv,
         .progress = progress, .note = mb_cli_meas_note, .quiet = o->quiet};
     mb_cli_calib_test_hook(&req.refuse_first, &req.backoff_s);

@@ -8,6 +8,7 @@
 
 #include <getopt.h>
 #include <jansson.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -67,14 +68,42 @@ typedef struct {
     int n_devs;
 } plan_opts;
 
-/* A forward tensor's name for a table: the user's, else op@line:col. */
-static void node_label(const mb_graph *g, int v, char *buf, size_t size)
+/* Nesting shown of an unnamed tensor's expression; deeper is "...". */
+#define LABEL_DEPTH 3
+
+/* A forward tensor as the variant writes it, without spaces (a table
+ * separates a set's tensors by spaces): its name, else its expression
+ * over named tensors ("sigmoid(sigmoid(x))", "(a*b)"), cut to "..." past
+ * LABEL_DEPTH calls. */
+static void node_text(const mb_graph *g, int v, int depth, char *buf, size_t size)
 {
     const mb_node *nd = &g->nodes[v];
-    if (nd->name[0]) snprintf(buf, size, "%s", nd->name);
-    else if (nd->line > 0) snprintf(buf, size, "%s@%d:%d", mb_op_name(nd->op), nd->line, nd->col);
-    else snprintf(buf, size, "%s#%d", mb_op_name(nd->op), v);
+    if (nd->name[0] || nd->op == MB_OP_INPUT) {
+        snprintf(buf, size, "%s", nd->name[0] ? nd->name : "input");
+        return;
+    }
+    if (depth >= LABEL_DEPTH) {
+        snprintf(buf, size, "...");
+        return;
+    }
+    char a[2][160] = {"", ""};
+    int ar = mb_op_arity(nd->op);
+    for (int k = 0; k < ar && k < 2; k++) {
+        if (nd->arg[k] >= 0) node_text(g, nd->arg[k], depth + 1, a[k], sizeof a[k]);
+        else snprintf(a[k], sizeof a[k], "%g", nd->scalar[k]);
+    }
+    static const struct { mb_op op; const char *sym; } infix[] = {
+        {MB_OP_ADD, "+"}, {MB_OP_SUB, "-"}, {MB_OP_MUL, "*"}, {MB_OP_DIV, "/"}, {MB_OP_POW, "**"}};
+    for (size_t i = 0; i < sizeof infix / sizeof infix[0] && ar == 2; i++)
+        if (infix[i].op == nd->op) {
+            snprintf(buf, size, "(%s%s%s)", a[0], infix[i].sym, a[1]);
+            return;
+        }
+    if (nd->op == MB_OP_NEG) snprintf(buf, size, "-%s", a[0]);
+    else if (ar == 2) snprintf(buf, size, "%s(%s,%s)", mb_op_name(nd->op), a[0], a[1]);
+    else snprintf(buf, size, "%s(%s)", mb_op_name(nd->op), a[0]);
 }
+
 
 /* The i-th tensor of a set in graph order (a plan lists them by first use). */
 static int nth_in_order(const mb_graph *g, const int *set, int n, int i)
@@ -90,8 +119,8 @@ static void set_text(const mb_graph *g, const int *set, int n, char *buf, size_t
     size_t len = 0;
     buf[0] = '\0';
     for (int i = 0; i < n && len + 1 < size; i++) {
-        char l[96];
-        node_label(g, nth_in_order(g, set, n, i), l, sizeof l);
+        char l[200];
+        node_text(g, nth_in_order(g, set, n, i), 0, l, sizeof l);
         len += (size_t)snprintf(buf + len, size - len, "%s%s", i ? " " : "", l);
     }
 }
@@ -100,8 +129,8 @@ static json_t *set_json(const mb_graph *g, const int *set, int n)
 {
     json_t *a = json_array();
     for (int i = 0; i < n; i++) {
-        char l[96];
-        node_label(g, nth_in_order(g, set, n, i), l, sizeof l);
+        char l[200];
+        node_text(g, nth_in_order(g, set, n, i), 0, l, sizeof l);
         json_array_append_new(a, json_string(l));
     }
     return a;
@@ -204,8 +233,8 @@ static int three_plans(const plan_opts *o, const mb_graph *g, mb_shape n, json_t
 
 /* A saved set as a reader says it, for the figure: a tensor by its name
  * ("x", "t"), else by what computes it ("sigmoid(..)"), the same twice
- * counted ("2 x sigmoid(..)"); the table and JSON keep set_text's exact
- * positions. */
+ * counted ("2 x sigmoid(..)"): short, where the table and JSON write each
+ * tensor's whole expression (node_text). */
 static void fig_set_text(const mb_graph *g, const int *set, int n, char *buf, size_t size)
 {
     char l[16][MB_NAME_MAX + 8];
@@ -238,15 +267,16 @@ static const char *fig_n(char *buf, size_t size, int64_t n)
     return buf;
 }
 
-/* The figure's data: block 0 metadata, block 1 the frontier (saved MB,
- * traffic MB, traffic per element, time ms, saved set), block 2 the store and
- * recompute plans (label, saved MB, traffic MB), and at a 2-D shape the time
- * objective's plan where it moves less than every frontier point (a row that
- * does not fit on chip makes recomputing a row statistic cost passes, which
- * the cut does not count). Every plan is costed alike (cost(): passes
- * included), so the blocks compare. */
-static int dat_points(FILE *fp, const plan_opts *o, const mb_graph *g, mb_shape sh, const mb_frontier *f,
-                      int64_t *traffic, mb_err *e)
+/* One point of the figure: a plan costed by cost() (passes included, so
+ * every point compares on one axis of traffic). */
+typedef struct fig_point {
+    double saved_mb, traffic_mb, per_elem, time_ms;
+    char label[1100]; /* frontier: its saved set; a plan: its name */
+} fig_point;
+
+/* The frontier's points into pts (f->n_points of them). */
+static int frontier_points(const plan_opts *o, const mb_graph *g, mb_shape sh, const mb_frontier *f,
+                           fig_point *pts, mb_err *e)
 {
     int rc = MB_OK;
     for (int i = 0; i < f->n_points && !rc; i++) {
@@ -255,35 +285,92 @@ static int dat_points(FILE *fp, const plan_opts *o, const mb_graph *g, mb_shape 
         rc = mb_plan_build_saving(g, f->points[i].saved, f->points[i].n_saved, &p, e);
         if (!rc) rc = cost(p, sh, &o->dev, &r, e);
         mb_plan_free(p);
-        char set[1024];
-        fig_set_text(g, f->points[i].saved, f->points[i].n_saved, set, sizeof set);
-        traffic[i] = r.traffic_bytes;
-        if (!rc)
-            fprintf(fp, "%.6g %.6g %.6g %.6g \"%s\"\n", (double)f->points[i].saved_bytes / 1e6,
-                    (double)r.traffic_bytes / 1e6, (double)r.traffic_bytes / (double)mb_shape_elems(sh),
-                    r.time_s * 1e3, set);
+        fig_point *q = &pts[i];
+        fig_set_text(g, f->points[i].saved, f->points[i].n_saved, q->label, sizeof q->label);
+        q->saved_mb = (double)f->points[i].saved_bytes / 1e6;
+        q->traffic_mb = (double)r.traffic_bytes / 1e6;
+        q->per_elem = (double)r.traffic_bytes / (double)mb_shape_elems(sh);
+        q->time_ms = r.time_s * 1e3;
     }
     return rc;
 }
 
-static int dat_plans(FILE *fp, const plan_opts *o, const mb_graph *g, mb_shape sh, int64_t least,
-                     int64_t *right, mb_err *e)
+/* store, recompute and, at a 2-D shape, the time objective's plan where it
+ * moves less than every frontier point (a row that does not fit on chip
+ * makes recomputing a row statistic cost passes, which the cut does not
+ * count) into pts; returns their count (0 and *rcp set on an error). */
+static int plan_points(const plan_opts *o, const mb_graph *g, mb_shape sh, double least_mb, fig_point *pts,
+                       int *rcp, mb_err *e)
 {
-    int rc = MB_OK;
-    for (int k = 0; k < 3 && !rc; k++) {
+    int n = 0;
+    for (int k = 0; k < 3; k++) {
         if (k == 2 && sh.rank != 2) break;
         mb_plan *p = NULL;
         row r = {"", 0, 0, 0, 0, NULL, 0};
-        if (k < 2) rc = mb_plan_build(g, k ? MB_PLAN_RECOMPUTE : MB_PLAN_STORE, &p, e);
-        else rc = mb_plan_build_optimal_shape(g, MB_OBJECTIVE_TIME, sh, &o->dev, &p, e);
+        int rc = k < 2 ? mb_plan_build(g, k ? MB_PLAN_RECOMPUTE : MB_PLAN_STORE, &p, e)
+                       : mb_plan_build_optimal_shape(g, MB_OBJECTIVE_TIME, sh, &o->dev, &p, e);
         if (!rc) rc = cost(p, sh, &o->dev, &r, e);
-        if (!rc && (k < 2 || r.traffic_bytes < least))
-            fprintf(fp, "%s %.6g %.6g\n", k < 2 ? mb_plan_name(p->kind) : "optimal(time)",
-                    (double)r.saved_bytes / 1e6, (double)r.traffic_bytes / 1e6);
-        if (k < 2 && r.saved_bytes > *right) *right = r.saved_bytes;
+        if (!rc && (k < 2 || (double)r.traffic_bytes / 1e6 < least_mb)) {
+            fig_point *q = &pts[n++];
+            snprintf(q->label, sizeof q->label, "%s", k < 2 ? mb_plan_name(p->kind) : "optimal(time)");
+            q->saved_mb = (double)r.saved_bytes / 1e6;
+            q->traffic_mb = (double)r.traffic_bytes / 1e6;
+        }
         mb_plan_free(p);
+        if (rc) { *rcp = rc; return 0; }
     }
-    return rc;
+    return n;
+}
+
+static int by_saved(const void *x, const void *y)
+{
+    const fig_point *a = x, *b = y;
+    return (a->saved_mb > b->saved_mb) - (a->saved_mb < b->saved_mb);
+}
+
+/* The figure's data: block 0 metadata, block 1 the frontier (saved MB,
+ * traffic MB, traffic per element, time ms, saved set and the plans it
+ * equals), block 2 the plans (label, or "-" where a frontier point already
+ * names it; saved MB, traffic MB), block 3 the least traffic of all of them
+ * within each budget of memory (a step line): one metric on each axis, so no
+ * point lies below the line. */
+static void dat_blocks(FILE *fp, fig_point *fr, int nf, fig_point *pl, int np)
+{
+    /* a plan on a frontier point is named in its label: "= recompute" the
+     * same point, "(store within 0.01%)" on both axes (layernorm_bwd's store
+     * at 64x2^22 saves 512 bytes more than x, for the same traffic) */
+    for (int j = 0; j < np; j++)
+        for (int i = 0; i < nf && pl[j].label[0]; i++) {
+            double ds = fabs(pl[j].saved_mb - fr[i].saved_mb), dt = fabs(pl[j].traffic_mb - fr[i].traffic_mb);
+            if (ds > 1e-4 * fr[i].saved_mb || dt > 1e-4 * fr[i].traffic_mb) continue;
+            size_t len = strlen(fr[i].label);
+            snprintf(fr[i].label + len, sizeof fr[i].label - len, ds == 0 && dt == 0 ? " = %s" : " (%s within 0.01%%)",
+                     pl[j].label);
+            pl[j].label[0] = '\0';
+        }
+    for (int i = 0; i < nf; i++)
+        fprintf(fp, "%.6g %.6g %.6g %.6g \"%s\"\n", fr[i].saved_mb, fr[i].traffic_mb, fr[i].per_elem, fr[i].time_ms,
+                fr[i].label);
+    fprintf(fp, "\n\n");
+    for (int j = 0; j < np; j++)
+        fprintf(fp, "%s %.6g %.6g\n", pl[j].label[0] ? pl[j].label : "-", pl[j].saved_mb, pl[j].traffic_mb);
+    fprintf(fp, "\n\n");
+    /* the envelope: the points by memory, each that lowers the least
+     * traffic so far; it runs on to the largest point's memory */
+    int n = nf + np;
+    fig_point *all = malloc((size_t)n * sizeof *all);
+    if (!all) return;
+    memcpy(all, fr, (size_t)nf * sizeof *all);
+    memcpy(all + nf, pl, (size_t)np * sizeof *all);
+    qsort(all, (size_t)n, sizeof *all, by_saved);
+    double least = INFINITY;
+    for (int i = 0; i < n; i++)
+        if (all[i].traffic_mb < least) {
+            least = all[i].traffic_mb;
+            fprintf(fp, "%.6g %.6g\n", all[i].saved_mb, least);
+        }
+    if (n) fprintf(fp, "%.6g %.6g\n", all[n - 1].saved_mb, least);
+    free(all);
 }
 
 static int write_dat(const plan_opts *o, const mb_graph *g, mb_shape sh, const mb_frontier *f,
@@ -293,10 +380,8 @@ static int write_dat(const plan_opts *o, const mb_graph *g, mb_shape sh, const m
     mb_shape_format(sh, shape, sizeof shape);
     mb_outfile of;
     mb_err e;
-    int64_t *traffic = calloc((size_t)f->n_points + 1, sizeof *traffic);
-    if (!traffic) return mb_cli_fail(1, "out of memory");
     int rc = mb_outfile_open(&of, path, &e);
-    if (rc) { free(traffic); return mb_cli_fail_err(rc, &e); }
+    if (rc) return mb_cli_fail_err(rc, &e);
     FILE *fp = of.fp;
     /* an unnamed --expr is named by its text, not "expr"; n as 2^k */
     char who[200], nb[32];
@@ -313,18 +398,13 @@ static int write_dat(const plan_opts *o, const mb_graph *g, mb_shape sh, const m
     else
         fprintf(fp, "title \"%s: activation memory against traffic (n = %s, %s)\"\ndevice \"%s\"\n\n\n", who,
                 fig_n(nb, sizeof nb, mb_shape_elems(sh)), mb_dtype_name(o->a.dtype), o->dev.label);
-    rc = dat_points(fp, o, g, sh, f, traffic, &e);
-    fprintf(fp, "\n\n");
-    int64_t right = f->points[f->n_points - 1].saved_bytes, least = INT64_MAX;
-    for (int i = 0; i < f->n_points; i++) least = traffic[i] < least ? traffic[i] : least;
-    if (!rc) rc = dat_plans(fp, o, g, sh, least, &right, &e);
-    /* the step line runs on to the largest plan's memory: more budget than
-     * the last point buys nothing */
-    fprintf(fp, "\n\n");
-    for (int i = 0; i < f->n_points; i++)
-        fprintf(fp, "%.6g %.6g\n", (double)f->points[i].saved_bytes / 1e6, (double)traffic[i] / 1e6);
-    fprintf(fp, "%.6g %.6g\n", (double)right / 1e6, (double)traffic[f->n_points - 1] / 1e6);
-    free(traffic);
+    fig_point *pts = calloc((size_t)f->n_points + 3, sizeof *pts);
+    rc = pts ? frontier_points(o, g, sh, f, pts, &e) : mb_err_set(&e, MB_ERUN, "out of memory");
+    double least_mb = INFINITY;
+    for (int i = 0; !rc && i < f->n_points; i++) least_mb = fmin(least_mb, pts[i].traffic_mb);
+    int np = rc ? 0 : plan_points(o, g, sh, least_mb, pts + f->n_points, &rc, &e);
+    if (!rc) dat_blocks(fp, pts, f->n_points, pts + f->n_points, np);
+    free(pts);
     if (rc) { mb_outfile_abort(&of); return mb_cli_fail_err(rc, &e); }
     if ((rc = mb_outfile_commit(&of, &e))) return mb_cli_fail_err(rc, &e);
     return 0;

@@ -177,7 +177,10 @@ static void print_tasks(const mb_rpt_set *s)
 }
 
 /* The verdicts, one line each (a claim's text never cut: the column is as
- * wide as the longest), what decided them, then each group's fit. */
+ * wide as the longest): the lecture's ratio, the model's on this device,
+ * the measured one and the statistic that gave it, then the two separate
+ * judgements, the lecture's claim here and the model's expectation here;
+ * below a line the reason wherever they part from the lecture. */
 static void print_summary(const mb_rpt_set *s)
 {
     int cw = 5, smoke = 0;
@@ -190,19 +193,18 @@ static void print_summary(const mb_rpt_set *s)
         printf("SMOKE TEST: rows measured against a quick calibration at small sizes; these verdicts "
                "say nothing about this machine\n");
     if (s->n_verdicts)
-        printf("%-*s  %-22s %8s %8s %8s %8s  %-13s %-13s %s\n", cw, "claim", "device (backend)", "lecture",
-               "expected", "min", "median", "verdict", "model agrees?", "decided on");
+        printf("%-*s  %-22s %8s %8s %9s %-7s %-15s %s\n", cw, "claim", "device (backend)", "lecture",
+               "model", "measured", "by", "lecture's claim", "model's expectation");
     for (int i = 0; i < s->n_verdicts; i++) {
         const mb_rpt_verdict *v = &s->verdicts[i];
-        char dev[200], m1[24], m2[24], m3[24], m4[24], how[96];
+        char dev[200], m1[24], m2[24], m3[24], how[96];
         snprintf(dev, sizeof dev, "%s (%s)", v->device, v->backend);
-        snprintf(how, sizeof how, "%s%s%s", v->statistic && v->statistic[0] ? v->statistic : "-",
-                 v->calibration[0] ? "; calibration: " : "", v->calibration);
-        printf("%-*s  %-22.22s %8s %8s %8s %8s  %-13s %-13s %s\n", cw, v->claim, dev,
+        snprintf(how, sizeof how, "%s", v->statistic && v->statistic[0] ? v->statistic : "-");
+        printf("%-*s  %-22.22s %8s %8s %9s %-7s %-15s %-13s%s%s\n", cw, v->claim, dev,
                ratio_cell(m1, sizeof m1, v->lecture_ratio), ratio_cell(m2, sizeof m2, v->expected_ratio),
-               ratio_cell(m3, sizeof m3, v->meas_min_ratio), ratio_cell(m4, sizeof m4, v->meas_time_ratio),
-               v->holds, v->model_agrees, how);
-        if (v->reason[0]) printf("    %s\n", v->reason);
+               ratio_cell(m3, sizeof m3, v->meas_ratio), how, v->holds, v->model_agrees,
+               v->calibration[0] ? " calibration: " : "", v->calibration);
+        if (v->reason[0] && strcmp(v->holds, "holds")) printf("    why: %s\n", v->reason);
         if (v->rerun[0]) printf("    inconclusive: rerun with: %s\n", v->rerun);
     }
     if (!s->n_verdicts) printf("no lecture variant in these rows: no claim checked\n");

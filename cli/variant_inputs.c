@@ -62,6 +62,21 @@ static int load_builtins(mb_dtype dt, mb_graph ***graphs, int *n)
     return 0;
 }
 
+/* An --expr without a 'name' directive is "expr"; where a command line
+ * gives several, the k-th is "exprK" (expr1, expr2: each its own variant in
+ * every table and file). */
+static void name_unnamed(const mb_cli_inputs *in, int i, mb_graph *g)
+{
+    int total = 0, k = 0;
+    for (int j = 0; j < in->n; j++) {
+        total += in->v[j].is_expr;
+        if (j == i) k = total;
+    }
+    if (total < 2 || !in->v[i].is_expr || strcmp(g->name, "expr") != 0 || strstr(in->v[i].arg, "name "))
+        return;
+    snprintf(g->name, sizeof g->name, "expr%d", k);
+}
+
 int mb_cli_inputs_load(const mb_cli_inputs *in, mb_dtype dt, mb_graph ***graphs, int *n, const char ***exprs)
 {
     *graphs = NULL;
@@ -86,6 +101,7 @@ int mb_cli_inputs_load(const mb_cli_inputs *in, mb_dtype dt, mb_graph ***graphs,
                             : mb_variant_load(x->arg, dt, &(*graphs)[i], &e);
         if (rc) return mb_cli_fail_err(rc, &e);
         *n = i + 1;
+        name_unnamed(in, i, (*graphs)[i]);
         if (exprs) (*exprs)[i] = x->is_expr ? x->arg : NULL;
         mb_cli_graph_warning((*graphs)[i]);
         for (int j = 0; j < i; j++) {

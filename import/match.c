@@ -542,7 +542,7 @@ static int provenance(run *r, mb_err *err)
              gpu[0] ? gpu : "unknown", r->dev.name,
              ncu ? "the sum of each repetition's kernel durations (gpu__time_duration), not event times"
                  : "the sum of each repetition's kernel durations, not event times",
-             ncu && r->o->cache_all ? "count_check: against each kernel's cold count, read_bytes and write_bytes "
+             ncu && r->o->cache_all ? MB_MEAS_PROV_COLD_KERNELS ", read_bytes and write_bytes "
                                       "(ncu flushes the caches before every kernel)\n" : "",
              "");
     return mb_meas_csv_texts_init(&r->out->texts, &pv, &r->dev, NULL, NULL, 0, err);

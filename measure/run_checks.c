@@ -168,7 +168,13 @@ void mb_meas_hostcheck_begin(mb_meas_hostcheck *h, mb_meas_backend b, const mb_d
     const int cpu_spec = b == MB_MEAS_CPU && !strcmp(dev->kind, "cpu");
     h->on = cpu_spec && dev->host_ref_copy_gbs > 0;
     h->calibrated_gbs = dev->host_ref_copy_gbs;
-    if (cpu_spec && !h->on && dev->measured_bandwidth_gbs > 0)
+    /* a quick calibration (a fallback is one too) times no host reference,
+     * its arrays not being measure's: said as such, not as an old spec's */
+    int quick = !strcmp(dev->calibration, "quick") || !strcmp(dev->calibration, "fallback");
+    if (cpu_spec && !h->on && dev->measured_bandwidth_gbs > 0 && quick)
+        say(c, "note", 0, "the spec has no host reference: a %s calibration times none (its arrays are "
+            "cache-sized): no drift checks; a full calibration has them", dev->calibration);
+    else if (cpu_spec && !h->on && dev->measured_bandwidth_gbs > 0)
         say(c, "note", 0, "the spec has no host reference (host_ref_copy_gbs: calibrated before measure "
             "checked the host's drift): --recalibrate for the host checks");
     if (!h->on) return;

@@ -8,18 +8,23 @@
 #include <math.h>
 #include <stdlib.h>
 
-/* 1 when tensor t (size bytes) is still in a cache of cache_bytes: it was
- * touched before (trace[last[t]]), and the distinct bytes touched since, plus
- * those kernel K (when not NULL) streams beside it, plus its own, fit. */
-static int resident(const mb_graph *g, const mb_kernel *K, int t, int64_t size, mb_shape n,
-                    const int *last, const int *trace, int n_trace, int *stamp, int *cur_stamp,
-                    double cache_bytes)
+/* The share of tensor t (size bytes) a cache of cache_bytes still holds: 1
+ * when it was touched before (trace[last[t]]) and the distinct bytes
+ * touched since, plus those kernel K (when not NULL) streams beside it,
+ * plus its own, fit (the reuse distance D <= the cache); beyond the cache
+ * min(1, retained_bytes / D) (cache_retained_mb, fitted by calibrate: 0
+ * on a spec without it, a step); 0 for a first touch. */
+static double resident(const mb_graph *g, const mb_kernel *K, int t, int64_t size, mb_shape n,
+                       const int *last, const int *trace, int n_trace, int *stamp, int *cur_stamp,
+                       double cache_bytes, double retained_bytes)
 {
     if (last[t] < 0) return 0;
     ++*cur_stamp;
     stamp[t] = *cur_stamp;
     double dist = 0;
-    for (int e = last[t] + 1; e < n_trace && dist + (double)size <= cache_bytes; e++)
+    /* walks the whole distance only when a share beyond the cache counts */
+    double stop = retained_bytes > 0 ? INFINITY : cache_bytes;
+    for (int e = last[t] + 1; e < n_trace && dist + (double)size <= stop; e++)
         if (stamp[trace[e]] != *cur_stamp) {
             stamp[trace[e]] = *cur_stamp;
             dist += (double)mb_tensor_bytes_at(g, trace[e], n);
@@ -31,7 +36,14 @@ static int resident(const mb_graph *g, const mb_kernel *K, int t, int64_t size, 
             dist += (double)mb_tensor_bytes_at(g, u, n);
         }
     }
-    return dist + (double)size <= cache_bytes;
+    return mb_cache_share(dist + (double)size, cache_bytes, retained_bytes);
+}
+
+double mb_cache_share(double reuse_bytes, double cache_bytes, double retained_bytes)
+{
+    if (reuse_bytes <= cache_bytes) return 1;
+    if (!(retained_bytes > 0)) return 0;
+    return fmin(1, retained_bytes / reuse_bytes);
 }
 
 int64_t mb_device_rows_in_flight(const mb_device *d, int64_t rows)
@@ -83,6 +95,7 @@ int mb_dram_bytes(const mb_plan *p, mb_shape n, const mb_device *d, mb_cost *per
     for (int i = 0; i < g->n_nodes; i++) last[i] = dirty_by[i] = -1;
     int n_trace = 0, cur_stamp = 0;
     const double cache_bytes = mb_device_cache_bytes(d);
+    const double retained_bytes = d->cache_retained_mb > 0 ? d->cache_retained_mb * 1048576.0 : 0;
     const int write_allocate = d->write_allocate > 0;
 
     for (int k = 0; k < p->n_kernels; k++) {
@@ -92,8 +105,9 @@ int mb_dram_bytes(const mb_plan *p, mb_shape n, const mb_device *d, mb_cost *per
         for (int r = 0; r < K->n_reads; r++) {
             int t = K->reads[r];
             int64_t size = mb_tensor_bytes_at(g, t, n);
-            if (!resident(g, K, t, size, n, last, trace, n_trace, stamp, &cur_stamp, cache_bytes))
-                c->dram_read_bytes += size;
+            double hit = resident(g, K, t, size, n, last, trace, n_trace, stamp, &cur_stamp, cache_bytes,
+                                  retained_bytes);
+            c->dram_read_bytes += (int64_t)llround((double)size * (1 - hit));
         }
         extra_passes(g, K, n, d, cache_bytes, c);
         /* A write-allocate cache (a CPU's, under ordinary stores) reads each
@@ -107,7 +121,7 @@ int mb_dram_bytes(const mb_plan *p, mb_shape n, const mb_device *d, mb_cost *per
             int t = K->writes[w];
             int64_t size = mb_tensor_bytes_at(g, t, n);
             if ((double)size > cache_bytes || ((double)size == cache_bytes && d->stream_at_cache_size > 0)) continue;
-            if (!resident(g, K, t, size, n, last, trace, n_trace, stamp, &cur_stamp, cache_bytes))
+            if (resident(g, K, t, size, n, last, trace, n_trace, stamp, &cur_stamp, cache_bytes, 0) < 1)
                 c->dram_read_bytes += size, rfo[k] += size;
             dirty_by[t] = k;
         }
@@ -120,7 +134,7 @@ int mb_dram_bytes(const mb_plan *p, mb_shape n, const mb_device *d, mb_cost *per
     for (int t = 0; t < g->n_nodes && write_allocate; t++) {
         if (dirty_by[t] != p->n_kernels - 1) continue;
         int64_t size = mb_tensor_bytes_at(g, t, n);
-        if (resident(g, NULL, t, size, n, last, trace, n_trace, stamp, &cur_stamp, cache_bytes))
+        if (resident(g, NULL, t, size, n, last, trace, n_trace, stamp, &cur_stamp, cache_bytes, 0) >= 1)
             per_kernel[dirty_by[t]].dram_write_bytes -= size;
     }
     free(dirty_by);

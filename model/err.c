@@ -57,6 +57,28 @@ int mb_edit_distance(const char *a, const char *b)
     return prev[lb];
 }
 
+int mb_closest_word(const char *name, const char *list, char *buf, size_t size)
+{
+    int best = 3; /* at most two edits away */
+    if (size) buf[0] = '\0';
+    for (const char *p = list; p && *p;) {
+        const char *end = strstr(p, ", ");
+        size_t len = end ? (size_t)(end - p) : strlen(p);
+        char word[64];
+        if (len < sizeof word) {
+            memcpy(word, p, len);
+            word[len] = '\0';
+            int d = mb_edit_distance(name, word);
+            if (d > 0 && d < best && 2 * (size_t)d <= strlen(name)) {
+                best = d;
+                snprintf(buf, size, "%s", word);
+            }
+        }
+        p = end ? end + 2 : NULL;
+    }
+    return best < 3;
+}
+
 /* The byte of a control character (C0, DEL, or the second byte of a C1
  * character in UTF-8, 0xC2 0x80..0x9F) at s, 0 when s starts none. */
 static size_t control_len(const unsigned char *s)

@@ -47,6 +47,11 @@ int mb_dtype_parse(const char *s, mb_dtype *out); /* MB_OK or MB_EINPUT */
  * [1, MB_N_MAX]. MB_EINPUT with the reason otherwise. */
 int mb_size_parse(const char *s, int64_t *out, mb_err *err);
 
+/* The word of list (words separated by ", ") spelled closest to name, at
+ * most two edits away and no more than half of name changed ("foo" is not
+ * "log"), into buf; 1 when one is, else 0 and buf "". For "did you mean". */
+int mb_closest_word(const char *name, const char *list, char *buf, size_t size);
+
 /* s with control characters (C0, DEL, C1) written as \xNN, so that a name
  * from a file cannot drive the terminal it is printed on, into buf (size
  * bytes, always NUL-terminated, cut only between characters). Returns the

@@ -94,6 +94,11 @@ extern "C" {
 #define MB_MEAS_PROV_VARIANT "variant_text"
 #define MB_MEAS_PROV_EXPR "variant_expr"
 #define MB_MEAS_PROV_LINES "provenance"
+/* The provenance line of rows whose counted bytes were judged against each
+ * kernel's cold count (ncu --cache-control all flushes the caches before
+ * every kernel: import writes it, report draws those rows against the
+ * lecture's count, not the cache-aware one). */
+#define MB_MEAS_PROV_COLD_KERNELS "count_check: against each kernel's cold count"
 #define MB_MEAS_CSV_TEXT_COLUMNS \
     MB_MEAS_PROV_VARIANT "," MB_MEAS_PROV_EXPR "," MB_MEAS_PROV_SPEC "," MB_MEAS_PROV_LINES
 /* After the texts: which calibration the row's model columns used (CPU rows

@@ -84,6 +84,13 @@ int mb_estimate_plan_shape(const mb_plan *p, mb_shape s, const mb_device *d, mb_
  * row); 1 when d gives neither. */
 int64_t mb_device_rows_in_flight(const mb_device *d, int64_t rows);
 
+/* The share of a re-read's bytes the last-level cache serves, the re-read
+ * reuse_bytes back (the distinct bytes touched since its last use, its
+ * own included): 1 within cache_bytes; beyond it min(1, retained_bytes /
+ * reuse_bytes), the share calibrate fits to its warm copy sweep
+ * (cache_retained_mb; 0: a step, nothing beyond the cache). */
+double mb_cache_share(double reuse_bytes, double cache_bytes, double retained_bytes);
+
 /* Sets K->passes, read_passes, live_bytes_per_col, eval_mask, stat_pass
  * and online from K's nodes, reads and writes (model/passes.c; online:
  * softmax's max and sum in one pass); plans call it, and the row executor

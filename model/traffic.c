@@ -15,6 +15,10 @@
  * with both; 2^25 (streamed) unchanged. Leaving every written tensor that
  * still fits pending, not only the last kernel's, made eager chains 40% too
  * fast.
+ * Beyond the cache a re-read is not all lost: where the spec has
+ * cache_retained_mb (R, fitted by calibrate), one D bytes back still hits
+ * for min(1, R / D) of its bytes (mb_cache_share; docs/model.md, "Between
+ * 1x and 4x the cache").
  *
  * Time per kernel: launch_overhead + max(memory, compute)
  *                  + serial_fraction x min(memory, compute)

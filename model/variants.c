@@ -145,6 +145,10 @@ int mb_variant_load(const char *name_or_path, mb_dtype dtype, mb_graph **out, mb
             if (n == 0)
                 return mb_err_set(err, MB_EINPUT, "unknown variant '%s' (no built-in variants found in %s; "
                                   "set MEMBOUND_VARIANTS)", name_or_path, mb_variant_dir());
+            char near[MB_NAME_MAX];
+            if (mb_closest_word(name_or_path, list, near, sizeof near))
+                return mb_err_set(err, MB_EINPUT, "unknown variant '%s' (did you mean '%s'?; variants: %s; or "
+                                  "give a .mb file or --expr)", name_or_path, near, list);
             return mb_err_set(err, MB_EINPUT, "unknown variant '%s' (variants: %s; or give a .mb file or --expr)",
                               name_or_path, list);
         }

@@ -34,17 +34,20 @@ set key top right vertical font ',13'
 set bmargin 5.5
 mb_measured = metan('measured')
 mb_mt = meta('measured_title')
+# the model's bars: cache-aware, or (rows measured with every kernel from a
+# flushed cache, ncu's default) each kernel's cold count, as they were judged
+mb_modt = meta('model_title') ne '' ? meta('model_title') : 'model: DRAM bytes (cache-aware, cold)'
 mb_ct = meta('count_title')
 if (mb_measured > 0) {
     @mb_plotkey
-    plot mb_data index 1 using 3:xtic(mb_txt(strcol(1))) title 'model: DRAM bytes (cache-aware, cold)' lt 1, \
+    plot mb_data index 1 using 3:xtic(mb_txt(strcol(1))) title mb_modt lt 1, \
          '' index 1 using 4 title mb_mt lt 2, \
          '' index 1 using 0:2:(0.42) with xerrorbars lt 7 lw 3 pt -1 title mb_ct, \
          '' index 1 using 0:2:(mb_txt(strcol(5))) with labels offset 0, 0.9 font mb_cfont tc rgb mb_fg notitle
 } else {
     if (mb_mt ne '') { set label 1 mb_mt at graph 0.01, graph 0.96 left font ',12' tc rgb mb_tcg(0) }
     @mb_plotkey
-    plot mb_data index 1 using 3:xtic(mb_txt(strcol(1))) title 'model: DRAM bytes (cache-aware, cold)' lt 1, \
+    plot mb_data index 1 using 3:xtic(mb_txt(strcol(1))) title mb_modt lt 1, \
          '' index 1 using 0:2:(0.42) with xerrorbars lt 7 lw 3 pt -1 title mb_ct, \
          '' index 1 using 0:2:(mb_txt(strcol(5))) with labels offset 0, 0.9 font mb_cfont tc rgb mb_fg notitle
 }

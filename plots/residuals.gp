@@ -5,8 +5,8 @@
 # with nothing to show is left out: no line panel without a fit, no bytes
 # panel without counters (the subtitle says which). Colour: the variant;
 # marker: the plan.
-# Data (membound's residuals.dat): block 0 line, counted, colourK, markerK,
-# variantI, shapeI; each block after 0 is one series: n, time residual %,
+# Data (membound's residuals.dat): block 0 line, counted, ratio_span (every
+# panel's y range: 1/span..span), colourK, markerK, variantI, shapeI; each block after 0 is one series: n, time residual %,
 # model residual %, bytes residual %, outlier, used.
 # Usage: gnuplot -c residuals.gp residuals.dat residuals.png|svg|pdf
 mb_argc = ARGC; mb_data = ARG1; mb_out = ARG2
@@ -26,6 +26,16 @@ set xtics 2**mb_lo, 2**mb_step
 set xlabel 'n (elements per tensor)' font ',12' tc rgb mb_tc(0)
 set logscale y 10
 set format y '%g'
+# one scale for every panel, symmetric about 1 (ratio_span: the largest
+# ratio or inverse ratio shown), with a margin
+mb_span = metan('ratio_span') > 1 ? metan('ratio_span') * 1.15 : 1.2
+set yrange [1 / mb_span : mb_span]
+# ticks at powers of a step that fits the span, both ways from 1
+mb_tstep = mb_span > 3 ? 2 : mb_span > 1.6 ? 1.25 : 1.05
+set ytics ('1' 1)
+do for [k = 1:12] {
+    if (mb_tstep ** k <= mb_span) { set ytics add (sprintf('%.3g', mb_tstep ** k) mb_tstep ** k, sprintf('%.3g', mb_tstep ** -k) mb_tstep ** -k) }
+}
 set tics font ',11'
 mb_one(x) = 1
 mb_r(p) = 1 + p / 100.0

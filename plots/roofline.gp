@@ -1,11 +1,14 @@
 # roofline.gp — the device's roofline: the memory slope, the FP32 and
-# BF16-tensor ceilings (each from its own ridge point), the lecture's
+# BF16-tensor ceilings (each from its own ridge point), a calibrated CPU's
+# op-rate ceilings (sin, cos, tanh alone at their measured rates), the lecture's
 # operations as the model places them (filled markers) and measured points
 # (open markers). One colour per variant, one marker per plan: the legend
 # names each once. Every number is in the legend, none on the plot.
 # Data (membound's roofline.dat): block 0 bw_gbs, fp32_tflops, bf16_tflops,
-# n_variants, variantI, n_shapes, shapeI; block 1 model points (label,
-# flop/byte, TFLOP/s, colour, marker); block 2 measured points, the same.
+# n_variants, variantI, n_shapes, shapeI, n_ceilings, ceilingI_tflops,
+# ceilingI_label; block 1 model points (label,
+# flop/byte, TFLOP/s, colour, marker, the point's own op-rate ceiling, drawn
+# as a bar across it where the device has op rates); block 2 measured points, the same.
 # Usage: gnuplot -c roofline.gp roofline.dat roofline.png|svg|pdf
 mb_argc = ARGC; mb_data = ARG1; mb_out = ARG2
 mb_dir = ''; do for [i = 1:strlen(ARG0)] { if (ARG0[i:i] eq '/') { mb_dir = ARG0[1:i] } }
@@ -50,6 +53,15 @@ if (mb_f32 > 0) {
 if (mb_bf16 > 0) {
     set arrow 12 from mb_r16, mb_bf16 to mb_xmax, mb_bf16 nohead lw 3 lc rgb mb_roof front
 }
+# a CPU's op-rate ceilings (each op alone at its measured rate): a kernel
+# under its memory roof may be bound by one of them
+mb_nc = int(metan('n_ceilings'))
+mb_ceil(i) = metan('ceiling' . i . '_tflops') * mb_u
+do for [i = 1:mb_nc] {
+    mb_tag = 20 + i
+    mb_cdt = i + 2
+    set arrow mb_tag from mb_ceil(i) / mb_bw, mb_ceil(i) to mb_xmax, mb_ceil(i) nohead lw 2 lc rgb mb_roof dt mb_cdt front
+}
 mb_nv = int(metan('n_variants'))
 mb_ns = int(metan('n_shapes'))
 # filled markers for the model, the open one of each for measured
@@ -68,8 +80,11 @@ set key bottom right font mb_kf spacing 1.1 samplen 2 box lc rgb mb_frame width 
 plot keyentry with lines lw 3 lc rgb mb_roof title mb_mem, \
      keyentry with lines lw 3 lc rgb mb_roof dt mb_fdt title (mb_f32 > 0 ? mb_t32 : ''), \
      keyentry with lines lw 3 lc rgb mb_roof title (mb_bf16 > 0 ? mb_t16 : ''), \
+     for [i = 1:mb_nc] keyentry with lines lw 2 lc rgb mb_roof dt 2 + i title sprintf('%s (%.3g %s)', meta('ceiling' . i . '_label'), mb_ceil(i), mb_un), \
      for [i = 1:mb_nv] keyentry with points pt 7 ps 1.8 lt i title meta('variant' . i), \
      for [i = 1:mb_ns] keyentry with points pt mb_fill(i) ps 1.8 lc rgb mb_dgrey title meta('shape' . i), \
      keyentry with points pt 6 ps 1.8 lw 2 lc rgb mb_dgrey title (mb_nmeas > 0 ? 'open marker: measured' : ''), \
+     keyentry with lines lw 3 lc rgb mb_dgrey title (mb_nc > 0 ? 'bar: a point''s own op-rate ceiling' : ''), \
+     mb_data index 1 using ($2 / 1.5):(mb_nc > 0 ? $6 * mb_u : NaN):($2 * 1.5 - $2 / 1.5):(0):4 with vectors nohead lw 3 lc variable notitle, \
      mb_data index 1 using 2:($3 * mb_u):(mb_fill($5)):4 with points pt variable lc variable ps 2.2 notitle, \
      mb_data index 2 using 2:($3 * mb_u):(mb_open($5)):4 with points pt variable lc variable ps 2.4 lw 2 notitle

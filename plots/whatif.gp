@@ -1,8 +1,8 @@
 # whatif.gp — each remedy of the variants on every device, from the model,
 # as dot plots with one row per device (names level, on the left): left,
 # the remedy's speed-up (slow / fast); right, the fast version's time on a
-# log axis. One colour per remedy, named once in the legend above; the
-# remedies of a device sit side by side in its row.
+# log axis. One colour and one open marker shape per remedy, named once in
+# the legend above; the remedies of a device sit side by side in its row.
 # Data (membound's whatif.dat): block 0 remedies (count), remedyI and fastI
 # (titles); block 1, one device per line: id, then per remedy its speed-up
 # and the fast version's time (s).
@@ -16,6 +16,12 @@ stats mb_data index 1 using 0 nooutput
 mb_nd = int(STATS_records)
 # one row per device, the first at the top; the remedies spread in the row
 mb_off(i) = mb_nr > 1 ? (i - 1 - (mb_nr - 1) / 2.0) * 0.6 / (mb_nr - 1) : 0
+# an open marker of its own shape per remedy: remedies that move the same
+# bytes land on one time (a bf16 copy at 2^25 and the fused kernels at 2^24
+# all move 256 MiB), and open shapes of different forms stay visible there
+# where filled dots of one size hid three of four
+array mb_pts[6] = [6, 4, 8, 12, 10, 14]
+mb_pt(i) = mb_pts[(i - 1) % 6 + 1]
 set yrange [mb_nd - 0.5 : -0.5]
 set grid noxtics ytics xtics
 set tics font ',12'
@@ -39,7 +45,7 @@ set xrange [0:*]
 set offsets graph 0, graph 0.05, 0, 0
 @mb_plotkey
 plot mb_data index 1 using (NaN):0:ytic(mb_txt(strcol(1))) notitle, \
-     for [i = 1:mb_nr] mb_data index 1 using (column(2 * i)):($0 + mb_off(i)) with points lt i pt 7 ps 1.3 title meta('remedy' . i)
+     for [i = 1:mb_nr] mb_data index 1 using (column(2 * i)):($0 + mb_off(i)) with points lt i pt mb_pt(i) ps 1.3 lw 2 title meta('remedy' . i)
 unset key
 set xlabel mb_xl2 tc rgb mb_tc(0)
 set format y ''
@@ -47,5 +53,5 @@ set logscale x
 set xrange [*:*]
 set format x '%.0s %cs'
 set offsets graph 0.05, graph 0.05, 0, 0
-plot for [i = 1:mb_nr] mb_data index 1 using (column(2 * i + 1)):($0 + mb_off(i)) with points lt i pt 7 ps 1.3 notitle
+plot for [i = 1:mb_nr] mb_data index 1 using (column(2 * i + 1)):($0 + mb_off(i)) with points lt i pt mb_pt(i) ps 1.3 lw 2 notitle
 unset multiplot

@@ -473,7 +473,7 @@ static int row_variant_text(mb_rpt_set *s, int file, ctx *c, const char *variant
  * distinct value: every row repeats them). *last_prov: the provenance field
  * last kept (owned, freed by the caller). */
 static int row_texts(mb_rpt_set *s, int file, ctx *c, const int *pos, field *f, const char *variant,
-                     char **last_prov)
+                     char **last_prov, int *cold_kernels)
 {
     int rc = MB_OK;
     if (pos[C_VTEXT] >= 0 && f[pos[C_VTEXT]].s[0])
@@ -501,6 +501,7 @@ static int row_texts(mb_rpt_set *s, int file, ctx *c, const int *pos, field *f, 
             nl = strchr(line, '\n');
             if (nl) *nl = '\0';
             if (*line && add_prov(s, c->path, line)) rc = mb_err_set(c->err, MB_ERUN, "out of memory");
+            if (!strncmp(line, MB_MEAS_PROV_COLD_KERNELS, strlen(MB_MEAS_PROV_COLD_KERNELS))) *cold_kernels = 1;
         }
     }
     return rc;
@@ -510,6 +511,7 @@ static int row_texts(mb_rpt_set *s, int file, ctx *c, const int *pos, field *f, 
 typedef struct file_read {
     mb_rpt_set *s;
     int file_index;
+    int cold_kernels;          /* its provenance says MB_MEAS_PROV_COLD_KERNELS */
     ctx c;
     int pos[C_COUNT];
     int have_header, header_fields, header_line, rows, kernel_rows;
@@ -544,6 +546,15 @@ static int header(file_read *fr, const mb_csv_record *rec, mb_err *err)
     fr->header_fields = rec->n;
     fr->header_line = rec->line;
     int *pos = fr->pos;
+    /* a report's own summary.csv (its first columns file,line and the fit's
+     * residuals) is no measurement: its device column names the calibrated
+     * spec's id, which only its measure CSVs carry */
+    int own = rec->n >= 2 && !strcmp(f[0].s, "file") && !strcmp(f[1].s, "line");
+    for (int i = 0; own && i < rec->n; i++)
+        if (!strcmp(f[i].s, "resid_model_rel"))
+            return mb_err_set(err, MB_EINPUT, "%s: this is a report's summary (summary.csv, written by "
+                              "'membound report'), not measurements: pass the measure CSVs it was made from "
+                              "(its 'file' column names them)", path);
     for (int i = 0; i < rec->n; i++) {
         for (int k = 0; k < C_COUNT; k++) {
             if (strcmp(f[i].s, columns[k].name) != 0) continue;
@@ -601,9 +612,12 @@ static int record(void *vctx, mb_csv_record *rec, mb_err *err)
         s->cap_rows = cap;
     }
     int rc = parse_row(s, &fr->c, fr->pos, f, nf, &s->rows[s->n_rows]);
-    if (!rc) rc = row_texts(s, fr->file_index, &fr->c, fr->pos, f, s->rows[s->n_rows].variant, &fr->last_prov);
+    if (!rc)
+        rc = row_texts(s, fr->file_index, &fr->c, fr->pos, f, s->rows[s->n_rows].variant, &fr->last_prov,
+                       &fr->cold_kernels);
     if (rc) return rc;
     s->rows[s->n_rows].file_index = fr->file_index;
+    s->rows[s->n_rows].cold_kernels = fr->cold_kernels;
     s->n_rows++;
     fr->rows++;
     return MB_OK;

@@ -172,7 +172,8 @@ void rpt_doc_row(rpt_doc *d, const char *const *cells)
     for (int i = 0; i < d->ncols; i++) {
         const char *c = cells[i];
         const char *cls = !strcmp(c, "holds") || !strcmp(c, "yes") ? " class=\"holds\""
-                          : !strcmp(c, "does not hold") || !strcmp(c, "no") ? " class=\"fails\"" : "";
+                          : !strcmp(c, "does not hold") || !strcmp(c, "reversed") || !strcmp(c, "no")
+                          ? " class=\"fails\"" : "";
         html_cell(d->hmd, "td", cls, c);
     }
     fputs("</tr>\n", d->hmd);
@@ -234,11 +235,15 @@ static const char css[] =
     "*{box-sizing:border-box}\n"
     "body{font-family:system-ui,-apple-system,'Segoe UI',sans-serif;max-width:1280px;"
     "margin:2em auto;padding:0 1em;color:#222;line-height:1.45;overflow-wrap:break-word}\n"
-    /* a table no wider than the page (1280 px or less): its cells wrap,
-     * a long word or command broken where it must be; headers at spaces */
-    "table{border-collapse:collapse;margin:1em 0;font-size:0.88em;width:100%}\n"
+    /* cells wrap at spaces, never inside a word ("recomputati on"): a
+     * word longer than its cell breaks only where it would overflow
+     * (break-word leaves the columns' minimum widths whole words, where
+     * anywhere let the layout shrink them mid-word); a table wider than
+     * the page scrolls sideways in its own box */
+    "table{border-collapse:collapse;margin:1em 0;font-size:0.88em;display:block;overflow-x:auto;"
+    "max-width:100%}\n"
     "th,td{border:1px solid #ccc;padding:0.3em 0.5em;text-align:left;vertical-align:top}\n"
-    "td{overflow-wrap:anywhere;min-width:3.5em}\n"
+    "td{overflow-wrap:break-word;word-break:normal;hyphens:manual;min-width:3.5em}\n"
     "th{background:#f2f2f2}\ntr:nth-child(even) td{background:#fafafa}\n"
     "td.holds{color:#176f2c;font-weight:600}td.fails{color:#b3261e;font-weight:600}\n"
     "img{width:100%;max-width:100%;height:auto;border:1px solid #ddd;margin:0.5em 0}\n"

@@ -27,9 +27,11 @@ static const roof_op roof_ops[] = {
 static int roof_measured(const mb_rpt_set *s, int devi, FILE *fp, int write, rpt_fig_keys *k);
 
 /* The model's points of the roofline (block 1): label, flop/byte, TFLOP/s,
- * colour, marker. */
+ * colour, marker, the point's op-rate ceiling in TFLOP/s (its operations
+ * over its compute time alone: where it would sit if memory were free);
+ * used[op] set for each op a point evaluates. */
 static void roof_model_points(FILE *fp, const mb_rpt_set *s, const rpt_series *se, int ns, int lecture,
-                              const mb_device *d, rpt_fig_keys *k)
+                              const mb_device *d, rpt_fig_keys *k, int used[MB_OP_COUNT])
 {
     char b[200], lab[160];
     int nops = lecture ? (int)(sizeof roof_ops / sizeof roof_ops[0]) : 0;
@@ -44,8 +46,10 @@ static void roof_model_points(FILE *fp, const mb_rpt_set *s, const rpt_series *s
         mb_estimate e;
         mb_err err;
         int64_t n = o ? (int64_t)1 << 24 : x->n;
-        if (rpt_estimate(s, o ? o->variant : x->variant, plan, dt, n, d, &e, NULL, &err) != MB_OK)
+        double per[MB_OP_COUNT] = {0};
+        if (rpt_estimate(s, o ? o->variant : x->variant, plan, dt, n, d, &e, per, &err) != MB_OK)
             continue;
+        for (int op = 0; op < MB_OP_COUNT; op++) used[op] |= per[op] > 0;
         double ops = e.total.flops + e.total.sfu_ops;
         double bytes = (double)(e.total.dram_read_bytes + e.total.dram_write_bytes);
         if (bytes <= 0) bytes = (double)(e.total.read_bytes + e.total.write_bytes);
@@ -55,9 +59,44 @@ static void roof_model_points(FILE *fp, const mb_rpt_set *s, const rpt_series *s
             fprintf(fp, "%s", rpt_dat_str(b, sizeof b, lab));
             rpt_dat_col(fp, ops / bytes);
             rpt_dat_col(fp, ops / e.total.time_s / 1e12);
-            fprintf(fp, " %d %d\n", vi, pi);
+            fprintf(fp, " %d %d", vi, pi);
+            /* its own op-rate ceiling: its ops over its compute time alone */
+            rpt_dat_col(fp, e.total.compute_s > 0 ? ops / e.total.compute_s / 1e12 : NAN);
+            fputc('\n', fp);
         }
         mb_estimate_free(&e);
+    }
+}
+
+/* A device with measured op rates (a calibrated CPU) is bound by the
+ * slowest op of a kernel, far under its FMA peak: a ceiling for each
+ * special-function op the points evaluate (sin, cos, tanh, ...), its
+ * rate times its operations per element (the y axis counts flops and SFU
+ * ops alike), as meta ceilingI_tflops and ceilingI_label; at most
+ * MAX_CEILINGS, the slowest first. */
+#define MAX_CEILINGS 4
+static void roof_op_ceilings(FILE *fp, const mb_device *d, const int used[MB_OP_COUNT])
+{
+    int ops[MB_OP_COUNT], n = 0;
+    for (int op = 1; op < MB_OP_COUNT; op++)
+        if (used[op] && d->op_geps[op] > 0 && mb_op_info_of((mb_op)op)->cls == MB_COST_SFU) ops[n++] = op;
+    for (int i = 1; i < n; i++) /* by ceiling, slowest first (a handful: insertion) */
+        for (int j = i; j > 0; j--) {
+            mb_op_cost a = mb_op_info_of((mb_op)ops[j - 1])->cost, b = mb_op_info_of((mb_op)ops[j])->cost;
+            if (d->op_geps[ops[j - 1]] * (a.flops + a.sfu_ops) <= d->op_geps[ops[j]] * (b.flops + b.sfu_ops)) break;
+            int t = ops[j]; ops[j] = ops[j - 1]; ops[j - 1] = t;
+        }
+    if (n > MAX_CEILINGS) n = MAX_CEILINGS;
+    rpt_dat_meta_d(fp, "n_ceilings", n);
+    for (int i = 0; i < n; i++) {
+        mb_op_cost c = mb_op_info_of((mb_op)ops[i])->cost;
+        char key[32], lab[96];
+        snprintf(key, sizeof key, "ceiling%d_tflops", i + 1);
+        rpt_dat_meta_d(fp, key, d->op_geps[ops[i]] * (c.flops + c.sfu_ops) / 1e3);
+        snprintf(key, sizeof key, "ceiling%d_label", i + 1);
+        snprintf(lab, sizeof lab, "%s alone: %.3g G/s x %.0f ops", mb_op_name((mb_op)ops[i]), d->op_geps[ops[i]],
+                 c.flops + c.sfu_ops);
+        rpt_dat_meta_s(fp, key, lab);
     }
 }
 
@@ -90,7 +129,8 @@ int rpt_fig_roofline(rpt_fig_ctx *fc, const char *name, const mb_rpt_set *s, int
     }
     rpt_fig_keys k;
     memset(&k, 0, sizeof k);
-    roof_model_points(pf, s, se, ns, lecture, d, &k);
+    int used[MB_OP_COUNT] = {0};
+    roof_model_points(pf, s, se, ns, lecture, d, &k, used);
     int nmeas = roof_measured(s, devi, mf, 1, &k);
     fclose(pf);
     fclose(mf);
@@ -102,10 +142,11 @@ int rpt_fig_roofline(rpt_fig_ctx *fc, const char *name, const mb_rpt_set *s, int
     rpt_dat_meta_d(fp, "fp32_tflops", d->fp32_tflops);
     rpt_dat_meta_d(fp, "bf16_tflops", d->bf16_tflops);
     rpt_dat_meta_d(fp, "measured_points", nmeas);
+    roof_op_ceilings(fp, d, used);
     rpt_keys_meta(fp, &k);
     rpt_dat_block(fp);
-    fputs("# label intensity_flop_per_byte tflops colour marker\n", fp);
-    fputs(npts ? pts : "\"none\" NaN NaN 1 1\n", fp);
+    fputs("# label intensity_flop_per_byte tflops colour marker ceiling_tflops\n", fp);
+    fputs(npts ? pts : "\"none\" NaN NaN 1 1 NaN\n", fp);
     rpt_dat_block(fp);
     fputs("# label intensity_flop_per_byte tflops colour marker\n", fp);
     fputs(nmeas ? mpts : "\"none\" NaN NaN 1 1\n", fp);

@@ -218,6 +218,19 @@ int rpt_fig_residuals(rpt_fig_ctx *fc, const char *name, const mb_rpt_set *s, in
                  g->why[0] ? g->why : "too few rows");
     rpt_dat_meta_s(fp, "fitline", fitline);
     rpt_dat_meta_d(fp, "line", line);
+    /* one scale for every panel, symmetric about 1 on its log axis: the
+     * largest ratio (or inverse ratio) any panel shows (each panel on its
+     * own scale made a 5% miss look like a 50% one beside it) */
+    double span = 1.05;
+    for (int i = 0; i < s->n_rows; i++) {
+        const mb_rpt_row *r = &s->rows[i];
+        if (r->group != gi || !r->verified) continue;
+        const double rel[3] = {line ? r->resid_time_rel : NAN, r->resid_model_rel,
+                               counted ? r->resid_bytes_rel : NAN};
+        for (int k = 0; k < 3; k++)
+            if (isfinite(rel[k]) && rel[k] > -1) span = fmax(span, fmax(1 + rel[k], 1 / (1 + rel[k])));
+    }
+    rpt_dat_meta_d(fp, "ratio_span", span);
     /* colour by variant, marker by plan */
     rpt_fig_keys keys;
     memset(&keys, 0, sizeof keys);

@@ -31,6 +31,11 @@ int rpt_fig_bytes(rpt_fig_ctx *fc, const char *name, const mb_rpt_set *s, int gi
     rpt_dat_meta_s(fp, "measured_title", measured ? "measured DRAM (counters)"
                                  : gi >= 0 ? "measured DRAM: no counters on this backend" : "");
     rpt_dat_meta_s(fp, "count_title", lecture ? "lecture's count (traffic rule)" : "traffic-rule count");
+    int any_cold = 0;
+    for (int i = 0; gi >= 0 && i < s->n_rows; i++)
+        any_cold |= s->rows[i].group == gi && s->rows[i].has_dram && s->rows[i].cold_kernels;
+    if (any_cold)
+        rpt_dat_meta_s(fp, "model_title", "model: DRAM bytes (cache-aware; each kernel cold where marked)");
     rpt_dat_block(fp);
     char b1[160], b2[200], b3[64], nb[32];
     fputs("# label count_bytes_per_elem model_dram measured count_label n\n", fp);
@@ -46,6 +51,11 @@ int rpt_fig_bytes(rpt_fig_ctx *fc, const char *name, const mb_rpt_set *s, int gi
         if (rpt_estimate(s, se[k].variant, se[k].plan, dt, n, d, &e, NULL, &err) != MB_OK) continue;
         double lect = (double)(e.total.read_bytes + e.total.write_bytes) / (double)n;
         double dram = (double)(e.total.dram_read_bytes + e.total.dram_write_bytes) / (double)n;
+        /* a row measured with every kernel from a flushed cache was judged
+         * on the cold count: its model bar is that count, not the
+         * cache-aware one (sin^2+cos^2 eager under ncu: 44 B, not 24) */
+        int cold = best && best->has_dram && best->cold_kernels;
+        if (cold) dram = lect;
         double meas = NAN;
         if (best && best->has_dram)
             meas = (double)(best->dram_read_bytes + best->dram_write_bytes) / (double)n;
@@ -66,7 +76,8 @@ int rpt_fig_bytes(rpt_fig_ctx *fc, const char *name, const mb_rpt_set *s, int gi
             snprintf(b1 + l, sizeof b1 - l, " %s", se[k].dtype);
         }
         char lab[200];
-        snprintf(lab, sizeof lab, "%s\\nn = %s", b1, rpt_pow2_label(nb, sizeof nb, n));
+        snprintf(lab, sizeof lab, "%s\\nn = %s%s", b1, rpt_pow2_label(nb, sizeof nb, n),
+                 cold ? "\\nmodel: cold per kernel" : "");
         fprintf(fp, "%s", rpt_dat_str(b2, sizeof b2, lab));
         rpt_dat_col(fp, lect);
         rpt_dat_col(fp, dram);

@@ -16,44 +16,64 @@ const mb_rpt_demo mb_rpt_lecture[MB_RPT_N_DEMOS] = {
     {"copy", "copy", "low precision: copy f32 vs bf16", P25, 2,
      {{"eager", MB_F32, "2n"}, {"eager", MB_BF16, "2n"}}, 1,
      {{"low precision: a bf16 copy moves half the bytes of f32 and takes about half the time",
-       "8 B / 4 B per element = 2x", 0, 1, 2.0}}},
+       "8 B / 4 B per element = 2x", 0, 1, 2.0, MB_RPT_CLAIM_ABOUT}}},
     {"sin2_plus_cos2", "sin^2+cos^2", "fusion: sin^2(x) + cos^2(x)", P24, 2,
      {{"eager", MB_F32, "11n"}, {"fused", MB_F32, "2n"}}, 1,
-     {{"fusion: sin^2+cos^2 fused moves 2n instead of 11n", "11n / 2n = 5.5x", 0, 1, 5.5}}},
+     {{"fusion: sin^2+cos^2 fused moves 2n instead of 11n", "11n / 2n = 5.5x", 0, 1, 5.5, MB_RPT_CLAIM_ABOUT}}},
     {"gelu_tanh", "GELU tanh", "fusion: GELU (tanh form)", P24, 2,
      {{"eager", MB_F32, "18n"}, {"fused", MB_F32, "2n"}}, 1,
-     {{"fusion: GELU (tanh) fused moves 2n instead of 18n", "18n / 2n = 9x", 0, 1, 9.0}}},
+     {{"fusion: GELU (tanh) fused moves 2n instead of 18n", "18n / 2n = 9x", 0, 1, 9.0, MB_RPT_CLAIM_ABOUT}}},
     {"sigmoid3", "σ(σ(σ(x)))", "recomputation: sigmoid(sigmoid(sigmoid(x)))", P20, 3,
      {{"eager", MB_F32, "15n"}, {"store", MB_F32, "9n"}, {"recompute", MB_F32, "5n"}}, 2,
      {{"recomputation: sigmoid(sigmoid(sigmoid(x))) fwd+bwd moves 5n instead of 9n (store)", "9n / 5n = 1.8x", 1,
-       2, 1.8},
+       2, 1.8, MB_RPT_CLAIM_ABOUT},
       {"recomputation: sigmoid(sigmoid(sigmoid(x))) fwd+bwd moves 5n instead of 15n (eager)", "15n / 5n = 3x", 0,
-       2, 3.0}}},
+       2, 3.0, MB_RPT_CLAIM_ABOUT}}},
 };
 
 const mb_rpt_row_claim mb_rpt_row_claims[MB_RPT_N_ROW_CLAIMS] = {
     {"softmax", "eager", "fused", "4096x1024", (int64_t)4096 * 1024,
      "normalization: fusing a hand-written softmax moves 2n instead of 8n", "8n / 2n = 4x", 4.0,
-     "lecture count"},
+     "lecture count", MB_RPT_CLAIM_ABOUT},
     {"softmax", "fused", "online", "64x4194304", (int64_t)64 << 22,
      "normalization: online softmax moves 3n instead of 4n when a row does not fit on chip", "4n / 3n = 1.33x",
-     4.0 / 3.0, "DRAM count"},
+     4.0 / 3.0, "DRAM count", MB_RPT_CLAIM_ABOUT},
     {"softmax_op", "eager", "online", "64x4194304", (int64_t)64 << 22,
      "normalization: F.softmax's three passes (4n) against online softmax (3n) on long rows", "4n / 3n = 1.33x",
-     4.0 / 3.0, "DRAM count"},
+     4.0 / 3.0, "DRAM count", MB_RPT_CLAIM_ABOUT},
     {"rmsnorm", "eager", "fused", "4096x1024", (int64_t)4096 * 1024,
      "normalization: fusing Hugging Face's RMSNorm moves 2n instead of 7n", "7n / 2n = 3.5x", 3.5,
-     "lecture count"},
+     "lecture count", MB_RPT_CLAIM_ABOUT},
     {"layernorm", "eager", "fused", "4096x1024", (int64_t)4096 * 1024,
      "normalization: fusing a hand-written LayerNorm moves 2n instead of 12n", "12n / 2n = 6x", 6.0,
-     "lecture count"},
+     "lecture count", MB_RPT_CLAIM_ABOUT},
 };
+
+const char *mb_rpt_claim_kind_name(mb_rpt_claim_kind k)
+{
+    return k == MB_RPT_CLAIM_AT_LEAST ? "at least" : "about";
+}
 
 const mb_rpt_demo *mb_rpt_demo_of(const char *variant)
 {
     for (int i = 0; i < MB_RPT_N_DEMOS; i++)
         if (!strcmp(mb_rpt_lecture[i].variant, variant)) return &mb_rpt_lecture[i];
     return NULL;
+}
+
+int64_t mb_rpt_claim_n(const mb_rpt_demo *d, double floor_bytes, int64_t max_n, int *capped)
+{
+    /* bytes per element of the series that moves least: "2n" in its dtype */
+    double per = 0;
+    for (int c = 0; c < d->n_claims; c++) {
+        const mb_rpt_lecture_series *f = &d->series[d->claims[c].fast];
+        double b = atof(f->count) * (double)mb_dtype_bytes(f->dtype);
+        if (per == 0 || b < per) per = b;
+    }
+    int64_t n = d->n;
+    while ((double)n * per < floor_bytes && n < max_n) n *= 2;
+    if ((double)n * per < floor_bytes) *capped = 1;
+    return n;
 }
 
 const mb_rpt_demo *rpt_dtype_demo(void)

@@ -191,7 +191,7 @@ int rpt_write_csvs(const mb_rpt_set *s, const char *dir, rpt_outs *outs, mb_err 
     fputs("claim,device,backend,n,lecture,lecture_ratio,model_bytes_ratio,model_dram_ratio,"
           "model_time_ratio,measured_time_ratio,measured_bytes_ratio,holds,model_agrees,note,"
           "measured_min_ratio,measured_range_lo,measured_range_hi,expected_ratio,statistic,bytes,"
-          "reason,calibration,rerun,smoke_test\n", fp);
+          "reason,calibration,rerun,smoke_test,claim_kind,measured_ratio\n", fp);
     for (int i = 0; i < s->n_verdicts; i++) {
         const mb_rpt_verdict *v = &s->verdicts[i];
         csv_str(fp, v->claim);
@@ -219,7 +219,9 @@ int rpt_write_csvs(const mb_rpt_set *s, const char *dir, rpt_outs *outs, mb_err 
             fputc(',', fp);
             csv_str(fp, texts[k] ? texts[k] : "");
         }
-        fprintf(fp, ",%d\n", v->smoke_test);
+        fprintf(fp, ",%d,%s", v->smoke_test, mb_rpt_claim_kind_name(v->kind));
+        csv_num(fp, v->meas_ratio);
+        fputc('\n', fp);
     }
     return MB_OK;
 }

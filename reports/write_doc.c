@@ -91,22 +91,27 @@ static void verdict_section(rpt_doc *d, const mb_rpt_set *s)
         rpt_doc_p(d, "**SMOKE TEST.** These rows were measured at small sizes or against a quick "
                      "calibration (`demo --quick`): the verdicts check that the tool runs end to end and "
                      "say nothing about this machine. Run `membound demo` without `--quick` for figures.");
-    rpt_doc_p(d, "Ratios are slow / fast (a speed-up above 1). A claim about bytes is judged on bytes: "
-                 "where DRAM counters ran, the counted bytes ratio must be within ±%.0f%% of the "
-                 "lecture's; without counters the bytes are the model's (*modelled, not counted on "
-                 "this backend*). The time that follows is judged against what the model expects **on "
-                 "this device** (*expected*, ±%.0f%%): the lecture's figures are a memory-bound GPU's, "
-                 "and the note says which device-level reason (compute-bound here, launch-bound at this "
-                 "size, the cache) separates the two. The **minimum** times decide (a busy machine adds "
-                 "time, never takes it away; STREAM reports its best rate), with the median ratio beside "
-                 "them; a verdict is *inconclusive* only when the rows' min-to-p90 ranges straddle an edge "
-                 "of the band and the minimum ratio lies within %.0f%% of it, and its note names the "
-                 "command to measure again. *Model agrees* compares the deciding ratio with the model's "
-                 "time ratio on this device.",
-              100 * MB_RPT_TOL_BYTES, 100 * MB_RPT_TOL_TIME, 100 * MB_RPT_DECIDE_MARGIN);
+    rpt_doc_p(d, "Ratios are slow / fast (a speed-up above 1). Each claim gets two separate judgements. "
+                 "**The lecture's claim here**: its bytes (where DRAM counters ran, the counted ratio within "
+                 "±%.0f%% of the lecture's; without counters the model's, *modelled, not counted on this "
+                 "backend*) and its measured time ratio, in direction and rough size: *holds* within "
+                 "±%.0f%% of the lecture's ratio (an *at least* claim has no upper edge), *exceeds* above "
+                 "it (faster than claimed), *falls short* below it, *reversed* when the series the lecture "
+                 "calls faster ran slower. **The model's expectation here**: the measured ratio within "
+                 "±%.0f%% of the model's time ratio on this device (*model*). Wherever the two part, the "
+                 "*why* says which device-level reason separates them: compute-bound here, launch-bound "
+                 "at this size, or the cache (modelled, or measured: a row faster than the device's DRAM "
+                 "bandwidth allows). The **minimum** times decide between like rows (both quiet, sample "
+                 "counts within %.0fx, spreads under %.0f%% CV: a busy machine adds time, never takes it "
+                 "away); otherwise the **medians**, firm only where the minima fall on the same side. A "
+                 "verdict is *inconclusive* where the rows do not decide, and its note names the command "
+                 "to measure again.",
+              100 * MB_RPT_TOL_BYTES, 100 * MB_RPT_TOL_TIME, 100 * MB_RPT_TOL_TIME, MB_RPT_LIKE_REPS,
+              100 * MB_RPT_QUIET_CV);
     static const char *head[] = {"claim", "device (backend)", "n", "lecture", "model bytes",
-                                 "model DRAM", "expected time", "measured (min)", "measured (median)",
-                                 "measured bytes", "holds?", "model agrees?", "note"};
+                                 "model DRAM", "model time", "measured (min)", "measured (median)",
+                                 "measured bytes", "lecture's claim here", "model's expectation here",
+                                 "note"};
     rpt_doc_table(d, 13, head);
     static shared_notes sn;
     sn.n = 0;

@@ -39,6 +39,8 @@ static json_t *verdict_json(const mb_rpt_verdict *v)
     json_object_set_new(o, "calibration", json_string(v->calibration));
     json_object_set_new(o, "rerun", json_string(v->rerun));
     json_object_set_new(o, "smoke_test", json_boolean(v->smoke_test));
+    json_object_set_new(o, "claim_kind", json_string(mb_rpt_claim_kind_name(v->kind)));
+    json_object_set_new(o, "measured_ratio", jnum(v->meas_ratio));
     return o;
 }
 

@@ -27,6 +27,8 @@ printf '%s,dram_write_bytes\nh100-sxm,cpu,copy,eager,f32,4096,1e-6,1,100\n' "$go
 printf '%s\nh100-sxm,cpu,copy,eager,f32,lots,1e-6,1\n' "$good_header" >bad_n.csv
 printf '%s\nh100-sxm,cpu,copy,eager,f32,4096\n' "$good_header" >short.csv
 printf 'device,variant\nh100-sxm,copy\n' >nohdr.csv
+# a report's own summary.csv given back to report (its columns as write_csv.c writes them)
+printf 'file,line,device,backend,variant,plan,dtype,n,verified,time_s_median,resid_model_rel\nm.csv,2,local-cpu,cpu,copy,eager,f32,4096,1,1e-6,0.1\n' >summary.csv
 printf '%s\n/dev/zero,cpu,copy,eager,f32,4096,1e-6,1\n' "$good_header" >devzero.csv
 printf '# model_device: /dev/zero\n%s\nnosuchdev,cpu,copy,eager,f32,4096,1e-6,1\n' "$good_header" >provzero.csv
 printf '%s\nh100-sxm,cpu,copy,eager,f32,4096,1e-6,1\0\n' "$good_header" >nul.csv
@@ -230,6 +232,7 @@ if has report; then
   expect 2 "column 'n'" -- report bad_n.csv -o out
   expect 2 'fields' -- report short.csv -o out
   expect 2 'missing column' -- report nohdr.csv -o out
+  expect 2 "summary.csv: this is a report's summary .*not measurements: pass the measure CSVs" -- report summary.csv -o out
   expect 2 'character device' -- report devzero.csv -o out
   expect 2 'character device|nosuchdev' -- report provzero.csv -o out
   expect 2 "unknown device 'spec:0'" -- report specdev.csv -o out

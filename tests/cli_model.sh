@@ -47,6 +47,9 @@ jcheck '[.results[].device] | unique | join(",")' a100-80gb,h100-sxm
 # bad input: one line, exit 2
 expect 2 "unknown variant 'sin3' (variants: copy, gelu_tanh, layernorm, layernorm_affine_bwd, layernorm_bwd, rmsnorm, rmsnorm_affine_bwd, rmsnorm_bwd, sigmoid3, sin2_plus_cos2, softmax, softmax_bwd, softmax_op" -- model sin3
 expect 2 "did you mean h100-sxm" -- model copy --device h10-sxm
+expect 2 "unknown variant 'sigmoidd3' (did you mean 'sigmoid3'?; variants: copy," -- model sigmoidd3
+expect 2 "--plan: unknown plan 'recompte' (did you mean 'recompute'?; plans: eager," -- model sigmoid3 --plan recompte
+expect 2 "--dtype: unknown dtype 'bf61' (did you mean 'bf16'?; dtypes: f32" -- model copy --dtype bf61
 expect 2 "<expr>:1:10: expected ',' or ')'" -- model --expr 'y = sin(x'
 expect 2 "<expr>:1:5: unknown function 'sinh'" -- model --expr 'y = sinh(x)'
 expect 2 "must be at least 1" -- model copy --n 0
@@ -82,6 +85,9 @@ jcheck '[.results[].variant] | join(",")' a,copy,b,mine
 expect 2 "variant 'mine' is given twice: by '$tmp/mine.mb' (input 2) and by --expr 1 ('name mine; y = x*2.0') (input 3)" -- \
   model copy "$tmp/mine.mb" --expr 'name mine; y = x*2.0'
 expect 2 "variant 'a' is given twice" -- whatif --expr 'name a; y = sin(x)' --expr 'name a; y = cos(x)'
+# two unnamed expressions are expr1 and expr2, not two 'expr'
+"$B" model --expr 'y = sin(x)' --expr 'y = cos(x)' --plan fused --json >"$tmp/out" || bad "two unnamed --expr failed"
+jcheck '[.results[].variant] | join(",")' expr1,expr2
 expect 2 "is given twice: by '$tmp/mine.mb' (input 1) and by '$tmp/../$(basename "$tmp")/mine.mb' (input 3)" -- \
   model "$tmp/mine.mb" --expr 'y = x*2.0' "$tmp/../$(basename "$tmp")/mine.mb"
 # lists: dtypes, plans and devices, in the order given

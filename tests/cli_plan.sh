@@ -18,6 +18,19 @@ if "$B" plan sigmoid3 >/dev/null 2>"$tmp/err"; then :; else
   bad "plan sigmoid3 exited $rc: $(cat "$tmp/err")"
 fi
 
+# on_or_above_line DAT: no frontier point or plan of a frontier figure's data
+# lies below its step line (block 3: the least traffic within each budget)
+on_or_above_line() {
+  awk 'BEGIN { b = 0 } /^$/ { if (prev) b++; prev = 0; next } { prev = 1 }
+       b == 1 { pt[++np] = $1 " " $2 }
+       b == 2 { pt[++np] = $2 " " $3 }
+       b >= 3 { st[++ns] = $1 " " $2 }
+       END { for (i = 1; i <= np; i++) { split(pt[i], p, " "); least = 1e300
+               for (j = 1; j <= ns; j++) { split(st[j], q, " "); if (q[1] <= p[1] + 1e-9 && q[2] < least) least = q[2] }
+               if (p[2] < least - 1e-6) { print "below the line: " pt[i]; bad = 1 } }
+             exit bad }' "$1"
+}
+
 n=1048576
 "$B" plan sigmoid3 --json >"$tmp/out" || bad "plan --json failed"
 jcheck '.objective' bytes
@@ -26,6 +39,8 @@ jcheck '.results[] | select(.plan=="optimal") | .traffic_bytes' $((5 * 4 * n))
 jcheck '.results[] | select(.plan=="optimal") | .saved | join(",")' x
 jcheck '.results[] | select(.plan=="optimal") | .saved_bytes' $((4 * n))
 jcheck '.results[] | select(.plan=="store") | .traffic_bytes' $((9 * 4 * n))
+# saved sets by the tensors' names or expressions, never internal node positions
+jcheck '.results[] | select(.plan=="store") | .saved | join(" ")' 'sigmoid(x) sigmoid(sigmoid(x)) y'
 
 # a 2-D variant at its shapes: row statistics [rows, 1] cost rows elements
 R=4096 C=1024
@@ -38,6 +53,8 @@ jcheck '.results[] | select(.plan=="optimal" and .shape=="4096x1024") | .saved |
 jcheck '.results[] | select(.plan=="optimal") | .saved | length' 3
 "$B" plan softmax_bwd --shape 64x2^22 --frontier --figure "$tmp/sm.png" >/dev/null 2>&1
 grep -q '^optimal(time) ' "$tmp/sm.dat" && ok || bad "the figure data lacks the time objective's plan"
+# the time objective's plan moves less than the cut's point: the line runs down to it
+on_or_above_line "$tmp/sm.dat" && ok || bad "a plan lies below softmax_bwd's least-traffic line: $(cat "$tmp/sm.dat")"
 # [cols] weights and biases: their gradients are sums over the rows (colsum), in a column
 # kernel after the fused backward one (docs/model.md; counts in tests/kernels_rows_bwd.c)
 "$B" plan layernorm_affine_bwd --shape 4096x1024 --json >"$tmp/out" || bad "plan layernorm_affine_bwd failed"
@@ -84,7 +101,11 @@ jcheck '.results[] | select(.plan=="optimal") | .saved | length' 3
 "$B" plan --expr "$trade" --frontier --figure "$tmp/fr.png" >/dev/null 2>"$tmp/err"; rc=$?
 [ -s "$tmp/fr.dat" ] && ok || bad "no figure data"
 # the figure names the saved tensors as a reader does (no source positions)
-[ "$(grep -c '"a, b, c"' "$tmp/fr.dat")" -eq 1 ] && ok || bad "figure data lacks the frontier set"
+[ "$(grep -c '"a, b, c = recompute"' "$tmp/fr.dat")" -eq 1 ] && ok || bad "figure data lacks the frontier set"
+# a plan on a frontier point is named there, not labelled again on top ("-")
+[ "$(awk '/^- /' "$tmp/fr.dat" | wc -l)" -eq 2 ] && ok || bad "store and recompute labelled on their frontier points"
+# the step line is the least traffic within each budget: no point below it
+on_or_above_line "$tmp/fr.dat" && ok || bad "a plan lies below the least-traffic line: $(cat "$tmp/fr.dat")"
 grep -q '@' "$tmp/fr.dat" && bad "figure data names a tensor by its position" || ok
 grep -q 'n = 2^{[0-9]*}' "$tmp/fr.dat" && ok || bad "figure title's n is not a power of two"
 grep -q '^title "expr' "$tmp/fr.dat" && bad "figure titled by the internal name expr" || ok

@@ -18,8 +18,8 @@ grep -q '^## Verdict' "$md" && ok || bad "report.md has no verdict section"
 for claim in 'low precision' 'sin²+cos²' 'GELU' '9n (store)' '15n (eager)'; do
   row=$(grep -F "| $claim" "$md" 2>/dev/null || grep -F "$claim" "$md" | grep '^|' | head -1)
   [ -n "$row" ] || { bad "no verdict row for '$claim'"; continue; }
-  echo "$row" | grep -Eq '\| (holds|does not hold|inconclusive) \|' && ok || bad "row '$claim' has no verdict: $row"
-  echo "$row" | grep -Eq '\| [0-9.]+x \| [^|]+ \| (holds|does not hold|inconclusive)' && ok || bad "row '$claim' has no measured ratio"
+  echo "$row" | grep -Eq '\| (holds|exceeds|falls short|reversed|does not hold|inconclusive) \|' && ok || bad "row '$claim' has no verdict: $row"
+  echo "$row" | grep -Eq '\| [0-9.]+x \| [^|]+ \| (holds|exceeds|falls short|reversed|does not hold|inconclusive)' && ok || bad "row '$claim' has no measured ratio"
   # a smoke test's verdicts say so, row by row
   echo "$row" | grep -q 'SMOKE TEST' && ok || bad "row '$claim' not labelled a smoke test"
 done

@@ -4,9 +4,10 @@
 # axes as layers on a transparent background (plots/style.gp's mb_layer):
 # the text alone, the data alone, and each text unit alone (mb_only=K);
 # tests/fig_mask.c compares their alpha masks. Figures: the lecture's
-# (membound figures), three custom variants (--expr), a report of committed
-# measurements, the model's error across two committed machines, and the
-# lecture's at 4:3, font scale 1.3, dark. First, the
+# (membound figures: what-if included), three custom variants (--expr), a
+# report of committed measurements, a report of imported ncu measurements,
+# the model's error across two committed machines, three frontiers (plan
+# --frontier), and the lecture's at 4:3, font scale 1.3, dark. First, the
 # check must fail on two layouts made to overlap (a legend moved onto the
 # roofline's points; an axis label moved onto its tic labels).
 # Skips (77) without gnuplot or without the mask reader (libpng).
@@ -98,11 +99,16 @@ fi
 "$B" report "$SRC"/tests/data/rows-cpu/rows-2d.csv -o "$T/rowsreport" --no-figures >/dev/null ||
   { echo "FAIL: report of 2-D rows"; exit 1; }
 for d in lecture custom report/figures slide43 rows rowsreport/figures; do check_set "$T/$d"; done
-mkdir -p "$T/frontier"
-"$B" plan sigmoid3 --frontier --figure "$T/frontier/frontier.png" >/dev/null 2>&1 || true
-if [ -s "$T/frontier/frontier.dat" ]; then
-  cp "$SRC"/plots/style.gp "$SRC"/plots/look.gp "$SRC"/plots/frontier.gp "$T/frontier/"
-  if check "$T/frontier" frontier frontier; then echo "ok   frontier"; else echo "FAIL frontier"; fails=$((fails + 1)); fi
+# imported ncu measurements (an H200's eager and fused sin^2+cos^2), reported
+D=$SRC/tests/data/import
+if "$B" import ncu "$D/ncu_details_sin2_eager.csv" --variant sin2_plus_cos2 --plan eager --n 2^20 --device h200 \
+     -o "$T/ncu-eager.csv" -q >/dev/null 2>&1 &&
+   "$B" import ncu "$D/ncu_details_sin2_fused.csv" --variant sin2_plus_cos2 --plan fused --n 2^20 --device h200 \
+     -o "$T/ncu-fused.csv" -q >/dev/null 2>&1 &&
+   "$B" report "$T/ncu-eager.csv" "$T/ncu-fused.csv" -o "$T/imported" --no-figures >/dev/null 2>&1; then
+  check_set "$T/imported/figures"
+else
+  echo "FAIL: import ncu and its report"; fails=$((fails + 1))
 fi
 # the model's error across devices: a report of two committed machines (an
 # AMD and a Xeon guest, both hosts named vm: two devices, local-cpu@vm#1 and #2)
@@ -110,5 +116,20 @@ fi
      "$SRC"/reports/data/cpu-xeon-2vcpu-1202-jit/jit-ab-jit.csv -o "$T/machines" --no-figures >/dev/null ||
   { echo "FAIL: report of two machines"; exit 1; }
 if check "$T/machines/figures" model_error model_error; then echo "ok   model_error"; else echo "FAIL model_error"; fails=$((fails + 1)); fi
+# the frontiers (a saved set beside a plan it equals; the time objective's
+# plan below the cut at a 2-D shape where rows do not fit on chip)
+for f in "sigmoid3" "layernorm_bwd" "softmax_bwd --shape 64x2^22"; do
+  name=${f%% *}
+  mkdir -p "$T/frontier-$name"
+  # shellcheck disable=SC2086 # $f holds the variant and its options
+  "$B" plan $f --frontier --figure "$T/frontier-$name/frontier.png" >/dev/null 2>&1 || true
+  if [ -s "$T/frontier-$name/frontier.dat" ]; then
+    cp "$SRC"/plots/style.gp "$SRC"/plots/look.gp "$SRC"/plots/frontier.gp "$T/frontier-$name/"
+    if check "$T/frontier-$name" frontier frontier; then echo "ok   frontier $name"
+    else echo "FAIL frontier $name"; fails=$((fails + 1)); fi
+  else
+    echo "FAIL frontier $name: no data"; fails=$((fails + 1))
+  fi
+done
 [ $fails = 0 ] || { echo "$fails figure(s) with overlaps"; exit 1; }
 echo "no overlaps"

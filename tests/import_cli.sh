@@ -79,6 +79,14 @@ grep -F "fusion: sin^2+cos^2 fused moves 2n instead of 11n" out | grep -qF "h200
   bad "report's verdicts lack the sin^2+cos^2 claim on h200 (cuda-ncu): $(cat out)"
 has rep/report.md "imported (outputs unchecked)"
 has rep/report.md "each kernel's cold count"
+# the bytes figure draws the ncu rows against the count they were judged on:
+# sin^2+cos^2 eager's cold count per kernel, 44 B/element (11n), not the
+# cache-aware 24 B; the torch rows (no counters) against the cache-aware one
+bytes_model() { want=$2 awk -F'" ' 'index($1, ENVIRON["want"]) { split($2, c, " "); print c[2]; exit }' "$1"; }
+ncu_bytes=$(ls rep/figures/bytes*.dat | xargs grep -l 'cold where marked' | head -1)
+[ -n "$ncu_bytes" ] && ok || bad "no bytes figure with the ncu rows' cold count: $(ls rep/figures)"
+[ "$(bytes_model "$ncu_bytes" 'eager\nn = 2^{20}\nmodel: cold per kernel')" = 44 ] && ok ||
+  bad "ncu eager drawn against $(bytes_model "$ncu_bytes" 'eager\nn = 2^{20}\nmodel: cold per kernel') B, not its cold 44"
 # with a measure run's CSV: its own group, the imported rows apart from it
 run 0 -- report torch.csv "$MB_SRC/reports/data/cpu-amd-epyc-2vcpu/copy-2p25.csv" -o rep2 --no-figures
 has out "(cpu)"

@@ -380,6 +380,9 @@ int main(void)
                            "hc.csv", "copy", NULL};
     CHECK_EQ_I64(exit_code(run(0, noref)), 0);
     CHECK(strstr(slurp("stderr.txt"), "the spec has no host reference") != NULL);
+    /* a quick calibration's spec says why it has none, not as an old spec's */
+    CHECK(strstr(slurp("stderr.txt"), "calibration times none (its arrays are cache-sized)") != NULL);
+    CHECK(strstr(slurp("stderr.txt"), "calibrated before measure checked") == NULL);
     CHECK(strstr(slurp("hc.csv"), "host_check") == NULL);
     if (ref) {
         char fast[512];

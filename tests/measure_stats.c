@@ -267,6 +267,29 @@ static void knee(void)
     /* a cache plateau that ends at 8 MiB (index 3) */
     const double desk[] = {300, 250, 200, 180, 60, 42, 40};
     CHECK_EQ_I64(mb_cal_knee_pick(desk, 7), 3);
+    CHECK(mb_cal_retained_bytes(desk, 7, -1) == 0); /* no knee: no share */
+    CHECK(mb_cal_retained_bytes(desk, 7, 5) == 0);  /* no size between the knee and DRAM */
+}
+
+/* What the cache still serves above its knee, recovered from a sweep made
+ * with a known share: a 64 MiB knee (index 6), a 140 GB/s plateau, DRAM 45
+ * GB/s at 512 MiB, and a cache that keeps 32 MiB of a larger stream (a
+ * quarter of 128 MiB, an eighth of 256 MiB); then the guest's own sweep,
+ * whose 64 MiB point ran 1.52x DRAM: a share there, so a retained size
+ * between a quarter and all of the 32 MiB knee. */
+static void retained(void)
+{
+    double gbs[10];
+    const double plateau = 140, dram = 45, R = 32.0 * 1048576;
+    for (int i = 0; i < 10; i++) {
+        double w = (double)((int64_t)1 << (20 + i)), h = i <= 6 ? 1 : i == 9 ? 0 : R / w;
+        gbs[i] = i == 6 ? 80 : 1 / ((1 - h) / dram + h / plateau);
+    }
+    CHECK_EQ_I64(mb_cal_knee_pick(gbs, 10), 6);
+    CHECK_NEAR(mb_cal_retained_bytes(gbs, 10, 6), R, 1e-6 * R);
+    const double guest[] = {277.0, 199.5, 176.5, 156.4, 142.3, 108.5, 79.0, 57.1, 51.5, 51.9};
+    double r = mb_cal_retained_bytes(guest, 10, 5);
+    CHECK(r > 8.0 * 1048576 && r < 32.0 * 1048576);
 }
 
 /* a round of the overlap fit: memory 4 ms, compute 6 ms at the calibrated
@@ -329,6 +352,7 @@ int main(void)
 {
     modes();
     knee();
+    retained();
     overlap_beta();
     stats();
     csv_and_records();

@@ -298,7 +298,7 @@ int main(void)
 
     /* the HTML comes from cmark: no raw Markdown left in it */
     if (have_gp) {
-        CHECK(contains(dir, "report.html", "<em>Model agrees</em>"));
+        CHECK(contains(dir, "report.html", "<em>exceeds</em>"));
         CHECK(contains(dir, "report.html", "<table>"));
         CHECK(!contains(dir, "report.html", "**"));
         CHECK(!contains(dir, "report.html", "^{"));

@@ -27,7 +27,7 @@ bad() { fail=$((fail + 1)); echo "FAIL: $*" >&2; }
 
 # the page plus a probe that writes what the browser sees into the DOM
 page=$tmp/r/probe.html
-sed 's|</body>|<script>window.addEventListener("load",function(){var im=document.images,n=0;for(var i=0;i<im.length;i++)if(im[i].complete\&\&im[i].naturalWidth>0)n++;var p=document.createElement("pre");p.id="probe";var b=document.body.cloneNode(true),c=b.querySelectorAll("pre,code");for(var j=0;j<c.length;j++)c[j].remove();var t=b.textContent;p.textContent="IMAGES "+n+"/"+im.length+"\\nTEXT "+t;document.body.appendChild(p);});</script></body>|' \
+sed 's|</body>|<script>window.addEventListener("load",function(){var im=document.images,n=0;for(var i=0;i<im.length;i++)if(im[i].complete\&\&im[i].naturalWidth>0)n++;var p=document.createElement("pre");p.id="probe";var b=document.body.cloneNode(true),c=b.querySelectorAll("pre,code");for(var j=0;j<c.length;j++)c[j].remove();var t=b.textContent;var td=document.querySelector("td"),w=td?getComputedStyle(td).overflowWrap+"/"+getComputedStyle(td).wordBreak:"none";p.textContent="IMAGES "+n+"/"+im.length+"\\nWRAP "+w+"\\nTEXT "+t;document.body.appendChild(p);});</script></body>|' \
   "$tmp/r/report.html" >"$page"
 "$CHROME" --headless --no-sandbox --disable-gpu --disable-dev-shm-usage --allow-file-access-from-files \
   --virtual-time-budget=5000 --dump-dom "file://$page" >"$tmp/dom.html" 2>"$tmp/chrome.err" ||
@@ -46,11 +46,15 @@ text=$(echo "$probe" | sed -e 's/&lt;/</g' -e 's/&gt;/>/g' -e 's/&amp;/\&/g')
 for raw in '**' '`' '^{' '| ---' '|---' '![' '\_' '\*'; do
   if echo "$text" | grep -qF -- "$raw"; then bad "raw Markdown '$raw' in the rendered text"; else ok; fi
 done
-for want in 'Verdict: the lecture' 'Model agrees' 'sin2_plus_cos2' 'quick_gelu' 'Fits: time = t0 + bytes / bandwidth' \
-            'Method'; do
+for want in 'Verdict: the lecture' "The lecture's claim here" "The model's expectation here" 'sin2_plus_cos2' \
+            'quick_gelu' 'Fits: time = t0 + bytes / bandwidth' 'Method'; do
   echo "$text" | grep -qF -- "$want" && ok || bad "rendered text lacks '$want'"
 done
 grep -q '<table>' "$tmp/dom.html" && ok || bad "no table in the DOM"
-grep -q '<em>Model agrees</em>' "$tmp/dom.html" && ok || bad "emphasis not rendered"
+grep -q '<em>exceeds</em>' "$tmp/dom.html" && ok || bad "emphasis not rendered"
+# table cells wrap between words, never inside one ("recomputati on"): no
+# overflow-wrap:anywhere, no word-break:break-all
+wrap=$(echo "$probe" | sed -n 's/.*WRAP \([^ ]*\).*/\1/p' | head -1)
+case $wrap in break-word/normal) ok ;; *) bad "table cells wrap as '$wrap', not between words" ;; esac
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -5,6 +5,7 @@
 #include "mb_test.h"
 
 #include <stdio.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -460,12 +461,51 @@ static void check_column_plans(void)
     }
 }
 
+/* The cache between 1x and 4x: eager y = exp(x) + x re-reads x and t =
+ * exp(x) in its second kernel, each 3 tensors (x, t, y) back. A 12 MiB
+ * cache that still serves 6 MiB of a larger stream (cache_retained_mb)
+ * serves all of it at 1x (3 x 4 MiB), 6/24 at 2x and 6/48 at 4x; without
+ * the key the step: nothing beyond the cache. */
+static void check_cache_retained(void)
+{
+    mb_device d = h100();
+    d.cache_mb = 12;
+    d.cache_resident_mb = 0;
+    mb_graph *g;
+    mb_plan *p;
+    mb_err e;
+    CHECK(mb_parse_expr("y = exp(x) + x", MB_F32, &g, &e) == MB_OK);
+    CHECK(mb_plan_build(g, MB_PLAN_EAGER, &p, &e) == MB_OK);
+    CHECK_EQ_I64(p->n_kernels, 2);
+    const double want_share[3] = {1, 6.0 / 24, 6.0 / 48};
+    for (int k = 0; k < 3; k++) { /* 1x, 2x, 4x the cache */
+        int64_t n = (int64_t)1 << (20 + k), S = 4 * n;
+        for (int with = 0; with < 2; with++) {
+            d.cache_retained_mb = with ? 6 : 0;
+            mb_estimate x;
+            CHECK(mb_estimate_plan(p, n, &d, &x, &e) == MB_OK);
+            double share = k == 0 ? 1 : with ? want_share[k] : 0;
+            CHECK_EQ_I64(x.per_kernel[0].dram_read_bytes, S); /* x's first touch */
+            CHECK_EQ_I64(x.per_kernel[1].dram_read_bytes, (int64_t)llround(2.0 * (double)S * (1 - share)));
+            mb_estimate_free(&x);
+        }
+    }
+    CHECK_NEAR(mb_cache_share(12.0, 12.0, 6.0), 1, 0);
+    CHECK_NEAR(mb_cache_share(24.0, 12.0, 6.0), 0.25, 1e-15);
+    CHECK_NEAR(mb_cache_share(48.0, 12.0, 6.0), 0.125, 1e-15);
+    CHECK_NEAR(mb_cache_share(13.0, 12.0, 30.0), 1, 0); /* never more than all of it */
+    CHECK_NEAR(mb_cache_share(24.0, 12.0, 0), 0, 0);
+    mb_plan_free(p);
+    mb_graph_free(g);
+}
+
 int main(void)
 {
     check_lecture_counts();
     check_cache_model();
     check_time_formula();
     check_write_allocate();
+    check_cache_retained();
     check_backward_structure();
     check_eager_backward_kernels();
     check_column_plans();
