@@ -53,7 +53,7 @@ def openblas():
     try:
         lib = ctypes.CDLL(path)
     except OSError as e:
-        sys.exit(f"cpu_gemm.py: error: cannot load OpenBLAS ({path}): {e} (install libopenblas-dev)")
+        sys.exit(f"cpu_gemm.py: error: cannot load OpenBLAS ({path}): {e} (install libopenblas-openmp-dev)")
     f = ctypes.POINTER(ctypes.c_float)
     lib.cblas_sgemm.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_int,
                                 ctypes.c_float, f, ctypes.c_int, f, ctypes.c_int, ctypes.c_float, f, ctypes.c_int]

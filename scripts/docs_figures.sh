@@ -2,7 +2,8 @@
 # docs_figures.sh — draws docs/figures/ again from the model: the frontier of
 # each normalization backward (softmax_bwd, layernorm_bwd, rmsnorm_bwd) at
 # 4096x1024 (a row fits on chip) and 64x4194304 (it does not), on h100-sxm,
-# f32, each as FIGURE.dat (the data, deterministic) and FIGURE.png.
+# f32, each as FIGURE.dat (the data, deterministic) and FIGURE.png; and the
+# model against the published GPU set (bench/gpu_validate.py).
 # tests/docs_figures.sh runs it into a temporary folder and holds the
 # committed data to it, so a change to the model or the figure shows there.
 #
@@ -20,4 +21,6 @@ for v in softmax_bwd layernorm_bwd rmsnorm_bwd; do
       --figure "$out/frontier-$v-$shape.png" >/dev/null
   done
 done
+# the model against the published GPU set (docs/results.md)
+python3 bench/gpu_validate.py --membound "$B" --figure "$out/gpu-validation-a100-pcie.png" --quiet >/dev/null
 echo "docs_figures.sh: $(ls "$out" | wc -l) files in $out"
