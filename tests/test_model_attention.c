@@ -172,6 +172,12 @@ int main(void)
     CHECK_NEAR(s1.plan[MB_ATTN_FLASH].dram_read_bytes, q1 + 128 * 2 * q1, 1e-12);
     CHECK_NEAR(s1.io_nocache_bytes, s1.plan[MB_ATTN_FLASH].dram_read_bytes + s1.plan[MB_ATTN_FLASH].dram_write_bytes,
                1e-12);
+    /* causal at square 32 x 32 tiles: query tile i takes key tiles 0..i,
+     * 128 x 129 / 2 = 8256 pairs of 1024 entries */
+    mb_attn_est s1c = est(&small, 1, 1, 4096, 64, MB_BF16, 1, 0);
+    CHECK_EQ_I64(s1c.tile_pairs, 8256);
+    CHECK_NEAR(s1c.plan[MB_ATTN_FLASH].flops, 4.0 * 64 * 8256 * 1024, 1e-12);
+    CHECK_NEAR(s1c.io_nocache_bytes, 2 * q1 + 2 * 64 * 2 * 32.0 * 8256 + 4 * 4096, 1e-12);
     small.onchip_kib = 32;
     mb_attn_est s2 = est(&small, 1, 1, 4096, 64, MB_BF16, 0, 0);
     CHECK_EQ_I64(s2.block_r, 64);
@@ -209,6 +215,14 @@ int main(void)
     mb_device nomem = h100;
     nomem.mem_gb = 0;
     CHECK_EQ_I64(est(&nomem, 1, 1, 1024, 64, MB_BF16, 0, 0).plan[MB_ATTN_STANDARD].max_seq, 0);
+
+    /* a spec's kernel_floor_us: the plan's first kernel pays it, the others
+     * the launch interval */
+    mb_device floor10 = h100;
+    floor10.kernel_floor_us = 10;
+    mb_attn_est fl = est(&floor10, 1, 2, 1024, 64, MB_BF16, 0, 0), f0 = est(&h100, 1, 2, 1024, 64, MB_BF16, 0, 0);
+    CHECK_NEAR(fl.plan[MB_ATTN_FLASH].time_s, f0.plan[MB_ATTN_FLASH].time_s + 7e-6, 1e-9);
+    CHECK_NEAR(fl.plan[MB_ATTN_STANDARD].time_s, f0.plan[MB_ATTN_STANDARD].time_s + 7e-6, 1e-9);
 
     /* f32 on a GPU runs at the FP32 peak, as gemm.c says */
     mb_attn_est f = est(&h100, 1, 1, 1024, 64, MB_F32, 0, 0);
