@@ -33,6 +33,9 @@ endif()
 add_test(NAME test_cli_gemm COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/cli_gemm.sh)
 set_tests_properties(test_cli_gemm PROPERTIES SKIP_RETURN_CODE 77
   ENVIRONMENT "MB_BIN=${CMAKE_BINARY_DIR}/bin/membound")
+add_test(NAME test_cli_attention COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/cli_attention.sh)
+set_tests_properties(test_cli_attention PROPERTIES SKIP_RETURN_CODE 77
+  ENVIRONMENT "MB_BIN=${CMAKE_BINARY_DIR}/bin/membound")
 add_test(NAME test_cli_plan COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/cli_plan.sh)
 set_tests_properties(test_cli_plan PROPERTIES SKIP_RETURN_CODE 77
   ENVIRONMENT "MB_BIN=${CMAKE_BINARY_DIR}/bin/membound;MB_SRC=${CMAKE_SOURCE_DIR}")
