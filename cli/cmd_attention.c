@@ -257,7 +257,7 @@ int mb_cmd_attention(int argc, char **argv)
         ok[i] = 1;
     }
     const double BH = (double)a.batch * (double)a.heads, N = (double)a.seq, s = (double)mb_dtype_bytes(a.dtype);
-    const double model_flops = 4 * BH * N * N * (double)a.head_dim * (a.backward ? 3.5 : 1) * (a.causal ? 0.5 : 1);
+    const double model_flops = mb_attn_model_flops(&a);
     if (json) {
         json_t *arr = json_array();
         for (int i = 0; i < nd; i++)

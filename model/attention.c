@@ -13,11 +13,10 @@
  *            (read once when it stays in the cache beside one product's S in
  *            and out, 3 N^2 s, the cache rule of dram.c; else once a
  *            product); softmax over rows (one read, one write: PyTorch's
- *            warp and shared-memory kernels; a row beyond the 48 KiB of
- *            shared memory a block gets without opting in, the CUDA guide's
- *            per-block limit that SoftMax.cu's sharedMemPerBlock reads, takes
- *            the block kernel, which reads the row twice, the second time
- *            from the cache when the rows in flight fit it); bmm P@v.
+ *            warp and shared-memory kernels; a row that does not fit the
+ *            shared memory a block gets, SOFTMAX_SMEM_BYTES below, takes the
+ *            block kernel, which reads it twice, the second time from the
+ *            cache when the rows in flight fit it); bmm P@v.
  *            autograd keeps P (softmax's output, bmm's input): BH N^2 s.
  *   backward bmm dO@v^T -> dP; bmm P^T@dO -> dv; dP * P (SoftMax.cu's
  *            softmax_backward_cuda_out forms grad * output first); the
@@ -76,10 +75,19 @@
 #include <math.h>
 #include <string.h>
 
-/* CUDA C++ Programming Guide, "Technical Specifications per Compute
- * Capability": 48 KB of shared memory a block without the opt-in; SoftMax.cu
- * sizes its shared-memory kernel by sharedMemPerBlock, which reports it. */
-#define SOFTMAX_SMEM_BYTES (48.0 * 1024)
+/* PyTorch's SoftMax.cu (host_softmax) takes its shared-memory kernel when
+ * dim_size < (sharedMemPerBlock - smem_reduction_sz) / sizeof(scalar_t):
+ * sharedMemPerBlock is 48 KiB on every GPU of the table (CUDA C++
+ * Programming Guide, "Technical Specifications per Compute Capability": the
+ * most a block gets without opting in), and the reduction's scratch is a
+ * float a warp, 32 of them in the 1024-thread blocks long rows take. */
+#define SOFTMAX_SMEM_BYTES (48.0 * 1024 - 32 * 4)
+
+double mb_attn_model_flops(const mb_attn *a)
+{
+    const double BH = (double)a->batch * (double)a->heads, N = (double)a->seq;
+    return 4 * BH * N * N * (double)a->head_dim * (a->backward ? 3.5 : 1) * (a->causal ? 0.5 : 1);
+}
 
 const char *mb_attn_plan_name(mb_attn_plan_id p)
 {
@@ -196,7 +204,7 @@ static int standard(const ctx *c, mb_err *err)
         nn_kernel(c, p, "add mask", 0, 1, mask_reads * nn1, 0);
     }
     double sm_reads = 1;
-    if (!is_cpu(c->d) && c->N * c->s > SOFTMAX_SMEM_BYTES) {
+    if (!is_cpu(c->d) && !(c->N * c->s < SOFTMAX_SMEM_BYTES)) {
         int64_t rows = mb_device_rows_in_flight(c->d, c->a->batch * c->a->heads * N);
         if ((double)rows * c->N * c->s > c->e->cache_bytes) sm_reads = 2;
     }
@@ -260,42 +268,43 @@ static void flash(const ctx *c)
     e->tile_pairs = pairs;
 
     /* forward */
-    const double qkv_tile = Nf * d * s; /* one head's Q (or K, V, O) */
+    const double head_bytes = Nf * d * s; /* one head's Q (or K, V, O) */
     e->heads_in_flight = heads_in_flight(c, Tr);
-    const int kv_cached = (double)e->heads_in_flight * 2 * qkv_tile <= e->cache_bytes;
+    const int kv_cached = (double)e->heads_in_flight * 2 * head_bytes <= e->cache_bytes;
     e->kv_reads = kv_cached ? 1 : cols / Nf;
-    e->io_nocache_bytes = BH * (2 * qkv_tile + 2 * d * s * cols + 4 * Nf);
+    e->io_nocache_bytes = BH * (2 * head_bytes + 2 * d * s * cols + 4 * Nf);
     mb_attn_kernel *k = add(p, "flash fwd", 0);
     k->flops = 4 * d * elems * BH;
     k->exps = elems * BH;
-    k->dram_read_bytes = BH * (qkv_tile + (kv_cached ? 2 * qkv_tile : 2 * d * s * cols));
-    k->dram_write_bytes = BH * (qkv_tile + 4 * Nf);
+    k->dram_read_bytes = BH * (head_bytes + (kv_cached ? 2 * head_bytes : 2 * d * s * cols));
+    k->dram_write_bytes = BH * (head_bytes + 4 * Nf);
     finish(c, k, flash_compute(c, k->flops, k->exps, nbh * Tr));
 
     if (c->a->backward) {
         /* D = rowsum(dO o O) in f32, the f32 dq accumulator zeroed */
         k = add(p, "flash bwd prep", 1);
-        k->dram_read_bytes = BH * 2 * qkv_tile;
+        k->dram_read_bytes = BH * 2 * head_bytes;
         k->dram_write_bytes = BH * (4 * Nf + 4 * Nf * d);
         finish(c, k, 0);
         /* per query row the main kernel reads q, dO, LSE, D and the
          * accumulator (2 d s + 8 + 4 d B) and writes the accumulator (4 d B) */
         const double row_rd = 2 * d * s + 8 + 4 * d, row_wr = 4 * d;
         const int64_t hb = heads_in_flight(c, Tc);
+        /* a head's working set: those rows and its K and V */
         const int q_cached = (double)hb * Nf * (row_rd + 2 * d * s) <= e->cache_bytes;
         const double visits = q_cached ? Nf : rows;
         k = add(p, "flash bwd", 1);
         k->flops = 10 * d * elems * BH;
         k->exps = elems * BH;
-        k->dram_read_bytes = BH * (2 * qkv_tile + visits * row_rd);
-        k->dram_write_bytes = BH * (2 * qkv_tile + visits * row_wr);
+        k->dram_read_bytes = BH * (2 * head_bytes + visits * row_rd);
+        k->dram_write_bytes = BH * (2 * head_bytes + visits * row_wr);
         finish(c, k, flash_compute(c, k->flops, k->exps, nbh * Tc));
         k = add(p, "flash bwd dq", 1);
         k->dram_read_bytes = BH * 4 * Nf * d;
-        k->dram_write_bytes = BH * qkv_tile;
+        k->dram_write_bytes = BH * head_bytes;
         finish(c, k, 0);
     }
-    p->saved_bytes = BH * (qkv_tile + 4 * Nf);
+    p->saved_bytes = BH * (head_bytes + 4 * Nf);
 }
 
 static void totals(const mb_attn *a, const mb_device *d, mb_attn_plan *p)
@@ -366,7 +375,7 @@ int mb_attn_estimate(const mb_attn *a, const mb_device *d, mb_attn_est *out, mb_
     e.exp_per_s = exp_rate(d, &e.exp_key);
     e.bandwidth_gbs = mb_device_bandwidth_gbs(d, &e.bandwidth_source);
     e.cache_bytes = mb_device_cache_bytes(d);
-    e.model_flops = 4 * BH * N * N * dd * (a->backward ? 3.5 : 1) * (a->causal ? 0.5 : 1);
+    e.model_flops = mb_attn_model_flops(a);
     ctx c = {a, d, &e, s, BH, N, dd};
     e.plan[MB_ATTN_STANDARD].id = MB_ATTN_STANDARD;
     e.plan[MB_ATTN_FLASH].id = MB_ATTN_FLASH;

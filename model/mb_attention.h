@@ -31,6 +31,11 @@ typedef struct mb_attn {
 
 typedef enum mb_attn_plan_id { MB_ATTN_STANDARD = 0, MB_ATTN_FLASH, MB_ATTN_N_PLANS } mb_attn_plan_id;
 
+/* FLOPs as attention papers count them: 4 BH N^2 d forward, x 3.5 with the
+ * backward (FlashAttention-2, arXiv:2307.08691, sec. 4.1, counts it 2.5x
+ * the forward), halved when causal. */
+double mb_attn_model_flops(const mb_attn *a);
+
 /* "standard", "flash" */
 const char *mb_attn_plan_name(mb_attn_plan_id p);
 
@@ -65,8 +70,7 @@ typedef struct mb_attn_plan {
 
 /* What the model says of one attention on one device. */
 typedef struct mb_attn_est {
-    double model_flops;       /* as attention papers count: 4 BH N^2 d forward, x 2.5 with the
-                               * backward (FlashAttention-2, sec. 4.1), halved when causal */
+    double model_flops;       /* mb_attn_model_flops */
     double peak_flops_s;      /* the dtype's GEMM rate (mb_gemm_peak_flops) */
     const char *peak_key;     /* static */
     double exp_per_s;         /* exponentials per second */
@@ -97,7 +101,7 @@ int mb_attn_estimate(const mb_attn *a, const mb_device *d, mb_attn_est *out, mb_
  * backward, those, do, dq, dk, dv, D (f32) and the f32 dq accumulator. */
 double mb_attn_peak_bytes(const mb_attn *a, mb_attn_plan_id p);
 
-/* The longest seq (the other sizes of a as they are) whose
+/* The longest seq (the other sizes of a as they are, at most 2^50 - 1) whose
  * mb_attn_peak_bytes fits mem_bytes; 0 when not even seq 1 does. */
 int64_t mb_attn_max_seq(const mb_attn *a, mb_attn_plan_id p, double mem_bytes);
 

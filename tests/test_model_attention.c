@@ -182,13 +182,22 @@ int main(void)
     mb_attn_est s2 = est(&small, 1, 1, 4096, 64, MB_BF16, 0, 0);
     CHECK_EQ_I64(s2.block_r, 64);
     CHECK_NEAR(s2.kv_reads, 64, 1e-12);
-    /* and the standard softmax's rows beyond 48 KiB (f32, 16384 columns =
-     * 64 KiB) with the rows in flight (132 x 8) beyond a 1 KiB cache: twice */
+    /* and the standard softmax's rows beyond its shared memory (f32, 16384
+     * columns = 64 KiB) with the rows in flight (132 x 8) beyond a 1 KiB
+     * cache: twice */
     mb_attn_est s3 = est(&small, 1, 1, 16384, 64, MB_F32, 0, 0);
     CHECK_NEAR(kernel(&s3.plan[MB_ATTN_STANDARD], "softmax")->dram_read_bytes, 2 * 16384.0 * 16384 * 4, 1e-12);
     mb_attn_est s4 = est(&h100, 1, 1, 16384, 64, MB_F32, 0, 0); /* 1056 rows x 64 KiB = 66 MiB > 50 MiB */
     CHECK_NEAR(kernel(&s4.plan[MB_ATTN_STANDARD], "softmax")->dram_read_bytes, 2 * 16384.0 * 16384 * 4, 1e-12);
-    mb_attn_est s5 = est(&h100, 1, 1, 12288, 64, MB_F32, 0, 0); /* 48 KiB rows: the shared-memory kernel */
+    /* SoftMax.cu's shared-memory kernel takes f32 rows of fewer than
+     * (49152 - 128) / 4 = 12256 columns: 12255 read once, 12256 twice (the
+     * 1 KiB cache) */
+    mb_attn_est s5 = est(&small, 1, 1, 12255, 64, MB_F32, 0, 0);
+    CHECK_NEAR(kernel(&s5.plan[MB_ATTN_STANDARD], "softmax")->dram_read_bytes, 12255.0 * 12255 * 4, 1e-12);
+    s5 = est(&small, 1, 1, 12256, 64, MB_F32, 0, 0);
+    CHECK_NEAR(kernel(&s5.plan[MB_ATTN_STANDARD], "softmax")->dram_read_bytes, 2 * 12256.0 * 12256 * 4, 1e-12);
+    /* on the H100 1056 rows of 48 KiB (49.5 MiB) fit the 50 MiB: once */
+    s5 = est(&h100, 1, 1, 12288, 64, MB_F32, 0, 0);
     CHECK_NEAR(kernel(&s5.plan[MB_ATTN_STANDARD], "softmax")->dram_read_bytes, 12288.0 * 12288 * 4, 1e-12);
 
     /* the longest sequence, batch 8, heads 16, head_dim 128, bf16 (BH = 128):
