@@ -355,7 +355,8 @@ int mb_attn_estimate(const mb_attn *a, const mb_device *d, mb_attn_est *out, mb_
         return mb_err_set(err, MB_EINPUT, "device '%s' has no %s GEMM rate (%s is 0)", d->name, mb_dtype_name(a->dtype),
                           e.peak_key);
     if (!(d->onchip_kib > 0))
-        return mb_err_set(err, MB_EINPUT, "device '%s' has no onchip_kib: FlashAttention's tiles are sized from it", d->name);
+        return mb_err_set(err, MB_EINPUT, "device '%s' has no onchip_kib: FlashAttention's tiles are sized from it "
+                          "(give the spec one SM's or core's on-chip memory in KiB)", d->name);
     const double s = (double)mb_dtype_bytes(a->dtype);
     e.onchip_bytes = d->onchip_kib * 1024;
     const double M = floor(e.onchip_bytes / s);

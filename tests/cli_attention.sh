@@ -81,4 +81,8 @@ expect 2 "unknown option" -- attention --dims seq=1024,head_dim=64 --bogus
 expect 2 "dtype" -- attention --dims seq=1024,head_dim=64 --dtype f64
 expect 2 "--dims given twice" -- attention --dims seq=1024,head_dim=64 --dims seq=8,head_dim=8
 expect 2 "unexpected argument" -- attention --dims seq=1024,head_dim=64 extra
+printf '[device]\nname = g\nmem_bandwidth_gbs = 1000\ncache_mb = 40\nfp32_tflops = 20\nbf16_tflops = 300\nlaunch_overhead_us = 3\nsource = test\n' >"$tmp/g.ini"
+expect 2 "has no onchip_kib" -- attention --dims seq=1024,head_dim=64 --device "$tmp/g.ini"
+printf 'onchip_kib = 0.0625\n' >>"$tmp/g.ini"
+expect 2 "exceeds the 32 bf16 elements" -- attention --dims seq=1024,head_dim=64 --dtype bf16 --device "$tmp/g.ini"
 cli_done
