@@ -29,6 +29,7 @@ static const command commands[] = {
     {"model", mb_cmd_model, "bytes, kernels and time of each variant and plan on a device", ""},
     {"whatif", mb_cmd_whatif, "the same across many devices", ""},
     {"gemm", mb_cmd_gemm, "the model of a matrix multiply: FLOPs, quantization, bytes, time, bound", ""},
+    {"attention", mb_cmd_attention, "attention, standard against FlashAttention: kernels, bytes, time, memory", ""},
     {"plan", mb_cmd_plan, "the optimal recompute plan (min-cut) and the memory-traffic frontier", ""},
     {"calibrate", mb_cmd_calibrate, "measure this machine's bandwidth and op rates into a spec file", "the measure module"},
     {"measure", mb_cmd_measure, "run variants for real (CPU or CUDA) and write a CSV", "the measure module"},

@@ -11,6 +11,7 @@
  *   mb_device.h    device specs and their keys (device_keys.def)
  *   mb_traffic.h   bytes, cache-aware DRAM bytes and roofline time
  *   mb_gemm.h      a matrix multiply: FLOPs, quantization, tiled traffic, time
+ *   mb_attention.h attention, standard against FlashAttention: kernels, bytes, time, memory
  *   mb_planner.h   the optimal recompute plan and the frontier
  *   mb_records.h   the measurement CSV contract
  *   mb_files.h     text, CSV, trusted folders, output files
@@ -25,6 +26,7 @@
 #include "mb_device.h"
 #include "mb_traffic.h"
 #include "mb_gemm.h"
+#include "mb_attention.h"
 #include "mb_planner.h"
 #include "mb_records.h"
 #include "mb_files.h"

@@ -192,6 +192,16 @@ expect 2 'FIFO' -- gemm --mnk 64x64x64 --device ./fifo
 expect 2 "unexpected argument 'extra'" -- gemm --mnk 64x64x64 extra
 expect_full gemm --mnk 64x64x64 --json
 
+# ---- attention ---------------------------------------------------------------------------
+expect 2 'needs --dims' -- attention
+expect 2 'needs a value' -- attention --dims
+expect 2 "unknown key 'seqlen'" -- attention --dims seqlen=4096,head_dim=64
+expect 2 'character device' -- attention --dims seq=64,head_dim=64 --device /dev/zero
+expect 2 'FIFO' -- attention --dims seq=64,head_dim=64 --device ./fifo
+expect 2 "unexpected argument 'extra'" -- attention --dims seq=64,head_dim=64 extra
+expect_full attention --dims seq=64,head_dim=64 --json
+expect_full attention --dims seq=64,head_dim=64
+
 # ---- measure and calibrate: refused before anything runs -------------------------------
 if has measure; then
   expect 2 'backend' -- measure copy --backend warp

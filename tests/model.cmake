@@ -10,6 +10,8 @@ mb_test(test_model_framework SOURCES test_model_framework.c LIBS mb_model)
 mb_test(test_model_time SOURCES test_model_time.c LIBS mb_model)
 # the model of a GEMM: FLOPs, quantization, tiled traffic, the bound, the ridge
 mb_test(test_model_gemm SOURCES test_model_gemm.c LIBS mb_model)
+# the model of attention, standard against FlashAttention
+mb_test(test_model_attention SOURCES test_model_attention.c LIBS mb_model)
 mb_test(test_outfile SOURCES test_outfile.c LIBS mb_model)
 # the child-process runner: deadlines, process groups, interrupts, temporaries
 mb_test(child_run SOURCES child_run.c LIBS mb_model)
@@ -30,6 +32,9 @@ if(TARGET mb_kernels)
 endif()
 add_test(NAME test_cli_gemm COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/cli_gemm.sh)
 set_tests_properties(test_cli_gemm PROPERTIES SKIP_RETURN_CODE 77
+  ENVIRONMENT "MB_BIN=${CMAKE_BINARY_DIR}/bin/membound")
+add_test(NAME test_cli_attention COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/cli_attention.sh)
+set_tests_properties(test_cli_attention PROPERTIES SKIP_RETURN_CODE 77
   ENVIRONMENT "MB_BIN=${CMAKE_BINARY_DIR}/bin/membound")
 add_test(NAME test_cli_plan COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/cli_plan.sh)
 set_tests_properties(test_cli_plan PROPERTIES SKIP_RETURN_CODE 77
