@@ -20,3 +20,10 @@ if(TARGET mb_kernels)
   set_tests_properties(torch_oracle_lang PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300
     ENVIRONMENT "MB_BIN=${CMAKE_BINARY_DIR}/bin/membound;MB_SRC=${CMAKE_SOURCE_DIR};MB_ORACLE_SCRIPT=torch_oracle_lang.py;MEMBOUND_VARIANTS=${CMAKE_BINARY_DIR}/share/membound/variants")
 endif()
+# membound trace: functions of tests/trace_fns.py traced, against PyTorch's
+# kernels and saved bytes and against the built-in variants
+if(TARGET mb_kernels)
+  add_test(NAME torch_oracle_trace COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/torch_oracle.sh)
+  set_tests_properties(torch_oracle_trace PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300
+    ENVIRONMENT "MB_BIN=${CMAKE_BINARY_DIR}/bin/membound;MB_SRC=${CMAKE_SOURCE_DIR};MB_ORACLE_SCRIPT=torch_oracle_trace.py;MEMBOUND_VARIANTS=${CMAKE_BINARY_DIR}/share/membound/variants")
+endif()
