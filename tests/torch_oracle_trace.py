@@ -27,6 +27,7 @@ FNS = os.path.join(HERE, "trace_fns.py")
 DT = {"f32": torch.float32, "bf16": torch.bfloat16}
 R, C = L.ROWS, L.COLS
 RC = R * C * 4
+FT = {**L.FROM_TORCH, "native_layer_norm": "layer_norm"}
 
 # label, function, inputs (name, shape, dtype, requires_grad), saved bytes torch 1.x keeps beyond
 CASES = [
@@ -69,10 +70,10 @@ def torch_run(inputs, f):
 
     with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
         f(*xs)
-    with L.Ops(L.NOT_KERNELS, L.FROM_TORCH) as fwd:
+    with L.Ops(L.NOT_KERNELS, FT) as fwd:
         y = f(*xs)
     g = torch.randn(y.shape).to(y.dtype)
-    with L.Ops(L.NOT_KERNELS, L.FROM_TORCH) as bwd:
+    with L.Ops(L.NOT_KERNELS, FT) as bwd:
         y.backward(g)
     return fwd.ops + bwd.ops, sum(saved.values())
 
@@ -98,7 +99,7 @@ def main():
             want, want_saved = torch_run(inputs, f)
             got, got_saved = [f"trace failed: {t.stderr.strip()}"], -1
             if t.returncode == 0:
-                path = os.path.join(d, f.__name__ + ".mb")
+                path = os.path.join(d, "traced_" + f.__name__ + ".mb")
                 with open(path, "w") as fh:
                     fh.write(t.stdout)
                 r = model(path, "--plan", "eager", "--per-kernel", "--device", cpu)[0]
@@ -115,7 +116,7 @@ def main():
             t = trace(fn, [f"x={n}"], backward=bwd)
             ok = t.returncode == 0
             if ok:
-                path = os.path.join(d, fn + ".mb")
+                path = os.path.join(d, "traced_" + fn + ".mb")
                 with open(path, "w") as fh:
                     fh.write(t.stdout)
                 a = [{k: r[k] for k in keys} for r in model(path)]

@@ -335,6 +335,9 @@ def parse_input(spec):
     return name, dims, dt, grad
 
 
+DEFERRED = []
+
+
 def dim_names(inputs):
     """Names for every input's dimensions: the longest input's from the
     user or by rank, the others aligned from the right (1 stays 1)."""
@@ -367,9 +370,10 @@ def dim_names(inputs):
                 nm = "1"
             elif v == fsizes[k]:
                 nm = fnames[k]
-            else:
-                fail(f"input '{name}' {[d[1] for d in dims]} does not broadcast against "
-                     f"'{full[0]}' {fsizes} (shapes align from the right)")
+            else:  # said after the trace: an operation the function runs may be what is missing
+                DEFERRED.append(f"input '{name}' {[d[1] for d in dims]} does not broadcast against "
+                                f"'{full[0]}' {fsizes} as membound models it (shapes align from the right)")
+                nm = "1"
             if nm != "1" and sizes.setdefault(nm, v) != v:
                 fail(f"dimension '{nm}' is given two sizes, {sizes[nm]} and {v}")
             names.append(nm)
@@ -454,6 +458,8 @@ def main(argv):
     except Exception as e:
         sys.stderr.write(traceback.format_exc())
         fail(f"{func_name} raised {type(e).__name__}: {e}", 1)
+    if DEFERRED:
+        fail(DEFERRED[0])
     outs = list(y) if isinstance(y, (tuple, list)) else [y]
     out_names = []
     for o in outs:
@@ -476,12 +482,12 @@ def write(path, script, func_name, vname, inputs, names, sizes, rank, tr, out, b
         lines.append(f"name {vname}")
     classic = rank <= 2
     for name, dims, dt, grad in inputs:
-        if name not in tr.uses:
+        if name not in tr.uses and name not in tr.detached:
             continue  # an argument the function does not read
         shp = ", ".join(names[name])
         lines.append(f"input {name} [{shp}] {dt}{'' if grad else ' nograd'}")
     if classic and rank == 2:
-        lines.append(f"size {sizes['rows']}x{sizes['cols']}")
+        lines.append(f"shape {sizes['rows']}x{sizes['cols']}")
     elif classic:
         lines.append(f"size {sizes['n']}")
     else:
