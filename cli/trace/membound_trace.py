@@ -50,7 +50,7 @@ except ImportError:
 
 DTYPES = {"f32": torch.float32, "bf16": torch.bfloat16, "f16": torch.float16}
 MB_DTYPE = {v: k for k, v in DTYPES.items()}
-SUPPORTED = ("supported: + - * / ** and unary minus; sin cos exp log tanh sigmoid relu sqrt rsqrt abs "
+SUPPORTED = ("supported: + - * / ** and unary minus; sin cos tan exp log tanh sigmoid relu sqrt rsqrt abs "
              "erf gelu silu softplus; sum mean amax (over the last dimension, or every element); "
              "softmax log_softmax layer_norm rms_norm over the last dimension; .to(dtype), .float(), "
              ".half(), .bfloat16(), .detach() of an input, .clone()")
@@ -89,8 +89,8 @@ def fname(func):
 
 
 # Tensor methods and torch functions of one tensor the language has, by name
-UNARY = {"sin", "cos", "exp", "log", "tanh", "sigmoid", "relu", "sqrt", "rsqrt", "abs", "erf", "silu",
-         "softplus", "neg"}
+UNARY = {"sin", "cos", "tan", "exp", "log", "tanh", "sigmoid", "relu", "sqrt", "rsqrt", "abs", "erf", "silu",
+         "softplus"}
 BINARY = {"add": "+", "__add__": "+", "__radd__": "+", "sub": "-", "__sub__": "-", "__rsub__": "-",
           "mul": "*", "__mul__": "*", "__rmul__": "*", "div": "/", "__truediv__": "/", "__rtruediv__": "/",
           "true_divide": "/", "__rdiv__": "/", "__div__": "/", "pow": "**", "__pow__": "**", "__rpow__": "**"}
@@ -457,7 +457,7 @@ def main(argv):
              f"tensors: {str(e).splitlines()[0] if str(e) else type(e).__name__}")
     except Exception as e:
         sys.stderr.write(traceback.format_exc())
-        fail(f"{func_name} raised {type(e).__name__}: {e}", 1)
+        fail(f"{func_name} raised {type(e).__name__} under torch {torch.__version__}: {e}", 1)
     if DEFERRED:
         fail(DEFERRED[0])
     outs = list(y) if isinstance(y, (tuple, list)) else [y]
@@ -543,7 +543,8 @@ def sub_calls(expr, tr, text, out):
         nm = m.group(0)
         if nm in text and tr.uses.get(nm, 0) == 1 and nm != out:
             t, atom = text[nm]
-            return t if atom else f"({t})"
+            whole_arg = m.string[m.start() - 1:m.start()] in ("(", " ") and m.string[m.end():m.end() + 1] in (",", ")")
+            return t if atom or whole_arg else f"({t})"
         return nm
     return re.sub(r"\b" + re.escape(tr.prefix) + r"[0-9]+\b", rep, expr)
 

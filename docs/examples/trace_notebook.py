@@ -34,16 +34,17 @@ text = membound.trace(f"{script}:gated_norm", x="4096x1024:bf16", w="1024:bf16:n
 print(text)
 
 # %% [markdown]
-# Its eager kernels and the fused plan on an H100, then the same across GPUs.
+# Its eager kernels, and the fused plans (store: one forward and one backward kernel,
+# saving what eager saves; recompute: saving only inputs) on an H100, then across GPUs.
 
 # %%
-m = membound.model(mb, plan=["eager", "fused"])
+m = membound.model(mb, plan=["eager", "store", "recompute"])
 print(m[["plan", "kernels", "read_bytes", "write_bytes", "saved_bytes", "time_s"]])
 k = membound.model(mb, plan="eager", per_kernel=True)
 print(k[["kernel", "name", "backward", "read_bytes", "write_bytes"]].head(8))
 
 # %%
-w = membound.whatif(mb, devices=["h100-sxm", "h200", "a100-80gb"], plan=["eager", "fused"])
+w = membound.whatif(mb, devices=["h100-sxm", "h200", "a100-80gb"], plan=["eager", "store"])
 print(w.pivot(index="device", columns="plan", values="time_s"))
 
 # %% [markdown]
