@@ -8,6 +8,8 @@ tests/trace_fns.py traced to variants, then
   - the lecture's functions traced equal the built-in variants
     (sin2_plus_cos2, gelu_tanh, sigmoid3 from both ThreeSigmoids classes):
     every plan's kernels, bytes and saved bytes;
+  - a module instance (LlamaRMSNorm(16)) traces as the function taking
+    its weight;
   - an operation membound lacks (@) is refused, exit 2, naming the op and
     its file:line.
 Runs under the torch it finds (Debian's 1.13 in ctest). Environment: MB_BIN."""
@@ -126,6 +128,19 @@ def main():
                   + ("" if ok else f"\n{t.stdout}{t.stderr}\n  traced: {a if t.returncode == 0 else ''}\n"
                      f"  built-in: {b if t.returncode == 0 else ''}"))
             fails += not ok
+        # a module instance: its parameter an input, as the function that takes it
+        a = trace("llama_norm", ["hidden_states=8x16:bf16", "weight=16:bf16"])
+        b = trace("llama_rmsnorm", ["hidden_states=8x16:bf16", "weight=16:bf16"])
+        ok = a.returncode == 0 and b.returncode == 0 and "input weight [cols] bf16" in a.stdout
+        if ok:
+            pa, pb = os.path.join(d, "traced_module.mb"), os.path.join(d, "traced_function.mb")
+            for pth, t in ((pa, a), (pb, b)):
+                with open(pth, "w") as fh:
+                    fh.write(t.stdout)
+            ok = ([{k: r[k] for k in keys} for r in model(pa)] == [{k: r[k] for k in keys} for r in model(pb)])
+        print(f"{'ok' if ok else 'FAIL'}: LlamaRMSNorm(16), a module instance, traced as the function"
+              + ("" if ok else f"\n{a.stdout}{a.stderr}{b.stdout}{b.stderr}"))
+        fails += not ok
         # refused: the op, the user's line, the supported list; nothing written
         out = os.path.join(d, "refused.mb")
         t = trace("projected", [f"x={R}x{C}", f"w={C}x{C}"], backward=False, extra=["-o", out])
@@ -138,7 +153,7 @@ def main():
         ok = t.returncode == 2 and "membound: error: --input 'x=12xq'" in t.stderr
         print(f"{'ok' if ok else 'FAIL'}: a bad --input, exit {t.returncode}: {t.stderr.strip()}")
         fails += not ok
-    total = len(CASES) + len(BUILTIN) + 2
+    total = len(CASES) + len(BUILTIN) + 3
     print(f"{total - fails} of {total} trace checks pass under torch {torch.__version__}")
     return 1 if fails else 0
 

@@ -56,6 +56,25 @@ def llama_rmsnorm(hidden_states, weight):
     return weight * hidden_states.to(input_dtype)
 
 
+class LlamaRMSNorm(torch.nn.Module):
+    """transformers' LlamaRMSNorm, as written there."""
+
+    def __init__(self, hidden_size, eps=1e-6):
+        super().__init__()
+        self.weight = torch.nn.Parameter(torch.ones(hidden_size))
+        self.variance_epsilon = eps
+
+    def forward(self, hidden_states):
+        input_dtype = hidden_states.dtype
+        hidden_states = hidden_states.to(torch.float32)
+        variance = hidden_states.pow(2).mean(-1, keepdim=True)
+        hidden_states = hidden_states * torch.rsqrt(variance + self.variance_epsilon)
+        return self.weight * hidden_states.to(input_dtype)
+
+
+llama_norm = LlamaRMSNorm(16)  # a module instance: its weight an input of the variant
+
+
 def masked_loss(pred, target, mask):
     d = (pred - target) * mask
     return (d * d).mean()

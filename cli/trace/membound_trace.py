@@ -405,7 +405,6 @@ def main(argv):
     inputs = [parse_input(s) for s in specs]
     if len({i[0] for i in inputs}) != len(inputs):
         fail("an input is given twice")
-    names, sizes, rank = dim_names(inputs)
 
     spec = importlib.util.spec_from_file_location("membound_traced_script", script)
     if spec is None:
@@ -428,6 +427,21 @@ def main(argv):
         fn = fn.apply
     if not callable(fn):
         fail(f"{script}: '{func_name}' is not callable")
+    params = {}  # a module's parameters: inputs named as they are (. as _), their shape, dtype and requires_grad
+    if isinstance(fn, torch.nn.Module):
+        given = {i[0] for i in inputs}
+        for pname, p in fn.named_parameters():
+            mbname = pname.replace(".", "_")
+            params[mbname] = pname
+            if mbname in given:  # --input weight=1024:bf16 says otherwise
+                continue
+            if p.dtype not in MB_DTYPE:
+                fail(f"parameter '{pname}' of {func_name} is {p.dtype} (membound's dtypes: f32 bf16 f16)")
+            inputs.append((mbname, [(None, int(v)) for v in p.shape], MB_DTYPE[p.dtype], p.requires_grad))
+    elif isinstance(fn, type) and issubclass(fn, torch.nn.Module):
+        fail(f"{script}: '{func_name}' is a Module class: trace an instance made at the top level of the "
+             f"script (norm = {func_name}(1024)), or a function")
+    names, sizes, rank = dim_names(inputs)
 
     tr = Tracer()
     while any(n.startswith(tr.prefix) and n[len(tr.prefix):].isdigit() for n, _, _, _ in inputs):
@@ -439,9 +453,19 @@ def main(argv):
         tr.keep.append(t)
         tr.inputs[name] = grad
         args[name] = t
+    pvals = {params[k]: args.pop(k) for k in list(args) if k in params}
+    call = fn
+    if params:
+        try:
+            from torch.func import functional_call
+        except ImportError:  # torch 1.13
+            from torch.nn.utils.stateless import functional_call
+
+        def call(*a, **kw):
+            return functional_call(fn, pvals, tuple(a), kw)
     call_args, call_kwargs = list(args.values()), {}
     try:  # by parameter name where the names match, else in the order given
-        sig = inspect.signature(fn)
+        sig = inspect.signature(fn.forward if params else fn)
         if all(p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD) for p in sig.parameters.values()):
             sig.bind(**args)
             call_args, call_kwargs = [], args
@@ -449,7 +473,7 @@ def main(argv):
         pass
     try:
         with tr:
-            y = fn(*call_args, **call_kwargs)
+            y = call(*call_args, **call_kwargs)
     except Unsupported as e:
         fail(f"cannot trace {func_name}: {e}")
     except NotImplementedError as e:
