@@ -190,7 +190,8 @@ class Tracer(TorchFunctionMode):
                                       "the tanh form out as 0.5 * x * (1 + tanh(...)))")
             if name == "softplus" and (rest.pop("beta", 1) != 1 or rest.pop("threshold", 20) != 20):
                 raise Unsupported("beta or threshold other than 1 and 20")
-            rest.pop("inplace", None)
+            if rest.pop("inplace", False):
+                raise Unsupported("inplace=True (membound's operations write new tensors)")
             if rest:
                 raise Unsupported(f"arguments {sorted(rest)}")
             return self.define(func(*args, **kwargs), f"{name}({x})", atom=True)
