@@ -33,3 +33,7 @@ endif()
 add_test(NAME python_pkg COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/python_pkg.sh)
 set_tests_properties(python_pkg PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300
   ENVIRONMENT "MB_BIN=${CMAKE_BINARY_DIR}/bin/membound;MB_SRC=${CMAKE_SOURCE_DIR};MEMBOUND_VARIANTS=${CMAKE_BINARY_DIR}/share/membound/variants")
+# membound trace runs no tracer others could change (tests/trace_trust.sh)
+add_test(NAME trace_trust COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/trace_trust.sh)
+set_tests_properties(trace_trust PROPERTIES TIMEOUT 60
+  ENVIRONMENT "MB_BIN=${CMAKE_BINARY_DIR}/bin/membound;MB_SRC=${CMAKE_SOURCE_DIR}")
