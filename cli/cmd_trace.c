@@ -83,10 +83,12 @@ static int find_helper(char *buf, size_t size)
     for (int i = 0; i < 2; i++) {
         struct stat st;
         if (stat(paths[i], &st) != 0) return mb_cli_fail(1, "%s: %s", paths[i], strerror(errno));
-        if ((st.st_uid != 0 && st.st_uid != getuid()) || (st.st_mode & (S_IWGRP | S_IWOTH)))
-            return mb_cli_fail(1, "%s not run: %s is of uid %u or writable by others (mode %03o): only a "
-                               "tracer that nobody else can change is run", real, paths[i], (unsigned)st.st_uid,
-                               (unsigned)(st.st_mode & 0777));
+        if (st.st_uid != 0 && st.st_uid != getuid())
+            return mb_cli_fail(1, "%s not run: %s is of uid %u, neither root's nor yours: only a tracer that "
+                               "nobody else can change is run", real, paths[i], (unsigned)st.st_uid);
+        if (st.st_mode & (S_IWGRP | S_IWOTH))
+            return mb_cli_fail(1, "%s not run: %s is writable by others (mode %03o): only a tracer that nobody "
+                               "else can change is run (chmod go-w)", real, paths[i], (unsigned)(st.st_mode & 0777));
     }
     return 0;
 }
