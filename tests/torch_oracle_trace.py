@@ -10,7 +10,7 @@ tests/trace_fns.py traced to variants, then
     every plan's kernels, bytes and saved bytes;
   - a module instance (LlamaRMSNorm(16)) traces as the function taking
     its weight;
-  - an operation membound lacks (@) is refused, exit 2, naming the op and
+  - an operation membound lacks (@, indexing) is refused, exit 2, naming the op and
     its file:line.
 Runs under the torch it finds (Debian's 1.13 in ctest). Environment: MB_BIN."""
 import json
@@ -149,11 +149,17 @@ def main():
               and not os.path.exists(out) and len(t.stderr.strip().splitlines()) == 1)
         print(f"{'ok' if ok else 'FAIL'}: @ refused at trace_fns.py:{line}, exit {t.returncode}: {t.stderr.strip()}")
         fails += not ok
+        t = trace("indexed", [f"x={R}x{C}"], backward=False)
+        line = next(i for i, s in enumerate(open(FNS), 1) if "torch.sin(x)[0]" in s)
+        ok = t.returncode == 2 and f"trace_fns.py:{line}: Tensor.__getitem__" in t.stderr
+        print(f"{'ok' if ok else 'FAIL'}: indexing refused at trace_fns.py:{line}, exit {t.returncode}: "
+              f"{t.stderr.strip()[:120]}")
+        fails += not ok
         t = trace("sin2_plus_cos2", ["x=12xq"], backward=False)
         ok = t.returncode == 2 and "membound: error: --input 'x=12xq'" in t.stderr
         print(f"{'ok' if ok else 'FAIL'}: a bad --input, exit {t.returncode}: {t.stderr.strip()}")
         fails += not ok
-    total = len(CASES) + len(BUILTIN) + 3
+    total = len(CASES) + len(BUILTIN) + 4
     print(f"{total - fails} of {total} trace checks pass under torch {torch.__version__}")
     return 1 if fails else 0
 

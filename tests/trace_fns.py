@@ -94,3 +94,7 @@ def swish_scale(x, w):
 def projected(x, w):
     y = torch.tanh(x)
     return y @ w  # not memory-bound: refused with this line
+
+
+def indexed(x):
+    return torch.sin(x)[0]  # indexing: refused with this line (torch 1.x shows it to no mode: caught apart)

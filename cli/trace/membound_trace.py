@@ -125,8 +125,8 @@ class Tracer(TorchFunctionMode):
                 if a.dim() == 0:
                     raise Unsupported(f"a 0-d tensor made inside the function as an operand of {op} "
                                       "(write the number itself)")
-                raise Unsupported(f"a tensor made inside the function (not an input, nor computed from "
-                                  f"one) as an operand of {op}; make it an --input")
+                raise Unsupported(f"a tensor made inside the function (torch.ones, torch.full, ...: not an input "
+                                  f"nor computed from one) as an operand of {op}; make it an --input")
             self.uses[nm] = self.uses.get(nm, 0) + 1
             text, atom = self.exprs.get(nm, (nm, True))
             return nm
@@ -151,9 +151,16 @@ class Tracer(TorchFunctionMode):
         try:
             return self.handle(func, name, args, kwargs)
         except Unsupported as e:
-            raise Unsupported(f"{user_site()}: {qual(func)}: {e}") from None
+            what = "" if name == "__get__" else f"{qual(func)}: "  # a property names itself
+            raise Unsupported(f"{user_site()}: {what}{e}") from None
 
     def handle(self, func, name, args, kwargs):
+        if name == "__get__":  # a property: x.shape, x.dtype pass; x.T, x.mT, x.data are views
+            out = func(*args, **kwargs)
+            if isinstance(out, torch.Tensor):
+                prop = getattr(getattr(func, "__self__", None), "__name__", "?")
+                raise Unsupported(f"Tensor.{prop}, a view membound does not model; {SUPPORTED}")
+            return out
         if name in META:
             return func(*args, **kwargs)
         if name == "apply" or name == "_apply_forward":  # autograd.Function: its forward's ops are seen
@@ -472,6 +479,13 @@ def main(argv):
             call_args, call_kwargs = [], args
     except (TypeError, ValueError):
         pass
+    if int(torch.__version__.split(".")[0]) < 2:  # torch 1.x shows no indexing to a TorchFunctionMode
+        def refuse(what):
+            def f(self, *a):
+                raise Unsupported(f"{user_site()}: Tensor.{what}: indexing; {SUPPORTED}")
+            return f
+        torch.Tensor.__getitem__ = refuse("__getitem__")
+        torch.Tensor.__setitem__ = refuse("__setitem__")
     try:
         with tr:
             y = call(*call_args, **call_kwargs)

@@ -138,6 +138,9 @@ def trace(fn, backward=False, name=None, output=None, python=None, **inputs):
     there. trace(rmsnorm, x="4096x1024:bf16", w="1024:bf16", backward=True)."""
     if isinstance(fn, str):
         target = fn
+    elif not (inspect.isfunction(fn) or inspect.isclass(fn)) or "<locals>" in fn.__qualname__:
+        raise MemboundError(f"{fn!r}: trace takes a function or class defined at the top level of a file, or "
+                            "'FILE.py:NAME' (a module instance: the name it is bound to there)", 2)
     else:
         f = inspect.getsourcefile(fn)
         if not f or not os.path.isfile(f):
