@@ -109,7 +109,7 @@ class Tracer(TorchFunctionMode):
         self.exprs = {}   # name -> (text, is_atom)
         self.order = []   # computed names, in evaluation order
         self.uses = {}    # name -> times read
-        self.inputs = {}  # input name -> detached?
+        self.inputs = {}  # input name -> requires_grad
         self.detached = set()
         self.n = 0
         self.prefix = "t"
@@ -128,7 +128,6 @@ class Tracer(TorchFunctionMode):
                 raise Unsupported(f"a tensor made inside the function (torch.ones, torch.full, ...: not an input "
                                   f"nor computed from one) as an operand of {op}; make it an --input")
             self.uses[nm] = self.uses.get(nm, 0) + 1
-            text, atom = self.exprs.get(nm, (nm, True))
             return nm
         if isinstance(a, (int, float)):
             return fmt_num(a)
@@ -181,10 +180,10 @@ class Tracer(TorchFunctionMode):
                 a, b = b, a
             ta, tb = self.operand(a, name), self.operand(b, name)
             out = func(*args, **kwargs)
-            return self.define(out, f"{self.wrap(ta)} {op} {self.wrap(tb)}")
+            return self.define(out, f"{ta} {op} {tb}")
         if name == "__neg__" or name == "neg":
             t = self.operand(args[0], name)
-            return self.define(func(*args, **kwargs), f"-{self.wrap(t)}")
+            return self.define(func(*args, **kwargs), f"-{t}")
         if name in UNARY or name == "gelu":
             x = self.operand(args[0], name)
             rest = dict(kwargs)
@@ -299,9 +298,6 @@ class Tracer(TorchFunctionMode):
             raise Unsupported(f"a cast to {dt} (membound's dtypes: f32 bf16 f16)")
         xs = self.operand(x, name)
         return self.define(out, f"{xs}.to({MB_DTYPE[dt]})", atom=True)
-
-    def wrap(self, nm):
-        return nm
 
 
 def qual(func):
@@ -514,57 +510,26 @@ def main(argv):
 
 
 def write(path, script, func_name, vname, inputs, names, sizes, rank, tr, out, backward):
-    both = tr.detached & {n for n in tr.inputs}
     lines = [f"# traced by membound trace from {os.path.basename(script)}:{func_name} "
              f"(torch {torch.__version__})"]
     if vname:
         lines.append(f"name {vname}")
-    classic = rank <= 2
     for name, dims, dt, grad in inputs:
         if name not in tr.uses and name not in tr.detached:
             continue  # an argument the function does not read
-        shp = ", ".join(names[name])
-        lines.append(f"input {name} [{shp}] {dt}{'' if grad else ' nograd'}")
-    if classic and rank == 2:
+        lines.append(f"input {name} [{', '.join(names[name])}] {dt}{'' if grad else ' nograd'}")
+    if rank == 2:
         lines.append(f"shape {sizes['rows']}x{sizes['cols']}")
-    elif classic:
+    elif rank == 1:
         lines.append(f"size {sizes['n']}")
     else:
         lines.append("dims " + ", ".join(f"{k}={v}" for k, v in sizes.items()))
-    # inline a tensor read once into its reader; name the rest
-    text = {}
     final_name = "y" if "y" not in tr.inputs else "out"
-
-    def ref(nm, parent_binds):
-        if nm in text and tr.uses.get(nm, 0) == 1 and nm != out:
-            t, atom = text[nm]
-            return t if atom or not parent_binds else f"({t})"
-        return nm
-
-    body = []
-    for nm in tr.order:
-        expr, atom = tr.exprs[nm]
-        toks = expr.split(" ")
-        parts = []
-        for tok in toks:
-            core = tok
-            pre = ""
-            if core.startswith("-") and core[1:] in tr.exprs:
-                pre, core = "-", core[1:]
-            if core in tr.exprs:
-                parts.append(pre + ref(core, True))
-            else:
-                parts.append(tok)
-        # calls: substitute operands inside f(a, b)
-        joined = " ".join(parts)
-        if atom:
-            joined = sub_calls(joined, tr, text, out)
-        text[nm] = (joined, atom)
-        if tr.uses.get(nm, 0) != 1 or nm == out:
-            body.append((nm, joined))
+    body = statements(tr, out, inline=True)
+    if body is None:  # inlined, membound would run the operations in another order: one statement each
+        body = statements(tr, out, inline=False)
     for nm, joined in body:
-        lhs = final_name if nm == out else nm
-        lines.append(f"{lhs} = {joined}")
+        lines.append(f"{final_name if nm == out else nm} = {joined}")
     lines.append(f"output {final_name}")
     if backward:
         lines.append("backward")
@@ -572,20 +537,44 @@ def write(path, script, func_name, vname, inputs, names, sizes, rank, tr, out, b
     if path == "-":
         sys.stdout.write(data)
         return
-    with open(path, "w", encoding="utf-8") as f:  # the binary made the file and its folder's checks
+    with open(path, "w", encoding="utf-8") as f:  # run by hand; the binary takes "-" and writes the file itself
         f.write(data)
 
 
-def sub_calls(expr, tr, text, out):
-    """Operands inside a call's parentheses, or the x of x.to(..)."""
-    def rep(m):
-        nm = m.group(0)
-        if nm in text and tr.uses.get(nm, 0) == 1 and nm != out:
-            t, atom = text[nm]
-            whole_arg = m.string[m.start() - 1:m.start()] in ("(", " ") and m.string[m.end():m.end() + 1] in (",", ")")
-            return t if atom or whole_arg else f"({t})"
-        return nm
-    return re.sub(r"\b" + re.escape(tr.prefix) + r"[0-9]+\b", rep, expr)
+def statements(tr, out, inline):
+    """(name, text) per statement, a temporary read once written inside its
+    reader when inline; None when that would change the order in which
+    membound, reading operands left to right, runs the operations."""
+    text, ev = {}, {}  # name -> (text, atom); name -> the operations its text runs, in order
+    pat = re.compile(r"-?\b" + re.escape(tr.prefix) + r"[0-9]+\b")
+
+    def inlined(nm):
+        return inline and nm in text and tr.uses.get(nm, 0) == 1 and nm != out
+
+    body, order = [], []
+    for nm in tr.order:
+        expr, atom = tr.exprs[nm]
+        runs = []
+
+        def rep(m):
+            tok = m.group(0)
+            neg = tok.startswith("-")
+            core = tok[1:] if neg else tok
+            if not inlined(core):
+                return tok
+            runs.extend(ev[core])
+            t, a = text[core]
+            s = m.string
+            whole_arg = atom and s[m.start() - 1:m.start()] in ("(", " ") and s[m.end():m.end() + 1] in (",", ")")
+            body_text = t if a or whole_arg else f"({t})"
+            return ("-" if neg else "") + body_text
+        joined = pat.sub(rep, expr)
+        text[nm] = (joined, atom)
+        ev[nm] = runs + [nm]
+        if not inlined(nm):
+            body.append((nm, joined))
+            order.extend(ev[nm])
+    return body if order == tr.order else None
 
 
 if __name__ == "__main__":
