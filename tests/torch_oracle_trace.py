@@ -42,6 +42,7 @@ CASES = [
      [("scores", (2, 3, 4, 4), "f32", True), ("mask", (2, 1, 1, 4), "f32", False)], 0),
     ("a function not built in: silu, a frozen weight, layer_norm, exp", trace_fns.swish_scale,
      [("x", (R, C), "f32", True), ("w", (C,), "f32", True)], 2 * R * 4),  # native_layer_norm's mean and rstd
+    ("operands read in another order than computed", trace_fns.reordered, [("x", (L.N,), "f32", True)], 0),
 ]
 BUILTIN = [("sin2_plus_cos2", "sin2_plus_cos2", "16777216", False), ("gelu_tanh", "gelu_tanh", "16777216", False),
            ("ThreeSigmoidsStore", "sigmoid3", "1048576", True), ("ThreeSigmoidsRecompute", "sigmoid3", "1048576", True)]

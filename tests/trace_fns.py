@@ -98,3 +98,10 @@ def projected(x, w):
 
 def indexed(x):
     return torch.sin(x)[0]  # indexing: refused with this line (torch 1.x shows it to no mode: caught apart)
+
+
+def reordered(x):
+    """Read in another order than computed: inlined, membound would run cos first."""
+    a = torch.sin(x)
+    b = torch.cos(x)
+    return b * torch.exp(-a)
