@@ -103,7 +103,7 @@ def model(*variants, **options):
 
 def whatif(*variants, **options):
     """`membound whatif VARIANTS... --json`: one row per device, variant, plan
-    and dtype. whatif("layer.mb", devices=["h100-sxm", "a100-sxm"])."""
+    and dtype. whatif("layer.mb", devices=["h100-sxm", "a100-80gb"])."""
     return _results("whatif", variants, options)
 
 
