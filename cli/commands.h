@@ -16,5 +16,6 @@ int mb_cmd_report(int argc, char **argv);
 int mb_cmd_figures(int argc, char **argv);
 int mb_cmd_demo(int argc, char **argv);
 int mb_cmd_import(int argc, char **argv);
+int mb_cmd_trace(int argc, char **argv);
 
 #endif

@@ -31,6 +31,7 @@ static const command commands[] = {
     {"gemm", mb_cmd_gemm, "the model of a matrix multiply: FLOPs, quantization, bytes, time, bound", ""},
     {"attention", mb_cmd_attention, "attention, standard against FlashAttention: kernels, bytes, time, memory", ""},
     {"plan", mb_cmd_plan, "the optimal recompute plan (min-cut) and the memory-traffic frontier", ""},
+    {"trace", mb_cmd_trace, "a variant from a PyTorch function of one's own (needs python3 with torch)", ""},
     {"calibrate", mb_cmd_calibrate, "measure this machine's bandwidth and op rates into a spec file", "the measure module"},
     {"measure", mb_cmd_measure, "run variants for real (CPU or CUDA) and write a CSV", "the measure module"},
     {"report", mb_cmd_report, "fit the model to measurements, write report and figures", "GSL (reports module)"},

@@ -20,3 +20,20 @@ if(TARGET mb_kernels)
   set_tests_properties(torch_oracle_lang PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300
     ENVIRONMENT "MB_BIN=${CMAKE_BINARY_DIR}/bin/membound;MB_SRC=${CMAKE_SOURCE_DIR};MB_ORACLE_SCRIPT=torch_oracle_lang.py;MEMBOUND_VARIANTS=${CMAKE_BINARY_DIR}/share/membound/variants")
 endif()
+# membound trace: functions of tests/trace_fns.py traced, against PyTorch's
+# kernels and saved bytes and against the built-in variants
+if(TARGET mb_kernels)
+  add_test(NAME torch_oracle_trace COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/torch_oracle.sh)
+  set_tests_properties(torch_oracle_trace PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300
+    ENVIRONMENT "MB_BIN=${CMAKE_BINARY_DIR}/bin/membound;MB_SRC=${CMAKE_SOURCE_DIR};MB_ORACLE_SCRIPT=torch_oracle_trace.py;MEMBOUND_VARIANTS=${CMAKE_BINARY_DIR}/share/membound/variants")
+endif()
+# python/'s package (membound.model, whatif, plan, trace) against the CLI's
+# JSON and errors, and docs/examples/trace_notebook.py run whole; skips (77)
+# where no python3 imports pandas (Debian's python3-pandas, as csv_open)
+add_test(NAME python_pkg COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/python_pkg.sh)
+set_tests_properties(python_pkg PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300
+  ENVIRONMENT "MB_BIN=${CMAKE_BINARY_DIR}/bin/membound;MB_SRC=${CMAKE_SOURCE_DIR};MEMBOUND_VARIANTS=${CMAKE_BINARY_DIR}/share/membound/variants")
+# membound trace runs no tracer others could change (tests/trace_trust.sh)
+add_test(NAME trace_trust COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/trace_trust.sh)
+set_tests_properties(trace_trust PROPERTIES TIMEOUT 60
+  ENVIRONMENT "MB_BIN=${CMAKE_BINARY_DIR}/bin/membound;MB_SRC=${CMAKE_SOURCE_DIR}")
