@@ -336,8 +336,10 @@ int mb_meas_record_init_shape(mb_meas_record *row, mb_meas_record *per_kernel, c
 {
     int64_t n = mb_shape_elems(shape);
     memset(row, 0, sizeof *row);
-    if (shape.rank == 2) row->rows = shape.rows, row->cols = shape.cols;
-    mb_graph_dims_text(p->g, row->dims, sizeof row->dims);
+    if (shape.rank == 2) { /* a flat graph (a loss over [batch, seq]) runs 1-D: no dims */
+        row->rows = shape.rows, row->cols = shape.cols;
+        mb_graph_dims_text(p->g, row->dims, sizeof row->dims);
+    }
     copy_str(row->variant, sizeof row->variant, variant);
     copy_str(row->plan, sizeof row->plan, mb_plan_name(p->kind));
     mb_dtype dt = MB_F32;

@@ -58,5 +58,29 @@ PY
 [ $rc = 2 ] && has err "no size for 'seq'"
 [ ! -e e.csv ] && ok || bad "a refused --dims left e.csv"
 
+# a mask broadcast within the leading dimensions: the CSV carries the sizes
+# (column dims), and report models the mask's rows from them; a loss over
+# [batch, seq] runs over its n elements (1-D, no dims) and reports too
+printf 'input s [b, h, q, k]\ninput m [b, 1, 1, k] nograd\ny = softmax(s + m * -3, -1)\noutput y\nbackward\n' >mask.mb
+printf 'input p [batch, seq]\ninput t [batch, seq] nograd\nd = p - t\nloss = (d * d).mean()\noutput loss\nbackward\n' >loss.mb
+"$B" measure mask.mb --backend cpu --threads 1 --device h100-sxm --plan eager --dims b=2,h=3,q=5,k=64 \
+  --timeout 0.2 -o m.csv >out 2>err || bad "measure mask.mb exited $?: $(cat err)"
+"$B" measure loss.mb --backend cpu --threads 1 --device h100-sxm --plan eager --dims batch=4,seq=256 \
+  --timeout 0.2 -o l.csv >out 2>err || bad "measure loss.mb exited $?: $(cat err)"
+python3 - m.csv l.csv <<'PY' && ok || bad "mask and loss rows: $(cut -d, -f3-10 m.csv l.csv)"
+import csv, sys
+m = list(csv.DictReader(open(sys.argv[1])))
+assert [(x["shape"], x["dims"], x["verified"]) for x in m] == [("30x64", "b=2,h=3,q=5,k=64", "1")], m
+l = list(csv.DictReader(open(sys.argv[2])))
+assert [(x["n"], x["shape"], x["dims"], x["verified"]) for x in l] == [("1024", "", "", "1")], l
+PY
+"$B" report m.csv l.csv -o rep --no-figures >out 2>err || bad "report of mask and loss rows exited $?: $(cat err)"
+python3 - rep/summary.csv m.csv <<'PY' && ok || bad "report's bytes of the mask row: $(cut -d, -f5-18 rep/summary.csv)"
+import csv, sys
+s = {x["variant"]: x for x in csv.DictReader(open(sys.argv[1]))}
+m = next(csv.DictReader(open(sys.argv[2])))
+assert s["mask"]["read_bytes"] == m["read_bytes"], (s["mask"]["read_bytes"], m["read_bytes"])
+PY
+
 echo "measure_shapes: $pass passed, $fail failed"
 [ "$fail" = 0 ]

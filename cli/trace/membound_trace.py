@@ -312,6 +312,16 @@ def qual(func):
     return q
 
 
+def parse_size(v):
+    """A size as the other commands read one: 4096, 2^12 or 4K (binary K, M, G); None if not."""
+    base, _, exp = v.partition("^")
+    if exp:
+        return int(base) ** int(exp) if base.isdigit() and exp.isdigit() and int(exp) <= 62 else None
+    if v[-1:] in ("K", "M", "G") and v[:-1].isdigit():
+        return int(v[:-1]) << (10 * ("KMG".index(v[-1]) + 1))
+    return int(v) if v.isdigit() else None
+
+
 def parse_input(spec):
     """NAME=SHAPE[:DTYPE][:nograd] -> (name, [(dimname|None, size)], dtype, grad)."""
     if "=" not in spec:
@@ -325,9 +335,10 @@ def parse_input(spec):
         dn, _, v = d.rpartition("=")
         if dn and not dn.isidentifier():
             fail(f"--input '{spec}': '{dn}' is not a dimension name")
-        if not v.isdigit() or int(v) < 1:
-            fail(f"--input '{spec}': size '{d}' is not a positive number (or NAME=number)")
-        dims.append((dn or None, int(v)))
+        n = parse_size(v)
+        if n is None or n < 1:
+            fail(f"--input '{spec}': size '{d}' is not a positive number, 2^k or 4K/16M/1G (or NAME=size)")
+        dims.append((dn or None, n))
     dt, grad = "f32", True
     for p in parts[1:]:
         if p == "nograd":
