@@ -298,6 +298,33 @@ int mb_cli_size(const char *s, int64_t *out)
     return mb_cli_fail_err(2, &e);
 }
 
+int mb_cli_gemm_devices(const char *list, mb_dtype dt, mb_device **out, int *count, int **rated)
+{
+    *rated = NULL;
+    int rc = mb_cli_devices(list ? list : "h100-sxm", out, count);
+    if (rc) return rc;
+    int n = *count, n_rated = 0;
+    int *r = calloc((size_t)n + 1, sizeof *r);
+    if (!r) {
+        free(*out);
+        *out = NULL;
+        return mb_cli_fail(1, "out of memory");
+    }
+    for (int i = 0; i < n; i++) n_rated += r[i] = n == 1 || mb_gemm_peak_flops(&(*out)[i], dt, NULL) > 0;
+    if (n_rated == 0) { /* one error line, no notes before it */
+        free(*out), free(r);
+        *out = NULL;
+        return mb_cli_fail(2, "no device of the list has a %s GEMM rate", mb_dtype_name(dt));
+    }
+    for (int i = 0; i < n; i++) { /* a device of a list without the dtype's rate (bf16 on a V100): said, skipped */
+        const char *key = NULL;
+        if (!r[i] && !(mb_gemm_peak_flops(&(*out)[i], dt, &key) > 0))
+            mb_cli_note("%s: no %s GEMM rate (%s is 0): skipped", (*out)[i].name, mb_dtype_name(dt), key);
+    }
+    *rated = r;
+    return 0;
+}
+
 int mb_cli_devices(const char *list, mb_device **out, int *count)
 {
     *out = NULL;

@@ -90,6 +90,13 @@ int mb_cli_variant_names(int argc, char **argv, int first, char (**names)[MB_NAM
  * (spaces around each ignored), or "all" (the table). *out is malloc'd.
  * Returns 0, or an exit code after printing one error line. */
 int mb_cli_devices(const char *list, mb_device **out, int *count);
+/* mb_cli_devices of list (NULL: h100-sxm) for a command that multiplies
+ * matrices at dtype dt (gemm, attention): (*rated)[i] is 1 where device i
+ * has dt's GEMM rate, or is the only one (its estimate says what it lacks);
+ * a device of a list without it is noted and left out, and a list with none
+ * is exit 2. Returns 0, or the exit code after the error line; the caller
+ * frees *out and *rated. */
+int mb_cli_gemm_devices(const char *list, mb_dtype dt, mb_device **out, int *count, int **rated);
 
 /* Human-readable byte count: "12.58 MB" (1e6), for tables. */
 const char *mb_cli_fmt_bytes(double bytes, char *buf, int bufsize);

@@ -226,35 +226,20 @@ int mb_cmd_attention(int argc, char **argv)
         return mb_cli_fail(2, "attention needs --dims (batch=8,heads=16,seq=4096,head_dim=128; "
                               "'membound attention --help')");
     mb_device *dv = NULL;
-    int nd = 0;
-    int rc = mb_cli_devices(devs ? devs : "h100-sxm", &dv, &nd);
+    int nd = 0, *ok = NULL; /* ok[i]: device i estimated */
+    int rc = mb_cli_gemm_devices(devs, a.dtype, &dv, &nd, &ok);
     if (rc) return rc;
     mb_attn_est *est = calloc((size_t)nd, sizeof *est);
-    int *ok = calloc((size_t)nd, sizeof *ok);
-    if (!est || !ok) {
-        free(dv), free(est), free(ok);
+    if (!est) {
+        free(dv), free(ok);
         return mb_cli_fail(1, "out of memory");
     }
-    int n_rated = 0;
-    for (int i = 0; i < nd; i++) n_rated += mb_gemm_peak_flops(&dv[i], a.dtype, NULL) > 0;
-    if (nd > 1 && n_rated == 0) {
-        free(dv), free(est), free(ok);
-        return mb_cli_fail(2, "no device of the list has a %s GEMM rate", mb_dtype_name(a.dtype));
-    }
-    for (int i = 0; i < nd; i++) {
-        /* a device of a list without the dtype's rate (bf16 on a V100) is
-         * said and skipped; anything else fails for every device alike */
-        const char *key = NULL;
-        if (nd > 1 && !(mb_gemm_peak_flops(&dv[i], a.dtype, &key) > 0)) {
-            mb_cli_note("%s: no %s GEMM rate (%s is 0): skipped", dv[i].name, mb_dtype_name(a.dtype), key);
-            continue;
-        }
+    for (int i = 0; i < nd; i++) { /* anything but a missing rate fails for every device alike */
         mb_err e;
-        if (mb_attn_estimate(&a, &dv[i], &est[i], &e) != MB_OK) {
+        if (ok[i] && mb_attn_estimate(&a, &dv[i], &est[i], &e) != MB_OK) {
             free(dv), free(est), free(ok);
             return mb_cli_fail_err(2, &e);
         }
-        ok[i] = 1;
     }
     const double BH = (double)a.batch * (double)a.heads, N = (double)a.seq, s = (double)mb_dtype_bytes(a.dtype);
     const double model_flops = mb_attn_model_flops(&a);

@@ -156,35 +156,20 @@ int mb_cmd_gemm(int argc, char **argv)
     if (optind < argc) return mb_cli_fail(2, "unexpected argument '%s'", argv[optind]);
     if (!have_mnk) return mb_cli_fail(2, "gemm needs --mnk MxNxK (4096x4096x4096; 'membound gemm --help')");
     mb_device *dv = NULL;
-    int nd = 0;
-    int rc = mb_cli_devices(devs ? devs : "h100-sxm", &dv, &nd);
+    int nd = 0, *ok = NULL; /* ok[i]: device i estimated */
+    int rc = mb_cli_gemm_devices(devs, g.dtype, &dv, &nd, &ok);
     if (rc) return rc;
     mb_gemm_est *est = calloc((size_t)nd, sizeof *est);
-    int *ok = calloc((size_t)nd, sizeof *ok);
-    if (!est || !ok) {
-        free(dv), free(est), free(ok);
+    if (!est) {
+        free(dv), free(ok);
         return mb_cli_fail(1, "out of memory");
     }
-    int n_rated = 0;
-    for (int i = 0; i < nd; i++) n_rated += mb_gemm_peak_flops(&dv[i], g.dtype, NULL) > 0;
-    if (nd > 1 && n_rated == 0) {
-        free(dv), free(est), free(ok);
-        return mb_cli_fail(2, "no device of the list has a %s GEMM rate", mb_dtype_name(g.dtype));
-    }
-    for (int i = 0; i < nd; i++) {
-        /* a device of a list without the dtype's rate (bf16 on a V100) is
-         * said and skipped; anything else fails for every device alike */
-        const char *key = NULL;
-        if (nd > 1 && !(mb_gemm_peak_flops(&dv[i], g.dtype, &key) > 0)) {
-            mb_cli_note("%s: no %s GEMM rate (%s is 0): skipped", dv[i].name, mb_dtype_name(g.dtype), key);
-            continue;
-        }
+    for (int i = 0; i < nd; i++) { /* anything but a missing rate fails for every device alike */
         mb_err e;
-        if (mb_gemm_estimate(&g, &dv[i], &est[i], &e) != MB_OK) {
+        if (ok[i] && mb_gemm_estimate(&g, &dv[i], &est[i], &e) != MB_OK) {
             free(dv), free(est), free(ok);
             return mb_cli_fail_err(2, &e);
         }
-        ok[i] = 1;
     }
     const double s = (double)mb_dtype_bytes(g.dtype);
     const double min_bytes = (double)g.batch * s * ((double)g.m * g.k + (double)g.k * g.n + (double)g.m * g.n);
