@@ -5,8 +5,8 @@ cblas_sgemm timed on it, over fixed shapes (square, skinny, a GEMV, batched).
 The model is `membound gemm --device SPEC --json` on a spec that `membound
 calibrate` wrote: its gemm_gflops is one f32 product at the declared shape
 (1024^3, calibrate/cal_int.h), so every other shape here judges it. The
-measured side calls libopenblas's cblas_sgemm through ctypes (the library
-pkg-config names for `openblas`, the one calibrate links), row-major, f32,
+measured side calls OpenBLAS's cblas_sgemm through ctypes (the library
+kernels/gemm_cpu.c loads: pkg-config's `openblas64`, else `openblas`), row-major, f32,
 on as many BLAS threads as the spec's sm_count (calibrate's threads); a
 batched shape is that many calls in a loop (PyTorch's CPU bmm loops over
 the batch too). Each shape: one warm-up call, then calls until --min-s and at
@@ -47,16 +47,24 @@ CBLAS_ROW_MAJOR, CBLAS_NO_TRANS = 101, 111
 
 
 def openblas():
-    libdir = subprocess.run(["pkg-config", "--variable=libdir", "openblas"], capture_output=True, text=True,
-                            check=False).stdout.strip()
-    path = os.path.join(libdir, "libopenblas.so") if libdir else "libopenblas.so.0"
+    """OpenBLAS as kernels/gemm_cpu.c loads it: the 64-bit build (openblas64,
+    64-bit indices) first, else the usual one."""
+    for pc, index in (("openblas64", ctypes.c_int64), ("openblas", ctypes.c_int)):
+        libdir = subprocess.run(["pkg-config", "--variable=libdir", pc], capture_output=True, text=True,
+                                check=False).stdout.strip()
+        if libdir:
+            break
+    else:
+        sys.exit("cpu_gemm.py: error: no OpenBLAS (apt-get install libopenblas64-openmp-dev)")
+    path = os.path.join(libdir, f"lib{pc}.so.0")
     try:
         lib = ctypes.CDLL(path)
     except OSError as e:
-        sys.exit(f"cpu_gemm.py: error: cannot load OpenBLAS ({path}): {e} (install libopenblas-openmp-dev)")
+        sys.exit(f"cpu_gemm.py: error: cannot load OpenBLAS ({path}): {e}")
     f = ctypes.POINTER(ctypes.c_float)
-    lib.cblas_sgemm.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_int,
-                                ctypes.c_float, f, ctypes.c_int, f, ctypes.c_int, ctypes.c_float, f, ctypes.c_int]
+    i = index
+    lib.cblas_sgemm.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_int, i, i, i,
+                                ctypes.c_float, f, i, f, i, ctypes.c_float, f, i]
     lib.cblas_sgemm.restype = None
     lib.openblas_set_num_threads.argtypes = [ctypes.c_int]
     lib.openblas_get_config.restype = ctypes.c_char_p

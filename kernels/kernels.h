@@ -272,6 +272,34 @@ int mb_kern_verify(const mb_kern_tensors *t, unsigned poison_rep, double tol,
 int mb_kern_gradcheck(const mb_kern_tensors *t, int n_points, double *max_err,
                       int *passed, mb_err *err);
 
+/* ---- GEMMs through the system's OpenBLAS (gemm_cpu.c) ----
+ * Loaded with dlopen on first use (never linked: kernels/gemm_cpu.c says why). */
+
+/* 1 when OpenBLAS is loaded; 0 when the build has none or it will not load. */
+int mb_kern_blas_load(void);
+/* OpenBLAS's configuration line and file, or why there is no BLAS. */
+const char *mb_kern_blas_desc(void);
+/* OpenBLAS's own threads (n <= 0: mb_kern_threads()). */
+void mb_kern_blas_set_threads(int n);
+
+/* C[m,n] = alpha op(A) op(B) + beta C, row-major f32, op(X) = X or X^T when
+ * trans_x (A is m x k as op(A) sees it, lda its row stride as stored).
+ * MB_ERUN without a BLAS, MB_EINPUT for a size below 1 or beyond the
+ * BLAS's indices. */
+int mb_kern_sgemm(int trans_a, int trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float *a,
+                  int64_t lda, const float *b, int64_t ldb, float beta, float *c, int64_t ldc, mb_err *err);
+
+/* The largest error of `samples` entries of C (the two corners, then
+ * entries drawn from seed) against alpha op(A) op(B) (beta = 0) summed in
+ * float64: |c - ref| / (|alpha| sum |a b|), INFINITY for a NaN or inf.
+ * Within mb_kern_gemm_tol(k) a product is right; a wrong transpose or
+ * stride gives errors near 1. */
+double mb_kern_gemm_check(int trans_a, int trans_b, int64_t m, int64_t n, int64_t k, double alpha, const float *a,
+                          int64_t lda, const float *b, int64_t ldb, const float *c, int64_t ldc, int samples,
+                          uint64_t seed);
+/* The worst-case relative error of an f32 dot product of k terms, (k + 2) 2^-24. */
+double mb_kern_gemm_tol(int64_t k);
+
 #ifdef __cplusplus
 }
 #endif

@@ -2,7 +2,7 @@
 # build and tests need, when missing. Needs root (or sudo) on Debian 12.
 # The CUDA toolkit is not installed here: it is used when present.
 
-MB_DEPS="build-essential cmake pkg-config libinih-dev libjansson-dev libgsl-dev libsleef-dev gnuplot-nox jq libigraph-dev libcmark-dev libcsv-dev libyajl-dev"
+MB_DEPS="build-essential cmake pkg-config libinih-dev libjansson-dev libgsl-dev libsleef-dev gnuplot-nox jq libigraph-dev libcmark-dev libcsv-dev libyajl-dev libopenblas64-openmp-dev"
 # Only for scripts/test.sh: headless Chromium renders report.html in the report_html test;
 # pandas (Debian's) opens every CSV the tool writes in the csv_open test; PyTorch
 # (Debian's 1.13, CPU) is the oracle of the eager plan in the torch_oracle test;

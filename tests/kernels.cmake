@@ -9,6 +9,13 @@ if(TARGET mb_kernels)
   mb_test(kernels_lang SOURCES kernels_lang.c LIBS mb_kernels)
   # the check faithful to f32: overflow and ill-conditioning inaccurate, mutants failed
   mb_test(kernels_accuracy SOURCES kernels_accuracy.c LIBS mb_kernels)
+  # GEMMs through OpenBLAS and their float64 check (a wrong transpose caught);
+  # a build that found OpenBLAS must load it
+  mb_test(kernels_gemm SOURCES kernels_gemm.c LIBS mb_kernels)
+  get_property(have_openblas GLOBAL PROPERTY MB_HAVE_OPENBLAS)
+  if(have_openblas)
+    target_compile_definitions(kernels_gemm PRIVATE MB_TEST_HAVE_OPENBLAS=1)
+  endif()
   # compiled fused kernels: each distinct kernel is built by the C compiler once
   mb_test(kernels_jit SOURCES kernels_jit.c LIBS mb_kernels)
   set_tests_properties(kernels_jit PROPERTIES TIMEOUT 600)

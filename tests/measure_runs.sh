@@ -72,7 +72,7 @@ has err "calibration: fallback (quick, full ones refused for contention)"
 grep -q '^calibration = fallback$' fb.ini && ok || bad "fb.ini is not marked fallback"
 [ ! -e cache ] || [ -z "$(ls cache)" ] && ok || bad "a fallback calibration was cached: $(ls cache)"
 # the f32 GEMM rate through OpenBLAS where the build links it, and gemm runs the spec at it
-if grep -aq 'libopenblas.so.0' "$B"; then # the probe's library, compiled in where the build found it
+if grep -aq 'libopenblas64.so.0\|libopenblas.so.0' "$B"; then # kernels/'s BLAS, compiled in where the build found it
   python3 -c "import sys; v = [l.split('=')[1] for l in open('fb.ini') if l.startswith('gemm_gflops ')]; sys.exit(0 if v and float(v[0]) > 0 else 1)" \
     && ok || bad "fb.ini has no positive gemm_gflops: $(grep gemm fb.ini)"
   cat out err | grep -q '^  gemm_gflops ' && ok || bad "calibrate's summary lacks gemm_gflops"
