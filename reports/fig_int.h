@@ -101,6 +101,10 @@ int rpt_fig_recompute(rpt_fig_ctx *fc, const char *name, const mb_rpt_set *s, in
 int rpt_fig_time(rpt_fig_ctx *fc, const char *name, const mb_rpt_set *s, int gi,
                  const mb_device *d);
 int rpt_fig_residuals(rpt_fig_ctx *fc, const char *name, const mb_rpt_set *s, int gi);
+/* The lecture's claims as ratios against n (fig_speedup.c): wanted when
+ * group gi measured both series of a claim at one size at least. */
+int rpt_speedup_wanted(const mb_rpt_set *s, int gi);
+int rpt_fig_speedup(rpt_fig_ctx *fc, const char *name, const mb_rpt_set *s, int gi, const mb_device *d);
 /* The roofline of device devi with its measured points (devi < 0: the
  * model's) (fig_roofline.c). */
 int rpt_fig_roofline(rpt_fig_ctx *fc, const char *name, const mb_rpt_set *s, int devi,

@@ -32,6 +32,13 @@ static int draw_time(rpt_fig_ctx *fc, const char *name, const fig_args *a)
     return rpt_fig_time(fc, name, a->s, a->gi, a->d);
 }
 
+static int wants_speedup(const fig_args *a) { return rpt_speedup_wanted(a->s, a->gi); }
+
+static int draw_speedup(rpt_fig_ctx *fc, const char *name, const fig_args *a)
+{
+    return rpt_fig_speedup(fc, name, a->s, a->gi, a->d);
+}
+
 static int draw_residuals(rpt_fig_ctx *fc, const char *name, const fig_args *a)
 {
     return rpt_fig_residuals(fc, name, a->s, a->gi);
@@ -130,6 +137,7 @@ typedef struct fig_kind {
 static const fig_kind fig_kinds[] = {
     {"bytes", FIG_PER_GROUP, 1, wants_1d, draw_bytes},
     {"time_vs_n", FIG_PER_GROUP, 1, wants_1d, draw_time},
+    {"speedup", FIG_PER_GROUP, 0, wants_speedup, draw_speedup},
     {"residuals", FIG_PER_GROUP, 0, NULL, draw_residuals},
     {"roofline", FIG_PER_DEVICE, 1, NULL, draw_roofline},
     {"whatif", FIG_ONCE, 1, wants_1d, draw_whatif},

@@ -106,6 +106,27 @@ static int write_quick_gelu_csv(const char *path, int embed, double scale, doubl
 }
 
 /* Lines of dir/name that start with prefix. */
+/* speedup.dat's measured ratios against its model ratios: how many sizes
+ * have both, and the largest |measured / model - 1| among them */
+static int speedup_points(const char *dir, double *worst)
+{
+    char p[2048], line[512];
+    snprintf(p, sizeof p, "%s/figures/speedup.dat", dir);
+    FILE *fp = fopen(p, "r");
+    if (!fp) return -1;
+    int n = 0;
+    *worst = 0;
+    while (fgets(line, sizeof line, fp)) {
+        double sz, model, meas, lo, hi;
+        if (sscanf(line, "%lf %lf %lf %lf %lf", &sz, &model, &meas, &lo, &hi) != 5 || !isfinite(meas)) continue;
+        n++;
+        *worst = fmax(*worst, fabs(meas / model - 1));
+        if (!(lo <= meas && meas <= hi)) *worst = INFINITY; /* the bar holds the median */
+    }
+    fclose(fp);
+    return n;
+}
+
 static int count_lines(const char *dir, const char *name, const char *prefix)
 {
     char p[2048], line[4096];
@@ -269,6 +290,26 @@ int main(void)
         CHECK(contains(dir, "figures/residuals.svg", "<svg"));
         CHECK(contains(dir, "figures/roofline.png", "PNG"));
         CHECK(contains(dir, "figures/recompute.png", "PNG"));
+        /* the claims as ratios: rows made from the model with 2% noise give
+         * measured ratios near the model's at every measured size */
+        CHECK(contains(dir, "figures/speedup.png", "PNG"));
+        CHECK(contains(dir, "figures/speedup.dat", "claim2 \"sin^2+cos^2: eager / fused\""));
+        CHECK(contains(dir, "figures/speedup.dat", "claim1 \"copy: f32 / bf16\""));
+        CHECK(contains(dir, "figures/speedup.dat", "n_claims 5"));
+        double worst = INFINITY;
+        int pts = speedup_points(dir, &worst);
+        CHECK(pts >= 15);
+        CHECK(worst < 0.1);
+        /* a claim whose fast side was not measured is not drawn; none: no figure */
+        char dir3[1200];
+        snprintf(dir3, sizeof dir3, "%s/r3", tmp);
+        CHECK(RUN("'%s' report '%s' -o '%s' --variants copy,gelu_tanh --plan eager -q", bin, csv, dir3) == 0);
+        CHECK(contains(dir3, "figures/speedup.dat", "n_claims 1"));
+        CHECK(!contains(dir3, "figures/speedup.dat", "GELU"));
+        snprintf(dir3, sizeof dir3, "%s/r4", tmp);
+        CHECK(RUN("'%s' report '%s' -o '%s' --variants gelu_tanh --plan eager -q", bin, csv, dir3) == 0);
+        CHECK(!exists(dir3, "figures/speedup.dat"));
+        CHECK(exists(dir3, "figures/time_vs_n.dat"));
         CHECK(exists(dir, "figures/render.sh"));
         CHECK(exists(dir, "figures/style.gp"));
         CHECK(contains(dir, "report.md", "no counters"));
@@ -286,6 +327,7 @@ int main(void)
     CHECK(exists(dir2, "summary.json"));
     CHECK(exists(dir2, "figures/time_vs_n.dat"));
     CHECK(exists(dir2, "figures/time_vs_n.gp"));
+    CHECK(exists(dir2, "figures/speedup.dat"));
     CHECK(contains(dir2, "report.md", "Figures not drawn"));
 
     /* model-only figures for another device */
