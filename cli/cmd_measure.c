@@ -720,8 +720,13 @@ static int run_row(run *r, int j, int *stop)
     rc = mb_meas_record_init_shape(row, pk, jb->g->name, p, shape, &r->dev, &e);
     if (!rc) rc = mb_meas_run(r->backend, p, jb->n, &r->o.cfg, row, pk, why, sizeof why, &e);
     if (!rc) rc = mb_meas_record_host_model(row, pk, p, jb->n, &r->dev, &e);
-    for (int k = 0; !rc && k <= (pk ? p->n_kernels : 0); k++)
-        snprintf(k ? pk[k - 1].calibration : row->calibration, sizeof row->calibration, "%s", r->calib_mark);
+    /* the device column names the spec the model columns were computed on, as
+     * report names the device (the hardware is the provenance's cpu/gpu line) */
+    for (int k = 0; !rc && k <= (pk ? p->n_kernels : 0); k++) {
+        mb_meas_record *w = k ? &pk[k - 1] : row;
+        snprintf(w->calibration, sizeof w->calibration, "%s", r->calib_mark);
+        snprintf(w->device, sizeof w->device, "%s", r->dev.name);
+    }
     if (rc) { /* one failure costs one row: the others are kept, the file says which */
         free(pk);
         mb_plan_free(p);
