@@ -188,6 +188,8 @@ int main(void)
     CHECK(mb_test_csv_field(csv, 0, "provenance", prov, sizeof prov) && strstr(prov, "\\ngit_commit: ") != NULL);
     CHECK(mb_test_csv_field(csv, 0, "device_spec", prov, sizeof prov) &&
           !strncmp(prov, "[device]\\nname = h100-sxm\\n", sizeof "[device]\\nname = h100-sxm\\n" - 1));
+    /* the device column is the spec's id, as report names the device */
+    CHECK(mb_test_csv_field(csv, 0, "device", prov, sizeof prov) && !strcmp(prov, "h100-sxm"));
     int rows = 0, verified = 0;
     char field[64];
     for (; mb_test_csv_field(csv, rows, "verified", field, sizeof field); rows++) {
