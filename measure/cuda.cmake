@@ -32,7 +32,7 @@ else()
 endif()
 set(MB_HAVE_CUPTI ${MB_HAVE_CUPTI} CACHE INTERNAL "CUPTI counters in the CUDA backend")
 
-set(MB_MEAS_CUDA_SOURCES cuda_session.cu cuda_counters.cu cuda_ops.cu)
+set(MB_MEAS_CUDA_SOURCES cuda_session.cu cuda_counters.cu cuda_ops.cu cuda_gemm.cu)
 list(TRANSFORM MB_MEAS_CUDA_SOURCES PREPEND ${CMAKE_CURRENT_SOURCE_DIR}/)
 add_library(mb_meas_cuda STATIC ${MB_MEAS_CUDA_SOURCES} ${MB_CUPTI_SOURCE}
   ${CMAKE_CURRENT_SOURCE_DIR}/cupti_reason.c)
@@ -93,6 +93,16 @@ target_link_libraries(mb_meas_cuda PUBLIC mb_kernels_cuda mb_measure mb_kernels 
   CUDA::cudart_static ${CMAKE_DL_LIBS})
 if(MB_HAVE_CUPTI)
   target_link_libraries(mb_meas_cuda PUBLIC ${MB_CUPTI_LIB})
+endif()
+# cuBLASLt for the GPU's GEMMs (cuda_gemm.cu): its header here, the library
+# loaded with dlopen at run time (from where the toolkit has it, else the
+# loader's search), never linked: over 500 MB mapped into every command.
+if(TARGET CUDA::cublasLt)
+  get_target_property(MB_CUBLASLT_SO CUDA::cublasLt IMPORTED_LOCATION)
+endif()
+if(MB_CUBLASLT_SO)
+  set_property(SOURCE ${CMAKE_CURRENT_SOURCE_DIR}/cuda_gemm.cu APPEND PROPERTY COMPILE_DEFINITIONS
+    MB_CUBLASLT_SO="${MB_CUBLASLT_SO}")
 endif()
 # mb_measure's protocol (protocol.c) runs this library's ops table
 # (mb_meas_cuda_ops): a cycle of static libraries, which CMake repeats on the
