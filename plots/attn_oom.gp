@@ -22,6 +22,11 @@ set yrange [1000 : *]
 set format y '%.0s%c'
 set ylabel 'longest sequence (tokens, log scale)' tc rgb mb_tc(0)
 set offsets 0, 0, graph 0.12, 0
+# fixed margins: the same axes whichever text is drawn (the slanted names)
+set lmargin at screen 0.085 * mb_fscale * 1280.0 / mb_width
+set rmargin at screen 0.985
+set bmargin at screen 0.27 * mb_fscale * 720.0 / mb_height
+set tmargin at screen 1 - 0.14 * mb_fscale * 720.0 / mb_height
 set key top left font ',12'
 @mb_plotkey
 plot mb_data index 1 using 3:xtic(mb_txt(strcol(1) . sprintf(' (%g GB)', $2))) lt 2 title 'standard (P kept)', \

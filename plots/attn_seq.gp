@@ -27,7 +27,8 @@ mb_tm = 1 - 0.15 * mb_fscale * 720.0 / mb_height
 set multiplot layout 1, 3 title mb_title(meta('title') . ' (model)', meta('device')) font ',15' textcolor rgb mb_tc(0) margins screen mb_lm, 0.985, mb_bm, mb_tm spacing screen 0.08
 # the standard plan's out-of-memory seq: a dashed line in each panel
 if (mb_oom > 0) {
-    set arrow 1 from mb_oom, graph 0 to mb_oom, graph 1 nohead dt 2 lw 1.5 lc rgb mb_dgrey
+    # (up to below the first panel's legend)
+    set arrow 1 from mb_oom, graph 0 to mb_oom, graph 0.76 nohead dt 2 lw 1.5 lc rgb mb_dgrey
 }
 set title 'time, forward + backward' font ',13' tc rgb mb_tc(0)
 set ylabel 'time (ms)' tc rgb mb_tc(0)
