@@ -103,10 +103,10 @@ void mb_cli_attn_plan_print(const mb_attn *a, const mb_device *d, const mb_attn_
            d->name, budget_bytes > 0 ? mb_cli_fmt_bytes(budget_bytes, b1, sizeof b1) : "none");
     printf("%-10s %10s %11s %10s %11s %11s %10s  %s\n", "plan", "time", "DRAM", "GFLOP", "saved", "peak", "max N",
            "fits");
+    mb_attn_choice c;
+    mb_attn_choose(e, d, budget_bytes, MB_ATTN_ALL_PLANS, &c);
     for (int i = 0; i < MB_ATTN_N_PLANS; i++) {
         const mb_attn_plan *p = &e->plan[order[i]];
-        mb_attn_choice c;
-        mb_attn_choose(e, d, budget_bytes, MB_ATTN_ALL_PLANS, &c);
         char n1[32];
         if (p->max_seq > 0) snprintf(n1, sizeof n1, "%lld", (long long)p->max_seq);
         else snprintf(n1, sizeof n1, "-");
