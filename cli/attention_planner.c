@@ -226,10 +226,13 @@ typedef struct sweep_row {
 
 static int sweep_device(const mb_attn *a, const mb_device *d, sweep_row *r, mb_err *err)
 {
+    /* within the model's 2^62 elements a seq x seq tensor */
+    int64_t hi = MB_CLI_ATTN_SWEEP_HI;
+    const double bh = (double)a->batch * (double)a->heads;
+    while (hi > 2 * MB_CLI_ATTN_SWEEP_LO && bh * (double)hi * (double)hi > 4.611686018427388e18) hi /= 2;
     for (int p = 0; p < MB_ATTN_N_PLANS; p++) {
         r->max_seq[p] = d->mem_gb > 0 ? mb_attn_max_seq(a, (mb_attn_plan_id)p, d->mem_gb * 1e9) : 0;
-        int rc = mb_attn_doubling_seq(a, d, (mb_attn_plan_id)p, MB_CLI_ATTN_SWEEP_LO, MB_CLI_ATTN_SWEEP_HI, &r->dbl[p],
-                                      err);
+        int rc = mb_attn_doubling_seq(a, d, (mb_attn_plan_id)p, MB_CLI_ATTN_SWEEP_LO, hi, &r->dbl[p], err);
         if (rc) return rc;
     }
     return MB_OK;
@@ -311,7 +314,8 @@ int mb_cli_attn_sweep(const mb_attn *a0, const mb_device *dv, const int *ok, int
            "doubling: time per token, t(seq) / seq (forward and backward, the model's), is least at the best\n"
            "seq; the doubling seq is the shortest longer seq where it is twice that: from there the seq^2\n"
            "work costs each token as much again as everything else did at best. Searched over seq\n"
-           "%lld..%lld on a 2^(1/8) grid, bisected; '-': not within it.\n",
+           "%lld..%lld (less where a seq x seq tensor passes 2^62 elements) on a 2^(1/8) grid,\n"
+           "bisected; '-': not within it.\n",
            (long long)MB_CLI_ATTN_SWEEP_LO, (long long)MB_CLI_ATTN_SWEEP_HI);
     free(rows);
     return 0;
