@@ -1,6 +1,7 @@
 /* cmd_attention.c — `membound attention`: the model of attention, standard
  * against FlashAttention, on one device or many. Parses options and prints;
  * the model is model/attention.c's. */
+#include "attention_out.h"
 #include "cli_common.h"
 #include "commands.h"
 
@@ -14,33 +15,39 @@ static void usage(FILE *fp)
 {
     fprintf(fp,
             "usage: membound attention --dims seq=N,head_dim=D[,batch=B][,heads=H] [--causal] [--backward]\n"
-            "                          [--dtype T] [--device D|--devices L|all] [--json]\n"
+            "                          [--dtype T] [--device D|--devices L|all] [--plan] [--mem-budget M]\n"
+            "                          [--seq-sweep | --figures DIR [--seqs LIST]] [--json]\n"
             "\n"
             "The model of softmax(q @ k^T * scale [+ mask]) @ v, q, k, v of [batch, heads, seq,\n"
-            "head_dim], two plans: standard (PyTorch eager's kernels: bmm, mul by the scale,\n"
-            "the mask add when causal, softmax, bmm; P saved for backward) and flash\n"
-            "(FlashAttention: one tiled kernel, tiles from the device's onchip_kib, K and V\n"
-            "from DRAM once a head when the heads in flight fit the cache, else once per\n"
-            "query tile; O and the log-sum-exp saved; the backward recomputes S and P).\n"
-            "Per kernel FLOPs, DRAM bytes, time and bound; per plan the memory saved for\n"
-            "backward and the longest seq whose peak memory fits the device (mem_gb).\n"
+            "head_dim], three plans: standard (PyTorch eager's kernels; P saved for backward),\n"
+            "recompute (the same kernels; the log-sum-exp saved, the backward making S and P\n"
+            "again) and flash (FlashAttention: one tiled kernel, tiles from onchip_kib; O and\n"
+            "the log-sum-exp saved). Per kernel FLOPs, DRAM bytes, time and bound; per plan\n"
+            "the memory saved for backward and the longest seq that fits (mem_gb).\n"
             "docs/model.md, \"Attention\".\n"
             "\n"
-            "  --dims LIST     seq and head_dim (each as --n takes sizes: 4096, 2^12, 4K),\n"
-            "                  batch and heads (default 1), e.g.\n"
-            "                  batch=8,heads=16,seq=4096,head_dim=128\n"
-            "  --causal        the causal mask (standard: an [seq, seq] mask added; flash:\n"
-            "                  the key tiles above the diagonal skipped)\n"
-            "  --backward      the backward pass too\n"
-            "  --dtype T       f32 (default), bf16 or f16: q, k, v and every seq x seq tensor\n"
-            "  --device D      a table id or an INI spec file (default h100-sxm); 'all' or a\n"
-            "                  comma-separated list for several (--devices is the same)\n"
-            "  --json          one JSON object: {\"attention\": {...}, \"results\": [...]}\n"
-            "  -h, --help      this help\n");
+            "  --dims LIST      seq and head_dim (sizes as --n takes them: 4096, 2^12, 4K), batch\n"
+            "                   and heads (default 1): batch=8,heads=16,seq=4096,head_dim=128\n"
+            "  --causal         the causal mask (flash skips the tiles above the diagonal)\n"
+            "  --backward       the backward pass too\n"
+            "  --dtype T        f32 (default), bf16 or f16\n"
+            "  --device D       table id or INI spec (default h100-sxm); a list or 'all'\n"
+            "  --plan           the backward's choice (implies --backward): each plan's time,\n"
+            "                   what it keeps (names, bytes), the frontier, the choice and why\n"
+            "  --mem-budget M   the most one attention may keep for backward (implies --plan):\n"
+            "                   1G, 2^30, 1GiB (binary) or 40GB, 512MB (decimal)\n"
+            "  --seq-sweep      per device, the longest seq each plan fits and the seq where its\n"
+            "                   time per token doubles from its best (seq in --dims not needed)\n"
+            "  --figures DIR    per device: time, DRAM and saved memory against seq, predicted\n"
+            "                   TFLOP/s, the frontier; the longest seq across devices (PNG)\n"
+            "  --seqs LIST      the figures' seq (default 2^8..2^18)\n"
+            "  --json           one JSON object\n"
+            "  -h, --help       this help\n");
 }
 
-/* "key=value,..." into a; 0 or 2 after one error line. */
-static int parse_dims(const char *s, mb_attn *a)
+/* "key=value,..." into a (seq may be left out when seq_optional); 0 or 2
+ * after one error line. */
+static int parse_dims(const char *s, mb_attn *a, int seq_optional)
 {
     static const char *const keys[4] = {"batch", "heads", "seq", "head_dim"};
     int64_t *dst[4] = {&a->batch, &a->heads, &a->seq, &a->head_dim};
@@ -63,7 +70,9 @@ static int parse_dims(const char *s, mb_attn *a)
         mb_err e;
         if (mb_size_parse(eq + 1, dst[i], &e)) return mb_cli_fail(2, "--dims '%s': %s: %s", s, p, e.msg);
     }
-    if (!seen[2] || !seen[3]) return mb_cli_fail(2, "--dims '%s': seq and head_dim are needed", s);
+    if ((!seen[2] && !seq_optional) || !seen[3])
+        return mb_cli_fail(2, seq_optional ? "--dims '%s': head_dim is needed" : "--dims '%s': seq and head_dim are needed",
+                           s);
     return 0;
 }
 
@@ -130,6 +139,7 @@ static json_t *est_json(const mb_device *d, const mb_attn_est *e)
     json_object_set_new(o, "io_nocache_bytes", json_real(e->io_nocache_bytes));
     json_object_set_new(o, "standard", plan_json(&e->plan[MB_ATTN_STANDARD]));
     json_object_set_new(o, "flash", plan_json(&e->plan[MB_ATTN_FLASH]));
+    json_object_set_new(o, "recompute", plan_json(&e->plan[MB_ATTN_RECOMPUTE]));
     return o;
 }
 
@@ -141,7 +151,7 @@ static const char *fmt_seq(int64_t n, char *buf, size_t size)
 }
 
 /* the kernels of both plans on one device */
-static void kernels(const mb_device *d, const mb_attn_est *e)
+static void kernels(const mb_device *d, const mb_attn_est *e, int backward)
 {
     char b1[32], b2[32], b3[32], b4[32];
     printf("%s: GEMMs at %.4g TFLOP/s (%s), exp at %.4g G/s (%s), %.0f GB/s (%s), cache %s,\n"
@@ -154,6 +164,7 @@ static void kernels(const mb_device *d, const mb_attn_est *e)
            "DRAM write", "(seq^2)", "time", "bound");
     for (int p = 0; p < MB_ATTN_N_PLANS; p++) {
         const mb_attn_plan *pl = &e->plan[p];
+        if (p == MB_ATTN_RECOMPUTE && !backward) continue; /* its forward is standard's and the LSE */
         for (int i = 0; i < pl->n_kernels; i++) {
             const mb_attn_kernel *k = &pl->k[i];
             printf("%-9s %-15s %-5s %10.4g %11s %11s %11s %10s %s\n", mb_attn_plan_name(pl->id), k->name,
@@ -186,6 +197,38 @@ static void summary(const mb_device *d, const mb_attn_est *e)
            fmt_seq(s->max_seq, n1, sizeof n1), fmt_seq(f->max_seq, n2, sizeof n2));
 }
 
+/* --plan: the planner's section for one device, a row each for several */
+static void planner(const mb_attn *a, const mb_device *dv, const int *ok, const mb_attn_est *est, int nd,
+                    double budget)
+{
+    int n = 0;
+    for (int i = 0; i < nd; i++) n += ok[i] != 0;
+    if (n == 1) {
+        for (int i = 0; i < nd; i++)
+            if (ok[i]) printf("\n"), mb_cli_attn_plan_print(a, &dv[i], &est[i], budget);
+        return;
+    }
+    mb_cli_attn_plan_header(budget);
+    for (int i = 0; i < nd; i++)
+        if (ok[i]) mb_cli_attn_plan_row(&dv[i], &est[i], budget);
+}
+
+/* --figures DIR [--seqs LIST]: default 2^8..2^18, every power of two */
+static int figures(const mb_attn *a, const mb_device *dv, const int *ok, int nd, const char *dir, const char *list)
+{
+    int64_t *seqs = NULL;
+    int n = 0;
+    mb_err e;
+    if (mb_cli_parse_sizes(list ? list : "2^8..2^18", &seqs, &n, &e)) return mb_cli_fail(2, "--seqs: %s", e.msg);
+    if (n < 2) {
+        free(seqs);
+        return mb_cli_fail(2, "--seqs '%s': at least two sequence lengths", list);
+    }
+    int rc = mb_cli_attn_figures(a, dv, ok, nd, dir, seqs, n);
+    free(seqs);
+    return rc;
+}
+
 int mb_cmd_attention(int argc, char **argv)
 {
     static const struct option opts[] = {
@@ -193,19 +236,29 @@ int mb_cmd_attention(int argc, char **argv)
         {"backward", no_argument, 0, 'b'},      {"dtype", required_argument, 0, 't'},
         {"device", required_argument, 0, 'd'},  {"devices", required_argument, 0, 'D'},
         {"json", no_argument, 0, 'j'},          {"help", no_argument, 0, 'h'},
-        {0, 0, 0, 0}};
+        {"plan", no_argument, 0, 'P'},          {"mem-budget", required_argument, 0, 'B'},
+        {"seq-sweep", no_argument, 0, 'S'},     {"figures", required_argument, 0, 'F'},
+        {"seqs", required_argument, 0, 'L'},    {0, 0, 0, 0}};
     mb_attn a = {.batch = 1, .heads = 1, .dtype = MB_F32};
-    const char *devs = NULL;
-    int json = 0, have_dims = 0, c;
+    const char *devs = NULL, *dims = NULL, *fig_dir = NULL, *seqs_arg = NULL;
+    int json = 0, c, plan = 0, sweep = 0;
+    double budget = 0;
     opterr = 0;
     optind = 1;
     while ((c = getopt_long(argc, argv, ":hj", opts, NULL)) != -1) {
         switch (c) {
         case 'm':
-            if (have_dims) return mb_cli_fail(2, "--dims given twice");
-            if (parse_dims(optarg, &a)) return 2;
-            have_dims = 1;
+            if (dims) return mb_cli_fail(2, "--dims given twice");
+            dims = optarg;
             break;
+        case 'P': plan = 1; break;
+        case 'B':
+            if (mb_cli_attn_parse_bytes("--mem-budget", optarg, &budget)) return 2;
+            plan = 1;
+            break;
+        case 'S': sweep = 1; break;
+        case 'F': fig_dir = optarg; break;
+        case 'L': seqs_arg = optarg; break;
         case 'c': a.causal = 1; break;
         case 'b': a.backward = 1; break;
         case 't':
@@ -222,13 +275,24 @@ int mb_cmd_attention(int argc, char **argv)
         }
     }
     if (optind < argc) return mb_cli_fail(2, "unexpected argument '%s'", argv[optind]);
-    if (!have_dims)
+    if (!dims)
         return mb_cli_fail(2, "attention needs --dims (batch=8,heads=16,seq=4096,head_dim=128; "
                               "'membound attention --help')");
+    if (parse_dims(dims, &a, sweep || fig_dir)) return 2;
+    if (sweep && fig_dir) return mb_cli_fail(2, "--seq-sweep and --figures: one at a time");
+    if (seqs_arg && !fig_dir) return mb_cli_fail(2, "--seqs is the sequence lengths of --figures");
+    if (plan && (sweep || fig_dir)) return mb_cli_fail(2, "--plan and --mem-budget print one shape's choice: not with "
+                                                          "--seq-sweep or --figures");
+    if (plan) a.backward = 1; /* the choice is the backward's */
     mb_device *dv = NULL;
     int nd = 0, *ok = NULL; /* ok[i]: device i estimated */
     int rc = mb_cli_gemm_devices(devs, a.dtype, &dv, &nd, &ok);
     if (rc) return rc;
+    if (sweep || fig_dir) {
+        rc = sweep ? mb_cli_attn_sweep(&a, dv, ok, nd, json) : figures(&a, dv, ok, nd, fig_dir, seqs_arg);
+        free(dv), free(ok);
+        return rc;
+    }
     mb_attn_est *est = calloc((size_t)nd, sizeof *est);
     if (!est) {
         free(dv), free(ok);
@@ -246,7 +310,11 @@ int mb_cmd_attention(int argc, char **argv)
     if (json) {
         json_t *arr = json_array();
         for (int i = 0; i < nd; i++)
-            if (ok[i]) json_array_append_new(arr, est_json(&dv[i], &est[i]));
+            if (ok[i]) {
+                json_t *o = est_json(&dv[i], &est[i]);
+                if (plan) json_object_set_new(o, "planner", mb_cli_attn_plan_json(&a, &dv[i], &est[i], budget));
+                json_array_append_new(arr, o);
+            }
         json_t *root = json_pack("{s:{s:I, s:I, s:I, s:I, s:s, s:b, s:b, s:f, s:f}, s:o}", "attention", "batch",
                                  (json_int_t)a.batch, "heads", (json_int_t)a.heads, "seq", (json_int_t)a.seq,
                                  "head_dim", (json_int_t)a.head_dim, "dtype", mb_dtype_name(a.dtype), "causal",
@@ -265,7 +333,7 @@ int mb_cmd_attention(int argc, char **argv)
                mb_dtype_name(a.dtype), a.causal ? ", causal" : "", a.backward ? "forward and backward" : "forward",
                model_flops / 1e9, mb_cli_fmt_bytes(BH * N * N * s, pb, sizeof pb));
         for (int i = 0; i < nd && nd == 1; i++)
-            if (ok[i]) kernels(&dv[i], &est[i]);
+            if (ok[i]) kernels(&dv[i], &est[i], a.backward);
         printf("%-16s %10s %10s %7s %11s %11s %11s %11s %10s %10s\n", "device", "standard", "flash", "ratio",
                "std DRAM", "flash DRAM", "std saved", "flash saved", "std max N", "flash max N");
         for (int i = 0; i < nd; i++)
@@ -273,6 +341,7 @@ int mb_cmd_attention(int argc, char **argv)
         printf("\nsaved: kept for backward beyond q, k, v (standard: P; flash: O and the f32 log-sum-exp).\n"
                "max N: the longest seq whose peak memory fits the device's mem_gb, the other sizes as given\n"
                "(standard: two seq x seq tensors live at the softmax, three in the backward).\n");
+        if (plan) planner(&a, dv, ok, est, nd, budget);
     }
     free(dv), free(est), free(ok);
     return 0;

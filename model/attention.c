@@ -23,6 +23,17 @@
  *            softmax backward kernel (reads that and P, writes dS); dS * scale
  *            (the mask add's gradient passes through, no kernel); bmm dS@k ->
  *            dq; bmm q^T@dS -> dk^T.
+ * The recompute plan (standard's kernels; a plan the planner, attn_plan.c,
+ * weighs against storing P, as FlashAttention's backward does but unfused):
+ * the softmax also writes the f32 log-sum-exp (4 B a row; the max and the
+ * sum it forms anyway), which is all it keeps beyond q, k, v; P is freed
+ * after bmm P@v. Its backward first makes S again (bmm q@k^T, mul scale, the
+ * mask add: the forward's kernels and bytes) and P = exp(x - LSE) in one
+ * elementwise kernel (reads x and the LSE, writes P, an exp an entry), then
+ * runs the standard backward. The extra cost is that QK^T (2 N^2 d FLOPs a
+ * head), those exps and the S and P traffic again; PyTorch's softmax backward
+ * needs P and the incoming gradient only, so O is not kept (FlashAttention
+ * keeps it for D = rowsum(dO o O)).
  * The bmms are gemm.c's estimates (the dtype's GEMM rate, tile and wave
  * quantization, the tiled traffic); the causal mask does not shorten them
  * (cuBLAS computes the whole product). The others are memory-bound: bytes
@@ -91,7 +102,7 @@ double mb_attn_model_flops(const mb_attn *a)
 
 const char *mb_attn_plan_name(mb_attn_plan_id p)
 {
-    return p == MB_ATTN_FLASH ? "flash" : "standard";
+    return p == MB_ATTN_FLASH ? "flash" : p == MB_ATTN_RECOMPUTE ? "recompute" : "standard";
 }
 
 static int is_cpu(const mb_device *d) { return !strcmp(d->kind, "cpu"); }
@@ -102,8 +113,9 @@ double mb_attn_peak_bytes(const mb_attn *a, mb_attn_plan_id p)
     const double s = (double)mb_dtype_bytes(a->dtype);
     const double BH = (double)a->batch * (double)a->heads, N = (double)a->seq, dd = (double)a->head_dim;
     const double nd = BH * N * dd * s, nn = BH * N * N * s, mask = a->causal ? N * N * s : 0;
-    if (p == MB_ATTN_STANDARD)
-        return a->backward ? 5 * nd + 3 * nn + mask : 4 * nd + 2 * nn + mask;
+    if (p == MB_ATTN_STANDARD || p == MB_ATTN_RECOMPUTE) /* recompute: the same, and the LSE */
+        return (a->backward ? 5 * nd + 3 * nn + mask : 4 * nd + 2 * nn + mask) +
+               (p == MB_ATTN_RECOMPUTE ? BH * N * 4 : 0);
     return a->backward ? 8 * nd + BH * N * (8 + 4 * dd) : 4 * nd + BH * N * 4;
 }
 
@@ -179,47 +191,67 @@ static int bmm(const ctx *c, mb_attn_plan *p, const char *name, int backward, in
 /* A memory-bound kernel over seq x seq tensors: reads nn_reads of them (plus
  * extra_read bytes), writes one, evaluates exps exponentials. */
 static void nn_kernel(const ctx *c, mb_attn_plan *p, const char *name, int backward, double nn_reads,
-                      double extra_read, double exps)
+                      double extra_read, double extra_write, double exps)
 {
     const double nn = c->BH * c->N * c->N * c->s;
     mb_attn_kernel *k = add(p, name, backward);
     k->exps = exps;
     k->dram_read_bytes = nn_reads * nn + extra_read;
-    k->dram_write_bytes = k->nn_write_bytes = nn;
+    k->nn_write_bytes = nn;
+    k->dram_write_bytes = nn + extra_write;
     finish(c, k, exps / c->e->exp_per_s);
 }
 
-static int standard(const ctx *c, mb_err *err)
+/* S's making: bmm q@k^T, mul by the scale and, when causal, the mask add
+ * (the mask stays cached between products when it fits beside one
+ * product's S read and written). The forward's, and the recompute plan's
+ * backward again. */
+static int scores(const ctx *c, mb_attn_plan *p, int backward, mb_err *err)
 {
-    mb_attn_plan *p = &c->e->plan[MB_ATTN_STANDARD];
-    const int64_t N = c->a->seq, dd = c->a->head_dim;
     const double nn1 = c->N * c->N * c->s; /* one product's N x N tensor */
-    int rc = bmm(c, p, "bmm q@k^T", 0, N, N, dd, 1, err);
+    int rc = bmm(c, p, "bmm q@k^T", backward, c->a->seq, c->a->seq, c->a->head_dim, 1, err);
     if (rc) return rc;
-    nn_kernel(c, p, "mul scale", 0, 1, 0, 0);
+    nn_kernel(c, p, "mul scale", backward, 1, 0, 0, 0);
     if (c->a->causal) {
-        /* the mask stays cached between products when it fits beside one
-         * product's S read and written */
         double mask_reads = 3 * nn1 <= c->e->cache_bytes ? 1 : c->BH;
-        nn_kernel(c, p, "add mask", 0, 1, mask_reads * nn1, 0);
+        nn_kernel(c, p, "add mask", backward, 1, mask_reads * nn1, 0, 0);
     }
+    return MB_OK;
+}
+
+/* The standard plan, or (recompute) the same kernels with the softmax also
+ * writing the f32 log-sum-exp, only that saved, and the backward making S
+ * again (scores) and P from it in one elementwise kernel,
+ * P = exp(x - LSE), that reads x and the LSE and writes P. */
+static int unfused(const ctx *c, mb_attn_plan_id id, mb_err *err)
+{
+    mb_attn_plan *p = &c->e->plan[id];
+    const int64_t N = c->a->seq, dd = c->a->head_dim;
+    const int rec = id == MB_ATTN_RECOMPUTE;
+    const double lse = c->BH * c->N * 4; /* the f32 log-sum-exp, a float a row */
+    int rc = scores(c, p, 0, err);
+    if (rc) return rc;
     double sm_reads = 1;
     if (!is_cpu(c->d) && !(c->N * c->s < SOFTMAX_SMEM_BYTES)) {
         int64_t rows = mb_device_rows_in_flight(c->d, c->a->batch * c->a->heads * N);
         if ((double)rows * c->N * c->s > c->e->cache_bytes) sm_reads = 2;
     }
-    nn_kernel(c, p, "softmax", 0, sm_reads, 0, c->BH * c->N * c->N);
+    nn_kernel(c, p, rec ? "softmax+lse" : "softmax", 0, sm_reads, 0, rec ? lse : 0, c->BH * c->N * c->N);
     if ((rc = bmm(c, p, "bmm P@v", 0, N, dd, N, 0, err))) return rc;
     if (c->a->backward) {
+        if (rec) {
+            if ((rc = scores(c, p, 1, err))) return rc;
+            nn_kernel(c, p, "P from lse", 1, 1, lse, 0, c->BH * c->N * c->N);
+        }
         if ((rc = bmm(c, p, "bmm dO@v^T", 1, N, N, dd, 1, err))) return rc;
         if ((rc = bmm(c, p, "bmm P^T@dO", 1, N, dd, N, 0, err))) return rc;
-        nn_kernel(c, p, "mul dP*P", 1, 2, 0, 0);
-        nn_kernel(c, p, "softmax bwd", 1, 2, 0, 0);
-        nn_kernel(c, p, "mul dS*scale", 1, 1, 0, 0);
+        nn_kernel(c, p, "mul dP*P", 1, 2, 0, 0, 0);
+        nn_kernel(c, p, "softmax bwd", 1, 2, 0, 0, 0);
+        nn_kernel(c, p, "mul dS*scale", 1, 1, 0, 0, 0);
         if ((rc = bmm(c, p, "bmm dS@k", 1, N, dd, N, 0, err))) return rc;
         if ((rc = bmm(c, p, "bmm q^T@dS", 1, dd, N, N, 0, err))) return rc;
     }
-    p->saved_bytes = c->BH * nn1;
+    p->saved_bytes = rec ? lse : c->BH * c->N * c->N * c->s;
     return MB_OK;
 }
 
@@ -378,9 +410,9 @@ int mb_attn_estimate(const mb_attn *a, const mb_device *d, mb_attn_est *out, mb_
     e.cache_bytes = mb_device_cache_bytes(d);
     e.model_flops = mb_attn_model_flops(a);
     ctx c = {a, d, &e, s, BH, N, dd};
-    e.plan[MB_ATTN_STANDARD].id = MB_ATTN_STANDARD;
-    e.plan[MB_ATTN_FLASH].id = MB_ATTN_FLASH;
-    int rc = standard(&c, err);
+    for (int p = 0; p < MB_ATTN_N_PLANS; p++) e.plan[p].id = (mb_attn_plan_id)p;
+    int rc = unfused(&c, MB_ATTN_STANDARD, err);
+    if (!rc) rc = unfused(&c, MB_ATTN_RECOMPUTE, err);
     if (rc) return rc;
     flash(&c);
     for (int p = 0; p < MB_ATTN_N_PLANS; p++) totals(a, d, &e.plan[p]);

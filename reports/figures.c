@@ -145,6 +145,11 @@ static const fig_kind fig_kinds[] = {
     {"knee", FIG_ONCE, 1, wants_knee, draw_knee},
     {"model_error", FIG_ONCE, 0, wants_devices, draw_model_error},
     {"frontier", FIG_GIVEN, 0, NULL, NULL},
+    /* membound attention --figures */
+    {"attn_seq", FIG_GIVEN, 0, NULL, NULL},
+    {"attn_tflops", FIG_GIVEN, 0, NULL, NULL},
+    {"attn_frontier", FIG_GIVEN, 0, NULL, NULL},
+    {"attn_oom", FIG_GIVEN, 0, NULL, NULL},
 };
 #define N_FIG_KINDS ((int)(sizeof fig_kinds / sizeof fig_kinds[0]))
 

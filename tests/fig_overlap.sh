@@ -7,7 +7,8 @@
 # (membound figures: what-if included), three custom variants (--expr), a
 # report of committed measurements, a report of imported ncu measurements,
 # the model's error across two committed machines, three frontiers (plan
-# --frontier), and the lecture's at 4:3, font scale 1.3, dark. First, the
+# --frontier), attention's (attention --figures), and the lecture's at
+# 4:3, font scale 1.3, dark. First, the
 # check must fail on two layouts made to overlap (a legend moved onto the
 # roofline's points; an axis label moved onto its tic labels).
 # Skips (77) without gnuplot or without the mask reader (libpng).
@@ -130,6 +131,18 @@ for f in "sigmoid3" "layernorm_bwd" "softmax_bwd --shape 64x2^22"; do
   else
     echo "FAIL frontier $name: no data"; fails=$((fails + 1))
   fi
+done
+# attention's figures (membound attention --figures): Llama's head on two
+# GPUs, the longest seq across them
+mkdir -p "$T/attn"
+"$B" attention --dims heads=32,head_dim=128 --dtype bf16 --device h100-sxm,a100-40gb --figures "$T/attn" >/dev/null 2>&1 || true
+cp "$SRC"/plots/style.gp "$SRC"/plots/look.gp "$SRC"/plots/attn_*.gp "$T/attn/"
+for c in "attn_seq attn_h100-sxm" "attn_tflops attn_h100-sxm" "attn_seq attn_a100-40gb" \
+         "attn_frontier attn_frontier_h100-sxm" "attn_oom attn_oom"; do
+  set -- $c
+  if [ ! -s "$T/attn/$2.dat" ]; then echo "FAIL $1 $2: no data"; fails=$((fails + 1))
+  elif check "$T/attn" "$1" "$2"; then echo "ok   $1 $2"
+  else echo "FAIL $1 $2"; fails=$((fails + 1)); fi
 done
 [ $fails = 0 ] || { echo "$fails figure(s) with overlaps"; exit 1; }
 echo "no overlaps"

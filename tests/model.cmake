@@ -12,6 +12,8 @@ mb_test(test_model_time SOURCES test_model_time.c LIBS mb_model)
 mb_test(test_model_gemm SOURCES test_model_gemm.c LIBS mb_model)
 # the model of attention, standard against FlashAttention
 mb_test(test_model_attention SOURCES test_model_attention.c LIBS mb_model)
+# the recompute plan and the planner of its backward
+mb_test(test_model_attn_plan SOURCES test_model_attn_plan.c LIBS mb_model)
 mb_test(test_outfile SOURCES test_outfile.c LIBS mb_model)
 # the child-process runner: deadlines, process groups, interrupts, temporaries
 mb_test(child_run SOURCES child_run.c LIBS mb_model)
@@ -55,3 +57,6 @@ endif()
 if(TARGET mb_csv)
   mb_test(csv_read SOURCES csv_read.c LIBS mb_csv)
 endif()
+add_test(NAME test_cli_attention_plan COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/cli_attention_plan.sh)
+set_tests_properties(test_cli_attention_plan PROPERTIES SKIP_RETURN_CODE 77
+  ENVIRONMENT "MB_BIN=${CMAKE_BINARY_DIR}/bin/membound")
