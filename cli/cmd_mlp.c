@@ -270,7 +270,7 @@ static void summary_row(const mb_device *d, const mb_mlp_est *e, mb_mlp_ckpt ck,
  * classes of kernels */
 static void kernels_dat(FILE *fp, const mb_mlp *m, const mb_device *d, const mb_mlp_est *e)
 {
-    fprintf(fp, "title \"%s MLP, tokens %lld, d_model %lld, d_ff %lld, %s%s: time by kernel class\"\n"
+    fprintf(fp, "title \"%s MLP, tokens %lld, model dim %lld, ffn dim %lld, %s%s: time by kernel class\"\n"
                 "device \"%s\"\n\n\n",
             mb_mlp_layer_name(m->layer), (long long)m->tokens, (long long)m->d_model, (long long)m->d_ff,
             mb_dtype_name(m->dtype), m->backward ? ", forward and backward" : "", d->label);
@@ -303,7 +303,7 @@ static int by_mb(const void *a, const void *b)
  * block 2: the least time within each budget (a step line) */
 static void frontier_dat(FILE *fp, const mb_mlp *m, const mb_device *d, const mb_mlp_est *e)
 {
-    fprintf(fp, "title \"%s MLP, tokens %lld, d_model %lld, d_ff %lld, %s: activation memory against time\"\n"
+    fprintf(fp, "title \"%s MLP, tokens %lld, model dim %lld, ffn dim %lld, %s: activation memory against time\"\n"
                 "device \"%s\"\n\n\n",
             mb_mlp_layer_name(m->layer), (long long)m->tokens, (long long)m->d_model, (long long)m->d_ff,
             mb_dtype_name(m->dtype), d->label);

@@ -137,6 +137,8 @@ static const fig_kind fig_kinds[] = {
     {"knee", FIG_ONCE, 1, wants_knee, draw_knee},
     {"model_error", FIG_ONCE, 0, wants_devices, draw_model_error},
     {"frontier", FIG_GIVEN, 0, NULL, NULL},
+    {"mlp_kernels", FIG_GIVEN, 0, NULL, NULL},  /* membound mlp --figures */
+    {"mlp_frontier", FIG_GIVEN, 0, NULL, NULL},
 };
 #define N_FIG_KINDS ((int)(sizeof fig_kinds / sizeof fig_kinds[0]))
 
