@@ -440,6 +440,25 @@ int mb_cmd_mlp(int argc, char **argv)
                               "('membound mlp --help')");
     if (!m.backward && (ck != MB_MLP_AUTO || budget > 0))
         return mb_cli_fail(2, "--checkpoint and --mem-budget need --backward (without it nothing is saved)");
+    if (figdir) { /* refused before anything is printed: a folder, or one that can be made */
+        struct stat st;
+        char probe[1200];
+        snprintf(probe, sizeof probe, "%s/mlp_kernels.dat", figdir);
+        if (stat(figdir, &st) == 0 && !S_ISDIR(st.st_mode))
+            return mb_cli_fail(2, "--figures %s: not a directory", figdir);
+        if (stat(figdir, &st) != 0) { /* to be made: its parent must be a folder */
+            char parent[1200];
+            snprintf(parent, sizeof parent, "%s", figdir);
+            char *sl = strrchr(parent, '/');
+            if (sl == parent) sl[1] = 0;
+            else if (sl) *sl = 0;
+            else snprintf(parent, sizeof parent, ".");
+            if (stat(parent, &st) != 0 || !S_ISDIR(st.st_mode))
+                return mb_cli_fail(2, "--figures %s: the folder %s does not exist", figdir, parent);
+        }
+        if (mb_outfile_check_path(stat(figdir, &st) == 0 ? probe : figdir, &e))
+            return mb_cli_fail(2, "--figures: %s", e.msg);
+    }
     mb_device *dv = NULL;
     int nd = 0, *ok = NULL;
     int rc = mb_cli_gemm_devices(devs, m.dtype, &dv, &nd, &ok);

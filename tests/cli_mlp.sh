@@ -93,4 +93,8 @@ expect 2 "need --backward" -- mlp --preset llama-7b --checkpoint recompute
 expect 2 "no bf16 GEMM rate" -- mlp --preset llama-7b --dtype bf16 --device v100
 expect 2 "unknown option" -- mlp --preset llama-7b --bogus
 expect 2 "unexpected argument" -- mlp --preset llama-7b extra
+touch "$tmp/afile"
+expect 2 "not a directory" -- mlp --preset llama-7b --figures "$tmp/afile"
+[ ! -s "$tmp/out" ] && ok || bad "--figures on a file printed the tables first"
+expect 2 "--figures" -- mlp --preset llama-7b --figures "$tmp/no/such/dir"
 cli_done
