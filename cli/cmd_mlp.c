@@ -25,7 +25,7 @@ static void usage(FILE *fp)
 {
     fprintf(fp,
             "usage: membound mlp [--layer L] [--preset P] [--dims tokens=T,d_model=D,d_ff=F] [--dtype T]\n"
-            "                    [--backward] [--checkpoint store|recompute|auto] [--mem-budget BYTES]\n"
+            "                    [--backward] [--checkpoint store|act|recompute|auto] [--mem-budget BYTES]\n"
             "                    [--device D|--devices L|all] [--json] [--figures DIR]\n"
             "\n"
             "The model of a transformer MLP on x [tokens, d_model]: per plan its kernels (GEMMs by\n"
@@ -34,9 +34,10 @@ static void usage(FILE *fp)
             "against fused (bias and activation in the GEMM's epilogue, the hidden written once;\n"
             "gated layers: gate and up as one GEMM, act(a)*b in its epilogue) and, for gated\n"
             "layers, liger (the GEMMs, then one act*mul kernel). With --backward: autograd's\n"
-            "kernels, the tensors each plan saves, and checkpointing: store them, or recompute\n"
-            "the first GEMM(s) and the activation in the backward; the least time within the\n"
-            "memory budget decides. docs/model.md, \"The MLP\".\n"
+            "kernels, the tensors each plan saves, and checkpointing: store them, keep the\n"
+            "activation's input and run the activation again (act), or keep x and recompute\n"
+            "the first GEMM(s) too; the least time within the memory budget decides.\n"
+            "docs/model.md, \"The MLP\".\n"
             "\n"
             "  --layer L        gpt2 (gelu_tanh(x@w1+b1)@w2+b2), llama ((silu(x@wg)*(x@wu))@wd),\n"
             "                   geglu (gelu_tanh for silu), linear-layernorm, linear-rmsnorm\n"
@@ -48,7 +49,8 @@ static void usage(FILE *fp)
             "                   each overrides the preset's\n"
             "  --dtype T        f32 (default), bf16 or f16\n"
             "  --backward       the backward pass too (gradients of x, weights and biases)\n"
-            "  --checkpoint C   store, recompute or auto (default: the least time in the budget)\n"
+            "  --checkpoint C   store, act, recompute or auto (default: the least time within\n"
+            "                   the budget)\n"
             "  --mem-budget B   bytes the saved tensors may take (1G, 2^30, 1073741824)\n"
             "  --device D       a table id or INI spec (default h100-sxm); 'all' or a list for\n"
             "                   several (--devices is the same): a table of where it is\n"
@@ -160,7 +162,7 @@ static int shown(const mb_mlp_est *e, int p, mb_mlp_ckpt ck, double budget)
 {
     if (e->n_ckpt == 1) return 0;
     if (ck == MB_MLP_AUTO) return mb_mlp_choose(e, (mb_mlp_plan_id)p, budget);
-    return (int)ck;
+    return e->plan[p][ck].valid ? (int)ck : MB_MLP_STORE; /* act on a linear-norm layer is store */
 }
 
 static json_t *est_json(const mb_device *d, const mb_mlp_est *e, mb_mlp_ckpt ck, double budget)
@@ -178,7 +180,8 @@ static json_t *est_json(const mb_device *d, const mb_mlp_est *e, mb_mlp_ckpt ck,
     for (int p = 0; p < MB_MLP_N_PLANS; p++) {
         if (!e->supported[p]) continue;
         int ch = shown(e, p, ck, budget);
-        for (int c = 0; c < e->n_ckpt; c++) json_array_append_new(plans, plan_json(e, p, c, c == ch));
+        for (int c = 0; c < e->n_ckpt; c++)
+            if (e->plan[p][c].valid) json_array_append_new(plans, plan_json(e, p, c, c == ch));
     }
     json_object_set_new(o, "plans", plans);
     return o;
@@ -221,6 +224,7 @@ static void kernels(const mb_device *d, const mb_mlp_est *e, mb_mlp_ckpt ck, dou
         for (int c = 0; c < e->n_ckpt; c++) {
             const mb_mlp_plan *pl = &e->plan[p][c];
             char t1[32], t2[32], t3[32];
+            if (!pl->valid) continue;
             printf("%-6s %-9s %10s %10s %10s %11s %11s %11s %-8s %s%s\n", mb_mlp_plan_name(pl->id),
                    e->n_ckpt > 1 ? mb_mlp_ckpt_name(pl->ckpt) : "-", mb_cli_fmt_time(pl->fwd_time_s, t1, sizeof t1),
                    mb_cli_fmt_time(pl->bwd_time_s, t2, sizeof t2), mb_cli_fmt_time(pl->time_s, t3, sizeof t3),
@@ -238,6 +242,7 @@ static void kernels(const mb_device *d, const mb_mlp_est *e, mb_mlp_ckpt ck, dou
             if (!e->supported[p]) continue;
             for (int c = 0; c < e->n_ckpt; c++) {
                 const mb_mlp_plan *pl = &e->plan[p][c];
+                if (!pl->valid) continue;
                 printf("  %-6s %-9s", mb_mlp_plan_name(pl->id), mb_mlp_ckpt_name(pl->ckpt));
                 for (int i = 0; i < pl->n_saved; i++)
                     printf("%s %s %s", i ? "," : "", pl->saved[i].name,
@@ -280,6 +285,7 @@ static void kernels_dat(FILE *fp, const mb_mlp *m, const mb_device *d, const mb_
         for (int c = 0; c < e->n_ckpt; c++) {
             const mb_mlp_plan *pl = &e->plan[p][c];
             double t[5] = {0, 0, 0, 0, 0};
+            if (!pl->valid) continue;
             for (int i = 0; i < pl->n_kernels; i++) {
                 const mb_mlp_kernel *k = &pl->k[i];
                 int cls = k->recompute ? 4 : (k->backward ? 2 : 0) + !k->gemm;
@@ -312,6 +318,7 @@ static void frontier_dat(FILE *fp, const mb_mlp *m, const mb_device *d, const mb
     for (int p = 0; p < MB_MLP_N_PLANS; p++) {
         if (!e->supported[p]) continue;
         for (int c = 0; c < e->n_ckpt; c++) {
+            if (!e->plan[p][c].valid) continue;
             fpt *q = &pts[n++];
             q->mb = e->plan[p][c].saved_bytes / 1e6;
             q->ms = e->plan[p][c].time_s * 1e3;

@@ -42,12 +42,17 @@ typedef enum mb_mlp_plan_id { MB_MLP_EAGER = 0, MB_MLP_FUSED, MB_MLP_LIGER, MB_M
 const char *mb_mlp_plan_name(mb_mlp_plan_id p);
 int mb_mlp_plan_supported(mb_mlp_layer l, mb_mlp_plan_id p);
 
-/* store: keep what autograd saves; recompute: keep the layer's input only
- * and run the first GEMM(s) and the activation again in the backward
- * (torch.utils.checkpoint, non-reentrant, early stop). auto (a request, not
- * an option): the least time within the memory budget. */
-typedef enum mb_mlp_ckpt { MB_MLP_STORE = 0, MB_MLP_RECOMPUTE, MB_MLP_N_CKPT, MB_MLP_AUTO = MB_MLP_N_CKPT } mb_mlp_ckpt;
-const char *mb_mlp_ckpt_name(mb_mlp_ckpt c);     /* "store", "recompute", "auto" */
+/* store: keep what autograd saves; act: keep x and the first GEMMs'
+ * outputs (the activation's input) and run the activation again in the
+ * backward (a checkpoint around the activation alone; not for the
+ * linear-norm layers, whose GEMM output is what store keeps); recompute:
+ * keep the layer's input only and run the first GEMM(s) and the activation
+ * again (torch.utils.checkpoint, non-reentrant, early stop). auto (a
+ * request, not an option): the least time within the memory budget. */
+typedef enum mb_mlp_ckpt {
+    MB_MLP_STORE = 0, MB_MLP_ACT, MB_MLP_RECOMPUTE, MB_MLP_N_CKPT, MB_MLP_AUTO = MB_MLP_N_CKPT
+} mb_mlp_ckpt;
+const char *mb_mlp_ckpt_name(mb_mlp_ckpt c);     /* "store", "act", "recompute", "auto" */
 int mb_mlp_ckpt_parse(const char *s, mb_mlp_ckpt *out, mb_err *err);
 
 /* One layer's shape and dtype (every tensor in dtype); backward: the
@@ -86,6 +91,7 @@ typedef struct mb_mlp_saved {
 typedef struct mb_mlp_plan {
     mb_mlp_plan_id id;
     mb_mlp_ckpt ckpt;
+    int valid;                 /* 0: the option does not apply (act on a linear-norm layer) */
     int n_kernels;
     mb_mlp_kernel k[MB_MLP_MAX_KERNELS];
     int n_saved;
@@ -96,8 +102,9 @@ typedef struct mb_mlp_plan {
     mb_bound bound;            /* the bound of the kernels taking most of the time */
 } mb_mlp_plan;
 
-/* What the model says of one layer on one device. plan[p][c] is valid for
- * supported[p] and c < n_ckpt (1 without backward: nothing is saved). */
+/* What the model says of one layer on one device. plan[p][c] is costed for
+ * supported[p], c < n_ckpt (1 without backward: nothing is saved) and
+ * plan[p][c].valid. */
 typedef struct mb_mlp_est {
     double peak_flops_s;       /* the dtype's GEMM rate */
     const char *peak_key;      /* static */
@@ -117,7 +124,8 @@ typedef struct mb_mlp_est {
 int mb_mlp_estimate(const mb_mlp *m, const mb_device *d, mb_mlp_est *out, mb_err *err);
 
 /* The checkpoint option of plan p of least time whose saved_bytes fit
- * budget_bytes (<= 0: no budget); -1 when none fits or p is unsupported. */
+ * budget_bytes (<= 0: no budget); on a tie the one that saves less; -1 when
+ * none fits or p is unsupported. */
 int mb_mlp_choose(const mb_mlp_est *e, mb_mlp_plan_id p, double budget_bytes);
 
 /* 1 when no supported (plan, option) of e saves no more and takes no longer

@@ -77,7 +77,14 @@
  * (linkedin/Liger-Kernel, src/liger_kernel/ops/swiglu.py, geglu.py), which
  * save a and b and recompute the activation: the segment's recompute plan.
  *
- * Checkpointing: store keeps what the plan saves. recompute keeps x only;
+ * Checkpointing: store keeps what the plan saves. act keeps x and the
+ * activation's input (gpt2: a; gated: a and b) and runs the activation
+ * again at the start of the backward (a checkpoint around the activation
+ * alone): eager its kernels, liger its one kernel, fused gpt2 one gelu
+ * kernel (a to h), fused gated nothing more than writing c again in the
+ * epilogue of dY wd^T, which reads a|b anyway; the linear-norm layers have no
+ * such option (their GEMM's output is the norm's input, what store keeps).
+ * recompute keeps x only;
  * the backward first runs the forward again up to the last tensor the
  * backward needs (torch.utils.checkpoint, use_reentrant=False, whose early
  * stop — the default from torch 2.1 — ends the recomputation once every
@@ -132,15 +139,20 @@ int mb_mlp_plan_supported(mb_mlp_layer l, mb_mlp_plan_id p)
 
 const char *mb_mlp_ckpt_name(mb_mlp_ckpt c)
 {
-    return c == MB_MLP_STORE ? "store" : c == MB_MLP_RECOMPUTE ? "recompute" : c == MB_MLP_AUTO ? "auto" : "?";
+    return c == MB_MLP_STORE       ? "store"
+           : c == MB_MLP_ACT       ? "act"
+           : c == MB_MLP_RECOMPUTE ? "recompute"
+           : c == MB_MLP_AUTO      ? "auto"
+                                   : "?";
 }
 
 int mb_mlp_ckpt_parse(const char *s, mb_mlp_ckpt *out, mb_err *err)
 {
     if (!strcmp(s, "store")) return *out = MB_MLP_STORE, MB_OK;
+    if (!strcmp(s, "act")) return *out = MB_MLP_ACT, MB_OK;
     if (!strcmp(s, "recompute")) return *out = MB_MLP_RECOMPUTE, MB_OK;
     if (!strcmp(s, "auto")) return *out = MB_MLP_AUTO, MB_OK;
-    return mb_err_set(err, MB_EINPUT, "unknown checkpoint option '%s' (store, recompute, auto)", s);
+    return mb_err_set(err, MB_EINPUT, "unknown checkpoint option '%s' (store, act, recompute, auto)", s);
 }
 
 static int is_cpu(const mb_device *d) { return !strcmp(d->kind, "cpu"); }
@@ -253,8 +265,9 @@ static int segment(const ctx *c, mb_mlp_plan *p, const char *seg_text, mb_plan_k
     char text[1024];
     /* the activation's and the norm's graphs carry the backward when the
      * layer does (their forward kernels then save what it needs); a bias's
-     * colsum is a backward kernel; autograd's add is a forward one */
-    const int with_bwd = part == SEG_COLSUM || (c->m->backward && seg_text != add_text);
+     * colsum is a backward kernel; autograd's add and a fused plan's one
+     * kernel (an activation run again) are forward ones */
+    const int with_bwd = part == SEG_COLSUM || (c->m->backward && seg_text != add_text && kind != MB_PLAN_FUSED);
     snprintf(text, sizeof text, "%s%s", seg_text, with_bwd ? "backward\n" : "");
     mb_graph *g = NULL;
     mb_plan *pl = NULL;
@@ -330,20 +343,22 @@ static const char *act_text(mb_mlp_layer l)
 
 static int gpt2(const ctx *c, mb_mlp_plan *p, mb_err *err)
 {
-    const int bwd = c->m->backward, rec = p->ckpt == MB_MLP_RECOMPUTE;
+    const int bwd = c->m->backward, rec = p->ckpt == MB_MLP_RECOMPUTE, act = p->ckpt == MB_MLP_ACT;
     const double hid = c->T * c->F * c->s, xs = c->T * c->D * c->s;
     int rc;
     if (p->id == MB_MLP_EAGER) {
         if ((rc = linear(c, p, "addmm x@w1+b1", 0, c->ff, c->dm, 1, hid, err))) return rc;
-        if ((rc = segment(c, p, act_text(c->m->layer), MB_PLAN_EAGER, c->ff, SEG_FWD, 0, !rec, NULL, err))) return rc;
+        if ((rc = segment(c, p, act_text(c->m->layer), MB_PLAN_EAGER, c->ff, SEG_FWD, 0, !rec && !act, NULL, err)))
+            return rc;
         if ((rc = linear(c, p, "addmm h@w2+b2", 0, c->dm, c->ff, 1, 0, err))) return rc;
         if (!bwd) return MB_OK;
         add_saved(p, "x", xs);
-        if (!rec) add_saved(p, "h (gelu's output, addmm's input)", hid);
-        if (rec) {
-            if ((rc = linear(c, p, "addmm x@w1+b1", 1, c->ff, c->dm, 1, hid, err))) return rc;
-            if ((rc = segment(c, p, act_text(c->m->layer), MB_PLAN_EAGER, c->ff, SEG_FWD, 1, 0, NULL, err))) return rc;
-        }
+        if (act) add_saved(p, "a (gelu's input)", hid);
+        if (!rec && !act) add_saved(p, "h (gelu's output, addmm's input)", hid);
+        if (rec && (rc = linear(c, p, "addmm x@w1+b1", 1, c->ff, c->dm, 1, hid, err))) return rc;
+        if ((rec || act) &&
+            (rc = segment(c, p, act_text(c->m->layer), MB_PLAN_EAGER, c->ff, SEG_FWD, 1, 0, NULL, err)))
+            return rc;
         if ((rc = gemm(c, p, "mm dY@w2^T", 1, 0, c->t, c->ff, c->dm, 0, 0, -1, hid, err))) return rc;
         if ((rc = gemm(c, p, "mm h^T@dY", 1, 0, c->ff, c->dm, c->t, 0, 0, -1, 0, err))) return rc;
         if ((rc = segment(c, p, bias_text, MB_PLAN_EAGER, c->dm, SEG_COLSUM, 0, 0, "sum dY (b2)", err))) return rc;
@@ -359,11 +374,13 @@ static int gpt2(const ctx *c, mb_mlp_plan *p, mb_err *err)
     if ((rc = gemm(c, p, "addmm h@w2 +bias", 0, 0, c->t, c->dm, c->ff, c->D * c->s, 0, -1, 0, err))) return rc;
     if (!bwd) return MB_OK;
     add_saved(p, "x", xs);
-    if (!rec) {
-        add_saved(p, "a (pre-activation, aux)", hid);
-        add_saved(p, "h (addmm's input)", hid);
-    } else if ((rc = gemm(c, p, "addmm x@w1 +bias,gelu,aux", 1, 1, c->t, c->ff, c->dm, c->F * c->s, hid, -1, 2 * hid,
-                          err)))
+    if (!rec) add_saved(p, "a (pre-activation, aux)", hid);
+    if (!rec && !act) add_saved(p, "h (addmm's input)", hid);
+    if (rec && (rc = gemm(c, p, "addmm x@w1 +bias,gelu,aux", 1, 1, c->t, c->ff, c->dm, c->F * c->s, hid, -1,
+                          2 * hid, err)))
+        return rc;
+    /* act: h = gelu(a) again, one kernel (the segment's fused plan) */
+    if (act && (rc = segment(c, p, act_text(c->m->layer), MB_PLAN_FUSED, c->ff, SEG_FWD, 1, 0, "gelu(a) again", err)))
         return rc;
     if ((rc = gemm(c, p, "mm dY@w2^T +dgelu,bgrad", 1, 0, c->t, c->ff, c->dm, hid, c->F * c->s, -1, hid, err)))
         return rc;
@@ -374,23 +391,30 @@ static int gpt2(const ctx *c, mb_mlp_plan *p, mb_err *err)
 
 static int gated(const ctx *c, mb_mlp_plan *p, mb_err *err)
 {
-    const int bwd = c->m->backward, rec = p->ckpt == MB_MLP_RECOMPUTE;
+    const int bwd = c->m->backward, rec = p->ckpt == MB_MLP_RECOMPUTE, ac = p->ckpt == MB_MLP_ACT;
     const double hid = c->T * c->F * c->s, xs = c->T * c->D * c->s;
     const char *act = act_text(c->m->layer);
     int rc;
     if (p->id == MB_MLP_EAGER || p->id == MB_MLP_LIGER) {
         const int liger = p->id == MB_MLP_LIGER;
         const mb_plan_kind sk = !liger ? MB_PLAN_EAGER : bwd ? MB_PLAN_RECOMPUTE : MB_PLAN_FUSED;
+        const char *fname = liger ? "act*mul (liger)" : NULL;
         for (int pass = 0; pass < 1 + (bwd && rec); pass++) { /* the forward, then its recomputation */
             const int r = pass == 1;
             if ((rc = linear(c, p, "mm x@wg", r, c->ff, c->dm, 0, hid, err))) return rc;
             if ((rc = linear(c, p, "mm x@wu", r, c->ff, c->dm, 0, hid, err))) return rc;
-            if ((rc = segment(c, p, act, sk, c->ff, SEG_FWD, r, !rec, liger ? "act*mul (liger)" : NULL, err))) return rc;
+            if ((rc = segment(c, p, act, sk, c->ff, SEG_FWD, r, !rec && !ac, fname, err))) return rc;
             if (!r && (rc = linear(c, p, "mm c@wd", 0, c->dm, c->ff, 0, 0, err))) return rc;
         }
         if (!bwd) return MB_OK;
         add_saved(p, "x", xs);
-        if (!rec) add_saved(p, "c (mm's input)", hid);
+        if (ac) {
+            add_saved(p, "a (gate's output)", hid);
+            add_saved(p, "b (up's output)", hid);
+            /* the activation's forward again: c and what its backward reads */
+            if ((rc = segment(c, p, act, sk, c->ff, SEG_FWD, 1, 0, fname, err))) return rc;
+        }
+        if (!rec && !ac) add_saved(p, "c (mm's input)", hid);
         if ((rc = gemm(c, p, "mm dY@wd^T", 1, 0, c->t, c->ff, c->dm, 0, 0, -1, hid, err))) return rc;
         if ((rc = gemm(c, p, "mm c^T@dY", 1, 0, c->ff, c->dm, c->t, 0, 0, -1, 0, err))) return rc;
         if ((rc = segment(c, p, act, sk, c->ff, SEG_BWD, 0, 0, liger ? "act*mul bwd (liger)" : NULL, err))) return rc;
@@ -412,9 +436,11 @@ static int gated(const ctx *c, mb_mlp_plan *p, mb_err *err)
     add_saved(p, "x", xs);
     if (!rec) {
         add_saved(p, "a|b (gate and up, aux)", 2 * hid);
-        add_saved(p, "c (mm's input)", hid);
-        /* dc's epilogue reads a|b and writes da|db */
-        if ((rc = gemm(c, p, "mm dY@wd^T +dact", 1, 0, c->t, c->ff, c->dm, 2 * hid, 0, 2 * hid, 2 * hid, err)))
+        if (!ac) add_saved(p, "c (mm's input)", hid);
+        /* dc's epilogue reads a|b and writes da|db (act: and c again, for c^T dY) */
+        const double wr = (ac ? 3 : 2) * hid;
+        if ((rc = gemm(c, p, ac ? "mm dY@wd^T +dact,c" : "mm dY@wd^T +dact", 1, 0, c->t, c->ff, c->dm, 2 * hid, 0,
+                       wr, wr, err)))
             return rc;
     } else {
         if ((rc = gemm(c, p, "mm dY@wd^T", 1, 0, c->t, c->ff, c->dm, 0, 0, -1, hid, err))) return rc;
@@ -516,6 +542,9 @@ int mb_mlp_estimate(const mb_mlp *m, const mb_device *d, mb_mlp_est *out, mb_err
             mb_mlp_plan *pl = &e.plan[p][k];
             pl->id = (mb_mlp_plan_id)p;
             pl->ckpt = (mb_mlp_ckpt)k;
+            /* a linear-norm layer's GEMM output is the norm's input: act is store */
+            pl->valid = !(k == MB_MLP_ACT && (m->layer == MB_MLP_LINEAR_LN || m->layer == MB_MLP_LINEAR_RMS));
+            if (!pl->valid) continue;
             int rc = m->layer == MB_MLP_GPT2         ? gpt2(&c, pl, err)
                      : mb_mlp_layer_gated(m->layer) ? gated(&c, pl, err)
                                                     : linear_norm(&c, pl, err);
@@ -533,8 +562,9 @@ int mb_mlp_choose(const mb_mlp_est *e, mb_mlp_plan_id p, double budget_bytes)
     int best = -1;
     for (int k = 0; k < e->n_ckpt; k++) {
         const mb_mlp_plan *pl = &e->plan[p][k];
-        if (budget_bytes > 0 && pl->saved_bytes > budget_bytes) continue;
-        if (best < 0 || pl->time_s < e->plan[p][best].time_s) best = k;
+        if (!pl->valid || (budget_bytes > 0 && pl->saved_bytes > budget_bytes)) continue;
+        const mb_mlp_plan *b = best < 0 ? NULL : &e->plan[p][best];
+        if (!b || pl->time_s < b->time_s || (pl->time_s == b->time_s && pl->saved_bytes < b->saved_bytes)) best = k;
     }
     return best;
 }
@@ -542,11 +572,12 @@ int mb_mlp_choose(const mb_mlp_est *e, mb_mlp_plan_id p, double budget_bytes)
 int mb_mlp_on_frontier(const mb_mlp_est *e, mb_mlp_plan_id p, int c)
 {
     const mb_mlp_plan *a = &e->plan[p][c];
+    if (!e->supported[p] || c < 0 || c >= e->n_ckpt || !a->valid) return 0;
     for (int q = 0; q < MB_MLP_N_PLANS; q++) {
         if (!e->supported[q]) continue;
         for (int k = 0; k < e->n_ckpt; k++) {
             const mb_mlp_plan *b = &e->plan[q][k];
-            if (b == a) continue;
+            if (b == a || !b->valid) continue;
             if (b->saved_bytes <= a->saved_bytes && b->time_s <= a->time_s &&
                 (b->saved_bytes < a->saved_bytes || b->time_s < a->time_s))
                 return 0;

@@ -66,6 +66,7 @@ int main(void)
     /* T 1024, d 512, f 2048, f32: x 2 MiB, w1 4 MiB, the hidden 8 MiB; every
      * GEMM's operands fit the 50 MiB L2 together, so each is read once */
     const double T = 1024, D = 512, F = 2048, s = 4, hid = T * F * s, xs = T * D * s;
+    int nrec;
 
     /* gpt2, forward: two GEMMs of 2 T d f each; fused has no other kernel */
     CHECK(run(&h100, MB_MLP_GPT2, 1024, 512, 2048, MB_F32, 0) == MB_OK);
@@ -125,11 +126,25 @@ int main(void)
      * silu(a) and b (mul's), c (the down mm's); liger: x, a, b, c; fused: x,
      * the aux a|b, c; recompute: x alone */
     CHECK(run(&h100, MB_MLP_LLAMA, 1024, 512, 2048, MB_F32, 1) == MB_OK);
-    CHECK_EQ_I64(est.n_ckpt, 2);
+    CHECK_EQ_I64(est.n_ckpt, 3);
     CHECK_NEAR(est.plan[MB_MLP_EAGER][MB_MLP_STORE].saved_bytes, xs + 4 * hid, 1e-12);
     CHECK_EQ_I64(est.plan[MB_MLP_EAGER][MB_MLP_STORE].n_saved, 5);
     CHECK_NEAR(est.plan[MB_MLP_LIGER][MB_MLP_STORE].saved_bytes, xs + 3 * hid, 1e-12);
     CHECK_NEAR(est.plan[MB_MLP_FUSED][MB_MLP_STORE].saved_bytes, xs + 3 * hid, 1e-12);
+    /* act keeps x and the activation's input, a and b, and runs the
+     * activation again: eager silu and mul, liger its kernel, fused only
+     * writes c again in the dact epilogue (which reads a|b anyway) */
+    for (int p = 0; p < MB_MLP_N_PLANS; p++) {
+        CHECK(est.plan[p][MB_MLP_ACT].valid);
+        CHECK_NEAR(est.plan[p][MB_MLP_ACT].saved_bytes, xs + 2 * hid, 1e-12);
+    }
+    nrec = 0;
+    for (int i = 0; i < est.plan[MB_MLP_EAGER][MB_MLP_ACT].n_kernels; i++)
+        nrec += est.plan[MB_MLP_EAGER][MB_MLP_ACT].k[i].recompute;
+    CHECK_EQ_I64(nrec, 2);
+    k = kernel(&est.plan[MB_MLP_FUSED][MB_MLP_ACT], "mm dY@wd^T +dact,c");
+    if (k) CHECK_NEAR(k->dram_write_bytes, 3 * hid, 1e-12);
+    CHECK_NEAR(est.plan[MB_MLP_FUSED][MB_MLP_ACT].flops, est.plan[MB_MLP_FUSED][MB_MLP_STORE].flops, 1e-12);
     for (int p = 0; p < MB_MLP_N_PLANS; p++) {
         CHECK_NEAR(est.plan[p][MB_MLP_RECOMPUTE].saved_bytes, xs, 1e-12);
         CHECK_EQ_I64(est.plan[p][MB_MLP_RECOMPUTE].n_saved, 1);
@@ -155,7 +170,7 @@ int main(void)
     CHECK_NEAR(fr->k[0].dram_write_bytes, hid, 1e-12);
     /* recompute runs the [wg|wu] GEMM again: 4 T d f FLOPs more */
     CHECK_NEAR(fr->flops - fu->flops, 2 * T * D * 2 * F, 1e-12);
-    int nrec = 0;
+    nrec = 0;
     for (int i = 0; i < fr->n_kernels; i++) nrec += fr->k[i].recompute && fr->k[i].backward;
     CHECK_EQ_I64(nrec, 1);
     /* eager's recomputation: both projections and silu, mul; not the down mm */
@@ -169,6 +184,14 @@ int main(void)
     CHECK(run(&h100, MB_MLP_GPT2, 1024, 512, 2048, MB_F32, 1) == MB_OK);
     CHECK_NEAR(est.plan[MB_MLP_EAGER][MB_MLP_STORE].saved_bytes, xs + 5 * hid, 1e-12);
     CHECK_NEAR(est.plan[MB_MLP_FUSED][MB_MLP_STORE].saved_bytes, xs + 2 * hid, 1e-12);
+    /* act: x and a; fused runs gelu(a) again as one kernel reading a and writing h */
+    CHECK_NEAR(est.plan[MB_MLP_EAGER][MB_MLP_ACT].saved_bytes, xs + hid, 1e-12);
+    CHECK_NEAR(est.plan[MB_MLP_FUSED][MB_MLP_ACT].saved_bytes, xs + hid, 1e-12);
+    k = kernel(&est.plan[MB_MLP_FUSED][MB_MLP_ACT], "gelu(a) again");
+    if (k) {
+        CHECK(k->recompute && k->backward && !k->gemm);
+        CHECK_NEAR(k->dram_write_bytes, hid, 1e-12);
+    }
     ea = &est.plan[MB_MLP_EAGER][MB_MLP_STORE];
     k = kernel(ea, "sum dA (b1)"); /* the bias's gradient: reads dA, writes f */
     if (k) {
@@ -191,6 +214,9 @@ int main(void)
     CHECK(kernel(ea, "layer_norm") && kernel(ea, "sum dy (b)"));
     CHECK_EQ_I64(ea->n_kernels, fu->n_kernels + 1);
     CHECK_NEAR(ea->saved_bytes, xs + hid, 1e-12); /* x, y (the norm's weight is a parameter) */
+    CHECK(!est.plan[MB_MLP_EAGER][MB_MLP_ACT].valid && !est.plan[MB_MLP_FUSED][MB_MLP_ACT].valid);
+    CHECK(mb_mlp_choose(&est, MB_MLP_FUSED, 0) != MB_MLP_ACT);
+    CHECK(!mb_mlp_on_frontier(&est, MB_MLP_FUSED, MB_MLP_ACT));
     CHECK(fu->time_s < ea->time_s);
     CHECK(run(&h100, MB_MLP_LINEAR_RMS, 1024, 512, 2048, MB_F32, 0) == MB_OK);
     CHECK(kernel(&est.plan[MB_MLP_EAGER][0], "rms_norm") != NULL);
@@ -209,14 +235,25 @@ int main(void)
     CHECK(mb_mlp_on_frontier(&est, MB_MLP_FUSED, MB_MLP_STORE));
     /* eager's recomputation never pays: its forward writes the hidden anyway */
     CHECK_EQ_I64(mb_mlp_choose(&est, MB_MLP_EAGER, 0), MB_MLP_STORE);
-    /* a budget below the stored bytes makes recompute the choice; below x's
-     * bytes nothing fits */
+    /* a budget below the stored bytes makes act the choice (faster than
+     * recompute here), below act's recompute; below x's bytes nothing fits */
     const double xb = 16384.0 * 512 * 2;
+    CHECK(est.plan[MB_MLP_FUSED][MB_MLP_ACT].time_s < est.plan[MB_MLP_FUSED][MB_MLP_RECOMPUTE].time_s);
     CHECK_EQ_I64(mb_mlp_choose(&est, MB_MLP_FUSED, est.plan[MB_MLP_FUSED][MB_MLP_STORE].saved_bytes - 1),
+                 MB_MLP_ACT);
+    CHECK_EQ_I64(mb_mlp_choose(&est, MB_MLP_FUSED, est.plan[MB_MLP_FUSED][MB_MLP_ACT].saved_bytes - 1),
                  MB_MLP_RECOMPUTE);
     CHECK_EQ_I64(mb_mlp_choose(&est, MB_MLP_FUSED, xb), MB_MLP_RECOMPUTE);
     CHECK_EQ_I64(mb_mlp_choose(&est, MB_MLP_FUSED, xb - 1), -1);
     CHECK_EQ_I64(mb_mlp_choose(&est, MB_MLP_FUSED, est.plan[MB_MLP_FUSED][MB_MLP_STORE].saved_bytes), MB_MLP_STORE);
+
+    /* llama-7b at 4096 tokens, bf16: the dact GEMM is compute-bound, so
+     * writing c again in its epilogue costs no time: act ties store and,
+     * saving 90 MB less, is chosen */
+    CHECK(run(&h100, MB_MLP_LLAMA, 4096, 4096, 11008, MB_BF16, 1) == MB_OK);
+    CHECK_NEAR(est.plan[MB_MLP_FUSED][MB_MLP_ACT].time_s, est.plan[MB_MLP_FUSED][MB_MLP_STORE].time_s, 1e-12);
+    CHECK_EQ_I64(mb_mlp_choose(&est, MB_MLP_FUSED, 0), MB_MLP_ACT);
+    CHECK(!mb_mlp_on_frontier(&est, MB_MLP_FUSED, MB_MLP_STORE));
 
     /* roofline placement: llama-7b's MLP at 4096 tokens is compute-bound on
      * the H100 in bf16, at 8 tokens (decode) memory-bound on its weights */
@@ -233,7 +270,8 @@ int main(void)
     CHECK(mb_mlp_layer_parse("linear-rmsnorm", &l, &err) == MB_OK && l == MB_MLP_LINEAR_RMS);
     CHECK(mb_mlp_layer_parse("mistral", &l, &err) == MB_EINPUT && strstr(err.msg, "gpt2, llama"));
     CHECK(mb_mlp_ckpt_parse("auto", &ck, &err) == MB_OK && ck == MB_MLP_AUTO);
-    CHECK(mb_mlp_ckpt_parse("sometimes", &ck, &err) == MB_EINPUT);
+    CHECK(mb_mlp_ckpt_parse("act", &ck, &err) == MB_OK && ck == MB_MLP_ACT);
+    CHECK(mb_mlp_ckpt_parse("sometimes", &ck, &err) == MB_EINPUT && strstr(err.msg, "store, act, recompute"));
 
     /* errors */
     CHECK(expect_err(&h100, MB_MLP_LLAMA, 0, 512, 2048, MB_F32, "tokens, d_model and d_ff are at least 1"));
