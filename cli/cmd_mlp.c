@@ -254,18 +254,20 @@ static void kernels(const mb_device *d, const mb_mlp_est *e, mb_mlp_ckpt ck, dou
     printf("\n");
 }
 
-static void summary_row(const mb_device *d, const mb_mlp_est *e, mb_mlp_ckpt ck, double budget)
+static void summary_row(const mb_device *d, const mb_mlp_est *e, mb_mlp_ckpt ck, double budget, int64_t from_tokens)
 {
+    char from[32] = "-";
+    if (from_tokens > 0) snprintf(from, sizeof from, "%lld", (long long)from_tokens);
     int ce = shown(e, MB_MLP_EAGER, ck, budget), cf = shown(e, MB_MLP_FUSED, ck, budget);
     char t1[32] = "-", t2[32] = "-", r[32] = "-";
     if (ce >= 0) mb_cli_fmt_time(e->plan[MB_MLP_EAGER][ce].time_s, t1, sizeof t1);
     if (cf >= 0) mb_cli_fmt_time(e->plan[MB_MLP_FUSED][cf].time_s, t2, sizeof t2);
     if (ce >= 0 && cf >= 0)
         snprintf(r, sizeof r, "%.2f", e->plan[MB_MLP_EAGER][ce].time_s / e->plan[MB_MLP_FUSED][cf].time_s);
-    printf("%-18s %9.4g %7.0f %10s %10s %7s %-8s %-8s %s\n", d->name, e->peak_flops_s / 1e12,
+    printf("%-18s %9.4g %7.0f %10s %10s %7s %-8s %-8s %9s %s\n", d->name, e->peak_flops_s / 1e12,
            e->peak_flops_s / (e->bandwidth_gbs * 1e9), t1, t2, r,
            ce >= 0 ? mb_bound_name(e->plan[MB_MLP_EAGER][ce].bound) : "-",
-           cf >= 0 ? mb_bound_name(e->plan[MB_MLP_FUSED][cf].bound) : "-",
+           cf >= 0 ? mb_bound_name(e->plan[MB_MLP_FUSED][cf].bound) : "-", from,
            e->n_ckpt > 1 ? (cf >= 0 ? mb_mlp_ckpt_name((mb_mlp_ckpt)cf) : "none fits") : "");
 }
 
@@ -504,10 +506,17 @@ int mb_cmd_mlp(int argc, char **argv)
                budget > 0 ? mb_cli_fmt_bytes(budget, bb, sizeof bb) : "none");
         if (nd == 1 && ok[0]) kernels(&dv[0], &est[0], ck, budget);
         else {
-            printf("\n%-18s %9s %7s %10s %10s %7s %-8s %-8s %s\n", "device", "peak TF", "ridge", "eager", "fused", "",
-                   "eager", "fused", m.backward ? "fused ckpt" : "");
-            for (int i = 0; i < nd; i++)
-                if (ok[i]) summary_row(&dv[i], &est[i], ck, budget);
+            printf("\n%-18s %9s %7s %10s %10s %7s %-8s %-8s %9s %s\n", "device", "peak TF", "ridge", "eager", "fused",
+                   "ratio", "eager", "fused", "compute", m.backward ? "fused ckpt" : "");
+            for (int i = 0; i < nd; i++) {
+                if (!ok[i]) continue;
+                int64_t from = mb_mlp_compute_bound_tokens(&m, &dv[i], MB_MLP_FUSED, &e);
+                if (from < 0) {
+                    free(dv), free(est), free(ok);
+                    return mb_cli_fail_err(2, &e);
+                }
+                summary_row(&dv[i], &est[i], ck, budget, from);
+            }
             printf("\ncompute-bound (fused):");
             for (int i = 0; i < nd; i++) {
                 int cf = ok[i] ? shown(&est[i], MB_MLP_FUSED, ck, budget) : -1;
@@ -519,7 +528,8 @@ int mb_cmd_mlp(int argc, char **argv)
                 if (cf >= 0 && est[i].plan[MB_MLP_FUSED][cf].bound != MB_BOUND_COMPUTE) printf(" %s", dv[i].name);
             }
             printf("\nridge: the dtype's GEMM peak over the bandwidth, FLOP/B; bound: of the kernels taking\n"
-                   "most of the plan's time.\n");
+                   "most of the plan's time; compute: the fewest tokens (a power of two) at which the fused\n"
+                   "plan is compute-bound, the other sizes as given.\n");
         }
     }
     if (figdir && first < nd) rc = figures(figdir, &m, &dv[first], &est[first]);

@@ -128,6 +128,12 @@ int mb_mlp_estimate(const mb_mlp *m, const mb_device *d, mb_mlp_est *out, mb_err
  * none fits or p is unsupported. */
 int mb_mlp_choose(const mb_mlp_est *e, mb_mlp_plan_id p, double budget_bytes);
 
+/* The fewest tokens, a power of two up to 2^24, at which plan p of m's
+ * layer (its store option; m->tokens ignored) is compute-bound on d: where
+ * the GEMMs' math outlasts the weights' reads; 0 when none is. MB_EINPUT as
+ * mb_mlp_estimate, into *err, with -1 returned. */
+int64_t mb_mlp_compute_bound_tokens(const mb_mlp *m, const mb_device *d, mb_mlp_plan_id p, mb_err *err);
+
 /* 1 when no supported (plan, option) of e saves no more and takes no longer
  * with one of the two strictly less: (p, c) is on the frontier of saved
  * bytes against time. */

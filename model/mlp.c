@@ -585,3 +585,19 @@ int mb_mlp_on_frontier(const mb_mlp_est *e, mb_mlp_plan_id p, int c)
     }
     return 1;
 }
+
+int64_t mb_mlp_compute_bound_tokens(const mb_mlp *m, const mb_device *d, mb_mlp_plan_id p, mb_err *err)
+{
+    if ((unsigned)p >= MB_MLP_N_PLANS || !mb_mlp_plan_supported(m->layer, p)) {
+        mb_err_set(err, MB_EINPUT, "layer %s has no plan %s", mb_mlp_layer_name(m->layer), mb_mlp_plan_name(p));
+        return -1;
+    }
+    mb_mlp t = *m;
+    mb_mlp_est e;
+    for (int64_t tok = 1; tok <= ((int64_t)1 << 24); tok *= 2) {
+        t.tokens = tok;
+        if (mb_mlp_estimate(&t, d, &e, err)) return -1;
+        if (e.plan[p][MB_MLP_STORE].bound == MB_BOUND_COMPUTE) return tok;
+    }
+    return 0;
+}

@@ -69,6 +69,7 @@ jcheck '.mlp.tokens' 4096
 # the table: every GPU with a bf16 rate, and where the fused layer is compute-bound
 "$B" mlp --preset llama-7b --dtype bf16 --devices all >"$tmp/out" 2>"$tmp/err" || bad "--devices all"
 grep -q '^compute-bound (fused): h100-sxm' "$tmp/out" && ok || bad "no compute-bound line"
+grep -Eq '^h100-sxm .* compute +512 *$' "$tmp/out" && ok || bad "h100-sxm: not compute-bound from 512 tokens"
 grep -q '^a100-pcie-80gb ' "$tmp/out" && ok || bad "no a100 row"
 grep -q 'v100: no bf16 GEMM rate' "$tmp/err" && ok || bad "v100 not noted"
 

@@ -67,6 +67,7 @@ int main(void)
      * GEMM's operands fit the 50 MiB L2 together, so each is read once */
     const double T = 1024, D = 512, F = 2048, s = 4, hid = T * F * s, xs = T * D * s;
     int nrec;
+    mb_err err;
 
     /* gpt2, forward: two GEMMs of 2 T d f each; fused has no other kernel */
     CHECK(run(&h100, MB_MLP_GPT2, 1024, 512, 2048, MB_F32, 0) == MB_OK);
@@ -263,10 +264,19 @@ int main(void)
     CHECK(est.plan[MB_MLP_FUSED][0].bound == MB_BOUND_MEMORY);
     CHECK(est.plan[MB_MLP_FUSED][0].dram_read_bytes >= est.weight_bytes);
 
+    /* the crossover in tokens: a GEMM's intensity against its weights is
+     * about 2 T / s FLOP/B, T in bf16, so the fused forward turns
+     * compute-bound near the ridge, 369 on the H100: at 512, not at 256 */
+    mb_mlp q = {MB_MLP_LLAMA, 1, 4096, 11008, MB_BF16, 0};
+    CHECK_EQ_I64(mb_mlp_compute_bound_tokens(&q, &h100, MB_MLP_FUSED, &err), 512);
+    CHECK(run(&h100, MB_MLP_LLAMA, 256, 4096, 11008, MB_BF16, 0) == MB_OK);
+    CHECK(est.plan[MB_MLP_FUSED][0].bound == MB_BOUND_MEMORY);
+    q.layer = MB_MLP_GPT2;
+    CHECK_EQ_I64(mb_mlp_compute_bound_tokens(&q, &h100, MB_MLP_LIGER, &err), -1);
+
     /* names */
     mb_mlp_layer l;
     mb_mlp_ckpt ck;
-    mb_err err;
     CHECK(mb_mlp_layer_parse("linear-rmsnorm", &l, &err) == MB_OK && l == MB_MLP_LINEAR_RMS);
     CHECK(mb_mlp_layer_parse("mistral", &l, &err) == MB_EINPUT && strstr(err.msg, "gpt2, llama"));
     CHECK(mb_mlp_ckpt_parse("auto", &ck, &err) == MB_OK && ck == MB_MLP_AUTO);
