@@ -162,7 +162,7 @@ static int shown(const mb_mlp_est *e, int p, mb_mlp_ckpt ck, double budget)
 {
     if (e->n_ckpt == 1) return 0;
     if (ck == MB_MLP_AUTO) return mb_mlp_choose(e, (mb_mlp_plan_id)p, budget);
-    return e->plan[p][ck].valid ? (int)ck : MB_MLP_STORE; /* act on a linear-norm layer is store */
+    return (int)ck;
 }
 
 static json_t *est_json(const mb_device *d, const mb_mlp_est *e, mb_mlp_ckpt ck, double budget)
@@ -447,6 +447,9 @@ int mb_cmd_mlp(int argc, char **argv)
     if (!m.d_model || !m.d_ff)
         return mb_cli_fail(2, "mlp needs d_model and d_ff: --preset (llama-7b, ...) or --dims d_model=D,d_ff=F "
                               "('membound mlp --help')");
+    if (ck == MB_MLP_ACT && (m.layer == MB_MLP_LINEAR_LN || m.layer == MB_MLP_LINEAR_RMS))
+        return mb_cli_fail(2, "--checkpoint act: layer %s has no act option (its GEMM's output is the norm's input, "
+                              "what store keeps)", mb_mlp_layer_name(m.layer));
     if (!m.backward && (ck != MB_MLP_AUTO || budget > 0))
         return mb_cli_fail(2, "--checkpoint and --mem-budget need --backward (without it nothing is saved)");
     if (figdir) { /* refused before anything is printed: a folder, or one that can be made */

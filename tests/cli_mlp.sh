@@ -99,6 +99,7 @@ expect 2 "beyond 2^43" -- mlp --dims tokens=2^30,d_model=2^20,d_ff=8
 expect 2 "--checkpoint" -- mlp --preset llama-7b --backward --checkpoint sometimes
 expect 2 "--mem-budget" -- mlp --preset llama-7b --backward --mem-budget lots
 expect 2 "need --backward" -- mlp --preset llama-7b --checkpoint recompute
+expect 2 "has no act option" -- mlp --layer linear-rmsnorm --dims d_model=64,d_ff=64 --backward --checkpoint act
 expect 2 "no bf16 GEMM rate" -- mlp --preset llama-7b --dtype bf16 --device v100
 expect 2 "unknown option" -- mlp --preset llama-7b --bogus
 expect 2 "unexpected argument" -- mlp --preset llama-7b extra
