@@ -21,6 +21,7 @@ host and phase terms.
 
 usage: bench/gpu_validate.py [--points FILE] [--membound BIN] [--bound 25]
                              [--flush-mb MB] [--figure OUT.png] [--min-within PCT] [--quiet]
+                             [--kernels rms_norm,layer_norm,swiglu,geglu]
        bench/gpu_validate.py --make-points PUBLISHED.csv [-o points.csv]
 
 Exit 0; 1 when --min-within is given and fewer points than that share are
@@ -100,7 +101,39 @@ SOURCES = {
         "torch_layernorm.mb", "optimal", "fused",
         "torch.compile(nn.LayerNorm): Inductor's generated kernels, its min-cut partition",
         "Inductor's kernels stood for by membound's optimal plan"),
+    # whole MLPs: membound mlp (model/mlp.c), forward and backward, every
+    # saved tensor stored; "mlp:LAYER" names the layer, the plan is mlp's
+    ("swiglu", "huggingface"): (
+        "mlp:llama", "eager", "mlp-eager",
+        "LlamaMLP (Hugging Face), bf16: down(silu(gate(x)) * up(x)), nn.Linear without bias "
+        "(mm), silu and mul eager kernels; weights' and x's gradients",
+        ""),
+    ("swiglu", "liger"): (
+        "mlp:llama", "liger", "mlp-fused",
+        "LigerSwiGLUMLP: the three nn.Linear (mm), silu(a) * b as one Triton kernel "
+        "(LigerSiLUMulFunction, a and b saved, one backward kernel)", ""),
+    ("swiglu", "torchcompile"): (
+        "mlp:llama", "liger", "mlp-fused",
+        "torch.compile(LlamaMLP): Inductor's generated kernels around cuBLAS mms",
+        "Inductor's partition stood for by mlp's liger plan (the mms, one silu*mul kernel "
+        "each way)"),
+    ("geglu", "huggingface"): (
+        "mlp:geglu", "eager", "mlp-eager",
+        "LlamaMLP with hidden_act gelu_pytorch_tanh, bf16: down(gelu_tanh(gate(x)) * up(x)), "
+        "F.gelu one kernel, mul, mms",
+        "gelu(approximate='tanh') costed as the language's one-kernel gelu (erf)"),
+    ("geglu", "liger"): (
+        "mlp:geglu", "liger", "mlp-fused",
+        "LigerGEGLUMLP: the three nn.Linear (mm), gelu_tanh(a) * b as one Triton kernel "
+        "(LigerGELUMulFunction)", "gelu_tanh costed as erf's gelu"),
+    ("geglu", "torchcompile"): (
+        "mlp:geglu", "liger", "mlp-fused",
+        "torch.compile(LlamaMLP, gelu_pytorch_tanh): Inductor's generated kernels around cuBLAS mms",
+        "Inductor's partition stood for by mlp's liger plan; gelu_tanh costed as erf's gelu"),
 }
+
+# the dtypes' names for membound's --dtype
+DTYPE_NAMES = {"torch.bfloat16": "bf16", "torch.float16": "f16", "torch.float32": "f32"}
 
 POINT_FIELDS = ["id", "kernel", "provider", "mode", "class", "x_name", "x_value", "shape", "dtype",
                 "input_mib", "measured_ms", "measured_p20_ms", "measured_p80_ms", "variant", "plan",
@@ -123,9 +156,15 @@ def make_points(published, out):
             continue
         variant, plan, cls, what, approx = SOURCES[key]
         cfg = json.loads(r["extra_benchmark_config_str"])
-        m = cfg["M"]
         n = int(r["x_value"])
         dtype = cfg["dtype"]
+        if variant.startswith("mlp:"):  # x is the sequence length: tokens = batch x seq
+            tokens = cfg.get("B", cfg.get("bsz")) * n
+            shape = f"tokens={tokens},d_model={cfg['hidden_size']},d_ff={cfg['intermediate_size']}"
+            mib = tokens * cfg["hidden_size"] * DTYPE_BYTES[dtype] / 2**20
+        else:
+            m = cfg["M"]
+            shape, mib = f"{m}x{n}", m * n * DTYPE_BYTES[dtype] / 2**20
         gpu = r["gpu_name"]
         if gpu not in DEVICES:
             raise Refused(f"no membound device for '{gpu}' (DEVICES)")
@@ -133,7 +172,7 @@ def make_points(published, out):
         points.append({
             "id": pid, "kernel": r["kernel_name"], "provider": r["kernel_provider"],
             "mode": r["kernel_operation_mode"], "class": cls, "x_name": r["x_name"], "x_value": n,
-            "shape": f"{m}x{n}", "dtype": dtype, "input_mib": f"{m * n * DTYPE_BYTES[dtype] / 2**20:g}",
+            "shape": shape, "dtype": dtype, "input_mib": f"{mib:g}",
             "measured_ms": r["y_value_50"], "measured_p20_ms": r["y_value_20"],
             "measured_p80_ms": r["y_value_80"], "variant": variant, "plan": plan,
             "device": DEVICES[gpu], "approximate": approx,
@@ -164,6 +203,8 @@ class Model:
 
     def run(self, p):
         """(seconds, bound side or '') for point p."""
+        if p["variant"].startswith("mlp:"):
+            return self.run_mlp(p)
         variant = os.path.join(VALIDATION, "variants", p["variant"])
         phase = {"forward": "forward", "backward": "backward", "full": "all"}[p["mode"]]
         key = (variant, p["plan"], p["shape"], p["device"], phase)
@@ -182,6 +223,27 @@ class Model:
                 want = {"forward": (False,), "backward": (True,), "all": (False, True)}[phase]
                 t = sum(k["time_s"] for k in res["per_kernel"] if k.get("backward", False) in want)
                 self.cache[key] = (t, "")
+        return self.cache[key]
+
+
+    def run_mlp(self, p):
+        """A whole MLP (membound mlp): the plan's time, forward and backward (mode
+        full), every saved tensor stored; its bound as the side. No host term:
+        at these sizes (ms) a few dozen launches' host time is under 1%."""
+        if p["mode"] != "full":
+            raise Refused(f"point {p['id']}: mlp points are forward and backward ('full') only")
+        cmd = [self.binary, "mlp", "--layer", p["variant"][4:], "--dims", p["shape"], "--dtype",
+               DTYPE_NAMES[p["dtype"]], "--backward", "--checkpoint", "store", "--device", p["device"], "--json"]
+        key = tuple(cmd) + (p["plan"],)
+        if key not in self.cache:
+            got = subprocess.run(cmd, capture_output=True, text=True)
+            if got.returncode != 0:
+                raise Refused(f"'{' '.join(cmd)}' failed: {got.stderr.strip()}")
+            plans = json.loads(got.stdout)["results"][0]["plans"]
+            pl = [x for x in plans if x["plan"] == p["plan"] and x["chosen"]]
+            if not pl:
+                raise Refused(f"'{' '.join(cmd)}': no plan '{p['plan']}'")
+            self.cache[key] = (pl[0]["time_s"], pl[0]["bound"])
         return self.cache[key]
 
 
@@ -238,6 +300,7 @@ def run():
     ap.add_argument("--figure")
     ap.add_argument("--min-within", type=float, help="exit 1 when fewer than PCT%% of points are within the bound")
     ap.add_argument("--quiet", action="store_true", help="the summaries only")
+    ap.add_argument("--kernels", help="only these kernels' points (comma-separated: rms_norm,layer_norm)")
     ap.add_argument("--make-points", metavar="PUBLISHED")
     ap.add_argument("-o", dest="out")
     try:
@@ -255,6 +318,13 @@ def run():
     except OSError as e:
         print(f"gpu_validate: {e}", file=sys.stderr)
         return 2
+    if a.kernels:
+        want = set(a.kernels.split(","))
+        unknown = want - {p["kernel"] for p in points}
+        if unknown:
+            print(f"gpu_validate: --kernels: no points of {', '.join(sorted(unknown))}", file=sys.stderr)
+            return 2
+        points = [p for p in points if p["kernel"] in want]
     model = Model(a.membound, a.flush_mb)
     rows = []
     for p in points:
@@ -291,7 +361,7 @@ def run():
     by = {(r["kernel"], r["provider"], r["mode"], r["x_value"], r["device"]): r for r in rows}
     pairs = []
     for (kern, prov, mode, x, dev), r in by.items():
-        if r["class"] != "fused":
+        if not r["class"].endswith("fused"):
             continue
         e = by.get((kern, "huggingface", mode, x, dev))
         if e:

@@ -10,6 +10,7 @@ int mb_cmd_whatif(int argc, char **argv);
 int mb_cmd_plan(int argc, char **argv);
 int mb_cmd_gemm(int argc, char **argv);
 int mb_cmd_attention(int argc, char **argv);
+int mb_cmd_mlp(int argc, char **argv);
 int mb_cmd_calibrate(int argc, char **argv);
 int mb_cmd_measure(int argc, char **argv);
 int mb_cmd_report(int argc, char **argv);

@@ -30,6 +30,7 @@ static const command commands[] = {
     {"whatif", mb_cmd_whatif, "the same across many devices", ""},
     {"gemm", mb_cmd_gemm, "the model of a matrix multiply: FLOPs, quantization, bytes, time, bound", ""},
     {"attention", mb_cmd_attention, "attention, standard against FlashAttention: kernels, bytes, time, memory", ""},
+    {"mlp", mb_cmd_mlp, "a transformer MLP: eager against fused epilogues, backward, checkpointing", ""},
     {"plan", mb_cmd_plan, "the optimal recompute plan (min-cut) and the memory-traffic frontier", ""},
     {"trace", mb_cmd_trace, "a variant from a PyTorch function of one's own (needs python3 with torch)", ""},
     {"calibrate", mb_cmd_calibrate, "measure this machine's bandwidth and op rates into a spec file", "the measure module"},

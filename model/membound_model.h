@@ -12,6 +12,7 @@
  *   mb_traffic.h   bytes, cache-aware DRAM bytes and roofline time
  *   mb_gemm.h      a matrix multiply: FLOPs, quantization, tiled traffic, time
  *   mb_attention.h attention, standard against FlashAttention: kernels, bytes, time, memory
+ *   mb_mlp.h       a transformer MLP: eager against fused epilogues, backward, checkpointing
  *   mb_planner.h   the optimal recompute plan and the frontier
  *   mb_records.h   the measurement CSV contract
  *   mb_files.h     text, CSV, trusted folders, output files
@@ -27,6 +28,7 @@
 #include "mb_traffic.h"
 #include "mb_gemm.h"
 #include "mb_attention.h"
+#include "mb_mlp.h"
 #include "mb_planner.h"
 #include "mb_records.h"
 #include "mb_files.h"

@@ -202,6 +202,17 @@ expect 2 "unexpected argument 'extra'" -- attention --dims seq=64,head_dim=64 ex
 expect_full attention --dims seq=64,head_dim=64 --json
 expect_full attention --dims seq=64,head_dim=64
 
+# ---- mlp ---------------------------------------------------------------------------------
+expect 2 'needs d_model and d_ff' -- mlp
+expect 2 'needs a value' -- mlp --dims
+expect 2 "unknown key 'hidden'" -- mlp --dims hidden=4096,d_ff=64
+expect 2 "unknown layer 'mistral'" -- mlp --layer mistral --preset llama-7b
+expect 2 'character device' -- mlp --preset gpt2-small --device /dev/zero
+expect 2 'FIFO' -- mlp --preset gpt2-small --device ./fifo
+expect 2 "unexpected argument 'extra'" -- mlp --preset gpt2-small extra
+expect_full mlp --preset gpt2-small --json
+expect_full mlp --preset gpt2-small --backward
+
 # ---- measure and calibrate: refused before anything runs -------------------------------
 if has measure; then
   expect 2 'backend' -- measure copy --backend warp

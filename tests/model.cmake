@@ -14,6 +14,8 @@ mb_test(test_model_gemm SOURCES test_model_gemm.c LIBS mb_model)
 mb_test(test_model_attention SOURCES test_model_attention.c LIBS mb_model)
 # the recompute plan and the planner of its backward
 mb_test(test_model_attn_plan SOURCES test_model_attn_plan.c LIBS mb_model)
+# the model of a transformer MLP: eager against fused epilogues, backward, checkpointing
+mb_test(test_model_mlp SOURCES test_model_mlp.c LIBS mb_model)
 mb_test(test_outfile SOURCES test_outfile.c LIBS mb_model)
 # the child-process runner: deadlines, process groups, interrupts, temporaries
 mb_test(child_run SOURCES child_run.c LIBS mb_model)
@@ -37,6 +39,9 @@ set_tests_properties(test_cli_gemm PROPERTIES SKIP_RETURN_CODE 77
   ENVIRONMENT "MB_BIN=${CMAKE_BINARY_DIR}/bin/membound")
 add_test(NAME test_cli_attention COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/cli_attention.sh)
 set_tests_properties(test_cli_attention PROPERTIES SKIP_RETURN_CODE 77
+  ENVIRONMENT "MB_BIN=${CMAKE_BINARY_DIR}/bin/membound")
+add_test(NAME test_cli_mlp COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/cli_mlp.sh)
+set_tests_properties(test_cli_mlp PROPERTIES SKIP_RETURN_CODE 77
   ENVIRONMENT "MB_BIN=${CMAKE_BINARY_DIR}/bin/membound")
 add_test(NAME test_cli_plan COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/cli_plan.sh)
 set_tests_properties(test_cli_plan PROPERTIES SKIP_RETURN_CODE 77
