@@ -176,6 +176,18 @@ static mb_mlp_kernel *add_kernel(mb_mlp_plan *p, const char *name, int backward,
     return k;
 }
 
+/* Moves p's last n kernels to index at (the ones from at on move after
+ * them): autograd's and eager Python's order where a layer's kernels are
+ * made out of order (the up projection between act(a) and its mul). */
+static void move_last(mb_mlp_plan *p, int n, int at)
+{
+    for (int m = 0; m < n; m++) {
+        mb_mlp_kernel k = p->k[p->n_kernels - n + m];
+        memmove(&p->k[at + m + 1], &p->k[at + m], (size_t)(p->n_kernels - n - at) * sizeof k);
+        p->k[at + m] = k;
+    }
+}
+
 static void add_saved(mb_mlp_plan *p, const char *name, double bytes)
 {
     if (p->n_saved >= MB_MLP_MAX_SAVED) return;
@@ -402,8 +414,12 @@ static int gated(const ctx *c, mb_mlp_plan *p, mb_err *err)
         for (int pass = 0; pass < 1 + (bwd && rec); pass++) { /* the forward, then its recomputation */
             const int r = pass == 1;
             if ((rc = linear(c, p, "mm x@wg", r, c->ff, c->dm, 0, hid, err))) return rc;
-            if ((rc = linear(c, p, "mm x@wu", r, c->ff, c->dm, 0, hid, err))) return rc;
+            if (liger && (rc = linear(c, p, "mm x@wu", r, c->ff, c->dm, 0, hid, err))) return rc;
             if ((rc = segment(c, p, act, sk, c->ff, SEG_FWD, r, !rec && !ac, fname, err))) return rc;
+            /* eager runs act(gate(x)), then up(x), then the mul, as Python
+             * evaluates act(gate(x)) * up(x) (LlamaMLP.forward) */
+            if (!liger && (rc = linear(c, p, "mm x@wu", r, c->ff, c->dm, 0, hid, err))) return rc;
+            if (!liger) move_last(p, 1, p->n_kernels - 2);
             if (!r && (rc = linear(c, p, "mm c@wd", 0, c->dm, c->ff, 0, 0, err))) return rc;
         }
         if (!bwd) return MB_OK;
@@ -420,6 +436,9 @@ static int gated(const ctx *c, mb_mlp_plan *p, mb_err *err)
         if ((rc = segment(c, p, act, sk, c->ff, SEG_BWD, 0, 0, liger ? "act*mul bwd (liger)" : NULL, err))) return rc;
         if ((rc = gemm(c, p, "mm db@wu^T", 1, 0, c->t, c->dm, c->ff, 0, 0, -1, 0, err))) return rc;
         if ((rc = gemm(c, p, "mm x^T@db", 1, 0, c->dm, c->ff, c->t, 0, 0, -1, 0, err))) return rc;
+        /* autograd runs the later node first: up's mm backward (made after
+         * act) before the activation's backward, the segment's last kernel */
+        if (!liger) move_last(p, 2, p->n_kernels - 3);
         if ((rc = gemm(c, p, "mm da@wg^T", 1, 0, c->t, c->dm, c->ff, 0, 0, -1, 0, err))) return rc;
         if ((rc = gemm(c, p, "mm x^T@da", 1, 0, c->dm, c->ff, c->t, 0, 0, -1, 0, err))) return rc;
         const int n0 = p->n_kernels;

@@ -20,6 +20,12 @@ if(TARGET mb_kernels)
   set_tests_properties(torch_oracle_lang PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300
     ENVIRONMENT "MB_BIN=${CMAKE_BINARY_DIR}/bin/membound;MB_SRC=${CMAKE_SOURCE_DIR};MB_ORACLE_SCRIPT=torch_oracle_lang.py;MEMBOUND_VARIANTS=${CMAKE_BINARY_DIR}/share/membound/variants")
 endif()
+# membound mlp's eager plan: PyTorch's kernels forward and backward and its saved bytes
+if(TARGET mb_kernels)
+  add_test(NAME torch_oracle_mlp COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/torch_oracle.sh)
+  set_tests_properties(torch_oracle_mlp PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300
+    ENVIRONMENT "MB_BIN=${CMAKE_BINARY_DIR}/bin/membound;MB_SRC=${CMAKE_SOURCE_DIR};MB_ORACLE_SCRIPT=torch_oracle_mlp.py")
+endif()
 # membound trace: functions of tests/trace_fns.py traced, against PyTorch's
 # kernels and saved bytes and against the built-in variants
 if(TARGET mb_kernels)
