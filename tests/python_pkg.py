@@ -42,6 +42,25 @@ check(list(w["device"]) == [r["device"] for r in want] and list(w["time_s"]) == 
 p = membound.plan("sigmoid3")
 want = cli("plan", "sigmoid3")
 check(len(p) == len(want) and len(p) > 0, f"plan(): {len(p)} rows, as the CLI's")
+g = membound.gemm(mnk="4096x4096x4096", dtype="bf16", device=["h100-sxm", "a100-80gb"])
+want = cli("gemm", "--mnk", "4096x4096x4096", "--dtype", "bf16", "--device", "h100-sxm,a100-80gb")
+check(list(g["device"]) == [r["device"] for r in want] and list(g["time_s"]) == [r["time_s"] for r in want]
+      and list(g["tile"]) == ["x".join(map(str, r["tile"])) for r in want] and (g["m"] == 4096).all(),
+      "gemm(): one row per device, the product's sizes in each, the tile as MTxNT")
+a = membound.attention(dims={"seq": 4096, "head_dim": 128, "heads": 32}, dtype="bf16", backward=True,
+                       device="h100-sxm")
+want = cli("attention", "--dims", "seq=4096,head_dim=128,heads=32", "--dtype", "bf16", "--backward",
+           "--device", "h100-sxm")[0]
+check(sorted(a["plan"]) == sorted(k for k, v in want.items() if isinstance(v, dict) and "kernels" in v)
+      and all(a[a.plan == pl]["time_s"].iloc[0] == want[pl]["time_s"] for pl in a["plan"]),
+      "attention(): one row per plan, the CLI's times")
+ml = membound.mlp(preset="llama-7b", dtype="bf16", backward=True, device="h100-sxm", kernels=True)
+want = cli("mlp", "--preset", "llama-7b", "--dtype", "bf16", "--backward", "--device", "h100-sxm")[0]["plans"]
+check(len(ml) == sum(len(p["kernels"]) for p in want)
+      and list(ml[ml.kernel == 0]["total_time_s"]) == [p["time_s"] for p in want]
+      and abs(ml[(ml.plan == "fused") & (ml.total_checkpoint == want[-1]["checkpoint"])]["time_s"].sum()
+              - [p for p in want if p["plan"] == "fused"][-1]["time_s"]) < 1e-12,
+      "mlp(kernels=True): one row per kernel of each plan, its totals as total_*")
 try:
     membound.model("no_such_variant")
     check(False, "an unknown variant raises")

@@ -1,5 +1,6 @@
-"""membound from Python: the CLI's model, whatif, plan and trace, each
-returning a pandas DataFrame built from the CLI's --json output.
+"""membound from Python: the CLI's model, whatif, plan, gemm, attention, mlp
+and trace, each returning a pandas DataFrame built from the CLI's --json
+output (trace: the variant's text).
 
 Options are the CLI's, as keyword arguments: a name's '_' is its '-'
 (per_kernel=True is --per-kernel), True a flag, a list or tuple a
@@ -18,7 +19,7 @@ import subprocess
 
 import pandas as pd
 
-__all__ = ["MemboundError", "model", "whatif", "plan", "trace", "run", "BINARY"]
+__all__ = ["MemboundError", "model", "whatif", "plan", "gemm", "attention", "mlp", "trace", "run", "BINARY"]
 
 BINARY = None
 
@@ -111,6 +112,62 @@ def plan(*variants, **options):
     """`membound plan VARIANTS... --json`: the optimal recompute plan against
     store and recompute (frontier=True: the memory-traffic frontier)."""
     return _results("plan", variants, options)
+
+
+def _scalars(d, prefix=""):
+    """d's values that are neither lists nor dicts (a list of numbers, a
+    tile, as "AxB"), keys prefixed."""
+    out = {}
+    for k, v in d.items():
+        if isinstance(v, list) and v and all(isinstance(x, (int, float)) for x in v):
+            out[prefix + k] = "x".join(str(x) for x in v)
+        elif not isinstance(v, (list, dict)):
+            out[prefix + k] = v
+    return out
+
+
+def _layer_rows(command, options, plans_of):
+    """One row per device and plan of a layer command's JSON (kernels=True:
+    one per kernel, the plan's totals as total_*); plans_of(result) gives a
+    result's plan dicts."""
+    kernels = bool(options.pop("kernels", False))
+    doc = json.loads(run(command, *_flags(options), "--json"))
+    top = next((_scalars(v) for k, v in doc.items() if k != "results" and isinstance(v, dict)), {})
+    rows = []
+    for r in doc.get("results", []):
+        head = {**top, **_scalars(r)}
+        for pl in plans_of(r):
+            if not kernels:
+                rows.append({**head, **_scalars(pl)})
+                continue
+            tot = _scalars(pl, "total_")
+            for i, k in enumerate(pl.get("kernels", [])):
+                rows.append({**head, **tot, "plan": pl.get("plan"), "kernel": i, **_scalars(k)})
+    return pd.DataFrame(rows)
+
+
+def gemm(**options):
+    """`membound gemm --json`: one row per device (the product's sizes and
+    FLOPs in each). gemm(mnk="4096x4096x4096", dtype="bf16", device="all")."""
+    doc = json.loads(run("gemm", *_flags(options), "--json"))
+    top = _scalars(doc.get("gemm", {}))
+    return pd.DataFrame([{**top, **_scalars(r)} for r in doc.get("results", [])])
+
+
+def attention(**options):
+    """`membound attention --json`: one row per device and plan (standard,
+    recompute, flash; kernels=True: one per kernel). attention(dims={"seq":
+    8192, "head_dim": 128, "heads": 32}, dtype="bf16", backward=True, device="all")."""
+    return _layer_rows("attention", options,
+                       lambda r: [dict(v, plan=v.get("plan", k)) for k, v in r.items()
+                                  if isinstance(v, dict) and "kernels" in v])
+
+
+def mlp(**options):
+    """`membound mlp --json`: one row per device, plan and checkpoint choice
+    (kernels=True: one per kernel). mlp(preset="llama-7b", dtype="bf16",
+    backward=True, device="all")."""
+    return _layer_rows("mlp", options, lambda r: r.get("plans", []))
 
 
 def _input_spec(name, v):
