@@ -18,9 +18,10 @@
  *            block kernel, which reads it twice, the second time from the
  *            cache when the rows in flight fit it); bmm P@v.
  *            autograd keeps P (softmax's output, bmm's input): BH N^2 s.
- *   backward bmm dO@v^T -> dP; bmm P^T@dO -> dv; dP * P (SoftMax.cu's
- *            softmax_backward_cuda_out forms grad * output first); the
- *            softmax backward kernel (reads that and P, writes dS); dS * scale
+ *   backward bmm dO@v^T -> dP; bmm P^T@dO -> dv; on a GPU dP * P
+ *            (SoftMax.cu's softmax_backward_cuda_out forms grad * output
+ *            first; a CPU's softmax backward is one kernel, reading dP and
+ *            P); the softmax backward kernel (reads that and P, writes dS); dS * scale
  *            (the mask add's gradient passes through, no kernel); bmm dS@k ->
  *            dq; bmm q^T@dS -> dk^T.
  * The recompute plan (standard's kernels; a plan the planner, attn_plan.c,
@@ -245,7 +246,10 @@ static int unfused(const ctx *c, mb_attn_plan_id id, mb_err *err)
         }
         if ((rc = bmm(c, p, "bmm dO@v^T", 1, N, N, dd, 1, err))) return rc;
         if ((rc = bmm(c, p, "bmm P^T@dO", 1, N, dd, N, 0, err))) return rc;
-        nn_kernel(c, p, "mul dP*P", 1, 2, 0, 0, 0);
+        /* CUDA's softmax backward forms grad * output in a kernel of its own
+         * first (SoftMax.cu); the CPU's (vec_host_softmax_backward_lastdim)
+         * reads both in its one kernel (tests/torch_oracle_attn.py) */
+        if (!is_cpu(c->d)) nn_kernel(c, p, "mul dP*P", 1, 2, 0, 0, 0);
         nn_kernel(c, p, "softmax bwd", 1, 2, 0, 0, 0);
         nn_kernel(c, p, "mul dS*scale", 1, 1, 0, 0, 0);
         if ((rc = bmm(c, p, "bmm dS@k", 1, N, dd, N, 0, err))) return rc;

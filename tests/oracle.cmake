@@ -26,6 +26,12 @@ if(TARGET mb_kernels)
   set_tests_properties(torch_oracle_mlp PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300
     ENVIRONMENT "MB_BIN=${CMAKE_BINARY_DIR}/bin/membound;MB_SRC=${CMAKE_SOURCE_DIR};MB_ORACLE_SCRIPT=torch_oracle_mlp.py")
 endif()
+# membound attention's standard plan: PyTorch's kernels forward and backward and its saved bytes
+if(TARGET mb_kernels)
+  add_test(NAME torch_oracle_attn COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/torch_oracle.sh)
+  set_tests_properties(torch_oracle_attn PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300
+    ENVIRONMENT "MB_BIN=${CMAKE_BINARY_DIR}/bin/membound;MB_SRC=${CMAKE_SOURCE_DIR};MB_ORACLE_SCRIPT=torch_oracle_attn.py")
+endif()
 # membound trace: functions of tests/trace_fns.py traced, against PyTorch's
 # kernels and saved bytes and against the built-in variants
 if(TARGET mb_kernels)
