@@ -24,7 +24,11 @@ static void usage(FILE *fp)
             "TF32 off for matmul; bf16 and f16 at the dense tensor peak; a CPU spec at its\n"
             "calibrated gemm_gflops), tile and wave quantization, DRAM bytes from the tiling\n"
             "against the last-level cache, roofline time, the bound and the ridge (the\n"
-            "arithmetic intensity where compute and memory cross). docs/model.md, \"GEMM\".\n"
+            "arithmetic intensity where compute and memory cross). A CPU spec instead takes\n"
+            "OpenBLAS's blocking: 16x4 register tiles, C's passes per K block of 448 and\n"
+            "A's packed panel beyond the L2, run one after the other (time = compute +\n"
+            "memory), at the kernel's rate (gemm_gflops less its shape's memory time).\n"
+            "docs/model.md, \"GEMM\" and \"A GEMM on a CPU\".\n"
             "\n"
             "  --mnk MxNxK     the product's sizes, each as --n takes them (4096, 2^12, 4K)\n"
             "  --batch B       independent products (default 1)\n"
@@ -94,6 +98,11 @@ static json_t *est_json(const mb_device *d, const mb_gemm_est *e)
         json_object_set_new(o, "tiles", json_integer((json_int_t)e->tiles));
         json_object_set_new(o, "wave_tiles", json_integer((json_int_t)e->wave_tiles));
         json_object_set_new(o, "waves", json_integer((json_int_t)e->waves));
+    } else { /* a CPU spec: OpenBLAS's blocking */
+        json_object_set_new(o, "kernel_tflops", json_real(e->kernel_flops_s / 1e12));
+        json_object_set_new(o, "k_blocks", json_integer((json_int_t)e->k_blocks));
+        json_object_set_new(o, "c_passes", json_real(e->c_passes));
+        json_object_set_new(o, "pack_spill_bytes", json_real(e->pack_spill_bytes));
     }
     json_object_set_new(o, "eff_tile", json_real(e->eff_tile));
     json_object_set_new(o, "eff_wave", json_real(e->eff_wave));

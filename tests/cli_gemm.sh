@@ -58,6 +58,8 @@ jcheck '[.results[].peak_key] | join(",")' f16_tflops,f16_tflops
 printf '[device]\nname = c\nkind = cpu\nmem_bandwidth_gbs = 10\ncache_mb = 1\nfp32_tflops = 0.1\ngemm_gflops = 50\nsm_count = 1\nlaunch_overhead_us = 1\nsource = s\n' >"$tmp/cpu.ini"
 if "$B" gemm --mnk 96x80x200 --batch 3 --measure --device "$tmp/cpu.ini" --min-s 0 --reps 4 --json >"$tmp/out" 2>"$tmp/err"; then
   jcheck '.results[0].measured.verified' true
+  jcheck '.results[0].k_blocks' 1
+  jcheck '.results[0].tiled' false
   jcheck '.results[0].measured.threads' 1
   jcheck '.results[0].measured.samples >= 4' true
   jcheck '.results[0].measured.min_s <= .results[0].measured.median_s and .results[0].measured.min_s > 0' true
