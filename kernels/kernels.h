@@ -313,8 +313,17 @@ double mb_kern_gemm_tol(int64_t k);
  *          the multiply) applied to it at once while it is in cache, then the
  *          second GEMM (its bias as the first's) from it: the whole hidden
  *          tensor is never written. Panel rule (mb_kern_mlp_panel_rows): the
- *          panel's hidden rows (1 or 2 tensors of d_ff) fill at most half of
- *          the cache given, in multiples of 16 rows, at least 16. */
+ *          panel's hidden rows (1 or 2 tensors of d_ff f32) fill at most half
+ *          of the last-level cache, in multiples of 16 rows, and at least
+ *          MB_KERN_MLP_MIN_PANEL rows, all tokens at most. Not the L2: OpenBLAS
+ *          packs the whole weight at every call (0.3.21 keeps no packed
+ *          operand between calls), 4 d_model d_ff bytes read against
+ *          2 P d_model d_ff FLOPs of the panel's GEMM: the packing's share is
+ *          about 2 R / (P BW) for a kernel rate R and a bandwidth BW, and at
+ *          R / BW = 10 FLOP/B (this Xeon guest: ~100 GFLOP/s, ~10 GB/s) an
+ *          L2-sized panel (80 GPT-2 rows in 1 MiB) spends 25% of its time
+ *          packing, 512 rows 4%. */
+#define MB_KERN_MLP_MIN_PANEL 512
 typedef enum { MB_KERN_MLP_GPT2, MB_KERN_MLP_LLAMA } mb_kern_mlp_kind;
 typedef enum { MB_KERN_MLP_EAGER, MB_KERN_MLP_FUSED } mb_kern_mlp_plan;
 

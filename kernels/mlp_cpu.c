@@ -70,13 +70,13 @@ static void bias_rows(float *c, const float *bias, int64_t rows, int64_t n)
 
 /* ---- sizes ---- */
 
-static int64_t l2_bytes(void)
+static int64_t llc_bytes(void)
 {
-#ifdef _SC_LEVEL2_CACHE_SIZE
-    long v = sysconf(_SC_LEVEL2_CACHE_SIZE);
+#ifdef _SC_LEVEL3_CACHE_SIZE
+    long v = sysconf(_SC_LEVEL3_CACHE_SIZE);
     if (v > 0) return v;
 #endif
-    return 1 << 20;
+    return (int64_t)32 << 20;
 }
 
 static int threads_of(const mb_kern_mlp *cfg) { return cfg->threads > 0 ? cfg->threads : mb_kern_threads(); }
@@ -84,10 +84,10 @@ static int threads_of(const mb_kern_mlp *cfg) { return cfg->threads > 0 ? cfg->t
 int64_t mb_kern_mlp_panel_rows(const mb_kern_mlp *cfg)
 {
     if (cfg->panel_rows > 0) return cfg->panel_rows < cfg->tokens ? cfg->panel_rows : cfg->tokens;
-    const int64_t cache = cfg->cache_bytes > 0 ? cfg->cache_bytes : l2_bytes() * threads_of(cfg);
+    const int64_t cache = cfg->cache_bytes > 0 ? cfg->cache_bytes : llc_bytes();
     const int64_t row_bytes = (cfg->kind == MB_KERN_MLP_LLAMA ? 2 : 1) * cfg->d_ff * (int64_t)sizeof(float);
     int64_t p = cache / 2 / (row_bytes > 0 ? row_bytes : 1) / 16 * 16;
-    if (p < 16) p = 16;
+    if (p < MB_KERN_MLP_MIN_PANEL) p = MB_KERN_MLP_MIN_PANEL;
     return p < cfg->tokens ? p : cfg->tokens;
 }
 

@@ -1,6 +1,6 @@
-/* gemm_run.c — one (batched) f32 GEMM timed on the CPU through kernels/'s
- * BLAS, and checked against float64 on sampled entries. Does not model it
- * (model/gemm.c) nor print it (cli/cmd_gemm.c). */
+/* gemm_run.c — one (batched) f32 GEMM, or a transformer MLP built on it,
+ * timed on the CPU through kernels/'s BLAS, and checked against float64 on
+ * sampled entries. Does not model them (model/) nor print them (cli/). */
 #include "measure.h"
 #include "meas_gemm.h"
 #include "kernels.h"
@@ -58,6 +58,35 @@ int mb_meas_gemm_available(char *why, size_t whysz)
     return ok;
 }
 
+/* samples of fn(ctx) until c's minimum time and count: median and min into out */
+static int sample_all(mb_meas_fn fn, void *ctx, const mb_meas_gemm_config *c, mb_meas_gemm_result *out, mb_err *err)
+{
+    int cap = 64, n = 0;
+    double *t = malloc((size_t)cap * sizeof *t), total = 0;
+    if (!t) return mb_err_set(err, MB_ERUN, "out of memory for the samples");
+    mb_meas_sampler s = {.fn = fn, .ctx = ctx, .calls = 1, .threads = out->threads, .retries = 2};
+    while (n < (c->min_samples > 1 ? c->min_samples : 1) || total < c->min_s) {
+        if (n == cap) {
+            double *u = realloc(t, (size_t)(cap *= 2) * sizeof *t);
+            if (!u) {
+                free(t);
+                return mb_err_set(err, MB_ERUN, "out of memory for the samples");
+            }
+            t = u;
+        }
+        int bad = 0;
+        t[n] = mb_meas_sample_s(&s, &bad, NULL);
+        total += t[n++];
+        out->contended += bad;
+    }
+    qsort(t, (size_t)n, sizeof *t, cmp_double);
+    out->samples = n;
+    out->min_s = t[0];
+    out->median_s = n % 2 ? t[n / 2] : 0.5 * (t[n / 2 - 1] + t[n / 2]);
+    free(t);
+    return MB_OK;
+}
+
 int mb_meas_gemm_cpu(const mb_gemm *g, const mb_meas_gemm_config *c, mb_meas_gemm_result *out, mb_err *err)
 {
     if (g->dtype != MB_F32)
@@ -78,9 +107,8 @@ int mb_meas_gemm_cpu(const mb_gemm *g, const mb_meas_gemm_config *c, mb_meas_gem
     x.a = malloc(na * sizeof(float));
     x.b = malloc(nb * sizeof(float));
     x.c = calloc(nc, sizeof(float));
-    double *t = NULL;
-    int rc = MB_OK, cap = 64;
-    if (!x.a || !x.b || !x.c || !(t = malloc((size_t)cap * sizeof *t))) {
+    int rc = MB_OK;
+    if (!x.a || !x.b || !x.c) {
         rc = mb_err_set(err, MB_ERUN, "out of memory for a GEMM's operands (%.3g GB)",
                         (double)(na + nb + nc) * 4 / 1e9);
         goto done;
@@ -101,29 +129,49 @@ int mb_meas_gemm_cpu(const mb_gemm *g, const mb_meas_gemm_config *c, mb_meas_gem
         if (e > out->max_rel_err) out->max_rel_err = e;
     }
     out->verified = out->max_rel_err <= out->tol;
-    mb_meas_sampler s = {.fn = run_fn, .ctx = &x, .calls = 1, .threads = out->threads, .retries = 2};
-    double total = 0;
-    int n = 0;
-    while (n < (c->min_samples > 1 ? c->min_samples : 1) || total < c->min_s) {
-        if (n == cap) {
-            double *u = realloc(t, (size_t)(cap *= 2) * sizeof *t);
-            if (!u) {
-                rc = mb_err_set(err, MB_ERUN, "out of memory for the samples");
-                goto done;
-            }
-            t = u;
-        }
-        int bad = 0;
-        t[n] = mb_meas_sample_s(&s, &bad, NULL);
-        total += t[n++];
-        out->contended += bad;
-    }
-    qsort(t, (size_t)n, sizeof *t, cmp_double);
-    out->samples = n;
-    out->min_s = t[0];
-    out->median_s = n % 2 ? t[n / 2] : 0.5 * (t[n / 2 - 1] + t[n / 2]);
+    if ((rc = sample_all(run_fn, &x, c, out, err))) goto done;
     out->gflops_median = 2.0 * M * N * K * B / out->median_s / 1e9;
 done:
-    free(x.a), free(x.b), free(x.c), free(t);
+    free(x.a), free(x.b), free(x.c);
+    return rc;
+}
+
+typedef struct mlp_ctx {
+    mb_kern_mlp cfg;
+    mb_kern_mlp_plan plan;
+    mb_kern_mlp_bufs b;
+} mlp_ctx;
+
+/* sizes and BLAS checked by the warm-up: cannot fail here */
+static void mlp_fn(void *ctx)
+{
+    mlp_ctx *x = ctx;
+    mb_kern_mlp_run(&x->cfg, x->plan, &x->b, NULL);
+}
+
+int mb_meas_mlp_cpu(const mb_meas_mlp *m, const mb_meas_gemm_config *c, mb_meas_gemm_result *out,
+                    int64_t *panel_rows, mb_err *err)
+{
+    if (!mb_kern_blas_load()) return mb_err_set(err, MB_ERUN, "no BLAS for the MLP's GEMMs: %s", mb_kern_blas_desc());
+    mlp_ctx x = {.cfg = {.kind = m->kind == MB_MEAS_MLP_LLAMA ? MB_KERN_MLP_LLAMA : MB_KERN_MLP_GPT2,
+                         .tokens = m->tokens, .d_model = m->d_model, .d_ff = m->d_ff,
+                         .cache_bytes = m->cache_bytes, .panel_rows = m->panel_rows, .threads = c->threads},
+                 .plan = m->plan == MB_MEAS_MLP_FUSED ? MB_KERN_MLP_FUSED : MB_KERN_MLP_EAGER};
+    int rc = mb_kern_mlp_alloc(&x.cfg, &x.b, 1, err);
+    if (rc) return rc;
+    memset(out, 0, sizeof *out);
+    out->threads = c->threads > 0 ? c->threads : mb_kern_threads();
+    snprintf(out->blas, sizeof out->blas, "%s", mb_kern_blas_desc());
+    if (panel_rows) *panel_rows = mb_kern_mlp_panel_rows(&x.cfg);
+    if ((rc = mb_kern_mlp_run(&x.cfg, x.plan, &x.b, err))) goto done; /* the warm-up */
+    /* rows of d_model x d_ff float64 work each: 8 at most */
+    int rows = c->check_samples < 2 ? 2 : c->check_samples > 8 ? 8 : c->check_samples;
+    out->max_rel_err = mb_kern_mlp_check(&x.cfg, &x.b, rows, 16, 3);
+    out->tol = 1;
+    out->verified = out->max_rel_err <= 1;
+    if ((rc = sample_all(mlp_fn, &x, c, out, err))) goto done;
+    out->gflops_median = mb_kern_mlp_flops(&x.cfg) / out->median_s / 1e9;
+done:
+    mb_kern_mlp_free(&x.b);
     return rc;
 }

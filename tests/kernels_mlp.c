@@ -58,12 +58,15 @@ int main(void)
         CHECK(mb_kern_mlp_panel_rows(&c) == 100);
         CHECK(run(&c, MB_KERN_MLP_FUSED, NULL) <= 1);
         c.panel_rows = 0;
-        c.tokens = 1000;
-        /* half of 64 KiB over 160 (x 2 for Llama) floats a row: 51 (25) rows, to 48 (16) */
-        c.cache_bytes = 65536;
-        CHECK(mb_kern_mlp_panel_rows(&c) == (kind ? 16 : 48));
-        c.cache_bytes = 1024; /* at least 16 */
-        CHECK(mb_kern_mlp_panel_rows(&c) == 16);
+        c.tokens = 5000;
+        /* half of 768000 B over 160 (x 2 for Llama) floats a row: 600 (300)
+         * rows, to 592 (288, raised to the floor of 512) */
+        c.cache_bytes = 768000;
+        CHECK(mb_kern_mlp_panel_rows(&c) == (kind ? MB_KERN_MLP_MIN_PANEL : 592));
+        c.cache_bytes = 1024; /* at least the floor */
+        CHECK(mb_kern_mlp_panel_rows(&c) == MB_KERN_MLP_MIN_PANEL);
+        c.tokens = 300; /* all tokens at most */
+        CHECK(mb_kern_mlp_panel_rows(&c) == 300);
         c.cache_bytes = 0;
         c.tokens = 100;
         CHECK(mb_kern_mlp_flops(&c) == 2.0 * 100 * 64 * 160 * (kind ? 3 : 2));
