@@ -15,8 +15,9 @@ typedef struct gemm_ctx {
 } gemm_ctx;
 
 /* the whole product: batch calls, each on its own strided operands (PyTorch's
- * CPU bmm without a batched BLAS: at::native::cpublas::gemm_batched_with_stride
- * falls back to a loop of gemm calls, aten/src/ATen/native/CPUBlas.cpp) */
+ * CPU bmm where its BLAS has no batched GEMM: at::native::cpublas::
+ * gemm_batched_with_stride falls back to a loop of gemm calls,
+ * aten/src/ATen/native/CPUBlas.cpp; MKL builds call MKL's batched GEMM) */
 static int run_all(const gemm_ctx *x, mb_err *err)
 {
     const mb_gemm *g = x->g;
