@@ -6,7 +6,9 @@
  *
  * usage: cpu_mlp_bench --kind gpt2|llama --tokens T --d-model D --d-ff F
  *                      [--threads N] [--rounds R] [--reps N] [--panel P]
- *                      [--cache-bytes B] */
+ *                      [--cache-bytes B] [--backward]
+ * --backward times the backward instead (after one eager forward, whose
+ * saved tensors both plans read). */
 #include "kernels.h"
 
 #include <stdio.h>
@@ -45,8 +47,11 @@ static int64_t arg_i(int argc, char **argv, const char *name, int64_t dflt)
 int main(int argc, char **argv)
 {
     const char *kind = "gpt2";
-    for (int i = 1; i + 1 < argc; i++)
-        if (!strcmp(argv[i], "--kind")) kind = argv[i + 1];
+    int backward = 0;
+    for (int i = 1; i < argc; i++) {
+        if (i + 1 < argc && !strcmp(argv[i], "--kind")) kind = argv[i + 1];
+        if (!strcmp(argv[i], "--backward")) backward = 1;
+    }
     if (strcmp(kind, "gpt2") && strcmp(kind, "llama")) {
         fprintf(stderr, "cpu_mlp_bench: --kind gpt2 or llama\n");
         return 2;
@@ -57,7 +62,8 @@ int main(int argc, char **argv)
                      .d_ff = arg_i(argc, argv, "--d-ff", 3072),
                      .threads = (int)arg_i(argc, argv, "--threads", 0),
                      .panel_rows = arg_i(argc, argv, "--panel", 0),
-                     .cache_bytes = arg_i(argc, argv, "--cache-bytes", 0)};
+                     .cache_bytes = arg_i(argc, argv, "--cache-bytes", 0),
+                     .backward = backward};
     const int rounds = (int)arg_i(argc, argv, "--rounds", 5), reps = (int)arg_i(argc, argv, "--reps", 3);
     if (rounds < 1 || reps < 1) {
         fprintf(stderr, "cpu_mlp_bench: --rounds and --reps are at least 1\n");
@@ -70,12 +76,16 @@ int main(int argc, char **argv)
         return 2;
     }
     double check[2];
+    if (backward && mb_kern_mlp_run(&c, MB_KERN_MLP_EAGER, &b, &e)) { /* the saved tensors */
+        fprintf(stderr, "cpu_mlp_bench: %s\n", e.msg);
+        return 1;
+    }
     for (int p = 0; p < 2; p++) { /* warm-up and the check */
-        if (mb_kern_mlp_run(&c, (mb_kern_mlp_plan)p, &b, &e)) {
+        if ((backward ? mb_kern_mlp_backward : mb_kern_mlp_run)(&c, (mb_kern_mlp_plan)p, &b, &e)) {
             fprintf(stderr, "cpu_mlp_bench: %s\n", e.msg);
             return 1;
         }
-        check[p] = mb_kern_mlp_check(&c, &b, 6, 16, 3);
+        check[p] = backward ? mb_kern_mlp_check_backward(&c, &b, 3, 3) : mb_kern_mlp_check(&c, &b, 6, 16, 3);
         if (!(check[p] <= 1)) {
             fprintf(stderr, "cpu_mlp_bench: plan %d failed its float64 check (%.3g of the bound)\n", p, check[p]);
             return 1;
@@ -89,15 +99,16 @@ int main(int argc, char **argv)
             const int p = (q + r) % 2; /* each plan first in every other round */
             for (int i = 0; i < reps; i++) {
                 double t0 = now_s();
-                mb_kern_mlp_run(&c, (mb_kern_mlp_plan)p, &b, &e);
+                (backward ? mb_kern_mlp_backward : mb_kern_mlp_run)(&c, (mb_kern_mlp_plan)p, &b, &e);
                 t[p][r * reps + i] = now_s() - t0;
             }
         }
     const int n = rounds * reps;
-    printf("{\"kind\": \"%s\", \"tokens\": %lld, \"d_model\": %lld, \"d_ff\": %lld, \"threads\": %d, "
+    printf("{\"pass\": \"%s\", \"kind\": \"%s\", \"tokens\": %lld, \"d_model\": %lld, \"d_ff\": %lld, \"threads\": %d, "
            "\"panel_rows\": %lld, \"flops\": %.17g, \"blas\": \"%s\"",
-           kind, (long long)c.tokens, (long long)c.d_model, (long long)c.d_ff,
-           c.threads > 0 ? c.threads : mb_kern_threads(), (long long)mb_kern_mlp_panel_rows(&c), mb_kern_mlp_flops(&c),
+           backward ? "backward" : "forward", kind, (long long)c.tokens, (long long)c.d_model, (long long)c.d_ff,
+           c.threads > 0 ? c.threads : mb_kern_threads(), (long long)mb_kern_mlp_panel_rows(&c),
+           backward ? mb_kern_mlp_backward_flops(&c) : mb_kern_mlp_flops(&c),
            mb_kern_blas_desc());
     const char *names[2] = {"eager", "fused"};
     for (int p = 0; p < 2; p++) {

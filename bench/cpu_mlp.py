@@ -13,12 +13,16 @@ printed before and after: a shared host moves every figure. Prints a table:
   fused/eager      our two plans (below 1: fusing the epilogue saved time)
   fused/torch      ours fused over PyTorch eager (issue target: below 1)
   fused/compile    ours fused over torch.compile (issue target: at most 1.1)
-Nothing is asserted. PyTorch runs under bench/torch_env.py's venv when one
+--backward times the backward instead: ours after one eager forward (both plans read
+its saved tensors), PyTorch's y.backward(dy) after a forward run each call, untimed (the
+column is the backward alone; the gradients set to None between calls, as
+optimizer.zero_grad() leaves them). Nothing is
+asserted. PyTorch runs under bench/torch_env.py's venv when one
 exists under --torch-build (never made here), else under this python's torch,
 else the PyTorch columns are left out.
 
 usage: bench/cpu_mlp.py [--bench build/bin/cpu_mlp_bench] [--threads N] [--rounds R] [--reps N]
-                        [--tokens T] [--cache-bytes B] [--no-compile] [--torch-build DIR]
+                        [--tokens T] [--cache-bytes B] [--no-compile] [--backward] [--torch-build DIR]
 """
 import argparse
 import json
@@ -45,6 +49,8 @@ def ours(o, kind, d, f):
            "--threads", str(o.threads), "--rounds", str(o.rounds), "--reps", str(o.reps)]
     if o.cache_bytes:
         cmd += ["--cache-bytes", str(o.cache_bytes)]
+    if o.backward:
+        cmd += ["--backward"]
     r = subprocess.run(cmd, capture_output=True, text=True, check=False)
     if r.returncode:
         sys.exit(f"cpu_mlp.py: error: {' '.join(cmd)}: {r.stderr.strip()}")
@@ -69,14 +75,31 @@ def torch_times(torch, o, kind, d, f, compiled):
             return F.linear(F.silu(F.linear(x, wg)) * F.linear(x, wu), wd)
     run = torch.compile(fn) if compiled else fn
     times = []
-    with torch.no_grad():
-        t0 = time.perf_counter()
-        run(x)
-        warm = time.perf_counter() - t0
-        for _ in range(o.rounds * o.reps):
+    if not o.backward:
+        with torch.no_grad():
             t0 = time.perf_counter()
             run(x)
-            times.append(time.perf_counter() - t0)
+            warm = time.perf_counter() - t0
+            for _ in range(o.rounds * o.reps):
+                t0 = time.perf_counter()
+                run(x)
+                times.append(time.perf_counter() - t0)
+        return statistics.median(times), min(times), warm
+    # the backward: every tensor a leaf that wants its gradient, as in training
+    leaves = [x] + [c.cell_contents for c in fn.__closure__ if isinstance(c.cell_contents, torch.Tensor)]
+    for t in leaves:
+        t.requires_grad_(True)
+    dy = torch.rand(o.tokens, d, generator=g) * 2 - 1
+    t0 = time.perf_counter()
+    run(x).backward(dy)
+    warm = time.perf_counter() - t0
+    for _ in range(o.rounds * o.reps):
+        for t in leaves:  # as optimizer.zero_grad() leaves them: no accumulation
+            t.grad = None
+        y = run(x)
+        t1 = time.perf_counter()
+        y.backward(dy)
+        times.append(time.perf_counter() - t1)
     return statistics.median(times), min(times), warm
 
 
@@ -91,6 +114,7 @@ def main():
     ap.add_argument("--cache-bytes", type=int, default=0,
                     help="the cache the fused plan's panel fills half of (default: the LLC sysconf reports)")
     ap.add_argument("--no-compile", action="store_true", help="leave torch.compile out")
+    ap.add_argument("--backward", action="store_true", help="time the backward instead of the forward")
     ap.add_argument("--torch-build", default=torch_env.default_build())
     o = ap.parse_args()
     if min(o.threads, o.rounds, o.reps, o.tokens) < 1:
@@ -103,7 +127,8 @@ def main():
     except ImportError:
         torch = None
         print(f"no torch under {sys.executable}: the PyTorch columns are left out")
-    print(f"{o.tokens} tokens, f32 forward, {o.threads} threads; load average before: {load()}")
+    print(f"{o.tokens} tokens, f32 {'backward' if o.backward else 'forward'}, {o.threads} threads; "
+          f"load average before: {load()}")
     print(f"{'mlp':6} {'d x ff':>11} {'panel':>5} {'eager':>9} {'fused':>9} {'torch':>9} {'compile':>9} "
           f"{'fused/eager':>11} {'fused/torch':>11} {'fused/compile':>13}  (medians; minima below)")
     for kind, d, f in MLPS:

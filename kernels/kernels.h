@@ -333,7 +333,9 @@ typedef enum { MB_KERN_MLP_EAGER, MB_KERN_MLP_FUSED } mb_kern_mlp_plan;
  * threads: OpenMP and BLAS threads (<= 0: mb_kern_threads()). fault: 0 in
  * use; tests set 1 (the fused epilogue skips the activation on the last
  * panel) or 2 (it skips b1 / the multiply by x @ wu there) to show the check
- * catches a wrong epilogue. */
+ * catches a wrong epilogue (in backward: the derivative's factor left
+ * out on the last panel). backward: 1 to allocate the backward's tensors
+ * too (mb_kern_mlp_backward). */
 typedef struct mb_kern_mlp {
     mb_kern_mlp_kind kind;
     int64_t tokens, d_model, d_ff;
@@ -341,6 +343,7 @@ typedef struct mb_kern_mlp {
     int64_t panel_rows;
     int threads;
     int fault;
+    int backward;
 } mb_kern_mlp;
 
 /* The tensors, row-major f32, owned by the struct (mb_kern_mlp_alloc /
@@ -348,10 +351,16 @@ typedef struct mb_kern_mlp {
  * b2 [d_model]; Llama: wg, wu [d_model, d_ff], wd [d_ff, d_model] (b1, b2,
  * w2 NULL); h, u: the hidden tensors, [tokens, d_ff] (u Llama's only; the
  * fused plan uses their first panel rows); g: eager's activation output;
- * y [tokens, d_model]. */
+ * p: Llama's eager g * u; y [tokens, d_model]. What the eager forward leaves
+ * in h, g, u and p is what PyTorch's autograd saves: GPT-2 h = x w1 + b1 and
+ * g = gelu(h); Llama h = x wg, u = x wu, g = silu(h), p = g u.
+ * With cfg->backward: dy [tokens, d_model] (filled like x), the gradients
+ * dx, dw1, db1, dw2, db2 (GPT-2) or dx, dwg, dwu, dwd (Llama), each the
+ * shape of its tensor, and dh, du [tokens, d_ff]: the hidden gradients. */
 typedef struct mb_kern_mlp_bufs {
     float *x, *w1, *b1, *w2, *b2, *wg, *wu, *wd;
-    float *h, *u, *g, *y;
+    float *h, *u, *g, *p, *y;
+    float *dy, *dx, *dw1, *db1, *dw2, *db2, *dwg, *dwu, *dwd, *dh, *du;
 } mb_kern_mlp_bufs;
 
 /* Rows of a fused panel for cfg (its panel_rows, else the rule above). */
@@ -366,6 +375,27 @@ int mb_kern_mlp_alloc(const mb_kern_mlp *cfg, mb_kern_mlp_bufs *b, uint64_t seed
 void mb_kern_mlp_free(mb_kern_mlp_bufs *b);
 /* y = the MLP of x under plan. MB_ERUN without a BLAS. */
 int mb_kern_mlp_run(const mb_kern_mlp *cfg, mb_kern_mlp_plan plan, mb_kern_mlp_bufs *b, mb_err *err);
+/* The backward from dy, after an EAGER forward of the same b (it reads
+ * the saved tensors above), cfg->backward set at alloc. EAGER runs
+ * PyTorch autograd's kernels: the weights' gradients as GEMMs over all
+ * tokens (x^T dh ...), the input's (dh w1^T ...), the biases' as column
+ * sums, and the activation's backward as its own passes over the whole
+ * hidden gradient (GeluBackward; MulBackward's two products, then
+ * SiluBackward). FUSED applies those elementwise steps to each token panel
+ * of the hidden gradient right after the GEMM that makes it (dy w2^T, in
+ * cache), so the hidden gradient is written once, already final; the
+ * weights' and input's GEMMs then run as in EAGER. MB_EINPUT without the
+ * backward's tensors, MB_ERUN without a BLAS. */
+int mb_kern_mlp_backward(const mb_kern_mlp *cfg, mb_kern_mlp_plan plan, mb_kern_mlp_bufs *b, mb_err *err);
+/* The backward's gradients against float64 on sampled entries (rows of dx
+ * and entries of each weight and bias gradient, samples of each), as
+ * mb_kern_mlp_check judges y: the largest |got - ref| / bound, the bound
+ * carried through each step (Higham's gamma_n for every sum, the slopes of
+ * the activation and its derivative, 4 ulps for each). <= 1 passes. */
+double mb_kern_mlp_check_backward(const mb_kern_mlp *cfg, const mb_kern_mlp_bufs *b, int samples, uint64_t seed);
+/* FLOPs of the backward's GEMMs: twice the forward's. */
+double mb_kern_mlp_backward_flops(const mb_kern_mlp *cfg);
+
 /* y against float64 on sampled rows (the first and last token, then rows
  * drawn from seed; columns likewise, cols per row): the largest
  * |y - ref| / bound, where bound is the entry's f32 error bound (Higham's

@@ -115,9 +115,20 @@ static float *filled(int64_t n, double scale, uint64_t *s)
     return p;
 }
 
+/* zeroed with memset, not calloc: the pages are touched here, not in the
+ * first timed run */
+static float *zeroed(int64_t n)
+{
+    float *p = malloc((size_t)n * sizeof *p);
+    if (p) memset(p, 0, (size_t)n * sizeof *p);
+    return p;
+}
+
 void mb_kern_mlp_free(mb_kern_mlp_bufs *b)
 {
-    float **all[] = {&b->x, &b->w1, &b->b1, &b->w2, &b->b2, &b->wg, &b->wu, &b->wd, &b->h, &b->u, &b->g, &b->y};
+    float **all[] = {&b->x,  &b->w1,  &b->b1,  &b->w2,  &b->b2,  &b->wg,  &b->wu,  &b->wd,  &b->h,
+                     &b->u,  &b->g,   &b->p,   &b->y,   &b->dy,  &b->dx,  &b->dw1, &b->db1, &b->dw2,
+                     &b->db2, &b->dwg, &b->dwu, &b->dwd, &b->dh,  &b->du};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) {
         free(*all[i]);
         *all[i] = NULL;
@@ -140,22 +151,26 @@ int mb_kern_mlp_alloc(const mb_kern_mlp *cfg, mb_kern_mlp_bufs *b, uint64_t seed
     int ok = (b->x = filled(T * D, 1.0, &s)) != NULL;
     if (cfg->kind == MB_KERN_MLP_LLAMA) {
         ok = ok && (b->wg = filled(D * F, s_in, &s)) && (b->wu = filled(D * F, s_in, &s)) &&
-             (b->wd = filled(F * D, s_ff, &s)) && (b->u = malloc((size_t)(T * F) * sizeof(float)));
+             (b->wd = filled(F * D, s_ff, &s)) && (b->u = zeroed(T * F)) && (b->p = zeroed(T * F));
     } else {
         ok = ok && (b->w1 = filled(D * F, s_in, &s)) && (b->b1 = filled(F, s_in, &s)) &&
              (b->w2 = filled(F * D, s_ff, &s)) && (b->b2 = filled(D, s_ff, &s));
     }
-    ok = ok && (b->h = malloc((size_t)(T * F) * sizeof(float))) && (b->g = malloc((size_t)(T * F) * sizeof(float))) &&
-         (b->y = calloc((size_t)(T * D), sizeof(float)));
+    ok = ok && (b->h = zeroed(T * F)) && (b->g = zeroed(T * F)) && (b->y = zeroed(T * D));
+    if (ok && cfg->backward) {
+        ok = (b->dy = filled(T * D, 1.0, &s)) && (b->dx = zeroed(T * D)) && (b->dh = zeroed(T * F));
+        if (cfg->kind == MB_KERN_MLP_LLAMA)
+            ok = ok && (b->du = zeroed(T * F)) && (b->dwg = zeroed(D * F)) && (b->dwu = zeroed(D * F)) &&
+                 (b->dwd = zeroed(F * D));
+        else
+            ok = ok && (b->dw1 = zeroed(D * F)) && (b->db1 = zeroed(F)) && (b->dw2 = zeroed(F * D)) &&
+                 (b->db2 = zeroed(D));
+    }
     if (!ok) {
         mb_kern_mlp_free(b);
         return mb_err_set(err, MB_ERUN, "out of memory for an MLP of %lld tokens, %lld x %lld", (long long)T,
                           (long long)D, (long long)F);
     }
-    /* first touch of the hidden buffers here, not in the first timed run */
-    memset(b->h, 0, (size_t)(T * F) * sizeof(float));
-    memset(b->g, 0, (size_t)(T * F) * sizeof(float));
-    if (b->u) memset(b->u, 0, (size_t)(T * F) * sizeof(float));
     return MB_OK;
 }
 
@@ -177,14 +192,14 @@ static int eager(const mb_kern_mlp *cfg, mb_kern_mlp_bufs *b, mb_err *err)
         bias_rows(b->y, b->b2, T, D);
         return mb_kern_sgemm(0, 0, T, D, F, 1.0f, b->g, F, b->w2, D, 1.0f, b->y, D, err);
     }
-    /* mm(x, wg); mm(x, wu); silu into g; g * u into h; mm(h, wd) */
+    /* mm(x, wg); mm(x, wu); silu into g; g * u into p; mm(p, wd) */
     if ((rc = mb_kern_sgemm(0, 0, T, F, D, 1.0f, b->x, D, b->wg, F, 0.0f, b->h, F, err))) return rc;
     if ((rc = mb_kern_sgemm(0, 0, T, F, D, 1.0f, b->x, D, b->wu, F, 0.0f, b->u, F, err))) return rc;
 #pragma omp parallel for schedule(static)
     for (int64_t r = 0; r < T; r++) silu_mul_row(b->g + r * F, b->h + r * F, NULL, F);
 #pragma omp parallel for schedule(static)
-    for (int64_t r = 0; r < T; r++) mul_row(b->h + r * F, b->g + r * F, b->u + r * F, F);
-    return mb_kern_sgemm(0, 0, T, D, F, 1.0f, b->h, F, b->wd, D, 0.0f, b->y, D, err);
+    for (int64_t r = 0; r < T; r++) mul_row(b->p + r * F, b->g + r * F, b->u + r * F, F);
+    return mb_kern_sgemm(0, 0, T, D, F, 1.0f, b->p, F, b->wd, D, 0.0f, b->y, D, err);
 }
 
 static int fused(const mb_kern_mlp *cfg, mb_kern_mlp_bufs *b, mb_err *err)
@@ -229,6 +244,121 @@ int mb_kern_mlp_run(const mb_kern_mlp *cfg, mb_kern_mlp_plan plan, mb_kern_mlp_b
     mb_kern_blas_set_threads(t);
     return plan == MB_KERN_MLP_FUSED ? fused(cfg, b, err) : eager(cfg, b, err);
 }
+
+/* ---- the backward ---- */
+
+/* dh[i] *= gelu'(h[i]) over one row (GeluBackward) */
+static void gelu_bwd_row(float *dh, const float *h, int64_t n)
+{
+    int64_t i = 0;
+#ifdef MB_VW
+    for (; i + MB_VW <= n; i += MB_VW) V_ST(dh + i, V_MUL(V_LD(dh + i), MB_V_GELU_GRAD(V_LD(h + i))));
+#endif
+    for (; i < n; i++) dh[i] *= mb_op_apply_f32(MB_OP_GELU_GRAD, h[i], 0);
+}
+
+/* dh[i] *= silu'(h[i]) over one row (SiluBackward) */
+static void silu_bwd_row(float *dh, const float *h, int64_t n)
+{
+    int64_t i = 0;
+#ifdef MB_VW
+    for (; i + MB_VW <= n; i += MB_VW) V_ST(dh + i, V_MUL(V_LD(dh + i), MB_V_SILU_GRAD(V_LD(h + i))));
+#endif
+    for (; i < n; i++) dh[i] *= mb_op_apply_f32(MB_OP_SILU_GRAD, h[i], 0);
+}
+
+/* out[j] (+)= sum over rows of a[r n + j]: a bias's gradient */
+static void colsum(float *out, const float *a, int64_t rows, int64_t n, int accumulate)
+{
+#pragma omp parallel for schedule(static)
+    for (int64_t j0 = 0; j0 < n; j0 += 64) {
+        const int64_t j1 = j0 + 64 < n ? j0 + 64 : n;
+        float acc[64];
+        for (int64_t j = j0; j < j1; j++) acc[j - j0] = accumulate ? out[j] : 0.0f;
+        for (int64_t r = 0; r < rows; r++)
+            for (int64_t j = j0; j < j1; j++) acc[j - j0] += a[r * n + j];
+        for (int64_t j = j0; j < j1; j++) out[j] = acc[j - j0];
+    }
+}
+
+/* the hidden gradient's GEMM (dy w2^T, dy wd^T) for rows [r0, r0 + rows) */
+static int hidden_grad_gemm(const mb_kern_mlp *cfg, mb_kern_mlp_bufs *b, int64_t r0, int64_t rows, mb_err *err)
+{
+    const int64_t D = cfg->d_model, F = cfg->d_ff;
+    const float *w = cfg->kind == MB_KERN_MLP_LLAMA ? b->wd : b->w2;
+    return mb_kern_sgemm(0, 1, rows, F, D, 1.0f, b->dy + r0 * D, D, w, D, 0.0f, b->dh + r0 * F, F, err);
+}
+
+/* Llama's MulBackward and SiluBackward on one row of the hidden gradient
+ * dh (holding dp = dy wd^T): du = dp * g, then dh = dp * u * silu'(h) */
+static void llama_bwd_row(const mb_kern_mlp_bufs *b, int64_t r, int64_t F, int skip_silu, int skip_a)
+{
+    float *dh = b->dh + r * F, *du = b->du + r * F;
+    const float *g = b->g + r * F, *u = b->u + r * F, *h = b->h + r * F;
+    for (int64_t i = 0; i < F; i++) du[i] = skip_a ? dh[i] : dh[i] * g[i];
+    mul_row(dh, dh, u, F);
+    if (!skip_silu) silu_bwd_row(dh, h, F);
+}
+
+int mb_kern_mlp_backward(const mb_kern_mlp *cfg, mb_kern_mlp_plan plan, mb_kern_mlp_bufs *b, mb_err *err)
+{
+    if (!b->dy || !b->dh)
+        return mb_err_set(err, MB_EINPUT, "the MLP's backward needs its tensors: allocate with cfg->backward = 1");
+    if (!mb_kern_blas_load()) return mb_err_set(err, MB_ERUN, "no BLAS for the MLP's GEMMs: %s", mb_kern_blas_desc());
+    const int t = threads_of(cfg);
+    mb_kern_set_threads(t);
+    mb_kern_blas_set_threads(t);
+    const int64_t T = cfg->tokens, D = cfg->d_model, F = cfg->d_ff;
+    const int llama = cfg->kind == MB_KERN_MLP_LLAMA;
+    int rc;
+    if (plan == MB_KERN_MLP_FUSED) {
+        /* each panel's hidden gradient final while in cache; db1 summed there */
+        const int64_t P = mb_kern_mlp_panel_rows(cfg);
+        for (int64_t r0 = 0; r0 < T; r0 += P) {
+            const int64_t rows = T - r0 < P ? T - r0 : P;
+            const int last = r0 + rows == T;
+            if ((rc = hidden_grad_gemm(cfg, b, r0, rows, err))) return rc;
+            if (llama) {
+#pragma omp parallel for schedule(static)
+                for (int64_t r = r0; r < r0 + rows; r++) llama_bwd_row(b, r, F, last && cfg->fault == 1, last && cfg->fault == 2);
+            } else {
+                if (!(last && cfg->fault == 1)) {
+#pragma omp parallel for schedule(static)
+                    for (int64_t r = r0; r < r0 + rows; r++) gelu_bwd_row(b->dh + r * F, b->h + r * F, F);
+                }
+                if (!(last && cfg->fault == 2)) colsum(b->db1, b->dh + r0 * F, rows, F, r0 > 0);
+            }
+        }
+    } else {
+        if ((rc = hidden_grad_gemm(cfg, b, 0, T, err))) return rc;
+        if (llama) { /* MulBackward's two products, then SiluBackward: three passes */
+#pragma omp parallel for schedule(static)
+            for (int64_t r = 0; r < T; r++) mul_row(b->du + r * F, b->dh + r * F, b->g + r * F, F);
+#pragma omp parallel for schedule(static)
+            for (int64_t r = 0; r < T; r++) mul_row(b->dh + r * F, b->dh + r * F, b->u + r * F, F);
+#pragma omp parallel for schedule(static)
+            for (int64_t r = 0; r < T; r++) silu_bwd_row(b->dh + r * F, b->h + r * F, F);
+        } else {
+#pragma omp parallel for schedule(static)
+            for (int64_t r = 0; r < T; r++) gelu_bwd_row(b->dh + r * F, b->h + r * F, F);
+            colsum(b->db1, b->dh, T, F, 0);
+        }
+    }
+    /* the weights' and the input's gradients, the same in both plans */
+    if (llama) {
+        if ((rc = mb_kern_sgemm(1, 0, F, D, T, 1.0f, b->p, F, b->dy, D, 0.0f, b->dwd, D, err))) return rc;
+        if ((rc = mb_kern_sgemm(1, 0, D, F, T, 1.0f, b->x, D, b->dh, F, 0.0f, b->dwg, F, err))) return rc;
+        if ((rc = mb_kern_sgemm(1, 0, D, F, T, 1.0f, b->x, D, b->du, F, 0.0f, b->dwu, F, err))) return rc;
+        if ((rc = mb_kern_sgemm(0, 1, T, D, F, 1.0f, b->dh, F, b->wg, F, 0.0f, b->dx, D, err))) return rc;
+        return mb_kern_sgemm(0, 1, T, D, F, 1.0f, b->du, F, b->wu, F, 1.0f, b->dx, D, err);
+    }
+    colsum(b->db2, b->dy, T, D, 0);
+    if ((rc = mb_kern_sgemm(1, 0, F, D, T, 1.0f, b->g, F, b->dy, D, 0.0f, b->dw2, D, err))) return rc;
+    if ((rc = mb_kern_sgemm(1, 0, D, F, T, 1.0f, b->x, D, b->dh, F, 0.0f, b->dw1, F, err))) return rc;
+    return mb_kern_sgemm(0, 1, T, D, F, 1.0f, b->dh, F, b->w1, F, 0.0f, b->dx, D, err);
+}
+
+double mb_kern_mlp_backward_flops(const mb_kern_mlp *cfg) { return 2 * mb_kern_mlp_flops(cfg); }
 
 /* ---- the float64 check ---- */
 
@@ -293,5 +423,108 @@ double mb_kern_mlp_check(const mb_kern_mlp *cfg, const mb_kern_mlp_bufs *b, int 
         }
     }
     free(h), free(eh);
+    return worst;
+}
+
+/* ---- the backward's float64 check ---- */
+
+/* the slope of the activation's derivative: |gelu''| <= 2 phi(0) = 0.798,
+ * |silu''| <= 0.5 */
+#define ACT_CURVE 1.0
+
+/* One hidden entry (token t, column k) in float64: the values the backward
+ * uses and the bound on each one's f32 error. */
+typedef struct hid {
+    double a, ea;   /* GPT-2: g = gelu(h); Llama: p = silu(h) u (the next GEMM's input) */
+    double dh, edh; /* the pre-activation's gradient (Llama: d h = dp u silu'(h)) */
+    double du, edu; /* Llama: d u = dp silu(h) */
+} hid;
+
+static void hid_at(const mb_kern_mlp *cfg, const mb_kern_mlp_bufs *b, int64_t t, int64_t k, hid *o)
+{
+    const int64_t D = cfg->d_model, F = cfg->d_ff;
+    const double u = ldexp(1.0, -24), gD = (double)(D + 2) * u;
+    const int llama = cfg->kind == MB_KERN_MLP_LLAMA;
+    const float *x = b->x + t * D, *dy = b->dy + t * D, *w = llama ? b->wg : b->w1, *w2 = llama ? b->wd : b->w2;
+    double h = llama ? 0 : b->b1[k], mh = llama ? 0 : fabs(b->b1[k]), v = 0, mv = 0, dp = 0, mdp = 0;
+    for (int64_t p = 0; p < D; p++) {
+        h += (double)x[p] * w[p * F + k], mh += fabs((double)x[p] * w[p * F + k]);
+        dp += (double)dy[p] * w2[k * D + p], mdp += fabs((double)dy[p] * w2[k * D + p]);
+        if (llama) v += (double)x[p] * b->wu[p * F + k], mv += fabs((double)x[p] * b->wu[p * F + k]);
+    }
+    const double eh = gD * mh, edp = gD * mdp, ev = gD * mv;
+    const double act = mb_op_apply_f64(llama ? MB_OP_SILU : MB_OP_GELU, h, 0);
+    const double eact = ACT_SLOPE * eh + 4 * u * fabs(act);
+    const double d1 = mb_op_apply_f64(llama ? MB_OP_SILU_GRAD : MB_OP_GELU_GRAD, h, 0);
+    const double ed1 = ACT_CURVE * eh + 4 * u * fabs(d1);
+    if (!llama) {
+        o->a = act, o->ea = eact;
+        o->dh = dp * d1, o->edh = fabs(d1) * edp + fabs(dp) * ed1 + u * fabs(o->dh);
+        o->du = o->edu = 0;
+        return;
+    }
+    o->a = act * v, o->ea = fabs(v) * eact + fabs(act) * ev + u * fabs(o->a);
+    o->du = dp * act, o->edu = fabs(act) * edp + fabs(dp) * eact + u * fabs(o->du);
+    const double da = dp * v, eda = fabs(v) * edp + fabs(dp) * ev + u * fabs(da);
+    o->dh = da * d1, o->edh = fabs(d1) * eda + fabs(da) * ed1 + u * fabs(o->dh);
+}
+
+static double ratio(double got, double ref, double bound)
+{
+    if (!isfinite(got)) return INFINITY;
+    return fabs(got - ref) / (bound + 1e-30);
+}
+
+double mb_kern_mlp_check_backward(const mb_kern_mlp *cfg, const mb_kern_mlp_bufs *b, int samples, uint64_t seed)
+{
+    if (!b->dy || !b->dh) return INFINITY;
+    const int64_t T = cfg->tokens, D = cfg->d_model, F = cfg->d_ff;
+    const double u = ldexp(1.0, -24), gT = (double)(T + 2) * u, gF = (double)(2 * F + 2) * u;
+    const int llama = cfg->kind == MB_KERN_MLP_LLAMA;
+    hid *row = malloc((size_t)F * sizeof *row);
+    if (!row) return INFINITY;
+    double worst = 0;
+    uint64_t s = seed;
+    for (int n = 0; n < samples; n++) {
+        const int64_t t = n == 0 ? 0 : n == 1 ? T - 1 : (int64_t)(next_u64(&s) % (uint64_t)T);
+        const int64_t k = n == 0 ? 0 : n == 1 ? F - 1 : (int64_t)(next_u64(&s) % (uint64_t)F);
+        const int64_t p = n == 0 ? 0 : n == 1 ? D - 1 : (int64_t)(next_u64(&s) % (uint64_t)D);
+        /* dx[t, p]: over the hidden row of token t */
+        double ref = 0, mag = 0, prop = 0;
+        for (int64_t j = 0; j < F; j++) {
+            hid_at(cfg, b, t, j, &row[j]);
+            const double wg = llama ? b->wg[p * F + j] : b->w1[p * F + j];
+            ref += row[j].dh * wg, mag += fabs(row[j].dh * wg), prop += fabs(wg) * row[j].edh;
+            if (llama) {
+                const double wu = b->wu[p * F + j];
+                ref += row[j].du * wu, mag += fabs(row[j].du * wu), prop += fabs(wu) * row[j].edu;
+            }
+        }
+        worst = fmax(worst, ratio(b->dx[t * D + p], ref, gF * mag + prop + u * fabs(ref)));
+        /* the weights' gradients at (p, k) and (k, p); db1[k], db2[p] */
+        double w1 = 0, m1 = 0, e1 = 0, wu = 0, mu = 0, eu = 0, w2 = 0, m2 = 0, e2 = 0, b1 = 0, mb1 = 0, eb1 = 0, b2 = 0,
+               mb2 = 0;
+        for (int64_t r = 0; r < T; r++) {
+            hid h;
+            hid_at(cfg, b, r, k, &h);
+            const double xr = b->x[r * D + p], dyr = b->dy[r * D + p];
+            w1 += xr * h.dh, m1 += fabs(xr * h.dh), e1 += fabs(xr) * h.edh;
+            wu += xr * h.du, mu += fabs(xr * h.du), eu += fabs(xr) * h.edu;
+            w2 += h.a * dyr, m2 += fabs(h.a * dyr), e2 += fabs(dyr) * h.ea;
+            b1 += h.dh, mb1 += fabs(h.dh), eb1 += h.edh;
+            b2 += dyr, mb2 += fabs(dyr);
+        }
+        if (llama) {
+            worst = fmax(worst, ratio(b->dwg[p * F + k], w1, gT * m1 + e1 + u * fabs(w1)));
+            worst = fmax(worst, ratio(b->dwu[p * F + k], wu, gT * mu + eu + u * fabs(wu)));
+            worst = fmax(worst, ratio(b->dwd[k * D + p], w2, gT * m2 + e2 + u * fabs(w2)));
+        } else {
+            worst = fmax(worst, ratio(b->dw1[p * F + k], w1, gT * m1 + e1 + u * fabs(w1)));
+            worst = fmax(worst, ratio(b->dw2[k * D + p], w2, gT * m2 + e2 + u * fabs(w2)));
+            worst = fmax(worst, ratio(b->db1[k], b1, gT * mb1 + eb1 + u * fabs(b1)));
+            worst = fmax(worst, ratio(b->db2[p], b2, gT * mb2 + u * fabs(b2)));
+        }
+    }
+    free(row);
     return worst;
 }

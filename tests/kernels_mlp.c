@@ -71,6 +71,45 @@ int main(void)
         c.tokens = 100;
         CHECK(mb_kern_mlp_flops(&c) == 2.0 * 100 * 64 * 160 * (kind ? 3 : 2));
     }
+    /* the backward, after an eager forward */
+    for (int kind = 0; kind < 2; kind++) {
+        mb_kern_mlp c = {.kind = kind ? MB_KERN_MLP_LLAMA : MB_KERN_MLP_GPT2, .tokens = 100, .d_model = 64,
+                         .d_ff = 160, .panel_rows = 32, .threads = 2, .backward = 1};
+        mb_kern_mlp_bufs b;
+        mb_err e;
+        CHECK(mb_kern_mlp_alloc(&c, &b, 21, &e) == MB_OK);
+        CHECK(mb_kern_mlp_run(&c, MB_KERN_MLP_EAGER, &b, &e) == MB_OK);
+        CHECK(mb_kern_mlp_backward(&c, MB_KERN_MLP_EAGER, &b, &e) == MB_OK);
+        double ee = mb_kern_mlp_check_backward(&c, &b, 8, 9);
+        float *dx = malloc((size_t)(100 * 64) * sizeof(float));
+        for (int i = 0; i < 100 * 64; i++) dx[i] = b.dx[i];
+        CHECK(mb_kern_mlp_backward(&c, MB_KERN_MLP_FUSED, &b, &e) == MB_OK);
+        double ef = mb_kern_mlp_check_backward(&c, &b, 8, 9);
+        double d = 0;
+        for (int i = 0; i < 100 * 64; i++) d = fmax(d, fabs(dx[i] - b.dx[i]) / (1e-3 + fabs(dx[i])));
+        printf("%s backward: eager %.3g, fused %.3g of the bound; plans differ by %.2g\n", kind ? "llama" : "gpt2", ee,
+               ef, d);
+        CHECK(ee <= 1);
+        CHECK(ef <= 1);
+        CHECK(d < 1e-4);
+        for (int fault = 1; fault <= 2; fault++) {
+            c.fault = fault;
+            CHECK(mb_kern_mlp_backward(&c, MB_KERN_MLP_FUSED, &b, &e) == MB_OK);
+            double ew = mb_kern_mlp_check_backward(&c, &b, 8, 9);
+            printf("  fault %d: %.3g\n", fault, ew);
+            CHECK(ew > 10);
+            c.fault = 0;
+        }
+        CHECK(mb_kern_mlp_backward_flops(&c) == 2 * mb_kern_mlp_flops(&c));
+        free(dx);
+        mb_kern_mlp_free(&b);
+        /* without the backward's tensors */
+        c.backward = 0;
+        CHECK(mb_kern_mlp_alloc(&c, &b, 21, &e) == MB_OK);
+        CHECK(mb_kern_mlp_backward(&c, MB_KERN_MLP_EAGER, &b, &e) == MB_EINPUT);
+        CHECK(mb_kern_mlp_check_backward(&c, &b, 2, 1) == INFINITY);
+        mb_kern_mlp_free(&b);
+    }
     /* bad sizes */
     mb_kern_mlp bad = {.kind = MB_KERN_MLP_GPT2, .tokens = 0, .d_model = 8, .d_ff = 8};
     mb_kern_mlp_bufs b;
