@@ -176,7 +176,7 @@ int mb_cmd_gemm(int argc, char **argv)
         {"min-s", required_argument, 0, 'S'},  {"reps", required_argument, 0, 'R'},
         {0, 0, 0, 0}};
     mb_meas_gemm_config mc = {.threads = 0, .min_s = 0.3, .min_samples = 5, .check_samples = 64};
-    int measure = 0, threads_given = 0;
+    int measure = 0, threads_given = 0, timing_given = 0;
     char *end;
     mb_gemm g = {.batch = 1, .dtype = MB_F32};
     const char *devs = NULL;
@@ -216,12 +216,14 @@ int mb_cmd_gemm(int argc, char **argv)
             mc.min_s = strtod(optarg, &end);
             if (end == optarg || *end || !(mc.min_s >= 0 && mc.min_s <= 3600))
                 return mb_cli_fail(2, "--min-s '%s': seconds from 0 to 3600", optarg);
+            timing_given = 1;
             break;
         case 'R': {
             long v = strtol(optarg, &end, 10);
             if (end == optarg || *end || v < 1 || v > 100000)
                 return mb_cli_fail(2, "--reps '%s': a count from 1 to 100000", optarg);
             mc.min_samples = (int)v;
+            timing_given = 1;
             break;
         }
         case 'h': usage(stdout); return 0;
@@ -230,7 +232,7 @@ int mb_cmd_gemm(int argc, char **argv)
     }
     if (optind < argc) return mb_cli_fail(2, "unexpected argument '%s'", argv[optind]);
     if (!have_mnk) return mb_cli_fail(2, "gemm needs --mnk MxNxK (4096x4096x4096; 'membound gemm --help')");
-    if (!measure && (threads_given || mc.min_s != 0.3 || mc.min_samples != 5))
+    if (!measure && (threads_given || timing_given))
         return mb_cli_fail(2, "--threads, --min-s and --reps time a product: they go with --measure");
     if (measure) {
         if (!devs || strchr(devs, ',') || !strcmp(devs, "all"))

@@ -79,6 +79,7 @@ expect 2 "needs one CPU spec" -- gemm --mnk 64x64x64 --measure --device all
 expect 2 "not a CPU's" -- gemm --mnk 64x64x64 --measure --device h100-sxm
 expect 2 "f32 only" -- gemm --mnk 64x64x64 --measure --dtype bf16 --device "$tmp/cpu.ini"
 expect 2 "go with --measure" -- gemm --mnk 64x64x64 --threads 2
+expect 2 "go with --measure" -- gemm --mnk 64x64x64 --min-s 0.3
 expect 2 "--threads" -- gemm --mnk 64x64x64 --measure --device "$tmp/cpu.ini" --threads 0
 expect 2 "--min-s" -- gemm --mnk 64x64x64 --measure --device "$tmp/cpu.ini" --min-s -1
 expect 2 "--reps" -- gemm --mnk 64x64x64 --measure --device "$tmp/cpu.ini" --reps x
