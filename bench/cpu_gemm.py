@@ -14,7 +14,16 @@ least --reps have run; the median and the minimum. Prints model / measured
 for both (a ratio, not a verdict: nothing is asserted) and the load average
 before and after, as a shared host's state moves every figure.
 
-  bench/cpu_gemm.py [--spec FILE.ini] [--membound BIN] [--reps N] [--min-s S]
+A peer column: PyTorch's CPU torch.matmul (torch.bmm for a batch) at the same
+shapes on the same threads (torch.set_num_threads), timed the same way, and
+ours / torch. It runs under bench/torch_env.py's venv when one exists under
+--torch-build (never made here: that downloads), else under this python's
+torch, else the column is left out. --compare BIN adds the model of another
+membound binary (the model before a change) on the same spec, beside the same
+measurements.
+
+  bench/cpu_gemm.py [--spec FILE.ini] [--membound BIN] [--compare BIN] [--reps N] [--min-s S]
+                    [--torch-build DIR] [--no-torch]
 
 Without --spec it runs `membound calibrate -o` into a temporary file first."""
 import argparse
@@ -28,6 +37,9 @@ import tempfile
 import time
 
 import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import torch_env  # noqa: E402
 
 # (name, m, n, k, batch): the calibration's 1024^3 is among them, as a check
 SHAPES = [
@@ -99,6 +111,28 @@ def measure(lib, m, n, k, batch, reps, min_s):
     return statistics.median(times), min(times)
 
 
+def measure_torch(torch, m, n, k, batch, reps, min_s):
+    """torch.matmul (bmm for a batch) timed as measure() times the BLAS."""
+    g = torch.Generator().manual_seed(1)
+    shape_a, shape_b = ((batch, m, k), (batch, k, n)) if batch > 1 else ((m, k), (k, n))
+    a = torch.randn(shape_a, generator=g, dtype=torch.float32)
+    b = torch.randn(shape_b, generator=g, dtype=torch.float32)
+    c = torch.matmul(a, b)
+    a64, b64, c64 = (a.double(), b.double(), c.double())
+    for i, j in [(0, 0), (m - 1, n - 1), (m // 2, n // 3)]:
+        ref = float((a64[..., i, :] * b64[..., :, j]).sum(-1).flatten()[-1])
+        got = float(c64[..., i, j].flatten()[-1])
+        if abs(got - ref) > 1e-3 * (1 + abs(ref)) * max(1.0, k ** 0.5):
+            sys.exit(f"cpu_gemm.py: error: torch.matmul {m}x{n}x{k}: C[{i},{j}] = {got} against {ref}")
+    times = []
+    t_end = time.perf_counter() + min_s
+    while len(times) < reps or time.perf_counter() < t_end:
+        t0 = time.perf_counter()
+        torch.matmul(a, b, out=c)
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times), min(times)
+
+
 def model(membound, spec, m, n, k, batch):
     r = subprocess.run([membound, "gemm", "--mnk", f"{m}x{n}x{k}", "--batch", str(batch), "--device", spec,
                         "--json"], capture_output=True, text=True, check=False)
@@ -112,11 +146,23 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--spec", help="a CPU spec from membound calibrate (default: calibrate now)")
     ap.add_argument("--membound", default=os.path.join(here, "..", "build", "bin", "membound"))
+    ap.add_argument("--compare", help="another membound binary: its model too (before a change)")
+    ap.add_argument("--torch-build", default=torch_env.default_build(),
+                    help="the build folder whose bench-venv holds PyTorch (default: this checkout's)")
+    ap.add_argument("--no-torch", action="store_true", help="leave the PyTorch column out")
     ap.add_argument("--reps", type=int, default=5, help="timed calls per shape, at least (default 5)")
     ap.add_argument("--min-s", type=float, default=0.3, help="seconds of timed calls per shape, at least")
     o = ap.parse_args()
     if o.reps < 1 or o.min_s < 0:
         ap.error("--reps is at least 1 and --min-s at least 0")
+    if not o.no_torch:
+        torch_env.ensure(__file__, sys.argv[1:], required=False, build=o.torch_build)
+    torch = None
+    if not o.no_torch:
+        try:
+            import torch  # noqa: F811
+        except ImportError:
+            print(f"no torch under {sys.executable}: the PyTorch column is left out")
     tmp = None
     spec = o.spec
     if not spec:
@@ -137,21 +183,40 @@ def main():
         lib.openblas_set_num_threads(threads)
         print(f"spec {spec}: gemm_gflops {dev.get('gemm_gflops')}, fp32_tflops {dev['fp32_tflops']}, "
               f"{threads} threads; {lib.openblas_get_config().decode()}")
+        if torch is not None:
+            torch.set_num_threads(threads)
+            print(f"PyTorch {torch.__version__} ({sys.executable}), {torch.get_num_threads()} threads, "
+                  f"BLAS {torch.backends.mkl.is_available() and 'MKL' or 'not MKL'}")
         print(f"load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
         print(f"{'shape':10} {'MxNxK':>18} {'batch':>5} {'measured':>10} {'min':>10} {'GFLOP/s':>8} "
-              f"{'model':>10} {'bound':>7} {'model/med':>9} {'model/min':>9}")
-        ratios = []
+              f"{'model':>10} {'bound':>7} {'model/med':>9} {'model/min':>9}"
+              + (f" {'before':>10} {'bef/med':>8}" if o.compare else "")
+              + (f" {'torch':>10} {'torch min':>10} {'ours/torch':>10}" if torch is not None else ""))
+        ratios, before = [], []
         for name, m, n, k, batch in SHAPES:
             med, mn = measure(lib, m, n, k, batch, o.reps, o.min_s)
             e = model(o.membound, spec, m, n, k, batch)
             flops = 2.0 * m * n * k * batch
             ratios.append(e["time_s"] / med)
-            print(f"{name:10} {f'{m}x{n}x{k}':>18} {batch:5d} {med * 1e3:8.3f}ms {mn * 1e3:8.3f}ms "
-                  f"{flops / med / 1e9:8.1f} {e['time_s'] * 1e3:8.3f}ms {e['bound']:>7} {e['time_s'] / med:9.3f} "
-                  f"{e['time_s'] / mn:9.3f}", flush=True)
+            line = (f"{name:10} {f'{m}x{n}x{k}':>18} {batch:5d} {med * 1e3:8.3f}ms {mn * 1e3:8.3f}ms "
+                    f"{flops / med / 1e9:8.1f} {e['time_s'] * 1e3:8.3f}ms {e['bound']:>7} {e['time_s'] / med:9.3f} "
+                    f"{e['time_s'] / mn:9.3f}")
+            if o.compare:
+                b = model(o.compare, spec, m, n, k, batch)
+                before.append(b["time_s"] / med)
+                line += f" {b['time_s'] * 1e3:8.3f}ms {b['time_s'] / med:8.3f}"
+            if torch is not None:
+                tmed, tmin = measure_torch(torch, m, n, k, batch, o.reps, o.min_s)
+                line += f" {tmed * 1e3:8.3f}ms {tmin * 1e3:8.3f}ms {med / tmed:10.3f}"
+            print(line, flush=True)
         print(f"load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
-        print(f"model / measured median: geometric mean {statistics.geometric_mean(ratios):.3f}, "
-              f"range {min(ratios):.3f}-{max(ratios):.3f} over {len(ratios)} shapes")
+        for label, r in (("model", ratios), ("before", before)):
+            if r:
+                big = [x for x, s in zip(r, SHAPES) if min(s[1:4]) >= 512]
+                print(f"{label} / measured median: geometric mean {statistics.geometric_mean(r):.3f}, "
+                      f"range {min(r):.3f}-{max(r):.3f} over {len(r)} shapes; within 15% on "
+                      f"{sum(abs(x - 1) <= 0.15 for x in r)} of {len(r)} "
+                      f"({sum(abs(x - 1) <= 0.15 for x in big)} of {len(big)} with every size >= 512)")
     finally:
         if tmp:
             os.unlink(tmp.name)

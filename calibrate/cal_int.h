@@ -82,7 +82,7 @@ void mb_cal_fma_peak(void *fma_ctx);
  * 4096, skinny, batched). --quick runs it too (a fallback calibration is a
  * quick one: its GEMM rate then comes from the declared shape all the same,
  * at 3 rounds; ~30 ms more). */
-#define MB_CAL_GEMM_N 1024
+#define MB_CAL_GEMM_N MB_GEMM_CPU_CAL_N /* the model takes its traffic out of the rate (model/gemm.c) */
 typedef struct mb_cal_gemm_ctx {
     float *a, *b, *c;
     int n;

@@ -3,6 +3,7 @@
  * model/gemm.c's. */
 #include "cli_common.h"
 #include "commands.h"
+#include "measure.h"
 
 #include <getopt.h>
 #include <jansson.h>
@@ -15,13 +16,19 @@ static void usage(FILE *fp)
     fprintf(fp,
             "usage: membound gemm --mnk MxNxK [--batch B] [--dtype T] [--device D|--devices L|all]\n"
             "                     [--tile MTxNT] [--json]\n"
+            "       membound gemm --mnk MxNxK [--batch B] --measure --device SPEC.ini [--threads T]\n"
+            "                     [--min-s S] [--reps N] [--json]\n"
             "\n"
             "The model of C[M,N] = A[M,K] @ B[K,N] (batch B products, as torch.bmm): FLOPs,\n"
             "the rate the dtype runs at (a GPU's f32 at its plain FP32 peak: PyTorch leaves\n"
             "TF32 off for matmul; bf16 and f16 at the dense tensor peak; a CPU spec at its\n"
             "calibrated gemm_gflops), tile and wave quantization, DRAM bytes from the tiling\n"
             "against the last-level cache, roofline time, the bound and the ridge (the\n"
-            "arithmetic intensity where compute and memory cross). docs/model.md, \"GEMM\".\n"
+            "arithmetic intensity where compute and memory cross). A CPU spec instead takes\n"
+            "OpenBLAS's blocking: 16x4 register tiles, C's passes per K block of 448 and\n"
+            "A's packed panel beyond the L2, run one after the other (time = compute +\n"
+            "memory), at the kernel's rate (gemm_gflops less its shape's memory time).\n"
+            "docs/model.md, \"GEMM\" and \"A GEMM on a CPU\".\n"
             "\n"
             "  --mnk MxNxK     the product's sizes, each as --n takes them (4096, 2^12, 4K)\n"
             "  --batch B       independent products (default 1)\n"
@@ -30,7 +37,18 @@ static void usage(FILE *fp)
             "                  comma-separated list for several (--devices is the same)\n"
             "  --tile MTxNT    the output tile, one of 256x128 128x256 128x128 256x64 64x256\n"
             "                  128x64 64x128 64x64 (default: the one of least time)\n"
-            "  --json          one JSON object: {\"gemm\": {...}, \"results\": [...]}\n"
+            "  --measure       also run the product on this CPU through OpenBLAS's cblas_sgemm\n"
+            "                  (a batch as a loop of products, as PyTorch's CPU bmm): one warm-up,\n"
+            "                  then samples until --min-s and --reps; the median and the minimum,\n"
+            "                  the float64 check of sampled entries, model / measured. Needs one\n"
+            "                  CPU spec (--device SPEC.ini from 'membound calibrate'); f32 only:\n"
+            "                  OpenBLAS 0.3.21 exports no bf16 or f16 GEMM, and a product widened\n"
+            "                  to f32 would time another product, so bf16 and f16 are refused\n"
+            "  --threads T     the BLAS's threads for --measure (default: the spec's, sm_count)\n"
+            "  --min-s S       seconds of timed samples at least (default 0.3)\n"
+            "  --reps N        timed samples at least (default 5)\n"
+            "  --json          one JSON object: {\"gemm\": {...}, \"results\": [...]}; with\n"
+            "                  --measure the result has \"measured\": {...}\n"
             "  -h, --help      this help\n");
 }
 
@@ -80,6 +98,11 @@ static json_t *est_json(const mb_device *d, const mb_gemm_est *e)
         json_object_set_new(o, "tiles", json_integer((json_int_t)e->tiles));
         json_object_set_new(o, "wave_tiles", json_integer((json_int_t)e->wave_tiles));
         json_object_set_new(o, "waves", json_integer((json_int_t)e->waves));
+    } else { /* a CPU spec: OpenBLAS's blocking */
+        json_object_set_new(o, "kernel_tflops", json_real(e->kernel_flops_s / 1e12));
+        json_object_set_new(o, "k_blocks", json_integer((json_int_t)e->k_blocks));
+        json_object_set_new(o, "c_passes", json_real(e->c_passes));
+        json_object_set_new(o, "pack_spill_bytes", json_real(e->pack_spill_bytes));
     }
     json_object_set_new(o, "eff_tile", json_real(e->eff_tile));
     json_object_set_new(o, "eff_wave", json_real(e->eff_wave));
@@ -102,6 +125,33 @@ static json_t *est_json(const mb_device *d, const mb_gemm_est *e)
     return o;
 }
 
+static double load1(void)
+{
+    double l[3];
+    return getloadavg(l, 3) >= 1 ? l[0] : -1;
+}
+
+static json_t *measured_json(const mb_meas_gemm_result *r, const mb_gemm_est *e)
+{
+    return json_pack("{s:f, s:f, s:f, s:i, s:i, s:f, s:f, s:b, s:i, s:s, s:f, s:f, s:f}", "median_s", r->median_s,
+                     "min_s", r->min_s, "gflops", r->gflops_median, "samples", r->samples, "contended",
+                     r->contended, "max_rel_err", r->max_rel_err, "tol", r->tol, "verified", r->verified,
+                     "threads", r->threads, "blas", r->blas, "model_over_median", e->time_s / r->median_s,
+                     "model_over_min", e->time_s / r->min_s, "load_average_1m", load1());
+}
+
+static void measured_print(const mb_meas_gemm_result *r, const mb_gemm_est *e)
+{
+    char a[32], b[32], c[32];
+    printf("\nmeasured on %d BLAS thread(s), %s:: median %s, min %s (%d samples, %d contended), %.4g GFLOP/s;\n"
+           "model %s: model / measured median %.3f, / min %.3f. Check: worst sampled entry %.3g, bound %.3g: %s.\n"
+           "load average (1 min) %.2f\n",
+           r->threads, r->blas, mb_cli_fmt_time(r->median_s, a, sizeof a), mb_cli_fmt_time(r->min_s, b, sizeof b),
+           r->samples, r->contended, r->gflops_median, mb_cli_fmt_time(e->time_s, c, sizeof c),
+           e->time_s / r->median_s, e->time_s / r->min_s, r->max_rel_err, r->tol,
+           r->verified ? "verified" : "FAILED", load1());
+}
+
 static void row(const mb_device *d, const mb_gemm_est *e)
 {
     char tile[24] = "-", waves[32] = "-", t[32], bytes[32];
@@ -122,7 +172,12 @@ int mb_cmd_gemm(int argc, char **argv)
         {"dtype", required_argument, 0, 't'},  {"device", required_argument, 0, 'd'},
         {"devices", required_argument, 0, 'D'}, {"tile", required_argument, 0, 'T'},
         {"json", no_argument, 0, 'j'},         {"help", no_argument, 0, 'h'},
+        {"measure", no_argument, 0, 'M'},      {"threads", required_argument, 0, 'P'},
+        {"min-s", required_argument, 0, 'S'},  {"reps", required_argument, 0, 'R'},
         {0, 0, 0, 0}};
+    mb_meas_gemm_config mc = {.threads = 0, .min_s = 0.3, .min_samples = 5, .check_samples = 64};
+    int measure = 0, threads_given = 0, timing_given = 0;
+    char *end;
     mb_gemm g = {.batch = 1, .dtype = MB_F32};
     const char *devs = NULL;
     int json = 0, have_mnk = 0, c;
@@ -149,12 +204,45 @@ int mb_cmd_gemm(int argc, char **argv)
             if (parse_tile(optarg, &g)) return 2;
             break;
         case 'j': json = 1; break;
+        case 'M': measure = 1; break;
+        case 'P': {
+            long v = strtol(optarg, &end, 10);
+            if (end == optarg || *end || v < 1 || v > 4096)
+                return mb_cli_fail(2, "--threads '%s': a count from 1 to 4096", optarg);
+            mc.threads = (int)v, threads_given = 1;
+            break;
+        }
+        case 'S':
+            mc.min_s = strtod(optarg, &end);
+            if (end == optarg || *end || !(mc.min_s >= 0 && mc.min_s <= 3600))
+                return mb_cli_fail(2, "--min-s '%s': seconds from 0 to 3600", optarg);
+            timing_given = 1;
+            break;
+        case 'R': {
+            long v = strtol(optarg, &end, 10);
+            if (end == optarg || *end || v < 1 || v > 100000)
+                return mb_cli_fail(2, "--reps '%s': a count from 1 to 100000", optarg);
+            mc.min_samples = (int)v;
+            timing_given = 1;
+            break;
+        }
         case 'h': usage(stdout); return 0;
         default: return mb_cli_bad_option(c, argv, optind, optopt, "gemm");
         }
     }
     if (optind < argc) return mb_cli_fail(2, "unexpected argument '%s'", argv[optind]);
     if (!have_mnk) return mb_cli_fail(2, "gemm needs --mnk MxNxK (4096x4096x4096; 'membound gemm --help')");
+    if (!measure && (threads_given || timing_given))
+        return mb_cli_fail(2, "--threads, --min-s and --reps time a product: they go with --measure");
+    if (measure) {
+        if (!devs || strchr(devs, ',') || !strcmp(devs, "all"))
+            return mb_cli_fail(2, "--measure needs one CPU spec: --device SPEC.ini (from 'membound calibrate')");
+        if (g.dtype != MB_F32)
+            return mb_cli_fail(2, "--measure runs f32 only: OpenBLAS 0.3.21 exports no %s GEMM (cblas_sbgemm is "
+                               "declared, not exported), and a product widened to f32 is another product",
+                               mb_dtype_name(g.dtype));
+        if (g.tile_m || g.tile_n) return mb_cli_fail(2, "--tile is a GPU's output tile: not with --measure");
+    }
     mb_device *dv = NULL;
     int nd = 0, *ok = NULL; /* ok[i]: device i estimated */
     int rc = mb_cli_gemm_devices(devs, g.dtype, &dv, &nd, &ok);
@@ -171,6 +259,28 @@ int mb_cmd_gemm(int argc, char **argv)
             return mb_cli_fail_err(2, &e);
         }
     }
+    mb_meas_gemm_result mr;
+    if (measure) {
+        if (strcmp(dv[0].kind, "cpu")) {
+            int rc2 = mb_cli_fail(2, "--measure runs on this CPU: '%s' is a %s spec, not a CPU's ('membound "
+                                  "calibrate -o SPEC.ini' writes one)", dv[0].name, dv[0].kind);
+            free(dv), free(est), free(ok);
+            return rc2;
+        }
+        if (!threads_given) mc.threads = dv[0].sm_count >= 1 ? (int)dv[0].sm_count : 0;
+        else if (dv[0].sm_count >= 1 && mc.threads != (int)dv[0].sm_count)
+            mb_cli_warn("--threads %d: the spec was calibrated on %d threads; its gemm_gflops is theirs", mc.threads,
+                        (int)dv[0].sm_count);
+        mb_err e;
+        int mrc = mb_meas_gemm_cpu(&g, &mc, &mr, &e);
+        if (mrc != MB_OK) {
+            free(dv), free(est), free(ok);
+            return mb_cli_fail_err(mrc == MB_EINPUT ? 2 : 1, &e);
+        }
+        if (!mr.verified)
+            mb_cli_warn("the product failed its float64 check: worst sampled entry %.3g against the bound %.3g",
+                        mr.max_rel_err, mr.tol);
+    }
     const double s = (double)mb_dtype_bytes(g.dtype);
     const double min_bytes = (double)g.batch * s * ((double)g.m * g.k + (double)g.k * g.n + (double)g.m * g.n);
     const double flops = 2.0 * (double)g.m * g.n * g.k * (double)g.batch;
@@ -178,6 +288,7 @@ int mb_cmd_gemm(int argc, char **argv)
         json_t *arr = json_array();
         for (int i = 0; i < nd; i++)
             if (ok[i]) json_array_append_new(arr, est_json(&dv[i], &est[i]));
+        if (measure) json_object_set_new(json_array_get(arr, 0), "measured", measured_json(&mr, &est[0]));
         json_t *root = json_pack("{s:{s:I, s:I, s:I, s:I, s:s, s:f, s:f}, s:o}", "gemm", "m", (json_int_t)g.m,
                                  "n", (json_int_t)g.n, "k", (json_int_t)g.k, "batch", (json_int_t)g.batch,
                                  "dtype", mb_dtype_name(g.dtype), "flops", flops, "min_bytes", min_bytes,
@@ -200,6 +311,7 @@ int mb_cmd_gemm(int argc, char **argv)
                "cross; sq. n*: the n of an n x n x n product whose least traffic meets the ridge.\n"
                "A x B rd: times A and B come from DRAM. GPU f32 runs at the plain FP32 peak (PyTorch\n"
                "leaves TF32 off for matmul).\n");
+        if (measure) measured_print(&mr, &est[0]);
     }
     free(dv), free(est), free(ok);
     return 0;

@@ -300,6 +300,110 @@ double mb_kern_gemm_check(int trans_a, int trans_b, int64_t m, int64_t n, int64_
 /* The worst-case relative error of an f32 dot product of k terms, (k + 2) 2^-24. */
 double mb_kern_gemm_tol(int64_t k);
 
+/* ---- the transformer MLP on the CPU (mlp_cpu.c) ----
+ * GPT-2's gelu(x @ w1 + b1) @ w2 + b2 and Llama's (silu(x @ wg) * (x @ wu)) @ wd,
+ * f32, forward, every GEMM through mb_kern_sgemm. gelu is the exact (erf) GELU
+ * (op_math.h; F.gelu's default), silu F.silu. Two plans:
+ *   EAGER  as PyTorch eager runs it: each GEMM over all tokens (nn.Linear's
+ *          addmm: the bias broadcast into the output, then the GEMM with
+ *          beta = 1), then each elementwise op its own pass over the whole
+ *          hidden tensor (gelu; silu, then the multiply), out of place.
+ *   FUSED  the tokens in panels of panel rows: for each panel its GEMMs into a
+ *          panel-sized hidden buffer, the epilogue (bias and gelu; silu and
+ *          the multiply) applied to it at once while it is in cache, then the
+ *          second GEMM (its bias as the first's) from it: the whole hidden
+ *          tensor is never written. Panel rule (mb_kern_mlp_panel_rows): the
+ *          panel's hidden rows (1 or 2 tensors of d_ff f32) fill at most half
+ *          of the last-level cache, in multiples of 16 rows, and at least
+ *          MB_KERN_MLP_MIN_PANEL rows, all tokens at most. Not the L2: OpenBLAS
+ *          packs the whole weight at every call (0.3.21 keeps no packed
+ *          operand between calls), 4 d_model d_ff bytes read against
+ *          2 P d_model d_ff FLOPs of the panel's GEMM: the packing's share is
+ *          about 2 R / (P BW) for a kernel rate R and a bandwidth BW, and at
+ *          R / BW = 10 FLOP/B (this Xeon guest: ~100 GFLOP/s, ~10 GB/s) an
+ *          L2-sized panel (80 GPT-2 rows in 1 MiB) spends 25% of its time
+ *          packing, 512 rows 4%. */
+#define MB_KERN_MLP_MIN_PANEL 512
+typedef enum { MB_KERN_MLP_GPT2, MB_KERN_MLP_LLAMA } mb_kern_mlp_kind;
+typedef enum { MB_KERN_MLP_EAGER, MB_KERN_MLP_FUSED } mb_kern_mlp_plan;
+
+/* One MLP: tokens x d_model in and out, d_ff hidden. cache_bytes: what the
+ * fused plan's panel fills half of (0: this core's L2 x threads, sysconf,
+ * 1 MiB x threads where unknown); panel_rows > 0 overrides the rule.
+ * threads: OpenMP and BLAS threads (<= 0: mb_kern_threads()). fault: 0 in
+ * use; tests set 1 (the fused epilogue skips the activation on the last
+ * panel) or 2 (it skips b1 / the multiply by x @ wu there) to show the check
+ * catches a wrong epilogue (in backward: the derivative's factor left
+ * out on the last panel). backward: 1 to allocate the backward's tensors
+ * too (mb_kern_mlp_backward). */
+typedef struct mb_kern_mlp {
+    mb_kern_mlp_kind kind;
+    int64_t tokens, d_model, d_ff;
+    int64_t cache_bytes;
+    int64_t panel_rows;
+    int threads;
+    int fault;
+    int backward;
+} mb_kern_mlp;
+
+/* The tensors, row-major f32, owned by the struct (mb_kern_mlp_alloc /
+ * mb_kern_mlp_free). GPT-2: w1 [d_model, d_ff], b1 [d_ff], w2 [d_ff, d_model],
+ * b2 [d_model]; Llama: wg, wu [d_model, d_ff], wd [d_ff, d_model] (b1, b2,
+ * w2 NULL); h, u: the hidden tensors, [tokens, d_ff] (u Llama's only; the
+ * fused plan uses their first panel rows); g: eager's activation output;
+ * p: Llama's eager g * u; y [tokens, d_model]. What the eager forward leaves
+ * in h, g, u and p is what PyTorch's autograd saves: GPT-2 h = x w1 + b1 and
+ * g = gelu(h); Llama h = x wg, u = x wu, g = silu(h), p = g u.
+ * With cfg->backward: dy [tokens, d_model] (filled like x), the gradients
+ * dx, dw1, db1, dw2, db2 (GPT-2) or dx, dwg, dwu, dwd (Llama), each the
+ * shape of its tensor, and dh, du [tokens, d_ff]: the hidden gradients. */
+typedef struct mb_kern_mlp_bufs {
+    float *x, *w1, *b1, *w2, *b2, *wg, *wu, *wd;
+    float *h, *u, *g, *p, *y;
+    float *dy, *dx, *dw1, *db1, *dw2, *db2, *dwg, *dwu, *dwd, *dh, *du;
+} mb_kern_mlp_bufs;
+
+/* Rows of a fused panel for cfg (its panel_rows, else the rule above). */
+int64_t mb_kern_mlp_panel_rows(const mb_kern_mlp *cfg);
+/* FLOPs of the GEMMs: 2 tokens d_model d_ff x 2 (GPT-2) or x 3 (Llama). */
+double mb_kern_mlp_flops(const mb_kern_mlp *cfg);
+/* Allocates and fills b for cfg: x, weights and biases uniform in
+ * [-1, 1) x 1/sqrt(fan-in) (nn.Linear's scale) from seed. MB_EINPUT for a
+ * size below 1 or beyond 2^40 elements, MB_ERUN without memory; b zeroed on
+ * failure. */
+int mb_kern_mlp_alloc(const mb_kern_mlp *cfg, mb_kern_mlp_bufs *b, uint64_t seed, mb_err *err);
+void mb_kern_mlp_free(mb_kern_mlp_bufs *b);
+/* y = the MLP of x under plan. MB_ERUN without a BLAS. */
+int mb_kern_mlp_run(const mb_kern_mlp *cfg, mb_kern_mlp_plan plan, mb_kern_mlp_bufs *b, mb_err *err);
+/* The backward from dy, after an EAGER forward of the same b (it reads
+ * the saved tensors above), cfg->backward set at alloc. EAGER runs
+ * PyTorch autograd's kernels: the weights' gradients as GEMMs over all
+ * tokens (x^T dh ...), the input's (dh w1^T ...), the biases' as column
+ * sums, and the activation's backward as its own passes over the whole
+ * hidden gradient (GeluBackward; MulBackward's two products, then
+ * SiluBackward). FUSED applies those elementwise steps to each token panel
+ * of the hidden gradient right after the GEMM that makes it (dy w2^T, in
+ * cache), so the hidden gradient is written once, already final; the
+ * weights' and input's GEMMs then run as in EAGER. MB_EINPUT without the
+ * backward's tensors, MB_ERUN without a BLAS. */
+int mb_kern_mlp_backward(const mb_kern_mlp *cfg, mb_kern_mlp_plan plan, mb_kern_mlp_bufs *b, mb_err *err);
+/* The backward's gradients against float64 on sampled entries (rows of dx
+ * and entries of each weight and bias gradient, samples of each), as
+ * mb_kern_mlp_check judges y: the largest |got - ref| / bound, the bound
+ * carried through each step (Higham's gamma_n for every sum, the slopes of
+ * the activation and its derivative, 4 ulps for each). <= 1 passes. */
+double mb_kern_mlp_check_backward(const mb_kern_mlp *cfg, const mb_kern_mlp_bufs *b, int samples, uint64_t seed);
+/* FLOPs of the backward's GEMMs: twice the forward's. */
+double mb_kern_mlp_backward_flops(const mb_kern_mlp *cfg);
+
+/* y against float64 on sampled rows (the first and last token, then rows
+ * drawn from seed; columns likewise, cols per row): the largest
+ * |y - ref| / bound, where bound is the entry's f32 error bound (Higham's
+ * gamma_n on both products, the hidden error carried through the
+ * activation's slope, 4 ulps for the activation itself). <= 1 passes;
+ * INFINITY for a NaN or inf. */
+double mb_kern_mlp_check(const mb_kern_mlp *cfg, const mb_kern_mlp_bufs *b, int rows, int cols, uint64_t seed);
+
 #ifdef __cplusplus
 }
 #endif

@@ -53,11 +53,39 @@
  * band, ceil(tiles_m / a) times (h100-sxm, bf16, 8192^3 at 128x128: 11 x 12
  * tiles a wave, A once, B 6 times: 1.07 GB against 0.40 GB least). A
  * product whose tiles all run in one wave reads each operand once (the
- * re-reads are concurrent). A CPU spec reads A and B once (OpenBLAS packs
- * its blocks to fit its caches).
+ * re-reads are concurrent).
  *
- * Time: launch + max(compute, memory), the roofline (a GPU hides one behind
- * the other; calibrate's CPU rate is a whole sgemm's, memory included); the
+ * A CPU spec: OpenBLAS's GotoBLAS blocking (Goto and van de Geijn, "Anatomy
+ * of High-Performance Matrix Multiplication", ACM TOMS 34(3), 2008; OpenBLAS
+ * 0.3.21 driver/level3/level3.c and param.h's SKYLAKEX sizes, mb_gemm.h's
+ * MB_GEMM_CPU_*). A row-major C = A B is, to OpenBLAS, the column-major
+ * C^T = B^T A^T: its register tile is 16 of C's columns by 4 of its rows,
+ * its K block Q = 448, and it packs A in panels of Q x (all of A's rows).
+ * Three rules, each a serial phase of the one sgemm call:
+ *   register tiles: the kernel computes whole 16 x 4 tiles, so the math
+ *     runs at the kernel's rate x m n / (ceil(n/16) 16 ceil(m/4) 4) (eff_tile;
+ *     a GEMV, n = 1, at 1/16: one lane of sixteen);
+ *   C's passes: with beta = 0 OpenBLAS first zeroes C (its BETA pass) and
+ *     its kernel then adds into C once per K block (level3.c's split of k:
+ *     blocks of Q while 2Q remain, the rest in two halves rounded to 16):
+ *     C crosses DRAM 1 + 2 x blocks times (written, then read and written a
+ *     block) when it is larger than the threads' L2 (onchip_kib x sm_count),
+ *     once otherwise;
+ *   packing: A and B are read from DRAM once each; the packed copy of A, a
+ *     Q x m panel, stays in the L2 when it fits (onchip_kib x sm_count), and
+ *     when it does not its writes reach DRAM (written back, and read for
+ *     ownership first: 2 x the A panel's bytes, every K block: 2 |A|).
+ *     The last-level cache is not credited: a VM's reported LLC is not the
+ *     size that holds (calibrate's knee is that).
+ * The three run one after the other on each thread (pack, then the kernel,
+ * then the next block), so time = launch + compute + memory, not their
+ * maximum; the kernel's rate is calibrate's gemm_gflops with this model's
+ * memory time at its declared shape (MB_GEMM_CPU_CAL_N^3) taken out of the
+ * calibrated time. The BLAS moves f32 (4 B) whatever the dtype: bf16 and f16
+ * run widened to f32, and the widening is not counted.
+ *
+ * Time (GPU): launch + max(compute, memory), the roofline (a GPU hides one behind
+ * the other); the
  * ridge is peak / bandwidth, and a square product of least traffic,
  * 2 n^3 / (3 n^2 s) FLOP/B, meets it at n = 1.5 s ridge (h100-sxm bf16:
  * 989.4e12 / 2680e9 = 369 FLOP/B, n = 1108). */
@@ -103,6 +131,61 @@ static int narrow(int side, int64_t dim, int g)
 {
     if (dim >= 64 || dim >= side) return side;
     return (int)(ceil_div(dim, g) * g);
+}
+
+/* OpenBLAS's split of k into K blocks (level3.c): Q while 2Q or more
+ * remain, the rest (between Q and 2Q) in halves rounded up to 16, the last
+ * (at most Q) whole */
+static int64_t cpu_k_blocks(int64_t k)
+{
+    int64_t blocks = 0;
+    for (int64_t left = k; left > 0; blocks++) {
+        int64_t l = left;
+        if (l >= 2 * MB_GEMM_CPU_Q) l = MB_GEMM_CPU_Q;
+        else if (l > MB_GEMM_CPU_Q) l = (l / 2 + MB_GEMM_CPU_MR - 1) / MB_GEMM_CPU_MR * MB_GEMM_CPU_MR;
+        left -= l;
+    }
+    return blocks;
+}
+
+typedef struct cpu_cost {
+    double eff_reg, c_passes, spill_bytes, read_bytes, write_bytes;
+    int64_t k_blocks;
+} cpu_cost;
+
+/* The blocking's rules (the header comment) for one product of m x n x k,
+ * f32, on a spec whose threads hold l2_bytes of L2 together. */
+static cpu_cost cpu_cost_of(int64_t m, int64_t n, int64_t k, double l2_bytes)
+{
+    const double s = 4, M = (double)m, N = (double)n, K = (double)k;
+    cpu_cost c;
+    c.eff_reg = M * N / ((double)(ceil_div(n, MB_GEMM_CPU_MR) * MB_GEMM_CPU_MR) *
+                         (double)(ceil_div(m, MB_GEMM_CPU_NR) * MB_GEMM_CPU_NR));
+    c.k_blocks = cpu_k_blocks(k);
+    const double c_bytes = s * M * N;
+    c.c_passes = c_bytes > l2_bytes ? 1.0 + 2.0 * (double)c.k_blocks : 1.0;
+    const double q = K < MB_GEMM_CPU_Q ? K : MB_GEMM_CPU_Q;
+    c.spill_bytes = s * q * M > l2_bytes ? 2.0 * s * M * K : 0.0;
+    /* reads: A, B, C's re-reads, the packed panel's reads for ownership;
+     * writes: C's, the packed panel's */
+    const double c_reads = c.c_passes > 1 ? (double)c.k_blocks : 0.0;
+    c.read_bytes = s * M * K + s * K * N + c_reads * c_bytes + c.spill_bytes / 2;
+    c.write_bytes = (c.c_passes - c_reads) * c_bytes + c.spill_bytes / 2;
+    return c;
+}
+
+/* The kernel's own rate: calibrate's gemm_gflops is a whole sgemm of
+ * MB_GEMM_CPU_CAL_N^3 on sm_count threads; its memory time (the rules above
+ * at that shape) and the launch come out of its time. When they would leave
+ * less than half of it (a spec whose bandwidth is far too low for its rate),
+ * the rate is taken whole. */
+static double cpu_kernel_rate(const mb_device *d, double peak, double bw_gbs, double l2_bytes)
+{
+    const int64_t n = MB_GEMM_CPU_CAL_N;
+    const double flops = 2.0 * (double)n * n * n, t = flops / peak;
+    const cpu_cost c = cpu_cost_of(n, n, n, l2_bytes);
+    const double rest = t - (c.read_bytes + c.write_bytes) / (bw_gbs * 1e9) - d->launch_overhead_us * 1e-6;
+    return rest >= 0.5 * t ? flops / rest : peak;
 }
 
 /* The estimate at tile mt x nt (a GPU spec) or untiled (a CPU spec). */
@@ -152,6 +235,26 @@ static void estimate_at(const mb_gemm *g, const mb_device *d, double peak, int m
             /* B once when it fits beside a band's A panels; else once a band */
             if (e->b_bytes + s * K * (double)a * mt > cache) e->b_reads = (double)ceil_div(tm, a);
         }
+    }
+    if (!e->tiled) {
+        const double threads = d->sm_count >= 1 ? d->sm_count : 1;
+        const double l2 = d->onchip_kib * 1024.0 * threads;
+        const cpu_cost c = cpu_cost_of(g->m, g->n, g->k, l2);
+        e->kernel_flops_s = cpu_kernel_rate(d, peak, e->bandwidth_gbs, l2);
+        e->eff_tile = e->efficiency = c.eff_reg;
+        e->k_blocks = c.k_blocks;
+        e->c_passes = c.c_passes;
+        e->pack_spill_bytes = batch * c.spill_bytes;
+        e->a_reads = 1 + c.spill_bytes / 2 / (4.0 * M * K);
+        e->dram_read_bytes = batch * c.read_bytes;
+        e->dram_write_bytes = batch * c.write_bytes;
+        e->compute_s = e->flops / (e->kernel_flops_s * e->efficiency);
+        e->mem_s = (e->dram_read_bytes + e->dram_write_bytes) / (e->bandwidth_gbs * 1e9);
+        e->launch_s = d->launch_overhead_us * 1e-6 * batch; /* a call per product */
+        e->time_s = e->launch_s + e->compute_s + e->mem_s;
+        e->bound = mb_bound_of(e->launch_s, e->mem_s, e->compute_s);
+        e->intensity = e->flops / (e->dram_read_bytes + e->dram_write_bytes);
+        return;
     }
     e->dram_read_bytes = batch * (e->a_reads * e->a_bytes + e->b_reads * e->b_bytes);
     e->dram_write_bytes = batch * e->c_bytes;

@@ -31,6 +31,21 @@ typedef struct mb_gemm {
 #define MB_GEMM_N_TILES 8
 extern const int mb_gemm_tiles[MB_GEMM_N_TILES][2];
 
+/* The shape calibrate times a CPU's gemm_gflops at (calibrate/cal_int.h's
+ * MB_CAL_GEMM_N^3): the CPU model takes the blocking's traffic at this shape
+ * out of the calibrated time to find the kernel's own rate. */
+#define MB_GEMM_CPU_CAL_N 1024
+
+/* OpenBLAS 0.3.21's SGEMM blocking on AVX-512 (param.h, SKYLAKEX, x86_64;
+ * kernel/x86_64/KERNEL.SKYLAKEX: sgemm_kernel_16x4_skylakex_3.c): the
+ * register tile (16 along C's columns, 4 along its rows, as a row-major
+ * product is the column-major C^T = B^T A^T to OpenBLAS), the K block Q and
+ * the block P of B's columns packed at a time. */
+#define MB_GEMM_CPU_MR 16
+#define MB_GEMM_CPU_NR 4
+#define MB_GEMM_CPU_Q 448
+#define MB_GEMM_CPU_P 448
+
 /* What the model says of one product on one device. Units in the names;
  * bytes in B, rates in FLOP/s. */
 typedef struct mb_gemm_est {
@@ -57,6 +72,11 @@ typedef struct mb_gemm_est {
     double square_crossover;  /* the n of an n x n x n product whose least traffic meets the ridge */
     double compute_s, mem_s, launch_s, time_s;
     mb_bound bound;
+    /* a CPU spec (tiled = 0) only: OpenBLAS's blocking (gemm.c) */
+    double kernel_flops_s;    /* the kernel's rate: gemm_gflops less the calibration shape's traffic */
+    int64_t k_blocks;         /* K blocks of Q: C is read and written once each */
+    double c_passes;          /* times C crosses DRAM (the zeroing pass and the K blocks; 1 in cache) */
+    double pack_spill_bytes;  /* A's packed panel written back and read for ownership when beyond the L2 */
 } mb_gemm_est;
 
 /* The rate dtype's GEMM runs at on d, FLOP/s, and the key it comes from in

@@ -28,3 +28,8 @@ set_tests_properties(test_gpu_validation PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 
 add_test(NAME test_torch_host COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/torch_host_selftest.sh)
 set_tests_properties(test_torch_host PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 120
   ENVIRONMENT "MB_SRC=${CMAKE_SOURCE_DIR}")
+# bench/cpu_mlp.c at a tiny shape: both MLPs, both plans, forward and backward,
+# checked against float64 (the driver bench/cpu_mlp.py runs)
+add_test(NAME test_bench_mlp COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/bench_mlp.sh)
+set_tests_properties(test_bench_mlp PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 60
+  ENVIRONMENT "MB_MLP_BENCH=${CMAKE_BINARY_DIR}/bin/cpu_mlp_bench")

@@ -53,6 +53,38 @@ jcheck '[.results[].peak_key] | join(",")' f16_tflops,f16_tflops
 "$B" gemm --mnk 4096x1x4096 --device h100-sxm,a100-80gb >"$tmp/out" || bad "gemm table failed"
 [ "$(grep -cE '^(h100-sxm|a100-80gb) .* memory$' "$tmp/out")" -eq 2 ] && ok || bad "table: $(cat "$tmp/out")"
 
+# --measure on this CPU: a hand-written CPU spec (the model's side) and the
+# product timed through OpenBLAS, batched, checked against float64
+printf '[device]\nname = c\nkind = cpu\nmem_bandwidth_gbs = 10\ncache_mb = 1\nfp32_tflops = 0.1\ngemm_gflops = 50\nsm_count = 1\nlaunch_overhead_us = 1\nsource = s\n' >"$tmp/cpu.ini"
+if "$B" gemm --mnk 96x80x200 --batch 3 --measure --device "$tmp/cpu.ini" --min-s 0 --reps 4 --json >"$tmp/out" 2>"$tmp/err"; then
+  jcheck '.results[0].measured.verified' true
+  jcheck '.results[0].k_blocks' 1
+  jcheck '.results[0].tiled' false
+  jcheck '.results[0].measured.threads' 1
+  jcheck '.results[0].measured.samples >= 4' true
+  jcheck '.results[0].measured.min_s <= .results[0].measured.median_s and .results[0].measured.min_s > 0' true
+  jcheck '.results[0].measured.max_rel_err <= .results[0].measured.tol' true
+  jcheck '(.results[0].measured.model_over_median - .results[0].time_s / .results[0].measured.median_s) | fabs < 1e-9' true
+  jcheck '.results[0].measured.gflops * .results[0].measured.median_s * 1e9 / (2 * 96 * 80 * 200 * 3) | . * 1e6 | round' 1000000
+  "$B" gemm --mnk 64x64x64 --measure --device "$tmp/cpu.ini" --threads 2 --min-s 0 --reps 1 >"$tmp/out" 2>"$tmp/err" || bad "--measure table failed"
+  grep -q 'model / measured median' "$tmp/out" && grep -q 'verified' "$tmp/out" && ok || bad "--measure table: $(cat "$tmp/out")"
+  grep -q 'calibrated on 1 threads' "$tmp/err" && ok || bad "--threads 2 against a 1-thread spec: no warning: $(cat "$tmp/err")"
+elif grep -q 'no BLAS' "$tmp/err"; then
+  echo "no OpenBLAS: --measure's runs skipped"
+else
+  bad "gemm --measure failed: $(cat "$tmp/err")"
+fi
+expect 2 "needs one CPU spec" -- gemm --mnk 64x64x64 --measure
+expect 2 "needs one CPU spec" -- gemm --mnk 64x64x64 --measure --device all
+expect 2 "not a CPU's" -- gemm --mnk 64x64x64 --measure --device h100-sxm
+expect 2 "f32 only" -- gemm --mnk 64x64x64 --measure --dtype bf16 --device "$tmp/cpu.ini"
+expect 2 "go with --measure" -- gemm --mnk 64x64x64 --threads 2
+expect 2 "go with --measure" -- gemm --mnk 64x64x64 --min-s 0.3
+expect 2 "--threads" -- gemm --mnk 64x64x64 --measure --device "$tmp/cpu.ini" --threads 0
+expect 2 "--min-s" -- gemm --mnk 64x64x64 --measure --device "$tmp/cpu.ini" --min-s -1
+expect 2 "--reps" -- gemm --mnk 64x64x64 --measure --device "$tmp/cpu.ini" --reps x
+expect 2 "--tile" -- gemm --mnk 64x64x64 --measure --device "$tmp/cpu.ini" --tile 64x64
+
 # errors: one line, exit 2
 expect 2 "needs --mnk" -- gemm
 expect 2 "three sizes" -- gemm --mnk 4096x4096

@@ -16,6 +16,9 @@ if(TARGET mb_kernels)
   if(have_openblas)
     target_compile_definitions(kernels_gemm PRIVATE MB_TEST_HAVE_OPENBLAS=1)
   endif()
+  # the transformer MLP (GPT-2, Llama), eager and fused, against float64; a
+  # wrong epilogue caught
+  mb_test(kernels_mlp SOURCES kernels_mlp.c LIBS mb_kernels)
   # compiled fused kernels: each distinct kernel is built by the C compiler once
   mb_test(kernels_jit SOURCES kernels_jit.c LIBS mb_kernels)
   set_tests_properties(kernels_jit PROPERTIES TIMEOUT 600)

@@ -11,6 +11,8 @@ if(TARGET mb_measure)
   endif()
   # the above-peak rule for a GPU row's counted bytes (no GPU needed)
   mb_test(measure_count_check SOURCES measure_count_check.c LIBS mb_measure)
+  # a GEMM and the MLPs timed and verified on the CPU (measure/gemm_run.c)
+  mb_test(measure_gemm SOURCES measure_gemm.c LIBS mb_measure)
   # a CPU hog beside a measurement, and the same without it: alone on the
   # machine's cores, so ctest -j does not add contention of its own
   if(TARGET mb_csv)

@@ -166,20 +166,67 @@ int main(void)
     mb_gemm tile = {64, 64, 64, 1, MB_F32, 96, 96};
     CHECK(mb_gemm_estimate(&tile, &h100, &e, &err) == MB_EINPUT && strstr(err.msg, "96x96"));
 
-    /* a CPU spec: no tiles, every dtype at the measured gemm_gflops, else
-     * the FMA peak */
+    /* a CPU spec: no tiles; OpenBLAS's blocking (gemm.c): register tiles of
+     * 16 x 4, C's passes per K block of 448 beyond the L2, A's packed panel
+     * spilled beyond the L2; the kernel's rate is gemm_gflops less the
+     * calibration shape's memory time, else the FMA peak */
     mb_device cpu = h100;
     snprintf(cpu.kind, sizeof cpu.kind, "cpu");
     cpu.fp32_tflops = 0.4;
     cpu.launch_overhead_us = 10;
     cpu.cache_mb = 32;
+    cpu.sm_count = 1;
+    cpu.onchip_kib = 2048;
+    mb_device_set(&cpu, MB_DK_mem_bandwidth_gbs, 10);
+    mb_device_set(&cpu, MB_DK_measured_bandwidth_gbs, 10);
+    CHECK_NEAR(mb_device_bandwidth_gbs(&cpu, NULL), 10, 1e-12);
+    const double F1024 = 2.0 * 1024 * 1024 * 1024;
+    /* 1024^3: C (4 MiB) beyond the 2 MiB L2 crosses DRAM 1 + 2 x 3 times (K
+     * blocks 448, 288, 288); A's panel, 448 x 1024 x 4 B, fits: no spill.
+     * Reads A + B + 3 C, writes 4 C: 37748736 B, 3.77 ms at 10 GB/s */
     e = est(&cpu, 1024, 1024, 1024, 1, MB_F32, 0, 0);
     CHECK(!strcmp(e.peak_key, "fp32_tflops") && !e.tiled);
-    CHECK_NEAR(e.time_s, 10e-6 + 2.0 * 1024 * 1024 * 1024 / 0.4e12, 1e-9);
-    mb_device_set(&cpu, MB_DK_gemm_gflops, 250);
+    CHECK(e.k_blocks == 3 && e.c_passes == 7 && e.pack_spill_bytes == 0);
+    CHECK_NEAR(e.dram_read_bytes, 4.0 * 1048576 * 5, 1e-12);
+    CHECK_NEAR(e.dram_write_bytes, 4.0 * 1048576 * 4, 1e-12);
+    /* the FMA peak's 5.37 ms less 3.78 ms leaves less than half: the rate whole */
+    CHECK_NEAR(e.kernel_flops_s, 0.4e12, 1e-12);
+    CHECK_NEAR(e.time_s, 10e-6 + F1024 / 0.4e12 + 37748736 / 10e9, 1e-9);
+    /* with gemm_gflops the calibration's own shape takes its calibrated time */
+    mb_device_set(&cpu, MB_DK_gemm_gflops, 100);
     e = est(&cpu, 1024, 1024, 1024, 1, MB_BF16, 0, 0);
     CHECK(!strcmp(e.peak_key, "gemm_gflops"));
-    CHECK_NEAR(e.compute_s, 2.0 * 1024 * 1024 * 1024 / 250e9, 1e-9);
-    CHECK_NEAR(e.dram_read_bytes + e.dram_write_bytes, e.min_bytes, 1e-12);
+    CHECK_NEAR(e.kernel_flops_s, F1024 / (F1024 / 100e9 - 37748736 / 10e9 - 10e-6), 1e-9);
+    CHECK_NEAR(e.time_s, F1024 / 100e9, 1e-9);
+    /* skinny K: one K block; C (64 MiB) zeroed, read, written */
+    e = est(&cpu, 4096, 4096, 64, 1, MB_F32, 0, 0);
+    CHECK(e.k_blocks == 1 && e.c_passes == 3 && e.efficiency == 1);
+    CHECK_NEAR(e.dram_read_bytes, 2097152.0 + 67108864, 1e-12);
+    CHECK_NEAR(e.dram_write_bytes, 2.0 * 67108864, 1e-12);
+    CHECK_NEAR(e.time_s, 10e-6 + 2.0 * 4096 * 4096 * 64 / e.kernel_flops_s + (2097152.0 + 3 * 67108864) / 10e9,
+               1e-9);
+    /* a GEMV: one lane of 16 busy; A's panel (448 x 8192 x 4 B) spills: A
+     * read, its packed copy read for ownership and written back */
+    e = est(&cpu, 8192, 1, 8192, 1, MB_F32, 0, 0);
+    CHECK_NEAR(e.efficiency, 1.0 / 16, 1e-15);
+    CHECK(e.c_passes == 1);
+    CHECK_NEAR(e.pack_spill_bytes, 2.0 * 4 * 8192 * 8192, 1e-12);
+    CHECK_NEAR(e.dram_read_bytes, 2.0 * 268435456 + 32768, 1e-12);
+    CHECK_NEAR(e.dram_write_bytes, 268435456.0 + 32768, 1e-12);
+    CHECK(e.bound == MB_BOUND_MEMORY);
+    /* partial register tiles: 6 x 20 on 8 x 32 */
+    e = est(&cpu, 6, 20, 100, 1, MB_F32, 0, 0);
+    CHECK_NEAR(e.efficiency, 120.0 / 256, 1e-15);
+    /* K blocks as level3.c splits k: Q while 2Q remain, then halves rounded to 16 */
+    const int64_t ks[][2] = {{64, 1}, {448, 1}, {449, 2}, {512, 2}, {896, 2}, {897, 3}, {4096, 10}};
+    for (int i = 0; i < 7; i++) CHECK(est(&cpu, 4096, 4096, ks[i][0], 1, MB_F32, 0, 0).k_blocks == ks[i][1]);
+    /* a batch: a call per product, bytes x batch */
+    mb_gemm_est one = est(&cpu, 512, 512, 64, 1, MB_F32, 0, 0);
+    e = est(&cpu, 512, 512, 64, 32, MB_F32, 0, 0);
+    CHECK_NEAR(e.launch_s, 32 * 10e-6, 1e-12);
+    CHECK_NEAR(e.dram_read_bytes + e.dram_write_bytes, 32 * (one.dram_read_bytes + one.dram_write_bytes), 1e-12);
+    CHECK_NEAR(e.time_s, 32 * one.time_s, 1e-9);
+    /* C within the L2 crosses DRAM once: 512 x 512 x 4 B = 1 MiB */
+    CHECK(one.c_passes == 1);
     return mb_test_done();
 }

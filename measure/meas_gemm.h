@@ -1,0 +1,85 @@
+/* meas_gemm.h — timing one (batched) f32 GEMM on the CPU through the BLAS
+ * kernels/ loads (OpenBLAS's cblas_sgemm), and a transformer MLP built on
+ * it (kernels/mlp_cpu.c): warm-up, samples to a minimum time, median and
+ * minimum, the float64 check on sampled entries. Does not model the product
+ * (model/mb_gemm.h) or choose its shape (the CLI does). */
+#ifndef MB_MEAS_GEMM_H
+#define MB_MEAS_GEMM_H
+
+#include "mb_gemm.h"
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* How a GEMM is timed. threads: the BLAS's threads (<= 0: every core);
+ * min_s: seconds of timed samples at least; min_samples: samples at least
+ * (each sample is the whole product, batch included); check_samples: the
+ * entries of each checked product compared with float64. */
+typedef struct mb_meas_gemm_config {
+    int threads;
+    double min_s;
+    int min_samples;
+    int check_samples;
+} mb_meas_gemm_config;
+
+/* What a timed GEMM gave. Seconds are per whole product (batch included). */
+typedef struct mb_meas_gemm_result {
+    int samples;          /* timed samples taken */
+    int contended;        /* of them, how many lost their cores (meas_timing.h) */
+    double median_s, min_s;
+    double gflops_median; /* 2 m n k batch / median_s / 1e9 */
+    double max_rel_err;   /* worst sampled entry: |c - ref| / sum |a b| (kernels.h) */
+    double tol;           /* the f32 bound it is held to: mb_kern_gemm_tol(k) */
+    int verified;         /* max_rel_err <= tol */
+    int threads;          /* the BLAS threads it ran on */
+    char blas[256];       /* the BLAS's configuration line */
+} mb_meas_gemm_result;
+
+/* 1 when a BLAS is there to run GEMMs; else 0 and why (whysz bytes) says
+ * what is missing. */
+int mb_meas_gemm_available(char *why, size_t whysz);
+
+/* Times g (f32 only) on the CPU: A[m,k], B[k,n] filled with values in
+ * [-1, 1), C = A @ B (beta = 0) by mb_kern_sgemm, a batched product as a loop
+ * of batch products over strided operands (as PyTorch's CPU bmm without a
+ * batched BLAS). One warm-up product, then samples until c->min_s and
+ * c->min_samples are both reached; the first and last products of the batch
+ * checked against float64 on c->check_samples entries. MB_EINPUT for a dtype
+ * other than f32 or operands beyond memory's reach, MB_ERUN without a BLAS or
+ * without memory. A failed check is a result (verified = 0), not an error. */
+int mb_meas_gemm_cpu(const mb_gemm *g, const mb_meas_gemm_config *c, mb_meas_gemm_result *out, mb_err *err);
+
+/* ---- the transformer MLP (kernels/mlp_cpu.c; kernels.h says what each
+ * plan runs) ---- */
+typedef enum { MB_MEAS_MLP_GPT2, MB_MEAS_MLP_LLAMA } mb_meas_mlp_kind;
+typedef enum { MB_MEAS_MLP_EAGER, MB_MEAS_MLP_FUSED } mb_meas_mlp_plan;
+
+/* One MLP: GPT-2's gelu(x @ w1 + b1) @ w2 + b2 or Llama's
+ * (silu(x @ wg) * (x @ wu)) @ wd, tokens x d_model in, d_ff hidden, f32.
+ * cache_bytes: the cache the fused plan's token panel fills half of (0: the
+ * LLC as the system reports it; a spec's mb_device_cache_bytes is the
+ * model's figure); panel_rows > 0 fixes the panel instead. */
+typedef struct mb_meas_mlp {
+    mb_meas_mlp_kind kind;
+    mb_meas_mlp_plan plan;
+    int64_t tokens, d_model, d_ff;
+    int64_t cache_bytes, panel_rows;
+} mb_meas_mlp;
+
+/* Times m's forward on the CPU under c as mb_meas_gemm_cpu times a GEMM
+ * (one warm-up, then samples to c->min_s and c->min_samples), checked first
+ * against float64 on sampled entries: out->max_rel_err is the check's figure
+ * (the worst sampled entry over its f32 bound) and out->tol 1. *panel_rows
+ * (may be NULL) gets the fused plan's panel. MB_EINPUT for sizes below 1 or
+ * beyond 2^40 elements, MB_ERUN without a BLAS or memory. A failed check is
+ * a result (verified = 0). */
+int mb_meas_mlp_cpu(const mb_meas_mlp *m, const mb_meas_gemm_config *c, mb_meas_gemm_result *out,
+                    int64_t *panel_rows, mb_err *err);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
