@@ -1,6 +1,7 @@
 /* cmd_attention.c — `membound attention`: the model of attention, standard
  * against FlashAttention, on one device or many. Parses options and prints;
  * the model is model/attention.c's. */
+#include "attention_measure.h"
 #include "cli_common.h"
 #include "commands.h"
 
@@ -15,6 +16,8 @@ static void usage(FILE *fp)
     fprintf(fp,
             "usage: membound attention --dims seq=N,head_dim=D[,batch=B][,heads=H] [--causal] [--backward]\n"
             "                          [--dtype T] [--device D|--devices L|all] [--json]\n"
+            "       membound attention --dims ... --measure [--device SPEC.ini] [--threads N]\n"
+            "                          [--min-time S] [--json]\n"
             "\n"
             "The model of softmax(q @ k^T * scale [+ mask]) @ v, q, k, v of [batch, heads, seq,\n"
             "head_dim], two plans: standard (PyTorch eager's kernels: bmm, mul by the scale,\n"
@@ -36,6 +39,18 @@ static void usage(FILE *fp)
             "  --device D      a table id or an INI spec file (default h100-sxm); 'all' or a\n"
             "                  comma-separated list for several (--devices is the same)\n"
             "  --json          one JSON object: {\"attention\": {...}, \"results\": [...]}\n"
+            "  --measure       run both plans on this CPU (f32; kernels/attn_cpu.c: OpenBLAS\n"
+            "                  GEMMs, FlashAttention-2's tiles sized to the core's cache),\n"
+            "                  check each against float64 (and finite differences with\n"
+            "                  --backward), time them (warm-up, then samples until\n"
+            "                  --min-time, the cache evicted before each) and print the\n"
+            "                  model beside the median and min, per kernel and per plan,\n"
+            "                  and the load average. --device is then a CPU spec\n"
+            "                  ('membound calibrate -o spec.ini'); without it\n"
+            "                  ./local-cpu.ini, this host's cached calibration, or a\n"
+            "                  calibration now. Exit 1 when a check fails.\n"
+            "  --threads N     CPU threads for --measure (default: all cores)\n"
+            "  --min-time S    seconds of samples a plan takes at least (default 1)\n"
             "  -h, --help      this help\n");
 }
 
@@ -193,7 +208,10 @@ int mb_cmd_attention(int argc, char **argv)
         {"backward", no_argument, 0, 'b'},      {"dtype", required_argument, 0, 't'},
         {"device", required_argument, 0, 'd'},  {"devices", required_argument, 0, 'D'},
         {"json", no_argument, 0, 'j'},          {"help", no_argument, 0, 'h'},
-        {0, 0, 0, 0}};
+        {"measure", no_argument, 0, 'M'},       {"threads", required_argument, 0, 'T'},
+        {"min-time", required_argument, 0, 'S'}, {0, 0, 0, 0}};
+    mb_cli_attn_measure_opts mo = {0};
+    int measure = 0;
     mb_attn a = {.batch = 1, .heads = 1, .dtype = MB_F32};
     const char *devs = NULL;
     int json = 0, have_dims = 0, c;
@@ -217,6 +235,22 @@ int mb_cmd_attention(int argc, char **argv)
             devs = optarg;
             break;
         case 'j': json = 1; break;
+        case 'M': measure = 1; break;
+        case 'T': {
+            char *end = NULL;
+            long v = strtol(optarg, &end, 10);
+            if (!end || *end || end == optarg || v < 1 || v > 4096)
+                return mb_cli_fail(2, "--threads: expected a whole number in [1, 4096], got '%s'", optarg);
+            mo.threads = (int)v;
+            break;
+        }
+        case 'S': {
+            char *end = NULL;
+            mo.min_time_s = strtod(optarg, &end);
+            if (!end || *end || end == optarg || !(mo.min_time_s > 0 && mo.min_time_s <= 3600))
+                return mb_cli_fail(2, "--min-time: expected seconds in (0, 3600], got '%s'", optarg);
+            break;
+        }
         case 'h': usage(stdout); return 0;
         default: return mb_cli_bad_option(c, argv, optind, optopt, "attention");
         }
@@ -225,6 +259,11 @@ int mb_cmd_attention(int argc, char **argv)
     if (!have_dims)
         return mb_cli_fail(2, "attention needs --dims (batch=8,heads=16,seq=4096,head_dim=128; "
                               "'membound attention --help')");
+    if (measure) {
+        mo.device = devs, mo.json = json;
+        return mb_cli_attention_measure(&a, &mo);
+    }
+    if (mo.threads || mo.min_time_s > 0) return mb_cli_fail(2, "--threads and --min-time go with --measure");
     mb_device *dv = NULL;
     int nd = 0, *ok = NULL; /* ok[i]: device i estimated */
     int rc = mb_cli_gemm_devices(devs, a.dtype, &dv, &nd, &ok);

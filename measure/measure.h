@@ -18,7 +18,8 @@
  *   meas_run.h       running a row; the CUDA session's probe timing
  *   meas_hostref.h   the host reference
  *   meas_admit.h     admission, the host check, row warnings
- *   meas_csv.h       the CSV writer */
+ *   meas_csv.h       the CSV writer
+ *   meas_attn.h      attention's CPU plans timed */
 #include "meas_config.h"
 #include "meas_record.h"
 #include "meas_timing.h"
@@ -26,5 +27,6 @@
 #include "meas_hostref.h"
 #include "meas_admit.h"
 #include "meas_csv.h"
+#include "meas_attn.h"
 
 #endif
