@@ -246,21 +246,6 @@ static float row_max(const float *x, int64_t n)
     return m;
 }
 
-/* dst[i] = src[i] * f, streamed past the cache when nt (dst 64-byte aligned) */
-static void scale_to(float *dst, const float *src, int64_t n, float f, int nt)
-{
-    int64_t i = 0;
-#ifdef MB_VW
-    if (nt) {
-        vf vfac = V_SET(f);
-        for (; i + MB_VW <= n; i += MB_VW) V_STREAM(dst + i, V_MUL(V_LD(src + i), vfac));
-    }
-#else
-    (void)nt;
-#endif
-    for (; i < n; i++) dst[i] = src[i] * f;
-}
-
 /* ---- standard --------------------------------------------------------------- */
 
 static int64_t nn_elems(const mb_kern_attn *a) { return a->d.batch * a->d.heads * a->d.seq * a->d.seq; }
@@ -295,24 +280,49 @@ static int bmm(const mb_kern_attn *a, int ta, int tb, int64_t m, int64_t n, int6
     return MB_OK;
 }
 
-/* out = in * f over every seq x seq element */
-static void nn_scale(const mb_kern_attn *a, float *out, const float *in, float f)
+/* The elementwise N x N kernels, a row at a time: y = x f (SCALE), x + mask
+ * (ADD), x y (MUL), x - y f (AXPY: the softmax backward's G - P rowsum(G)).
+ * Rows go to memory with non-temporal stores when nt (the N x N tensors are
+ * past the cache: each is written once, as the model counts it, with no
+ * read for ownership; vector rows start 64-byte aligned as N % 16 == 0). */
+typedef enum row_op { ROW_SCALE, ROW_ADD, ROW_MUL, ROW_AXPY } row_op;
+
+static void row_apply(row_op op, float *y, const float *x, const float *z, float f, int64_t n, int nt)
+{
+    int64_t i = 0;
+#ifdef MB_VW
+    if (nt) {
+        const vf vfac = V_SET(f);
+        for (; i + MB_VW <= n; i += MB_VW) {
+            vf u = V_LD(x + i), r;
+            switch (op) {
+            case ROW_SCALE: r = V_MUL(u, vfac); break;
+            case ROW_ADD: r = V_ADD(u, V_LD(z + i)); break;
+            case ROW_MUL: r = V_MUL(u, V_LD(z + i)); break;
+            default: r = V_SUB(u, V_MUL(V_LD(z + i), vfac)); break;
+            }
+            V_STREAM(y + i, r);
+        }
+    }
+#else
+    (void)nt;
+#endif
+    switch (op) {
+    case ROW_SCALE: for (; i < n; i++) y[i] = x[i] * f; break;
+    case ROW_ADD: for (; i < n; i++) y[i] = x[i] + z[i]; break;
+    case ROW_MUL: for (; i < n; i++) y[i] = x[i] * z[i]; break;
+    default: for (; i < n; i++) y[i] = x[i] - z[i] * f; break;
+    }
+}
+
+/* one row op over every row of every head; the mask's row is row r % N */
+static void nn_rows(const mb_kern_attn *a, row_op op, float *out, const float *x, const float *z, float f)
 {
     const int64_t rows = a->d.batch * a->d.heads * a->d.seq, N = a->d.seq;
     const int nt = use_nt(a);
 #pragma omp parallel for schedule(static)
-    for (int64_t r = 0; r < rows; r++) scale_to(out + r * N, in + r * N, N, f, nt);
-}
-
-static void std_mask(const mb_kern_attn *a, float *out, const float *in)
-{
-    const int64_t rows = a->d.batch * a->d.heads * a->d.seq, N = a->d.seq;
-#pragma omp parallel for schedule(static)
-    for (int64_t r = 0; r < rows; r++) {
-        const float *x = in + r * N, *mk = a->mask + (r % N) * N;
-        float *y = out + r * N;
-        for (int64_t j = 0; j < N; j++) y[j] = x[j] + mk[j];
-    }
+    for (int64_t r = 0; r < rows; r++)
+        row_apply(op, out + r * N, x + r * N, z ? z + (op == ROW_ADD ? r % N : r) * N : NULL, f, N, nt);
 }
 
 /* PyTorch's CPU softmax: max, exp(x - max) and its sum, times 1 / sum; the
@@ -330,7 +340,7 @@ static void std_softmax(const mb_kern_attn *a, float *out, const float *in)
             float *y = out + r * N, *t = tmp ? tmp : y;
             memcpy(t, x, (size_t)N * 4);
             float sum = exp_sub_sum(t, N, row_max(x, N));
-            scale_to(y, t, N, 1.0f / sum, nt && tmp);
+            row_apply(ROW_SCALE, y, t, NULL, 1.0f / sum, N, nt && tmp);
         }
         free(tmp);
     }
@@ -341,20 +351,14 @@ static void std_softmax(const mb_kern_attn *a, float *out, const float *in)
 static void std_softmax_bwd(const mb_kern_attn *a, float *ds, const float *g, const float *p)
 {
     const int64_t rows = a->d.batch * a->d.heads * a->d.seq, N = a->d.seq;
+    const int nt = use_nt(a);
 #pragma omp parallel for schedule(static)
     for (int64_t r = 0; r < rows; r++) {
-        const float *gr = g + r * N, *pr = p + r * N;
-        float *y = ds + r * N, s = 0;
+        const float *gr = g + r * N;
+        float s = 0;
         for (int64_t j = 0; j < N; j++) s += gr[j];
-        for (int64_t j = 0; j < N; j++) y[j] = gr[j] - pr[j] * s;
+        row_apply(ROW_AXPY, ds + r * N, gr, p + r * N, s, N, nt);
     }
-}
-
-static void nn_mul(const mb_kern_attn *a, float *out, const float *x, const float *y)
-{
-    const int64_t n = nn_elems(a);
-#pragma omp parallel for schedule(static)
-    for (int64_t i = 0; i < n; i++) out[i] = x[i] * y[i];
 }
 
 static int std_kernel(mb_kern_attn *a, mb_kern_attn_kernel id, mb_err *err)
@@ -364,15 +368,15 @@ static int std_kernel(mb_kern_attn *a, mb_kern_attn_kernel id, mb_err *err)
     float **b = a->nn;
     switch (id) {
     case MB_KERN_ATTN_QK: return bmm(a, 0, 1, N, N, d, 1.0f, a->q, d, nd, a->k, d, nd, b[0], N, nn, err);
-    case MB_KERN_ATTN_SCALE: nn_scale(a, b[1], b[0], scale); return MB_OK;
-    case MB_KERN_ATTN_MASK: std_mask(a, b[0], b[1]); return MB_OK;
+    case MB_KERN_ATTN_SCALE: nn_rows(a, ROW_SCALE, b[1], b[0], NULL, scale); return MB_OK;
+    case MB_KERN_ATTN_MASK: nn_rows(a, ROW_ADD, b[0], b[1], a->mask, 0); return MB_OK;
     case MB_KERN_ATTN_SOFTMAX: std_softmax(a, b[a->p_buf], b[a->s_buf]); return MB_OK;
     case MB_KERN_ATTN_PV: return bmm(a, 0, 0, N, d, N, 1.0f, b[a->p_buf], N, nn, a->v, d, nd, a->o, d, nd, err);
     case MB_KERN_ATTN_DP: return bmm(a, 0, 1, N, N, d, 1.0f, a->dout, d, nd, a->v, d, nd, b[a->dp_buf], N, nn, err);
     case MB_KERN_ATTN_DV: return bmm(a, 1, 0, N, d, N, 1.0f, b[a->p_buf], N, nn, a->dout, d, nd, a->dv, d, nd, err);
-    case MB_KERN_ATTN_DPP: nn_mul(a, b[a->g_buf], b[a->dp_buf], b[a->p_buf]); return MB_OK;
+    case MB_KERN_ATTN_DPP: nn_rows(a, ROW_MUL, b[a->g_buf], b[a->dp_buf], b[a->p_buf], 0); return MB_OK;
     case MB_KERN_ATTN_SMBWD: std_softmax_bwd(a, b[a->dp_buf], b[a->g_buf], b[a->p_buf]); return MB_OK;
-    case MB_KERN_ATTN_DSSCALE: nn_scale(a, b[a->ds_buf], b[a->dp_buf], scale); return MB_OK;
+    case MB_KERN_ATTN_DSSCALE: nn_rows(a, ROW_SCALE, b[a->ds_buf], b[a->dp_buf], NULL, scale); return MB_OK;
     case MB_KERN_ATTN_DQ: return bmm(a, 0, 0, N, d, N, 1.0f, b[a->ds_buf], N, nn, a->k, d, nd, a->dq, d, nd, err);
     case MB_KERN_ATTN_DK: return bmm(a, 1, 0, N, d, N, 1.0f, b[a->ds_buf], N, nn, a->q, d, nd, a->dk, d, nd, err);
     default: return mb_err_set(err, MB_EINPUT, "kernel '%s' is not the standard plan's", mb_kern_attn_kernel_name(id));

@@ -65,6 +65,9 @@ int mb_meas_attn_run(const mb_meas_attn_req *r, mb_meas_attn_result *out, mb_err
     mb_kern_attn a;
     int rc = mb_kern_attn_alloc(&d, kplan(r->plan), 0x5eed, &a, err);
     if (rc) return rc;
+    /* outputs past the spec's cache are streamed, as measure's config takes
+     * it from the model's spec (a guest may report a far larger L3) */
+    if (r->llc_bytes > 0) a.nt_min_bytes = r->llc_bytes;
     out->bytes = a.bytes;
     out->tile_r = a.tiles.fwd_r, out->tile_c = a.tiles.fwd_c;
     out->bwd_tile_r = a.tiles.bwd_r, out->bwd_tile_c = a.tiles.bwd_c;

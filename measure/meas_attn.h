@@ -16,7 +16,8 @@ extern "C" {
 /* What to run: a's sizes (f32 only), plan p, on threads threads (<= 0: all
  * cores); samples until min_time_s and min_reps, at most max_reps; the
  * cache of llc_bytes evicted before each (<= 0: detected; no eviction when
- * cold is 0). check_rows: rows the check samples at shapes beyond every
+ * cold is 0), also the size from which N x N outputs are streamed past
+ * the cache (the spec's cache_mb, as measure takes it). check_rows: rows the check samples at shapes beyond every
  * element (BH N^2 d > 2^27). */
 typedef struct mb_meas_attn_req {
     mb_attn a;
