@@ -103,6 +103,11 @@ static void print_text(const mb_attn *a, const mb_device *dev, const char *desc,
         if (r->fd_err >= 0) printf("; finite differences at %d points %.3g of theirs", r->fd_points, r->fd_err);
         printf("\n");
     }
+    const double spec_g = est->peak_flops_s / 1e9;
+    printf("host GEMM rate beside the runs (1024^3 cblas_sgemm, best of 3): standard %.0f / %.0f, flash %.0f / %.0f\n"
+           "GFLOP/s before / after, against the spec's %.0f (%s): the model assumes the spec's rates\n",
+           res[0].host_gemm_gflops_before, res[0].host_gemm_gflops_after, res[1].host_gemm_gflops_before,
+           res[1].host_gemm_gflops_after, spec_g, est->peak_key);
     printf("load average %.2f %.2f %.2f before, %.2f %.2f %.2f after (this host's %d threads share it)\n", load0[0],
            load0[1], load0[2], load1[0], load1[1], load1[2], res[0].threads);
 }
@@ -117,11 +122,13 @@ static json_t *result_json(const mb_attn_plan *mp, const mb_meas_attn_result *r)
                                             k ? json_real(k->time_s) : json_null(), "median_s", r->kernel_median_s[j],
                                             "min_s", r->kernel_min_s[j]));
     }
-    json_t *o = json_pack("{s:s, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:i, s:i, s:b, s:I}", "plan",
+    json_t *o = json_pack("{s:s, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:i, s:i, s:b, s:I, s:f, s:f}", "plan",
                           mb_attn_plan_name(mp->id), "model_time_s", mp->time_s, "median_s", r->median_s, "min_s",
                           r->min_s, "p90_s", r->p90_s, "cv", r->cv, "fwd_median_s", r->fwd_median_s, "bwd_median_s",
                           r->bwd_median_s, "model_over_measured", mp->time_s / r->median_s, "reps", r->reps,
-                          "contended", r->contended, "verified", r->verified, "bytes", (json_int_t)r->bytes);
+                          "contended", r->contended, "verified", r->verified, "bytes", (json_int_t)r->bytes,
+                          "host_gemm_gflops_before", r->host_gemm_gflops_before, "host_gemm_gflops_after",
+                          r->host_gemm_gflops_after);
     json_object_set_new(o, "check", json_pack("{s:b, s:I, s:f, s:f, s:f, s:o, s:i}", "full", r->full, "rows",
                                               (json_int_t)r->rows_checked, "err_over_bound", isfinite(r->err) ? r->err : 1e300,
                                               "tol_fwd", r->tol_fwd, "tol_bwd", r->tol_bwd, "fd_err_over_bound",
@@ -147,6 +154,7 @@ static void print_json(const mb_attn *a, const mb_device *dev, const char *desc,
                              a->causal, "backward", a->backward, "device", dev->name, "device_desc", desc, "threads",
                              res[0].threads, "blas", res[0].blas, "load_before", load0[0], load0[1], load0[2],
                              "load_after", load1[0], load1[1], load1[2], "results", arr);
+    json_object_set_new(root, "spec_gemm_gflops", json_real(est->peak_flops_s / 1e9));
     char *txt = json_dumps(root, JSON_INDENT(1) | JSON_REAL_PRECISION(17));
     puts(txt);
     free(txt);

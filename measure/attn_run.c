@@ -42,6 +42,29 @@ int64_t mb_meas_attn_need_bytes(const mb_attn *a, mb_attn_plan_id p, int64_t llc
     return b + 2 * (llc_bytes > 0 ? llc_bytes : mb_kern_llc_bytes());
 }
 
+/* calibrate's GEMM probe (calibrate/gemm.c: MB_CAL_GEMM_N, one product,
+ * all threads) timed now: the best of three, GFLOP/s; 0 when memory runs out */
+#define HOST_GEMM_N 1024
+static double host_gemm_gflops(void)
+{
+    const int64_t n = HOST_GEMM_N;
+    float *a = aligned_alloc(64, (size_t)(n * n) * 4), *b = aligned_alloc(64, (size_t)(n * n) * 4),
+          *c = aligned_alloc(64, (size_t)(n * n) * 4);
+    double best = 0;
+    if (a && b && c) {
+        for (int64_t i = 0; i < n * n; i++) a[i] = 1.0f + (float)(i % 97) * 0.01f, b[i] = 0.5f - (float)(i % 89) * 0.005f;
+        mb_kern_blas_set_threads(0);
+        for (int t = 0; t < 4; t++) {
+            double t0 = mb_meas_now_s();
+            mb_kern_sgemm(0, 0, n, n, n, 1.0f, a, n, b, n, 0.0f, c, n, NULL);
+            double g = 2.0 * (double)n * (double)n * (double)n / (mb_meas_now_s() - t0) / 1e9;
+            if (t > 0 && g > best) best = g; /* the first warms OpenBLAS's buffers */
+        }
+    }
+    free(a), free(b), free(c);
+    return best;
+}
+
 int mb_meas_attn_run(const mb_meas_attn_req *r, mb_meas_attn_result *out, mb_err *err)
 {
     memset(out, 0, sizeof *out);
@@ -97,6 +120,7 @@ int mb_meas_attn_run(const mb_meas_attn_req *r, mb_meas_attn_result *out, mb_err
         out->tol_fwd = ck.tol_fwd, out->tol_bwd = ck.tol_bwd;
         out->fd_err = ck.fd_err, out->fd_points = ck.fd_points;
     }
+    if (!rc) out->host_gemm_gflops_before = host_gemm_gflops();
     const int max_reps = r->max_reps > 0 ? r->max_reps : 1;
     double sampled = 0;
     int n = 0;
@@ -116,6 +140,7 @@ int mb_meas_attn_run(const mb_meas_attn_req *r, mb_meas_attn_result *out, mb_err
         out->contended += mb_meas_contention_end(&cs, row[nk], out->threads, 0);
         n++;
     }
+    if (!rc) out->host_gemm_gflops_after = host_gemm_gflops();
     if (!rc) {
         double *col = malloc((size_t)n * sizeof(double));
         if (!col) rc = mb_err_set(err, MB_ERUN, "out of memory");

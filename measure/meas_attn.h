@@ -55,6 +55,10 @@ typedef struct mb_meas_attn_result {
     double fd_err;                                 /* finite differences, over their bound; -1 none */
     int fd_points;
     char blas[320];
+    /* the host's GEMM rate beside the run: a 1024^3 cblas_sgemm (calibrate's
+     * gemm_gflops probe) on the run's threads, the best of 3 before the
+     * samples and of 3 after, GFLOP/s; 0 when not timed */
+    double host_gemm_gflops_before, host_gemm_gflops_after;
 } mb_meas_attn_result;
 
 /* Host bytes plan p at a takes (its tensors and the flush buffer). */
