@@ -203,6 +203,14 @@ void mb_kern_attn_poison(mb_kern_attn *a)
 
 /* ---- row helpers -------------------------------------------------------------- */
 
+/* Below this exp(x) is not a normal f32 (the least, 2^-126, is exp(-87.34)):
+ * taken as 0, a change below 1.2e-38 of a softmax's sum of at least 1. Left
+ * to the exp, the masked -inf scores (clamped to -104 there) underflow into
+ * denormals and microcode assists: the causal softmax's exp took 25% of the
+ * standard plan at b1 h8 s2048 d64 (perf), the plan 346 ms against 201 ms
+ * not causal. */
+#define EXP_ZERO_BELOW (-87.0f)
+
 /* x[i] = exp(x[i] - m) for i < n (x[i] - m <= 0 but for rounding); returns
  * the sum */
 static float exp_sub_sum(float *x, int64_t n, float m)
@@ -210,9 +218,11 @@ static float exp_sub_sum(float *x, int64_t n, float m)
     int64_t i = 0;
     float sum = 0;
 #ifdef MB_VW
-    vf vm = V_SET(m), acc = V_SET(0.0f);
+    const vf vm = V_SET(m), lo = V_SET(EXP_ZERO_BELOW), zero = V_SET(0.0f);
+    vf acc = zero;
     for (; i + MB_VW <= n; i += MB_VW) {
-        vf e = MB_V_EXP_NONPOS(V_SUB(V_LD(x + i), vm));
+        vf u = V_SUB(V_LD(x + i), vm);
+        vf e = V_GT_SELECTV(lo, u, zero, MB_V_EXP_NONPOS(V_MAX(u, lo)));
         V_ST(x + i, e);
         acc = V_ADD(acc, e);
     }
@@ -220,7 +230,7 @@ static float exp_sub_sum(float *x, int64_t n, float m)
     V_ST(lanes, acc);
     for (int t = 0; t < MB_VW; t++) sum += lanes[t];
 #endif
-    for (; i < n; i++) sum += x[i] = expf(x[i] - m);
+    for (; i < n; i++) sum += x[i] = x[i] - m < EXP_ZERO_BELOW ? 0.0f : expf(x[i] - m);
     return sum;
 }
 
