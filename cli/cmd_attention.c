@@ -1,6 +1,7 @@
 /* cmd_attention.c — `membound attention`: the model of attention, standard
  * against FlashAttention, on one device or many. Parses options and prints;
  * the model is model/attention.c's. */
+#include "attention_measure.h"
 #include "attention_out.h"
 #include "cli_common.h"
 #include "commands.h"
@@ -17,6 +18,8 @@ static void usage(FILE *fp)
             "usage: membound attention --dims seq=N,head_dim=D[,batch=B][,heads=H] [--causal] [--backward]\n"
             "                          [--dtype T] [--device D|--devices L|all] [--plan] [--mem-budget M]\n"
             "                          [--seq-sweep | --figures DIR [--seqs LIST]] [--json]\n"
+            "       membound attention --dims ... --measure [--device SPEC.ini] [--threads N]\n"
+            "                          [--min-time S] [--json]\n"
             "\n"
             "The model of softmax(q @ k^T * scale [+ mask]) @ v, q, k, v of [batch, heads, seq,\n"
             "head_dim], three plans: standard (PyTorch eager's kernels; P saved for backward),\n"
@@ -42,6 +45,13 @@ static void usage(FILE *fp)
             "                   TFLOP/s, the frontier; the longest seq across devices (PNG)\n"
             "  --seqs LIST      the figures' seq (default 2^8..2^18)\n"
             "  --json           one JSON object\n"
+            "  --measure        run standard and flash on this CPU (f32, docs/attention_cpu.md):\n"
+            "                   checked against float64 (and finite differences with --backward),\n"
+            "                   timed with the cache evicted, the model beside each kernel and plan;\n"
+            "                   --device is a CPU spec (default ./local-cpu.ini, this host's cached\n"
+            "                   calibration, or a calibration now). Exit 1 when a check fails.\n"
+            "  --threads N      CPU threads for --measure (default: all cores)\n"
+            "  --min-time S     seconds of samples a plan takes at least (default 1)\n"
             "  -h, --help       this help\n");
 }
 
@@ -238,7 +248,11 @@ int mb_cmd_attention(int argc, char **argv)
         {"json", no_argument, 0, 'j'},          {"help", no_argument, 0, 'h'},
         {"plan", no_argument, 0, 'P'},          {"mem-budget", required_argument, 0, 'B'},
         {"seq-sweep", no_argument, 0, 'S'},     {"figures", required_argument, 0, 'F'},
-        {"seqs", required_argument, 0, 'L'},    {0, 0, 0, 0}};
+        {"seqs", required_argument, 0, 'L'},    {"measure", no_argument, 0, 'M'},
+        {"threads", required_argument, 0, 'T'}, {"min-time", required_argument, 0, 'I'},
+        {0, 0, 0, 0}};
+    mb_cli_attn_measure_opts mo = {0};
+    int measure = 0;
     mb_attn a = {.batch = 1, .heads = 1, .dtype = MB_F32};
     const char *devs = NULL, *dims = NULL, *fig_dir = NULL, *seqs_arg = NULL;
     int json = 0, c, plan = 0, sweep = 0;
@@ -270,6 +284,22 @@ int mb_cmd_attention(int argc, char **argv)
             devs = optarg;
             break;
         case 'j': json = 1; break;
+        case 'M': measure = 1; break;
+        case 'T': {
+            char *end = NULL;
+            long v = strtol(optarg, &end, 10);
+            if (!end || *end || end == optarg || v < 1 || v > 4096)
+                return mb_cli_fail(2, "--threads: expected a whole number in [1, 4096], got '%s'", optarg);
+            mo.threads = (int)v;
+            break;
+        }
+        case 'I': {
+            char *end = NULL;
+            mo.min_time_s = strtod(optarg, &end);
+            if (!end || *end || end == optarg || !(mo.min_time_s > 0 && mo.min_time_s <= 3600))
+                return mb_cli_fail(2, "--min-time: expected seconds in (0, 3600], got '%s'", optarg);
+            break;
+        }
         case 'h': usage(stdout); return 0;
         default: return mb_cli_bad_option(c, argv, optind, optopt, "attention");
         }
@@ -278,6 +308,13 @@ int mb_cmd_attention(int argc, char **argv)
     if (!dims)
         return mb_cli_fail(2, "attention needs --dims (batch=8,heads=16,seq=4096,head_dim=128; "
                               "'membound attention --help')");
+    if (measure) {
+        if (plan || sweep || fig_dir) return mb_cli_fail(2, "--measure runs one shape: not with --plan, --seq-sweep or --figures");
+        if (parse_dims(dims, &a, 0)) return 2;
+        mo.device = devs, mo.json = json;
+        return mb_cli_attention_measure(&a, &mo);
+    }
+    if (mo.threads || mo.min_time_s > 0) return mb_cli_fail(2, "--threads and --min-time go with --measure");
     if (parse_dims(dims, &a, sweep || fig_dir)) return 2;
     if (sweep && fig_dir) return mb_cli_fail(2, "--seq-sweep and --figures: one at a time");
     if (seqs_arg && !fig_dir) return mb_cli_fail(2, "--seqs is the sequence lengths of --figures");

@@ -16,8 +16,8 @@ static void usage(FILE *fp)
     fprintf(fp,
             "usage: membound gemm --mnk MxNxK [--batch B] [--dtype T] [--device D|--devices L|all]\n"
             "                     [--tile MTxNT] [--json]\n"
-            "       membound gemm --mnk MxNxK [--batch B] --measure --device SPEC.ini [--threads T]\n"
-            "                     [--min-s S] [--reps N] [--json]\n"
+            "       membound gemm --mnk MxNxK [--batch B] [--dtype T] --measure --device SPEC.ini|GPU\n"
+            "                     [--threads T] [--min-s S] [--reps N] [--json]\n"
             "\n"
             "The model of C[M,N] = A[M,K] @ B[K,N] (batch B products, as torch.bmm): FLOPs,\n"
             "the rate the dtype runs at (a GPU's f32 at its plain FP32 peak: PyTorch leaves\n"
@@ -37,16 +37,16 @@ static void usage(FILE *fp)
             "                  comma-separated list for several (--devices is the same)\n"
             "  --tile MTxNT    the output tile, one of 256x128 128x256 128x128 256x64 64x256\n"
             "                  128x64 64x128 64x64 (default: the one of least time)\n"
-            "  --measure       also run the product on this CPU through OpenBLAS's cblas_sgemm\n"
-            "                  (a batch as a loop of products, as PyTorch's CPU bmm): one warm-up,\n"
-            "                  then samples until --min-s and --reps; the median and the minimum,\n"
-            "                  the float64 check of sampled entries, model / measured. Needs one\n"
-            "                  CPU spec (--device SPEC.ini from 'membound calibrate'); f32 only:\n"
-            "                  OpenBLAS 0.3.21 exports no bf16 or f16 GEMM, and a product widened\n"
-            "                  to f32 would time another product, so bf16 and f16 are refused\n"
-            "  --threads T     the BLAS's threads for --measure (default: the spec's, sm_count)\n"
-            "  --min-s S       seconds of timed samples at least (default 0.3)\n"
-            "  --reps N        timed samples at least (default 5)\n"
+            "  --measure       also run the product for real, checked against float64 on sampled\n"
+            "                  entries, model / measured. On a CPU spec (--device SPEC.ini from\n"
+            "                  'membound calibrate'): OpenBLAS's cblas_sgemm on this CPU, f32 only\n"
+            "                  (OpenBLAS 0.3.21 exports no bf16 or f16 GEMM), a batch as a loop of\n"
+            "                  products as PyTorch's CPU bmm, samples until --min-s and --reps.\n"
+            "                  On a GPU's id (--device h100-sxm): cuBLASLt on this machine's GPU,\n"
+            "                  f32 without TF32, bf16 or f16, --reps event-timed calls (default 20)\n"
+            "  --threads T     the BLAS's threads on a CPU (default: the spec's, sm_count)\n"
+            "  --min-s S       a CPU's seconds of timed samples at least (default 0.3)\n"
+            "  --reps N        timed samples at least (default 5 on a CPU, 20 on a GPU)\n"
             "  --json          one JSON object: {\"gemm\": {...}, \"results\": [...]}; with\n"
             "                  --measure the result has \"measured\": {...}\n"
             "  -h, --help      this help\n");
@@ -133,23 +133,63 @@ static double load1(void)
 
 static json_t *measured_json(const mb_meas_gemm_result *r, const mb_gemm_est *e)
 {
-    return json_pack("{s:f, s:f, s:f, s:i, s:i, s:f, s:f, s:b, s:i, s:s, s:f, s:f, s:f}", "median_s", r->median_s,
-                     "min_s", r->min_s, "gflops", r->gflops_median, "samples", r->samples, "contended",
-                     r->contended, "max_rel_err", r->max_rel_err, "tol", r->tol, "verified", r->verified,
-                     "threads", r->threads, "blas", r->blas, "model_over_median", e->time_s / r->median_s,
-                     "model_over_min", e->time_s / r->min_s, "load_average_1m", load1());
+    json_t *o = json_pack("{s:f, s:f, s:i, s:i, s:f, s:f, s:b, s:i, s:s, s:f, s:f}", "median_s", r->median_s,
+                          "gflops", r->gflops_median, "samples", r->samples, "contended", r->contended, "max_rel_err",
+                          r->max_rel_err, "tol", r->tol, "verified", r->verified, "threads", r->threads, "blas",
+                          r->blas, "model_over_median", e->time_s / r->median_s, "load_average_1m", load1());
+    /* a GPU's samples keep no minimum: null, not a made-up ratio */
+    json_object_set_new(o, "min_s", r->min_s > 0 ? json_real(r->min_s) : json_null());
+    json_object_set_new(o, "model_over_min", r->min_s > 0 ? json_real(e->time_s / r->min_s) : json_null());
+    return o;
 }
 
 static void measured_print(const mb_meas_gemm_result *r, const mb_gemm_est *e)
 {
-    char a[32], b[32], c[32];
-    printf("\nmeasured on %d BLAS thread(s), %s:: median %s, min %s (%d samples, %d contended), %.4g GFLOP/s;\n"
-           "model %s: model / measured median %.3f, / min %.3f. Check: worst sampled entry %.3g, bound %.3g: %s.\n"
+    char a[32], b[32] = "-", c[32], on[64] = "";
+    if (r->min_s > 0) mb_cli_fmt_time(r->min_s, b, sizeof b);
+    if (r->threads > 0) snprintf(on, sizeof on, " on %d BLAS thread(s)", r->threads);
+    printf("\nmeasured%s, %s: median %s, min %s (%d samples, %d contended), %.4g GFLOP/s;\n"
+           "model %s: model / measured median %.3f. Check: worst sampled entry %.3g, bound %.3g: %s.\n"
            "load average (1 min) %.2f\n",
-           r->threads, r->blas, mb_cli_fmt_time(r->median_s, a, sizeof a), mb_cli_fmt_time(r->min_s, b, sizeof b),
-           r->samples, r->contended, r->gflops_median, mb_cli_fmt_time(e->time_s, c, sizeof c),
-           e->time_s / r->median_s, e->time_s / r->min_s, r->max_rel_err, r->tol,
+           on, r->blas, mb_cli_fmt_time(r->median_s, a, sizeof a), b, r->samples, r->contended, r->gflops_median,
+           mb_cli_fmt_time(e->time_s, c, sizeof c), e->time_s / r->median_s, r->max_rel_err, r->tol,
            r->verified ? "verified" : "FAILED", load1());
+}
+
+/* Runs g where d says: a CPU spec through OpenBLAS on this CPU, a GPU's
+ * spec through cuBLASLt on this machine's GPU. 0, or the exit code after
+ * one error line. */
+static int measure_product(const mb_gemm *g, const mb_device *d, mb_meas_gemm_config *mc, int threads_given,
+                           int min_s_given, int reps_given, mb_meas_gemm_result *mr)
+{
+    mb_err e;
+    int rc;
+    if (!strcmp(d->kind, "cpu")) {
+        if (g->dtype != MB_F32)
+            return mb_cli_fail(2, "--measure on a CPU runs f32 only: OpenBLAS 0.3.21 exports no %s GEMM "
+                                  "(cblas_sbgemm is declared, not exported), and a product widened to f32 is "
+                                  "another product", mb_dtype_name(g->dtype));
+        if (!threads_given) mc->threads = d->sm_count >= 1 ? (int)d->sm_count : 0;
+        else if (d->sm_count >= 1 && mc->threads != (int)d->sm_count)
+            mb_cli_warn("--threads %d: the spec was calibrated on %d threads; its gemm_gflops is theirs",
+                        mc->threads, (int)d->sm_count);
+        rc = mb_meas_gemm_cpu(g, mc, mr, &e);
+    } else {
+        if (threads_given || min_s_given)
+            return mb_cli_fail(2, "--threads and --min-s time a CPU's product: a GPU's takes --reps (event-timed "
+                                  "calls, at most 64)");
+        if (mc->min_samples > 64) return mb_cli_fail(2, "--reps %d: a GPU's product takes at most 64", mc->min_samples);
+        mb_meas_config c;
+        mb_meas_config_default(&c);
+        rc = mb_meas_cuda_gemm(&c, g, MB_MEAS_GEMM_NONE, reps_given ? mc->min_samples : 20, mr, &e);
+        if (rc == MB_ERUN)
+            return mb_cli_fail(1, "--measure --device %s runs the product on this machine's GPU: %s", d->name, e.msg);
+    }
+    if (rc != MB_OK) return mb_cli_fail_err(rc == MB_EINPUT ? 2 : 1, &e);
+    if (!mr->verified)
+        mb_cli_warn("the product failed its float64 check: worst sampled entry %.3g against the bound %.3g",
+                    mr->max_rel_err, mr->tol);
+    return 0;
 }
 
 static void row(const mb_device *d, const mb_gemm_est *e)
@@ -176,7 +216,7 @@ int mb_cmd_gemm(int argc, char **argv)
         {"min-s", required_argument, 0, 'S'},  {"reps", required_argument, 0, 'R'},
         {0, 0, 0, 0}};
     mb_meas_gemm_config mc = {.threads = 0, .min_s = 0.3, .min_samples = 5, .check_samples = 64};
-    int measure = 0, threads_given = 0, timing_given = 0;
+    int measure = 0, threads_given = 0, min_s_given = 0, reps_given = 0;
     char *end;
     mb_gemm g = {.batch = 1, .dtype = MB_F32};
     const char *devs = NULL;
@@ -216,14 +256,14 @@ int mb_cmd_gemm(int argc, char **argv)
             mc.min_s = strtod(optarg, &end);
             if (end == optarg || *end || !(mc.min_s >= 0 && mc.min_s <= 3600))
                 return mb_cli_fail(2, "--min-s '%s': seconds from 0 to 3600", optarg);
-            timing_given = 1;
+            min_s_given = 1;
             break;
         case 'R': {
             long v = strtol(optarg, &end, 10);
             if (end == optarg || *end || v < 1 || v > 100000)
                 return mb_cli_fail(2, "--reps '%s': a count from 1 to 100000", optarg);
             mc.min_samples = (int)v;
-            timing_given = 1;
+            reps_given = 1;
             break;
         }
         case 'h': usage(stdout); return 0;
@@ -232,16 +272,13 @@ int mb_cmd_gemm(int argc, char **argv)
     }
     if (optind < argc) return mb_cli_fail(2, "unexpected argument '%s'", argv[optind]);
     if (!have_mnk) return mb_cli_fail(2, "gemm needs --mnk MxNxK (4096x4096x4096; 'membound gemm --help')");
-    if (!measure && (threads_given || timing_given))
+    if (!measure && (threads_given || min_s_given || reps_given))
         return mb_cli_fail(2, "--threads, --min-s and --reps time a product: they go with --measure");
     if (measure) {
         if (!devs || strchr(devs, ',') || !strcmp(devs, "all"))
-            return mb_cli_fail(2, "--measure needs one CPU spec: --device SPEC.ini (from 'membound calibrate')");
-        if (g.dtype != MB_F32)
-            return mb_cli_fail(2, "--measure runs f32 only: OpenBLAS 0.3.21 exports no %s GEMM (cblas_sbgemm is "
-                               "declared, not exported), and a product widened to f32 is another product",
-                               mb_dtype_name(g.dtype));
-        if (g.tile_m || g.tile_n) return mb_cli_fail(2, "--tile is a GPU's output tile: not with --measure");
+            return mb_cli_fail(2, "--measure needs one device: a CPU spec (--device SPEC.ini from 'membound "
+                                  "calibrate') or the GPU's table id (--device h100-sxm)");
+        if (g.tile_m || g.tile_n) return mb_cli_fail(2, "--tile is the model's choice of tile: not with --measure");
     }
     mb_device *dv = NULL;
     int nd = 0, *ok = NULL; /* ok[i]: device i estimated */
@@ -260,26 +297,9 @@ int mb_cmd_gemm(int argc, char **argv)
         }
     }
     mb_meas_gemm_result mr;
-    if (measure) {
-        if (strcmp(dv[0].kind, "cpu")) {
-            int rc2 = mb_cli_fail(2, "--measure runs on this CPU: '%s' is a %s spec, not a CPU's ('membound "
-                                  "calibrate -o SPEC.ini' writes one)", dv[0].name, dv[0].kind);
-            free(dv), free(est), free(ok);
-            return rc2;
-        }
-        if (!threads_given) mc.threads = dv[0].sm_count >= 1 ? (int)dv[0].sm_count : 0;
-        else if (dv[0].sm_count >= 1 && mc.threads != (int)dv[0].sm_count)
-            mb_cli_warn("--threads %d: the spec was calibrated on %d threads; its gemm_gflops is theirs", mc.threads,
-                        (int)dv[0].sm_count);
-        mb_err e;
-        int mrc = mb_meas_gemm_cpu(&g, &mc, &mr, &e);
-        if (mrc != MB_OK) {
-            free(dv), free(est), free(ok);
-            return mb_cli_fail_err(mrc == MB_EINPUT ? 2 : 1, &e);
-        }
-        if (!mr.verified)
-            mb_cli_warn("the product failed its float64 check: worst sampled entry %.3g against the bound %.3g",
-                        mr.max_rel_err, mr.tol);
+    if (measure && (rc = measure_product(&g, &dv[0], &mc, threads_given, min_s_given, reps_given, &mr))) {
+        free(dv), free(est), free(ok);
+        return rc;
     }
     const double s = (double)mb_dtype_bytes(g.dtype);
     const double min_bytes = (double)g.batch * s * ((double)g.m * g.k + (double)g.k * g.n + (double)g.m * g.n);

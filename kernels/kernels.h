@@ -403,6 +403,134 @@ double mb_kern_mlp_backward_flops(const mb_kern_mlp *cfg);
  * activation's slope, 4 ulps for the activation itself). <= 1 passes;
  * INFINITY for a NaN or inf. */
 double mb_kern_mlp_check(const mb_kern_mlp *cfg, const mb_kern_mlp_bufs *b, int rows, int cols, uint64_t seed);
+/* ---- attention on the CPU (attn_cpu.c, attn_ref.c) ----
+ * softmax(q k^T scale [+ causal mask]) v with scale = 1/sqrt(head_dim), f32,
+ * q, k, v, o (and do, dq, dk, dv) of shape [batch, heads, seq, head_dim],
+ * contiguous. Two plans, as model/attention.c lists their kernels: standard
+ * (PyTorch eager's: GEMMs through mb_kern_sgemm, every seq x seq tensor
+ * written whole) and flash (FlashAttention-2's tiled forward with online
+ * softmax and its backward recomputing P from the log-sum-exp). */
+
+typedef enum mb_kern_attn_plan { MB_KERN_ATTN_STANDARD = 0, MB_KERN_ATTN_FLASH, MB_KERN_ATTN_N_PLANS } mb_kern_attn_plan;
+
+/* The kernels of both plans, named as model/attention.c names them. */
+typedef enum mb_kern_attn_kernel {
+    MB_KERN_ATTN_QK = 0,      /* "bmm q@k^T":   S = q k^T */
+    MB_KERN_ATTN_SCALE,       /* "mul scale":   S' = S scale */
+    MB_KERN_ATTN_MASK,        /* "add mask":    S'' = S' + mask ([seq, seq], 0 or -inf) */
+    MB_KERN_ATTN_SOFTMAX,     /* "softmax":     P = softmax(S'') by rows */
+    MB_KERN_ATTN_PV,          /* "bmm P@v":     o = P v */
+    MB_KERN_ATTN_DP,          /* "bmm dO@v^T":  dP = do v^T */
+    MB_KERN_ATTN_DV,          /* "bmm P^T@dO":  dv = P^T do */
+    MB_KERN_ATTN_SMBWD,       /* "softmax bwd": dS = P o (dP - rowsum(dP o P)), one pass as
+                               * PyTorch's CPU kernel (no dP o P written) */
+    MB_KERN_ATTN_DSSCALE,     /* "mul dS*scale": dS' = dS scale */
+    MB_KERN_ATTN_DQ,          /* "bmm dS@k":    dq = dS' k */
+    MB_KERN_ATTN_DK,          /* "bmm q^T@dS":  dk = dS'^T q */
+    MB_KERN_ATTN_FLASH_FWD,   /* "flash fwd":   o and the f32 log-sum-exp */
+    MB_KERN_ATTN_FLASH_PREP,  /* "flash bwd prep": D = rowsum(do o o), dq = 0 */
+    MB_KERN_ATTN_FLASH_BWD,   /* "flash bwd":   dq, dk, dv, recomputing P */
+    MB_KERN_ATTN_N_KERNELS
+} mb_kern_attn_kernel;
+
+const char *mb_kern_attn_kernel_name(mb_kern_attn_kernel k); /* the model's name */
+const char *mb_kern_attn_plan_name(mb_kern_attn_plan p);     /* "standard", "flash" */
+/* The kernels plan p runs, in order, into ids (MB_KERN_ATTN_N_KERNELS
+ * entries); returns how many (the mask only when causal, the backward's
+ * only when backward). */
+int mb_kern_attn_plan_kernels(mb_kern_attn_plan p, int causal, int backward, mb_kern_attn_kernel *ids);
+
+/* One attention's sizes and options. */
+typedef struct mb_kern_attn_dims {
+    int64_t batch, heads, seq, head_dim;
+    int causal, backward;
+} mb_kern_attn_dims;
+
+/* FlashAttention's tiles on this CPU: Br query rows by Bc key columns, Bc =
+ * 2 Br, both powers of two, the largest with Bc <= 512 whose working set a
+ * thread keeps (forward: Q and O tiles 2 Br d, K and V tiles 2 Bc d, S and
+ * P Br Bc; backward: Q, dO, dQ 3 Br d, K, V, dK, dV 4 Bc d, P and dS
+ * 2 Br Bc; f32) fits half the core's own cache (mb_kern_core_cache_bytes:
+ * the other half for the BLAS's packed panels), at least Br 8; each clipped
+ * to seq. */
+typedef struct mb_kern_attn_tiles {
+    int64_t fwd_r, fwd_c, bwd_r, bwd_c;
+    int64_t cache_bytes; /* the core's cache they were sized from */
+} mb_kern_attn_tiles;
+void mb_kern_attn_tiles_for(const mb_kern_attn_dims *d, int64_t core_cache_bytes, mb_kern_attn_tiles *out);
+
+/* The tensors of one attention run, 64-byte aligned, owned by the struct.
+ * Standard: nn[0..2] hold seq x seq tensors of every head (two forward,
+ * three with backward: each kernel writes a fresh one, as PyTorch's
+ * out-of-place ops, into the one no longer needed) and mask the [seq, seq]
+ * causal mask; flash: lse (f32, [batch, heads, seq]) and dsum (D). */
+typedef struct mb_kern_attn {
+    mb_kern_attn_dims d;
+    mb_kern_attn_plan plan;
+    mb_kern_attn_tiles tiles;
+    float *q, *k, *v, *o, *dout, *dq, *dk, *dv; /* dout..dv NULL without backward */
+    float *lse, *dsum;                          /* flash */
+    float *nn[3], *mask;                        /* standard */
+    int s_buf, p_buf, dp_buf, ds_buf;    /* which nn holds what, for the next kernel */
+    int64_t nt_min_bytes; /* outputs of this many bytes or more get non-temporal stores */
+    int64_t bytes;        /* held */
+} mb_kern_attn;
+
+/* Bytes mb_kern_attn_alloc takes for plan p at d (for refusing sizes that do
+ * not fit before allocating); -1 beyond 2^62. */
+int64_t mb_kern_attn_bytes(const mb_kern_attn_dims *d, mb_kern_attn_plan p);
+/* Allocates a run of plan p at d and fills it: q and k uniform in [-2, 2],
+ * v and do in [-1, 1] from seed (the same values for both plans), outputs
+ * NaN. Tiles from mb_kern_core_cache_bytes(). MB_EINPUT for a size below 1
+ * or beyond 2^62 bytes, MB_ERUN when memory runs out. */
+int mb_kern_attn_alloc(const mb_kern_attn_dims *d, mb_kern_attn_plan p, uint64_t seed, mb_kern_attn *a,
+                       mb_err *err);
+void mb_kern_attn_free(mb_kern_attn *a);
+/* Fills the outputs (o, lse, dq, dk, dv and the seq x seq tensors) with NaN:
+ * an element a run does not write fails the check. */
+void mb_kern_attn_poison(mb_kern_attn *a);
+
+/* Runs kernel id of a's plan (in plan order: each reads what the ones
+ * before it wrote), or the plan's forward (and backward when a->d.backward).
+ * The GEMMs run through mb_kern_sgemm: standard a product per (batch, head)
+ * on OpenBLAS's mb_kern_threads() threads; flash inside one OpenMP region
+ * over (batch, head, query tile) forward, (batch, head) backward, OpenBLAS
+ * on one thread there. MB_ERUN without a BLAS, MB_EINPUT for a kernel not
+ * of the plan. */
+int mb_kern_attn_run_kernel(mb_kern_attn *a, mb_kern_attn_kernel id, mb_err *err);
+int mb_kern_attn_run(mb_kern_attn *a, mb_err *err);
+
+/* The float64 check of a run (attn_ref.c). Each element's error is
+ * |got - ref| / mag, mag the sum of the absolute values of the terms that
+ * went into it, in float64 (o: sum_j p_j |v_j|), over tol, the bound of f32
+ * evaluation (mb_kern_attn_tol): <= 1 passes. */
+typedef struct mb_kern_attn_check {
+    double o_err, lse_err, dq_err, dk_err, dv_err; /* largest error / tol; lse flash only; -1 unchecked */
+    double tol_fwd, tol_bwd;
+    double fd_err;        /* finite differences: largest |num - got| / (1e-3 (|num| + g)), g the largest |num|; -1 none */
+    int fd_points;        /* elements judged by finite differences */
+    int64_t rows_checked; /* rows of o (and dq) compared */
+    int full;             /* 1: every element compared */
+    int64_t nonfinite;    /* results NaN or inf (unwritten: poisoned) */
+    int passed;
+} mb_kern_attn_check;
+
+/* Compares a's results with the float64 reference: every element when
+ * batch x heads x seq^2 x head_dim <= full_limit, else sample_rows rows
+ * spread over the heads (the first and last rows, rows at tile edges, the
+ * rest drawn from seed) for o, the lse and dq, and dk and dv at sample_rows
+ * key rows of the last head (whose reference takes seq^2 head_dim). With
+ * backward, fd_points finite differences of the float64 forward loss
+ * sum(do o o) at elements of q (and of k and v when seq^2 head_dim <= 2^24)
+ * against the run's gradients. MB_OK with out filled; MB_ERUN when memory
+ * runs out. */
+int mb_kern_attn_verify(const mb_kern_attn *a, double full_limit, int sample_rows, int fd_points, uint64_t seed,
+                        mb_kern_attn_check *out, mb_err *err);
+/* The bounds the check uses at d, for a row whose largest score magnitude
+ * scale sum |q k| is smag: forward (2 (d + 2) smag + 2 seq + 2 tiles + 16) u,
+ * backward twice that plus (2 d + 2 seq) u, u = 2^-24 (each term: a dot
+ * product's gamma_n, Higham 3.1; exp's and the online rescales' roundings). */
+void mb_kern_attn_tol(const mb_kern_attn_dims *d, double smag, double *tol_fwd, double *tol_bwd);
 
 #ifdef __cplusplus
 }

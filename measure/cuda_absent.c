@@ -67,9 +67,10 @@ void mb_meas_cuda_provenance(char *buf, size_t bufsz)
     if (buf && bufsz) buf[0] = '\0';
 }
 
-int mb_meas_cuda_gemm(const mb_meas_config *c, const mb_meas_gemm *g, mb_meas_gemm_result *out, mb_err *err)
+int mb_meas_cuda_gemm(const mb_meas_config *c, const mb_gemm *g, mb_meas_gemm_epilogue epi, int samples,
+                      mb_meas_gemm_result *out, mb_err *err)
 {
-    (void)c, (void)g;
+    (void)c, (void)g, (void)epi, (void)samples;
     memset(out, 0, sizeof *out);
     return mb_err_set(err, MB_ERUN, MB_NO_CUDA);
 }

@@ -15,6 +15,8 @@
  * the product runs as (n x k) @ (k x m) with the buffers as they are; its D
  * has n rows, which is what CUBLASLT_EPILOGUE_BIAS broadcasts a bias of
  * length n over: a linear layer's bias per output feature. */
+#include "kernels_cuda.h"
+#include "meas_gemm.h"
 #include "meas_run.h"
 
 #include <cublasLt.h>
@@ -176,8 +178,8 @@ int run_once(void *arg, mb_err *err)
 
 } // namespace
 
-extern "C" int mb_meas_cuda_gemm(const mb_meas_config *c, const mb_meas_gemm *g, mb_meas_gemm_result *out,
-                                 mb_err *err)
+extern "C" int mb_meas_cuda_gemm(const mb_meas_config *c, const mb_gemm *g, mb_meas_gemm_epilogue epi,
+                                 int samples, mb_meas_gemm_result *out, mb_err *err)
 {
     memset(out, 0, sizeof *out);
     if (g->m < 1 || g->n < 1 || g->k < 1 || g->batch < 1)
@@ -190,7 +192,7 @@ extern "C" int mb_meas_cuda_gemm(const mb_meas_config *c, const mb_meas_gemm *g,
     const size_t es = mb_dtype_bytes(t);
     const int64_t m = g->m, n = g->n, k = g->k, batch = g->batch;
     const int64_t sa = m * k, sb = k * n, sc = m * n; /* elements a product */
-    const int bias = g->epilogue != MB_MEAS_GEMM_NONE;
+    const int bias = epi != MB_MEAS_GEMM_NONE;
 
     /* operands: uniform in [-1, 1), rounded to the dtype (seeded, the same every run) */
     std::vector<float> ha((size_t)(sa * batch)), hb((size_t)(sb * batch)), hbias(bias ? (size_t)n : 0);
@@ -227,11 +229,11 @@ extern "C" int mb_meas_cuda_gemm(const mb_meas_config *c, const mb_meas_gemm *g,
     {
         const cudaDataType_t ct = cuda_type(t);
         LT_TRY(lt.desc_create(&op, CUBLAS_COMPUTE_32F, CUDA_R_32F));
-        cublasLtEpilogue_t epi = g->epilogue == MB_MEAS_GEMM_BIAS        ? CUBLASLT_EPILOGUE_BIAS
-                                 : g->epilogue == MB_MEAS_GEMM_BIAS_RELU ? CUBLASLT_EPILOGUE_RELU_BIAS
-                                 : g->epilogue == MB_MEAS_GEMM_BIAS_GELU ? CUBLASLT_EPILOGUE_GELU_BIAS
-                                                                         : CUBLASLT_EPILOGUE_DEFAULT;
-        LT_TRY(lt.desc_set(op, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof epi));
+        cublasLtEpilogue_t lt_epi = epi == MB_MEAS_GEMM_BIAS        ? CUBLASLT_EPILOGUE_BIAS
+                                    : epi == MB_MEAS_GEMM_BIAS_RELU ? CUBLASLT_EPILOGUE_RELU_BIAS
+                                    : epi == MB_MEAS_GEMM_BIAS_GELU ? CUBLASLT_EPILOGUE_GELU_BIAS
+                                                                    : CUBLASLT_EPILOGUE_DEFAULT;
+        LT_TRY(lt.desc_set(op, CUBLASLT_MATMUL_DESC_EPILOGUE, &lt_epi, sizeof lt_epi));
         if (bias) {
             LT_TRY(lt.desc_set(op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &dbias, sizeof dbias));
             LT_TRY(lt.desc_set(op, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &ct, sizeof ct));
@@ -255,13 +257,15 @@ extern "C" int mb_meas_cuda_gemm(const mb_meas_config *c, const mb_meas_gemm *g,
         if (!found) {
             rc = mb_err_set(err, MB_ERUN, "cuBLASLt has no algorithm for %lldx%lldx%lld %s with epilogue %s",
                             (long long)m, (long long)n, (long long)k, mb_dtype_name(t),
-                            mb_meas_gemm_epilogue_name(g->epilogue));
+                            mb_meas_gemm_epilogue_name(epi));
             goto done;
         }
     }
     L = launch{op, la, lb, lc, heur.algo, da, db, dc, ws, ws_bytes, (cudaStream_t)gpu.stream};
-    if ((rc = mb_meas_gpu_time(c, run_once, &L, g->samples > 0 ? g->samples : 20, 1, &out->median_s, err)))
+    if ((rc = mb_meas_gpu_time(c, run_once, &L, samples > 0 ? samples : 20, 1, &out->median_s, err)))
         goto done;
+    out->samples = samples > 0 ? samples : 20;
+    out->gflops_median = 2.0 * (double)m * (double)n * (double)k * (double)batch / out->median_s / 1e9;
 
     /* the check: sampled entries (the corners first) against float64 */
     hc.resize((size_t)(sc * batch) * es);
@@ -290,19 +294,19 @@ extern "C" int mb_meas_cuda_gemm(const mb_meas_config *c, const mb_meas_gemm *g,
             if (bias) acc += hbias[(size_t)j], mag += fabs(hbias[(size_t)j]);
             double got = unpack(&hc[(size_t)(bi * sc + i * n + j) * es], t);
             double ref[2] = {acc, acc};
-            if (g->epilogue == MB_MEAS_GEMM_BIAS_RELU) ref[0] = ref[1] = acc > 0 ? acc : 0;
-            if (g->epilogue == MB_MEAS_GEMM_BIAS_GELU) ref[0] = gelu_tanh(acc), ref[1] = gelu_erf(acc);
+            if (epi == MB_MEAS_GEMM_BIAS_RELU) ref[0] = ref[1] = acc > 0 ? acc : 0;
+            if (epi == MB_MEAS_GEMM_BIAS_GELU) ref[0] = gelu_tanh(acc), ref[1] = gelu_erf(acc);
             for (int f = 0; f < 2; f++) {
                 double e = isfinite(got) ? fabs(got - ref[f]) / (mag > 0 ? mag : 1) : INFINITY;
                 if (e > worst[f]) worst[f] = e;
             }
         }
-        int f = g->epilogue == MB_MEAS_GEMM_BIAS_GELU && worst[1] < worst[0];
-        out->max_err = worst[f];
-        out->verified = out->max_err <= out->tol;
-        snprintf(out->desc, sizeof out->desc, "cuBLASLt %zu, CUBLAS_COMPUTE_32F, epilogue %s%s",
-                 lt.version(), mb_meas_gemm_epilogue_name(g->epilogue),
-                 g->epilogue == MB_MEAS_GEMM_BIAS_GELU ? (f ? " (matches GELU's erf form)" : " (matches GELU's tanh form)")
+        int f = epi == MB_MEAS_GEMM_BIAS_GELU && worst[1] < worst[0];
+        out->max_rel_err = worst[f];
+        out->verified = out->max_rel_err <= out->tol;
+        snprintf(out->blas, sizeof out->blas, "%.64s (%.16s), cuBLASLt %zu, CUBLAS_COMPUTE_32F, epilogue %s%s",
+                 gpu.dev->name, gpu.pci, lt.version(), mb_meas_gemm_epilogue_name(epi),
+                 epi == MB_MEAS_GEMM_BIAS_GELU ? (f ? " (matches GELU's erf form)" : " (matches GELU's tanh form)")
                                                         : "");
     }
 done:

@@ -6,6 +6,7 @@
 #ifndef MB_MEAS_GEMM_H
 #define MB_MEAS_GEMM_H
 
+#include "meas_config.h"
 #include "mb_gemm.h"
 
 #include <stdint.h>
@@ -35,7 +36,8 @@ typedef struct mb_meas_gemm_result {
     double tol;           /* the f32 bound it is held to: mb_kern_gemm_tol(k) */
     int verified;         /* max_rel_err <= tol */
     int threads;          /* the BLAS threads it ran on */
-    char blas[256];       /* the BLAS's configuration line */
+    char blas[256];       /* the BLAS's configuration line (on a GPU: cuBLASLt's version,
+                           * compute type, epilogue and the GELU form it matched) */
 } mb_meas_gemm_result;
 
 /* 1 when a BLAS is there to run GEMMs; else 0 and why (whysz bytes) says
@@ -51,6 +53,28 @@ int mb_meas_gemm_available(char *why, size_t whysz);
  * other than f32 or operands beyond memory's reach, MB_ERUN without a BLAS or
  * without memory. A failed check is a result (verified = 0), not an error. */
 int mb_meas_gemm_cpu(const mb_gemm *g, const mb_meas_gemm_config *c, mb_meas_gemm_result *out, mb_err *err);
+
+/* ---- one GEMM on the GPU through cuBLASLt (cuda_gemm.cu) ----
+ * C[m,n] = A[m,k] @ B[k,n] (+ bias[n], then ReLU or GELU as cuBLASLt's
+ * epilogues), batch strided products, row-major, operands and result in
+ * g->dtype, f32 accumulation (no TF32). */
+typedef enum mb_meas_gemm_epilogue {
+    MB_MEAS_GEMM_NONE = 0, MB_MEAS_GEMM_BIAS, MB_MEAS_GEMM_BIAS_RELU, MB_MEAS_GEMM_BIAS_GELU, MB_MEAS_GEMM_N_EPILOGUES
+} mb_meas_gemm_epilogue;
+/* "none", "bias", "bias_relu", "bias_gelu" */
+const char *mb_meas_gemm_epilogue_name(mb_meas_gemm_epilogue e);
+/* MB_OK with *out set, MB_EINPUT for an unknown name */
+int mb_meas_gemm_epilogue_parse(const char *s, mb_meas_gemm_epilogue *out);
+
+/* Times (samples event-timed calls, L2 cleaned before each; <= 64, 0: 20)
+ * and checks g with epi on the GPU c->cuda_device: out's median_s, samples,
+ * gflops_median, max_rel_err against float64 on 64 sampled entries
+ * (|c - ref| / the magnitude summed in), tol, verified and blas (the
+ * description); min_s 0 (not kept), threads 0. MB_ERUN without a GPU, a
+ * CUDA build or cuBLASLt (loaded with dlopen), or when a call fails;
+ * MB_EINPUT for a size below 1. */
+int mb_meas_cuda_gemm(const mb_meas_config *c, const mb_gemm *g, mb_meas_gemm_epilogue epi, int samples,
+                      mb_meas_gemm_result *out, mb_err *err);
 
 /* ---- the transformer MLP (kernels/mlp_cpu.c; kernels.h says what each
  * plan runs) ---- */

@@ -95,37 +95,6 @@ int mb_meas_gpu_blocked(void);
  * Call after the runs, before writing the CSV's '#' lines. */
 void mb_meas_cuda_provenance(char *buf, size_t bufsz);
 
-/* One GEMM on the GPU through cuBLASLt (cuda_gemm.cu): C[m,n] = A[m,k] @
- * B[k,n] (+ bias[n], then ReLU or GELU as cuBLASLt's epilogues), batch
- * strided products, row-major, operands and result in dtype, f32
- * accumulation (no TF32). */
-typedef enum mb_meas_gemm_epilogue {
-    MB_MEAS_GEMM_NONE = 0, MB_MEAS_GEMM_BIAS, MB_MEAS_GEMM_BIAS_RELU, MB_MEAS_GEMM_BIAS_GELU, MB_MEAS_GEMM_N_EPILOGUES
-} mb_meas_gemm_epilogue;
-/* "none", "bias", "bias_relu", "bias_gelu" */
-const char *mb_meas_gemm_epilogue_name(mb_meas_gemm_epilogue e);
-/* MB_OK with *out set, MB_EINPUT for an unknown name */
-int mb_meas_gemm_epilogue_parse(const char *s, mb_meas_gemm_epilogue *out);
-
-typedef struct mb_meas_gemm {
-    int64_t m, n, k, batch;
-    mb_dtype dtype;
-    mb_meas_gemm_epilogue epilogue;
-    int samples;            /* timed samples (<= 64; 0: 20) */
-} mb_meas_gemm;
-
-typedef struct mb_meas_gemm_result {
-    double median_s;        /* event time of one call (all batch products), L2 cleaned before each */
-    double max_err, tol;    /* sampled entries against float64: |c - ref| / the magnitude summed in */
-    int verified;           /* max_err <= tol */
-    char desc[200];         /* cuBLASLt's version, compute type, epilogue (and the GELU form it matched) */
-} mb_meas_gemm_result;
-
-/* Times and checks g on the GPU c->cuda_device. MB_ERUN without a GPU, a
- * CUDA build or cuBLASLt (loaded with dlopen), or when a call fails;
- * MB_EINPUT for a size below 1. */
-int mb_meas_cuda_gemm(const mb_meas_config *c, const mb_meas_gemm *g, mb_meas_gemm_result *out, mb_err *err);
-
 /* Picks the backend for AUTO (CUDA if available, else CPU) and says why in
  * note (one line, may be NULL). Explicit CUDA without a GPU: MB_ERUN. */
 int mb_meas_resolve_backend(mb_meas_backend want, mb_meas_backend *got, char *note,

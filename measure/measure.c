@@ -63,22 +63,6 @@ int mb_meas_exec_parse(const char *s, int *exec, mb_err *err)
     return mb_err_set(err, MB_EINPUT, "unknown executor '%s' (executors: %s)", s, names);
 }
 
-static const char *const gemm_epilogues[MB_MEAS_GEMM_N_EPILOGUES] = {"none", "bias", "bias_relu", "bias_gelu"};
-
-const char *mb_meas_gemm_epilogue_name(mb_meas_gemm_epilogue e)
-{
-    return (unsigned)e < MB_MEAS_GEMM_N_EPILOGUES ? gemm_epilogues[e] : "?";
-}
-
-int mb_meas_gemm_epilogue_parse(const char *s, mb_meas_gemm_epilogue *out)
-{
-    for (int e = 0; e < MB_MEAS_GEMM_N_EPILOGUES; e++)
-        if (!strcmp(s, gemm_epilogues[e])) {
-            *out = (mb_meas_gemm_epilogue)e;
-            return MB_OK;
-        }
-    return MB_EINPUT;
-}
 
 const char *mb_meas_exec_name(int exec)
 {

@@ -19,7 +19,8 @@
  *   meas_hostref.h   the host reference
  *   meas_admit.h     admission, the host check, row warnings
  *   meas_csv.h       the CSV writer
- *   meas_gemm.h      timing one GEMM on the CPU */
+ *   meas_gemm.h      timing one GEMM on the CPU
+ *   meas_attn.h      attention's CPU plans timed */
 #include "meas_config.h"
 #include "meas_record.h"
 #include "meas_timing.h"
@@ -28,5 +29,6 @@
 #include "meas_admit.h"
 #include "meas_csv.h"
 #include "meas_gemm.h"
+#include "meas_attn.h"
 
 #endif

@@ -74,9 +74,19 @@ elif grep -q 'no BLAS' "$tmp/err"; then
 else
   bad "gemm --measure failed: $(cat "$tmp/err")"
 fi
-expect 2 "needs one CPU spec" -- gemm --mnk 64x64x64 --measure
-expect 2 "needs one CPU spec" -- gemm --mnk 64x64x64 --measure --device all
-expect 2 "not a CPU's" -- gemm --mnk 64x64x64 --measure --device h100-sxm
+expect 2 "needs one device" -- gemm --mnk 64x64x64 --measure
+expect 2 "needs one device" -- gemm --mnk 64x64x64 --measure --device all
+# a GPU's id: cuBLASLt on this machine's GPU, or exit 1 saying there is none
+if "$B" gemm --mnk 256x256x256 --dtype bf16 --measure --device h100-sxm --reps 5 >"$tmp/out" 2>"$tmp/err"; then
+  grep -q 'cuBLASLt' "$tmp/out" && grep -q 'verified' "$tmp/out" && ok || bad "GPU --measure: $(cat "$tmp/out")"
+else
+  rc=$?
+  [ "$rc" = 1 ] && grep -q "runs the product on this machine's GPU" "$tmp/err" && ok ||
+    bad "GPU --measure without a GPU: exit $rc, $(cat "$tmp/err")"
+fi
+expect 2 "a GPU's takes --reps" -- gemm --mnk 64x64x64 --measure --device h100-sxm --threads 2
+expect 2 "a GPU's takes --reps" -- gemm --mnk 64x64x64 --measure --device h100-sxm --min-s 1
+expect 2 "at most 64" -- gemm --mnk 64x64x64 --measure --device h100-sxm --reps 65
 expect 2 "f32 only" -- gemm --mnk 64x64x64 --measure --dtype bf16 --device "$tmp/cpu.ini"
 expect 2 "go with --measure" -- gemm --mnk 64x64x64 --threads 2
 expect 2 "go with --measure" -- gemm --mnk 64x64x64 --min-s 0.3

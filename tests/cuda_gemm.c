@@ -16,14 +16,14 @@ static void one(const char *what, int64_t m, int64_t n, int64_t k, int64_t batch
 {
     mb_meas_config c;
     mb_meas_config_default(&c);
-    mb_meas_gemm g = {m, n, k, batch, t, epi, 10};
+    mb_gemm g = {.m = m, .n = n, .k = k, .batch = batch, .dtype = t};
     mb_meas_gemm_result r;
     mb_err e;
-    int rc = mb_meas_cuda_gemm(&c, &g, &r, &e);
+    int rc = mb_meas_cuda_gemm(&c, &g, epi, 10, &r, &e);
     printf("%-10s %5lldx%5lldx%5lld x%lld %-4s %-9s: %s %.3f ms, %.1f TFLOP/s, max err %.2g (tol %.2g) %s\n", what,
            (long long)m, (long long)n, (long long)k, (long long)batch, mb_dtype_name(t),
            mb_meas_gemm_epilogue_name(epi), rc ? e.msg : "", r.median_s * 1e3,
-           2.0 * (double)(m * n * k * batch) / r.median_s / 1e12, r.max_err, r.tol, r.desc);
+           2.0 * (double)(m * n * k * batch) / r.median_s / 1e12, r.max_rel_err, r.tol, r.blas);
     CHECK(rc == MB_OK);
     CHECK(r.verified);
     CHECK(r.median_s > 0);
@@ -46,10 +46,10 @@ int main(void)
     if (mb_kern_cuda_device_count(why, sizeof why) < 1) {
         mb_meas_config c;
         mb_meas_config_default(&c);
-        mb_meas_gemm g = {64, 64, 64, 1, MB_F32, MB_MEAS_GEMM_NONE, 10};
+        mb_gemm g = {.m = 64, .n = 64, .k = 64, .batch = 1, .dtype = MB_F32};
         mb_meas_gemm_result r;
         mb_err e;
-        CHECK(mb_meas_cuda_gemm(&c, &g, &r, &e) == MB_ERUN);
+        CHECK(mb_meas_cuda_gemm(&c, &g, MB_MEAS_GEMM_NONE, 10, &r, &e) == MB_ERUN);
         printf("no GPU: %s (the GEMM says: %s)\n", why, e.msg);
         return mb_test_skip();
     }

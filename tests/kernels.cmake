@@ -19,6 +19,9 @@ if(TARGET mb_kernels)
   # the transformer MLP (GPT-2, Llama), eager and fused, against float64; a
   # wrong epilogue caught
   mb_test(kernels_mlp SOURCES kernels_mlp.c LIBS mb_kernels)
+  # attention on the CPU, both plans, against float64 and finite differences;
+  # the checks catch a wrong scale, a wrong mask, a missing online rescale
+  mb_test(kernels_attn SOURCES kernels_attn.c LIBS mb_kernels)
   # compiled fused kernels: each distinct kernel is built by the C compiler once
   mb_test(kernels_jit SOURCES kernels_jit.c LIBS mb_kernels)
   set_tests_properties(kernels_jit PROPERTIES TIMEOUT 600)

@@ -15,7 +15,7 @@ declare -A layer_of=([membound_model.h]=model [mb_child.h]=model [mb_base.h]=mod
                      [mb_planner.h]=model [mb_records.h]=model [mb_files.h]=model [kernels.h]=kernels [kernels_cuda.h]=kernels
                      [mb_ops.h]=kernels [vec_ops.h]=kernels [measure.h]=measure [meas_config.h]=measure [meas_record.h]=measure
                      [meas_timing.h]=measure [meas_run.h]=measure [meas_hostref.h]=measure [meas_admit.h]=measure
-                     [meas_csv.h]=measure [calibrate.h]=calibrate [report.h]=reports
+                     [meas_csv.h]=measure [meas_attn.h]=measure [calibrate.h]=calibrate [report.h]=reports
                      [import.h]=import)
 # the other modules' public headers each module may include
 # (import/ sits beside reports/: it writes measure's records with measure's CSV writer)

@@ -49,3 +49,7 @@ set_tests_properties(measure_runs PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 600
 add_test(NAME measure_shapes COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/measure_shapes.sh)
 set_tests_properties(measure_shapes PROPERTIES TIMEOUT 300
   ENVIRONMENT "MB_BIN=${CMAKE_BINARY_DIR}/bin/membound;MEMBOUND_VARIANTS=${CMAKE_BINARY_DIR}/share/membound/variants")
+# membound attention --measure: both plans run on this CPU, checked, beside the model
+add_test(NAME cli_attention_measure COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/cli_attention_measure.sh)
+set_tests_properties(cli_attention_measure PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300
+  ENVIRONMENT "MB_BIN=${CMAKE_BINARY_DIR}/bin/membound")
