@@ -30,6 +30,12 @@ for f in summary.csv summary.json local-cpu.ini; do [ -s "$tmp/d/$f" ] && ok || 
 grep -q 'report:' "$tmp/out" && ok || bad "demo did not say where the report is"
 # the smoke test said as such, on the terminal and in the report; which calibration, on one line
 grep -q '^SMOKE TEST: ' "$tmp/out" && ok || bad "the verdict table is not labelled a smoke test"
+# it names a quick calibration only when the run had one
+if grep -q '^membound demo: calibration: quick' "$tmp/err"; then
+  grep -q '^SMOKE TEST: .*against a quick calibration' "$tmp/out" && ok || bad "a quick calibration not named"
+else
+  ! grep -q '^SMOKE TEST: .*quick calibration' "$tmp/out" && ok || bad "a quick calibration named, the run's was not"
+fi
 grep -qF '**SMOKE TEST.**' "$md" && ok || bad "report.md does not say it is a smoke test"
 grep -q '^membound demo: calibration: ' "$tmp/err" && ok || bad "demo did not say which calibration it used"
 grep -q 'membound demo: --quick: a SMOKE TEST' "$tmp/err" && ok || bad "demo --quick did not say it is a smoke test"
