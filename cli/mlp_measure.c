@@ -82,7 +82,7 @@ static void print_text(const mb_mlp *m, const char *desc, const mb_mlp_est *est,
                    mb_cli_fmt_time(mp->time_s, t1, sizeof t1), mb_cli_fmt_time(sum_s(&res[p], nph, 0), t2, sizeof t2),
                    mb_cli_fmt_time(sum_s(&res[p], nph, 1), t3, sizeof t3), mp->time_s / sum_s(&res[p], nph, 0));
     }
-    printf("\nfused / eager measured: %.3f (model %.3f); samples: * some contended\n",
+    printf("\nfused / eager measured: %.3f (model %.3f); a * after samples: some of them contended\n",
            sum_s(&res[MB_MLP_FUSED], nph, 0) / sum_s(&res[MB_MLP_EAGER], nph, 0),
            est->plan[MB_MLP_FUSED][0].time_s / est->plan[MB_MLP_EAGER][0].time_s);
     printf("load average %.2f %.2f %.2f before, %.2f %.2f %.2f after (this host's threads share it)\n", load0[0],
