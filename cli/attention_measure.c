@@ -4,8 +4,8 @@
  * kernel, with the float64 check's verdict and the load average. Prints;
  * does not time or model itself. */
 #include "attention_measure.h"
-#include "calibrate.h"
 #include "cli_common.h"
+#include "cpu_spec.h"
 #include "measure.h"
 
 #include <jansson.h>
@@ -14,33 +14,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-
-static void calib_progress(const char *label) { mb_cli_note("calibrating this CPU for the model: %s", label); }
-
-/* the model's spec: --device, else ./local-cpu.ini, the cached calibration
- * or a calibration now (as measure takes it) */
-static int cpu_spec(const mb_cli_attn_measure_opts *o, mb_device *dev, char *desc, size_t descsz)
-{
-    if (o->device && strchr(o->device, ','))
-        return mb_cli_fail(2, "--measure runs on this CPU: give --device one CPU spec, not a list ('%s')", o->device);
-    mb_cal_spec_req req = {.device = o->device, .backend = MB_MEAS_CPU, .workdir = 1, .cache_read = 1,
-                           .cache_write = 1, .threads = o->threads,
-                           .command_line = "membound attention --measure (in-process calibration)", .lookup = getenv,
-                           .progress = calib_progress, .note = mb_cli_meas_note, .quiet = o->quiet};
-    static mb_cal_spec_used used; /* the calibration's figures: not on the stack */
-    mb_err e;
-    int rc = mb_cal_spec_get(&req, dev, &used, &e);
-    if (rc) return mb_cli_fail_err(rc == MB_EINPUT ? 2 : 1, &e);
-    if (strcmp(dev->kind, "cpu"))
-        return mb_cli_fail(2, "--measure runs on this CPU and compares with a CPU spec: '%s' is a %s "
-                              "(make one with 'membound calibrate -o spec.ini', or leave --device out)",
-                           dev->name, dev->kind);
-    char line[1600];
-    mb_cal_spec_line(&used, dev, line, sizeof line);
-    if (!o->quiet && !o->json) mb_cli_note("%s", line);
-    mb_cal_spec_describe(&used, dev, desc, descsz);
-    return 0;
-}
 
 /* the plans run here: standard and flash (MB_ATTN_STANDARD, MB_ATTN_FLASH),
  * the two with a CPU executor; recompute is the planner's alone */
@@ -171,7 +144,8 @@ int mb_cli_attention_measure(const mb_attn *a, const mb_cli_attn_measure_opts *o
         return mb_cli_fail(2, "--measure runs f32 only on the CPU (got --dtype %s)", mb_dtype_name(a->dtype));
     mb_device dev;
     char desc[1600];
-    int rc = cpu_spec(o, &dev, desc, sizeof desc);
+    int rc = mb_cli_cpu_spec(o->device, o->threads, o->quiet, !o->quiet && !o->json,
+                             "membound attention --measure (in-process calibration)", &dev, desc, sizeof desc);
     if (rc) return rc;
     mb_attn_est est;
     mb_err e;

@@ -1,9 +1,11 @@
 /* cmd_mlp.c — `membound mlp`: the model of a transformer MLP (or a linear
  * layer and its norm), eager against fused epilogues, with the backward and
  * the checkpointing choice, on one device or many, and its figures' data.
- * Parses options and prints; the model is model/mlp.c's. */
+ * Parses options and prints; the model is model/mlp.c's, --measure's run on
+ * this CPU mlp_measure.c's. */
 #include "cli_common.h"
 #include "commands.h"
+#include "mlp_measure.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -27,6 +29,8 @@ static void usage(FILE *fp)
             "usage: membound mlp [--layer L] [--preset P] [--dims tokens=T,d_model=D,d_ff=F] [--dtype T]\n"
             "                    [--backward] [--checkpoint store|act|recompute|auto] [--mem-budget BYTES]\n"
             "                    [--device D|--devices L|all] [--json] [--figures DIR]\n"
+            "       membound mlp [--layer gpt2|llama] [--preset P] [--dims ...] [--backward] --measure\n"
+            "                    [--device SPEC.ini] [--threads N] [--min-s S] [--json]\n"
             "\n"
             "The model of a transformer MLP on x [tokens, d_model]: per plan its kernels (GEMMs by\n"
             "the GEMM model, elementwise and norm kernels by the variant language), FLOPs, DRAM\n"
@@ -58,6 +62,10 @@ static void usage(FILE *fp)
             "  --json           one JSON object: {\"mlp\": {...}, \"results\": [...]}\n"
             "  --figures DIR    the first device's stacked kernel times and the checkpointing\n"
             "                   frontier (DIR/mlp_kernels.png, DIR/mlp_frontier.png and data)\n"
+            "  --measure        run eager and fused on this CPU (gpt2, llama; f32), checked against\n"
+            "                   float64, beside the model on the CPU spec (docs/kernels.md)\n"
+            "  --threads N      --measure's threads (default: the spec's sm_count)\n"
+            "  --min-s S        --measure's seconds of samples per plan and phase (default 0.3)\n"
             "  -h, --help       this help\n"
             "\n"
             "example: membound mlp --preset llama-7b --dtype bf16 --backward --devices all\n");
@@ -383,7 +391,11 @@ int mb_cmd_mlp(int argc, char **argv)
         {"mem-budget", required_argument, 0, 'B'}, {"device", required_argument, 0, 'd'},
         {"devices", required_argument, 0, 'D'},  {"json", no_argument, 0, 'j'},
         {"figures", required_argument, 0, 'f'},  {"help", no_argument, 0, 'h'},
-        {0, 0, 0, 0}};
+        {"measure", no_argument, 0, 'M'},        {"threads", required_argument, 0, 'P'},
+        {"min-s", required_argument, 0, 'S'},    {0, 0, 0, 0}};
+    mb_cli_mlp_measure_opts mo = {.min_s = 0.3}; /* gemm --measure's CPU default */
+    int measure = 0, threads_given = 0, min_s_given = 0, have_ckpt = 0;
+    char *end;
     mb_mlp m = {.layer = MB_MLP_LLAMA, .dtype = MB_F32};
     const char *devs = NULL, *figdir = NULL;
     int json = 0, have_layer = 0, have_dims = 0, c;
@@ -421,11 +433,13 @@ int mb_cmd_mlp(int argc, char **argv)
         case 'b': m.backward = 1; break;
         case 'c':
             if (mb_mlp_ckpt_parse(optarg, &ck, &e)) return mb_cli_fail(2, "--checkpoint: %s", e.msg);
+            have_ckpt = 1;
             break;
         case 'B': {
             int64_t v;
             if (mb_size_parse(optarg, &v, &e)) return mb_cli_fail(2, "--mem-budget: %s", e.msg);
             budget = (double)v;
+            have_ckpt = 1;
             break;
         }
         case 'd':
@@ -435,6 +449,20 @@ int mb_cmd_mlp(int argc, char **argv)
             break;
         case 'j': json = 1; break;
         case 'f': figdir = optarg; break;
+        case 'M': measure = 1; break;
+        case 'P': { /* as gemm --threads */
+            long v = strtol(optarg, &end, 10);
+            if (end == optarg || *end || v < 1 || v > 4096)
+                return mb_cli_fail(2, "--threads '%s': a count from 1 to 4096", optarg);
+            mo.threads = (int)v, threads_given = 1;
+            break;
+        }
+        case 'S': /* as gemm --min-s */
+            mo.min_s = strtod(optarg, &end);
+            if (end == optarg || *end || !(mo.min_s >= 0 && mo.min_s <= 3600))
+                return mb_cli_fail(2, "--min-s '%s': seconds from 0 to 3600", optarg);
+            min_s_given = 1;
+            break;
         case 'h': usage(stdout); return 0;
         default: return mb_cli_bad_option(c, argv, optind, optopt, "mlp");
         }
@@ -447,6 +475,21 @@ int mb_cmd_mlp(int argc, char **argv)
     if (!m.d_model || !m.d_ff)
         return mb_cli_fail(2, "mlp needs d_model and d_ff: --preset (llama-7b, ...) or --dims d_model=D,d_ff=F "
                               "('membound mlp --help')");
+    if (!measure && (threads_given || min_s_given))
+        return mb_cli_fail(2, "--threads and --min-s time the MLP on this CPU: they go with --measure");
+    if (measure) {
+        if (figdir) return mb_cli_fail(2, "--measure runs the MLP; --figures draws the model's: not together");
+        if (have_ckpt)
+            return mb_cli_fail(2, "--measure runs what the eager forward saves (store): not with --checkpoint or "
+                                  "--mem-budget");
+        mo.device = devs;
+        mo.json = json;
+        /* the test hook: the fused epilogue wrong on the last panel, so that a
+         * failed check's exit and marking are seen (tests/cli_mlp_measure.sh) */
+        const char *fault = getenv("MEMBOUND_TEST_MLP_FAULT");
+        mo.fault = fault && (!strcmp(fault, "1") || !strcmp(fault, "2")) ? atoi(fault) : 0;
+        return mb_cli_mlp_measure(&m, &mo);
+    }
     if (ck == MB_MLP_ACT && (m.layer == MB_MLP_LINEAR_LN || m.layer == MB_MLP_LINEAR_RMS))
         return mb_cli_fail(2, "--checkpoint act: layer %s has no act option (its GEMM's output is the norm's input, "
                               "what store keeps)", mb_mlp_layer_name(m.layer));

@@ -373,6 +373,9 @@ double mb_kern_mlp_flops(const mb_kern_mlp *cfg);
  * failure. */
 int mb_kern_mlp_alloc(const mb_kern_mlp *cfg, mb_kern_mlp_bufs *b, uint64_t seed, mb_err *err);
 void mb_kern_mlp_free(mb_kern_mlp_bufs *b);
+/* Bytes mb_kern_mlp_alloc takes for cfg (its backward's tensors with
+ * cfg->backward), before allocating: for admission against the host's memory. */
+double mb_kern_mlp_bytes(const mb_kern_mlp *cfg);
 /* y = the MLP of x under plan. MB_ERUN without a BLAS. */
 int mb_kern_mlp_run(const mb_kern_mlp *cfg, mb_kern_mlp_plan plan, mb_kern_mlp_bufs *b, mb_err *err);
 /* The backward from dy, after an EAGER forward of the same b (it reads

@@ -135,6 +135,18 @@ void mb_kern_mlp_free(mb_kern_mlp_bufs *b)
     }
 }
 
+double mb_kern_mlp_bytes(const mb_kern_mlp *cfg)
+{
+    const double T = (double)cfg->tokens, D = (double)cfg->d_model, F = (double)cfg->d_ff;
+    const int llama = cfg->kind == MB_KERN_MLP_LLAMA;
+    /* as mb_kern_mlp_alloc: x, y; the weights (and biases); h, g (u, p);
+     * with backward dy, dx, the weights' gradients and dh (du) */
+    const double weights = (llama ? 3 : 2) * D * F + (llama ? 0 : F + D);
+    double n = 2 * T * D + weights + (llama ? 4 : 2) * T * F;
+    if (cfg->backward) n += 2 * T * D + weights + (llama ? 2 : 1) * T * F;
+    return 4 * n;
+}
+
 int mb_kern_mlp_alloc(const mb_kern_mlp *cfg, mb_kern_mlp_bufs *b, uint64_t seed, mb_err *err)
 {
     memset(b, 0, sizeof *b);

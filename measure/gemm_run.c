@@ -1,6 +1,7 @@
-/* gemm_run.c — one (batched) f32 GEMM, or a transformer MLP built on it,
- * timed on the CPU through kernels/'s BLAS, and checked against float64 on
- * sampled entries. Does not model them (model/) nor print them (cli/). */
+/* gemm_run.c — one (batched) f32 GEMM, or a transformer MLP built on it (its
+ * forward or backward), timed on the CPU through kernels/'s BLAS, and checked
+ * against float64 on sampled entries. Does not model them (model/) nor print
+ * them (cli/). */
 #include "measure.h"
 #include "meas_gemm.h"
 #include "kernels.h"
@@ -59,13 +60,16 @@ int mb_meas_gemm_available(char *why, size_t whysz)
     return ok;
 }
 
-/* samples of fn(ctx) until c's minimum time and count: median and min into out */
-static int sample_all(mb_meas_fn fn, void *ctx, const mb_meas_gemm_config *c, mb_meas_gemm_result *out, mb_err *err)
+/* samples of fn(ctx), before(before_ctx) untimed ahead of each (may be NULL),
+ * until c's minimum time and count: median and min into out */
+static int sample_all(mb_meas_fn fn, void *ctx, mb_meas_fn before, void *before_ctx, const mb_meas_gemm_config *c,
+                      mb_meas_gemm_result *out, mb_err *err)
 {
     int cap = 64, n = 0;
     double *t = malloc((size_t)cap * sizeof *t), total = 0;
     if (!t) return mb_err_set(err, MB_ERUN, "out of memory for the samples");
-    mb_meas_sampler s = {.fn = fn, .ctx = ctx, .calls = 1, .threads = out->threads, .retries = 2};
+    mb_meas_sampler s = {.fn = fn, .ctx = ctx, .before = before, .before_ctx = before_ctx, .calls = 1,
+                         .threads = out->threads, .retries = 2};
     while (n < (c->min_samples > 1 ? c->min_samples : 1) || total < c->min_s) {
         if (n == cap) {
             double *u = realloc(t, (size_t)(cap *= 2) * sizeof *t);
@@ -130,7 +134,7 @@ int mb_meas_gemm_cpu(const mb_gemm *g, const mb_meas_gemm_config *c, mb_meas_gem
         if (e > out->max_rel_err) out->max_rel_err = e;
     }
     out->verified = out->max_rel_err <= out->tol;
-    if ((rc = sample_all(run_fn, &x, c, out, err))) goto done;
+    if ((rc = sample_all(run_fn, &x, NULL, NULL, c, out, err))) goto done;
     out->gflops_median = 2.0 * M * N * K * B / out->median_s / 1e9;
 done:
     free(x.a), free(x.b), free(x.c);
@@ -150,29 +154,70 @@ static void mlp_fn(void *ctx)
     mb_kern_mlp_run(&x->cfg, x->plan, &x->b, NULL);
 }
 
+static void mlp_bwd_fn(void *ctx)
+{
+    mlp_ctx *x = ctx;
+    mb_kern_mlp_backward(&x->cfg, x->plan, &x->b, NULL);
+}
+
+static void flush_fn(void *f) { mb_meas_flush_cpu(f); }
+
+/* the executor's configuration of m on threads threads */
+static mb_kern_mlp kern_cfg(const mb_meas_mlp *m, int threads)
+{
+    const mb_kern_mlp cfg = {.kind = m->kind == MB_MEAS_MLP_LLAMA ? MB_KERN_MLP_LLAMA : MB_KERN_MLP_GPT2,
+                             .tokens = m->tokens, .d_model = m->d_model, .d_ff = m->d_ff,
+                             .cache_bytes = m->cache_bytes, .panel_rows = m->panel_rows, .threads = threads,
+                             .fault = m->fault, .backward = m->backward};
+    return cfg;
+}
+
+int mb_meas_mlp_admit(const mb_meas_mlp *m, mb_err *err)
+{
+    const mb_kern_mlp cfg = kern_cfg(m, 0);
+    const double need = mb_kern_mlp_bytes(&cfg) + 2.0 * (double)(m->flush_bytes > 0 ? m->flush_bytes : 0);
+    const int64_t avail = mb_meas_host_memory_bytes("MemAvailable");
+    if (avail > 0 && need > (double)avail)
+        return mb_err_set(err, MB_EINPUT, "an MLP of %lld tokens, %lld x %lld%s needs %.3g GB of memory, this host has "
+                          "%.3g GB available: use fewer tokens", (long long)m->tokens, (long long)m->d_model,
+                          (long long)m->d_ff, m->backward ? " with its backward" : "", need / 1e9, (double)avail / 1e9);
+    return MB_OK;
+}
+
 int mb_meas_mlp_cpu(const mb_meas_mlp *m, const mb_meas_gemm_config *c, mb_meas_gemm_result *out,
                     int64_t *panel_rows, mb_err *err)
 {
     if (!mb_kern_blas_load()) return mb_err_set(err, MB_ERUN, "no BLAS for the MLP's GEMMs: %s", mb_kern_blas_desc());
-    mlp_ctx x = {.cfg = {.kind = m->kind == MB_MEAS_MLP_LLAMA ? MB_KERN_MLP_LLAMA : MB_KERN_MLP_GPT2,
-                         .tokens = m->tokens, .d_model = m->d_model, .d_ff = m->d_ff,
-                         .cache_bytes = m->cache_bytes, .panel_rows = m->panel_rows, .threads = c->threads},
+    mlp_ctx x = {.cfg = kern_cfg(m, c->threads),
                  .plan = m->plan == MB_MEAS_MLP_FUSED ? MB_KERN_MLP_FUSED : MB_KERN_MLP_EAGER};
-    int rc = mb_kern_mlp_alloc(&x.cfg, &x.b, 1, err);
+    int rc = mb_meas_mlp_admit(m, err);
     if (rc) return rc;
+    rc = mb_kern_mlp_alloc(&x.cfg, &x.b, 1, err);
+    if (rc) return rc;
+    mb_meas_flusher fl;
+    memset(&fl, 0, sizeof fl);
     memset(out, 0, sizeof *out);
     out->threads = c->threads > 0 ? c->threads : mb_kern_threads();
     snprintf(out->blas, sizeof out->blas, "%s", mb_kern_blas_desc());
     if (panel_rows) *panel_rows = mb_kern_mlp_panel_rows(&x.cfg);
-    if ((rc = mb_kern_mlp_run(&x.cfg, x.plan, &x.b, err))) goto done; /* the warm-up */
-    /* rows of d_model x d_ff float64 work each: 8 at most */
+    if (m->flush_bytes > 0 && (rc = mb_meas_flusher_init(&fl, m->flush_bytes, err))) goto done;
+    /* the warm-up; the backward's reads what an eager forward saves */
+    if (m->backward && (rc = mb_kern_mlp_run(&x.cfg, MB_KERN_MLP_EAGER, &x.b, err))) goto done;
+    if ((rc = m->backward ? mb_kern_mlp_backward(&x.cfg, x.plan, &x.b, err) : mb_kern_mlp_run(&x.cfg, x.plan, &x.b, err)))
+        goto done;
+    /* rows (entries) of d_model x d_ff float64 work each: 8 at most */
     int rows = c->check_samples < 2 ? 2 : c->check_samples > 8 ? 8 : c->check_samples;
-    out->max_rel_err = mb_kern_mlp_check(&x.cfg, &x.b, rows, 16, 3);
+    out->max_rel_err = m->backward ? mb_kern_mlp_check_backward(&x.cfg, &x.b, rows, 3)
+                                   : mb_kern_mlp_check(&x.cfg, &x.b, rows, 16, 3);
     out->tol = 1;
     out->verified = out->max_rel_err <= 1;
-    if ((rc = sample_all(mlp_fn, &x, c, out, err))) goto done;
-    out->gflops_median = mb_kern_mlp_flops(&x.cfg) / out->median_s / 1e9;
+    if ((rc = sample_all(m->backward ? mlp_bwd_fn : mlp_fn, &x, m->flush_bytes > 0 ? flush_fn : NULL, &fl, c, out,
+                         err)))
+        goto done;
+    out->gflops_median =
+        (m->backward ? mb_kern_mlp_backward_flops(&x.cfg) : mb_kern_mlp_flops(&x.cfg)) / out->median_s / 1e9;
 done:
+    mb_meas_flusher_free(&fl);
     mb_kern_mlp_free(&x.b);
     return rc;
 }

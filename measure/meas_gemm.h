@@ -85,23 +85,42 @@ typedef enum { MB_MEAS_MLP_EAGER, MB_MEAS_MLP_FUSED } mb_meas_mlp_plan;
  * (silu(x @ wg) * (x @ wu)) @ wd, tokens x d_model in, d_ff hidden, f32.
  * cache_bytes: the cache the fused plan's token panel fills half of (0: the
  * LLC as the system reports it; a spec's mb_device_cache_bytes is the
- * model's figure); panel_rows > 0 fixes the panel instead. */
+ * model's figure); panel_rows > 0 fixes the panel instead. backward: 1 to
+ * time the plan's backward instead of its forward. flush_bytes > 0: a cache
+ * of that many bytes evicted before each sample, untimed (meas_timing.h's
+ * flusher: 2x its size held and read); 0: samples back to back, warm.
+ * fault: 0 in use; tests set kernels.h's mb_kern_mlp fault (1, 2: the fused
+ * epilogue wrong on the last panel) to see a failed check reported. */
 typedef struct mb_meas_mlp {
     mb_meas_mlp_kind kind;
     mb_meas_mlp_plan plan;
     int64_t tokens, d_model, d_ff;
     int64_t cache_bytes, panel_rows;
+    int backward;
+    int64_t flush_bytes;
+    int fault;
 } mb_meas_mlp;
 
 /* Times m's forward on the CPU under c as mb_meas_gemm_cpu times a GEMM
  * (one warm-up, then samples to c->min_s and c->min_samples), checked first
  * against float64 on sampled entries: out->max_rel_err is the check's figure
- * (the worst sampled entry over its f32 bound) and out->tol 1. *panel_rows
- * (may be NULL) gets the fused plan's panel. MB_EINPUT for sizes below 1 or
- * beyond 2^40 elements, MB_ERUN without a BLAS or memory. A failed check is
- * a result (verified = 0). */
+ * (the worst sampled entry over its f32 bound) and out->tol 1. With
+ * m->backward it times the plan's backward (mb_kern_mlp_backward) after one
+ * EAGER forward, whose saved tensors every sample reads (the backward writes
+ * only gradients), checked by mb_kern_mlp_check_backward; gflops_median
+ * counts the backward's GEMMs. *panel_rows (may be NULL) gets the fused
+ * plan's panel. MB_EINPUT for sizes below 1 or beyond 2^40 elements, or
+ * tensors (and the flush buffer) beyond the host's MemAvailable, named in
+ * GB; MB_ERUN without a BLAS or memory. A failed check is a result
+ * (verified = 0). */
 int mb_meas_mlp_cpu(const mb_meas_mlp *m, const mb_meas_gemm_config *c, mb_meas_gemm_result *out,
                     int64_t *panel_rows, mb_err *err);
+
+/* MB_OK when m's tensors (its backward's with m->backward) and its flush
+ * buffer fit the host's MemAvailable (or it is unknown); else MB_EINPUT
+ * naming the GB. mb_meas_mlp_cpu asks it first; a caller may ask before
+ * running anything. */
+int mb_meas_mlp_admit(const mb_meas_mlp *m, mb_err *err);
 
 #ifdef __cplusplus
 }

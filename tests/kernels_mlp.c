@@ -30,6 +30,19 @@ int main(void)
         printf("no OpenBLAS: %s\n", mb_kern_blas_desc());
         return mb_test_skip();
     }
+    { /* the bytes alloc takes, counted by hand: 4 B x (x, y: 2 T D; GPT-2's
+       * w1, w2, b1, b2: 2 D F + F + D; h, g: 2 T F), T 40, D 32, F 96; the
+       * backward adds dy, dx, the gradients of the weights and dh */
+        mb_kern_mlp g = {.kind = MB_KERN_MLP_GPT2, .tokens = 40, .d_model = 32, .d_ff = 96};
+        CHECK(mb_kern_mlp_bytes(&g) == 4.0 * (2 * 40 * 32 + 2 * 32 * 96 + 96 + 32 + 2 * 40 * 96));
+        g.backward = 1;
+        CHECK(mb_kern_mlp_bytes(&g) == 4.0 * (2 * 40 * 32 + 2 * 32 * 96 + 96 + 32 + 2 * 40 * 96) +
+                                           4.0 * (2 * 40 * 32 + 2 * 32 * 96 + 96 + 32 + 40 * 96));
+        /* Llama: three weights, no biases; h, u, g, p; with backward dh, du */
+        mb_kern_mlp l = {.kind = MB_KERN_MLP_LLAMA, .tokens = 40, .d_model = 32, .d_ff = 96, .backward = 1};
+        CHECK(mb_kern_mlp_bytes(&l) == 4.0 * (2 * 40 * 32 + 3 * 32 * 96 + 4 * 40 * 96) +
+                                           4.0 * (2 * 40 * 32 + 3 * 32 * 96 + 2 * 40 * 96));
+    }
     for (int kind = 0; kind < 2; kind++) {
         /* 100 tokens in panels of 32: the last panel has 4 rows */
         mb_kern_mlp c = {.kind = kind ? MB_KERN_MLP_LLAMA : MB_KERN_MLP_GPT2, .tokens = 100, .d_model = 64,

@@ -53,3 +53,7 @@ set_tests_properties(measure_shapes PROPERTIES TIMEOUT 300
 add_test(NAME cli_attention_measure COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/cli_attention_measure.sh)
 set_tests_properties(cli_attention_measure PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300
   ENVIRONMENT "MB_BIN=${CMAKE_BINARY_DIR}/bin/membound")
+# membound mlp --measure: eager and fused run on this CPU, checked, beside the model
+add_test(NAME cli_mlp_measure COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/cli_mlp_measure.sh)
+set_tests_properties(cli_mlp_measure PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300
+  ENVIRONMENT "MB_BIN=${CMAKE_BINARY_DIR}/bin/membound")

@@ -1,0 +1,190 @@
+/* mlp_measure.c — `membound mlp --measure`: GPT-2's and Llama's MLP run on
+ * this CPU under the eager and fused plans (measure/gemm_run.c's
+ * mb_meas_mlp_cpu: the forward, and with --backward the backward), beside
+ * the model (model/mlp.c) on this CPU's spec, per plan and phase, with the
+ * float64 checks' figures and the load average. Prints; does not time or
+ * model itself, nor time single kernels (the executor runs a phase whole). */
+#include "mlp_measure.h"
+#include "cli_common.h"
+#include "cpu_spec.h"
+#include "measure.h"
+
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* the plans run here: eager and fused (MB_MLP_EAGER, MB_MLP_FUSED), the two
+ * with a CPU executor; liger is the model's alone */
+#define N_RUN 2
+/* samples a plan's phase takes at least, as gemm --measure's CPU default */
+#define MIN_SAMPLES 5
+/* rows of y (entries of each gradient) the float64 check recomputes: the
+ * most mb_meas_mlp_cpu takes, d_model x d_ff float64 work each */
+#define CHECK_ROWS 8
+
+typedef struct plan_run {
+    mb_meas_gemm_result ph[2]; /* forward, backward */
+    int64_t panel_rows;        /* the fused plan's token panel */
+} plan_run;
+
+static const char *const phase_name[2] = {"forward", "backward"};
+
+static double model_s(const mb_mlp_plan *mp, int ph) { return ph ? mp->bwd_time_s : mp->fwd_time_s; }
+
+/* the phases' medians (or minima) summed: the plan's measured time */
+static double sum_s(const plan_run *r, int nph, int minimum)
+{
+    double t = 0;
+    for (int ph = 0; ph < nph; ph++) t += minimum ? r->ph[ph].min_s : r->ph[ph].median_s;
+    return t;
+}
+
+static int all_verified(const plan_run *r, int nph)
+{
+    for (int ph = 0; ph < nph; ph++)
+        if (!r->ph[ph].verified) return 0;
+    return 1;
+}
+
+/* a check's figure for JSON, which holds no inf or NaN */
+static double finite_or_big(double x) { return isfinite(x) ? x : 1e300; }
+
+static void print_text(const mb_mlp *m, const char *desc, const mb_mlp_est *est, const plan_run *res, int64_t flush,
+                       const double *load0, const double *load1)
+{
+    const int nph = m->backward ? 2 : 1, threads = res[0].ph[0].threads;
+    char t1[32], t2[32], t3[32], b1[32];
+    printf("mlp %s: tokens %lld, d_model %lld, d_ff %lld, f32, %s: measured on this CPU (%d thread%s)\n"
+           "against the model on %s; its GEMMs at %.4g GFLOP/s (%s)\n",
+           mb_mlp_layer_name(m->layer), (long long)m->tokens, (long long)m->d_model, (long long)m->d_ff,
+           m->backward ? "forward and backward" : "forward", threads, threads == 1 ? "" : "s", desc,
+           est->peak_flops_s / 1e9, est->peak_key);
+    printf("GEMMs: %s\nfused panel: %lld of %lld tokens; %s of cache evicted before each sample\n\n", res[0].ph[0].blas,
+           (long long)res[MB_MLP_FUSED].panel_rows, (long long)m->tokens,
+           mb_cli_fmt_bytes((double)flush, b1, sizeof b1));
+    printf("%-6s %-9s %10s %10s %10s %7s %8s %9s %s\n", "plan", "phase", "model", "median", "min", "mod/med",
+           "GFLOP/s", "samples", "check (error / f32 bound)");
+    for (int p = 0; p < N_RUN; p++) {
+        const mb_mlp_plan *mp = &est->plan[p][0];
+        for (int ph = 0; ph < nph; ph++) {
+            const mb_meas_gemm_result *r = &res[p].ph[ph];
+            char smp[24];
+            snprintf(smp, sizeof smp, "%d%s", r->samples, r->contended ? "*" : "");
+            printf("%-6s %-9s %10s %10s %10s %7.2f %8.1f %9s %.3g %s\n", mb_mlp_plan_name(mp->id), phase_name[ph],
+                   mb_cli_fmt_time(model_s(mp, ph), t1, sizeof t1), mb_cli_fmt_time(r->median_s, t2, sizeof t2),
+                   mb_cli_fmt_time(r->min_s, t3, sizeof t3), model_s(mp, ph) / r->median_s, r->gflops_median, smp,
+                   r->max_rel_err, r->verified ? "passed" : "FAILED");
+        }
+        if (nph > 1)
+            printf("%-6s %-9s %10s %10s %10s %7.2f\n", mb_mlp_plan_name(mp->id), "total",
+                   mb_cli_fmt_time(mp->time_s, t1, sizeof t1), mb_cli_fmt_time(sum_s(&res[p], nph, 0), t2, sizeof t2),
+                   mb_cli_fmt_time(sum_s(&res[p], nph, 1), t3, sizeof t3), mp->time_s / sum_s(&res[p], nph, 0));
+    }
+    printf("\nfused / eager measured: %.3f (model %.3f); a * after samples: some of them contended\n",
+           sum_s(&res[MB_MLP_FUSED], nph, 0) / sum_s(&res[MB_MLP_EAGER], nph, 0),
+           est->plan[MB_MLP_FUSED][0].time_s / est->plan[MB_MLP_EAGER][0].time_s);
+    printf("load average %.2f %.2f %.2f before, %.2f %.2f %.2f after (this host's threads share it)\n", load0[0],
+           load0[1], load0[2], load1[0], load1[1], load1[2]);
+}
+
+static json_t *result_json(const mb_mlp_plan *mp, const plan_run *r, int nph)
+{
+    json_t *phases = json_array();
+    for (int ph = 0; ph < nph; ph++) {
+        const mb_meas_gemm_result *q = &r->ph[ph];
+        json_array_append_new(phases, json_pack("{s:s, s:f, s:f, s:f, s:f, s:f, s:i, s:i, s:f, s:b}", "phase",
+                                                phase_name[ph], "model_time_s", model_s(mp, ph), "median_s",
+                                                q->median_s, "min_s", q->min_s, "model_over_median",
+                                                model_s(mp, ph) / q->median_s, "gflops", q->gflops_median, "samples",
+                                                q->samples, "contended", q->contended, "err_over_bound",
+                                                finite_or_big(q->max_rel_err), "verified", q->verified));
+    }
+    const double med = sum_s(r, nph, 0), mn = sum_s(r, nph, 1);
+    json_t *o = json_pack("{s:s, s:f, s:f, s:f, s:f, s:f, s:b, s:o}", "plan", mb_mlp_plan_name(mp->id),
+                          "model_time_s", mp->time_s, "median_s", med, "min_s", mn, "model_over_median",
+                          mp->time_s / med, "model_over_min", mp->time_s / mn, "verified", all_verified(r, nph),
+                          "phases", phases);
+    if (mp->id == MB_MLP_FUSED) json_object_set_new(o, "panel_rows", json_integer((json_int_t)r->panel_rows));
+    return o;
+}
+
+static void print_json(const mb_mlp *m, const mb_device *dev, const char *desc, const mb_mlp_est *est,
+                       const plan_run *res, int64_t flush, const double *load0, const double *load1)
+{
+    const int nph = m->backward ? 2 : 1;
+    json_t *arr = json_array();
+    for (int p = 0; p < N_RUN; p++) json_array_append_new(arr, result_json(&est->plan[p][0], &res[p], nph));
+    json_t *root = json_pack("{s:{s:s, s:I, s:I, s:I, s:s, s:b}, s:s, s:s, s:i, s:s, s:I, s:f, s:[f,f,f], "
+                             "s:[f,f,f], s:o}",
+                             "mlp", "layer", mb_mlp_layer_name(m->layer), "tokens", (json_int_t)m->tokens, "d_model",
+                             (json_int_t)m->d_model, "d_ff", (json_int_t)m->d_ff, "dtype", "f32", "backward",
+                             m->backward, "device", dev->name, "device_desc", desc, "threads", res[0].ph[0].threads,
+                             "blas", res[0].ph[0].blas, "flush_bytes", (json_int_t)flush, "spec_gemm_gflops",
+                             est->peak_flops_s / 1e9, "load_before", load0[0], load0[1], load0[2], "load_after",
+                             load1[0], load1[1], load1[2], "results", arr);
+    char *txt = json_dumps(root, JSON_INDENT(1) | JSON_REAL_PRECISION(17));
+    puts(txt);
+    free(txt);
+    json_decref(root);
+}
+
+int mb_cli_mlp_measure(const mb_mlp *m, const mb_cli_mlp_measure_opts *o)
+{
+    if (m->layer != MB_MLP_GPT2 && m->layer != MB_MLP_LLAMA)
+        return mb_cli_fail(2, "--measure runs the layers the CPU executor has, gpt2 and llama: not %s",
+                           mb_mlp_layer_name(m->layer));
+    if (m->dtype != MB_F32)
+        return mb_cli_fail(2, "--measure runs f32 only on the CPU (got --dtype %s)", mb_dtype_name(m->dtype));
+    mb_device dev;
+    char desc[1600];
+    int rc = mb_cli_cpu_spec(o->device, o->threads, 0, !o->json, "membound mlp --measure (in-process calibration)",
+                             &dev, desc, sizeof desc);
+    if (rc) return rc;
+    mb_mlp_est est;
+    mb_err e;
+    if (mb_mlp_estimate(m, &dev, &est, &e) != MB_OK) return mb_cli_fail_err(2, &e);
+    /* the spec's gemm_gflops is the rate of the threads it was calibrated on */
+    int threads = o->threads;
+    if (threads <= 0) threads = dev.sm_count >= 1 ? (int)dev.sm_count : 0;
+    else if (dev.sm_count >= 1 && threads != (int)dev.sm_count)
+        mb_cli_warn("--threads %d: the spec was calibrated on %d threads; its gemm_gflops is theirs", threads,
+                    (int)dev.sm_count);
+    const mb_meas_gemm_config mc = {.threads = threads, .min_s = o->min_s, .min_samples = MIN_SAMPLES,
+                                    .check_samples = CHECK_ROWS};
+    /* the spec's cache: the fused panel fills half of it, and it is evicted
+     * before each sample (a guest may report a far larger L3) */
+    const int64_t cache = (int64_t)mb_device_cache_bytes(&dev);
+    int64_t flush = cache;
+    if (flush <= 0) {
+        mb_meas_config c;
+        mb_meas_config_default(&c);
+        flush = mb_meas_llc_bytes(&c);
+    }
+    mb_meas_mlp mm = {.kind = m->layer == MB_MLP_LLAMA ? MB_MEAS_MLP_LLAMA : MB_MEAS_MLP_GPT2, .tokens = m->tokens,
+                      .d_model = m->d_model, .d_ff = m->d_ff, .cache_bytes = cache, .backward = m->backward,
+                      .flush_bytes = flush, .fault = o->fault};
+    if (mb_meas_mlp_admit(&mm, &e)) return mb_cli_fail_err(2, &e); /* before anything runs */
+    double load0[3], load1[3];
+    if (getloadavg(load0, 3) != 3) load0[0] = load0[1] = load0[2] = -1; /* -1: unknown (JSON has no NaN) */
+    plan_run res[N_RUN];
+    memset(res, 0, sizeof res);
+    for (int p = 0; p < N_RUN; p++)
+        for (int ph = 0; ph < (m->backward ? 2 : 1); ph++) {
+            mm.plan = p == MB_MLP_FUSED ? MB_MEAS_MLP_FUSED : MB_MEAS_MLP_EAGER;
+            mm.backward = ph;
+            if (!o->json) mb_cli_note("running %s %s", mb_mlp_plan_name((mb_mlp_plan_id)p), phase_name[ph]);
+            rc = mb_meas_mlp_cpu(&mm, &mc, &res[p].ph[ph], ph ? NULL : &res[p].panel_rows, &e);
+            if (rc) return mb_cli_fail_err(rc == MB_EINPUT ? 2 : 1, &e);
+        }
+    if (getloadavg(load1, 3) != 3) load1[0] = load1[1] = load1[2] = -1;
+    if (o->json) print_json(m, &dev, desc, &est, res, flush, load0, load1);
+    else print_text(m, desc, &est, res, flush, load0, load1);
+    for (int p = 0; p < N_RUN; p++)
+        for (int ph = 0; ph < (m->backward ? 2 : 1); ph++)
+            if (!res[p].ph[ph].verified)
+                return mb_cli_fail(1, "mlp %s %s failed its float64 check: its times are not of a correct run",
+                                   mb_mlp_plan_name((mb_mlp_plan_id)p), phase_name[ph]);
+    return 0;
+}
