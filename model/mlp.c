@@ -67,9 +67,10 @@
  *           BGRADB instead of a reduce kernel. A norm needs whole rows
  *           and a GEMM tile holds Nt <= 256 columns: the norm is not put in
  *           the epilogue (not modelled for d_ff <= 256 either).
- *   The epilogue's arithmetic is not added to the GEMM's compute (some
- *   FLOPs an element against the GEMM's 2 k); its bytes are added to the
- *   GEMM's memory term: time = launch + max(compute, memory), gemm.c's rule.
+ *   On a GPU the epilogue's arithmetic is not added to the GEMM's compute
+ *   (some FLOPs an element against the GEMM's 2 k); on a CPU it is, at the
+ *   spec's op rates (add_epilogue). Its bytes are added to the GEMM's memory
+ *   term: time = launch + max(compute, memory).
  *
  * liger (gated layers): the GEMMs as eager; the activation times up as one
  * Triton kernel (reads a, b, writes c) and one backward kernel (reads dc,
@@ -107,6 +108,7 @@
 
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static const char *const layer_names[MB_MLP_N_LAYERS] = {"gpt2", "llama", "geglu", "linear-layernorm",
@@ -196,12 +198,14 @@ static void add_saved(mb_mlp_plan *p, const char *name, double bytes)
     v->bytes = bytes;
 }
 
-/* The kernel's time again after its bytes changed: launch + max(compute,
- * memory), the bytes over the bandwidth the GEMM model used. */
+/* The kernel's time again after its bytes changed, by gemm.c's rule for the
+ * device: on a GPU launch + max(compute, memory), on a CPU launch + compute +
+ * memory (OpenBLAS's packing and C's passes do not overlap its kernel), the
+ * bytes over the bandwidth the GEMM model used. */
 static void retime(const ctx *c, mb_mlp_kernel *k)
 {
     k->mem_s = (k->dram_read_bytes + k->dram_write_bytes) / (c->e->bandwidth_gbs * 1e9);
-    k->time_s = k->launch_s + fmax(k->compute_s, k->mem_s);
+    k->time_s = k->launch_s + (c->cpu ? k->compute_s + k->mem_s : fmax(k->compute_s, k->mem_s));
     k->bound = mb_bound_of(k->launch_s, k->mem_s, k->compute_s);
 }
 
@@ -353,6 +357,30 @@ static const char *act_text(mb_mlp_layer l)
 
 /* ---- the plans ------------------------------------------------------------ */
 
+/* On a CPU a fused GEMM's epilogue runs on the same cores after each panel's
+ * product: its arithmetic at the spec's op rates (the activation segment's
+ * one fused kernel forward; its recompute plan's backward kernel, which
+ * takes the activation's derivative from its input, for a backward
+ * epilogue) adds to the GEMM's compute. fwd, bwd: which parts the epilogue
+ * runs. A GPU's epilogue hides under the GEMM's tensor-core time: nothing
+ * is added there. */
+static int add_epilogue(const ctx *c, mb_mlp_plan *p, int fwd, int bwd, mb_err *err)
+{
+    if (!c->cpu) return MB_OK;
+    mb_mlp_plan *scratch = calloc(1, sizeof *scratch);
+    if (!scratch) return mb_err_set(err, MB_ERUN, "mlp: out of memory");
+    int rc = MB_OK;
+    if (fwd) rc = segment(c, scratch, act_text(c->m->layer), MB_PLAN_FUSED, c->ff, SEG_FWD, 0, 0, NULL, err);
+    if (!rc && bwd) rc = segment(c, scratch, act_text(c->m->layer), MB_PLAN_RECOMPUTE, c->ff, SEG_BWD, 0, 0, NULL, err);
+    if (!rc) {
+        mb_mlp_kernel *k = &p->k[p->n_kernels - 1];
+        for (int i = 0; i < scratch->n_kernels; i++) k->compute_s += scratch->k[i].compute_s;
+        retime(c, k);
+    }
+    free(scratch);
+    return rc;
+}
+
 static int gpt2(const ctx *c, mb_mlp_plan *p, mb_err *err)
 {
     const int bwd = c->m->backward, rec = p->ckpt == MB_MLP_RECOMPUTE, act = p->ckpt == MB_MLP_ACT;
@@ -381,20 +409,23 @@ static int gpt2(const ctx *c, mb_mlp_plan *p, mb_err *err)
     }
     /* fused: GELU_(AUX_)BIAS, BIAS; DGELU_BGRAD, BGRADB */
     const double aux = bwd && !rec ? hid : 0;
-    if ((rc = gemm(c, p, "addmm x@w1 +bias,gelu", 0, 0, c->t, c->ff, c->dm, c->F * c->s, aux, -1, hid + aux, err)))
+    if ((rc = gemm(c, p, "addmm x@w1 +bias,gelu", 0, 0, c->t, c->ff, c->dm, c->F * c->s, aux, -1, hid + aux, err)) ||
+        (rc = add_epilogue(c, p, 1, 0, err)))
         return rc;
     if ((rc = gemm(c, p, "addmm h@w2 +bias", 0, 0, c->t, c->dm, c->ff, c->D * c->s, 0, -1, 0, err))) return rc;
     if (!bwd) return MB_OK;
     add_saved(p, "x", xs);
     if (!rec) add_saved(p, "a (pre-activation, aux)", hid);
     if (!rec && !act) add_saved(p, "h (addmm's input)", hid);
-    if (rec && (rc = gemm(c, p, "addmm x@w1 +bias,gelu,aux", 1, 1, c->t, c->ff, c->dm, c->F * c->s, hid, -1,
-                          2 * hid, err)))
+    if (rec && ((rc = gemm(c, p, "addmm x@w1 +bias,gelu,aux", 1, 1, c->t, c->ff, c->dm, c->F * c->s, hid, -1,
+                           2 * hid, err)) ||
+                (rc = add_epilogue(c, p, 1, 0, err))))
         return rc;
     /* act: h = gelu(a) again, one kernel (the segment's fused plan) */
     if (act && (rc = segment(c, p, act_text(c->m->layer), MB_PLAN_FUSED, c->ff, SEG_FWD, 1, 0, "gelu(a) again", err)))
         return rc;
-    if ((rc = gemm(c, p, "mm dY@w2^T +dgelu,bgrad", 1, 0, c->t, c->ff, c->dm, hid, c->F * c->s, -1, hid, err)))
+    if ((rc = gemm(c, p, "mm dY@w2^T +dgelu,bgrad", 1, 0, c->t, c->ff, c->dm, hid, c->F * c->s, -1, hid, err)) ||
+        (rc = add_epilogue(c, p, 0, 1, err)))
         return rc;
     if ((rc = gemm(c, p, "mm h^T@dY +bgradb", 1, 0, c->ff, c->dm, c->t, 0, c->D * c->s, -1, 0, err))) return rc;
     if ((rc = gemm(c, p, "mm dA@w1^T", 1, 0, c->t, c->dm, c->ff, 0, 0, -1, 0, err))) return rc;
@@ -449,7 +480,9 @@ static int gated(const ctx *c, mb_mlp_plan *p, mb_err *err)
     /* fused: one GEMM over [wg|wu] with act(a) * b in its epilogue */
     const int64_t f2 = 2 * c->ff;
     const double aux = bwd && !rec ? 2 * hid : 0;
-    if ((rc = gemm(c, p, "mm x@[wg|wu] +act*mul", 0, 0, c->t, f2, c->dm, 0, aux, hid, hid + aux, err))) return rc;
+    if ((rc = gemm(c, p, "mm x@[wg|wu] +act*mul", 0, 0, c->t, f2, c->dm, 0, aux, hid, hid + aux, err)) ||
+        (rc = add_epilogue(c, p, 1, 0, err)))
+        return rc;
     if ((rc = gemm(c, p, "mm c@wd", 0, 0, c->t, c->dm, c->ff, 0, 0, -1, 0, err))) return rc;
     if (!bwd) return MB_OK;
     add_saved(p, "x", xs);
@@ -459,12 +492,15 @@ static int gated(const ctx *c, mb_mlp_plan *p, mb_err *err)
         /* dc's epilogue reads a|b and writes da|db (act: and c again, for c^T dY) */
         const double wr = (ac ? 3 : 2) * hid;
         if ((rc = gemm(c, p, ac ? "mm dY@wd^T +dact,c" : "mm dY@wd^T +dact", 1, 0, c->t, c->ff, c->dm, 2 * hid, 0,
-                       wr, wr, err)))
+                       wr, wr, err)) ||
+            (rc = add_epilogue(c, p, ac, 1, err)))
             return rc;
     } else {
         if ((rc = gemm(c, p, "mm dY@wd^T", 1, 0, c->t, c->ff, c->dm, 0, 0, -1, hid, err))) return rc;
         /* the recomputation's epilogue reads dc and writes c and da|db */
-        if ((rc = gemm(c, p, "mm x@[wg|wu] +dact", 1, 1, c->t, f2, c->dm, hid, 0, 3 * hid, 3 * hid, err))) return rc;
+        if ((rc = gemm(c, p, "mm x@[wg|wu] +dact", 1, 1, c->t, f2, c->dm, hid, 0, 3 * hid, 3 * hid, err)) ||
+            (rc = add_epilogue(c, p, 1, 1, err)))
+            return rc;
     }
     if ((rc = gemm(c, p, "mm c^T@dY", 1, 0, c->ff, c->dm, c->t, 0, 0, -1, 0, err))) return rc;
     if ((rc = gemm(c, p, "mm d[a|b]@[wg|wu]^T", 1, 0, c->t, c->dm, f2, 0, 0, -1, 0, err))) return rc;

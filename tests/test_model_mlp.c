@@ -59,6 +59,48 @@ static int expect_err(const mb_device *d, mb_mlp_layer l, int64_t t, int64_t dm,
     return 1;
 }
 
+/* On a CPU spec: every GEMM kernel timed by gemm.c's CPU rule, launch +
+ * compute + memory (OpenBLAS's packing and C's passes do not overlap its
+ * kernel: the rule max() would drop 10-12 ms of each of GPT-2 small's
+ * 2048-token GEMMs on the 2-vCPU guest), and a fused epilogue's arithmetic
+ * on the cores after each panel: the GEMM's compute plus the activation's,
+ * which the act checkpoint's "gelu(a) again" kernel costs alone. */
+static void cpu_rules(void)
+{
+    static const char spec[] = "[device]\nname = cpu-like\nkind = cpu\nmem_bandwidth_gbs = 15\ncache_mb = 64\n"
+                               "fp32_tflops = 0.35\ngemm_gflops = 130\nsm_count = 1\nlaunch_overhead_us = 1\n"
+                               "onchip_kib = 2048\nsource = tests/test_model_mlp.c\n";
+    mb_device cpu;
+    mb_err e;
+    CHECK(mb_device_load_ini_text(spec, "test_model_mlp", &cpu, &e) == MB_OK);
+    CHECK(run(&cpu, MB_MLP_GPT2, 2048, 768, 3072, MB_F32, 1) == MB_OK);
+    int gemms = 0;
+    for (int p = 0; p < MB_MLP_N_PLANS; p++)
+        for (int c = 0; c < est.n_ckpt; c++)
+            for (int i = 0; est.supported[p] && est.plan[p][c].valid && i < est.plan[p][c].n_kernels; i++) {
+                const mb_mlp_kernel *k = &est.plan[p][c].k[i];
+                if (!k->gemm) continue;
+                gemms++;
+                CHECK_NEAR(k->time_s, k->launch_s + k->compute_s + k->mem_s, 1e-12);
+            }
+    CHECK(gemms >= 20);
+    mb_gemm g = {.m = 2048, .n = 3072, .k = 768, .batch = 1, .dtype = MB_F32};
+    mb_gemm_est ge;
+    CHECK(mb_gemm_estimate(&g, &cpu, &ge, &e) == MB_OK);
+    const mb_mlp_kernel *fk = kernel(&est.plan[MB_MLP_FUSED][MB_MLP_STORE], "addmm x@w1 +bias,gelu");
+    const mb_mlp_kernel *again = kernel(&est.plan[MB_MLP_FUSED][MB_MLP_ACT], "gelu(a) again");
+    if (fk && again) {
+        CHECK(again->compute_s > 0);
+        CHECK_NEAR(fk->compute_s, ge.compute_s + again->compute_s, 1e-12);
+    }
+    /* a GPU's epilogue adds nothing: the product's compute alone */
+    const mb_device h100 = dev("h100-sxm");
+    CHECK(run(&h100, MB_MLP_GPT2, 2048, 768, 3072, MB_F32, 1) == MB_OK);
+    CHECK(mb_gemm_estimate(&g, &h100, &ge, &e) == MB_OK);
+    fk = kernel(&est.plan[MB_MLP_FUSED][MB_MLP_STORE], "addmm x@w1 +bias,gelu");
+    if (fk) CHECK_NEAR(fk->compute_s, ge.compute_s, 1e-12);
+}
+
 int main(void)
 {
     const mb_device h100 = dev("h100-sxm");
@@ -288,5 +330,6 @@ int main(void)
     CHECK(expect_err(&h100, MB_MLP_GPT2, 1 << 30, 1 << 20, 2048, MB_F32, "beyond 2^43"));
     const mb_device v100 = dev("v100");
     CHECK(expect_err(&v100, MB_MLP_LLAMA, 1024, 512, 2048, MB_BF16, "no bf16 GEMM rate"));
+    cpu_rules();
     return mb_test_done();
 }
