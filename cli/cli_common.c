@@ -298,6 +298,34 @@ int mb_cli_size(const char *s, int64_t *out)
     return mb_cli_fail_err(2, &e);
 }
 
+int mb_cli_keyed_sizes(const char *opt, const char *s, const char *const *keys, int nkeys, int64_t *v, int *seen,
+                       const char *example)
+{
+    char buf[256], list[160] = "";
+    if (strlen(s) >= sizeof buf) return mb_cli_fail(2, "%s '%.40s...' is too long", opt, s);
+    snprintf(buf, sizeof buf, "%s", s);
+    if (!buf[0] || buf[0] == ',' || buf[strlen(buf) - 1] == ',' || strstr(buf, ",,"))
+        return mb_cli_fail(2, "%s '%s': expected key=size pairs separated by commas (%s)", opt, s, example);
+    for (int i = 0; i < nkeys; i++)
+        snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", i ? ", " : "", keys[i]);
+    for (int i = 0; i < nkeys; i++) seen[i] = 0;
+    char *save = NULL;
+    for (char *p = strtok_r(buf, ",", &save); p; p = strtok_r(NULL, ",", &save)) {
+        while (*p == ' ') p++;
+        char *eq = strchr(p, '=');
+        if (!eq) return mb_cli_fail(2, "%s '%s': '%s' is not key=size", opt, s, p);
+        *eq = 0;
+        int i = 0;
+        while (i < nkeys && strcmp(p, keys[i])) i++;
+        if (i == nkeys) return mb_cli_fail(2, "%s '%s': unknown key '%s' (%s)", opt, s, p, list);
+        if (seen[i]) return mb_cli_fail(2, "%s '%s': %s given twice", opt, s, p);
+        seen[i] = 1;
+        mb_err e;
+        if (mb_size_parse(eq + 1, &v[i], &e)) return mb_cli_fail(2, "%s '%s': %s: %s", opt, s, p, e.msg);
+    }
+    return 0;
+}
+
 int mb_cli_gemm_devices(const char *list, mb_dtype dt, mb_device **out, int *count, int **rated)
 {
     *rated = NULL;

@@ -67,6 +67,11 @@ int mb_cli_bad_option(int c, char **argv, int optind_now, int optopt_now, const 
 /* Parses --dtype, --n values with one error line; 0 or 2. */
 int mb_cli_dtype(const char *s, mb_dtype *out);
 int mb_cli_size(const char *s, int64_t *out);
+/* "key=size,..." (each size as --n takes it) into v[i] for keys[i] (nkeys
+ * of them), seen[i] 1 for each given; 0, or 2 after one error line naming
+ * opt and s (a malformed list shows example). */
+int mb_cli_keyed_sizes(const char *opt, const char *s, const char *const *keys, int nkeys, int64_t *v, int *seen,
+                       const char *example);
 
 /* Comma-separated lists of dtypes ("bf16,f32") and plans ("eager,fused"),
  * each value once, into out (at most MB_DTYPE_COUNT / MB_PLAN_COUNT).

@@ -60,29 +60,13 @@ static void usage(FILE *fp)
 static int parse_dims(const char *s, mb_attn *a, int seq_optional)
 {
     static const char *const keys[4] = {"batch", "heads", "seq", "head_dim"};
-    int64_t *dst[4] = {&a->batch, &a->heads, &a->seq, &a->head_dim};
-    int seen[4] = {0, 0, 0, 0};
-    char buf[256];
-    if (strlen(s) >= sizeof buf) return mb_cli_fail(2, "--dims '%.40s...' is too long", s);
-    snprintf(buf, sizeof buf, "%s", s);
-    if (!buf[0] || buf[0] == ',' || buf[strlen(buf) - 1] == ',' || strstr(buf, ",,"))
-        return mb_cli_fail(2, "--dims '%s': expected key=size pairs separated by commas (seq=4096,head_dim=128)", s);
-    char *save = NULL;
-    for (char *p = strtok_r(buf, ",", &save); p; p = strtok_r(NULL, ",", &save)) {
-        char *eq = strchr(p, '=');
-        if (!eq) return mb_cli_fail(2, "--dims '%s': '%s' is not key=size", s, p);
-        *eq = 0;
-        int i = 0;
-        while (i < 4 && strcmp(p, keys[i])) i++;
-        if (i == 4) return mb_cli_fail(2, "--dims '%s': unknown key '%s' (batch, heads, seq, head_dim)", s, p);
-        if (seen[i]) return mb_cli_fail(2, "--dims '%s': %s given twice", s, p);
-        seen[i] = 1;
-        mb_err e;
-        if (mb_size_parse(eq + 1, dst[i], &e)) return mb_cli_fail(2, "--dims '%s': %s: %s", s, p, e.msg);
-    }
+    int64_t v[4] = {a->batch, a->heads, a->seq, a->head_dim};
+    int seen[4];
+    if (mb_cli_keyed_sizes("--dims", s, keys, 4, v, seen, "seq=4096,head_dim=128")) return 2;
     if ((!seen[2] && !seq_optional) || !seen[3])
         return mb_cli_fail(2, seq_optional ? "--dims '%s': head_dim is needed" : "--dims '%s': seq and head_dim are needed",
                            s);
+    a->batch = v[0], a->heads = v[1], a->seq = v[2], a->head_dim = v[3];
     return 0;
 }
 

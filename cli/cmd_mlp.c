@@ -95,28 +95,8 @@ static const preset presets[] = {
 static int parse_dims(const char *s, int64_t v[3])
 {
     static const char *const keys[3] = {"tokens", "d_model", "d_ff"};
-    int seen[3] = {0, 0, 0};
-    char buf[256];
-    if (strlen(s) >= sizeof buf) return mb_cli_fail(2, "--dims '%.40s...' is too long", s);
-    snprintf(buf, sizeof buf, "%s", s);
-    if (!buf[0] || buf[0] == ',' || buf[strlen(buf) - 1] == ',' || strstr(buf, ",,"))
-        return mb_cli_fail(2, "--dims '%s': expected key=size pairs separated by commas (tokens=4096,d_model=4096)",
-                           s);
-    char *save = NULL;
-    for (char *p = strtok_r(buf, ",", &save); p; p = strtok_r(NULL, ",", &save)) {
-        while (*p == ' ') p++;
-        char *eq = strchr(p, '=');
-        if (!eq) return mb_cli_fail(2, "--dims '%s': '%s' is not key=size", s, p);
-        *eq = 0;
-        int i = 0;
-        while (i < 3 && strcmp(p, keys[i])) i++;
-        if (i == 3) return mb_cli_fail(2, "--dims '%s': unknown key '%s' (tokens, d_model, d_ff)", s, p);
-        if (seen[i]) return mb_cli_fail(2, "--dims '%s': %s given twice", s, p);
-        seen[i] = 1;
-        mb_err e;
-        if (mb_size_parse(eq + 1, &v[i], &e)) return mb_cli_fail(2, "--dims '%s': %s: %s", s, p, e.msg);
-    }
-    return 0;
+    int seen[3];
+    return mb_cli_keyed_sizes("--dims", s, keys, 3, v, seen, "tokens=4096,d_model=4096");
 }
 
 /* ---- output ------------------------------------------------------------ */
