@@ -400,8 +400,19 @@ int mb_attn_estimate(const mb_attn *a, const mb_device *d, mb_attn_est *out, mb_
         return mb_err_set(err, MB_EINPUT, "head_dim %lld exceeds the %.0f %s elements of '%s''s on-chip memory "
                           "(FlashAttention's tiling needs head_dim <= M)", (long long)a->head_dim, M,
                           mb_dtype_name(a->dtype), d->name);
-    e.block_c = (int64_t)ceil(M / (4 * dd));
-    e.block_r = e.block_c < a->head_dim ? e.block_c : a->head_dim;
+    if (is_cpu(d)) {
+        /* PyTorch's CPU flash kernel's splits (aten/src/ATen/native/cpu/
+         * FlashAttentionKernel.cpp, flash_attention_kernel_impl): 512 key
+         * columns, 256 query rows from seq 768 (64 from 192, else 32); the
+         * CPU executor's tiles are of that size too. With one key tile for
+         * every key (the GPU rule below gives 2048 columns for a 2 MiB L2),
+         * a causal mask would skip no tile. */
+        e.block_c = 512;
+        e.block_r = a->seq >= 768 ? 256 : a->seq >= 192 ? 64 : 32;
+    } else {
+        e.block_c = (int64_t)ceil(M / (4 * dd));
+        e.block_r = e.block_c < a->head_dim ? e.block_c : a->head_dim;
+    }
     if (e.block_c > a->seq) e.block_c = a->seq;
     if (e.block_r > a->seq) e.block_r = a->seq;
     e.tiles_r = ceil_div(a->seq, e.block_r);

@@ -52,6 +52,32 @@ static int expect_err(const mb_attn *a, const mb_device *d, const char *needle)
     return 1;
 }
 
+/* On a CPU spec FlashAttention takes PyTorch's CPU kernel's splits, 512 key
+ * columns and 256 query rows from seq 768 (64 from 192, else 32), not the
+ * GPU rule's ceil(M / 4d) columns (2048 for a 2 MiB core cache at d 64: one
+ * key tile, so a causal mask skipped nothing and causal flash cost what the
+ * full one did, 1.51x the CPU run at seq 2048). */
+static void cpu_tiles(void)
+{
+    static const char spec[] = "[device]\nname = cpu-like\nkind = cpu\nmem_bandwidth_gbs = 15\ncache_mb = 64\n"
+                               "fp32_tflops = 0.35\ngemm_gflops = 130\nsm_count = 1\nlaunch_overhead_us = 1\n"
+                               "onchip_kib = 2048\nsource = tests/test_model_attention.c\n";
+    mb_device cpu;
+    mb_err e;
+    CHECK(mb_device_load_ini_text(spec, "test_model_attention", &cpu, &e) == MB_OK);
+    mb_attn_est full = est(&cpu, 1, 8, 2048, 64, MB_F32, 0, 1), causal = est(&cpu, 1, 8, 2048, 64, MB_F32, 1, 1);
+    CHECK_EQ_I64(full.block_r, 256);
+    CHECK_EQ_I64(full.block_c, 512);
+    CHECK_EQ_I64(full.tile_pairs, 8 * 4);
+    /* query tile i reaches key tile (256 i + 255) / 512: 1+1+2+2+3+3+4+4 */
+    CHECK_EQ_I64(causal.tile_pairs, 20);
+    CHECK(causal.plan[MB_ATTN_FLASH].time_s < 0.7 * full.plan[MB_ATTN_FLASH].time_s);
+    mb_attn_est small = est(&cpu, 1, 8, 512, 64, MB_F32, 0, 0), tiny = est(&cpu, 1, 8, 100, 64, MB_F32, 0, 0);
+    CHECK_EQ_I64(small.block_r, 64);
+    CHECK_EQ_I64(tiny.block_r, 32);
+    CHECK_EQ_I64(tiny.block_c, 100);
+}
+
 int main(void)
 {
     const mb_device h100 = dev("h100-sxm");
@@ -251,5 +277,6 @@ int main(void)
     CHECK(expect_err(&bad, &noch, "onchip_kib"));
     noch.onchip_kib = 0.0625; /* 64 B: 32 bf16 elements < head_dim 64 */
     CHECK(expect_err(&bad, &noch, "exceeds"));
+    cpu_tiles();
     return mb_test_done();
 }
