@@ -203,6 +203,49 @@ static void nn_kernel(const ctx *c, mb_attn_plan *p, const char *name, int backw
     finish(c, k, exps / c->e->exp_per_s);
 }
 
+/* On a CPU the softmax and its backward are the language's row kernels,
+ * costed as `membound model` costs softmax(x, -1) at [BH N, N]: the spec's
+ * calibrated overlap of their memory and their exponentials (serial_fraction_
+ * rows), where nn_kernel's max() hid the exponentials under the memory (the
+ * softmax 0.57-0.64x of the CPU runs at seq 2048). bwd: the backward's
+ * kernel. Its bytes and times into k. */
+static int lang_softmax(const ctx *c, mb_attn_kernel *k, int bwd, mb_err *err)
+{
+    static const char fwd_text[] = "name attn_softmax\ninput x [rows, cols]\ny = softmax(x, -1)\noutput y\n";
+    static const char bwd_text[] = "name attn_softmax\ninput x [rows, cols]\ny = softmax(x, -1)\noutput y\nbackward\n";
+    mb_graph *g = NULL;
+    mb_plan *pl = NULL;
+    mb_estimate est;
+    memset(&est, 0, sizeof est);
+    int rc = mb_parse_variant(bwd ? bwd_text : fwd_text, "<attention softmax>", c->a->dtype, &g, err);
+    if (!rc) rc = mb_plan_build_on(g, MB_PLAN_EAGER, c->d, &pl, err);
+    /* beyond 2^40 elements (the language's shapes stop at 2^44) at fewer rows,
+     * scaled by the rows: far past any cache, each row costs the same */
+    const int64_t rows = c->a->batch * c->a->heads * c->a->seq, cap = ((int64_t)1 << 40) / c->a->seq;
+    const int64_t rows_e = rows <= cap ? rows : cap > 0 ? cap : 1;
+    const double f = (double)rows / (double)rows_e;
+    mb_shape sh = {2, rows_e, c->a->seq};
+    if (!rc) rc = mb_estimate_plan_shape(pl, sh, c->d, &est, err);
+    int found = 0;
+    for (int i = 0; !rc && i < pl->n_kernels && !found; i++) {
+        if (!!pl->kernels[i].is_backward != bwd) continue;
+        const mb_cost *kc = &est.per_kernel[i];
+        k->dram_read_bytes = f * (double)kc->dram_read_bytes;
+        k->dram_write_bytes = f * (double)kc->dram_write_bytes;
+        k->compute_s = f * kc->compute_s;
+        k->mem_s = f * kc->mem_s;
+        k->launch_s = kc->launch_s;
+        k->time_s = kc->launch_s + f * (kc->time_s - kc->launch_s);
+        k->bound = kc->bound;
+        found = 1;
+    }
+    if (!rc && !found) rc = mb_err_set(err, MB_ERUN, "attention: no %s softmax kernel", bwd ? "backward" : "forward");
+    mb_estimate_free(&est);
+    mb_plan_free(pl);
+    mb_graph_free(g);
+    return rc;
+}
+
 /* S's making: bmm q@k^T, mul by the scale and, when causal, the mask add
  * (the mask stays cached between products when it fits beside one
  * product's S read and written). The forward's, and the recompute plan's
@@ -238,6 +281,15 @@ static int unfused(const ctx *c, mb_attn_plan_id id, mb_err *err)
         if ((double)rows * c->N * c->s > c->e->cache_bytes) sm_reads = 2;
     }
     nn_kernel(c, p, rec ? "softmax+lse" : "softmax", 0, sm_reads, 0, rec ? lse : 0, c->BH * c->N * c->N);
+    if (is_cpu(c->d)) {
+        mb_attn_kernel *k = &p->k[p->n_kernels - 1];
+        if ((rc = lang_softmax(c, k, 0, err))) return rc;
+        if (rec) { /* and the log-sum-exp written beside P */
+            k->dram_write_bytes += lse;
+            k->mem_s += lse / (c->e->bandwidth_gbs * 1e9);
+            k->time_s += lse / (c->e->bandwidth_gbs * 1e9);
+        }
+    }
     if ((rc = bmm(c, p, "bmm P@v", 0, N, dd, N, 0, err))) return rc;
     if (c->a->backward) {
         if (rec) {
@@ -251,6 +303,7 @@ static int unfused(const ctx *c, mb_attn_plan_id id, mb_err *err)
          * reads both in its one kernel (tests/torch_oracle_attn.py) */
         if (!is_cpu(c->d)) nn_kernel(c, p, "mul dP*P", 1, 2, 0, 0, 0);
         nn_kernel(c, p, "softmax bwd", 1, 2, 0, 0, 0);
+        if (is_cpu(c->d) && (rc = lang_softmax(c, &p->k[p->n_kernels - 1], 1, err))) return rc;
         nn_kernel(c, p, "mul dS*scale", 1, 1, 0, 0, 0);
         if ((rc = bmm(c, p, "bmm dS@k", 1, N, dd, N, 0, err))) return rc;
         if ((rc = bmm(c, p, "bmm q^T@dS", 1, dd, N, N, 0, err))) return rc;

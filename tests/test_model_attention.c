@@ -52,7 +52,8 @@ static int expect_err(const mb_attn *a, const mb_device *d, const char *needle)
     return 1;
 }
 
-/* On a CPU spec FlashAttention takes PyTorch's CPU kernel's splits, 512 key
+/* On a CPU spec the softmax kernels are the language's (below), and
+ * FlashAttention takes PyTorch's CPU kernel's splits, 512 key
  * columns and 256 query rows from seq 768 (64 from 192, else 32), not the
  * GPU rule's ceil(M / 4d) columns (2048 for a 2 MiB core cache at d 64: one
  * key tile, so a causal mask skipped nothing and causal flash cost what the
@@ -72,6 +73,34 @@ static void cpu_tiles(void)
     /* query tile i reaches key tile (256 i + 255) / 512: 1+1+2+2+3+3+4+4 */
     CHECK_EQ_I64(causal.tile_pairs, 20);
     CHECK(causal.plan[MB_ATTN_FLASH].time_s < 0.7 * full.plan[MB_ATTN_FLASH].time_s);
+    /* the softmax and its backward as `membound model` costs softmax(x, -1)
+     * at [BH N, N] on the spec (its calibrated overlap of memory and exps) */
+    mb_graph *g = NULL;
+    mb_plan *pl = NULL;
+    mb_estimate me;
+    memset(&me, 0, sizeof me);
+    CHECK(mb_parse_variant("input x [rows, cols]\ny = softmax(x, -1)\noutput y\nbackward\n", "t", MB_F32, &g, &e) ==
+          MB_OK);
+    CHECK(g && mb_plan_build_on(g, MB_PLAN_EAGER, &cpu, &pl, &e) == MB_OK);
+    mb_shape sh = {2, 8 * 2048, 2048};
+    CHECK(pl && mb_estimate_plan_shape(pl, sh, &cpu, &me, &e) == MB_OK);
+    if (pl && me.per_kernel) {
+        for (int i = 0; i < pl->n_kernels; i++) {
+            const mb_attn_kernel *k = kernel(&full.plan[MB_ATTN_STANDARD], pl->kernels[i].is_backward ? "softmax bwd" : "softmax");
+            if (k) CHECK_NEAR(k->time_s, me.per_kernel[i].time_s, 1e-12);
+            if (k) CHECK_NEAR(k->dram_read_bytes, (double)me.per_kernel[i].dram_read_bytes, 1e-12);
+        }
+        CHECK(pl->n_kernels == 2);
+    }
+    mb_estimate_free(&me);
+    mb_plan_free(pl);
+    mb_graph_free(g);
+    /* beyond the language's shapes (2^40 elements) the rows scale the cost */
+    mb_attn_est h1 = est(&cpu, 1, 1, (int64_t)1 << 21, 64, MB_F32, 0, 0);
+    mb_attn_est h4 = est(&cpu, 1, 4, (int64_t)1 << 21, 64, MB_F32, 0, 0);
+    const mb_attn_kernel *s1 = kernel(&h1.plan[MB_ATTN_STANDARD], "softmax");
+    const mb_attn_kernel *s4 = kernel(&h4.plan[MB_ATTN_STANDARD], "softmax");
+    if (s1 && s4) CHECK_NEAR(s4->time_s - s4->launch_s, 4 * (s1->time_s - s1->launch_s), 1e-9);
     mb_attn_est small = est(&cpu, 1, 8, 512, 64, MB_F32, 0, 0), tiny = est(&cpu, 1, 8, 100, 64, MB_F32, 0, 0);
     CHECK_EQ_I64(small.block_r, 64);
     CHECK_EQ_I64(tiny.block_r, 32);
