@@ -30,7 +30,8 @@ mb_kern_attn_mutant mb_kern_attn_mutant_on = MB_KERN_ATTN_MUT_NONE;
 
 static const char *const kernel_names[MB_KERN_ATTN_N_KERNELS] = {
     "bmm q@k^T", "mul scale", "add mask", "softmax", "bmm P@v", "bmm dO@v^T", "bmm P^T@dO",
-    "softmax bwd", "mul dS*scale", "bmm dS@k", "bmm q^T@dS", "flash fwd", "flash bwd prep", "flash bwd"};
+    "softmax bwd", "mul dS*scale", "bmm dS@k", "bmm q^T@dS", "flash fwd", "flash bwd prep", "flash bwd",
+    "mul dP*P", "flash bwd dq"};
 
 const char *mb_kern_attn_kernel_name(mb_kern_attn_kernel k)
 {
@@ -39,12 +40,13 @@ const char *mb_kern_attn_kernel_name(mb_kern_attn_kernel k)
 
 const char *mb_kern_attn_plan_name(mb_kern_attn_plan p) { return p == MB_KERN_ATTN_FLASH ? "flash" : "standard"; }
 
-int mb_kern_attn_plan_kernels(mb_kern_attn_plan p, int causal, int backward, mb_kern_attn_kernel *ids)
+static int plan_kernels(mb_kern_attn_plan p, int causal, int backward, int gpu, mb_kern_attn_kernel *ids)
 {
     int n = 0;
     if (p == MB_KERN_ATTN_FLASH) {
         ids[n++] = MB_KERN_ATTN_FLASH_FWD;
         if (backward) ids[n++] = MB_KERN_ATTN_FLASH_PREP, ids[n++] = MB_KERN_ATTN_FLASH_BWD;
+        if (backward && gpu) ids[n++] = MB_KERN_ATTN_FLASH_DQ;
         return n;
     }
     ids[n++] = MB_KERN_ATTN_QK;
@@ -52,9 +54,22 @@ int mb_kern_attn_plan_kernels(mb_kern_attn_plan p, int causal, int backward, mb_
     if (causal) ids[n++] = MB_KERN_ATTN_MASK;
     ids[n++] = MB_KERN_ATTN_SOFTMAX;
     ids[n++] = MB_KERN_ATTN_PV;
-    if (backward)
-        for (int k = MB_KERN_ATTN_DP; k <= MB_KERN_ATTN_DK; k++) ids[n++] = (mb_kern_attn_kernel)k;
+    if (backward) {
+        ids[n++] = MB_KERN_ATTN_DP, ids[n++] = MB_KERN_ATTN_DV;
+        if (gpu) ids[n++] = MB_KERN_ATTN_DPP;
+        for (int k = MB_KERN_ATTN_SMBWD; k <= MB_KERN_ATTN_DK; k++) ids[n++] = (mb_kern_attn_kernel)k;
+    }
     return n;
+}
+
+int mb_kern_attn_plan_kernels(mb_kern_attn_plan p, int causal, int backward, mb_kern_attn_kernel *ids)
+{
+    return plan_kernels(p, causal, backward, 0, ids);
+}
+
+int mb_kern_attn_plan_kernels_gpu(mb_kern_attn_plan p, int causal, int backward, mb_kern_attn_kernel *ids)
+{
+    return plan_kernels(p, causal, backward, 1, ids);
 }
 
 double mb_kern_attn_exec_scale(int64_t head_dim)

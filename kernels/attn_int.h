@@ -7,6 +7,10 @@
 
 #include "kernels.h"
 
+#ifdef __cplusplus
+extern "C" { /* attn_cuda.cu reads the mutant too */
+#endif
+
 /* A bug the executors carry while this is set (0 in use). */
 typedef enum mb_kern_attn_mutant {
     MB_KERN_ATTN_MUT_NONE = 0,
@@ -24,5 +28,9 @@ static inline int mb_kern_attn_masked(int64_t i, int64_t j)
 
 /* The scale the executors use (the reference always 1/sqrt(head_dim)). */
 double mb_kern_attn_exec_scale(int64_t head_dim);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

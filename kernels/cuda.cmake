@@ -9,7 +9,8 @@ set(MB_CUDA_KERNEL_SOURCES
   ${CMAKE_CURRENT_SOURCE_DIR}/rows_op.cu
   ${CMAKE_CURRENT_SOURCE_DIR}/cols_eval.cu
   ${CMAKE_CURRENT_SOURCE_DIR}/cuda_plan.cu
-  ${CMAKE_CURRENT_SOURCE_DIR}/probes.cu)
+  ${CMAKE_CURRENT_SOURCE_DIR}/probes.cu
+  ${CMAKE_CURRENT_SOURCE_DIR}/attn_cuda.cu)
 
 # host code only (no kernels, so no PTX of its own): the row and column
 # evaluators' lowering, and their programs checked on the host

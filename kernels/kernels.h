@@ -433,6 +433,8 @@ typedef enum mb_kern_attn_kernel {
     MB_KERN_ATTN_FLASH_FWD,   /* "flash fwd":   o and the f32 log-sum-exp */
     MB_KERN_ATTN_FLASH_PREP,  /* "flash bwd prep": D = rowsum(do o o), dq = 0 */
     MB_KERN_ATTN_FLASH_BWD,   /* "flash bwd":   dq, dk, dv, recomputing P */
+    MB_KERN_ATTN_DPP,         /* "mul dP*P":    G = dP o P, a GPU's softmax bwd then dS = G - P rowsum(G) */
+    MB_KERN_ATTN_FLASH_DQ,    /* "flash bwd dq": dq from the f32 accumulator the GPU's atomics add into */
     MB_KERN_ATTN_N_KERNELS
 } mb_kern_attn_kernel;
 
@@ -442,6 +444,10 @@ const char *mb_kern_attn_plan_name(mb_kern_attn_plan p);     /* "standard", "fla
  * entries); returns how many (the mask only when causal, the backward's
  * only when backward). */
 int mb_kern_attn_plan_kernels(mb_kern_attn_plan p, int causal, int backward, mb_kern_attn_kernel *ids);
+/* The same on a GPU (attn_cuda.cu), as model/attention.c lists a GPU's:
+ * standard's backward forms dP o P in a kernel of its own ("mul dP*P"),
+ * flash's ends with "flash bwd dq". Host only: needs no GPU. */
+int mb_kern_attn_plan_kernels_gpu(mb_kern_attn_plan p, int causal, int backward, mb_kern_attn_kernel *ids);
 
 /* One attention's sizes and options. */
 typedef struct mb_kern_attn_dims {

@@ -188,6 +188,45 @@ int mb_kern_cuda_download_results(const mb_kern_cuda_plan *cp, mb_kern_tensors *
 int mb_kern_cuda_launch(mb_kern_cuda_plan *cp, int k, void *stream, mb_err *err);
 int mb_kern_cuda_launch_plan(mb_kern_cuda_plan *cp, void *stream, mb_err *err);
 
+/* ---- attention on a GPU (attn_cuda.cu) --------------------------------------
+ * The plans of kernels.h's attention section with a GPU's kernels
+ * (mb_kern_attn_plan_kernels_gpu), f32, on the current device. */
+
+typedef struct mb_kern_attn_cuda mb_kern_attn_cuda;
+
+/* The flash tiles (query rows = key columns) for head_dim: the largest of
+ * 64, 32, 16, 8 whose forward (Q, K, V, O tiles and S) and backward (K, V,
+ * dK, dV, Q, dO tiles, P and dS) shared memory stays within 48 KiB. 0 when
+ * none fits (head_dim beyond 252 backward, 380
+ * forward); returns 1 when both fit. Host only. */
+int mb_kern_attn_cuda_tiles(int64_t head_dim, int *fwd_tile, int *bwd_tile);
+
+/* Allocates a's tensors on the current device (owned by *out) and copies
+ * a's inputs there (q, k, v, do, the causal mask of the standard plan); the
+ * outputs are NaN until a kernel writes them. a: from mb_kern_attn_alloc,
+ * borrowed for the call only. MB_ERUN without a GPU (the reason) or when
+ * device memory runs out, MB_EINPUT for sizes the kernels do not take. */
+int mb_kern_attn_cuda_new(const mb_kern_attn *a, mb_kern_attn_cuda **out, mb_err *err);
+void mb_kern_attn_cuda_free(mb_kern_attn_cuda *g);
+int64_t mb_kern_attn_cuda_bytes(const mb_kern_attn_cuda *g); /* device bytes held */
+
+/* Enqueues kernel id of g's plan (in plan order: each reads what the ones
+ * before wrote), or every kernel of the plan, on stream (NULL: the legacy
+ * default stream). Checks the launch; does not wait. MB_EINPUT for a kernel
+ * not of the plan, MB_ERUN with the CUDA error. */
+int mb_kern_attn_cuda_launch(mb_kern_attn_cuda *g, mb_kern_attn_kernel id, void *stream, mb_err *err);
+int mb_kern_attn_cuda_run(mb_kern_attn_cuda *g, void *stream, mb_err *err);
+
+/* Runs the plan once on the legacy default stream, a cudaEvent between each
+ * kernel and the next, and waits: kernel_s[i] the seconds of the plan's i-th
+ * kernel (MB_KERN_ATTN_N_KERNELS entries). Caches are not flushed. */
+int mb_kern_attn_cuda_time(mb_kern_attn_cuda *g, double *kernel_s, mb_err *err);
+
+/* Waits for the device and copies the outputs (o, the flash plan's lse and
+ * D, dq, dk, dv) into a, the run g was made from (mb_kern_attn_verify then
+ * checks them). MB_EINPUT when a's sizes or plan are not g's. */
+int mb_kern_attn_cuda_download(const mb_kern_attn_cuda *g, mb_kern_attn *a, mb_err *err);
+
 /* ---- probes for the harness (probes.cu) ------------------------------------
  * All enqueue on stream (a cudaStream_t, NULL: legacy default) and return
  * MB_ERUN with the CUDA error; none waits unless it says so. */

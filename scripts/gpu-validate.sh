@@ -291,7 +291,7 @@ if [ "$do_build" = 1 ]; then
     echo "gpu-validate: warning: CMake found no CUDA compiler: the build has no CUDA backend"
   jobs=$(nproc 2>/dev/null || echo 4)
   targets=(membound)
-  grep -q "^MB_HAVE_CUDA:INTERNAL=ON" "$build/CMakeCache.txt" && targets+=(cuda_gpu cuda_fallback cuda_gemm)
+  grep -q "^MB_HAVE_CUDA:INTERNAL=ON" "$build/CMakeCache.txt" && targets+=(cuda_gpu cuda_fallback cuda_gemm cuda_attn)
   if grep -q "^MB_HAVE_CUPTI:INTERNAL=ON" "$build/CMakeCache.txt"; then
     targets+=(cuda_cupti_host)
   else
