@@ -1,4 +1,4 @@
-/* attn_int.h — what attn_cpu.c and attn_ref.c share and tests may set: the
+/* attn_int.h — what attn_cpu.c, attn_ref.c and attn_cuda.cu share and tests may set: the
  * mutant switch that breaks the executors on purpose, so that tests show the
  * float64 check and the finite differences catch each kind of bug. Not for
  * use outside kernels/ and tests/. */
