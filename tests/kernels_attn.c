@@ -8,6 +8,7 @@
 #include "attn_int.h"
 #include "kernels.h"
 #include "mb_attention.h"
+#include "cpu_spec.h"
 #include "mb_test.h"
 
 #include <stdlib.h>
@@ -67,12 +68,9 @@ static void tiles(void)
  * f32; the softmax backward is one kernel, as PyTorch's on a CPU) */
 static void names(void)
 {
-    static const char spec[] = "[device]\nname = cpu-like\nkind = cpu\nmem_bandwidth_gbs = 100\ncache_mb = 1\n"
-                               "fp32_tflops = 1\nbf16_tflops = 1\ngemm_gflops = 100\nlaunch_overhead_us = 1\n"
-                               "onchip_kib = 1024\nsource = tests/kernels_attn.c\n";
     mb_device dev;
     mb_err e;
-    CHECK(mb_device_load_ini_text(spec, "kernels_attn", &dev, &e) == MB_OK);
+    CHECK(mb_device_load_ini_text(MB_TEST_CPU_SPEC, "kernels_attn", &dev, &e) == MB_OK);
     for (int causal = 0; causal < 2; causal++) {
         mb_attn m = {2, 4, 1024, 64, MB_F32, causal, 1};
         mb_attn_est est;

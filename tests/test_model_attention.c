@@ -6,6 +6,7 @@
  * 50 MiB L2, 2680 GB/s measured, BF16 989.4 TFLOP/s, SFU 132 x 16 x 1.83 G/s,
  * onchip 484 KiB, 80 GB, 3 us a launch. */
 #include "membound_model.h"
+#include "cpu_spec.h"
 #include "mb_test.h"
 
 #include <string.h>
@@ -60,12 +61,9 @@ static int expect_err(const mb_attn *a, const mb_device *d, const char *needle)
  * full one did, 1.51x the CPU run at seq 2048). */
 static void cpu_tiles(void)
 {
-    static const char spec[] = "[device]\nname = cpu-like\nkind = cpu\nmem_bandwidth_gbs = 15\ncache_mb = 64\n"
-                               "fp32_tflops = 0.35\ngemm_gflops = 130\nsm_count = 1\nlaunch_overhead_us = 1\n"
-                               "onchip_kib = 2048\nsource = tests/test_model_attention.c\n";
     mb_device cpu;
     mb_err e;
-    CHECK(mb_device_load_ini_text(spec, "test_model_attention", &cpu, &e) == MB_OK);
+    CHECK(mb_device_load_ini_text(MB_TEST_CPU_SPEC, "test_model_attention", &cpu, &e) == MB_OK);
     mb_attn_est full = est(&cpu, 1, 8, 2048, 64, MB_F32, 0, 1), causal = est(&cpu, 1, 8, 2048, 64, MB_F32, 1, 1);
     CHECK_EQ_I64(full.block_r, 256);
     CHECK_EQ_I64(full.block_c, 512);

@@ -6,6 +6,7 @@
  * a memory budget, the frontier, and the errors. h100-sxm: 132 SMs, 50 MiB
  * L2, 2680 GB/s measured, FP32 66.9 and BF16 989.4 TFLOP/s, 3 us a launch. */
 #include "membound_model.h"
+#include "cpu_spec.h"
 #include "mb_test.h"
 
 #include <string.h>
@@ -67,12 +68,9 @@ static int expect_err(const mb_device *d, mb_mlp_layer l, int64_t t, int64_t dm,
  * which the act checkpoint's "gelu(a) again" kernel costs alone. */
 static void cpu_rules(void)
 {
-    static const char spec[] = "[device]\nname = cpu-like\nkind = cpu\nmem_bandwidth_gbs = 15\ncache_mb = 64\n"
-                               "fp32_tflops = 0.35\ngemm_gflops = 130\nsm_count = 1\nlaunch_overhead_us = 1\n"
-                               "onchip_kib = 2048\nsource = tests/test_model_mlp.c\n";
     mb_device cpu;
     mb_err e;
-    CHECK(mb_device_load_ini_text(spec, "test_model_mlp", &cpu, &e) == MB_OK);
+    CHECK(mb_device_load_ini_text(MB_TEST_CPU_SPEC, "test_model_mlp", &cpu, &e) == MB_OK);
     CHECK(run(&cpu, MB_MLP_GPT2, 2048, 768, 3072, MB_F32, 1) == MB_OK);
     int gemms = 0;
     for (int p = 0; p < MB_MLP_N_PLANS; p++)
