@@ -388,10 +388,14 @@ static void flash(const ctx *c)
         k->dram_read_bytes = BH * (2 * head_bytes + visits * row_rd);
         k->dram_write_bytes = BH * (2 * head_bytes + visits * row_wr);
         finish(c, k, flash_compute(c, k->flops, k->exps, nbh * Tc));
-        k = add(p, "flash bwd dq", 1);
-        k->dram_read_bytes = BH * 4 * Nf * d;
-        k->dram_write_bytes = BH * head_bytes;
-        finish(c, k, 0);
+        /* the f32 accumulator converted to dq's dtype; a CPU's f32 dq is the
+         * accumulator itself (the CPU executor's, in place): no kernel */
+        if (!(is_cpu(c->d) && c->a->dtype == MB_F32)) {
+            k = add(p, "flash bwd dq", 1);
+            k->dram_read_bytes = BH * 4 * Nf * d;
+            k->dram_write_bytes = BH * head_bytes;
+            finish(c, k, 0);
+        }
     }
     p->saved_bytes = BH * (head_bytes + 4 * Nf);
 }
