@@ -11,6 +11,7 @@
 #include "kernels_cuda.h"
 #include "mb_attention.h"
 #include "mb_test.h"
+#include "attn_names.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -24,22 +25,7 @@ static void names(void)
     mb_device dev;
     mb_err e;
     CHECK(mb_device_find("h100-sxm", &dev, &e) == MB_OK);
-    for (int causal = 0; causal < 2; causal++) {
-        mb_attn m = {2, 4, 1024, 64, MB_F32, causal, 1};
-        mb_attn_est est;
-        CHECK(mb_attn_estimate(&m, &dev, &est, &e) == MB_OK);
-        for (int p = 0; p < 2; p++) {
-            mb_kern_attn_kernel ids[MB_KERN_ATTN_N_KERNELS];
-            const int n = mb_kern_attn_plan_kernels_gpu((mb_kern_attn_plan)p, causal, 1, ids);
-            const mb_attn_plan *mp = &est.plan[p == 0 ? MB_ATTN_STANDARD : MB_ATTN_FLASH];
-            CHECK_EQ_I64(n, mp->n_kernels);
-            for (int i = 0; i < n && i < mp->n_kernels; i++) {
-                const int same = !strcmp(mb_kern_attn_kernel_name(ids[i]), mp->k[i].name);
-                CHECK(same);
-                if (!same) printf("kernel %d: '%s', the model's '%s'\n", i, mb_kern_attn_kernel_name(ids[i]), mp->k[i].name);
-            }
-        }
-    }
+    check_attn_names(&dev, 1);
 }
 
 static void tiles(void)

@@ -10,6 +10,7 @@
 #include "mb_attention.h"
 #include "cpu_spec.h"
 #include "mb_test.h"
+#include "attn_names.h"
 
 #include <stdlib.h>
 
@@ -71,21 +72,7 @@ static void names(void)
     mb_device dev;
     mb_err e;
     CHECK(mb_device_load_ini_text(MB_TEST_CPU_SPEC, "kernels_attn", &dev, &e) == MB_OK);
-    for (int causal = 0; causal < 2; causal++) {
-        mb_attn m = {2, 4, 1024, 64, MB_F32, causal, 1};
-        mb_attn_est est;
-        CHECK(mb_attn_estimate(&m, &dev, &est, &e) == MB_OK);
-        for (int p = 0; p < 2; p++) {
-            mb_kern_attn_kernel ids[MB_KERN_ATTN_N_KERNELS];
-            int n = mb_kern_attn_plan_kernels((mb_kern_attn_plan)p, causal, 1, ids), k = 0;
-            const mb_attn_plan *mp = &est.plan[p == 0 ? MB_ATTN_STANDARD : MB_ATTN_FLASH];
-            for (int i = 0; i < mp->n_kernels; i++) {
-                CHECK(k < n && !strcmp(mb_kern_attn_kernel_name(ids[k]), mp->k[i].name));
-                k++;
-            }
-            CHECK_EQ_I64(k, n);
-        }
-    }
+    check_attn_names(&dev, 0);
 }
 
 int main(void)
