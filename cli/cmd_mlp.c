@@ -6,6 +6,7 @@
 #include "cli_common.h"
 #include "commands.h"
 #include "mlp_measure.h"
+#include "mb_mmvar.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -30,6 +31,8 @@ static void usage(FILE *fp)
             "                    [--backward] [--checkpoint store|act|recompute|auto] [--mem-budget BYTES]\n"
             "                    [--device D|--devices L|all] [--json] [--figures DIR]\n"
             "       membound mlp [--layer gpt2|llama] [--preset P] [--dims ...] [--backward] --measure\n"
+            "       membound mlp --variant FILE.mb|NAME [--dims name=SIZE,...] [--dtype T] [--backward]\n"
+            "                    [--device D|all] [--json]\n"
             "                    [--device SPEC.ini] [--threads N] [--min-s S] [--json]\n"
             "\n"
             "The model of a transformer MLP on x [tokens, d_model]: per plan its kernels (GEMMs by\n"
@@ -62,6 +65,11 @@ static void usage(FILE *fp)
             "  --json           one JSON object: {\"mlp\": {...}, \"results\": [...]}\n"
             "  --figures DIR    the first device's stacked kernel times and the checkpointing\n"
             "                   frontier (DIR/mlp_kernels.png, DIR/mlp_frontier.png and data)\n"
+            "  --variant V      a layer written in the variant language with '@' (x @ w: w an\n"
+            "                   input [K, N]), a file or a built-in (llama_mlp, gpt2_mlp,\n"
+            "                   linear_rmsnorm): eager as the code runs in PyTorch against\n"
+            "                   fused (each step between GEMMs one kernel, in the GEMM's\n"
+            "                   epilogue where it can be); --dims names its dimensions\n"
             "  --measure        run eager and fused on this CPU (gpt2, llama; f32), checked against\n"
             "                   float64, beside the model on the CPU spec (docs/kernels.md)\n"
             "  --threads N      --measure's threads (default: the spec's sm_count)\n"
@@ -362,6 +370,88 @@ static int figures(const char *dir, const mb_mlp *m, const mb_device *d, const m
     return 0;
 }
 
+
+/* ---- a layer written in the language -------------------------------------- */
+
+/* NAME: model/variants/layers/NAME.mb; else a path */
+static int load_variant(const char *name, mb_dtype dtype, int backward, mb_mmvar **out, mb_err *e)
+{
+    char path[1200];
+    size_t len = strlen(name);
+    int is_path = strchr(name, '/') || (len > 3 && !strcmp(name + len - 3, ".mb"));
+    if (is_path) snprintf(path, sizeof path, "%s", name);
+    else snprintf(path, sizeof path, "%s/layers/%s.mb", mb_variant_dir(), name);
+    char *text = NULL;
+    size_t n;
+    int rc = mb_text_read(path, 1 << 20, &text, &n, e);
+    if (rc && !is_path)
+        return mb_err_set(e, MB_EINPUT, "unknown layer variant '%s' (built-in: gpt2_mlp, llama_mlp, linear_rmsnorm; or "
+                          "a .mb file)", name);
+    if (rc) return rc;
+    if (backward) { /* --backward: as a 'backward' line */
+        char *t2 = malloc(n + 16);
+        if (!t2) {
+            free(text);
+            return mb_err_set(e, MB_ERUN, "out of memory");
+        }
+        snprintf(t2, n + 16, "%s\nbackward\n", text);
+        free(text);
+        text = t2;
+    }
+    rc = mb_mmvar_parse(text, is_path ? name : path, dtype, out, e);
+    free(text);
+    return rc;
+}
+
+static int mlp_variant(const char *name, const char *dims, mb_dtype dtype, int backward,
+                       const char *devs, int json)
+{
+    mb_err e;
+    mb_mmvar *v = NULL;
+    if (load_variant(name, dtype, backward, &v, &e)) return mb_cli_fail_err(2, &e);
+    if (dims && mb_mmvar_bind(v, dims, &e)) {
+        mb_mmvar_free(v);
+        return mb_cli_fail(2, "--dims: %s", e.msg);
+    }
+    mb_device *dv = NULL;
+    int nd = 0, *ok = NULL;
+    int rc = mb_cli_gemm_devices(devs, dtype, &dv, &nd, &ok);
+    if (rc) {
+        mb_mmvar_free(v);
+        return rc;
+    }
+    mb_mlp_est *est = calloc((size_t)nd, sizeof *est);
+    if (!est) rc = mb_cli_fail(1, "out of memory");
+    for (int i = 0; !rc && i < nd; i++)
+        if (ok[i] && (rc = mb_mmvar_estimate(v, &dv[i], &est[i], &e)) != MB_OK) rc = mb_cli_fail_err(rc, &e);
+    char dt[512];
+    mb_mmvar_dims_text(v, dt, sizeof dt);
+    if (!rc && json) {
+        json_t *arr = json_array();
+        for (int i = 0; i < nd; i++)
+            if (ok[i]) json_array_append_new(arr, est_json(&dv[i], &est[i], MB_MLP_STORE, 0));
+        json_t *root = json_pack("{s:{s:s, s:s, s:s, s:b}, s:o}", "mlp", "variant", mb_mmvar_name(v), "dims", dt,
+                                 "dtype", mb_dtype_name(dtype), "backward", mb_mmvar_backward(v), "results", arr);
+        char *txt = json_dumps(root, JSON_INDENT(1) | JSON_REAL_PRECISION(17));
+        puts(txt);
+        free(txt);
+        json_decref(root);
+    } else if (!rc) {
+        printf("mlp variant %s: %s, %s, %s\n", mb_mmvar_name(v), dt, mb_dtype_name(dtype),
+               mb_mmvar_backward(v) ? "forward and backward" : "forward");
+        if (nd == 1 && ok[0]) kernels(&dv[0], &est[0], MB_MLP_STORE, 0);
+        else {
+            printf("\n%-18s %9s %7s %10s %10s %7s %-8s %-8s\n", "device", "peak TF", "ridge", "eager", "fused", "ratio",
+                   "eager", "fused");
+            for (int i = 0; i < nd; i++)
+                if (ok[i]) summary_row(&dv[i], &est[i], MB_MLP_STORE, 0, -1);
+        }
+    }
+    free(dv), free(est), free(ok);
+    mb_mmvar_free(v);
+    return rc;
+}
+
 int mb_cmd_mlp(int argc, char **argv)
 {
     static const struct option opts[] = {
@@ -372,7 +462,8 @@ int mb_cmd_mlp(int argc, char **argv)
         {"devices", required_argument, 0, 'D'},  {"json", no_argument, 0, 'j'},
         {"figures", required_argument, 0, 'f'},  {"help", no_argument, 0, 'h'},
         {"measure", no_argument, 0, 'M'},        {"threads", required_argument, 0, 'P'},
-        {"min-s", required_argument, 0, 'S'},    {0, 0, 0, 0}};
+        {"min-s", required_argument, 0, 'S'},    {"variant", required_argument, 0, 'V'},
+        {0, 0, 0, 0}};
     mb_cli_mlp_measure_opts mo = {.min_s = 0.3}; /* gemm --measure's CPU default */
     int measure = 0, threads_given = 0, min_s_given = 0, have_ckpt = 0;
     char *end;
@@ -381,6 +472,8 @@ int mb_cmd_mlp(int argc, char **argv)
     int json = 0, have_layer = 0, have_dims = 0, c;
     const preset *pre = NULL;
     int64_t dims[3] = {0, 0, 0};
+    const char *variant = NULL, *dims_text = NULL;
+
     mb_mlp_ckpt ck = MB_MLP_AUTO;
     double budget = 0;
     mb_err e;
@@ -404,11 +497,16 @@ int mb_cmd_mlp(int argc, char **argv)
         }
         case 'm':
             if (have_dims) return mb_cli_fail(2, "--dims given twice");
-            if (parse_dims(optarg, dims)) return 2;
+            dims_text = optarg; /* a variant's dimensions are its own: read after the options */
             have_dims = 1;
             break;
         case 't':
             if (mb_cli_dtype(optarg, &m.dtype)) return 2;
+
+            break;
+        case 'V':
+            if (variant) return mb_cli_fail(2, "--variant given twice");
+            variant = optarg;
             break;
         case 'b': m.backward = 1; break;
         case 'c':
@@ -448,6 +546,13 @@ int mb_cmd_mlp(int argc, char **argv)
         }
     }
     if (optind < argc) return mb_cli_fail(2, "unexpected argument '%s'", argv[optind]);
+    if (variant) {
+        if (have_layer || pre || measure || have_ckpt || figdir || threads_given || min_s_given)
+            return mb_cli_fail(2, "--variant models the layer its file writes: not with --layer, --preset, "
+                                  "--checkpoint, --mem-budget, --figures or --measure");
+        return mlp_variant(variant, dims_text, m.dtype, m.backward, devs, json);
+    }
+    if (have_dims && parse_dims(dims_text, dims)) return 2;
     if (pre && !have_layer) m.layer = pre->layer;
     m.tokens = dims[0] ? dims[0] : DEFAULT_TOKENS;
     m.d_model = dims[1] ? dims[1] : pre ? pre->d_model : 0;

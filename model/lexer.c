@@ -101,6 +101,7 @@ void mb_lex_next(mb_lexer *lx)
     case '[': k = TK_LBRACK; lx->paren_depth++; break;
     case ']': k = TK_RBRACK; if (lx->paren_depth > 0) lx->paren_depth--; break;
     case '.': k = TK_DOT; break;
+    case '@': k = TK_AT; break;
     case '=': k = TK_ASSIGN; break;
     case ',': k = TK_COMMA; break;
     case ';': k = TK_SEMI; break;

@@ -65,8 +65,8 @@ typedef struct mb_mlp {
 } mb_mlp;
 
 #define MB_MLP_NAME_MAX 48
-#define MB_MLP_MAX_KERNELS 40
-#define MB_MLP_MAX_SAVED 8
+#define MB_MLP_MAX_KERNELS 96
+#define MB_MLP_MAX_SAVED 16
 
 /* One kernel of a plan. Bytes in B, times in s. */
 typedef struct mb_mlp_kernel {

@@ -168,7 +168,7 @@ typedef struct ctx {
     int cpu;
 } ctx;
 
-static mb_mlp_kernel *add_kernel(mb_mlp_plan *p, const char *name, int backward, int recompute)
+mb_mlp_kernel *mb_mlp_add_kernel(mb_mlp_plan *p, const char *name, int backward, int recompute)
 {
     mb_mlp_kernel *k = &p->k[p->n_kernels++];
     memset(k, 0, sizeof *k);
@@ -190,7 +190,7 @@ static void move_last(mb_mlp_plan *p, int n, int at)
     }
 }
 
-static void add_saved(mb_mlp_plan *p, const char *name, double bytes)
+void mb_mlp_add_saved(mb_mlp_plan *p, const char *name, double bytes)
 {
     if (p->n_saved >= MB_MLP_MAX_SAVED) return;
     mb_mlp_saved *v = &p->saved[p->n_saved++];
@@ -202,12 +202,14 @@ static void add_saved(mb_mlp_plan *p, const char *name, double bytes)
  * device: on a GPU launch + max(compute, memory), on a CPU launch + compute +
  * memory (OpenBLAS's packing and C's passes do not overlap its kernel), the
  * bytes over the bandwidth the GEMM model used. */
-static void retime(const ctx *c, mb_mlp_kernel *k)
+void mb_mlp_retime(mb_mlp_kernel *k, double bandwidth_gbs, int cpu)
 {
-    k->mem_s = (k->dram_read_bytes + k->dram_write_bytes) / (c->e->bandwidth_gbs * 1e9);
-    k->time_s = k->launch_s + (c->cpu ? k->compute_s + k->mem_s : fmax(k->compute_s, k->mem_s));
+    k->mem_s = (k->dram_read_bytes + k->dram_write_bytes) / (bandwidth_gbs * 1e9);
+    k->time_s = k->launch_s + (cpu ? k->compute_s + k->mem_s : fmax(k->compute_s, k->mem_s));
     k->bound = mb_bound_of(k->launch_s, k->mem_s, k->compute_s);
 }
+
+static void retime(const ctx *c, mb_mlp_kernel *k) { mb_mlp_retime(k, c->e->bandwidth_gbs, c->cpu); }
 
 /* G(m, n, kk) through gemm.c. extra_rd, extra_wr: an epilogue's bytes
  * (a bias read, an aux written or read); out_wr >= 0 replaces C's write (an
@@ -221,7 +223,7 @@ static int gemm(const ctx *c, mb_mlp_plan *p, const char *name, int bwd, int rec
     mb_gemm_est ge;
     int rc = mb_gemm_estimate(&g, c->d, &ge, err);
     if (rc) return rc;
-    mb_mlp_kernel *k = add_kernel(p, name, bwd, rec);
+    mb_mlp_kernel *k = mb_mlp_add_kernel(p, name, bwd, rec);
     k->gemm = 1;
     k->flops = ge.flops;
     k->dram_read_bytes = ge.dram_read_bytes + extra_rd;
@@ -238,7 +240,7 @@ static int gemm(const ctx *c, mb_mlp_plan *p, const char *name, int bwd, int rec
 static void bytes_kernel(const ctx *c, mb_mlp_plan *p, const char *name, int bwd, int rec, double rd, double wr,
                          double hidden)
 {
-    mb_mlp_kernel *k = add_kernel(p, name, bwd, rec);
+    mb_mlp_kernel *k = mb_mlp_add_kernel(p, name, bwd, rec);
     k->dram_read_bytes = rd;
     k->dram_write_bytes = wr;
     k->hidden_write_bytes = hidden;
@@ -304,7 +306,7 @@ static int segment(const ctx *c, mb_mlp_plan *p, const char *seg_text, mb_plan_k
             rc = mb_err_set(err, MB_ERUN, "mlp: too many kernels");
             break;
         }
-        mb_mlp_kernel *k = add_kernel(p, name && !named++ ? name : K->name, part != SEG_FWD, rec);
+        mb_mlp_kernel *k = mb_mlp_add_kernel(p, name && !named++ ? name : K->name, part != SEG_FWD, rec);
         k->flops = kc->flops;
         k->dram_read_bytes = (double)kc->dram_read_bytes;
         k->dram_write_bytes = (double)kc->dram_write_bytes;
@@ -328,7 +330,7 @@ static int segment(const ctx *c, mb_mlp_plan *p, const char *seg_text, mb_plan_k
             else if (nd->arg[0] >= 0 && pg->nodes[nd->arg[0]].name[0])
                 snprintf(nm, sizeof nm, "%s(%s)", mb_op_name(nd->op), pg->nodes[nd->arg[0]].name);
             else snprintf(nm, sizeof nm, "%s", mb_op_name(nd->op));
-            add_saved(p, nm, (double)mb_tensor_elems_at(pg, pl->saved[i], sh) * (double)mb_dtype_bytes(nd->dtype));
+            mb_mlp_add_saved(p, nm, (double)mb_tensor_elems_at(pg, pl->saved[i], sh) * (double)mb_dtype_bytes(nd->dtype));
         }
     }
     mb_estimate_free(&est);
@@ -392,9 +394,9 @@ static int gpt2(const ctx *c, mb_mlp_plan *p, mb_err *err)
             return rc;
         if ((rc = linear(c, p, "addmm h@w2+b2", 0, c->dm, c->ff, 1, 0, err))) return rc;
         if (!bwd) return MB_OK;
-        add_saved(p, "x", xs);
-        if (act) add_saved(p, "a (gelu's input)", hid);
-        if (!rec && !act) add_saved(p, "h (gelu's output, addmm's input)", hid);
+        mb_mlp_add_saved(p, "x", xs);
+        if (act) mb_mlp_add_saved(p, "a (gelu's input)", hid);
+        if (!rec && !act) mb_mlp_add_saved(p, "h (gelu's output, addmm's input)", hid);
         if (rec && (rc = linear(c, p, "addmm x@w1+b1", 1, c->ff, c->dm, 1, hid, err))) return rc;
         if ((rec || act) &&
             (rc = segment(c, p, act_text(c->m->layer), MB_PLAN_EAGER, c->ff, SEG_FWD, 1, 0, NULL, err)))
@@ -414,9 +416,9 @@ static int gpt2(const ctx *c, mb_mlp_plan *p, mb_err *err)
         return rc;
     if ((rc = gemm(c, p, "addmm h@w2 +bias", 0, 0, c->t, c->dm, c->ff, c->D * c->s, 0, -1, 0, err))) return rc;
     if (!bwd) return MB_OK;
-    add_saved(p, "x", xs);
-    if (!rec) add_saved(p, "a (pre-activation, aux)", hid);
-    if (!rec && !act) add_saved(p, "h (addmm's input)", hid);
+    mb_mlp_add_saved(p, "x", xs);
+    if (!rec) mb_mlp_add_saved(p, "a (pre-activation, aux)", hid);
+    if (!rec && !act) mb_mlp_add_saved(p, "h (addmm's input)", hid);
     if (rec && ((rc = gemm(c, p, "addmm x@w1 +bias,gelu,aux", 1, 1, c->t, c->ff, c->dm, c->F * c->s, hid, -1,
                            2 * hid, err)) ||
                 (rc = add_epilogue(c, p, 1, 0, err))))
@@ -454,14 +456,14 @@ static int gated(const ctx *c, mb_mlp_plan *p, mb_err *err)
             if (!r && (rc = linear(c, p, "mm c@wd", 0, c->dm, c->ff, 0, 0, err))) return rc;
         }
         if (!bwd) return MB_OK;
-        add_saved(p, "x", xs);
+        mb_mlp_add_saved(p, "x", xs);
         if (ac) {
-            add_saved(p, "a (gate's output)", hid);
-            add_saved(p, "b (up's output)", hid);
+            mb_mlp_add_saved(p, "a (gate's output)", hid);
+            mb_mlp_add_saved(p, "b (up's output)", hid);
             /* the activation's forward again: c and what its backward reads */
             if ((rc = segment(c, p, act, sk, c->ff, SEG_FWD, 1, 0, fname, err))) return rc;
         }
-        if (!rec && !ac) add_saved(p, "c (mm's input)", hid);
+        if (!rec && !ac) mb_mlp_add_saved(p, "c (mm's input)", hid);
         if ((rc = gemm(c, p, "mm dY@wd^T", 1, 0, c->t, c->ff, c->dm, 0, 0, -1, hid, err))) return rc;
         if ((rc = gemm(c, p, "mm c^T@dY", 1, 0, c->ff, c->dm, c->t, 0, 0, -1, 0, err))) return rc;
         if ((rc = segment(c, p, act, sk, c->ff, SEG_BWD, 0, 0, liger ? "act*mul bwd (liger)" : NULL, err))) return rc;
@@ -485,10 +487,10 @@ static int gated(const ctx *c, mb_mlp_plan *p, mb_err *err)
         return rc;
     if ((rc = gemm(c, p, "mm c@wd", 0, 0, c->t, c->dm, c->ff, 0, 0, -1, 0, err))) return rc;
     if (!bwd) return MB_OK;
-    add_saved(p, "x", xs);
+    mb_mlp_add_saved(p, "x", xs);
     if (!rec) {
-        add_saved(p, "a|b (gate and up, aux)", 2 * hid);
-        if (!ac) add_saved(p, "c (mm's input)", hid);
+        mb_mlp_add_saved(p, "a|b (gate and up, aux)", 2 * hid);
+        if (!ac) mb_mlp_add_saved(p, "c (mm's input)", hid);
         /* dc's epilogue reads a|b and writes da|db (act: and c again, for c^T dY) */
         const double wr = (ac ? 3 : 2) * hid;
         if ((rc = gemm(c, p, ac ? "mm dY@wd^T +dact,c" : "mm dY@wd^T +dact", 1, 0, c->t, c->ff, c->dm, 2 * hid, 0,
@@ -521,7 +523,7 @@ static int linear_norm(const ctx *c, mb_mlp_plan *p, mb_err *err)
     if ((rc = linear(c, p, "addmm x@w+b", 0, c->ff, c->dm, 1, hid, err))) return rc;
     if ((rc = segment(c, p, norm, bwd ? bk : fk, c->ff, SEG_FWD, 0, !rec, NULL, err))) return rc;
     if (!bwd) return MB_OK;
-    add_saved(p, "x", xs);
+    mb_mlp_add_saved(p, "x", xs);
     if (rec) {
         if ((rc = linear(c, p, "addmm x@w+b", 1, c->ff, c->dm, 1, hid, err))) return rc;
         /* eager's recomputation runs the norm's forward again (its saved
@@ -537,7 +539,7 @@ static int linear_norm(const ctx *c, mb_mlp_plan *p, mb_err *err)
     return gemm(c, p, "mm x^T@dy +bgradb", 1, 0, c->dm, c->ff, c->t, 0, c->F * c->s, -1, 0, err);
 }
 
-static void totals(const mb_device *d, mb_mlp_plan *p)
+void mb_mlp_totals(const mb_device *d, mb_mlp_plan *p)
 {
     double by_bound[3] = {0, 0, 0};
     mb_mlp_kernel *k0 = &p->k[0];
@@ -604,7 +606,7 @@ int mb_mlp_estimate(const mb_mlp *m, const mb_device *d, mb_mlp_est *out, mb_err
                      : mb_mlp_layer_gated(m->layer) ? gated(&c, pl, err)
                                                     : linear_norm(&c, pl, err);
             if (rc) return rc;
-            totals(d, pl);
+            mb_mlp_totals(d, pl);
         }
     }
     *out = e;

@@ -28,7 +28,7 @@ int mb_parse_expr_text(const char *expr, mb_dtype dtype, mb_graph **out, mb_err 
 typedef enum {
     TK_EOF = 0, TK_NEWLINE, TK_NUM, TK_ID,
     TK_PLUS, TK_MINUS, TK_STAR, TK_SLASH, TK_POW, TK_LPAREN, TK_RPAREN,
-    TK_ASSIGN, TK_COMMA, TK_SEMI, TK_LBRACK, TK_RBRACK, TK_DOT, TK_BAD
+    TK_ASSIGN, TK_COMMA, TK_SEMI, TK_LBRACK, TK_RBRACK, TK_DOT, TK_AT, TK_BAD
 } mb_tok_kind;
 
 typedef struct {
@@ -97,5 +97,20 @@ int mb_graph_column_side(const mb_graph *g, char *side);
 /* plan.c: one of the fixed groupings (eager, fused, store, recompute) of g,
  * supported by g (mb_plan_build checks); MB_EINPUT for another kind. */
 int mb_plan_build_fixed(const mb_graph *g, mb_plan_kind k, mb_plan **out, mb_err *err);
+
+/* ---- the MLP's plans, shared with the variants that multiply (mlp.c) ---- */
+struct mb_mlp_plan;
+struct mb_mlp_kernel;
+/* Appends a zeroed kernel named name to p (the caller checks that p has
+ * room: n_kernels < MB_MLP_MAX_KERNELS). */
+struct mb_mlp_kernel *mb_mlp_add_kernel(struct mb_mlp_plan *p, const char *name, int backward, int recompute);
+/* Appends a saved tensor (ignored beyond MB_MLP_MAX_SAVED). */
+void mb_mlp_add_saved(struct mb_mlp_plan *p, const char *name, double bytes);
+/* k's memory term, time and bound again after its bytes changed: on a GPU
+ * launch + max(compute, memory), on a CPU (cpu 1) launch + compute + memory,
+ * the bytes at bandwidth_gbs (gemm.c's rule). */
+void mb_mlp_retime(struct mb_mlp_kernel *k, double bandwidth_gbs, int cpu);
+/* p's totals from its kernels; its first kernel pays d's kernel floor. */
+void mb_mlp_totals(const mb_device *d, struct mb_mlp_plan *p);
 
 #endif

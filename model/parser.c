@@ -768,10 +768,10 @@ static int parse_term(parser *P, val *out)
     val left;
     int rc = parse_factor(P, &left);
     if (rc) return rc;
-    if (P->lx.tok.kind == TK_BAD && P->lx.tok.len == 1 && P->lx.tok.start[0] == '@')
-        return perr(P, P->lx.tok.line, P->lx.tok.col, "a matrix multiply ('@') is not modelled in a variant: "
-                    "'membound gemm --mnk MxNxK' models one GEMM; a variant's operations are elementwise, "
-                    "reductions over the last dimension and the row library ops");
+    if (P->lx.tok.kind == TK_AT)
+        return perr(P, P->lx.tok.line, P->lx.tok.col, "a matrix multiply ('@'): a variant with one is a layer, "
+                    "modelled by 'membound mlp --variant FILE.mb' (GEMMs and the kernels between them); "
+                    "'membound gemm --mnk MxNxK' models one GEMM");
     while (P->lx.tok.kind == TK_STAR || P->lx.tok.kind == TK_SLASH) {
         mb_token op = P->lx.tok;
         mb_lex_next(&P->lx);

@@ -107,4 +107,27 @@ touch "$tmp/afile"
 expect 2 "not a directory" -- mlp --preset llama-7b --figures "$tmp/afile"
 [ ! -s "$tmp/out" ] && ok || bad "--figures on a file printed the tables first"
 expect 2 "--figures" -- mlp --preset llama-7b --figures "$tmp/no/such/dir"
+
+# a layer written in the language: Llama's MLP as the built-in file writes
+# it costs what --layer llama costs (eager forward and backward, the fused
+# forward's dual GEMM); errors name the file, line and column
+"$B" mlp --variant llama_mlp --dims tokens=1024,dim=512,ffn=2048 --backward --json >"$tmp/out" || bad "mlp --variant"
+jcheck '.mlp.variant' llama_mlp
+jcheck '.mlp.dims' 'tokens=1024,dim=512,ffn=2048'
+jcheck '[.results[0].plans[].plan] | join(",")' 'eager,fused'
+cp "$tmp/out" "$tmp/var.json"
+"$B" mlp --layer llama --dims tokens=1024,d_model=512,d_ff=2048 --backward --checkpoint store --json >"$tmp/out" || bad "llama store"
+[ "$(jq '.results[0].plans[0].time_s' "$tmp/out")" = "$(jq '.results[0].plans[0].time_s' "$tmp/var.json")" ] && ok ||
+  bad "llama_mlp's eager time is not --layer llama's"
+[ "$(jq '.results[0].plans[0].saved_bytes' "$tmp/out")" = "$(jq '.results[0].plans[0].saved_bytes' "$tmp/var.json")" ] &&
+  ok || bad "llama_mlp's eager saved bytes are not --layer llama's"
+"$B" mlp --variant gpt2_mlp >"$tmp/out" && grep -q 'mm x@w1 +epilogue' "$tmp/out" && ok || bad "gpt2_mlp fused epilogue"
+"$B" mlp --variant linear_rmsnorm --devices h100-sxm,a100-80gb --dtype bf16 >"$tmp/out" && grep -q '^a100-80gb' "$tmp/out" &&
+  ok || bad "mlp --variant over devices"
+printf 'input x [t, d]\ninput w [f, d]\ny = x @ w\n' >"$tmp/bad.mb"
+expect 2 "bad.mb:3:7: 'x' [t, d] @ 'w' [f, d]" -- mlp --variant "$tmp/bad.mb" --dims t=4,d=4,f=4
+expect 2 "unknown layer variant 'lama_mlp'" -- mlp --variant lama_mlp
+expect 2 "not with --layer" -- mlp --variant llama_mlp --layer gpt2
+expect 2 "'seq' is not a dimension" -- mlp --variant llama_mlp --dims tokens=8,dim=8,ffn=8,seq=2
+expect 2 "membound mlp --variant" -- model "$tmp/bad.mb"
 cli_done

@@ -65,3 +65,4 @@ endif()
 add_test(NAME test_cli_attention_plan COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/cli_attention_plan.sh)
 set_tests_properties(test_cli_attention_plan PROPERTIES SKIP_RETURN_CODE 77
   ENVIRONMENT "MB_BIN=${CMAKE_BINARY_DIR}/bin/membound")
+mb_test(test_model_mmvar SOURCES test_model_mmvar.c LIBS mb_model)

@@ -1,0 +1,1493 @@
+/* mmvar.c — variants that multiply matrices: 'y = gelu(x @ w1 + b1) @ w2'.
+ *
+ * The front end reads the variant's statements with the language's lexer
+ * and a skeleton of its grammar (precedence only: '@' binds as '*' and '/',
+ * left to right, as in Python), and takes every product out of its
+ * statement: 'x @ w' becomes a GEMM whose output is a fresh name (_m1, ...),
+ * its left operand, when not a name, a statement of its own (_a1 = ...).
+ * What is left is elementwise work, reductions and norms in the ordinary
+ * language. Each statement gets a level (the most GEMMs on a path from an
+ * input to it), and the statements of one level that read each other's
+ * results form a segment: an ordinary variant over its own full shape
+ * ([tokens, ffn] between the GEMMs of an MLP), parsed by parser.c, planned
+ * by plan.c and costed by traffic.c at its sizes, as mlp.c costs its
+ * built-in layers' segments.
+ *
+ * Plans (mb_mlp_plan's, so that `membound mlp` prints them):
+ *   eager  as PyTorch runs the code as written: a GEMM per '@' (torch.mm of
+ *          the leading dimensions flattened, as matmul folds a 3-D tensor
+ *          by a matrix into one mm: `x @ w + b` is mm then add, not addmm,
+ *          which nn.Linear's F.linear would call), each segment's eager
+ *          kernels; with backward autograd's: each segment's backward
+ *          kernels, per GEMM C = A W the mm for dA = dC W^T (when A needs a
+ *          gradient) and the mm for dW = A^T dC (when W does), and an add
+ *          for every gradient a tensor receives beyond its first (a tensor
+ *          read by two GEMMs or by a GEMM and a segment: autograd's
+ *          accumulation, one add kernel each).
+ *   fused  each segment one kernel (its fused plan; with backward its
+ *          recompute plan: one forward kernel saving its inputs, one
+ *          backward kernel); a segment of one kernel without row operations
+ *          whose only reads of GEMM outputs come from one GEMM, or from two
+ *          that share their left operand and their weight's shape, runs in
+ *          that GEMM's epilogue (two: one GEMM over the concatenated
+ *          weights, CUTLASS's dual GEMM, as mlp.c's gated layers): the GEMM
+ *          writes the segment's outputs, and its own output only where
+ *          something else reads it or the segment's plan saves it (an aux
+ *          output, cuBLASLt's GELU_AUX). The backward is eager's GEMMs and
+ *          adds with the segments' recompute kernels; its epilogues
+ *          (cuBLASLt's DGELU_BGRAD, BGRADB) are mlp.c's layers', not
+ *          derived here.
+ * Saved (store): what each GEMM saves (A when W needs a gradient) and what
+ * each segment's plan saves; inputs used as weights, and inputs of one
+ * dimension beside inputs of more (biases, a norm's weight), are
+ * parameters and not counted. The GEMMs are gemm.c's; the first kernel
+ * pays the device's floor (mb_mlp_totals). */
+#include "model_int.h"
+#include "mb_files.h"
+#include "mb_gemm.h"
+#include "mb_mlp.h"
+#include "mb_mmvar.h"
+#include "mb_plan.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define TOK_MAX 64       /* a token's text */
+#define MAX_TOKS 2048    /* tokens of one statement */
+#define MAX_T 160        /* tensors */
+#define MAX_GEMMS 32
+#define MAX_STMTS 128
+#define MAX_VDIMS (2 * MB_MAX_DIMS)
+#define MAX_FILE_BYTES (1 << 20)
+
+typedef struct tok {
+    mb_tok_kind kind;
+    char t[TOK_MAX];
+    int line, col;
+} tok;
+
+typedef struct tensor {
+    char name[MB_NAME_MAX];
+    char label[MB_NAME_MAX];                  /* what the variant wrote, for a name the
+                                                 front end made: "x@wg", "silu(x@wg)*(x@wu)" */
+    int nd;                                   /* -1: not known yet */
+    char dim[MB_MAX_DIMS][MB_DIM_NAME_MAX];
+    mb_dtype dtype;
+    int input, nograd, param;
+    int gemm, stmt;                           /* producer, -1 */
+    int level, grad, seg;
+    int line, col;
+    int used_out;                             /* read outside its segment, or an output */
+} tensor;
+
+typedef struct stmt {
+    int target;
+    tok *rhs;
+    int n;
+    int line, col;
+    int seg;
+    int order;
+} stmt;
+
+typedef struct gemm {
+    int a, w, out;
+    int line, col;
+    int order;
+} gemm;
+
+/* one item of the program, in an order where each follows what it reads */
+typedef struct step {
+    int is_gemm, index;
+} step;
+
+typedef struct seg {
+    int stmts[MAX_STMTS], n_stmts;
+    int in[MB_MAX_IO], n_in;   /* tensors, in the segment graph's input order */
+    int out[MB_MAX_IO], n_out; /* tensors, in its output order */
+    int order;
+    char text[16384];
+    mb_graph *g;               /* parsed (forward; backward as the variant) */
+    int backward;
+} seg;
+
+struct mb_mmvar {
+    char name[MB_NAME_MAX];
+    char path[512];
+    int backward;
+    tensor t[MAX_T];
+    int n_t;
+    stmt s[MAX_STMTS];
+    int n_s;
+    gemm gm[MAX_GEMMS];
+    int n_g;
+    seg *sg;
+    int n_sg;
+    step it[MAX_STMTS + MAX_GEMMS];
+    int n_it;
+    int outputs[MB_MAX_IO], n_outputs;
+    char dim_names[MAX_VDIMS][MB_DIM_NAME_MAX];
+    int64_t dim_size[MAX_VDIMS];
+    int n_dims;
+    char dims_line[256];
+    int dims_line_no, dims_col;
+    int order;
+};
+
+/* ---- the front end ------------------------------------------------------ */
+
+typedef struct fe {
+    mb_mmvar *v;
+    mb_lexer lx;
+    mb_err *err;
+    mb_dtype dtype;
+    tok in[MAX_TOKS];  /* the statement's right-hand side */
+    int n_in, pos;
+    tok out[MAX_TOKS]; /* rewritten */
+    int n_out;
+    int n_tmp;
+    int depth;
+    int line_out[MB_MAX_IO], col_out[MB_MAX_IO];
+    char out_names[MB_MAX_IO][MB_NAME_MAX];
+    int n_out_names;
+    int name_line;
+} fe;
+
+static int ferr(fe *F, int line, int col, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 4, 5)))
+#endif
+    ;
+static int ferr(fe *F, int line, int col, const char *fmt, ...)
+{
+    char msg[900];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    return mb_err_set(F->err, MB_EINPUT, "%s:%d:%d: %s", F->v->path, line, col, msg);
+}
+
+static int find_tensor(const mb_mmvar *v, const char *name)
+{
+    for (int i = v->n_t - 1; i >= 0; i--)
+        if (!strcmp(v->t[i].name, name)) return i;
+    return -1;
+}
+
+/* what to call tensor T in kernel and saved names */
+static const char *lbl(const tensor *T) { return T->label[0] ? T->label : T->name; }
+
+/* T's label in a product's name: bare when a name, else in parentheses
+ * (pre "d": its gradient, dy or d(x@w)) */
+static const char *operand(const tensor *T, const char *pre, char *buf, size_t size)
+{
+    if (!T->label[0]) snprintf(buf, size, "%s%.40s", pre, T->name);
+    else snprintf(buf, size, "%s(%.40s)", pre, T->label);
+    return buf;
+}
+
+static int new_tensor(fe *F, const char *name, int line, int col, int *out)
+{
+    mb_mmvar *v = F->v;
+    int old = find_tensor(v, name);
+    if (old >= 0)
+        return ferr(F, line, col, "'%s' is %s on line %d: in a variant with '@' each tensor has a name of its own",
+                    name, v->t[old].input ? "declared an input" : "assigned", v->t[old].line);
+    if (v->n_t >= MAX_T) return ferr(F, line, col, "too many tensors (at most %d)", MAX_T);
+    tensor *t = &v->t[v->n_t];
+    memset(t, 0, sizeof *t);
+    snprintf(t->name, sizeof t->name, "%s", name);
+    t->nd = -1;
+    t->gemm = t->stmt = t->seg = -1;
+    t->line = line;
+    t->col = col;
+    *out = v->n_t++;
+    return MB_OK;
+}
+
+static void take(fe *F, tok *t)
+{
+    t->kind = F->lx.tok.kind;
+    int len = F->lx.tok.len < TOK_MAX - 1 ? F->lx.tok.len : TOK_MAX - 1;
+    memcpy(t->t, F->lx.tok.start, (size_t)len);
+    t->t[len] = '\0';
+    t->line = F->lx.tok.line;
+    t->col = F->lx.tok.col;
+}
+
+static const tok *cur(fe *F) { return &F->in[F->pos]; }
+static int at(fe *F, mb_tok_kind k) { return F->pos < F->n_in && F->in[F->pos].kind == k; }
+
+static int emit(fe *F, const tok *t)
+{
+    if (F->n_out >= MAX_TOKS) return ferr(F, t->line, t->col, "statement too long");
+    F->out[F->n_out++] = *t;
+    return MB_OK;
+}
+
+/* copies the current token to the output and moves on */
+static int pass(fe *F)
+{
+    int rc = emit(F, cur(F));
+    F->pos++;
+    return rc;
+}
+
+static int expect_more(fe *F, const char *what)
+{
+    if (F->pos < F->n_in) return MB_OK;
+    const tok *last = &F->in[F->n_in - 1];
+    return ferr(F, last->line, last->col + (int)strlen(last->t), "expected %s, got end of line", what);
+}
+
+static int fe_expr(fe *F);
+static int fe_factor(fe *F);
+
+/* args := [arg (',' arg)*] ')', arg := NAME '=' expr | expr */
+static int fe_args(fe *F)
+{
+    int rc;
+    while (!at(F, TK_RPAREN)) {
+        if ((rc = expect_more(F, "')'"))) return rc;
+        if (at(F, TK_ID) && F->pos + 1 < F->n_in && F->in[F->pos + 1].kind == TK_ASSIGN) {
+            if ((rc = pass(F)) || (rc = pass(F))) return rc;
+        }
+        if ((rc = fe_expr(F))) return rc;
+        if (at(F, TK_COMMA)) {
+            if ((rc = pass(F))) return rc;
+        } else if (!at(F, TK_RPAREN) && F->pos < F->n_in) {
+            return ferr(F, cur(F)->line, cur(F)->col, "expected ',' or ')', got '%s'", cur(F)->t);
+        }
+    }
+    return pass(F);
+}
+
+/* primary := (NUM | NAME ['(' args] | '(' expr ')') ('.' NAME ['(' args])* */
+static int fe_primary(fe *F)
+{
+    int rc = expect_more(F, "an expression");
+    if (rc) return rc;
+    if (++F->depth > 200) return ferr(F, cur(F)->line, cur(F)->col, "expression nested too deeply");
+    if (at(F, TK_LPAREN)) {
+        if ((rc = pass(F)) || (rc = fe_expr(F)) || (rc = expect_more(F, "')'"))) return rc;
+        if (!at(F, TK_RPAREN)) return ferr(F, cur(F)->line, cur(F)->col, "expected ')', got '%s'", cur(F)->t);
+        rc = pass(F);
+    } else if (at(F, TK_ID)) {
+        if ((rc = pass(F))) return rc;
+        if (at(F, TK_LPAREN)) rc = pass(F) ? -1 : fe_args(F);
+    } else if (at(F, TK_NUM)) {
+        rc = pass(F);
+    } else {
+        return ferr(F, cur(F)->line, cur(F)->col, "expected an expression, got '%s'", cur(F)->t);
+    }
+    while (!rc && at(F, TK_DOT)) {
+        if ((rc = pass(F)) || (rc = expect_more(F, "a name after '.'"))) break;
+        if (!at(F, TK_ID)) return ferr(F, cur(F)->line, cur(F)->col, "expected a name after '.', got '%s'", cur(F)->t);
+        if ((rc = pass(F))) break;
+        if (at(F, TK_LPAREN)) rc = pass(F) ? -1 : fe_args(F);
+    }
+    F->depth--;
+    return rc;
+}
+
+/* factor := ('-'|'+') factor | primary ['**' factor] */
+static int fe_factor(fe *F)
+{
+    int rc = expect_more(F, "an expression");
+    if (rc) return rc;
+    if (at(F, TK_MINUS) || at(F, TK_PLUS)) return pass(F) ? -1 : fe_factor(F);
+    if ((rc = fe_primary(F))) return rc;
+    if (at(F, TK_POW)) return pass(F) ? -1 : fe_factor(F);
+    return MB_OK;
+}
+
+static int mk_name(fe *F, char prefix, char *buf, size_t size)
+{
+    snprintf(buf, size, "_%c%d", prefix, ++F->n_tmp);
+    return MB_OK;
+}
+
+/* The product of out[from, n_out) (the left operand, rewritten) and the
+ * weight tensor w: a GEMM; the output tokens become its output's name. */
+static int make_gemm(fe *F, int from, int w, const tok *at_tok)
+{
+    mb_mmvar *v = F->v;
+    int a = -1, rc;
+    if (F->n_out - from == 1 && F->out[from].kind == TK_ID && find_tensor(v, F->out[from].t) >= 0) {
+        a = find_tensor(v, F->out[from].t);
+    } else { /* the left operand as a statement of its own */
+        char nm[MB_NAME_MAX];
+        mk_name(F, 'a', nm, sizeof nm);
+        if ((rc = new_tensor(F, nm, F->out[from].line, F->out[from].col, &a))) return rc;
+        if (v->n_s >= MAX_STMTS) return ferr(F, at_tok->line, at_tok->col, "too many statements");
+        stmt *s = &v->s[v->n_s];
+        s->n = F->n_out - from;
+        s->rhs = malloc((size_t)s->n * sizeof *s->rhs);
+        if (!s->rhs) return ferr(F, at_tok->line, at_tok->col, "out of memory");
+        memcpy(s->rhs, &F->out[from], (size_t)s->n * sizeof *s->rhs);
+        s->target = a;
+        s->line = F->out[from].line;
+        s->col = F->out[from].col;
+        s->order = v->order++;
+        v->t[a].stmt = v->n_s++;
+        size_t len = 0; /* its label: the tokens, products by their labels, */
+        int lo = 0, hi = s->n; /* without a pair of parentheses around them all */
+        if (s->n > 2 && s->rhs[0].kind == TK_LPAREN && s->rhs[s->n - 1].kind == TK_RPAREN) {
+            int depth = 0, outer = 1;
+            for (int i = 0; i < s->n - 1 && outer; i++) {
+                depth += s->rhs[i].kind == TK_LPAREN ? 1 : s->rhs[i].kind == TK_RPAREN ? -1 : 0;
+                outer = depth > 0;
+            }
+            if (outer) lo = 1, hi = s->n - 1;
+        }
+        for (int i = lo; i < hi && len < sizeof v->t[a].label; i++) {
+            int m = s->rhs[i].kind == TK_ID ? find_tensor(v, s->rhs[i].t) : -1;
+            const char *piece = m >= 0 ? lbl(&v->t[m]) : s->rhs[i].t;
+            len += (size_t)snprintf(v->t[a].label + len, sizeof v->t[a].label - len, "%s", piece);
+        }
+    }
+    if (v->n_g >= MAX_GEMMS) return ferr(F, at_tok->line, at_tok->col, "too many products (at most %d)", MAX_GEMMS);
+    char nm[MB_NAME_MAX];
+    mk_name(F, 'm', nm, sizeof nm);
+    int o;
+    if ((rc = new_tensor(F, nm, at_tok->line, at_tok->col, &o))) return rc;
+    gemm *g = &v->gm[v->n_g];
+    g->a = a;
+    g->w = w;
+    g->out = o;
+    g->line = at_tok->line;
+    g->col = at_tok->col;
+    g->order = v->order++;
+    v->t[o].gemm = v->n_g++;
+    char lb[MB_NAME_MAX];
+    snprintf(lb, sizeof lb, "%.30s@%.30s", lbl(&v->t[a]), v->t[w].name);
+    memcpy(v->t[o].label, lb, sizeof lb);
+    F->n_out = from;
+    tok t = {TK_ID, "", at_tok->line, at_tok->col};
+    snprintf(t.t, sizeof t.t, "%s", nm);
+    return emit(F, &t);
+}
+
+/* term := factor (('*'|'/'|'@') factor)* */
+static int fe_term(fe *F)
+{
+    int from = F->n_out, rc = fe_factor(F);
+    while (!rc && (at(F, TK_STAR) || at(F, TK_SLASH) || at(F, TK_AT))) {
+        if (!at(F, TK_AT)) {
+            rc = pass(F) ? -1 : fe_factor(F);
+            continue;
+        }
+        tok op = *cur(F);
+        F->pos++;
+        if ((rc = expect_more(F, "a weight after '@'"))) return rc;
+        tok wt = *cur(F);
+        int w = wt.kind == TK_ID ? find_tensor(F->v, wt.t) : -1;
+        int plain = F->pos + 1 >= F->n_in || (F->in[F->pos + 1].kind != TK_DOT && F->in[F->pos + 1].kind != TK_LPAREN &&
+                                               F->in[F->pos + 1].kind != TK_POW);
+        if (w < 0 || !plain || !F->v->t[w].input || F->v->t[w].nd != 2)
+            return ferr(F, wt.line, wt.col, "the right operand of '@' is a weight: an input declared with two "
+                        "dimensions ('input w [dim, ffn]'), written by its name (x @ w)%s",
+                        w >= 0 && F->v->t[w].input && F->v->t[w].nd != 2 ? "; this one has not two dimensions" : "");
+        F->pos++;
+        if (F->n_out == from) return ferr(F, op.line, op.col, "'@' needs a left operand");
+        rc = make_gemm(F, from, w, &op);
+    }
+    return rc;
+}
+
+/* expr := term (('+'|'-') term)* */
+static int fe_expr(fe *F)
+{
+    int rc = fe_term(F);
+    while (!rc && (at(F, TK_PLUS) || at(F, TK_MINUS))) rc = pass(F) ? -1 : fe_term(F);
+    return rc;
+}
+
+static int statement(fe *F, const mb_token *target)
+{
+    mb_mmvar *v = F->v;
+    char name[MB_NAME_MAX];
+    if (target->len >= MB_NAME_MAX) return ferr(F, target->line, target->col, "name too long");
+    snprintf(name, sizeof name, "%.*s", target->len, target->start);
+    mb_lex_next(&F->lx); /* name */
+    mb_lex_next(&F->lx); /* = */
+    F->n_in = F->pos = F->n_out = 0;
+    while (F->lx.tok.kind != TK_NEWLINE && F->lx.tok.kind != TK_SEMI && F->lx.tok.kind != TK_EOF) {
+        if (F->n_in >= MAX_TOKS) return ferr(F, target->line, target->col, "statement too long");
+        if (F->lx.tok.kind == TK_BAD)
+            return ferr(F, F->lx.tok.line, F->lx.tok.col, "invalid token '%.*s'", F->lx.tok.len > 40 ? 40 : F->lx.tok.len,
+                        F->lx.tok.start);
+        take(F, &F->in[F->n_in++]);
+        mb_lex_next(&F->lx);
+    }
+    if (!F->n_in) return ferr(F, F->lx.tok.line, F->lx.tok.col, "expected an expression after '='");
+    int rc = fe_expr(F);
+    if (rc) return rc;
+    if (F->pos < F->n_in)
+        return ferr(F, cur(F)->line, cur(F)->col, "unexpected '%s' (expected an operator or the end of the line)",
+                    cur(F)->t);
+    int t;
+    if (F->n_out == 1 && F->out[0].kind == TK_ID && F->out[0].t[0] == '_' && F->out[0].t[1] == 'm' &&
+        find_tensor(v, F->out[0].t) >= 0 && v->t[find_tensor(v, F->out[0].t)].gemm == v->n_g - 1 &&
+        find_tensor(v, name) < 0) { /* y = x @ w: the GEMM's output is y */
+        t = find_tensor(v, F->out[0].t);
+        snprintf(v->t[t].name, sizeof v->t[t].name, "%s", name);
+        v->t[t].label[0] = '\0';
+        v->t[t].line = target->line;
+        v->t[t].col = target->col;
+        return MB_OK;
+    }
+    if ((rc = new_tensor(F, name, target->line, target->col, &t))) return rc;
+    if (v->n_s >= MAX_STMTS) return ferr(F, target->line, target->col, "too many statements");
+    stmt *s = &v->s[v->n_s];
+    s->n = F->n_out;
+    s->rhs = malloc((size_t)s->n * sizeof *s->rhs);
+    if (!s->rhs) return ferr(F, target->line, target->col, "out of memory");
+    memcpy(s->rhs, F->out, (size_t)s->n * sizeof *s->rhs);
+    s->target = t;
+    s->line = target->line;
+    s->col = target->col;
+    s->order = v->order++;
+    v->t[t].stmt = v->n_s++;
+    return MB_OK;
+}
+
+static int add_dim(mb_mmvar *v, const char *d)
+{
+    if (!strcmp(d, "1")) return 0;
+    for (int i = 0; i < v->n_dims; i++)
+        if (!strcmp(v->dim_names[i], d)) return 0;
+    if (v->n_dims >= MAX_VDIMS) return -1;
+    memcpy(v->dim_names[v->n_dims++], d, MB_DIM_NAME_MAX);
+    return 0;
+}
+
+/* input NAME '[' dims ']' [dtype] [nograd] (',' ...)* */
+static int input_directive(fe *F)
+{
+    mb_mmvar *v = F->v;
+    for (;;) {
+        mb_token nt = F->lx.tok;
+        if (nt.kind != TK_ID) return ferr(F, nt.line, nt.col, "expected an input name");
+        char name[MB_NAME_MAX];
+        if (nt.len >= MB_NAME_MAX) return ferr(F, nt.line, nt.col, "name too long");
+        snprintf(name, sizeof name, "%.*s", nt.len, nt.start);
+        int t, rc;
+        if ((rc = new_tensor(F, name, nt.line, nt.col, &t))) return rc;
+        tensor *T = &v->t[t];
+        T->input = 1;
+        T->dtype = F->dtype;
+        mb_lex_next(&F->lx);
+        if (F->lx.tok.kind != TK_LBRACK)
+            return ferr(F, F->lx.tok.line, F->lx.tok.col, "input '%s': in a variant with '@' every input names its "
+                        "dimensions (input %s [tokens, dim])", name, name);
+        mb_lex_next(&F->lx);
+        T->nd = 0;
+        while (F->lx.tok.kind != TK_RBRACK) {
+            mb_token d = F->lx.tok;
+            if (T->nd == MB_MAX_DIMS) return ferr(F, d.line, d.col, "at most %d dimensions", MB_MAX_DIMS);
+            if (d.kind == TK_ID && d.len < MB_DIM_NAME_MAX) snprintf(T->dim[T->nd], MB_DIM_NAME_MAX, "%.*s", d.len, d.start);
+            else if (d.kind == TK_NUM && d.num == 1) snprintf(T->dim[T->nd], MB_DIM_NAME_MAX, "1");
+            else return ferr(F, d.line, d.col, "expected a dimension: a name or 1");
+            if (!strcmp(T->dim[T->nd], "rows") || !strcmp(T->dim[T->nd], "cols") || !strcmp(T->dim[T->nd], "n"))
+                return ferr(F, d.line, d.col, "in a variant with '@' dimensions have names of their own ([tokens, "
+                            "dim], [dim, ffn]): rows, cols and n name the one-shape forms");
+            if (add_dim(v, T->dim[T->nd])) return ferr(F, d.line, d.col, "too many dimension names");
+            T->nd++;
+            mb_lex_next(&F->lx);
+            if (F->lx.tok.kind == TK_COMMA) mb_lex_next(&F->lx);
+            else if (F->lx.tok.kind != TK_RBRACK) return ferr(F, F->lx.tok.line, F->lx.tok.col, "expected ',' or ']'");
+        }
+        mb_lex_next(&F->lx);
+        if (!T->nd) return ferr(F, nt.line, nt.col, "an input has at least one dimension");
+        int typed = 0;
+        while (F->lx.tok.kind == TK_ID) {
+            char w[MB_NAME_MAX];
+            snprintf(w, sizeof w, "%.*s", F->lx.tok.len < MB_NAME_MAX ? F->lx.tok.len : MB_NAME_MAX - 1,
+                     F->lx.tok.start);
+            if (!strcmp(w, "nograd") && !T->nograd) T->nograd = 1;
+            else if (!typed && mb_dtype_parse(w, &T->dtype) == MB_OK) typed = 1;
+            else return ferr(F, F->lx.tok.line, F->lx.tok.col, "unknown dtype or word '%s' after input '%s' (dtypes: "
+                             "f32 bf16 f16; 'nograd')", w, name);
+            mb_lex_next(&F->lx);
+        }
+        if (F->lx.tok.kind != TK_COMMA) return MB_OK;
+        mb_lex_next(&F->lx);
+    }
+}
+
+static int directive(fe *F)
+{
+    mb_mmvar *v = F->v;
+    mb_token t = F->lx.tok;
+    char w[16];
+    snprintf(w, sizeof w, "%.*s", t.len < 15 ? t.len : 15, t.start);
+    mb_lex_next(&F->lx);
+    if (!strcmp(w, "input")) return input_directive(F);
+    if (!strcmp(w, "backward")) return v->backward = 1, MB_OK;
+    if (!strcmp(w, "name")) {
+        if (F->name_line) return ferr(F, t.line, t.col, "a second 'name' directive (the first is on line %d)", F->name_line);
+        F->name_line = t.line;
+        if (F->lx.tok.kind != TK_ID || F->lx.tok.len >= MB_NAME_MAX) return ferr(F, F->lx.tok.line, F->lx.tok.col, "expected a variant name");
+        snprintf(v->name, sizeof v->name, "%.*s", F->lx.tok.len, F->lx.tok.start);
+        mb_lex_next(&F->lx);
+        return MB_OK;
+    }
+    if (!strcmp(w, "output")) {
+        for (;;) {
+            if (F->lx.tok.kind != TK_ID || F->lx.tok.len >= MB_NAME_MAX)
+                return ferr(F, F->lx.tok.line, F->lx.tok.col, "expected an output name");
+            if (F->n_out_names >= MB_MAX_IO) return ferr(F, F->lx.tok.line, F->lx.tok.col, "too many outputs");
+            snprintf(F->out_names[F->n_out_names], MB_NAME_MAX, "%.*s", F->lx.tok.len, F->lx.tok.start);
+            F->line_out[F->n_out_names] = F->lx.tok.line;
+            F->col_out[F->n_out_names++] = F->lx.tok.col;
+            mb_lex_next(&F->lx);
+            if (F->lx.tok.kind != TK_COMMA) return MB_OK;
+            mb_lex_next(&F->lx);
+        }
+    }
+    if (!strcmp(w, "dims")) {
+        if (v->dims_line[0]) return ferr(F, t.line, t.col, "a second 'dims' directive");
+        v->dims_line_no = F->lx.tok.line;
+        v->dims_col = F->lx.tok.col;
+        mb_lex_rest_of_line(&F->lx, v->dims_line, sizeof v->dims_line);
+        return MB_OK;
+    }
+    if (!strcmp(w, "size") || !strcmp(w, "shape"))
+        return ferr(F, t.line, t.col, "'%s': a variant with '@' names its dimensions and gives their sizes with a "
+                    "'dims' line or --dims", w);
+    return ferr(F, t.line, t.col, "expected '=' after '%s' (statements: name = expression; directives: name, "
+                "input, output, backward, dims)", w);
+}
+
+static int front_end(fe *F, const char *text)
+{
+    mb_lex_init(&F->lx, text);
+    int rc = MB_OK;
+    while (!rc && F->lx.tok.kind != TK_EOF) {
+        mb_token t = F->lx.tok;
+        if (t.kind == TK_NEWLINE || t.kind == TK_SEMI) {
+            mb_lex_next(&F->lx);
+            continue;
+        }
+        if (t.kind != TK_ID) return ferr(F, t.line, t.col, "expected a statement (name = expression)");
+        mb_lexer save = F->lx;
+        mb_lex_next(&F->lx);
+        int assign = F->lx.tok.kind == TK_ASSIGN;
+        F->lx = save;
+        rc = assign ? statement(F, &t) : directive(F);
+        if (!rc && F->lx.tok.kind != TK_NEWLINE && F->lx.tok.kind != TK_SEMI && F->lx.tok.kind != TK_EOF)
+            rc = ferr(F, F->lx.tok.line, F->lx.tok.col, "expected the end of the line");
+    }
+    return rc;
+}
+
+/* ---- shapes, levels and segments --------------------------------------- */
+
+/* 1 when statement s reads tensor t by name */
+static int reads(const stmt *s, const tensor *t)
+{
+    for (int i = 0; i < s->n; i++)
+        if (s->rhs[i].kind == TK_ID && !strcmp(s->rhs[i].t, t->name) && (i == 0 || s->rhs[i - 1].kind != TK_DOT) &&
+            (i + 1 >= s->n || (s->rhs[i + 1].kind != TK_ASSIGN && s->rhs[i + 1].kind != TK_LPAREN)))
+            return 1;
+    return 0;
+}
+
+static int uf_find(int *p, int i) { return p[i] == i ? i : (p[i] = uf_find(p, p[i])); }
+
+static int levels_and_segments(mb_mmvar *v, mb_err *err)
+{
+    /* creation order is an order of dependencies: a name is read after it is bound */
+    int *ord = calloc((size_t)(v->n_s + v->n_g), sizeof *ord), parent[MAX_STMTS];
+    if (!ord) return mb_err_set(err, MB_ERUN, "out of memory");
+    for (int i = 0; i < v->n_s; i++) ord[v->s[i].order] = i + 1;
+    for (int i = 0; i < v->n_g; i++) ord[v->gm[i].order] = -(i + 1);
+    for (int o = 0; o < v->n_s + v->n_g; o++) {
+        if (ord[o] < 0) {
+            gemm *g = &v->gm[-ord[o] - 1];
+            v->t[g->out].level = v->t[g->a].level + 1;
+            v->t[g->out].grad = v->t[g->a].grad || v->t[g->w].grad;
+            continue;
+        }
+        stmt *s = &v->s[ord[o] - 1];
+        tensor *T = &v->t[s->target];
+        for (int j = 0; j < v->n_t; j++) {
+            if (j == s->target || !reads(s, &v->t[j])) continue;
+            if (v->t[j].level > T->level) T->level = v->t[j].level;
+            T->grad |= v->t[j].grad;
+        }
+    }
+    free(ord);
+    for (int i = 0; i < v->n_s; i++) parent[i] = i;
+    for (int i = 0; i < v->n_s; i++)
+        for (int j = 0; j < v->n_s; j++)
+            if (i != j && v->t[v->s[i].target].level == v->t[v->s[j].target].level && reads(&v->s[j], &v->t[v->s[i].target]))
+                parent[uf_find(parent, i)] = uf_find(parent, j);
+    v->sg = calloc((size_t)(v->n_s ? v->n_s : 1), sizeof *v->sg);
+    if (!v->sg) return mb_err_set(err, MB_ERUN, "out of memory");
+    int root_seg[MAX_STMTS];
+    for (int i = 0; i < v->n_s; i++) root_seg[i] = -1;
+    for (int i = 0; i < v->n_s; i++) { /* statements in creation order */
+        int r = uf_find(parent, i);
+        if (root_seg[r] < 0) {
+            root_seg[r] = v->n_sg;
+            v->sg[v->n_sg].order = v->s[i].order;
+            v->n_sg++;
+        }
+        seg *S = &v->sg[root_seg[r]];
+        S->stmts[S->n_stmts++] = i;
+        v->s[i].seg = root_seg[r];
+        v->t[v->s[i].target].seg = root_seg[r];
+        if (v->s[i].order < S->order) S->order = v->s[i].order;
+    }
+    return MB_OK;
+}
+
+/* 1 when item a must come before item b */
+static int item_before(const mb_mmvar *v, step a, step b)
+{
+    /* does b read a tensor a produces? */
+    if (a.is_gemm) {
+        int o = v->gm[a.index].out;
+        if (b.is_gemm) return v->gm[b.index].a == o;
+        const seg *S = &v->sg[b.index];
+        for (int i = 0; i < S->n_stmts; i++)
+            if (reads(&v->s[S->stmts[i]], &v->t[o])) return 1;
+        return 0;
+    }
+    const seg *A = &v->sg[a.index];
+    for (int i = 0; i < A->n_stmts; i++) {
+        const tensor *T = &v->t[v->s[A->stmts[i]].target];
+        if (b.is_gemm && v->gm[b.index].a == v->s[A->stmts[i]].target) return 1;
+        if (b.is_gemm) continue;
+        const seg *B = &v->sg[b.index];
+        for (int j = 0; j < B->n_stmts; j++)
+            if (B != A && reads(&v->s[B->stmts[j]], T)) return 1;
+    }
+    return 0;
+}
+
+static int order_items(mb_mmvar *v, mb_err *err)
+{
+    int n = v->n_g + v->n_sg, done[MAX_STMTS + MAX_GEMMS] = {0};
+    step all[MAX_STMTS + MAX_GEMMS];
+    for (int i = 0; i < v->n_g; i++) all[i] = (step){1, i};
+    for (int i = 0; i < v->n_sg; i++) all[v->n_g + i] = (step){0, i};
+    v->n_it = 0;
+    while (v->n_it < n) {
+        int pick = -1, pick_order = 0;
+        for (int i = 0; i < n; i++) {
+            if (done[i]) continue;
+            int ready = 1;
+            for (int j = 0; j < n && ready; j++)
+                if (j != i && !done[j] && item_before(v, all[j], all[i])) ready = 0;
+            int o = all[i].is_gemm ? v->gm[all[i].index].order : v->sg[all[i].index].order;
+            if (ready && (pick < 0 || o < pick_order)) pick = i, pick_order = o;
+        }
+        if (pick < 0) return mb_err_set(err, MB_EINPUT, "%s: its products and the work between them form a cycle",
+                                        v->path);
+        done[pick] = 1;
+        v->it[v->n_it++] = all[pick];
+    }
+    return MB_OK;
+}
+
+static const char *dims_str(const tensor *T, char *buf, size_t size)
+{
+    size_t len = (size_t)snprintf(buf, size, "[");
+    for (int d = 0; d < T->nd && len < size; d++) len += (size_t)snprintf(buf + len, size - len, "%s%s", d ? ", " : "", T->dim[d]);
+    if (len < size) snprintf(buf + len, size - len, "]");
+    return buf;
+}
+
+static int gemm_shape(mb_mmvar *v, gemm *g, mb_err *err)
+{
+    tensor *A = &v->t[g->a], *W = &v->t[g->w], *O = &v->t[g->out];
+    char ta[256], tw[256];
+    if (A->nd < 1)
+        return mb_err_set(err, MB_EINPUT, "%s:%d:%d: the left operand of '@' is a 0-d tensor", v->path, g->line, g->col);
+    if (A->nd < 2 || strcmp(A->dim[A->nd - 1], W->dim[0]))
+        return mb_err_set(err, MB_EINPUT, "%s:%d:%d: '%s' %s @ '%s' %s: %s", v->path, g->line, g->col, A->name,
+                          dims_str(A, ta, sizeof ta), W->name, dims_str(W, tw, sizeof tw),
+                          A->nd < 2 ? "the left operand has rows and a last dimension ([tokens, dim]): a vector "
+                                      "times a matrix is not modelled"
+                                    : "the left operand's last dimension is not the weight's first");
+    for (int d = 0; d + 1 < A->nd; d++)
+        if (!strcmp(A->dim[d], "1"))
+            return mb_err_set(err, MB_EINPUT, "%s:%d:%d: the left operand of '@' %s has a dimension of size 1: a "
+                              "product of a whole tensor is modelled", v->path, g->line, g->col, dims_str(A, ta, sizeof ta));
+    O->nd = A->nd;
+    memcpy(O->dim, A->dim, sizeof O->dim);
+    memcpy(O->dim[O->nd - 1], W->dim[1], MB_DIM_NAME_MAX);
+    O->dtype = mb_dtype_promote(A->dtype, W->dtype);
+    return MB_OK;
+}
+
+/* the segment's variant text; its statements' tokens joined by spaces,
+ * each on its own line, so that a message's line and column map back
+ * through col_map (the original position of each emitted token) */
+typedef struct pos_map {
+    int seg_line, seg_col, line, col;
+} pos_map;
+
+static int append(char *buf, size_t size, size_t *len, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 4, 5)))
+#endif
+    ;
+static int append(char *buf, size_t size, size_t *len, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(buf + *len, size - *len, fmt, ap);
+    va_end(ap);
+    if (n < 0 || (size_t)n >= size - *len) return -1;
+    *len += (size_t)n;
+    return 0;
+}
+
+/* Rewrites "file:L:C: msg" of a segment's parse into the variant's
+ * position (the token at or before L:C). */
+static void map_error(const mb_mmvar *v, const pos_map *pm, int n_pm, const char *segpath, mb_err *err)
+{
+    int L, C, off = 0;
+    size_t pl = strlen(segpath);
+    char rest[sizeof err->msg];
+    if (strncmp(err->msg, segpath, pl) || sscanf(err->msg + pl, ":%d:%d:%n", &L, &C, &off) != 2 || !off) {
+        snprintf(rest, sizeof rest, "%s", err->msg);
+        mb_err_set(err, MB_EINPUT, "%s: %s", v->path, rest);
+        return;
+    }
+    snprintf(rest, sizeof rest, "%s", err->msg + pl + off);
+    int best = -1;
+    for (int i = 0; i < n_pm; i++)
+        if (pm[i].seg_line == L && pm[i].seg_col <= C && (best < 0 || pm[i].seg_col > pm[best].seg_col)) best = i;
+    if (best < 0)
+        for (int i = 0; i < n_pm; i++)
+            if (pm[i].seg_line <= L && (best < 0 || pm[i].seg_line >= pm[best].seg_line)) best = i;
+    if (best < 0 && n_pm) best = 0; /* an input's declaration: the step's first statement */
+    /* the names the front end made, said in the variant's words */
+    char note[400] = "";
+    size_t nl = 0;
+    for (int g = 0; g < v->n_g && nl < sizeof note; g++) {
+        const tensor *O = &v->t[v->gm[g].out];
+        if (O->name[0] == '_' && strstr(rest, O->name))
+            nl += (size_t)snprintf(note + nl, sizeof note - nl, "; %s is %s @ %s (line %d)", O->name,
+                                   v->t[v->gm[g].a].name, v->t[v->gm[g].w].name, v->gm[g].line);
+    }
+    for (int i = 0; i < v->n_t && nl < sizeof note; i++)
+        if (!strncmp(v->t[i].name, "_a", 2) && strstr(rest, v->t[i].name))
+            nl += (size_t)snprintf(note + nl, sizeof note - nl, "; %s is the left operand of '@' at line %d",
+                                   v->t[i].name, v->t[i].line);
+    mb_err_set(err, MB_EINPUT, "%s:%d:%d:%s%s", v->path, best >= 0 ? pm[best].line : 1, best >= 0 ? pm[best].col : 1,
+               rest, note);
+}
+
+/* dimensions of node i of segment graph g as names */
+static int node_dims(const mb_graph *g, int i, tensor *T)
+{
+    const mb_node *nd = &g->nodes[i];
+    int n = g->n_dims;
+    T->dtype = nd->dtype;
+    switch ((mb_shape_class)nd->shape) {
+    case MB_SHC_FULL:
+        T->nd = n;
+        for (int d = 0; d < n; d++) snprintf(T->dim[d], MB_DIM_NAME_MAX, "%s", g->dim_names[d]);
+        return 0;
+    case MB_SHC_ROW:
+        T->nd = n;
+        for (int d = 0; d + 1 < n; d++) snprintf(T->dim[d], MB_DIM_NAME_MAX, "%s", g->dim_names[d]);
+        snprintf(T->dim[n - 1], MB_DIM_NAME_MAX, "1");
+        return 0;
+    case MB_SHC_ROWV:
+        T->nd = n - 1;
+        for (int d = 0; d + 1 < n; d++) snprintf(T->dim[d], MB_DIM_NAME_MAX, "%s", g->dim_names[d]);
+        return 0;
+    case MB_SHC_COL:
+        T->nd = 1;
+        snprintf(T->dim[0], MB_DIM_NAME_MAX, "%s", g->dim_names[n - 1]);
+        return 0;
+    default: return -1; /* a 0-d or grouped tensor */
+    }
+}
+
+static int build_segment(mb_mmvar *v, int k, mb_dtype dtype, mb_err *err)
+{
+    seg *S = &v->sg[k];
+    pos_map *pm = calloc(MAX_TOKS * 4, sizeof *pm);
+    if (!pm) return mb_err_set(err, MB_ERUN, "out of memory");
+    int n_pm = 0, line = 1;
+    size_t len = 0;
+    char segpath[600];
+    snprintf(segpath, sizeof segpath, "%s<segment %d>", v->path, k + 1);
+    int rc = append(S->text, sizeof S->text, &len, "name %s_%d\n", v->name[0] ? v->name : "mm", k + 1);
+    line++;
+    /* inputs: tensors the statements read that the segment does not make */
+    S->n_in = 0;
+    for (int j = 0; j < v->n_t && !rc; j++) {
+        tensor *T = &v->t[j];
+        if (T->seg == k) continue;
+        int read = 0;
+        for (int i = 0; i < S->n_stmts && !read; i++) read = reads(&v->s[S->stmts[i]], T);
+        if (!read) continue;
+        if (T->nd < 0)
+            return free(pm), mb_err_set(err, MB_EINPUT, "%s:%d:%d: '%s' is read before it is made", v->path,
+                                        T->line, T->col, T->name);
+        if (S->n_in >= MB_MAX_IO)
+            return free(pm), mb_err_set(err, MB_EINPUT, "%s:%d:%d: a step between products reads more than %d "
+                                        "tensors", v->path, v->s[S->stmts[0]].line, v->s[S->stmts[0]].col, MB_MAX_IO);
+        if (T->seg >= 0 || T->gemm >= 0) T->used_out = 1;
+        S->in[S->n_in++] = j;
+        char dt[256];
+        rc = append(S->text, sizeof S->text, &len, "input %s %s %s%s\n", T->name, dims_str(T, dt, sizeof dt),
+                    mb_dtype_name(T->dtype), T->grad ? "" : " nograd");
+        line++;
+    }
+    for (int i = 0; i < S->n_stmts && !rc; i++) {
+        const stmt *s = &v->s[S->stmts[i]];
+        int col = 1;
+        rc = append(S->text, sizeof S->text, &len, "%s = ", v->t[s->target].name);
+        pm[n_pm++] = (pos_map){line, 1, s->line, s->col};
+        col += (int)strlen(v->t[s->target].name) + 3;
+        for (int j = 0; j < s->n && !rc; j++) {
+            if (n_pm < MAX_TOKS * 4) pm[n_pm++] = (pos_map){line, col, s->rhs[j].line, s->rhs[j].col};
+            rc = append(S->text, sizeof S->text, &len, "%s ", s->rhs[j].t);
+            col += (int)strlen(s->rhs[j].t) + 1;
+        }
+        if (!rc) rc = append(S->text, sizeof S->text, &len, "\n");
+        line++;
+    }
+    S->n_out = 0;
+    for (int i = 0; i < S->n_stmts && !rc; i++) {
+        int t = v->s[S->stmts[i]].target;
+        int used = 0;
+        for (int o = 0; o < v->n_outputs; o++) used |= v->outputs[o] == t;
+        for (int g = 0; g < v->n_g; g++) used |= v->gm[g].a == t;
+        for (int i2 = 0; i2 < v->n_s; i2++) used |= v->s[i2].seg != k && reads(&v->s[i2], &v->t[t]);
+        if (!used) continue;
+        if (S->n_out >= MB_MAX_IO) { rc = -1; break; }
+        v->t[t].used_out = 1;
+        S->out[S->n_out++] = t;
+        rc = append(S->text, sizeof S->text, &len, "output %s\n", v->t[t].name);
+    }
+    if (rc) return free(pm), mb_err_set(err, MB_EINPUT, "%s: a step between products is too long to model", v->path);
+    if (!S->n_out) {
+        const stmt *s = &v->s[S->stmts[S->n_stmts - 1]];
+        return free(pm), mb_err_set(err, MB_EINPUT, "%s:%d:%d: '%s' is never used (not an output, nor read by "
+                                    "another step)", v->path, s->line, s->col, v->t[s->target].name);
+    }
+    int any_grad = 0;
+    for (int i = 0; i < S->n_in; i++) any_grad |= v->t[S->in[i]].grad;
+    S->backward = v->backward && any_grad;
+    if (S->backward && append(S->text, sizeof S->text, &len, "backward\n"))
+        return free(pm), mb_err_set(err, MB_EINPUT, "%s: a step between products is too long to model", v->path);
+    rc = mb_parse_variant(S->text, segpath, dtype, &S->g, err);
+    if (rc) {
+        map_error(v, pm, n_pm, segpath, err);
+        free(pm);
+        return MB_EINPUT;
+    }
+    free(pm);
+    /* the shapes of what it makes for the others */
+    for (int o = 0; o < S->n_out; o++) {
+        tensor *T = &v->t[S->out[o]];
+        if (node_dims(S->g, S->g->outputs[o], T) || (T->nd == 0))
+            return mb_err_set(err, MB_EINPUT, "%s:%d:%d: '%s' is a 0-d or grouped tensor read by a later step: "
+                              "a variant with '@' passes whole rows between its steps", v->path, T->line, T->col,
+                              T->name);
+    }
+    return MB_OK;
+}
+
+int mb_mmvar_text_multiplies(const char *text)
+{
+    for (const char *p = text; *p; p++) {
+        if (*p == '#') while (*p && *p != '\n') p++;
+        if (*p == '@') return 1;
+        if (!*p) break;
+    }
+    return 0;
+}
+
+static int finish(mb_mmvar *v, fe *F, mb_dtype dtype, mb_err *err)
+{
+    int rc;
+    if (!v->name[0]) {
+        const char *base = strrchr(v->path, '/');
+        base = base ? base + 1 : v->path;
+        size_t len = strcspn(base, ".");
+        snprintf(v->name, sizeof v->name, "%.*s", (int)(len < MB_NAME_MAX ? len : MB_NAME_MAX - 1), base);
+    }
+    if (!v->n_g) return mb_err_set(err, MB_EINPUT, "%s: no '@': an ordinary variant (membound model)", v->path);
+    /* outputs: the 'output' line's, or the last assignment */
+    for (int i = 0; i < F->n_out_names; i++) {
+        int t = find_tensor(v, F->out_names[i]);
+        if (t < 0 || v->t[t].input)
+            return ferr(F, F->line_out[i], F->col_out[i], "output '%s' is %s", F->out_names[i],
+                        t < 0 ? "never assigned" : "an input");
+        v->outputs[v->n_outputs++] = t;
+    }
+    if (!v->n_outputs) {
+        int last = -1, last_order = -1;
+        for (int i = 0; i < v->n_s; i++)
+            if (v->s[i].order > last_order) last = v->s[i].target, last_order = v->s[i].order;
+        for (int i = 0; i < v->n_g; i++)
+            if (v->gm[i].order > last_order) last = v->gm[i].out, last_order = v->gm[i].order;
+        v->outputs[v->n_outputs++] = last;
+    }
+    for (int g = 0; g < v->n_g; g++) { /* a product nothing reads */
+        int o = v->gm[g].out, used = 0;
+        for (int k = 0; k < v->n_outputs; k++) used |= v->outputs[k] == o;
+        for (int h = 0; h < v->n_g; h++) used |= v->gm[h].a == o;
+        for (int s = 0; s < v->n_s; s++) used |= reads(&v->s[s], &v->t[o]);
+        if (!used)
+            return ferr(F, v->t[o].line, v->t[o].col, "'%s' is never used (not an output, nor read by another "
+                        "step)", lbl(&v->t[o]));
+    }
+    for (int i = 0; i < v->n_t; i++) {
+        tensor *T = &v->t[i];
+        T->grad = T->input && !T->nograd;
+        if (!T->input) continue;
+        int used = 0, as_w = 0;
+        for (int g = 0; g < v->n_g; g++) used |= v->gm[g].a == i || (as_w |= v->gm[g].w == i);
+        for (int s = 0; s < v->n_s; s++) used |= reads(&v->s[s], T);
+        if (!used) return ferr(F, T->line, T->col, "input '%s' is never used", T->name);
+        T->param = as_w;
+    }
+    int max_nd = 0;
+    for (int i = 0; i < v->n_t; i++)
+        if (v->t[i].input && v->t[i].nd > max_nd && !v->t[i].param) max_nd = v->t[i].nd;
+    for (int i = 0; i < v->n_t; i++)
+        if (v->t[i].input && v->t[i].nd == 1 && max_nd > 1) v->t[i].param = 1; /* a bias, a norm's weight */
+    if ((rc = levels_and_segments(v, err))) return rc;
+    if ((rc = order_items(v, err))) return rc;
+    for (int i = 0; i < v->n_it; i++) {
+        step it = v->it[i];
+        rc = it.is_gemm ? gemm_shape(v, &v->gm[it.index], err) : build_segment(v, it.index, dtype, err);
+        if (rc) return rc;
+    }
+    int any_grad = 0;
+    for (int i = 0; i < v->n_t; i++) any_grad |= v->t[i].input && v->t[i].grad;
+    if (v->backward && !any_grad)
+        return mb_err_set(err, MB_EINPUT, "%s: 'backward', and every input is nograd", v->path);
+    if (v->dims_line[0] && (rc = mb_mmvar_bind(v, v->dims_line, err)))
+        return mb_err_set(err, MB_EINPUT, "%s:%d:%d: %s", v->path, v->dims_line_no, v->dims_col, err->msg);
+    return MB_OK;
+}
+
+int mb_mmvar_parse(const char *text, const char *file, mb_dtype default_dtype, mb_mmvar **out, mb_err *err)
+{
+    *out = NULL;
+    mb_mmvar *v = calloc(1, sizeof *v);
+    fe *F = calloc(1, sizeof *F);
+    if (!v || !F) {
+        free(v), free(F);
+        return mb_err_set(err, MB_ERUN, "out of memory");
+    }
+    snprintf(v->path, sizeof v->path, "%s", file);
+    F->v = v;
+    F->err = err;
+    F->dtype = default_dtype;
+    if (!strncmp(text, "\xEF\xBB\xBF", 3)) text += 3;
+    int rc = front_end(F, text);
+    if (!rc) rc = finish(v, F, default_dtype, err);
+    free(F);
+    if (rc) {
+        mb_mmvar_free(v);
+        return rc;
+    }
+    *out = v;
+    return MB_OK;
+}
+
+int mb_mmvar_load(const char *path, mb_dtype default_dtype, mb_mmvar **out, mb_err *err)
+{
+    char *text = NULL;
+    size_t len;
+    int rc = mb_text_read(path, MAX_FILE_BYTES, &text, &len, err);
+    if (rc) return rc;
+    rc = mb_mmvar_parse(text, path, default_dtype, out, err);
+    free(text);
+    return rc;
+}
+
+void mb_mmvar_free(mb_mmvar *v)
+{
+    if (!v) return;
+    for (int i = 0; i < v->n_s; i++) free(v->s[i].rhs);
+    for (int i = 0; v->sg && i < v->n_sg; i++) mb_graph_free(v->sg[i].g);
+    free(v->sg);
+    free(v);
+}
+
+const char *mb_mmvar_name(const mb_mmvar *v) { return v->name; }
+int mb_mmvar_backward(const mb_mmvar *v) { return v->backward; }
+
+int mb_mmvar_bind(mb_mmvar *v, const char *dims, mb_err *err)
+{
+    int64_t size[MAX_VDIMS] = {0};
+    char item[128];
+    for (const char *p = dims; *p;) {
+        while (*p == ' ') p++;
+        size_t len = strcspn(p, ","), kept = 0;
+        for (size_t i = 0; i < len && kept + 1 < sizeof item; i++)
+            if (p[i] != ' ' && p[i] != '\t') item[kept++] = p[i];
+        item[kept] = '\0';
+        p += len;
+        if (*p == ',') p++;
+        char *eq = strchr(item, '=');
+        if (!eq) return mb_err_set(err, MB_EINPUT, "dims '%s': expected name=SIZE, e.g. %s=1024", item, v->dim_names[0]);
+        *eq = '\0';
+        int d = 0;
+        while (d < v->n_dims && strcmp(v->dim_names[d], item)) d++;
+        if (d == v->n_dims) {
+            char all[512];
+            size_t l = 0;
+            all[0] = '\0';
+            for (int e = 0; e < v->n_dims && l < sizeof all; e++)
+                l += (size_t)snprintf(all + l, sizeof all - l, "%s%s", e ? ", " : "", v->dim_names[e]);
+            return mb_err_set(err, MB_EINPUT, "dims: '%s' is not a dimension of variant '%s' (%s)", item, v->name, all);
+        }
+        if (size[d]) return mb_err_set(err, MB_EINPUT, "dims: '%s' given twice", item);
+        mb_err e;
+        if (mb_size_parse(eq + 1, &size[d], &e)) return mb_err_set(err, MB_EINPUT, "dims: %s: %s", item, e.msg);
+    }
+    for (int d = 0; d < v->n_dims; d++)
+        if (!size[d]) return mb_err_set(err, MB_EINPUT, "dims: no size for '%s' (give %s=SIZE)", v->dim_names[d], v->dim_names[d]);
+    /* every tensor within the model's count */
+    for (int i = 0; i < v->n_t; i++) {
+        double n = 1;
+        for (int d = 0; d < v->t[i].nd; d++)
+            for (int e = 0; e < v->n_dims; e++)
+                if (!strcmp(v->t[i].dim[d], v->dim_names[e])) n *= (double)size[e];
+        if (n > (double)MB_N_MAX / 2)
+            return mb_err_set(err, MB_EINPUT, "dims: tensor '%s' would have %.3g elements (at most 2^43)", v->t[i].name, n);
+    }
+    memcpy(v->dim_size, size, sizeof size);
+    return MB_OK;
+}
+
+const char *mb_mmvar_dims_text(const mb_mmvar *v, char *buf, size_t size)
+{
+    size_t len = 0;
+    buf[0] = '\0';
+    for (int d = 0; d < v->n_dims && v->dim_size[0] > 0 && len < size; d++)
+        len += (size_t)snprintf(buf + len, size - len, "%s%s=%lld", d ? "," : "", v->dim_names[d],
+                                (long long)v->dim_size[d]);
+    return buf;
+}
+
+/* ---- the model ---------------------------------------------------------- */
+
+typedef struct ctx {
+    const mb_mmvar *v;
+    const mb_device *d;
+    mb_mlp_est *e;
+    int cpu;
+    double hidden_elems; /* elements of the widest product */
+} ctx;
+
+static int64_t dim_size(const mb_mmvar *v, const char *name)
+{
+    for (int d = 0; d < v->n_dims; d++)
+        if (!strcmp(v->dim_names[d], name)) return v->dim_size[d];
+    return 1; /* "1" */
+}
+
+static double elems(const mb_mmvar *v, const tensor *T)
+{
+    double n = 1;
+    for (int d = 0; d < T->nd; d++) n *= (double)dim_size(v, T->dim[d]);
+    return n;
+}
+
+static double bytes_of(const mb_mmvar *v, const tensor *T) { return elems(v, T) * (double)mb_dtype_bytes(T->dtype); }
+
+static int64_t rows_of(const mb_mmvar *v, const tensor *T)
+{
+    int64_t r = 1;
+    for (int d = 0; d + 1 < T->nd; d++) r *= dim_size(v, T->dim[d]);
+    return r;
+}
+
+/* the segment graph's sizes as --dims text */
+static const char *seg_dims(const mb_mmvar *v, const mb_graph *g, char *buf, size_t size)
+{
+    size_t len = 0;
+    buf[0] = '\0';
+    for (int d = 0; d < g->n_dims && len < size; d++) {
+        int seen = 0;
+        for (int e = 0; e < d; e++) seen |= !strcmp(g->dim_names[e], g->dim_names[d]);
+        if (!seen)
+            len += (size_t)snprintf(buf + len, size - len, "%s%s=%lld", len ? "," : "", g->dim_names[d],
+                                    (long long)dim_size(v, g->dim_names[d]));
+    }
+    return buf;
+}
+
+typedef enum part { PART_FWD, PART_BWD } part;
+
+static void add_saved_once(mb_mlp_plan *p, const char *name, double bytes)
+{
+    for (int s = 0; s < p->n_saved; s++)
+        if (!strcmp(p->saved[s].name, name)) return;
+    mb_mlp_add_saved(p, name, bytes);
+}
+
+/* Graph src (a segment's; in_map: the tensor of each of its inputs, NULL
+ * for autograd's add) planned as kind on the device at its sizes: its
+ * kernels of part appended to p as part says (bwd_as: 1 marks them
+ * backward whatever they are), and with saved its plan's saved tensors;
+ * *n_fwd: how many forward kernels the plan has, *row_ops: 1 when src has a
+ * row operation. */
+static int cost_graph(const ctx *c, mb_mlp_plan *p, const mb_graph *src, const int *in_map, mb_plan_kind kind,
+                      part pt, int bwd_as, int saved, int *n_fwd, int *row_ops, mb_err *err)
+{
+    const mb_mmvar *v = c->v;
+    mb_graph *g = mb_graph_clone(src);
+    if (!g) return mb_err_set(err, MB_ERUN, "out of memory");
+    char dims[512];
+    mb_shape sh;
+    mb_plan *pl = NULL;
+    mb_estimate est;
+    memset(&est, 0, sizeof est);
+    int rc = mb_graph_bind_dims(g, seg_dims(v, g, dims, sizeof dims), &sh, err);
+    if (!rc) rc = mb_plan_build_on(g, kind, c->d, &pl, err);
+    if (!rc) rc = mb_estimate_plan_shape(pl, sh, c->d, &est, err);
+    const double lo = c->d->launch_overhead_us * 1e-6;
+    if (n_fwd) *n_fwd = 0;
+    if (row_ops) {
+        *row_ops = 0;
+        for (int i = 0; i < g->n_forward; i++) *row_ops |= MB_OP_IS_ROW(g->nodes[i].op);
+    }
+    for (int i = 0; !rc && i < pl->n_kernels; i++) {
+        const mb_kernel *K = &pl->kernels[i];
+        const mb_cost *kc = &est.per_kernel[i];
+        if (n_fwd && !K->is_backward) (*n_fwd)++;
+        if ((pt == PART_FWD) == !!K->is_backward) continue;
+        if (p->n_kernels >= MB_MLP_MAX_KERNELS) {
+            rc = mb_err_set(err, MB_EINPUT, "%s: more than %d kernels in a plan", v->path, MB_MLP_MAX_KERNELS);
+            break;
+        }
+        mb_mlp_kernel *mk = mb_mlp_add_kernel(p, K->name, pt == PART_BWD || bwd_as, 0);
+        mk->flops = kc->flops;
+        mk->dram_read_bytes = (double)kc->dram_read_bytes;
+        mk->dram_write_bytes = (double)kc->dram_write_bytes;
+        for (int w = 0; w < K->n_writes; w++)
+            if (g->nodes[K->writes[w]].shape == MB_SHC_FULL && c->hidden_elems > 0 &&
+                (double)sh.rows * (double)sh.cols >= c->hidden_elems)
+                mk->hidden_write_bytes += (double)mb_tensor_bytes_at(g, K->writes[w], sh);
+        mk->compute_s = kc->compute_s;
+        mk->mem_s = kc->mem_s;
+        /* within the plan a kernel pays the launch, not the first kernel's floor */
+        mk->launch_s = kc->launch_s > lo ? lo : kc->launch_s;
+        mk->time_s = kc->time_s - (kc->launch_s - mk->launch_s);
+        mk->bound = mb_bound_of(mk->launch_s, mk->mem_s, mk->compute_s);
+    }
+    for (int i = 0; !rc && saved && g->has_backward && i < pl->n_saved; i++) {
+        int node = pl->saved[i];
+        const mb_node *nd = &pl->g->nodes[node];
+        char nm[MB_MLP_NAME_MAX];
+        int in = -1;
+        for (int j = 0; in_map && j < g->n_inputs; j++)
+            if (g->inputs[j] == node) in = in_map[j];
+        if (in >= 0 && v->t[in].input && v->t[in].param) continue; /* a parameter */
+        int arg_in = -1;
+        for (int j = 0; in_map && nd->arg[0] >= 0 && j < g->n_inputs; j++)
+            if (g->inputs[j] == nd->arg[0]) arg_in = in_map[j];
+        if (in >= 0) snprintf(nm, sizeof nm, "%s", lbl(&v->t[in]));
+        else if (nd->name[0] && find_tensor(v, nd->name) >= 0) snprintf(nm, sizeof nm, "%s", lbl(&v->t[find_tensor(v, nd->name)]));
+        else if (arg_in >= 0) snprintf(nm, sizeof nm, "%s(%.40s)", mb_op_name(nd->op), lbl(&v->t[arg_in]));
+        else if (nd->arg[0] >= 0 && pl->g->nodes[nd->arg[0]].name[0])
+            snprintf(nm, sizeof nm, "%s(%s)", mb_op_name(nd->op), pl->g->nodes[nd->arg[0]].name);
+        else snprintf(nm, sizeof nm, "%s", mb_op_name(nd->op));
+        add_saved_once(p, nm, (double)mb_tensor_bytes_at(pl->g, node, sh));
+    }
+    mb_estimate_free(&est);
+    mb_plan_free(pl);
+    mb_graph_free(g);
+    return rc;
+}
+
+static int segment(const ctx *c, mb_mlp_plan *p, int k, mb_plan_kind kind, part pt, int *n_fwd, int *row_ops,
+                   mb_err *err)
+{
+    const seg *S = &c->v->sg[k];
+    return cost_graph(c, p, S->g, S->in, kind, pt, 0, pt == PART_FWD, n_fwd, row_ops, err);
+}
+
+/* G(m, n, kk) in dtype through gemm.c: a kernel of p. */
+static int gemm_kernel(const ctx *c, mb_mlp_plan *p, const char *name, int bwd, int64_t m, int64_t n, int64_t kk,
+                       mb_dtype dt, mb_mlp_kernel **out, mb_err *err)
+{
+    if (p->n_kernels >= MB_MLP_MAX_KERNELS)
+        return mb_err_set(err, MB_EINPUT, "%s: more than %d kernels in a plan", c->v->path, MB_MLP_MAX_KERNELS);
+    mb_gemm g = {m, n, kk, 1, dt, 0, 0};
+    mb_gemm_est ge;
+    int rc = mb_gemm_estimate(&g, c->d, &ge, err);
+    if (rc) return rc;
+    mb_mlp_kernel *k = mb_mlp_add_kernel(p, name, bwd, 0);
+    k->gemm = 1;
+    k->flops = ge.flops;
+    k->dram_read_bytes = ge.dram_read_bytes;
+    k->dram_write_bytes = ge.dram_write_bytes;
+    k->hidden_write_bytes = (double)m * (double)n >= c->hidden_elems ? ge.dram_write_bytes : 0;
+    k->compute_s = ge.compute_s;
+    k->launch_s = ge.launch_s;
+    mb_mlp_retime(k, c->e->bandwidth_gbs, c->cpu);
+    if (out) *out = k;
+    return MB_OK;
+}
+
+static void gemm_saves(const ctx *c, mb_mlp_plan *p, const gemm *g)
+{
+    const tensor *A = &c->v->t[g->a];
+    if (c->v->backward && c->v->t[g->w].grad && !(A->input && A->param)) add_saved_once(p, lbl(A), bytes_of(c->v, A));
+}
+
+/* GEMM gi as PyTorch runs it: one mm */
+static int plain_gemm(const ctx *c, mb_mlp_plan *p, int gi, mb_err *err)
+{
+    const mb_mmvar *v = c->v;
+    const gemm *g = &v->gm[gi];
+    char nm[MB_MLP_NAME_MAX];
+    snprintf(nm, sizeof nm, "mm %.20s@%.20s", lbl(&v->t[g->a]), v->t[g->w].name);
+    int rc = gemm_kernel(c, p, nm, 0, rows_of(v, &v->t[g->a]), dim_size(v, v->t[g->w].dim[1]),
+                         dim_size(v, v->t[g->w].dim[0]), v->t[g->out].dtype, NULL, err);
+    if (!rc) gemm_saves(c, p, g);
+    return rc;
+}
+
+/* 1 when tensor t is read by anything but segment k (a GEMM, another
+ * segment) or is an output */
+static int read_elsewhere(const mb_mmvar *v, int t, int k)
+{
+    for (int o = 0; o < v->n_outputs; o++)
+        if (v->outputs[o] == t) return 1;
+    for (int g = 0; g < v->n_g; g++)
+        if (v->gm[g].a == t) return 1;
+    for (int i = 0; i < v->n_s; i++)
+        if (v->s[i].seg != k && reads(&v->s[i], &v->t[t])) return 1;
+    return 0;
+}
+
+/* The GEMMs whose epilogue segment k can run in (fused plan): *g1 (and *g2
+ * for a dual GEMM), -1 none; a segment with a row operation runs in none
+ * (a norm needs whole rows, a GEMM's tile a few hundred columns). */
+static void epilogue_of(const mb_mmvar *v, int k, int *g1, int *g2)
+{
+    const seg *S = &v->sg[k];
+    *g1 = *g2 = -1;
+    for (int i = 0; i < S->g->n_forward; i++)
+        if (MB_OP_IS_ROW(S->g->nodes[i].op)) return;
+    for (int i = 0; i < S->n_in; i++) {
+        const tensor *T = &v->t[S->in[i]];
+        if (T->gemm < 0) continue;
+        if (read_elsewhere(v, S->in[i], k) || *g2 >= 0) {
+            *g1 = *g2 = -1;
+            return;
+        }
+        *(*g1 < 0 ? g1 : g2) = T->gemm;
+    }
+    if (*g2 >= 0) {
+        const gemm *a = &v->gm[*g1], *b = &v->gm[*g2];
+        const tensor *wa = &v->t[a->w], *wb = &v->t[b->w];
+        if (a->a != b->a || strcmp(wa->dim[0], wb->dim[0]) || strcmp(wa->dim[1], wb->dim[1]) || wa->dtype != wb->dtype)
+            *g1 = *g2 = -1;
+    }
+}
+
+/* autograd's add of a second gradient of tensor t (one add kernel) */
+static int add_kernel(const ctx *c, mb_mlp_plan *p, int t, mb_err *err)
+{
+    const mb_mmvar *v = c->v;
+    const tensor *T = &v->t[t];
+    char text[512], dt[256];
+    snprintf(text, sizeof text, "name grad_add\ninput p %s %s\ninput q %s %s\ny = p + q\noutput y\n",
+             dims_str(T, dt, sizeof dt), mb_dtype_name(T->dtype), dt, mb_dtype_name(T->dtype));
+    mb_graph *g = NULL;
+    int rc = mb_parse_variant(text, "<grad add>", T->dtype, &g, err);
+    int n0 = p->n_kernels;
+    if (!rc) rc = cost_graph(c, p, g, NULL, MB_PLAN_EAGER, PART_FWD, 1, 0, NULL, NULL, err);
+    if (!rc && p->n_kernels > n0) snprintf(p->k[n0].name, sizeof p->k[n0].name, "add grad %.30s", lbl(T));
+    mb_graph_free(g);
+    return rc;
+}
+
+/* Segment k in the epilogue of GEMM g1 (and g2: one GEMM over both
+ * weights): the GEMM's reads, the segment's other reads and its writes,
+ * and the products its plan saves written as aux. *done 0 when its plan is
+ * not one kernel (then nothing is appended). */
+static int epilogue(const ctx *c, mb_mlp_plan *p, int k, int g1, int g2, int *done, mb_err *err)
+{
+    const mb_mmvar *v = c->v;
+    const seg *S = &v->sg[k];
+    mb_plan_kind kind = S->backward ? MB_PLAN_RECOMPUTE : MB_PLAN_FUSED;
+    mb_mlp_plan *scratch = calloc(1, sizeof *scratch);
+    if (!scratch) return mb_err_set(err, MB_ERUN, "out of memory");
+    int nf = 0, rc = segment(c, scratch, k, kind, PART_FWD, &nf, NULL, err);
+    *done = !rc && nf == 1;
+    if (!*done) {
+        free(scratch);
+        return rc;
+    }
+    const gemm *a = &v->gm[g1];
+    const tensor *W = &v->t[a->w];
+    char nm[MB_MLP_NAME_MAX];
+    if (g2 >= 0)
+        snprintf(nm, sizeof nm, "mm %.12s@[%.8s|%.8s] +epilogue", lbl(&v->t[a->a]), W->name, v->t[v->gm[g2].w].name);
+    else snprintf(nm, sizeof nm, "mm %.16s@%.16s +epilogue", lbl(&v->t[a->a]), W->name);
+    mb_mlp_kernel *kk = NULL;
+    rc = gemm_kernel(c, p, nm, 0, rows_of(v, &v->t[a->a]), dim_size(v, W->dim[1]) * (g2 >= 0 ? 2 : 1),
+                     dim_size(v, W->dim[0]), v->t[a->out].dtype, &kk, err);
+    if (!rc) {
+        const mb_mlp_kernel *e = &scratch->k[0];
+        double prod = 0, aux = 0;
+        for (int gg = 0; gg < 2; gg++) {
+            int gi = gg ? g2 : g1;
+            if (gi < 0) continue;
+            const tensor *O = &v->t[v->gm[gi].out];
+            prod += bytes_of(v, O);
+            for (int s = 0; s < scratch->n_saved; s++)
+                if (!strcmp(scratch->saved[s].name, lbl(O))) aux += bytes_of(v, O);
+        }
+        kk->dram_read_bytes += fmax(0, e->dram_read_bytes - prod);
+        kk->dram_write_bytes = e->dram_write_bytes + aux;
+        kk->hidden_write_bytes = e->hidden_write_bytes + (elems(v, &v->t[a->out]) >= c->hidden_elems ? aux : 0);
+        if (c->cpu) kk->compute_s += e->compute_s; /* the epilogue's arithmetic on the same cores */
+        mb_mlp_retime(kk, c->e->bandwidth_gbs, c->cpu);
+        gemm_saves(c, p, a);
+        for (int s = 0; s < scratch->n_saved; s++) add_saved_once(p, scratch->saved[s].name, scratch->saved[s].bytes);
+    }
+    free(scratch);
+    return rc;
+}
+
+static int forward(const ctx *c, mb_mlp_plan *p, int fused, const char *in_epilogue, mb_err *err)
+{
+    const mb_mmvar *v = c->v;
+    int rc = MB_OK;
+    for (int i = 0; i < v->n_it && !rc; i++) {
+        step it = v->it[i];
+        if (it.is_gemm) {
+            if (!in_epilogue[it.index]) rc = plain_gemm(c, p, it.index, err); /* else with its segment */
+            continue;
+        }
+        const seg *S = &v->sg[it.index];
+        int g1 = -1, g2 = -1, done = 0;
+        if (fused) epilogue_of(v, it.index, &g1, &g2);
+        if (g1 >= 0 && (rc = epilogue(c, p, it.index, g1, g2, &done, err))) return rc;
+        if (done) continue;
+        for (int gg = 0; gg < 2 && !rc; gg++) /* not an epilogue after all: the GEMMs alone first */
+            if ((gg ? g2 : g1) >= 0) rc = plain_gemm(c, p, gg ? g2 : g1, err);
+        if (!rc)
+            rc = segment(c, p, it.index, !fused ? MB_PLAN_EAGER : S->backward ? MB_PLAN_RECOMPUTE : MB_PLAN_FUSED,
+                         PART_FWD, NULL, NULL, err);
+    }
+    return rc;
+}
+
+/* the gradients each tensor receives: from segments reading it and GEMMs
+ * reading it; the second and later ones are added */
+static int contribute(const ctx *c, mb_mlp_plan *p, int *got, int t, mb_err *err)
+{
+    if (!c->v->t[t].grad) return MB_OK;
+    if (got[t]++ == 0) return MB_OK;
+    return add_kernel(c, p, t, err);
+}
+
+static int backward(const ctx *c, mb_mlp_plan *p, int fused, mb_err *err)
+{
+    const mb_mmvar *v = c->v;
+    int got[MAX_T] = {0}, rc = MB_OK;
+    for (int i = v->n_it - 1; i >= 0 && !rc; i--) {
+        step it = v->it[i];
+        char nm[MB_MLP_NAME_MAX];
+        if (it.is_gemm) {
+            const gemm *g = &v->gm[it.index];
+            const tensor *A = &v->t[g->a], *W = &v->t[g->w], *O = &v->t[g->out];
+            if (!O->grad) continue;
+            int64_t m = rows_of(v, A), n = dim_size(v, W->dim[1]), k = dim_size(v, W->dim[0]);
+            if (A->grad) {
+                char o1[64];
+                snprintf(nm, sizeof nm, "mm %.30s@%.14s^T", operand(O, "d", o1, sizeof o1), W->name);
+                if ((rc = gemm_kernel(c, p, nm, 1, m, k, n, O->dtype, NULL, err))) break;
+                if ((rc = contribute(c, p, got, g->a, err))) break;
+            }
+            if (W->grad) {
+                char o1[64], o2[64];
+                snprintf(nm, sizeof nm, "mm %.20s^T@%.20s", operand(A, "", o1, sizeof o1), operand(O, "d", o2, sizeof o2));
+                if ((rc = gemm_kernel(c, p, nm, 1, k, n, m, O->dtype, NULL, err))) break;
+                rc = contribute(c, p, got, g->w, err);
+            }
+            continue;
+        }
+        const seg *S = &v->sg[it.index];
+        if (!S->backward) continue;
+        rc = segment(c, p, it.index, fused ? MB_PLAN_RECOMPUTE : MB_PLAN_EAGER, PART_BWD, NULL, NULL, err);
+        for (int j = 0; j < S->n_in && !rc; j++) rc = contribute(c, p, got, S->in[j], err);
+    }
+    return rc;
+}
+
+int mb_mmvar_estimate(const mb_mmvar *v, const mb_device *d, mb_mlp_est *out, mb_err *err)
+{
+    if (v->n_dims && v->dim_size[0] <= 0) {
+        char all[512];
+        size_t l = 0;
+        all[0] = '\0';
+        for (int e = 0; e < v->n_dims && l < sizeof all; e++)
+            l += (size_t)snprintf(all + l, sizeof all - l, "%s%s=SIZE", e ? "," : "", v->dim_names[e]);
+        return mb_err_set(err, MB_EINPUT, "variant '%s' needs its sizes: --dims %s (or a 'dims' line)", v->name, all);
+    }
+    mb_mlp_est *e = calloc(1, sizeof *e);
+    if (!e) return mb_err_set(err, MB_ERUN, "out of memory");
+    const mb_dtype dt = v->t[v->gm[0].out].dtype;
+    e->peak_flops_s = mb_gemm_peak_flops(d, dt, &e->peak_key);
+    if (!(e->peak_flops_s > 0)) {
+        const char *key = e->peak_key;
+        free(e);
+        return mb_err_set(err, MB_EINPUT, "device '%s' has no %s GEMM rate (%s is 0)", d->name, mb_dtype_name(dt), key);
+    }
+    e->bandwidth_gbs = mb_device_bandwidth_gbs(d, &e->bandwidth_source);
+    ctx c = {v, d, e, !strcmp(d->kind, "cpu"), 0};
+    for (int i = 0; i < v->n_g; i++) {
+        const tensor *O = &v->t[v->gm[i].out], *A = &v->t[v->gm[i].a], *W = &v->t[v->gm[i].w];
+        double f = 2.0 * (double)rows_of(v, A) * (double)dim_size(v, W->dim[0]) * (double)dim_size(v, W->dim[1]);
+        int mult = 1 + (v->backward && O->grad ? A->grad + W->grad : 0);
+        e->gemm_flops += f * mult;
+        if (elems(v, O) > c.hidden_elems) {
+            c.hidden_elems = elems(v, O);
+            e->hidden_bytes = bytes_of(v, O);
+        }
+    }
+    for (int i = 0; i < v->n_t; i++)
+        if (v->t[i].input && v->t[i].param) e->weight_bytes += bytes_of(v, &v->t[i]);
+    e->n_ckpt = 1;
+    int rc = MB_OK;
+    for (int p = 0; p < MB_MLP_N_PLANS && !rc; p++) {
+        e->supported[p] = p == MB_MLP_EAGER || p == MB_MLP_FUSED;
+        if (!e->supported[p]) continue;
+        mb_mlp_plan *pl = &e->plan[p][MB_MLP_STORE];
+        pl->id = (mb_mlp_plan_id)p;
+        pl->ckpt = MB_MLP_STORE;
+        pl->valid = 1;
+        char in_epi[MAX_GEMMS] = {0};
+        for (int k = 0; p == MB_MLP_FUSED && k < v->n_sg; k++) { /* GEMMs that run with their segment */
+            int g1, g2;
+            epilogue_of(v, k, &g1, &g2);
+            if (g1 >= 0) in_epi[g1] = 1;
+            if (g2 >= 0) in_epi[g2] = 1;
+        }
+        rc = forward(&c, pl, p == MB_MLP_FUSED, in_epi, err);
+        if (!rc && v->backward) rc = backward(&c, pl, p == MB_MLP_FUSED, err);
+        if (!rc) mb_mlp_totals(d, pl);
+    }
+    if (!rc) *out = *e;
+    free(e);
+    return rc;
+}
