@@ -62,6 +62,7 @@
 #define MAX_STMTS 128
 #define MAX_VDIMS (2 * MB_MAX_DIMS)
 #define MAX_FILE_BYTES (1 << 20)
+#define MAX_EVENTS 4096 /* operations of the variant, in Python's order of evaluation */
 
 typedef struct tok {
     mb_tok_kind kind;
@@ -92,10 +93,17 @@ typedef struct stmt {
     int order;
 } stmt;
 
+/* C = A @ B (B transposed as a view when tb: B [.., N, K]); linear: F.linear
+ * (addmm, B as nn.Linear keeps it, [N, K], bias [N] or -1). batched: B has
+ * the leading dimensions of A (bmm), else A's leading dimensions fold into
+ * the rows (mm). k, n: the names of K and N (gemm_shape). */
 typedef struct gemm {
-    int a, w, out;
+    int a, w, out, bias;
+    int tb, linear, batched;
+    char k[MB_DIM_NAME_MAX], n[MB_DIM_NAME_MAX];
     int line, col;
     int order;
+    int seq; /* its place in Python's order of evaluation */
 } gemm;
 
 /* one item of the program, in an order where each follows what it reads */
@@ -110,6 +118,8 @@ typedef struct seg {
     int order;
     char text[16384];
     mb_graph *g;               /* parsed (forward; backward as the variant) */
+    int *seq;                  /* per forward node of g: its operation's place in
+                                  Python's order of evaluation (0: an input) */
     int backward;
 } seg;
 
@@ -134,6 +144,8 @@ struct mb_mmvar {
     char dims_line[256];
     int dims_line_no, dims_col;
     int order;
+    struct { int line, col, seq; } ev[MAX_EVENTS]; /* each operation's token and place */
+    int n_ev;
 };
 
 /* ---- the front end ------------------------------------------------------ */
@@ -175,6 +187,17 @@ static int find_tensor(const mb_mmvar *v, const char *name)
     for (int i = v->n_t - 1; i >= 0; i--)
         if (!strcmp(v->t[i].name, name)) return i;
     return -1;
+}
+
+/* an operation at token t completes: its place in the order of evaluation */
+static int event(fe *F, const tok *t)
+{
+    mb_mmvar *v = F->v;
+    if (v->n_ev >= MAX_EVENTS) return 0;
+    v->ev[v->n_ev].line = t->line;
+    v->ev[v->n_ev].col = t->col;
+    v->ev[v->n_ev].seq = v->n_ev + 1;
+    return ++v->n_ev;
 }
 
 /* what to call tensor T in kernel and saved names */
@@ -245,6 +268,7 @@ static int expect_more(fe *F, const char *what)
 
 static int fe_expr(fe *F);
 static int fe_factor(fe *F);
+static int fe_linear(fe *F);
 
 /* args := [arg (',' arg)*] ')', arg := NAME '=' expr | expr */
 static int fe_args(fe *F)
@@ -275,9 +299,14 @@ static int fe_primary(fe *F)
         if ((rc = pass(F)) || (rc = fe_expr(F)) || (rc = expect_more(F, "')'"))) return rc;
         if (!at(F, TK_RPAREN)) return ferr(F, cur(F)->line, cur(F)->col, "expected ')', got '%s'", cur(F)->t);
         rc = pass(F);
+    } else if (at(F, TK_ID) && ((!strcmp(cur(F)->t, "linear") && F->pos + 1 < F->n_in && F->in[F->pos + 1].kind == TK_LPAREN) ||
+                                (!strcmp(cur(F)->t, "F") && F->pos + 3 < F->n_in && !strcmp(F->in[F->pos + 2].t, "linear") &&
+                                 F->in[F->pos + 3].kind == TK_LPAREN))) {
+        rc = fe_linear(F);
     } else if (at(F, TK_ID)) {
+        tok fn = *cur(F);
         if ((rc = pass(F))) return rc;
-        if (at(F, TK_LPAREN)) rc = pass(F) ? -1 : fe_args(F);
+        if (at(F, TK_LPAREN) && !(rc = pass(F) ? -1 : fe_args(F))) event(F, &fn);
     } else if (at(F, TK_NUM)) {
         rc = pass(F);
     } else {
@@ -286,8 +315,9 @@ static int fe_primary(fe *F)
     while (!rc && at(F, TK_DOT)) {
         if ((rc = pass(F)) || (rc = expect_more(F, "a name after '.'"))) break;
         if (!at(F, TK_ID)) return ferr(F, cur(F)->line, cur(F)->col, "expected a name after '.', got '%s'", cur(F)->t);
+        tok fn = *cur(F);
         if ((rc = pass(F))) break;
-        if (at(F, TK_LPAREN)) rc = pass(F) ? -1 : fe_args(F);
+        if (at(F, TK_LPAREN) && !(rc = pass(F) ? -1 : fe_args(F))) event(F, &fn);
     }
     F->depth--;
     return rc;
@@ -298,9 +328,18 @@ static int fe_factor(fe *F)
 {
     int rc = expect_more(F, "an expression");
     if (rc) return rc;
-    if (at(F, TK_MINUS) || at(F, TK_PLUS)) return pass(F) ? -1 : fe_factor(F);
+    if (at(F, TK_MINUS) || at(F, TK_PLUS)) {
+        tok op = *cur(F);
+        if ((rc = pass(F) ? -1 : fe_factor(F))) return rc;
+        if (op.kind == TK_MINUS) event(F, &op);
+        return MB_OK;
+    }
     if ((rc = fe_primary(F))) return rc;
-    if (at(F, TK_POW)) return pass(F) ? -1 : fe_factor(F);
+    if (at(F, TK_POW)) {
+        tok op = *cur(F);
+        if ((rc = pass(F) ? -1 : fe_factor(F))) return rc;
+        event(F, &op);
+    }
     return MB_OK;
 }
 
@@ -310,65 +349,107 @@ static int mk_name(fe *F, char prefix, char *buf, size_t size)
     return MB_OK;
 }
 
-/* The product of out[from, n_out) (the left operand, rewritten) and the
- * weight tensor w: a GEMM; the output tokens become its output's name. */
-static int make_gemm(fe *F, int from, int w, const tok *at_tok)
+/* out[from, n_out) (rewritten tokens) as a tensor: the one it names, or a
+ * statement of its own (_a1 = ..., prefix 'a'; _b1 for a right operand) */
+static int operand_tensor(fe *F, int from, char prefix, const tok *at_tok, int *out)
 {
     mb_mmvar *v = F->v;
-    int a = -1, rc;
-    if (F->n_out - from == 1 && F->out[from].kind == TK_ID && find_tensor(v, F->out[from].t) >= 0) {
-        a = find_tensor(v, F->out[from].t);
-    } else { /* the left operand as a statement of its own */
-        char nm[MB_NAME_MAX];
-        mk_name(F, 'a', nm, sizeof nm);
-        if ((rc = new_tensor(F, nm, F->out[from].line, F->out[from].col, &a))) return rc;
-        if (v->n_s >= MAX_STMTS) return ferr(F, at_tok->line, at_tok->col, "too many statements");
-        stmt *s = &v->s[v->n_s];
-        s->n = F->n_out - from;
-        s->rhs = malloc((size_t)s->n * sizeof *s->rhs);
-        if (!s->rhs) return ferr(F, at_tok->line, at_tok->col, "out of memory");
-        memcpy(s->rhs, &F->out[from], (size_t)s->n * sizeof *s->rhs);
-        s->target = a;
-        s->line = F->out[from].line;
-        s->col = F->out[from].col;
-        s->order = v->order++;
-        v->t[a].stmt = v->n_s++;
-        size_t len = 0; /* its label: the tokens, products by their labels, */
-        int lo = 0, hi = s->n; /* without a pair of parentheses around them all */
-        if (s->n > 2 && s->rhs[0].kind == TK_LPAREN && s->rhs[s->n - 1].kind == TK_RPAREN) {
-            int depth = 0, outer = 1;
-            for (int i = 0; i < s->n - 1 && outer; i++) {
-                depth += s->rhs[i].kind == TK_LPAREN ? 1 : s->rhs[i].kind == TK_RPAREN ? -1 : 0;
-                outer = depth > 0;
-            }
-            if (outer) lo = 1, hi = s->n - 1;
-        }
-        for (int i = lo; i < hi && len < sizeof v->t[a].label; i++) {
-            int m = s->rhs[i].kind == TK_ID ? find_tensor(v, s->rhs[i].t) : -1;
-            const char *piece = m >= 0 ? lbl(&v->t[m]) : s->rhs[i].t;
-            len += (size_t)snprintf(v->t[a].label + len, sizeof v->t[a].label - len, "%s", piece);
-        }
+    int rc;
+    int n = F->n_out - from, in = from; /* (x) is x */
+    if (n == 3 && F->out[in].kind == TK_LPAREN && F->out[in + 2].kind == TK_RPAREN) in++, n = 1;
+    if (n == 1 && F->out[in].kind == TK_ID && find_tensor(v, F->out[in].t) >= 0) {
+        *out = find_tensor(v, F->out[in].t);
+        return MB_OK;
     }
+    char nm[MB_NAME_MAX];
+    int a;
+    mk_name(F, prefix, nm, sizeof nm);
+    if ((rc = new_tensor(F, nm, F->out[from].line, F->out[from].col, &a))) return rc;
+    if (v->n_s >= MAX_STMTS) return ferr(F, at_tok->line, at_tok->col, "too many statements");
+    stmt *s = &v->s[v->n_s];
+    s->n = F->n_out - from;
+    s->rhs = malloc((size_t)s->n * sizeof *s->rhs);
+    if (!s->rhs) return ferr(F, at_tok->line, at_tok->col, "out of memory");
+    memcpy(s->rhs, &F->out[from], (size_t)s->n * sizeof *s->rhs);
+    s->target = a;
+    s->line = F->out[from].line;
+    s->col = F->out[from].col;
+    s->order = v->order++;
+    v->t[a].stmt = v->n_s++;
+    size_t len = 0; /* its label: the tokens, products by their labels, */
+    int lo = 0, hi = s->n; /* without a pair of parentheses around them all */
+    if (s->n > 2 && s->rhs[0].kind == TK_LPAREN && s->rhs[s->n - 1].kind == TK_RPAREN) {
+        int depth = 0, outer = 1;
+        for (int i = 0; i < s->n - 1 && outer; i++) {
+            depth += s->rhs[i].kind == TK_LPAREN ? 1 : s->rhs[i].kind == TK_RPAREN ? -1 : 0;
+            outer = depth > 0;
+        }
+        if (outer) lo = 1, hi = s->n - 1;
+    }
+    for (int i = lo; i < hi && len < sizeof v->t[a].label; i++) {
+        int m = s->rhs[i].kind == TK_ID ? find_tensor(v, s->rhs[i].t) : -1;
+        const char *piece = m >= 0 ? lbl(&v->t[m]) : s->rhs[i].t;
+        len += (size_t)snprintf(v->t[a].label + len, sizeof v->t[a].label - len, "%s", piece);
+    }
+    *out = a;
+    return MB_OK;
+}
+
+/* A GEMM of tensors a and b (tb, linear, bias as gemm's); the output
+ * tokens from index from become its output's name. */
+static int make_gemm(fe *F, int from, int a, int b, int tb, int linear, int bias, const tok *at_tok)
+{
+    mb_mmvar *v = F->v;
+    int rc;
     if (v->n_g >= MAX_GEMMS) return ferr(F, at_tok->line, at_tok->col, "too many products (at most %d)", MAX_GEMMS);
     char nm[MB_NAME_MAX];
     mk_name(F, 'm', nm, sizeof nm);
     int o;
     if ((rc = new_tensor(F, nm, at_tok->line, at_tok->col, &o))) return rc;
     gemm *g = &v->gm[v->n_g];
+    memset(g, 0, sizeof *g);
     g->a = a;
-    g->w = w;
+    g->w = b;
+    g->tb = tb;
+    g->linear = linear;
+    g->bias = bias;
     g->out = o;
     g->line = at_tok->line;
     g->col = at_tok->col;
     g->order = v->order++;
+    g->seq = event(F, at_tok);
     v->t[o].gemm = v->n_g++;
     char lb[MB_NAME_MAX];
-    snprintf(lb, sizeof lb, "%.30s@%.30s", lbl(&v->t[a]), v->t[w].name);
+    if (linear)
+        snprintf(lb, sizeof lb, "linear(%.20s,%.16s%s%.16s)", lbl(&v->t[a]), v->t[b].name, bias >= 0 ? "," : "",
+                 bias >= 0 ? v->t[bias].name : "");
+    else snprintf(lb, sizeof lb, "%.30s@%.28s%s", lbl(&v->t[a]), lbl(&v->t[b]), tb ? ".T" : "");
     memcpy(v->t[o].label, lb, sizeof lb);
     F->n_out = from;
     tok t = {TK_ID, "", at_tok->line, at_tok->col};
     snprintf(t.t, sizeof t.t, "%s", nm);
     return emit(F, &t);
+}
+
+/* 1 when in[i, i + n) is a transpose of the last two dimensions written
+ * after a name: .T, .mT, .t(), .transpose(-2, -1) (or -1, -2); *len: its
+ * tokens. A 2-D tensor's .transpose(0, 1) too (checked with its shape). */
+static int transpose_view(const tok *in, int n, int *len)
+{
+    static const char *const forms[] = {". T", ". mT", ". t ( )", ". transpose ( - 2 , - 1 )",
+                                        ". transpose ( - 1 , - 2 )", ". transpose ( 0 , 1 )", ". transpose ( 1 , 0 )"};
+    for (size_t f = 0; f < sizeof forms / sizeof forms[0]; f++) {
+        char buf[64];
+        snprintf(buf, sizeof buf, "%s", forms[f]);
+        int k = 0, match = 1;
+        for (char *w = strtok(buf, " "); w && match; w = strtok(NULL, " "), k++)
+            match = k < n && !strcmp(in[k].t, w);
+        if (match) {
+            *len = k;
+            return (int)f + 1;
+        }
+    }
+    return 0;
 }
 
 /* term := factor (('*'|'/'|'@') factor)* */
@@ -377,32 +458,74 @@ static int fe_term(fe *F)
     int from = F->n_out, rc = fe_factor(F);
     while (!rc && (at(F, TK_STAR) || at(F, TK_SLASH) || at(F, TK_AT))) {
         if (!at(F, TK_AT)) {
-            rc = pass(F) ? -1 : fe_factor(F);
+            tok op = *cur(F);
+            if (!(rc = pass(F) ? -1 : fe_factor(F))) event(F, &op);
             continue;
         }
         tok op = *cur(F);
         F->pos++;
-        if ((rc = expect_more(F, "a weight after '@'"))) return rc;
-        tok wt = *cur(F);
-        int w = wt.kind == TK_ID ? find_tensor(F->v, wt.t) : -1;
-        int plain = F->pos + 1 >= F->n_in || (F->in[F->pos + 1].kind != TK_DOT && F->in[F->pos + 1].kind != TK_LPAREN &&
-                                               F->in[F->pos + 1].kind != TK_POW);
-        if (w < 0 || !plain || !F->v->t[w].input || F->v->t[w].nd != 2)
-            return ferr(F, wt.line, wt.col, "the right operand of '@' is a weight: an input declared with two "
-                        "dimensions ('input w [dim, ffn]'), written by its name (x @ w)%s",
-                        w >= 0 && F->v->t[w].input && F->v->t[w].nd != 2 ? "; this one has not two dimensions" : "");
-        F->pos++;
         if (F->n_out == from) return ferr(F, op.line, op.col, "'@' needs a left operand");
-        rc = make_gemm(F, from, w, &op);
+        if ((rc = expect_more(F, "an operand after '@'"))) return rc;
+        int a, b, tb = 0, len = 0;
+        if ((rc = operand_tensor(F, from, 'a', &op, &a))) return rc;
+        F->n_out = from;
+        /* the right operand: a name, a transpose of one, or an expression */
+        if (at(F, TK_ID) && find_tensor(F->v, cur(F)->t) >= 0 &&
+            (tb = transpose_view(&F->in[F->pos + 1], F->n_in - F->pos - 1, &len))) {
+            b = find_tensor(F->v, cur(F)->t);
+            if (tb >= 6 && F->v->t[b].nd != 2)
+                return ferr(F, cur(F)->line, cur(F)->col, "'%s' has %d dimensions: transpose(0, 1) is not of its last "
+                            "two (write transpose(-2, -1))", cur(F)->t, F->v->t[b].nd);
+            F->pos += 1 + len;
+            tb = 1;
+        } else {
+            int bfrom = F->n_out;
+            if ((rc = fe_factor(F)) || (rc = operand_tensor(F, bfrom, 'b', &op, &b))) return rc;
+            F->n_out = bfrom;
+        }
+        rc = make_gemm(F, from, a, b, tb, 0, -1, &op);
     }
     return rc;
+}
+
+/* linear(x, w[, b]) or F.linear(...): x @ w.T + b as one addmm (nn.Linear's
+ * layout, w [N, K]); the current token is the name's first */
+static int fe_linear(fe *F)
+{
+    mb_mmvar *v = F->v;
+    tok fn = *cur(F);
+    F->pos += !strcmp(fn.t, "F") ? 3 : 1; /* F . linear | linear */
+    F->pos++;                              /* ( */
+    int from = F->n_out, rc, a, w = -1, bias = -1;
+    if ((rc = fe_expr(F)) || (rc = operand_tensor(F, from, 'a', &fn, &a))) return rc;
+    F->n_out = from;
+    const char *usage = "linear(x, w) or linear(x, w, b): w an input [out, in] as nn.Linear keeps it, b an input "
+                        "[out]";
+    for (int arg = 0; arg < 2; arg++) {
+        if (at(F, TK_RPAREN) && arg == 1) break;
+        if (!at(F, TK_COMMA) || F->pos + 1 >= F->n_in || F->in[F->pos + 1].kind != TK_ID)
+            return ferr(F, F->pos < F->n_in ? cur(F)->line : fn.line, F->pos < F->n_in ? cur(F)->col : fn.col, "%s",
+                        usage);
+        F->pos++;
+        int t = find_tensor(v, cur(F)->t);
+        if (t < 0 || !v->t[t].input || v->t[t].nd != (arg ? 1 : 2))
+            return ferr(F, cur(F)->line, cur(F)->col, "'%s': %s", cur(F)->t, usage);
+        *(arg ? &bias : &w) = t;
+        F->pos++;
+    }
+    if (!at(F, TK_RPAREN)) return ferr(F, F->pos < F->n_in ? cur(F)->line : fn.line, F->pos < F->n_in ? cur(F)->col : fn.col, "%s", usage);
+    F->pos++;
+    return make_gemm(F, from, a, w, 1, 1, bias, &fn);
 }
 
 /* expr := term (('+'|'-') term)* */
 static int fe_expr(fe *F)
 {
     int rc = fe_term(F);
-    while (!rc && (at(F, TK_PLUS) || at(F, TK_MINUS))) rc = pass(F) ? -1 : fe_term(F);
+    while (!rc && (at(F, TK_PLUS) || at(F, TK_MINUS))) {
+        tok op = *cur(F);
+        if (!(rc = pass(F) ? -1 : fe_term(F))) event(F, &op);
+    }
     return rc;
 }
 
@@ -609,8 +732,9 @@ static int levels_and_segments(mb_mmvar *v, mb_err *err)
     for (int o = 0; o < v->n_s + v->n_g; o++) {
         if (ord[o] < 0) {
             gemm *g = &v->gm[-ord[o] - 1];
-            v->t[g->out].level = v->t[g->a].level + 1;
-            v->t[g->out].grad = v->t[g->a].grad || v->t[g->w].grad;
+            int lv = v->t[g->a].level > v->t[g->w].level ? v->t[g->a].level : v->t[g->w].level;
+            v->t[g->out].level = lv + 1;
+            v->t[g->out].grad = v->t[g->a].grad || v->t[g->w].grad || (g->bias >= 0 && v->t[g->bias].grad);
             continue;
         }
         stmt *s = &v->s[ord[o] - 1];
@@ -653,7 +777,7 @@ static int item_before(const mb_mmvar *v, step a, step b)
     /* does b read a tensor a produces? */
     if (a.is_gemm) {
         int o = v->gm[a.index].out;
-        if (b.is_gemm) return v->gm[b.index].a == o;
+        if (b.is_gemm) return v->gm[b.index].a == o || v->gm[b.index].w == o;
         const seg *S = &v->sg[b.index];
         for (int i = 0; i < S->n_stmts; i++)
             if (reads(&v->s[S->stmts[i]], &v->t[o])) return 1;
@@ -662,7 +786,8 @@ static int item_before(const mb_mmvar *v, step a, step b)
     const seg *A = &v->sg[a.index];
     for (int i = 0; i < A->n_stmts; i++) {
         const tensor *T = &v->t[v->s[A->stmts[i]].target];
-        if (b.is_gemm && v->gm[b.index].a == v->s[A->stmts[i]].target) return 1;
+        if (b.is_gemm && (v->gm[b.index].a == v->s[A->stmts[i]].target || v->gm[b.index].w == v->s[A->stmts[i]].target))
+            return 1;
         if (b.is_gemm) continue;
         const seg *B = &v->sg[b.index];
         for (int j = 0; j < B->n_stmts; j++)
@@ -706,24 +831,40 @@ static const char *dims_str(const tensor *T, char *buf, size_t size)
 
 static int gemm_shape(mb_mmvar *v, gemm *g, mb_err *err)
 {
-    tensor *A = &v->t[g->a], *W = &v->t[g->w], *O = &v->t[g->out];
-    char ta[256], tw[256];
-    if (A->nd < 1)
-        return mb_err_set(err, MB_EINPUT, "%s:%d:%d: the left operand of '@' is a 0-d tensor", v->path, g->line, g->col);
-    if (A->nd < 2 || strcmp(A->dim[A->nd - 1], W->dim[0]))
-        return mb_err_set(err, MB_EINPUT, "%s:%d:%d: '%s' %s @ '%s' %s: %s", v->path, g->line, g->col, A->name,
-                          dims_str(A, ta, sizeof ta), W->name, dims_str(W, tw, sizeof tw),
-                          A->nd < 2 ? "the left operand has rows and a last dimension ([tokens, dim]): a vector "
-                                      "times a matrix is not modelled"
-                                    : "the left operand's last dimension is not the weight's first");
-    for (int d = 0; d + 1 < A->nd; d++)
-        if (!strcmp(A->dim[d], "1"))
-            return mb_err_set(err, MB_EINPUT, "%s:%d:%d: the left operand of '@' %s has a dimension of size 1: a "
-                              "product of a whole tensor is modelled", v->path, g->line, g->col, dims_str(A, ta, sizeof ta));
+    tensor *A = &v->t[g->a], *B = &v->t[g->w], *O = &v->t[g->out];
+    char ta[256], tb[256];
+    const char *what = g->linear ? "linear()" : "'@'";
+    if (A->nd < 2 || B->nd < 2)
+        return mb_err_set(err, MB_EINPUT, "%s:%d:%d: %s of '%s' %s and '%s' %s: a product of %s is not modelled (each "
+                          "operand has rows and a last dimension)", v->path, g->line, g->col, what, lbl(A),
+                          dims_str(A, ta, sizeof ta), lbl(B), dims_str(B, tb, sizeof tb),
+                          A->nd < 2 ? "a vector by a matrix" : "a matrix by a vector");
+    const char *bk = B->dim[B->nd - (g->tb ? 1 : 2)], *bn = B->dim[B->nd - (g->tb ? 2 : 1)];
+    if (strcmp(A->dim[A->nd - 1], bk))
+        return mb_err_set(err, MB_EINPUT, "%s:%d:%d: '%s' %s @ '%s' %s%s: the left operand's last dimension '%s' is not "
+                          "the right one's %s '%s'", v->path, g->line, g->col, lbl(A), dims_str(A, ta, sizeof ta),
+                          B->name, dims_str(B, tb, sizeof tb), g->tb ? ".T" : "", A->dim[A->nd - 1],
+                          g->tb ? "last" : B->nd == 2 ? "first" : "second-to-last", bk);
+    g->batched = B->nd > 2;
+    for (int d = 0; g->batched && d + 2 < B->nd; d++)
+        if (A->nd != B->nd || strcmp(A->dim[d], B->dim[d]))
+            return mb_err_set(err, MB_EINPUT, "%s:%d:%d: '%s' %s @ '%s' %s: a batched product has the same leading "
+                              "dimensions on both sides ([batch, heads, seq, dim] @ [batch, heads, dim, seq]); "
+                              "broadcasting them is not modelled", v->path, g->line, g->col, lbl(A),
+                              dims_str(A, ta, sizeof ta), lbl(B), dims_str(B, tb, sizeof tb));
+    for (int d = 0; d < A->nd; d++)
+        if (!strcmp(A->dim[d], "1") || (d < B->nd && !strcmp(B->dim[d], "1")))
+            return mb_err_set(err, MB_EINPUT, "%s:%d:%d: an operand of %s has a dimension of size 1: a product of "
+                              "whole tensors is modelled", v->path, g->line, g->col, what);
+    if (g->bias >= 0 && strcmp(v->t[g->bias].dim[0], bn))
+        return mb_err_set(err, MB_EINPUT, "%s:%d:%d: linear(): the bias '%s' [%s] is not [%s], the weight's first "
+                          "dimension", v->path, g->line, g->col, v->t[g->bias].name, v->t[g->bias].dim[0], bn);
+    memcpy(g->k, bk, sizeof g->k);
+    memcpy(g->n, bn, sizeof g->n);
     O->nd = A->nd;
     memcpy(O->dim, A->dim, sizeof O->dim);
-    memcpy(O->dim[O->nd - 1], W->dim[1], MB_DIM_NAME_MAX);
-    O->dtype = mb_dtype_promote(A->dtype, W->dtype);
+    memcpy(O->dim[O->nd - 1], bn, MB_DIM_NAME_MAX);
+    O->dtype = mb_dtype_promote(A->dtype, B->dtype);
     return MB_OK;
 }
 
@@ -776,8 +917,8 @@ static void map_error(const mb_mmvar *v, const pos_map *pm, int n_pm, const char
     for (int g = 0; g < v->n_g && nl < sizeof note; g++) {
         const tensor *O = &v->t[v->gm[g].out];
         if (O->name[0] == '_' && strstr(rest, O->name))
-            nl += (size_t)snprintf(note + nl, sizeof note - nl, "; %s is %s @ %s (line %d)", O->name,
-                                   v->t[v->gm[g].a].name, v->t[v->gm[g].w].name, v->gm[g].line);
+            nl += (size_t)snprintf(note + nl, sizeof note - nl, "; %s is %s (line %d)", O->name, O->label,
+                                   v->gm[g].line);
     }
     for (int i = 0; i < v->n_t && nl < sizeof note; i++)
         if (!strncmp(v->t[i].name, "_a", 2) && strstr(rest, v->t[i].name))
@@ -866,7 +1007,7 @@ static int build_segment(mb_mmvar *v, int k, mb_dtype dtype, mb_err *err)
         int t = v->s[S->stmts[i]].target;
         int used = 0;
         for (int o = 0; o < v->n_outputs; o++) used |= v->outputs[o] == t;
-        for (int g = 0; g < v->n_g; g++) used |= v->gm[g].a == t;
+        for (int g = 0; g < v->n_g; g++) used |= v->gm[g].a == t || v->gm[g].w == t;
         for (int i2 = 0; i2 < v->n_s; i2++) used |= v->s[i2].seg != k && reads(&v->s[i2], &v->t[t]);
         if (!used) continue;
         if (S->n_out >= MB_MAX_IO) { rc = -1; break; }
@@ -890,6 +1031,17 @@ static int build_segment(mb_mmvar *v, int k, mb_dtype dtype, mb_err *err)
         map_error(v, pm, n_pm, segpath, err);
         free(pm);
         return MB_EINPUT;
+    }
+    /* each node's place in the order of evaluation, through its token */
+    S->seq = calloc((size_t)S->g->n_forward + 1, sizeof *S->seq);
+    if (!S->seq) return free(pm), mb_err_set(err, MB_ERUN, "out of memory");
+    for (int i = 0; i < S->g->n_forward; i++) {
+        const mb_node *nd = &S->g->nodes[i];
+        for (int j = 0; j < n_pm && nd->op != MB_OP_INPUT && !S->seq[i]; j++) {
+            if (pm[j].seg_line != nd->line || pm[j].seg_col != nd->col) continue;
+            for (int e = 0; e < v->n_ev && !S->seq[i]; e++)
+                if (v->ev[e].line == pm[j].line && v->ev[e].col == pm[j].col) S->seq[i] = v->ev[e].seq;
+        }
     }
     free(pm);
     /* the shapes of what it makes for the others */
@@ -942,7 +1094,7 @@ static int finish(mb_mmvar *v, fe *F, mb_dtype dtype, mb_err *err)
     for (int g = 0; g < v->n_g; g++) { /* a product nothing reads */
         int o = v->gm[g].out, used = 0;
         for (int k = 0; k < v->n_outputs; k++) used |= v->outputs[k] == o;
-        for (int h = 0; h < v->n_g; h++) used |= v->gm[h].a == o;
+        for (int h = 0; h < v->n_g; h++) used |= v->gm[h].a == o || v->gm[h].w == o;
         for (int s = 0; s < v->n_s; s++) used |= reads(&v->s[s], &v->t[o]);
         if (!used)
             return ferr(F, v->t[o].line, v->t[o].col, "'%s' is never used (not an output, nor read by another "
@@ -952,8 +1104,11 @@ static int finish(mb_mmvar *v, fe *F, mb_dtype dtype, mb_err *err)
         tensor *T = &v->t[i];
         T->grad = T->input && !T->nograd;
         if (!T->input) continue;
-        int used = 0, as_w = 0;
-        for (int g = 0; g < v->n_g; g++) used |= v->gm[g].a == i || (as_w |= v->gm[g].w == i);
+        int used = 0, as_w = 0; /* a weight: the matrix of a product, or a bias */
+        for (int g = 0; g < v->n_g; g++) {
+            as_w |= (v->gm[g].w == i && T->nd == 2) || v->gm[g].bias == i;
+            used |= v->gm[g].a == i || v->gm[g].w == i || v->gm[g].bias == i;
+        }
         for (int s = 0; s < v->n_s; s++) used |= reads(&v->s[s], T);
         if (!used) return ferr(F, T->line, T->col, "input '%s' is never used", T->name);
         T->param = as_w;
@@ -1019,7 +1174,10 @@ void mb_mmvar_free(mb_mmvar *v)
 {
     if (!v) return;
     for (int i = 0; i < v->n_s; i++) free(v->s[i].rhs);
-    for (int i = 0; v->sg && i < v->n_sg; i++) mb_graph_free(v->sg[i].g);
+    for (int i = 0; v->sg && i < v->n_sg; i++) {
+        mb_graph_free(v->sg[i].g);
+        free(v->sg[i].seq);
+    }
     free(v->sg);
     free(v);
 }
@@ -1088,8 +1246,30 @@ typedef struct ctx {
     const mb_device *d;
     mb_mlp_est *e;
     int cpu;
-    double hidden_elems; /* elements of the widest product */
+    int hidden;          /* the widest product: tensors of its dimensions are "hidden" */
+    double *key;         /* per kernel of the plan being built: its place in
+                            PyTorch's order (key[MB_MLP_MAX_KERNELS]: the one a
+                            kernel appended next takes) */
 } ctx;
+
+/* appends a kernel to p at the current key */
+static mb_mlp_kernel *add_k(const ctx *c, mb_mlp_plan *p, const char *name, int backward)
+{
+    c->key[p->n_kernels] = c->key[MB_MLP_MAX_KERNELS];
+    return mb_mlp_add_kernel(p, name, backward, 0);
+}
+
+/* 1 when n names (dims) are the hidden tensor's dimensions */
+static int is_hidden(const ctx *c, const char (*dims)[MB_DIM_NAME_MAX], int n)
+{
+    const tensor *H = &c->v->t[c->hidden];
+    if (n != H->nd) return 0;
+    for (int d = 0; d < n; d++)
+        if (strcmp(dims[d], H->dim[d])) return 0;
+    return 1;
+}
+
+static int t_hidden(const ctx *c, int t) { return t >= 0 && is_hidden(c, c->v->t[t].dim, c->v->t[t].nd); }
 
 static int64_t dim_size(const mb_mmvar *v, const char *name)
 {
@@ -1144,8 +1324,9 @@ static void add_saved_once(mb_mlp_plan *p, const char *name, double bytes)
  * backward whatever they are), and with saved its plan's saved tensors;
  * *n_fwd: how many forward kernels the plan has, *row_ops: 1 when src has a
  * row operation. */
-static int cost_graph(const ctx *c, mb_mlp_plan *p, const mb_graph *src, const int *in_map, mb_plan_kind kind,
-                      part pt, int bwd_as, int saved, int *n_fwd, int *row_ops, mb_err *err)
+static int cost_graph(const ctx *c, mb_mlp_plan *p, const mb_graph *src, const int *in_map, const int *seq,
+                      mb_plan_kind kind,
+                      part pt, int bwd_as, int saved, const char *only, int *n_fwd, int *row_ops, mb_err *err)
 {
     const mb_mmvar *v = c->v;
     mb_graph *g = mb_graph_clone(src);
@@ -1168,18 +1349,26 @@ static int cost_graph(const ctx *c, mb_mlp_plan *p, const mb_graph *src, const i
         const mb_kernel *K = &pl->kernels[i];
         const mb_cost *kc = &est.per_kernel[i];
         if (n_fwd && !K->is_backward) (*n_fwd)++;
-        if ((pt == PART_FWD) == !!K->is_backward) continue;
+        if ((pt == PART_FWD) == !!K->is_backward || (only && strcmp(K->name, only))) continue;
         if (p->n_kernels >= MB_MLP_MAX_KERNELS) {
             rc = mb_err_set(err, MB_EINPUT, "%s: more than %d kernels in a plan", v->path, MB_MLP_MAX_KERNELS);
             break;
         }
-        mb_mlp_kernel *mk = mb_mlp_add_kernel(p, K->name, pt == PART_BWD || bwd_as, 0);
+        mb_mlp_kernel *mk = add_k(c, p, K->name, pt == PART_BWD || bwd_as);
+        if (seq) { /* a segment's kernel: where its operation is in PyTorch's order */
+            double key = -1;
+            for (int j = 0; j < K->n_nodes; j++) {
+                int nd = K->nodes[j], o = nd < g->n_forward ? nd : g->nodes[nd].origin;
+                if (o >= 0 && o < g->n_forward && seq[o] && (key < 0 || seq[o] < key)) key = seq[o];
+            }
+            /* autograd's add of two gradients: after the kernel before it */
+            c->key[p->n_kernels - 1] = key >= 0 ? key : p->n_kernels > 1 ? c->key[p->n_kernels - 2] - 0.25 : 0;
+        }
         mk->flops = kc->flops;
         mk->dram_read_bytes = (double)kc->dram_read_bytes;
         mk->dram_write_bytes = (double)kc->dram_write_bytes;
         for (int w = 0; w < K->n_writes; w++)
-            if (g->nodes[K->writes[w]].shape == MB_SHC_FULL && c->hidden_elems > 0 &&
-                (double)sh.rows * (double)sh.cols >= c->hidden_elems)
+            if (g->nodes[K->writes[w]].shape == MB_SHC_FULL && is_hidden(c, g->dim_names, g->n_dims))
                 mk->hidden_write_bytes += (double)mb_tensor_bytes_at(g, K->writes[w], sh);
         mk->compute_s = kc->compute_s;
         mk->mem_s = kc->mem_s;
@@ -1217,25 +1406,44 @@ static int segment(const ctx *c, mb_mlp_plan *p, int k, mb_plan_kind kind, part 
                    mb_err *err)
 {
     const seg *S = &c->v->sg[k];
-    return cost_graph(c, p, S->g, S->in, kind, pt, 0, pt == PART_FWD, n_fwd, row_ops, err);
+    return cost_graph(c, p, S->g, S->in, S->seq, kind, pt, 0, pt == PART_FWD, NULL, n_fwd, row_ops, err);
 }
 
-/* G(m, n, kk) in dtype through gemm.c: a kernel of p. */
+/* the product's sizes: C [batch, m, n] = A [batch, m, k] B [batch, k, n];
+ * an mm folds A's leading dimensions into m */
+static int64_t gm_k(const mb_mmvar *v, const gemm *g) { return dim_size(v, g->k); }
+static int64_t gm_n(const mb_mmvar *v, const gemm *g) { return dim_size(v, g->n); }
+static int64_t gm_m(const mb_mmvar *v, const gemm *g)
+{
+    const tensor *A = &v->t[g->a];
+    return g->batched ? dim_size(v, A->dim[A->nd - 2]) : rows_of(v, A);
+}
+static int64_t gm_batch(const mb_mmvar *v, const gemm *g)
+{
+    const tensor *A = &v->t[g->a];
+    int64_t b = 1;
+    for (int d = 0; g->batched && d + 2 < A->nd; d++) b *= dim_size(v, A->dim[d]);
+    return b;
+}
+
+/* G(m, n, kk) x batch in dtype through gemm.c: a kernel of p (writes: the
+ * tensor whose shape it writes, for the hidden bytes). */
 static int gemm_kernel(const ctx *c, mb_mlp_plan *p, const char *name, int bwd, int64_t m, int64_t n, int64_t kk,
-                       mb_dtype dt, mb_mlp_kernel **out, mb_err *err)
+                       int64_t batch, mb_dtype dt, int writes, mb_mlp_kernel **out, mb_err *err)
 {
     if (p->n_kernels >= MB_MLP_MAX_KERNELS)
         return mb_err_set(err, MB_EINPUT, "%s: more than %d kernels in a plan", c->v->path, MB_MLP_MAX_KERNELS);
-    mb_gemm g = {m, n, kk, 1, dt, 0, 0};
+    mb_gemm g = {m, n, kk, batch, dt, 0, 0};
     mb_gemm_est ge;
     int rc = mb_gemm_estimate(&g, c->d, &ge, err);
     if (rc) return rc;
-    mb_mlp_kernel *k = mb_mlp_add_kernel(p, name, bwd, 0);
+    mb_mlp_kernel *k = add_k(c, p, name, bwd);
     k->gemm = 1;
     k->flops = ge.flops;
     k->dram_read_bytes = ge.dram_read_bytes;
     k->dram_write_bytes = ge.dram_write_bytes;
-    k->hidden_write_bytes = (double)m * (double)n >= c->hidden_elems ? ge.dram_write_bytes : 0;
+    /* the tensor's bytes (a CPU's GEMM writes C more than once: gemm.c) */
+    k->hidden_write_bytes = t_hidden(c, writes) ? elems(c->v, &c->v->t[writes]) * (double)mb_dtype_bytes(dt) : 0;
     k->compute_s = ge.compute_s;
     k->launch_s = ge.launch_s;
     mb_mlp_retime(k, c->e->bandwidth_gbs, c->cpu);
@@ -1243,23 +1451,59 @@ static int gemm_kernel(const ctx *c, mb_mlp_plan *p, const char *name, int bwd, 
     return MB_OK;
 }
 
+/* what autograd keeps for the product's backward: A when B needs a
+ * gradient, B when A does (a weight is a parameter: not counted) */
 static void gemm_saves(const ctx *c, mb_mlp_plan *p, const gemm *g)
 {
-    const tensor *A = &c->v->t[g->a];
-    if (c->v->backward && c->v->t[g->w].grad && !(A->input && A->param)) add_saved_once(p, lbl(A), bytes_of(c->v, A));
+    const mb_mmvar *v = c->v;
+    const tensor *A = &v->t[g->a], *B = &v->t[g->w];
+    if (!v->backward) return;
+    if (B->grad && !(A->input && A->param)) add_saved_once(p, lbl(A), bytes_of(v, A));
+    if (A->grad && !(B->input && B->param)) add_saved_once(p, lbl(B), bytes_of(v, B));
 }
 
-/* GEMM gi as PyTorch runs it: one mm */
-static int plain_gemm(const ctx *c, mb_mlp_plan *p, int gi, mb_err *err)
+/* "mm x@w", "bmm q@k.T", "addmm x@w.T+b" */
+static void gemm_name(const mb_mmvar *v, const gemm *g, const char *suffix, char *buf, size_t size)
+{
+    const char *op = g->linear ? "addmm" : g->batched ? "bmm" : "mm";
+    char a[64];
+    operand(&v->t[g->a], "", a, sizeof a);
+    snprintf(buf, size, "%s %.22s@%.14s%s%s%.10s%s", op, a, v->t[g->w].name, g->tb ? ".T" : "", g->bias >= 0 ? "+" : "",
+             g->bias >= 0 ? v->t[g->bias].name : "", suffix);
+}
+
+/* GEMM gi as PyTorch runs it: mm, bmm, or addmm (F.linear with a bias:
+ * on a GPU cuBLASLt's bias epilogue, the bias read in the GEMM; on a CPU
+ * the bias copied into the output first and read back, beta 1: mlp.c's
+ * rule); fused: the bias in the epilogue everywhere */
+static int plain_gemm(const ctx *c, mb_mlp_plan *p, int gi, int fused, mb_err *err)
 {
     const mb_mmvar *v = c->v;
     const gemm *g = &v->gm[gi];
+    const tensor *O = &v->t[g->out];
     char nm[MB_MLP_NAME_MAX];
-    snprintf(nm, sizeof nm, "mm %.20s@%.20s", lbl(&v->t[g->a]), v->t[g->w].name);
-    int rc = gemm_kernel(c, p, nm, 0, rows_of(v, &v->t[g->a]), dim_size(v, v->t[g->w].dim[1]),
-                         dim_size(v, v->t[g->w].dim[0]), v->t[g->out].dtype, NULL, err);
-    if (!rc) gemm_saves(c, p, g);
-    return rc;
+    gemm_name(v, g, "", nm, sizeof nm);
+    const double bias = g->bias >= 0 ? bytes_of(v, &v->t[g->bias]) : 0, out = bytes_of(v, O);
+    const int copy = bias > 0 && c->cpu && !fused;
+    if (copy) {
+        if (p->n_kernels >= MB_MLP_MAX_KERNELS)
+            return mb_err_set(err, MB_EINPUT, "%s: more than %d kernels in a plan", v->path, MB_MLP_MAX_KERNELS);
+        mb_mlp_kernel *k = add_k(c, p, "addmm bias copy", 0);
+        k->dram_read_bytes = bias;
+        k->dram_write_bytes = out;
+        k->hidden_write_bytes = t_hidden(c, g->out) ? out : 0;
+        k->launch_s = c->d->launch_overhead_us * 1e-6;
+        mb_mlp_retime(k, c->e->bandwidth_gbs, c->cpu);
+    }
+    mb_mlp_kernel *k = NULL;
+    int rc = gemm_kernel(c, p, nm, 0, gm_m(v, g), gm_n(v, g), gm_k(v, g), gm_batch(v, g), O->dtype, g->out, &k, err);
+    if (rc) return rc;
+    if (bias > 0) {
+        k->dram_read_bytes += copy ? out : bias;
+        mb_mlp_retime(k, c->e->bandwidth_gbs, c->cpu);
+    }
+    gemm_saves(c, p, g);
+    return MB_OK;
 }
 
 /* 1 when tensor t is read by anything but segment k (a GEMM, another
@@ -1269,7 +1513,7 @@ static int read_elsewhere(const mb_mmvar *v, int t, int k)
     for (int o = 0; o < v->n_outputs; o++)
         if (v->outputs[o] == t) return 1;
     for (int g = 0; g < v->n_g; g++)
-        if (v->gm[g].a == t) return 1;
+        if (v->gm[g].a == t || v->gm[g].w == t) return 1;
     for (int i = 0; i < v->n_s; i++)
         if (v->s[i].seg != k && reads(&v->s[i], &v->t[t])) return 1;
     return 0;
@@ -1293,10 +1537,11 @@ static void epilogue_of(const mb_mmvar *v, int k, int *g1, int *g2)
         }
         *(*g1 < 0 ? g1 : g2) = T->gemm;
     }
-    if (*g2 >= 0) {
+    if (*g2 >= 0) { /* two products of one A by weights of one shape: one GEMM over both */
         const gemm *a = &v->gm[*g1], *b = &v->gm[*g2];
         const tensor *wa = &v->t[a->w], *wb = &v->t[b->w];
-        if (a->a != b->a || strcmp(wa->dim[0], wb->dim[0]) || strcmp(wa->dim[1], wb->dim[1]) || wa->dtype != wb->dtype)
+        if (a->a != b->a || a->batched || b->batched || !wa->param || !wb->param || strcmp(a->k, b->k) ||
+            strcmp(a->n, b->n) || wa->dtype != wb->dtype || a->linear != b->linear)
             *g1 = *g2 = -1;
     }
 }
@@ -1312,7 +1557,7 @@ static int add_kernel(const ctx *c, mb_mlp_plan *p, int t, mb_err *err)
     mb_graph *g = NULL;
     int rc = mb_parse_variant(text, "<grad add>", T->dtype, &g, err);
     int n0 = p->n_kernels;
-    if (!rc) rc = cost_graph(c, p, g, NULL, MB_PLAN_EAGER, PART_FWD, 1, 0, NULL, NULL, err);
+    if (!rc) rc = cost_graph(c, p, g, NULL, NULL, MB_PLAN_EAGER, PART_FWD, 1, 0, NULL, NULL, NULL, err);
     if (!rc && p->n_kernels > n0) snprintf(p->k[n0].name, sizeof p->k[n0].name, "add grad %.30s", lbl(T));
     mb_graph_free(g);
     return rc;
@@ -1337,14 +1582,18 @@ static int epilogue(const ctx *c, mb_mlp_plan *p, int k, int g1, int g2, int *do
     }
     const gemm *a = &v->gm[g1];
     const tensor *W = &v->t[a->w];
-    char nm[MB_MLP_NAME_MAX];
+    char nm[MB_MLP_NAME_MAX], an[64];
     if (g2 >= 0)
-        snprintf(nm, sizeof nm, "mm %.12s@[%.8s|%.8s] +epilogue", lbl(&v->t[a->a]), W->name, v->t[v->gm[g2].w].name);
-    else snprintf(nm, sizeof nm, "mm %.16s@%.16s +epilogue", lbl(&v->t[a->a]), W->name);
+        snprintf(nm, sizeof nm, "%s %.12s@[%.8s|%.8s] +epilogue", a->linear ? "addmm" : "mm",
+                 operand(&v->t[a->a], "", an, sizeof an), W->name, v->t[v->gm[g2].w].name);
+    else gemm_name(v, a, " +epilogue", nm, sizeof nm);
     mb_mlp_kernel *kk = NULL;
-    rc = gemm_kernel(c, p, nm, 0, rows_of(v, &v->t[a->a]), dim_size(v, W->dim[1]) * (g2 >= 0 ? 2 : 1),
-                     dim_size(v, W->dim[0]), v->t[a->out].dtype, &kk, err);
+    rc = gemm_kernel(c, p, nm, 0, gm_m(v, a), gm_n(v, a) * (g2 >= 0 ? 2 : 1), gm_k(v, a), gm_batch(v, a),
+                     v->t[a->out].dtype, -1, &kk, err);
     if (!rc) {
+        for (int gg = 0; gg < 2; gg++) /* biases read in the epilogue */
+            if ((gg ? g2 : g1) >= 0 && v->gm[gg ? g2 : g1].bias >= 0)
+                kk->dram_read_bytes += bytes_of(v, &v->t[v->gm[gg ? g2 : g1].bias]);
         const mb_mlp_kernel *e = &scratch->k[0];
         double prod = 0, aux = 0;
         for (int gg = 0; gg < 2; gg++) {
@@ -1356,14 +1605,35 @@ static int epilogue(const ctx *c, mb_mlp_plan *p, int k, int g1, int g2, int *do
                 if (!strcmp(scratch->saved[s].name, lbl(O))) aux += bytes_of(v, O);
         }
         kk->dram_read_bytes += fmax(0, e->dram_read_bytes - prod);
-        kk->dram_write_bytes = e->dram_write_bytes + aux;
-        kk->hidden_write_bytes = e->hidden_write_bytes + (elems(v, &v->t[a->out]) >= c->hidden_elems ? aux : 0);
+        /* the segment's writes for the product's last (a CPU's GEMM writes C
+         * once per K block before it: gemm.c), the aux beside them */
+        kk->dram_write_bytes = fmax(0, kk->dram_write_bytes - prod) + e->dram_write_bytes + aux;
+        kk->hidden_write_bytes = e->hidden_write_bytes + (t_hidden(c, a->out) ? aux : 0);
         if (c->cpu) kk->compute_s += e->compute_s; /* the epilogue's arithmetic on the same cores */
         mb_mlp_retime(kk, c->e->bandwidth_gbs, c->cpu);
         gemm_saves(c, p, a);
+        if (g2 >= 0) gemm_saves(c, p, &v->gm[g2]);
         for (int s = 0; s < scratch->n_saved; s++) add_saved_once(p, scratch->saved[s].name, scratch->saved[s].bytes);
     }
     free(scratch);
+    return rc;
+}
+
+/* a bias's gradient, dC summed over its rows: the reduce kernel PyTorch's
+ * autograd runs (sum_to of addmm's self gradient), the language's colsum
+ * of y = g + b */
+static int bias_grad(const ctx *c, mb_mlp_plan *p, const gemm *g, mb_err *err)
+{
+    const mb_mmvar *v = c->v;
+    const tensor *O = &v->t[g->out], *Bi = &v->t[g->bias];
+    char text[600], dt[256];
+    snprintf(text, sizeof text, "name bias_grad\ninput g %s %s\ninput b [%s] %s\ny = g + b\noutput y\nbackward\n",
+             dims_str(O, dt, sizeof dt), mb_dtype_name(O->dtype), Bi->dim[0], mb_dtype_name(Bi->dtype));
+    mb_graph *gr = NULL;
+    int rc = mb_parse_variant(text, "<bias grad>", O->dtype, &gr, err), n0 = p->n_kernels;
+    if (!rc) rc = cost_graph(c, p, gr, NULL, NULL, MB_PLAN_EAGER, PART_BWD, 1, 0, "colsum", NULL, NULL, err);
+    if (!rc && p->n_kernels > n0) snprintf(p->k[n0].name, sizeof p->k[n0].name, "sum d(%.20s) (%.14s)", lbl(O), Bi->name);
+    mb_graph_free(gr);
     return rc;
 }
 
@@ -1374,7 +1644,8 @@ static int forward(const ctx *c, mb_mlp_plan *p, int fused, const char *in_epilo
     for (int i = 0; i < v->n_it && !rc; i++) {
         step it = v->it[i];
         if (it.is_gemm) {
-            if (!in_epilogue[it.index]) rc = plain_gemm(c, p, it.index, err); /* else with its segment */
+            c->key[MB_MLP_MAX_KERNELS] = v->gm[it.index].seq;
+            if (!in_epilogue[it.index]) rc = plain_gemm(c, p, it.index, fused, err); /* else with its segment */
             continue;
         }
         const seg *S = &v->sg[it.index];
@@ -1383,7 +1654,10 @@ static int forward(const ctx *c, mb_mlp_plan *p, int fused, const char *in_epilo
         if (g1 >= 0 && (rc = epilogue(c, p, it.index, g1, g2, &done, err))) return rc;
         if (done) continue;
         for (int gg = 0; gg < 2 && !rc; gg++) /* not an epilogue after all: the GEMMs alone first */
-            if ((gg ? g2 : g1) >= 0) rc = plain_gemm(c, p, gg ? g2 : g1, err);
+            if ((gg ? g2 : g1) >= 0) {
+                c->key[MB_MLP_MAX_KERNELS] = v->gm[gg ? g2 : g1].seq;
+                rc = plain_gemm(c, p, gg ? g2 : g1, fused, err);
+            }
         if (!rc)
             rc = segment(c, p, it.index, !fused ? MB_PLAN_EAGER : S->backward ? MB_PLAN_RECOMPUTE : MB_PLAN_FUSED,
                          PART_FWD, NULL, NULL, err);
@@ -1409,29 +1683,59 @@ static int backward(const ctx *c, mb_mlp_plan *p, int fused, mb_err *err)
         char nm[MB_MLP_NAME_MAX];
         if (it.is_gemm) {
             const gemm *g = &v->gm[it.index];
-            const tensor *A = &v->t[g->a], *W = &v->t[g->w], *O = &v->t[g->out];
+            const tensor *A = &v->t[g->a], *B = &v->t[g->w], *O = &v->t[g->out];
             if (!O->grad) continue;
-            int64_t m = rows_of(v, A), n = dim_size(v, W->dim[1]), k = dim_size(v, W->dim[0]);
-            if (A->grad) {
-                char o1[64];
-                snprintf(nm, sizeof nm, "mm %.30s@%.14s^T", operand(O, "d", o1, sizeof o1), W->name);
-                if ((rc = gemm_kernel(c, p, nm, 1, m, k, n, O->dtype, NULL, err))) break;
-                if ((rc = contribute(c, p, got, g->a, err))) break;
+            const int64_t m = gm_m(v, g), n = gm_n(v, g), k = gm_k(v, g), bt = gm_batch(v, g);
+            const char *op = g->batched ? "bmm" : "mm";
+            char o1[64], o2[64];
+            operand(O, "d", o2, sizeof o2);
+            c->key[MB_MLP_MAX_KERNELS] = g->seq;
+            /* autograd's node for the product computes its operands' gradients,
+             * then each joins what its tensor received before (an add) */
+            if (A->grad) { /* dA = dC B^T */
+                snprintf(nm, sizeof nm, "%s %.28s@%.14s%s", op, o2, B->name, g->tb ? "" : "^T");
+                if ((rc = gemm_kernel(c, p, nm, 1, m, k, n, bt, O->dtype, g->a, NULL, err))) break;
             }
-            if (W->grad) {
-                char o1[64], o2[64];
-                snprintf(nm, sizeof nm, "mm %.20s^T@%.20s", operand(A, "", o1, sizeof o1), operand(O, "d", o2, sizeof o2));
-                if ((rc = gemm_kernel(c, p, nm, 1, k, n, m, O->dtype, NULL, err))) break;
-                rc = contribute(c, p, got, g->w, err);
+            if (B->grad) { /* dB = A^T dC (its transpose, for a transposed view: the same product) */
+                snprintf(nm, sizeof nm, "%s %.20s^T@%.22s", op, operand(A, "", o1, sizeof o1), o2);
+                if ((rc = gemm_kernel(c, p, nm, 1, k, n, m, bt, O->dtype, g->w, NULL, err))) break;
             }
+            if (g->bias >= 0 && v->t[g->bias].grad && (rc = bias_grad(c, p, g, err))) break; /* dC summed over rows */
+            c->key[MB_MLP_MAX_KERNELS] = g->seq - 0.5;
+            if ((rc = contribute(c, p, got, g->a, err)) || (rc = contribute(c, p, got, g->w, err))) break;
+            if (g->bias >= 0) rc = contribute(c, p, got, g->bias, err);
             continue;
         }
         const seg *S = &v->sg[it.index];
         if (!S->backward) continue;
+        int n0 = p->n_kernels;
         rc = segment(c, p, it.index, fused ? MB_PLAN_RECOMPUTE : MB_PLAN_EAGER, PART_BWD, NULL, NULL, err);
+        double last = n0 < p->n_kernels ? c->key[n0] : 0; /* the add after the segment's last kernel */
+        for (int j = n0; j < p->n_kernels; j++) last = c->key[j] < last ? c->key[j] : last;
+        c->key[MB_MLP_MAX_KERNELS] = last - 0.5;
         for (int j = 0; j < S->n_in && !rc; j++) rc = contribute(c, p, got, S->in[j], err);
     }
     return rc;
+}
+
+/* Kernels [from, to) of p in the order of their keys (ascending, or
+ * descending for the backward: autograd's engine runs the ready node
+ * created last first, which, each node's inputs made before it, is every
+ * node in the reverse of the order they were made), stable. */
+static void sort_kernels(const ctx *c, mb_mlp_plan *p, int from, int to, int descending)
+{
+    for (int i = from + 1; i < to; i++) {
+        mb_mlp_kernel k = p->k[i];
+        double key = c->key[i];
+        int j = i;
+        while (j > from && (descending ? c->key[j - 1] < key : c->key[j - 1] > key)) {
+            p->k[j] = p->k[j - 1];
+            c->key[j] = c->key[j - 1];
+            j--;
+        }
+        p->k[j] = k;
+        c->key[j] = key;
+    }
 }
 
 int mb_mmvar_estimate(const mb_mmvar *v, const mb_device *d, mb_mlp_est *out, mb_err *err)
@@ -1454,14 +1758,16 @@ int mb_mmvar_estimate(const mb_mmvar *v, const mb_device *d, mb_mlp_est *out, mb
         return mb_err_set(err, MB_EINPUT, "device '%s' has no %s GEMM rate (%s is 0)", d->name, mb_dtype_name(dt), key);
     }
     e->bandwidth_gbs = mb_device_bandwidth_gbs(d, &e->bandwidth_source);
-    ctx c = {v, d, e, !strcmp(d->kind, "cpu"), 0};
+    double key[MB_MLP_MAX_KERNELS + 1] = {0};
+    ctx c = {v, d, e, !strcmp(d->kind, "cpu"), v->gm[0].out, key};
     for (int i = 0; i < v->n_g; i++) {
-        const tensor *O = &v->t[v->gm[i].out], *A = &v->t[v->gm[i].a], *W = &v->t[v->gm[i].w];
-        double f = 2.0 * (double)rows_of(v, A) * (double)dim_size(v, W->dim[0]) * (double)dim_size(v, W->dim[1]);
+        const gemm *g = &v->gm[i];
+        const tensor *O = &v->t[g->out], *A = &v->t[g->a], *W = &v->t[g->w];
+        double f = 2.0 * (double)gm_m(v, g) * (double)gm_n(v, g) * (double)gm_k(v, g) * (double)gm_batch(v, g);
         int mult = 1 + (v->backward && O->grad ? A->grad + W->grad : 0);
         e->gemm_flops += f * mult;
-        if (elems(v, O) > c.hidden_elems) {
-            c.hidden_elems = elems(v, O);
+        if (elems(v, O) > elems(v, &v->t[c.hidden])) c.hidden = g->out;
+        if (c.hidden == g->out) {
             e->hidden_bytes = bytes_of(v, O);
         }
     }
@@ -1483,8 +1789,13 @@ int mb_mmvar_estimate(const mb_mmvar *v, const mb_device *d, mb_mlp_est *out, mb
             if (g1 >= 0) in_epi[g1] = 1;
             if (g2 >= 0) in_epi[g2] = 1;
         }
+        /* eager in PyTorch's order: the forward's operations as Python
+         * evaluates them, the backward as autograd's engine runs them */
         rc = forward(&c, pl, p == MB_MLP_FUSED, in_epi, err);
+        int n_fwd = pl->n_kernels;
+        if (!rc && p == MB_MLP_EAGER) sort_kernels(&c, pl, 0, n_fwd, 0);
         if (!rc && v->backward) rc = backward(&c, pl, p == MB_MLP_FUSED, err);
+        if (!rc && p == MB_MLP_EAGER) sort_kernels(&c, pl, n_fwd, pl->n_kernels, 1);
         if (!rc) mb_mlp_totals(d, pl);
     }
     if (!rc) *out = *e;
