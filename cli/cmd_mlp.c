@@ -31,9 +31,8 @@ static void usage(FILE *fp)
             "                    [--backward] [--checkpoint store|act|recompute|auto] [--mem-budget BYTES]\n"
             "                    [--device D|--devices L|all] [--json] [--figures DIR]\n"
             "       membound mlp [--layer gpt2|llama] [--preset P] [--dims ...] [--backward] --measure\n"
-            "       membound mlp --variant FILE.mb|NAME [--dims name=SIZE,...] [--dtype T] [--backward]\n"
-            "                    [--device D|all] [--json]\n"
             "                    [--device SPEC.ini] [--threads N] [--min-s S] [--json]\n"
+            "       membound mlp --variant FILE.mb|NAME [--dims name=SIZE,...] [--backward] [--json]\n"
             "\n"
             "The model of a transformer MLP on x [tokens, d_model]: per plan its kernels (GEMMs by\n"
             "the GEMM model, elementwise and norm kernels by the variant language), FLOPs, DRAM\n"
@@ -56,20 +55,16 @@ static void usage(FILE *fp)
             "                   each overrides the preset's\n"
             "  --dtype T        f32 (default), bf16 or f16\n"
             "  --backward       the backward pass too (gradients of x, weights and biases)\n"
-            "  --checkpoint C   store, act, recompute or auto (default: the least time within\n"
-            "                   the budget)\n"
+            "  --checkpoint C   store, act, recompute or auto (default: least time in budget)\n"
             "  --mem-budget B   bytes the saved tensors may take (1G, 2^30, 1073741824)\n"
-            "  --device D       a table id or INI spec (default h100-sxm); 'all' or a list for\n"
-            "                   several (--devices is the same): a table of where it is\n"
-            "                   compute-bound\n"
+            "  --device D       a table id or INI spec (default h100-sxm); 'all' or a list:\n"
+            "                   a table of where it is compute-bound (--devices: the same)\n"
             "  --json           one JSON object: {\"mlp\": {...}, \"results\": [...]}\n"
             "  --figures DIR    the first device's stacked kernel times and the checkpointing\n"
             "                   frontier (DIR/mlp_kernels.png, DIR/mlp_frontier.png and data)\n"
-            "  --variant V      a layer written in the variant language with '@' (x @ w: w an\n"
-            "                   input [K, N]), a file or a built-in (llama_mlp, gpt2_mlp,\n"
-            "                   linear_rmsnorm): eager as the code runs in PyTorch against\n"
-            "                   fused (each step between GEMMs one kernel, in the GEMM's\n"
-            "                   epilogue where it can be); --dims names its dimensions\n"
+            "  --variant V      a layer written with '@' (a .mb file, or llama_mlp, gpt2_mlp,\n"
+            "                   linear_rmsnorm, attention): eager as PyTorch runs it against\n"
+            "                   fused epilogues; --dims its dimensions (docs/model.md)\n"
             "  --measure        run eager and fused on this CPU (gpt2, llama; f32), checked against\n"
             "                   float64, beside the model on the CPU spec (docs/kernels.md)\n"
             "  --threads N      --measure's threads (default: the spec's sm_count)\n"
@@ -385,8 +380,8 @@ static int load_variant(const char *name, mb_dtype dtype, int backward, mb_mmvar
     size_t n;
     int rc = mb_text_read(path, 1 << 20, &text, &n, e);
     if (rc && !is_path)
-        return mb_err_set(e, MB_EINPUT, "unknown layer variant '%s' (built-in: gpt2_mlp, llama_mlp, linear_rmsnorm; or "
-                          "a .mb file)", name);
+        return mb_err_set(e, MB_EINPUT, "unknown layer variant '%s' (built-in: attention, gpt2_mlp, llama_mlp, "
+                          "linear_rmsnorm; or a .mb file)", name);
     if (rc) return rc;
     if (backward) { /* --backward: as a 'backward' line */
         char *t2 = malloc(n + 16);

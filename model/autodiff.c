@@ -443,7 +443,7 @@ static void accumulate_leaf(ad *A, int in, int before, char *done)
     const mb_graph *g = A->g;
     int gi = A->grad[in];
     done[in] = 1;
-    if (A->failed || gi < 0) return;
+    if (A->failed || gi < 0 || g->nodes[in].inner) return;
     const mb_node *gn = &g->nodes[gi];
     int copy = g->nodes[in].shape == MB_SHC_FULL && gn->shape != MB_SHC_FULL; /* an expand */
     copy |= gn->op == MB_OP_INPUT; /* the incoming gradient */

@@ -56,6 +56,11 @@ typedef struct mb_node {
                             gradients (autodiff.c): 1, the eager plan runs them
                             in a kernel of their own after the op's fused
                             backward kernel, as PyTorch's GammaBetaBackward */
+    unsigned char inner; /* inputs: 1 when the tensor is made by a larger
+                            program around the graph (a GEMM's output between
+                            the steps of a variant with '@', model/mmvar.c),
+                            not a leaf: autograd passes its gradient on, no
+                            AccumulateGrad copies it */
 } mb_node;
 
 /* mb_node.dim of a reduction written without a dim (sum(x), x.mean()): over

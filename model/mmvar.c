@@ -1024,9 +1024,12 @@ static int build_segment(mb_mmvar *v, int k, mb_dtype dtype, mb_err *err)
     int any_grad = 0;
     for (int i = 0; i < S->n_in; i++) any_grad |= v->t[S->in[i]].grad;
     S->backward = v->backward && any_grad;
-    if (S->backward && append(S->text, sizeof S->text, &len, "backward\n"))
-        return free(pm), mb_err_set(err, MB_EINPUT, "%s: a step between products is too long to model", v->path);
     rc = mb_parse_variant(S->text, segpath, dtype, &S->g, err);
+    if (!rc && S->backward) { /* differentiated knowing which inputs are leaves */
+        for (int i = 0; i < S->n_in; i++) S->g->nodes[S->g->inputs[i]].inner = !v->t[S->in[i]].input;
+        S->g->has_backward = 1;
+        rc = mb_autodiff(S->g, err);
+    }
     if (rc) {
         map_error(v, pm, n_pm, segpath, err);
         free(pm);
@@ -1362,7 +1365,7 @@ static int cost_graph(const ctx *c, mb_mlp_plan *p, const mb_graph *src, const i
                 if (o >= 0 && o < g->n_forward && seq[o] && (key < 0 || seq[o] < key)) key = seq[o];
             }
             /* autograd's add of two gradients: after the kernel before it */
-            c->key[p->n_kernels - 1] = key >= 0 ? key : p->n_kernels > 1 ? c->key[p->n_kernels - 2] - 0.25 : 0;
+            c->key[p->n_kernels - 1] = key >= 0 ? key : p->n_kernels > 1 ? c->key[p->n_kernels - 2] : 0;
         }
         mk->flops = kc->flops;
         mk->dram_read_bytes = (double)kc->dram_read_bytes;
@@ -1546,6 +1549,21 @@ static void epilogue_of(const mb_mmvar *v, int k, int *g1, int *g2)
     }
 }
 
+/* AccumulateGrad's copy of leaf t's gradient into its layout (copy_) */
+static int leaf_copy(const ctx *c, mb_mlp_plan *p, int t, mb_err *err)
+{
+    const tensor *T = &c->v->t[t];
+    char text[512], dt[256];
+    snprintf(text, sizeof text, "name grad_copy\ninput p %s %s\ny = copy(p)\noutput y\n", dims_str(T, dt, sizeof dt),
+             mb_dtype_name(T->dtype));
+    mb_graph *g = NULL;
+    int rc = mb_parse_variant(text, "<grad copy>", T->dtype, &g, err), n0 = p->n_kernels;
+    if (!rc) rc = cost_graph(c, p, g, NULL, NULL, MB_PLAN_EAGER, PART_FWD, 1, 0, NULL, NULL, NULL, err);
+    if (!rc && p->n_kernels > n0) snprintf(p->k[n0].name, sizeof p->k[n0].name, "copy_ grad %.30s", lbl(T));
+    mb_graph_free(g);
+    return rc;
+}
+
 /* autograd's add of a second gradient of tensor t (one add kernel) */
 static int add_kernel(const ctx *c, mb_mlp_plan *p, int t, mb_err *err)
 {
@@ -1702,6 +1720,10 @@ static int backward(const ctx *c, mb_mlp_plan *p, int fused, mb_err *err)
             }
             if (g->bias >= 0 && v->t[g->bias].grad && (rc = bias_grad(c, p, g, err))) break; /* dC summed over rows */
             c->key[MB_MLP_MAX_KERNELS] = g->seq - 0.5;
+            /* bmm's gradient of a transposed B is B's transpose, not in its
+             * layout: AccumulateGrad copies it for a leaf (mm's backward
+             * computes it in the layout of B: none) */
+            if (g->batched && g->tb && B->input && B->grad && (rc = leaf_copy(c, p, g->w, err))) break;
             if ((rc = contribute(c, p, got, g->a, err)) || (rc = contribute(c, p, got, g->w, err))) break;
             if (g->bias >= 0) rc = contribute(c, p, got, g->bias, err);
             continue;

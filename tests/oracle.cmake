@@ -26,6 +26,12 @@ if(TARGET mb_kernels)
   set_tests_properties(torch_oracle_mlp PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300
     ENVIRONMENT "MB_BIN=${CMAKE_BINARY_DIR}/bin/membound;MB_SRC=${CMAKE_SOURCE_DIR};MB_ORACLE_SCRIPT=torch_oracle_mlp.py")
 endif()
+# layers written with '@' (membound mlp --variant): PyTorch's kernels forward and backward and its saved bytes
+if(TARGET mb_kernels)
+  add_test(NAME torch_oracle_mmvar COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/torch_oracle.sh)
+  set_tests_properties(torch_oracle_mmvar PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300
+    ENVIRONMENT "MB_BIN=${CMAKE_BINARY_DIR}/bin/membound;MB_SRC=${CMAKE_SOURCE_DIR};MB_ORACLE_SCRIPT=torch_oracle_mmvar.py")
+endif()
 # membound attention's standard plan: PyTorch's kernels forward and backward and its saved bytes
 if(TARGET mb_kernels)
   add_test(NAME torch_oracle_attn COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/torch_oracle.sh)
