@@ -548,12 +548,14 @@ static int parse_call(parser *P, val *out)
     mb_op f;
     const char *cast = cast_spelling(name);
     if (cast) return perr(P, fn.line, fn.col, "a cast is written %s (one spelling: Tensor.to)", cast);
-    if (unmodelled_view(name) || !strcmp(name, "matmul") || !strcmp(name, "mm") || !strcmp(name, "bmm"))
-        return perr(P, fn.line, fn.col, "'%s' is not modelled: %s", name,
+    if (unmodelled_view(name) || !strcmp(name, "matmul") || !strcmp(name, "mm") || !strcmp(name, "bmm") ||
+        !strcmp(name, "linear"))
+        return perr(P, fn.line, fn.col, "'%s' is not modelled here: %s", name,
                     unmodelled_view(name) ? "views that move or reshape dimensions (transposes, permutes, reshapes) "
-                                            "are not in the language"
-                                          : "a matrix multiply is not in the language ('membound gemm --mnk "
-                                            "MxNxK' models one GEMM)");
+                                            "are not in the language but as the right operand of '@'"
+                                          : "a matrix multiply is written '@' (or linear(x, w, b)) in a layer, "
+                                            "which 'membound mlp --variant FILE.mb' models; 'membound gemm --mnk "
+                                            "MxNxK' models one GEMM");
     if (!strcmp(name, "detach")) {
         mb_lex_next(&P->lx); /* name */
         return parse_detach(P, NULL, &fn, out);
@@ -621,8 +623,9 @@ static int parse_method(parser *P, val recv, val *out)
     mb_lex_next(&P->lx);
     if (unmodelled_view(name))
         return perr(P, fn.line, fn.col, "'%s' is not modelled: views that move or reshape dimensions "
-                    "(transposes, permutes, reshapes) are not in the language; a tensor's dimensions are its "
-                    "declaration's, reduced and broadcast over the last one", name);
+                    "(transposes, permutes, reshapes) are not in the language but as the right operand of '@' in "
+                    "a layer (x @ w.T: 'membound mlp --variant'); a tensor's dimensions are its declaration's, "
+                    "reduced and broadcast over the last one", name);
     if (P->lx.tok.kind != TK_LPAREN) return perr_tok(P, "'(' (a method call)");
     if (recv.node < 0) return perr(P, fn.line, fn.col, "a number has no method '%s'", name);
     if (!strcmp(name, "to")) return parse_to(P, recv, &fn, out);

@@ -132,7 +132,7 @@ static const struct {
     {"input x\ny = x.T * 2\n", "v.mb:2:7: 'T' is not modelled: views that move or reshape dimensions"},
     {"input x\ny = 1 + x.transpose(-2, -1)\n", "v.mb:2:11: 'transpose' is not modelled"},
     {"input x\ninput w\ny = 1 + x @ w\n", "v.mb:3:11: a matrix multiply ('@'): a variant with one is a layer, modelled by 'membound mlp --variant"},
-    {"input x\ninput w\ny = torch.matmul(x, w)\n", "v.mb:3:11: 'matmul' is not modelled"},
+    {"input x\ninput w\ny = torch.matmul(x, w)\n", "v.mb:3:11: 'matmul' is not modelled here: a matrix multiply is written '@'"},
     {"input x\ny = x[0] * 2\n", "v.mb:2:6: indexing and slicing ('[') are not modelled"},
     {"input x\ny = detach(x * 2)\n", "v.mb:2:5: detach() of a computed tensor is not modelled"},
     {"input x\ny = x.detach(1)\n", "v.mb:2:7: detach() takes one tensor"},
