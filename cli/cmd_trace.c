@@ -6,6 +6,7 @@
  * its variant whole or not at all. Only this command needs PyTorch. */
 #include "cli_common.h"
 #include "commands.h"
+#include "mb_mmvar.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -34,7 +35,8 @@ static void usage(FILE *fp)
             "F.rms_norm, ...: recorded above PyTorch's per-device kernels) as a variant in\n"
             "membound's language, for model, whatif, plan and measure. FUNCTION may be a\n"
             "torch.autograd.Function (traced through its forward; the backward modelled is\n"
-            "membound's own). An operation the language lacks (@, transpose, indexing, ...)\n"
+            "membound's own); one with @ or F.linear is a layer (membound mlp --variant).\n"
+            "An operation the language lacks (indexing, a reshape, ...)\n"
             "stops the trace with its name, the script's file:line and what is supported.\n"
             "Needs python3 with torch (1.13 or later); no other command does.\n"
             "\n"
@@ -222,13 +224,16 @@ int mb_cmd_trace(int argc, char **argv)
     }
     /* the variant must parse as written: a trace that membound cannot read is a bug here, said so */
     mb_graph *g = NULL;
-    if (mb_parse_variant(text, "<trace>", MB_F32, &g, &e)) {
+    mb_mmvar *mv = NULL;
+    const int layer = mb_mmvar_text_multiplies(text); /* a product: membound mlp --variant models it */
+    if (layer ? mb_mmvar_parse(text, "<trace>", MB_F32, &mv, &e) : mb_parse_variant(text, "<trace>", MB_F32, &g, &e)) {
         fprintf(stderr, "%s", text);
         free(text);
         if (out_path) mb_outfile_abort(&of);
         return mb_cli_fail(1, "trace: the variant written does not parse: %s", e.msg);
     }
     mb_graph_free(g);
+    mb_mmvar_free(mv);
     if (!out_path) {
         fwrite(text, 1, len, stdout);
         free(text);
@@ -237,6 +242,6 @@ int mb_cmd_trace(int argc, char **argv)
     fwrite(text, 1, len, (FILE *)of.fp);
     free(text);
     if (mb_outfile_commit(&of, &e)) return mb_cli_fail_err(1, &e);
-    fprintf(stderr, "membound: wrote %s (use: membound model %s)\n", of.path, of.path);
+    fprintf(stderr, "membound: wrote %s (use: membound %s %s)\n", of.path, layer ? "mlp --variant" : "model", of.path);
     return 0;
 }

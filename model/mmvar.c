@@ -264,13 +264,25 @@ static void gemm_saves(const ctx *c, mb_mlp_plan *p, const gemm *g)
 }
 
 /* "mm x@w", "bmm q@k.T", "addmm x@w.T+b" */
+/* s cut to max characters ("..": cut), into buf; returns buf */
+static const char *fit(const char *s, size_t max, char *buf, size_t size)
+{
+    if (strlen(s) <= max) snprintf(buf, size, "%s", s);
+    else snprintf(buf, size, "%.*s..", (int)(max - 2), s);
+    return buf;
+}
+
+/* aten's name of the product: addmm for F.linear with a bias, bmm, mm */
+static const char *gemm_op(const gemm *g) { return g->linear && g->bias >= 0 ? "addmm" : g->batched ? "bmm" : "mm"; }
+
+/* "mm x@w", "bmm q@k.T", "addmm x@w.T+b": within a table's 30 columns */
 static void gemm_name(const mb_mmvar *v, const gemm *g, const char *suffix, char *buf, size_t size)
 {
-    const char *op = g->linear ? "addmm" : g->batched ? "bmm" : "mm";
-    char a[64];
+    char a[64], fa[32], fb[32], fc[32];
     mmv_operand(&v->t[g->a], "", a, sizeof a);
-    snprintf(buf, size, "%s %.22s@%.14s%s%s%.10s%s", op, a, v->t[g->w].name, g->tb ? ".T" : "", g->bias >= 0 ? "+" : "",
-             g->bias >= 0 ? v->t[g->bias].name : "", suffix);
+    snprintf(buf, size, "%s %s@%s%s%s%s%s", gemm_op(g), fit(a, 12, fa, sizeof fa), fit(v->t[g->w].name, 8, fb, sizeof fb),
+             g->tb ? ".T" : "", g->bias >= 0 ? "+" : "", g->bias >= 0 ? fit(v->t[g->bias].name, 4, fc, sizeof fc) : "",
+             suffix);
 }
 
 /* GEMM gi as PyTorch runs it: mm, bmm, or addmm (F.linear with a bias:
@@ -357,7 +369,9 @@ static int leaf_copy(const ctx *c, mb_mlp_plan *p, int t, mb_err *err)
     mb_graph *g = NULL;
     int rc = mb_parse_variant(text, "<grad copy>", T->dtype, &g, err), n0 = p->n_kernels;
     if (!rc) rc = cost_graph(c, p, g, NULL, NULL, MB_PLAN_EAGER, PART_FWD, 1, 0, NULL, NULL, NULL, err);
-    if (!rc && p->n_kernels > n0) snprintf(p->k[n0].name, sizeof p->k[n0].name, "copy_ grad %.30s", mmv_label(T));
+    char f[32];
+    if (!rc && p->n_kernels > n0)
+        snprintf(p->k[n0].name, sizeof p->k[n0].name, "copy_ grad %s", fit(mmv_label(T), 19, f, sizeof f));
     mb_graph_free(g);
     return rc;
 }
@@ -374,7 +388,9 @@ static int add_kernel(const ctx *c, mb_mlp_plan *p, int t, mb_err *err)
     int rc = mb_parse_variant(text, "<grad add>", T->dtype, &g, err);
     int n0 = p->n_kernels;
     if (!rc) rc = cost_graph(c, p, g, NULL, NULL, MB_PLAN_EAGER, PART_FWD, 1, 0, NULL, NULL, NULL, err);
-    if (!rc && p->n_kernels > n0) snprintf(p->k[n0].name, sizeof p->k[n0].name, "add grad %.30s", mmv_label(T));
+    char f[32];
+    if (!rc && p->n_kernels > n0)
+        snprintf(p->k[n0].name, sizeof p->k[n0].name, "add grad %s", fit(mmv_label(T), 21, f, sizeof f));
     mb_graph_free(g);
     return rc;
 }
@@ -400,9 +416,12 @@ static int epilogue(const ctx *c, mb_mlp_plan *p, int k, int g1, int g2, int *do
     const tensor *W = &v->t[a->w];
     char nm[MB_MLP_NAME_MAX], an[64];
     if (g2 >= 0)
-        snprintf(nm, sizeof nm, "%s %.12s@[%.8s|%.8s] +epilogue", a->linear ? "addmm" : "mm",
-                 mmv_operand(&v->t[a->a], "", an, sizeof an), W->name, v->t[v->gm[g2].w].name);
-    else gemm_name(v, a, " +epilogue", nm, sizeof nm);
+    {
+        char f1[32], f2[32], f3[32];
+        snprintf(nm, sizeof nm, "%s %s@[%s|%s] +epi", gemm_op(a), fit(mmv_operand(&v->t[a->a], "", an, sizeof an), 8, f1, sizeof f1),
+                 fit(W->name, 6, f2, sizeof f2), fit(v->t[v->gm[g2].w].name, 6, f3, sizeof f3));
+    }
+    else gemm_name(v, a, " +epi", nm, sizeof nm);
     mb_mlp_kernel *kk = NULL;
     rc = gemm_kernel(c, p, nm, 0, gm_m(v, a), gm_n(v, a) * (g2 >= 0 ? 2 : 1), gm_k(v, a), gm_batch(v, a),
                      v->t[a->out].dtype, -1, &kk, err);
@@ -448,7 +467,10 @@ static int bias_grad(const ctx *c, mb_mlp_plan *p, const gemm *g, mb_err *err)
     mb_graph *gr = NULL;
     int rc = mb_parse_variant(text, "<bias grad>", O->dtype, &gr, err), n0 = p->n_kernels;
     if (!rc) rc = cost_graph(c, p, gr, NULL, NULL, MB_PLAN_EAGER, PART_BWD, 1, 0, "colsum", NULL, NULL, err);
-    if (!rc && p->n_kernels > n0) snprintf(p->k[n0].name, sizeof p->k[n0].name, "sum d(%.20s) (%.14s)", mmv_label(O), Bi->name);
+    char f1[32], f2[32];
+    if (!rc && p->n_kernels > n0)
+        snprintf(p->k[n0].name, sizeof p->k[n0].name, "sum d(%s) (%s)", fit(mmv_label(O), 14, f1, sizeof f1),
+                 fit(Bi->name, 8, f2, sizeof f2));
     mb_graph_free(gr);
     return rc;
 }
@@ -509,11 +531,15 @@ static int backward(const ctx *c, mb_mlp_plan *p, int fused, mb_err *err)
             /* autograd's node for the product computes its operands' gradients,
              * then each joins what its tensor received before (an add) */
             if (A->grad) { /* dA = dC B^T */
-                snprintf(nm, sizeof nm, "%s %.28s@%.14s%s", op, o2, B->name, g->tb ? "" : "^T");
+                char f1[32], f2[32];
+                snprintf(nm, sizeof nm, "%s %s@%s%s", op, fit(o2, 14, f1, sizeof f1), fit(B->name, 8, f2, sizeof f2),
+                         g->tb ? "" : "^T");
                 if ((rc = gemm_kernel(c, p, nm, 1, m, k, n, bt, O->dtype, g->a, NULL, err))) break;
             }
             if (B->grad) { /* dB = A^T dC (its transpose, for a transposed view: the same product) */
-                snprintf(nm, sizeof nm, "%s %.20s^T@%.22s", op, mmv_operand(A, "", o1, sizeof o1), o2);
+                char f1[32], f2[32];
+                snprintf(nm, sizeof nm, "%s %s^T@%s", op, fit(mmv_operand(A, "", o1, sizeof o1), 11, f1, sizeof f1),
+                         fit(o2, 12, f2, sizeof f2));
                 if ((rc = gemm_kernel(c, p, nm, 1, k, n, m, bt, O->dtype, g->w, NULL, err))) break;
             }
             if (g->bias >= 0 && v->t[g->bias].grad && (rc = bias_grad(c, p, g, err))) break; /* dC summed over rows */

@@ -17,6 +17,7 @@
 #include "mmvar_int.h"
 #include "mb_files.h"
 
+#include <ctype.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -263,7 +264,11 @@ static int operand_tensor(fe *F, int from, char prefix, const tok *at_tok, int *
     for (int i = lo; i < hi && len < sizeof v->t[a].label; i++) {
         int m = s->rhs[i].kind == TK_ID ? mmv_find(v, s->rhs[i].t) : -1;
         const char *piece = m >= 0 ? mmv_label(&v->t[m]) : s->rhs[i].t;
-        len += (size_t)snprintf(v->t[a].label + len, sizeof v->t[a].label - len, "%s", piece);
+        /* a product's label inside an operation: parenthesized, but as a call's argument */
+        int arg = i > lo && i + 1 < hi && (s->rhs[i - 1].kind == TK_LPAREN || s->rhs[i - 1].kind == TK_COMMA) &&
+                  (s->rhs[i + 1].kind == TK_RPAREN || s->rhs[i + 1].kind == TK_COMMA);
+        int paren = m >= 0 && strchr(piece, '@') && hi - lo > 1 && !arg;
+        len += (size_t)snprintf(v->t[a].label + len, sizeof v->t[a].label - len, paren ? "(%s)" : "%s", piece);
     }
     *out = a;
     return MB_OK;
@@ -295,7 +300,7 @@ static int make_gemm(fe *F, int from, int a, int b, int tb, int linear, int bias
     v->t[o].gemm = v->n_g++;
     char lb[MB_NAME_MAX];
     if (linear)
-        snprintf(lb, sizeof lb, "linear(%.20s,%.16s%s%.16s)", mmv_label(&v->t[a]), v->t[b].name, bias >= 0 ? "," : "",
+        snprintf(lb, sizeof lb, "%.24s@%.16s.T%s%.16s", mmv_label(&v->t[a]), v->t[b].name, bias >= 0 ? "+" : "",
                  bias >= 0 ? v->t[bias].name : "");
     else snprintf(lb, sizeof lb, "%.30s@%.28s%s", mmv_label(&v->t[a]), mmv_label(&v->t[b]), tb ? ".T" : "");
     memcpy(v->t[o].label, lb, sizeof lb);
@@ -839,7 +844,7 @@ static int build_segment(mb_mmvar *v, int k, mb_dtype dtype, mb_err *err)
     size_t len = 0;
     char segpath[600];
     snprintf(segpath, sizeof segpath, "%s<segment %d>", v->path, k + 1);
-    int rc = append(S->text, sizeof S->text, &len, "name %s_%d\n", v->name[0] ? v->name : "mm", k + 1);
+    int rc = append(S->text, sizeof S->text, &len, "name step%d\n", k + 1);
     line++;
     /* inputs: tensors the statements read that the segment does not make */
     S->n_in = 0;
@@ -936,8 +941,14 @@ int mb_mmvar_text_multiplies(const char *text)
 {
     for (const char *p = text; *p; p++) {
         if (*p == '#') while (*p && *p != '\n') p++;
-        if (*p == '@') return 1;
         if (!*p) break;
+        if (*p == '@') return 1;
+        /* linear( as a word: F.linear, a layer without '@' */
+        if (!strncmp(p, "linear", 6) && (p == text || !(isalnum((unsigned char)p[-1]) || p[-1] == '_'))) {
+            const char *q = p + 6;
+            while (*q == ' ' || *q == '\t') q++;
+            if (*q == '(') return 1;
+        }
     }
     return 0;
 }
@@ -945,11 +956,16 @@ int mb_mmvar_text_multiplies(const char *text)
 static int finish(mb_mmvar *v, fe *F, mb_dtype dtype, mb_err *err)
 {
     int rc;
-    if (!v->name[0]) {
+    if (!v->name[0]) { /* the file's name, when it is a name */
         const char *base = strrchr(v->path, '/');
         base = base ? base + 1 : v->path;
         size_t len = strcspn(base, ".");
         snprintf(v->name, sizeof v->name, "%.*s", (int)(len < MB_NAME_MAX ? len : MB_NAME_MAX - 1), base);
+        for (const char *c = v->name; *c; c++)
+            if (!(isalnum((unsigned char)*c) || *c == '_')) {
+                snprintf(v->name, sizeof v->name, "layer");
+                break;
+            }
     }
     if (!v->n_g) return mb_err_set(err, MB_EINPUT, "%s: no '@': an ordinary variant (membound model)", v->path);
     /* outputs: the 'output' line's, or the last assignment */

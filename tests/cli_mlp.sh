@@ -121,7 +121,7 @@ cp "$tmp/out" "$tmp/var.json"
   bad "llama_mlp's eager time is not --layer llama's"
 [ "$(jq '.results[0].plans[0].saved_bytes' "$tmp/out")" = "$(jq '.results[0].plans[0].saved_bytes' "$tmp/var.json")" ] &&
   ok || bad "llama_mlp's eager saved bytes are not --layer llama's"
-"$B" mlp --variant gpt2_mlp >"$tmp/out" && grep -q 'mm x@w1 +epilogue' "$tmp/out" && ok || bad "gpt2_mlp fused epilogue"
+"$B" mlp --variant gpt2_mlp >"$tmp/out" && grep -q 'mm x@w1 +epi' "$tmp/out" && ok || bad "gpt2_mlp fused epilogue"
 "$B" mlp --variant linear_rmsnorm --devices h100-sxm,a100-80gb --dtype bf16 >"$tmp/out" && grep -q '^a100-80gb' "$tmp/out" &&
   ok || bad "mlp --variant over devices"
 printf 'input x [t, d]\ninput w [f, d]\ny = x @ w\n' >"$tmp/bad.mb"

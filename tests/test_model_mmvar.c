@@ -91,7 +91,7 @@ static void llama_as_builtin(const mb_device *d, mb_dtype dt)
         if (!bwd && strcmp(d->kind, "cpu")) same_plan(&v->plan[MB_MLP_FUSED][0], &b->plan[MB_MLP_FUSED][MB_MLP_STORE]);
         /* x feeds two GEMMs: autograd adds its two gradients */
         CHECK_EQ_I64(n_named(&v->plan[MB_MLP_EAGER][0], "add grad x"), bwd);
-        CHECK_EQ_I64(n_named(&v->plan[MB_MLP_FUSED][0], "mm x@[wg|wu] +epilogue"), 1);
+        CHECK_EQ_I64(n_named(&v->plan[MB_MLP_FUSED][0], "mm x@[wg|wu] +epi"), 1);
         free(v), free(b);
     }
 }
@@ -134,7 +134,7 @@ static void gpt2(const mb_device *d)
     CHECK_EQ_I64(n_named(eg, "mm "), 2);
     /* fused: both GEMMs with their epilogues, the hidden written once */
     CHECK_EQ_I64(fu->n_kernels, 2);
-    CHECK_EQ_I64(n_named(fu, "mm x@w1 +epilogue"), 1);
+    CHECK_EQ_I64(n_named(fu, "mm x@w1 +epi"), 1);
     const double T = 2048, F = 3072, D = 768, s = 4;
     /* the first kernel writes h alone (on a GPU, where C crosses DRAM once) */
     if (strcmp(d->kind, "cpu")) {
@@ -188,7 +188,7 @@ static void norm_not_in_epilogue(const mb_device *d)
     if (!v) return;
     CHECK_EQ_I64(v->plan[MB_MLP_FUSED][0].n_kernels, 2); /* mm, then the norm's kernel */
     CHECK_EQ_I64(n_named(&v->plan[MB_MLP_FUSED][0], "mm x@w"), 1);
-    CHECK_EQ_I64(n_named(&v->plan[MB_MLP_FUSED][0], "mm x@w +epilogue"), 0);
+    CHECK_EQ_I64(n_named(&v->plan[MB_MLP_FUSED][0], "mm x@w +epi"), 0);
     free(v);
 }
 
@@ -263,6 +263,8 @@ static void errors(void)
     mb_mmvar_free(v);
     CHECK(mb_mmvar_text_multiplies("y = x @ w\n") == 1);
     CHECK(mb_mmvar_text_multiplies("# x @ w\ny = x * w\n") == 0);
+    CHECK(mb_mmvar_text_multiplies("y = F.linear (x, w)\n") == 1);
+    CHECK(mb_mmvar_text_multiplies("y = nonlinear(x)\n") == 0);
 }
 
 int main(void)

@@ -10,8 +10,10 @@ tests/trace_fns.py traced to variants, then
     every plan's kernels, bytes and saved bytes;
   - a module instance (LlamaRMSNorm(16)) traces as the function taking
     its weight;
-  - an operation membound lacks (@, indexing) is refused, exit 2, naming the op and
-    its file:line.
+  - an operation membound lacks (a reshape, indexing) is refused, exit 2,
+    naming the op and its file:line;
+  - Hugging Face's LlamaMLP module traced costs what the built-in layer
+    llama_mlp.mb costs (mlp --variant), and y @ w traces as a layer.
 Runs under the torch it finds (Debian's 1.13 in ctest). Environment: MB_BIN."""
 import json
 import os
@@ -47,6 +49,16 @@ CASES = [
 # sizes as the other commands write them too: 2^24, 1M (the built-ins' sizes)
 BUILTIN = [("sin2_plus_cos2", "sin2_plus_cos2", "2^24", False), ("gelu_tanh", "gelu_tanh", "16777216", False),
            ("ThreeSigmoidsStore", "sigmoid3", "1M", True), ("ThreeSigmoidsRecompute", "sigmoid3", "1048576", True)]
+
+
+def layer_times(variant, dims):
+    """Each plan's kernels and time, forward and backward, at dims."""
+    args = [os.environ["MB_BIN"], "mlp", "--variant", variant, "--dims", dims, "--backward", "--json"]
+    out = subprocess.run(args, capture_output=True, text=True)
+    if out.returncode != 0:
+        return out.stderr
+    return [(p["plan"], [k["name"].split()[0] for k in p["kernels"]], round(p["time_s"], 15), p["saved_bytes"])
+            for p in json.loads(out.stdout)["results"][0]["plans"]]
 
 
 def spec(name, shape, dt, rg):
@@ -145,11 +157,29 @@ def main():
         fails += not ok
         # refused: the op, the user's line, the supported list; nothing written
         out = os.path.join(d, "refused.mb")
-        t = trace("projected", [f"x={R}x{C}", f"w={C}x{C}"], backward=False, extra=["-o", out])
-        line = next(i for i, s in enumerate(open(FNS), 1) if "y @ w" in s)
-        ok = (t.returncode == 2 and f"trace_fns.py:{line}: Tensor.matmul" in t.stderr and "supported:" in t.stderr
+        t = trace("reshaped", [f"x={R}x{C}"], backward=False, extra=["-o", out])
+        line = next(i for i, s in enumerate(open(FNS), 1) if ".reshape(-1)" in s)
+        ok = (t.returncode == 2 and f"trace_fns.py:{line}: Tensor.reshape" in t.stderr and "supported:" in t.stderr
               and not os.path.exists(out) and len(t.stderr.strip().splitlines()) == 1)
-        print(f"{'ok' if ok else 'FAIL'}: @ refused at trace_fns.py:{line}, exit {t.returncode}: {t.stderr.strip()}")
+        print(f"{'ok' if ok else 'FAIL'}: a reshape refused at trace_fns.py:{line}, exit {t.returncode}: "
+              f"{t.stderr.strip()[:160]}")
+        fails += not ok
+        # a layer: Hugging Face's LlamaMLP module traced costs what the built-in
+        # layer file costs (mlp --variant, eager and fused, forward and backward)
+        a = trace("llama_mlp", ["x=tokens=48xdim=32"])
+        ok = a.returncode == 0 and "linear(" in a.stdout
+        if ok:
+            pa = os.path.join(d, "traced_llama_mlp.mb")
+            with open(pa, "w") as fh:
+                fh.write(a.stdout)
+            # the trace names the unnamed parameters' dimension by its size (d80)
+            ok = layer_times(pa, "tokens=48,dim=32,d80=80") == layer_times("llama_mlp", "tokens=48,dim=32,ffn=80")
+        print(f"{'ok' if ok else 'FAIL'}: LlamaMLP(32, 80), a module, traced as llama_mlp.mb"
+              + ("" if ok else f"\n{a.stdout}{a.stderr}"))
+        fails += not ok
+        t = trace("projected", [f"x=tokens={R}xdim={C}", f"w=dim={C}xffn=24"], backward=False)
+        ok = t.returncode == 0 and "@ w" in t.stdout and "dims tokens=" in t.stdout
+        print(f"{'ok' if ok else 'FAIL'}: y @ w traced as a layer" + ("" if ok else f"\n{t.stdout}{t.stderr}"))
         fails += not ok
         t = trace("indexed", [f"x={R}x{C}"], backward=False)
         line = next(i for i, s in enumerate(open(FNS), 1) if "torch.sin(x)[0]" in s)
@@ -161,7 +191,7 @@ def main():
         ok = t.returncode == 2 and "membound: error: --input 'x=12xq'" in t.stderr
         print(f"{'ok' if ok else 'FAIL'}: a bad --input, exit {t.returncode}: {t.stderr.strip()}")
         fails += not ok
-    total = len(CASES) + len(BUILTIN) + 4
+    total = len(CASES) + len(BUILTIN) + 6
     print(f"{total - fails} of {total} trace checks pass under torch {torch.__version__}")
     return 1 if fails else 0
 

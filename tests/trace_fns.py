@@ -1,6 +1,7 @@
 """Functions for tests/torch_oracle_trace.py to trace, written as their
 authors write them (the lecture's, Hugging Face's LlamaRMSNorm.forward, a
-loss, an attention softmax), and one with an operation membound lacks."""
+loss, an attention softmax, Hugging Face's LlamaMLP), and ones with an operation
+membound lacks."""
 import torch
 import torch.nn.functional as F
 
@@ -93,7 +94,28 @@ def swish_scale(x, w):
 
 def projected(x, w):
     y = torch.tanh(x)
-    return y @ w  # not memory-bound: refused with this line
+    return y @ w  # a layer: membound mlp --variant models it
+
+
+class LlamaMLP(torch.nn.Module):
+    """transformers' LlamaMLP (modeling_llama.py), SiLU, no biases."""
+
+    def __init__(self, hidden_size, intermediate_size):
+        super().__init__()
+        self.gate_proj = torch.nn.Linear(hidden_size, intermediate_size, bias=False)
+        self.up_proj = torch.nn.Linear(hidden_size, intermediate_size, bias=False)
+        self.down_proj = torch.nn.Linear(intermediate_size, hidden_size, bias=False)
+        self.act_fn = torch.nn.SiLU()
+
+    def forward(self, x):
+        return self.down_proj(self.act_fn(self.gate_proj(x)) * self.up_proj(x))
+
+
+llama_mlp = LlamaMLP(32, 80)
+
+
+def reshaped(x):
+    return torch.tanh(x).reshape(-1)  # a reshape: refused with this line
 
 
 def indexed(x):

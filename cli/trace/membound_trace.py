@@ -53,7 +53,8 @@ MB_DTYPE = {v: k for k, v in DTYPES.items()}
 SUPPORTED = ("supported: + - * / ** and unary minus; sin cos tan exp log tanh sigmoid relu sqrt rsqrt abs "
              "erf gelu silu softplus; sum mean amax (over the last dimension, or every element); "
              "softmax log_softmax layer_norm rms_norm over the last dimension; .to(dtype), .float(), "
-             ".half(), .bfloat16(), .detach() of an input, .clone()")
+             ".half(), .bfloat16(), .detach() of an input, .clone(); @ (matmul, mm, bmm) and F.linear, "
+             "its right operand transposed (.T, .mT, .t(), .transpose(-2, -1)) or not")
 HERE = os.path.abspath(__file__)
 
 
@@ -95,6 +96,8 @@ BINARY = {"add": "+", "__add__": "+", "__radd__": "+", "sub": "-", "__sub__": "-
           "mul": "*", "__mul__": "*", "__rmul__": "*", "div": "/", "__truediv__": "/", "__rtruediv__": "/",
           "true_divide": "/", "__rdiv__": "/", "__div__": "/", "pow": "**", "__pow__": "**", "__rpow__": "**"}
 REDUCE = {"sum": "sum", "mean": "mean", "amax": "amax"}
+MATMUL = {"matmul", "__matmul__", "__rmatmul__", "mm", "bmm"}
+TRANSPOSE_PROPS = {"T", "mT"}
 # calls that return no tensor and change nothing: shapes, dtypes, flags
 META = {"size", "dim", "numel", "__len__", "__get__", "is_floating_point", "is_contiguous", "element_size",
         "__format__", "__repr__", "__bool__", "__hash__", "ndimension", "nelement", "requires_grad_",
@@ -113,6 +116,8 @@ class Tracer(TorchFunctionMode):
         self.detached = set()
         self.n = 0
         self.prefix = "t"
+        self.views = {}   # id(view) -> (the tensor's name, its text: k.transpose(-2, -1))
+        self.products = 0
 
     def name_of(self, t):
         return self.names.get(id(t))
@@ -120,6 +125,9 @@ class Tracer(TorchFunctionMode):
     def operand(self, a, op):
         """Text of one operand: a named tensor or a number."""
         if isinstance(a, torch.Tensor):
+            if id(a) in self.views:
+                raise Unsupported(f"a transposed view as an operand of {op}: membound models a transpose as the "
+                                  "right operand of @ only")
             nm = self.name_of(a)
             if nm is None:
                 if a.dim() == 0:
@@ -132,6 +140,22 @@ class Tracer(TorchFunctionMode):
         if isinstance(a, (int, float)):
             return fmt_num(a)
         raise Unsupported(f"an operand of type {type(a).__name__} to {op}")
+
+    def view(self, x, out, suffix):
+        """A transposed view of x, kept for the right operand of @."""
+        nm = self.name_of(x)
+        if nm is None or id(x) in self.views:
+            raise Unsupported("a transpose of a tensor made inside the function, or of a view")
+        self.views[id(out)] = (nm, nm + suffix)
+        self.keep.append(out)
+        return out
+
+    def view_text(self, b, op):
+        if id(b) in self.views:
+            nm, text = self.views[id(b)]
+            self.uses[nm] = self.uses.get(nm, 0) + 1
+            return text
+        return self.operand(b, op)
 
     def define(self, out, text, atom=False):
         if not isinstance(out, torch.Tensor):
@@ -158,6 +182,8 @@ class Tracer(TorchFunctionMode):
             out = func(*args, **kwargs)
             if isinstance(out, torch.Tensor):
                 prop = getattr(getattr(func, "__self__", None), "__name__", "?")
+                if prop in TRANSPOSE_PROPS and isinstance(args[0], torch.Tensor) and args[0].dim() >= 2:
+                    return self.view(args[0], out, ".T" if args[0].dim() == 2 else ".mT")
                 raise Unsupported(f"Tensor.{prop}, a view membound does not model; {SUPPORTED}")
             return out
         if name in META:
@@ -168,6 +194,26 @@ class Tracer(TorchFunctionMode):
         if not tensors:  # torch.ones(...), torch.tensor(...): made inside, refused when read
             return func(*args, **kwargs)
         out = None
+        if name in ("transpose", "t", "swapaxes", "swapdims"):
+            x = args[0]
+            dims = [d % x.dim() for d in args[1:3]] if len(args) >= 3 else [0, 1]
+            if x.dim() < 2 or sorted(dims) != [x.dim() - 2, x.dim() - 1]:
+                raise Unsupported(f"a transpose of other dimensions than the last two; {SUPPORTED}")
+            return self.view(x, func(*args, **kwargs), ".transpose(-2, -1)")
+        if name in MATMUL:
+            a, b = (args[1], args[0]) if name == "__rmatmul__" else (args[0], args[1])
+            if not (isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor)) or a.dim() < 2 or b.dim() < 2:
+                raise Unsupported("a product of a vector (membound multiplies tensors of two or more dimensions)")
+            ta = self.operand(a, name)
+            tb = self.view_text(b, name)
+            self.products += 1
+            return self.define(func(*args, **kwargs), f"{ta} @ {tb}")
+        if name == "linear":
+            x, w = args[0], args[1] if len(args) > 1 else kwargs.get("weight")
+            bias = args[2] if len(args) > 2 else kwargs.get("bias")
+            parts = [self.operand(x, name), self.operand(w, name)] + ([self.operand(bias, name)] if bias is not None else [])
+            self.products += 1
+            return self.define(func(*args, **kwargs), f"linear({', '.join(parts)})", atom=True)
         if name in BINARY:
             op = BINARY[name]
             if kwargs.get("alpha", 1) != 1:
@@ -396,6 +442,27 @@ def dim_names(inputs):
     return out, sizes, n
 
 
+def mm_dim_names(inputs):
+    """A layer's dimensions (a function with @): each input's own, the
+    user's names, else the name the user gave that size elsewhere, else one
+    name per size (d1024: a product pairs dimensions of one size), and a
+    dims line."""
+    sizes, out, by_size = {}, {}, {}
+    for _, dims, _, _ in inputs:
+        for dn, v in dims:
+            if dn:
+                by_size.setdefault(v, set()).add(dn)
+    for name, dims, _, _ in inputs:
+        names = []
+        for dn, v in dims:
+            nm = dn or (next(iter(by_size[v])) if len(by_size.get(v, ())) == 1 else f"d{v}")
+            if sizes.setdefault(nm, v) != v:
+                fail(f"dimension '{nm}' is given two sizes, {sizes[nm]} and {v}")
+            names.append(nm)
+        out[name] = names
+    return out, sizes, 0
+
+
 def main(argv):
     if len(argv) < 3:
         fail("usage: membound_trace.py SCRIPT FUNCTION OUT [--backward] [--name N] --input ...")
@@ -456,8 +523,6 @@ def main(argv):
     elif isinstance(fn, type) and issubclass(fn, torch.nn.Module):
         fail(f"{script}: '{func_name}' is a Module class: trace an instance made at the top level of the "
              f"script (norm = {func_name}(1024)), or a function")
-    names, sizes, rank = dim_names(inputs)
-
     tr = Tracer()
     while any(n.startswith(tr.prefix) and n[len(tr.prefix):].isdigit() for n, _, _, _ in inputs):
         tr.prefix += "_"  # temporaries named apart from the inputs
@@ -504,6 +569,10 @@ def main(argv):
     except Exception as e:
         sys.stderr.write(traceback.format_exc())
         fail(f"{func_name} raised {type(e).__name__} under torch {torch.__version__}: {e}", 1)
+    if tr.products:  # a layer: every dimension named, each input its own
+        names, sizes, rank = mm_dim_names(inputs)
+    else:
+        names, sizes, rank = dim_names(inputs)
     if DEFERRED:
         fail(DEFERRED[0])
     outs = list(y) if isinstance(y, (tuple, list)) else [y]
