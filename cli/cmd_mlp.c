@@ -32,7 +32,7 @@ static void usage(FILE *fp)
             "                    [--device D|--devices L|all] [--json] [--figures DIR]\n"
             "       membound mlp [--layer gpt2|llama] [--preset P] [--dims ...] [--backward] --measure\n"
             "                    [--device SPEC.ini] [--threads N] [--min-s S] [--json]\n"
-            "       membound mlp --variant FILE.mb|NAME [--dims name=SIZE,...] [--backward] [--json]\n"
+            "       membound mlp --variant FILE.mb|NAME [--dims name=SIZE,...] [--backward|--measure] [--json]\n"
             "\n"
             "The model of a transformer MLP on x [tokens, d_model]: per plan its kernels (GEMMs by\n"
             "the GEMM model, elementwise and norm kernels by the variant language), FLOPs, DRAM\n"
@@ -399,7 +399,7 @@ static int load_variant(const char *name, mb_dtype dtype, int backward, mb_mmvar
 }
 
 static int mlp_variant(const char *name, const char *dims, mb_dtype dtype, int backward,
-                       const char *devs, int json)
+                       const char *devs, int json, const mb_cli_mlp_measure_opts *measure)
 {
     mb_err e;
     mb_mmvar *v = NULL;
@@ -407,6 +407,11 @@ static int mlp_variant(const char *name, const char *dims, mb_dtype dtype, int b
     if (dims && mb_mmvar_bind(v, dims, &e)) {
         mb_mmvar_free(v);
         return mb_cli_fail(2, "--dims: %s", e.msg);
+    }
+    if (measure) {
+        int rc = mb_cli_mmvar_measure(v, measure);
+        mb_mmvar_free(v);
+        return rc;
     }
     mb_device *dv = NULL;
     int nd = 0, *ok = NULL;
@@ -542,10 +547,14 @@ int mb_cmd_mlp(int argc, char **argv)
     }
     if (optind < argc) return mb_cli_fail(2, "unexpected argument '%s'", argv[optind]);
     if (variant) {
-        if (have_layer || pre || measure || have_ckpt || figdir || threads_given || min_s_given)
+        if (have_layer || pre || have_ckpt || figdir)
             return mb_cli_fail(2, "--variant models the layer its file writes: not with --layer, --preset, "
-                                  "--checkpoint, --mem-budget, --figures or --measure");
-        return mlp_variant(variant, dims_text, m.dtype, m.backward, devs, json);
+                                  "--checkpoint, --mem-budget or --figures");
+        if (!measure && (threads_given || min_s_given))
+            return mb_cli_fail(2, "--threads and --min-s time the layer on this CPU: they go with --measure");
+        mo.device = devs;
+        mo.json = json;
+        return mlp_variant(variant, dims_text, m.dtype, m.backward, devs, json, measure ? &mo : NULL);
     }
     if (have_dims && parse_dims(dims_text, dims)) return 2;
     if (pre && !have_layer) m.layer = pre->layer;

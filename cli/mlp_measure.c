@@ -8,6 +8,8 @@
 #include "cli_common.h"
 #include "cpu_spec.h"
 #include "measure.h"
+#include "mb_mmvar.h"
+#include "meas_gemm.h"
 
 #include <jansson.h>
 #include <math.h>
@@ -188,3 +190,118 @@ int mb_cli_mlp_measure(const mb_mlp *m, const mb_cli_mlp_measure_opts *o)
                                    mb_mlp_plan_name((mb_mlp_plan_id)p), phase_name[ph]);
     return 0;
 }
+
+/* ---- a layer written with '@' (mlp --variant --measure) ------------------- */
+
+/* the model's eager forward kernel matching measured kernel j by name, in
+ * order (each model kernel once); -1 none */
+static int match(const mb_mlp_plan *mp, const char *name, char *used)
+{
+    for (int i = 0; i < mp->n_kernels; i++)
+        if (!mp->k[i].backward && !used[i] && !strcmp(mp->k[i].name, name)) {
+            used[i] = 1;
+            return i;
+        }
+    return -1;
+}
+
+int mb_cli_mmvar_measure(const struct mb_mmvar *v, const mb_cli_mlp_measure_opts *o)
+{
+    if (mb_mmvar_backward(v))
+        return mb_cli_fail(2, "--measure runs a layer's forward: variant '%s' says backward (or --backward was given)",
+                           mb_mmvar_name(v));
+    mb_err e;
+    if (mb_meas_mmvar_admit(v, 0, &e)) return mb_cli_fail_err(2, &e); /* before a calibration runs */
+    mb_device dev;
+    char desc[1600];
+    int rc = mb_cli_cpu_spec(o->device, o->threads, 0, !o->json, "membound mlp --variant --measure (in-process "
+                             "calibration)", &dev, desc, sizeof desc);
+    if (rc) return rc;
+    mb_mlp_est *est = calloc(1, sizeof *est);
+    mb_meas_mmvar_result *res = calloc(1, sizeof *res);
+    if (!est || !res) {
+        free(est), free(res);
+        return mb_cli_fail(1, "out of memory");
+    }
+    if ((rc = mb_mmvar_estimate(v, &dev, est, &e)) != MB_OK) {
+        free(est), free(res);
+        return mb_cli_fail_err(2, &e);
+    }
+    int threads = o->threads;
+    if (threads <= 0) threads = dev.sm_count >= 1 ? (int)dev.sm_count : 0;
+    const mb_meas_gemm_config mc = {.threads = threads, .min_s = o->min_s, .min_samples = MIN_SAMPLES,
+                                    .check_samples = 16};
+    int64_t flush = (int64_t)mb_device_cache_bytes(&dev);
+    if (flush <= 0) {
+        mb_meas_config c;
+        mb_meas_config_default(&c);
+        flush = mb_meas_llc_bytes(&c);
+    }
+    double load0[3], load1[3];
+    if (getloadavg(load0, 3) != 3) load0[0] = load0[1] = load0[2] = -1;
+    if (!o->json) mb_cli_note("running %s's eager forward", mb_mmvar_name(v));
+    rc = mb_meas_mmvar_cpu(v, &dev, &mc, flush, res, &e);
+    if (rc) {
+        free(est), free(res);
+        return mb_cli_fail_err(rc == MB_EINPUT ? 2 : 1, &e);
+    }
+    if (getloadavg(load1, 3) != 3) load1[0] = load1[1] = load1[2] = -1;
+    const mb_mlp_plan *mp = &est->plan[MB_MLP_EAGER][0];
+    char used[MB_MLP_MAX_KERNELS] = {0}, dt[512];
+    int idx[MB_MEAS_MMVAR_MAX_KERNELS];
+    for (int j = 0; j < res->n_kernels; j++) idx[j] = match(mp, res->k[j].name, used);
+    mb_mmvar_dims_text(v, dt, sizeof dt);
+    const mb_meas_gemm_result *w = &res->whole;
+    if (o->json) {
+        json_t *ks = json_array();
+        for (int j = 0; j < res->n_kernels; j++) {
+            const double m = idx[j] >= 0 ? mp->k[idx[j]].time_s : -1;
+            json_array_append_new(ks, json_pack("{s:s, s:i, s:f, s:f, s:f}", "name", res->k[j].name, "step",
+                                                res->k[j].step, "model_time_s", m, "median_s", res->k[j].median_s,
+                                                "min_s", res->k[j].min_s));
+        }
+        json_t *root = json_pack("{s:{s:s, s:s, s:s}, s:s, s:s, s:i, s:s, s:I, s:[f,f,f], s:[f,f,f], s:{s:s, s:f, "
+                                 "s:f, s:f, s:f, s:i, s:i, s:f, s:b, s:s, s:o}}",
+                                 "mlp", "variant", mb_mmvar_name(v), "dims", dt, "dtype", "f32", "device", dev.name,
+                                 "device_desc", desc, "threads", w->threads, "blas", w->blas, "flush_bytes",
+                                 (json_int_t)flush, "load_before", load0[0], load0[1], load0[2], "load_after", load1[0],
+                                 load1[1], load1[2], "eager_forward", "plan", "eager", "model_time_s", mp->fwd_time_s,
+                                 "median_s", w->median_s, "min_s", w->min_s, "model_over_median",
+                                 mp->fwd_time_s / w->median_s, "samples", w->samples, "contended", w->contended,
+                                 "err_over_bound", finite_or_big(w->max_rel_err), "verified", w->verified, "check",
+                                 res->check, "kernels", ks);
+        char *txt = json_dumps(root, JSON_INDENT(1) | JSON_REAL_PRECISION(17));
+        puts(txt);
+        free(txt);
+        json_decref(root);
+    } else {
+        char t1[32], t2[32], t3[32];
+        printf("mlp variant %s: %s, f32, eager forward: measured on this CPU (%d thread%s), kernel by kernel,\n"
+               "against the model on %s\nGEMMs: %s\n\n", mb_mmvar_name(v), dt, w->threads, w->threads == 1 ? "" : "s",
+               desc, w->blas);
+        printf("%-30s %10s %10s %10s %8s\n", "kernel", "model", "median", "min", "mod/med");
+        for (int j = 0; j < res->n_kernels; j++) {
+            const mb_meas_mmvar_kernel *k = &res->k[j];
+            if (idx[j] >= 0)
+                printf("%-30s %10s %10s %10s %8.2f\n", k->name, mb_cli_fmt_time(mp->k[idx[j]].time_s, t1, sizeof t1),
+                       mb_cli_fmt_time(k->median_s, t2, sizeof t2), mb_cli_fmt_time(k->min_s, t3, sizeof t3),
+                       mp->k[idx[j]].time_s / k->median_s);
+            else
+                printf("%-30s %10s %10s %10s %8s\n", k->name, "-", mb_cli_fmt_time(k->median_s, t2, sizeof t2),
+                       mb_cli_fmt_time(k->min_s, t3, sizeof t3), "-");
+        }
+        printf("%-30s %10s %10s %10s %8.2f\n", "forward (whole samples)", mb_cli_fmt_time(mp->fwd_time_s, t1, sizeof t1),
+               mb_cli_fmt_time(w->median_s, t2, sizeof t2), mb_cli_fmt_time(w->min_s, t3, sizeof t3),
+               mp->fwd_time_s / w->median_s);
+        printf("\n%d samples%s, %s of cache evicted before each; checks: products %.3g of the f32 bound, steps by "
+               "float64: %s\n", w->samples, w->contended ? " (some contended)" : "",
+               mb_cli_fmt_bytes((double)flush, t1, sizeof t1), w->max_rel_err, w->verified ? "passed" : res->check);
+        printf("load average %.2f %.2f %.2f before, %.2f %.2f %.2f after (this host's threads share it)\n", load0[0],
+               load0[1], load0[2], load1[0], load1[1], load1[2]);
+    }
+    int ok = w->verified;
+    free(est), free(res);
+    if (!ok) return mb_cli_fail(1, "the layer failed its float64 check: its times are not of a correct run");
+    return 0;
+}
+

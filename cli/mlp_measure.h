@@ -22,4 +22,10 @@ typedef struct mb_cli_mlp_measure_opts {
  * spec, sizes beyond the host's memory), after one error line. */
 int mb_cli_mlp_measure(const mb_mlp *m, const mb_cli_mlp_measure_opts *o);
 
+struct mb_mmvar;
+/* Runs layer v's eager forward (f32, bound to its sizes) on this CPU kernel
+ * by kernel and prints each beside the model's eager forward on the CPU
+ * spec (text or JSON). Exit codes as mb_cli_mlp_measure's. */
+int mb_cli_mmvar_measure(const struct mb_mmvar *v, const mb_cli_mlp_measure_opts *o);
+
 #endif

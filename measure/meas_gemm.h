@@ -122,6 +122,41 @@ int mb_meas_mlp_cpu(const mb_meas_mlp *m, const mb_meas_gemm_config *c, mb_meas_
  * running anything. */
 int mb_meas_mlp_admit(const mb_meas_mlp *m, mb_err *err);
 
+/* ---- a layer written with '@' (mmvar_run.c) ---------------------------- */
+
+struct mb_mmvar;
+#define MB_MEAS_MMVAR_MAX_KERNELS 96
+/* One kernel of the eager forward: its name (the model's: "mm x@wg",
+ * "silu", "addmm bias copy"), the step it belongs to, its seconds within
+ * the samples. */
+typedef struct mb_meas_mmvar_kernel {
+    char name[48];
+    int step;
+    double median_s, min_s;
+} mb_meas_mmvar_kernel;
+/* whole: the forward's samples, median, min, contention, threads and BLAS;
+ * its check: max_rel_err the worst product's sampled error over its f32
+ * bound, verified 1 when every product and every step passed (check: the
+ * first that did not). */
+typedef struct mb_meas_mmvar_result {
+    mb_meas_gemm_result whole;
+    int n_kernels;
+    mb_meas_mmvar_kernel k[MB_MEAS_MMVAR_MAX_KERNELS];
+    char check[256];
+} mb_meas_mmvar_result;
+
+/* Runs v's eager forward (f32, bound to its sizes) on the CPU under c, the
+ * steps between products planned for d (the CPU's spec), flush_bytes of
+ * cache evicted before each sample (<= 0: none): kernels and whole into
+ * *out. MB_EINPUT for a layer this executor does not run (not f32), MB_ERUN
+ * without a BLAS or memory. */
+/* MB_OK when v runs here (f32) and its tensors and flush buffer fit the
+ * host's MemAvailable (or it is unknown); else MB_EINPUT saying why.
+ * mb_meas_mmvar_cpu asks it first; a caller may ask before anything runs. */
+int mb_meas_mmvar_admit(const struct mb_mmvar *v, int64_t flush_bytes, mb_err *err);
+int mb_meas_mmvar_cpu(const struct mb_mmvar *v, const mb_device *d, const mb_meas_gemm_config *c, int64_t flush_bytes,
+                      mb_meas_mmvar_result *out, mb_err *err);
+
 #ifdef __cplusplus
 }
 #endif

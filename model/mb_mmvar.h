@@ -11,6 +11,7 @@
 #include "mb_base.h"
 #include "mb_device.h"
 #include "mb_mlp.h"
+#include "mb_graph.h"
 
 #include <stddef.h>
 
@@ -55,6 +56,38 @@ const char *mb_mmvar_dims_text(const mb_mmvar *v, char *buf, size_t size);
  * option (store: n_ckpt 1). MB_EINPUT when v is not bound, a segment does
  * not parse at its shape, or d has no GEMM rate for a product's dtype. */
 int mb_mmvar_estimate(const mb_mmvar *v, const mb_device *d, mb_mlp_est *out, mb_err *err);
+
+/* ---- the variant as a program, for an executor (forward only) ---------- */
+
+/* Its tensors, 0 .. mb_mmvar_n_tensors - 1: the label a kernel name uses,
+ * 1 for an input, its elements at the bound sizes, its dtype. */
+int mb_mmvar_n_tensors(const mb_mmvar *v);
+const char *mb_mmvar_tensor_label(const mb_mmvar *v, int t);
+int mb_mmvar_tensor_input(const mb_mmvar *v, int t);
+int64_t mb_mmvar_tensor_elems(const mb_mmvar *v, int t);
+mb_dtype mb_mmvar_tensor_dtype(const mb_mmvar *v, int t);
+
+/* Step i of the forward, in an order where each follows what it reads. A
+ * product: C [batch][m, n] = A [batch][m, k] op(B) [batch][k, n] (+ bias
+ * [n]), tensors a, b, c, bias (-1: none), B stored [.., n, k] when trans_b,
+ * name its eager kernel's ("mm x@wg", "addmm x@w.T+b": F.linear with a
+ * bias, whose eager CPU kernel first copies the bias into C); a step
+ * between products: g, its graph (a copy, bound to its sizes: the caller
+ * frees it with mb_graph_free) at shape, and the tensor of each of its
+ * inputs (in[j] for g->inputs[j]) and outputs (out[j] for g->outputs[j]).
+ * MB_EINPUT when v is not bound or i is out of range. */
+typedef struct mb_mmvar_step {
+    int is_gemm;
+    char name[48];
+    int a, b, c, bias, trans_b;
+    int64_t m, n, k, batch;
+    mb_graph *g;
+    mb_shape shape;
+    int n_in, n_out;
+    int in[16], out[16];
+} mb_mmvar_step;
+int mb_mmvar_n_steps(const mb_mmvar *v);
+int mb_mmvar_step_at(const mb_mmvar *v, int i, mb_mmvar_step *out, mb_err *err);
 
 #ifdef __cplusplus
 }

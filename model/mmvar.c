@@ -648,3 +648,42 @@ int mb_mmvar_estimate(const mb_mmvar *v, const mb_device *d, mb_mlp_est *out, mb
     free(e);
     return rc;
 }
+
+/* ---- the program, for an executor --------------------------------------- */
+
+int mb_mmvar_n_tensors(const mb_mmvar *v) { return v->n_t; }
+const char *mb_mmvar_tensor_label(const mb_mmvar *v, int t) { return mmv_label(&v->t[t]); }
+int mb_mmvar_tensor_input(const mb_mmvar *v, int t) { return v->t[t].input; }
+int64_t mb_mmvar_tensor_elems(const mb_mmvar *v, int t) { return (int64_t)elems(v, &v->t[t]); }
+mb_dtype mb_mmvar_tensor_dtype(const mb_mmvar *v, int t) { return v->t[t].dtype; }
+int mb_mmvar_n_steps(const mb_mmvar *v) { return v->n_it; }
+
+int mb_mmvar_step_at(const mb_mmvar *v, int i, mb_mmvar_step *out, mb_err *err)
+{
+    if (i < 0 || i >= v->n_it) return mb_err_set(err, MB_EINPUT, "%s: no step %d", v->path, i);
+    if (v->n_dims && v->dim_size[0] <= 0) return mb_err_set(err, MB_EINPUT, "variant '%s' is not bound to sizes", v->name);
+    memset(out, 0, sizeof *out);
+    const step it = v->it[i];
+    out->is_gemm = it.is_gemm;
+    if (it.is_gemm) {
+        const gemm *g = &v->gm[it.index];
+        gemm_name(v, g, "", out->name, sizeof out->name);
+        out->a = g->a, out->b = g->w, out->c = g->out, out->bias = g->bias, out->trans_b = g->tb;
+        out->m = gm_m(v, g), out->n = gm_n(v, g), out->k = gm_k(v, g), out->batch = gm_batch(v, g);
+        return MB_OK;
+    }
+    const seg *S = &v->sg[it.index];
+    char dims[512];
+    out->g = mb_graph_clone(S->g);
+    if (!out->g) return mb_err_set(err, MB_ERUN, "out of memory");
+    int rc = mb_graph_bind_dims(out->g, seg_dims(v, out->g, dims, sizeof dims), &out->shape, err);
+    if (rc) {
+        mb_graph_free(out->g);
+        out->g = NULL;
+        return rc;
+    }
+    out->n_in = S->n_in, out->n_out = S->n_out;
+    memcpy(out->in, S->in, (size_t)S->n_in * sizeof *S->in);
+    memcpy(out->out, S->out, (size_t)S->n_out * sizeof *S->out);
+    return MB_OK;
+}

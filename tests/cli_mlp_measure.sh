@@ -105,4 +105,25 @@ expect 2 "GB of memory" -- mlp --layer gpt2 --dims tokens=2^20,d_model=4096,d_ff
   --device "$tmp/cpu.ini"
 "$B" mlp --help >"$tmp/out" && grep -q -- '--measure' "$tmp/out" && ok || bad "--help lacks --measure"
 [ "$(wc -l <"$tmp/out")" -le 45 ] && ok || bad "--help is $(wc -l <"$tmp/out") lines: more than a screen"
+# a layer written with '@' (mlp --variant --measure): its eager forward kernel
+# by kernel, each product and step checked against float64, beside the model
+vdims=tokens=64,dim=32,ffn=80
+"$B" mlp --variant llama_mlp --dims $vdims --measure --device "$tmp/cpu.ini" --min-s 0 --json >"$tmp/out" ||
+  bad "mlp --variant llama_mlp --measure"
+jcheck '.eager_forward.verified' true
+jcheck '[.eager_forward.kernels[].name] | join(",")' 'mm x@wg,mm x@wu,silu,mul,mm (silu(x@wg..@wd'
+jcheck '[.eager_forward.kernels[] | select(.model_time_s > 0 and .median_s > 0)] | length' 5
+jcheck '.eager_forward.samples >= 5' true
+"$B" mlp --variant attention --dims batch=1,heads=2,seq=32,hdim=8 --measure --device "$tmp/cpu.ini" --min-s 0 \
+  >"$tmp/out" 2>"$tmp/err" && grep -q "^bmm q@k.T" "$tmp/out" && grep -q "steps by float64: passed" "$tmp/out" &&
+  ok || bad "attention --measure: $(cat "$tmp/out" "$tmp/err")"
+printf 'input x [t, d]\ninput w [f, d]\ninput b [f]\ny = gelu(linear(x, w, b))\n' >"$tmp/lin.mb"
+"$B" mlp --variant "$tmp/lin.mb" --dims t=48,d=16,f=24 --measure --device "$tmp/cpu.ini" --min-s 0 --json >"$tmp/out" ||
+  bad "linear --measure"
+jcheck '[.eager_forward.kernels[].name] | join(",")' 'addmm bias copy,addmm x@w.T+b,gelu'
+jcheck '.eager_forward.verified' true
+expect 2 "runs a layer's forward" -- mlp --variant llama_mlp --dims $vdims --measure --backward --device "$tmp/cpu.ini"
+expect 2 "f32 layers only" -- mlp --variant llama_mlp --dims $vdims --measure --dtype bf16 --device "$tmp/cpu.ini"
+expect 2 "GB of memory" -- mlp --variant llama_mlp --dims tokens=2^22,dim=2^14,ffn=2^14 --measure --device "$tmp/cpu.ini"
+expect 2 "go with --measure" -- mlp --variant llama_mlp --dims $vdims --threads 1
 cli_done
