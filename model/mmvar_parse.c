@@ -164,6 +164,16 @@ static int fe_args(fe *F)
     return pass(F);
 }
 
+/* 1 at linear( or addmm(, bare or after F. or torch. */
+static int is_product_call(fe *F)
+{
+    int i = F->pos;
+    if ((!strcmp(F->in[i].t, "F") || !strcmp(F->in[i].t, "torch")) && i + 2 < F->n_in && F->in[i + 1].kind == TK_DOT)
+        i += 2;
+    return i + 1 < F->n_in && (!strcmp(F->in[i].t, "linear") || !strcmp(F->in[i].t, "addmm")) &&
+           F->in[i + 1].kind == TK_LPAREN;
+}
+
 /* primary := (NUM | NAME ['(' args] | '(' expr ')') ('.' NAME ['(' args])* */
 static int fe_primary(fe *F)
 {
@@ -174,9 +184,7 @@ static int fe_primary(fe *F)
         if ((rc = pass(F)) || (rc = fe_expr(F)) || (rc = expect_more(F, "')'"))) return rc;
         if (!at(F, TK_RPAREN)) return ferr(F, cur(F)->line, cur(F)->col, "expected ')', got '%s'", cur(F)->t);
         rc = pass(F);
-    } else if (at(F, TK_ID) && ((!strcmp(cur(F)->t, "linear") && F->pos + 1 < F->n_in && F->in[F->pos + 1].kind == TK_LPAREN) ||
-                                (!strcmp(cur(F)->t, "F") && F->pos + 3 < F->n_in && !strcmp(F->in[F->pos + 2].t, "linear") &&
-                                 F->in[F->pos + 3].kind == TK_LPAREN))) {
+    } else if (at(F, TK_ID) && is_product_call(F)) {
         rc = fe_linear(F);
     } else if (at(F, TK_ID)) {
         tok fn = *cur(F);
@@ -300,8 +308,8 @@ static int make_gemm(fe *F, int from, int a, int b, int tb, int linear, int bias
     v->t[o].gemm = v->n_g++;
     char lb[MB_NAME_MAX];
     if (linear)
-        snprintf(lb, sizeof lb, "%.24s@%.16s.T%s%.16s", mmv_label(&v->t[a]), v->t[b].name, bias >= 0 ? "+" : "",
-                 bias >= 0 ? v->t[bias].name : "");
+        snprintf(lb, sizeof lb, "%.24s@%.16s%s%s%.16s", mmv_label(&v->t[a]), v->t[b].name, tb ? ".T" : "",
+                 bias >= 0 ? "+" : "", bias >= 0 ? v->t[bias].name : "");
     else snprintf(lb, sizeof lb, "%.30s@%.28s%s", mmv_label(&v->t[a]), mmv_label(&v->t[b]), tb ? ".T" : "");
     memcpy(v->t[o].label, lb, sizeof lb);
     F->n_out = from;
@@ -369,32 +377,52 @@ static int fe_term(fe *F)
 
 /* linear(x, w[, b]) or F.linear(...): x @ w.T + b as one addmm (nn.Linear's
  * layout, w [N, K]); the current token is the name's first */
+/* usage's error at the current token (or after fn when the line ended) */
+static int usage_err(fe *F, const char *usage, const tok *fn)
+{
+    return ferr(F, F->pos < F->n_in ? cur(F)->line : fn->line, F->pos < F->n_in ? cur(F)->col : fn->col, "%s", usage);
+}
+
+/* the input of dims dimensions named at the current token, into *out */
+static int named_input(fe *F, int dims, const char *usage, const tok *fn, int *out)
+{
+    int t = F->pos < F->n_in && at(F, TK_ID) ? mmv_find(F->v, cur(F)->t) : -1;
+    if (t < 0 || !F->v->t[t].input || F->v->t[t].nd != dims) return usage_err(F, usage, fn);
+    *out = t;
+    F->pos++;
+    return MB_OK;
+}
+
+static int comma(fe *F, const char *usage, const tok *fn)
+{
+    if (!at(F, TK_COMMA)) return usage_err(F, usage, fn);
+    F->pos++;
+    return MB_OK;
+}
+
 static int fe_linear(fe *F)
 {
-    mb_mmvar *v = F->v;
     tok fn = *cur(F);
-    F->pos += !strcmp(fn.t, "F") ? 3 : 1; /* F . linear | linear */
-    F->pos++;                              /* ( */
+    if (!strcmp(fn.t, "F") || !strcmp(fn.t, "torch")) F->pos += 2; /* F . | torch . */
+    const int addmm = !strcmp(cur(F)->t, "addmm");
+    const tok name = *cur(F);
+    F->pos += 2; /* the name ( */
+    const char *usage = addmm ? "addmm(b, x, w): b an input [out], w an input [in, out] (torch.addmm, as GPT-2's Conv1D "
+                                "calls it)"
+                              : "linear(x, w) or linear(x, w, b): w an input [out, in] as nn.Linear keeps it, b an "
+                                "input [out]";
     int from = F->n_out, rc, a, w = -1, bias = -1;
-    if ((rc = fe_expr(F)) || (rc = operand_tensor(F, from, 'a', &fn, &a))) return rc;
+    if (addmm && ((rc = named_input(F, 1, usage, &name, &bias)) || (rc = comma(F, usage, &name)))) return rc;
+    if ((rc = fe_expr(F)) || (rc = operand_tensor(F, from, 'a', &name, &a))) return rc;
     F->n_out = from;
-    const char *usage = "linear(x, w) or linear(x, w, b): w an input [out, in] as nn.Linear keeps it, b an input "
-                        "[out]";
-    for (int arg = 0; arg < 2; arg++) {
-        if (at(F, TK_RPAREN) && arg == 1) break;
-        if (!at(F, TK_COMMA) || F->pos + 1 >= F->n_in || F->in[F->pos + 1].kind != TK_ID)
-            return ferr(F, F->pos < F->n_in ? cur(F)->line : fn.line, F->pos < F->n_in ? cur(F)->col : fn.col, "%s",
-                        usage);
+    if ((rc = comma(F, usage, &name)) || (rc = named_input(F, 2, usage, &name, &w))) return rc;
+    if (!addmm && at(F, TK_COMMA)) {
         F->pos++;
-        int t = mmv_find(v, cur(F)->t);
-        if (t < 0 || !v->t[t].input || v->t[t].nd != (arg ? 1 : 2))
-            return ferr(F, cur(F)->line, cur(F)->col, "'%s': %s", cur(F)->t, usage);
-        *(arg ? &bias : &w) = t;
-        F->pos++;
+        if ((rc = named_input(F, 1, usage, &name, &bias))) return rc;
     }
-    if (!at(F, TK_RPAREN)) return ferr(F, F->pos < F->n_in ? cur(F)->line : fn.line, F->pos < F->n_in ? cur(F)->col : fn.col, "%s", usage);
+    if (!at(F, TK_RPAREN)) return usage_err(F, usage, &name);
     F->pos++;
-    return make_gemm(F, from, a, w, 1, 1, bias, &fn);
+    return make_gemm(F, from, a, w, !addmm, 1, bias, &fn);
 }
 
 /* expr := term (('+'|'-') term)* */
@@ -943,9 +971,12 @@ int mb_mmvar_text_multiplies(const char *text)
         if (*p == '#') while (*p && *p != '\n') p++;
         if (!*p) break;
         if (*p == '@') return 1;
-        /* linear( as a word: F.linear, a layer without '@' */
-        if (!strncmp(p, "linear", 6) && (p == text || !(isalnum((unsigned char)p[-1]) || p[-1] == '_'))) {
-            const char *q = p + 6;
+        /* linear( or addmm( as a word: a layer without '@' */
+        for (int w = 0; w < 2; w++) {
+            const char *word = w ? "addmm" : "linear";
+            size_t len = strlen(word);
+            if (strncmp(p, word, len) || (p > text && (isalnum((unsigned char)p[-1]) || p[-1] == '_'))) continue;
+            const char *q = p + len;
             while (*q == ' ' || *q == '\t') q++;
             if (*q == '(') return 1;
         }

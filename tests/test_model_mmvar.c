@@ -101,11 +101,17 @@ static void llama_as_builtin(const mb_device *d, mb_dtype dt)
  * gradients a reduce kernel each) */
 static void gpt2_linear_as_builtin(const mb_device *d)
 {
-    const char *text = "input x [tokens, dim]\ninput w1 [ffn, dim]\ninput b1 [ffn]\ninput w2 [dim, ffn]\ninput b2 [dim]\n"
-                       "a = F.linear(x, w1, b1)\nh = 0.5 * a * (1.0 + tanh(0.7978845608 * (a + 0.044715 * a**3)))\n"
-                       "y = linear(h, w2, b2)\n";
+    /* nn.Linear's F.linear (w [out, in]) and GPT-2's Conv1D's torch.addmm (w [in, out]): one addmm each */
+    const char *lin = "input x [tokens, dim]\ninput w1 [ffn, dim]\ninput b1 [ffn]\ninput w2 [dim, ffn]\ninput b2 [dim]\n"
+                      "a = F.linear(x, w1, b1)\nh = 0.5 * a * (1.0 + tanh(0.7978845608 * (a + 0.044715 * a**3)))\n"
+                      "y = linear(h, w2, b2)\n";
+    const char *conv = "input x [tokens, dim]\ninput w1 [dim, ffn]\ninput b1 [ffn]\ninput w2 [ffn, dim]\n"
+                       "input b2 [dim]\na = torch.addmm(b1, x, w1)\n"
+                       "h = 0.5 * a * (1.0 + tanh(0.7978845608 * (a + 0.044715 * a**3)))\ny = addmm(b2, h, w2)\n";
     mb_err e;
+    for (int form = 0; form < 2; form++)
     for (int bwd = 0; bwd < 2; bwd++) {
+        const char *text = form ? conv : lin;
         char t[1024];
         snprintf(t, sizeof t, "%s%s", text, bwd ? "backward\n" : "");
         mb_mlp_est *v = est_of(t, "tokens=2048, dim=768, ffn=3072", d, MB_F32);

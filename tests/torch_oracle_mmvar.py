@@ -40,6 +40,16 @@ a = F.linear(x, w1, b1)
 h = 0.5 * a * (1.0 + tanh(0.7978845608 * (a + 0.044715 * a**3)))
 y = linear(h, w2, b2)
 """
+GPT2_ADDMM = """name gpt2_addmm
+input x [tokens, dim]
+input w1 [dim, ffn]
+input b1 [ffn]
+input w2 [ffn, dim]
+input b2 [dim]
+a = torch.addmm(b1, x, w1)
+h = 0.5 * a * (1.0 + tanh(0.7978845608 * (a + 0.044715 * a**3)))
+y = addmm(b2, h, w2)
+"""
 FOLDED = """name folded
 input x [batch, seq, dim]
 input w [dim, ffn]
@@ -72,6 +82,9 @@ CASES = [
     ("GPT-2 MLP through F.linear", GPT2_LINEAR, f"tokens={T},dim={D},ffn={FF}",
      [("w1", (FF, D)), ("b1", (FF,)), ("w2", (D, FF)), ("b2", (D,))], [("x", (T, D))],
      lambda t: F.linear(gelu_new(F.linear(t["x"], t["w1"], t["b1"])), t["w2"], t["b2"])),
+    ("GPT-2 MLP through torch.addmm (Conv1D)", GPT2_ADDMM, f"tokens={T},dim={D},ffn={FF}",
+     [("w1", (D, FF)), ("b1", (FF,)), ("w2", (FF, D)), ("b2", (D,))], [("x", (T, D))],
+     lambda t: torch.addmm(t["b2"], gelu_new(torch.addmm(t["b1"], t["x"], t["w1"])), t["w2"])),
     ("standard attention (attention.mb)", layer("attention"), f"batch={B},heads={H},seq={S},hdim={E}",
      [], [("q", (B, H, S, E)), ("k", (B, H, S, E)), ("v", (B, H, S, E))],
      lambda t: torch.softmax((t["q"] @ t["k"].transpose(-2, -1)) * 0.125, -1) @ t["v"]),

@@ -13,7 +13,8 @@ tests/trace_fns.py traced to variants, then
   - an operation membound lacks (a reshape, indexing) is refused, exit 2,
     naming the op and its file:line;
   - Hugging Face's LlamaMLP module traced costs what the built-in layer
-    llama_mlp.mb costs (mlp --variant), and y @ w traces as a layer.
+    llama_mlp.mb costs (mlp --variant), its GPT2MLP (Conv1D's torch.addmm)
+    what `mlp --layer gpt2`'s eager plan costs, and y @ w traces as a layer.
 Runs under the torch it finds (Debian's 1.13 in ctest). Environment: MB_BIN."""
 import json
 import os
@@ -51,14 +52,23 @@ BUILTIN = [("sin2_plus_cos2", "sin2_plus_cos2", "2^24", False), ("gelu_tanh", "g
            ("ThreeSigmoidsStore", "sigmoid3", "1M", True), ("ThreeSigmoidsRecompute", "sigmoid3", "1048576", True)]
 
 
-def layer_times(variant, dims):
-    """Each plan's kernels and time, forward and backward, at dims."""
-    args = [os.environ["MB_BIN"], "mlp", "--variant", variant, "--dims", dims, "--backward", "--json"]
-    out = subprocess.run(args, capture_output=True, text=True)
+def plan_rows(args, plans):
+    out = subprocess.run([os.environ["MB_BIN"]] + args + ["--backward", "--json"], capture_output=True, text=True)
     if out.returncode != 0:
         return out.stderr
     return [(p["plan"], [k["name"].split()[0] for k in p["kernels"]], round(p["time_s"], 15), p["saved_bytes"])
-            for p in json.loads(out.stdout)["results"][0]["plans"]]
+            for p in json.loads(out.stdout)["results"][0]["plans"]
+            if (plans is None or p["plan"] in plans) and p["checkpoint"] in ("none", "store")]
+
+
+def layer_times(variant, dims, plans=None):
+    """Each plan's kernels (first words), time and saved bytes, forward and backward, at dims."""
+    return plan_rows(["mlp", "--variant", variant, "--dims", dims], plans)
+
+
+def builtin_gpt2_eager():
+    return plan_rows(["mlp", "--layer", "gpt2", "--dims", "tokens=48,d_model=32,d_ff=80", "--checkpoint", "store"],
+                     ("eager",))
 
 
 def spec(name, shape, dt, rg):
@@ -177,6 +187,18 @@ def main():
         print(f"{'ok' if ok else 'FAIL'}: LlamaMLP(32, 80), a module, traced as llama_mlp.mb"
               + ("" if ok else f"\n{a.stdout}{a.stderr}"))
         fails += not ok
+        # GPT-2's MLP as Hugging Face writes it (Conv1D: torch.addmm; gelu_new; dropout in eval)
+        # costs what `mlp --layer gpt2` costs, which models exactly that
+        a = trace("gpt2_mlp", ["hidden_states=tokens=48xdim=32"])
+        ok = a.returncode == 0 and "addmm(" in a.stdout
+        if ok:
+            pa = os.path.join(d, "traced_gpt2_mlp.mb")
+            with open(pa, "w") as fh:
+                fh.write(a.stdout)
+            ok = layer_times(pa, "tokens=48,dim=32,d80=80", plans=("eager",)) == builtin_gpt2_eager()
+        print(f"{'ok' if ok else 'FAIL'}: GPT2MLP(80, 32), a module, traced as mlp --layer gpt2's eager plan"
+              + ("" if ok else f"\n{a.stdout}{a.stderr}"))
+        fails += not ok
         t = trace("projected", [f"x=tokens={R}xdim={C}", f"w=dim={C}xffn=24"], backward=False)
         ok = t.returncode == 0 and "@ w" in t.stdout and "dims tokens=" in t.stdout
         print(f"{'ok' if ok else 'FAIL'}: y @ w traced as a layer" + ("" if ok else f"\n{t.stdout}{t.stderr}"))
@@ -191,7 +213,7 @@ def main():
         ok = t.returncode == 2 and "membound: error: --input 'x=12xq'" in t.stderr
         print(f"{'ok' if ok else 'FAIL'}: a bad --input, exit {t.returncode}: {t.stderr.strip()}")
         fails += not ok
-    total = len(CASES) + len(BUILTIN) + 6
+    total = len(CASES) + len(BUILTIN) + 7
     print(f"{total - fails} of {total} trace checks pass under torch {torch.__version__}")
     return 1 if fails else 0
 

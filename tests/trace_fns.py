@@ -2,6 +2,8 @@
 authors write them (the lecture's, Hugging Face's LlamaRMSNorm.forward, a
 loss, an attention softmax, Hugging Face's LlamaMLP), and ones with an operation
 membound lacks."""
+import math
+
 import torch
 import torch.nn.functional as F
 
@@ -112,6 +114,51 @@ class LlamaMLP(torch.nn.Module):
 
 
 llama_mlp = LlamaMLP(32, 80)
+
+
+class Conv1D(torch.nn.Module):
+    """transformers' Conv1D (pytorch_utils.py): a linear layer, its weight [in, out]."""
+
+    def __init__(self, nf, nx):
+        super().__init__()
+        self.nf = nf
+        self.weight = torch.nn.Parameter(torch.empty(nx, nf))
+        self.bias = torch.nn.Parameter(torch.zeros(nf))
+        torch.nn.init.normal_(self.weight, std=0.02)
+
+    def forward(self, x):
+        size_out = x.size()[:-1] + (self.nf,)
+        x = torch.addmm(self.bias, x.view(-1, x.size(-1)), self.weight)
+        x = x.view(size_out)
+        return x
+
+
+class NewGELUActivation(torch.nn.Module):
+    """transformers' NewGELUActivation (activations.py), GPT-2's gelu_new."""
+
+    def forward(self, input):
+        return 0.5 * input * (1.0 + torch.tanh(math.sqrt(2.0 / math.pi) * (input + 0.044715 * torch.pow(input, 3.0))))
+
+
+class GPT2MLP(torch.nn.Module):
+    """transformers' GPT2MLP (modeling_gpt2.py)."""
+
+    def __init__(self, intermediate_size, embed_dim):
+        super().__init__()
+        self.c_fc = Conv1D(intermediate_size, embed_dim)
+        self.c_proj = Conv1D(embed_dim, intermediate_size)
+        self.act = NewGELUActivation()
+        self.dropout = torch.nn.Dropout(0.1)
+
+    def forward(self, hidden_states):
+        hidden_states = self.c_fc(hidden_states)
+        hidden_states = self.act(hidden_states)
+        hidden_states = self.c_proj(hidden_states)
+        hidden_states = self.dropout(hidden_states)
+        return hidden_states
+
+
+gpt2_mlp = GPT2MLP(80, 32).eval()  # dropout as in inference; in training mode the trace refuses it
 
 
 def reshaped(x):

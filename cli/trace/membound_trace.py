@@ -53,8 +53,9 @@ MB_DTYPE = {v: k for k, v in DTYPES.items()}
 SUPPORTED = ("supported: + - * / ** and unary minus; sin cos tan exp log tanh sigmoid relu sqrt rsqrt abs "
              "erf gelu silu softplus; sum mean amax (over the last dimension, or every element); "
              "softmax log_softmax layer_norm rms_norm over the last dimension; .to(dtype), .float(), "
-             ".half(), .bfloat16(), .detach() of an input, .clone(); @ (matmul, mm, bmm) and F.linear, "
-             "its right operand transposed (.T, .mT, .t(), .transpose(-2, -1)) or not")
+             ".half(), .bfloat16(), .detach() of an input, .clone(); @ (matmul, mm, bmm), F.linear and "
+             "torch.addmm, the right operand of @ transposed (.T, .mT, .t(), .transpose(-2, -1)) or not; "
+             ".view() or .reshape() to the same shape; dropout in eval mode")
 HERE = os.path.abspath(__file__)
 
 
@@ -208,6 +209,36 @@ class Tracer(TorchFunctionMode):
             tb = self.view_text(b, name)
             self.products += 1
             return self.define(func(*args, **kwargs), f"{ta} @ {tb}")
+        if name == "addmm":  # torch.addmm(bias, x, w), GPT-2's Conv1D: one addmm
+            bias, x, w = (list(args) + [None, None, None])[:3]
+            if kwargs.get("beta", 1) != 1 or kwargs.get("alpha", 1) != 1 or len(args) != 3:
+                raise Unsupported("addmm with beta or alpha other than 1, or without its three tensors")
+            parts = [self.operand(bias, name), self.operand(x, name), self.operand(w, name)]
+            self.products += 1
+            return self.define(func(*args, **kwargs), f"addmm({', '.join(parts)})", atom=True)
+        if name in ("view", "reshape"):  # to the tensor's own shape: itself, no kernel
+            out = func(*args, **kwargs)
+            x = args[0]
+            nm = self.name_of(x)
+            if nm is None or id(x) in self.views or tuple(out.shape) != tuple(x.shape):
+                raise Unsupported(f"Tensor.{name} to another shape, {tuple(out.shape)} (a view that reshapes; "
+                                  f"{SUPPORTED})")
+            self.names[id(out)] = nm
+            self.keep.append(out)
+            return out
+        if name == "dropout":  # in eval mode (training=False) or p = 0: the tensor itself
+            p = args[1] if len(args) > 1 else kwargs.get("p", 0.5)
+            training = args[2] if len(args) > 2 else kwargs.get("training", True)
+            if training and p != 0:
+                raise Unsupported("dropout in training mode (its random mask is not modelled): trace the module "
+                                  "in eval mode (module.eval())")
+            out = func(*args, **kwargs)
+            nm = self.name_of(args[0])
+            if nm is None:
+                self.operand(args[0], name)
+            self.names[id(out)] = nm
+            self.keep.append(out)
+            return out
         if name == "linear":
             x, w = args[0], args[1] if len(args) > 1 else kwargs.get("weight")
             bias = args[2] if len(args) > 2 else kwargs.get("bias")
