@@ -158,8 +158,8 @@ static int cost_graph(const ctx *c, mb_mlp_plan *p, const mb_graph *src, const i
         mb_mlp_kernel *mk = add_k(c, p, K->name, pt == PART_BWD || bwd_as);
         if (seq) { /* a segment's kernel: where its operation is in PyTorch's order */
             double key = -1;
-            for (int j = 0; j < K->n_nodes; j++) {
-                int nd = K->nodes[j], o = nd < g->n_forward ? nd : g->nodes[nd].origin;
+            for (int j = 0; j < K->n_nodes; j++) { /* the plan's graph: a recompute plan's has clones too */
+                int nd = K->nodes[j], o = nd < pl->g->n_forward ? nd : pl->g->nodes[nd].origin;
                 if (o >= 0 && o < g->n_forward && seq[o] && (key < 0 || seq[o] < key)) key = seq[o];
             }
             /* autograd's add of two gradients: after the kernel before it */
@@ -169,8 +169,8 @@ static int cost_graph(const ctx *c, mb_mlp_plan *p, const mb_graph *src, const i
         mk->dram_read_bytes = (double)kc->dram_read_bytes;
         mk->dram_write_bytes = (double)kc->dram_write_bytes;
         for (int w = 0; w < K->n_writes; w++)
-            if (g->nodes[K->writes[w]].shape == MB_SHC_FULL && is_hidden(c, g->dim_names, g->n_dims))
-                mk->hidden_write_bytes += (double)mb_tensor_bytes_at(g, K->writes[w], sh);
+            if (pl->g->nodes[K->writes[w]].shape == MB_SHC_FULL && is_hidden(c, g->dim_names, g->n_dims))
+                mk->hidden_write_bytes += (double)mb_tensor_bytes_at(pl->g, K->writes[w], sh);
         mk->compute_s = kc->compute_s;
         mk->mem_s = kc->mem_s;
         /* within the plan a kernel pays the launch, not the first kernel's floor */
