@@ -61,6 +61,13 @@ check(len(ml) == sum(len(p["kernels"]) for p in want)
       and abs(ml[(ml.plan == "fused") & (ml.total_checkpoint == want[-1]["checkpoint"])]["time_s"].sum()
               - [p for p in want if p["plan"] == "fused"][-1]["time_s"]) < 1e-12,
       "mlp(kernels=True): one row per kernel of each plan, its totals as total_*")
+lv = membound.mlp(variant="llama_mlp", dims={"tokens": 512, "dim": 256, "ffn": 704}, backward=True,
+                  device="h100-sxm,a100-80gb")
+want = cli("mlp", "--variant", "llama_mlp", "--dims", "tokens=512,dim=256,ffn=704", "--backward", "--device",
+           "h100-sxm,a100-80gb")
+check(len(lv) == 4 and set(lv["variant"]) == {"llama_mlp"}
+      and list(lv["time_s"]) == [p["time_s"] for r in want for p in r["plans"]],
+      "mlp(variant=...): a layer written with '@', one row per device and plan, the CLI's times")
 try:
     membound.model("no_such_variant")
     check(False, "an unknown variant raises")
