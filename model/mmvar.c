@@ -359,38 +359,24 @@ static void epilogue_of(const mb_mmvar *v, int k, int *g1, int *g2)
     }
 }
 
-/* AccumulateGrad's copy of leaf t's gradient into its layout (copy_) */
-static int leaf_copy(const ctx *c, mb_mlp_plan *p, int t, mb_err *err)
+/* One of autograd's own kernels at tensor t's shape and dtype, costed as
+ * the language costs it: AccumulateGrad's copy of a leaf's gradient into
+ * its layout ("copy_ grad t": y = copy(p)), or the add of a second gradient
+ * ("add grad t": y = p + q). */
+static int grad_kernel(const ctx *c, mb_mlp_plan *p, int t, int add, mb_err *err)
 {
     const tensor *T = &c->v->t[t];
-    char text[512], dt[256];
-    snprintf(text, sizeof text, "name grad_copy\ninput p %s %s\ny = copy(p)\noutput y\n", mmv_dims_str(T, dt, sizeof dt),
-             mb_dtype_name(T->dtype));
+    const char *dt = mb_dtype_name(T->dtype);
+    char text[600], dims[256], f[32];
+    mmv_dims_str(T, dims, sizeof dims);
+    if (add) snprintf(text, sizeof text, "input p %s %s\ninput q %s %s\ny = p + q\n", dims, dt, dims, dt);
+    else snprintf(text, sizeof text, "input p %s %s\ny = copy(p)\n", dims, dt);
     mb_graph *g = NULL;
-    int rc = mb_parse_variant(text, "<grad copy>", T->dtype, &g, err), n0 = p->n_kernels;
+    int rc = mb_parse_variant(text, "<autograd>", T->dtype, &g, err), n0 = p->n_kernels;
     if (!rc) rc = cost_graph(c, p, g, NULL, NULL, MB_PLAN_EAGER, PART_FWD, 1, 0, NULL, NULL, NULL, err);
-    char f[32];
     if (!rc && p->n_kernels > n0)
-        snprintf(p->k[n0].name, sizeof p->k[n0].name, "copy_ grad %s", fit(mmv_label(T), 19, f, sizeof f));
-    mb_graph_free(g);
-    return rc;
-}
-
-/* autograd's add of a second gradient of tensor t (one add kernel) */
-static int add_kernel(const ctx *c, mb_mlp_plan *p, int t, mb_err *err)
-{
-    const mb_mmvar *v = c->v;
-    const tensor *T = &v->t[t];
-    char text[512], dt[256];
-    snprintf(text, sizeof text, "name grad_add\ninput p %s %s\ninput q %s %s\ny = p + q\noutput y\n",
-             mmv_dims_str(T, dt, sizeof dt), mb_dtype_name(T->dtype), dt, mb_dtype_name(T->dtype));
-    mb_graph *g = NULL;
-    int rc = mb_parse_variant(text, "<grad add>", T->dtype, &g, err);
-    int n0 = p->n_kernels;
-    if (!rc) rc = cost_graph(c, p, g, NULL, NULL, MB_PLAN_EAGER, PART_FWD, 1, 0, NULL, NULL, NULL, err);
-    char f[32];
-    if (!rc && p->n_kernels > n0)
-        snprintf(p->k[n0].name, sizeof p->k[n0].name, "add grad %s", fit(mmv_label(T), 21, f, sizeof f));
+        snprintf(p->k[n0].name, sizeof p->k[n0].name, "%s grad %s", add ? "add" : "copy_",
+                 fit(mmv_label(T), add ? 21 : 19, f, sizeof f));
     mb_graph_free(g);
     return rc;
 }
@@ -509,7 +495,7 @@ static int contribute(const ctx *c, mb_mlp_plan *p, int *got, int t, mb_err *err
 {
     if (!c->v->t[t].grad) return MB_OK;
     if (got[t]++ == 0) return MB_OK;
-    return add_kernel(c, p, t, err);
+    return grad_kernel(c, p, t, 1, err);
 }
 
 static int backward(const ctx *c, mb_mlp_plan *p, int fused, mb_err *err)
@@ -547,7 +533,7 @@ static int backward(const ctx *c, mb_mlp_plan *p, int fused, mb_err *err)
             /* bmm's gradient of a transposed B is B's transpose, not in its
              * layout: AccumulateGrad copies it for a leaf (mm's backward
              * computes it in the layout of B: none) */
-            if (g->batched && g->tb && B->input && B->grad && (rc = leaf_copy(c, p, g->w, err))) break;
+            if (g->batched && g->tb && B->input && B->grad && (rc = grad_kernel(c, p, g->w, 0, err))) break;
             if ((rc = contribute(c, p, got, g->a, err)) || (rc = contribute(c, p, got, g->w, err))) break;
             if (g->bias >= 0) rc = contribute(c, p, got, g->bias, err);
             continue;
