@@ -957,6 +957,14 @@ static int build_segment(mb_mmvar *v, int k, mb_dtype dtype, mb_err *err)
     /* the shapes of what it makes for the others */
     for (int o = 0; o < S->n_out; o++) {
         tensor *T = &v->t[S->out[o]];
+        int read_later = 0; /* a 0-d loss that is only the layer's output is fine */
+        for (int g = 0; g < v->n_g; g++) read_later |= v->gm[g].a == S->out[o] || v->gm[g].w == S->out[o];
+        for (int i = 0; i < v->n_s; i++) read_later |= v->s[i].seg != k && mmv_reads(&v->s[i], T);
+        if (!read_later && S->g->nodes[S->g->outputs[o]].shape == MB_SHC_SCALAR) {
+            T->nd = 0;
+            T->dtype = S->g->nodes[S->g->outputs[o]].dtype;
+            continue;
+        }
         if (node_dims(S->g, S->g->outputs[o], T) || (T->nd == 0))
             return mb_err_set(err, MB_EINPUT, "%s:%d:%d: '%s' is a 0-d or grouped tensor read by a later step: "
                               "a variant with '@' passes whole rows between its steps", v->path, T->line, T->col,

@@ -216,6 +216,20 @@ static void nograd_weight(const mb_device *d)
     free(v);
 }
 
+/* a loss ending a layer: a 0-d output, its backward from the scalar */
+static void loss(const mb_device *d)
+{
+    mb_mlp_est *v = est_of("input x [tokens, dim]\ninput w [dim, ffn]\ny = relu(x @ w).sum()\nbackward\n",
+                           "tokens=64, dim=32, ffn=48", d, MB_F32);
+    CHECK(v != NULL);
+    if (!v) return;
+    const mb_mlp_plan *p = &v->plan[MB_MLP_EAGER][0];
+    CHECK_EQ_I64(p->n_kernels, 6); /* mm, relu, sum; threshold_backward, mm, mm */
+    CHECK_EQ_I64(n_named(p, "sum"), 1);
+    CHECK_EQ_I64(n_named(p, "threshold_backward"), 1);
+    free(v);
+}
+
 static void error_is(const char *text, const char *want)
 {
     mb_mmvar *v = NULL;
@@ -291,6 +305,7 @@ int main(void)
     attention_as_builtin(&a100, MB_F32);
     norm_not_in_epilogue(&h100);
     nograd_weight(&h100);
+    loss(&h100);
     errors();
     return mb_test_done();
 }

@@ -9,7 +9,7 @@ spec) in order and kind, by aten name (a kernel's first word: "mm x@wg" is
 mm), and the bytes autograd saves (saved_tensors_hooks, each tensor once,
 parameters left out) equal the plan's saved_bytes. The cases: the built-in
 layer files (llama_mlp, gpt2_mlp, attention), GPT-2's MLP through F.linear,
-a 3-D input folded into one mm, a frozen weight. Runs under the torch it
+a 3-D input folded into one mm, a loss ending in .sum(), a frozen weight. Runs under the torch it
 finds (Debian's 1.13 in ctest; 2.x from the bench environment); prints each
 case. Environment: MB_BIN, MB_SRC."""
 import json
@@ -91,6 +91,8 @@ CASES = [
     ("a 3-D input by a matrix (one mm)", FOLDED, f"batch=2,seq=24,dim={D},ffn={FF}",
      [("w", (D, FF)), ("g", (FF,))], [("x", (2, 24, D))],
      lambda t: torch.sigmoid(t["x"] @ t["w"]) * t["g"]),
+    ("a loss: relu(x @ w).sum()", "input x [tokens, dim]\ninput w [dim, ffn]\ny = relu(x @ w).sum()\n",
+     f"tokens={T},dim={D},ffn={FF}", [("w", (D, FF))], [("x", (T, D))], lambda t: torch.relu(t["x"] @ t["w"]).sum()),
     ("a frozen weight (nograd)", FROZEN, f"tokens={T},dim={D},ffn={FF}",
      [("w", (D, FF), False)], [("x", (T, D))], lambda t: torch.relu(t["x"] @ t["w"])),
 ]
