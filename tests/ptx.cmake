@@ -26,6 +26,17 @@ if(TARGET mb_kernels_cuda)
     PASS_REGULAR_EXPRESSION "MISMATCH row_op_kernel<0, [0-9]+, 0, 0, 0> [^\n]*model 12\\.00\\+4\\.00 B/elem, PTX \\(column loops\\) 16\\.00\\+4\\.00"
     FAIL_REGULAR_EXPRESSION "error:"
     ENVIRONMENT "MEMBOUND_VARIANTS=${CMAKE_BINARY_DIR}/share/membound/variants")
+  # FlashAttention's forward: its global stores through o and lse only, none
+  # in the loop over key tiles (the attention matrix never reaches memory)
+  add_test(NAME ptx_flash COMMAND ptx_traffic --flash ${MB_PTX_FILES})
+  set_tests_properties(ptx_flash PROPERTIES PASS_REGULAR_EXPRESSION "flash_fwd_kernel: [0-9]+ global stores, all through o or lse"
+    FAIL_REGULAR_EXPRESSION "MISMATCH|error:")
+  # and the check must catch a forward that writes its scores out in that loop
+  add_test(NAME ptx_fixture_flash_store
+    COMMAND ptx_traffic --flash ${CMAKE_CURRENT_SOURCE_DIR}/data/ptx_flash_store_s.ptx)
+  set_tests_properties(ptx_fixture_flash_store PROPERTIES
+    PASS_REGULAR_EXPRESSION "MISMATCH flash_fwd_kernel: line [0-9]+: a global store in the loop over key tiles"
+    FAIL_REGULAR_EXPRESSION "error:")
   if(MB_PTXAS_LOGS)
     # no kernel spills (ptxas -v of each PTX file, made with the PTX)
     add_test(NAME ptx_spills COMMAND ptx_traffic --spills ${MB_PTXAS_LOGS})

@@ -29,6 +29,10 @@
  *       must then load and store 16-byte vectors in their main loop.
  *   ptx_traffic --spills LOG...
  *       `ptxas -v` logs: no function has spill stores or spill loads.
+ *   ptx_traffic --flash PTX...
+ *       FlashAttention's forward (kernels/attn_cuda.cu's flash_fwd_kernel):
+ *       its global stores go through o and lse only, and none lies in a
+ *       loop that loads k or v: the attention matrix never reaches memory.
  * Exit 0 when all agree, 1 when one disagrees (a line says which and by how
  * much), 2 for bad input (a PTX or log that cannot be read, a kernel missing).
  * It does not run kernels (tests/cuda_gpu.c does) nor count DRAM bytes (CUPTI
@@ -1105,16 +1109,103 @@ static int run_spills(char **logs, int n_logs)
     return bad ? 1 : 0;
 }
 
+/* ---- FlashAttention's forward: the attention matrix never reaches memory ---- */
+
+/* flash_fwd_kernel(q, k, v, o, lse, ...) (kernels/attn_cuda.cu): every
+ * global store goes through o or lse (parameters 3 and 4), and no loop that
+ * loads k or v (parameters 1 and 2: the loop over key tiles) stores to
+ * global memory: S and P stay on chip, O and the log-sum-exp are written
+ * once, after it. 0 when so, 1 naming the store that is not. */
+static int run_flash(void)
+{
+    entry *e = find_entry("flash_fwd_kernel");
+    if (!e) {
+        fprintf(stderr, "ptx_traffic: error: no flash_fwd_kernel in the PTX\n");
+        return 2;
+    }
+    tags T;
+    cfg G;
+    memset(&T, 0, sizeof T);
+    memset(&G, 0, sizeof G);
+    uint64_t *loops = NULL;
+    int rc = 2, n_st = 0, n_kv = 0;
+    char why[256] = "";
+    if (tag_registers(e, &T) != 0 || T.overflow || cfg_build(e, &G, why, sizeof why) != 0) {
+        fprintf(stderr, "ptx_traffic: error: flash_fwd_kernel: %s\n", why[0] ? why : "registers");
+        goto out;
+    }
+    const int words = (G.n + 63) / 64;
+    loops = calloc((size_t)G.n * (size_t)words, sizeof *loops);
+    if (!loops || find_loops(&G, words, loops) != 0) goto out;
+    rc = 0;
+    for (int b = 0; b < G.n; b++)
+        for (int i = G.first[b]; i <= G.last[b]; i++) {
+            const ins *in = &e->ins[i];
+            int st = 0, param = -1;
+            if (in->is_label || !is_global_access(in->op, &st) || !st) continue;
+            n_st++;
+            if (classify(e, &T, in, 1, &param) != ACC_TENSOR || (param != 3 && param != 4)) {
+                printf("MISMATCH flash_fwd_kernel: line %d: a global store not through o or lse\n", in->line);
+                rc = 1;
+            }
+            for (int h = 0; h < G.n; h++) { /* a loop holding this store that loads k or v */
+                const uint64_t *body = loops + (size_t)h * words;
+                if (!BIT(body, h) || !BIT(body, b)) continue;
+                for (int c = 0; c < G.n; c++) {
+                    if (!BIT(body, c)) continue;
+                    for (int j = G.first[c]; j <= G.last[c]; j++) {
+                        int st2 = 0, p2 = -1;
+                        if (e->ins[j].is_label || !is_global_access(e->ins[j].op, &st2) || st2) continue;
+                        if (classify(e, &T, &e->ins[j], 0, &p2) == ACC_TENSOR && (p2 == 1 || p2 == 2)) {
+                            printf("MISMATCH flash_fwd_kernel: line %d: a global store in the loop over key tiles "
+                                   "(it loads k or v at line %d)\n", in->line, e->ins[j].line);
+                            rc = 1;
+                            goto next_store;
+                        }
+                    }
+                }
+            }
+        next_store:;
+        }
+    for (int i = 0; i < e->n_ins; i++) {
+        int st = 0, param = -1;
+        if (!e->ins[i].is_label && is_global_access(e->ins[i].op, &st) && !st &&
+            classify(e, &T, &e->ins[i], 0, &param) == ACC_TENSOR && (param == 1 || param == 2))
+            n_kv++;
+    }
+    if (!n_kv) {
+        printf("MISMATCH flash_fwd_kernel: no load of k or v found (the check would judge nothing)\n");
+        rc = 1;
+    }
+    printf("flash_fwd_kernel: %d global stores, %s; %d loads of k and v\n", n_st,
+           rc ? "NOT all through o or lse outside the key tiles' loop" : "all through o or lse, none in the key tiles' loop",
+           n_kv);
+out:
+    cfg_free(&G);
+    free(loops);
+    free(T.t);
+    return rc;
+}
+
 static int usage(void)
 {
     fprintf(stderr, "usage: ptx_traffic [--variant V] [--dtype f32|bf16|f16] [--plan P] [--shape RxC] PTX...\n"
-                    "       ptx_traffic --spills PTXAS_LOG...\n");
+                    "       ptx_traffic --spills PTXAS_LOG...\n"
+                    "       ptx_traffic --flash PTX...\n");
     return 2;
 }
 
 int main(int argc, char **argv)
 {
     if (argc > 1 && !strcmp(argv[1], "--spills")) return argc > 2 ? run_spills(argv + 2, argc - 2) : usage();
+    if (argc > 2 && !strcmp(argv[1], "--flash")) {
+        for (int i = 2; i < argc; i++)
+            if (read_ptx(argv[i]) != 0) return 2;
+        int rc = run_flash();
+        for (int e = 0; e < n_entries; e++) free(entries[e].ins);
+        free(entries);
+        return rc;
+    }
     opts o = {NULL, -1, -1, {0, 0, 0}};
     int i = 1;
     for (; i < argc && !strncmp(argv[i], "--", 2); i++) {
