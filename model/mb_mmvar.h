@@ -79,6 +79,7 @@ mb_dtype mb_mmvar_tensor_dtype(const mb_mmvar *v, int t);
 typedef struct mb_mmvar_step {
     int is_gemm;
     char name[48];
+    char name_da[48], name_db[48], name_bias[48]; /* the backward's kernels' names (model's) */
     int a, b, c, bias, trans_b;
     int64_t m, n, k, batch;
     mb_graph *g;
@@ -87,6 +88,12 @@ typedef struct mb_mmvar_step {
     int in[16], out[16];
 } mb_mmvar_step;
 int mb_mmvar_n_steps(const mb_mmvar *v);
+/* 1 when tensor t needs a gradient (backward), 1 when it is an output */
+int mb_mmvar_tensor_grad(const mb_mmvar *v, int t);
+int mb_mmvar_is_output(const mb_mmvar *v, int t);
+/* The model's name of autograd's add of a second gradient of t ("add grad
+ * x"), or with add 0 of AccumulateGrad's copy of a leaf's ("copy_ grad k"). */
+void mb_mmvar_grad_name(const mb_mmvar *v, int t, int add, char *buf, size_t size);
 int mb_mmvar_step_at(const mb_mmvar *v, int i, mb_mmvar_step *out, mb_err *err);
 
 #ifdef __cplusplus

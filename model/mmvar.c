@@ -285,6 +285,22 @@ static void gemm_name(const mb_mmvar *v, const gemm *g, const char *suffix, char
              suffix);
 }
 
+/* the backward's products of g: dA = dC B^T ("mm dy@w^T"), or with b
+ * dB = A^T dC ("mm x^T@dy") */
+static void grad_gemm_name(const mb_mmvar *v, const gemm *g, int b, char *buf, size_t size)
+{
+    const tensor *A = &v->t[g->a], *B = &v->t[g->w], *O = &v->t[g->out];
+    const char *op = g->batched ? "bmm" : "mm";
+    char o1[64], o2[64], f1[32], f2[32];
+    mmv_operand(O, "d", o2, sizeof o2);
+    if (!b)
+        snprintf(buf, size, "%s %s@%s%s", op, fit(o2, 14, f1, sizeof f1), fit(B->name, 8, f2, sizeof f2),
+                 g->tb ? "" : "^T");
+    else
+        snprintf(buf, size, "%s %s^T@%s", op, fit(mmv_operand(A, "", o1, sizeof o1), 11, f1, sizeof f1),
+                 fit(o2, 12, f2, sizeof f2));
+}
+
 /* GEMM gi as PyTorch runs it: mm, bmm, or addmm (F.linear with a bias:
  * on a GPU cuBLASLt's bias epilogue, the bias read in the GEMM; on a CPU
  * the bias copied into the output first and read back, beta 1: mlp.c's
@@ -359,6 +375,13 @@ static void epilogue_of(const mb_mmvar *v, int k, int *g1, int *g2)
     }
 }
 
+/* "add grad x", "copy_ grad k" */
+static void grad_name(const mb_mmvar *v, int t, int add, char *buf, size_t size)
+{
+    char f[32];
+    snprintf(buf, size, "%s grad %s", add ? "add" : "copy_", fit(mmv_label(&v->t[t]), add ? 21 : 19, f, sizeof f));
+}
+
 /* One of autograd's own kernels at tensor t's shape and dtype, costed as
  * the language costs it: AccumulateGrad's copy of a leaf's gradient into
  * its layout ("copy_ grad t": y = copy(p)), or the add of a second gradient
@@ -367,16 +390,14 @@ static int grad_kernel(const ctx *c, mb_mlp_plan *p, int t, int add, mb_err *err
 {
     const tensor *T = &c->v->t[t];
     const char *dt = mb_dtype_name(T->dtype);
-    char text[600], dims[256], f[32];
+    char text[600], dims[256];
     mmv_dims_str(T, dims, sizeof dims);
     if (add) snprintf(text, sizeof text, "input p %s %s\ninput q %s %s\ny = p + q\n", dims, dt, dims, dt);
     else snprintf(text, sizeof text, "input p %s %s\ny = copy(p)\n", dims, dt);
     mb_graph *g = NULL;
     int rc = mb_parse_variant(text, "<autograd>", T->dtype, &g, err), n0 = p->n_kernels;
     if (!rc) rc = cost_graph(c, p, g, NULL, NULL, MB_PLAN_EAGER, PART_FWD, 1, 0, NULL, NULL, NULL, err);
-    if (!rc && p->n_kernels > n0)
-        snprintf(p->k[n0].name, sizeof p->k[n0].name, "%s grad %s", add ? "add" : "copy_",
-                 fit(mmv_label(T), add ? 21 : 19, f, sizeof f));
+    if (!rc && p->n_kernels > n0) grad_name(c->v, t, add, p->k[n0].name, sizeof p->k[n0].name);
     mb_graph_free(g);
     return rc;
 }
@@ -440,6 +461,13 @@ static int epilogue(const ctx *c, mb_mlp_plan *p, int k, int g1, int g2, int *do
     return rc;
 }
 
+static void bias_grad_name(const mb_mmvar *v, const gemm *g, char *buf, size_t size)
+{
+    char f1[32], f2[32];
+    snprintf(buf, size, "sum d(%s) (%s)", fit(mmv_label(&v->t[g->out]), 14, f1, sizeof f1),
+             fit(v->t[g->bias].name, 8, f2, sizeof f2));
+}
+
 /* a bias's gradient, dC summed over its rows: the reduce kernel PyTorch's
  * autograd runs (sum_to of addmm's self gradient), the language's colsum
  * of y = g + b */
@@ -453,10 +481,7 @@ static int bias_grad(const ctx *c, mb_mlp_plan *p, const gemm *g, mb_err *err)
     mb_graph *gr = NULL;
     int rc = mb_parse_variant(text, "<bias grad>", O->dtype, &gr, err), n0 = p->n_kernels;
     if (!rc) rc = cost_graph(c, p, gr, NULL, NULL, MB_PLAN_EAGER, PART_BWD, 1, 0, "colsum", NULL, NULL, err);
-    char f1[32], f2[32];
-    if (!rc && p->n_kernels > n0)
-        snprintf(p->k[n0].name, sizeof p->k[n0].name, "sum d(%s) (%s)", fit(mmv_label(O), 14, f1, sizeof f1),
-                 fit(Bi->name, 8, f2, sizeof f2));
+    if (!rc && p->n_kernels > n0) bias_grad_name(v, g, p->k[n0].name, sizeof p->k[n0].name);
     mb_graph_free(gr);
     return rc;
 }
@@ -510,22 +535,15 @@ static int backward(const ctx *c, mb_mlp_plan *p, int fused, mb_err *err)
             const tensor *A = &v->t[g->a], *B = &v->t[g->w], *O = &v->t[g->out];
             if (!O->grad) continue;
             const int64_t m = gm_m(v, g), n = gm_n(v, g), k = gm_k(v, g), bt = gm_batch(v, g);
-            const char *op = g->batched ? "bmm" : "mm";
-            char o1[64], o2[64];
-            mmv_operand(O, "d", o2, sizeof o2);
             c->key[MB_MLP_MAX_KERNELS] = g->seq;
             /* autograd's node for the product computes its operands' gradients,
              * then each joins what its tensor received before (an add) */
             if (A->grad) { /* dA = dC B^T */
-                char f1[32], f2[32];
-                snprintf(nm, sizeof nm, "%s %s@%s%s", op, fit(o2, 14, f1, sizeof f1), fit(B->name, 8, f2, sizeof f2),
-                         g->tb ? "" : "^T");
+                grad_gemm_name(v, g, 0, nm, sizeof nm);
                 if ((rc = gemm_kernel(c, p, nm, 1, m, k, n, bt, O->dtype, g->a, NULL, err))) break;
             }
             if (B->grad) { /* dB = A^T dC (its transpose, for a transposed view: the same product) */
-                char f1[32], f2[32];
-                snprintf(nm, sizeof nm, "%s %s^T@%s", op, fit(mmv_operand(A, "", o1, sizeof o1), 11, f1, sizeof f1),
-                         fit(o2, 12, f2, sizeof f2));
+                grad_gemm_name(v, g, 1, nm, sizeof nm);
                 if ((rc = gemm_kernel(c, p, nm, 1, k, n, m, bt, O->dtype, g->w, NULL, err))) break;
             }
             if (g->bias >= 0 && v->t[g->bias].grad && (rc = bias_grad(c, p, g, err))) break; /* dC summed over rows */
@@ -654,6 +672,9 @@ int mb_mmvar_step_at(const mb_mmvar *v, int i, mb_mmvar_step *out, mb_err *err)
     if (it.is_gemm) {
         const gemm *g = &v->gm[it.index];
         gemm_name(v, g, "", out->name, sizeof out->name);
+        grad_gemm_name(v, g, 0, out->name_da, sizeof out->name_da);
+        grad_gemm_name(v, g, 1, out->name_db, sizeof out->name_db);
+        if (g->bias >= 0) bias_grad_name(v, g, out->name_bias, sizeof out->name_bias);
         out->a = g->a, out->b = g->w, out->c = g->out, out->bias = g->bias, out->trans_b = g->tb;
         out->m = gm_m(v, g), out->n = gm_n(v, g), out->k = gm_k(v, g), out->batch = gm_batch(v, g);
         return MB_OK;
@@ -673,3 +694,12 @@ int mb_mmvar_step_at(const mb_mmvar *v, int i, mb_mmvar_step *out, mb_err *err)
     memcpy(out->out, S->out, (size_t)S->n_out * sizeof *S->out);
     return MB_OK;
 }
+
+int mb_mmvar_tensor_grad(const mb_mmvar *v, int t) { return v->t[t].grad; }
+int mb_mmvar_is_output(const mb_mmvar *v, int t)
+{
+    for (int o = 0; o < v->n_outputs; o++)
+        if (v->outputs[o] == t) return 1;
+    return 0;
+}
+void mb_mmvar_grad_name(const mb_mmvar *v, int t, int add, char *buf, size_t size) { grad_name(v, t, add, buf, size); }
