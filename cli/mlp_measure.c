@@ -193,12 +193,12 @@ int mb_cli_mlp_measure(const mb_mlp *m, const mb_cli_mlp_measure_opts *o)
 
 /* ---- a layer written with '@' (mlp --variant --measure) ------------------- */
 
-/* the model's eager forward kernel matching measured kernel j by name, in
+/* the model's eager kernel matching a measured one by name and phase, in
  * order (each model kernel once); -1 none */
-static int match(const mb_mlp_plan *mp, const char *name, char *used)
+static int match(const mb_mlp_plan *mp, const char *name, int backward, char *used)
 {
     for (int i = 0; i < mp->n_kernels; i++)
-        if (!mp->k[i].backward && !used[i] && !strcmp(mp->k[i].name, name)) {
+        if (mp->k[i].backward == backward && !used[i] && !strcmp(mp->k[i].name, name)) {
             used[i] = 1;
             return i;
         }
@@ -207,9 +207,6 @@ static int match(const mb_mlp_plan *mp, const char *name, char *used)
 
 int mb_cli_mmvar_measure(const struct mb_mmvar *v, const mb_cli_mlp_measure_opts *o)
 {
-    if (mb_mmvar_backward(v))
-        return mb_cli_fail(2, "--measure runs a layer's forward: variant '%s' says backward (or --backward was given)",
-                           mb_mmvar_name(v));
     mb_err e;
     if (mb_meas_mmvar_admit(v, 0, &e)) return mb_cli_fail_err(2, &e); /* before a calibration runs */
     mb_device dev;
@@ -249,50 +246,62 @@ int mb_cli_mmvar_measure(const struct mb_mmvar *v, const mb_cli_mlp_measure_opts
     const mb_mlp_plan *mp = &est->plan[MB_MLP_EAGER][0];
     char used[MB_MLP_MAX_KERNELS] = {0}, dt[512];
     int idx[MB_MEAS_MMVAR_MAX_KERNELS];
-    for (int j = 0; j < res->n_kernels; j++) idx[j] = match(mp, res->k[j].name, used);
+    for (int j = 0; j < res->n_kernels; j++) idx[j] = match(mp, res->k[j].name, res->k[j].backward, used);
     mb_mmvar_dims_text(v, dt, sizeof dt);
     const mb_meas_gemm_result *w = &res->whole;
+    const int bwd = mb_mmvar_backward(v);
     if (o->json) {
         json_t *ks = json_array();
         for (int j = 0; j < res->n_kernels; j++) {
             const double m = idx[j] >= 0 ? mp->k[idx[j]].time_s : -1;
-            json_array_append_new(ks, json_pack("{s:s, s:i, s:f, s:f, s:f}", "name", res->k[j].name, "step",
-                                                res->k[j].step, "model_time_s", m, "median_s", res->k[j].median_s,
-                                                "min_s", res->k[j].min_s));
+            json_array_append_new(ks, json_pack("{s:s, s:s, s:i, s:f, s:f, s:f}", "name", res->k[j].name, "phase",
+                                                res->k[j].backward ? "backward" : "forward", "step", res->k[j].step,
+                                                "model_time_s", m, "median_s", res->k[j].median_s, "min_s",
+                                                res->k[j].min_s));
         }
-        json_t *root = json_pack("{s:{s:s, s:s, s:s}, s:s, s:s, s:i, s:s, s:I, s:[f,f,f], s:[f,f,f], s:{s:s, s:f, "
-                                 "s:f, s:f, s:f, s:i, s:i, s:f, s:b, s:s, s:o}}",
-                                 "mlp", "variant", mb_mmvar_name(v), "dims", dt, "dtype", "f32", "device", dev.name,
+        json_t *eager = json_pack("{s:s, s:b, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:i, s:i, s:f, s:b, s:s, s:o}",
+                                  "plan", "eager", "backward", bwd, "model_time_s", mp->time_s, "median_s", w->median_s,
+                                  "min_s", w->min_s, "model_over_median", mp->time_s / w->median_s,
+                                  "model_fwd_time_s", mp->fwd_time_s, "fwd_median_s", res->fwd_median_s,
+                                  "model_bwd_time_s", mp->bwd_time_s, "bwd_median_s", res->bwd_median_s, "samples",
+                                  w->samples, "contended", w->contended, "err_over_bound", finite_or_big(w->max_rel_err),
+                                  "verified", w->verified, "check", res->check, "kernels", ks);
+        json_t *root = json_pack("{s:{s:s, s:s, s:s}, s:s, s:s, s:i, s:s, s:I, s:[f,f,f], s:[f,f,f], s:o}", "mlp",
+                                 "variant", mb_mmvar_name(v), "dims", dt, "dtype", "f32", "device", dev.name,
                                  "device_desc", desc, "threads", w->threads, "blas", w->blas, "flush_bytes",
                                  (json_int_t)flush, "load_before", load0[0], load0[1], load0[2], "load_after", load1[0],
-                                 load1[1], load1[2], "eager_forward", "plan", "eager", "model_time_s", mp->fwd_time_s,
-                                 "median_s", w->median_s, "min_s", w->min_s, "model_over_median",
-                                 mp->fwd_time_s / w->median_s, "samples", w->samples, "contended", w->contended,
-                                 "err_over_bound", finite_or_big(w->max_rel_err), "verified", w->verified, "check",
-                                 res->check, "kernels", ks);
+                                 load1[1], load1[2], "eager", eager);
         char *txt = json_dumps(root, JSON_INDENT(1) | JSON_REAL_PRECISION(17));
         puts(txt);
         free(txt);
         json_decref(root);
     } else {
         char t1[32], t2[32], t3[32];
-        printf("mlp variant %s: %s, f32, eager forward: measured on this CPU (%d thread%s), kernel by kernel,\n"
-               "against the model on %s\nGEMMs: %s\n\n", mb_mmvar_name(v), dt, w->threads, w->threads == 1 ? "" : "s",
-               desc, w->blas);
-        printf("%-30s %10s %10s %10s %8s\n", "kernel", "model", "median", "min", "mod/med");
+        printf("mlp variant %s: %s, f32, eager %s: measured on this CPU (%d thread%s), kernel by kernel,\n"
+               "against the model on %s\nGEMMs: %s\n\n", mb_mmvar_name(v), dt,
+               bwd ? "forward and backward" : "forward", w->threads, w->threads == 1 ? "" : "s", desc, w->blas);
+        printf("%-30s %-5s %10s %10s %10s %8s\n", "kernel", "phase", "model", "median", "min", "mod/med");
         for (int j = 0; j < res->n_kernels; j++) {
             const mb_meas_mmvar_kernel *k = &res->k[j];
+            const char *ph = k->backward ? "bwd" : "fwd";
             if (idx[j] >= 0)
-                printf("%-30s %10s %10s %10s %8.2f\n", k->name, mb_cli_fmt_time(mp->k[idx[j]].time_s, t1, sizeof t1),
-                       mb_cli_fmt_time(k->median_s, t2, sizeof t2), mb_cli_fmt_time(k->min_s, t3, sizeof t3),
-                       mp->k[idx[j]].time_s / k->median_s);
+                printf("%-30s %-5s %10s %10s %10s %8.2f\n", k->name, ph,
+                       mb_cli_fmt_time(mp->k[idx[j]].time_s, t1, sizeof t1), mb_cli_fmt_time(k->median_s, t2, sizeof t2),
+                       mb_cli_fmt_time(k->min_s, t3, sizeof t3), mp->k[idx[j]].time_s / k->median_s);
             else
-                printf("%-30s %10s %10s %10s %8s\n", k->name, "-", mb_cli_fmt_time(k->median_s, t2, sizeof t2),
+                printf("%-30s %-5s %10s %10s %10s %8s\n", k->name, ph, "-", mb_cli_fmt_time(k->median_s, t2, sizeof t2),
                        mb_cli_fmt_time(k->min_s, t3, sizeof t3), "-");
         }
-        printf("%-30s %10s %10s %10s %8.2f\n", "forward (whole samples)", mb_cli_fmt_time(mp->fwd_time_s, t1, sizeof t1),
+        printf("%-30s %-5s %10s %10s %10s %8.2f\n", "forward (kernels summed)", "", 
+               mb_cli_fmt_time(mp->fwd_time_s, t1, sizeof t1), mb_cli_fmt_time(res->fwd_median_s, t2, sizeof t2), "",
+               mp->fwd_time_s / res->fwd_median_s);
+        if (bwd)
+            printf("%-30s %-5s %10s %10s %10s %8.2f\n", "backward (kernels summed)", "",
+                   mb_cli_fmt_time(mp->bwd_time_s, t1, sizeof t1), mb_cli_fmt_time(res->bwd_median_s, t2, sizeof t2), "",
+                   mp->bwd_time_s / res->bwd_median_s);
+        printf("%-30s %-5s %10s %10s %10s %8.2f\n", "whole samples", "", mb_cli_fmt_time(mp->time_s, t1, sizeof t1),
                mb_cli_fmt_time(w->median_s, t2, sizeof t2), mb_cli_fmt_time(w->min_s, t3, sizeof t3),
-               mp->fwd_time_s / w->median_s);
+               mp->time_s / w->median_s);
         printf("\n%d samples%s, %s of cache evicted before each; checks: products %.3g of the f32 bound, steps by "
                "float64: %s\n", w->samples, w->contended ? " (some contended)" : "",
                mb_cli_fmt_bytes((double)flush, t1, sizeof t1), w->max_rel_err, w->verified ? "passed" : res->check);

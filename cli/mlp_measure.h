@@ -23,9 +23,9 @@ typedef struct mb_cli_mlp_measure_opts {
 int mb_cli_mlp_measure(const mb_mlp *m, const mb_cli_mlp_measure_opts *o);
 
 struct mb_mmvar;
-/* Runs layer v's eager forward (f32, bound to its sizes) on this CPU kernel
- * by kernel and prints each beside the model's eager forward on the CPU
- * spec (text or JSON). Exit codes as mb_cli_mlp_measure's. */
+/* Runs layer v's eager forward, and its backward when v has one (f32,
+ * bound to its sizes), on this CPU kernel by kernel and prints each beside
+ * the model's eager plan on the CPU spec (text or JSON). Exit codes as mb_cli_mlp_measure's. */
 int mb_cli_mmvar_measure(const struct mb_mmvar *v, const mb_cli_mlp_measure_opts *o);
 
 #endif

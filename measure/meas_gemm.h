@@ -131,21 +131,25 @@ struct mb_mmvar;
  * the samples. */
 typedef struct mb_meas_mmvar_kernel {
     char name[48];
-    int step;
+    int step, backward;
     double median_s, min_s;
 } mb_meas_mmvar_kernel;
-/* whole: the forward's samples, median, min, contention, threads and BLAS;
- * its check: max_rel_err the worst product's sampled error over its f32
- * bound, verified 1 when every product and every step passed (check: the
- * first that did not). */
+/* whole: the run's samples (the forward, and the backward after it when the
+ * layer has one), median, min, contention, threads and BLAS; its check:
+ * max_rel_err the worst product's sampled error over its f32 bound,
+ * verified 1 when every product and every step passed (check: the first
+ * that did not). fwd_median_s, bwd_median_s: the medians of each sample's
+ * forward and backward kernels summed. */
 typedef struct mb_meas_mmvar_result {
     mb_meas_gemm_result whole;
+    double fwd_median_s, bwd_median_s;
     int n_kernels;
     mb_meas_mmvar_kernel k[MB_MEAS_MMVAR_MAX_KERNELS];
     char check[256];
 } mb_meas_mmvar_result;
 
-/* Runs v's eager forward (f32, bound to its sizes) on the CPU under c, the
+/* Runs v's eager forward, and its backward when v has one (f32, bound to its
+ * sizes), on the CPU under c, the
  * steps between products planned for d (the CPU's spec), flush_bytes of
  * cache evicted before each sample (<= 0: none): kernels and whole into
  * *out. MB_EINPUT for a layer this executor does not run (not f32), MB_ERUN

@@ -110,19 +110,33 @@ expect 2 "GB of memory" -- mlp --layer gpt2 --dims tokens=2^20,d_model=4096,d_ff
 vdims=tokens=64,dim=32,ffn=80
 "$B" mlp --variant llama_mlp --dims $vdims --measure --device "$tmp/cpu.ini" --min-s 0 --json >"$tmp/out" ||
   bad "mlp --variant llama_mlp --measure"
-jcheck '.eager_forward.verified' true
-jcheck '[.eager_forward.kernels[].name] | join(",")' 'mm x@wg,mm x@wu,silu,mul,mm (silu(x@wg..@wd'
-jcheck '[.eager_forward.kernels[] | select(.model_time_s > 0 and .median_s > 0)] | length' 5
-jcheck '.eager_forward.samples >= 5' true
+jcheck '.eager.verified' true
+jcheck '[.eager.kernels[].name] | join(",")' 'mm x@wg,mm x@wu,silu,mul,mm (silu(x@wg..@wd'
+jcheck '[.eager.kernels[] | select(.model_time_s > 0 and .median_s > 0)] | length' 5
+jcheck '.eager.samples >= 5' true
 "$B" mlp --variant attention --dims batch=1,heads=2,seq=32,hdim=8 --measure --device "$tmp/cpu.ini" --min-s 0 \
   >"$tmp/out" 2>"$tmp/err" && grep -q "^bmm q@k.T" "$tmp/out" && grep -q "steps by float64: passed" "$tmp/out" &&
   ok || bad "attention --measure: $(cat "$tmp/out" "$tmp/err")"
 printf 'input x [t, d]\ninput w [f, d]\ninput b [f]\ny = gelu(linear(x, w, b))\n' >"$tmp/lin.mb"
 "$B" mlp --variant "$tmp/lin.mb" --dims t=48,d=16,f=24 --measure --device "$tmp/cpu.ini" --min-s 0 --json >"$tmp/out" ||
   bad "linear --measure"
-jcheck '[.eager_forward.kernels[].name] | join(",")' 'addmm bias copy,addmm x@w.T+b,gelu'
-jcheck '.eager_forward.verified' true
-expect 2 "runs a layer's forward" -- mlp --variant llama_mlp --dims $vdims --measure --backward --device "$tmp/cpu.ini"
+jcheck '[.eager.kernels[].name] | join(",")' 'addmm bias copy,addmm x@w.T+b,gelu'
+jcheck '.eager.verified' true
+# with --backward: autograd's kernels too, each step's gradients checked against float64
+"$B" mlp --variant llama_mlp --dims $vdims --measure --backward --device "$tmp/cpu.ini" --min-s 0 --json >"$tmp/out" ||
+  bad "llama_mlp --measure --backward"
+jcheck '.eager.verified' true
+jcheck '[.eager.kernels[] | select(.phase == "backward") | .name] | join(",")' \
+  'mm dy@wd^T,mm (silu(x@w..^T@dy,mul,mul,silu_backward,mm d(x@wu)@wu^T,mm x^T@d(x@wu),mm d(x@wg)@wg^T,mm x^T@d(x@wg),add grad x'
+jcheck '[.eager.kernels[] | select(.model_time_s > 0)] | length' 15
+"$B" mlp --variant attention --dims batch=1,heads=2,seq=32,hdim=8 --measure --backward --device "$tmp/cpu.ini" \
+  --min-s 0 --json >"$tmp/out" || bad "attention --measure --backward"
+jcheck '.eager.verified' true
+jcheck '[.eager.kernels[] | select(.model_time_s > 0)] | length' 11
+"$B" mlp --variant "$tmp/lin.mb" --dims t=48,d=16,f=24 --measure --backward --device "$tmp/cpu.ini" --min-s 0 --json \
+  >"$tmp/out" || bad "linear --measure --backward"
+jcheck '.eager.verified' true
+jcheck '[.eager.kernels[] | select(.model_time_s < 0)] | length' 0
 expect 2 "f32 layers only" -- mlp --variant llama_mlp --dims $vdims --measure --dtype bf16 --device "$tmp/cpu.ini"
 expect 2 "GB of memory" -- mlp --variant llama_mlp --dims tokens=2^22,dim=2^14,ffn=2^14 --measure --device "$tmp/cpu.ini"
 expect 2 "go with --measure" -- mlp --variant llama_mlp --dims $vdims --threads 1
