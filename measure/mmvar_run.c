@@ -178,11 +178,15 @@ static int run_kernel(const run *r, int j, mb_err *err)
     case K_ADD:
         for (int64_t i = 0; i < k->n; i++) k->dst[i] += k->src[i];
         return MB_OK;
-    case K_COPY_T:
-        for (int64_t b = 0; b < s->batch; b++)
-            for (int64_t i = 0; i < s->k; i++)
-                for (int64_t c = 0; c < s->n; c++)
-                    k->dst[b * s->k * s->n + c * s->k + i] = k->src[b * s->k * s->n + i * s->n + c];
+    case K_COPY_T: /* in 32 x 32 tiles, as a strided copy_ walks its blocks */
+        for (int64_t b = 0; b < s->batch; b++) {
+            const float *src = k->src + b * s->k * s->n;
+            float *dst = k->dst + b * s->k * s->n;
+            for (int64_t i0 = 0; i0 < s->k; i0 += 32)
+                for (int64_t c0 = 0; c0 < s->n; c0 += 32)
+                    for (int64_t i = i0; i < i0 + 32 && i < s->k; i++)
+                        for (int64_t c = c0; c < c0 + 32 && c < s->n; c++) dst[c * s->k + i] = src[i * s->n + c];
+        }
         return MB_OK;
     }
     return MB_OK;
