@@ -372,7 +372,6 @@ static int figures(const char *dir, const mb_mlp *m, const mb_device *d, const m
     return 0;
 }
 
-
 /* ---- a layer written in the language -------------------------------------- */
 
 /* NAME: model/variants/layers/NAME.mb; else a path */
