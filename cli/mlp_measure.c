@@ -132,6 +132,52 @@ static void print_json(const mb_mlp *m, const mb_device *dev, const char *desc, 
     json_decref(root);
 }
 
+/* The eager plan of m as the variant language writes it (its text is the
+ * model's: mlp.c's addmm for nn.Linear and Conv1D, its gelu_new), run by
+ * the layers' executor, its phases into r (their GEMM rates from the
+ * model's FLOPs). */
+static int eager_run(const mb_mlp *m, const mb_device *dev, const mb_mlp_est *est, const mb_meas_gemm_config *mc,
+                     int64_t flush, plan_run *r, mb_err *e)
+{
+    static const char gpt2[] =
+        "name gpt2_eager\ninput x [tokens, d_model]\ninput w1 [d_model, d_ff]\ninput b1 [d_ff]\n"
+        "input w2 [d_ff, d_model]\ninput b2 [d_model]\na = addmm(b1, x, w1)\n"
+        "h = 0.5*a*(1.0+tanh(0.7978845608*(a+0.044715*a**3)))\ny = addmm(b2, h, w2)\n";
+    static const char llama[] =
+        "name llama_eager\ninput x [tokens, d_model]\ninput wg [d_model, d_ff]\ninput wu [d_model, d_ff]\n"
+        "input wd [d_ff, d_model]\ny = (silu(x @ wg) * (x @ wu)) @ wd\n";
+    char text[1024], dims[160];
+    snprintf(text, sizeof text, "%s%s", m->layer == MB_MLP_GPT2 ? gpt2 : llama, m->backward ? "backward\n" : "");
+    snprintf(dims, sizeof dims, "tokens=%lld,d_model=%lld,d_ff=%lld", (long long)m->tokens, (long long)m->d_model,
+             (long long)m->d_ff);
+    mb_mmvar *v = NULL;
+    mb_meas_mmvar_result *x = calloc(1, sizeof *x);
+    int rc = x ? mb_mmvar_parse(text, "<mlp eager>", MB_F32, &v, e) : mb_err_set(e, MB_ERUN, "out of memory");
+    if (!rc) rc = mb_mmvar_bind(v, dims, e);
+    if (!rc) rc = mb_meas_mmvar_cpu(v, dev, mc, flush, x, e);
+    for (int ph = 0; !rc && ph < (m->backward ? 2 : 1); ph++) {
+        mb_meas_gemm_result *q = &r->ph[ph];
+        q->samples = x->whole.samples;
+        q->contended = x->whole.contended;
+        q->median_s = ph ? x->bwd_median_s : x->fwd_median_s;
+        q->min_s = ph ? x->bwd_min_s : x->fwd_min_s;
+        double flops = 0;
+        for (int i = 0; i < est->plan[MB_MLP_EAGER][0].n_kernels; i++) {
+            const mb_mlp_kernel *k = &est->plan[MB_MLP_EAGER][0].k[i];
+            if (k->gemm && k->backward == ph) flops += k->flops;
+        }
+        q->gflops_median = flops / q->median_s / 1e9;
+        q->max_rel_err = x->whole.max_rel_err;
+        q->tol = 1;
+        q->verified = x->whole.verified;
+        q->threads = x->whole.threads;
+        snprintf(q->blas, sizeof q->blas, "%s", x->whole.blas);
+    }
+    mb_mmvar_free(v);
+    free(x);
+    return rc;
+}
+
 int mb_cli_mlp_measure(const mb_mlp *m, const mb_cli_mlp_measure_opts *o)
 {
     if (m->layer != MB_MLP_GPT2 && m->layer != MB_MLP_LLAMA)
@@ -172,14 +218,18 @@ int mb_cli_mlp_measure(const mb_mlp *m, const mb_cli_mlp_measure_opts *o)
     if (getloadavg(load0, 3) != 3) load0[0] = load0[1] = load0[2] = -1; /* -1: unknown (JSON has no NaN) */
     plan_run res[N_RUN];
     memset(res, 0, sizeof res);
-    for (int p = 0; p < N_RUN; p++)
-        for (int ph = 0; ph < (m->backward ? 2 : 1); ph++) {
-            mm.plan = p == MB_MLP_FUSED ? MB_MEAS_MLP_FUSED : MB_MEAS_MLP_EAGER;
-            mm.backward = ph;
-            if (!o->json) mb_cli_note("running %s %s", mb_mlp_plan_name((mb_mlp_plan_id)p), phase_name[ph]);
-            rc = mb_meas_mlp_cpu(&mm, &mc, &res[p].ph[ph], ph ? NULL : &res[p].panel_rows, &e);
-            if (rc) return mb_cli_fail_err(rc == MB_EINPUT ? 2 : 1, &e);
-        }
+    /* eager: the layer the model prices, written in the language and run by the
+     * layers' executor (PyTorch's kernels: GPT-2's addmm and gelu_new's eight) */
+    if (!o->json) mb_cli_note("running eager %s", m->backward ? "forward and backward" : "forward");
+    if ((rc = eager_run(m, &dev, &est, &mc, flush, &res[MB_MLP_EAGER], &e)))
+        return mb_cli_fail_err(rc == MB_EINPUT ? 2 : 1, &e);
+    for (int ph = 0; ph < (m->backward ? 2 : 1); ph++) { /* fused: the MLP executor's epilogues */
+        mm.plan = MB_MEAS_MLP_FUSED;
+        mm.backward = ph;
+        if (!o->json) mb_cli_note("running fused %s", phase_name[ph]);
+        rc = mb_meas_mlp_cpu(&mm, &mc, &res[MB_MLP_FUSED].ph[ph], ph ? NULL : &res[MB_MLP_FUSED].panel_rows, &e);
+        if (rc) return mb_cli_fail_err(rc == MB_EINPUT ? 2 : 1, &e);
+    }
     if (getloadavg(load1, 3) != 3) load1[0] = load1[1] = load1[2] = -1;
     if (o->json) print_json(m, &dev, desc, &est, res, flush, load0, load1);
     else print_text(m, desc, &est, res, flush, load0, load1);

@@ -138,11 +138,11 @@ typedef struct mb_meas_mmvar_kernel {
  * layer has one), median, min, contention, threads and BLAS; its check:
  * max_rel_err the worst product's sampled error over its f32 bound,
  * verified 1 when every product and every step passed (check: the first
- * that did not). fwd_median_s, bwd_median_s: the medians of each sample's
- * forward and backward kernels summed. */
+ * that did not). fwd_median_s, bwd_median_s (and the minima): the medians
+ * of each sample's forward and backward kernels summed. */
 typedef struct mb_meas_mmvar_result {
     mb_meas_gemm_result whole;
-    double fwd_median_s, bwd_median_s;
+    double fwd_median_s, bwd_median_s, fwd_min_s, bwd_min_s;
     int n_kernels;
     mb_meas_mmvar_kernel k[MB_MEAS_MMVAR_MAX_KERNELS];
     char check[256];

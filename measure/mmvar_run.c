@@ -530,8 +530,8 @@ int mb_meas_mmvar_cpu(const mb_mmvar *v, const mb_device *d, const mb_meas_gemm_
         for (int i = 0; i < n; i++) t[i] = all[(size_t)i * (size_t)cols + (size_t)j];
         double med = median(t, n), mn = t[0];
         if (j == 0) out->whole.samples = n, out->whole.median_s = med, out->whole.min_s = mn;
-        else if (j == 1) out->fwd_median_s = med;
-        else if (j == 2) out->bwd_median_s = med;
+        else if (j == 1) out->fwd_median_s = med, out->fwd_min_s = mn;
+        else if (j == 2) out->bwd_median_s = med, out->bwd_min_s = mn;
         else {
             mb_meas_mmvar_kernel *k = &out->k[j - 3];
             snprintf(k->name, sizeof k->name, "%s", r->k[j - 3].name);
