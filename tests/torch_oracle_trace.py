@@ -174,31 +174,26 @@ def main():
         print(f"{'ok' if ok else 'FAIL'}: a reshape refused at trace_fns.py:{line}, exit {t.returncode}: "
               f"{t.stderr.strip()[:160]}")
         fails += not ok
-        # a layer: Hugging Face's LlamaMLP module traced costs what the built-in
-        # layer file costs (mlp --variant, eager and fused, forward and backward)
-        a = trace("llama_mlp", ["x=tokens=48xdim=32"])
-        ok = a.returncode == 0 and "linear(" in a.stdout
-        if ok:
-            pa = os.path.join(d, "traced_llama_mlp.mb")
-            with open(pa, "w") as fh:
-                fh.write(a.stdout)
-            # the trace names the unnamed parameters' dimension by its size (d80)
-            ok = layer_times(pa, "tokens=48,dim=32,d80=80") == layer_times("llama_mlp", "tokens=48,dim=32,ffn=80")
-        print(f"{'ok' if ok else 'FAIL'}: LlamaMLP(32, 80), a module, traced as llama_mlp.mb"
-              + ("" if ok else f"\n{a.stdout}{a.stderr}"))
-        fails += not ok
-        # GPT-2's MLP as Hugging Face writes it (Conv1D: torch.addmm; gelu_new; dropout in eval)
-        # costs what `mlp --layer gpt2` costs, which models exactly that
-        a = trace("gpt2_mlp", ["hidden_states=tokens=48xdim=32"])
-        ok = a.returncode == 0 and "addmm(" in a.stdout
-        if ok:
-            pa = os.path.join(d, "traced_gpt2_mlp.mb")
-            with open(pa, "w") as fh:
-                fh.write(a.stdout)
-            ok = layer_times(pa, "tokens=48,dim=32,d80=80", plans=("eager",)) == builtin_gpt2_eager()
-        print(f"{'ok' if ok else 'FAIL'}: GPT2MLP(80, 32), a module, traced as mlp --layer gpt2's eager plan"
-              + ("" if ok else f"\n{a.stdout}{a.stderr}"))
-        fails += not ok
+        # layers: Hugging Face's LlamaMLP module traced costs what the built-in layer
+        # file costs (mlp --variant, eager and fused, forward and backward); its
+        # GPT2MLP (Conv1D: torch.addmm; gelu_new; dropout in eval) what `mlp --layer
+        # gpt2`'s eager plan costs, which models exactly that. The trace names the
+        # parameters' unnamed dimension by its size (d80).
+        for fn, inp, word, want, label in (
+                ("llama_mlp", "x=tokens=48xdim=32", "linear(",
+                 lambda: layer_times("llama_mlp", "tokens=48,dim=32,ffn=80"), "LlamaMLP(32, 80), as llama_mlp.mb"),
+                ("gpt2_mlp", "hidden_states=tokens=48xdim=32", "addmm(", builtin_gpt2_eager,
+                 "GPT2MLP(80, 32), as mlp --layer gpt2's eager plan")):
+            a = trace(fn, [inp])
+            ok = a.returncode == 0 and word in a.stdout
+            if ok:
+                pa = os.path.join(d, f"traced_{fn}.mb")
+                with open(pa, "w") as fh:
+                    fh.write(a.stdout)
+                plans = ("eager",) if fn == "gpt2_mlp" else None
+                ok = layer_times(pa, "tokens=48,dim=32,d80=80", plans=plans) == want()
+            print(f"{'ok' if ok else 'FAIL'}: {label}, a module, traced" + ("" if ok else f"\n{a.stdout}{a.stderr}"))
+            fails += not ok
         t = trace("projected", [f"x=tokens={R}xdim={C}", f"w=dim={C}xffn=24"], backward=False)
         ok = t.returncode == 0 and "@ w" in t.stdout and "dims tokens=" in t.stdout
         print(f"{'ok' if ok else 'FAIL'}: y @ w traced as a layer" + ("" if ok else f"\n{t.stdout}{t.stderr}"))
