@@ -93,7 +93,7 @@ SOURCES = {
         "torch.nn.LayerNorm(N), f32 [M, N]: native layer_norm forward, "
         "native_layer_norm_backward and gamma_beta_backward", ""),
     ("layer_norm", "liger"): (
-        "torch_layernorm.mb", "optimal", "fused",
+        "liger_layernorm.mb", "optimal", "fused",
         "LigerLayerNorm: one Triton kernel forward (y, mean, rstd), one backward kernel with "
         "dW, dB in per-SM partial sums, then their sums",
         "the forward saves mean and rstd ([M] f32), the plan x, w and b only"),

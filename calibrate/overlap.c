@@ -129,8 +129,8 @@ static void row_probe_shapes(int64_t n, int64_t l1_bytes, mb_shape s[2])
 {
     int64_t in = ROWS_IN_L1_COLS, out = l1_bytes > 0 ? 2 * l1_bytes / (int64_t)sizeof(float) : 0;
     while (l1_bytes > 0 && in > 256 && in * (int64_t)sizeof(float) > l1_bytes / 2) in /= 2;
-    s[0] = (mb_shape){2, n / in, n >= in ? in : 0};
-    s[1] = (mb_shape){2, out > 0 ? n / out : 0, out > 0 && n >= out ? out : 0};
+    s[0] = (mb_shape){2, n / in, n >= in ? in : 0, 0};
+    s[1] = (mb_shape){2, out > 0 ? n / out : 0, out > 0 && n >= out ? out : 0, 0};
 }
 
 int mb_cal_overlap(mb_cal_result *c, int64_t n, int reps, mb_err *err)

@@ -11,6 +11,7 @@
 #define MB_OPT_DIMS 0x144
 #define MB_OPT_PHASE 0x145 /* model --phase */
 #define MB_OPT_FLUSH 0x146 /* model --flush-mb */
+#define MB_OPT_COLSUM 0x147 /* model, whatif, plan --colsum */
 
 /* Prints "membound: error: <msg>" to stderr and returns code. */
 int mb_cli_fail(int code, const char *fmt, ...)

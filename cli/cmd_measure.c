@@ -716,7 +716,7 @@ static int run_row(run *r, int j, int *stop)
     mb_meas_record *row = &r->rows[j];
     char why[512] = "", nb[96];
     if (r->have_kf && !pk) { mb_plan_free(p); return mb_cli_fail(1, "out of memory"); }
-    mb_shape shape = jb->cols ? (mb_shape){2, jb->n / jb->cols, jb->cols} : mb_shape_1d(jb->n);
+    mb_shape shape = jb->cols ? (mb_shape){2, jb->n / jb->cols, jb->cols, 0} : mb_shape_1d(jb->n);
     rc = mb_meas_record_init_shape(row, pk, jb->g->name, p, shape, &r->dev, &e);
     if (!rc) rc = mb_meas_run(r->backend, p, jb->n, &r->o.cfg, row, pk, why, sizeof why, &e);
     if (!rc) rc = mb_meas_record_host_model(row, pk, p, jb->n, &r->dev, &e);

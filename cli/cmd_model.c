@@ -39,6 +39,12 @@ static void usage(FILE *fp)
             "                   dim=1024 (input x [batch, seq, dim]); default: the\n"
             "                   variant's 'dims' line\n"
             "  --dtype LIST     f32 (default), bf16, f16, comma-separated: bf16,f32\n"
+            "  --colsum HOW     written or partial: how store, recompute and optimal sum a\n"
+            "                   [cols] weight's gradient over the rows: the fused backward\n"
+            "                   writes each row's term and a column kernel reads it back, or\n"
+            "                   adds it into per-block partial sums (f32, one block an SM\n"
+            "                   or thread: Liger's) that a small kernel adds up; default:\n"
+            "                   the variant's 'colsum' line, else written\n"
             "  --per-kernel     one line per kernel under each result (table output)\n"
             "  --framework F    none (default: the executors' preallocated buffers) or\n"
             "                   pytorch: every kernel's output a fresh allocation, whose\n"
@@ -79,6 +85,7 @@ int mb_cmd_model(int argc, char **argv)
         {"n", required_argument, 0, 'n'},
         {"sizes", required_argument, 0, 's'}, {"dtype", required_argument, 0, 't'},
         {"shape", required_argument, 0, 'S'}, {"dims", required_argument, 0, MB_OPT_DIMS},
+        {"colsum", required_argument, 0, MB_OPT_COLSUM},
         {"json", no_argument, 0, 'J'}, {"csv", no_argument, 0, 'C'},
         {"per-kernel", no_argument, 0, 'k'}, {"framework", required_argument, 0, 'F'},
         {"phase", required_argument, 0, MB_OPT_PHASE}, {"flush-mb", required_argument, 0, MB_OPT_FLUSH},

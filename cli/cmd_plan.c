@@ -49,6 +49,8 @@ static void usage(FILE *fp)
             "  --dims LIST        sizes of the variant's named dimensions: batch=8,seq=4096,\n"
             "                     dim=1024; default: its 'dims' line\n"
             "  --dtype LIST       f32 (default), bf16, f16, comma-separated: bf16,f32\n"
+            "  --colsum HOW       written or partial: a [cols] gradient's sum over the rows\n"
+            "                     in the fused backward (membound model --help)\n"
             "  --plan LIST        of store, recompute, optimal (default: the three), in order;\n"
             "                     eager too\n"
             "  --json | --csv     machine-readable output\n"
@@ -456,6 +458,7 @@ static int parse_opts(plan_opts *o, int argc, char **argv)
         {"frontier", no_argument, 0, 'f'}, {"figure", required_argument, 0, 'F'},
         {"device", required_argument, 0, 'd'}, {"devices", required_argument, 0, 'd'},
         {"n", required_argument, 0, 'n'}, {"shape", required_argument, 0, 'S'}, {"dims", required_argument, 0, MB_OPT_DIMS},
+        {"colsum", required_argument, 0, MB_OPT_COLSUM},
         {"dtype", required_argument, 0, 't'}, {"plan", required_argument, 0, 'p'},
         {"json", no_argument, 0, 'J'},
         {"csv", no_argument, 0, 'C'}, {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
@@ -471,6 +474,7 @@ static int parse_opts(plan_opts *o, int argc, char **argv)
         case 'p':
         case 'S':
         case MB_OPT_DIMS:
+        case MB_OPT_COLSUM:
             if ((rc = mb_model_args_option(&o->a, c, optarg))) return rc;
             break;
         case 'd': device = optarg; break;

@@ -32,6 +32,8 @@ static void usage(FILE *fp)
             "  --dims LIST      sizes of the variant's named dimensions: batch=8,seq=4096,\n"
             "                   dim=1024; default: its 'dims' line\n"
             "  --dtype LIST     f32 (default), bf16, f16, comma-separated: bf16,f32\n"
+            "  --colsum HOW     written or partial: a [cols] gradient's sum over the rows in\n"
+            "                   store, recompute and optimal (membound model --help)\n"
             "  --json | --csv   machine-readable output ({\"results\": [...]}, each with \"device\";\n"
             "                   the CSV's speedup_vs_eager is the table's \"vs eager\")\n"
             "  -h, --help       this help\n");
@@ -86,6 +88,7 @@ int mb_cmd_whatif(int argc, char **argv)
         {"plan", required_argument, 0, 'p'}, {"n", required_argument, 0, 'n'},
         {"sizes", required_argument, 0, 's'}, {"dtype", required_argument, 0, 't'},
         {"shape", required_argument, 0, 'S'}, {"dims", required_argument, 0, MB_OPT_DIMS},
+        {"colsum", required_argument, 0, MB_OPT_COLSUM},
         {"json", no_argument, 0, 'J'}, {"csv", no_argument, 0, 'C'},
         {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
     mb_model_args a = {0};

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { MB_ARG_PLAN = 1, MB_ARG_SIZES = 2, MB_ARG_DTYPE = 4, MB_ARG_FMT = 8, MB_ARG_FW = 16 };
+enum { MB_ARG_PLAN = 1, MB_ARG_SIZES = 2, MB_ARG_DTYPE = 4, MB_ARG_FMT = 8, MB_ARG_FW = 16, MB_ARG_COLSUM = 32 };
 
 /* The option's spelling, for messages. */
 static const char *spelling(int c)
@@ -22,6 +22,7 @@ static const char *spelling(int c)
     case 'J': return "--json";
     case 'C': return "--csv";
     case 'F': return "--framework";
+    case MB_OPT_COLSUM: return "--colsum";
     default: return "?";
     }
 }
@@ -37,10 +38,11 @@ int mb_model_args_option(mb_model_args *a, int c, const char *arg)
     case 't': bit = MB_ARG_DTYPE; break;
     case 'J': case 'C': bit = MB_ARG_FMT; break;
     case 'F': bit = MB_ARG_FW; break;
+    case MB_OPT_COLSUM: bit = MB_ARG_COLSUM; break;
     default: return -1;
     }
     int slot = bit == MB_ARG_PLAN ? 0 : bit == MB_ARG_SIZES ? 1 : bit == MB_ARG_DTYPE ? 2 :
-               bit == MB_ARG_FMT ? 3 : 4;
+               bit == MB_ARG_FMT ? 3 : bit == MB_ARG_FW ? 4 : 5;
     if (a->given & bit) {
         if (a->given_as[slot] == c) return mb_cli_fail(2, "%s given twice: give it once", spelling(c));
         return mb_cli_fail(2, "%s and %s cannot be combined: give one", spelling(a->given_as[slot]), spelling(c));
@@ -80,6 +82,11 @@ int mb_model_args_option(mb_model_args *a, int c, const char *arg)
         if (mb_framework_parse(arg, &a->framework) != MB_OK)
             return mb_cli_fail(2, "--framework '%s': expected none or pytorch", arg);
         return 0;
+    case MB_OPT_COLSUM:
+        if (strcmp(arg, "partial") && strcmp(arg, "written"))
+            return mb_cli_fail(2, "--colsum '%s': expected partial or written", arg);
+        a->colsum = strcmp(arg, "partial") ? 2 : 1;
+        return 0;
     default: a->fmt = MB_FMT_CSV; return 0;
     }
 }
@@ -102,6 +109,7 @@ int mb_model_args_load(mb_model_args *a)
         }
     for (int d = 0; d < a->n_dtypes; d++) mb_cli_graphs_free(per[d], cnt[d]);
     if (rc) return rc;
+    for (int i = 0; a->colsum && i < a->n_graphs; i++) a->graphs[i]->colsum_partial = a->colsum == 1;
     for (int i = 0; a->dims && i < a->n_graphs; i++) { /* --dims: one shape for every variant */
         mb_shape sh;
         if ((rc = mb_graph_bind_dims(a->graphs[i], a->dims, &sh, &e))) return mb_cli_fail_err(rc, &e);
@@ -114,7 +122,7 @@ int mb_model_args_load(mb_model_args *a)
     }
     for (int i = 0; i < a->n_graphs; i++) /* a mask's rows need named sizes: before any output */
         if (a->graphs[i]->has_gcol && a->graphs[i]->dim_size[0] <= 0 &&
-            (rc = mb_graph_check_shape(a->graphs[i], (mb_shape){2, 1, 1}, &e)))
+            (rc = mb_graph_check_shape(a->graphs[i], (mb_shape){2, 1, 1, 0}, &e)))
             return mb_cli_fail_err(rc, &e);
     /* every built-in at 1-D sizes: the 2-D ones (softmax, ...) are left out */
     if (a->sizes && a->sizes[0].rank == 1 && a->inputs.n == 0) {
@@ -172,7 +180,7 @@ void mb_model_args_warn_memory(const mb_model_args *a, const mb_device *devs, in
 {
     for (int i = 0; i < a->n_graphs; i++) {
         const mb_graph *g = a->graphs[i];
-        mb_shape one, big = {0, 0, 0};
+        mb_shape one, big = {0, 0, 0, 0};
         const mb_shape *sizes;
         int ns = mb_model_args_sizes(a, g, &sizes, &one);
         for (int s = 0; s < ns; s++)

@@ -260,6 +260,11 @@ json_t *mb_model_row_json(const mb_model_row *r, int with_device)
         set_checked(o, "rows", json_integer((json_int_t)r->shape.rows), &ok);
         set_checked(o, "cols", json_integer((json_int_t)r->shape.cols), &ok);
     }
+    for (int i = 0; i < r->plan->g->n_nodes; i++)
+        if (r->plan->g->nodes[i].shape == MB_SHC_PART) { /* --colsum partial: the blocks summed in */
+            set_checked(o, "colsum_blocks", json_integer((json_int_t)mb_device_partial_blocks(r->dev, r->shape.rows)), &ok);
+            break;
+        }
     json_t *pk = json_array();
     for (int k = 0; pk && k < r->plan->n_kernels; k++) {
         const mb_kernel *K = &r->plan->kernels[k];

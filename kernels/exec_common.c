@@ -8,6 +8,7 @@
 #include "mb_child.h"
 #include "mb_ops.h"
 
+#include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -281,6 +282,9 @@ int mb_kern_tensors_alloc_shape(const mb_plan *p, mb_shape shape, int64_t llc_by
         return mb_err_set(err, MB_EINPUT, "variant '%s' is %d-D: give a %s", p->g->name, p->g->rank,
                           p->g->rank == 2 ? "ROWSxCOLS shape" : "1-D size");
     int nn = p->g->n_nodes;
+    /* a PART tensor's blocks: one a thread (mb_device_partial_blocks, a
+     * CPU spec's sm_count its threads), at most one a row */
+    if (shape.blocks < 1) shape.blocks = omp_get_max_threads() < shape.rows ? omp_get_max_threads() : shape.rows;
     t->plan = p;
     t->n = n;
     t->shape = shape;
@@ -369,7 +373,7 @@ int mb_kern_col_post(const mb_graph *g, char *post)
     int n = 0;
     for (int i = 0; i < g->n_nodes; i++) {
         const mb_node *nd = &g->nodes[i];
-        int c = MB_OP_IS_COLUMN(nd->op);
+        int c = MB_OP_IS_COLUMN(nd->op) && nd->shape != MB_SHC_PART; /* partial sums: a row kernel's */
         for (int a = 0; a < mb_op_arity(nd->op) && !c; a++) c = nd->arg[a] >= 0 && nd->arg[a] < i && post[nd->arg[a]];
         post[i] = (char)c;
         n += c;

@@ -40,7 +40,7 @@
 #define sbuf mb_kern_sbuf
 #define sb_printf mb_kern_sb_printf
 
-enum { K_ELEM, K_ROWVAL, K_RED, K_LIB };
+enum { K_ELEM, K_ROWVAL, K_RED, K_LIB, K_PART };
 
 typedef struct gen {
     const mb_graph *g;
@@ -213,6 +213,8 @@ static void value_expr(gen *G, int j, const char *ld, const char *ldend)
     const mb_node *nd = &G->g->nodes[v];
     if (G->kind[j] == K_ELEM) {
         elem_expr(G, nd);
+    } else if (G->kind[j] == K_PART) {
+        operand(G, nd, 0);
     } else if (nd->op == MB_OP_SOFTMAX) {
         if (softmax_kept(G, j)) sb_printf(b, "V_MUL(%so%d + c%s, V_SET(inv%d))", ld, v, ldend, v);
         else {
@@ -278,7 +280,10 @@ static void body(gen *G, int p, int tail, int maxonly)
         value_expr(G, j, ld, ldend);
         sb_printf(b, ";\n");
         if (G->kept[j]) sb_printf(b, "            %so%d + c, v%d%s;\n", st, v, v, stend);
-        if (is_write(G, v) && lowest(K->eval_mask[j]) == p) {
+        if (is_write(G, v) && lowest(K->eval_mask[j]) == p && G->kind[j] == K_PART) {
+            if (tail) sb_printf(b, "            mb_st_part(w%d + c, V_ADD(mb_ld_part(w%d + c, m), v%d), m);\n", v, v, v);
+            else sb_printf(b, "            V_ST(w%d + c, V_ADD(V_LD(w%d + c), v%d));\n", v, v, v);
+        } else if (is_write(G, v) && lowest(K->eval_mask[j]) == p) {
             if (tail) sb_printf(b, "            mb_st_part(w%d + c, v%d, m);\n", v, v);
             else sb_printf(b, "            if (st%d) V_STREAM(w%d + c, v%d); else V_ST(w%d + c, v%d);\n", v, v,
                            v, v, v);
@@ -486,6 +491,10 @@ static int classify(gen *G)
         int v = K->nodes[j];
         const mb_node *nd = &g->nodes[v];
         mb_op_kind kind = mb_op_info_of(nd->op)->kind;
+        if (kind == MB_OPK_COLUMN && nd->shape == MB_SHC_PART && nd->arg[0] >= 0 && !rowval(G, nd->arg[0])) {
+            G->kind[j] = K_PART; /* its operand added into the block's partial sums */
+            continue;
+        }
         if (kind == MB_OPK_COLUMN || kind == MB_OPK_INPUT) return -1;
         if (kind == MB_OPK_REDUCTION || MB_OP_IS_ROW(nd->op)) {
             if (nd->arg[0] < 0 || rowval(G, nd->arg[0])) return -1;
@@ -555,7 +564,9 @@ static char *generate(gen *G)
         if (G->kept[j] || (G->keep && nd->op == MB_OP_SOFTMAX))
             sb_printf(&b, "        float *o%d = own[%d];\n", v, v);
         if (is_write(G, v) && !rowval(G, v)) {
-            sb_printf(&b, "        float *w%d = (float *)data[%d]%s;\n", v, v, nd->shape == MB_SHC_COL ? "" : " + r * cols");
+            /* a PART tensor's data[] is the row of the block r0..r1 lie in (rows_run_cpu.c) */
+            sb_printf(&b, "        float *w%d = (float *)data[%d]%s;\n", v, v,
+                      nd->shape == MB_SHC_COL || nd->shape == MB_SHC_PART ? "" : " + r * cols");
             if (nd->shape == MB_SHC_FULL)
                 sb_printf(&b, "        const int st%d = nt && ((uintptr_t)w%d %% sizeof(vf)) == 0;\n", v, v);
             else sb_printf(&b, "        const int st%d = 0;\n", v);

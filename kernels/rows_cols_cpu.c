@@ -32,11 +32,17 @@ static void column_rows(mb_kern_rowstate *S, const char *post, int64_t r0, int64
         }
         for (int64_t c0 = 0; c0 < C; c0 += MB_KERN_TILE) {
             int len = (int)(C - c0 < MB_KERN_TILE ? C - c0 : MB_KERN_TILE);
-            for (int q = 0; q < K->n_reads; q++)
-                if (!mb_kern_is_rowval(&g->nodes[K->reads[q]])) mb_kern_row_load_tile(S, K->reads[q], r, c0, len);
+            for (int q = 0; q < K->n_reads; q++) {
+                const mb_node *rd = &g->nodes[K->reads[q]];
+                if (!mb_kern_is_rowval(rd) && rd->shape != MB_SHC_PART) mb_kern_row_load_tile(S, K->reads[q], r, c0, len);
+            }
             for (int j = 0, cs = 0; j < K->n_nodes; j++) {
                 int v = K->nodes[j];
                 const mb_node *nd = &g->nodes[v];
+                if (MB_OP_IS_COLUMN(nd->op) && g->nodes[nd->arg[0]].shape == MB_SHC_PART) { /* summed after the rows */
+                    cs++;
+                    continue;
+                }
                 if (MB_OP_IS_COLUMN(nd->op)) {
                     float xs = 0, *acc = part + (size_t)cs++ * (size_t)C + c0;
                     const float *x = mb_kern_row_operand(S, nd->arg[0], &xs);
@@ -108,11 +114,25 @@ int mb_kern_rows_run_columns(mb_kern_tensors *t, const mb_kernel *K, const char 
         n_cs += MB_OP_IS_COLUMN(g->nodes[K->nodes[j]].op);
     }
     double *total = calloc((size_t)(n_cs ? n_cs : 1) * (size_t)C, sizeof(double));
-    int failed = !total;
-    const int has_rows = n_cs > 0;
+    int failed = !total, has_rows = 0;
+    /* a sum of a row kernel's per-block partial sums (PART): its blocks'
+     * rows added in double; any other colsum sums the rows below */
+    for (int j = 0, cs = 0; j < K->n_nodes && !failed; j++) {
+        const mb_node *nd = &g->nodes[K->nodes[j]];
+        if (!MB_OP_IS_COLUMN(nd->op)) continue;
+        double *tt = total + (size_t)cs++ * (size_t)C;
+        if (g->nodes[nd->arg[0]].shape != MB_SHC_PART) {
+            has_rows = 1;
+            continue;
+        }
+        const float *pp = (const float *)t->data[nd->arg[0]];
+        const int64_t blocks = t->shape.blocks > 1 ? t->shape.blocks : 1;
+        for (int64_t b = 0; b < blocks; b++)
+            for (int64_t c = 0; c < C; c++) tt[c] += pp[b * C + c];
+    }
 #pragma omp parallel if (has_rows && !failed)
     {
-        mb_kern_rowstate S = {g, K, t, C, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL};
+        mb_kern_rowstate S = {g, K, t, C, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, 0};
         const size_t width = MB_KERN_TILE;
         float *slab = malloc(((size_t)nn + 1) * width * sizeof(float));
         float *part = calloc((size_t)(n_cs ? n_cs : 1) * (size_t)C, sizeof(float));

@@ -22,6 +22,8 @@ typedef struct mb_kern_rowstate {
     float *mx;       /* running max (amax, softmax) */
     float *mprev;    /* an amax's value before the current tile (online sums) */
     char *in_k;      /* node evaluated by K */
+    int64_t part_row; /* the block of the rows it runs: the row of each PART
+                        tensor (a colsum's partial sums) it adds them into */
 } mb_kern_rowstate;
 
 /* Operand v at the tile: its buffer, or NULL with its value in *sv (a row
@@ -39,6 +41,7 @@ static inline const float *mb_kern_row_operand(mb_kern_rowstate *S, int v, float
 static inline void mb_kern_row_node_apply(mb_kern_rowstate *S, int v, int first, int64_t len)
 {
     const mb_node *nd = &S->g->nodes[v];
+    if (nd->shape == MB_SHC_PART) return; /* added into its block's row as it is written */
     float as = (float)nd->scalar[0], bs = nd->scalar_cols ? (float)S->cols : (float)nd->scalar[1];
     const float *a = nd->arg[0] >= 0 ? mb_kern_row_operand(S, nd->arg[0], &as) : NULL;
     const float *b = mb_op_arity(nd->op) == 2 && nd->arg[1] >= 0 ? mb_kern_row_operand(S, nd->arg[1], &bs) : NULL;
@@ -62,10 +65,18 @@ static inline void mb_kern_row_load_tile(mb_kern_rowstate *S, int v, int64_t r, 
     mb_kern_vec_load((const char *)src + base * (int64_t)mb_dtype_bytes(nd->dtype), nd->dtype, S->buf[v], len);
 }
 
-/* Node v's tile [c0, c0 + len) of row r out to its tensor. */
+/* Node v's tile [c0, c0 + len) of row r out to its tensor; a colsum's
+ * partial sums (PART, f32) its operand's tile added into the block's row. */
 static inline void mb_kern_row_store_tile(mb_kern_rowstate *S, int v, int64_t r, int64_t c0, int len)
 {
     const mb_node *nd = &S->g->nodes[v];
+    if (nd->shape == MB_SHC_PART) {
+        float xs = 0;
+        const float *x = mb_kern_row_operand(S, nd->arg[0], &xs);
+        float *acc = (float *)S->t->data[v] + S->part_row * S->cols + c0;
+        for (int i = 0; i < len; i++) acc[i] += x ? x[i] : xs;
+        return;
+    }
     int64_t base = mb_kern_row_base(S->g, v, r, S->cols) + c0;
     int nt = nd->shape == MB_SHC_FULL && S->t->n * (int64_t)mb_dtype_bytes(nd->dtype) >= S->t->nt_min_bytes;
     mb_kern_vec_store(S->buf[v], (char *)S->t->data[v] + base * (int64_t)mb_dtype_bytes(nd->dtype), nd->dtype,

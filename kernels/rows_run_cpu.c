@@ -93,7 +93,37 @@ static int gcol_rows(const mb_graph *g, const mb_kernel *K, int64_t *inner, int6
     return K->n_nodes > 0;
 }
 
-/* Runs kernel K over every row of t, rows split among the threads. */
+/* Row r of K, interpreted: its row values read, then one pass or its passes. */
+static void run_row(mb_kern_rowstate *S, int64_t r, int onepass, float *tmp)
+{
+    const mb_kernel *K = S->K;
+    for (int q = 0; q < K->n_reads; q++) { /* row values read: loaded once a row */
+        int v = K->reads[q];
+        const mb_node *nd = &S->g->nodes[v];
+        if (mb_kern_is_rowval(nd))
+            S->scal[v] = mb_load_f32(S->t->data[v], nd->shape == MB_SHC_SCALAR ? 0 : r, nd->dtype);
+    }
+    if (onepass) mb_kern_row_kept_pass(S, r, tmp);
+    else
+        for (int p = 0; p < K->passes; p++) mb_kern_row_pass(S, r, p, tmp);
+}
+
+/* Blocks of rows K sums a colsum's operand over (it writes PART tensors:
+ * each zeroed here, block b's partial sums its row b), else 0. */
+static int64_t part_blocks(mb_kern_tensors *t, const mb_kernel *K)
+{
+    int64_t blocks = 0;
+    for (int q = 0; q < K->n_writes; q++)
+        if (t->plan->g->nodes[K->writes[q]].shape == MB_SHC_PART) {
+            blocks = t->shape.blocks > 1 ? t->shape.blocks : 1;
+            memset(t->data[K->writes[q]], 0, (size_t)(blocks * t->shape.cols) * sizeof(float));
+        }
+    return blocks;
+}
+
+/* Runs kernel K over every row of t, rows split among the threads (by
+ * blocks of consecutive rows when it sums partial sums, a block a thread's
+ * at a time). */
 static int run_rows(mb_kern_tensors *t, const mb_kernel *K, mb_err *err)
 {
     const mb_graph *g = t->plan->g;
@@ -102,11 +132,12 @@ static int run_rows(mb_kern_tensors *t, const mb_kernel *K, mb_err *err)
     if (gcol_rows(g, K, &step, &rows) == 0) rows = t->shape.rows, step = 1;
     const int onepass = mb_kern_rows_onepass(K, t->shape.cols);
     const mb_kern_rows_fn fn = rows_jit(g, K, onepass);
+    const int64_t blocks = part_blocks(t, K);
     const int nt = t->n * (int64_t)sizeof(float) >= t->nt_min_bytes; /* compiled: f32 writes only */
     int failed = 0;
 #pragma omp parallel
     {
-        mb_kern_rowstate S = {g, K, t, t->shape.cols, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL};
+        mb_kern_rowstate S = {g, K, t, t->shape.cols, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, 0};
         /* one pass keeps whole rows: buffers of cols floats */
         const size_t width = onepass ? (size_t)t->shape.cols : MB_KERN_TILE;
         float *slab = malloc(((size_t)nn + 1) * width * sizeof(float));
@@ -124,7 +155,24 @@ static int run_rows(mb_kern_tensors *t, const mb_kernel *K, mb_err *err)
             failed = 1;
         }
         for (int i = 0; ok && i < nn; i++) S.buf[i] = S.own[i] = slab + (size_t)i * width;
-        if (fn) { /* compiled: blocks of rows (the code prefetches a block's next
+        if (fn && blocks) { /* compiled, summing partial sums: each PART
+                               tensor's data[] the block's row */
+            void **d = malloc(((size_t)nn + 1) * sizeof *d);
+            if (!d) {
+#pragma omp atomic write
+                failed = 1;
+            }
+#pragma omp for schedule(static)
+            for (int64_t b = 0; b < blocks; b++) {
+                if (!d || !ok) continue;
+                for (int i = 0; i < nn; i++)
+                    d[i] = g->nodes[i].shape == MB_SHC_PART && t->data[i] ? (float *)t->data[i] + b * t->shape.cols
+                                                                         : t->data[i];
+                for (int64_t r0 = rows * b / blocks, end = rows * (b + 1) / blocks; r0 < end; r0 += JIT_BLOCK_ROWS)
+                    fn(d, S.own, r0, r0 + JIT_BLOCK_ROWS < end ? r0 + JIT_BLOCK_ROWS : end, t->shape.cols, nt);
+            }
+            free(d);
+        } else if (fn) { /* compiled: blocks of rows (the code prefetches a block's next
                      row), at least four a thread */
             int64_t br = rows / (4 * (int64_t)omp_get_num_threads());
             br = br < 1 ? 1 : br > JIT_BLOCK_ROWS ? JIT_BLOCK_ROWS : br;
@@ -133,21 +181,16 @@ static int run_rows(mb_kern_tensors *t, const mb_kernel *K, mb_err *err)
                 int64_t r0 = b * br, r1 = r0 + br < rows ? r0 + br : rows;
                 if (ok) fn(t->data, S.own, r0, r1, t->shape.cols, nt);
             }
+        } else if (blocks) {
+#pragma omp for schedule(static)
+            for (int64_t b = 0; b < blocks; b++) {
+                S.part_row = b;
+                for (int64_t i = rows * b / blocks; ok && i < rows * (b + 1) / blocks; i++) run_row(&S, i, onepass, tmp);
+            }
         } else
 #pragma omp for schedule(static)
-        for (int64_t i = 0; i < rows; i++) {
-            const int64_t r = i * step;
-            if (!ok) continue;
-            for (int q = 0; q < K->n_reads; q++) { /* row values read: loaded once a row */
-                int v = K->reads[q];
-                const mb_node *nd = &g->nodes[v];
-                if (mb_kern_is_rowval(nd))
-                    S.scal[v] = mb_load_f32(t->data[v], nd->shape == MB_SHC_SCALAR ? 0 : r, nd->dtype);
-            }
-            if (onepass) mb_kern_row_kept_pass(&S, r, tmp);
-            else
-                for (int p = 0; p < K->passes; p++) mb_kern_row_pass(&S, r, p, tmp);
-        }
+        for (int64_t i = 0; i < rows; i++)
+            if (ok) run_row(&S, i * step, onepass, tmp);
         mb_kern_vec_sfence(); /* this thread's non-temporal stores, before the kernel ends */
         free(slab); free(tmp); free(S.buf); free(S.scal); free(S.acc); free(S.acc2); free(S.mx); free(S.mprev);
     }

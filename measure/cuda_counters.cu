@@ -210,7 +210,7 @@ static int time_copy(mb_gpu_session *gs, void *x, void *y, int64_t n, int sample
  * result is appended to S.gate. */
 static int row_gate(mb_gpu_session *gs, const mb_meas_config *c, int64_t n, mb_err *err)
 {
-    const mb_shape sh = {2, n / 1024, 1024};
+    const mb_shape sh = {2, n / 1024, 1024, 0};
     mb_graph *g = NULL;
     mb_plan *p = NULL;
     mb_kern_cuda_plan *cp = NULL;

@@ -206,7 +206,7 @@ static int verify_rows_sampled(const mb_plan *p, const mb_kern_tensors *t, unsig
     if (k > R) k = R;
     mb_kern_tensors sub;
     memset(&sub, 0, sizeof sub);
-    mb_shape ss = {2, k, C};
+    mb_shape ss = {2, k, C, 0};
     int rc = mb_kern_tensors_alloc_shape(p, ss, 0, &sub, err);
     for (int i = 0; rc == MB_OK && i < g->n_nodes; i++) {
         if (!sub.data[i] || !t->data[i]) continue;

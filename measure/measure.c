@@ -328,7 +328,7 @@ int mb_meas_record_init(mb_meas_record *row, mb_meas_record *per_kernel, const c
 
 mb_shape mb_meas_record_shape(const mb_meas_record *r)
 {
-    if (r->rows > 0 && r->cols > 0) return (mb_shape){2, r->rows, r->cols};
+    if (r->rows > 0 && r->cols > 0) return (mb_shape){2, r->rows, r->cols, 0};
     return mb_shape_1d(r->n);
 }
 

@@ -224,7 +224,7 @@ static int lang_softmax(const ctx *c, mb_attn_kernel *k, int bwd, mb_err *err)
     const int64_t rows = c->a->batch * c->a->heads * c->a->seq, cap = ((int64_t)1 << 40) / c->a->seq;
     const int64_t rows_e = rows <= cap ? rows : cap > 0 ? cap : 1;
     const double f = (double)rows / (double)rows_e;
-    mb_shape sh = {2, rows_e, c->a->seq};
+    mb_shape sh = {2, rows_e, c->a->seq, 0};
     if (!rc) rc = mb_estimate_plan_shape(pl, sh, c->d, &est, err);
     int found = 0;
     for (int i = 0; !rc && i < pl->n_kernels && !found; i++) {

@@ -415,7 +415,7 @@ static void rule(ad *A, int i, int g)
 static void check_grads(const mb_graph *g)
 {
     /* rows and cols of different sizes, so that [rows, 1] and [cols] differ */
-    mb_shape s = g->rank == 2 ? (mb_shape){2, 3, 5} : mb_shape_1d(7);
+    mb_shape s = g->rank == 2 ? (mb_shape){2, 3, 5, 0} : mb_shape_1d(7);
     for (int k = 0; k < g->n_inputs; k++) {
         assert(g->nodes[g->inputs[k]].nograd ? g->grad_inputs[k] == -1
                                               : g->grad_inputs[k] >= g->n_forward && g->grad_inputs[k] < g->n_nodes);

@@ -55,6 +55,13 @@ int64_t mb_device_rows_in_flight(const mb_device *d, int64_t rows)
     return n >= 1 ? (int64_t)n : 1;
 }
 
+int64_t mb_device_partial_blocks(const mb_device *d, int64_t rows)
+{
+    double n = d->sm_count >= 1 ? floor(d->sm_count) : 1;
+    if (n > (double)rows) n = (double)rows;
+    return n >= 1 ? (int64_t)n : 1;
+}
+
 /* The re-reads of a row kernel K that does not fit on chip (c->passes > 1,
  * counted by traffic.c) reach DRAM unless the rows in flight
  * (mb_device_rows_in_flight) of everything K streams fit the cache. Rows of

@@ -86,7 +86,8 @@ static int is_rowval_shape(const mb_node *nd)
  * rows_run_cpu.c chooses, which runs them all) when it has a row op or two
  * nodes or more, each elementwise one with a
  * compiled form, each row op over a full operand (an online sum's exp
- * operand's too), and no column sum. */
+ * operand's too), and no column sum but a colsum's per-block partial sums
+ * (PART: the row kernel adds each row into its block's). */
 static int row_kernel_compiles(const mb_graph *g, const mb_kernel *K)
 {
     int row_op = 0;
@@ -96,6 +97,9 @@ static int row_kernel_compiles(const mb_graph *g, const mb_kernel *K)
         if (g->nodes[K->reads[q]].shape == MB_SHC_GCOL) return 0;
     for (int j = 0; j < K->n_nodes; j++) {
         const mb_node *nd = &g->nodes[K->nodes[j]];
+        if (MB_OP_IS_COLUMN(nd->op) && nd->shape == MB_SHC_PART && nd->arg[0] >= 0 &&
+            g->nodes[nd->arg[0]].shape == MB_SHC_FULL)
+            continue;
         if (MB_OP_IS_COLUMN(nd->op) || nd->op == MB_OP_INPUT || nd->shape == MB_SHC_GCOL) return 0;
         if (!MB_OP_IS_ROW(nd->op)) {
             if (!mb_node_compiles(nd)) return 0;

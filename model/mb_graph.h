@@ -74,15 +74,19 @@ typedef struct mb_node {
  * named dimensions, the last dimension and a run of the leading ones, 1 in
  * the others ([batch, 1, 1, seq] or [1, 1, seq, seq] against [batch, heads,
  * seq, seq]: an attention mask), read by row r at its row (r / inner) %
- * outer (mb_graph_group). */
+ * outer (mb_graph_group). PART, [blocks, cols] f32, a colsum's per-block
+ * partial sums (mb_graph_split_colsums): block b sums rows [b x rows /
+ * blocks, (b + 1) x rows / blocks), blocks the shape's. */
 typedef enum mb_shape_class {
-    MB_SHC_FULL = 0, MB_SHC_ROW, MB_SHC_ROWV, MB_SHC_COL, MB_SHC_SCALAR, MB_SHC_GCOL, MB_SHC_COUNT
+    MB_SHC_FULL = 0, MB_SHC_ROW, MB_SHC_ROWV, MB_SHC_COL, MB_SHC_SCALAR, MB_SHC_GCOL, MB_SHC_PART, MB_SHC_COUNT
 } mb_shape_class;
 
 /* A size: rank 1, n = cols elements (rows = 1); or rank 2, rows x cols. */
 typedef struct mb_shape {
     int rank;
     int64_t rows, cols;
+    int64_t blocks; /* PART tensors' rows: the blocks a row kernel sums its
+                       rows' colsum operands in (0 counts as 1) */
 } mb_shape;
 
 /* Parses "16777216", "2^24", "16M" (rank 1) or "ROWSxCOLS" with each side
@@ -135,6 +139,10 @@ typedef struct mb_graph {
                                 tensor is full or 0-d: it runs, as PyTorch
                                 runs it, over its n = rows x cols elements
                                 (rank 1; mb_graph_shape_at) */
+    int colsum_partial;      /* 1: the 'colsum partial' directive (or
+                                --colsum partial): store, recompute and
+                                optimal sum a [cols] gradient in per-block
+                                partial sums (mb_graph_split_colsums) */
 } mb_graph;
 
 /* The shape of g's named dimensions at "name=SIZE,name=SIZE..." (each of

@@ -84,6 +84,13 @@ int mb_estimate_plan_shape(const mb_plan *p, mb_shape s, const mb_device *d, mb_
  * row); 1 when d gives neither. */
 int64_t mb_device_rows_in_flight(const mb_device *d, int64_t rows);
 
+/* Blocks a fused backward kernel sums a [cols] gradient's rows in (a PART
+ * tensor's rows, mb_graph_split_colsums): one per SM, as Liger's RMSNorm
+ * and LayerNorm backward launch sm_count programs, each summing its rows
+ * into a row of an f32 [sm_count, cols] workspace; a CPU's executor threads
+ * (sm_count); at most rows, at least 1. */
+int64_t mb_device_partial_blocks(const mb_device *d, int64_t rows);
+
 /* The share of a re-read's bytes the last-level cache serves, the re-read
  * reuse_bytes back (the distinct bytes touched since its last use, its
  * own included): 1 within cache_bytes; beyond it min(1, retained_bytes /

@@ -293,7 +293,7 @@ static int segment(const ctx *c, mb_mlp_plan *p, const char *seg_text, mb_plan_k
     memset(&est, 0, sizeof est);
     int rc = mb_parse_variant(text, "<mlp segment>", c->m->dtype, &g, err);
     if (!rc) rc = mb_plan_build_on(g, kind, c->d, &pl, err);
-    mb_shape sh = {2, c->t, cols};
+    mb_shape sh = {2, c->t, cols, 0};
     if (!rc) rc = mb_estimate_plan_shape(pl, sh, c->d, &est, err);
     const double lo = c->d->launch_overhead_us * 1e-6;
     int named = 0;

@@ -93,6 +93,13 @@ int mb_autodiff(mb_graph *g, mb_err *err);
  * one of those), 0 for the rest; side has g->n_nodes entries. Returns how
  * many are 1. */
 int mb_graph_column_side(const mb_graph *g, char *side);
+/* plan.c: each backward colsum c = colsum(v) of a full v outside the column
+ * side becomes c = colsum(p), p = colsum(v) of shape PART (f32 [blocks,
+ * cols]): the fused backward kernel adds each row's v into its block's
+ * partial sums, the column kernel sums the blocks (Liger's and Inductor's
+ * weight gradients). Appends the p nodes; returns how many, -1 when out of
+ * memory. */
+int mb_graph_split_colsums(mb_graph *g);
 
 /* plan.c: one of the fixed groupings (eager, fused, store, recompute) of g,
  * supported by g (mb_plan_build checks); MB_EINPUT for another kind. */

@@ -1109,6 +1109,16 @@ static int parse_statement(parser *P)
     } else if (tok_is(&t, "backward")) {
         mb_lex_next(&P->lx);
         P->g->has_backward = 1;
+    } else if (tok_is(&t, "colsum")) { /* colsum partial | written: mb_graph.colsum_partial */
+        mb_lex_next(&P->lx);
+        mb_token w = P->lx.tok;
+        if (!tok_is(&w, "partial") && !tok_is(&w, "written")) {
+            char d[64];
+            return perr(P, w.line, w.col, "expected 'partial' or 'written' after 'colsum', got %s",
+                        mb_tok_desc(&w, d, sizeof d));
+        }
+        P->g->colsum_partial = tok_is(&w, "partial");
+        mb_lex_next(&P->lx);
     } else if (tok_is(&t, "size")) {
         mb_lex_next(&P->lx);
         char text[64];
@@ -1143,7 +1153,7 @@ static int parse_statement(parser *P)
         mb_lex_next(&P->lx);
         return perr(P, P->lx.tok.line, P->lx.tok.col,
                     "expected '=' after '%s', got %s (statements: name = expression; "
-                    "directives: name, input, output, backward, size, shape, dims)",
+                    "directives: name, input, output, backward, colsum, size, shape, dims)",
                     name, mb_tok_desc(&P->lx.tok, d, sizeof d));
     }
     return end_of_statement(P);

@@ -68,7 +68,8 @@ int mb_graph_column_side(const mb_graph *g, char *side)
     memset(side, 0, (size_t)g->n_nodes);
     for (int i = g->n_forward; i < g->n_nodes; i++) {
         const mb_node *nd = &g->nodes[i];
-        int c = MB_OP_IS_COLUMN(nd->op);
+        /* a colsum's per-block partial sums run in the row kernel */
+        int c = MB_OP_IS_COLUMN(nd->op) && nd->shape != MB_SHC_PART;
         for (int a = 0; a < mb_op_arity(nd->op) && !c; a++) c = nd->arg[a] >= 0 && side[nd->arg[a]];
         side[i] = (char)c;
         n += c;
@@ -83,6 +84,30 @@ int mb_graph_column_side(const mb_graph *g, char *side)
         if (readers && readers == column) side[i] = 1, n++;
     }
     return n;
+}
+
+int mb_graph_split_colsums(mb_graph *g)
+{
+    if (!g->has_backward) return 0;
+    char *side = malloc((size_t)g->n_nodes + 1);
+    if (!side) return -1;
+    mb_graph_column_side(g, side);
+    const int n0 = g->n_nodes;
+    int split = 0;
+    for (int c = g->n_forward; c < n0; c++) {
+        const int v = g->nodes[c].arg[0];
+        if (g->nodes[c].op != MB_OP_COLSUM || g->nodes[c].shape != MB_SHC_COL || v < 0 ||
+            g->nodes[v].shape != MB_SHC_FULL || side[v])
+            continue;
+        int id = mb_graph_add(g, MB_OP_COLSUM, v, 0, -1, 0, MB_F32, 1, g->nodes[c].origin);
+        if (id < 0) { split = -1; break; }
+        g->nodes[id].shape = MB_SHC_PART;
+        snprintf(g->nodes[id].name, MB_NAME_MAX, "%.40s_part", g->nodes[c].name[0] ? g->nodes[c].name : "colsum");
+        g->nodes[c].arg[0] = id;
+        split++;
+    }
+    free(side);
+    return split;
 }
 
 /* Eager: one kernel per forward op; in the backward, what PyTorch launches:
@@ -407,6 +432,8 @@ static int derive_traffic(mb_plan *p)
     return rc;
 }
 
+/* A plan of kind k on a copy of g; store, recompute and optimal of a graph
+ * with colsum_partial on the copy split (mb_graph_split_colsums). */
 static mb_plan *plan_new(const mb_graph *g, mb_plan_kind k)
 {
     mb_plan *p = calloc(1, sizeof *p);
@@ -414,6 +441,11 @@ static mb_plan *plan_new(const mb_graph *g, mb_plan_kind k)
     p->kind = k;
     p->g = mb_graph_copy(g);
     if (!p->g) { free(p); return NULL; }
+    int fused_bwd = k == MB_PLAN_STORE || k == MB_PLAN_RECOMPUTE || k == MB_PLAN_OPTIMAL;
+    if (fused_bwd && g->colsum_partial && mb_graph_split_colsums(p->g) < 0) {
+        mb_plan_free(p);
+        return NULL;
+    }
     return p;
 }
 
@@ -429,7 +461,7 @@ int mb_plan_build_fixed(const mb_graph *g, mb_plan_kind k, mb_plan **out, mb_err
         case MB_PLAN_ONLINE: rc = group_range(p, "online", 0, 0, g->n_forward, NULL); break;
         case MB_PLAN_STORE:
             rc = group_range(p, "fused_fwd", 0, 0, g->n_forward, NULL);
-            if (!rc) rc = group_backward(p, "fused_bwd", g->n_forward, g->n_nodes, NULL);
+            if (!rc) rc = group_backward(p, "fused_bwd", g->n_forward, p->g->n_nodes, NULL);
             break;
         case MB_PLAN_RECOMPUTE: rc = group_recompute(p); break;
         default:

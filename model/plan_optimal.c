@@ -66,13 +66,13 @@ static int64_t gcd64(int64_t a, int64_t b)
 mb_shape mb_plan_shape_of_n(const mb_graph *g, int64_t n)
 {
     if (g->has_gcol && g->dim_size[0] > 0) { /* its bound sizes: a GCOL tensor's rows need them */
-        mb_shape s = {2, 1, g->dim_size[g->n_dims - 1]};
+        mb_shape s = {2, 1, g->dim_size[g->n_dims - 1], 0};
         for (int d = 0; d + 1 < g->n_dims; d++) s.rows *= g->dim_size[d];
         if (n <= 0 || mb_shape_elems(s) == n) return s;
     }
     if (g->rank != 2) return mb_shape_1d(n > 0 ? n : 1);
     if (g->default_shape.rank == 2 && (n <= 0 || mb_shape_elems(g->default_shape) == n)) return g->default_shape;
-    return (mb_shape){2, n > 0 ? n : 1, 1};
+    return (mb_shape){2, n > 0 ? n : 1, 1, 0};
 }
 
 int mb_cut_problem_init(mb_cut_problem *cp, const mb_graph *g, mb_shape s, mb_err *err)
@@ -280,6 +280,7 @@ double mb_plan_recompute_ops_pe(const mb_plan *p, const mb_graph *g)
 {
     double f = 0;
     for (int i = g->n_nodes; i < p->g->n_nodes; i++) {
+        if (p->g->nodes[i].shape == MB_SHC_PART) continue; /* a split colsum (--colsum partial), not a clone */
         mb_op_cost c = mb_node_cost(p->g, i);
         f += c.flops + c.sfu_ops;
     }

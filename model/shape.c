@@ -32,7 +32,7 @@ int mb_shape_parse(const char *s, mb_shape *out, mb_err *err)
         return mb_err_set(err, MB_EINPUT, "shape '%s': %s", s, e.msg);
     if (rows > MB_N_MAX / cols)
         return mb_err_set(err, MB_EINPUT, "shape '%s': too large to count (at most 2^44 elements)", s);
-    *out = (mb_shape){2, rows, cols};
+    *out = (mb_shape){2, rows, cols, 0};
     return MB_OK;
 }
 
@@ -44,7 +44,7 @@ void mb_shape_format(mb_shape s, char *buf, size_t size)
 
 int64_t mb_shape_elems(mb_shape s) { return s.rows * s.cols; }
 
-mb_shape mb_shape_1d(int64_t n) { return (mb_shape){1, 1, n}; }
+mb_shape mb_shape_1d(int64_t n) { return (mb_shape){1, 1, n, 0}; }
 
 int64_t mb_tensor_elems_at(const mb_graph *g, int i, mb_shape s)
 {
@@ -54,6 +54,7 @@ int64_t mb_tensor_elems_at(const mb_graph *g, int i, mb_shape s)
     case MB_SHC_ROWV: return s.rows;
     case MB_SHC_COL: return s.cols;
     case MB_SHC_SCALAR: return 1;
+    case MB_SHC_PART: return (s.blocks > 1 ? s.blocks : 1) * s.cols;
     case MB_SHC_GCOL: {
         int64_t inner, outer;
         mb_graph_group(g, i, &inner, &outer);
@@ -125,6 +126,7 @@ const char *mb_shape_class_text(mb_shape_class c, int rank)
     case MB_SHC_COL: return "[cols]";
     case MB_SHC_SCALAR: return "[]";
     case MB_SHC_GCOL: return "[groups of rows, cols]";
+    case MB_SHC_PART: return "[blocks, cols]";
     default: return rank == 2 ? "[rows, cols]" : "[n]";
     }
 }
@@ -187,7 +189,7 @@ int mb_graph_dims_shape(const mb_graph *g, const char *text, mb_shape *out, mb_e
     }
     int64_t cols = size[g->n_dims - 1];
     if (rows > MB_N_MAX / cols) return mb_err_set(err, MB_EINPUT, "dims: too large to count (at most 2^44 elements)");
-    *out = mb_graph_shape_at(g, g->n_dims == 1 ? mb_shape_1d(cols) : (mb_shape){2, rows, cols});
+    *out = mb_graph_shape_at(g, g->n_dims == 1 ? mb_shape_1d(cols) : (mb_shape){2, rows, cols, 0});
     return MB_OK;
 }
 

@@ -164,6 +164,7 @@ static int estimate(const mb_plan *p, mb_shape n, const mb_device *d, const mb_t
                           "allocations cannot be modelled (membound calibrate measures it)", d->name);
     const mb_graph *g = p->g;
     n = mb_graph_shape_at(g, n);
+    n.blocks = mb_device_partial_blocks(d, n.rows);
     int rc0 = mb_graph_check_shape(g, n, err);
     if (rc0) return rc0;
     if (g->rank != (n.rank == 2 ? 2 : 1) && g->has_row_ops)

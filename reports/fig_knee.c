@@ -110,7 +110,7 @@ static int model_block(FILE *fp, const mb_plan *p, const mb_device *d, int64_t n
     fprintf(fp, "\n\n\"%s %s\" cols lecture_n dram_n time_s passes dev\n", d->name, mb_plan_name(p->kind));
     for (int64_t cols = (int64_t)1 << KNEE_MIN_LOG2; cols <= n; cols *= 2) {
         mb_estimate e;
-        int rc = mb_estimate_plan_shape(p, (mb_shape){2, n / cols, cols}, d, &e, err);
+        int rc = mb_estimate_plan_shape(p, (mb_shape){2, n / cols, cols, 0}, d, &e, err);
         if (rc) return rc;
         double per_n = (double)n * 4.0;
         int passes = 0;

@@ -51,7 +51,7 @@ int rpt_estimate(const mb_rpt_set *defs, const char *variant, const char *plan, 
 static int estimate_at(const mb_plan *p, int64_t n, int64_t cols, const mb_device *d,
                        mb_estimate *out, mb_err *err)
 {
-    if (cols > 0) return mb_estimate_plan_shape(p, (mb_shape){2, n / cols, cols}, d, out, err);
+    if (cols > 0) return mb_estimate_plan_shape(p, (mb_shape){2, n / cols, cols, 0}, d, out, err);
     return mb_estimate_plan(p, n, d, out, err);
 }
 

@@ -260,4 +260,23 @@ input w [cols]
 y = rms_norm(x, w)' --plan eager --shape 64x256 --json >"$tmp/out"
 jcheck '.results[0].kernels' 1
 
+# --colsum partial: a [cols] gradient in per-block partial sums (132 SMs'
+# rows of f32 at 4096 columns) in recompute, not eager; the 'colsum' line of
+# a variant file does the same; bad values and lines: one error, exit 2
+"$B" model rmsnorm_affine_bwd --shape 4096x4096 --plan eager,recompute --colsum partial --json >"$tmp/out" \
+  || bad "--colsum partial failed"
+jcheck '.results[] | select(.plan=="recompute") | .colsum_blocks' 132
+jcheck '.results[] | select(.plan=="recompute") | .per_kernel[2].read_bytes' $((132 * 4096 * 4))
+jcheck '.results[] | select(.plan=="eager") | has("colsum_blocks")' false
+"$B" model rmsnorm_affine_bwd --shape 4096x4096 --plan recompute --json >"$tmp/out"
+jcheck '.results[0].per_kernel[2].read_bytes' $((4096 * 4096 * 4))
+sed 's/^backward$/backward\ncolsum partial/; s/^name .*/name rms_part/' "$MB_SRC/model/variants/rmsnorm_affine_bwd.mb" >"$tmp/part.mb"
+"$B" model "$tmp/part.mb" --shape 64x4096 --plan recompute --json >"$tmp/out" || bad "colsum partial line"
+jcheck '.results[0].colsum_blocks' 64
+"$B" model "$tmp/part.mb" --shape 64x4096 --plan recompute --colsum written --json >"$tmp/out"
+jcheck '.results[0] | has("colsum_blocks")' false
+expect 2 "expected partial or written" -- model rmsnorm_affine_bwd --colsum sums
+sed 's/^colsum partial$/colsum halves/' "$tmp/part.mb" >"$tmp/bad.mb"
+expect 2 "bad.mb:15:8: expected 'partial' or 'written' after 'colsum'" -- model "$tmp/bad.mb"
+
 cli_done

@@ -137,7 +137,7 @@ static void check_rows(const mb_device *spec)
                            "name layer_norm\ninput x [rows, cols]\ninput w [cols]\ny = layer_norm(x, w)\noutput y\n",
                            "name rms_norm\ninput x [rows, cols]\ninput w [cols]\ny = rms_norm(x, w)\noutput y\n"};
     const mb_dtype dts[] = {MB_F32, MB_BF16, MB_F16};
-    const mb_shape shapes[] = {{2, 24, 1024}, {2, 9, 37}, {2, 5, 4100}, {2, 3, 3001}, {2, 130, 16384}, {2, 1100, 301}};
+    const mb_shape shapes[] = {{2, 24, 1024, 0}, {2, 9, 37, 0}, {2, 5, 4100, 0}, {2, 3, 3001, 0}, {2, 130, 16384, 0}, {2, 1100, 301, 0}};
     mb_device tiny = *spec;
     tiny.onchip_kib = 4;
     for (int v = 0; v < 9; v++)
@@ -195,7 +195,7 @@ static void check_rows(const mb_device *spec)
     mb_err e;
     if (mb_variant_load("softmax_op", MB_F32, &g, &e) == MB_OK && mb_plan_build(g, MB_PLAN_FUSED, &p, &e) == MB_OK) {
         const int64_t edge = mb_kernel_onepass_max_cols(&p->kernels[0], spec);
-        mb_shape s = {2, 2, edge};
+        mb_shape s = {2, 2, edge, 0};
         mb_kern_cuda_plan *cp = NULL;
         int rc = mb_kern_cuda_plan_new_shape(p, s, spec, sm_count, 0, &cp, &e);
         printf("softmax_op at %lld columns (the model's one-pass edge): %s\n", (long long)edge,
@@ -372,7 +372,7 @@ int main(void)
         mb_plan *ps = NULL;
         if (mb_variant_load("softmax", MB_F32, &gs, &e) == MB_OK && mb_plan_build(gs, MB_PLAN_FUSED, &ps, &e) == MB_OK) {
             mb_meas_record srow, spk[1];
-            const mb_shape sh = {2, 16384, 4096};
+            const mb_shape sh = {2, 16384, 4096, 0};
             CHECK_EQ_I64(mb_meas_record_init_shape(&srow, spk, "softmax", ps, sh, model, &e), MB_OK);
             rc = mb_meas_cuda_run(ps, mb_shape_elems(sh), &c, &srow, spk, w2, sizeof w2, &e);
             CHECK_EQ_I64(rc, MB_OK);

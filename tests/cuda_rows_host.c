@@ -102,7 +102,7 @@ int main(void)
     tiny = h200;
     tiny.onchip_kib = 4; /* 1024 f32 columns of one row on chip: longer rows go multi-pass */
     /* {rows, cols}: warp rows (1024 and an odd 37), block rows (4100, 3001) */
-    const mb_shape shapes[] = {{2, 24, 1024}, {2, 9, 37}, {2, 5, 4100}, {2, 3, 3001}};
+    const mb_shape shapes[] = {{2, 24, 1024, 0}, {2, 9, 37, 0}, {2, 5, 4100, 0}, {2, 3, 3001, 0}};
     const mb_dtype dts[] = {MB_F32, MB_BF16};
     int runs = 0;
     for (size_t v = 0; v < sizeof row_variants / sizeof row_variants[0]; v++)
@@ -151,7 +151,7 @@ int main(void)
                     int64_t m = mb_kernel_onepass_max_cols(&p->kernels[k], dv);
                     if (m < edge) edge = m;
                 }
-                mb_shape s[4] = {{2, 4096, 1024}, {2, 512, (int64_t)1 << 18}, {2, 8, 0}, {2, 8, 0}};
+                mb_shape s[4] = {{2, 4096, 1024, 0}, {2, 512, (int64_t)1 << 18, 0}, {2, 8, 0, 0}, {2, 8, 0, 0}};
                 int ns = 2;
                 if (edge < INT64_MAX && edge > 1) s[2].cols = edge, s[3].cols = edge + 1, ns = 4;
                 for (int j = 0; j < ns; j++) {
@@ -172,7 +172,7 @@ int main(void)
      * columns: 3 tiles, the last of 45 columns, no vectors; 520: 5 tiles),
      * the splits met by the last block of each tile */
     static const char *const col_variants[] = {"layernorm_affine_bwd", "rmsnorm_affine_bwd"};
-    const mb_shape col_shapes[] = {{2, 1100, 301}, {2, 2049, 520}};
+    const mb_shape col_shapes[] = {{2, 1100, 301, 0}, {2, 2049, 520, 0}};
     int col_runs = 0;
     for (size_t v = 0; v < 2; v++)
         for (size_t d = 0; d < sizeof dts / sizeof dts[0]; d++) {

@@ -37,7 +37,7 @@ static const char *const texts[] = {
 };
 /* one pass; a partial last vector; shorter than a vector; beyond the core
  * cache (2 x 300000 f32: 1.2 MB a row) */
-static const mb_shape shapes[] = {{2, 37, 1000}, {2, 3, 5003}, {2, 5, 7}, {2, 2, 300000}};
+static const mb_shape shapes[] = {{2, 37, 1000, 0}, {2, 3, 5003, 0}, {2, 5, 7, 0}, {2, 2, 300000, 0}};
 
 /* Runs text under plan k at s; *compiled gets how many of its kernels run
  * compiled, *expect how many should (a row op, or two nodes or more). 1

@@ -89,7 +89,7 @@ int main(void)
     for (int i = 0; i < (int)(sizeof cases / sizeof cases[0]); i++) {
         mb_graph *g = NULL;
         int rc = mb_parse_variant(cases[i].text, "<test>", MB_F32, &g, &e);
-        mb_shape s = cases[i].rank == 2 ? (mb_shape){2, 5, 3 * MB_KERN_TILE + 77} : mb_shape_1d(4099);
+        mb_shape s = cases[i].rank == 2 ? (mb_shape){2, 5, 3 * MB_KERN_TILE + 77, 0} : mb_shape_1d(4099);
         if (!rc && cases[i].dims) rc = mb_graph_bind_dims(g, cases[i].dims, &s, &e);
         if (rc) fprintf(stderr, "case %d: %s\n", i, e.msg);
         CHECK(rc == MB_OK);

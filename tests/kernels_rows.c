@@ -31,7 +31,7 @@ static const char *const texts[] = {
 };
 /* rows that fit a core cache (one pass) and one that does not (2 x 300000 f32:
  * 1.2 MB a row, the tiled passes) */
-static const mb_shape shapes[] = {{2, 37, 1000}, {2, 3, 5000}, {2, 64, 512}, {2, 5, 1}, {2, 2, 300000}};
+static const mb_shape shapes[] = {{2, 37, 1000, 0}, {2, 3, 5000, 0}, {2, 64, 512, 0}, {2, 5, 1, 0}, {2, 2, 300000, 0}};
 
 static int run_one(const char *text, mb_plan_kind k, mb_kern_exec e, mb_shape s, mb_dtype dt, int mutate)
 {

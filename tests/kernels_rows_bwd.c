@@ -131,7 +131,7 @@ static void plans_at_shape(void)
         {"rmsnorm_affine_bwd", MB_PLAN_RECOMPUTE, 7, 0, 1, 0, 3, 1},
         {"rmsnorm_affine_bwd", MB_PLAN_OPTIMAL, 7, 0, 1, 0, 3, 1},
     };
-    const mb_shape s = {2, 4096, 1024};
+    const mb_shape s = {2, 4096, 1024, 0};
     mb_device d;
     mb_err e;
     CHECK(mb_device_find("h100-sxm", &d, &e) == MB_OK);
@@ -172,7 +172,7 @@ static void statistics_saved(void)
     mb_plan *t = NULL, *b = NULL, *r = NULL;
     mb_err e;
     mb_device d;
-    const mb_shape s = {2, 64, (int64_t)1 << 22};
+    const mb_shape s = {2, 64, (int64_t)1 << 22, 0};
     CHECK(mb_device_find("h100-sxm", &d, &e) == MB_OK);
     CHECK(mb_variant_load("softmax_bwd", MB_F32, &g, &e) == MB_OK);
     if (!g) return;
@@ -223,8 +223,11 @@ static void runs(void)
     };
     static const char *const variants[] = {"softmax_bwd", "layernorm_bwd", "rmsnorm_bwd", "layernorm_affine_bwd",
                                            "rmsnorm_affine_bwd"};
-    static const mb_shape shapes[] = {{2, 5, 3 * MB_KERN_TILE + 77}, {2, 2, 300000}};
+    /* the third: --colsum partial's blocks (3 of 37 rows, uneven) */
+    static const mb_shape shapes[] = {{2, 5, 3 * MB_KERN_TILE + 77, 0}, {2, 2, 300000, 0}, {2, 37, 301, 3}};
     const int nt = (int)(sizeof texts / sizeof texts[0]), nv = (int)(sizeof variants / sizeof variants[0]);
+    int n_split = 0;
+    for (int part = 0; part < 2; part++) /* the second round: colsum partial */
     for (int i = 0; i < nt + nv; i++) {
         mb_graph *g = NULL;
         mb_err e;
@@ -237,12 +240,22 @@ static void runs(void)
         if (rc) fprintf(stderr, "case %d: %s\n", i, e.msg);
         CHECK(rc == MB_OK);
         if (rc) continue;
+        g->colsum_partial = part;
         for (int k = MB_PLAN_EAGER; k < MB_PLAN_COUNT; k++) {
             if (!mb_plan_supported(g, (mb_plan_kind)k)) continue;
             mb_plan *p = NULL;
             CHECK(mb_plan_build(g, (mb_plan_kind)k, &p, &e) == MB_OK);
-            for (int si = 0; si < 2 && p; si++) {
+            int split = 0;
+            for (int v = 0; p && v < p->g->n_nodes; v++) split += p->g->nodes[v].shape == MB_SHC_PART;
+            CHECK(!split || (part && k != MB_PLAN_EAGER)); /* partial sums in the fused backward plans only */
+            n_split += split;
+            if (part && !split) { /* the same plan as the first round's */
+                mb_plan_free(p);
+                continue;
+            }
+            for (int si = 0; si < 3 && p; si++) {
                 if (si == 1 && (i != nt || k == MB_PLAN_EAGER)) continue; /* long rows: softmax_bwd's fused plans */
+                if (si == 2 && !part) continue;
                 for (int ex = 0; ex < MB_KERN_EXEC_COUNT; ex++) {
                     mb_kern_tensors t;
                     CHECK(mb_kern_tensors_alloc_shape(p, shapes[si], 0, &t, &e) == MB_OK);
@@ -253,8 +266,8 @@ static void runs(void)
                     int gok = 0;
                     CHECK(mb_kern_gradcheck(&t, 24, &gerr, &gok, &e) == MB_OK);
                     if (!ck.passed || !gok)
-                        fprintf(stderr, "case %d plan %s exec %d shape %d: max rel err %.3g (tol %.3g), "
-                                "gradcheck %.3g x tol\n", i, mb_plan_name((mb_plan_kind)k), ex, si, ck.max_rel_err,
+                        fprintf(stderr, "case %d plan %s%s exec %d shape %d: max rel err %.3g (tol %.3g), "
+                                "gradcheck %.3g x tol\n", i, mb_plan_name((mb_plan_kind)k), part ? " (colsum partial)" : "", ex, si, ck.max_rel_err,
                                 ck.tol, gerr);
                     CHECK(ck.passed);
                     CHECK(gok);
@@ -265,6 +278,9 @@ static void runs(void)
         }
         mb_graph_free(g);
     }
+    if (n_split != 39) fprintf(stderr, "colsums split: %d\n", n_split);
+    CHECK(n_split == 39); /* store, recompute, optimal: 13 colsums of the eight weighted cases (a weight read
+                             twice sums twice; one reaching a row value, an expand, stays written) */
 }
 
 /* amax(x) with the row's max at two columns: each gets half the gradient
@@ -277,7 +293,7 @@ static void amax_ties(void)
     if (!g) return;
     CHECK(mb_plan_build(g, MB_PLAN_STORE, &p, &e) == MB_OK);
     mb_kern_tensors t;
-    const mb_shape s = {2, 3, 8};
+    const mb_shape s = {2, 3, 8, 0};
     CHECK(mb_kern_tensors_alloc_shape(p, s, 0, &t, &e) == MB_OK);
     float *x = t.data[g->inputs[0]], *gy = t.data[g->grad_outputs[0]];
     for (int i = 0; i < 24; i++) x[i] = (float)(i % 8) * 0.25f;
@@ -305,7 +321,7 @@ static void weight_gradient_checked(void)
         mb_plan *p = NULL;
         CHECK(mb_plan_build(g, (mb_plan_kind)k, &p, &e) == MB_OK);
         mb_kern_tensors t;
-        CHECK(mb_kern_tensors_alloc_shape(p, (mb_shape){2, 7, 33}, 0, &t, &e) == MB_OK);
+        CHECK(mb_kern_tensors_alloc_shape(p, (mb_shape){2, 7, 33, 0}, 0, &t, &e) == MB_OK);
         CHECK(mb_kern_run_plan(&t, MB_KERN_EXEC_AUTO, &e) == MB_OK);
         mb_kern_check ck;
         CHECK(mb_kern_verify(&t, 0, 0, &ck, &e) == MB_OK && ck.passed);
@@ -323,7 +339,7 @@ static void weight_gradient_checked(void)
     mb_plan *p = NULL;
     if (h) CHECK(mb_plan_build(h, MB_PLAN_STORE, &p, &e) == MB_OK);
     mb_kern_tensors t;
-    if (p && mb_kern_tensors_alloc_shape(p, (mb_shape){2, 4096, 8}, 0, &t, &e) == MB_OK) {
+    if (p && mb_kern_tensors_alloc_shape(p, (mb_shape){2, 4096, 8, 0}, 0, &t, &e) == MB_OK) {
         CHECK(mb_kern_run_plan(&t, MB_KERN_EXEC_AUTO, &e) == MB_OK);
         mb_kern_check ck;
         CHECK(mb_kern_verify(&t, 0, 0, &ck, &e) == MB_OK);
@@ -356,7 +372,7 @@ static void errors_and_rank(void)
     mb_plan *p = NULL;
     CHECK(mb_plan_build(g, MB_PLAN_RECOMPUTE, &p, &e) == MB_OK);
     mb_kern_tensors t;
-    CHECK(mb_kern_tensors_alloc_shape(p, (mb_shape){2, 3, 100}, 0, &t, &e) == MB_OK);
+    CHECK(mb_kern_tensors_alloc_shape(p, (mb_shape){2, 3, 100, 0}, 0, &t, &e) == MB_OK);
     CHECK(mb_kern_run_plan(&t, MB_KERN_EXEC_AUTO, &e) == MB_OK);
     mb_kern_check ck;
     CHECK(mb_kern_verify(&t, 0, 0, &ck, &e) == MB_OK && ck.passed);

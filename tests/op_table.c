@@ -249,7 +249,7 @@ static void column_op(mb_op op)
     CHECK(rc == MB_OK);
     if (!rc) rc = mb_plan_build(g, MB_PLAN_EAGER, &p, &err);
     CHECK(rc == MB_OK);
-    const mb_shape s = {2, 37, 2 * MB_KERN_TILE + 5};
+    const mb_shape s = {2, 37, 2 * MB_KERN_TILE + 5, 0};
     for (int e = 0; !rc && e < MB_KERN_EXEC_COUNT; e++) {
         int found = 0;
         for (int k = 0; k < p->n_kernels; k++) {

@@ -828,7 +828,7 @@ static int model_row_pe(const mb_plan *p, int k, mb_shape s, const mb_device *de
 {
     double rd[4], wr[4];
     for (int i = 0; i < 4; i++) {
-        mb_shape t = {2, s.rows * (i & 1 ? 2 : 1), s.cols * (i & 2 ? 2 : 1)};
+        mb_shape t = {2, s.rows * (i & 1 ? 2 : 1), s.cols * (i & 2 ? 2 : 1), 0};
         mb_estimate est;
         mb_err err;
         if (mb_estimate_plan_shape(p, t, dev, &est, &err) != MB_OK) {
@@ -937,7 +937,7 @@ static int run_rows(const opts *o, char names[][MB_NAME_MAX], int nv, int *check
         fprintf(stderr, "ptx_traffic: error: %s\n", err.msg);
         return -1;
     }
-    const mb_shape shapes[] = {{2, 4096, 1024}, {2, 1024, 16384}, {2, 64, (int64_t)1 << 20}};
+    const mb_shape shapes[] = {{2, 4096, 1024, 0}, {2, 1024, 16384, 0}, {2, 64, (int64_t)1 << 20, 0}};
     int bad = 0, header = 0;
     const int nt = (int)(sizeof row_texts / sizeof row_texts[0]);
     for (int v = 0; v < nv + nt && bad >= 0; v++) {
@@ -1206,7 +1206,7 @@ int main(int argc, char **argv)
         free(entries);
         return rc;
     }
-    opts o = {NULL, -1, -1, {0, 0, 0}};
+    opts o = {NULL, -1, -1, {0, 0, 0, 0}};
     int i = 1;
     for (; i < argc && !strncmp(argv[i], "--", 2); i++) {
         if (!strcmp(argv[i], "--variant") && i + 1 < argc) {

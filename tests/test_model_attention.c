@@ -80,7 +80,7 @@ static void cpu_tiles(void)
     CHECK(mb_parse_variant("input x [rows, cols]\ny = softmax(x, -1)\noutput y\nbackward\n", "t", MB_F32, &g, &e) ==
           MB_OK);
     CHECK(g && mb_plan_build_on(g, MB_PLAN_EAGER, &cpu, &pl, &e) == MB_OK);
-    mb_shape sh = {2, 8 * 2048, 2048};
+    mb_shape sh = {2, 8 * 2048, 2048, 0};
     CHECK(pl && mb_estimate_plan_shape(pl, sh, &cpu, &me, &e) == MB_OK);
     if (pl && me.per_kernel) {
         for (int i = 0; i < pl->n_kernels; i++) {

@@ -23,7 +23,7 @@ typedef struct {
 
 /* The shape plans are costed at: one element (1-D), or a ROWSxCOLS shape
  * where a [rows, 1] statistic is rows elements. */
-static mb_shape cur_shape = {1, 1, 1};
+static mb_shape cur_shape = {1, 1, 1, 0};
 
 static int64_t bytes_at(const mb_plan *p, int t)
 {
@@ -289,7 +289,7 @@ static void column_handoff(void)
          "s,w,x", "s,u,x", MB_PLAN_STORE},
     };
     const int64_t C = 4;
-    cur_shape = (mb_shape){2, 16, C};
+    cur_shape = (mb_shape){2, 16, C, 0};
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         mb_graph *g = parse(cases[i].text);
         if (!g) continue;
@@ -313,7 +313,7 @@ static void column_handoff(void)
         against_brute_force(g, i == 0 ? "column hand-off 1" : "column hand-off 2");
         mb_graph_free(g);
     }
-    cur_shape = (mb_shape){1, 1, 1};
+    cur_shape = (mb_shape){1, 1, 1, 0};
 }
 
 static unsigned rng_state = 13;
@@ -491,7 +491,7 @@ static int has_colsum(const mb_graph *g)
  * the full tensors' change. Returns how many ran. */
 static int random_2d_graphs(void (*text_of)(char *, size_t), int (*want)(const mb_graph *), const char *kind)
 {
-    static const mb_shape shapes[] = {{2, 16, 4}, {2, 4, 64}};
+    static const mb_shape shapes[] = {{2, 16, 4, 0}, {2, 4, 64, 0}};
     int done = 0;
     for (int tries = 0; tries < 4000 && done < 160; tries++) {
         char text[1024];
@@ -510,7 +510,7 @@ static int random_2d_graphs(void (*text_of)(char *, size_t), int (*want)(const m
         }
         mb_graph_free(g);
     }
-    cur_shape = (mb_shape){1, 1, 1};
+    cur_shape = (mb_shape){1, 1, 1, 0};
     CHECK(done >= 120);
     return done;
 }

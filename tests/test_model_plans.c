@@ -461,6 +461,46 @@ static void check_column_plans(void)
     }
 }
 
+/* --colsum partial (Liger's weight gradient): RMSNorm's recompute backward
+ * at 4096x4096 f32 on h100-sxm writes dx and 132 SMs' partial sums of g x^
+ * (132 x 4096 f32) instead of g x^ itself, the column kernel reads those
+ * and writes w's gradient; LayerNorm's sums two (weight and bias: dy is
+ * read once, by the row kernel); with fewer rows than SMs a block a row;
+ * eager keeps sum(dim=0). Counted by hand. */
+static void check_partial_colsums(void)
+{
+    const mb_device d = h100();
+    const int64_t R = 4096, C = 4096, n = R * C, part = 132 * C * 4;
+    static const struct { const char *variant; int sums; } cases[] = {{"rmsnorm_affine_bwd", 1},
+                                                                      {"layernorm_affine_bwd", 2}};
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        mb_graph *g = NULL;
+        mb_plan *p = NULL;
+        mb_err e;
+        mb_estimate out;
+        CHECK(mb_variant_load(cases[c].variant, MB_F32, &g, &e) == MB_OK);
+        if (!g) continue;
+        g->colsum_partial = 1;
+        CHECK(mb_plan_build(g, MB_PLAN_RECOMPUTE, &p, &e) == MB_OK);
+        CHECK(p && mb_estimate_plan_shape(p, (mb_shape){2, R, C, 0}, &d, &out, &e) == MB_OK);
+        if (!p || !out.per_kernel) continue;
+        CHECK_EQ_I64(p->n_kernels, 3);
+        CHECK_EQ_I64(out.per_kernel[1].read_bytes, 2 * n * 4 + C * 4); /* x, dy, w (b: not needed) */
+        CHECK_EQ_I64(out.per_kernel[1].write_bytes, n * 4 + cases[c].sums * part);
+        CHECK_EQ_I64(out.per_kernel[2].read_bytes, cases[c].sums * part);
+        CHECK_EQ_I64(out.per_kernel[2].write_bytes, cases[c].sums * C * 4);
+        mb_estimate_free(&out);
+        CHECK(mb_estimate_plan_shape(p, (mb_shape){2, 64, C, 0}, &d, &out, &e) == MB_OK);
+        if (out.per_kernel) CHECK_EQ_I64(out.per_kernel[2].read_bytes, cases[c].sums * 64 * C * 4);
+        mb_estimate_free(&out);
+        mb_plan_free(p);
+        CHECK(mb_plan_build(g, MB_PLAN_EAGER, &p, &e) == MB_OK);
+        for (int v = 0; p && v < p->g->n_nodes; v++) CHECK(p->g->nodes[v].shape != MB_SHC_PART);
+        mb_plan_free(p);
+        mb_graph_free(g);
+    }
+}
+
 /* The cache between 1x and 4x: eager y = exp(x) + x re-reads x and t =
  * exp(x) in its second kernel, each 3 tensors (x, t, y) back. A 12 MiB
  * cache that still serves 6 MiB of a larger stream (cache_retained_mb)
@@ -509,5 +549,6 @@ int main(void)
     check_backward_structure();
     check_eager_backward_kernels();
     check_column_plans();
+    check_partial_colsums();
     return mb_test_done();
 }

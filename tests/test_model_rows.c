@@ -114,7 +114,7 @@ static void check_dram(const mb_device *d)
     mb_err e;
     mb_estimate est;
     memset(&est, 0, sizeof est);
-    mb_shape s = {2, 4096, 1024};
+    mb_shape s = {2, 4096, 1024, 0};
     int rc = mb_parse_variant(SOFTMAX, "s.mb", MB_F32, &g, &e) || mb_plan_build(g, MB_PLAN_FUSED, &p, &e) ||
              mb_estimate_plan_shape(p, s, &none, &est, &e);
     CHECK(rc == 0);
@@ -278,7 +278,7 @@ static void check_shapes(void)
     CHECK(mb_shape_parse("0x4", &s, &e) == MB_EINPUT);
     CHECK(mb_shape_parse("2^30x2^30", &s, &e) == MB_EINPUT);
     char buf[32];
-    mb_shape_format((mb_shape){2, 64, 4194304}, buf, sizeof buf);
+    mb_shape_format((mb_shape){2, 64, 4194304, 0}, buf, sizeof buf);
     CHECK(!strcmp(buf, "64x4194304"));
     /* a variant's shape line */
     mb_graph *g = NULL;
@@ -337,7 +337,7 @@ static void check_onepass_accesses(const mb_device *gpu)
         for (int op = 0; op < MB_OP_COUNT; op++) cpu.op_geps[op] = cpu.op_compiled_geps[op] = 10.0;
         cpu.onchip_kib = 1024;
         cpu.serial_fraction = 0.5;
-        mb_shape s = {2, 4096, 1024};
+        mb_shape s = {2, 4096, 1024, 0};
         mb_estimate est;
         memset(&est, 0, sizeof est);
         CHECK(mb_estimate_plan_shape(p, s, &cpu, &est, &e) == MB_OK);
@@ -400,7 +400,7 @@ static void check_exp_nonpos(const mb_device *gpu)
         for (int op = 0; op < MB_OP_COUNT; op++) cpu.op_geps[op] = cpu.op_compiled_geps[op] = 10.0;
         cpu.op_geps[MB_OP_EXP] = cpu.op_compiled_geps[MB_OP_EXP] = 1.0;
         cpu.onchip_kib = 1024;
-        mb_shape s = {2, 4096, 1024};
+        mb_shape s = {2, 4096, 1024, 0};
         mb_estimate a, b;
         memset(&a, 0, sizeof a);
         memset(&b, 0, sizeof b);
@@ -467,7 +467,7 @@ static void check_in_flight_dram(void)
         mb_plan *p = NULL;
         mb_estimate est;
         memset(&est, 0, sizeof est);
-        mb_shape s = {2, rows[i].rows, (int64_t)1 << 17};
+        mb_shape s = {2, rows[i].rows, (int64_t)1 << 17, 0};
         int rc = mb_parse_variant(X_ "m = x.amax(-1, keepdim=True)\ny = log(exp(x - m).sum(-1, keepdim=True)) + m\n"
                                   "output y", "lse.mb", MB_F32, &g, &e) ||
                  mb_plan_build(g, MB_PLAN_FUSED, &p, &e) || mb_estimate_plan_shape(p, s, &d, &est, &e);
