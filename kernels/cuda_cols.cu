@@ -204,6 +204,17 @@ int mb_cuda_col_lower(const mb_plan *p, int k, mb_shape s, int sm_count, void *c
     if (rc == MB_OK) rc = lower_io(&L, post, dev);
     free(post);
     if (rc != MB_OK) return rc;
+    /* sums of a row kernel's partial sums (PART): their blocks are the rows */
+    int part = 0, rows_read = 0;
+    for (int r = 0; r < P->n_reads; r++) {
+        if (P->reads[r].shape == MB_ROWT_PART) part = 1, P->reads[r].shape = MB_ROWT_FULL;
+        else rows_read |= P->reads[r].shape == MB_ROWT_FULL || P->reads[r].shape == MB_ROWT_GCOL ||
+                          P->reads[r].shape == MB_ROWT_ROW;
+    }
+    if (part && rows_read)
+        return mb_err_set(err, MB_EINPUT, "kernel %s sums partial sums beside a tensor's rows: not run on CUDA",
+                          K->name);
+    if (part) s.rows = s.blocks >= 1 && s.blocks <= s.rows ? s.blocks : 1;
     P->rows = s.rows;
     P->cols = s.cols;
     P->tiles = (int)((s.cols + MB_COL_TILE_COLS - 1) / MB_COL_TILE_COLS);

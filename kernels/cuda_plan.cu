@@ -741,11 +741,8 @@ extern "C" int mb_kern_cuda_plan_new_shape(const mb_plan *p, mb_shape shape, con
     shape = mb_graph_shape_at(p->g, shape);
     const int64_t n = mb_shape_elems(shape);
     if (n < 1 || n > MB_N_MAX) return mb_err_set(err, MB_EINPUT, "n = %lld is out of range", (long long)n);
-    for (int i = 0; i < p->g->n_nodes; i++)
-        if (p->g->nodes[i].shape == MB_SHC_PART)
-            return mb_err_set(err, MB_EINPUT, "plan %s of '%s' sums a [cols] gradient in per-block partial sums "
-                              "('colsum partial'), which the CUDA evaluators do not run: measure it on the CPU, "
-                              "or with 'colsum written'", mb_plan_name(p->kind), p->g->name);
+    /* partial sums: a row group an SM (mb_device_partial_blocks on this GPU) */
+    shape.blocks = (sm_count > 0 ? sm_count : 1) < shape.rows ? (sm_count > 0 ? sm_count : 1) : shape.rows;
     mb_kern_cuda_plan *cp = (mb_kern_cuda_plan *)calloc(1, sizeof *cp);
     if (!cp) return mb_err_set(err, MB_ERUN, "out of memory");
     int nn = p->g->n_nodes;

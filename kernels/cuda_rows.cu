@@ -164,7 +164,10 @@ static int lower_node(lower *L, int j)
         if (mb_op_arity(nd->op) > 1 && bind(L, nd, j, 1, in, 1)) return -1;
         return 0;
     }
-    if (!(in = add_ins(L, is_rowval(nd) ? MB_ROWI_RV : MB_ROWI_ELEM, nd->op, emask)))
+    /* a colsum's partial sums (PART): its operand's value, added into the
+     * group's row of them where it is written (rows_eval.cu) */
+    const mb_op op = nd->shape == MB_SHC_PART ? MB_OP_COPY : nd->op;
+    if (!(in = add_ins(L, is_rowval(nd) ? MB_ROWI_RV : MB_ROWI_ELEM, op, emask)))
         return too_big(L, "instructions", MB_ROW_MAX_INS);
     L->def_ins[self] = L->P->n_ins - 1;
     for (int a = 0; a < mb_op_arity(nd->op); a++)
@@ -321,6 +324,12 @@ int mb_cuda_row_lower(const mb_plan *p, int k, mb_shape s, int onepass, void *co
     P->onepass = onepass && P->stage_bytes > 0;
     P->rows = s.rows; /* rank 1: one row of n */
     P->cols = s.cols;
+    for (int w = 0; w < P->n_writes; w++)
+        if (P->writes[w].shape == MB_ROWT_PART) {
+            if (P->writes[w].dt != MB_F32)
+                return mb_err_set(err, MB_EINPUT, "kernel %s: partial sums not in f32", K->name);
+            P->blocks = s.blocks >= 1 && s.blocks <= s.rows ? s.blocks : 1;
+        }
     for (int q = 0; q < P->n_ins; q++) P->has_cols |= P->ins[q].kind != MB_ROWI_RV;
     for (int r = 0; r < P->n_reads; r++) P->has_cols |= MB_ROWT_HAS_COLS(P->reads[r].shape) && P->reads[r].mask;
     for (int w = 0; w < P->n_writes; w++) P->has_cols |= MB_ROWT_HAS_COLS(P->writes[w].shape);

@@ -216,9 +216,11 @@ typedef struct mb_row_stat {
 } mb_row_stat;
 
 /* Shapes of reads and writes: those with columns (full, [cols], GCOL: a
- * group row's [cols], at row (r / grp_inner) % grp_outer), then row values. */
-enum { MB_ROWT_FULL = 0, MB_ROWT_COL, MB_ROWT_GCOL, MB_ROWT_ROW, MB_ROWT_SCALAR };
-#define MB_ROWT_HAS_COLS(s) ((s) <= MB_ROWT_GCOL)
+ * group row's [cols], at row (r / grp_inner) % grp_outer; PART, writes
+ * only: a colsum's partial sums, row r added into row r % blocks), then row
+ * values. */
+enum { MB_ROWT_FULL = 0, MB_ROWT_COL, MB_ROWT_GCOL, MB_ROWT_PART, MB_ROWT_ROW, MB_ROWT_SCALAR };
+#define MB_ROWT_HAS_COLS(s) ((s) <= MB_ROWT_PART)
 
 /* Where row r of a read or write io (with columns) starts, cols a row. */
 #define MB_ROWT_BASE(io, r, cols) \
@@ -231,6 +233,7 @@ static inline int mb_cuda_rowt_of(const mb_node *nd)
     switch (nd->shape) {
     case MB_SHC_COL: return MB_ROWT_COL;
     case MB_SHC_GCOL: return MB_ROWT_GCOL;
+    case MB_SHC_PART: return MB_ROWT_PART;
     case MB_SHC_ROW:
     case MB_SHC_ROWV: return MB_ROWT_ROW;
     case MB_SHC_SCALAR: return MB_ROWT_SCALAR;
@@ -278,6 +281,9 @@ typedef struct mb_row_prog {
                              cols (rounded up to 4) x its element size */
     int has_cols;         /* 0: every value is a row value (no column loop) */
     int64_t rows, cols;
+    int64_t blocks;       /* > 0 with PART writes: row groups, each owning the
+                             partial sums' row r % blocks of the rows r it
+                             runs (a stride of blocks; the first stores) */
     mb_row_io reads[MB_ROW_MAX_IO], writes[MB_ROW_MAX_IO];
     mb_row_stat stats[MB_ROW_MAX_STATS];
     mb_row_ins ins[MB_ROW_MAX_INS];
@@ -342,7 +348,7 @@ typedef struct mb_col_ins {
 
 typedef struct mb_col_io {
     const void *p;
-    uint8_t dt, shape;    /* MB_ROWT_FULL, _COL, _GCOL (reads only), _ROW, _SCALAR */
+    uint8_t dt, shape;    /* MB_ROWT_FULL, _COL, _GCOL (reads only), _ROW, _SCALAR; PART reads as FULL */
     uint8_t slot;
     uint8_t phase;        /* reads: bit 0 rows phase, bit 1 post phase; writes: 0 rows, 1 post */
     uint32_t grp_inner, grp_outer; /* MB_ROWT_GCOL reads: mb_graph_group's */

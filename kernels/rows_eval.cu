@@ -207,6 +207,16 @@ ROW_UNROLL
         for (int w = 0; w < P.n_writes; w++) {
             const mb_row_io &io = P.writes[w];
             if (!MB_ROWT_HAS_COLS(io.shape) || !(io.mask & bit)) continue;
+            if (io.shape == MB_ROWT_PART) { /* f32: this group's row of the partial sums, its own */
+                const int64_t pb = (row % P.blocks) * cols;
+                float4 v = V.slot[io.at * sstride];
+                if (row >= P.blocks) {
+                    const float4 o = row_load4(io.p, io.dt, pb, c, cols, vec);
+                    v = make_float4(v.x + o.x, v.y + o.y, v.z + o.z, v.w + o.w);
+                }
+                row_store4(const_cast<void *>(io.p), io.dt, pb, c, cols, vec, v);
+                continue;
+            }
             row_store4(const_cast<void *>(io.p), io.dt, io.shape == MB_ROWT_FULL ? base : MB_ROWT_BASE(io, row, cols),
                        c, cols, io.shape == MB_ROWT_COL ? 1 : vec, V.slot[io.at * sstride]);
         }
@@ -295,8 +305,11 @@ __global__ void __launch_bounds__(MB_CUDA_THREADS, WARP ? 1 : 2048 / MB_CUDA_THR
     M.stage = row_smem_raw + off[5];
     const int g = WARP ? (int)threadIdx.x / 32 : 0;
     const int lane = WARP ? (int)threadIdx.x % 32 : (int)threadIdx.x;
-    for (int64_t row = (int64_t)blockIdx.x * groups + g; row < P.rows; row += (int64_t)gridDim.x * groups)
-        row_one<WARP>(P, M, row, g, lane, G);
+    /* with partial sums the row groups are P.blocks, each its rows' sums' owner */
+    const int64_t first = (int64_t)blockIdx.x * groups + g;
+    const int64_t stride = P.blocks > 0 ? P.blocks : (int64_t)gridDim.x * groups;
+    if (P.blocks > 0 && first >= P.blocks) return; /* a warp of the last block beyond them */
+    for (int64_t row = first; row < P.rows; row += stride) row_one<WARP>(P, M, row, g, lane, G);
 }
 
 /* ---- host emulation ----------------------------------------------------------------- */
@@ -375,9 +388,10 @@ static cudaError_t launch_rows(const mb_row_prog *prog, int sm_count, cudaStream
     cudaError_t e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&b, row_eval_kernel<WARP>, MB_CUDA_THREADS, smem);
     if (e != cudaSuccess) return e;
     const int64_t per_block = WARP ? ROW_WARPS : 1;
-    const int64_t want = (prog->rows + per_block - 1) / per_block;
+    /* partial sums: one row group for each block of them (Liger's grid of sm_count) */
+    const int64_t want = ((prog->blocks > 0 ? prog->blocks : prog->rows) + per_block - 1) / per_block;
     const int64_t full = (int64_t)(sm_count > 0 ? sm_count : 1) * (b > 0 ? b : 1);
-    const int grid = (int)(want < full ? (want < 1 ? 1 : want) : full);
+    const int grid = (int)(want < full || prog->blocks > 0 ? (want < 1 ? 1 : want) : full);
     row_eval_kernel<WARP><<<grid, MB_CUDA_THREADS, smem, s>>>(*prog);
     if (grid_out) *grid_out = grid;
     return cudaGetLastError();

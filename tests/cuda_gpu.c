@@ -130,9 +130,10 @@ static void check_rows(const mb_device *spec)
     /* the built-in row variants, then the library ops none of them spells
      * (hand-written row-op kernels too), then the weights' gradients (sums
      * over the rows: the column evaluator, its rows split among blocks at
-     * 1100 rows) */
+     * 1100 rows), and those with colsum partial (a row group an SM, each
+     * summing its rows into its row of the partial sums) */
     const char *vs[] = {"softmax",   "softmax_op", "layernorm", "rmsnorm", "log_softmax", "layer_norm", "rms_norm",
-                        "layernorm_affine_bwd", "rmsnorm_affine_bwd"};
+                        "layernorm_affine_bwd", "rmsnorm_affine_bwd", "layernorm_affine_bwd", "rmsnorm_affine_bwd"};
     const char *texts[] = {"name log_softmax\ninput x [rows, cols]\ny = log_softmax(x, -1)\noutput y\n",
                            "name layer_norm\ninput x [rows, cols]\ninput w [cols]\ny = layer_norm(x, w)\noutput y\n",
                            "name rms_norm\ninput x [rows, cols]\ninput w [cols]\ny = rms_norm(x, w)\noutput y\n"};
@@ -140,7 +141,7 @@ static void check_rows(const mb_device *spec)
     const mb_shape shapes[] = {{2, 24, 1024, 0}, {2, 9, 37, 0}, {2, 5, 4100, 0}, {2, 3, 3001, 0}, {2, 130, 16384, 0}, {2, 1100, 301, 0}};
     mb_device tiny = *spec;
     tiny.onchip_kib = 4;
-    for (int v = 0; v < 9; v++)
+    for (int v = 0; v < 11; v++)
         for (int d = 0; d < 3; d++) {
             mb_graph *g = NULL;
             mb_err e;
@@ -150,6 +151,7 @@ static void check_rows(const mb_device *spec)
                 CHECK(0);
                 continue;
             }
+            g->colsum_partial = v >= 9;
             for (int pk = 0; pk < MB_PLAN_COUNT; pk++) {
                 mb_plan *p = NULL;
                 if (!mb_plan_supported(g, (mb_plan_kind)pk) || mb_plan_build(g, (mb_plan_kind)pk, &p, &e)) continue;

@@ -75,14 +75,16 @@ static void agree(const mb_plan *p, mb_shape s, const mb_device *dev, const char
         /* a sum over the rows, and only that, runs on the column evaluator */
         int has_colsum = 0;
         for (int j = 0; j < p->kernels[k].n_nodes; j++)
-            has_colsum |= MB_OP_IS_COLUMN(p->g->nodes[p->kernels[k].nodes[j]].op);
+            has_colsum |= MB_OP_IS_COLUMN(p->g->nodes[p->kernels[k].nodes[j]].op) &&
+                          p->g->nodes[p->kernels[k].nodes[j]].shape != MB_SHC_PART; /* partial sums: a row's */
         if (has_colsum) CHECK(c.impl == MB_KERN_CUDA_COL && !strcmp(c.symbol, "col_eval_kernel"));
         /* full-row tensors the model counts per element, in passes: its
          * reads of [rows, cols] tensors at this shape (one pass: once) */
         const mb_kernel *K = &p->kernels[k];
         int want = 0;
-        for (int r = 0; r < K->n_reads; r++)
-            if (p->g->nodes[K->reads[r]].shape == MB_SHC_FULL) want += made > 1 ? K->read_passes[r] : 1;
+        for (int r = 0; r < K->n_reads; r++) /* partial sums: the column kernel's rows are their blocks */
+            if (p->g->nodes[K->reads[r]].shape == MB_SHC_FULL || p->g->nodes[K->reads[r]].shape == MB_SHC_PART)
+                want += made > 1 ? K->read_passes[r] : 1;
         if (b.full_loads != want)
             fprintf(stderr, "%s kernel %s: the program loads full rows %d times, the model %d\n", what, K->name,
                     b.full_loads, want);
@@ -171,21 +173,27 @@ int main(void)
      * splits of the rows on the h200's 132 SMs) and column tiles (301
      * columns: 3 tiles, the last of 45 columns, no vectors; 520: 5 tiles),
      * the splits met by the last block of each tile */
+    /* and colsum partial: the fused backward's 132 row groups (h200's SMs)
+     * each summing its rows (a stride of 132) into its row of the partial
+     * sums, the column kernel summing those 132 rows */
     static const char *const col_variants[] = {"layernorm_affine_bwd", "rmsnorm_affine_bwd"};
-    const mb_shape col_shapes[] = {{2, 1100, 301, 0}, {2, 2049, 520, 0}};
-    int col_runs = 0;
+    const mb_shape col_shapes[] = {{2, 1100, 301, 132}, {2, 2049, 520, 132}};
+    int col_runs = 0, part_runs = 0;
+    for (int part = 0; part < 2; part++)
     for (size_t v = 0; v < 2; v++)
         for (size_t d = 0; d < sizeof dts / sizeof dts[0]; d++) {
             mb_graph *g = NULL;
             CHECK(mb_variant_load(col_variants[v], dts[d], &g, &err) == MB_OK);
-            for (int pk = 0; g && pk < MB_PLAN_COUNT; pk++) {
+            if (g) g->colsum_partial = part;
+            for (int pk = part ? MB_PLAN_STORE : 0; g && pk < MB_PLAN_COUNT; pk++) {
                 mb_plan *p = NULL;
                 if (!mb_plan_supported(g, (mb_plan_kind)pk) || mb_plan_build(g, (mb_plan_kind)pk, &p, &err)) continue;
                 for (size_t si = 0; si < 2; si++) {
                     char what[160];
-                    snprintf(what, sizeof what, "%s %s %s %lldx%lld on h200", col_variants[v],
+                    snprintf(what, sizeof what, "%s %s %s %lldx%lld on h200%s", col_variants[v],
                              mb_plan_name((mb_plan_kind)pk), mb_dtype_name(dts[d]), (long long)col_shapes[si].rows,
-                             (long long)col_shapes[si].cols);
+                             (long long)col_shapes[si].cols, part ? ", colsum partial" : "");
+                    part_runs += part;
                     run_one(p, col_shapes[si], &h200, what);
                     agree(p, col_shapes[si], &h200, what);
                     col_runs++;
@@ -194,8 +202,8 @@ int main(void)
             }
             mb_graph_free(g);
         }
-    printf("%d emulated runs with splits of the rows\n", col_runs);
-    CHECK(col_runs == 2 * 2 * 4 * 2);
+    printf("%d emulated runs with splits of the rows, %d of them with partial sums\n", col_runs, part_runs);
+    CHECK(col_runs == 2 * 2 * 4 * 2 + 2 * 2 * 3 * 2 && part_runs == 2 * 2 * 3 * 2);
     /* masks broadcast within the leading dimensions (GCOL reads and writes):
      * a padding mask, a causal one, a bias per head; a weight's gradient
      * (the column evaluator) beside a mask; rows per warp and per block */
