@@ -273,6 +273,7 @@ double mb_kernel_onepass_cache_accesses(const mb_graph *g, const mb_kernel *K)
         for (int j = 0; j < K->n_nodes; j++) {
             const mb_node *nd = &g->nodes[K->nodes[j]];
             if (nd->op == MB_OP_SOFTMAX && !K2.online[j]) acc += 2; /* exp(x - max) stored, loaded */
+            if (nd->shape == MB_SHC_PART) acc += 2; /* the block's partial sums: loaded, stored */
             if (!kept[j]) continue;
             acc += 1; /* its store */
             for (int p = 0; p < K2.passes; p++)

@@ -221,7 +221,9 @@ static void compute_time(const mb_plan *p, const mb_kernel *K, mb_shape sh, cons
      * copy alone (costed above). */
     if (!compiled && d->op_geps[MB_OP_COPY] > 0 && !is_raw_copy) {
         double elems = 0;
-        for (int w = 0; w < K->n_writes; w++) elems += (double)mb_tensor_elems_at(p->g, K->writes[w], sh);
+        for (int w = 0; w < K->n_writes; w++) /* partial sums: every row added in */
+            elems += (double)mb_tensor_elems_at(p->g, p->g->nodes[K->writes[w]].shape == MB_SHC_PART ?
+                                                          p->g->nodes[K->writes[w]].arg[0] : K->writes[w], sh);
         for (int r = 0; r < K->n_reads; r++)
             if (p->g->nodes[K->reads[r]].dtype != MB_F32) elems += (double)mb_tensor_elems_at(p->g, K->reads[r], sh);
         rated_s += elems / (d->op_geps[MB_OP_COPY] * 1e9);

@@ -490,6 +490,16 @@ static void check_partial_colsums(void)
         CHECK_EQ_I64(out.per_kernel[2].read_bytes, cases[c].sums * part);
         CHECK_EQ_I64(out.per_kernel[2].write_bytes, cases[c].sums * C * 4);
         mb_estimate_free(&out);
+        /* a compiled kernel's partial sums: a load and a store of the block's row an
+         * element (LayerNorm's bias sum reads dy in one pass more: 5 more, not 4) */
+        mb_plan *w = NULL;
+        g->colsum_partial = 0;
+        CHECK(mb_plan_build(g, MB_PLAN_RECOMPUTE, &w, &e) == MB_OK);
+        g->colsum_partial = 1;
+        if (w)
+            CHECK(mb_kernel_onepass_cache_accesses(p->g, &p->kernels[1]) ==
+                  mb_kernel_onepass_cache_accesses(w->g, &w->kernels[1]) + 2 * cases[c].sums + (cases[c].sums - 1));
+        mb_plan_free(w);
         CHECK(mb_estimate_plan_shape(p, (mb_shape){2, 64, C, 0}, &d, &out, &e) == MB_OK);
         if (out.per_kernel) CHECK_EQ_I64(out.per_kernel[2].read_bytes, cases[c].sums * 64 * C * 4);
         mb_estimate_free(&out);
