@@ -68,6 +68,10 @@ want = cli("mlp", "--variant", "llama_mlp", "--dims", "tokens=512,dim=256,ffn=70
 check(len(lv) == 4 and set(lv["variant"]) == {"llama_mlp"}
       and list(lv["time_s"]) == [p["time_s"] for r in want for p in r["plans"]],
       "mlp(variant=...): a layer written with '@', one row per device and plan, the CLI's times")
+cp = membound.model("rmsnorm_affine_bwd", shape="4096x4096", plan="eager,recompute", colsum="partial")
+check(list(cp["plan"]) == ["eager", "recompute"] and cp["colsum_blocks"].isna().tolist() == [True, False]
+      and cp["colsum_blocks"].iloc[1] == 132,
+      "model(colsum='partial'): --colsum partial, the blocks in the recompute row only")
 try:
     membound.model("no_such_variant")
     check(False, "an unknown variant raises")
