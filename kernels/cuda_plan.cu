@@ -742,7 +742,8 @@ extern "C" int mb_kern_cuda_plan_new_shape(const mb_plan *p, mb_shape shape, con
     const int64_t n = mb_shape_elems(shape);
     if (n < 1 || n > MB_N_MAX) return mb_err_set(err, MB_EINPUT, "n = %lld is out of range", (long long)n);
     /* partial sums: a row group an SM (mb_device_partial_blocks on this GPU) */
-    shape.blocks = (sm_count > 0 ? sm_count : 1) < shape.rows ? (sm_count > 0 ? sm_count : 1) : shape.rows;
+    const int64_t sms = sm_count > 0 ? sm_count : 1;
+    shape.blocks = sms < shape.rows ? sms : shape.rows;
     mb_kern_cuda_plan *cp = (mb_kern_cuda_plan *)calloc(1, sizeof *cp);
     if (!cp) return mb_err_set(err, MB_ERUN, "out of memory");
     int nn = p->g->n_nodes;

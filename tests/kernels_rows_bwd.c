@@ -254,7 +254,8 @@ static void runs(void)
                 continue;
             }
             for (int si = 0; si < 3 && p; si++) {
-                if (si == 1 && (i != nt || k == MB_PLAN_EAGER)) continue; /* long rows: softmax_bwd's fused plans */
+                /* long rows (multi-pass): softmax_bwd's fused plans, the built-in norms' split ones */
+                if (si == 1 && ((i != nt && !(part && i > nt)) || k == MB_PLAN_EAGER)) continue;
                 if (si == 2 && !part) continue;
                 for (int ex = 0; ex < MB_KERN_EXEC_COUNT; ex++) {
                     mb_kern_tensors t;
