@@ -538,10 +538,11 @@ static int choose(const mb_plan *p, int k, mb_shape shape, const mb_device *spec
             c->smem_bytes = (int64_t)mb_cuda_rowop_smem(c->op, c->dt, c->warp, c->onepass, shape.cols);
             return MB_OK;
         }
-        snprintf(c->symbol, sizeof c->symbol, "row_eval_kernel<%d>", c->warp);
         mb_row_prog *P = (mb_row_prog *)malloc(sizeof *P);
         if (!P) return mb_err_set(err, MB_ERUN, "out of memory");
         int rc = mb_cuda_row_lower(p, k, shape, c->onepass, NULL, P, err);
+        snprintf(c->symbol, sizeof c->symbol, "%s<%d>", rc == MB_OK && P->blocks > 0 ? "row_part_kernel" : "row_eval_kernel",
+                 c->warp);
         if (rc == MB_OK) c->smem_bytes = (int64_t)mb_cuda_row_smem(P, c->warp);
         free(P);
         return rc;

@@ -5,6 +5,8 @@
  *   row_eval_kernel<1>  a warp takes a row (rows up to MB_ROW_WARP_MAX_COLS
  *                       columns), 8 rows a block
  *   row_eval_kernel<0>  the block takes a row
+ *   row_part_kernel<w>  either, for a kernel that sums a colsum's operand in
+ *                       partial sums (a row group owning each row of them)
  * In each pass the group walks its row 4 columns per thread per iteration
  * (16-byte f32 / 8-byte bf16, f16 vectors when cols is a multiple of 4, else
  * element by element), runs the instructions of that pass in order, and at
@@ -158,6 +160,7 @@ MB_HD static inline void row_eval_rv(const mb_row_prog &P, const row_view &V, in
 /* Pass p, every lane: its partial statistics reset, then its columns
  * (lane, lane + G, ... in groups of 4): reads loaded (from the staged row
  * in a later pass of one pass), instructions run, full-row writes stored. */
+template <int PART>
 MB_HD static inline void row_columns(const mb_row_prog &P, const row_view &V, int64_t row, int p, int lane, int G)
 {
     const uint32_t bit = 1u << p;
@@ -207,8 +210,12 @@ ROW_UNROLL
         for (int w = 0; w < P.n_writes; w++) {
             const mb_row_io &io = P.writes[w];
             if (!MB_ROWT_HAS_COLS(io.shape) || !(io.mask & bit)) continue;
-            if (io.shape == MB_ROWT_PART) { /* f32: this group's row of the partial sums, its own */
+            if (PART && io.shape == MB_ROWT_PART) { /* f32: this group's row of the partial sums, its own */
+#ifdef __CUDA_ARCH__ /* row % P.blocks is the group's index (row_part_kernel): no 64-bit division */
+                const int64_t pb = (int64_t)(blockIdx.x * (blockDim.x / G) + threadIdx.x / G) * cols;
+#else
                 const int64_t pb = (row % P.blocks) * cols;
+#endif
                 float4 v = V.slot[io.at * sstride];
                 if (row >= P.blocks) {
                     const float4 o = row_load4(io.p, io.dt, pb, c, cols, vec);
@@ -247,7 +254,7 @@ MB_HD static inline void row_store_rv(const mb_row_prog &P, const row_view &V, i
     }
 }
 
-template <int WARP>
+template <int WARP, int PART>
 __device__ void row_one(const mb_row_prog &P, const row_smem &M, int64_t row, int g, int lane, int G)
 {
     row_view V;
@@ -262,7 +269,7 @@ __device__ void row_one(const mb_row_prog &P, const row_smem &M, int64_t row, in
         group_sync<WARP>(); /* the last pass's statistics and row values are in */
         if (lane == 0) row_eval_rv(P, V, p);
         group_sync<WARP>();
-        row_columns(P, V, row, p, lane, G);
+        row_columns<PART>(P, V, row, p, lane, G);
         /* the pass's statistics across the group */
         for (int s = 0; s < P.n_stats; s++) {
             const mb_row_stat &st = P.stats[s];
@@ -284,12 +291,10 @@ __device__ void row_one(const mb_row_prog &P, const row_smem &M, int64_t row, in
     group_sync<WARP>(); /* the next row reuses res, rv and the stage */
 }
 
-/* The block form (a row a block, the multi-pass rows) at 8 blocks an SM:
- * 2048 threads, the model's rows in flight on CC 8.0/9.0/10.0 (SMs x
- * max_threads_per_sm / 256); ptxas gives it 32 registers without a spill
- * (44 unbounded held 5 blocks). The warp form spills at 32: unbounded. */
-template <int WARP>
-__global__ void __launch_bounds__(MB_CUDA_THREADS, WARP ? 1 : 2048 / MB_CUDA_THREADS) row_eval_kernel(const __grid_constant__ mb_row_prog P)
+/* A row group's rows: the groups of the grid in turn; with partial sums
+ * (PART) P.blocks groups, group b taking rows b, b + P.blocks, ... */
+template <int WARP, int PART>
+__device__ void row_eval_body(const mb_row_prog &P)
 {
     extern __shared__ __align__(16) unsigned char row_smem_raw[];
     const int G = WARP ? 32 : (int)blockDim.x;
@@ -305,11 +310,28 @@ __global__ void __launch_bounds__(MB_CUDA_THREADS, WARP ? 1 : 2048 / MB_CUDA_THR
     M.stage = row_smem_raw + off[5];
     const int g = WARP ? (int)threadIdx.x / 32 : 0;
     const int lane = WARP ? (int)threadIdx.x % 32 : (int)threadIdx.x;
-    /* with partial sums the row groups are P.blocks, each its rows' sums' owner */
     const int64_t first = (int64_t)blockIdx.x * groups + g;
-    const int64_t stride = P.blocks > 0 ? P.blocks : (int64_t)gridDim.x * groups;
-    if (P.blocks > 0 && first >= P.blocks) return; /* a warp of the last block beyond them */
-    for (int64_t row = first; row < P.rows; row += stride) row_one<WARP>(P, M, row, g, lane, G);
+    const int64_t stride = PART ? P.blocks : (int64_t)gridDim.x * groups;
+    if (PART && first >= P.blocks) return; /* a warp of the last block beyond them */
+    for (int64_t row = first; row < P.rows; row += stride) row_one<WARP, PART>(P, M, row, g, lane, G);
+}
+
+/* The block form (a row a block, the multi-pass rows) at 8 blocks an SM:
+ * 2048 threads, the model's rows in flight on CC 8.0/9.0/10.0 (SMs x
+ * max_threads_per_sm / 256); ptxas gives it 32 registers without a spill
+ * (44 unbounded held 5 blocks). The warp form spills at 32: unbounded. */
+template <int WARP>
+__global__ void __launch_bounds__(MB_CUDA_THREADS, WARP ? 1 : 2048 / MB_CUDA_THREADS) row_eval_kernel(const __grid_constant__ mb_row_prog P)
+{
+    row_eval_body<WARP, 0>(P);
+}
+
+/* A kernel with partial sums (P.blocks > 0): a block an SM at most (Liger's
+ * grid of sm_count), so no occupancy bound on its registers. */
+template <int WARP>
+__global__ void __launch_bounds__(MB_CUDA_THREADS, 1) row_part_kernel(const __grid_constant__ mb_row_prog P)
+{
+    row_eval_body<WARP, 1>(P);
 }
 
 /* ---- host emulation ----------------------------------------------------------------- */
@@ -340,7 +362,8 @@ int mb_cuda_row_emulate(const mb_row_prog *P, int G)
             for (int lane = 0; lane < G; lane++) {
                 V.slot = slot0 + lane;
                 V.part = part0 + lane;
-                row_columns(*P, V, row, p, lane, G);
+                if (P->blocks > 0) row_columns<1>(*P, V, row, p, lane, G);
+                else row_columns<0>(*P, V, row, p, lane, G);
             }
             for (int s = 0; s < P->n_stats; s++) {
                 const mb_row_stat &st = P->stats[s];
@@ -379,20 +402,20 @@ template <int WARP>
 static cudaError_t launch_rows(const mb_row_prog *prog, int sm_count, cudaStream_t s, int *grid_out)
 {
     const size_t smem = mb_cuda_row_smem(prog, WARP);
+    void (*const kernel)(const mb_row_prog) = prog->blocks > 0 ? row_part_kernel<WARP> : row_eval_kernel<WARP>;
     if (smem > 48 * 1024) {
-        cudaError_t e = cudaFuncSetAttribute(row_eval_kernel<WARP>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                             (int)smem);
+        cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
         if (e != cudaSuccess) return e;
     }
     int b = 0;
-    cudaError_t e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&b, row_eval_kernel<WARP>, MB_CUDA_THREADS, smem);
+    cudaError_t e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&b, kernel, MB_CUDA_THREADS, smem);
     if (e != cudaSuccess) return e;
     const int64_t per_block = WARP ? ROW_WARPS : 1;
     /* partial sums: one row group for each block of them (Liger's grid of sm_count) */
     const int64_t want = ((prog->blocks > 0 ? prog->blocks : prog->rows) + per_block - 1) / per_block;
     const int64_t full = (int64_t)(sm_count > 0 ? sm_count : 1) * (b > 0 ? b : 1);
     const int grid = (int)(want < full || prog->blocks > 0 ? (want < 1 ? 1 : want) : full);
-    row_eval_kernel<WARP><<<grid, MB_CUDA_THREADS, smem, s>>>(*prog);
+    kernel<<<grid, MB_CUDA_THREADS, smem, s>>>(*prog);
     if (grid_out) *grid_out = grid;
     return cudaGetLastError();
 }
