@@ -7,8 +7,9 @@
 #      (2^16, 2^18, ..., 2^28, f32 and bf16; softmax, softmax_op, layernorm,
 #      rmsnorm at 65536x1024, rows kept on chip, and 512x262144, rows
 #      re-read each pass, f32; then softmax_bwd, layernorm_bwd, rmsnorm_bwd,
-#      layernorm_affine_bwd, rmsnorm_affine_bwd at the same shapes, in a run
-#      of their own) with CUPTI counters and
+#      layernorm_affine_bwd, rmsnorm_affine_bwd, and those two with their
+#      weights' gradients in partial sums (colsum partial), at the same
+#      shapes, in a run of their own) with CUPTI counters and
 #      event timing;
 #   2. scripts/gpu-ncu.sh: our counted bytes against Nsight Compute's at
 #      n = 2^26, with both collection wall times;
@@ -58,7 +59,7 @@ skip=","
 sizes=""
 work=""
 
-usage() { sed -n '2,46s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"; }
+usage() { sed -n '2,50s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"; }
 die_usage() { echo "gpu-session: error: $*" >&2; exit 2; }
 
 while [ $# -gt 0 ]; do

@@ -7,8 +7,9 @@
 # rmsnorm: every plan) at two shapes, one whose rows fit on chip (one pass)
 # and one whose rows do not (multi-pass), in f32, and their backward variants
 # (softmax_bwd, layernorm_bwd, rmsnorm_bwd, and layernorm_affine_bwd and
-# rmsnorm_affine_bwd with the weights' gradients: every plan) in a run of
-# their own after them. Writes CSVs, the spec, provenance and a log into OUTDIR
+# rmsnorm_affine_bwd with the weights' gradients: every plan; and the last
+# two again with a 'colsum partial' line, their weights' gradients in
+# per-block partial sums) in a run of their own after them. Writes CSVs, the spec, provenance and a log into OUTDIR
 # and prints a summary table last. Needs no network, GSL or gnuplot.
 # The sweep runs the cold-memory sizes first, one measure run per size above
 # 2^24, largest first (2^28, then 2^26: every row the >= 4x L2 bytes
@@ -41,6 +42,10 @@
 #                   rmsnorm_bwd,layernorm_affine_bwd,rmsnorm_affine_bwd: the
 #                   last two with the weights' gradients, sums over the
 #                   rows); "none" leaves them out
+#   --row-partial L the backward variants run again with 'colsum partial' (a
+#                   copy of each written into OUTDIR as NAME_partial.mb:
+#                   layernorm_affine_partial.mb, ...), in the backward run
+#                   (default layernorm_affine_bwd,rmsnorm_affine_bwd); "none"
 #   --debs DIR      unpack the .deb files in DIR (libinih-dev, libjansson-dev, libcsv-dev, libyajl-dev,
 #                   pkgconf ... fetched elsewhere with apt-get download) into a
 #                   private prefix and build against it, for machines without
@@ -50,8 +55,9 @@
 #                   the script started; skipped sizes are named (default: none)
 #   --summary-only  only print the summary of the files already in OUTDIR
 #   -h, --help      this text
-# Environment: MB_SIZES, MB_DTYPES, MB_ROW_SHAPES, MB_ROW_DTYPES, MB_ROW_BWD
-# (defaults of --sizes, --dtypes, --row-shapes, --row-dtypes, --row-bwd),
+# Environment: MB_SIZES, MB_DTYPES, MB_ROW_SHAPES, MB_ROW_DTYPES, MB_ROW_BWD,
+# MB_ROW_PARTIAL (defaults of --sizes, --dtypes, --row-shapes, --row-dtypes,
+# --row-bwd, --row-partial),
 # MB_BUILD_DIR, MB_CMAKE_ARGS (more arguments for cmake's configure step)
 # Exit: 0 all passed; 1 a step failed or a row failed its check; 2 bad usage;
 # 3 no usable GPU (nothing measured).
@@ -66,13 +72,14 @@ row_shapes=${MB_ROW_SHAPES:-65536x1024,512x262144}
 row_dtypes=${MB_ROW_DTYPES:-f32}
 row_variants=(softmax softmax_op layernorm rmsnorm)
 row_bwd=${MB_ROW_BWD:-softmax_bwd,layernorm_bwd,rmsnorm_bwd,layernorm_affine_bwd,rmsnorm_affine_bwd}
+row_partial=${MB_ROW_PARTIAL:-layernorm_affine_bwd,rmsnorm_affine_bwd}
 debs=""
 deb_cmake=()
 do_build=1
 summary_only=0
 out=""
 
-usage() { sed -n '2,55s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"; }
+usage() { sed -n '2,63s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"; }
 
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -85,6 +92,7 @@ while [ $# -gt 0 ]; do
     --row-shapes) [ $# -ge 2 ] || { echo "gpu-validate: error: --row-shapes needs a list" >&2; exit 2; }; row_shapes=$2; shift 2 ;;
     --row-dtypes) [ $# -ge 2 ] || { echo "gpu-validate: error: --row-dtypes needs a list" >&2; exit 2; }; row_dtypes=$2; shift 2 ;;
     --row-bwd) [ $# -ge 2 ] || { echo "gpu-validate: error: --row-bwd needs a list" >&2; exit 2; }; row_bwd=$2; shift 2 ;;
+    --row-partial) [ $# -ge 2 ] || { echo "gpu-validate: error: --row-partial needs a list" >&2; exit 2; }; row_partial=$2; shift 2 ;;
     --debs) [ $# -ge 2 ] || { echo "gpu-validate: error: --debs needs a folder" >&2; exit 2; }; debs=$2; shift 2 ;;
     --budget-s)
       if [ $# -lt 2 ] || ! [[ $2 =~ ^[0-9]+$ ]]; then
@@ -106,6 +114,14 @@ fi
   { echo "gpu-validate: error: --row-bwd '$row_bwd': expected VARIANT,... or none" >&2; exit 2; }
 row_bwd_variants=()
 [ "$row_bwd" = none ] || read -r -a row_bwd_variants <<<"${row_bwd//,/ }"
+[[ $row_partial =~ ^(none|[a-z0-9_]+(,[a-z0-9_]+)*)$ ]] ||
+  { echo "gpu-validate: error: --row-partial '$row_partial': expected VARIANT,... or none" >&2; exit 2; }
+row_partial_variants=()
+[ "$row_partial" = none ] || read -r -a row_partial_variants <<<"${row_partial//,/ }"
+for v in ${row_partial_variants[@]+"${row_partial_variants[@]}"}; do
+  [ -f "$repo/model/variants/$v.mb" ] ||
+    { echo "gpu-validate: error: --row-partial: no built-in variant '$v' (model/variants/$v.mb)" >&2; exit 2; }
+done
 [ -n "$out" ] || { echo "gpu-validate: error: no OUTDIR (usage: scripts/gpu-validate.sh [options] OUTDIR)" >&2; exit 2; }
 if ! mkdir -p "$out" 2>/dev/null || [ ! -w "$out" ]; then
   echo "gpu-validate: error: cannot write to '$out'" >&2
@@ -113,6 +129,15 @@ if ! mkdir -p "$out" 2>/dev/null || [ ! -w "$out" ]; then
 fi
 out=$(cd "$out" && pwd)
 case "$build" in /*) ;; *) build=$PWD/$build ;; esac # measure runs inside OUTDIR
+# the partial-sum copies (with the backward run): the built-in with a
+# 'colsum partial' line, renamed
+[ "$row_bwd" = none ] && row_partial_variants=()
+for v in ${row_partial_variants[@]+"${row_partial_variants[@]}"}; do
+  f=$out/${v%_bwd}_partial.mb
+  sed "s/^backward\$/backward\ncolsum partial/; s/^name .*/name ${v%_bwd}_partial/" "$repo/model/variants/$v.mb" >"$f" ||
+    { echo "gpu-validate: error: cannot write '$f'" >&2; exit 2; }
+  row_bwd_variants+=("$f")
+done
 
 log=$out/gpu-validate.log
 : >"$log"

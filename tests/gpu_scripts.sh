@@ -82,6 +82,7 @@ case "$1" in
       case "$1" in
         --backend|--device|--timeout) shift ;;
         [a-z]*) vars="$vars $1" ;;
+        /*) vars="$vars $(basename "$1")" ;;
         --sizes) sizes=$2; shift ;;
         --shape) shape=$2; shift ;;
         --dtype) dtypes=$2; shift ;;
@@ -125,10 +126,11 @@ check "sweep, enough budget: the small sizes last, in one run" \
   bash -c "[ \"\$(tail -n1 '$tmp/sizes.log')\" = '65536,262144,1048576,4194304,16777216' ]"
 check "sweep: the row variants after 2^26, at both shapes, before the small sizes" \
   bash -c "[ \"\$(sed -n 3p '$tmp/sizes.log')\" = 'shape 65536x1024,512x262144' ]"
-check "sweep: the backward row variants in a run of their own after the forward ones, at both shapes" \
+check "sweep: the backward row variants (and two with colsum partial) in a run of their own after the forward ones, at both shapes" \
   bash -c "[ \"\$(sed -n 4p '$tmp/sizes.log')\" = 'shape 65536x1024,512x262144' ] &&
            [ \"\$(cat '$tmp/sizes.log.variants')\" = 'softmax softmax_op layernorm rmsnorm
-softmax_bwd layernorm_bwd rmsnorm_bwd layernorm_affine_bwd rmsnorm_affine_bwd' ]"
+softmax_bwd layernorm_bwd rmsnorm_bwd layernorm_affine_bwd rmsnorm_affine_bwd layernorm_affine_partial.mb rmsnorm_affine_partial.mb' ] &&
+           grep -q '^colsum partial\$' '$tmp/v2/rmsnorm_affine_partial.mb' && grep -q '^name rmsnorm_affine_partial\$' '$tmp/v2/rmsnorm_affine_partial.mb'"
 check "sweep: measure.csv holds both row runs' rows (2 plans x 2 shapes each)" \
   bash -c "[ \"\$(grep -c ',cuda,softmax,' '$tmp/v2/measure.csv')\" -eq 8 ]"
 check "sweep: the summary names each shape" \
@@ -146,6 +148,11 @@ FAKE_LOG=$tmp/sizes.log PATH=$tmp/fakesmi:$PATH bash "$src/scripts/gpu-validate.
 r=$?
 check "sweep, --row-bwd 'softmax_bwd;x': exit 2 (got $r), one line" \
   bash -c "[ $r -eq 2 ] && grep -q \"error: --row-bwd 'softmax_bwd;x'\" '$tmp/v6.log'"
+FAKE_LOG=$tmp/sizes.log PATH=$tmp/fakesmi:$PATH bash "$src/scripts/gpu-validate.sh" --no-build --build "$tmp/fake" \
+  --sizes 2^26 --row-partial nosuch_bwd "$tmp/v7" >"$tmp/v7.log" 2>&1
+r=$?
+check "sweep, --row-partial nosuch_bwd: exit 2 (got $r), one line" \
+  bash -c "[ $r -eq 2 ] && [ \"\$(wc -l <'$tmp/v7.log')\" -eq 1 ] && grep -q \"no built-in variant 'nosuch_bwd'\" '$tmp/v7.log'"
 FAKE_LOG=$tmp/sizes.log PATH=$tmp/fakesmi:$PATH bash "$src/scripts/gpu-validate.sh" --no-build --build "$tmp/fake" \
   --sizes 2^26 --row-shapes 4096 "$tmp/v4" >"$tmp/v4.log" 2>&1
 r=$?
