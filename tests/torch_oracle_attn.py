@@ -23,7 +23,7 @@ import tempfile
 import torch
 import torch.nn.functional as F
 
-from torch_oracle_rows import Ops  # beside this file: the dispatch recorder the oracles share
+from torch_oracle_rows import Ops, report, summary  # beside this file: the dispatch recorder and the case report the oracles share
 
 B, H, N, D = 2, 3, 16, 8
 NOT_KERNELS = {"detach", "expand", "is_same_size", "view", "_unsafe_view", "alias", "lift_fresh", "ones_like",
@@ -95,18 +95,8 @@ def main():
     for causal in (False, True):
         label = "standard attention" + (", causal mask" if causal else "")
         want, want_saved = torch_run(causal)
-        try:
-            got, got_saved = mb_run(causal)
-        except RuntimeError as e:
-            got, got_saved = [str(e)], -1
-        ok = want == got and want_saved == got_saved
-        print(f"{'ok' if ok else 'FAIL'}: {label}: {len(want)} kernels, saved {want_saved} B")
-        if not ok:
-            print(f"  torch:    {' '.join(want)} (saved {want_saved} B)\n"
-                  f"  membound: {' '.join(got)} (saved {int(got_saved)} B)")
-            fails += 1
-    print(f"{2 - fails} of 2 cases match torch {torch.__version__}")
-    return 1 if fails else 0
+        fails += report(label, want, want_saved, lambda: mb_run(causal))
+    return summary(2, fails)
 
 
 if __name__ == "__main__":

@@ -23,7 +23,7 @@ import tempfile
 import torch
 import torch.nn.functional as F
 
-from torch_oracle_rows import Ops  # beside this file: the dispatch recorder both oracles use
+from torch_oracle_rows import Ops, report, summary  # beside this file: the dispatch recorder and the case report the oracles share
 
 ROWS, COLS, N = 8, 16, 64
 DIMS = {"batch": 2, "heads": 3, "seq": 4, "head_dim": 8}
@@ -160,20 +160,9 @@ def main():
     fails = 0
     for label, variant, inputs, f in CASES:
         want, want_saved = torch_run(inputs, f)
-        try:
-            got, got_saved = mb_run(variant, inputs)
-        except RuntimeError as e:
-            got, got_saved = [str(e)], -1
-        extra = MEAN_INPUT.get(label, 0)
-        ok = want == got and want_saved == got_saved + extra
-        print(f"{'ok' if ok else 'FAIL'}: {label}: {len(want)} kernels, saved {want_saved} B"
-              + (f" ({extra} B of them mean's input, torch {torch.__version__})" if extra else ""))
-        if not ok:
-            print(f"  torch:    {' '.join(want)} (saved {want_saved} B)\n"
-                  f"  membound: {' '.join(got)} (saved {got_saved} B)")
-            fails += 1
-    print(f"{len(CASES) - fails} of {len(CASES)} cases match torch {torch.__version__}")
-    return 1 if fails else 0
+        fails += report(label, want, want_saved, lambda: mb_run(variant, inputs), MEAN_INPUT.get(label, 0),
+                        f"mean's input, torch {torch.__version__}")
+    return summary(len(CASES), fails)
 
 
 if __name__ == "__main__":

@@ -26,7 +26,7 @@ import tempfile
 import torch
 import torch.nn.functional as F
 
-from torch_oracle_rows import Ops  # beside this file: the dispatch recorder both oracles use
+from torch_oracle_rows import Ops, report, summary  # beside this file: the dispatch recorder and the case report the oracles share
 
 TOKENS, D, FF = 64, 32, 128
 NOT_KERNELS = {"detach", "expand", "is_same_size", "view", "_unsafe_view", "alias", "lift_fresh", "ones_like",
@@ -133,20 +133,9 @@ def main():
     fails = 0
     for label, layer, params, f in CASES:
         want, want_saved = torch_run(params, f)
-        try:
-            got, got_saved = mb_run(layer)
-        except RuntimeError as e:
-            got, got_saved = [str(e)], -1
-        extra = NOT_IN_MB.get(layer, 0)
-        ok = want == got and want_saved == got_saved + extra
-        print(f"{'ok' if ok else 'FAIL'}: {label}: {len(want)} kernels, saved {want_saved} B"
-              + (f" ({extra} B of them layer_norm's mean and rstd)" if extra else ""))
-        if not ok:
-            print(f"  torch:    {' '.join(want)} (saved {want_saved} B)\n"
-                  f"  membound: {' '.join(got)} (saved {int(got_saved)} B)")
-            fails += 1
-    print(f"{len(CASES) - fails} of {len(CASES)} cases match torch {torch.__version__}")
-    return 1 if fails else 0
+        fails += report(label, want, want_saved, lambda: mb_run(layer), NOT_IN_MB.get(layer, 0),
+                        "layer_norm's mean and rstd")
+    return summary(len(CASES), fails)
 
 
 if __name__ == "__main__":

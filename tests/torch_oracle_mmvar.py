@@ -22,7 +22,7 @@ import tempfile
 import torch
 import torch.nn.functional as F
 
-from torch_oracle_rows import Ops  # beside this file: the dispatch recorder the oracles share
+from torch_oracle_rows import Ops, report, summary  # beside this file: the dispatch recorder and the case report the oracles share
 from torch_oracle_mlp import CPU_SPEC, FROM_MB, NOT_KERNELS, gelu_new
 from torch_oracle_mlp import FROM_TORCH as MLP_FROM_TORCH
 
@@ -153,18 +153,8 @@ def main():
     fails = 0
     for label, text, dims, params, inputs, f in CASES:
         want, want_saved = torch_run(params, inputs, f)
-        try:
-            got, got_saved = mb_run(text, dims)
-        except RuntimeError as e:
-            got, got_saved = [str(e)], -1
-        ok = want == got and want_saved == got_saved
-        print(f"{'ok' if ok else 'FAIL'}: {label}: {len(want)} kernels, saved {want_saved} B")
-        if not ok:
-            print(f"  torch:    {' '.join(want)} (saved {want_saved} B)\n"
-                  f"  membound: {' '.join(got)} (saved {int(got_saved)} B)")
-            fails += 1
-    print(f"{len(CASES) - fails} of {len(CASES)} cases match torch {torch.__version__}")
-    return 1 if fails else 0
+        fails += report(label, want, want_saved, lambda: mb_run(text, dims))
+    return summary(len(CASES), fails)
 
 
 if __name__ == "__main__":

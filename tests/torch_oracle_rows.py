@@ -119,6 +119,30 @@ class Ops(TorchDispatchMode):
         return func(*args, **(kwargs or {}))
 
 
+def report(label, want, want_saved, run, extra=0, why=""):
+    """One case of an oracle: torch's kernels and saved bytes (want,
+    want_saved) against membound's, run() -> (names, saved bytes), extra of
+    torch's saved bytes allowed (why: what they are). Prints ok or FAIL with
+    both sides; returns 1 when they differ (a failed run differs)."""
+    try:
+        got, got_saved = run()
+    except (RuntimeError, subprocess.CalledProcessError) as e:
+        got, got_saved = [str(e)], -1
+    ok = want == got and want_saved == got_saved + extra
+    print(f"{'ok' if ok else 'FAIL'}: {label}: {len(want)} kernels, saved {want_saved} B"
+          + (f" ({extra} B of them {why})" if extra else ""))
+    if not ok:
+        print(f"  torch:    {' '.join(want)} (saved {want_saved} B)\n"
+              f"  membound: {' '.join(got)} (saved {int(got_saved)} B)")
+    return 0 if ok else 1
+
+
+def summary(n, fails):
+    """The oracle's last line and its exit status."""
+    print(f"{n - fails} of {n} cases match torch {torch.__version__}")
+    return 1 if fails else 0
+
+
 def torch_run(f):
     torch.manual_seed(0)
     x = torch.randn(ROWS, COLS, requires_grad=True)
@@ -154,17 +178,10 @@ def main():
     fails = 0
     for variant, f in CASES:
         want, want_saved = torch_run(f)
-        got, got_saved = mb_run(variant)
         label = next(ln for ln in variant.splitlines() if ln.startswith("y =")) if "\n" in variant else variant
         extra, why = ALLOWED.get(label, (0, ""))
-        ok = want == got and want_saved == got_saved + extra
-        print(f"{'ok' if ok else 'FAIL'}: {label}: {len(got)} kernels, saved {got_saved} B"
-              + (f" (torch {want_saved} B: {why})" if extra else ""))
-        if not ok:
-            print(f"  torch:    {' '.join(want)} (saved {want_saved} B)\n  membound: {' '.join(got)}")
-            fails += 1
-    print(f"{len(CASES) - fails} of {len(CASES)} cases match torch {torch.__version__}")
-    return 1 if fails else 0
+        fails += report(label, want, want_saved, lambda: mb_run(variant), extra, why)
+    return summary(len(CASES), fails)
 
 
 if __name__ == "__main__":
