@@ -5,6 +5,8 @@
  * (measure/ does), measure variants or write the spec file (the CLI does). */
 #include "cal_int.h"
 #include "kernels_cuda.h"
+#include "mb_gemm.h"
+#include "meas_gemm.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -74,13 +76,49 @@ static const mb_device *table_match(const char *gpu)
     return best;
 }
 
+/* The bf16 GEMM's probe: a square product of this side through cuBLASLt, as
+ * large as stas00 ml-engineering's MAMF search finds its best shapes
+ * (products of 2048-10240 a side on A100 and H100). */
+#define MB_CAL_GPU_GEMM_N 4096
+
+/* bf16_gemm_tflops: the MB_CAL_GPU_GEMM_N^3 bf16 product timed through
+ * cuBLASLt (measure/cuda_gemm.cu: L2 cleaned, median of 20, checked against
+ * float64) over the model's tile and wave efficiency at that shape on d (so
+ * the model gives the measured time back there). 0 and why in why when the
+ * product cannot run or fails its check: the spec then keeps the table's
+ * figure. */
+static double probe_gemm(const mb_meas_config *c, const mb_device *d, char *why, size_t whysz)
+{
+    const mb_gemm g = {MB_CAL_GPU_GEMM_N, MB_CAL_GPU_GEMM_N, MB_CAL_GPU_GEMM_N, 1, MB_BF16, 0, 0};
+    mb_meas_gemm_result r;
+    mb_gemm_est e;
+    mb_err err;
+    if (mb_meas_cuda_gemm(c, &g, MB_MEAS_GEMM_NONE, 20, &r, &err) != MB_OK) {
+        snprintf(why, whysz, "%.120s", err.msg);
+        return 0;
+    }
+    if (!r.verified) {
+        snprintf(why, whysz, "the product failed its float64 check (error %.2g, bound %.2g)", r.max_rel_err, r.tol);
+        return 0;
+    }
+    if (mb_gemm_estimate(&g, d, &e, &err) != MB_OK || !(e.efficiency > 0)) {
+        snprintf(why, whysz, "%.120s", err.msg);
+        return 0;
+    }
+    snprintf(why, whysz, "%d^3 through cuBLASLt, %.0f TFLOP/s at %.2f of the tiles' and waves' efficiency",
+             MB_CAL_GPU_GEMM_N, r.gflops_median / 1e3, e.efficiency);
+    return r.gflops_median / 1e3 / e.efficiency;
+}
+
 /* GPU calibration for `membound calibrate --backend cuda`: a spec INI's
  * device from the driver (name, SMs, L2, memory, peak bandwidth) and
  * measured copy / read / write bandwidth (f32 arrays >= 8x L2, cold, median
  * of 10), launch overhead (a batch of empty kernels queued behind the
  * blocking kernel, GPU side), fp32 FMA peak and
- * per-op rates (register-resident). bf16_tflops and sfu_tops come from the
- * device table when it lists this GPU, else fp32 / 0 (said in source).
+ * per-op rates (register-resident), the bf16 GEMM's rate (probe_gemm: the
+ * table's, else none, when it cannot run). bf16_tflops and sfu_tops come
+ * from the device table when it lists this GPU, else fp32 / 0 (said in
+ * source).
  * summary gets the figures for the user. MB_ERUN when no GPU or a CUDA call
  * fails. */
 int mb_cal_cuda(const mb_meas_config *c, mb_device *out, char *summary, size_t summarysz,
@@ -160,13 +198,18 @@ int mb_cal_cuda(const mb_meas_config *c, mb_device *out, char *summary, size_t s
     out->launch_overhead_us = t_empty / A.count * 1e6;
     mb_device_set(out, MB_DK_kernel_floor_us, t_floor * 1e6);
     out->mem_gb = dev->mem_bytes / 1e9;
+    char gemm_why[192];
+    out->bf16_gemm_tflops = probe_gemm(c, out, gemm_why, sizeof gemm_why);
+    const int gemm_measured = out->bf16_gemm_tflops > 0;
+    if (!gemm_measured) out->bf16_gemm_tflops = tab ? tab->bf16_gemm_tflops : 0;
     snprintf(out->source, sizeof out->source,
              "membound calibrate --backend cuda on %.60s (%s), driver %d.%d: peak = 2 x %d MHz x %d bit; "
              "copy %.0f, read %.0f, write %.0f GB/s (f32 n=%lld, cold, median of 10); launch = %d empty "
-             "kernels%s; kernel floor = one empty kernel between events; fp32 = FMA chains; op rates register-resident; bf16_tflops %s%.24s",
+             "kernels%s; kernel floor = one empty kernel between events; fp32 = FMA chains; op rates register-resident; bf16 GEMM %s; bf16_tflops %s%.24s",
              dev->name, g->pci, dev->driver_version / 1000, dev->driver_version % 1000 / 10,
              dev->mem_clock_khz / 1000, dev->bus_width_bits, copy_gbs, read_gbs, write_gbs, (long long)n, A.count,
              empty_blocked && mb_meas_gpu_blocked() ? " behind a blocking kernel" : " back to back (host launch rate included)",
+             gemm_measured ? "measured" : tab && tab->bf16_gemm_tflops > 0 ? "from the table (probe failed)" : "none (probe failed)",
              tab ? "and sfu_tops from table entry " : "= fp32 (GPU not in the table)", tab ? tab->name : "");
     snprintf(out->measured_at, sizeof out->measured_at, "%s %s", pv.host, pv.date);
     if (!summary || !summarysz) return MB_OK;
@@ -183,6 +226,8 @@ int mb_cal_cuda(const mb_meas_config *c, mb_device *out, char *summary, size_t s
                                                     : " back to back (host launch rate included)");
     snprintf(detail[MB_DK_kernel_floor_us], sizeof detail[0], "one empty kernel between events, median of 20");
     snprintf(detail[MB_DK_fp32_tflops], sizeof detail[0], "FMA chains, register resident");
+    snprintf(detail[MB_DK_bf16_gemm_tflops], sizeof detail[0], "%s%.150s", gemm_measured ? "" : "not measured: ",
+             gemm_why);
     FILE *fp = fmemopen(summary, summarysz, "w");
     if (!fp) {
         summary[0] = '\0';

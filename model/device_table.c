@@ -69,13 +69,14 @@ static const mb_device device_table[] = {
     {.name = "h100-sxm", .label = "NVIDIA H100 SXM5 80GB", .kind = "gpu", .onchip_kib = 484, .sm_count = 132,
      .max_threads_per_sm = 2048, .mem_bandwidth_gbs = 3350, .measured_bandwidth_gbs = MB_ROUND(0.80 * 3350),
      .cited_bandwidth_gbs = MB_ROUND(0.80 * 3350),
-     .cache_mb = 50, .fp32_tflops = 66.9, .bf16_tflops = 989.4,
+     .cache_mb = 50, .fp32_tflops = 66.9, .bf16_tflops = 989.4, .bf16_gemm_tflops = 794.5,
      .sfu_tops = 132 * 16 * 1.83e-3, .launch_overhead_us = 3, .mem_gb = 80,
      .source = "NVIDIA H100 datasheet via glennklockwood.com [S2] and Lightning-AI "
                "throughput.py [S1] (BF16 1979 sparse, halved); 132 SMs and L2 52428800 B "
                "from an H100 deviceQuery dump [S3]; SFU 132 SMs x 16/clk x 1.83 GHz = the "
                "3.9 TOPS of FlashAttention-3 [S34]; measured BW: FluidX3D benchmark table, "
-               "80% of peak [S7]; launch: gpu-specs.md sec. 4 default"},
+               "80% of peak [S7]; launch: gpu-specs.md sec. 4 default"
+               "; bf16 GEMM 794.5 TF: stas00 MAMF table [S8] (torch 2.7.0+cu126)"},
     {.name = "h100-pcie", .label = "NVIDIA H100 PCIe 80GB", .kind = "gpu", .onchip_kib = 484, .sm_count = 114,
      .max_threads_per_sm = 2048, .mem_bandwidth_gbs = 2000, .measured_bandwidth_gbs = MB_ROUND(0.85 * 2000),
      .cited_bandwidth_gbs = MB_ROUND(0.85 * 2000), .cache_mb = 50, .cache_resident_mb = 42.5,
@@ -100,7 +101,7 @@ static const mb_device device_table[] = {
     {.name = "h200", .label = "NVIDIA H200 SXM 141GB", .kind = "gpu", .onchip_kib = 484, .sm_count = 132,
      .max_threads_per_sm = 2048, .mem_bandwidth_gbs = 4800, .measured_bandwidth_gbs = MB_ROUND(0.73 * 4800),
      .cited_bandwidth_gbs = MB_ROUND(0.73 * 4800), .cache_mb = 60, .cache_resident_mb = 49.3,
-     .fp32_tflops = 66.9, .bf16_tflops = 989.4, .sfu_tops = 132 * 16 * 1.83e-3,
+     .fp32_tflops = 66.9, .bf16_tflops = 989.4, .bf16_gemm_tflops = 794.5, .sfu_tops = 132 * 16 * 1.83e-3,
      .launch_overhead_us = 2.4, .graph_launch_overhead_us = 1.3, .mem_gb = 141,
      .source = "AnandTech SC23 H200 article and hwcooling.net [S9] (memory), compute as "
                "H100 SXM [S2]; L2 60 MB as PyTorch reports on an H200 cloud VM (stas00 "
@@ -108,7 +109,8 @@ static const mb_device device_table[] = {
                "FluidX3D 73% [S7]: [B] has only read-only streams for H200, 3888 GB/s "
                "(gpu-l2-cache/h200.txt, one f64 stream, to 4.7 GiB) and 3780 "
                "(gpu-roofline, two f32 streams); resident L2 49.3 MiB: [B] gpu-l2-cache "
-               "knee; launch 2.4 us, graph 1.3: [B] gpu-small-kernels/h200[_graph].txt"},
+               "knee; launch 2.4 us, graph 1.3: [B] gpu-small-kernels/h200[_graph].txt"
+               "; bf16 GEMM 794.5 TF: stas00 MAMF table [S8] (the H100 SXM's row: 'H200 is the same')"},
     {.name = "gh200", .label = "NVIDIA GH200 Grace Hopper, GPU with 96GB HBM3", .kind = "gpu", .onchip_kib = 484, .sm_count = 132,
      .max_threads_per_sm = 2048, .mem_bandwidth_gbs = 4000, .measured_bandwidth_gbs = MB_ROUND(0.79 * 4000),
      .cited_bandwidth_gbs = MB_ROUND(0.79 * 4000), .cache_mb = 60, .cache_resident_mb = 49.3,
@@ -124,43 +126,47 @@ static const mb_device device_table[] = {
     {.name = "gh200-144gb", .label = "NVIDIA GH200 Grace Hopper, GPU with 144GB HBM3e",
      .kind = "gpu", .onchip_kib = 484, .sm_count = 132, .max_threads_per_sm = 2048,
      .mem_bandwidth_gbs = 4900, .measured_bandwidth_gbs = 0,
-     .cache_mb = 60, .cache_resident_mb = 49.3, .fp32_tflops = 67, .bf16_tflops = 990,
+     .cache_mb = 60, .cache_resident_mb = 49.3, .fp32_tflops = 67, .bf16_tflops = 990, .bf16_gemm_tflops = 828.6,
      .sfu_tops = 132 * 16 * 1.83e-3, .launch_overhead_us = 3, .mem_gb = 144,
      .source = "NVIDIA GH200 datasheet [S10] (144 GB HBM3e, up to 4.9 TB/s); L2 as gh200 "
                "(60 MiB, resident 49.3 as the H200's sweep [B]); SFU as H100 SXM "
                "[S34]; no measured BW for this memory option; launch: gpu-specs.md sec. 4 "
-               "default"},
+               "default"
+               "; bf16 GEMM 828.6 TF: stas00 MAMF table [S8] (900 W 141 GiB HBM3e GH200, torch 2.6.0+cu126)"},
     {.name = "b200", .label = "NVIDIA B200 180GB (HGX, per GPU)", .kind = "gpu", .onchip_kib = 484, .sm_count = 148,
      .max_threads_per_sm = 2048, .mem_bandwidth_gbs = 7700, .measured_bandwidth_gbs = MB_ROUND(0.81 * 8000),
      .cited_bandwidth_gbs = MB_ROUND(0.81 * 8000),
-     .cache_mb = 126.5, .fp32_tflops = 75, .bf16_tflops = 2250,
+     .cache_mb = 126.5, .fp32_tflops = 75, .bf16_tflops = 2250, .bf16_gemm_tflops = 1745.0,
      .sfu_tops = 5.0, .launch_overhead_us = 3, .mem_gb = 180,
      .source = "NVIDIA Blackwell datasheet [S11] (BF16 4.5 PF sparse, halved; early material "
                "said 8 TB/s); L2 129536 KiB from a B200 driver-property dump [S13] "
                "(unconfirmed); SFU: 'SFU EX2 5 TeraExponentials/s' (verda.com GB300 article "
                "[S15]); measured BW: FluidX3D 81% of 8000 GB/s [S7]; launch: gpu-specs.md "
-               "sec. 4 default"},
+               "sec. 4 default"
+               "; bf16 GEMM 1745.0 TF: stas00 MAMF table [S8] (torch 2.7.1+cu128)"},
     {.name = "gb200", .label = "NVIDIA GB200 (per Blackwell GPU)", .kind = "gpu", .onchip_kib = 484, .sm_count = 148,
      .max_threads_per_sm = 2048, .mem_bandwidth_gbs = 8000, .measured_bandwidth_gbs = 0,
-     .cache_mb = 126.5, .fp32_tflops = 80, .bf16_tflops = 2500,
+     .cache_mb = 126.5, .fp32_tflops = 80, .bf16_tflops = 2500, .bf16_gemm_tflops = 1822.0,
      .sfu_tops = 148 * 16 * 2.112e-3, .launch_overhead_us = 3, .mem_gb = 186,
      .source = "NVIDIA Blackwell datasheet [S11] (BF16 5 PF sparse, halved); 148 SMs and "
                "2.11 GHz from hmc-tech.com [S14] (unconfirmed); L2 assumed as B200 (same die); "
                "SFU 148 x 16/clk x 2.112 GHz; no measured BW in the reference; launch: "
-               "gpu-specs.md sec. 4 default"},
+               "gpu-specs.md sec. 4 default"
+               "; bf16 GEMM 1822.0 TF: stas00 MAMF table [S8] (torch 2.10.0.dev+cu130)"},
     {.name = "a100-40gb", .label = "NVIDIA A100 SXM4 40GB", .kind = "gpu", .onchip_kib = 420, .sm_count = 108,
      .max_threads_per_sm = 2048, .mem_bandwidth_gbs = 1555, .measured_bandwidth_gbs = 1382, .cited_bandwidth_gbs = 1382,
-     .cache_mb = 40, .fp32_tflops = 19.5, .bf16_tflops = 312,
+     .cache_mb = 40, .fp32_tflops = 19.5, .bf16_tflops = 312, .bf16_gemm_tflops = 271.2,
      .sfu_tops = 108 * 16 * 1.41e-3, .launch_overhead_us = 3, .mem_gb = 40,
      .source = "NVIDIA A100 datasheet via Lightning-AI throughput.py [S1]; 108 SMs, 1410 MHz, "
                "40 MB L2 (stas00 ml-engineering [S8], gpu_catalog [S16]); SFU 108 x 16/clk x "
                "1.41 GHz (16/clk unconfirmed for CC 8.0); measured BW: [B] "
                "gpu-stream/a100_40.txt scale, 2 GiB f64 arrays, read + write, 100% "
                "occupancy: 1382 (the file does not name SXM or PCIe; FluidX3D 84% [S7]); "
-               "launch: gpu-specs.md sec. 4 default"},
+               "launch: gpu-specs.md sec. 4 default"
+               "; bf16 GEMM 271.2 TF: stas00 MAMF table [S8] (A100 SXM, memory not given, torch 2.6.0+cu126)"},
     {.name = "a100-80gb", .label = "NVIDIA A100 SXM4 80GB", .kind = "gpu", .onchip_kib = 420, .sm_count = 108,
      .max_threads_per_sm = 2048, .mem_bandwidth_gbs = 2039, .measured_bandwidth_gbs = 1737, .cited_bandwidth_gbs = 1737,
-     .cache_mb = 40, .cache_resident_mb = 33.3, .fp32_tflops = 19.5, .bf16_tflops = 312,
+     .cache_mb = 40, .cache_resident_mb = 33.3, .fp32_tflops = 19.5, .bf16_tflops = 312, .bf16_gemm_tflops = 271.2,
      .sfu_tops = 108 * 16 * 1.41e-3, .launch_overhead_us = 2.6,
      .graph_launch_overhead_us = 1.3, .mem_gb = 80,
      .source = "NVIDIA A100 datasheet via Lightning-AI throughput.py [S1]; 2039 GB/s from "
@@ -169,7 +175,8 @@ static const mb_device device_table[] = {
                "gpu-stream/a100_80.txt scale, 2 GiB f64 arrays, read + write, 100% "
                "occupancy: 1737 ([B] plots it against 2039; FluidX3D 77% [S7]); resident "
                "L2 33.3 MiB: [B] gpu-l2-cache knee; launch 2.6 us, graph 1.3: [B] "
-               "gpu-small-kernels/a100_80[_graph].txt"},
+               "gpu-small-kernels/a100_80[_graph].txt"
+               "; bf16 GEMM 271.2 TF: stas00 MAMF table [S8] (A100 SXM, memory not given, torch 2.6.0+cu126)"},
     {.name = "a100-pcie-40gb", .label = "NVIDIA A100 PCIe 40GB", .kind = "gpu", .onchip_kib = 420, .sm_count = 108,
      .max_threads_per_sm = 2048, .mem_bandwidth_gbs = 1555, .measured_bandwidth_gbs = MB_ROUND(0.84 * 1555),
      .cited_bandwidth_gbs = MB_ROUND(0.84 * 1555),
@@ -182,12 +189,13 @@ static const mb_device device_table[] = {
     {.name = "a100-pcie-80gb", .label = "NVIDIA A100 PCIe 80GB", .kind = "gpu", .onchip_kib = 420, .sm_count = 108,
      .max_threads_per_sm = 2048, .mem_bandwidth_gbs = 1935, .measured_bandwidth_gbs = MB_ROUND(0.76 * 1935),
      .cited_bandwidth_gbs = MB_ROUND(0.76 * 1935),
-     .cache_mb = 40, .fp32_tflops = 19.5, .bf16_tflops = 312,
+     .cache_mb = 40, .fp32_tflops = 19.5, .bf16_tflops = 312, .bf16_gemm_tflops = 252.9,
      .sfu_tops = 108 * 16 * 1.41e-3, .launch_overhead_us = 3, .mem_gb = 80,
      .source = "NVIDIA A100 datasheet via Lightning-AI throughput.py [S1]; 1935 GB/s from "
                "FluidX3D [S7]; 40 MB L2 [S8]; SFU 108 x 16/clk x 1.41 GHz (16/clk "
                "unconfirmed for CC 8.0); measured BW: FluidX3D 76% [S7]; launch: "
-               "gpu-specs.md sec. 4 default"},
+               "gpu-specs.md sec. 4 default"
+               "; bf16 GEMM 252.9 TF: stas00 MAMF table [S8] (A100 PCIe, memory not given, torch 2.5.1+cu124)"},
     {.name = "v100", .label = "NVIDIA V100 SXM2 32GB", .kind = "gpu", .onchip_kib = 352, .sm_count = 80,
      .max_threads_per_sm = 2048, .mem_bandwidth_gbs = 900, .measured_bandwidth_gbs = 809, .cited_bandwidth_gbs = 809,
      .cache_mb = 6, .fp32_tflops = 15.7, .bf16_tflops = 0, .f16_tflops = 125,
@@ -302,7 +310,7 @@ static const mb_device device_table[] = {
                "(no Jetson figure in gpu-specs.md)"},
     {.name = "mi300x", .label = "AMD Instinct MI300X", .kind = "gpu", .onchip_kib = 576, .sm_count = 304,
      .max_threads_per_sm = 2048, .mem_bandwidth_gbs = 5300, .measured_bandwidth_gbs = 3997, .cited_bandwidth_gbs = 3997,
-     .cache_mb = 256, .fp32_tflops = 81.7, .bf16_tflops = 1307.4,
+     .cache_mb = 256, .fp32_tflops = 81.7, .bf16_tflops = 1307.4, .bf16_gemm_tflops = 668.4,
      .sfu_tops = 0, .launch_overhead_us = 2, .mem_gb = 192,
      .source = "ROCm gpu-specs.rst [S26] (304 CUs, L2 4 MiB per XCD, 256 MiB Infinity Cache: "
                "cache_mb is the Infinity Cache, the last level on the memory path); BF16 "
@@ -310,16 +318,18 @@ static const mb_device device_table[] = {
                "unconfirmed); no SFU rate in the reference; measured BW: [B] "
                "gpu-stream/mi300x.txt scale, 2 GiB f64 arrays, read + write, 100% "
                "occupancy: 3997 (best 4058 at 87.5%; FluidX3D 66% [S7]); launch 2.0 us: "
-               "MI210's in [B], the only AMD figure (unconfirmed for CDNA3)"},
+               "MI210's in [B], the only AMD figure (unconfirmed for CDNA3)"
+               "; bf16 GEMM 668.4 TF: stas00 MAMF table [S8] (TunableOp on, torch 2.5.1+rocm6.3)"},
     {.name = "mi325x", .label = "AMD Instinct MI325X", .kind = "gpu", .onchip_kib = 576, .sm_count = 304,
      .max_threads_per_sm = 2048, .mem_bandwidth_gbs = 6000, .measured_bandwidth_gbs = 0,
-     .cache_mb = 256, .fp32_tflops = 81.7, .bf16_tflops = 1307.4,
+     .cache_mb = 256, .fp32_tflops = 81.7, .bf16_tflops = 1307.4, .bf16_gemm_tflops = 784.9,
      .sfu_tops = 0, .launch_overhead_us = 2, .mem_gb = 256,
      .source = "ROCm gpu-specs.rst [S26] (304 CUs, 256 MiB Infinity Cache, the last level on "
                "the memory path); figures from awesomeagents.ai [S27] and stas00 "
                "ml-engineering [S8]; FP32 81.7 non-packed (163.4 packed); no SFU rate and no "
                "measured BW in the reference; launch 2.0 us: MI210's in [B], the only AMD "
-               "figure (unconfirmed for CDNA3)"},
+               "figure (unconfirmed for CDNA3)"
+               "; bf16 GEMM 784.9 TF: stas00 MAMF table [S8] (TunableOp on, 1000 W, torch 2.6.0+rocm6.2.4)"},
     {.name = "mi250x", .label = "AMD Instinct MI250X (both GCDs; each is a separate device)",
      .kind = "gpu", .onchip_kib = 576, .sm_count = 220, .max_threads_per_sm = 2048,
      .mem_bandwidth_gbs = 3277, .measured_bandwidth_gbs = 2 * 1183,

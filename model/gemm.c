@@ -9,8 +9,13 @@
  * an f32 mm/bmm is an IEEE FP32 SGEMM, not TF32 on the tensor cores
  * (PyTorch's CUDA semantics notes, "TensorFloat-32 (TF32) on Ampere (and
  * later) devices"; turned off after the discussion in pytorch/pytorch#67384)
- * — and bf16 and f16 at the dense tensor rate (f16_tflops where the table
- * gives one: V100 and T4 have FP16 tensor cores and no BF16). A CPU spec
+ * — and bf16 and f16 at the rate a large tensor-core GEMM reaches: the
+ * device's bf16_gemm_tflops, measured through PyTorch's matmul at its best
+ * shape (the maximum achievable: stas00 ml-engineering's MAMF table, 78-87%
+ * of the datasheet on NVIDIA parts, as clocks fall under the tensor cores'
+ * power), else the datasheet's dense peak bf16_tflops; f16 at f16_tflops
+ * where the table gives one (V100 and T4 have FP16 tensor cores and no
+ * BF16). Tile and wave quantization below take their share of it. A CPU spec
  * runs every dtype at gemm_gflops, the f32 GEMM calibrate measured through
  * the BLAS (cblas_sgemm: Debian's OpenBLAS exports no bf16 GEMM, so 16-bit
  * products are widened to f32 first), else at its FMA peak.
@@ -107,10 +112,10 @@ double mb_gemm_peak_flops(const mb_device *d, mb_dtype dtype, const char **key)
     double v = d->fp32_tflops * 1e12;
     if (is_cpu(d)) {
         if (d->gemm_gflops > 0) k = "gemm_gflops", v = d->gemm_gflops * 1e9;
-    } else if (dtype == MB_BF16) {
-        k = "bf16_tflops", v = d->bf16_tflops * 1e12;
-    } else if (dtype == MB_F16) {
-        if (d->f16_tflops > 0) k = "f16_tflops", v = d->f16_tflops * 1e12;
+    } else if (dtype == MB_F16 && d->f16_tflops > 0) {
+        k = "f16_tflops", v = d->f16_tflops * 1e12;
+    } else if (dtype == MB_BF16 || dtype == MB_F16) {
+        if (d->bf16_gemm_tflops > 0) k = "bf16_gemm_tflops", v = d->bf16_gemm_tflops * 1e12;
         else k = "bf16_tflops", v = d->bf16_tflops * 1e12;
     }
     if (key) *key = k;

@@ -81,8 +81,8 @@ typedef struct mb_gemm_est {
 
 /* The rate dtype's GEMM runs at on d, FLOP/s, and the key it comes from in
  * *key (static; may be NULL). GPU: f32 at fp32_tflops (PyTorch leaves TF32
- * off for matmul), bf16 at bf16_tflops, f16 at f16_tflops else
- * bf16_tflops. CPU: gemm_gflops (measured through the BLAS) for every dtype,
+ * off for matmul), bf16 at bf16_gemm_tflops (a measured large GEMM) else
+ * bf16_tflops, f16 at f16_tflops else as bf16. CPU: gemm_gflops (measured through the BLAS) for every dtype,
  * else fp32_tflops. 0 when the device has no such rate (bf16 on a V100). */
 double mb_gemm_peak_flops(const mb_device *d, mb_dtype dtype, const char **key);
 

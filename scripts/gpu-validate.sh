@@ -376,7 +376,8 @@ else
   case "$gpu_name" in
     *H200*) spec=h200 ;;
     *H100*PCIe*) spec=h100-pcie ;;
-    *A100*) spec=a100-sxm-80gb ;;
+    *A100*PCIe*) spec=a100-pcie-80gb ;;
+    *A100*) spec=a100-80gb ;;
     *) spec=h100-sxm ;;
   esac
   # the table read whole first: `devices | grep -q` under pipefail fails
@@ -386,6 +387,21 @@ else
   fail "calibrate failed on '$gpu_name' (nvidia-smi sees it): measuring against the table's '$spec' instead"
   echo "fallback_device: $spec" >>"$out/provenance.txt"
 fi
+
+# ---- GEMMs: the model against cuBLASLt at shapes other than calibrate's ---------
+# calibrate times a 4096^3 bf16 product for bf16_gemm_tflops; these are judged
+# against the model at it: squares, a Llama MLP's projection, a skinny and a
+# batched product, f32 (no TF32) too; one JSON a product (gemm-MxNxK[xB]-T.json)
+step "gemm: the model against cuBLASLt"
+for g in 1024x1024x1024:1:bf16 2048x2048x2048:1:bf16 8192x8192x8192:1:bf16 4096x11008x4096:1:bf16 \
+         4096x4096x64:1:bf16 512x512x64:64:bf16 2048x2048x2048:1:f32 4096x4096x4096:1:f32; do
+  IFS=: read -r mnk batch dt <<<"$g"
+  f=gemm-$mnk-$dt.json
+  [ "$batch" != 1 ] && f=gemm-${mnk}x$batch-$dt.json
+  (cd "$out" && "$bin" gemm --mnk "$mnk" --batch "$batch" --dtype "$dt" --measure --device "$spec" --json \
+     >"$f.tmp" && mv "$f.tmp" "$f") || fail "gemm $mnk batch $batch $dt"
+done
+rm -f "$out"/gemm-*.json.tmp
 
 # ---- the sweep: sanity gate first (inside measure), then every variant and plan ----
 # Sizes of a --sizes list, one per line (the syntax of membound's --sizes).
