@@ -37,6 +37,7 @@ typedef struct mb_cal_figure {
     int inner;               /* calls per sample */
     double s[CAL_ROUNDS];    /* seconds per call */
     int ns, contended, retaken;
+    mb_meas_fn before;       /* NULL, or untimed before each sample (on ctx) */
 } mb_cal_figure;
 
 /* Warm-up (page faults) and the calls a sample needs (CAL_SAMPLE_S). */
@@ -79,7 +80,11 @@ void mb_cal_fma_peak(void *fma_ctx);
  * where OpenBLAS's small-matrix kernels and packing overheads weigh, and its
  * three 4 MiB operands fit neither a core's L2 (2 MiB there) nor stay out of
  * the LLC: the middle of the sizes bench/cpu_gemm.py judges it on (512 to
- * 4096, skinny, batched). --quick runs it too (a fallback calibration is a
+ * 4096, skinny, batched). Each sample follows an untimed product (the
+ * figure's before): a round's streaming probes evict the operands, and a
+ * product timed cold ran 8% under a warm one at 1024^3 on 2 threads, 25%
+ * at 512^3, where `gemm --measure` and bench/cpu_gemm.py time products
+ * back to back, warm. --quick runs it too (a fallback calibration is a
  * quick one: its GEMM rate then comes from the declared shape all the same,
  * at 3 rounds; ~30 ms more). */
 #define MB_CAL_GEMM_N MB_GEMM_CPU_CAL_N /* the model takes its traffic out of the rate (model/gemm.c) */

@@ -16,7 +16,7 @@ void mb_cal_figure_warm(mb_cal_figure *f)
 
 void mb_cal_figure_sample(mb_cal_figure *f, int threads)
 {
-    mb_meas_sampler s = {f->fn, f->ctx, NULL, NULL, f->inner, threads, CAL_RETRIES};
+    mb_meas_sampler s = {f->fn, f->ctx, f->before, f->before ? f->ctx : NULL, f->inner, threads, CAL_RETRIES};
     int bad = 0;
     f->s[f->ns++] = mb_meas_sample_s(&s, &bad, &f->retaken);
     f->contended += bad;

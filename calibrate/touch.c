@@ -106,8 +106,8 @@ int mb_cal_first_touch(mb_cal_result *out, int quick, mb_err *err)
     for (int i = 0; i < MB_CAL_TOUCH_SIZES; i++) {
         ctx[i] = (touch_ctx){{NULL, pre, n_max, 0}, (int64_t)(touch_mib[i] * 1048576.0 / sizeof(float)), 0};
         double bytes = (double)ctx[i].n * sizeof(float);
-        f[2 * i] = (mb_cal_figure){"first touch (fresh)", touch_fresh, &ctx[i], bytes, 1, {0}, 0, 0, 0};
-        f[2 * i + 1] = (mb_cal_figure){"first touch (preallocated)", touch_pre, &ctx[i], bytes, 1, {0}, 0, 0, 0};
+        f[2 * i] = (mb_cal_figure){"first touch (fresh)", touch_fresh, &ctx[i], bytes, 1, {0}, 0, 0, 0, NULL};
+        f[2 * i + 1] = (mb_cal_figure){"first touch (preallocated)", touch_pre, &ctx[i], bytes, 1, {0}, 0, 0, 0, NULL};
     }
     /* in size order, so each size below the threshold first raises glibc's
      * dynamic threshold to itself (its warm-up frees a mapped chunk) */

@@ -5,7 +5,8 @@
  * did: every op rate alike (0.0512 Gelem/s, add, sin and copy, the run
  * issue 10 reports), bandwidths 10x apart, an add slower than a copy from
  * memory, compiled chains that ran without one rate from them. And the one
- * sample timer every probe uses (calibrate/cal_int.h's mb_meas_sample_s). */
+ * sample timer every probe uses (calibrate/cal_int.h's mb_meas_sample_s),
+ * with a figure's untimed step before each sample. */
 #include "cal_int.h"
 #include "mb_test.h"
 #include "kernels.h"
@@ -48,6 +49,21 @@ static void sample_timer(void)
     s.before = NULL;
     (void)mb_meas_sample_s(&s, NULL, &retaken);
     CHECK(retaken == 0 && c.fn == 5 && c.before == 0);
+    /* a figure's before (the GEMM's untimed product) runs once before each
+     * of its samples, on its ctx; a figure without one runs none */
+    c = (counts){0, 0};
+    mb_cal_figure f = {.name = "counted", .fn = count_fn, .ctx = &c, .work = 1, .before = count_before};
+    mb_cal_figure_warm(&f);
+    CHECK_EQ_I64(c.fn, 2);
+    CHECK_EQ_I64(c.before, 0);
+    mb_cal_figure_sample(&f, 1);
+    mb_cal_figure_sample(&f, 1);
+    CHECK_EQ_I64(c.before, 2 + f.retaken);
+    CHECK_EQ_I64(c.fn, 2 + f.inner * (2 + f.retaken));
+    f.before = NULL;
+    int before = c.before;
+    mb_cal_figure_sample(&f, 1);
+    CHECK_EQ_I64(c.before, before);
 }
 
 static mb_cal_result sane(void)
