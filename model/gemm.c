@@ -93,7 +93,7 @@
  * the other); the
  * ridge is peak / bandwidth, and a square product of least traffic,
  * 2 n^3 / (3 n^2 s) FLOP/B, meets it at n = 1.5 s ridge (h100-sxm bf16:
- * 989.4e12 / 2680e9 = 369 FLOP/B, n = 1108). */
+ * 794.5e12 / 2680e9 = 296 FLOP/B, n = 889). */
 #include "model_int.h"
 #include "mb_gemm.h"
 
