@@ -85,9 +85,10 @@ static const mb_device *table_match(const char *gpu)
  * cuBLASLt (measure/cuda_gemm.cu: L2 cleaned, median of 20, checked against
  * float64) over the model's tile and wave efficiency at that shape on d (so
  * the model gives the measured time back there). 0 and why in why when the
- * product cannot run or fails its check: the spec then keeps the table's
+ * product cannot run, fails its check or beats the datasheet's dense peak
+ * (peak_tflops, 0: none known) by 10%: the spec then keeps the table's
  * figure. */
-static double probe_gemm(const mb_meas_config *c, const mb_device *d, char *why, size_t whysz)
+static double probe_gemm(const mb_meas_config *c, const mb_device *d, double peak_tflops, char *why, size_t whysz)
 {
     const mb_gemm g = {MB_CAL_GPU_GEMM_N, MB_CAL_GPU_GEMM_N, MB_CAL_GPU_GEMM_N, 1, MB_BF16, 0, 0};
     mb_meas_gemm_result r;
@@ -105,9 +106,14 @@ static double probe_gemm(const mb_meas_config *c, const mb_device *d, char *why,
         snprintf(why, whysz, "%.120s", err.msg);
         return 0;
     }
+    const double rate = r.gflops_median / 1e3 / e.efficiency;
+    if (peak_tflops > 0 && rate > 1.1 * peak_tflops) {
+        snprintf(why, whysz, "%.0f TFLOP/s exceeds the dense bf16 peak %.0f by more than 10%%", rate, peak_tflops);
+        return 0;
+    }
     snprintf(why, whysz, "%d^3 through cuBLASLt, %.0f TFLOP/s at %.2f of the tiles' and waves' efficiency",
              MB_CAL_GPU_GEMM_N, r.gflops_median / 1e3, e.efficiency);
-    return r.gflops_median / 1e3 / e.efficiency;
+    return rate;
 }
 
 /* GPU calibration for `membound calibrate --backend cuda`: a spec INI's
@@ -199,7 +205,7 @@ int mb_cal_cuda(const mb_meas_config *c, mb_device *out, char *summary, size_t s
     mb_device_set(out, MB_DK_kernel_floor_us, t_floor * 1e6);
     out->mem_gb = dev->mem_bytes / 1e9;
     char gemm_why[192];
-    out->bf16_gemm_tflops = probe_gemm(c, out, gemm_why, sizeof gemm_why);
+    out->bf16_gemm_tflops = probe_gemm(c, out, tab ? tab->bf16_tflops : 0, gemm_why, sizeof gemm_why);
     const int gemm_measured = out->bf16_gemm_tflops > 0;
     if (!gemm_measured) out->bf16_gemm_tflops = tab ? tab->bf16_gemm_tflops : 0;
     snprintf(out->source, sizeof out->source,
