@@ -33,3 +33,7 @@ set_tests_properties(test_torch_host PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 120
 add_test(NAME test_bench_mlp COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/bench_mlp.sh)
 set_tests_properties(test_bench_mlp PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 60
   ENVIRONMENT "MB_MLP_BENCH=${CMAKE_BINARY_DIR}/bin/cpu_mlp_bench")
+# bench/calib_stability.py against a stand-in membound of known calibrations
+add_test(NAME test_calib_stability COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/calib_stability_selftest.sh)
+set_tests_properties(test_calib_stability PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 60
+  ENVIRONMENT "MB_SRC=${CMAKE_SOURCE_DIR}")
