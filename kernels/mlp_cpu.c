@@ -21,6 +21,16 @@
 
 /* ---- per-element math: op_math.h's scalars, vec_ops.h's vectors ---- */
 
+/* Floats ahead of its loads the bias + GELU row loop prefetches (1 KiB). A
+ * row of the hidden tensor streams from memory under an erf GELU of tens of
+ * instructions a vector: without it the loads wait in turn, and GPT-2's
+ * fused bias + GELU in place ran 14.2 ms against 11.8 for eager's memcpy
+ * (which streams the row ahead) then GELU on the copy; 9.9 ms with it
+ * (2048 x 3072, two threads; 64 floats ahead 11.3, 1024 10.4). SiLU's rows
+ * (Llama) ran the same with and without it (129.8-131.7 ms, three A/B
+ * runs), so they have none. */
+#define MLP_PREFETCH_FLOATS 256
+
 /* v[i] = gelu(v[i] + bias[i]) over one row of n (bias may be NULL) */
 static void bias_gelu_row(float *v, const float *bias, int64_t n, int skip_act)
 {
@@ -28,6 +38,7 @@ static void bias_gelu_row(float *v, const float *bias, int64_t n, int skip_act)
 #ifdef MB_VW
     if (!skip_act)
         for (; i + MB_VW <= n; i += MB_VW) {
+            __builtin_prefetch(v + i + MLP_PREFETCH_FLOATS, 1);
             vf x = V_LD(v + i);
             if (bias) x = V_ADD(x, V_LD(bias + i));
             V_ST(v + i, MB_V_GELU(x));
