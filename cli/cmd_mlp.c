@@ -255,14 +255,15 @@ static void summary_row(const mb_device *d, const mb_mlp_est *e, mb_mlp_ckpt ck,
     if (cf >= 0) mb_cli_fmt_time(e->plan[MB_MLP_FUSED][cf].time_s, t2, sizeof t2);
     if (ce >= 0 && cf >= 0)
         snprintf(r, sizeof r, "%.2f", e->plan[MB_MLP_EAGER][ce].time_s / e->plan[MB_MLP_FUSED][cf].time_s);
+    const char origin = mb_gemm_peak_measured(e->peak_key) ? 'm' : 'd';
     if (from_tokens < 0) { /* a variant: its sizes are its own, no token sweep */
-        printf("%-18s %9.4g %7.0f %10s %10s %7s %-8s %s\n", d->name, e->peak_flops_s / 1e12,
+        printf("%-18s %7.4g %c %7.0f %10s %10s %7s %-8s %s\n", d->name, e->peak_flops_s / 1e12, origin,
                e->peak_flops_s / (e->bandwidth_gbs * 1e9), t1, t2, r,
                ce >= 0 ? mb_bound_name(e->plan[MB_MLP_EAGER][ce].bound) : "-",
                cf >= 0 ? mb_bound_name(e->plan[MB_MLP_FUSED][cf].bound) : "-");
         return;
     }
-    printf("%-18s %9.4g %7.0f %10s %10s %7s %-8s %-8s %9s %s\n", d->name, e->peak_flops_s / 1e12,
+    printf("%-18s %7.4g %c %7.0f %10s %10s %7s %-8s %-8s %9s %s\n", d->name, e->peak_flops_s / 1e12, origin,
            e->peak_flops_s / (e->bandwidth_gbs * 1e9), t1, t2, r,
            ce >= 0 ? mb_bound_name(e->plan[MB_MLP_EAGER][ce].bound) : "-",
            cf >= 0 ? mb_bound_name(e->plan[MB_MLP_FUSED][cf].bound) : "-", from,
@@ -451,8 +452,9 @@ static int mlp_variant(const char *name, const char *dims, mb_dtype dtype, int b
                    "eager", "fused");
             for (int i = 0; i < nd; i++)
                 if (ok[i]) summary_row(&dv[i], &est[i], MB_MLP_STORE, 0, -1);
-            printf("\nridge: the dtype's GEMM peak over the bandwidth, FLOP/B; bound: of the kernels taking most of\n"
-                   "the plan's time.\n");
+            printf("\npeak TF: m a large GEMM's measured rate (bf16_gemm_tflops, a CPU's gemm_gflops), d the\n"
+                   "datasheet's peak; ridge: the dtype's GEMM peak over the bandwidth, FLOP/B; bound: of the\n"
+                   "kernels taking most of the plan's time.\n");
         }
     }
     free(dv), free(est), free(ok);
@@ -670,9 +672,10 @@ int mb_cmd_mlp(int argc, char **argv)
                 int cf = ok[i] ? shown(&est[i], MB_MLP_FUSED, ck, budget) : -1;
                 if (cf >= 0 && est[i].plan[MB_MLP_FUSED][cf].bound != MB_BOUND_COMPUTE) printf(" %s", dv[i].name);
             }
-            printf("\nridge: the dtype's GEMM peak over the bandwidth, FLOP/B; bound: of the kernels taking\n"
-                   "most of the plan's time; compute: the fewest tokens (a power of two) at which the fused\n"
-                   "plan is compute-bound, the other sizes as given.\n");
+            printf("\npeak TF: m a large GEMM's measured rate (bf16_gemm_tflops, a CPU's gemm_gflops), d the\n"
+                   "datasheet's peak; ridge: the dtype's GEMM peak over the bandwidth, FLOP/B; bound: of the\n"
+                   "kernels taking most of the plan's time; compute: the fewest tokens (a power of two) at\n"
+                   "which the fused plan is compute-bound, the other sizes as given.\n");
         }
     }
     if (figdir && first < nd) rc = figures(figdir, &m, &dv[first], &est[first]);

@@ -114,7 +114,7 @@ static const mb_device device_table[] = {
     {.name = "gh200", .label = "NVIDIA GH200 Grace Hopper, GPU with 96GB HBM3", .kind = "gpu", .onchip_kib = 484, .sm_count = 132,
      .max_threads_per_sm = 2048, .mem_bandwidth_gbs = 4000, .measured_bandwidth_gbs = MB_ROUND(0.79 * 4000),
      .cited_bandwidth_gbs = MB_ROUND(0.79 * 4000), .cache_mb = 60, .cache_resident_mb = 49.3,
-     .fp32_tflops = 67, .bf16_tflops = 990,
+     .fp32_tflops = 67, .bf16_tflops = 990, .bf16_gemm_tflops = 828.6,
      .sfu_tops = 132 * 16 * 1.83e-3, .launch_overhead_us = 3, .mem_gb = 96,
      .source = "NVIDIA GH200 datasheet [S10] (transcribed in atineoSE/coding-model-seeks-gpu); "
                "L2 60 MiB as stas00 ml-engineering [S8] and [B] gpu-latency/gh200.txt (L2 "
@@ -122,7 +122,8 @@ static const mb_device device_table[] = {
                "GH200 sweep); SFU as H100 SXM [S34]; measured BW: FluidX3D 79% [S7] ([B] "
                "gpu-stream scale 3174 agrees; OpenCL-Benchmark read 90%, write 93% [S36]); "
                "launch: gpu-specs.md sec. 4 default (a GH200 note gives 2.3 us driver API "
-               "[S37e])"},
+               "[S37e])"
+               "; bf16 GEMM 828.6 TF: stas00 MAMF table [S8] (the 144GB GH200's row: the same GPU and clocks)"},
     {.name = "gh200-144gb", .label = "NVIDIA GH200 Grace Hopper, GPU with 144GB HBM3e",
      .kind = "gpu", .onchip_kib = 484, .sm_count = 132, .max_threads_per_sm = 2048,
      .mem_bandwidth_gbs = 4900, .measured_bandwidth_gbs = 0,
@@ -180,12 +181,13 @@ static const mb_device device_table[] = {
     {.name = "a100-pcie-40gb", .label = "NVIDIA A100 PCIe 40GB", .kind = "gpu", .onchip_kib = 420, .sm_count = 108,
      .max_threads_per_sm = 2048, .mem_bandwidth_gbs = 1555, .measured_bandwidth_gbs = MB_ROUND(0.84 * 1555),
      .cited_bandwidth_gbs = MB_ROUND(0.84 * 1555),
-     .cache_mb = 40, .fp32_tflops = 19.5, .bf16_tflops = 312,
+     .cache_mb = 40, .fp32_tflops = 19.5, .bf16_tflops = 312, .bf16_gemm_tflops = 252.9,
      .sfu_tops = 108 * 16 * 1.41e-3, .launch_overhead_us = 3, .mem_gb = 40,
      .source = "NVIDIA A100 datasheet via Lightning-AI throughput.py [S1] ('SXM and PCIe have "
                "same flop counts'); 40 MB L2 [S8]; SFU 108 x 16/clk x 1.41 GHz (16/clk "
                "unconfirmed for CC 8.0); measured BW: FluidX3D 84% [S7] (OpenCL-Benchmark "
-               "read 87%, write 97% [S36]); launch: gpu-specs.md sec. 4 default"},
+               "read 87%, write 97% [S36]); launch: gpu-specs.md sec. 4 default"
+               "; bf16 GEMM 252.9 TF: stas00 MAMF table [S8] (A100 PCIe, memory not given, torch 2.5.1+cu124; this card's 250 W against the 80GB's 300 W may hold lower clocks)"},
     {.name = "a100-pcie-80gb", .label = "NVIDIA A100 PCIe 80GB", .kind = "gpu", .onchip_kib = 420, .sm_count = 108,
      .max_threads_per_sm = 2048, .mem_bandwidth_gbs = 1935, .measured_bandwidth_gbs = MB_ROUND(0.76 * 1935),
      .cited_bandwidth_gbs = MB_ROUND(0.76 * 1935),

@@ -122,6 +122,11 @@ double mb_gemm_peak_flops(const mb_device *d, mb_dtype dtype, const char **key)
     return v > 0 ? v : 0;
 }
 
+int mb_gemm_peak_measured(const char *key)
+{
+    return key && (!strcmp(key, "bf16_gemm_tflops") || !strcmp(key, "gemm_gflops"));
+}
+
 double mb_gemm_ridge(const mb_device *d, mb_dtype dtype)
 {
     double peak = mb_gemm_peak_flops(d, dtype, NULL);

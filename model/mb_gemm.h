@@ -86,6 +86,11 @@ typedef struct mb_gemm_est {
  * else fp32_tflops. 0 when the device has no such rate (bf16 on a V100). */
 double mb_gemm_peak_flops(const mb_device *d, mb_dtype dtype, const char **key);
 
+/* 1 when the rate of key (mb_gemm_peak_flops's) was measured (a large GEMM's
+ * bf16_gemm_tflops, a CPU's calibrated gemm_gflops), 0 for a datasheet's
+ * peak: tables that set devices side by side say which. */
+int mb_gemm_peak_measured(const char *key);
+
 /* The ridge of dtype's GEMM on d, FLOP per DRAM byte: its peak over the
  * bandwidth the model uses; 0 when there is no peak. */
 double mb_gemm_ridge(const mb_device *d, mb_dtype dtype);

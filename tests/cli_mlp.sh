@@ -71,6 +71,10 @@ jcheck '.mlp.tokens' 4096
 grep -q '^compute-bound (fused): h100-sxm' "$tmp/out" && ok || bad "no compute-bound line"
 grep -Eq '^h100-sxm .* compute +512 *$' "$tmp/out" && ok || bad "h100-sxm: not compute-bound from 512 tokens"
 grep -q '^a100-pcie-80gb ' "$tmp/out" && ok || bad "no a100 row"
+# each row says whether its GEMM rate was measured (m) or is the datasheet's (d)
+grep -Eq '^h100-sxm +794\.5 m ' "$tmp/out" && ok || bad "h100-sxm: not at its measured 794.5 (m)"
+grep -Eq '^h100-pcie +756 d ' "$tmp/out" && ok || bad "h100-pcie: not at its datasheet 756 (d)"
+grep -q "^peak TF: m a large GEMM's measured rate" "$tmp/out" && ok || bad "no peak TF legend"
 grep -q 'v100: no bf16 GEMM rate' "$tmp/err" && ok || bad "v100 not noted"
 
 # a CPU spec: eager addmm copies the bias into its output, then the GEMM reads it back
