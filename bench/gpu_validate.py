@@ -17,7 +17,11 @@ kernel), --flush-mb 268.4 (256 MiB: the device is busy with the flush while
 the host starts), --phase forward|backward|all (what the events bracket). A membound
 without those options (an older build, --membound BIN) is asked for the plan's
 kernels and their device times are summed by phase: the model before the
-host and phase terms.
+host and phase terms. Each point's last column is the side that bounds it
+(device, host, compute), with ", spills" on a Liger point whose timed kernels
+hold a row beyond the GPU's registers (the model's register_spills: Liger's
+Triton kernels keep the whole row in registers, and the model's time does not
+count the spill).
 
 usage: bench/gpu_validate.py [--points FILE] [--membound BIN] [--bound 25]
                              [--flush-mb MB] [--figure OUT.png] [--min-within PCT] [--quiet]
@@ -217,13 +221,18 @@ class Model:
             if got.returncode != 0:
                 raise Refused(f"'{' '.join(cmd)}' failed: {got.stderr.strip()}")
             res = json.loads(got.stdout)["results"][0]
+            # a timed kernel that would spill a Triton program's registers
+            # (register_spills): Liger's kernels hold the row in registers
+            # (BLOCK_SIZE = the row), and the model's time leaves that cost out
+            want = {"forward": (False,), "backward": (True,), "all": (False, True)}[phase]
+            spills = any(k.get("register_spills") for k in res["per_kernel"] if k.get("backward", False) in want)
             if self.terms:
-                self.cache[key] = (res["time_s"], res.get("waits_on", ""))
+                self.cache[key] = (res["time_s"], res.get("waits_on", ""), spills)
             else:  # before the phase term: the plan's kernels of the phase, summed
-                want = {"forward": (False,), "backward": (True,), "all": (False, True)}[phase]
                 t = sum(k["time_s"] for k in res["per_kernel"] if k.get("backward", False) in want)
-                self.cache[key] = (t, "")
-        return self.cache[key]
+                self.cache[key] = (t, "", spills)
+        t, side, spills = self.cache[key]
+        return t, f"{side}, spills" if spills and p["provider"] == "liger" else side
 
 
     def run_mlp(self, p):

@@ -196,6 +196,7 @@ int mb_cal_cuda(const mb_meas_config *c, mb_device *out, char *summary, size_t s
     /* what one SM holds a row in (the model's one pass against multi-pass,
      * as the device table counts it): shared memory + registers per SM */
     out->onchip_kib = mb_kern_cuda_onchip_kib(dev);
+    out->register_kib = 4.0 * (double)dev->regs_per_sm / 1024.0; /* what a row held in registers alone gets */
     out->sm_count = g->dev->sm_count;
     out->max_threads_per_sm = dev->max_threads_per_sm; /* rows in flight of multi-pass row kernels */
     out->fp32_tflops = fma_flops / t_fma / 1e12;

@@ -94,6 +94,15 @@ double mb_model_row_elements(const mb_model_row *r)
     return n > 0 ? elems / n : 0;
 }
 
+/* 1 when kernel K, one pass here, would not hold its row in r's device's
+ * registers alone (mb_kernel_register_max_cols): a Triton program a row
+ * spills, which the time does not count */
+static int register_spills(const mb_model_row *r, const mb_kernel *K)
+{
+    const int64_t cols = r->shape.cols > 0 ? r->shape.cols : 1;
+    return r->dev->register_kib > 0 && cols > mb_kernel_register_max_cols(r->plan->g, K, r->dev);
+}
+
 void mb_model_knee_lines(FILE *fp, const mb_model_row *r)
 {
     for (int k = 0; k < r->plan->n_kernels; k++) {
@@ -115,6 +124,12 @@ void mb_model_knee_lines(FILE *fp, const mb_model_row *r)
                     "%.0f B per column), %d passes beyond; at %s: %s\n", r->g->name, mb_plan_name(r->plan->kind),
                     K->name, (long long)cols, r->dev->name, r->dev->onchip_kib, K->live_bytes_per_col, K->passes,
                     shape, how);
+            if (c->passes <= 1 && register_spills(r, K))
+                fprintf(fp, "    (held in registers alone, as a Triton program a row holds it, f32: %.0f B per column x "
+                        "%lld > %s's %.0f KiB of registers: such a kernel spills, a cost this time does not count; "
+                        "up to %lld columns)\n",
+                        mb_kernel_register_bytes_per_col(r->plan->g, K), (long long)r->shape.cols, r->dev->name,
+                        r->dev->register_kib, (long long)mb_kernel_register_max_cols(r->plan->g, K, r->dev));
         }
     }
 }
@@ -281,6 +296,11 @@ json_t *mb_model_row_json(const mb_model_row *r, int with_device)
             if (r->est.per_kernel[k].passes > 1) { /* multi-pass here: what the re-reads hit */
                 set_checked(ko, "rows_in_flight", json_integer((json_int_t)r->est.per_kernel[k].rows_in_flight), &ok);
                 set_checked(ko, "rereads_cached", json_boolean(r->est.per_kernel[k].rereads_cached), &ok);
+            }
+            if (r->dev->register_kib > 0) { /* a row held in registers alone (a Triton program a row) */
+                set_checked(ko, "register_max_cols", json_integer((json_int_t)mb_kernel_register_max_cols(r->plan->g, K, r->dev)),
+                            &ok);
+                set_checked(ko, "register_spills", json_boolean(register_spills(r, K)), &ok);
             }
         }
         if (json_array_append_new(pk, ko) != 0) ok = 0;

@@ -49,7 +49,9 @@
  * most shared memory per SM: CC 7.0 96 KB, 7.5 64, 8.0 and 8.7 164, 8.6,
  * 8.9 and 12.0 100 (12.0 unconfirmed), 9.0 and 10.0 228 (H100: 228 + 256 =
  * 484); AMD CDNA2/CDNA3 (the ISA guides): 64 KiB LDS plus 512 KiB of vector
- * registers (VGPR + AGPR) per CU = 576. sm_count = SMs / CUs, the
+ * registers (VGPR + AGPR) per CU = 576; register_kib = the registers alone
+ * (256 NVIDIA, 512 CDNA): what a Triton program a row holds its row in.
+ * sm_count = SMs / CUs, the
  * reference's main table (L4: 58 derived, a listing says 60).
  * max_threads_per_sm = resident threads per SM (CU), the same guide table's
  * "maximum number of resident threads per SM" by CC, each seen in a public
@@ -66,7 +68,7 @@
  * too (no dump seen). The model's rows in flight of a multi-pass row kernel
  * are sm_count x max_threads_per_sm / 256 (mb_device_rows_in_flight). */
 static const mb_device device_table[] = {
-    {.name = "h100-sxm", .label = "NVIDIA H100 SXM5 80GB", .kind = "gpu", .onchip_kib = 484, .sm_count = 132,
+    {.name = "h100-sxm", .label = "NVIDIA H100 SXM5 80GB", .kind = "gpu", .onchip_kib = 484, .register_kib = 256, .sm_count = 132,
      .max_threads_per_sm = 2048, .mem_bandwidth_gbs = 3350, .measured_bandwidth_gbs = MB_ROUND(0.80 * 3350),
      .cited_bandwidth_gbs = MB_ROUND(0.80 * 3350),
      .cache_mb = 50, .fp32_tflops = 66.9, .bf16_tflops = 989.4, .bf16_gemm_tflops = 794.5,
@@ -77,7 +79,7 @@ static const mb_device device_table[] = {
                "3.9 TOPS of FlashAttention-3 [S34]; measured BW: FluidX3D benchmark table, "
                "80% of peak [S7]; launch: gpu-specs.md sec. 4 default"
                "; bf16 GEMM 794.5 TF: stas00 MAMF table [S8] (torch 2.7.0+cu126)"},
-    {.name = "h100-pcie", .label = "NVIDIA H100 PCIe 80GB", .kind = "gpu", .onchip_kib = 484, .sm_count = 114,
+    {.name = "h100-pcie", .label = "NVIDIA H100 PCIe 80GB", .kind = "gpu", .onchip_kib = 484, .register_kib = 256, .sm_count = 114,
      .max_threads_per_sm = 2048, .mem_bandwidth_gbs = 2000, .measured_bandwidth_gbs = MB_ROUND(0.85 * 2000),
      .cited_bandwidth_gbs = MB_ROUND(0.85 * 2000), .cache_mb = 50, .cache_resident_mb = 42.5,
      .fp32_tflops = 51.2, .bf16_tflops = 756,
@@ -88,7 +90,7 @@ static const mb_device device_table[] = {
                "Programming Guide rates [S31]); measured BW: FluidX3D 85% [S7] ([B] "
                "gpu-stream scale 1704 agrees); resident L2 42.5 MiB: knee of [B] "
                "gpu-l2-cache/h100_pcie.txt; launch: gpu-specs.md sec. 4 default"},
-    {.name = "h100-nvl", .label = "NVIDIA H100 NVL 94GB (per GPU)", .kind = "gpu", .onchip_kib = 484, .sm_count = 132,
+    {.name = "h100-nvl", .label = "NVIDIA H100 NVL 94GB (per GPU)", .kind = "gpu", .onchip_kib = 484, .register_kib = 256, .sm_count = 132,
      .max_threads_per_sm = 2048, .mem_bandwidth_gbs = 3900, .measured_bandwidth_gbs = MB_ROUND(0.79 * 3938),
      .cited_bandwidth_gbs = MB_ROUND(0.79 * 3938),
      .cache_mb = 50, .fp32_tflops = 60, .bf16_tflops = 835,
@@ -98,7 +100,7 @@ static const mb_device device_table[] = {
                "(unconfirmed); SFU 132 x 16/clk x 1.785 GHz (clock derived from FluidX3D's "
                "60.32 TF [S7]); measured BW: FluidX3D 79% of its 3938 GB/s [S7]; launch: "
                "gpu-specs.md sec. 4 default"},
-    {.name = "h200", .label = "NVIDIA H200 SXM 141GB", .kind = "gpu", .onchip_kib = 484, .sm_count = 132,
+    {.name = "h200", .label = "NVIDIA H200 SXM 141GB", .kind = "gpu", .onchip_kib = 484, .register_kib = 256, .sm_count = 132,
      .max_threads_per_sm = 2048, .mem_bandwidth_gbs = 4800, .measured_bandwidth_gbs = MB_ROUND(0.73 * 4800),
      .cited_bandwidth_gbs = MB_ROUND(0.73 * 4800), .cache_mb = 60, .cache_resident_mb = 49.3,
      .fp32_tflops = 66.9, .bf16_tflops = 989.4, .bf16_gemm_tflops = 794.5, .sfu_tops = 132 * 16 * 1.83e-3,
@@ -111,7 +113,7 @@ static const mb_device device_table[] = {
                "(gpu-roofline, two f32 streams); resident L2 49.3 MiB: [B] gpu-l2-cache "
                "knee; launch 2.4 us, graph 1.3: [B] gpu-small-kernels/h200[_graph].txt"
                "; bf16 GEMM 794.5 TF: stas00 MAMF table [S8] (the H100 SXM's row: 'H200 is the same')"},
-    {.name = "gh200", .label = "NVIDIA GH200 Grace Hopper, GPU with 96GB HBM3", .kind = "gpu", .onchip_kib = 484, .sm_count = 132,
+    {.name = "gh200", .label = "NVIDIA GH200 Grace Hopper, GPU with 96GB HBM3", .kind = "gpu", .onchip_kib = 484, .register_kib = 256, .sm_count = 132,
      .max_threads_per_sm = 2048, .mem_bandwidth_gbs = 4000, .measured_bandwidth_gbs = MB_ROUND(0.79 * 4000),
      .cited_bandwidth_gbs = MB_ROUND(0.79 * 4000), .cache_mb = 60, .cache_resident_mb = 49.3,
      .fp32_tflops = 67, .bf16_tflops = 990, .bf16_gemm_tflops = 828.6,
@@ -125,7 +127,7 @@ static const mb_device device_table[] = {
                "[S37e])"
                "; bf16 GEMM 828.6 TF: stas00 MAMF table [S8] (the 144GB GH200's row: the same GPU and clocks)"},
     {.name = "gh200-144gb", .label = "NVIDIA GH200 Grace Hopper, GPU with 144GB HBM3e",
-     .kind = "gpu", .onchip_kib = 484, .sm_count = 132, .max_threads_per_sm = 2048,
+     .kind = "gpu", .onchip_kib = 484, .register_kib = 256, .sm_count = 132, .max_threads_per_sm = 2048,
      .mem_bandwidth_gbs = 4900, .measured_bandwidth_gbs = 0,
      .cache_mb = 60, .cache_resident_mb = 49.3, .fp32_tflops = 67, .bf16_tflops = 990, .bf16_gemm_tflops = 828.6,
      .sfu_tops = 132 * 16 * 1.83e-3, .launch_overhead_us = 3, .mem_gb = 144,
@@ -134,7 +136,7 @@ static const mb_device device_table[] = {
                "[S34]; no measured BW for this memory option; launch: gpu-specs.md sec. 4 "
                "default"
                "; bf16 GEMM 828.6 TF: stas00 MAMF table [S8] (900 W 141 GiB HBM3e GH200, torch 2.6.0+cu126)"},
-    {.name = "b200", .label = "NVIDIA B200 180GB (HGX, per GPU)", .kind = "gpu", .onchip_kib = 484, .sm_count = 148,
+    {.name = "b200", .label = "NVIDIA B200 180GB (HGX, per GPU)", .kind = "gpu", .onchip_kib = 484, .register_kib = 256, .sm_count = 148,
      .max_threads_per_sm = 2048, .mem_bandwidth_gbs = 7700, .measured_bandwidth_gbs = MB_ROUND(0.81 * 8000),
      .cited_bandwidth_gbs = MB_ROUND(0.81 * 8000),
      .cache_mb = 126.5, .fp32_tflops = 75, .bf16_tflops = 2250, .bf16_gemm_tflops = 1745.0,
@@ -145,7 +147,7 @@ static const mb_device device_table[] = {
                "[S15]); measured BW: FluidX3D 81% of 8000 GB/s [S7]; launch: gpu-specs.md "
                "sec. 4 default"
                "; bf16 GEMM 1745.0 TF: stas00 MAMF table [S8] (torch 2.7.1+cu128)"},
-    {.name = "gb200", .label = "NVIDIA GB200 (per Blackwell GPU)", .kind = "gpu", .onchip_kib = 484, .sm_count = 148,
+    {.name = "gb200", .label = "NVIDIA GB200 (per Blackwell GPU)", .kind = "gpu", .onchip_kib = 484, .register_kib = 256, .sm_count = 148,
      .max_threads_per_sm = 2048, .mem_bandwidth_gbs = 8000, .measured_bandwidth_gbs = 0,
      .cache_mb = 126.5, .fp32_tflops = 80, .bf16_tflops = 2500, .bf16_gemm_tflops = 1822.0,
      .sfu_tops = 148 * 16 * 2.112e-3, .launch_overhead_us = 3, .mem_gb = 186,
@@ -154,7 +156,7 @@ static const mb_device device_table[] = {
                "SFU 148 x 16/clk x 2.112 GHz; no measured BW in the reference; launch: "
                "gpu-specs.md sec. 4 default"
                "; bf16 GEMM 1822.0 TF: stas00 MAMF table [S8] (torch 2.10.0.dev+cu130)"},
-    {.name = "a100-40gb", .label = "NVIDIA A100 SXM4 40GB", .kind = "gpu", .onchip_kib = 420, .sm_count = 108,
+    {.name = "a100-40gb", .label = "NVIDIA A100 SXM4 40GB", .kind = "gpu", .onchip_kib = 420, .register_kib = 256, .sm_count = 108,
      .max_threads_per_sm = 2048, .mem_bandwidth_gbs = 1555, .measured_bandwidth_gbs = 1382, .cited_bandwidth_gbs = 1382,
      .cache_mb = 40, .fp32_tflops = 19.5, .bf16_tflops = 312, .bf16_gemm_tflops = 271.2,
      .sfu_tops = 108 * 16 * 1.41e-3, .launch_overhead_us = 3, .mem_gb = 40,
@@ -165,7 +167,7 @@ static const mb_device device_table[] = {
                "occupancy: 1382 (the file does not name SXM or PCIe; FluidX3D 84% [S7]); "
                "launch: gpu-specs.md sec. 4 default"
                "; bf16 GEMM 271.2 TF: stas00 MAMF table [S8] (A100 SXM, memory not given, torch 2.6.0+cu126)"},
-    {.name = "a100-80gb", .label = "NVIDIA A100 SXM4 80GB", .kind = "gpu", .onchip_kib = 420, .sm_count = 108,
+    {.name = "a100-80gb", .label = "NVIDIA A100 SXM4 80GB", .kind = "gpu", .onchip_kib = 420, .register_kib = 256, .sm_count = 108,
      .max_threads_per_sm = 2048, .mem_bandwidth_gbs = 2039, .measured_bandwidth_gbs = 1737, .cited_bandwidth_gbs = 1737,
      .cache_mb = 40, .cache_resident_mb = 33.3, .fp32_tflops = 19.5, .bf16_tflops = 312, .bf16_gemm_tflops = 271.2,
      .sfu_tops = 108 * 16 * 1.41e-3, .launch_overhead_us = 2.6,
@@ -178,7 +180,7 @@ static const mb_device device_table[] = {
                "L2 33.3 MiB: [B] gpu-l2-cache knee; launch 2.6 us, graph 1.3: [B] "
                "gpu-small-kernels/a100_80[_graph].txt"
                "; bf16 GEMM 271.2 TF: stas00 MAMF table [S8] (A100 SXM, memory not given, torch 2.6.0+cu126)"},
-    {.name = "a100-pcie-40gb", .label = "NVIDIA A100 PCIe 40GB", .kind = "gpu", .onchip_kib = 420, .sm_count = 108,
+    {.name = "a100-pcie-40gb", .label = "NVIDIA A100 PCIe 40GB", .kind = "gpu", .onchip_kib = 420, .register_kib = 256, .sm_count = 108,
      .max_threads_per_sm = 2048, .mem_bandwidth_gbs = 1555, .measured_bandwidth_gbs = MB_ROUND(0.84 * 1555),
      .cited_bandwidth_gbs = MB_ROUND(0.84 * 1555),
      .cache_mb = 40, .fp32_tflops = 19.5, .bf16_tflops = 312, .bf16_gemm_tflops = 252.9,
@@ -188,7 +190,7 @@ static const mb_device device_table[] = {
                "unconfirmed for CC 8.0); measured BW: FluidX3D 84% [S7] (OpenCL-Benchmark "
                "read 87%, write 97% [S36]); launch: gpu-specs.md sec. 4 default"
                "; bf16 GEMM 252.9 TF: stas00 MAMF table [S8] (A100 PCIe, memory not given, torch 2.5.1+cu124; this card's 250 W against the 80GB's 300 W may hold lower clocks)"},
-    {.name = "a100-pcie-80gb", .label = "NVIDIA A100 PCIe 80GB", .kind = "gpu", .onchip_kib = 420, .sm_count = 108,
+    {.name = "a100-pcie-80gb", .label = "NVIDIA A100 PCIe 80GB", .kind = "gpu", .onchip_kib = 420, .register_kib = 256, .sm_count = 108,
      .max_threads_per_sm = 2048, .mem_bandwidth_gbs = 1935, .measured_bandwidth_gbs = MB_ROUND(0.76 * 1935),
      .cited_bandwidth_gbs = MB_ROUND(0.76 * 1935),
      .cache_mb = 40, .fp32_tflops = 19.5, .bf16_tflops = 312, .bf16_gemm_tflops = 252.9,
@@ -198,7 +200,7 @@ static const mb_device device_table[] = {
                "unconfirmed for CC 8.0); measured BW: FluidX3D 76% [S7]; launch: "
                "gpu-specs.md sec. 4 default"
                "; bf16 GEMM 252.9 TF: stas00 MAMF table [S8] (A100 PCIe, memory not given, torch 2.5.1+cu124)"},
-    {.name = "v100", .label = "NVIDIA V100 SXM2 32GB", .kind = "gpu", .onchip_kib = 352, .sm_count = 80,
+    {.name = "v100", .label = "NVIDIA V100 SXM2 32GB", .kind = "gpu", .onchip_kib = 352, .register_kib = 256, .sm_count = 80,
      .max_threads_per_sm = 2048, .mem_bandwidth_gbs = 900, .measured_bandwidth_gbs = 809, .cited_bandwidth_gbs = 809,
      .cache_mb = 6, .fp32_tflops = 15.7, .bf16_tflops = 0, .f16_tflops = 125,
      .sfu_tops = 80 * 16 * 1.53e-3, .launch_overhead_us = 3, .mem_gb = 32,
@@ -209,7 +211,7 @@ static const mb_device device_table[] = {
                "f64 arrays, read + write, 100% occupancy: 809 (variant not named; PCIe and "
                "SXM2 both 900 GB/s; FluidX3D 76% [S7], Citadel about 83%); launch: "
                "gpu-specs.md sec. 4 default"},
-    {.name = "t4", .label = "NVIDIA T4 16GB", .kind = "gpu", .onchip_kib = 320, .sm_count = 40,
+    {.name = "t4", .label = "NVIDIA T4 16GB", .kind = "gpu", .onchip_kib = 320, .register_kib = 256, .sm_count = 40,
      .max_threads_per_sm = 1024, .mem_bandwidth_gbs = 320, .measured_bandwidth_gbs = MB_ROUND(0.69 * 300),
      .cited_bandwidth_gbs = MB_ROUND(0.69 * 300),
      .cache_mb = 4, .fp32_tflops = 8.1, .bf16_tflops = 0, .f16_tflops = 65,
@@ -219,7 +221,7 @@ static const mb_device device_table[] = {
                "1.59 GHz (CUDA Programming Guide [S31]); measured BW: FluidX3D 69% of its "
                "listed 300 GB/s [S7] (OpenCL-Benchmark read 77%, write 67%); launch: "
                "gpu-specs.md sec. 4 default"},
-    {.name = "l4", .label = "NVIDIA L4 24GB", .kind = "gpu", .onchip_kib = 356, .sm_count = 58,
+    {.name = "l4", .label = "NVIDIA L4 24GB", .kind = "gpu", .onchip_kib = 356, .register_kib = 256, .sm_count = 58,
      .max_threads_per_sm = 1536, .mem_bandwidth_gbs = 300, .measured_bandwidth_gbs = MB_ROUND(0.76 * 300),
      .cited_bandwidth_gbs = MB_ROUND(0.76 * 300),
      .cache_mb = 48, .fp32_tflops = 30.3, .bf16_tflops = 121,
@@ -229,7 +231,7 @@ static const mb_device device_table[] = {
                "SFU 58 SMs (derived from FP32; listings say 60) x 16/clk x 2.04 GHz, 16/clk "
                "unconfirmed for CC 8.9; measured BW: FluidX3D 76% [S7]; launch: "
                "gpu-specs.md sec. 4 default"},
-    {.name = "l40s", .label = "NVIDIA L40S 48GB", .kind = "gpu", .onchip_kib = 356, .sm_count = 142,
+    {.name = "l40s", .label = "NVIDIA L40S 48GB", .kind = "gpu", .onchip_kib = 356, .register_kib = 256, .sm_count = 142,
      .max_threads_per_sm = 1536, .mem_bandwidth_gbs = 864, .measured_bandwidth_gbs = MB_ROUND(0.67 * 864),
      .cited_bandwidth_gbs = MB_ROUND(0.67 * 864),
      .cache_mb = 96, .fp32_tflops = 91.6, .bf16_tflops = 362,
@@ -240,7 +242,7 @@ static const mb_device device_table[] = {
                "BW: FluidX3D 67% [S7], no direct STREAM figure found (the L40, same die and "
                "memory, FluidX3D 69%, reaches 776 on [B] scale: this row may be 25% low); "
                "launch: gpu-specs.md sec. 4 default"},
-    {.name = "l40", .label = "NVIDIA L40 48GB", .kind = "gpu", .onchip_kib = 356, .sm_count = 142,
+    {.name = "l40", .label = "NVIDIA L40 48GB", .kind = "gpu", .onchip_kib = 356, .register_kib = 256, .sm_count = 142,
      .max_threads_per_sm = 1536, .mem_bandwidth_gbs = 864, .measured_bandwidth_gbs = 776, .cited_bandwidth_gbs = 776,
      .cache_mb = 96, .fp32_tflops = 90.52, .bf16_tflops = 362.07,
      .sfu_tops = 142 * 16 * 2.49e-3, .launch_overhead_us = 1.6, .graph_launch_overhead_us = 0.9,
@@ -252,7 +254,7 @@ static const mb_device device_table[] = {
                "gpu-stream/l40.txt scale, 2 GiB f64 arrays, read + write, 100% occupancy: "
                "776 (FluidX3D 69% [S7]); [B]'s L2 knee is at the nominal size; launch 1.6 "
                "us, graph 0.9: [B] gpu-small-kernels/l40[_graph].txt"},
-    {.name = "a10", .label = "NVIDIA A10 24GB", .kind = "gpu", .onchip_kib = 356, .sm_count = 72,
+    {.name = "a10", .label = "NVIDIA A10 24GB", .kind = "gpu", .onchip_kib = 356, .register_kib = 256, .sm_count = 72,
      .max_threads_per_sm = 1536, .mem_bandwidth_gbs = 600, .measured_bandwidth_gbs = MB_ROUND(0.75 * 600),
      .cited_bandwidth_gbs = MB_ROUND(0.75 * 600),
      .cache_mb = 6, .fp32_tflops = 31.2, .bf16_tflops = 125,
@@ -261,7 +263,7 @@ static const mb_device device_table[] = {
                "6291456 B from an A10 dump (aalanwyr/face2cuda) [S21]; 72 SMs (A10G has 80 "
                "[S16]); SFU 72 x 16/clk x 1.695 GHz (SFU:FP32 1:8 on Ampere, NVIDIA forums "
                "[S32]); measured BW: FluidX3D 75% [S7]; launch: gpu-specs.md sec. 4 default"},
-    {.name = "a40", .label = "NVIDIA A40 48GB", .kind = "gpu", .onchip_kib = 356, .sm_count = 84,
+    {.name = "a40", .label = "NVIDIA A40 48GB", .kind = "gpu", .onchip_kib = 356, .register_kib = 256, .sm_count = 84,
      .max_threads_per_sm = 1536, .mem_bandwidth_gbs = 696, .measured_bandwidth_gbs = 653, .cited_bandwidth_gbs = 653,
      .cache_mb = 6, .fp32_tflops = 37.42, .bf16_tflops = 149.67,
      .sfu_tops = 84 * 16 * 1.74e-3, .launch_overhead_us = 2, .graph_launch_overhead_us = 1.1,
@@ -273,7 +275,7 @@ static const mb_device device_table[] = {
                "gpu-stream/a40.txt scale, 2 GiB f64 arrays, read + write, 100% occupancy: "
                "653 (FluidX3D 74% [S7]); launch 2.0 us, graph 1.1: [B] "
                "gpu-small-kernels/a40[_graph].txt"},
-    {.name = "rtx-3090", .label = "NVIDIA GeForce RTX 3090", .kind = "gpu", .onchip_kib = 356, .sm_count = 82,
+    {.name = "rtx-3090", .label = "NVIDIA GeForce RTX 3090", .kind = "gpu", .onchip_kib = 356, .register_kib = 256, .sm_count = 82,
      .max_threads_per_sm = 1536, .mem_bandwidth_gbs = 936, .measured_bandwidth_gbs = MB_ROUND(0.89 * 936),
      .cited_bandwidth_gbs = MB_ROUND(0.89 * 936),
      .cache_mb = 6, .fp32_tflops = 35.6, .bf16_tflops = 71,
@@ -282,7 +284,7 @@ static const mb_device device_table[] = {
                "GA102 whitepaper (unconfirmed); SFU 82 x 16/clk x 1.695 GHz (SFU:FP32 1:8 on "
                "Ampere [S32]); measured BW: FluidX3D 89% [S7]; launch 4 us: GeForce, an RTX "
                "5070 Ti measured 4-6 us per launch [S37a]"},
-    {.name = "rtx-4090", .label = "NVIDIA GeForce RTX 4090", .kind = "gpu", .onchip_kib = 356, .sm_count = 128,
+    {.name = "rtx-4090", .label = "NVIDIA GeForce RTX 4090", .kind = "gpu", .onchip_kib = 356, .register_kib = 256, .sm_count = 128,
      .max_threads_per_sm = 1536, .mem_bandwidth_gbs = 1008, .measured_bandwidth_gbs = MB_ROUND(0.85 * 1008),
      .cited_bandwidth_gbs = MB_ROUND(0.85 * 1008),
      .cache_mb = 72, .fp32_tflops = 82.6, .bf16_tflops = 165.2,
@@ -291,7 +293,7 @@ static const mb_device device_table[] = {
                "waredb.com and hmc-tech.com [S22]; SFU 128 x 16/clk x 2.52 GHz, 16/clk "
                "unconfirmed for CC 8.9; measured BW: FluidX3D 85% [S7]; launch 4 us: "
                "GeForce, an RTX 5070 Ti measured 4-6 us per launch [S37a]"},
-    {.name = "rtx-5090", .label = "NVIDIA GeForce RTX 5090", .kind = "gpu", .onchip_kib = 356, .sm_count = 170,
+    {.name = "rtx-5090", .label = "NVIDIA GeForce RTX 5090", .kind = "gpu", .onchip_kib = 356, .register_kib = 256, .sm_count = 170,
      .max_threads_per_sm = 1536, .mem_bandwidth_gbs = 1792, .measured_bandwidth_gbs = MB_ROUND(0.81 * 1792),
      .cited_bandwidth_gbs = MB_ROUND(0.81 * 1792),
      .cache_mb = 96, .fp32_tflops = 104.8, .bf16_tflops = 209.5,
@@ -301,7 +303,7 @@ static const mb_device device_table[] = {
                "whitepaper note [S23b]; unconfirmed); no SFU rate for CC 12.0 in the "
                "reference; measured BW: FluidX3D 81% [S7]; launch 4 us: an RTX 5070 Ti "
                "measured 4-6 us per launch [S37a]"},
-    {.name = "jetson-agx-orin", .label = "NVIDIA Jetson AGX Orin 64GB (GPU)", .kind = "gpu", .onchip_kib = 420, .sm_count = 16,
+    {.name = "jetson-agx-orin", .label = "NVIDIA Jetson AGX Orin 64GB (GPU)", .kind = "gpu", .onchip_kib = 420, .register_kib = 256, .sm_count = 16,
      .max_threads_per_sm = 1536, .mem_bandwidth_gbs = 204.8, .measured_bandwidth_gbs = 0,
      .cache_mb = 4, .fp32_tflops = 5.3, .bf16_tflops = 42.5,
      .sfu_tops = 16 * 16 * 1.3e-3, .launch_overhead_us = 5, .mem_gb = 64,
@@ -310,7 +312,7 @@ static const mb_device device_table[] = {
                "from 170 sparse INT8 TOPS / 4 (unconfirmed); SFU 16 SMs x 16/clk x 1.3 GHz "
                "(derived clock, 16/clk as CC 8.6); no measured BW; launch 5 us assumed "
                "(no Jetson figure in gpu-specs.md)"},
-    {.name = "mi300x", .label = "AMD Instinct MI300X", .kind = "gpu", .onchip_kib = 576, .sm_count = 304,
+    {.name = "mi300x", .label = "AMD Instinct MI300X", .kind = "gpu", .onchip_kib = 576, .register_kib = 512, .sm_count = 304,
      .max_threads_per_sm = 2048, .mem_bandwidth_gbs = 5300, .measured_bandwidth_gbs = 3997, .cited_bandwidth_gbs = 3997,
      .cache_mb = 256, .fp32_tflops = 81.7, .bf16_tflops = 1307.4, .bf16_gemm_tflops = 668.4,
      .sfu_tops = 0, .launch_overhead_us = 2, .mem_gb = 192,
@@ -322,7 +324,7 @@ static const mb_device device_table[] = {
                "occupancy: 3997 (best 4058 at 87.5%; FluidX3D 66% [S7]); launch 2.0 us: "
                "MI210's in [B], the only AMD figure (unconfirmed for CDNA3)"
                "; bf16 GEMM 668.4 TF: stas00 MAMF table [S8] (TunableOp on, torch 2.5.1+rocm6.3)"},
-    {.name = "mi325x", .label = "AMD Instinct MI325X", .kind = "gpu", .onchip_kib = 576, .sm_count = 304,
+    {.name = "mi325x", .label = "AMD Instinct MI325X", .kind = "gpu", .onchip_kib = 576, .register_kib = 512, .sm_count = 304,
      .max_threads_per_sm = 2048, .mem_bandwidth_gbs = 6000, .measured_bandwidth_gbs = 0,
      .cache_mb = 256, .fp32_tflops = 81.7, .bf16_tflops = 1307.4, .bf16_gemm_tflops = 784.9,
      .sfu_tops = 0, .launch_overhead_us = 2, .mem_gb = 256,
@@ -333,7 +335,7 @@ static const mb_device device_table[] = {
                "figure (unconfirmed for CDNA3)"
                "; bf16 GEMM 784.9 TF: stas00 MAMF table [S8] (TunableOp on, 1000 W, torch 2.6.0+rocm6.2.4)"},
     {.name = "mi250x", .label = "AMD Instinct MI250X (both GCDs; each is a separate device)",
-     .kind = "gpu", .onchip_kib = 576, .sm_count = 220, .max_threads_per_sm = 2048,
+     .kind = "gpu", .onchip_kib = 576, .register_kib = 512, .sm_count = 220, .max_threads_per_sm = 2048,
      .mem_bandwidth_gbs = 3277, .measured_bandwidth_gbs = 2 * 1183,
      .cited_bandwidth_gbs = 2 * 1183,
      .cache_mb = 16, .fp32_tflops = 47.9, .bf16_tflops = 383,
@@ -343,7 +345,7 @@ static const mb_device device_table[] = {
                "mi250x-gcd; FP32 47.9 non-packed (1700 MHz unconfirmed); measured BW: "
                "mi250x-gcd's derived 1183 per GCD, x 2; launch 2.0 us: MI210, same GCD, in "
                "[B] gpu-small-kernels"},
-    {.name = "mi250x-gcd", .label = "AMD Instinct MI250X, one GCD", .kind = "gpu", .onchip_kib = 576, .sm_count = 110,
+    {.name = "mi250x-gcd", .label = "AMD Instinct MI250X, one GCD", .kind = "gpu", .onchip_kib = 576, .register_kib = 512, .sm_count = 110,
      .max_threads_per_sm = 2048, .mem_bandwidth_gbs = 1638, .measured_bandwidth_gbs = 1183, .cited_bandwidth_gbs = 1183,
      .cache_mb = 8, .fp32_tflops = 23.95, .bf16_tflops = 191.5,
      .sfu_tops = 0, .launch_overhead_us = 2, .mem_gb = 64,
@@ -353,7 +355,7 @@ static const mb_device device_table[] = {
                "same GCD, 104 CUs, 1638 GB/s) reaches 1362 on [B] gpu-stream scale (2 GiB "
                "f64, read + write), x FluidX3D's MI250-GCD / MI210 ratio 53% / 61% [S7] = "
                "1183; launch 2.0 us: MI210 in [B] gpu-small-kernels"},
-    {.name = "mi210", .label = "AMD Instinct MI210 64GB", .kind = "gpu", .onchip_kib = 576, .sm_count = 104,
+    {.name = "mi210", .label = "AMD Instinct MI210 64GB", .kind = "gpu", .onchip_kib = 576, .register_kib = 512, .sm_count = 104,
      .max_threads_per_sm = 2048, .mem_bandwidth_gbs = 1638, .measured_bandwidth_gbs = 1362, .cited_bandwidth_gbs = 1362,
      .cache_mb = 8, .fp32_tflops = 22.6, .bf16_tflops = 181,
      .sfu_tops = 0, .launch_overhead_us = 2, .graph_launch_overhead_us = 2, .mem_gb = 64,

@@ -109,6 +109,19 @@ int mb_kernel_derive_passes(const mb_graph *g, mb_kernel *K, int online);
  * when d gives no on-chip size. */
 int64_t mb_kernel_onepass_max_cols(const mb_kernel *K, const mb_device *d);
 
+/* Register bytes a column of K's row takes in a kernel that keeps the row in
+ * registers alone, as a Triton program a row does (Liger's norms:
+ * BLOCK_SIZE = the row, every value f32): 4 B for each full-row read a
+ * later pass uses again, each [cols] operand (held beside the rows, as
+ * Liger's W_row) and each per-block partial sum (accumulated across the
+ * block's rows); 0 when K has one pass anyway. Beyond a device's
+ * register_kib such a kernel spills, which the model's time does not
+ * count (mb_kernel_register_max_cols). */
+double mb_kernel_register_bytes_per_col(const mb_graph *g, const mb_kernel *K);
+/* Longest row held that way on d: register_kib x 1024 / the bytes above;
+ * INT64_MAX when none are needed, 0 when d gives no register_kib. */
+int64_t mb_kernel_register_max_cols(const mb_graph *g, const mb_kernel *K, const mb_device *d);
+
 /* What a row kernel's passes use (the one rule kernels/jit_rows.c runs and
  * the model counts). mb_kernel_row_stats_in: 1 when K's node j accumulates
  * statistics in pass p (a reduction in its stat_pass; softmax and

@@ -160,6 +160,26 @@ int64_t mb_kernel_onepass_max_cols(const mb_kernel *K, const mb_device *d)
     return (int64_t)(d->onchip_kib * 1024.0 / K->live_bytes_per_col);
 }
 
+double mb_kernel_register_bytes_per_col(const mb_graph *g, const mb_kernel *K)
+{
+    if (K->passes <= 1 || !K->read_passes) return 0;
+    int n = 0;
+    for (int r = 0; r < K->n_reads; r++) {
+        mb_shape_class sh = g->nodes[K->reads[r]].shape;
+        n += (sh == MB_SHC_FULL && K->read_passes[r] > 1) || sh == MB_SHC_COL;
+    }
+    for (int w = 0; w < K->n_writes; w++) n += g->nodes[K->writes[w]].shape == MB_SHC_PART;
+    return 4.0 * n;
+}
+
+int64_t mb_kernel_register_max_cols(const mb_graph *g, const mb_kernel *K, const mb_device *d)
+{
+    double b = mb_kernel_register_bytes_per_col(g, K);
+    if (!(b > 0)) return INT64_MAX;
+    if (!(d->register_kib > 0)) return 0;
+    return (int64_t)(d->register_kib * 1024.0 / b);
+}
+
 /* ---- what each pass uses (kernels/jit_rows.c runs by it) ------------------ */
 
 static int rowval_shape(const mb_node *nd)

@@ -279,4 +279,22 @@ expect 2 "expected partial or written" -- model rmsnorm_affine_bwd --colsum sums
 sed 's/^colsum partial$/colsum halves/' "$tmp/part.mb" >"$tmp/bad.mb"
 expect 2 "bad.mb:15:8: expected 'partial' or 'written' after 'colsum'" -- model "$tmp/bad.mb"
 
+# a row held in registers alone (a Triton program a row): RMSNorm's backward
+# with partial sums keeps x, dy, w and dW's partials, 16 B a column in f32:
+# 16384 columns fit an A100's 256 KiB of registers, 32768 spill (said under
+# the table and in the JSON); a spec without register_kib says nothing
+"$B" model rmsnorm_affine_bwd --shape 64x16384 --plan recompute --colsum partial --device a100-pcie-80gb --json \
+  >"$tmp/out" || bad "register columns at 16384"
+jcheck '.results[0].per_kernel[1].register_max_cols' 16384
+jcheck '.results[0].per_kernel[1].register_spills' false
+"$B" model rmsnorm_affine_bwd --shape 64x32768 --plan recompute --colsum partial --device a100-pcie-80gb --json \
+  >"$tmp/out" || bad "register columns at 32768"
+jcheck '.results[0].per_kernel[1].register_spills' true
+jcheck '.results[0].per_kernel[0].register_spills' false
+"$B" model rmsnorm_affine_bwd --shape 64x32768 --plan recompute --colsum partial --device a100-pcie-80gb >"$tmp/out"
+grep -q "held in registers alone, as a Triton program a row holds it, f32: 16 B per column x 32768 > a100-pcie-80gb's 256 KiB" \
+  "$tmp/out" && ok || bad "no register note: $(cat "$tmp/out")"
+"$B" model rmsnorm_affine_bwd --shape 64x32768 --plan recompute --colsum partial --device "$tmp/g.ini" --json >"$tmp/out"
+jcheck '.results[0].per_kernel[1] | has("register_spills")' false
+
 cli_done

@@ -28,6 +28,10 @@ grep -q "^speedups (eager / fused" "$tmp/out" && ok || bad "no speedup line"
 # every point's row printed, with the side that bounds it
 [ "$(grep -c '^| [a-z_]*/[a-z]*/[a-z]*/[0-9]*/' "$tmp/out")" -eq 84 ] && ok || bad "not 84 point rows"
 grep -q '| device |$' "$tmp/out" && ok || bad "no point says which side bounds it"
+# the Liger points whose kernels hold a row beyond the A100's registers (RMSNorm's
+# backward at 32768 columns, LayerNorm's at 16384) say so, and only those
+[ "$(grep -c ', spills |$' "$tmp/out")" -eq 3 ] && grep -q '^| rms_norm/liger/backward/32768/.*, spills |$' "$tmp/out" &&
+  ok || bad "spilling points: $(grep -c ', spills |$' "$tmp/out"), expected 3"
 # the whole set: the MLP points too, each costed by membound mlp (compute-bound
 # GEMMs), in classes of their own, and the eager / fused speedups
 python3 "$S/bench/gpu_validate.py" --membound "$B" >"$tmp/all" 2>"$tmp/err"; rc=$?

@@ -511,6 +511,44 @@ static void check_partial_colsums(void)
     }
 }
 
+/* A row held in registers alone (a Triton program a row, Liger's norms): 4 B
+ * a column for each full-row read used in two passes, each [cols] operand
+ * and each partial sum. RMSNorm's recompute backward with partial sums:
+ * x, dy, w and dW's partials, 16 B, 16384 columns in the 256 KiB of an
+ * NVIDIA SM; LayerNorm's: dB's partials too, 20 B, 13107; the forward x
+ * and w, 8 B, 32768. A one-pass kernel needs none; a device without
+ * register_kib gives no limit (0). */
+static void check_register_columns(void)
+{
+    const mb_device d = h100();
+    CHECK(d.register_kib == 256);
+    static const struct { const char *variant; double fwd, bwd; } cases[] = {{"rmsnorm_affine_bwd", 8, 16},
+                                                                              {"layernorm_affine_bwd", 12, 20}};
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        mb_graph *g = NULL;
+        mb_plan *p = NULL;
+        mb_err e;
+        CHECK(mb_variant_load(cases[c].variant, MB_F32, &g, &e) == MB_OK);
+        if (!g) continue;
+        g->colsum_partial = 1;
+        CHECK(mb_plan_build(g, MB_PLAN_RECOMPUTE, &p, &e) == MB_OK);
+        if (p && p->n_kernels == 3) {
+            CHECK_NEAR(mb_kernel_register_bytes_per_col(p->g, &p->kernels[0]), cases[c].fwd, 0);
+            CHECK_NEAR(mb_kernel_register_bytes_per_col(p->g, &p->kernels[1]), cases[c].bwd, 0);
+            CHECK_EQ_I64(mb_kernel_register_max_cols(p->g, &p->kernels[1], &d), (int64_t)(262144 / cases[c].bwd));
+            CHECK_NEAR(mb_kernel_register_bytes_per_col(p->g, &p->kernels[2]), 0, 0); /* the column kernel */
+            CHECK_EQ_I64(mb_kernel_register_max_cols(p->g, &p->kernels[2], &d), INT64_MAX);
+            mb_device none = d;
+            none.register_kib = 0;
+            CHECK_EQ_I64(mb_kernel_register_max_cols(p->g, &p->kernels[1], &none), 0);
+        } else {
+            CHECK(0);
+        }
+        mb_plan_free(p);
+        mb_graph_free(g);
+    }
+}
+
 /* The cache between 1x and 4x: eager y = exp(x) + x re-reads x and t =
  * exp(x) in its second kernel, each 3 tensors (x, t, y) back. A 12 MiB
  * cache that still serves 6 MiB of a larger stream (cache_retained_mb)
@@ -560,5 +598,6 @@ int main(void)
     check_eager_backward_kernels();
     check_column_plans();
     check_partial_colsums();
+    check_register_columns();
     return mb_test_done();
 }
