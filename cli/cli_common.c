@@ -378,6 +378,11 @@ int mb_cli_devices(const char *list, mb_device **out, int *count)
         *out = nd;
         int rc = mb_device_find(id, &(*out)[*count], &e);
         if (rc) { free(copy); free(*out); *out = NULL; return mb_cli_fail_err(rc, &e); }
+        /* a quick calibration's arrays are cache-sized (measure/hostref.c): said, not refused */
+        const char *cal = (*out)[*count].calibration;
+        if (!strcmp(cal, "quick") || !strcmp(cal, "fallback"))
+            mb_cli_note("%s: a %s calibration streams cache-sized arrays, so its bandwidths are cache figures, "
+                        "not DRAM's ('membound calibrate' without --quick measures a spec for the model)", id, cal);
         (*count)++;
     }
     free(copy);

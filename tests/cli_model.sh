@@ -297,4 +297,13 @@ grep -q "held in registers alone, as a Triton program a row holds it, f32: 16 B 
 "$B" model rmsnorm_affine_bwd --shape 64x32768 --plan recompute --colsum partial --device "$tmp/g.ini" --json >"$tmp/out"
 jcheck '.results[0].per_kernel[1] | has("register_spills")' false
 
+# a quick calibration's spec: the model runs on it and says its bandwidths are cache figures
+sed 's/^name = .*/name = q/' "$tmp/g.ini" >"$tmp/q.ini"
+printf 'calibration = quick\n' >>"$tmp/q.ini"
+"$B" model copy --n 2^20 --device "$tmp/q.ini" >/dev/null 2>"$tmp/err" || bad "model on a quick spec"
+grep -q "q.ini: a quick calibration streams cache-sized arrays, so its bandwidths are cache figures" "$tmp/err" &&
+  ok || bad "no quick-spec note: $(cat "$tmp/err")"
+"$B" model copy --n 2^20 --device "$tmp/g.ini" >/dev/null 2>"$tmp/err"
+[ ! -s "$tmp/err" ] && ok || bad "a full spec got a note: $(cat "$tmp/err")"
+
 cli_done
