@@ -77,14 +77,25 @@ MB_HD static inline float mb_op_apply_f32(mb_op op, float a, float b)
     case MB_OP_SIGMOID: return 1.0f / (1.0f + expf(-a));
     case MB_OP_RELU: return (a > 0.0f || a != a) ? a : 0.0f;
     case MB_OP_ABS: return fabsf(a);
+#if !defined(__CUDA_ARCH__)
+    /* in float64 on the host: erfcf of the f32-rounded -a / sqrt 2 is off by
+     * 2 z^2 x half an ulp (hundreds of ulps in the tail); the CPU's vector
+     * form (vec_ops.h) is exact to 7 units of 2^-24, and this, its loops'
+     * tails, to rounding */
+    case MB_OP_GELU: return (float)(0.5 * (double)a * erfc(-(double)a * MB_OPS_SQRT1_2));
+    case MB_OP_GELU_GRAD:
+        return (float)(0.5 * erfc(-(double)a * MB_OPS_SQRT1_2) +
+                       (double)a * MB_OPS_INV_SQRT_2PI * exp(-0.5 * (double)a * (double)a));
+#else
     case MB_OP_GELU: return 0.5f * a * erfcf(-a * (float)MB_OPS_SQRT1_2);
+    case MB_OP_GELU_GRAD:
+        return 0.5f * erfcf(-a * (float)MB_OPS_SQRT1_2) +
+               a * (float)MB_OPS_INV_SQRT_2PI * expf(-0.5f * a * a);
+#endif
     case MB_OP_COPY: return a;
     case MB_OP_RECIPROCAL: return 1.0f / a;
     case MB_OP_STEP: return a != a ? a : (a > 0.0f ? 1.0f : 0.0f);
     case MB_OP_SIGN: return a > 0.0f ? 1.0f : (a < 0.0f ? -1.0f : a); /* 0, -0, NaN: a */
-    case MB_OP_GELU_GRAD:
-        return 0.5f * erfcf(-a * (float)MB_OPS_SQRT1_2) +
-               a * (float)MB_OPS_INV_SQRT_2PI * expf(-0.5f * a * a);
     case MB_OP_EQ: return a == b ? 1.0f : 0.0f;
     case MB_OP_ERF: return erff(a);
     case MB_OP_SOFTPLUS: return a > 20.0f ? a : log1pf(expf(a));

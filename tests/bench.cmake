@@ -37,3 +37,7 @@ set_tests_properties(test_bench_mlp PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 60
 add_test(NAME test_calib_stability COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/calib_stability_selftest.sh)
 set_tests_properties(test_calib_stability PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 60
   ENVIRONMENT "MB_SRC=${CMAKE_SOURCE_DIR}")
+# vec_ops.h's GELU coefficients against bench/gelu_fit.py, which fits them
+add_test(NAME test_gelu_fit COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/gelu_fit.sh)
+set_tests_properties(test_gelu_fit PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 60
+  ENVIRONMENT "MB_SRC=${CMAKE_SOURCE_DIR}")

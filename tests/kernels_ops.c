@@ -318,6 +318,72 @@ static void exp_nonpos_ulps(void)
     for (int i = 7; i < 10; i++) CHECK(ulps_off(got[i], exp((double)edge[i])) <= 2.0);
 }
 
+/* The tile primitive's GELU and its gradient (vec_ops.h's own erfc form):
+ * GELU within 7 units of 2^-24 relative to float64 at every 61st f32 of
+ * [2^-30, 15] and its negation, float64's own through erfc (1 + erf
+ * cancels below x = -8) (ref_f32.c allows 8; SLEEF's erfc of the
+ * rounded x / sqrt 2 was 203 units off at x = -13.1); the gradient within
+ * 6 units of its terms' size, Phi(x) + |x| phi(x);
+ * x's infinities and NaN as float64 gives them. */
+static double gelu64(double x) { return 0.5 * x * erfc(-x * 0.70710678118654752440); }
+static double gelu_grad64(double x)
+{
+    return 0.5 * erfc(-x * 0.70710678118654752440) + x * exp(-0.5 * x * x) * 0.39894228040143267794;
+}
+
+static void gelu_ulps(void)
+{
+    enum { N = 4096 + 13 };
+    static float a[N], out[N], grad[N];
+    uint32_t b, lo_bits, hi_bits;
+    float lo = 0x1p-30f, hi = 15.0f;
+    memcpy(&lo_bits, &lo, sizeof lo);
+    memcpy(&hi_bits, &hi, sizeof hi);
+    double worst = 0, worst_g = 0;
+    float worst_x = 0, worst_gx = 0;
+    for (b = lo_bits; b <= hi_bits;) {
+        int m = 0;
+        for (; m < N && b <= hi_bits; m++, b += 61) {
+            float x;
+            memcpy(&x, &b, sizeof x);
+            a[m] = (m & 1) ? -x : x;
+        }
+        mb_kern_op_apply(MB_OP_GELU, a, 0, NULL, 0, out, m);
+        mb_kern_op_apply(MB_OP_GELU_GRAD, a, 0, NULL, 0, grad, m);
+        for (int i = 0; i < m; i++) {
+            double want = gelu64((double)a[i]), want_g = gelu_grad64((double)a[i]);
+            if (fabs(want) >= 0x1p-126) {
+                double e = fabs((double)out[i] - want) / fabs(want) / 0x1p-24;
+                if (!(e <= worst)) worst = e, worst_x = a[i];
+            }
+            /* the gradient against its terms' size: it crosses zero at x = -0.75 as
+             * Phi - |x| phi, two values near 0.23 */
+            double scale = 0.5 * erfc(-(double)a[i] * 0.70710678118654752440) +
+                           fabs((double)a[i]) * exp(-0.5 * (double)a[i] * a[i]) * 0.39894228040143267794;
+            double eg = fabs((double)grad[i] - want_g) / scale / 0x1p-24;
+            /* where phi itself is normal: |x| <= 13.2 (beyond, both terms are
+             * subnormal products and carry a subnormal's absolute rounding) */
+            if (scale >= 0x1p-120 && !(eg <= worst_g)) worst_g = eg, worst_gx = a[i];
+        }
+    }
+    if (!(worst <= 7.0)) fprintf(stderr, "gelu: %.2f units of 2^-24 at %a\n", worst, (double)worst_x);
+    if (!(worst_g <= 6.0)) fprintf(stderr, "gelu_grad: %.2f units at %a\n", worst_g, (double)worst_gx);
+    CHECK(worst <= 7.0);
+    CHECK(worst_g <= 6.0);
+    const float edge[16] = {INFINITY, -INFINITY, NAN, -0.0f, 0.0f, 15.5f, -15.5f, 100.0f,
+                            -100.0f, 1.0f, -1.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f};
+    float g[16], gg[16];
+    mb_kern_op_apply(MB_OP_GELU, edge, 0, NULL, 0, g, 16);
+    mb_kern_op_apply(MB_OP_GELU_GRAD, edge, 0, NULL, 0, gg, 16);
+    CHECK(g[0] == INFINITY && isnan(g[1]) && isnan(g[2]) && g[3] == 0.0f && signbit(g[3]) && g[4] == 0.0f);
+    CHECK(g[5] == 15.5f && g[6] == -0.0f && g[7] == 100.0f && g[8] == -0.0f);
+    CHECK(isnan(gg[0]) && isnan(gg[1]) && isnan(gg[2]) && gg[3] == 0.5f && gg[5] == 1.0f && gg[6] == 0.0f);
+    for (int i = 9; i < 11; i++) {
+        CHECK(fabs(g[i] - gelu64((double)edge[i])) <= 7 * 0x1p-24 * fabs(gelu64((double)edge[i])));
+        CHECK(fabs(gg[i] - gelu_grad64((double)edge[i])) <= 12 * 0x1p-24 * fabs(gelu_grad64((double)edge[i])));
+    }
+}
+
 /* PyTorch's semantics at points with known values (torch.erf, F.softplus,
  * F.silu, in float64 from their definitions). */
 static void torch_values(void)
@@ -348,5 +414,6 @@ int main(void)
     torch_values();
     tile_ulps();
     exp_nonpos_ulps();
+    gelu_ulps();
     return mb_test_done();
 }
