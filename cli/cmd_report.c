@@ -212,14 +212,23 @@ static void print_summary(const mb_rpt_set *s)
     print_tasks(s);
     for (int g = 0; g < s->n_groups; g++) {
         const mb_rpt_group *gr = &s->groups[g];
-        char t0[32];
+        char t0[32], flag[256] = "";
+        const mb_device *dev = &s->devices[gr->dev];
+        if (gr->impossible)
+            snprintf(flag, sizeof flag, "; IMPOSSIBLE: bandwidth above the %s (%.4g GB/s%s)",
+                     mb_rpt_peak_what(dev), dev->mem_bandwidth_gbs,
+                     gr->host_copy_ratio_max > 1 && !strcmp(dev->kind, "cpu")
+                         ? ", raised by the host's drift during the rows" : "");
+        else if (gr->above_calibrated)
+            snprintf(flag, sizeof flag, "; above the calibrated %.4g GB/s, as the host's own reference "
+                     "copy was during the rows (up to %.0f%% of its calibrated figure): the host drifted",
+                     dev->mem_bandwidth_gbs, 100 * gr->host_copy_ratio_max);
         if (gr->fitted && isfinite(gr->bandwidth_gbs))
             printf("fit %s (%s): bandwidth %.4g GB/s [%.4g, %.4g], t0 %s%s, R^2 %.4f, %d of %d "
                    "rows%s\n", gr->device, gr->backend, gr->bandwidth_gbs, gr->bandwidth_lo_gbs,
                    gr->bandwidth_hi_gbs, mb_cli_fmt_time(gr->t0_s, t0, sizeof t0),
                    gr->t0_negative ? " (below zero: not a launch time)" : "", gr->line.r2,
-                   gr->line.n_used, gr->line.n_points,
-                   gr->impossible ? "; IMPOSSIBLE: bandwidth above the datasheet peak" : "");
+                   gr->line.n_used, gr->line.n_points, flag);
         else
             printf("fit %s (%s): %s\n", gr->device, gr->backend, gr->why[0] ? gr->why : "none");
     }

@@ -242,8 +242,15 @@ typedef struct mb_rpt_group {
     char bytes_note[128];          /* measured DRAM bytes or model DRAM bytes */
     mb_rpt_line line;              /* time_s = c0 + c1 * bytes */
     int impossible;                /* 1: the bandwidth's lower bound exceeds the
-                                      device's datasheet peak (the bytes understate
-                                      the traffic) */
+                                      device's peak (mb_rpt_peak_what: a GPU's
+                                      datasheet, a CPU spec's calibration, times
+                                      the host's drift; the bytes understate the
+                                      traffic) */
+    int above_calibrated;          /* 1: it exceeds a CPU spec's calibrated
+                                      bandwidth, not the host's own reference copy
+                                      during the fitted rows: the host drifted */
+    double host_copy_ratio_max;    /* the fitted rows' fastest host reference copy
+                                      over the calibrated one; NaN: none */
     int t0_negative;               /* 1: t0 + its 95% half-width < 0 */
     double t0_s, t0_ci_s;
     double bandwidth_gbs, bandwidth_lo_gbs, bandwidth_hi_gbs; /* 95% interval */
@@ -478,6 +485,11 @@ int mb_rpt_join(mb_rpt_set *s, const char *device_override, mb_err *err);
  * mb_rpt_join. Groups that cannot be fitted (too few rows) say why in
  * group.why; that is not an error. MB_ERUN only when GSL fails. */
 int mb_rpt_fit(mb_rpt_set *s, mb_err *err);
+
+/* What a group's "impossible" beats: "datasheet peak" (a GPU's), or
+ * "calibrated bandwidth" (a CPU spec's: a measurement, which the host's
+ * drift during the rows raises) */
+const char *mb_rpt_peak_what(const mb_device *d);
 
 /* Fills s->verdicts from the joined, fitted rows (mb_rpt_fit calls it). */
 int mb_rpt_verdicts(mb_rpt_set *s, mb_err *err);

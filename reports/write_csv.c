@@ -167,7 +167,7 @@ int rpt_write_csvs(const mb_rpt_set *s, const char *dir, rpt_outs *outs, mb_err 
 
     if ((rc = rpt_outs_open(outs, dir, mb_rpt_report_files[3], &fp, err))) return rc;
     fputs("device,backend,fitted,n_points,n_used,n_rejected,t0_s,t0_ci_s,bandwidth_gbs,"
-          "bandwidth_lo_gbs,bandwidth_hi_gbs,r2,impossible,t0_negative,bytes,note\n", fp);
+          "bandwidth_lo_gbs,bandwidth_hi_gbs,r2,impossible,t0_negative,bytes,note,above_calibrated\n", fp);
     for (int i = 0; i < s->n_groups; i++) {
         const mb_rpt_group *g = &s->groups[i];
         csv_str(fp, g->device);
@@ -184,7 +184,7 @@ int rpt_write_csvs(const mb_rpt_set *s, const char *dir, rpt_outs *outs, mb_err 
         csv_str(fp, g->bytes_note);
         fputc(',', fp);
         csv_str(fp, g->why[0] ? g->why : g->rows_note);
-        fputc('\n', fp);
+        fprintf(fp, ",%d\n", g->above_calibrated);
     }
 
     if ((rc = rpt_outs_open(outs, dir, mb_rpt_report_files[4], &fp, err))) return rc;

@@ -198,7 +198,10 @@ static void fit_section(rpt_doc *d, const mb_rpt_set *s)
             else if (isfinite(g->bandwidth_gbs))
                 snprintf(bw, sizeof bw, "%.4g [%.4g, %s]%s", g->bandwidth_gbs, g->bandwidth_lo_gbs,
                          rpt_num(x1, sizeof x1, g->bandwidth_hi_gbs, 4),
-                         g->impossible ? " IMPOSSIBLE: above the datasheet peak" : "");
+                         g->impossible ? (strcmp(dev->kind, "cpu")
+                                              ? " IMPOSSIBLE: above the datasheet peak"
+                                              : " IMPOSSIBLE: above the calibrated bandwidth")
+                         : g->above_calibrated ? " above the calibrated bandwidth: the host drifted" : "");
             else
                 snprintf(bw, sizeof bw, "—");
             rpt_num(r2, sizeof r2, g->line.r2, 4);
@@ -228,10 +231,21 @@ static void fit_section(rpt_doc *d, const mb_rpt_set *s)
         if (g->why[0]) rpt_doc_p(d, "%s / %s: %s", g->device, g->backend, g->why);
         if (g->impossible)
             rpt_doc_p(d, "**Impossible number**: %s / %s: the fitted bandwidth %.4g GB/s (lower "
-                         "bound %.4g) exceeds the device's peak %.4g GB/s. The byte counts "
+                         "bound %.4g) exceeds the device's %s, %.4g GB/s%s. The byte counts "
                          "understate the traffic (data served from cache, or a wrong element size).",
                       g->device, g->backend, g->bandwidth_gbs, g->bandwidth_lo_gbs,
-                      dev->mem_bandwidth_gbs);
+                      mb_rpt_peak_what(dev), dev->mem_bandwidth_gbs,
+                      g->host_copy_ratio_max > 1 && !strcmp(dev->kind, "cpu")
+                          ? " times the host's drift during the rows" : "");
+        else if (g->above_calibrated)
+            rpt_doc_p(d, "**Above the calibration**: %s / %s: the fitted bandwidth %.4g GB/s (lower "
+                         "bound %.4g) exceeds the calibrated %.4g GB/s, but the host's own reference "
+                         "copy ran up to %.0f%% of its calibrated figure during these rows: the host "
+                         "drifted since its calibration (a shared host does), so the rows are faster "
+                         "than the spec, not faster than the hardware. Calibrate again, or measure "
+                         "when the host is steady.",
+                      g->device, g->backend, g->bandwidth_gbs, g->bandwidth_lo_gbs,
+                      dev->mem_bandwidth_gbs, 100 * g->host_copy_ratio_max);
         if (!g->has_ops) continue;
         char h[256];
         snprintf(h, sizeof h, "Per-op costs, %s / %s: time = t0 + bytes/bandwidth + Σ evals_k × c_k",

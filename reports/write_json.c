@@ -61,6 +61,8 @@ static json_t *fit_json(const mb_rpt_group *g)
     json_object_set_new(o, "bandwidth_hi_gbs", jnum(g->bandwidth_hi_gbs));
     json_object_set_new(o, "r2", jnum(g->fitted ? g->line.r2 : NAN));
     json_object_set_new(o, "impossible", json_boolean(g->impossible));
+    json_object_set_new(o, "above_calibrated", json_boolean(g->above_calibrated));
+    json_object_set_new(o, "host_copy_ratio_max", jnum(g->fitted ? g->host_copy_ratio_max : NAN));
     json_object_set_new(o, "t0_negative", json_boolean(g->t0_negative));
     json_object_set_new(o, "bytes", json_string(g->bytes_note));
     json_object_set_new(o, "rows", json_string(g->rows_note));
