@@ -88,7 +88,8 @@ double mb_model_row_elements(const mb_model_row *r)
         const mb_kernel *K = &r->plan->kernels[k];
         int multi = r->est.per_kernel && r->est.per_kernel[k].passes > 1;
         for (int t = 0; t < K->n_reads; t++)
-            elems += (double)mb_tensor_elems_at(g, K->reads[t], r->shape) * (multi ? K->read_passes[t] : 1);
+            elems += (double)mb_tensor_elems_at(g, K->reads[t], r->shape) *
+                     (multi ? mb_kernel_read_passes_on(g, K, t, r->dev, r->fw) : 1);
         for (int t = 0; t < K->n_writes; t++) elems += (double)mb_tensor_elems_at(g, K->writes[t], r->shape);
     }
     return n > 0 ? elems / n : 0;
@@ -107,10 +108,19 @@ void mb_model_knee_lines(FILE *fp, const mb_model_row *r)
 {
     for (int k = 0; k < r->plan->n_kernels; k++) {
         const mb_kernel *K = &r->plan->kernels[k];
-        if (K->passes <= 1) continue;
+        if (K->passes <= 1 && !mb_kernel_reread_rows(K, r->dev, r->fw)) continue;
         int64_t cols = mb_kernel_onepass_max_cols(K, r->dev);
         char shape[48];
         mb_shape_format(r->shape, shape, sizeof shape);
+        if (mb_kernel_reread_rows(K, r->dev, r->fw)) {
+            const mb_cost *c = &r->est.per_kernel[k];
+            fprintf(fp, "  %s %s, kernel %s: PyTorch's native kernel holds no row on chip: a block of %d threads "
+                    "reads each row twice (statistics, then output); at %s: %lld rows in flight, re-reads %s\n",
+                    r->g->name, mb_plan_name(r->plan->kind), K->name, MB_TORCH_NORM_THREADS, shape,
+                    (long long)c->rows_in_flight, c->rereads_cached ? "hit the cache" : "from DRAM");
+            continue;
+        }
+        if (K->passes <= 1) continue;
         if (cols == 0)
             fprintf(fp, "  %s %s, kernel %s: %s gives no on-chip size: %d passes over every row\n",
                     r->g->name, mb_plan_name(r->plan->kind), K->name, r->dev->name, K->passes);

@@ -48,7 +48,12 @@ double mb_cache_share(double reuse_bytes, double cache_bytes, double retained_by
 
 int64_t mb_device_rows_in_flight(const mb_device *d, int64_t rows)
 {
-    double per_sm = floor(d->max_threads_per_sm / MB_ROW_BLOCK_THREADS); /* row blocks an SM holds */
+    return mb_device_rows_in_flight_at(d, rows, MB_ROW_BLOCK_THREADS);
+}
+
+int64_t mb_device_rows_in_flight_at(const mb_device *d, int64_t rows, int threads)
+{
+    double per_sm = floor(d->max_threads_per_sm / threads); /* row blocks an SM holds */
     if (!(per_sm >= 1)) per_sm = 1;
     double n = (d->sm_count >= 1 ? floor(d->sm_count) : 1) * per_sm;
     if (n > (double)rows) n = (double)rows;
@@ -67,23 +72,26 @@ int64_t mb_device_partial_blocks(const mb_device *d, int64_t rows)
  * (mb_device_rows_in_flight) of everything K streams fit the cache. Rows of
  * up to 1024 columns run a warp a row (8 rows a block), but on every GPU of
  * the table such rows are one pass. */
-static void extra_passes(const mb_graph *g, const mb_kernel *K, mb_shape s, const mb_device *d, double cache_bytes,
-                         mb_cost *c)
+static void extra_passes(const mb_graph *g, const mb_kernel *K, mb_shape s, const mb_device *d, mb_framework fw,
+                         double cache_bytes, mb_cost *c)
 {
     if (c->passes <= 1) return;
+    const int torch_norm = mb_kernel_reread_rows(K, d, fw);
     double row_bytes = 0;
     for (int o = 0; o < K->n_reads + K->n_writes; o++) {
         int u = o < K->n_reads ? K->reads[o] : K->writes[o - K->n_reads];
         if (g->nodes[u].shape == MB_SHC_FULL) row_bytes += (double)s.cols * (double)mb_dtype_bytes(g->nodes[u].dtype);
     }
-    c->rows_in_flight = mb_device_rows_in_flight(d, s.rows);
+    c->rows_in_flight = torch_norm ? mb_device_rows_in_flight_at(d, s.rows, MB_TORCH_NORM_THREADS)
+                                   : mb_device_rows_in_flight(d, s.rows);
     c->rereads_cached = (double)c->rows_in_flight * row_bytes <= cache_bytes;
     for (int r = 0; r < K->n_reads && !c->rereads_cached; r++)
         if (g->nodes[K->reads[r]].shape == MB_SHC_FULL)
-            c->dram_read_bytes += (int64_t)(K->read_passes[r] - 1) * mb_tensor_bytes_at(g, K->reads[r], s);
+            c->dram_read_bytes += (int64_t)(mb_kernel_read_passes_on(g, K, r, d, fw) - 1) * mb_tensor_bytes_at(g, K->reads[r], s);
 }
 
-int mb_dram_bytes(const mb_plan *p, mb_shape n, const mb_device *d, mb_cost *per_kernel, int64_t *rfo)
+int mb_dram_bytes(const mb_plan *p, mb_shape n, const mb_device *d, mb_framework fw, mb_cost *per_kernel,
+                  int64_t *rfo)
 {
     const mb_graph *g = p->g;
     /* access trace for the cache model: tensor ids in touch order */
@@ -116,7 +124,7 @@ int mb_dram_bytes(const mb_plan *p, mb_shape n, const mb_device *d, mb_cost *per
                                   retained_bytes);
             c->dram_read_bytes += (int64_t)llround((double)size * (1 - hit));
         }
-        extra_passes(g, K, n, d, cache_bytes, c);
+        extra_passes(g, K, n, d, fw, cache_bytes, c);
         /* A write-allocate cache (a CPU's, under ordinary stores) reads each
          * line before the store owns it: a tensor the cache does not hold is
          * read from DRAM first. Tensors larger than the cache, and of its

@@ -54,6 +54,11 @@ typedef struct mb_kernel {
      * elementwise node); online, 1 for a sum folded beside its amax. */
     int *eval_mask, *stat_pass;
     unsigned char *online;
+    /* 1: the eager plan's PyTorch native layer_norm kernel, forward
+     * (vectorized_layer_norm_kernel) or native_layer_norm_backward: on a GPU
+     * it holds no row on chip, whatever the row's length (passes.c,
+     * mb_kernel_reread_rows). Costs only: the executors ignore it. */
+    int torch_layer_norm;
 } mb_kernel;
 
 /* The eager kernel of a norm's weight and bias gradients (PyTorch's

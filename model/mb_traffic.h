@@ -154,6 +154,29 @@ typedef enum mb_framework { MB_FW_NONE = 0, MB_FW_PYTORCH, MB_FW_COUNT } mb_fram
 const char *mb_framework_name(mb_framework f);          /* "none", "pytorch" */
 int mb_framework_parse(const char *s, mb_framework *out); /* MB_OK or MB_EINPUT */
 
+/* PyTorch's native layer_norm kernels (an eager plan's layer_norm and
+ * native_layer_norm_backward; layer_norm_kernel.cu) keep no row on chip: a
+ * block of MB_TORCH_NORM_THREADS threads takes a row, reads it in a
+ * statistics loop (Welford's mean and variance forward; the two dot
+ * products backward, mean and rstd saved by the forward) and reads it again
+ * in the loop that writes the output, whatever the row's length.
+ * mb_kernel_is_torch_layer_norm says whether K is one (plans set
+ * K->torch_layer_norm by it); mb_kernel_reread_rows, whether K reads each
+ * of its full [rows, cols] operands twice in that way: a torch layer norm
+ * kernel on a GPU under framework pytorch (what PyTorch runs; membound's own
+ * CUDA executor holds the row on chip, as the one-pass rule says, and on a
+ * CPU a thread's row stays in its own cache, PyTorch's or membound's). */
+#define MB_TORCH_NORM_THREADS 128 /* num_threads(): 4 warps (thread_constants.h) */
+int mb_kernel_is_torch_layer_norm(const mb_graph *g, const mb_kernel *K);
+int mb_kernel_reread_rows(const mb_kernel *K, const mb_device *d, mb_framework fw);
+/* The passes K's read r takes where K makes several passes on d: 2 for a
+ * full operand of a kernel above (1 for its [cols] ones), else
+ * K->read_passes[r]. */
+int mb_kernel_read_passes_on(const mb_graph *g, const mb_kernel *K, int r, const mb_device *d, mb_framework fw);
+/* mb_device_rows_in_flight for row blocks of threads threads. */
+int64_t mb_device_rows_in_flight_at(const mb_device *d, int64_t rows, int threads);
+
+
 /* glibc's ceiling for its dynamic mmap threshold on 64-bit (malloc.c,
  * DEFAULT_MMAP_THRESHOLD_MAX = 4 x 1 MiB x sizeof(long)). */
 #define MB_ALLOC_MMAP_MAX_MB 32.0

@@ -71,7 +71,8 @@ int64_t mb_tensor_bytes_at(const mb_graph *g, int i, mb_shape s);
  * (whose lecture bytes and passes are set), and of those reads, the line
  * fills of a write-allocate cache's stores into rfo (p->n_kernels entries,
  * zeroed). -1 when out of memory. */
-int mb_dram_bytes(const mb_plan *p, mb_shape n, const mb_device *d, mb_cost *per_kernel, int64_t *rfo);
+int mb_dram_bytes(const mb_plan *p, mb_shape n, const mb_device *d, mb_framework fw, mb_cost *per_kernel,
+                  int64_t *rfo);
 /* roofline.c: kernel k's time into c (its bytes set), with framework fw's
  * allocations, at bandwidth_gbs (the one mb_device_bandwidth_gbs gives);
  * first: k is the first kernel of the timed region (the spec's floor). */

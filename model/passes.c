@@ -308,3 +308,23 @@ double mb_kernel_onepass_cache_accesses(const mb_graph *g, const mb_kernel *K)
     free(K2.online);
     return acc;
 }
+
+int mb_kernel_is_torch_layer_norm(const mb_graph *g, const mb_kernel *K)
+{
+    if (K->n_nodes < 1) return 0;
+    if (!K->is_backward) return g->nodes[K->nodes[0]].op == MB_OP_LAYER_NORM;
+    const int origin = g->nodes[K->nodes[0]].origin;
+    return origin >= 0 && g->nodes[origin].op == MB_OP_LAYER_NORM &&
+           !strcmp(K->name, mb_op_info_of(MB_OP_LAYER_NORM)->bwd_kernel);
+}
+
+int mb_kernel_reread_rows(const mb_kernel *K, const mb_device *d, mb_framework fw)
+{
+    return K->torch_layer_norm && fw == MB_FW_PYTORCH && strcmp(d->kind, "cpu") != 0;
+}
+
+int mb_kernel_read_passes_on(const mb_graph *g, const mb_kernel *K, int r, const mb_device *d, mb_framework fw)
+{
+    if (mb_kernel_reread_rows(K, d, fw)) return g->nodes[K->reads[r]].shape == MB_SHC_FULL ? 2 : 1;
+    return K->read_passes[r];
+}

@@ -421,6 +421,7 @@ static int derive_traffic(mb_plan *p)
         if (!K->reads) K->reads = calloc(1, sizeof(int));
         if (!K->writes) K->writes = calloc(1, sizeof(int));
         if (!rc) rc = mb_kernel_derive_passes(g, K, p->kind == MB_PLAN_ONLINE);
+        if (!rc && p->kind == MB_PLAN_EAGER) K->torch_layer_norm = mb_kernel_is_torch_layer_norm(g, K);
     }
     p->results = results.v;
     p->n_results = results.n;

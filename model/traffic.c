@@ -89,15 +89,17 @@ int mb_phase_parse(const char *s, mb_phase *out)
 /* The lecture's count of kernel K at shape s on d (the traffic rule): each
  * distinct tensor it reads and writes once, and a row kernel that does not
  * fit d's on-chip storage its re-reads in every pass after the first. */
-static void lecture_bytes(const mb_graph *g, const mb_kernel *K, mb_shape s, const mb_device *d, mb_cost *c)
+static void lecture_bytes(const mb_graph *g, const mb_kernel *K, mb_shape s, const mb_device *d, mb_framework fw,
+                          mb_cost *c)
 {
     for (int r = 0; r < K->n_reads; r++) c->read_bytes += mb_tensor_bytes_at(g, K->reads[r], s);
     for (int w = 0; w < K->n_writes; w++) c->write_bytes += mb_tensor_bytes_at(g, K->writes[w], s);
     c->passes = 1;
-    if (K->passes <= 1 || mb_kernel_onepass_max_cols(K, d) >= s.cols) return;
-    c->passes = K->passes;
+    const int torch_norm = mb_kernel_reread_rows(K, d, fw); /* PyTorch's layer_norm: no row on chip */
+    if (!torch_norm && (K->passes <= 1 || mb_kernel_onepass_max_cols(K, d) >= s.cols)) return;
+    c->passes = torch_norm ? 2 : K->passes;
     for (int r = 0; r < K->n_reads; r++)
-        c->read_bytes += (int64_t)(K->read_passes[r] - 1) * mb_tensor_bytes_at(g, K->reads[r], s);
+        c->read_bytes += (int64_t)(mb_kernel_read_passes_on(g, K, r, d, fw) - 1) * mb_tensor_bytes_at(g, K->reads[r], s);
 }
 
 /* Adds kernel cost c into the plan's total t. */
@@ -181,8 +183,8 @@ static int estimate(const mb_plan *p, mb_shape n, const mb_device *d, const mb_t
         return mb_err_set(err, MB_ERUN, "out of memory");
     }
     out->n_kernels = p->n_kernels;
-    for (int k = 0; k < p->n_kernels; k++) lecture_bytes(g, &p->kernels[k], n, d, &out->per_kernel[k]);
-    if (mb_dram_bytes(p, n, d, out->per_kernel, rfo) != 0) {
+    for (int k = 0; k < p->n_kernels; k++) lecture_bytes(g, &p->kernels[k], n, d, fw, &out->per_kernel[k]);
+    if (mb_dram_bytes(p, n, d, fw, out->per_kernel, rfo) != 0) {
         free(rfo);
         mb_estimate_free(out);
         return mb_err_set(err, MB_ERUN, "out of memory");

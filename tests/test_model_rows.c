@@ -41,7 +41,8 @@ static const struct {
     {RMS_HF, "4096x1024", MB_PLAN_FUSED, 1, 1, 0, 1, 1, 0, 0},
     {RMS_HF, "64x2^22", MB_PLAN_FUSED, 1, 2, 0, 1, 1, 0, 0},                  /* mean of squares, then write */
     {HEAD "y = rms_norm(x, w, eps=1e-6)\nz = y + b", "64x2^22", MB_PLAN_EAGER, 2, 3, 0, 2, 2, 0, 0},
-    /* F.layer_norm: one kernel, bias inside; Welford then normalize: 2 reads beyond on-chip */
+    /* F.layer_norm: one kernel, bias inside; Welford then normalize: 2 reads beyond
+     * on-chip (membound's kernels; PyTorch's: check_torch_layer_norm) */
     {HEAD "y = layer_norm(x, w, b)", "4096x1024", MB_PLAN_EAGER, 1, 1, 0, 2, 1, 0, 0},
     {HEAD "y = layer_norm(x, w, b, eps=1e-5)", "64x2^22", MB_PLAN_EAGER, 1, 2, 0, 2, 1, 0, 0},
     /* written out: mean, centre, variance of the centred rows: 3 passes */
@@ -489,6 +490,67 @@ static void check_in_flight_dram(void)
     }
 }
 
+/* PyTorch's native layer_norm kernels in the eager plan (layer_norm_kernel.cu:
+ * vectorized_layer_norm_kernel, layer_norm_grad_input_kernel_vectorized) hold
+ * no row on chip: a 128-thread block reads x twice forward, x and dy twice
+ * backward, whatever the row's length. Under --framework pytorch on
+ * a100-pcie-80gb (108 SMs x 2048 threads / 128 = 1728 rows in flight, 40 MiB
+ * L2) the re-reads hit at 1024 columns (x and y rows: 1728 x 8 KiB = 13.5
+ * MiB) and reach DRAM at 8192 (108 MiB). Without the framework (membound's
+ * own CUDA kernels, which hold the row on chip), on a CPU, in
+ * gamma_beta_backward and in the store plan: one pass. */
+static void check_torch_layer_norm(void)
+{
+    static const struct { int64_t cols; int cpu, fw, cached; } ln[] = {
+        {1024, 0, 1, 1}, {8192, 0, 1, 0}, {8192, 1, 1, 1}, {8192, 0, 0, 1},
+    };
+    for (size_t i = 0; i < sizeof ln / sizeof ln[0]; i++) {
+        mb_device d;
+        mb_err e;
+        CHECK(mb_device_find("a100-pcie-80gb", &d, &e) == MB_OK);
+        if (ln[i].cpu) snprintf(d.kind, sizeof d.kind, "cpu"), d.first_touch_gbs = 4;
+        mb_graph *g = NULL;
+        mb_plan *p = NULL, *ps = NULL;
+        mb_estimate est;
+        memset(&est, 0, sizeof est);
+        mb_shape s = {2, 4096, ln[i].cols, 0};
+        mb_timing t = {ln[i].fw ? MB_FW_PYTORCH : MB_FW_NONE, MB_PHASE_ALL, 0};
+        int rc = mb_parse_variant(X_ "input w [cols]\ninput b [cols]\ny = layer_norm(x, w, b)\noutput y\nbackward",
+                                  "ln.mb", MB_F32, &g, &e) ||
+                 mb_plan_build(g, MB_PLAN_EAGER, &p, &e) || mb_plan_build(g, MB_PLAN_STORE, &ps, &e) ||
+                 mb_estimate_plan_timed(p, s, &d, &t, &est, &e);
+        if (rc) fprintf(stderr, "torch layer_norm case %zu: %s\n", i, e.msg);
+        CHECK(rc == 0);
+        if (!rc) {
+            const int64_t x = 4 * s.rows * s.cols, wb = 2 * 4 * s.cols;
+            const int torch = !ln[i].cpu && ln[i].fw;
+            CHECK_EQ_I64(p->n_kernels, 3);
+            CHECK(!strcmp(p->kernels[1].name, "native_layer_norm_backward"));
+            CHECK(!strcmp(p->kernels[2].name, MB_KERNEL_GAMMA_BETA));
+            CHECK(p->kernels[0].torch_layer_norm && p->kernels[1].torch_layer_norm && !p->kernels[2].torch_layer_norm);
+            for (int k = 0; k < ps->n_kernels; k++) CHECK(!ps->kernels[k].torch_layer_norm);
+            const mb_cost *f = &est.per_kernel[0], *b = &est.per_kernel[1];
+            if (!torch) {
+                CHECK_EQ_I64(f->passes, 1);
+                CHECK_EQ_I64(f->read_bytes, x + wb);
+            } else {
+                CHECK_EQ_I64(f->passes, 2);
+                CHECK_EQ_I64(b->passes, 2);
+                CHECK_EQ_I64(f->rows_in_flight, 1728);
+                CHECK_EQ_I64(f->rereads_cached, ln[i].cached);
+                CHECK_EQ_I64(f->read_bytes, 2 * x + wb); /* x twice, w and b once */
+                CHECK_EQ_I64(f->dram_read_bytes, (ln[i].cached ? 1 : 2) * x + wb);
+                /* backward: x and dy twice each (mean and rstd saved, not recomputed) */
+                CHECK(b->read_bytes >= 4 * x && b->read_bytes < 4 * x + x / 16);
+            }
+        }
+        mb_estimate_free(&est);
+        mb_plan_free(p);
+        mb_plan_free(ps);
+        mb_graph_free(g);
+    }
+}
+
 int main(void)
 {
     mb_device d;
@@ -507,5 +569,6 @@ int main(void)
     check_exp_nonpos(&d);
     check_in_flight();
     check_in_flight_dram();
+    check_torch_layer_norm();
     return mb_test_done();
 }
