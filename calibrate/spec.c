@@ -76,6 +76,16 @@ int mb_cal_implausible(const mb_cal_result *c, int quick, char *why, size_t whys
                  CHAIN_DEEP, CHAIN_SHALLOW);
         return 1;
     }
+    /* a link of a compiled chain is at least one vector instruction an
+     * element: no faster than twice the FMA peak's lanes (fp32_tflops counts
+     * two flops a lane; Zen 4 issues two FADD beside its two FMA pipes) */
+    for (int op = MB_OP_ADD; op < MB_OP_COUNT; op++)
+        if (c->fp32_tflops > 0 && c->op_compiled_geps[op] > c->fp32_tflops * 1e3) {
+            snprintf(why, whysz, "compiled %s at %.4g Gelem/s, beyond twice the FMA peak's %.4g G lanes/s: "
+                     "its chain's time is within the timing's noise", mb_op_name((mb_op)op),
+                     c->op_compiled_geps[op], c->fp32_tflops * 1e3 / 2);
+            return 1;
+        }
     if (!(c->fp32_tflops > 0) || !isfinite(c->copy_gbs)) {
         snprintf(why, whysz, "a non-positive FMA rate or bandwidth");
         return 1;
