@@ -129,9 +129,12 @@ static double row_dram_gbs(const mb_rpt_set *s, const mb_rpt_row *r, double *bw_
 
 /* The measured reason: a row that moved its modelled DRAM bytes faster than
  * its device's DRAM bandwidth allows (by MB_RPT_CACHE_MARGIN) found part of
- * them in the cache, whatever the model said. Against a marked calibration
- * (quick, fallback: cache-sized arrays, contended runs) the DRAM figure
- * itself may be the low one: said so, once for both rows. */
+ * them in the cache, whatever the model said, unless the host itself ran
+ * that much faster than its calibration: a CPU row's host reference copy
+ * (host_copy_ratio, measure's host check) sets how much faster its DRAM was
+ * during the row, and a row within that is the host's drift. Against a
+ * marked calibration (quick, fallback: cache-sized arrays, contended runs)
+ * the DRAM figure itself may be the low one: said so, once for both rows. */
 static void cache_reasons(const mb_rpt_set *s, const mb_rpt_row *a, const mb_rpt_row *b, mb_rpt_verdict *v)
 {
     const mb_rpt_row *rows[2] = {a, b};
@@ -148,12 +151,24 @@ static void cache_reasons(const mb_rpt_set *s, const mb_rpt_row *a, const mb_rpt
                 ? "both rows" : series_name(fast[0] ? a : b), v->calibration, bw[fast[0] ? 0 : 1]);
         return;
     }
-    for (int i = 0; i < 2; i++)
-        if (fast[i])
+    for (int i = 0; i < 2; i++) {
+        if (!fast[i]) continue;
+        const double mib = (double)(rows[i]->pred_dram_read_bytes + rows[i]->pred_dram_write_bytes) / 1048576.0;
+        const double drift = rows[i]->host_copy_ratio;
+        if (isfinite(drift) && drift > 1 && gbs[i] <= bw[i] * drift * (1 + MB_RPT_CACHE_MARGIN))
+            why_add(v->reason, sizeof v->reason, "the host ran faster than its calibration: %s moved its %.0f MiB "
+                    "of modelled DRAM traffic at %.1f GB/s, as its own reference copy did during the row (%.0f%% of "
+                    "the calibrated %.1f GB/s)", series_name(rows[i]), mib, gbs[i], 100 * drift, bw[i]);
+        else if (isfinite(drift) && drift > 1)
+            why_add(v->reason, sizeof v->reason, "the cache served part of it: %s moved its %.0f MiB of modelled "
+                    "DRAM traffic at %.1f GB/s, faster than this device's DRAM allows even at the host's drift "
+                    "during the row (its reference copy at %.0f%% of the calibrated %.1f GB/s)",
+                    series_name(rows[i]), mib, gbs[i], 100 * drift, bw[i]);
+        else
             why_add(v->reason, sizeof v->reason, "the cache served part of it: %s moved its %.0f MiB of modelled "
                     "DRAM traffic at %.1f GB/s, faster than this device's DRAM (%.1f GB/s) allows",
-                    series_name(rows[i]), (double)(rows[i]->pred_dram_read_bytes + rows[i]->pred_dram_write_bytes) /
-                    1048576.0, gbs[i], bw[i]);
+                    series_name(rows[i]), mib, gbs[i], bw[i]);
+    }
 }
 
 /* The rows' calibration marks ("fallback", "stale", "quick") into v. */
