@@ -60,8 +60,8 @@ static void usage(FILE *fp)
             "  --device D       a table id or INI spec (default h100-sxm); 'all' or a list:\n"
             "                   a table of where it is compute-bound (--devices: the same)\n"
             "  --json           one JSON object: {\"mlp\": {...}, \"results\": [...]}\n"
-            "  --figures DIR    the first device's stacked kernel times and the checkpointing\n"
-            "                   frontier (DIR/mlp_kernels.png, DIR/mlp_frontier.png and data)\n"
+            "  --figures DIR    the first device's kernel times, roofline and checkpointing\n"
+            "                   frontier (DIR/mlp_kernels, mlp_roofline, mlp_frontier .png, .dat)\n"
             "  --variant V      a layer written with '@' (a .mb file, or llama_mlp, gpt2_mlp,\n"
             "                   linear_rmsnorm, attention): eager as PyTorch runs it against\n"
             "                   fused epilogues; --dims its dimensions (docs/model.md)\n"
@@ -299,6 +299,36 @@ static void kernels_dat(FILE *fp, const mb_mlp *m, const mb_device *d, const mb_
     }
 }
 
+/* block 0: title, device, the roofs (bandwidth, the dtype's GEMM peak);
+ * blocks 1 and 2: the eager and the fused plan's kernels (store, where the
+ * run has a backward): flop/byte, TFLOP/s, GEMM, backward, name. Kernels
+ * without FLOPs (a cast, a copy) have no place on the axes: the block's
+ * comment counts them. */
+static void roofline_dat(FILE *fp, const mb_mlp *m, const mb_device *d, const mb_mlp_est *e)
+{
+    const char *key = NULL;
+    const double peak = mb_gemm_peak_flops(d, m->dtype, &key);
+    fprintf(fp, "title \"%s MLP, tokens %lld, model dim %lld, ffn dim %lld, %s: its kernels on the roofline\"\n"
+                "device \"%s\"\nbw_gbs %.6g\npeak_tflops %.6g\npeak_key \"%s\"\n",
+            mb_mlp_layer_name(m->layer), (long long)m->tokens, (long long)m->d_model, (long long)m->d_ff,
+            mb_dtype_name(m->dtype), d->label, mb_device_bandwidth_gbs(d, NULL), peak / 1e12, key ? key : "");
+    static const mb_mlp_plan_id ids[2] = {MB_MLP_EAGER, MB_MLP_FUSED};
+    for (int b = 0; b < 2; b++) {
+        const mb_mlp_plan *pl = &e->plan[ids[b]][MB_MLP_STORE];
+        int skipped = 0;
+        for (int i = 0; pl->valid && i < pl->n_kernels; i++) skipped += !(pl->k[i].flops > 0);
+        fprintf(fp, "\n\n# %s plan: flop/byte TFLOP/s gemm backward name (%d kernels without FLOPs left out)\n",
+                mb_mlp_plan_name(ids[b]), skipped);
+        for (int i = 0; e->supported[ids[b]] && pl->valid && i < pl->n_kernels; i++) {
+            const mb_mlp_kernel *k = &pl->k[i];
+            const double bytes = k->dram_read_bytes + k->dram_write_bytes;
+            if (!(k->flops > 0) || !(bytes > 0) || !(k->time_s > 0)) continue;
+            fprintf(fp, "%.6g %.6g %d %d \"%s\"\n", k->flops / bytes, k->flops / k->time_s / 1e12, k->gemm,
+                    k->backward, k->name);
+        }
+    }
+}
+
 typedef struct fpt { double mb, ms; char label[48]; int front; } fpt;
 static int by_mb(const void *a, const void *b)
 {
@@ -352,6 +382,7 @@ static int write_fig(const char *dir, const char *stem, const mb_mlp *m, const m
     int rc = mb_outfile_open(&of, dat, &err);
     if (rc) return mb_cli_fail_err(rc, &err);
     if (!strcmp(stem, "mlp_kernels")) kernels_dat(of.fp, m, d, e);
+    else if (!strcmp(stem, "mlp_roofline")) roofline_dat(of.fp, m, d, e);
     else frontier_dat(of.fp, m, d, e);
     if ((rc = mb_outfile_commit(&of, &err))) return mb_cli_fail_err(rc, &err);
     if (!mb_rpt_draw_figure) return 0;
@@ -364,6 +395,7 @@ static int figures(const char *dir, const mb_mlp *m, const mb_device *d, const m
 {
     if (mkdir(dir, 0777) && errno != EEXIST) return mb_cli_fail(1, "--figures %s: %s", dir, strerror(errno));
     int drew = 0, rc = write_fig(dir, "mlp_kernels", m, d, e, &drew);
+    if (!rc) rc = write_fig(dir, "mlp_roofline", m, d, e, &drew);
     if (!rc && m->backward) rc = write_fig(dir, "mlp_frontier", m, d, e, &drew);
     if (rc) return rc;
     if (!mb_rpt_draw_figure)

@@ -152,6 +152,7 @@ static const fig_kind fig_kinds[] = {
     {"attn_oom", FIG_GIVEN, 0, NULL, NULL},
     {"mlp_kernels", FIG_GIVEN, 0, NULL, NULL},  /* membound mlp --figures */
     {"mlp_frontier", FIG_GIVEN, 0, NULL, NULL},
+    {"mlp_roofline", FIG_GIVEN, 0, NULL, NULL},
 };
 #define N_FIG_KINDS ((int)(sizeof fig_kinds / sizeof fig_kinds[0]))
 

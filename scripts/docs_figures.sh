@@ -4,7 +4,8 @@
 # 4096x1024 (a row fits on chip) and 64x4194304 (it does not), on h100-sxm,
 # f32, each as FIGURE.dat (the data, deterministic) and FIGURE.png; Llama-7B's
 # MLP (membound mlp, bf16, forward and backward, h100-sxm): its time by
-# kernel class per plan and its checkpointing frontier; and the model against
+# kernel class per plan, its kernels on the roofline and its checkpointing
+# frontier; and the model against
 # the published GPU set (bench/gpu_validate.py).
 # tests/docs_figures.sh runs it into a temporary folder and holds the
 # committed data to it, so a change to the model or the figure shows there.
@@ -27,7 +28,7 @@ done
 # folder of its own, then named for what they show
 mlp=$(mktemp -d); trap 'rm -rf "$mlp"' EXIT
 "$B" mlp --preset llama-7b --dtype bf16 --backward --device h100-sxm --figures "$mlp" >/dev/null 2>&1
-for f in kernels frontier; do
+for f in kernels frontier roofline; do
   for ext in dat png; do mv "$mlp/mlp_$f.$ext" "$out/mlp-$f-llama-7b-bf16.$ext"; done
 done
 # the model against the published GPU set (docs/results.md)

@@ -83,13 +83,20 @@ printf '[device]\nname = c\nkind = cpu\nmem_bandwidth_gbs = 50\ncache_mb = 32\nf
 jcheck '.results[0].plans[0].kernels[0].name' 'addmm bias copy'
 jcheck '.results[0].plans[0].kernels[0].dram_write_bytes' $H
 
-# figures: the stacked kernel times and the frontier, drawn where gnuplot is
+# figures: the stacked kernel times, the roofline and the frontier, drawn where gnuplot is
 if command -v gnuplot >/dev/null && "$B" --help | grep -q '^  report '; then
   "$B" mlp --preset gpt2-small --backward --figures "$tmp/fig" >/dev/null 2>"$tmp/err" || bad "--figures: $(cat "$tmp/err")"
-  for f in mlp_kernels mlp_frontier; do
+  for f in mlp_kernels mlp_roofline mlp_frontier; do
     [ -s "$tmp/fig/$f.dat" ] && [ "$(head -c 4 "$tmp/fig/$f.png" | tail -c 3)" = PNG ] && ok || bad "no $f figure"
   done
   grep -q '"fused recompute" 1$' "$tmp/fig/mlp_frontier.dat" && ok || bad "frontier data lacks fused recompute"
+  # the roofline: GEMMs beyond the ridge (peak / bandwidth), the eager plan's
+  # elementwise kernels under one flop per byte; the fused plan only GEMMs
+  awk '/^bw_gbs/ {bw = $2} /^peak_tflops/ {peak = $2 * 1000}
+       /^# eager/ {blk = 1} /^# fused/ {blk = 2}
+       /^[0-9]/ {n[blk]++; if ($3 == 1 && $1 <= peak / bw) bad++; if ($3 == 0 && $1 > 1) bad++; if (blk == 2 && $3 == 0) bad++; gemms += $3}
+       END {exit !(bad == 0 && n[1] > 0 && n[2] > 0 && gemms >= 4)}' "$tmp/fig/mlp_roofline.dat" &&
+    ok || bad "roofline data: $(cat "$tmp/fig/mlp_roofline.dat")"
 fi
 
 expect 2 "unknown layer 'mistral'" -- mlp --layer mistral --dims d_model=8,d_ff=8

@@ -7,7 +7,8 @@
 # (membound figures: what-if included), three custom variants (--expr), a
 # report of committed measurements, a report of imported ncu measurements,
 # the model's error across two committed machines, three frontiers (plan
-# --frontier), attention's (attention --figures), and the lecture's at
+# --frontier), attention's (attention --figures), the MLP's (mlp --figures),
+# and the lecture's at
 # 4:3, font scale 1.3, dark. First, the
 # check must fail on two layouts made to overlap (a legend moved onto the
 # roofline's points; an axis label moved onto its tic labels).
@@ -143,6 +144,16 @@ for c in "attn_seq attn_h100-sxm" "attn_tflops attn_h100-sxm" "attn_seq attn_a10
   if [ ! -s "$T/attn/$2.dat" ]; then echo "FAIL $1 $2: no data"; fails=$((fails + 1))
   elif check "$T/attn" "$1" "$2"; then echo "ok   $1 $2"
   else echo "FAIL $1 $2"; fails=$((fails + 1)); fi
+done
+# the MLP's figures (membound mlp --figures): Llama-7B's on the H100, forward
+# and backward (its kernel times, roofline and checkpointing frontier)
+mkdir -p "$T/mlp"
+"$B" mlp --preset llama-7b --dtype bf16 --backward --device h100-sxm --figures "$T/mlp" >/dev/null 2>&1 || true
+cp "$SRC"/plots/style.gp "$SRC"/plots/look.gp "$SRC"/plots/mlp_*.gp "$T/mlp/"
+for c in mlp_kernels mlp_roofline mlp_frontier; do
+  if [ ! -s "$T/mlp/$c.dat" ]; then echo "FAIL $c: no data"; fails=$((fails + 1))
+  elif check "$T/mlp" "$c" "$c"; then echo "ok   $c"
+  else echo "FAIL $c"; fails=$((fails + 1)); fi
 done
 [ $fails = 0 ] || { echo "$fails figure(s) with overlaps"; exit 1; }
 echo "no overlaps"
