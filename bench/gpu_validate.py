@@ -79,9 +79,9 @@ SOURCES = {
     ("rms_norm", "huggingface"): (
         "llama_rmsnorm.mb", "eager", "eager",
         "LlamaRMSNorm, torch ops: x bf16 [M, H], weight f32 [H]; h = x.to(f32), "
-        "v = h.pow(2).mean(-1), y = weight * (h * rsqrt(v + 1e-6)).to(bf16), y f32",
-        "dy is made bf16 (randn_like(x)) and autograd casts it to y's f32: one copy kernel "
-        "more in backward than the variant's"),
+        "v = h.pow(2).mean(-1), y = weight * (h * rsqrt(v + 1e-6)).to(bf16), y f32; dy bf16 "
+        "(randn_like(x)), cast to y's f32 by autograd's engine first (backward grad bf16)",
+        ""),
     ("rms_norm", "liger"): (
         "liger_rmsnorm.mb", "optimal", "fused",
         "LigerRMSNorm (casting mode llama): one Triton kernel forward (y bf16, rstd saved), "
@@ -89,9 +89,12 @@ SOURCES = {
         "the forward saves rstd ([M] f32), the plan x and w only"),
     ("rms_norm", "torchcompile"): (
         "llama_rmsnorm.mb", "optimal", "fused",
-        "torch.compile(LlamaRMSNorm): Inductor's generated kernels, its min-cut partition",
+        "torch.compile(LlamaRMSNorm): Inductor's generated kernels, its min-cut partition; "
+        "in backward the dx and dw reductions two kernels with common inputs (before its "
+        "mix-order reduction, pytorch/pytorch#165370)",
         "Inductor's kernels stood for by membound's optimal plan (min-cut, one fused kernel "
-        "a phase); dy bf16 cast to f32 as for huggingface"),
+        "forward; backward the dx kernel and a dw kernel reading x and dy again: colsum "
+        "reread); dy bf16 cast to f32 by the engine as for huggingface"),
     ("layer_norm", "huggingface"): (
         "torch_layernorm.mb", "eager", "eager",
         "torch.nn.LayerNorm(N), f32 [M, N]: native layer_norm forward, "
@@ -103,8 +106,11 @@ SOURCES = {
         "the forward saves mean and rstd ([M] f32), the plan x, w and b only"),
     ("layer_norm", "torchcompile"): (
         "torch_layernorm.mb", "optimal", "fused",
-        "torch.compile(nn.LayerNorm): Inductor's generated kernels, its min-cut partition",
-        "Inductor's kernels stood for by membound's optimal plan"),
+        "torch.compile(nn.LayerNorm): Inductor's generated kernels, its min-cut partition; "
+        "in backward the dx and dw/db reductions two kernels with common inputs (before its "
+        "mix-order reduction, pytorch/pytorch#165370)",
+        "Inductor's kernels stood for by membound's optimal plan (backward: the dx kernel and "
+        "a dw/db kernel reading x and dy again, colsum reread)"),
     # whole MLPs: membound mlp (model/mlp.c), forward and backward, every
     # saved tensor stored; "mlp:LAYER" names the layer, the plan is mlp's
     ("swiglu", "huggingface"): (

@@ -32,8 +32,8 @@ static void usage(FILE *fp)
             "  --dims LIST      sizes of the variant's named dimensions: batch=8,seq=4096,\n"
             "                   dim=1024; default: its 'dims' line\n"
             "  --dtype LIST     f32 (default), bf16, f16, comma-separated: bf16,f32\n"
-            "  --colsum HOW     written or partial: a [cols] gradient's sum over the rows in\n"
-            "                   store, recompute and optimal (membound model --help)\n"
+            "  --colsum HOW     written, partial or reread: a [cols] gradient's sum over the\n"
+            "                   rows in store, recompute and optimal (membound model --help)\n"
             "  --json | --csv   machine-readable output ({\"results\": [...]}, each with \"device\";\n"
             "                   the CSV's speedup_vs_eager is the table's \"vs eager\")\n"
             "  -h, --help       this help\n");

@@ -83,9 +83,9 @@ int mb_model_args_option(mb_model_args *a, int c, const char *arg)
             return mb_cli_fail(2, "--framework '%s': expected none or pytorch", arg);
         return 0;
     case MB_OPT_COLSUM:
-        if (strcmp(arg, "partial") && strcmp(arg, "written"))
-            return mb_cli_fail(2, "--colsum '%s': expected partial or written", arg);
-        a->colsum = strcmp(arg, "partial") ? 2 : 1;
+        if (mb_colsum_parse(arg, &a->colsum) != MB_OK)
+            return mb_cli_fail(2, "--colsum '%s': expected written, partial or reread", arg);
+        a->colsum_given = 1;
         return 0;
     default: a->fmt = MB_FMT_CSV; return 0;
     }
@@ -109,7 +109,7 @@ int mb_model_args_load(mb_model_args *a)
         }
     for (int d = 0; d < a->n_dtypes; d++) mb_cli_graphs_free(per[d], cnt[d]);
     if (rc) return rc;
-    for (int i = 0; a->colsum && i < a->n_graphs; i++) a->graphs[i]->colsum_partial = a->colsum == 1;
+    for (int i = 0; a->colsum_given && i < a->n_graphs; i++) a->graphs[i]->colsum = a->colsum;
     for (int i = 0; a->dims && i < a->n_graphs; i++) { /* --dims: one shape for every variant */
         mb_shape sh;
         if ((rc = mb_graph_bind_dims(a->graphs[i], a->dims, &sh, &e))) return mb_cli_fail_err(rc, &e);

@@ -26,8 +26,9 @@ typedef struct {
     mb_out_format fmt;
     int per_kernel;
     mb_framework framework; /* --framework (model only): MB_FW_NONE by default */
-    int colsum;          /* --colsum: 0 not given (each variant's 'colsum' line),
-                            1 partial, 2 written */
+    mb_colsum colsum;    /* --colsum, when colsum_given (else each variant's
+                            'colsum' line) */
+    int colsum_given;
     unsigned given;      /* options seen so far (MB_ARG_* bits), for conflicts */
     int given_as[6];     /* the option code that set each bit, for messages */
 } mb_model_args;
@@ -36,7 +37,7 @@ typedef struct {
  * code: 1 a variant (getopt's "-" mode: non-options in order), 'e' --expr,
  * 'p' --plan LIST, 'n' --n, 's' --sizes, 'S' --shape LIST, 't' --dtype LIST, 'J' --json,
  * 'C' --csv, 'F' --framework, MB_OPT_DIMS --dims LIST, MB_OPT_COLSUM --colsum
- * partial|written (sets every loaded graph's colsum_partial). Returns 0 when handled, -1 when c is none of them, or an exit
+ * written|partial|reread (sets every loaded graph's colsum). Returns 0 when handled, -1 when c is none of them, or an exit
  * code after printing one error line: a bad value, an option given twice, or
  * one that conflicts with an earlier one (--n with --sizes, --json with --csv). */
 int mb_model_args_option(mb_model_args *a, int c, const char *arg);

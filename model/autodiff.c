@@ -533,17 +533,28 @@ int mb_autodiff(mb_graph *g, mb_err *err)
                               "input it reads is nograd): 'backward' has nothing to differentiate",
                               g->path, o->line, o->col, o->name);
         }
-    /* incoming gradients: one input per output */
+    /* incoming gradients: one input per output, in the output's dtype or
+     * 'backward grad DTYPE''s, which autograd's engine casts to the output's
+     * (validate_outputs: its own eager kernel before the backward) */
     for (int k = 0; k < g->n_outputs; k++) {
         int o = g->outputs[k];
-        int id = mb_graph_add(g, MB_OP_INPUT, -1, 0, -1, 0, g->nodes[o].dtype, 1, -1);
+        const mb_dtype odt = g->nodes[o].dtype, gdt = g->grad_dtype_set ? g->grad_dtype : odt;
+        int id = mb_graph_add(g, MB_OP_INPUT, -1, 0, -1, 0, gdt, 1, -1);
         if (id < 0) { A.failed = 1; break; }
         char out_name[MB_NAME_MAX];
         memcpy(out_name, g->nodes[o].name, MB_NAME_MAX);
         snprintf(g->nodes[id].name, MB_NAME_MAX, "grad_%.*s", MB_NAME_MAX - 6, out_name);
         g->nodes[id].shape = g->nodes[o].shape;
         g->grad_outputs[k] = id;
-        accumulate(&A, o, id);
+        int seed = id;
+        if (gdt != odt) {
+            seed = mb_graph_add(g, MB_OP_COPY, id, 0, -1, 0, odt, 1, -1);
+            if (seed < 0) { A.failed = 1; break; }
+            snprintf(g->nodes[seed].name, MB_NAME_MAX, "grad_%.*s_%s", MB_NAME_MAX - 12, out_name, mb_dtype_name(odt));
+            g->nodes[seed].shape = g->nodes[o].shape;
+            g->nodes[seed].engine = 1;
+        }
+        accumulate(&A, o, seed);
     }
     /* each input's gradient is complete once its first reader's rule has run */
     int *first_use = malloc((size_t)(nf ? nf : 1) * sizeof *first_use);

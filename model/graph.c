@@ -7,6 +7,18 @@
 #include <stdlib.h>
 #include <string.h>
 
+const char *mb_colsum_name(mb_colsum c)
+{
+    return c == MB_COLSUM_PARTIAL ? "partial" : c == MB_COLSUM_REREAD ? "reread" : "written";
+}
+
+int mb_colsum_parse(const char *s, mb_colsum *out)
+{
+    for (int c = 0; c < MB_COLSUM_COUNT; c++)
+        if (s && !strcmp(s, mb_colsum_name((mb_colsum)c))) { *out = (mb_colsum)c; return MB_OK; }
+    return MB_EINPUT;
+}
+
 mb_graph *mb_graph_new(void)
 {
     return calloc(1, sizeof(mb_graph));

@@ -52,6 +52,10 @@ typedef struct mb_node {
                             by it (autodiff.c); executors read it at their shape */
     unsigned char grp_lo, grp_hi; /* MB_SHC_GCOL: the leading named dimensions
                             [grp_lo, grp_hi) it keeps (mb_graph_group) */
+    unsigned char engine; /* 1: autograd's engine runs it before the backward:
+                            an incoming gradient cast to its output's dtype
+                            ('backward grad DTYPE'), its own eager kernel in
+                            every plan (PyTorch's validate_outputs) */
     unsigned char gamma_beta; /* backward nodes of a norm's weight and bias
                             gradients (autodiff.c): 1, the eager plan runs them
                             in a kernel of their own after the op's fused
@@ -102,6 +106,23 @@ mb_shape mb_shape_1d(int64_t n);
 /* "[rows, cols]", "[rows, 1]", "[rows]", "[cols]", "[]" or "[n]" for rank. */
 const char *mb_shape_class_text(mb_shape_class c, int rank);
 
+/* How the fused backward plans (store, recompute, optimal) sum a [cols]
+ * gradient over the rows (a colsum; docs/model.md, "In store, recompute and
+ * optimal"):
+ *   WRITTEN  the fused backward writes each row's term, a column kernel
+ *            reads it back (the default)
+ *   PARTIAL  the fused backward adds each row's term into per-block partial
+ *            sums, a column kernel adds the blocks (Liger's kernels;
+ *            mb_graph_split_colsums)
+ *   REREAD   the column kernel computes each row's term again from what it
+ *            is made of: the tensors the fused backward read and the row
+ *            values it wrote (Inductor before its mix-order reduction: the
+ *            dx and the dw/db reductions two kernels with common inputs,
+ *            pytorch/pytorch#165370) */
+typedef enum mb_colsum { MB_COLSUM_WRITTEN = 0, MB_COLSUM_PARTIAL, MB_COLSUM_REREAD, MB_COLSUM_COUNT } mb_colsum;
+const char *mb_colsum_name(mb_colsum c);          /* "written", "partial", "reread" */
+int mb_colsum_parse(const char *s, mb_colsum *out); /* MB_OK or MB_EINPUT */
+
 typedef struct mb_graph {
     char name[MB_NAME_MAX];
     char path[512];          /* file it came from, or "<expr>" */
@@ -111,6 +132,11 @@ typedef struct mb_graph {
     int inputs[MB_MAX_IO], n_inputs;     /* forward inputs */
     int outputs[MB_MAX_IO], n_outputs;   /* forward outputs */
     int has_backward;
+    int grad_dtype_set;      /* 1: 'backward grad DTYPE': each incoming
+                                gradient is grad_dtype (y.backward(dy) with
+                                dy of that dtype), cast to its output's
+                                dtype where they differ (an engine node) */
+    mb_dtype grad_dtype;
     int grad_outputs[MB_MAX_IO];  /* incoming gradient of each output (inputs) */
     int grad_inputs[MB_MAX_IO];   /* gradient of each input (graph results),
                                      -1 for an input declared nograd */
@@ -139,10 +165,9 @@ typedef struct mb_graph {
                                 tensor is full or 0-d: it runs, as PyTorch
                                 runs it, over its n = rows x cols elements
                                 (rank 1; mb_graph_shape_at) */
-    int colsum_partial;      /* 1: the 'colsum partial' directive (or
-                                --colsum partial): store, recompute and
-                                optimal sum a [cols] gradient in per-block
-                                partial sums (mb_graph_split_colsums) */
+    mb_colsum colsum;        /* the 'colsum' directive (or --colsum): how
+                                store, recompute and optimal sum a [cols]
+                                gradient over the rows (mb_colsum) */
 } mb_graph;
 
 /* The shape of g's named dimensions at "name=SIZE,name=SIZE..." (each of

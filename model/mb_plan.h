@@ -59,7 +59,15 @@ typedef struct mb_kernel {
      * it holds no row on chip, whatever the row's length (passes.c,
      * mb_kernel_reread_rows). Costs only: the executors ignore it. */
     int torch_layer_norm;
+    /* 1: autograd's engine casting an incoming gradient to its output's
+     * dtype (MB_KERNEL_GRAD_CAST), an eager op before the backward in every
+     * plan: its host cost is a library op's */
+    int engine;
 } mb_kernel;
+
+/* The kernel of an incoming gradient's cast (aten::_to_copy, run by
+ * autograd's engine before the backward: 'backward grad DTYPE'). */
+#define MB_KERNEL_GRAD_CAST "to_copy_grad"
 
 /* The eager kernel of a norm's weight and bias gradients (PyTorch's
  * GammaBetaBackwardCUDAKernel), after the op's fused backward kernel. */

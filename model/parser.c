@@ -1106,18 +1106,32 @@ static int parse_statement(parser *P)
     } else if (tok_is(&t, "output")) {
         mb_lex_next(&P->lx);
         if ((rc = parse_output_directive(P))) return rc;
-    } else if (tok_is(&t, "backward")) {
+    } else if (tok_is(&t, "backward")) { /* backward [grad DTYPE] */
         mb_lex_next(&P->lx);
         P->g->has_backward = 1;
-    } else if (tok_is(&t, "colsum")) { /* colsum partial | written: mb_graph.colsum_partial */
+        if (tok_is(&P->lx.tok, "grad")) {
+            mb_lex_next(&P->lx);
+            mb_token w = P->lx.tok;
+            char dn[16] = "";
+            if (w.kind == TK_ID) tok_copy(&w, dn, sizeof dn);
+            if (mb_dtype_parse(dn, &P->g->grad_dtype) != MB_OK) {
+                char d[64];
+                return perr(P, w.line, w.col, "expected a dtype after 'backward grad' (f32, bf16, f16), got %s",
+                            mb_tok_desc(&w, d, sizeof d));
+            }
+            P->g->grad_dtype_set = 1;
+            mb_lex_next(&P->lx);
+        }
+    } else if (tok_is(&t, "colsum")) { /* colsum written | partial | reread: mb_graph.colsum */
         mb_lex_next(&P->lx);
         mb_token w = P->lx.tok;
-        if (!tok_is(&w, "partial") && !tok_is(&w, "written")) {
+        char word[16] = "";
+        if (w.kind == TK_ID) tok_copy(&w, word, sizeof word);
+        if (mb_colsum_parse(word, &P->g->colsum) != MB_OK) {
             char d[64];
-            return perr(P, w.line, w.col, "expected 'partial' or 'written' after 'colsum', got %s",
+            return perr(P, w.line, w.col, "expected 'written', 'partial' or 'reread' after 'colsum', got %s",
                         mb_tok_desc(&w, d, sizeof d));
         }
-        P->g->colsum_partial = tok_is(&w, "partial");
         mb_lex_next(&P->lx);
     } else if (tok_is(&t, "size")) {
         mb_lex_next(&P->lx);

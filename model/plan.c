@@ -135,7 +135,8 @@ static int group_eager(mb_plan *p)
         int origin = g->nodes[i].origin;
         const char *fused = origin >= 0 ? mb_op_info_of(g->nodes[origin].op)->bwd_kernel : NULL;
         cur.n = 0;
-        const char *name = origin < 0 ? "add_grad" : fused ? fused : mb_op_name(g->nodes[i].op);
+        const char *name = g->nodes[i].engine ? MB_KERNEL_GRAD_CAST : origin < 0 ? "add_grad"
+                           : fused ? fused : mb_op_name(g->nodes[i].op);
         if (fused) {
             const unsigned char gb = g->nodes[i].gamma_beta;
             if (gb) name = MB_KERNEL_GAMMA_BETA;
@@ -202,24 +203,88 @@ static int group_range(mb_plan *p, const char *name, int is_backward, int lo, in
     return group_side(p, name, is_backward, lo, hi, prefix, NULL, 0);
 }
 
+/* 1 when the column kernel of colsum reread evaluates row-side node v again
+ * rather than reading it: a full tensor computed elementwise in the backward
+ * (a forward clone of recompute and optimal included). Inputs, the
+ * forward's stored tensors, row values, what needs a whole row (a norm, a
+ * softmax, their backward) and the engine's cast of an incoming gradient
+ * (the compiled backward's input) are read. */
+static int reread_recomputes(const mb_graph *g, int v)
+{
+    const mb_node *nd = &g->nodes[v];
+    return v >= g->n_forward && mb_op_info_of(nd->op)->kind == MB_OPK_MAP && nd->shape == MB_SHC_FULL &&
+           !nd->engine;
+}
+
+/* Clone of row-side node v for the column kernel (its operands first, each
+ * once: clone[] maps a node to its clone, -1 none yet), appended to order.
+ * Returns the clone's id, -1 when out of memory. */
+static int reread_clone(mb_graph *g, const char *side, int *clone, ivec *order, int v)
+{
+    if (clone[v] >= 0) return clone[v];
+    mb_node src = g->nodes[v]; /* mb_graph_add may move the nodes */
+    for (int a = 0; a < 2; a++) {
+        int t = src.arg[a];
+        if (t >= 0 && !side[t] && reread_recomputes(g, t) && (src.arg[a] = reread_clone(g, side, clone, order, t)) < 0)
+            return -1;
+    }
+    int id = mb_graph_add(g, src.op, src.arg[0], src.scalar[0], src.arg[1], src.scalar[1], src.dtype, 1,
+                          src.origin);
+    if (id < 0) return -1;
+    g->nodes[id] = src; /* name, shape, dim, keepdim, eps, origin as v's */
+    clone[v] = id;
+    return ivec_push(order, id) ? -1 : id;
+}
+
+/* colsum reread: the column side's operands that reread_recomputes are
+ * cloned into clones (in evaluation order) and the column side pointed at
+ * them; the row kernel then writes none of them. */
+static int reread_split(mb_graph *g, const char *side, int lo, int hi, ivec *clones)
+{
+    const int n0 = g->n_nodes; /* side's nodes: [lo, hi) and recompute's clones after hi */
+    int *clone = malloc((size_t)n0 * sizeof(int));
+    if (!clone) return -1;
+    for (int i = 0; i < n0; i++) clone[i] = -1;
+    int rc = 0;
+    for (int i = lo; i < hi && !rc; i++) {
+        if (!side[i]) continue;
+        for (int a = 0; a < 2 && !rc; a++) {
+            int t = g->nodes[i].arg[a];
+            if (t < 0 || side[t] || !reread_recomputes(g, t)) continue;
+            int id = reread_clone(g, side, clone, clones, t);
+            if (id < 0) rc = -1;
+            else g->nodes[i].arg[a] = id;
+        }
+    }
+    free(clone);
+    return rc;
+}
+
 /* The fused backward of nodes [lo, hi) after prefix: one kernel, and, when
  * the graph has column reductions, a second after it holding them, the
  * expands they reduce and every node that reads their results (a sum over
  * the rows cannot finish in a kernel that works row by row: the first kernel
  * writes each full tensor a colsum reduces, the second reads it once and
- * writes cols elements; docs/model.md). */
+ * writes cols elements; with colsum reread the second evaluates those
+ * tensors again from what they are made of; docs/model.md). An incoming
+ * gradient's cast (an engine node) runs before them in a kernel of its own. */
 static int group_backward(mb_plan *p, const char *name, int lo, int hi, const ivec *prefix)
 {
     char *side = malloc((size_t)p->g->n_nodes + 1);
     if (!side) return -1;
-    int rc = 0;
-    if (!mb_graph_column_side(p->g, side)) {
-        rc = group_range(p, name, 1, lo, hi, prefix);
-    } else {
+    int rc = 0, n_cols = mb_graph_column_side(p->g, side), n_engine = 0;
+    for (int i = lo; i < hi; i++) /* the engine's casts: a kernel of their own, first */
+        if (p->g->nodes[i].engine) side[i] = 2, n_engine++;
+    if (n_engine) rc = group_side(p, MB_KERNEL_GRAD_CAST, 1, lo, hi, NULL, side, 2);
+    if (!rc && !n_cols) rc = group_side(p, name, 1, lo, hi, prefix, side, 0);
+    if (!rc && n_cols) {
         char cols_name[MB_NAME_MAX];
         snprintf(cols_name, sizeof cols_name, "%s_colsum", name);
-        rc = group_side(p, name, 1, lo, hi, prefix, side, 0);
-        if (!rc) rc = group_side(p, cols_name, 1, lo, hi, NULL, side, 1);
+        ivec clones = {0};
+        if (p->g->colsum == MB_COLSUM_REREAD) rc = reread_split(p->g, side, lo, hi, &clones);
+        if (!rc) rc = group_side(p, name, 1, lo, hi, prefix, side, 0);
+        if (!rc) rc = group_side(p, cols_name, 1, lo, hi, &clones, side, 1);
+        free(clones.v);
     }
     free(side);
     return rc;
@@ -422,6 +487,7 @@ static int derive_traffic(mb_plan *p)
         if (!K->writes) K->writes = calloc(1, sizeof(int));
         if (!rc) rc = mb_kernel_derive_passes(g, K, p->kind == MB_PLAN_ONLINE);
         if (!rc && p->kind == MB_PLAN_EAGER) K->torch_layer_norm = mb_kernel_is_torch_layer_norm(g, K);
+        K->engine = K->n_nodes > 0 && g->nodes[K->nodes[0]].engine;
     }
     p->results = results.v;
     p->n_results = results.n;
@@ -434,7 +500,7 @@ static int derive_traffic(mb_plan *p)
 }
 
 /* A plan of kind k on a copy of g; store, recompute and optimal of a graph
- * with colsum_partial on the copy split (mb_graph_split_colsums). */
+ * with colsum partial on the copy split (mb_graph_split_colsums). */
 static mb_plan *plan_new(const mb_graph *g, mb_plan_kind k)
 {
     mb_plan *p = calloc(1, sizeof *p);
@@ -443,7 +509,7 @@ static mb_plan *plan_new(const mb_graph *g, mb_plan_kind k)
     p->g = mb_graph_copy(g);
     if (!p->g) { free(p); return NULL; }
     int fused_bwd = k == MB_PLAN_STORE || k == MB_PLAN_RECOMPUTE || k == MB_PLAN_OPTIMAL;
-    if (fused_bwd && g->colsum_partial && mb_graph_split_colsums(p->g) < 0) {
+    if (fused_bwd && g->colsum == MB_COLSUM_PARTIAL && mb_graph_split_colsums(p->g) < 0) {
         mb_plan_free(p);
         return NULL;
     }

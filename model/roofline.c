@@ -363,7 +363,9 @@ static int has_column_op(const mb_graph *g, const mb_kernel *K)
  *     each phase also the call that runs them, a torch.autograd.Function
  *     (host_function_us), and in backward the engine's node that calls it
  *     (host_node_us); a plan's column sums are library ops (host_op_us +
- *     launch_overhead_us): Liger's _dW.sum(0). */
+ *     launch_overhead_us): Liger's _dW.sum(0);
+ *   - an incoming gradient's cast (K->engine, any plan) is a library op the
+ *     engine issues before the backward (host_op_us + launch_overhead_us). */
 double mb_kernel_host_s(const mb_plan *p, int k, int first, const mb_device *d)
 {
     const mb_kernel *K = &p->kernels[k];
@@ -372,7 +374,9 @@ double mb_kernel_host_s(const mb_plan *p, int k, int first, const mb_device *d)
     const double fn = d->host_function_us > 0 ? d->host_function_us : MB_HOST_FUNCTION_US;
     const double gen = d->host_generated_launch_us > 0 ? d->host_generated_launch_us : MB_HOST_GENERATED_LAUNCH_US;
     double us;
-    if (p->kind == MB_PLAN_EAGER) {
+    if (K->engine) { /* the incoming gradient's cast, issued by the engine */
+        us = op + d->launch_overhead_us;
+    } else if (p->kind == MB_PLAN_EAGER) {
         us = (K->is_backward ? node : op) + d->launch_overhead_us;
     } else if (has_column_op(p->g, K)) {
         us = op + d->launch_overhead_us;

@@ -134,7 +134,7 @@ static double timeline(const mb_plan *p, const mb_device *d, double ahead_s, mb_
         if (!c->timed) continue;
         int *seen = p->kernels[k].is_backward ? &seen_bwd : &seen_fwd;
         c->host_s = mb_kernel_host_s(p, k, !*seen, d);
-        *seen = 1;
+        *seen |= !p->kernels[k].engine; /* the phase's call comes after the engine's cast */
         issue += c->host_s;
         c->waits_on_host = issue > end;
         double start = c->waits_on_host ? issue : end;

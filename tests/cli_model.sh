@@ -275,9 +275,18 @@ sed 's/^backward$/backward\ncolsum partial/; s/^name .*/name rms_part/' "$MB_SRC
 jcheck '.results[0].colsum_blocks' 64
 "$B" model "$tmp/part.mb" --shape 64x4096 --plan recompute --colsum written --json >"$tmp/out"
 jcheck '.results[0] | has("colsum_blocks")' false
-expect 2 "expected partial or written" -- model rmsnorm_affine_bwd --colsum sums
+# reread (Inductor's separate dw/db reduction): LayerNorm's column kernel reads
+# x and dy again, with mean and rstd (2 x 4096 x 4 B), not g x_hat and dy
+"$B" model layernorm_affine_bwd --shape 4096x4096 --plan recompute --colsum reread --json >"$tmp/out" \
+  || bad "--colsum reread failed"
+jcheck '.results[0].per_kernel[2].read_bytes' $((2 * 4096 * 4096 * 4 + 2 * 4096 * 4))
+jcheck '.results[0].per_kernel[1].write_bytes' $((4096 * 4096 * 4 + 2 * 4096 * 4))
+sed 's/^colsum partial$/colsum reread/' "$tmp/part.mb" >"$tmp/reread.mb"
+"$B" model "$tmp/reread.mb" --shape 4096x4096 --plan recompute --json >"$tmp/out" || bad "colsum reread line"
+jcheck '.results[0].per_kernel[2].read_bytes' $((2 * 4096 * 4096 * 4 + 4096 * 4))
+expect 2 "expected written, partial or reread" -- model rmsnorm_affine_bwd --colsum sums
 sed 's/^colsum partial$/colsum halves/' "$tmp/part.mb" >"$tmp/bad.mb"
-expect 2 "bad.mb:15:8: expected 'partial' or 'written' after 'colsum'" -- model "$tmp/bad.mb"
+expect 2 "bad.mb:15:8: expected 'written', 'partial' or 'reread' after 'colsum'" -- model "$tmp/bad.mb"
 
 # a row held in registers alone (a Triton program a row): RMSNorm's backward
 # with partial sums keeps x, dy, w and dW's partials, 16 B a column in f32:

@@ -151,7 +151,7 @@ static void check_rows(const mb_device *spec)
                 CHECK(0);
                 continue;
             }
-            g->colsum_partial = v >= 9;
+            g->colsum = v >= 9 ? MB_COLSUM_PARTIAL : MB_COLSUM_WRITTEN;
             for (int pk = 0; pk < MB_PLAN_COUNT; pk++) {
                 mb_plan *p = NULL;
                 if (!mb_plan_supported(g, (mb_plan_kind)pk) || mb_plan_build(g, (mb_plan_kind)pk, &p, &e)) continue;

@@ -175,16 +175,18 @@ int main(void)
      * the splits met by the last block of each tile */
     /* and colsum partial: the fused backward's 132 row groups (h200's SMs)
      * each summing its rows (a stride of 132) into its row of the partial
-     * sums, the column kernel summing those 132 rows */
+     * sums, the column kernel summing those 132 rows; and colsum reread: the
+     * column evaluator computing each row's term again from x, dy and the
+     * row statistics */
     static const char *const col_variants[] = {"layernorm_affine_bwd", "rmsnorm_affine_bwd"};
     const mb_shape col_shapes[] = {{2, 1100, 301, 132}, {2, 2049, 520, 132}};
-    int col_runs = 0, part_runs = 0;
-    for (int part = 0; part < 2; part++)
+    int col_runs = 0, part_runs = 0, reread_runs = 0;
+    for (int part = 0; part < MB_COLSUM_COUNT; part++)
     for (size_t v = 0; v < 2; v++)
         for (size_t d = 0; d < sizeof dts / sizeof dts[0]; d++) {
             mb_graph *g = NULL;
             CHECK(mb_variant_load(col_variants[v], dts[d], &g, &err) == MB_OK);
-            if (g) g->colsum_partial = part;
+            if (g) g->colsum = (mb_colsum)part;
             for (int pk = part ? MB_PLAN_STORE : 0; g && pk < MB_PLAN_COUNT; pk++) {
                 mb_plan *p = NULL;
                 if (!mb_plan_supported(g, (mb_plan_kind)pk) || mb_plan_build(g, (mb_plan_kind)pk, &p, &err)) continue;
@@ -192,8 +194,9 @@ int main(void)
                     char what[160];
                     snprintf(what, sizeof what, "%s %s %s %lldx%lld on h200%s", col_variants[v],
                              mb_plan_name((mb_plan_kind)pk), mb_dtype_name(dts[d]), (long long)col_shapes[si].rows,
-                             (long long)col_shapes[si].cols, part ? ", colsum partial" : "");
-                    part_runs += part;
+                             (long long)col_shapes[si].cols, part ? (part == MB_COLSUM_PARTIAL ? ", colsum partial" : ", colsum reread") : "");
+                    part_runs += part == MB_COLSUM_PARTIAL;
+                    reread_runs += part == MB_COLSUM_REREAD;
                     run_one(p, col_shapes[si], &h200, what);
                     agree(p, col_shapes[si], &h200, what);
                     col_runs++;
@@ -202,8 +205,9 @@ int main(void)
             }
             mb_graph_free(g);
         }
-    printf("%d emulated runs with splits of the rows, %d of them with partial sums\n", col_runs, part_runs);
-    CHECK(col_runs == 2 * 2 * 4 * 2 + 2 * 2 * 3 * 2 && part_runs == 2 * 2 * 3 * 2);
+    printf("%d emulated runs with splits of the rows, %d of them with partial sums, %d rereading\n", col_runs,
+           part_runs, reread_runs);
+    CHECK(col_runs == 2 * 2 * 4 * 2 + 2 * 2 * 2 * 3 * 2 && part_runs == 2 * 2 * 3 * 2 && reread_runs == 2 * 2 * 3 * 2);
     /* masks broadcast within the leading dimensions (GCOL reads and writes):
      * a padding mask, a causal one, a bias per head; a weight's gradient
      * (the column evaluator) beside a mask; rows per warp and per block */

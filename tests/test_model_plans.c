@@ -480,7 +480,7 @@ static void check_partial_colsums(void)
         mb_estimate out;
         CHECK(mb_variant_load(cases[c].variant, MB_F32, &g, &e) == MB_OK);
         if (!g) continue;
-        g->colsum_partial = 1;
+        g->colsum = MB_COLSUM_PARTIAL;
         CHECK(mb_plan_build(g, MB_PLAN_RECOMPUTE, &p, &e) == MB_OK);
         CHECK(p && mb_estimate_plan_shape(p, (mb_shape){2, R, C, 0}, &d, &out, &e) == MB_OK);
         if (!p || !out.per_kernel) continue;
@@ -493,9 +493,9 @@ static void check_partial_colsums(void)
         /* a compiled kernel's partial sums: a load and a store of the block's row an
          * element (LayerNorm's bias sum reads dy in one pass more: 5 more, not 4) */
         mb_plan *w = NULL;
-        g->colsum_partial = 0;
+        g->colsum = MB_COLSUM_WRITTEN;
         CHECK(mb_plan_build(g, MB_PLAN_RECOMPUTE, &w, &e) == MB_OK);
-        g->colsum_partial = 1;
+        g->colsum = MB_COLSUM_PARTIAL;
         if (w)
             CHECK(mb_kernel_onepass_cache_accesses(p->g, &p->kernels[1]) ==
                   mb_kernel_onepass_cache_accesses(w->g, &w->kernels[1]) + 2 * cases[c].sums + (cases[c].sums - 1));
@@ -506,6 +506,44 @@ static void check_partial_colsums(void)
         mb_plan_free(p);
         CHECK(mb_plan_build(g, MB_PLAN_EAGER, &p, &e) == MB_OK);
         for (int v = 0; p && v < p->g->n_nodes; v++) CHECK(p->g->nodes[v].shape != MB_SHC_PART);
+        mb_plan_free(p);
+        mb_graph_free(g);
+    }
+}
+
+/* colsum reread (Inductor's dx and dw/db reductions, two kernels): the
+ * column kernel computes x_hat and its products with dy again from x, dy
+ * and the row statistics the fused backward writes (RMSNorm's rstd,
+ * LayerNorm's mean and rstd: R x 4 B each), instead of reading g x_hat
+ * written by it. RMSNorm's recompute backward stays 5n (the term is f32
+ * either way), LayerNorm's goes from 6n to 5n (its bias's dy was read
+ * again already). */
+static void check_reread_colsums(void)
+{
+    const mb_device d = h100();
+    const int64_t R = 4096, C = 4096, n = R * C;
+    static const struct { const char *variant; int sums, stats; } cases[] = {{"rmsnorm_affine_bwd", 1, 1},
+                                                                             {"layernorm_affine_bwd", 2, 2}};
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        mb_graph *g = NULL;
+        mb_plan *p = NULL;
+        mb_err e;
+        mb_estimate out;
+        CHECK(mb_variant_load(cases[c].variant, MB_F32, &g, &e) == MB_OK);
+        if (!g) continue;
+        g->colsum = MB_COLSUM_REREAD;
+        CHECK(mb_plan_build(g, MB_PLAN_RECOMPUTE, &p, &e) == MB_OK);
+        CHECK(p && mb_estimate_plan_shape(p, (mb_shape){2, R, C, 0}, &d, &out, &e) == MB_OK);
+        if (!p || !out.per_kernel) continue;
+        CHECK_EQ_I64(p->n_kernels, 3);
+        CHECK_EQ_I64(out.per_kernel[1].read_bytes, 2 * n * 4 + C * 4); /* x, dy, w */
+        CHECK_EQ_I64(out.per_kernel[1].write_bytes, n * 4 + cases[c].stats * R * 4); /* dx, the statistics */
+        CHECK_EQ_I64(out.per_kernel[2].read_bytes, 2 * n * 4 + cases[c].stats * R * 4);
+        CHECK_EQ_I64(out.per_kernel[2].write_bytes, cases[c].sums * C * 4);
+        int clones = 0; /* the column kernel's own x_hat: nodes after the plan's graph as built */
+        for (int j = 0; j < p->kernels[2].n_nodes; j++) clones += p->kernels[2].nodes[j] >= g->n_nodes;
+        CHECK(clones > 0);
+        mb_estimate_free(&out);
         mb_plan_free(p);
         mb_graph_free(g);
     }
@@ -530,7 +568,7 @@ static void check_register_columns(void)
         mb_err e;
         CHECK(mb_variant_load(cases[c].variant, MB_F32, &g, &e) == MB_OK);
         if (!g) continue;
-        g->colsum_partial = 1;
+        g->colsum = MB_COLSUM_PARTIAL;
         CHECK(mb_plan_build(g, MB_PLAN_RECOMPUTE, &p, &e) == MB_OK);
         if (p && p->n_kernels == 3) {
             CHECK_NEAR(mb_kernel_register_bytes_per_col(p->g, &p->kernels[0]), cases[c].fwd, 0);
@@ -598,6 +636,7 @@ int main(void)
     check_eager_backward_kernels();
     check_column_plans();
     check_partial_colsums();
+    check_reread_colsums();
     check_register_columns();
     return mb_test_done();
 }

@@ -283,11 +283,72 @@ static void test_host_phases(void)
     mb_estimate_free(&c0);
 }
 
+/* 'backward grad bf16' on an f32 output (Hugging Face's LlamaRMSNorm with
+ * Liger's benchmark: dy = randn_like(x), bf16, y f32): autograd's engine
+ * casts dy to f32 before the backward (validate_outputs), an eager kernel
+ * in every plan reading n x 2 B and writing n x 4 B, whose host cost is a
+ * library op's; the fused backward after it reads the f32 gradient and
+ * still pays the Function's call and the engine's node on its launch.
+ * Without the line, or with the output's own dtype, no cast. */
+static void test_grad_cast(void)
+{
+    const mb_device *h100 = mb_device_at(0);
+    const double L = h100->launch_overhead_us;
+    const int64_t R = 64, C = 4096, n = R * C;
+    static const char *const texts[] = {
+        "input x [rows, cols] bf16\ny = (x.to(f32) * 2.0).exp()\noutput y\nbackward grad bf16\n",
+        "input x [rows, cols] bf16\ny = (x.to(f32) * 2.0).exp()\noutput y\nbackward\n",
+        "input x [rows, cols] bf16\ny = (x.to(f32) * 2.0).exp()\noutput y\nbackward grad f32\n",
+    };
+    mb_timing bwd = {.fw = MB_FW_PYTORCH, .phase = MB_PHASE_BACKWARD};
+    for (int c = 0; c < 3; c++)
+        for (int k = MB_PLAN_EAGER; k <= MB_PLAN_RECOMPUTE; k += MB_PLAN_RECOMPUTE - MB_PLAN_EAGER) {
+            mb_graph *g = NULL;
+            mb_plan *p = NULL;
+            mb_err err;
+            mb_estimate e;
+            CHECK(mb_parse_variant(texts[c], "<cast>", MB_F32, &g, &err) == MB_OK);
+            CHECK(g && mb_plan_build(g, (mb_plan_kind)k, &p, &err) == MB_OK);
+            CHECK(p && mb_estimate_plan_timed(p, (mb_shape){2, R, C, 0}, h100, &bwd, &e, &err) == MB_OK);
+            if (!p) continue;
+            int cast = -1, first_bwd = -1;
+            for (int q = 0; q < p->n_kernels; q++) {
+                if (p->kernels[q].is_backward && first_bwd < 0) first_bwd = q;
+                if (!strcmp(p->kernels[q].name, MB_KERNEL_GRAD_CAST)) cast = q;
+            }
+            if (c > 0) {
+                CHECK(cast < 0);
+            } else {
+                CHECK(cast >= 0 && cast == first_bwd && p->kernels[cast].engine);
+                CHECK_EQ_I64(e.per_kernel[cast].read_bytes, n * 2);
+                CHECK_EQ_I64(e.per_kernel[cast].write_bytes, n * 4);
+                CHECK_NEAR(e.per_kernel[cast].host_s, (MB_HOST_OP_US + L) * 1e-6, 1e-12);
+                if (k == MB_PLAN_RECOMPUTE) { /* the fused backward: the f32 gradient and x */
+                    CHECK_EQ_I64(p->n_kernels, 3);
+                    CHECK_EQ_I64(e.per_kernel[2].read_bytes, n * 4 + n * 2);
+                    CHECK_NEAR(e.per_kernel[2].host_s,
+                               (MB_HOST_GENERATED_LAUNCH_US + MB_HOST_FUNCTION_US + MB_HOST_NODE_US) * 1e-6, 1e-12);
+                }
+            }
+            mb_estimate_free(&e);
+            mb_plan_free(p);
+            mb_graph_free(g);
+        }
+    /* a dtype the language lacks: the line and column */
+    mb_graph *g = NULL;
+    mb_err err;
+    CHECK(mb_parse_variant("input x\ny = exp(x)\noutput y\nbackward grad f64\n", "<cast>", MB_F32, &g, &err) ==
+          MB_EINPUT);
+    CHECK(strstr(err.msg, "<cast>:4:15") && strstr(err.msg, "expected a dtype after 'backward grad'"));
+    mb_graph_free(g);
+}
+
 int main(void)
 {
     test_floor();
     test_floor_key();
     test_host_timeline();
     test_host_phases();
+    test_grad_cast();
     return mb_test_done();
 }
