@@ -241,5 +241,29 @@ int main(void)
         }
     printf("%d emulated runs with masks\n", mask_runs);
     CHECK(mask_runs == 3 * 2 * 4);
+    /* dy given in bf16 ('backward grad bf16'): the engine's cast, a kernel of
+     * its own before the backward in every plan, then each colsum way */
+    int cast_runs = 0;
+    for (int cs = 0; cs < MB_COLSUM_COUNT; cs++) {
+        mb_graph *g = NULL;
+        int rc = mb_parse_variant("input x [rows, cols]\ninput w [cols]\ny = rms_norm(x, w, eps=1e-6) * 2.0\n"
+                                  "output y\nbackward grad bf16\n", "cast.mb", MB_F32, &g, &err);
+        CHECK(rc == MB_OK);
+        if (rc) continue;
+        g->colsum = (mb_colsum)cs;
+        for (int pk = cs ? MB_PLAN_STORE : 0; pk < MB_PLAN_COUNT; pk++) {
+            mb_plan *p = NULL;
+            if (!mb_plan_supported(g, (mb_plan_kind)pk) || mb_plan_build(g, (mb_plan_kind)pk, &p, &err)) continue;
+            char what[160];
+            snprintf(what, sizeof what, "grad cast %s, colsum %s, 1100x301 on h200", mb_plan_name((mb_plan_kind)pk),
+                     mb_colsum_name((mb_colsum)cs));
+            run_one(p, col_shapes[0], &h200, what);
+            cast_runs++;
+            mb_plan_free(p);
+        }
+        mb_graph_free(g);
+    }
+    printf("%d emulated runs with the gradient's cast\n", cast_runs);
+    CHECK(cast_runs == 4 + 3 + 3);
     return mb_test_done();
 }
