@@ -158,13 +158,14 @@ static const mb_device device_table[] = {
                "; bf16 GEMM 1822.0 TF: stas00 MAMF table [S8] (torch 2.10.0.dev+cu130)"},
     {.name = "a100-40gb", .label = "NVIDIA A100 SXM4 40GB", .kind = "gpu", .onchip_kib = 420, .register_kib = 256, .sm_count = 108,
      .max_threads_per_sm = 2048, .mem_bandwidth_gbs = 1555, .measured_bandwidth_gbs = 1382, .cited_bandwidth_gbs = 1382,
-     .cache_mb = 40, .fp32_tflops = 19.5, .bf16_tflops = 312, .bf16_gemm_tflops = 271.2,
+     .cache_mb = 40, .cache_resident_mb = 33.3, .fp32_tflops = 19.5, .bf16_tflops = 312, .bf16_gemm_tflops = 271.2,
      .sfu_tops = 108 * 16 * 1.41e-3, .launch_overhead_us = 3, .mem_gb = 40,
      .source = "NVIDIA A100 datasheet via Lightning-AI throughput.py [S1]; 108 SMs, 1410 MHz, "
                "40 MB L2 (stas00 ml-engineering [S8], gpu_catalog [S16]); SFU 108 x 16/clk x "
                "1.41 GHz (16/clk unconfirmed for CC 8.0); measured BW: [B] "
                "gpu-stream/a100_40.txt scale, 2 GiB f64 arrays, read + write, 100% "
                "occupancy: 1382 (the file does not name SXM or PCIe; FluidX3D 84% [S7]); "
+               "resident L2 33.3 MiB as the A100 80GB's [B] gpu-l2-cache knee (same GA100 L2); "
                "launch: gpu-specs.md sec. 4 default"
                "; bf16 GEMM 271.2 TF: stas00 MAMF table [S8] (A100 SXM, memory not given, torch 2.6.0+cu126)"},
     {.name = "a100-80gb", .label = "NVIDIA A100 SXM4 80GB", .kind = "gpu", .onchip_kib = 420, .register_kib = 256, .sm_count = 108,
@@ -183,20 +184,22 @@ static const mb_device device_table[] = {
     {.name = "a100-pcie-40gb", .label = "NVIDIA A100 PCIe 40GB", .kind = "gpu", .onchip_kib = 420, .register_kib = 256, .sm_count = 108,
      .max_threads_per_sm = 2048, .mem_bandwidth_gbs = 1555, .measured_bandwidth_gbs = MB_ROUND(0.84 * 1555),
      .cited_bandwidth_gbs = MB_ROUND(0.84 * 1555),
-     .cache_mb = 40, .fp32_tflops = 19.5, .bf16_tflops = 312, .bf16_gemm_tflops = 252.9,
+     .cache_mb = 40, .cache_resident_mb = 33.3, .fp32_tflops = 19.5, .bf16_tflops = 312, .bf16_gemm_tflops = 252.9,
      .sfu_tops = 108 * 16 * 1.41e-3, .launch_overhead_us = 3, .mem_gb = 40,
      .source = "NVIDIA A100 datasheet via Lightning-AI throughput.py [S1] ('SXM and PCIe have "
                "same flop counts'); 40 MB L2 [S8]; SFU 108 x 16/clk x 1.41 GHz (16/clk "
                "unconfirmed for CC 8.0); measured BW: FluidX3D 84% [S7] (OpenCL-Benchmark "
-               "read 87%, write 97% [S36]); launch: gpu-specs.md sec. 4 default"
+               "read 87%, write 97% [S36]); resident L2 33.3 MiB as the A100 80GB's [B] "
+               "gpu-l2-cache knee (same GA100 L2); launch: gpu-specs.md sec. 4 default"
                "; bf16 GEMM 252.9 TF: stas00 MAMF table [S8] (A100 PCIe, memory not given, torch 2.5.1+cu124; this card's 250 W against the 80GB's 300 W may hold lower clocks)"},
     {.name = "a100-pcie-80gb", .label = "NVIDIA A100 PCIe 80GB", .kind = "gpu", .onchip_kib = 420, .register_kib = 256, .sm_count = 108,
      .max_threads_per_sm = 2048, .mem_bandwidth_gbs = 1935, .measured_bandwidth_gbs = MB_ROUND(0.76 * 1935),
      .cited_bandwidth_gbs = MB_ROUND(0.76 * 1935),
-     .cache_mb = 40, .fp32_tflops = 19.5, .bf16_tflops = 312, .bf16_gemm_tflops = 252.9,
+     .cache_mb = 40, .cache_resident_mb = 33.3, .fp32_tflops = 19.5, .bf16_tflops = 312, .bf16_gemm_tflops = 252.9,
      .sfu_tops = 108 * 16 * 1.41e-3, .launch_overhead_us = 3, .mem_gb = 80,
      .source = "NVIDIA A100 datasheet via Lightning-AI throughput.py [S1]; 1935 GB/s from "
-               "FluidX3D [S7]; 40 MB L2 [S8]; SFU 108 x 16/clk x 1.41 GHz (16/clk "
+               "FluidX3D [S7]; 40 MB L2 [S8], resident 33.3 MiB as the A100 80GB's [B] "
+               "gpu-l2-cache knee (same GA100 L2); SFU 108 x 16/clk x 1.41 GHz (16/clk "
                "unconfirmed for CC 8.0); measured BW: FluidX3D 76% [S7]; launch: "
                "gpu-specs.md sec. 4 default"
                "; bf16 GEMM 252.9 TF: stas00 MAMF table [S8] (A100 PCIe, memory not given, torch 2.5.1+cu124)"},
