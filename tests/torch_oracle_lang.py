@@ -1,6 +1,8 @@
 #!/usr/bin/env python3
 """torch_oracle_lang.py — PyTorch as the oracle of the language's PyTorch
-forms: casts (x.to(f32)), each tensor's own dtype and type promotion, inputs
+forms: casts (x.to(f32)), each tensor's own dtype and type promotion, an
+incoming gradient of another dtype ('backward grad bf16': autograd's cast
+before the backward), inputs
 without gradients (requires_grad=False), sums and means over every element,
 tensors of named dimensions. For each case, on PyTorch's CPU eager mode, the
 aten calls that launch kernels, forward then backward (a TorchDispatchMode;
@@ -31,7 +33,7 @@ NOT_KERNELS = {"detach", "expand", "is_same_size", "view", "_unsafe_view", "alia
                "ones_like", "t", "as_strided", "unsqueeze", "squeeze", "new_empty_strided"}
 FROM_TORCH = {"_to_copy": "copy", "_softmax": "softmax", "_log_softmax": "log_softmax", "add_": "add",
               "copy_": "copy"}
-FROM_MB = {"add_grad": "add", "colsum": "sum"}
+FROM_MB = {"add_grad": "add", "colsum": "sum", "to_copy_grad": "copy"}
 DT = {"f32": torch.float32, "bf16": torch.bfloat16}
 
 
@@ -57,10 +59,18 @@ LLAMA = ("input x [rows, cols] bf16\ninput w [cols] bf16\nh = x.to(f32)\nv = h.p
 # element saves none in either): per case, those bytes
 TORCH_1 = int(torch.__version__.split(".")[0]) < 2
 MEAN_RC_F32 = ROWS * COLS * 4 if TORCH_1 else 0
-MEAN_INPUT = {"LlamaRMSNorm": MEAN_RC_F32, "LlamaRMSNorm, frozen weight": MEAN_RC_F32}
+MEAN_INPUT = {"LlamaRMSNorm": MEAN_RC_F32, "LlamaRMSNorm, frozen weight": MEAN_RC_F32,
+              "LlamaRMSNorm, f32 weight, dy bf16": MEAN_RC_F32}
+
+# the incoming gradient's dtype where it is not the output's: the case's label
+# -> dtype ('backward grad DTYPE'; autograd's engine casts it to the output's)
+GRAD_DTYPE = {"LlamaRMSNorm, f32 weight, dy bf16": "bf16"}
 
 # label, membound variant, inputs (name, shape kind, dtype, requires_grad), torch function
 CASES = [
+    ("LlamaRMSNorm, f32 weight, dy bf16",
+     LLAMA.replace("[cols] bf16", "[cols] f32").replace("backward\n", "backward grad bf16\n"),
+     [("x", "rc", "bf16", True), ("w", "c", "f32", True)], llama_rmsnorm),
     ("LlamaRMSNorm", LLAMA, [("x", "rc", "bf16", True), ("w", "c", "bf16", True)], llama_rmsnorm),
     ("LlamaRMSNorm, frozen weight", LLAMA.replace("[cols] bf16", "[cols] bf16 nograd"),
      [("x", "rc", "bf16", True), ("w", "c", "bf16", False)], llama_rmsnorm),
@@ -114,10 +124,11 @@ def shape_of(kind):
             "1h1d": (1, DIMS["heads"], 1, DIMS["head_dim"])}[kind]
 
 
-def torch_run(inputs, f):
+def torch_run(inputs, f, grad_dtype=None):
     """PyTorch's kernels forward and backward, and the bytes it saves (0-dim
     tensors left out: the wrapped numbers of x * 2, which membound holds as
-    scalars); torch 1.x's mean saving its input is taken off (MEAN_INPUT)."""
+    scalars); torch 1.x's mean saving its input is taken off (MEAN_INPUT).
+    The incoming gradient in y's dtype, or grad_dtype."""
     torch.manual_seed(0)
     xs = [torch.randn(shape_of(k)).to(DT[dt]).requires_grad_(rg) for _, k, dt, rg in inputs]
     saved = {}
@@ -131,7 +142,7 @@ def torch_run(inputs, f):
         f(*xs)
     with Ops(NOT_KERNELS, FROM_TORCH) as fwd:
         y = f(*xs)
-    g = torch.randn(y.shape).to(y.dtype)
+    g = torch.randn(y.shape).to(DT[grad_dtype] if grad_dtype else y.dtype)
     with Ops(NOT_KERNELS, FROM_TORCH) as bwd:
         y.backward(g)
     return fwd.ops + bwd.ops, sum(saved.values())
@@ -159,7 +170,7 @@ def main():
         return 2
     fails = 0
     for label, variant, inputs, f in CASES:
-        want, want_saved = torch_run(inputs, f)
+        want, want_saved = torch_run(inputs, f, GRAD_DTYPE.get(label))
         fails += report(label, want, want_saved, lambda: mb_run(variant, inputs), MEAN_INPUT.get(label, 0),
                         f"mean's input, torch {torch.__version__}")
     return summary(len(CASES), fails)
