@@ -285,6 +285,11 @@ json_t *mb_model_row_json(const mb_model_row *r, int with_device)
         set_checked(o, "rows", json_integer((json_int_t)r->shape.rows), &ok);
         set_checked(o, "cols", json_integer((json_int_t)r->shape.cols), &ok);
     }
+    for (int k = 0; r->plan->kind != MB_PLAN_EAGER && k < r->plan->n_kernels; k++)
+        if (strstr(r->plan->kernels[k].name, "_colsum")) { /* a fused backward's column kernel: how it sums */
+            set_checked(o, "colsum", json_string(mb_colsum_name(r->plan->g->colsum)), &ok);
+            break;
+        }
     for (int i = 0; i < r->plan->g->n_nodes; i++)
         if (r->plan->g->nodes[i].shape == MB_SHC_PART) { /* --colsum partial: the blocks summed in */
             set_checked(o, "colsum_blocks", json_integer((json_int_t)mb_device_partial_blocks(r->dev, r->shape.rows)), &ok);

@@ -281,6 +281,9 @@ jcheck '.results[0] | has("colsum_blocks")' false
   || bad "--colsum reread failed"
 jcheck '.results[0].per_kernel[2].read_bytes' $((2 * 4096 * 4096 * 4 + 2 * 4096 * 4))
 jcheck '.results[0].per_kernel[1].write_bytes' $((4096 * 4096 * 4 + 2 * 4096 * 4))
+jcheck '.results[0].colsum' reread
+"$B" model layernorm_affine_bwd --shape 64x64 --plan eager,store --json >"$tmp/out"
+jcheck '[.results[] | .colsum] | tostring' '[null,"written"]'
 sed 's/^colsum partial$/colsum reread/' "$tmp/part.mb" >"$tmp/reread.mb"
 "$B" model "$tmp/reread.mb" --shape 4096x4096 --plan recompute --json >"$tmp/out" || bad "colsum reread line"
 jcheck '.results[0].per_kernel[2].read_bytes' $((2 * 4096 * 4096 * 4 + 4096 * 4))
