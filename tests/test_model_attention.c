@@ -216,6 +216,7 @@ int main(void)
      * passes: 16 KiB of bf16 is M = 8192, Bc = Br = 32; 32 KiB, 64 */
     mb_device small = h100;
     small.cache_mb = 1.0 / 1024; /* 1 KiB */
+    small.cache_resident_mb = 0;
     small.onchip_kib = 16;
     mb_attn_est s1 = est(&small, 1, 1, 4096, 64, MB_BF16, 0, 0);
     CHECK_EQ_I64(s1.block_r, 32);

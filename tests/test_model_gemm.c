@@ -182,6 +182,7 @@ int main(void)
     cpu.fp32_tflops = 0.4;
     cpu.launch_overhead_us = 10;
     cpu.cache_mb = 32;
+    cpu.cache_resident_mb = 0;
     cpu.sm_count = 1;
     cpu.onchip_kib = 2048;
     mb_device_set(&cpu, MB_DK_mem_bandwidth_gbs, 10);

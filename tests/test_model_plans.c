@@ -126,6 +126,7 @@ static void check_write_allocate(void)
 {
     mb_device d = h100();
     d.cache_mb = 32;
+    d.cache_resident_mb = 0;
     d.cache_bandwidth_gbs = 0;
     d.read_bandwidth_gbs = 0;
     const int64_t small = (int64_t)1 << 20, big = (int64_t)1 << 25; /* 4 MiB, 128 MiB f32 */
