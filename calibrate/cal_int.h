@@ -61,6 +61,9 @@ typedef struct mb_cal_stream_ctx {
 const char *mb_cal_streams_isa(void);
 void mb_cal_copy_nt(void *stream_ctx);     /* b = a, non-temporal stores */
 void mb_cal_copy_plain(void *stream_ctx);  /* b = a, ordinary stores */
+/* The last-level cache's copy (cache_bandwidth_gbs): a plain copy of cc's
+ * arrays, each sample after an untimed one, so it times them in the cache. */
+mb_cal_figure mb_cal_cache_copy_figure(mb_cal_stream_ctx *cc);
 void mb_cal_read_sum(void *stream_ctx);    /* sum of a */
 void mb_cal_write_nt(void *stream_ctx);    /* b = 1.5, non-temporal */
 void mb_cal_write_plain(void *stream_ctx); /* b = 1.5 + (i & 7) */

@@ -94,8 +94,7 @@ static void figures_list(cal_run *R, int quick)
     f[F_COPY] = (mb_cal_figure){.name = "copy", .fn = mb_cal_copy_nt, .ctx = &R->sc, .work = 2 * bytes1};
     f[F_COPY_PLAIN] = (mb_cal_figure){.name = "plain copy", .fn = mb_cal_copy_plain, .ctx = &R->sc,
                                        .work = 2 * bytes1};
-    f[F_CACHE] = (mb_cal_figure){.name = "cache copy", .fn = mb_cal_copy_plain, .ctx = &R->cc,
-                                  .work = 2.0 * (double)R->cc.n * sizeof(float)};
+    f[F_CACHE] = mb_cal_cache_copy_figure(&R->cc);
     f[F_READ] = (mb_cal_figure){.name = "read", .fn = mb_cal_read_sum, .ctx = &R->sc, .work = bytes1};
     f[F_WRITE] = (mb_cal_figure){.name = "write", .fn = mb_cal_write_nt, .ctx = &R->sc, .work = bytes1};
     f[F_WRITE_PLAIN] = (mb_cal_figure){.name = "plain write", .fn = mb_cal_write_plain, .ctx = &R->sc,

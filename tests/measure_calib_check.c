@@ -29,6 +29,27 @@ static void count_fn(void *p)
 
 static void count_before(void *p) { ((counts *)p)->before++; }
 
+/* cache_bandwidth_gbs times a copy of arrays the round's DRAM streams have
+ * just evicted: each sample must follow an untimed copy of the same arrays
+ * (without it the 2-vCPU Xeon guest's "cache" copy ran at its DRAM rate) */
+static void cache_copy_warm(void)
+{
+    enum { N = 1 << 16 };
+    static float a[N] __attribute__((aligned(64))), b[N] __attribute__((aligned(64)));
+    for (int i = 0; i < N; i++) a[i] = (float)i, b[i] = -1.0f;
+    mb_cal_stream_ctx cc = {a, b, N, 0};
+    mb_cal_figure f = mb_cal_cache_copy_figure(&cc);
+    CHECK(f.fn == mb_cal_copy_plain);
+    CHECK(f.before == mb_cal_copy_plain);
+    CHECK(f.ctx == &cc);
+    CHECK(f.work == 2.0 * N * sizeof(float));
+    mb_cal_figure_warm(&f);
+    mb_cal_figure_sample(&f, 1);
+    CHECK_EQ_I64(f.ns, 1);
+    CHECK(f.s[0] > 0);
+    CHECK(b[0] == 0.0f && b[N - 1] == (float)(N - 1));
+}
+
 /* calls per attempt, the untimed step once before each attempt, attempts
  * taken again counted, seconds per call (not per sample). */
 static void sample_timer(void)
@@ -182,6 +203,7 @@ int main(void)
     expect(&c, 0, "a non-positive FMA rate");
     compiled_rates();
     sample_timer();
+    cache_copy_warm();
 
     /* the bandwidth and FMA probes are built for the executors' vector ISA
      * (a scalar read loop is a chain of dependent adds: 7 GB/s a thread on
