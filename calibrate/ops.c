@@ -267,4 +267,10 @@ void mb_cal_compiled_rates(const mb_cal_chains *ch, const mb_cal_figure *figs, i
         if (ch->op[i] == MB_OP_COUNT) out->sincos_compiled_geps = 1e-9 / med;
         else out->op_compiled_geps[ch->op[i]] = 1e-9 / med, out->compiled_ops++;
     }
+    /* neg has no chain (op_table.h): -(-x) is x exactly and gcc -O3 makes a
+     * chain of 12 negs a memcpy, whose "rate" was noise (150-3661 G/s on a
+     * 2-vCPU Xeon guest; above twice the FMA issue the calibration was
+     * refused). Compiled, a neg is one sign-bit XOR on a register or folds
+     * into the op beside it: the add's rate, as relu's max takes it. */
+    out->op_compiled_geps[MB_OP_NEG] = out->op_compiled_geps[MB_OP_ADD];
 }

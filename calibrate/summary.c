@@ -66,8 +66,9 @@ void mb_cal_print_cpu(FILE *fp, const mb_device *d, const mb_cal_result *cal, co
     print_ops(fp, d, "L1-resident, all threads", 1);
     fprintf(fp, "  row ops (sum ... rms_norm) and colsum: costed by the rates of their parts\n");
     if (cal->compiled_chains)
-        fprintf(fp, "  compiled probe chains: %d built, %d op rates from them%s\n", cal->compiled_chains,
-                cal->compiled_ops, cal->sincos_compiled_geps > 0 ? " and the sincos pair's" : "");
+        fprintf(fp, "  compiled probe chains: %d built, %d op rates from them%s%s\n", cal->compiled_chains,
+                cal->compiled_ops, cal->sincos_compiled_geps > 0 ? " and the sincos pair's" : "",
+                cal->op_compiled_geps[MB_OP_NEG] > 0 ? "; neg at the add's (its chain folds to a copy)" : "");
     else
         fprintf(fp, "  compiled probe chains: none built (%s); compiled kernels take the op rates above\n",
                 jit_why_not);

@@ -49,7 +49,9 @@
  *            SLEEF call, 2 for a call and a division or two calls, 0 arithmetic
  *   probe_pre, probe_post  calibration's compiled chain, one link
  *            "pre <previous> post" (NULL: no chain; the op rate probe through
- *            the tile primitive covers every row)
+ *            the tile primitive covers every row). neg has none: -(-x) is x
+ *            exactly, so the compiler turns a chain of negs into a copy
+ *            (calibrate/ops.c gives it the compiled add's rate)
  *   mag      magnitude rule of the float64 reference's error bound
  *            (reference.c): MB_MAG_SUM, MB_MAG_PROD, MB_MAG_QUOT, MB_MAG_PASS,
  *            MB_MAG_VALUE
@@ -89,7 +91,7 @@
     X(POW, "pow", 2, MB_OPK_MAP, MB_SPELL_OPERATOR, 2, 2, MB_COST_ARITH, MB_DER_CODE, INPUT,            \
       MB_SAVES_XY, V_POW, MB_OPF_POW, 0, NULL, NULL, MB_MAG_VALUE, NULL)                                      \
     X(NEG, "neg", 1, MB_OPK_MAP, MB_SPELL_OPERATOR, 1, 0, MB_COST_ARITH, MB_DER_CODE, INPUT,            \
-      MB_SAVES_NONE, MB_V_NEG, MB_OPF_JIT, 0, "(-", ")", MB_MAG_PASS, NULL)                                   \
+      MB_SAVES_NONE, MB_V_NEG, MB_OPF_JIT, 0, NULL, NULL, MB_MAG_PASS, NULL)                                  \
     X(SIN, "sin", 1, MB_OPK_MAP, MB_SPELL_CALL, 4, 1, MB_COST_SFU, MB_DER_G_OP_X, COS,                  \
       MB_SAVES_X, V_SIN, MB_OPF_VEC | MB_OPF_JIT, 1, "sin(", ")", MB_MAG_VALUE, NULL)                         \
     X(COS, "cos", 1, MB_OPK_MAP, MB_SPELL_CALL, 4, 1, MB_COST_SFU, MB_DER_CODE, INPUT,                  \

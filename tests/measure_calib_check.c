@@ -116,10 +116,14 @@ static void compiled_rates(void)
     CHECK_NEAR(out.op_compiled_geps[MB_OP_ADD], 10.0, 1e-6);
     CHECK_NEAR(out.op_compiled_geps[MB_OP_SUB], 5.0, 1e-6);
     CHECK_EQ_I64(out.compiled_ops, 2);
+    /* neg has no chain (-(-x) folds to x): the add's rate, not a chain's */
+    CHECK_NEAR(out.op_compiled_geps[MB_OP_NEG], 10.0, 1e-6);
+    CHECK(mb_op_info_of(MB_OP_NEG)->probe_pre == NULL);
     /* the deep add chain no faster than the shallow in most rounds: no rate */
     for (int r = 0; r < CAL_ROUNDS; r++) f[1].s[r] = f[0].s[r] * (r < 4 ? 0.99 : 1.5);
     mb_cal_compiled_rates(&ch, f, 1000, &out);
     CHECK_EQ_I64(out.compiled_ops, 0);
+    CHECK(out.op_compiled_geps[MB_OP_NEG] == 0);
 }
 
 static mb_cal_result sane(void)

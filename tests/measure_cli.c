@@ -319,9 +319,11 @@ int main(void)
     while (chains && chains > ini && chains[-1] >= '0' && chains[-1] <= '9') chains--;
     CHECK(chains && sscanf(chains, "%d in compiled chains (%d chains built)", &n_rates,
                            &n_built) == 2);
+    /* neg has no chain: its key is the compiled add's */
     for (const char *k = ini; (k = strstr(k, "_compiled_geps = ")) != NULL; k++)
-        n_keys += strncmp(k - 6, "sincos", 6) != 0;
+        n_keys += strncmp(k - 6, "sincos", 6) != 0 && strncmp(k - 6, "op_neg", 6) != 0;
     CHECK_EQ_I64(n_keys, n_rates);
+    CHECK(n_rates == 0 || strstr(ini, "op_neg_compiled_geps = ") != NULL);
     CHECK(n_rates == 0 || n_rates < n_built); /* the shallow add chain gives no op key */
     if (strstr(ini, "(sleef-")) { /* a SLEEF build (the source line names it): all chains built,
                                     * the shallow adds, sincos and one per op_table.h row with one */
