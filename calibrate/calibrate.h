@@ -359,6 +359,8 @@ typedef struct mb_cal_spec_used {
     int refused;       /* CALIBRATED: calibrations refused before this one */
     int fallback;      /* 1: a quick calibration after full ones were refused,
                           or the cached one after quick ones were */
+    char refused_why[256]; /* the last refusal's reason (a probe contended,
+                          a figure that cannot be true), or "" */
 } mb_cal_spec_used;
 
 /* The calibration mark of rows measured against dev as used found it

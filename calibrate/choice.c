@@ -119,6 +119,9 @@ static int calibrate_tries(const mb_cal_spec_req *req, int quick, double *wait_s
         int rc = calibrate_once(req, quick, used->refused < req->refuse_first, dev, used, err);
         if (rc != 1) return rc;
         used->refused++;
+        const char *why = strstr(err->msg, "nothing written: ");
+        snprintf(used->refused_why, sizeof used->refused_why, "%s",
+                 why ? why + strlen("nothing written: ") : err->msg);
         if (t + 1 == MB_CAL_TRIES) {
             say(req, "warning", "%s calibration refused %d times (last: %s)", quick ? "the quick" : "a full",
                 MB_CAL_TRIES, err->msg);
@@ -147,9 +150,9 @@ static int calibrated_spec(const mb_cal_spec_req *req, const char *cache, const 
     double t0 = mb_meas_now_s(), wait_s = req->backoff_s > 0 ? req->backoff_s : MB_CAL_BACKOFF_S;
     int rc = calibrate_tries(req, req->quick, &wait_s, dev, used, err);
     if (rc == 1 && !req->quick) {
-        say(req, "warning", "falling back to a quick calibration: the machine is too busy for a full one "
-            "(its figures are rough; rows measured against it are marked 'fallback' in the CSV's "
-            "calibration column, and not cached)");
+        say(req, "warning", "falling back to a quick calibration: every full one was refused (the last: %s; "
+            "the quick one's figures are rough; rows measured against it are marked 'fallback' in the CSV's "
+            "calibration column, and it is not cached)", used->refused_why);
         rc = calibrate_tries(req, 1, &wait_s, dev, used, err);
         if (rc == MB_OK) {
             used->fallback = 1;
@@ -301,7 +304,7 @@ void mb_cal_spec_line(const mb_cal_spec_used *used, const mb_device *dev, char *
                  strcmp(dev->kind, "cpu") ? "its source's" : "hand-written");
         return;
     }
-    const char *kind = !strcmp(mark, "fallback") ? "fallback (quick, full ones refused for contention)"
+    const char *kind = !strcmp(mark, "fallback") ? "fallback (quick, full ones refused)"
                        : !strcmp(mark, "stale") ? "full but stale (older than a day)" : mark;
     switch (used->source) {
     case MB_CAL_SPEC_CALIBRATED:

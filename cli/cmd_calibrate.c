@@ -111,8 +111,8 @@ static int calibrate_cpu(const cal_opts *o, const char *cmdline, mb_device *d, c
                      mb_meas_jit_why_not() ? mb_meas_jit_why_not() : "no C compiler or vector ISA");
     if (o->quick) mb_cli_note("--quick: cache-sized arrays, few repetitions; not for the model");
     if (used.fallback)
-        mb_cli_warn("a fallback: full calibrations were refused for contention (%d times), so this is a quick "
-                    "one; rows measured against it are marked 'fallback'", used.refused);
+        mb_cli_warn("a fallback: full calibrations were refused %d times (the last: %s), so this is a quick "
+                    "one; rows measured against it are marked 'fallback'", used.refused, used.refused_why);
     return 0;
 }
 

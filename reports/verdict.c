@@ -316,8 +316,8 @@ static void verdict_note(const mb_rpt_row *a, const mb_rpt_row *b, const claim *
                  strstr(v->calibration, "quick") ? "measured against a quick calibration" : "small sizes, short runs");
     if (strstr(v->calibration, "fallback"))
         note_add(v, "FALLBACK: the model columns come from a fallback calibration (a quick one taken after "
-                 "full ones were refused for contention, or the cached one after quick ones were): the "
-                 "expected ratio is rough. ");
+                 "full ones were refused, a probe contended or a figure could not be true; or the cached one "
+                 "after quick ones were): the expected ratio is rough. ");
     if (strstr(v->calibration, "stale"))
         note_add(v, "STALE: the calibration is old: the host may have moved since (calibrate again). ");
 }

@@ -174,7 +174,7 @@ static void test_refusals(const char *cache_path, const mb_device *fake)
     CHECK(strstr(notes, "warning: falling back to a quick calibration") != NULL);
     CHECK(!strcmp(mb_cal_mark(&u, &d, 0, NULL), "fallback"));
     mb_cal_spec_line(&u, &d, line, sizeof line);
-    CHECK(strstr(line, "calibration: fallback (quick, full ones refused for contention), measured now") == line);
+    CHECK(strstr(line, "calibration: fallback (quick, full ones refused), measured now") == line);
 
     /* quick ones refused: the cached calibration instead */
     CHECK(mb_cal_cache_save(cache_path, fake, NULL, 0, &e) == MB_OK);
