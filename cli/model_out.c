@@ -244,6 +244,10 @@ static json_t *cost_json(const mb_cost *c, mb_framework fw, int host, int kernel
         json_decref(o);
         return NULL;
     }
+    if (o && kernel && c->cast_loop > 0 && json_object_set_new(o, "cast_loop", json_real(c->cast_loop)) != 0) {
+        json_decref(o);
+        return NULL;
+    }
     if (o && kernel && !c->timed && json_object_set_new(o, "timed", json_false()) != 0) {
         json_decref(o);
         return NULL;

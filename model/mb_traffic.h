@@ -34,6 +34,9 @@ typedef struct mb_cost {
                         (mb_device_rows_in_flight); 0 otherwise */
     int rereads_cached; /* passes > 1: 1 when those rows fit the cache, so
                         the passes after the first read it, not DRAM */
+    double cast_loop; /* > 0: mem_s is the vectorized loop's times this, a
+                        PyTorch eager kernel's unrolled casting loop on a GPU
+                        (mb_cast_loop_ratio); 0 otherwise */
     /* The host's side (MB_FW_PYTORCH on a GPU: mb_estimate_plan_timed):
      * host_s, what the framework spends issuing the kernel (a plan's total:
      * the sum); start_s, when the device starts it, from the start of the
@@ -207,6 +210,14 @@ int mb_estimate_plan_fw(const mb_plan *p, int64_t n, const mb_device *d, mb_fram
 typedef enum mb_phase { MB_PHASE_ALL = 0, MB_PHASE_FORWARD, MB_PHASE_BACKWARD, MB_PHASE_COUNT } mb_phase;
 const char *mb_phase_name(mb_phase ph);             /* "all", "forward", "backward" */
 int mb_phase_parse(const char *s, mb_phase *out);   /* MB_OK or MB_EINPUT */
+/* Under --framework pytorch on a GPU, an eager kernel that reads a tensor
+ * of another dtype than it computes in (x.to(f32), a bf16 tensor times an
+ * f32 weight) runs PyTorch's unrolled casting loop: its memory time over
+ * the vectorized loop's for n elements, from pytorch/pytorch#195542's A100
+ * figures (log-linear between them, held beyond; docs/model.md, "A
+ * casting eager kernel"). */
+double mb_cast_loop_ratio(double n);
+
 typedef struct mb_timing {
     mb_framework fw;
     mb_phase phase;

@@ -309,6 +309,18 @@ grep -q "held in registers alone, as a Triton program a row holds it, f32: 16 B 
 "$B" model rmsnorm_affine_bwd --shape 64x32768 --plan recompute --colsum partial --device "$tmp/g.ini" --json >"$tmp/out"
 jcheck '.results[0].per_kernel[1] | has("register_spills")' false
 
+# PyTorch's unrolled casting loop (pytorch/pytorch#195542's A100 ratio): the
+# eager kernels that read another dtype say it in the JSON, at 2^23 elements
+# 53.87 / 45.65; an f32 kernel, a fused plan and no framework do not
+printf 'input x [rows, cols] bf16\ninput w [cols] f32\nh = x.to(f32)\ny = w * (h * h).to(bf16)\noutput y\n' >"$tmp/cast.mb"
+"$B" model "$tmp/cast.mb" --shape 2048x4096 --plan eager --device a100-pcie-80gb --framework pytorch --json \
+  >"$tmp/out" || bad "the casting loop"
+jcheck '.results[0].per_kernel | map(has("cast_loop")) | tostring' '[true,false,true,true]'
+jcheck '.results[0].per_kernel[0].cast_loop * 1e6 | round' "$(python3 -c 'print(round(53.87 / 45.65 * 1e6))')"
+"$B" model "$tmp/cast.mb" --shape 2048x4096 --plan eager,fused --device a100-pcie-80gb --json >"$tmp/out" ||
+  bad "the casting loop, no framework"
+jcheck '[.results[].per_kernel[] | has("cast_loop")] | any' false
+
 # a quick calibration's spec: the model runs on it and says its bandwidths are cache figures
 sed 's/^name = .*/name = q/' "$tmp/g.ini" >"$tmp/q.ini"
 printf 'calibration = quick\n' >>"$tmp/q.ini"

@@ -343,6 +343,77 @@ static void test_grad_cast(void)
     mb_graph_free(g);
 }
 
+/* One plan's first kernel of text at [R, C], plan k, on d under fw: its
+ * cost into *c (1 when timed). */
+static int first_kernel(const char *text, mb_plan_kind k, int64_t R, int64_t C, const mb_device *d,
+                        mb_framework fw, mb_cost *c, double *bw_gbs)
+{
+    mb_graph *g = NULL;
+    mb_plan *p = NULL;
+    mb_err err;
+    mb_estimate e;
+    mb_timing t = {.fw = fw};
+    int ok = mb_parse_variant(text, "<cast loop>", MB_F32, &g, &err) == MB_OK && mb_plan_build(g, k, &p, &err) == MB_OK &&
+             mb_estimate_plan_timed(p, (mb_shape){2, R, C, 0}, d, &t, &e, &err) == MB_OK;
+    if (!ok) fprintf(stderr, "%s\n", err.msg);
+    if (ok) {
+        *c = e.per_kernel[0];
+        *bw_gbs = e.bandwidth_gbs;
+        mb_estimate_free(&e);
+    }
+    mb_plan_free(p);
+    mb_graph_free(g);
+    return ok;
+}
+
+/* PyTorch's eager kernels that read a tensor of another dtype than they
+ * compute in run the CUDA loop's unrolled casting path: their memory time
+ * takes pytorch/pytorch#195542's A100 ratio at their elements; the same
+ * kernels without the framework, a kernel without a cast, a fused plan's
+ * generated kernel and a CPU do not. */
+static void test_cast_loop(void)
+{
+    /* the cited points, log-linear between them, held beyond */
+    CHECK_NEAR(mb_cast_loop_ratio(1 << 21), 20.30 / 14.89, 1e-12);
+    CHECK_NEAR(mb_cast_loop_ratio(1 << 23), 53.87 / 45.65, 1e-12);
+    CHECK_NEAR(mb_cast_loop_ratio(1 << 26), 362.46 / 322.09, 1e-12);
+    CHECK_NEAR(mb_cast_loop_ratio(1 << 22), 0.5 * (20.30 / 14.89 + 53.87 / 45.65), 1e-12);
+    CHECK_NEAR(mb_cast_loop_ratio(1e3), 20.30 / 14.89, 1e-12);
+    CHECK_NEAR(mb_cast_loop_ratio(1e12), 362.46 / 322.09, 1e-12);
+    mb_device a100;
+    mb_err err;
+    CHECK(mb_device_find("a100-pcie-80gb", &a100, &err) == MB_OK);
+    const int64_t R = 2048, C = 4096, n = R * C; /* 2^23: 1.180 */
+    const double r = 53.87 / 45.65;
+    static const char *const upcast = "input x [rows, cols] bf16\ny = x.to(f32)\noutput y\n";
+    static const char *const mixed = "input x [rows, cols] bf16\ninput w [cols] f32\ny = w * x\noutput y\n";
+    static const char *const plain = "input x [rows, cols] bf16\ny = x * 2.0\noutput y\n";
+    mb_cost c;
+    double bw = 0;
+    CHECK(first_kernel(upcast, MB_PLAN_EAGER, R, C, &a100, MB_FW_PYTORCH, &c, &bw));
+    CHECK_EQ_I64(c.dram_read_bytes + c.dram_write_bytes, n * 6);
+    CHECK_NEAR(c.mem_s, n * 6.0 / (bw * 1e9) * r, 1e-9);
+    CHECK_NEAR(c.cast_loop, r, 1e-12);
+    CHECK(first_kernel(upcast, MB_PLAN_EAGER, R, C, &a100, MB_FW_NONE, &c, &bw));
+    CHECK_NEAR(c.mem_s, n * 6.0 / (bw * 1e9), 1e-9);
+    CHECK(c.cast_loop == 0);
+    CHECK(first_kernel(mixed, MB_PLAN_EAGER, R, C, &a100, MB_FW_PYTORCH, &c, &bw));
+    CHECK_NEAR(c.mem_s, (double)(c.dram_read_bytes + c.dram_write_bytes) / (bw * 1e9) * r, 1e-9);
+    CHECK(first_kernel(plain, MB_PLAN_EAGER, R, C, &a100, MB_FW_PYTORCH, &c, &bw));
+    CHECK_NEAR(c.mem_s, n * 4.0 / (bw * 1e9), 1e-9);
+    CHECK(first_kernel(mixed, MB_PLAN_FUSED, R, C, &a100, MB_FW_PYTORCH, &c, &bw));
+    CHECK_NEAR(c.mem_s, (double)(c.dram_read_bytes + c.dram_write_bytes) / (bw * 1e9), 1e-9);
+    /* at 2^26 elements the large-size ratio */
+    CHECK(first_kernel(upcast, MB_PLAN_EAGER, 8192, 8192, &a100, MB_FW_PYTORCH, &c, &bw));
+    CHECK_NEAR(c.mem_s, 8192.0 * 8192 * 6 / (bw * 1e9) * (362.46 / 322.09), 1e-9);
+    /* a CPU's eager copy: its own loops, none of this */
+    mb_device cpu = a100;
+    snprintf(cpu.kind, sizeof cpu.kind, "cpu");
+    cpu.first_touch_gbs = 4.0; /* a calibrated CPU's; the output's first touch is alloc_s, not mem_s */
+    CHECK(first_kernel(upcast, MB_PLAN_EAGER, R, C, &cpu, MB_FW_PYTORCH, &c, &bw));
+    CHECK(c.mem_s < n * 6.0 / (bw * 1e9) * 1.0001);
+}
+
 int main(void)
 {
     test_floor();
@@ -350,5 +421,6 @@ int main(void)
     test_host_timeline();
     test_host_phases();
     test_grad_cast();
+    test_cast_loop();
     return mb_test_done();
 }
