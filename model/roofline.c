@@ -365,15 +365,15 @@ void mb_kernel_time(const mb_plan *p, int k, int first, mb_shape n, const mb_dev
                           (1 + d->read_stream_penalty * (K->n_reads - 1));
         c->mem_s = fmax(c->mem_s, (double)(c->dram_read_bytes - rfo_bytes) / (read_gbs * 1e9));
     }
-    /* Event timing around a plan sees its first kernel's launch, run-down
-     * and the events' own resolution (the spec's kernel_floor_us, which
-     * calibrate --backend cuda times on one empty kernel); the kernels
-     * after it cost the back-to-back launch interval. */
     /* PyTorch's unrolled casting loop: its memory time as measured against
      * the vectorized loop's (docs/model.md, "A casting eager kernel") */
     const double cast_n = fw == MB_FW_PYTORCH && !strcmp(d->kind, "gpu") ? eager_cast_elems(p, K, n) : 0;
     c->cast_loop = cast_n > 0 ? mb_cast_loop_ratio(cast_n) : 0;
     if (c->cast_loop > 0) c->mem_s *= c->cast_loop;
+    /* Event timing around a plan sees its first kernel's launch, run-down
+     * and the events' own resolution (the spec's kernel_floor_us, which
+     * calibrate --backend cuda times on one empty kernel); the kernels
+     * after it cost the back-to-back launch interval. */
     c->launch_s = d->launch_overhead_us * 1e-6;
     if (first && d->kernel_floor_us > d->launch_overhead_us) c->launch_s = d->kernel_floor_us * 1e-6;
     c->alloc_s = alloc_time_s(p, K, mb_shape_elems(n), d, fw);
