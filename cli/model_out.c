@@ -142,6 +142,31 @@ void mb_model_knee_lines(FILE *fp, const mb_model_row *r)
                         r->dev->register_kib, (long long)mb_kernel_register_max_cols(r->plan->g, K, r->dev));
         }
     }
+    /* the kernels on PyTorch's unrolled casting loop (docs/model.md, "A
+     * casting eager kernel"): the table's times carry the ratio */
+    int n_cast = 0;
+    double lo = 0, hi = 0;
+    char names[160] = "";
+    size_t len = 0;
+    for (int k = 0; k < r->plan->n_kernels; k++) {
+        const double x = r->est.per_kernel[k].cast_loop;
+        if (!(x > 0)) continue;
+        lo = n_cast ? fmin(lo, x) : x;
+        hi = n_cast ? fmax(hi, x) : x;
+        if (len + 1 < sizeof names)
+            len += (size_t)snprintf(names + len, sizeof names - len, "%s%s", n_cast ? ", " : "", r->plan->kernels[k].name);
+        n_cast++;
+    }
+    if (n_cast) {
+        char ratio[48];
+        if (hi - lo < 0.005) snprintf(ratio, sizeof ratio, "%.2fx", hi);
+        else snprintf(ratio, sizeof ratio, "%.2f-%.2fx", lo, hi);
+        const int many = n_cast > 1;
+        fprintf(fp, "  %s %s: %d kernel%s %s another dtype than %s in (%s%s): PyTorch's unrolled casting loop, "
+                "memory time %s (pytorch/pytorch#195542's A100 ratio to the vectorized loop)\n", r->g->name,
+                mb_plan_name(r->plan->kind), n_cast, many ? "s" : "", many ? "read" : "reads",
+                many ? "they compute" : "it computes", names, len + 1 >= sizeof names ? ", ..." : "", ratio);
+    }
 }
 
 const char *mb_model_row_dtype(const mb_model_row *r)

@@ -29,7 +29,9 @@ int mb_model_row_make(mb_model_row *row, const mb_graph *g, mb_plan_kind k, mb_s
 
 /* One line per kernel of r's plan that makes several passes over a row
  * when the row does not fit on chip: the longest row it keeps on chip on
- * r's device, and what it makes beyond it. Nothing for other plans. */
+ * r's device, and what it makes beyond it; and one line naming the eager
+ * kernels that run PyTorch's unrolled casting loop (their memory time
+ * scaled: mb_cost.cast_loop). Nothing for other plans. */
 void mb_model_knee_lines(FILE *fp, const mb_model_row *r);
 
 /* The same with framework fw's allocations in the time (mb_estimate_plan_fw;

@@ -320,6 +320,11 @@ jcheck '.results[0].per_kernel[0].cast_loop * 1e6 | round' "$(python3 -c 'print(
 "$B" model "$tmp/cast.mb" --shape 2048x4096 --plan eager,fused --device a100-pcie-80gb --json >"$tmp/out" ||
   bad "the casting loop, no framework"
 jcheck '[.results[].per_kernel[] | has("cast_loop")] | any' false
+"$B" model "$tmp/cast.mb" --shape 2048x4096 --plan eager,fused --device a100-pcie-80gb --framework pytorch \
+  >"$tmp/out" || bad "the casting loop, table"
+grep -q "eager: 3 kernels read another dtype than they compute in (copy, copy, mul): PyTorch's unrolled casting loop, memory time 1.18x" \
+  "$tmp/out" && ok || bad "no casting-loop line: $(cat "$tmp/out")"
+[ "$(grep -c "casting loop" "$tmp/out")" = 1 ] && ok || bad "a casting-loop line for the fused plan: $(cat "$tmp/out")"
 
 # a quick calibration's spec: the model runs on it and says its bandwidths are cache figures
 sed 's/^name = .*/name = q/' "$tmp/g.ini" >"$tmp/q.ini"
