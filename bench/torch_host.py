@@ -4,8 +4,9 @@ per autograd.Function call, measured on this machine's CPU with tensors of
 one element (their kernels cost next to nothing, so the time is the host's
 code up to the launch: Python, the dispatcher, autograd's bookkeeping).
 
-Prints the three figures the model's host term takes (device keys
-host_op_us, host_node_us, host_function_us; docs/model.md, "The host") as
+Prints the four figures the model's host term takes (device keys
+host_op_us, host_node_us, host_function_us, host_backward_call_us;
+docs/model.md, "The host") as
 INI lines, and with --json every probe. Each figure is the minimum over
 --rounds rounds of the mean of --calls calls: contention on a shared host
 only adds.
@@ -21,6 +22,12 @@ only adds.
                     backward together beyond the ops it runs, a chain of a
                     Function whose forward and backward are one mul
                     against the same chain of the plain op
+  host_backward_call_us  one y.backward() call from Python beyond the
+                    nodes it runs: the engine's entry (its graph task, the
+                    dependencies) and exit, and x.grad = None; the backward
+                    of a chain of one mul against the per-node figure of
+                    the long chain (T(L) = C + N L: C from L = 1 and L =
+                    --chain)
 
 usage: torch_host.py [--rounds 15] [--calls 2000] [--chain 64] [--json]
 Run it with the interpreter whose torch is to be measured (the bench venv's:
@@ -90,27 +97,39 @@ def main():
             x.grad = None
         return run
 
+    def one_mul():
+        return x * 2.0
+
+    def backward_of_one():
+        y = x * 2.0
+        y.backward()
+        x.grad = None
+
     calls = max(1, a.calls // a.chain)
-    # the four chains interleaved round by round, so that a spell of
+    # the six probes interleaved round by round, so that a spell of
     # contention falls on all of them; each figure the minimum over rounds
     runs = [lambda: chain(lambda y: y * 2.0), backward_of(lambda y: y * 2.0),
-            lambda: chain(Scale.apply), backward_of(Scale.apply)]
-    mins = [float("inf")] * 4
+            lambda: chain(Scale.apply), backward_of(Scale.apply), one_mul, backward_of_one]
+    per = [a.chain] * 4 + [1, 1]
+    mins = [float("inf")] * len(runs)
     for _ in range(a.rounds):
         for i, fn in enumerate(runs):
-            mins[i] = min(mins[i], best(fn, 1, calls) / a.chain)
-    fwd_op_s, full_op_s, fwd_fn_s, full_fn_s = mins
+            mins[i] = min(mins[i], best(fn, 1, calls if per[i] > 1 else a.calls // 4 or 1) / per[i])
+    fwd_op_s, full_op_s, fwd_fn_s, full_fn_s, fwd_one_s, full_one_s = mins
     node_s = full_op_s - fwd_op_s
     function_s = (full_fn_s - full_op_s) / 2
+    # the backward of one node costs C + N, the long chain's per node N + C / chain
+    call_s = ((full_one_s - fwd_one_s) - node_s) * a.chain / (a.chain - 1) if a.chain > 1 else 0.0
     res = {"torch": torch.__version__, "python": sys.version.split()[0],
            "host_op_us": op_s * 1e6, "op_nograd_us": op_nograd_s * 1e6,
            "host_node_us": node_s * 1e6, "host_function_us": function_s * 1e6,
+           "host_backward_call_us": call_s * 1e6,
            "function_pair_us": 2 * function_s * 1e6,
            "scalar_op_fwd_us": fwd_op_s * 1e6, "function_fwd_us": fwd_fn_s * 1e6,
            "rounds": a.rounds, "calls": a.calls, "chain": a.chain}
     # a difference of two minima: on a busy host it can come out at or below
     # zero, which is no figure; say so rather than print it
-    for k in ("host_node_us", "host_function_us"):
+    for k in ("host_node_us", "host_function_us", "host_backward_call_us"):
         if not res[k] > 0:
             print(f"torch_host: {k} came out {res[k]:.2f} us: the host was too busy to resolve it; "
                   f"run again with more --rounds", file=sys.stderr)
@@ -119,7 +138,7 @@ def main():
         print(json.dumps(res, indent=1))
     else:
         print(f"# torch {res['torch']}, python {res['python']}, one thread, tensors of one element")
-        for k in ("host_op_us", "host_node_us", "host_function_us"):
+        for k in ("host_op_us", "host_node_us", "host_function_us", "host_backward_call_us"):
             print(f"{k} = {res[k]:.2f}")
     return 0
 

@@ -236,6 +236,11 @@ typedef struct mb_timing {
 #define MB_HOST_NODE_US 3.91
 #define MB_HOST_FUNCTION_US 1.65
 #define MB_HOST_GENERATED_LAUNCH_US 18.0
+/* One y.backward(dy) call beyond its nodes (the engine's graph task, its
+ * dependencies, its exit): bench/torch_host.py on the 2-vCPU Xeon guest,
+ * torch 2.15, 2026-12-08, the minimum of five runs (11.96-13.06 us;
+ * torch 1.13: 5.78-5.92): reports/data/host-torch-2vcpu-1208/. */
+#define MB_HOST_BACKWARD_CALL_US 11.96
 
 /* The estimate of plan p at shape s on d as timing t times it (NULL: all
  * kernels, no framework: mb_estimate_plan_shape). With MB_FW_PYTORCH on a

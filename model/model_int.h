@@ -82,6 +82,9 @@ void mb_kernel_time(const mb_plan *p, int k, int first, mb_shape n, const mb_dev
  * on GPU d (docs/model.md, "The host"); first: k is the first kernel of
  * its phase in the timed region. */
 double mb_kernel_host_s(const mb_plan *p, int k, int first, const mb_device *d);
+/* roofline.c: seconds one y.backward(dy) call costs the host beyond its
+ * nodes (the engine's entry and exit), on d. */
+double mb_host_backward_call_s(const mb_device *d);
 /* roofline.c: which term bounds a kernel (or a plan, by each term's share). */
 mb_bound mb_bound_of(double launch_s, double mem_s, double compute_s);
 

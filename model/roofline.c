@@ -405,7 +405,9 @@ static int has_column_op(const mb_graph *g, const mb_kernel *K)
  *     (host_node_us); a plan's column sums are library ops (host_op_us +
  *     launch_overhead_us): Liger's _dW.sum(0);
  *   - an incoming gradient's cast (K->engine, any plan) is a library op the
- *     engine issues before the backward (host_op_us + launch_overhead_us). */
+ *     engine issues before the backward (host_op_us + launch_overhead_us).
+ * The y.backward(dy) call itself is mb_host_backward_call_s's, which the
+ * timeline charges to the first backward kernel it issues. */
 double mb_kernel_host_s(const mb_plan *p, int k, int first, const mb_device *d)
 {
     const mb_kernel *K = &p->kernels[k];
@@ -425,4 +427,9 @@ double mb_kernel_host_s(const mb_plan *p, int k, int first, const mb_device *d)
         if (first) us += fn + (K->is_backward ? node : 0);
     }
     return us * 1e-6;
+}
+
+double mb_host_backward_call_s(const mb_device *d)
+{
+    return (d->host_backward_call_us > 0 ? d->host_backward_call_us : MB_HOST_BACKWARD_CALL_US) * 1e-6;
 }

@@ -128,13 +128,17 @@ static void add_cost(mb_cost *t, const mb_cost *c)
 static double timeline(const mb_plan *p, const mb_device *d, double ahead_s, mb_cost *per_kernel)
 {
     double issue = 0, end = ahead_s, open = ahead_s;
-    int seen_fwd = 0, seen_bwd = 0;
+    int seen_fwd = 0, seen_bwd = 0, called_bwd = 0;
     for (int k = 0; k < p->n_kernels; k++) {
         mb_cost *c = &per_kernel[k];
         if (!c->timed) continue;
         int *seen = p->kernels[k].is_backward ? &seen_bwd : &seen_fwd;
         c->host_s = mb_kernel_host_s(p, k, !*seen, d);
         *seen |= !p->kernels[k].engine; /* the phase's call comes after the engine's cast */
+        if (p->kernels[k].is_backward && !called_bwd) { /* y.backward(dy) enters the engine first */
+            c->host_s += mb_host_backward_call_s(d);
+            called_bwd = 1;
+        }
         issue += c->host_s;
         c->waits_on_host = issue > end;
         double start = c->waits_on_host ? issue : end;

@@ -218,10 +218,11 @@ static void test_host_timeline(void)
 
 /* Phases and the host's costs by kind of kernel: sigmoid3 (backward).
  * Eager: its forward kernels cost host_op + launch, its backward ones
- * host_node + launch; --phase backward times the backward kernels alone
- * (the floor on its first). Recompute (fused): a generated launch each,
- * the first of each phase also the autograd.Function's call, in backward
- * also the engine's node. */
+ * host_node + launch, the first backward one also the y.backward(dy) call;
+ * --phase backward times the backward kernels alone (the floor on its
+ * first). Recompute (fused): a generated launch each, the first of each
+ * phase also the autograd.Function's call, in backward also the engine's
+ * node and the backward call. */
 static void test_host_phases(void)
 {
     const mb_device *h100 = mb_device_at(0);
@@ -237,14 +238,16 @@ static void test_host_phases(void)
         const mb_cost *c = &e.per_kernel[k];
         int back = b.per_kernel[k].timed;
         CHECK(f.per_kernel[k].timed == !back);
-        CHECK_NEAR(c->host_s, ((back ? MB_HOST_NODE_US : MB_HOST_OP_US) + L) * 1e-6, 1e-12);
+        const double call = back && nb == 0 ? MB_HOST_BACKWARD_CALL_US : 0; /* the first backward kernel */
+        CHECK_NEAR(c->host_s, ((back ? MB_HOST_NODE_US : MB_HOST_OP_US) + L + call) * 1e-6, 1e-12);
+        CHECK_NEAR(b.per_kernel[k].host_s, back ? c->host_s : 0, 1e-12);
         nb += back;
         nf += !back;
     }
     CHECK(nf > 0 && nb > 0);
     double hs, ds;
     sums(&b, &hs, &ds);
-    CHECK_NEAR(hs, nb * (MB_HOST_NODE_US + L) * 1e-6, 1e-12);
+    CHECK_NEAR(hs, (nb * (MB_HOST_NODE_US + L) + MB_HOST_BACKWARD_CALL_US) * 1e-6, 1e-12);
     CHECK_NEAR(b.total.time_s, hs + b.per_kernel[e.n_kernels - 1].time_s, 1e-12);
     /* the bytes are the phase's kernels' */
     CHECK_EQ_I64(b.total.read_bytes + f.total.read_bytes, e.total.read_bytes);
@@ -253,7 +256,16 @@ static void test_host_phases(void)
     CHECK_EQ_I64(r.n_kernels, 2);
     CHECK_NEAR(r.per_kernel[0].host_s, (MB_HOST_GENERATED_LAUNCH_US + MB_HOST_FUNCTION_US) * 1e-6, 1e-12);
     CHECK_NEAR(r.per_kernel[1].host_s,
-               (MB_HOST_GENERATED_LAUNCH_US + MB_HOST_FUNCTION_US + MB_HOST_NODE_US) * 1e-6, 1e-12);
+               (MB_HOST_GENERATED_LAUNCH_US + MB_HOST_FUNCTION_US + MB_HOST_NODE_US + MB_HOST_BACKWARD_CALL_US) *
+                   1e-6, 1e-12);
+    /* a spec's figure replaces the default */
+    mb_device slow = *h100;
+    mb_device_set(&slow, MB_DK_host_backward_call_us, 100.0);
+    mb_estimate rs = est_timed("sigmoid3", MB_PLAN_RECOMPUTE, s, &slow, &all);
+    CHECK_NEAR(rs.per_kernel[1].host_s, (MB_HOST_GENERATED_LAUNCH_US + MB_HOST_FUNCTION_US + MB_HOST_NODE_US + 100.0) *
+                                            1e-6, 1e-12);
+    CHECK_NEAR(rs.per_kernel[0].host_s, r.per_kernel[0].host_s, 1e-12);
+    mb_estimate_free(&rs);
 
     /* a forward-only plan has no backward phase */
     mb_graph *g = NULL;
@@ -322,7 +334,8 @@ static void test_grad_cast(void)
                 CHECK(cast >= 0 && cast == first_bwd && p->kernels[cast].engine);
                 CHECK_EQ_I64(e.per_kernel[cast].read_bytes, n * 2);
                 CHECK_EQ_I64(e.per_kernel[cast].write_bytes, n * 4);
-                CHECK_NEAR(e.per_kernel[cast].host_s, (MB_HOST_OP_US + L) * 1e-6, 1e-12);
+                /* the engine's cast comes first: the backward call's cost with it, once */
+                CHECK_NEAR(e.per_kernel[cast].host_s, (MB_HOST_OP_US + L + MB_HOST_BACKWARD_CALL_US) * 1e-6, 1e-12);
                 if (k == MB_PLAN_RECOMPUTE) { /* the fused backward: the f32 gradient and x */
                     CHECK_EQ_I64(p->n_kernels, 3);
                     CHECK_EQ_I64(e.per_kernel[2].read_bytes, n * 4 + n * 2);

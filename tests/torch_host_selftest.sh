@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # torch_host_selftest.sh — bench/torch_host.py, the host costs the model's
 # host term defaults to, measured from PyTorch on this machine: it prints
-# the three keys as INI lines with positive figures, its JSON every probe,
+# the four keys as INI lines with positive figures, its JSON every probe,
 # and refuses bad arguments with exit 2. Skips (77) without a torch.
 set -u
 S=${MB_SRC:?MB_SRC unset}
@@ -18,12 +18,12 @@ bad() { echo "FAIL: $*"; fail=$((fail + 1)); }
 # the script must say so (exit 1, the key named), never print a figure <= 0
 "$py" "$S/bench/torch_host.py" --rounds 5 --calls 400 --chain 8 >"$tmp/ini" 2>"$tmp/err"; rc=$?
 if [ $rc -eq 0 ]; then
-  for k in host_op_us host_node_us host_function_us; do
+  for k in host_op_us host_node_us host_function_us host_backward_call_us; do
     awk -F' = ' -v k="$k" '$1 == k && $2 ~ /^[0-9]+\.[0-9]+$/ && $2 + 0 > 0 { found = 1 } END { exit !found }' "$tmp/ini" &&
       ok || bad "no positive '$k = ...' line: $(cat "$tmp/ini")"
   done
 else
-  [ $rc -eq 1 ] && grep -Eq "(host_node_us|host_function_us) came out .* too busy" "$tmp/err" && ok ||
+  [ $rc -eq 1 ] && grep -Eq "(host_node_us|host_function_us|host_backward_call_us) came out .* too busy" "$tmp/err" && ok ||
     bad "torch_host.py failed: rc $rc $(cat "$tmp/err")"
 fi
 if [ $rc -eq 0 ]; then
