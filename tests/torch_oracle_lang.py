@@ -12,9 +12,12 @@ equal membound's eager kernels (`model --plan eager --per-kernel
 --json`) in order and kind, and the bytes PyTorch saves for backward
 (saved_tensors_hooks, each distinct tensor once) equal membound's
 saved_bytes. Names: aten's _to_copy is membound's copy, membound's add_grad
-aten's add and its colsum aten's sum. Runs under the torch it finds (Debian
-12's 1.13 in ctest; 2.x from the bench environment); prints each case.
-Environment: MB_BIN."""
+aten's add and its colsum aten's sum. And the kernels that cast — an aten
+call whose tensor operand (0-dim wrapped numbers left out) is of another
+dtype than its result, which on CUDA takes PyTorch's unrolled casting loop
+— are exactly those membound marks 'cast_loop' under --framework pytorch on
+a GPU. Runs under the torch it finds (Debian 12's 1.13 in ctest; 2.x from
+the bench environment); prints each case. Environment: MB_BIN."""
 import json
 import os
 import subprocess
@@ -24,6 +27,8 @@ import tempfile
 
 import torch
 import torch.nn.functional as F
+
+from torch.utils._pytree import tree_flatten
 
 from torch_oracle_rows import Ops, report, summary  # beside this file: the dispatch recorder and the case report the oracles share
 
@@ -65,6 +70,13 @@ MEAN_INPUT = {"LlamaRMSNorm": MEAN_RC_F32, "LlamaRMSNorm, frozen weight": MEAN_R
 # the incoming gradient's dtype where it is not the output's: the case's label
 # -> dtype ('backward grad DTYPE'; autograd's engine casts it to the output's)
 GRAD_DTYPE = {"LlamaRMSNorm, f32 weight, dy bf16": "bf16"}
+
+# cases whose casting kernels are not compared, and why
+CAST_UNCOMPARED = {
+    "4-D, a [head_dim] weight and a row statistic":
+        "amax's backward: PyTorch's tie mask is bool and its count int64 (div and mul then cast), membound's f32",
+    "F.rms_norm on the CPU": "membound's CUDA plan is one rms_norm kernel, not the CPU's composite ones",
+}
 
 # label, membound variant, inputs (name, shape kind, dtype, requires_grad), torch function
 CASES = [
@@ -118,6 +130,25 @@ CPU_SPEC = ("[device]\nname = cpu-like\nkind = cpu\nmem_bandwidth_gbs = 100\ncac
             "bf16_tflops = 1\nlaunch_overhead_us = 1\nsource = tests/torch_oracle_lang.py\n")
 
 
+class CastOps(Ops):
+    """Ops, and for each kernel recorded whether it reads a tensor of another
+    dtype than its result (the dynamic casting of TensorIterator)."""
+
+    def __init__(self):
+        super().__init__(NOT_KERNELS, FROM_TORCH)
+        self.casts = []
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        n = len(self.ops)
+        out = super().__torch_dispatch__(func, types, args, kwargs)
+        if len(self.ops) > n:
+            res = [t for t in tree_flatten(out)[0] if isinstance(t, torch.Tensor)]
+            ins = [t for t in tree_flatten((args, kwargs or {}))[0] if isinstance(t, torch.Tensor) and t.dim() > 0]
+            # a comparison's loop takes its operands' dtype and returns bool: no cast
+            self.casts.append(bool(res) and res[0].dtype != torch.bool and any(t.dtype != res[0].dtype for t in ins))
+        return out
+
+
 def shape_of(kind):
     return {"rc": (ROWS, COLS), "c": (COLS,), "n": (N,), "d": (DIMS["head_dim"],),
             "bhsd": tuple(DIMS.values()), "b11d": (DIMS["batch"], 1, 1, DIMS["head_dim"]),
@@ -140,18 +171,33 @@ def torch_run(inputs, f, grad_dtype=None):
 
     with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
         f(*xs)
-    with Ops(NOT_KERNELS, FROM_TORCH) as fwd:
+    with CastOps() as fwd:
         y = f(*xs)
     g = torch.randn(y.shape).to(DT[grad_dtype] if grad_dtype else y.dtype)
-    with Ops(NOT_KERNELS, FROM_TORCH) as bwd:
+    with CastOps() as bwd:
         y.backward(g)
-    return fwd.ops + bwd.ops, sum(saved.values())
+    return fwd.ops + bwd.ops, sum(saved.values()), fwd.casts + bwd.casts
+
+
+def mb_size(inputs):
+    kinds = {k for _, k, _, _ in inputs}
+    return (["--dims", ",".join(f"{k}={v}" for k, v in DIMS.items())] if "bhsd" in kinds
+            else ["--shape", f"{ROWS}x{COLS}"] if "rc" in kinds else ["--n", str(N)])
+
+
+def mb_casts(variant, inputs):
+    """membound's eager kernels on PyTorch's casting loop: per kernel, whether
+    it has 'cast_loop' (--framework pytorch on a GPU)."""
+    args = [os.environ["MB_BIN"], "model", "--expr", variant, "--plan", "eager", "--per-kernel", "--json",
+            "--device", "a100-pcie-80gb", "--framework", "pytorch"] + mb_size(inputs)
+    out = subprocess.run(args, capture_output=True, text=True)
+    if out.returncode != 0:
+        raise RuntimeError("membound model: " + out.stderr.strip())
+    return ["cast_loop" in k for k in json.loads(out.stdout)["results"][0]["per_kernel"]]
 
 
 def mb_run(variant, inputs):
-    kinds = {k for _, k, _, _ in inputs}
-    size = (["--dims", ",".join(f"{k}={v}" for k, v in DIMS.items())] if "bhsd" in kinds
-            else ["--shape", f"{ROWS}x{COLS}"] if "rc" in kinds else ["--n", str(N)])
+    size = mb_size(inputs)
     with tempfile.NamedTemporaryFile("w", suffix=".ini") as spec:  # the eager kernels of torch on a CPU
         spec.write(CPU_SPEC)
         spec.flush()
@@ -170,9 +216,29 @@ def main():
         return 2
     fails = 0
     for label, variant, inputs, f in CASES:
-        want, want_saved = torch_run(inputs, f, GRAD_DTYPE.get(label))
-        fails += report(label, want, want_saved, lambda: mb_run(variant, inputs), MEAN_INPUT.get(label, 0),
-                        f"mean's input, torch {torch.__version__}")
+        want, want_saved, want_casts = torch_run(inputs, f, GRAD_DTYPE.get(label))
+        bad = report(label, want, want_saved, lambda: mb_run(variant, inputs), MEAN_INPUT.get(label, 0),
+                     f"mean's input, torch {torch.__version__}")
+        if label in CAST_UNCOMPARED:
+            print(f"  its casting kernels not compared: {CAST_UNCOMPARED[label]}")
+            fails += bad
+            continue
+        try:
+            got_casts = mb_casts(variant, inputs)
+        except RuntimeError as e:
+            got_casts = [str(e)]
+        # as (name, casts) pairs in any order: PyTorch's MulBackward0 computes
+        # the second operand's gradient first, membound the first's
+        want_pairs, got_pairs = sorted(zip(want, want_casts)), sorted(zip(want, got_casts))
+        if len(got_casts) != len(want) or got_pairs != want_pairs:
+            print(f"FAIL: {label}: the casting kernels\n"
+                  f"  torch:    {' '.join(n for n, c in zip(want, want_casts) if c)}  {want_casts}\n"
+                  f"  membound: {got_casts}")
+            bad = 1
+        elif any(want_casts):
+            print(f"  and its {sum(want_casts)} casting kernels: "
+                  f"{' '.join(n for n, c in zip(want, want_casts) if c)}")
+        fails += bad
     return summary(len(CASES), fails)
 
 
