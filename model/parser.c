@@ -104,6 +104,14 @@ static void tok_copy(const mb_token *t, char *buf, int bufsize)
     buf[len] = '\0';
 }
 
+/* The current token as a directive's word into buf ("" when it is no
+ * identifier): the caller parses it, and on failure says perr_tok there. */
+static void tok_word(const parser *P, char *buf, int bufsize)
+{
+    buf[0] = '\0';
+    if (P->lx.tok.kind == TK_ID) tok_copy(&P->lx.tok, buf, bufsize);
+}
+
 static binding *lookup(parser *P, const char *name)
 {
     for (int i = P->n_names - 1; i >= 0; i--)
@@ -1111,27 +1119,19 @@ static int parse_statement(parser *P)
         P->g->has_backward = 1;
         if (tok_is(&P->lx.tok, "grad")) {
             mb_lex_next(&P->lx);
-            mb_token w = P->lx.tok;
-            char dn[16] = "";
-            if (w.kind == TK_ID) tok_copy(&w, dn, sizeof dn);
-            if (mb_dtype_parse(dn, &P->g->grad_dtype) != MB_OK) {
-                char d[64];
-                return perr(P, w.line, w.col, "expected a dtype after 'backward grad' (f32, bf16, f16), got %s",
-                            mb_tok_desc(&w, d, sizeof d));
-            }
+            char dn[16];
+            tok_word(P, dn, sizeof dn);
+            if (mb_dtype_parse(dn, &P->g->grad_dtype) != MB_OK)
+                return perr_tok(P, "a dtype after 'backward grad' (f32, bf16, f16)");
             P->g->grad_dtype_set = 1;
             mb_lex_next(&P->lx);
         }
     } else if (tok_is(&t, "colsum")) { /* colsum written | partial | reread: mb_graph.colsum */
         mb_lex_next(&P->lx);
-        mb_token w = P->lx.tok;
-        char word[16] = "";
-        if (w.kind == TK_ID) tok_copy(&w, word, sizeof word);
-        if (mb_colsum_parse(word, &P->g->colsum) != MB_OK) {
-            char d[64];
-            return perr(P, w.line, w.col, "expected 'written', 'partial' or 'reread' after 'colsum', got %s",
-                        mb_tok_desc(&w, d, sizeof d));
-        }
+        char word[16];
+        tok_word(P, word, sizeof word);
+        if (mb_colsum_parse(word, &P->g->colsum) != MB_OK)
+            return perr_tok(P, "'written', 'partial' or 'reread' after 'colsum'");
         mb_lex_next(&P->lx);
     } else if (tok_is(&t, "size")) {
         mb_lex_next(&P->lx);

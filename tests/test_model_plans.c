@@ -462,6 +462,23 @@ static void check_column_plans(void)
     }
 }
 
+/* variant's recompute plan with its [cols] gradients summed as how, and
+ * its estimate at R x C on d: 1 when all three were made. */
+static int colsum_plan(const char *variant, mb_colsum how, int64_t R, int64_t C, const mb_device *d, mb_graph **g,
+                       mb_plan **p, mb_estimate *out)
+{
+    mb_err e;
+    *g = NULL;
+    *p = NULL;
+    memset(out, 0, sizeof *out);
+    CHECK(mb_variant_load(variant, MB_F32, g, &e) == MB_OK);
+    if (!*g) return 0;
+    (*g)->colsum = how;
+    CHECK(mb_plan_build(*g, MB_PLAN_RECOMPUTE, p, &e) == MB_OK);
+    CHECK(*p && mb_estimate_plan_shape(*p, (mb_shape){2, R, C, 0}, d, out, &e) == MB_OK);
+    return *p && out->per_kernel;
+}
+
 /* --colsum partial (Liger's weight gradient): RMSNorm's recompute backward
  * at 4096x4096 f32 on h100-sxm writes dx and 132 SMs' partial sums of g x^
  * (132 x 4096 f32) instead of g x^ itself, the column kernel reads those
@@ -475,16 +492,11 @@ static void check_partial_colsums(void)
     static const struct { const char *variant; int sums; } cases[] = {{"rmsnorm_affine_bwd", 1},
                                                                       {"layernorm_affine_bwd", 2}};
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
-        mb_graph *g = NULL;
-        mb_plan *p = NULL;
+        mb_graph *g;
+        mb_plan *p;
         mb_err e;
         mb_estimate out;
-        CHECK(mb_variant_load(cases[c].variant, MB_F32, &g, &e) == MB_OK);
-        if (!g) continue;
-        g->colsum = MB_COLSUM_PARTIAL;
-        CHECK(mb_plan_build(g, MB_PLAN_RECOMPUTE, &p, &e) == MB_OK);
-        CHECK(p && mb_estimate_plan_shape(p, (mb_shape){2, R, C, 0}, &d, &out, &e) == MB_OK);
-        if (!p || !out.per_kernel) continue;
+        if (!colsum_plan(cases[c].variant, MB_COLSUM_PARTIAL, R, C, &d, &g, &p, &out)) continue;
         CHECK_EQ_I64(p->n_kernels, 3);
         CHECK_EQ_I64(out.per_kernel[1].read_bytes, 2 * n * 4 + C * 4); /* x, dy, w (b: not needed) */
         CHECK_EQ_I64(out.per_kernel[1].write_bytes, n * 4 + cases[c].sums * part);
@@ -526,16 +538,10 @@ static void check_reread_colsums(void)
     static const struct { const char *variant; int sums, stats; } cases[] = {{"rmsnorm_affine_bwd", 1, 1},
                                                                              {"layernorm_affine_bwd", 2, 2}};
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
-        mb_graph *g = NULL;
-        mb_plan *p = NULL;
-        mb_err e;
+        mb_graph *g;
+        mb_plan *p;
         mb_estimate out;
-        CHECK(mb_variant_load(cases[c].variant, MB_F32, &g, &e) == MB_OK);
-        if (!g) continue;
-        g->colsum = MB_COLSUM_REREAD;
-        CHECK(mb_plan_build(g, MB_PLAN_RECOMPUTE, &p, &e) == MB_OK);
-        CHECK(p && mb_estimate_plan_shape(p, (mb_shape){2, R, C, 0}, &d, &out, &e) == MB_OK);
-        if (!p || !out.per_kernel) continue;
+        if (!colsum_plan(cases[c].variant, MB_COLSUM_REREAD, R, C, &d, &g, &p, &out)) continue;
         CHECK_EQ_I64(p->n_kernels, 3);
         CHECK_EQ_I64(out.per_kernel[1].read_bytes, 2 * n * 4 + C * 4); /* x, dy, w */
         CHECK_EQ_I64(out.per_kernel[1].write_bytes, n * 4 + cases[c].stats * R * 4); /* dx, the statistics */
